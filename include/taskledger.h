@@ -1,0 +1,507 @@
+/* taskledger: an embeddable task-scheduler core.
+ *
+ * This header is the whole public API. A cluster runtime (a driver process that hands work to
+ * executor processes) calls it when task sets are submitted, when executors offer free cores,
+ * when executors report task status, and when executors join, go quiet or die. The library
+ * decides which task runs where and keeps the bookkeeping of every running task so exactly that
+ * nothing is retained after it stops mattering.
+ *
+ * Conventions that hold for every function below unless its comment says otherwise:
+ *   - 0 (TL_OK) is success; errors are negative TL_E* codes from one table.
+ *   - Arguments are validated before anything changes. An error return means nothing changed
+ *     (apart from the counters a comment names) and no callback ran for that call. TL_ENOMEM
+ *     leaves the scheduler as it was; only internal table capacity may have grown.
+ *   - Every function is thread-safe: one mutex per scheduler serialises them.
+ *   - No callback ever runs while that mutex is held. Events are queued under it and delivered
+ *     after it is released by the serial dispatcher (see tl_callbacks), so any function may be
+ *     called from inside a callback, except tl_scheduler_free, which then returns TL_EBUSY.
+ *   - Strings passed in are copied; the caller may free them when the call returns. Strings
+ *     passed to a callback are valid until that callback returns.
+ *   - No function blocks on anything but the scheduler's mutex.
+ */
+#ifndef TASKLEDGER_H
+#define TASKLEDGER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#if defined(TL_BUILDING_SHARED)
+#define TL_EXTERN __declspec(dllexport)
+#elif defined(TL_USING_SHARED)
+#define TL_EXTERN __declspec(dllimport)
+#else
+#define TL_EXTERN /* nothing */
+#endif
+#elif __GNUC__ >= 4
+#define TL_EXTERN __attribute__((visibility("default")))
+#else
+#define TL_EXTERN /* nothing */
+#endif
+
+#define TL_VERSION_MAJOR 0
+#define TL_VERSION_MINOR 1
+#define TL_VERSION_PATCH 0
+#define TL_VERSION_HEX ((TL_VERSION_MAJOR << 16) | (TL_VERSION_MINOR << 8) | TL_VERSION_PATCH)
+
+/* Executor ids are 1 to TL_ID_MAX - 1 bytes; host and rack names 1 to TL_HOST_MAX - 1. */
+#define TL_ID_MAX 64
+#define TL_HOST_MAX 256
+
+/* tl_tick's answer when nothing is due, ever. */
+#define TL_TICK_NEVER UINT64_MAX
+
+/* ---------------------------------------------------------------------------------------------
+ * Errors
+ * ------------------------------------------------------------------------------------------- */
+
+/* XX(name, value, sentence). The table generates the enum, tl_err_name and tl_strerror. */
+#define TL_ERRNO_MAP(XX)                                                                       \
+  XX(EINVAL, -1, "An argument is invalid.")                                                    \
+  XX(ENOMEM, -2, "Out of memory; the scheduler is unchanged.")                                 \
+  XX(ENOENT, -3, "No such executor, task set or stage is known.")                              \
+  XX(EEXIST, -4, "It already exists.")                                                         \
+  XX(ESTALE, -5, "The task id is unknown, already finished, or frozen on a lost executor.")    \
+  XX(EOWNER, -6, "The task is run by another executor.")                                       \
+  XX(EGONE, -7, "The executor has been removed; a restarted executor takes a new id.")         \
+  XX(ESTATE, -8, "The operation is not valid in the object's current state.")                  \
+  XX(EBUSY, -9, "The scheduler is busy: called from a callback, or in use elsewhere.")         \
+  XX(ECORRUPT, -10, "An invariant of the ledger is broken.")
+
+typedef enum tl_errno {
+  TL_OK = 0,
+#define TL__ERRNO_ENUM(name, value, sentence) TL_##name = (value),
+  TL_ERRNO_MAP(TL__ERRNO_ENUM)
+#undef TL__ERRNO_ENUM
+} tl_errno;
+
+/* The code's name without the prefix ("EOWNER"; "OK" for 0; "UNKNOWN" for other values).
+ * Never NULL; the string is static. */
+TL_EXTERN const char *tl_err_name(int err);
+
+/* A sentence describing the code; never NULL; static. Unknown codes get "Unknown error." */
+TL_EXTERN const char *tl_strerror(int err);
+
+/* TL_VERSION_HEX of the library linked in, and "0.1.0". */
+TL_EXTERN unsigned int tl_version(void);
+TL_EXTERN const char *tl_version_string(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Allocator
+ * ------------------------------------------------------------------------------------------- */
+
+/* Replaces the functions every allocation of the library goes through (process-wide). All four
+ * must be given. Allowed only while no scheduler exists: TL_EBUSY otherwise, TL_EINVAL for a
+ * NULL function. Each scheduler still accounts its own live bytes and blocks (tl_stats). */
+TL_EXTERN int tl_replace_allocator(void *(*malloc_fn)(size_t), void *(*realloc_fn)(void *, size_t),
+                                   void *(*calloc_fn)(size_t, size_t), void (*free_fn)(void *));
+
+/* ---------------------------------------------------------------------------------------------
+ * Plain types
+ * ------------------------------------------------------------------------------------------- */
+
+typedef uint64_t tl_tid;        /* one task attempt: from 1, never reused by a scheduler */
+typedef uint64_t tl_taskset_id; /* one task set (one attempt of one stage): from 1, never reused */
+
+typedef struct tl_scheduler tl_scheduler; /* opaque */
+
+/* Locality of a launch, best first (Spark's TaskLocality). Tasks without preferred locations
+ * launch at TL_NO_PREF. */
+typedef enum tl_locality {
+  TL_PROCESS_LOCAL = 0,
+  TL_NODE_LOCAL = 1,
+  TL_NO_PREF = 2,
+  TL_RACK_LOCAL = 3,
+  TL_ANY = 4
+} tl_locality;
+
+/* How a task attempt ended, as task_ended reports it and a FAILED update names it. */
+typedef enum tl_end_kind {
+  TL_END_SUCCESS = 0,       /* FINISHED; the result comes with it */
+  TL_END_EXCEPTION = 1,     /* the task threw: counts toward max_task_failures */
+  TL_END_FETCH_FAILED = 2,  /* a shuffle input is missing: makes the task set zombie, no count */
+  TL_END_KILLED = 3,        /* killed on request: does not count */
+  TL_END_COMMIT_DENIED = 4, /* output commit refused: does not count */
+  TL_END_RESULT_LOST = 5,   /* the result could not be fetched: counts */
+  TL_END_EXECUTOR_LOST = 6, /* its executor was lost: counts only if caused by the app and the
+                               attempt had reached RUNNING; never given in a status update */
+  TL_END_RESUBMITTED = 7    /* reserved for shuffle-output resubmission; not produced yet */
+} tl_end_kind;
+
+/* Executor states. */
+typedef enum tl_executor_state {
+  TL_EXECUTOR_ALIVE = 0,           /* runs tasks and takes new ones */
+  TL_EXECUTOR_DECOMMISSIONING = 1, /* runs its tasks, takes no new ones */
+  TL_EXECUTOR_PENDING_LOSS = 2,    /* lost, reason pending: its attempts are frozen */
+  TL_EXECUTOR_REMOVED = 3          /* a tombstone: the id is remembered, nothing else */
+} tl_executor_state;
+
+/* Why an executor was lost. TL_LOSS_PENDING is the first phase of a two-phase loss. */
+typedef enum tl_loss_kind {
+  TL_LOSS_PENDING = 0,           /* lost, reason not yet known: freeze, do not reschedule */
+  TL_LOSS_EXITED = 1,            /* the process exited (exit_code) */
+  TL_LOSS_PROCESS_LOST = 2,      /* the process or its connection disappeared */
+  TL_LOSS_HEARTBEAT_TIMEOUT = 3, /* no heartbeat for heartbeat_timeout_ns (made by tl_tick) */
+  TL_LOSS_KILLED = 4,            /* killed by the driver: never caused by the app */
+  TL_LOSS_DECOMMISSIONED = 5,    /* removed after decommissioning: never caused by the app */
+  TL_LOSS_PENDING_TIMEOUT = 6    /* no real reason came within pending_loss_timeout_ns */
+} tl_loss_kind;
+
+/* A loss reason. Zero-initialised: TL_LOSS_PENDING, not caused by the app. */
+typedef struct tl_loss_reason {
+  tl_loss_kind kind;
+  bool caused_by_app;  /* the app made it exit: its RUNNING attempts count as task failures */
+  int exit_code;       /* for TL_LOSS_EXITED; informational otherwise */
+  const char *message; /* may be NULL; copied */
+} tl_loss_reason;
+
+/* ---------------------------------------------------------------------------------------------
+ * Configuration
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct tl_config {
+  uint32_t cpus_per_task;           /* cores one task takes unless its task set says; 1 */
+  uint32_t max_task_failures;       /* counting failures of one index that abort its task set:
+                                       1 to 65535; 4 */
+  uint64_t heartbeat_timeout_ns;    /* an executor silent this long is lost; 0 = never; 120 s */
+  uint64_t pending_loss_timeout_ns; /* a pending loss with no real reason this long ends as
+                                       TL_LOSS_PENDING_TIMEOUT; 0 = wait forever; 120 s */
+  uint32_t max_tombstones;          /* removed executor ids remembered; 0 = none; 1024 */
+  uint64_t tombstone_ttl_ns;        /* and for at most this long; 0 = until evicted; 10 min */
+  uint64_t (*clock)(void *ud);      /* monotonic nanoseconds; NULL = uv_hrtime */
+  void *clock_ud;                   /* passed to clock */
+} tl_config;
+
+/* Fills the defaults shown above. */
+TL_EXTERN void tl_config_init(tl_config *cfg);
+
+/* ---------------------------------------------------------------------------------------------
+ * Callbacks
+ * ------------------------------------------------------------------------------------------- */
+
+/* One attempt, as task_started and task_ended see it. */
+typedef struct tl_task_info {
+  tl_tid tid;              /* the attempt's id */
+  tl_taskset_id taskset;   /* its task set */
+  uint32_t stage_id;       /* its stage */
+  uint32_t stage_attempt;  /* the task set's attempt of that stage */
+  uint32_t index;          /* task index within the task set, from 0 */
+  uint32_t attempt;        /* attempt number of this index, from 0 */
+  const char *executor_id; /* where it ran; valid until the callback returns */
+  const char *host;        /* that executor's host; valid until the callback returns */
+  tl_locality locality;    /* the level it was launched at */
+  void *payload;           /* the task set's payload; valid until taskset_released */
+} tl_task_info;
+
+/* How an attempt ended. */
+typedef struct tl_task_end {
+  tl_end_kind kind;            /* TL_END_SUCCESS or the failure */
+  bool counts_toward_failures; /* this failure was counted toward max_task_failures */
+  const char *message;         /* the update's or the loss's message, or NULL; valid until the
+                                  callback returns */
+  void *result;                /* TL_END_SUCCESS: the result, now owned by the callee */
+  size_t result_size;          /* its size as the update gave it */
+  void (*result_free)(void *); /* how the update said to free it, or NULL */
+} tl_task_end;
+
+/* One task set, as taskset_failed and taskset_released see it. */
+typedef struct tl_taskset_info {
+  tl_taskset_id id;
+  uint32_t stage_id;
+  uint32_t stage_attempt;
+  uint32_t ntasks;
+} tl_taskset_info;
+
+/* The runtime's side. Every member may be NULL. Events are delivered exactly once, one at a
+ * time, in the order they were made, never while the scheduler's lock is held, by whichever
+ * thread's call made them unless another thread is already delivering (then that thread
+ * delivers them, and the call may return before they are delivered). A callback may call any
+ * function of this header; the events those calls make are delivered after it returns. */
+typedef struct tl_callbacks {
+  void *ud; /* passed to every callback */
+  /* An attempt was launched by tl_resource_offers. */
+  void (*task_started)(void *ud, const tl_task_info *task);
+  /* An attempt ended: a status update, or the loss of its executor. With TL_END_SUCCESS the
+   * result is now the callee's (when this member is NULL, the library calls result_free). */
+  void (*task_ended)(void *ud, const tl_task_info *task, const tl_task_end *end);
+  /* A task set was aborted (too many failures, or its stage cancelled). It is zombie now and
+   * is released once its running attempts end. Delivered at most once per task set. */
+  void (*taskset_failed)(void *ud, const tl_taskset_info *ts, const char *reason);
+  /* A task set is gone: zombie with nothing running. The payload given to tl_submit is handed
+   * back, exactly once; the library keeps no pointer to it. */
+  void (*taskset_released)(void *ud, const tl_taskset_info *ts, void *payload);
+  /* An executor was registered by tl_executor_add. */
+  void (*executor_added)(void *ud, const char *executor_id, const char *host);
+  /* An executor was lost: once per executor, at its first loss (for a two-phase loss, with
+   * the TL_LOSS_PENDING reason; the second phase is not reported again). */
+  void (*executor_lost)(void *ud, const char *executor_id, const tl_loss_reason *reason);
+  /* There is new pending work (a submission, a task to retry): offer resources again. */
+  void (*revive_offers)(void *ud);
+  /* Ask the executor to kill an attempt (tl_kill_task, tl_kill_stage, tl_cancel_stage). The
+   * attempt ends when the executor reports it KILLED (or its executor is lost). */
+  void (*kill_task)(void *ud, tl_tid tid, const char *executor_id, bool interrupt,
+                    const char *reason);
+} tl_callbacks;
+
+/* ---------------------------------------------------------------------------------------------
+ * Scheduler
+ * ------------------------------------------------------------------------------------------- */
+
+/* Creates a scheduler. cfg NULL = defaults; cb NULL = no callbacks (both are copied).
+ * TL_EINVAL: out NULL, or a config value out of range; TL_ENOMEM. */
+TL_EXTERN int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler **out);
+
+/* Releases every task set that still exists (taskset_released, in submission order, delivered
+ * by this call, with no other event), then frees everything. Attempts still in flight are
+ * forgotten. TL_EBUSY (nothing changes) when called from inside a callback or while another
+ * thread is delivering events; TL_EINVAL for NULL. No other thread may use the scheduler once
+ * this call has started; callbacks it makes may only inspect it (other calls are TL_EBUSY). */
+TL_EXTERN int tl_scheduler_free(tl_scheduler *s);
+
+/* ---------------------------------------------------------------------------------------------
+ * Executors
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct tl_executor_desc {
+  const char *id;   /* 1 to 63 bytes, unique among executors ever known (tombstones) */
+  const char *host; /* 1 to 255 bytes */
+  const char *rack; /* NULL: no rack; else 1 to 255 bytes, the same for every executor of a host */
+  uint32_t cores;   /* at least 1 */
+} tl_executor_desc;
+
+/* Registers an executor (ALIVE; registration counts as a heartbeat). Event executor_added.
+ * TL_EINVAL: bad descriptor, or a rack different from the host's; TL_EEXIST: the id is known;
+ * TL_EGONE: the id is a tombstone (a restarted executor takes a new id); TL_ENOMEM. */
+TL_EXTERN int tl_executor_add(tl_scheduler *s, const tl_executor_desc *d);
+
+/* Reports an executor lost. See docs/design.md "Two-phase executor loss":
+ *   ALIVE or DECOMMISSIONING, reason TL_LOSS_PENDING: its running attempts are frozen (gone
+ *     from the tid index, status updates for them are TL_ESTALE), its cores and host released,
+ *     state PENDING_LOSS until a second call or pending_loss_timeout_ns. Event executor_lost.
+ *   ALIVE or DECOMMISSIONING, any other reason: the same, then the second phase at once.
+ *   PENDING_LOSS, a real reason: the second phase: each frozen attempt ends with
+ *     TL_END_EXECUTOR_LOST (counting only if reason->caused_by_app, the attempt had reached
+ *     RUNNING and the executor was not decommissioning), the executor becomes a tombstone.
+ *   PENDING_LOSS, TL_LOSS_PENDING again: nothing changes; TL_OK.
+ * TL_EINVAL: NULL argument, bad id, reason kind out of range; TL_ENOENT: never known;
+ * TL_EGONE: already removed; TL_ENOMEM. */
+TL_EXTERN int tl_executor_lost(tl_scheduler *s, const char *executor_id,
+                               const tl_loss_reason *reason);
+
+/* Records a heartbeat now (tl_config.clock). TL_ENOENT, TL_EGONE; TL_ESTATE while the executor
+ * is pending loss (a heartbeat does not undo a loss); TL_EINVAL. */
+TL_EXTERN int tl_executor_heartbeat(tl_scheduler *s, const char *executor_id);
+
+/* Decommissions an executor: its attempts run on, no new one is launched there, and when it is
+ * later lost its attempts do not count as failures. message (may be NULL) is kept and shown by
+ * tl_explain_taskset. Again on a decommissioning executor: TL_OK, nothing changes.
+ * TL_ENOENT, TL_EGONE, TL_ESTATE (pending loss), TL_EINVAL, TL_ENOMEM. */
+TL_EXTERN int tl_executor_decommission(tl_scheduler *s, const char *executor_id,
+                                       const char *message);
+
+/* What the ledger holds for one executor (a snapshot; nothing points into the scheduler). */
+typedef struct tl_executor_status {
+  tl_executor_state state; /* never TL_EXECUTOR_REMOVED here: removed ids are TL_EGONE */
+  uint32_t cores;          /* as registered */
+  uint32_t free_cores;     /* cores minus running attempts x their cpus */
+  uint32_t running;        /* attempts running here (in the tid index) */
+  uint32_t frozen;         /* attempts frozen here while pending loss */
+  char host[TL_HOST_MAX];  /* its host */
+} tl_executor_status;
+
+/* TL_ENOENT, TL_EGONE, TL_EINVAL. */
+TL_EXTERN int tl_executor_get(tl_scheduler *s, const char *executor_id, tl_executor_status *out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Task sets
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct tl_taskset_desc {
+  uint32_t stage_id;      /* the stage this is an attempt of */
+  uint32_t stage_attempt; /* which attempt; unique per stage among live task sets */
+  uint32_t priority;      /* the job id: lower first (FIFO), then lower stage id */
+  uint32_t ntasks;        /* at least 1, at most 2^32 - 2 */
+  uint32_t cpus_per_task; /* 0: the config's */
+  void *payload;          /* shared by all tasks, given to every launch, handed back once by
+                             taskset_released; the library never touches what it points to */
+} tl_taskset_desc;
+
+/* Submits a task set; every older attempt of the same stage becomes zombie (and is released at
+ * once if nothing of it runs). Event revive_offers. *out (may be NULL) gets its id.
+ * TL_EINVAL: bad descriptor; TL_EEXIST: that stage attempt is live; TL_ENOMEM. On error the
+ * payload stays the caller's. */
+TL_EXTERN int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out);
+
+/* Asks for one attempt to be killed (event kill_task). Nothing else changes: the attempt ends
+ * when its executor reports TL_TASK_KILLED. TL_ESTALE if the tid is not running; TL_EINVAL;
+ * TL_ENOMEM. reason may be NULL. */
+TL_EXTERN int tl_kill_task(tl_scheduler *s, tl_tid tid, bool interrupt, const char *reason);
+
+/* Asks for every running attempt of every attempt of a stage to be killed (Spark's
+ * killAllTaskAttempts): one kill_task each. The task sets stay as they are; killed tasks are
+ * retried. TL_ENOENT: no task set of that stage exists; TL_EINVAL; TL_ENOMEM. */
+TL_EXTERN int tl_kill_stage(tl_scheduler *s, uint32_t stage_id, bool interrupt,
+                            const char *reason);
+
+/* Cancels a stage: kills every running attempt (interrupt false) and aborts its active attempt
+ * (taskset_failed with "Stage N cancelled" and the reason); every attempt of the stage is
+ * zombie afterwards and is released once its attempts end. TL_ENOENT, TL_EINVAL, TL_ENOMEM. */
+TL_EXTERN int tl_cancel_stage(tl_scheduler *s, uint32_t stage_id, const char *reason);
+
+/* Tells the active (non-zombie) attempt of a stage that a result for index landed from another
+ * attempt (Spark's notifyPartitionCompletion): the index counts as done there and is no longer
+ * pending; if it was the last, that task set becomes zombie. Attempts of that index still
+ * running go on; their results are still delivered. TL_OK and nothing changes when the stage
+ * has no active attempt or the index is already done. TL_ENOENT: no task set of that stage;
+ * TL_EINVAL: index out of range for the active attempt; TL_ENOMEM. */
+TL_EXTERN int tl_partition_completed(tl_scheduler *s, uint32_t stage_id, uint32_t index);
+
+/* What the ledger holds for one task set (a snapshot). */
+typedef struct tl_taskset_status {
+  tl_taskset_info info; /* id, stage, attempt, ntasks */
+  bool zombie;          /* launches nothing more; released when running reaches 0 */
+  bool failed;          /* aborted (taskset_failed was made) */
+  uint32_t running;     /* attempts in flight, frozen ones included */
+  uint32_t frozen;      /* of which frozen on executors pending loss */
+  uint32_t pending;     /* indices waiting to launch (0 for a zombie) */
+  uint32_t succeeded;   /* indices done (by a result here or tl_partition_completed) */
+  uint32_t cpus_per_task;
+} tl_taskset_status;
+
+/* TL_ENOENT once the task set is released; TL_EINVAL. */
+TL_EXTERN int tl_taskset_get(tl_scheduler *s, tl_taskset_id id, tl_taskset_status *out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Offers
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct tl_offer {
+  const char *executor_id; /* an ALIVE executor; others launch nothing and are counted */
+  uint32_t cores;          /* what the runtime believes is free; the ledger uses the smaller of
+                              this and its own count */
+} tl_offer;
+
+typedef struct tl_launch {
+  tl_tid tid;                  /* the new attempt */
+  tl_taskset_id taskset;       /* its task set */
+  uint32_t stage_id;           /* its stage */
+  uint32_t stage_attempt;      /* the task set's stage attempt */
+  uint32_t index;              /* task index */
+  uint32_t attempt;            /* attempt number of this index, from 0 */
+  uint32_t cpus;               /* cores it takes */
+  char executor_id[TL_ID_MAX]; /* where to run it (a copy) */
+  tl_locality locality;        /* level it was launched at */
+  void *payload;               /* the task set's payload: valid until taskset_released */
+} tl_launch;
+
+/* Fills offers with pending tasks: task sets in FIFO order (priority, then stage id), each
+ * filling the offers round-robin (one task per offer per pass) so a stage spreads over
+ * executors. Never launches more than an executor's free cores or cap launches. Launches are
+ * written to out[0..*nout) and each makes a task_started event. Offers naming unknown,
+ * pending-loss, decommissioning or removed executors launch nothing and count in
+ * rejected_offers. TL_EINVAL: s or nout NULL, offers NULL with noffers > 0, out NULL with
+ * cap > 0, an offer id NULL or of bad length; TL_ENOMEM (nothing launched). */
+TL_EXTERN int tl_resource_offers(tl_scheduler *s, const tl_offer *offers, size_t noffers,
+                                 tl_launch *out, size_t cap, size_t *nout);
+
+/* ---------------------------------------------------------------------------------------------
+ * Status updates
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum tl_task_state {
+  TL_TASK_RUNNING = 0,  /* the launch succeeded: the attempt is no longer LAUNCHING */
+  TL_TASK_FINISHED = 1, /* success, with a result */
+  TL_TASK_FAILED = 2,   /* failure of kind tl_update.failure */
+  TL_TASK_KILLED = 3    /* killed as asked */
+} tl_task_state;
+
+/* Zero-initialised: a RUNNING update. */
+typedef struct tl_update {
+  tl_task_state state;
+  tl_end_kind failure;         /* for TL_TASK_FAILED: TL_END_EXCEPTION, _FETCH_FAILED, _KILLED,
+                                  _COMMIT_DENIED or _RESULT_LOST */
+  const char *message;         /* may be NULL; copied */
+  void *result;                /* TL_TASK_FINISHED only (NULL otherwise) */
+  size_t result_size;          /* its size, passed on to task_ended */
+  void (*result_free)(void *); /* how to free it, passed on; may be NULL */
+} tl_update;
+
+/* An executor reports one of its attempts. RUNNING marks the launch successful; a terminal
+ * state ends the attempt (task_ended) and, for a failure, retries the index or aborts the task
+ * set at max_task_failures. On TL_OK a FINISHED result's ownership passes to task_ended's
+ * callee; on error it stays with the caller. Errors, the first that applies:
+ *   TL_EINVAL  bad argument (a result with a state other than FINISHED, a failure kind that is
+ *              not one of those above);
+ *   TL_ENOENT  executor never known;
+ *   TL_EGONE   executor removed;
+ *   TL_ESTALE  tid unknown, already finished, or frozen on a pending-loss executor (the
+ *              stale_updates counter goes up);
+ *   TL_EOWNER  tid run by another executor (rejected_updates goes up);
+ *   TL_ENOMEM. */
+TL_EXTERN int tl_status_update(tl_scheduler *s, const char *executor_id, tl_tid tid,
+                               const tl_update *u);
+
+/* ---------------------------------------------------------------------------------------------
+ * Time
+ * ------------------------------------------------------------------------------------------- */
+
+/* Runs what is due at the config clock's now: heartbeat expiry (a one-phase loss with
+ * TL_LOSS_HEARTBEAT_TIMEOUT, caused by the app), pending-loss deadlines (the second phase with
+ * TL_LOSS_PENDING_TIMEOUT, caused by the app) and tombstone expiry. Returns nanoseconds until
+ * the next deadline, 0 if something is due again already (a loss that could not get memory
+ * is retried by the next call), TL_TICK_NEVER if nothing will ever be due (also for NULL). */
+TL_EXTERN uint64_t tl_tick(tl_scheduler *s);
+
+/* ---------------------------------------------------------------------------------------------
+ * Inspection
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct tl_stats {
+  size_t executors_alive;           /* ALIVE */
+  size_t executors_decommissioning; /* DECOMMISSIONING */
+  size_t executors_pending_loss;    /* PENDING_LOSS */
+  size_t tombstones;                /* removed ids remembered */
+  size_t hosts;                     /* hosts with at least one live executor */
+  size_t racks;                     /* racks with at least one such host */
+  size_t tasksets_active;           /* not zombie */
+  size_t tasksets_zombie;           /* zombie, still draining running attempts */
+  size_t attempts_running;          /* entries of the tid index */
+  size_t attempts_frozen;           /* on PENDING_LOSS executors */
+  size_t tasks_pending;             /* indices of active task sets waiting to launch */
+  size_t events_queued;             /* made and not yet delivered */
+  size_t mem_live_bytes;            /* this scheduler's own allocations */
+  size_t mem_live_blocks;           /* and their number */
+  uint64_t launched;                /* attempts launched since creation */
+  uint64_t succeeded;               /* FINISHED updates taken */
+  uint64_t failed;                  /* attempts ended by FAILED updates or executor loss */
+  uint64_t killed;                  /* KILLED updates taken */
+  uint64_t stale_updates;           /* updates answered TL_ESTALE */
+  uint64_t rejected_updates;        /* updates answered TL_EOWNER */
+  uint64_t rejected_offers;         /* offers from executors that cannot take tasks */
+  uint64_t executors_lost;          /* executors whose loss began */
+  uint64_t tasksets_released;       /* task sets released */
+} tl_stats;
+
+/* A consistent snapshot. s NULL: *out is zeroed. */
+TL_EXTERN void tl_stats_get(tl_scheduler *s, tl_stats *out);
+
+/* Verifies every invariant of docs/design.md. TL_OK, or TL_ECORRUPT with the first violation
+ * written to why (truncated to len; why may be NULL). TL_EINVAL for s NULL. O(size of the
+ * ledger): meant for tests and debugging. */
+TL_EXTERN int tl_check(tl_scheduler *s, char *why, size_t len);
+
+/* Writes, as text, why a task set is still alive: its state and, for each attempt in flight,
+ * the tid, index, attempt number and the executor holding it (state, host, deadlines). The
+ * text is truncated to fit len (ending in "...\n" when cut). TL_ENOENT once released;
+ * TL_EINVAL for s NULL, buf NULL or len 0. */
+TL_EXTERN int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TASKLEDGER_H */

@@ -1,0 +1,199 @@
+/* Deferred events and the serial dispatcher.
+ *
+ * A public call makes its events under the scheduler's lock, into s->events, with room reserved
+ * before it changes anything (so a push cannot fail halfway through a transition). When the call
+ * is done it releases the lock and, unless some thread is already dispatching, becomes the
+ * dispatcher: it swaps the queue with s->batch, releases the lock, calls the callbacks for the
+ * batch in order, takes the lock again to drop the references the batch held, and repeats until
+ * the queue is empty. Events made meanwhile (by callbacks re-entering the library, or by other
+ * threads) land in the queue and are delivered by the same dispatcher after the batch, so every
+ * event is delivered exactly once, in the order made, and never under the lock.
+ *
+ * Lock: s->lock protects queue, batch (but the dispatcher reads batch's slots without it: nobody
+ * writes them while dispatching is set), dispatching and dispatcher; batch_delivered is atomic.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+int tl__events_reserve(struct tl_scheduler *s, size_t n) {
+  tl__event_array *q = &s->events;
+  if (q->cap - q->n >= n)
+    return TL_OK;
+  if (n > SIZE_MAX / sizeof(tl__event) - q->n)
+    return TL_ENOMEM;
+  size_t cap = q->cap * 2;
+  if (cap < q->n + n)
+    cap = q->n + n;
+  if (cap > SIZE_MAX / sizeof(tl__event))
+    cap = SIZE_MAX / sizeof(tl__event);
+  tl__event *ev = tl__realloc(s, q->ev, q->cap * sizeof(tl__event), cap * sizeof(tl__event));
+  if (ev == NULL)
+    return TL_ENOMEM;
+  q->ev = ev;
+  q->cap = cap;
+  return TL_OK;
+}
+
+tl__event *tl__event_push(struct tl_scheduler *s, tl__event_kind kind) {
+  tl__event_array *q = &s->events;
+  /* Room was reserved by the call before it changed anything; running out here is a bug in
+   * that call's count, and writing past the array would be worse than stopping. */
+  if (q->n == q->cap)
+    abort();
+  tl__event *ev = &q->ev[q->n++];
+  memset(ev, 0, sizeof *ev);
+  ev->kind = (uint8_t)kind;
+  return ev;
+}
+
+void tl__event_push_revive(struct tl_scheduler *s) {
+  if (s->revive_wanted) {
+    s->revive_wanted = false;
+    tl__event_push(s, TL__EV_REVIVE_OFFERS);
+  }
+}
+
+void tl__events_clear(struct tl_scheduler *s, tl__event_array *a, size_t from) {
+  for (size_t i = 0; i < a->n; i++) {
+    tl__event *ev = &a->ev[i];
+    /* A result of an event not delivered still belongs to the library: give it back. */
+    if (i >= from && ev->kind == TL__EV_TASK_ENDED && ev->u.task.result != NULL &&
+        ev->u.task.result_free != NULL)
+      ev->u.task.result_free(ev->u.task.result);
+    tl__str_unref(s, ev->names);
+    tl__str_unref(s, ev->msg);
+  }
+  a->n = 0;
+}
+
+void tl__events_shrink(struct tl_scheduler *s, tl__event_array *a) {
+  if (a->n != 0 || a->cap <= TL__EVENTS_INITIAL)
+    return;
+  tl__event *ev = tl__realloc(s, a->ev, a->cap * sizeof(tl__event),
+                              TL__EVENTS_INITIAL * sizeof(tl__event));
+  if (ev != NULL) { /* a failed shrink keeps the larger array: nothing is lost */
+    a->ev = ev;
+    a->cap = TL__EVENTS_INITIAL;
+  }
+}
+
+static const char *event_message(const tl__event *ev) {
+  return ev->msg != NULL ? ev->msg->text : ev->static_msg;
+}
+
+static void task_info_of(const tl__event *ev, tl_task_info *info) {
+  info->tid = ev->u.task.tid;
+  info->taskset = ev->u.task.taskset;
+  info->stage_id = ev->u.task.stage_id;
+  info->stage_attempt = ev->u.task.stage_attempt;
+  info->index = ev->u.task.index;
+  info->attempt = ev->u.task.attempt;
+  info->executor_id = ev->names->text;
+  info->host = tl__names_host(ev->names);
+  info->locality = (tl_locality)ev->u.task.locality;
+  info->payload = ev->u.task.payload;
+}
+
+/* The reason of taskset_failed is composed here, outside the lock, from what the event kept:
+ * nothing had to be allocated when the task set was aborted. */
+static void taskset_failed_reason(const tl__event *ev, char *buf, size_t len) {
+  const char *msg = event_message(ev);
+  int n;
+  if (ev->u.ts.why == TL__FAIL_CANCELLED)
+    n = snprintf(buf, len, "Stage %u cancelled%s%s", ev->u.ts.info.stage_id,
+                 msg != NULL ? ": " : "", msg != NULL ? msg : "");
+  else
+    n = snprintf(buf, len, "Task %u in stage %u.%u failed %u times; most recent failure: %s",
+                 ev->u.ts.index, ev->u.ts.info.stage_id, ev->u.ts.info.stage_attempt,
+                 ev->u.ts.failures, msg != NULL ? msg : "(no message)");
+  if (n < 0 || (size_t)n >= len)
+    memcpy(buf + len - 4, "...", 4);
+}
+
+static void deliver(struct tl_scheduler *s, const tl__event *ev) {
+  const tl_callbacks *cb = &s->cb;
+  switch ((tl__event_kind)ev->kind) {
+  case TL__EV_TASK_STARTED:
+    if (cb->task_started != NULL) {
+      tl_task_info info;
+      task_info_of(ev, &info);
+      cb->task_started(cb->ud, &info);
+    }
+    break;
+  case TL__EV_TASK_ENDED: {
+    if (cb->task_ended == NULL) {
+      if (ev->u.task.result != NULL && ev->u.task.result_free != NULL)
+        ev->u.task.result_free(ev->u.task.result);
+      break;
+    }
+    tl_task_info info;
+    task_info_of(ev, &info);
+    tl_task_end end = {(tl_end_kind)ev->u.task.end_kind, ev->u.task.counts, event_message(ev),
+                       ev->u.task.result, ev->u.task.result_size, ev->u.task.result_free};
+    cb->task_ended(cb->ud, &info, &end);
+    break;
+  }
+  case TL__EV_TASKSET_FAILED:
+    if (cb->taskset_failed != NULL) {
+      char reason[4096];
+      taskset_failed_reason(ev, reason, sizeof reason);
+      cb->taskset_failed(cb->ud, &ev->u.ts.info, reason);
+    }
+    break;
+  case TL__EV_TASKSET_RELEASED:
+    if (cb->taskset_released != NULL)
+      cb->taskset_released(cb->ud, &ev->u.ts.info, ev->u.ts.payload);
+    break;
+  case TL__EV_EXECUTOR_ADDED:
+    if (cb->executor_added != NULL)
+      cb->executor_added(cb->ud, ev->names->text, tl__names_host(ev->names));
+    break;
+  case TL__EV_EXECUTOR_LOST:
+    if (cb->executor_lost != NULL) {
+      tl_loss_reason reason = {(tl_loss_kind)ev->u.loss.kind, ev->u.loss.caused_by_app,
+                               ev->u.loss.exit_code, event_message(ev)};
+      cb->executor_lost(cb->ud, ev->names->text, &reason);
+    }
+    break;
+  case TL__EV_REVIVE_OFFERS:
+    if (cb->revive_offers != NULL)
+      cb->revive_offers(cb->ud);
+    break;
+  case TL__EV_KILL_TASK:
+    if (cb->kill_task != NULL)
+      cb->kill_task(cb->ud, ev->u.kill.tid, ev->names->text, ev->u.kill.interrupt,
+                    event_message(ev));
+    break;
+  }
+}
+
+bool tl__unlock_and_dispatch(struct tl_scheduler *s) {
+  if (s->dispatching || s->events.n == 0) {
+    uv_mutex_unlock(&s->lock);
+    return false;
+  }
+  s->dispatching = true;
+  s->dispatcher = uv_thread_self();
+  do {
+    tl__event_array batch = s->events; /* the batch is empty here: swap the arrays */
+    s->events = s->batch;
+    s->batch = batch;
+    atomic_store(&s->batch_delivered, 0);
+    uv_mutex_unlock(&s->lock);
+
+    for (size_t i = 0; i < batch.n; i++) {
+      deliver(s, &batch.ev[i]);
+      atomic_store(&s->batch_delivered, i + 1);
+    }
+
+    uv_mutex_lock(&s->lock);
+    tl__events_clear(s, &s->batch, s->batch.n); /* all delivered: only references remain */
+    tl__events_shrink(s, &s->batch);
+  } while (s->events.n != 0);
+  tl__events_shrink(s, &s->events);
+  s->dispatching = false;
+  uv_mutex_unlock(&s->lock);
+  return true;
+}

@@ -1,0 +1,612 @@
+/* Inspection: tl_check (every invariant of docs/design.md, recomputed from the records), tl_stats,
+ * tl_explain_taskset, and the per-object snapshots. All of it runs under the scheduler's lock and
+ * changes nothing but tl_check's visit stamps on shared strings.
+ *
+ * tl_check walks every index and every list once, so it costs O(size of the ledger). Beyond the
+ * numbered invariants it balances memory: the bytes and blocks the allocator has counted for the
+ * scheduler must equal what its records, tables and queued events account for. A record that is
+ * allocated but no longer reachable from an index, which is what a leak is, fails that check on
+ * the spot rather than at the end of a test.
+ */
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * tl_check
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct checker {
+  struct tl_scheduler *s;
+  char *why;
+  size_t len;
+  size_t bytes;  /* memory the records account for */
+  size_t blocks; /* and their number */
+} checker;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static int violated(checker *c, const char *fmt, ...) {
+  if (c->why != NULL && c->len > 0) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->why, c->len, fmt, ap);
+    va_end(ap);
+  }
+  return TL_ECORRUPT;
+}
+
+#define CHECK(c, cond, ...)                                                                     \
+  do {                                                                                          \
+    if (!(cond))                                                                                \
+      return violated((c), __VA_ARGS__);                                                        \
+  } while (0)
+
+static void account(checker *c, size_t bytes) {
+  c->bytes += bytes;
+  c->blocks++;
+}
+
+/* Shared strings are counted once, however many holders they have; the holders are counted so
+ * that each string's reference count can be compared with them. */
+static void visit_str(checker *c, tl__str *str) {
+  if (str == NULL)
+    return;
+  if (str->mark != c->s->check_epoch) {
+    str->mark = c->s->check_epoch;
+    str->seen = 0;
+    account(c, tl__str_size(str));
+  }
+  str->seen++;
+}
+
+static int check_str(checker *c, const tl__str *str, const char *holder) {
+  if (str != NULL)
+    CHECK(c, str->seen == str->refs, "string \"%.40s\" held by %s has %u references, %u holders",
+          str->text, holder, str->refs, str->seen);
+  return TL_OK;
+}
+
+static void account_table(checker *c, const UT_hash_table *tbl) {
+  if (tbl != NULL) {
+    c->bytes += TL__HASH_TABLE_BYTES(tbl);
+    c->blocks += TL__HASH_TABLE_BLOCKS;
+  }
+}
+
+static const char *state_name(uint8_t state) {
+  switch (state) {
+  case TL_EXECUTOR_ALIVE:
+    return "ALIVE";
+  case TL_EXECUTOR_DECOMMISSIONING:
+    return "DECOMMISSIONING";
+  case TL_EXECUTOR_PENDING_LOSS:
+    return "PENDING_LOSS";
+  case TL_EXECUTOR_REMOVED:
+    return "REMOVED";
+  default:
+    return "?";
+  }
+}
+
+/* Invariants 1, 2, 3 (executor side) and 5 (pending-loss executors run nothing). */
+static int check_executors(checker *c, size_t *running, size_t *frozen) {
+  struct tl_scheduler *s = c->s;
+  size_t count[4] = {0, 0, 0, 0};
+  size_t limit = HASH_CNT(hh_by_tid, s->attempts_by_tid) + s->nfrozen + 1; /* guards against cycles */
+  *running = *frozen = 0;
+  for (tl__executor *ex = s->executors_by_id; ex != NULL; ex = ex->hh_by_id.next) {
+    const char *id = tl__executor_id(ex);
+    CHECK(c, ex->state <= TL_EXECUTOR_REMOVED, "executor %s: bad state %u", id, ex->state);
+    count[ex->state]++;
+    account(c, sizeof *ex);
+    visit_str(c, ex->names);
+    visit_str(c, ex->decommission_msg);
+    bool live = ex->state == TL_EXECUTOR_ALIVE || ex->state == TL_EXECUTOR_DECOMMISSIONING;
+    CHECK(c, live == (ex->host != NULL), "executor %s (%s): host %s", id, state_name(ex->state),
+          ex->host != NULL ? "set" : "missing");
+    CHECK(c, live == tl__list_linked(&ex->on_host), "executor %s (%s): on a host list: %d", id,
+          state_name(ex->state), tl__list_linked(&ex->on_host));
+    CHECK(c, live || tl__list_empty(&ex->running), "invariant 5: %s executor %s runs attempts",
+          state_name(ex->state), id);
+    CHECK(c, ex->state == TL_EXECUTOR_PENDING_LOSS || tl__list_empty(&ex->frozen),
+          "invariant 2: executor %s (%s) has frozen attempts", id, state_name(ex->state));
+
+    size_t n = 0, cpus = 0;
+    for (tl__link *l = ex->running.next; l != &ex->running; l = l->next) {
+      tl__attempt *a = tl__container_of(l, tl__attempt, on_executor);
+      CHECK(c, ++n <= limit, "executor %s: running list does not end", id);
+      CHECK(c, a->executor == ex, "invariant 1: tid %llu on executor %s's list points elsewhere",
+            (unsigned long long)a->tid, id);
+      CHECK(c, !a->frozen, "invariant 2: tid %llu frozen but on executor %s's running list",
+            (unsigned long long)a->tid, id);
+      CHECK(c, tl__attempt_find(s, a->tid) == a,
+            "invariant 2: tid %llu runs on executor %s but is not in attempts_by_tid",
+            (unsigned long long)a->tid, id);
+      cpus += a->taskset->cpus;
+    }
+    CHECK(c, n == ex->nrunning, "executor %s: %zu running, count says %u", id, n, ex->nrunning);
+    CHECK(c, ex->free_cores <= ex->cores && ex->cores - ex->free_cores == cpus,
+          "invariant 3: executor %s has %u of %u cores free but its attempts take %zu", id,
+          ex->free_cores, ex->cores, cpus);
+    *running += n;
+
+    n = 0;
+    for (tl__link *l = ex->frozen.next; l != &ex->frozen; l = l->next) {
+      tl__attempt *a = tl__container_of(l, tl__attempt, on_executor);
+      CHECK(c, ++n <= limit, "executor %s: frozen list does not end", id);
+      CHECK(c, a->executor == ex && a->frozen, "invariant 2: tid %llu on executor %s's frozen "
+            "list is not frozen there", (unsigned long long)a->tid, id);
+      CHECK(c, tl__attempt_find(s, a->tid) != a,
+            "invariant 2: frozen tid %llu is still in attempts_by_tid", (unsigned long long)a->tid);
+    }
+    CHECK(c, n == ex->nfrozen, "executor %s: %zu frozen, count says %u", id, n, ex->nfrozen);
+    *frozen += n;
+  }
+  CHECK(c, count[TL_EXECUTOR_ALIVE] == s->nalive && count[TL_EXECUTOR_DECOMMISSIONING] ==
+        s->ndecommissioning && count[TL_EXECUTOR_PENDING_LOSS] == s->npending_loss &&
+        count[TL_EXECUTOR_REMOVED] == s->ntombstones,
+        "executor counts disagree: alive %zu/%zu, decommissioning %zu/%zu, pending %zu/%zu, "
+        "tombstones %zu/%zu", count[0], s->nalive, count[1], s->ndecommissioning, count[2],
+        s->npending_loss, count[3], s->ntombstones);
+  CHECK(c, s->ntombstones <= s->cfg.max_tombstones, "%zu tombstones, at most %u allowed",
+        s->ntombstones, s->cfg.max_tombstones);
+  CHECK(c, HASH_CNT(hh_by_tid, s->attempts_by_tid) == *running,
+        "invariant 3: attempts_by_tid holds %u attempts, executors run %zu",
+        HASH_CNT(hh_by_tid, s->attempts_by_tid), *running);
+  CHECK(c, s->nfrozen == *frozen, "invariant 3: %zu frozen attempts, count says %zu", *frozen,
+        s->nfrozen);
+  for (tl__attempt *a = s->attempts_by_tid; a != NULL; a = a->hh_by_tid.next)
+    CHECK(c, a->executor->state == TL_EXECUTOR_ALIVE ||
+          a->executor->state == TL_EXECUTOR_DECOMMISSIONING,
+          "invariant 1: tid %llu runs on %s executor %s", (unsigned long long)a->tid,
+          state_name(a->executor->state), tl__executor_id(a->executor));
+  c->bytes += (*running + *frozen) * sizeof(tl__attempt);
+  c->blocks += *running + *frozen;
+  return TL_OK;
+}
+
+/* Invariants 3 (task set side), 4 and 6, and each task set's index state. */
+static int check_tasksets(checker *c, size_t running, size_t frozen) {
+  struct tl_scheduler *s = c->s;
+  size_t nactive = 0, nzombie = 0, pending = 0, sum_running = 0, sum_frozen = 0, queued = 0;
+  for (tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next) {
+    unsigned long long id = (unsigned long long)ts->id;
+    account(c, tl__taskset_size(ts->ntasks));
+    CHECK(c, tl__stage_find(s, ts->stage_id) == ts->stage, "task set %llu: stage entry lost", id);
+    CHECK(c, !ts->zombie || ts->nrunning > 0,
+          "invariant 4: zombie task set %llu has nothing running and was not released", id);
+    CHECK(c, ts->zombie || ts->stage->active == ts,
+          "invariant 6: task set %llu (stage %u) is not zombie but not its stage's active attempt",
+          id, ts->stage_id);
+    if (ts->zombie)
+      nzombie++;
+    else
+      nactive++;
+
+    size_t n = 0, nf = 0, copies = 0;
+    for (tl__link *l = ts->running.next; l != &ts->running; l = l->next) {
+      tl__attempt *a = tl__container_of(l, tl__attempt, on_taskset);
+      CHECK(c, ++n <= running + frozen, "task set %llu: running list does not end", id);
+      CHECK(c, a->taskset == ts, "invariant 1: tid %llu on task set %llu's list points elsewhere",
+            (unsigned long long)a->tid, id);
+      CHECK(c, a->index < ts->ntasks && ts->idx[a->index].copies_running > 0,
+            "task set %llu: tid %llu's index %u has no running copy", id,
+            (unsigned long long)a->tid, a->index);
+      if (a->frozen) {
+        nf++;
+        CHECK(c, a->executor->state == TL_EXECUTOR_PENDING_LOSS,
+              "invariant 2: tid %llu frozen on %s executor", (unsigned long long)a->tid,
+              state_name(a->executor->state));
+      } else {
+        CHECK(c, tl__attempt_find(s, a->tid) == a,
+              "invariant 1: tid %llu of task set %llu is neither running nor frozen",
+              (unsigned long long)a->tid, id);
+      }
+    }
+    CHECK(c, n == ts->nrunning && nf == ts->nfrozen,
+          "task set %llu: %zu running (%zu frozen), counts say %u (%u)", id, n, nf, ts->nrunning,
+          ts->nfrozen);
+    sum_running += n;
+    sum_frozen += nf;
+
+    size_t succeeded = 0, flagged = 0;
+    for (uint32_t i = 0; i < ts->ntasks; i++) {
+      const tl__index *ix = &ts->idx[i];
+      copies += ix->copies_running;
+      if (ix->flags & TL__IDX_SUCCESSFUL)
+        succeeded++;
+      if (ix->flags & TL__IDX_PENDING) {
+        flagged++;
+        CHECK(c, !ts->zombie, "zombie task set %llu has index %u pending", id, i);
+        CHECK(c, !(ix->flags & TL__IDX_SUCCESSFUL) && ix->copies_running == 0,
+              "task set %llu: index %u is pending but done or running", id, i);
+      } else if (!ts->zombie) {
+        CHECK(c, (ix->flags & TL__IDX_SUCCESSFUL) || ix->copies_running > 0,
+              "task set %llu: index %u is neither pending, running nor done: it would never run",
+              id, i);
+      }
+      CHECK(c, ix->failures < s->cfg.max_task_failures || ts->zombie,
+            "task set %llu: index %u failed %u times and the set is not aborted", id, i,
+            ix->failures);
+    }
+    CHECK(c, copies == ts->nrunning, "task set %llu: indices count %zu copies, %u running", id,
+          copies, ts->nrunning);
+    CHECK(c, succeeded == ts->nsucceeded, "task set %llu: %zu indices done, count says %u", id,
+          succeeded, ts->nsucceeded);
+    CHECK(c, succeeded < ts->ntasks || ts->zombie, "task set %llu: all done but not zombie", id);
+
+    size_t walked = 0;
+    uint32_t prev = TL__NONE;
+    for (uint32_t i = ts->pending_top; i != TL__NONE; i = ts->idx[i].next) {
+      CHECK(c, i < ts->ntasks && ++walked <= ts->ntasks, "task set %llu: pending stack broken", id);
+      CHECK(c, (ts->idx[i].flags & TL__IDX_PENDING) && ts->idx[i].prev == prev,
+            "task set %llu: pending stack link of index %u broken", id, i);
+      prev = i;
+    }
+    CHECK(c, walked == ts->npending && flagged == ts->npending,
+          "task set %llu: %zu on the pending stack, %zu flagged, count says %u", id, walked,
+          flagged, ts->npending);
+    if (!ts->zombie)
+      pending += ts->npending;
+    bool schedulable = !ts->zombie && ts->npending > 0;
+    CHECK(c, schedulable == tl__list_linked(&ts->on_queue),
+          "task set %llu: in the queue %d, schedulable %d", id, tl__list_linked(&ts->on_queue),
+          schedulable);
+    queued += schedulable;
+  }
+  CHECK(c, nactive == s->nactive && nzombie == s->nzombie,
+        "task set counts disagree: active %zu/%zu, zombie %zu/%zu", nactive, s->nactive, nzombie,
+        s->nzombie);
+  CHECK(c, sum_running == running + frozen && sum_frozen == frozen,
+        "invariant 3: task sets run %zu attempts (%zu frozen), executors %zu (%zu frozen)",
+        sum_running, sum_frozen, running + frozen, frozen);
+  CHECK(c, pending == s->npending_tasks, "%zu tasks pending, count says %zu", pending,
+        s->npending_tasks);
+
+  size_t n = 0;
+  const tl__taskset *prev = NULL;
+  for (tl__link *l = s->queue.next; l != &s->queue; l = l->next) {
+    const tl__taskset *ts = tl__container_of(l, tl__taskset, on_queue);
+    CHECK(c, ++n <= queued, "the queue holds more than the %zu schedulable task sets", queued);
+    CHECK(c, prev == NULL || prev->priority < ts->priority ||
+          (prev->priority == ts->priority && prev->stage_id < ts->stage_id),
+          "the queue is out of FIFO order at task set %llu", (unsigned long long)ts->id);
+    prev = ts;
+  }
+  CHECK(c, n == queued, "the queue holds %zu task sets, %zu are schedulable", n, queued);
+
+  size_t attempts = 0;
+  for (tl__stage *st = s->stages_by_id; st != NULL; st = st->hh_by_id.next) {
+    account(c, sizeof *st);
+    size_t k = 0, live = 0;
+    for (tl__link *l = st->attempts.next; l != &st->attempts; l = l->next) {
+      const tl__taskset *ts = tl__container_of(l, tl__taskset, on_stage);
+      CHECK(c, ++k <= HASH_CNT(hh_by_id, s->tasksets_by_id), "stage %u: attempt list does not end",
+            st->stage_id);
+      CHECK(c, ts->stage == st && ts->stage_id == st->stage_id,
+            "stage %u lists a task set of another stage", st->stage_id);
+      CHECK(c, tl__taskset_find(s, ts->id) == ts, "stage %u lists released task set %llu",
+            st->stage_id, (unsigned long long)ts->id);
+      live += !ts->zombie;
+    }
+    CHECK(c, k == st->nattempts && k > 0, "stage %u: %zu attempts, count says %u", st->stage_id,
+          k, st->nattempts);
+    CHECK(c, live <= 1, "invariant 6: stage %u has %zu non-zombie attempts", st->stage_id, live);
+    CHECK(c, (live == 1) == (st->active != NULL), "invariant 6: stage %u's active attempt is %s",
+          st->stage_id, st->active != NULL ? "set with none live" : "missing");
+    attempts += k;
+  }
+  CHECK(c, attempts == HASH_CNT(hh_by_id, s->tasksets_by_id), "stages list %zu task sets of %u",
+        attempts, HASH_CNT(hh_by_id, s->tasksets_by_id));
+  return TL_OK;
+}
+
+/* Invariant 5: hosts and racks are never empty and agree with their executors. */
+static int check_hosts(checker *c) {
+  struct tl_scheduler *s = c->s;
+  size_t executors = 0, racked = 0;
+  for (tl__host *h = s->hosts_by_name; h != NULL; h = h->hh_by_name.next) {
+    account(c, sizeof *h + h->name_len + 1);
+    size_t n = 0;
+    for (tl__link *l = h->executors.next; l != &h->executors; l = l->next) {
+      tl__executor *ex = tl__container_of(l, tl__executor, on_host);
+      CHECK(c, ++n <= s->nalive + s->ndecommissioning, "host %s: list does not end", h->name);
+      CHECK(c, ex->host == h, "host %s lists executor %s of another host", h->name,
+            tl__executor_id(ex));
+    }
+    CHECK(c, n == h->nexecutors && n > 0, "invariant 5: host %s has %zu executors (count %u)",
+          h->name, n, h->nexecutors);
+    executors += n;
+    racked += h->rack != NULL;
+    CHECK(c, h->rack == NULL || tl__list_linked(&h->on_rack), "host %s: not on its rack's list",
+          h->name);
+  }
+  CHECK(c, executors == s->nalive + s->ndecommissioning,
+        "hosts list %zu executors, %zu are alive or decommissioning", executors,
+        s->nalive + s->ndecommissioning);
+  CHECK(c, HASH_CNT(hh_by_name, s->hosts_by_name) == s->nhosts, "%u hosts, count says %zu",
+        HASH_CNT(hh_by_name, s->hosts_by_name), s->nhosts);
+  size_t hosts = 0;
+  for (tl__rack *r = s->racks_by_name; r != NULL; r = r->hh_by_name.next) {
+    account(c, sizeof *r + r->name_len + 1);
+    size_t n = 0;
+    for (tl__link *l = r->hosts.next; l != &r->hosts; l = l->next) {
+      tl__host *h = tl__container_of(l, tl__host, on_rack);
+      CHECK(c, ++n <= s->nhosts, "rack %s: list does not end", r->name);
+      CHECK(c, h->rack == r, "rack %s lists host %s of another rack", r->name, h->name);
+    }
+    CHECK(c, n == r->nhosts && n > 0, "invariant 5: rack %s has %zu hosts (count %u)", r->name, n,
+          r->nhosts);
+    hosts += n;
+  }
+  CHECK(c, hosts == racked, "racks list %zu hosts, %zu hosts have a rack", hosts, racked);
+  CHECK(c, HASH_CNT(hh_by_name, s->racks_by_name) == s->nracks, "%u racks, count says %zu",
+        HASH_CNT(hh_by_name, s->racks_by_name), s->nracks);
+  return TL_OK;
+}
+
+/* Each timeline holds exactly the executors of its state, in deadline order. */
+static int check_timeline(checker *c, const tl__link *head, uint8_t state, uint8_t state2,
+                          size_t expected, const char *name) {
+  size_t n = 0;
+  uint64_t last = 0;
+  for (const tl__link *l = head->next; l != head; l = l->next) {
+    const tl__executor *ex = tl__container_of(l, tl__executor, on_timeline);
+    CHECK(c, ++n <= expected, "%s holds more than %zu executors", name, expected);
+    CHECK(c, ex->state == state || ex->state == state2, "%s holds %s executor %s", name,
+          state_name(ex->state), tl__executor_id(ex));
+    CHECK(c, ex->when >= last, "%s is out of order at executor %s", name, tl__executor_id(ex));
+    last = ex->when;
+  }
+  CHECK(c, n == expected, "%s holds %zu executors, %zu expected", name, n, expected);
+  return TL_OK;
+}
+
+static int check_timelines(checker *c) {
+  struct tl_scheduler *s = c->s;
+  int err = check_timeline(c, &s->heartbeat_order, TL_EXECUTOR_ALIVE, TL_EXECUTOR_DECOMMISSIONING,
+                           s->nalive + s->ndecommissioning, "heartbeat order");
+  if (err == TL_OK)
+    err = check_timeline(c, &s->pending_order, TL_EXECUTOR_PENDING_LOSS, TL_EXECUTOR_PENDING_LOSS,
+                         s->cfg.pending_loss_timeout_ns != 0 ? s->npending_loss : 0,
+                         "pending-loss order");
+  if (err == TL_OK)
+    err = check_timeline(c, &s->tombstone_order, TL_EXECUTOR_REMOVED, TL_EXECUTOR_REMOVED,
+                         s->ntombstones, "tombstone order");
+  return err;
+}
+
+static void visit_events(checker *c, const tl__event_array *a) {
+  for (size_t i = 0; i < a->n; i++) {
+    visit_str(c, a->ev[i].names);
+    visit_str(c, a->ev[i].msg);
+  }
+}
+
+static int check_event_refs(checker *c, const tl__event_array *a) {
+  for (size_t i = 0; i < a->n; i++) {
+    int err = check_str(c, a->ev[i].names, "an event");
+    if (err == TL_OK)
+      err = check_str(c, a->ev[i].msg, "an event");
+    if (err != TL_OK)
+      return err;
+  }
+  return TL_OK;
+}
+
+/* Reference counts of shared strings, and the memory balance (invariant 7 and beyond). */
+static int check_memory(checker *c) {
+  struct tl_scheduler *s = c->s;
+  account(c, sizeof *s);
+  account(c, s->events.cap * sizeof(tl__event));
+  account(c, s->batch.cap * sizeof(tl__event));
+  visit_events(c, &s->events);
+  visit_events(c, &s->batch);
+  for (tl__executor *ex = s->executors_by_id; ex != NULL; ex = ex->hh_by_id.next) {
+    int err = check_str(c, ex->names, tl__executor_id(ex));
+    if (err == TL_OK)
+      err = check_str(c, ex->decommission_msg, tl__executor_id(ex));
+    if (err != TL_OK)
+      return err;
+  }
+  int err = check_event_refs(c, &s->events);
+  if (err == TL_OK)
+    err = check_event_refs(c, &s->batch);
+  if (err != TL_OK)
+    return err;
+  if (s->attempts_by_tid != NULL)
+    account_table(c, s->attempts_by_tid->hh_by_tid.tbl);
+  if (s->executors_by_id != NULL)
+    account_table(c, s->executors_by_id->hh_by_id.tbl);
+  if (s->hosts_by_name != NULL)
+    account_table(c, s->hosts_by_name->hh_by_name.tbl);
+  if (s->racks_by_name != NULL)
+    account_table(c, s->racks_by_name->hh_by_name.tbl);
+  if (s->tasksets_by_id != NULL)
+    account_table(c, s->tasksets_by_id->hh_by_id.tbl);
+  if (s->stages_by_id != NULL)
+    account_table(c, s->stages_by_id->hh_by_id.tbl);
+  CHECK(c, c->bytes == s->mem_bytes && c->blocks == s->mem_blocks,
+        "memory: %zu bytes in %zu blocks are allocated, the ledger accounts for %zu in %zu",
+        s->mem_bytes, s->mem_blocks, c->bytes, c->blocks);
+
+  /* Invariant 7: with nothing submitted and no executor alive, every map is empty and what is
+   * left is an empty scheduler plus its tombstones (the balance above covers the bytes). */
+  if (s->tasksets_by_id == NULL && s->nalive + s->ndecommissioning + s->npending_loss == 0)
+    CHECK(c, s->attempts_by_tid == NULL && s->hosts_by_name == NULL && s->racks_by_name == NULL &&
+          s->stages_by_id == NULL && s->nfrozen == 0 && s->npending_tasks == 0 &&
+          tl__list_empty(&s->queue),
+          "invariant 7: quiescent but a map is not empty");
+  return TL_OK;
+}
+
+int tl_check(tl_scheduler *s, char *why, size_t len) {
+  if (s == NULL)
+    return TL_EINVAL;
+  if (why != NULL && len > 0)
+    why[0] = '\0';
+  checker c = {s, why, len, 0, 0};
+  size_t running, frozen;
+  uv_mutex_lock(&s->lock);
+  s->check_epoch++;
+  int err = check_executors(&c, &running, &frozen);
+  if (err == TL_OK)
+    err = check_tasksets(&c, running, frozen);
+  if (err == TL_OK)
+    err = check_hosts(&c);
+  if (err == TL_OK)
+    err = check_timelines(&c);
+  if (err == TL_OK)
+    err = check_memory(&c);
+  uv_mutex_unlock(&s->lock);
+  return err;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Stats and snapshots
+ * ------------------------------------------------------------------------------------------- */
+
+void tl_stats_get(tl_scheduler *s, tl_stats *out) {
+  if (out == NULL)
+    return;
+  if (s == NULL) {
+    memset(out, 0, sizeof *out);
+    return;
+  }
+  uv_mutex_lock(&s->lock);
+  *out = s->totals;
+  out->executors_alive = s->nalive;
+  out->executors_decommissioning = s->ndecommissioning;
+  out->executors_pending_loss = s->npending_loss;
+  out->tombstones = s->ntombstones;
+  out->hosts = s->nhosts;
+  out->racks = s->nracks;
+  out->tasksets_active = s->nactive;
+  out->tasksets_zombie = s->nzombie;
+  out->attempts_running = HASH_CNT(hh_by_tid, s->attempts_by_tid);
+  out->attempts_frozen = s->nfrozen;
+  out->tasks_pending = s->npending_tasks;
+  size_t delivered = atomic_load(&s->batch_delivered);
+  out->events_queued = s->events.n + (s->batch.n > delivered ? s->batch.n - delivered : 0);
+  out->mem_live_bytes = s->mem_bytes;
+  out->mem_live_blocks = s->mem_blocks;
+  uv_mutex_unlock(&s->lock);
+}
+
+int tl_executor_get(tl_scheduler *s, const char *executor_id, tl_executor_status *out) {
+  if (s == NULL || tl__name_len(executor_id, TL_ID_MAX) == 0 || out == NULL)
+    return TL_EINVAL;
+  uv_mutex_lock(&s->lock);
+  tl__executor *ex = tl__executor_find(s, executor_id);
+  int err = ex == NULL ? TL_ENOENT : ex->state == TL_EXECUTOR_REMOVED ? TL_EGONE : TL_OK;
+  if (err == TL_OK) {
+    out->state = (tl_executor_state)ex->state;
+    out->cores = ex->cores;
+    out->free_cores = ex->free_cores;
+    out->running = ex->nrunning;
+    out->frozen = ex->nfrozen;
+    const char *host = tl__names_host(ex->names);
+    memcpy(out->host, host, strlen(host) + 1);
+  }
+  uv_mutex_unlock(&s->lock);
+  return err;
+}
+
+int tl_taskset_get(tl_scheduler *s, tl_taskset_id id, tl_taskset_status *out) {
+  if (s == NULL || out == NULL)
+    return TL_EINVAL;
+  uv_mutex_lock(&s->lock);
+  tl__taskset *ts = tl__taskset_find(s, id);
+  if (ts != NULL) {
+    out->info.id = ts->id;
+    out->info.stage_id = ts->stage_id;
+    out->info.stage_attempt = ts->stage_attempt;
+    out->info.ntasks = ts->ntasks;
+    out->zombie = ts->zombie;
+    out->failed = ts->failed;
+    out->running = ts->nrunning;
+    out->frozen = ts->nfrozen;
+    out->pending = ts->npending;
+    out->succeeded = ts->nsucceeded;
+    out->cpus_per_task = ts->cpus;
+  }
+  uv_mutex_unlock(&s->lock);
+  return ts != NULL ? TL_OK : TL_ENOENT;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * tl_explain_taskset: the heap dump's "nearest GC root", for a task set.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct text {
+  char *buf;
+  size_t len;
+  size_t used; /* bytes written, without the NUL */
+  bool cut;
+} text;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void append(text *t, const char *fmt, ...) {
+  if (t->cut)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(t->buf + t->used, t->len - t->used, fmt, ap);
+  va_end(ap);
+  if (n < 0 || (size_t)n >= t->len - t->used) {
+    t->cut = true;
+    if (t->len >= 5)
+      memcpy(t->buf + t->len - 5, "...\n", 5);
+    else
+      t->buf[t->len - 1] = '\0';
+    return;
+  }
+  t->used += (size_t)n;
+}
+
+int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len) {
+  if (s == NULL || buf == NULL || len == 0)
+    return TL_EINVAL;
+  text t = {buf, len, 0, false};
+  buf[0] = '\0';
+  uv_mutex_lock(&s->lock);
+  tl__taskset *ts = tl__taskset_find(s, id);
+  if (ts == NULL) {
+    uv_mutex_unlock(&s->lock);
+    return TL_ENOENT;
+  }
+  uint64_t now = s->last_now;
+  append(&t, "task set %llu (stage %u attempt %u, %u tasks): %s%s; %u running (%u frozen), "
+         "%u pending, %u succeeded\n", (unsigned long long)ts->id, ts->stage_id,
+         ts->stage_attempt, ts->ntasks, ts->zombie ? "zombie" : "active",
+         ts->failed ? ", failed" : "", ts->nrunning, ts->nfrozen, ts->npending, ts->nsucceeded);
+  if (ts->nrunning == 0)
+    append(&t, "held by: nothing runs; it waits for offers for its pending tasks\n");
+  else
+    append(&t, "held by %s:\n", ts->zombie ? "(released when these end)" : "its attempts");
+  for (tl__link *l = ts->running.next; l != &ts->running; l = l->next) {
+    const tl__attempt *a = tl__container_of(l, tl__attempt, on_taskset);
+    const tl__executor *ex = a->executor;
+    append(&t, "  tid %llu (index %u, attempt %u, %s) %s executor %s on %s (%s",
+           (unsigned long long)a->tid, a->index, a->attempt,
+           a->state == TL__RUNNING ? "RUNNING" : "LAUNCHING", a->frozen ? "frozen on" : "on",
+           tl__executor_id(ex), tl__names_host(ex->names), state_name(ex->state));
+    if (ex->state == TL_EXECUTOR_PENDING_LOSS) {
+      if (tl__list_linked(&ex->on_timeline))
+        append(&t, ", loss reason due within %.1f s",
+               (double)(ex->when > now ? ex->when - now : 0) / 1e9);
+      else
+        append(&t, ", waiting for the loss reason with no deadline");
+    } else if (ex->decommission_msg != NULL) {
+      append(&t, ": %s", ex->decommission_msg->text);
+    }
+    append(&t, ")\n");
+  }
+  uv_mutex_unlock(&s->lock);
+  return TL_OK;
+}

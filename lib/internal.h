@@ -1,0 +1,414 @@
+/* Private declarations of taskledger: record layouts, the tl__ functions shared between the
+ * library's files, and small inline helpers. Nothing here is API; users include taskledger.h.
+ *
+ * The ledger is a set of records (attempt, executor, host, rack, task set, stage), each linked
+ * into every index it belongs to: one uthash handle per map, one intrusive link per list. All of
+ * it is protected by the scheduler's one mutex (struct tl_scheduler.lock).
+ */
+#ifndef TL_INTERNAL_H
+#define TL_INTERNAL_H
+
+#include "taskledger.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <uv.h>
+
+struct tl_scheduler;
+
+/* ---------------------------------------------------------------------------------------------
+ * Memory (alloc.c). Every allocation goes through these and is counted in the scheduler. The
+ * size passed to tl__free must be the size allocated: records know their own sizes.
+ * ------------------------------------------------------------------------------------------- */
+
+void *tl__malloc(struct tl_scheduler *s, size_t size);
+void *tl__calloc(struct tl_scheduler *s, size_t n, size_t size);
+void *tl__realloc(struct tl_scheduler *s, void *p, size_t old_size, size_t new_size);
+void tl__free(struct tl_scheduler *s, void *p, size_t size);
+
+/* The raw process-wide functions, for the scheduler struct itself (counted by the caller). */
+void *tl__raw_calloc(size_t n, size_t size);
+void tl__raw_free(void *p);
+/* Schedulers alive in the process; tl_replace_allocator needs zero. */
+void tl__schedulers_inc(void);
+void tl__schedulers_dec(void);
+
+#include "hash.h" /* after tl__malloc/tl__free: uthash allocates through them */
+
+/* ---------------------------------------------------------------------------------------------
+ * Intrusive circular doubly-linked lists (libuv's QUEUE, typed). An unlinked node points to
+ * itself, so "is it on a list" is a test, and removing twice is harmless.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct tl__link {
+  struct tl__link *prev;
+  struct tl__link *next;
+} tl__link;
+
+#define tl__container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+static inline void tl__list_init(tl__link *h) { h->prev = h->next = h; }
+static inline bool tl__list_empty(const tl__link *h) { return h->next == h; }
+static inline bool tl__list_linked(const tl__link *n) { return n->next != n; }
+
+/* Inserts n before pos (at the tail when pos is the list head). */
+static inline void tl__list_insert_before(tl__link *pos, tl__link *n) {
+  n->next = pos;
+  n->prev = pos->prev;
+  pos->prev->next = n;
+  pos->prev = n;
+}
+
+static inline void tl__list_insert_tail(tl__link *h, tl__link *n) { tl__list_insert_before(h, n); }
+
+static inline void tl__list_remove(tl__link *n) {
+  n->prev->next = n->next;
+  n->next->prev = n->prev;
+  n->prev = n->next = n;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Reference-counted strings: executor names and messages that events carry past the life of the
+ * record that made them. Counts change only under the scheduler's lock.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct tl__str {
+  uint32_t refs; /* holders: records and queued events; freed at 0 */
+  uint32_t len;  /* bytes of text, without the final NUL */
+  uint32_t mark; /* tl_check's visit stamp */
+  uint32_t seen; /* tl_check's count of holders found */
+  char text[];   /* len bytes, then NUL (executor names: "id\0host\0") */
+} tl__str;
+
+static inline size_t tl__str_size(const tl__str *str) { return sizeof(tl__str) + str->len + 1; }
+
+/* A copy of len bytes of text (which may hold NULs), or NULL (TL_ENOMEM). refs = 1. */
+tl__str *tl__str_new(struct tl_scheduler *s, const char *text, size_t len);
+/* A copy of a C string, or NULL for NULL; *err = TL_ENOMEM when a copy could not be made. */
+tl__str *tl__str_dup(struct tl_scheduler *s, const char *text, int *err);
+static inline tl__str *tl__str_ref(tl__str *str) {
+  if (str != NULL)
+    str->refs++;
+  return str;
+}
+void tl__str_unref(struct tl_scheduler *s, tl__str *str);
+
+/* ---------------------------------------------------------------------------------------------
+ * Records
+ * ------------------------------------------------------------------------------------------- */
+
+#define TL__NONE UINT32_MAX /* "no index" in pending-list links */
+
+enum { TL__LAUNCHING = 0, TL__RUNNING = 1 }; /* tl__attempt.state */
+
+/* One launched copy of one task. */
+typedef struct tl__attempt {
+  tl_tid tid;                   /* key of attempts_by_tid */
+  UT_hash_handle hh_by_tid;     /* scheduler's attempts_by_tid, unless frozen */
+  tl__link on_executor;         /* executor's running list, or its frozen list */
+  tl__link on_taskset;          /* task set's running list, until the attempt ends */
+  struct tl__executor *executor; /* where it runs; never NULL while the attempt exists */
+  struct tl__taskset *taskset;   /* whose task it is; never NULL while the attempt exists */
+  uint64_t launch_time;          /* clock at launch */
+  uint32_t index;                /* task index in the task set */
+  uint32_t attempt;              /* attempt number of that index, from 0 */
+  uint8_t state;                 /* TL__LAUNCHING until the first RUNNING update */
+  uint8_t frozen;                /* on a PENDING_LOSS executor's frozen list, not in the map */
+  uint8_t locality;              /* tl_locality it was launched at */
+} tl__attempt;
+
+/* An executor, from registration until its tombstone is evicted. */
+typedef struct tl__executor {
+  UT_hash_handle hh_by_id;   /* scheduler's executors_by_id (tombstones included) */
+  tl__str *names;            /* "id\0host\0"; this record holds one ref */
+  tl__str *decommission_msg; /* message of tl_executor_decommission, or NULL */
+  struct tl__host *host;     /* its host while ALIVE or DECOMMISSIONING, else NULL */
+  tl__link on_host;          /* host's executor list while it has a host */
+  tl__link running;          /* attempts in attempts_by_tid that run here */
+  tl__link frozen;           /* attempts frozen here; non-empty only while PENDING_LOSS */
+  tl__link on_timeline;      /* heartbeat_order, pending_order or tombstone_order by state */
+  uint64_t when;             /* last heartbeat / pending-loss deadline / removal time */
+  uint32_t cores;            /* as registered */
+  uint32_t free_cores;       /* cores - sum of cpus of running attempts */
+  uint32_t nrunning;         /* length of running */
+  uint32_t nfrozen;          /* length of frozen */
+  uint8_t state;             /* tl_executor_state */
+  bool was_decommissioning;  /* the loss began while decommissioning: nothing counts */
+} tl__executor;
+
+static inline const char *tl__executor_id(const tl__executor *ex) { return ex->names->text; }
+static inline const char *tl__names_host(const tl__str *names) {
+  return names->text + strlen(names->text) + 1;
+}
+
+/* A host with at least one ALIVE or DECOMMISSIONING executor. */
+typedef struct tl__host {
+  UT_hash_handle hh_by_name; /* scheduler's hosts_by_name */
+  struct tl__rack *rack;     /* NULL: in no rack */
+  tl__link executors;        /* its executors (tl__executor.on_host); never empty */
+  tl__link on_rack;          /* rack's host list */
+  uint32_t nexecutors;       /* length of executors */
+  uint32_t name_len;         /* bytes of name */
+  char name[];               /* NUL-terminated */
+} tl__host;
+
+/* A rack with at least one host. */
+typedef struct tl__rack {
+  UT_hash_handle hh_by_name; /* scheduler's racks_by_name */
+  tl__link hosts;            /* its hosts (tl__host.on_rack); never empty */
+  uint32_t nhosts;           /* length of hosts */
+  uint32_t name_len;         /* bytes of name */
+  char name[];               /* NUL-terminated */
+} tl__rack;
+
+enum { TL__IDX_SUCCESSFUL = 1, TL__IDX_PENDING = 2 }; /* tl__index.flags */
+
+/* Per-index state of a task set: 16 bytes, allocated with the task set. */
+typedef struct tl__index {
+  uint32_t prev;          /* pending stack links (TL__NONE at the ends), while PENDING */
+  uint32_t next;
+  uint32_t attempts;      /* attempts launched so far: the next attempt number */
+  uint16_t failures;      /* counting failures since the last success */
+  uint8_t copies_running; /* attempts of this index in flight, frozen included */
+  uint8_t flags;          /* TL__IDX_*; PENDING only in a non-zombie task set */
+} tl__index;
+
+/* One attempt of one stage. */
+typedef struct tl__taskset {
+  tl_taskset_id id;          /* key of tasksets_by_id */
+  UT_hash_handle hh_by_id;   /* scheduler's tasksets_by_id */
+  struct tl__stage *stage;   /* its stage entry; never NULL */
+  tl__link on_stage;         /* stage's attempt list */
+  tl__link on_queue;         /* scheduler's queue while schedulable: !zombie && npending > 0 */
+  tl__link running;          /* attempts in flight (tl__attempt.on_taskset), frozen included */
+  void *payload;             /* the caller's, until taskset_released hands it back */
+  uint32_t stage_id;         /* as submitted */
+  uint32_t stage_attempt;    /* as submitted */
+  uint32_t priority;         /* as submitted */
+  uint32_t ntasks;           /* entries of idx */
+  uint32_t cpus;             /* cores per task */
+  uint32_t nrunning;         /* length of running */
+  uint32_t nfrozen;          /* of which frozen */
+  uint32_t npending;         /* indices on the pending stack; 0 when zombie */
+  uint32_t nsucceeded;       /* indices flagged SUCCESSFUL */
+  uint32_t pending_top;      /* index launched next, or TL__NONE */
+  bool zombie;               /* launches nothing; released when nrunning reaches 0 */
+  bool failed;               /* aborted: taskset_failed was made */
+  tl__index idx[];           /* ntasks entries */
+} tl__taskset;
+
+static inline size_t tl__taskset_size(uint32_t ntasks) {
+  return sizeof(tl__taskset) + (size_t)ntasks * sizeof(tl__index);
+}
+
+/* The attempts of one stage id. */
+typedef struct tl__stage {
+  uint32_t stage_id;       /* key of stages_by_id */
+  UT_hash_handle hh_by_id; /* scheduler's stages_by_id */
+  tl__link attempts;       /* its task sets (tl__taskset.on_stage); never empty */
+  uint32_t nattempts;      /* length of attempts */
+  tl__taskset *active;     /* the one non-zombie attempt, or NULL */
+} tl__stage;
+
+/* ---------------------------------------------------------------------------------------------
+ * Events (events.c): made under the lock, delivered after it by the serial dispatcher.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum tl__event_kind {
+  TL__EV_TASK_STARTED,
+  TL__EV_TASK_ENDED,
+  TL__EV_TASKSET_FAILED,
+  TL__EV_TASKSET_RELEASED,
+  TL__EV_EXECUTOR_ADDED,
+  TL__EV_EXECUTOR_LOST,
+  TL__EV_REVIVE_OFFERS,
+  TL__EV_KILL_TASK
+} tl__event_kind;
+
+enum { TL__FAIL_MAX_FAILURES, TL__FAIL_CANCELLED }; /* why a task set failed */
+
+typedef struct tl__event {
+  uint8_t kind;           /* tl__event_kind */
+  tl__str *names;         /* executor "id\0host\0", one ref, for task and executor events */
+  tl__str *msg;           /* message, one ref, or NULL */
+  const char *static_msg; /* a static message used when msg is NULL, or NULL */
+  union {
+    struct {
+      tl_tid tid;
+      tl_taskset_id taskset;
+      uint32_t stage_id, stage_attempt, index, attempt;
+      uint8_t locality;
+      uint8_t end_kind; /* task_ended */
+      bool counts;      /* task_ended */
+      void *payload;
+      void *result; /* task_ended success: owned by the event until delivered */
+      size_t result_size;
+      void (*result_free)(void *);
+    } task;
+    struct {
+      tl_taskset_info info;
+      void *payload;     /* released */
+      uint8_t why;       /* failed: TL__FAIL_* */
+      uint32_t index;    /* failed, max failures: the index */
+      uint32_t failures; /* and its count */
+    } ts;
+    struct {
+      uint8_t kind;
+      bool caused_by_app;
+      int exit_code;
+    } loss;
+    struct {
+      tl_tid tid;
+      bool interrupt;
+    } kill;
+  } u;
+} tl__event;
+
+typedef struct tl__event_array {
+  tl__event *ev; /* cap slots */
+  size_t n;      /* used */
+  size_t cap;    /* allocated */
+} tl__event_array;
+
+#define TL__EVENTS_INITIAL 32 /* capacity of each event array, kept when the queue drains */
+
+/* Makes room for n more events in s->events, so that the pushes of a call cannot fail. */
+int tl__events_reserve(struct tl_scheduler *s, size_t n);
+/* A zeroed slot of the given kind at the queue's tail; room must have been reserved. */
+tl__event *tl__event_push(struct tl_scheduler *s, tl__event_kind kind);
+/* Pushes a revive_offers event if the call asked for one (s->revive_wanted); reserved by every
+ * call that can set the flag. */
+void tl__event_push_revive(struct tl_scheduler *s);
+/* Takes the lock's end of a public call: releases the lock and, unless another thread (or this
+ * one, further up the stack) is dispatching, delivers queued events until the queue is empty.
+ * Returns true if it delivered anything. */
+bool tl__unlock_and_dispatch(struct tl_scheduler *s);
+/* Drops the references events hold (names, messages) and frees undelivered results. */
+void tl__events_clear(struct tl_scheduler *s, tl__event_array *a, size_t from);
+/* Shrinks an event array back to TL__EVENTS_INITIAL after a burst (best effort). */
+void tl__events_shrink(struct tl_scheduler *s, tl__event_array *a);
+
+/* ---------------------------------------------------------------------------------------------
+ * The scheduler
+ * ------------------------------------------------------------------------------------------- */
+
+struct tl_scheduler {
+  uv_mutex_t lock;  /* protects everything below, except where a field says otherwise */
+  tl_config cfg;    /* validated copy */
+  tl_callbacks cb;  /* copy */
+
+  /* Indexes. */
+  tl__attempt *attempts_by_tid;   /* running attempts (not frozen) */
+  tl__executor *executors_by_id;  /* every executor record, tombstones included */
+  tl__host *hosts_by_name;        /* hosts with live executors */
+  tl__rack *racks_by_name;        /* racks with hosts */
+  tl__taskset *tasksets_by_id;    /* every task set not yet released */
+  tl__stage *stages_by_id;        /* stages with task sets */
+  tl__link queue;                 /* schedulable task sets in FIFO order (priority, stage) */
+  tl__link heartbeat_order;       /* ALIVE/DECOMMISSIONING executors, oldest heartbeat first */
+  tl__link pending_order;         /* PENDING_LOSS executors with a deadline, earliest first */
+  tl__link tombstone_order;       /* REMOVED executors, oldest first */
+
+  /* Counts kept with the indexes (tl_check recounts them). */
+  size_t nalive, ndecommissioning, npending_loss, ntombstones, nhosts, nracks;
+  size_t nactive, nzombie, nfrozen, npending_tasks;
+  tl_stats totals; /* only its uint64_t totals are kept here */
+
+  tl_tid next_tid;               /* the next launch's tid */
+  tl_taskset_id next_taskset_id; /* the next submission's id */
+  uint64_t last_now;             /* the running call's time: the latest clock reading */
+  bool revive_wanted;            /* the running call made pending work: push revive_offers */
+
+  /* Events. New events go to events; the dispatcher swaps it with batch and delivers the batch
+   * with the lock released. */
+  tl__event_array events;
+  tl__event_array batch;
+  atomic_size_t batch_delivered; /* events of batch delivered so far (read without the lock) */
+  bool dispatching;              /* some thread is delivering */
+  uv_thread_t dispatcher;        /* that thread, while dispatching */
+  bool closing;                  /* tl_scheduler_free is releasing task sets */
+
+  /* Memory accounting of this scheduler's allocations, struct tl_scheduler included. */
+  size_t mem_bytes;
+  size_t mem_blocks;
+  uint32_t check_epoch; /* tl_check's visit stamp for shared strings */
+};
+
+/* Reads the configured clock; called before the lock is taken (the clock is user code). */
+uint64_t tl__clock_read(const struct tl_scheduler *s);
+/* Under the lock: makes t the call's time, s->last_now, unless the clock went back. */
+void tl__clock_set(struct tl_scheduler *s, uint64_t t);
+
+/* ---------------------------------------------------------------------------------------------
+ * Ledger (ledger.c): the tid index and the one cleanup routine.
+ * ------------------------------------------------------------------------------------------- */
+
+tl__attempt *tl__attempt_find(struct tl_scheduler *s, tl_tid tid);
+/* Removes a running attempt from every scheduler-level index: attempts_by_tid and its
+ * executor's running list, and gives its cores back. The attempt stays on its task set's
+ * running list: the task set's handlers (or the freeze of a two-phase loss) decide what comes
+ * next. Used by the status-update path and the executor-loss path alike. */
+void tl__cleanup_task_state(struct tl_scheduler *s, tl__attempt *a);
+/* Moves a cleaned attempt to its executor's frozen list. */
+void tl__attempt_freeze(struct tl_scheduler *s, tl__attempt *a);
+void tl__attempt_free(struct tl_scheduler *s, tl__attempt *a);
+
+/* ---------------------------------------------------------------------------------------------
+ * Task sets (taskset.c).
+ * ------------------------------------------------------------------------------------------- */
+
+tl__taskset *tl__taskset_find(struct tl_scheduler *s, tl_taskset_id id);
+tl__stage *tl__stage_find(struct tl_scheduler *s, uint32_t stage_id);
+int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out);
+/* Takes the index on top of the pending stack (npending > 0 required). */
+uint32_t tl__taskset_pop_pending(struct tl_scheduler *s, tl__taskset *ts);
+/* The end of an attempt: unlinks it from its task set, frees it, updates the index, queues
+ * task_ended (and taskset_failed / taskset_released as they follow). The attempt must already
+ * be out of the scheduler's indexes (tl__cleanup_task_state, or unfrozen). msg may be NULL;
+ * the event takes its own reference. Reserve 3 events (plus revive) before calling. */
+void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind, bool counts,
+                       tl__str *msg, const char *static_msg, const tl_update *u);
+void tl__taskset_make_zombie(struct tl_scheduler *s, tl__taskset *ts);
+void tl__taskset_finish_if_drained(struct tl_scheduler *s, tl__taskset *ts);
+int tl__kill_task(struct tl_scheduler *s, tl_tid tid, bool interrupt, const char *reason);
+int tl__kill_stage(struct tl_scheduler *s, uint32_t stage_id, bool interrupt, const char *reason);
+int tl__cancel_stage(struct tl_scheduler *s, uint32_t stage_id, const char *reason);
+int tl__partition_completed(struct tl_scheduler *s, uint32_t stage_id, uint32_t index);
+/* Frees a task set and whatever it still holds, without events (tl_scheduler_free). */
+void tl__taskset_destroy(struct tl_scheduler *s, tl__taskset *ts);
+
+/* ---------------------------------------------------------------------------------------------
+ * Executors (executors.c).
+ * ------------------------------------------------------------------------------------------- */
+
+tl__executor *tl__executor_find(struct tl_scheduler *s, const char *id);
+int tl__executor_add(struct tl_scheduler *s, const tl_executor_desc *d);
+int tl__executor_lost(struct tl_scheduler *s, const char *id, const tl_loss_reason *reason);
+int tl__executor_heartbeat(struct tl_scheduler *s, const char *id);
+int tl__executor_decommission(struct tl_scheduler *s, const char *id, const char *message);
+/* Runs due deadlines; returns ns until the next one (see tl_tick). */
+uint64_t tl__executors_tick(struct tl_scheduler *s, uint64_t now);
+uint64_t tl__executors_next_deadline(struct tl_scheduler *s, uint64_t now);
+/* Frees an executor record (it must be out of every list but executors_by_id). */
+void tl__executor_free(struct tl_scheduler *s, tl__executor *ex);
+
+/* ---------------------------------------------------------------------------------------------
+ * Offers (offers.c) and status updates (ledger.c).
+ * ------------------------------------------------------------------------------------------- */
+
+int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t noffers,
+                        tl_launch *out, size_t cap, size_t *nout);
+int tl__status_update(struct tl_scheduler *s, const char *executor_id, tl_tid tid,
+                      const tl_update *u);
+
+/* ---------------------------------------------------------------------------------------------
+ * Validation helpers (scheduler.c).
+ * ------------------------------------------------------------------------------------------- */
+
+/* Length of a name of 1 to max-1 bytes, or 0 when NULL, empty or too long. */
+size_t tl__name_len(const char *name, size_t max);
+
+#endif /* TL_INTERNAL_H */

@@ -1,0 +1,170 @@
+/* Offer rounds: which pending task runs on which offered executor.
+ *
+ * The round, under the scheduler's lock:
+ *
+ * Usable offers. An offer counts only if it names an ALIVE executor; others (unknown, pending
+ * loss, decommissioning, removed) are counted in rejected_offers and launch nothing. An offer's
+ * cores are capped by the ledger's own free-core count, and every launch checks that count
+ * again, so even duplicate or stale offers can never launch past an executor's cores.
+ *
+ * Preparation. The round cannot launch more than min(cap, pending tasks, offered cores) tasks.
+ * That many attempt records are allocated and entered into attempts_by_tid (their tids are the
+ * next ones in order), and room for that many task_started events is reserved, before anything
+ * visible changes. If any of that fails the round undoes it and returns TL_ENOMEM having
+ * launched nothing. Records the round does not use are taken out again at the end.
+ *
+ * Launching. Task sets are walked in queue order (FIFO: priority, then stage id; only task sets
+ * with something pending are in the queue). Each fills the offers in passes, one task per offer
+ * per pass, so a stage spreads over executors, until it has nothing pending or a pass launches
+ * nothing; then the next task set gets what is left.
+ */
+#include "internal.h"
+
+#define STACK_SLOTS 16 /* offers and launches a round handles without a temporary allocation */
+
+typedef struct offer_slot {
+  tl__executor *ex; /* an ALIVE executor */
+  uint32_t cores;   /* what is left of this offer */
+} offer_slot;
+
+static void launch(struct tl_scheduler *s, tl__taskset *ts, tl__executor *ex, tl__attempt *a) {
+  uint32_t i = tl__taskset_pop_pending(s, ts);
+  tl__index *ix = &ts->idx[i];
+  a->index = i;
+  a->attempt = ix->attempts++;
+  ix->copies_running++;
+  a->state = TL__LAUNCHING;
+  a->frozen = 0;
+  a->locality = TL_NO_PREF;
+  a->launch_time = s->last_now;
+  a->executor = ex;
+  a->taskset = ts;
+  tl__list_insert_tail(&ex->running, &a->on_executor);
+  ex->nrunning++;
+  ex->free_cores -= ts->cpus;
+  tl__list_insert_tail(&ts->running, &a->on_taskset);
+  ts->nrunning++;
+}
+
+static void describe_launch(const tl__attempt *a, tl_launch *l) {
+  const tl__taskset *ts = a->taskset;
+  l->tid = a->tid;
+  l->taskset = ts->id;
+  l->stage_id = ts->stage_id;
+  l->stage_attempt = ts->stage_attempt;
+  l->index = a->index;
+  l->attempt = a->attempt;
+  l->cpus = ts->cpus;
+  const char *id = tl__executor_id(a->executor);
+  memcpy(l->executor_id, id, strlen(id) + 1); /* ids are shorter than TL_ID_MAX */
+  l->locality = (tl_locality)a->locality;
+  l->payload = ts->payload;
+}
+
+static void push_started(struct tl_scheduler *s, const tl__attempt *a) {
+  const tl__taskset *ts = a->taskset;
+  tl__event *ev = tl__event_push(s, TL__EV_TASK_STARTED);
+  ev->names = tl__str_ref(a->executor->names);
+  ev->u.task.tid = a->tid;
+  ev->u.task.taskset = ts->id;
+  ev->u.task.stage_id = ts->stage_id;
+  ev->u.task.stage_attempt = ts->stage_attempt;
+  ev->u.task.index = a->index;
+  ev->u.task.attempt = a->attempt;
+  ev->u.task.locality = a->locality;
+  ev->u.task.payload = ts->payload;
+}
+
+/* Takes unused prepared records out of the index and frees them. */
+static void drop_prepared(struct tl_scheduler *s, tl__attempt **pre, size_t from, size_t to) {
+  for (size_t k = from; k < to; k++) {
+    HASH_DELETE(hh_by_tid, s->attempts_by_tid, pre[k]);
+    tl__attempt_free(s, pre[k]);
+  }
+}
+
+int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t noffers,
+                        tl_launch *out, size_t cap, size_t *nout) {
+  offer_slot slots_on_stack[STACK_SLOTS], *slots = slots_on_stack;
+  tl__attempt *pre_on_stack[STACK_SLOTS], **pre = pre_on_stack;
+  size_t nslots = 0, nprepared = 0, used = 0;
+  uint64_t rejected = 0, offered = 0;
+  int err = TL_ENOMEM;
+
+  if (noffers > STACK_SLOTS && (slots = tl__malloc(s, noffers * sizeof *slots)) == NULL)
+    return TL_ENOMEM;
+  for (size_t i = 0; i < noffers; i++) {
+    tl__executor *ex = tl__executor_find(s, offers[i].executor_id);
+    if (ex == NULL || ex->state != TL_EXECUTOR_ALIVE) {
+      rejected++;
+      continue;
+    }
+    uint32_t cores = offers[i].cores < ex->free_cores ? offers[i].cores : ex->free_cores;
+    slots[nslots].ex = ex;
+    slots[nslots].cores = cores;
+    nslots++;
+    offered += cores;
+  }
+
+  size_t most = cap;
+  if (most > s->npending_tasks)
+    most = s->npending_tasks;
+  if (most > offered)
+    most = (size_t)offered;
+  if (most > STACK_SLOTS && (pre = tl__malloc(s, most * sizeof *pre)) == NULL)
+    goto done;
+  for (; nprepared < most; nprepared++) {
+    tl__attempt *a = tl__malloc(s, sizeof *a);
+    if (a == NULL)
+      goto undo;
+    a->tid = s->next_tid + nprepared;
+    HASH_ADD(hh_by_tid, s->attempts_by_tid, tid, sizeof a->tid, a);
+    if (!TL__HASH_ADDED(a, hh_by_tid)) {
+      tl__attempt_free(s, a);
+      goto undo;
+    }
+    pre[nprepared] = a;
+  }
+  if (tl__events_reserve(s, most) != TL_OK)
+    goto undo;
+
+  for (tl__link *l = s->queue.next, *next; l != &s->queue && used < most; l = next) {
+    next = l->next; /* ts may leave the queue below; the others stay where they are */
+    tl__taskset *ts = tl__container_of(l, tl__taskset, on_queue);
+    for (;;) {
+      size_t launched = 0;
+      for (size_t i = 0; i < nslots && used < most && ts->npending > 0; i++) {
+        offer_slot *slot = &slots[i];
+        if (slot->cores < ts->cpus || slot->ex->free_cores < ts->cpus)
+          continue;
+        launch(s, ts, slot->ex, pre[used]);
+        slot->cores -= ts->cpus;
+        used++;
+        launched++;
+      }
+      if (launched == 0 || ts->npending == 0 || used == most)
+        break;
+    }
+  }
+
+  drop_prepared(s, pre, used, nprepared);
+  s->next_tid += used;
+  for (size_t k = 0; k < used; k++) {
+    describe_launch(pre[k], &out[k]);
+    push_started(s, pre[k]);
+  }
+  *nout = used;
+  s->totals.launched += used;
+  s->totals.rejected_offers += rejected;
+  err = TL_OK;
+  goto done;
+
+undo:
+  drop_prepared(s, pre, 0, nprepared);
+done:
+  if (pre != pre_on_stack)
+    tl__free(s, pre, most * sizeof *pre);
+  if (slots != slots_on_stack)
+    tl__free(s, slots, noffers * sizeof *slots);
+  return err;
+}

@@ -1,0 +1,332 @@
+/* The scheduler object: its lifetime, and the public entry points. Each entry point validates
+ * its arguments (nothing is touched before that), reads the clock if it needs the time (the
+ * clock is user code, so never under the lock), takes the lock, routes to the file that owns
+ * the transition, and ends through the dispatcher, which delivers the events the call made
+ * after releasing the lock. A call that fails delivers nothing.
+ *
+ * Lock: s->lock, one per scheduler, protects all of its state; it is the only lock, and no
+ * user code runs while it is held.
+ */
+#include "internal.h"
+
+#include <assert.h>
+
+void tl_config_init(tl_config *cfg) {
+  if (cfg == NULL)
+    return;
+  memset(cfg, 0, sizeof *cfg);
+  cfg->cpus_per_task = 1;
+  cfg->max_task_failures = 4;
+  cfg->heartbeat_timeout_ns = 120ull * 1000000000ull;
+  cfg->pending_loss_timeout_ns = 120ull * 1000000000ull;
+  cfg->max_tombstones = 1024;
+  cfg->tombstone_ttl_ns = 600ull * 1000000000ull;
+}
+
+size_t tl__name_len(const char *name, size_t max) {
+  if (name == NULL)
+    return 0;
+  size_t n = strnlen(name, max);
+  return n == max ? 0 : n;
+}
+
+uint64_t tl__clock_read(const struct tl_scheduler *s) {
+  return s->cfg.clock != NULL ? s->cfg.clock(s->cfg.clock_ud) : uv_hrtime();
+}
+
+void tl__clock_set(struct tl_scheduler *s, uint64_t t) {
+  if (t > s->last_now)
+    s->last_now = t;
+}
+
+/* Takes the lock for a mutating call: TL_EBUSY while tl_scheduler_free releases task sets. */
+static int enter(tl_scheduler *s) {
+  uv_mutex_lock(&s->lock);
+  if (s->closing) {
+    uv_mutex_unlock(&s->lock);
+    return TL_EBUSY;
+  }
+  return TL_OK;
+}
+
+static int enter_at(tl_scheduler *s, uint64_t t) {
+  int err = enter(s);
+  if (err == TL_OK)
+    tl__clock_set(s, t);
+  return err;
+}
+
+/* Ends a call that entered: a failed call has made no event and delivers nothing. */
+static int leave(tl_scheduler *s, int err) {
+  if (err == TL_OK)
+    tl__unlock_and_dispatch(s);
+  else
+    uv_mutex_unlock(&s->lock);
+  return err;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Lifetime
+ * ------------------------------------------------------------------------------------------- */
+
+static int valid_config(const tl_config *cfg) {
+  return cfg->cpus_per_task >= 1 && cfg->max_task_failures >= 1 &&
+         cfg->max_task_failures <= UINT16_MAX;
+}
+
+int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler **out) {
+  tl_config defaults;
+  if (out == NULL)
+    return TL_EINVAL;
+  if (cfg == NULL) {
+    tl_config_init(&defaults);
+    cfg = &defaults;
+  }
+  if (!valid_config(cfg))
+    return TL_EINVAL;
+
+  tl_scheduler *s = tl__raw_calloc(1, sizeof *s);
+  if (s == NULL)
+    return TL_ENOMEM;
+  s->mem_bytes = sizeof *s;
+  s->mem_blocks = 1;
+  if (uv_mutex_init(&s->lock) != 0) {
+    tl__raw_free(s);
+    return TL_ENOMEM;
+  }
+  s->events.ev = tl__malloc(s, TL__EVENTS_INITIAL * sizeof(tl__event));
+  s->batch.ev = tl__malloc(s, TL__EVENTS_INITIAL * sizeof(tl__event));
+  if (s->events.ev == NULL || s->batch.ev == NULL) {
+    tl__free(s, s->events.ev, TL__EVENTS_INITIAL * sizeof(tl__event));
+    tl__free(s, s->batch.ev, TL__EVENTS_INITIAL * sizeof(tl__event));
+    uv_mutex_destroy(&s->lock);
+    tl__raw_free(s);
+    return TL_ENOMEM;
+  }
+  s->events.cap = s->batch.cap = TL__EVENTS_INITIAL;
+  s->cfg = *cfg;
+  if (cb != NULL)
+    s->cb = *cb;
+  tl__list_init(&s->queue);
+  tl__list_init(&s->heartbeat_order);
+  tl__list_init(&s->pending_order);
+  tl__list_init(&s->tombstone_order);
+  atomic_init(&s->batch_delivered, 0);
+  s->next_tid = 1;
+  s->next_taskset_id = 1;
+  s->last_now = tl__clock_read(s);
+  tl__schedulers_inc();
+  *out = s;
+  return TL_OK;
+}
+
+/* Frees every record. Attempts go with their task sets (frozen ones included), before the
+ * executors whose lists they are on; those lists are not walked again. */
+static void destroy_all(tl_scheduler *s) {
+  HASH_CLEAR(hh_by_tid, s->attempts_by_tid);
+  tl__taskset *ts, *ts_tmp;
+  HASH_ITER(hh_by_id, s->tasksets_by_id, ts, ts_tmp) {
+    tl__taskset_destroy(s, ts);
+  }
+  tl__executor *ex, *ex_tmp;
+  HASH_ITER(hh_by_id, s->executors_by_id, ex, ex_tmp) {
+    HASH_DELETE(hh_by_id, s->executors_by_id, ex);
+    tl__executor_free(s, ex);
+  }
+  tl__host *host, *host_tmp;
+  HASH_ITER(hh_by_name, s->hosts_by_name, host, host_tmp) {
+    HASH_DELETE(hh_by_name, s->hosts_by_name, host);
+    tl__free(s, host, sizeof *host + host->name_len + 1);
+  }
+  tl__rack *rack, *rack_tmp;
+  HASH_ITER(hh_by_name, s->racks_by_name, rack, rack_tmp) {
+    HASH_DELETE(hh_by_name, s->racks_by_name, rack);
+    tl__free(s, rack, sizeof *rack + rack->name_len + 1);
+  }
+  tl__events_clear(s, &s->events, 0);
+  tl__events_clear(s, &s->batch, 0);
+  tl__free(s, s->events.ev, s->events.cap * sizeof(tl__event));
+  tl__free(s, s->batch.ev, s->batch.cap * sizeof(tl__event));
+}
+
+int tl_scheduler_free(tl_scheduler *s) {
+  if (s == NULL)
+    return TL_EINVAL;
+  uv_mutex_lock(&s->lock);
+  if (s->dispatching || s->closing) {
+    uv_mutex_unlock(&s->lock);
+    return TL_EBUSY;
+  }
+  s->closing = true;
+  uv_mutex_unlock(&s->lock);
+
+  /* Hand every payload back, in submission order (uthash keeps insertion order), with the
+   * lock released: the callbacks may inspect the scheduler; any other call is TL_EBUSY. */
+  if (s->cb.taskset_released != NULL) {
+    for (tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next) {
+      tl_taskset_info info = {ts->id, ts->stage_id, ts->stage_attempt, ts->ntasks};
+      s->cb.taskset_released(s->cb.ud, &info, ts->payload);
+    }
+  }
+
+  uv_mutex_lock(&s->lock);
+  destroy_all(s);
+  uv_mutex_unlock(&s->lock);
+  assert(s->mem_bytes == sizeof *s && s->mem_blocks == 1);
+  uv_mutex_destroy(&s->lock);
+  tl__raw_free(s);
+  tl__schedulers_dec();
+  return TL_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Executors
+ * ------------------------------------------------------------------------------------------- */
+
+static bool valid_id(const char *id) { return tl__name_len(id, TL_ID_MAX) != 0; }
+
+int tl_executor_add(tl_scheduler *s, const tl_executor_desc *d) {
+  if (s == NULL || d == NULL || !valid_id(d->id) || tl__name_len(d->host, TL_HOST_MAX) == 0 ||
+      (d->rack != NULL && tl__name_len(d->rack, TL_HOST_MAX) == 0) || d->cores == 0)
+    return TL_EINVAL;
+  uint64_t t = tl__clock_read(s);
+  int err = enter_at(s, t);
+  if (err != TL_OK)
+    return err;
+  return leave(s, tl__executor_add(s, d));
+}
+
+int tl_executor_lost(tl_scheduler *s, const char *executor_id, const tl_loss_reason *reason) {
+  if (s == NULL || !valid_id(executor_id) || reason == NULL ||
+      (unsigned)reason->kind > TL_LOSS_PENDING_TIMEOUT)
+    return TL_EINVAL;
+  uint64_t t = tl__clock_read(s);
+  int err = enter_at(s, t);
+  if (err != TL_OK)
+    return err;
+  return leave(s, tl__executor_lost(s, executor_id, reason));
+}
+
+int tl_executor_heartbeat(tl_scheduler *s, const char *executor_id) {
+  if (s == NULL || !valid_id(executor_id))
+    return TL_EINVAL;
+  uint64_t t = tl__clock_read(s);
+  int err = enter_at(s, t);
+  if (err != TL_OK)
+    return err;
+  return leave(s, tl__executor_heartbeat(s, executor_id));
+}
+
+int tl_executor_decommission(tl_scheduler *s, const char *executor_id, const char *message) {
+  if (s == NULL || !valid_id(executor_id))
+    return TL_EINVAL;
+  int err = enter(s);
+  if (err != TL_OK)
+    return err;
+  return leave(s, tl__executor_decommission(s, executor_id, message));
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Task sets
+ * ------------------------------------------------------------------------------------------- */
+
+int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out) {
+  if (s == NULL || d == NULL || d->ntasks == 0 || d->ntasks == TL__NONE)
+    return TL_EINVAL;
+  int err = enter(s);
+  if (err != TL_OK)
+    return err;
+  return leave(s, tl__submit(s, d, out));
+}
+
+int tl_kill_task(tl_scheduler *s, tl_tid tid, bool interrupt, const char *reason) {
+  if (s == NULL)
+    return TL_EINVAL;
+  int err = enter(s);
+  if (err != TL_OK)
+    return err;
+  return leave(s, tl__kill_task(s, tid, interrupt, reason));
+}
+
+int tl_kill_stage(tl_scheduler *s, uint32_t stage_id, bool interrupt, const char *reason) {
+  if (s == NULL)
+    return TL_EINVAL;
+  int err = enter(s);
+  if (err != TL_OK)
+    return err;
+  return leave(s, tl__kill_stage(s, stage_id, interrupt, reason));
+}
+
+int tl_cancel_stage(tl_scheduler *s, uint32_t stage_id, const char *reason) {
+  if (s == NULL)
+    return TL_EINVAL;
+  int err = enter(s);
+  if (err != TL_OK)
+    return err;
+  return leave(s, tl__cancel_stage(s, stage_id, reason));
+}
+
+int tl_partition_completed(tl_scheduler *s, uint32_t stage_id, uint32_t index) {
+  if (s == NULL)
+    return TL_EINVAL;
+  int err = enter(s);
+  if (err != TL_OK)
+    return err;
+  return leave(s, tl__partition_completed(s, stage_id, index));
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Offers and status updates
+ * ------------------------------------------------------------------------------------------- */
+
+int tl_resource_offers(tl_scheduler *s, const tl_offer *offers, size_t noffers, tl_launch *out,
+                       size_t cap, size_t *nout) {
+  if (s == NULL || nout == NULL || (offers == NULL && noffers > 0) || (out == NULL && cap > 0))
+    return TL_EINVAL;
+  for (size_t i = 0; i < noffers; i++)
+    if (!valid_id(offers[i].executor_id))
+      return TL_EINVAL;
+  *nout = 0;
+  uint64_t t = tl__clock_read(s);
+  int err = enter_at(s, t);
+  if (err != TL_OK)
+    return err;
+  return leave(s, tl__resource_offers(s, offers, noffers, out, cap, nout));
+}
+
+int tl_status_update(tl_scheduler *s, const char *executor_id, tl_tid tid, const tl_update *u) {
+  if (s == NULL || !valid_id(executor_id) || u == NULL || (unsigned)u->state > TL_TASK_KILLED ||
+      (u->result != NULL && u->state != TL_TASK_FINISHED))
+    return TL_EINVAL;
+  if (u->state == TL_TASK_FAILED &&
+      (u->failure == TL_END_SUCCESS || u->failure == TL_END_EXECUTOR_LOST ||
+       (unsigned)u->failure > TL_END_RESULT_LOST))
+    return TL_EINVAL;
+  int err = enter(s);
+  if (err != TL_OK)
+    return err;
+  return leave(s, tl__status_update(s, executor_id, tid, u));
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Time
+ * ------------------------------------------------------------------------------------------- */
+
+uint64_t tl_tick(tl_scheduler *s) {
+  if (s == NULL)
+    return TL_TICK_NEVER;
+  uint64_t t = tl__clock_read(s);
+  if (enter_at(s, t) != TL_OK)
+    return TL_TICK_NEVER;
+  uint64_t next = tl__executors_tick(s, s->last_now);
+  if (tl__unlock_and_dispatch(s)) {
+    /* Callbacks may have moved a deadline (a loss they reported starts a pending deadline). */
+    t = tl__clock_read(s);
+    uv_mutex_lock(&s->lock);
+    tl__clock_set(s, t);
+    if (next != 0)
+      next = tl__executors_next_deadline(s, s->last_now);
+    uv_mutex_unlock(&s->lock);
+  }
+  return next;
+}

@@ -1,0 +1,432 @@
+/* One task set (one attempt of one stage): per-index state, the pending stack, the handlers that
+ * decide success, retry and abort, zombies and their release; and the stage index that keeps at
+ * most one non-zombie attempt per stage.
+ *
+ * A task set's life: active (in the FIFO queue while it has pending indices) -> zombie (all done,
+ * aborted, fetch failure, or superseded by a newer attempt of its stage; launches nothing) ->
+ * released, the moment a zombie has no attempt running or frozen: taskset_released hands the
+ * payload back and the record is freed. tl__taskset_finish_if_drained is called after every
+ * change that can make that moment come, so a zombie with nothing running never exists
+ * (invariant 4: the SPARK-18553 leak, and the gap Spark leaves when a newer attempt arrives).
+ *
+ * Everything here runs under the scheduler's lock, with event room reserved by the caller.
+ */
+#include "internal.h"
+
+tl__taskset *tl__taskset_find(struct tl_scheduler *s, tl_taskset_id id) {
+  tl__taskset *ts;
+  HASH_FIND(hh_by_id, s->tasksets_by_id, &id, sizeof id, ts);
+  return ts;
+}
+
+tl__stage *tl__stage_find(struct tl_scheduler *s, uint32_t stage_id) {
+  tl__stage *st;
+  HASH_FIND(hh_by_id, s->stages_by_id, &stage_id, sizeof stage_id, st);
+  return st;
+}
+
+static tl_taskset_info taskset_info(const tl__taskset *ts) {
+  tl_taskset_info info = {ts->id, ts->stage_id, ts->stage_attempt, ts->ntasks};
+  return info;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The FIFO queue: schedulable task sets (not zombie, something pending), lowest priority value
+ * first, then lowest stage id. Inserting walks from the tail, where new jobs usually go.
+ * ------------------------------------------------------------------------------------------- */
+
+static bool queue_before(const tl__taskset *a, const tl__taskset *b) {
+  return a->priority < b->priority || (a->priority == b->priority && a->stage_id < b->stage_id);
+}
+
+static void queue_insert(struct tl_scheduler *s, tl__taskset *ts) {
+  tl__link *pos = &s->queue;
+  while (pos->prev != &s->queue &&
+         queue_before(ts, tl__container_of(pos->prev, tl__taskset, on_queue)))
+    pos = pos->prev;
+  tl__list_insert_before(pos, &ts->on_queue);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The pending stack: indices waiting to launch, the next one on top. A fresh task set stacks
+ * them so index 0 launches first; a failed index goes back on top and is retried next (Spark's
+ * addPendingTask). Links are indices, so the stack costs nothing beyond the 16-byte index state.
+ * ------------------------------------------------------------------------------------------- */
+
+static void pending_push(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
+  tl__index *ix = &ts->idx[i];
+  ix->prev = TL__NONE;
+  ix->next = ts->pending_top;
+  if (ts->pending_top != TL__NONE)
+    ts->idx[ts->pending_top].prev = i;
+  ts->pending_top = i;
+  ix->flags |= TL__IDX_PENDING;
+  if (ts->npending++ == 0)
+    queue_insert(s, ts);
+  s->npending_tasks++;
+}
+
+static void pending_remove(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
+  tl__index *ix = &ts->idx[i];
+  if (ix->prev != TL__NONE)
+    ts->idx[ix->prev].next = ix->next;
+  else
+    ts->pending_top = ix->next;
+  if (ix->next != TL__NONE)
+    ts->idx[ix->next].prev = ix->prev;
+  ix->prev = ix->next = TL__NONE;
+  ix->flags &= (uint8_t)~TL__IDX_PENDING;
+  if (--ts->npending == 0)
+    tl__list_remove(&ts->on_queue);
+  s->npending_tasks--;
+}
+
+uint32_t tl__taskset_pop_pending(struct tl_scheduler *s, tl__taskset *ts) {
+  uint32_t i = ts->pending_top;
+  pending_remove(s, ts, i);
+  return i;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Zombies, aborts, release
+ * ------------------------------------------------------------------------------------------- */
+
+void tl__taskset_make_zombie(struct tl_scheduler *s, tl__taskset *ts) {
+  if (ts->zombie)
+    return;
+  ts->zombie = true;
+  s->nactive--;
+  s->nzombie++;
+  for (uint32_t i = ts->pending_top, next; i != TL__NONE; i = next) {
+    next = ts->idx[i].next;
+    ts->idx[i].prev = ts->idx[i].next = TL__NONE;
+    ts->idx[i].flags &= (uint8_t)~TL__IDX_PENDING;
+  }
+  s->npending_tasks -= ts->npending;
+  ts->npending = 0;
+  ts->pending_top = TL__NONE;
+  tl__list_remove(&ts->on_queue);
+  if (ts->stage->active == ts)
+    ts->stage->active = NULL;
+}
+
+/* Aborts a task set once: zombie, and a taskset_failed event whose reason the dispatcher writes
+ * from why/index/failures/msg. Its running attempts go on (Spark's abort does not kill them). */
+static void abort_taskset(struct tl_scheduler *s, tl__taskset *ts, uint8_t why, uint32_t index,
+                          uint32_t failures, tl__str *msg, const char *static_msg) {
+  if (ts->failed)
+    return;
+  ts->failed = true;
+  tl__taskset_make_zombie(s, ts);
+  tl__event *ev = tl__event_push(s, TL__EV_TASKSET_FAILED);
+  ev->u.ts.info = taskset_info(ts);
+  ev->u.ts.why = why;
+  ev->u.ts.index = index;
+  ev->u.ts.failures = failures;
+  ev->msg = tl__str_ref(msg);
+  ev->static_msg = static_msg;
+}
+
+static void stage_unlink(struct tl_scheduler *s, tl__taskset *ts) {
+  tl__stage *st = ts->stage;
+  tl__list_remove(&ts->on_stage);
+  if (--st->nattempts == 0) {
+    HASH_DELETE(hh_by_id, s->stages_by_id, st);
+    tl__free(s, st, sizeof *st);
+  }
+}
+
+void tl__taskset_finish_if_drained(struct tl_scheduler *s, tl__taskset *ts) {
+  if (!ts->zombie || ts->nrunning != 0)
+    return;
+  tl__event *ev = tl__event_push(s, TL__EV_TASKSET_RELEASED);
+  ev->u.ts.info = taskset_info(ts);
+  ev->u.ts.payload = ts->payload;
+  stage_unlink(s, ts);
+  HASH_DELETE(hh_by_id, s->tasksets_by_id, ts);
+  s->nzombie--;
+  s->totals.tasksets_released++;
+  tl__free(s, ts, tl__taskset_size(ts->ntasks));
+}
+
+static void mark_successful(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
+  tl__index *ix = &ts->idx[i];
+  if (ix->flags & TL__IDX_PENDING)
+    pending_remove(s, ts, i);
+  ix->flags |= TL__IDX_SUCCESSFUL;
+  ix->failures = 0;
+  if (++ts->nsucceeded == ts->ntasks)
+    tl__taskset_make_zombie(s, ts);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The end of an attempt
+ *
+ * Every way an attempt ends comes here: a FINISHED/FAILED/KILLED status update, and the second
+ * phase of its executor's loss. The order of what follows is Spark's: task_ended first (with
+ * the task set already zombie if this completed it, SPARK-19868), then the failure count and a
+ * possible abort (taskset_failed), then the retry (the index back on the pending stack), then
+ * the release if the task set has drained. A zombie counts no failure and retries nothing.
+ * ------------------------------------------------------------------------------------------- */
+
+void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind, bool counts,
+                       tl__str *msg, const char *static_msg, const tl_update *u) {
+  tl__taskset *ts = a->taskset;
+  tl__index *ix = &ts->idx[a->index];
+
+  tl__list_remove(&a->on_taskset);
+  ts->nrunning--;
+  ix->copies_running--;
+
+  tl__event *ev = tl__event_push(s, TL__EV_TASK_ENDED);
+  ev->names = tl__str_ref(a->executor->names);
+  ev->msg = tl__str_ref(msg);
+  ev->static_msg = static_msg;
+  ev->u.task.tid = a->tid;
+  ev->u.task.taskset = ts->id;
+  ev->u.task.stage_id = ts->stage_id;
+  ev->u.task.stage_attempt = ts->stage_attempt;
+  ev->u.task.index = a->index;
+  ev->u.task.attempt = a->attempt;
+  ev->u.task.locality = a->locality;
+  ev->u.task.payload = ts->payload;
+  ev->u.task.end_kind = (uint8_t)kind;
+
+  if (kind == TL_END_SUCCESS) {
+    ev->u.task.result = u->result;
+    ev->u.task.result_size = u->result_size;
+    ev->u.task.result_free = u->result_free;
+    if (!(ix->flags & TL__IDX_SUCCESSFUL))
+      mark_successful(s, ts, a->index);
+  } else {
+    bool counted = counts && !ts->zombie;
+    ev->u.task.counts = counted;
+    if (kind == TL_END_FETCH_FAILED) {
+      /* The stage's input is gone: the DAG layer resubmits the parent and a new attempt of this
+       * stage; this one launches nothing more. */
+      tl__taskset_make_zombie(s, ts);
+    } else if (counted && ++ix->failures >= s->cfg.max_task_failures) {
+      abort_taskset(s, ts, TL__FAIL_MAX_FAILURES, a->index, ix->failures, msg, static_msg);
+    }
+    if (!ts->zombie && !(ix->flags & (TL__IDX_SUCCESSFUL | TL__IDX_PENDING)) &&
+        ix->copies_running == 0) {
+      pending_push(s, ts, a->index);
+      s->revive_wanted = true;
+    }
+  }
+
+  tl__attempt_free(s, a);
+  tl__taskset_finish_if_drained(s, ts);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Submission
+ * ------------------------------------------------------------------------------------------- */
+
+int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out) {
+  tl__stage *st = tl__stage_find(s, d->stage_id);
+  if (st != NULL) {
+    for (tl__link *l = st->attempts.next; l != &st->attempts; l = l->next)
+      if (tl__container_of(l, tl__taskset, on_stage)->stage_attempt == d->stage_attempt)
+        return TL_EEXIST;
+  }
+
+  /* Allocate and index first; nothing visible changes until all of it has succeeded. */
+  tl__taskset *ts = tl__malloc(s, tl__taskset_size(d->ntasks));
+  if (ts == NULL)
+    return TL_ENOMEM;
+  tl__stage *new_stage = NULL;
+  if (st == NULL && (new_stage = tl__calloc(s, 1, sizeof *new_stage)) == NULL)
+    goto fail_ts;
+  /* taskset_released of a superseded attempt with nothing running, revive_offers. */
+  if (tl__events_reserve(s, 2) != TL_OK)
+    goto fail_stage;
+  memset(ts, 0, sizeof *ts);
+  ts->id = s->next_taskset_id;
+  HASH_ADD(hh_by_id, s->tasksets_by_id, id, sizeof ts->id, ts);
+  if (!TL__HASH_ADDED(ts, hh_by_id))
+    goto fail_stage;
+  if (new_stage != NULL) {
+    new_stage->stage_id = d->stage_id;
+    HASH_ADD(hh_by_id, s->stages_by_id, stage_id, sizeof new_stage->stage_id, new_stage);
+    if (!TL__HASH_ADDED(new_stage, hh_by_id)) {
+      HASH_DELETE(hh_by_id, s->tasksets_by_id, ts);
+      goto fail_stage;
+    }
+    tl__list_init(&new_stage->attempts);
+    st = new_stage;
+  }
+
+  s->next_taskset_id++;
+  ts->stage = st;
+  tl__list_init(&ts->on_queue);
+  tl__list_init(&ts->running);
+  ts->payload = d->payload;
+  ts->stage_id = d->stage_id;
+  ts->stage_attempt = d->stage_attempt;
+  ts->priority = d->priority;
+  ts->ntasks = d->ntasks;
+  ts->cpus = d->cpus_per_task != 0 ? d->cpus_per_task : s->cfg.cpus_per_task;
+  for (uint32_t i = 0; i < d->ntasks; i++) {
+    tl__index *ix = &ts->idx[i];
+    ix->prev = i == 0 ? TL__NONE : i - 1;
+    ix->next = i + 1 == d->ntasks ? TL__NONE : i + 1;
+    ix->attempts = 0;
+    ix->failures = 0;
+    ix->copies_running = 0;
+    ix->flags = TL__IDX_PENDING;
+  }
+  ts->pending_top = 0;
+  ts->npending = d->ntasks;
+  s->npending_tasks += d->ntasks;
+  s->nactive++;
+
+  tl__taskset *older = st->active;
+  tl__list_insert_tail(&st->attempts, &ts->on_stage);
+  st->nattempts++;
+  if (older != NULL)
+    tl__taskset_make_zombie(s, older); /* SPARK-27065: one active attempt per stage */
+  st->active = ts;
+  queue_insert(s, ts);
+  if (older != NULL)
+    tl__taskset_finish_if_drained(s, older);
+  s->revive_wanted = true;
+  tl__event_push_revive(s);
+  if (out != NULL)
+    *out = ts->id;
+  return TL_OK;
+
+fail_stage:
+  tl__free(s, new_stage, sizeof *new_stage);
+fail_ts:
+  tl__free(s, ts, tl__taskset_size(d->ntasks));
+  return TL_ENOMEM;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Kill, cancel, partition completion
+ * ------------------------------------------------------------------------------------------- */
+
+static void push_kill(struct tl_scheduler *s, const tl__attempt *a, bool interrupt, tl__str *msg) {
+  tl__event *ev = tl__event_push(s, TL__EV_KILL_TASK);
+  ev->names = tl__str_ref(a->executor->names);
+  ev->msg = tl__str_ref(msg);
+  ev->u.kill.tid = a->tid;
+  ev->u.kill.interrupt = interrupt;
+}
+
+int tl__kill_task(struct tl_scheduler *s, tl_tid tid, bool interrupt, const char *reason) {
+  tl__attempt *a = tl__attempt_find(s, tid);
+  if (a == NULL)
+    return TL_ESTALE;
+  int err;
+  tl__str *msg = tl__str_dup(s, reason, &err);
+  if (err != TL_OK)
+    return err;
+  if (tl__events_reserve(s, 1) != TL_OK) {
+    tl__str_unref(s, msg);
+    return TL_ENOMEM;
+  }
+  push_kill(s, a, interrupt, msg);
+  tl__str_unref(s, msg);
+  return TL_OK;
+}
+
+/* Kills every running attempt of every attempt of the stage. Frozen attempts are left alone:
+ * their executor is lost and they end with its second phase. */
+static void kill_stage_attempts(struct tl_scheduler *s, tl__stage *st, bool interrupt,
+                                tl__str *msg) {
+  for (tl__link *l = st->attempts.next; l != &st->attempts; l = l->next) {
+    tl__taskset *ts = tl__container_of(l, tl__taskset, on_stage);
+    for (tl__link *r = ts->running.next; r != &ts->running; r = r->next) {
+      tl__attempt *a = tl__container_of(r, tl__attempt, on_taskset);
+      if (!a->frozen)
+        push_kill(s, a, interrupt, msg);
+    }
+  }
+}
+
+static size_t stage_running(const tl__stage *st) {
+  size_t n = 0;
+  for (const tl__link *l = st->attempts.next; l != &st->attempts; l = l->next) {
+    const tl__taskset *ts = tl__container_of(l, tl__taskset, on_stage);
+    n += ts->nrunning - ts->nfrozen;
+  }
+  return n;
+}
+
+int tl__kill_stage(struct tl_scheduler *s, uint32_t stage_id, bool interrupt, const char *reason) {
+  tl__stage *st = tl__stage_find(s, stage_id);
+  if (st == NULL)
+    return TL_ENOENT;
+  int err;
+  tl__str *msg = tl__str_dup(s, reason, &err);
+  if (err != TL_OK)
+    return err;
+  if (tl__events_reserve(s, stage_running(st)) != TL_OK) {
+    tl__str_unref(s, msg);
+    return TL_ENOMEM;
+  }
+  kill_stage_attempts(s, st, interrupt, msg);
+  tl__str_unref(s, msg);
+  return TL_OK;
+}
+
+int tl__cancel_stage(struct tl_scheduler *s, uint32_t stage_id, const char *reason) {
+  tl__stage *st = tl__stage_find(s, stage_id);
+  if (st == NULL)
+    return TL_ENOENT;
+  int err;
+  tl__str *msg = tl__str_dup(s, reason, &err);
+  if (err != TL_OK)
+    return err;
+  /* A kill per running attempt, taskset_failed for the active one, a release per attempt. */
+  if (tl__events_reserve(s, stage_running(st) + 1 + st->nattempts) != TL_OK) {
+    tl__str_unref(s, msg);
+    return TL_ENOMEM;
+  }
+  kill_stage_attempts(s, st, false, msg);
+  if (st->active != NULL)
+    abort_taskset(s, st->active, TL__FAIL_CANCELLED, 0, 0, msg, NULL);
+  /* Every attempt is zombie now; release those with nothing running. The last release frees
+   * the stage itself, so walk a counted number of steps and never touch st after it. */
+  uint32_t n = st->nattempts;
+  tl__link *l = st->attempts.next;
+  for (uint32_t k = 0; k < n; k++) {
+    tl__taskset *ts = tl__container_of(l, tl__taskset, on_stage);
+    l = l->next;
+    tl__taskset_finish_if_drained(s, ts);
+  }
+  tl__str_unref(s, msg);
+  return TL_OK;
+}
+
+int tl__partition_completed(struct tl_scheduler *s, uint32_t stage_id, uint32_t index) {
+  tl__stage *st = tl__stage_find(s, stage_id);
+  if (st == NULL)
+    return TL_ENOENT;
+  tl__taskset *ts = st->active;
+  if (ts == NULL)
+    return TL_OK;
+  if (index >= ts->ntasks)
+    return TL_EINVAL;
+  if (ts->idx[index].flags & TL__IDX_SUCCESSFUL)
+    return TL_OK;
+  if (tl__events_reserve(s, 1) != TL_OK)
+    return TL_ENOMEM;
+  mark_successful(s, ts, index);
+  tl__taskset_finish_if_drained(s, ts);
+  return TL_OK;
+}
+
+void tl__taskset_destroy(struct tl_scheduler *s, tl__taskset *ts) {
+  while (!tl__list_empty(&ts->running)) {
+    tl__attempt *a = tl__container_of(ts->running.next, tl__attempt, on_taskset);
+    tl__list_remove(&a->on_taskset);
+    tl__attempt_free(s, a);
+  }
+  tl__list_remove(&ts->on_queue);
+  stage_unlink(s, ts);
+  HASH_DELETE(hh_by_id, s->tasksets_by_id, ts);
+  tl__free(s, ts, tl__taskset_size(ts->ntasks));
+}
