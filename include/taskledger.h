@@ -61,16 +61,16 @@ extern "C" {
  * ------------------------------------------------------------------------------------------- */
 
 /* XX(name, value, sentence). The table generates the enum, tl_err_name and tl_strerror. */
-#define TL_ERRNO_MAP(XX)                                                                       \
-  XX(EINVAL, -1, "An argument is invalid.")                                                    \
-  XX(ENOMEM, -2, "Out of memory; the scheduler is unchanged.")                                 \
-  XX(ENOENT, -3, "No such executor, task set or stage is known.")                              \
-  XX(EEXIST, -4, "It already exists.")                                                         \
-  XX(ESTALE, -5, "The task id is unknown, already finished, or frozen on a lost executor.")    \
-  XX(EOWNER, -6, "The task is run by another executor.")                                       \
-  XX(EGONE, -7, "The executor has been removed; a restarted executor takes a new id.")         \
-  XX(ESTATE, -8, "The operation is not valid in the object's current state.")                  \
-  XX(EBUSY, -9, "The scheduler is busy: called from a callback, or in use elsewhere.")         \
+#define TL_ERRNO_MAP(XX)                                                                           \
+  XX(EINVAL, -1, "An argument is invalid.")                                                        \
+  XX(ENOMEM, -2, "Out of memory; the scheduler is unchanged.")                                     \
+  XX(ENOENT, -3, "No such executor, task set or stage is known.")                                  \
+  XX(EEXIST, -4, "It already exists.")                                                             \
+  XX(ESTALE, -5, "The task id is unknown, already finished, or frozen on a lost executor.")        \
+  XX(EOWNER, -6, "The task is run by another executor.")                                           \
+  XX(EGONE, -7, "The executor has been removed; a restarted executor takes a new id.")             \
+  XX(ESTATE, -8, "The operation is not valid in the object's current state.")                      \
+  XX(EBUSY, -9, "The scheduler is busy: called from a callback, or in use elsewhere.")             \
   XX(ECORRUPT, -10, "An invariant of the ledger is broken.")
 
 typedef enum tl_errno {
@@ -138,7 +138,7 @@ typedef enum tl_executor_state {
   TL_EXECUTOR_ALIVE = 0,           /* runs tasks and takes new ones */
   TL_EXECUTOR_DECOMMISSIONING = 1, /* runs its tasks, takes no new ones */
   TL_EXECUTOR_PENDING_LOSS = 2,    /* lost, reason pending: its attempts are frozen */
-  TL_EXECUTOR_REMOVED = 3          /* a tombstone: the id is remembered, nothing else */
+  TL_EXECUTOR_REMOVED = 3          /* a tombstone: its id (and host) remembered, nothing else */
 } tl_executor_state;
 
 /* Why an executor was lost. TL_LOSS_PENDING is the first phase of a two-phase loss. */
@@ -201,7 +201,8 @@ typedef struct tl_task_info {
 /* How an attempt ended. */
 typedef struct tl_task_end {
   tl_end_kind kind;            /* TL_END_SUCCESS or the failure */
-  bool counts_toward_failures; /* this failure was counted toward max_task_failures */
+  bool counts_toward_failures; /* this failure was counted toward max_task_failures (never in a
+                                  zombie task set) */
   const char *message;         /* the update's or the loss's message, or NULL; valid until the
                                   callback returns */
   void *result;                /* TL_END_SUCCESS: the result, now owned by the callee */
@@ -275,8 +276,9 @@ typedef struct tl_executor_desc {
 } tl_executor_desc;
 
 /* Registers an executor (ALIVE; registration counts as a heartbeat). Event executor_added.
- * TL_EINVAL: bad descriptor, or a rack different from the host's; TL_EEXIST: the id is known;
- * TL_EGONE: the id is a tombstone (a restarted executor takes a new id); TL_ENOMEM. */
+ * Errors, the first that applies: TL_EINVAL: bad descriptor; TL_EEXIST: the id is known;
+ * TL_EGONE: the id is a tombstone (a restarted executor takes a new id); TL_EINVAL: a rack
+ * different from the host's; TL_ENOMEM. */
 TL_EXTERN int tl_executor_add(tl_scheduler *s, const tl_executor_desc *d);
 
 /* Reports an executor lost. See docs/design.md "Two-phase executor loss":
@@ -285,8 +287,11 @@ TL_EXTERN int tl_executor_add(tl_scheduler *s, const tl_executor_desc *d);
  *     state PENDING_LOSS until a second call or pending_loss_timeout_ns. Event executor_lost.
  *   ALIVE or DECOMMISSIONING, any other reason: the same, then the second phase at once.
  *   PENDING_LOSS, a real reason: the second phase: each frozen attempt ends with
- *     TL_END_EXECUTOR_LOST (counting only if reason->caused_by_app, the attempt had reached
- *     RUNNING and the executor was not decommissioning), the executor becomes a tombstone.
+ *     TL_END_EXECUTOR_LOST, in launch order (counting only if reason->caused_by_app, the attempt
+ *     had reached RUNNING, the executor was not decommissioning and the task set is not zombie:
+ *     once one counted failure aborts a task set, the rest no longer count), and the executor
+ *     becomes a tombstone. A real reason is not reported by executor_lost again: the runtime
+ *     that gives it already knows it; task_ended carries its message.
  *   PENDING_LOSS, TL_LOSS_PENDING again: nothing changes; TL_OK.
  * TL_EINVAL: NULL argument, bad id, reason kind out of range; TL_ENOENT: never known;
  * TL_EGONE: already removed; TL_ENOMEM. */
@@ -343,10 +348,10 @@ TL_EXTERN int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id
 TL_EXTERN int tl_kill_task(tl_scheduler *s, tl_tid tid, bool interrupt, const char *reason);
 
 /* Asks for every running attempt of every attempt of a stage to be killed (Spark's
- * killAllTaskAttempts): one kill_task each. The task sets stay as they are; killed tasks are
+ * killAllTaskAttempts): one kill_task each. Attempts frozen on a pending-loss executor are left
+ * out: they end with that executor's loss. The task sets stay as they are; killed tasks are
  * retried. TL_ENOENT: no task set of that stage exists; TL_EINVAL; TL_ENOMEM. */
-TL_EXTERN int tl_kill_stage(tl_scheduler *s, uint32_t stage_id, bool interrupt,
-                            const char *reason);
+TL_EXTERN int tl_kill_stage(tl_scheduler *s, uint32_t stage_id, bool interrupt, const char *reason);
 
 /* Cancels a stage: kills every running attempt (interrupt false) and aborts its active attempt
  * (taskset_failed with "Stage N cancelled" and the reason); every attempt of the stage is
@@ -373,7 +378,9 @@ typedef struct tl_taskset_status {
   uint32_t cpus_per_task;
 } tl_taskset_status;
 
-/* TL_ENOENT once the task set is released; TL_EINVAL. */
+/* TL_ENOENT once the task set is released; TL_EINVAL. Events lag the ledger: inside the
+ * task_ended of a task set's last attempt, the ledger has already released it (its
+ * taskset_released comes next), so this is TL_ENOENT there. */
 TL_EXTERN int tl_taskset_get(tl_scheduler *s, tl_taskset_id id, tl_taskset_status *out);
 
 /* ---------------------------------------------------------------------------------------------
@@ -402,8 +409,8 @@ typedef struct tl_launch {
 /* Fills offers with pending tasks: task sets in FIFO order (priority, then stage id), each
  * filling the offers round-robin (one task per offer per pass) so a stage spreads over
  * executors. Never launches more than an executor's free cores or cap launches. Launches are
- * written to out[0..*nout) and each makes a task_started event. Offers naming unknown,
- * pending-loss, decommissioning or removed executors launch nothing and count in
+ * written to out[0..*nout) and each makes a task_started event; *nout is 0 on any error. Offers
+ * naming unknown, pending-loss, decommissioning or removed executors launch nothing and count in
  * rejected_offers. TL_EINVAL: s or nout NULL, offers NULL with noffers > 0, out NULL with
  * cap > 0, an offer id NULL or of bad length; TL_ENOMEM (nothing launched). */
 TL_EXTERN int tl_resource_offers(tl_scheduler *s, const tl_offer *offers, size_t noffers,
@@ -450,7 +457,9 @@ TL_EXTERN int tl_status_update(tl_scheduler *s, const char *executor_id, tl_tid 
  * Time
  * ------------------------------------------------------------------------------------------- */
 
-/* Runs what is due at the config clock's now: heartbeat expiry (a one-phase loss with
+/* Runs what is due at the config clock's now (a deadline is due when now reaches it: an
+ * executor registered or heard from at t expires at t + heartbeat_timeout_ns): heartbeat
+ * expiry (a one-phase loss with
  * TL_LOSS_HEARTBEAT_TIMEOUT, caused by the app), pending-loss deadlines (the second phase with
  * TL_LOSS_PENDING_TIMEOUT, caused by the app) and tombstone expiry. Returns nanoseconds until
  * the next deadline, 0 if something is due again already (a loss that could not get memory
@@ -478,8 +487,8 @@ typedef struct tl_stats {
   size_t mem_live_blocks;           /* and their number */
   uint64_t launched;                /* attempts launched since creation */
   uint64_t succeeded;               /* FINISHED updates taken */
-  uint64_t failed;                  /* attempts ended by FAILED updates or executor loss */
-  uint64_t killed;                  /* KILLED updates taken */
+  uint64_t failed;                  /* attempts ended by a failure or their executor's loss */
+  uint64_t killed;                  /* attempts ended killed (KILLED, or FAILED as TL_END_KILLED) */
   uint64_t stale_updates;           /* updates answered TL_ESTALE */
   uint64_t rejected_updates;        /* updates answered TL_EOWNER */
   uint64_t rejected_offers;         /* offers from executors that cannot take tasks */

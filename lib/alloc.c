@@ -2,9 +2,11 @@
  * allocated here and counted in its scheduler's mem_bytes/mem_blocks, so tests can prove that a
  * drained scheduler holds exactly what an empty one does.
  *
- * The function pointers are process-wide and change only while no scheduler exists; the count
- * of live schedulers is atomic. The per-scheduler counters are protected by that scheduler's
- * lock (allocations happen under it, or before the scheduler is shared).
+ * Lock: the function pointers are process-wide; they change only under allocator_lock and only
+ * while no scheduler exists, and a scheduler is counted (under the same lock) before its first
+ * allocation, so they never change while anything allocated with them is alive. The
+ * per-scheduler counters are protected by that scheduler's lock (allocations happen under it,
+ * or before the scheduler is shared).
  */
 #include "internal.h"
 
@@ -17,23 +19,45 @@ static struct {
   void (*free_fn)(void *);
 } allocator = {malloc, realloc, calloc, free};
 
-static atomic_long live_schedulers;
+static uv_once_t allocator_once = UV_ONCE_INIT;
+static uv_mutex_t allocator_lock;
+static long live_schedulers; /* protected by allocator_lock */
+
+static void allocator_lock_init(void) {
+  if (uv_mutex_init(&allocator_lock) != 0)
+    abort();
+}
 
 int tl_replace_allocator(void *(*malloc_fn)(size_t), void *(*realloc_fn)(void *, size_t),
                          void *(*calloc_fn)(size_t, size_t), void (*free_fn)(void *)) {
   if (malloc_fn == NULL || realloc_fn == NULL || calloc_fn == NULL || free_fn == NULL)
     return TL_EINVAL;
-  if (atomic_load(&live_schedulers) != 0)
-    return TL_EBUSY;
-  allocator.malloc_fn = malloc_fn;
-  allocator.realloc_fn = realloc_fn;
-  allocator.calloc_fn = calloc_fn;
-  allocator.free_fn = free_fn;
-  return TL_OK;
+  uv_once(&allocator_once, allocator_lock_init);
+  uv_mutex_lock(&allocator_lock);
+  int err = TL_EBUSY;
+  if (live_schedulers == 0) {
+    allocator.malloc_fn = malloc_fn;
+    allocator.realloc_fn = realloc_fn;
+    allocator.calloc_fn = calloc_fn;
+    allocator.free_fn = free_fn;
+    err = TL_OK;
+  }
+  uv_mutex_unlock(&allocator_lock);
+  return err;
 }
 
-void tl__schedulers_inc(void) { atomic_fetch_add(&live_schedulers, 1); }
-void tl__schedulers_dec(void) { atomic_fetch_sub(&live_schedulers, 1); }
+void tl__schedulers_inc(void) {
+  uv_once(&allocator_once, allocator_lock_init);
+  uv_mutex_lock(&allocator_lock);
+  live_schedulers++;
+  uv_mutex_unlock(&allocator_lock);
+}
+
+void tl__schedulers_dec(void) {
+  uv_mutex_lock(&allocator_lock);
+  live_schedulers--;
+  uv_mutex_unlock(&allocator_lock);
+}
 
 void *tl__raw_calloc(size_t n, size_t size) { return allocator.calloc_fn(n, size); }
 void tl__raw_free(void *p) { allocator.free_fn(p); }

@@ -6,8 +6,8 @@ const char *tl_err_name(int err) {
   switch (err) {
   case TL_OK:
     return "OK";
-#define TL__NAME_CASE(name, value, sentence)                                                    \
-  case TL_##name:                                                                               \
+#define TL__NAME_CASE(name, value, sentence)                                                       \
+  case TL_##name:                                                                                  \
     return #name;
     TL_ERRNO_MAP(TL__NAME_CASE)
 #undef TL__NAME_CASE
@@ -20,8 +20,8 @@ const char *tl_strerror(int err) {
   switch (err) {
   case TL_OK:
     return "Success.";
-#define TL__SENTENCE_CASE(name, value, sentence)                                                \
-  case TL_##name:                                                                               \
+#define TL__SENTENCE_CASE(name, value, sentence)                                                   \
+  case TL_##name:                                                                                  \
     return sentence;
     TL_ERRNO_MAP(TL__SENTENCE_CASE)
 #undef TL__SENTENCE_CASE

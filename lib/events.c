@@ -71,8 +71,8 @@ void tl__events_clear(struct tl_scheduler *s, tl__event_array *a, size_t from) {
 void tl__events_shrink(struct tl_scheduler *s, tl__event_array *a) {
   if (a->n != 0 || a->cap <= TL__EVENTS_INITIAL)
     return;
-  tl__event *ev = tl__realloc(s, a->ev, a->cap * sizeof(tl__event),
-                              TL__EVENTS_INITIAL * sizeof(tl__event));
+  tl__event *ev =
+      tl__realloc(s, a->ev, a->cap * sizeof(tl__event), TL__EVENTS_INITIAL * sizeof(tl__event));
   if (ev != NULL) { /* a failed shrink keeps the larger array: nothing is lost */
     a->ev = ev;
     a->cap = TL__EVENTS_INITIAL;
@@ -130,8 +130,12 @@ static void deliver(struct tl_scheduler *s, const tl__event *ev) {
     }
     tl_task_info info;
     task_info_of(ev, &info);
-    tl_task_end end = {(tl_end_kind)ev->u.task.end_kind, ev->u.task.counts, event_message(ev),
-                       ev->u.task.result, ev->u.task.result_size, ev->u.task.result_free};
+    tl_task_end end = {(tl_end_kind)ev->u.task.end_kind,
+                       ev->u.task.counts,
+                       event_message(ev),
+                       ev->u.task.result,
+                       ev->u.task.result_size,
+                       ev->u.task.result_free};
     cb->task_ended(cb->ud, &info, &end);
     break;
   }

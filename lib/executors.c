@@ -84,8 +84,9 @@ int tl__executor_add(struct tl_scheduler *s, const tl_executor_desc *d) {
   tl__str *names = tl__str_new(s, names_text, id_len + 1 + host_len);
   ex = tl__calloc(s, 1, sizeof *ex);
   tl__host *new_host = host == NULL ? tl__calloc(s, 1, host_size(host_len)) : NULL;
-  tl__rack *new_rack =
-      host == NULL && d->rack != NULL && rack == NULL ? tl__calloc(s, 1, rack_size(rack_len)) : NULL;
+  tl__rack *new_rack = host == NULL && d->rack != NULL && rack == NULL
+                           ? tl__calloc(s, 1, rack_size(rack_len))
+                           : NULL;
   if (names == NULL || ex == NULL || (host == NULL && new_host == NULL) ||
       (host == NULL && d->rack != NULL && rack == NULL && new_rack == NULL) ||
       tl__events_reserve(s, 1) != TL_OK)
@@ -247,6 +248,8 @@ static void remove_executor(struct tl_scheduler *s, tl__executor *ex, const tl_l
   }
   tl__list_remove(&ex->on_timeline);
   set_state(s, ex, TL_EXECUTOR_REMOVED);
+  tl__str_unref(s, ex->decommission_msg); /* a tombstone keeps its names and nothing else */
+  ex->decommission_msg = NULL;
   ex->when = s->last_now;
   tl__list_insert_tail(&s->tombstone_order, &ex->on_timeline);
   while (s->ntombstones > s->cfg.max_tombstones)

@@ -20,7 +20,7 @@
 #define TL__HASH_ADDED(elt, hh) ((elt)->hh.tbl != NULL)
 
 /* Bytes and blocks a table's header and buckets take (for tl_check's memory balance). */
-#define TL__HASH_TABLE_BYTES(tbl)                                                               \
+#define TL__HASH_TABLE_BYTES(tbl)                                                                  \
   (sizeof(UT_hash_table) + (size_t)(tbl)->num_buckets * sizeof(UT_hash_bucket))
 #define TL__HASH_TABLE_BLOCKS 2
 

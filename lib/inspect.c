@@ -28,7 +28,8 @@ typedef struct checker {
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-static int violated(checker *c, const char *fmt, ...) {
+static int
+violated(checker *c, const char *fmt, ...) {
   if (c->why != NULL && c->len > 0) {
     va_list ap;
     va_start(ap, fmt);
@@ -38,10 +39,10 @@ static int violated(checker *c, const char *fmt, ...) {
   return TL_ECORRUPT;
 }
 
-#define CHECK(c, cond, ...)                                                                     \
-  do {                                                                                          \
-    if (!(cond))                                                                                \
-      return violated((c), __VA_ARGS__);                                                        \
+#define CHECK(c, cond, ...)                                                                        \
+  do {                                                                                             \
+    if (!(cond))                                                                                   \
+      return violated((c), __VA_ARGS__);                                                           \
   } while (0)
 
 static void account(checker *c, size_t bytes) {
@@ -95,7 +96,8 @@ static const char *state_name(uint8_t state) {
 static int check_executors(checker *c, size_t *running, size_t *frozen) {
   struct tl_scheduler *s = c->s;
   size_t count[4] = {0, 0, 0, 0};
-  size_t limit = HASH_CNT(hh_by_tid, s->attempts_by_tid) + s->nfrozen + 1; /* guards against cycles */
+  size_t limit =
+      HASH_CNT(hh_by_tid, s->attempts_by_tid) + s->nfrozen + 1; /* guards against cycles */
   *running = *frozen = 0;
   for (tl__executor *ex = s->executors_by_id; ex != NULL; ex = ex->hh_by_id.next) {
     const char *id = tl__executor_id(ex);
@@ -137,20 +139,25 @@ static int check_executors(checker *c, size_t *running, size_t *frozen) {
     for (tl__link *l = ex->frozen.next; l != &ex->frozen; l = l->next) {
       tl__attempt *a = tl__container_of(l, tl__attempt, on_executor);
       CHECK(c, ++n <= limit, "executor %s: frozen list does not end", id);
-      CHECK(c, a->executor == ex && a->frozen, "invariant 2: tid %llu on executor %s's frozen "
-            "list is not frozen there", (unsigned long long)a->tid, id);
+      CHECK(c, a->executor == ex && a->frozen,
+            "invariant 2: tid %llu on executor %s's frozen "
+            "list is not frozen there",
+            (unsigned long long)a->tid, id);
       CHECK(c, tl__attempt_find(s, a->tid) != a,
             "invariant 2: frozen tid %llu is still in attempts_by_tid", (unsigned long long)a->tid);
     }
     CHECK(c, n == ex->nfrozen, "executor %s: %zu frozen, count says %u", id, n, ex->nfrozen);
     *frozen += n;
   }
-  CHECK(c, count[TL_EXECUTOR_ALIVE] == s->nalive && count[TL_EXECUTOR_DECOMMISSIONING] ==
-        s->ndecommissioning && count[TL_EXECUTOR_PENDING_LOSS] == s->npending_loss &&
-        count[TL_EXECUTOR_REMOVED] == s->ntombstones,
+  CHECK(c,
+        count[TL_EXECUTOR_ALIVE] == s->nalive &&
+            count[TL_EXECUTOR_DECOMMISSIONING] == s->ndecommissioning &&
+            count[TL_EXECUTOR_PENDING_LOSS] == s->npending_loss &&
+            count[TL_EXECUTOR_REMOVED] == s->ntombstones,
         "executor counts disagree: alive %zu/%zu, decommissioning %zu/%zu, pending %zu/%zu, "
-        "tombstones %zu/%zu", count[0], s->nalive, count[1], s->ndecommissioning, count[2],
-        s->npending_loss, count[3], s->ntombstones);
+        "tombstones %zu/%zu",
+        count[0], s->nalive, count[1], s->ndecommissioning, count[2], s->npending_loss, count[3],
+        s->ntombstones);
   CHECK(c, s->ntombstones <= s->cfg.max_tombstones, "%zu tombstones, at most %u allowed",
         s->ntombstones, s->cfg.max_tombstones);
   CHECK(c, HASH_CNT(hh_by_tid, s->attempts_by_tid) == *running,
@@ -159,8 +166,9 @@ static int check_executors(checker *c, size_t *running, size_t *frozen) {
   CHECK(c, s->nfrozen == *frozen, "invariant 3: %zu frozen attempts, count says %zu", *frozen,
         s->nfrozen);
   for (tl__attempt *a = s->attempts_by_tid; a != NULL; a = a->hh_by_tid.next)
-    CHECK(c, a->executor->state == TL_EXECUTOR_ALIVE ||
-          a->executor->state == TL_EXECUTOR_DECOMMISSIONING,
+    CHECK(c,
+          a->executor->state == TL_EXECUTOR_ALIVE ||
+              a->executor->state == TL_EXECUTOR_DECOMMISSIONING,
           "invariant 1: tid %llu runs on %s executor %s", (unsigned long long)a->tid,
           state_name(a->executor->state), tl__executor_id(a->executor));
   c->bytes += (*running + *frozen) * sizeof(tl__attempt);
@@ -271,8 +279,9 @@ static int check_tasksets(checker *c, size_t running, size_t frozen) {
   for (tl__link *l = s->queue.next; l != &s->queue; l = l->next) {
     const tl__taskset *ts = tl__container_of(l, tl__taskset, on_queue);
     CHECK(c, ++n <= queued, "the queue holds more than the %zu schedulable task sets", queued);
-    CHECK(c, prev == NULL || prev->priority < ts->priority ||
-          (prev->priority == ts->priority && prev->stage_id < ts->stage_id),
+    CHECK(c,
+          prev == NULL || prev->priority < ts->priority ||
+              (prev->priority == ts->priority && prev->stage_id < ts->stage_id),
           "the queue is out of FIFO order at task set %llu", (unsigned long long)ts->id);
     prev = ts;
   }
@@ -292,8 +301,8 @@ static int check_tasksets(checker *c, size_t running, size_t frozen) {
             st->stage_id, (unsigned long long)ts->id);
       live += !ts->zombie;
     }
-    CHECK(c, k == st->nattempts && k > 0, "stage %u: %zu attempts, count says %u", st->stage_id,
-          k, st->nattempts);
+    CHECK(c, k == st->nattempts && k > 0, "stage %u: %zu attempts, count says %u", st->stage_id, k,
+          st->nattempts);
     CHECK(c, live <= 1, "invariant 6: stage %u has %zu non-zombie attempts", st->stage_id, live);
     CHECK(c, (live == 1) == (st->active != NULL), "invariant 6: stage %u's active attempt is %s",
           st->stage_id, st->active != NULL ? "set with none live" : "missing");
@@ -436,9 +445,10 @@ static int check_memory(checker *c) {
   /* Invariant 7: with nothing submitted and no executor alive, every map is empty and what is
    * left is an empty scheduler plus its tombstones (the balance above covers the bytes). */
   if (s->tasksets_by_id == NULL && s->nalive + s->ndecommissioning + s->npending_loss == 0)
-    CHECK(c, s->attempts_by_tid == NULL && s->hosts_by_name == NULL && s->racks_by_name == NULL &&
-          s->stages_by_id == NULL && s->nfrozen == 0 && s->npending_tasks == 0 &&
-          tl__list_empty(&s->queue),
+    CHECK(c,
+          s->attempts_by_tid == NULL && s->hosts_by_name == NULL && s->racks_by_name == NULL &&
+              s->stages_by_id == NULL && s->nfrozen == 0 && s->npending_tasks == 0 &&
+              tl__list_empty(&s->queue),
           "invariant 7: quiescent but a map is not empty");
   return TL_OK;
 }
@@ -551,7 +561,8 @@ typedef struct text {
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-static void append(text *t, const char *fmt, ...) {
+static void
+append(text *t, const char *fmt, ...) {
   if (t->cut)
     return;
   va_list ap;
@@ -581,10 +592,12 @@ int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len)
     return TL_ENOENT;
   }
   uint64_t now = s->last_now;
-  append(&t, "task set %llu (stage %u attempt %u, %u tasks): %s%s; %u running (%u frozen), "
-         "%u pending, %u succeeded\n", (unsigned long long)ts->id, ts->stage_id,
-         ts->stage_attempt, ts->ntasks, ts->zombie ? "zombie" : "active",
-         ts->failed ? ", failed" : "", ts->nrunning, ts->nfrozen, ts->npending, ts->nsucceeded);
+  append(&t,
+         "task set %llu (stage %u attempt %u, %u tasks): %s%s; %u running (%u frozen), "
+         "%u pending, %u succeeded\n",
+         (unsigned long long)ts->id, ts->stage_id, ts->stage_attempt, ts->ntasks,
+         ts->zombie ? "zombie" : "active", ts->failed ? ", failed" : "", ts->nrunning, ts->nfrozen,
+         ts->npending, ts->nsucceeded);
   if (ts->nrunning == 0)
     append(&t, "held by: nothing runs; it waits for offers for its pending tasks\n");
   else

@@ -106,10 +106,10 @@ enum { TL__LAUNCHING = 0, TL__RUNNING = 1 }; /* tl__attempt.state */
 
 /* One launched copy of one task. */
 typedef struct tl__attempt {
-  tl_tid tid;                   /* key of attempts_by_tid */
-  UT_hash_handle hh_by_tid;     /* scheduler's attempts_by_tid, unless frozen */
-  tl__link on_executor;         /* executor's running list, or its frozen list */
-  tl__link on_taskset;          /* task set's running list, until the attempt ends */
+  tl_tid tid;                    /* key of attempts_by_tid */
+  UT_hash_handle hh_by_tid;      /* scheduler's attempts_by_tid, unless frozen */
+  tl__link on_executor;          /* executor's running list, or its frozen list */
+  tl__link on_taskset;           /* task set's running list, until the attempt ends */
   struct tl__executor *executor; /* where it runs; never NULL while the attempt exists */
   struct tl__taskset *taskset;   /* whose task it is; never NULL while the attempt exists */
   uint64_t launch_time;          /* clock at launch */
@@ -168,7 +168,7 @@ enum { TL__IDX_SUCCESSFUL = 1, TL__IDX_PENDING = 2 }; /* tl__index.flags */
 
 /* Per-index state of a task set: 16 bytes, allocated with the task set. */
 typedef struct tl__index {
-  uint32_t prev;          /* pending stack links (TL__NONE at the ends), while PENDING */
+  uint32_t prev; /* pending stack links (TL__NONE at the ends), while PENDING */
   uint32_t next;
   uint32_t attempts;      /* attempts launched so far: the next attempt number */
   uint16_t failures;      /* counting failures since the last success */
@@ -178,26 +178,26 @@ typedef struct tl__index {
 
 /* One attempt of one stage. */
 typedef struct tl__taskset {
-  tl_taskset_id id;          /* key of tasksets_by_id */
-  UT_hash_handle hh_by_id;   /* scheduler's tasksets_by_id */
-  struct tl__stage *stage;   /* its stage entry; never NULL */
-  tl__link on_stage;         /* stage's attempt list */
-  tl__link on_queue;         /* scheduler's queue while schedulable: !zombie && npending > 0 */
-  tl__link running;          /* attempts in flight (tl__attempt.on_taskset), frozen included */
-  void *payload;             /* the caller's, until taskset_released hands it back */
-  uint32_t stage_id;         /* as submitted */
-  uint32_t stage_attempt;    /* as submitted */
-  uint32_t priority;         /* as submitted */
-  uint32_t ntasks;           /* entries of idx */
-  uint32_t cpus;             /* cores per task */
-  uint32_t nrunning;         /* length of running */
-  uint32_t nfrozen;          /* of which frozen */
-  uint32_t npending;         /* indices on the pending stack; 0 when zombie */
-  uint32_t nsucceeded;       /* indices flagged SUCCESSFUL */
-  uint32_t pending_top;      /* index launched next, or TL__NONE */
-  bool zombie;               /* launches nothing; released when nrunning reaches 0 */
-  bool failed;               /* aborted: taskset_failed was made */
-  tl__index idx[];           /* ntasks entries */
+  tl_taskset_id id;        /* key of tasksets_by_id */
+  UT_hash_handle hh_by_id; /* scheduler's tasksets_by_id */
+  struct tl__stage *stage; /* its stage entry; never NULL */
+  tl__link on_stage;       /* stage's attempt list */
+  tl__link on_queue;       /* scheduler's queue while schedulable: !zombie && npending > 0 */
+  tl__link running;        /* attempts in flight (tl__attempt.on_taskset), frozen included */
+  void *payload;           /* the caller's, until taskset_released hands it back */
+  uint32_t stage_id;       /* as submitted */
+  uint32_t stage_attempt;  /* as submitted */
+  uint32_t priority;       /* as submitted */
+  uint32_t ntasks;         /* entries of idx */
+  uint32_t cpus;           /* cores per task */
+  uint32_t nrunning;       /* length of running */
+  uint32_t nfrozen;        /* of which frozen */
+  uint32_t npending;       /* indices on the pending stack; 0 when zombie */
+  uint32_t nsucceeded;     /* indices flagged SUCCESSFUL */
+  uint32_t pending_top;    /* index launched next, or TL__NONE */
+  bool zombie;             /* launches nothing; released when nrunning reaches 0 */
+  bool failed;             /* aborted: taskset_failed was made */
+  tl__index idx[];         /* ntasks entries */
 } tl__taskset;
 
 static inline size_t tl__taskset_size(uint32_t ntasks) {
@@ -296,21 +296,21 @@ void tl__events_shrink(struct tl_scheduler *s, tl__event_array *a);
  * ------------------------------------------------------------------------------------------- */
 
 struct tl_scheduler {
-  uv_mutex_t lock;  /* protects everything below, except where a field says otherwise */
-  tl_config cfg;    /* validated copy */
-  tl_callbacks cb;  /* copy */
+  uv_mutex_t lock; /* protects everything below, except where a field says otherwise */
+  tl_config cfg;   /* validated copy */
+  tl_callbacks cb; /* copy */
 
   /* Indexes. */
-  tl__attempt *attempts_by_tid;   /* running attempts (not frozen) */
-  tl__executor *executors_by_id;  /* every executor record, tombstones included */
-  tl__host *hosts_by_name;        /* hosts with live executors */
-  tl__rack *racks_by_name;        /* racks with hosts */
-  tl__taskset *tasksets_by_id;    /* every task set not yet released */
-  tl__stage *stages_by_id;        /* stages with task sets */
-  tl__link queue;                 /* schedulable task sets in FIFO order (priority, stage) */
-  tl__link heartbeat_order;       /* ALIVE/DECOMMISSIONING executors, oldest heartbeat first */
-  tl__link pending_order;         /* PENDING_LOSS executors with a deadline, earliest first */
-  tl__link tombstone_order;       /* REMOVED executors, oldest first */
+  tl__attempt *attempts_by_tid;  /* running attempts (not frozen) */
+  tl__executor *executors_by_id; /* every executor record, tombstones included */
+  tl__host *hosts_by_name;       /* hosts with live executors */
+  tl__rack *racks_by_name;       /* racks with hosts */
+  tl__taskset *tasksets_by_id;   /* every task set not yet released */
+  tl__stage *stages_by_id;       /* stages with task sets */
+  tl__link queue;                /* schedulable task sets in FIFO order (priority, stage) */
+  tl__link heartbeat_order;      /* ALIVE/DECOMMISSIONING executors, oldest heartbeat first */
+  tl__link pending_order;        /* PENDING_LOSS executors with a deadline, earliest first */
+  tl__link tombstone_order;      /* REMOVED executors, oldest first */
 
   /* Counts kept with the indexes (tl_check recounts them). */
   size_t nalive, ndecommissioning, npending_loss, ntombstones, nhosts, nracks;

@@ -84,12 +84,15 @@ int tl__status_update(struct tl_scheduler *s, const char *executor_id, tl_tid ti
     break;
   default:
     kind = u->failure;
-    s->totals.failed++;
+    if (kind == TL_END_KILLED)
+      s->totals.killed++;
+    else
+      s->totals.failed++;
     break;
   }
   tl__cleanup_task_state(s, a);
-  tl__attempt_ended(s, a, kind, kind == TL_END_EXCEPTION || kind == TL_END_RESULT_LOST, msg,
-                    NULL, u);
+  tl__attempt_ended(s, a, kind, kind == TL_END_EXCEPTION || kind == TL_END_RESULT_LOST, msg, NULL,
+                    u);
   tl__event_push_revive(s);
   tl__str_unref(s, msg);
   return TL_OK;

@@ -128,9 +128,12 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   if (tl__events_reserve(s, most) != TL_OK)
     goto undo;
 
-  for (tl__link *l = s->queue.next, *next; l != &s->queue && used < most; l = next) {
+  uint64_t left = offered; /* cores the usable offers still have */
+  for (tl__link *l = s->queue.next, *next; l != &s->queue && used < most && left > 0; l = next) {
     next = l->next; /* ts may leave the queue below; the others stay where they are */
     tl__taskset *ts = tl__container_of(l, tl__taskset, on_queue);
+    if (ts->cpus > left)
+      continue;
     for (;;) {
       size_t launched = 0;
       for (size_t i = 0; i < nslots && used < most && ts->npending > 0; i++) {
@@ -139,6 +142,7 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
           continue;
         launch(s, ts, slot->ex, pre[used]);
         slot->cores -= ts->cpus;
+        left -= ts->cpus;
         used++;
         launched++;
       }

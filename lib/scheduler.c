@@ -85,13 +85,17 @@ int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler 
   if (!valid_config(cfg))
     return TL_EINVAL;
 
+  tl__schedulers_inc(); /* before the first allocation: the allocator cannot change now */
   tl_scheduler *s = tl__raw_calloc(1, sizeof *s);
-  if (s == NULL)
+  if (s == NULL) {
+    tl__schedulers_dec();
     return TL_ENOMEM;
+  }
   s->mem_bytes = sizeof *s;
   s->mem_blocks = 1;
   if (uv_mutex_init(&s->lock) != 0) {
     tl__raw_free(s);
+    tl__schedulers_dec();
     return TL_ENOMEM;
   }
   s->events.ev = tl__malloc(s, TL__EVENTS_INITIAL * sizeof(tl__event));
@@ -101,6 +105,7 @@ int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler 
     tl__free(s, s->batch.ev, TL__EVENTS_INITIAL * sizeof(tl__event));
     uv_mutex_destroy(&s->lock);
     tl__raw_free(s);
+    tl__schedulers_dec();
     return TL_ENOMEM;
   }
   s->events.cap = s->batch.cap = TL__EVENTS_INITIAL;
@@ -115,7 +120,6 @@ int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler 
   s->next_tid = 1;
   s->next_taskset_id = 1;
   s->last_now = tl__clock_read(s);
-  tl__schedulers_inc();
   *out = s;
   return TL_OK;
 }
@@ -125,9 +129,7 @@ int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler 
 static void destroy_all(tl_scheduler *s) {
   HASH_CLEAR(hh_by_tid, s->attempts_by_tid);
   tl__taskset *ts, *ts_tmp;
-  HASH_ITER(hh_by_id, s->tasksets_by_id, ts, ts_tmp) {
-    tl__taskset_destroy(s, ts);
-  }
+  HASH_ITER(hh_by_id, s->tasksets_by_id, ts, ts_tmp) { tl__taskset_destroy(s, ts); }
   tl__executor *ex, *ex_tmp;
   HASH_ITER(hh_by_id, s->executors_by_id, ex, ex_tmp) {
     HASH_DELETE(hh_by_id, s->executors_by_id, ex);
@@ -281,12 +283,13 @@ int tl_partition_completed(tl_scheduler *s, uint32_t stage_id, uint32_t index) {
 
 int tl_resource_offers(tl_scheduler *s, const tl_offer *offers, size_t noffers, tl_launch *out,
                        size_t cap, size_t *nout) {
+  if (nout != NULL)
+    *nout = 0;
   if (s == NULL || nout == NULL || (offers == NULL && noffers > 0) || (out == NULL && cap > 0))
     return TL_EINVAL;
   for (size_t i = 0; i < noffers; i++)
     if (!valid_id(offers[i].executor_id))
       return TL_EINVAL;
-  *nout = 0;
   uint64_t t = tl__clock_read(s);
   int err = enter_at(s, t);
   if (err != TL_OK)
