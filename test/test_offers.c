@@ -1,0 +1,355 @@
+/* tl_resource_offers: launch order (index order, failed index first), FIFO over task sets
+ * (priority, then stage id), round-robin spread over offers, free-core accounting that an offer
+ * can never exceed, the cap, rejected offers, and argument validation.
+ */
+#include "harness.h"
+
+/* Asserts launch i is (task set, index, attempt) on executor. */
+static void expect_launch(const tl_launch *l, size_t i, tl_taskset_id ts, uint32_t index,
+                          uint32_t attempt, const char *exec) {
+  ck_assert_msg(l[i].taskset == ts && l[i].index == index && l[i].attempt == attempt &&
+                    strcmp(l[i].executor_id, exec) == 0,
+                "launch %zu: ts %ju idx %u att %u on %s; want ts %ju idx %u att %u on %s", i,
+                (uintmax_t)l[i].taskset, l[i].index, l[i].attempt, l[i].executor_id, (uintmax_t)ts,
+                index, attempt, exec);
+}
+
+START_TEST(fresh_task_set_launches_in_index_order) {
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "h1", NULL, 8);
+  tl_taskset_id ts = tlt_submit(e, 0, 0, 0, 5);
+  tl_launch l[8];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 8, l, 8), 5);
+  for (uint32_t i = 0; i < 5; i++) {
+    expect_launch(l, i, ts, i, 0, "e1");
+    ck_assert_uint_eq(l[i].tid, i + 1);
+    ck_assert_uint_eq(l[i].stage_id, 0);
+    ck_assert_uint_eq(l[i].cpus, 1);
+    ck_assert_ptr_eq(l[i].payload, tlt_sub(e, ts)->payload);
+  }
+  tl_stats st = tlt_stats(e);
+  ck_assert_uint_eq(st.launched, 5);
+  ck_assert_uint_eq(st.attempts_running, 5);
+  ck_assert_uint_eq(st.tasks_pending, 0);
+  tl_taskset_status t = tlt_ts(e, ts);
+  ck_assert_uint_eq(t.running, 5);
+  ck_assert_uint_eq(t.pending, 0);
+  tlt_end(e);
+}
+END_TEST
+
+START_TEST(offers_are_filled_round_robin) {
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "h1", NULL, 2);
+  tlt_add(e, "e2", "h2", NULL, 2);
+  tl_taskset_id ts = tlt_submit(e, 0, 0, 0, 4);
+  tl_offer o[2] = {{"e1", 2}, {"e2", 2}};
+  tl_launch l[4];
+  ck_assert_uint_eq(tlt_offers(e, o, 2, l, 4), 4);
+  expect_launch(l, 0, ts, 0, 0, "e1");
+  expect_launch(l, 1, ts, 1, 0, "e2");
+  expect_launch(l, 2, ts, 2, 0, "e1");
+  expect_launch(l, 3, ts, 3, 0, "e2");
+  tlt_end(e);
+}
+END_TEST
+
+START_TEST(a_stage_spreads_over_executors) {
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "h1", NULL, 4);
+  tlt_add(e, "e2", "h2", NULL, 4);
+  tlt_add(e, "e3", "h3", NULL, 4);
+  tlt_submit(e, 0, 0, 0, 6);
+  tl_offer o[3] = {{"e1", 4}, {"e2", 4}, {"e3", 4}};
+  tl_launch l[12];
+  ck_assert_uint_eq(tlt_offers(e, o, 3, l, 12), 6);
+  ck_assert_uint_eq(tlt_ex(e, "e1").running, 2);
+  ck_assert_uint_eq(tlt_ex(e, "e2").running, 2);
+  ck_assert_uint_eq(tlt_ex(e, "e3").running, 2);
+  ck_assert_uint_eq(tlt_ex(e, "e3").free_cores, 2);
+  tlt_end(e);
+}
+END_TEST
+
+START_TEST(task_sets_go_in_fifo_order_priority_then_stage) {
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "h1", NULL, 3);
+  /* Submitted in the opposite order of how they must run. */
+  tl_taskset_id x = tlt_submit(e, 1, 0, 2, 1);
+  tl_taskset_id y = tlt_submit(e, 5, 0, 1, 1);
+  tl_taskset_id z = tlt_submit(e, 3, 0, 1, 1);
+  tl_launch l[3];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 3, l, 3), 3);
+  expect_launch(l, 0, z, 0, 0, "e1");
+  expect_launch(l, 1, y, 0, 0, "e1");
+  expect_launch(l, 2, x, 0, 0, "e1");
+  tlt_end(e);
+}
+END_TEST
+
+START_TEST(fifo_one_core_at_a_time) {
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "h1", NULL, 1);
+  tl_taskset_id late = tlt_submit(e, 9, 0, 1, 2);
+  tl_taskset_id early = tlt_submit(e, 20, 0, 0, 2);
+  const tl_taskset_id want[4] = {early, early, late, late};
+  for (int i = 0; i < 4; i++) {
+    tl_launch l[1];
+    ck_assert_uint_eq(tlt_offer(e, "e1", 1, l, 1), 1);
+    ck_assert_uint_eq(l[0].taskset, want[i]);
+    ck_assert_uint_eq(tlt_offer(e, "e1", 1, l + 1, 0), 0); /* no free core */
+    tlt_succeed(e, "e1", l[0].tid);
+  }
+  ck_assert_uint_eq(tlt_released(e, early), 1);
+  ck_assert_uint_eq(tlt_released(e, late), 1);
+  tlt_end(e);
+}
+END_TEST
+
+START_TEST(the_first_task_set_fills_before_the_next) {
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "h1", NULL, 2);
+  tlt_add(e, "e2", "h2", NULL, 2);
+  tl_taskset_id a = tlt_submit(e, 0, 0, 0, 1);
+  tl_taskset_id b = tlt_submit(e, 1, 0, 1, 3);
+  tl_offer o[2] = {{"e1", 2}, {"e2", 2}};
+  tl_launch l[4];
+  ck_assert_uint_eq(tlt_offers(e, o, 2, l, 4), 4);
+  expect_launch(l, 0, a, 0, 0, "e1");
+  expect_launch(l, 1, b, 0, 0, "e1");
+  expect_launch(l, 2, b, 1, 0, "e2");
+  expect_launch(l, 3, b, 2, 0, "e2");
+  tlt_end(e);
+}
+END_TEST
+
+START_TEST(a_failed_index_is_retried_before_other_pending_ones) {
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "h1", NULL, 1);
+  tl_taskset_id ts = tlt_submit(e, 0, 0, 0, 4);
+  tl_launch l[1];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 1, l, 1), 1);
+  expect_launch(l, 0, ts, 0, 0, "e1");
+  tlt_succeed(e, "e1", l[0].tid);
+  ck_assert_uint_eq(tlt_offer(e, "e1", 1, l, 1), 1);
+  expect_launch(l, 0, ts, 1, 0, "e1");
+  size_t mark = tlt_mark(e);
+  tlt_fail(e, "e1", l[0].tid, TL_END_EXCEPTION);
+  ck_assert_uint_ge(tlt_count(e, mark, TLT_EV_REVIVE), 1);
+  ck_assert_uint_eq(tlt_offer(e, "e1", 1, l, 1), 1);
+  expect_launch(l, 0, ts, 1, 1, "e1");
+  tlt_killed(e, "e1", l[0].tid);
+  ck_assert_uint_eq(tlt_offer(e, "e1", 1, l, 1), 1);
+  expect_launch(l, 0, ts, 1, 2, "e1");
+  tlt_succeed(e, "e1", l[0].tid);
+  ck_assert_uint_eq(tlt_offer(e, "e1", 1, l, 1), 1);
+  expect_launch(l, 0, ts, 2, 0, "e1");
+  tlt_end(e);
+}
+END_TEST
+
+START_TEST(tids_increase_across_task_sets_and_are_never_reused) {
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "h1", NULL, 2);
+  tl_tid last = 0;
+  for (uint32_t stage = 0; stage < 4; stage++) {
+    tlt_submit(e, stage, 0, 0, 2);
+    tl_launch l[2];
+    ck_assert_uint_eq(tlt_offer(e, "e1", 2, l, 2), 2);
+    for (int i = 0; i < 2; i++) {
+      ck_assert_uint_eq(l[i].tid, last + 1);
+      last = l[i].tid;
+      tlt_succeed(e, "e1", l[i].tid);
+    }
+  }
+  ck_assert_uint_eq(last, 8);
+  tlt_end(e);
+}
+END_TEST
+
+START_TEST(free_cores_are_never_exceeded_whatever_the_offer_claims) {
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "h1", NULL, 4);
+  tlt_submit(e, 0, 0, 0, 20);
+  tl_launch l[20];
+  /* An offer claiming more than the executor has. */
+  ck_assert_uint_eq(tlt_offer(e, "e1", 100, l, 20), 4);
+  ck_assert_uint_eq(tlt_ex(e, "e1").free_cores, 0);
+  /* The runtime believes cores are free; the ledger knows better. */
+  ck_assert_uint_eq(tlt_offer(e, "e1", 4, l + 4, 16), 0);
+  /* The same executor twice in one call. */
+  tlt_succeed(e, "e1", l[0].tid);
+  tlt_succeed(e, "e1", l[1].tid);
+  tl_offer twice[2] = {{"e1", 4}, {"e1", 4}};
+  ck_assert_uint_eq(tlt_offers(e, twice, 2, l + 4, 16), 2);
+  tl_executor_status ex = tlt_ex(e, "e1");
+  ck_assert_uint_eq(ex.free_cores, 0);
+  ck_assert_uint_eq(ex.running, 4);
+  tlt_end(e);
+}
+END_TEST
+
+START_TEST(an_offer_smaller_than_the_free_cores_is_honoured) {
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "h1", NULL, 8);
+  tlt_submit(e, 0, 0, 0, 8);
+  tl_launch l[8];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 3, l, 8), 3);
+  ck_assert_uint_eq(tlt_offer(e, "e1", 0, l, 8), 0);
+  ck_assert_uint_eq(tlt_ex(e, "e1").free_cores, 5);
+  tl_stats st = tlt_stats(e);
+  ck_assert_uint_eq(st.rejected_offers, 0);
+  tlt_end(e);
+}
+END_TEST
+
+START_TEST(multi_core_tasks_take_their_cores) {
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "h1", NULL, 5);
+  tlt_add(e, "e2", "h2", NULL, 1);
+  tlt_submit_cpus(e, 0, 0, 0, 4, 2);
+  tl_offer o[2] = {{"e1", 5}, {"e2", 1}};
+  tl_launch l[4];
+  ck_assert_uint_eq(tlt_offers(e, o, 2, l, 4), 2);
+  for (int i = 0; i < 2; i++) {
+    ck_assert_str_eq(l[i].executor_id, "e1");
+    ck_assert_uint_eq(l[i].cpus, 2);
+  }
+  ck_assert_uint_eq(tlt_ex(e, "e1").free_cores, 1);
+  ck_assert_uint_eq(tlt_ex(e, "e2").free_cores, 1);
+  tlt_end(e);
+}
+END_TEST
+
+START_TEST(cap_limits_the_launches) {
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "h1", NULL, 4);
+  tlt_add(e, "e2", "h2", NULL, 4);
+  tl_taskset_id ts = tlt_submit(e, 0, 0, 0, 10);
+  tl_offer o[2] = {{"e1", 4}, {"e2", 4}};
+  tl_launch l[10];
+  memset(l, 0xee, sizeof l);
+  ck_assert_uint_eq(tlt_offers(e, o, 2, l, 3), 3);
+  /* Nothing past cap is written. */
+  unsigned char untouched[sizeof(tl_launch)];
+  memset(untouched, 0xee, sizeof untouched);
+  ck_assert_mem_eq(&l[3], untouched, sizeof untouched);
+  ck_assert_uint_eq(tlt_ts(e, ts).pending, 7);
+  ck_assert_uint_eq(tlt_stats(e).tasks_pending, 7);
+  /* Cap 0 with out NULL launches nothing and is valid. */
+  ck_assert_uint_eq(tlt_offers(e, o, 2, NULL, 0), 0);
+  ck_assert_uint_eq(tlt_stats(e).launched, 3);
+  tlt_end(e);
+}
+END_TEST
+
+START_TEST(offers_with_nothing_pending_launch_nothing) {
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "h1", NULL, 4);
+  size_t mark = tlt_mark(e);
+  tl_launch l[4];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 4, l, 4), 0);
+  ck_assert_uint_eq(tlt_offers(e, NULL, 0, l, 4), 0);
+  ck_assert_str_eq(tlt_seq_all(e, mark), "");
+  tlt_end(e);
+}
+END_TEST
+
+START_TEST(offers_from_executors_that_cannot_take_tasks_are_rejected) {
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "alive", "h1", NULL, 1);
+  tlt_add(e, "decom", "h1", NULL, 4);
+  tlt_add(e, "pending", "h2", NULL, 4);
+  tlt_add(e, "gone", "h3", NULL, 4);
+  TLT_OK(e, tl_executor_decommission(e->s, "decom", NULL));
+  tlt_lose(e, "pending", TL_LOSS_PENDING, false);
+  tlt_lose(e, "gone", TL_LOSS_EXITED, false);
+  tlt_submit(e, 0, 0, 0, 10);
+  tl_offer o[5] = {{"never", 4}, {"decom", 4}, {"pending", 4}, {"gone", 4}, {"alive", 4}};
+  tl_stats before = tlt_stats(e);
+  tl_launch l[10];
+  ck_assert_uint_eq(tlt_offers(e, o, 5, l, 10), 1);
+  ck_assert_str_eq(l[0].executor_id, "alive");
+  tl_stats after = tlt_stats(e);
+  ck_assert_uint_eq(after.rejected_offers, before.rejected_offers + 4);
+  /* An unknown executor offering is not registered by it. */
+  tl_executor_status ex;
+  TLT_ERR(e, TL_ENOENT, tl_executor_get(e->s, "never", &ex));
+  ck_assert_uint_eq(after.executors_alive, 1);
+  tlt_end(e);
+}
+END_TEST
+
+START_TEST(offers_answer_every_documented_error) {
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "h1", NULL, 4);
+  tlt_submit(e, 0, 0, 0, 4);
+  char id64[80];
+  memset(id64, 'x', 64);
+  id64[64] = '\0';
+  tl_offer good = {"e1", 4};
+  tl_offer null_id[2] = {{"e1", 4}, {NULL, 4}};
+  tl_offer empty_id[2] = {{"e1", 4}, {"", 4}};
+  tl_offer long_id[2] = {{"e1", 4}, {id64, 4}};
+  tl_launch l[4];
+  size_t n = 12345;
+  /* *nout is 0 on any error. */
+  TLT_ERR(e, TL_EINVAL, tl_resource_offers(NULL, &good, 1, l, 4, &n));
+  ck_assert_uint_eq(n, 0);
+  TLT_ERR(e, TL_EINVAL, tl_resource_offers(e->s, &good, 1, l, 4, NULL));
+  n = 12345;
+  TLT_ERR(e, TL_EINVAL, tl_resource_offers(e->s, NULL, 1, l, 4, &n));
+  ck_assert_uint_eq(n, 0);
+  n = 12345;
+  TLT_ERR(e, TL_EINVAL, tl_resource_offers(e->s, &good, 1, NULL, 4, &n));
+  ck_assert_uint_eq(n, 0);
+  /* A bad offer anywhere launches nothing, not even for the good ones before it. */
+  const tl_offer *bad[3] = {null_id, empty_id, long_id};
+  for (int i = 0; i < 3; i++) {
+    n = 12345;
+    TLT_ERR(e, TL_EINVAL, tl_resource_offers(e->s, bad[i], 2, l, 4, &n));
+    ck_assert_uint_eq(n, 0);
+  }
+  ck_assert_uint_eq(tlt_ex(e, "e1").free_cores, 4);
+  ck_assert_uint_eq(tlt_offer(e, "e1", 4, l, 4), 4);
+  tlt_end(e);
+}
+END_TEST
+
+START_TEST(zombie_task_sets_launch_nothing) {
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "h1", NULL, 4);
+  tl_taskset_id ts = tlt_submit(e, 0, 0, 0, 10);
+  tl_launch l[4];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 2, l, 4), 2);
+  tlt_fail(e, "e1", l[0].tid, TL_END_FETCH_FAILED);
+  ck_assert(tlt_ts(e, ts).zombie);
+  ck_assert_uint_eq(tlt_offer(e, "e1", 4, l, 4), 0);
+  ck_assert_uint_eq(tlt_ex(e, "e1").free_cores, 3);
+  tlt_end(e);
+}
+END_TEST
+
+Suite *tl_offers_suite(void) {
+  Suite *s = suite_create("offers");
+  TCase *tc = tlt_tcase(s, "order");
+  tcase_add_test(tc, fresh_task_set_launches_in_index_order);
+  tcase_add_test(tc, offers_are_filled_round_robin);
+  tcase_add_test(tc, a_stage_spreads_over_executors);
+  tcase_add_test(tc, task_sets_go_in_fifo_order_priority_then_stage);
+  tcase_add_test(tc, fifo_one_core_at_a_time);
+  tcase_add_test(tc, the_first_task_set_fills_before_the_next);
+  tcase_add_test(tc, a_failed_index_is_retried_before_other_pending_ones);
+  tcase_add_test(tc, tids_increase_across_task_sets_and_are_never_reused);
+  tc = tlt_tcase(s, "cores");
+  tcase_add_test(tc, free_cores_are_never_exceeded_whatever_the_offer_claims);
+  tcase_add_test(tc, an_offer_smaller_than_the_free_cores_is_honoured);
+  tcase_add_test(tc, multi_core_tasks_take_their_cores);
+  tcase_add_test(tc, cap_limits_the_launches);
+  tc = tlt_tcase(s, "rejects");
+  tcase_add_test(tc, offers_with_nothing_pending_launch_nothing);
+  tcase_add_test(tc, offers_from_executors_that_cannot_take_tasks_are_rejected);
+  tcase_add_test(tc, offers_answer_every_documented_error);
+  tcase_add_test(tc, zombie_task_sets_launch_nothing);
+  return s;
+}
