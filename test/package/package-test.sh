@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# Packaging test, run by ctest (test/package/CMakeLists.txt) after a normal build. It installs
+# the build into a scratch prefix and proves, from outside the source tree, that:
+#   - the installed tree holds the libraries, the public header, the CMake package and the .pc
+#     file, and nothing private;
+#   - the shared library exports every TL_EXTERN function of the header and nothing but tl_*;
+#   - a consumer builds and runs with find_package(taskledger) against taskledger::taskledger
+#     and taskledger::taskledger_static, and with pkg-config (shared, and --static against a
+#     tree that holds only the static library);
+#   - all of that still works after the installed tree is moved somewhere else (relocatable).
+set -euo pipefail
+
+usage() {
+  cat >&2 <<'EOF'
+usage: package-test.sh --build-dir DIR --work-dir DIR --consumer DIR --version X.Y.Z
+                       --soname libtaskledger.so.N --libdir lib --cc CC --cmake CMAKE --generator GEN [--config CFG]
+                       [--san-flags FLAGS]
+EOF
+  exit 2
+}
+
+build_dir="" work_dir="" consumer="" version="" soname="" libdir="" cc="" cmake="" generator=""
+config="" san_flags=""
+while (($# > 0)); do
+  (($# >= 2)) || usage
+  case $1 in
+    --build-dir) build_dir=$2 ;;
+    --work-dir) work_dir=$2 ;;
+    --consumer) consumer=$2 ;;
+    --version) version=$2 ;;
+    --soname) soname=$2 ;;
+    --libdir) libdir=$2 ;;
+    --cc) cc=$2 ;;
+    --cmake) cmake=$2 ;;
+    --generator) generator=$2 ;;
+    --config) config=$2 ;;
+    --san-flags) san_flags=$2 ;;
+    *) usage ;;
+  esac
+  shift 2
+done
+for v in build_dir work_dir consumer version soname libdir cc cmake generator; do
+  [[ -n ${!v} ]] || usage
+done
+
+# Flags for every consumer: the header must compile cleanly in a strict C99 program.
+read -ra san <<<"$san_flags"
+warn=(-std=c99 -Wall -Wextra -Wpedantic -Wstrict-prototypes -Werror)
+expected="taskledger $version"
+
+rm -rf "$work_dir"
+mkdir -p "$work_dir/logs"
+work_dir=$(cd "$work_dir" && pwd)
+logs=$work_dir/logs
+
+ok() { printf 'ok: %s\n' "$*"; }
+fail() {
+  printf 'FAIL: %s\n' "$*" >&2
+  exit 1
+}
+
+# run_logged NAME CMD...: runs CMD with its output in logs/NAME.log, shown if it fails.
+run_logged() {
+  local name=$1
+  shift
+  if ! "$@" >"$logs/$name.log" 2>&1; then
+    printf 'FAIL: %s\n  command: %s\n  output:\n' "$name" "$*" >&2
+    sed 's/^/    /' "$logs/$name.log" >&2
+    exit 1
+  fi
+}
+
+# run_program NAME CMD...: runs a consumer and checks that it printed exactly "$expected".
+run_program() {
+  local name=$1 out
+  shift
+  run_logged "$name" "$@"
+  out=$(cat "$logs/$name.log")
+  [[ $out == "$expected" ]] || fail "$name printed '$out', expected '$expected'"
+}
+
+# pc DIR ARGS...: pkg-config with DIR searched first.
+orig_pkg_config_path=${PKG_CONFIG_PATH:-}
+pc() {
+  PKG_CONFIG_PATH=$1${orig_pkg_config_path:+:$orig_pkg_config_path} pkg-config "${@:2}"
+}
+
+# needs_libtaskledger FILE: whether FILE has a DT_NEEDED entry for the shared library.
+needs_libtaskledger() {
+  readelf -d "$1" | grep -q 'NEEDED.*\[libtaskledger\.so'
+}
+
+# ---- install ----
+prefix=$work_dir/prefix
+install_cmd=("$cmake" --install "$build_dir" --prefix "$prefix")
+[[ -z $config ]] || install_cmd+=(--config "$config")
+run_logged install "${install_cmd[@]}"
+ok "installed $build_dir into $prefix"
+
+# ---- layout ----
+for f in "include/taskledger.h" \
+  "$libdir/libtaskledger.so" "$libdir/$soname" \
+  "$libdir/libtaskledger.so.$version" "$libdir/libtaskledger.a" \
+  "$libdir/cmake/taskledger/taskledgerConfig.cmake" \
+  "$libdir/cmake/taskledger/taskledgerConfigVersion.cmake" \
+  "$libdir/cmake/taskledger/taskledgerTargets.cmake" \
+  "$libdir/pkgconfig/taskledger.pc"; do
+  [[ -e $prefix/$f ]] || fail "not installed: $f"
+done
+stray=$(find "$prefix/include" -type f ! -name 'taskledger*.h')
+[[ -z $stray ]] || fail "private files installed: $stray"
+stray=$(find "$prefix" -name '*testing*')
+[[ -z $stray ]] || fail "test library installed: $stray"
+found=$(readelf -d "$prefix/$libdir/libtaskledger.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[[ $found == "$soname" ]] || fail "SONAME is '$found', expected '$soname'"
+if readelf -d "$prefix/$libdir/libtaskledger.so" | grep -Eq '\((RPATH|RUNPATH)\)'; then
+  fail "the installed shared library keeps an RPATH/RUNPATH"
+fi
+ok "layout: libraries, header, CMake package, .pc file; SONAME $soname; no RPATH"
+
+# ---- exported symbols ----
+nm -D --defined-only "$prefix/$libdir/libtaskledger.so" | awk 'NF >= 3 {print $3}' |
+  sed 's/@.*//' | sort -u >"$work_dir/exported.txt"
+# Sanitizer runtimes add their own hooks to an instrumented library; they are not ours.
+grep -Ev '^(tl_[a-z0-9][a-z0-9_]*|__(asan|ubsan|sanitizer|lsan|tsan|odr_asan)[a-zA-Z0-9_.]*)$' \
+  "$work_dir/exported.txt" >"$work_dir/unexpected.txt" || true
+if [[ -s $work_dir/unexpected.txt ]]; then
+  fail "the shared library exports symbols other than tl_*: $(tr '\n' ' ' <"$work_dir/unexpected.txt")"
+fi
+sed -n 's/^TL_EXTERN [^(]*[ *]\(tl_[a-z0-9_]*\)(.*/\1/p' "$prefix/include/"taskledger*.h |
+  sort -u >"$work_dir/declared.txt"
+[[ -s $work_dir/declared.txt ]] || fail "found no TL_EXTERN function in the installed header"
+missing=$(comm -23 "$work_dir/declared.txt" "$work_dir/exported.txt" | tr '\n' ' ')
+[[ -z $missing ]] || fail "declared TL_EXTERN but not exported: $missing"
+ok "exports: $(wc -l <"$work_dir/declared.txt") TL_EXTERN functions, nothing but tl_*"
+
+# ---- consumers ----
+# check_consumers PREFIX TAG: builds and runs every consumer against the tree at PREFIX.
+check_consumers() {
+  local pfx=$1 tag=$2 bdir dir pc_dir pc_flags static_only
+  bdir=$work_dir/$tag
+
+  # CMake package, shared and static targets.
+  run_logged "$tag-cmake-configure" "$cmake" -S "$consumer" -B "$bdir/cmake" -G "$generator" \
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER="$cc" -DCMAKE_PREFIX_PATH="$pfx" \
+    -DCMAKE_C_FLAGS="${warn[*]} ${san[*]}" -DCMAKE_EXE_LINKER_FLAGS="${san[*]}" \
+    -DTL_EXPECT_VERSION="$version"
+  dir=$(sed -n 's/^taskledger_DIR:PATH=//p' "$bdir/cmake/CMakeCache.txt")
+  [[ $(readlink -f "$dir") == $(readlink -f "$pfx/$libdir/cmake/taskledger") ]] ||
+    fail "$tag: find_package found taskledger in '$dir', not under $pfx"
+  run_logged "$tag-cmake-build" "$cmake" --build "$bdir/cmake"
+  run_program "$tag-cmake-shared" "$bdir/cmake/consumer_shared"
+  run_program "$tag-cmake-static" "$bdir/cmake/consumer_static"
+  needs_libtaskledger "$bdir/cmake/consumer_shared" ||
+    fail "$tag: consumer_shared does not link libtaskledger.so"
+  ! needs_libtaskledger "$bdir/cmake/consumer_static" ||
+    fail "$tag: consumer_static links libtaskledger.so"
+  ok "$tag: find_package(taskledger $version) -> taskledger::taskledger and ::taskledger_static"
+
+  # pkg-config, shared library.
+  pc_dir=$pfx/$libdir/pkgconfig
+  [[ $(pc "$pc_dir" --modversion taskledger) == "$version" ]] || fail "$tag: pkg-config version"
+  [[ $(readlink -f "$(pc "$pc_dir" --variable=prefix taskledger)") == $(readlink -f "$pfx") ]] ||
+    fail "$tag: the .pc file's prefix is $(pc "$pc_dir" --variable=prefix taskledger), not $pfx"
+  read -ra pc_flags <<<"$(pc "$pc_dir" --cflags --libs taskledger)"
+  mkdir -p "$bdir/pc"
+  run_logged "$tag-pc-shared-build" "$cc" "${warn[@]}" "${san[@]}" "$consumer/consumer.c" \
+    -o "$bdir/pc/consumer_shared" "${pc_flags[@]}"
+  run_program "$tag-pc-shared" env LD_LIBRARY_PATH="$pfx/$libdir" "$bdir/pc/consumer_shared"
+  needs_libtaskledger "$bdir/pc/consumer_shared" ||
+    fail "$tag: the pkg-config shared consumer does not link libtaskledger.so"
+  ok "$tag: cc app.c \$(pkg-config --cflags --libs taskledger), run with LD_LIBRARY_PATH"
+
+  # pkg-config --static, against a copy of the tree without the shared library, so that
+  # -ltaskledger can only mean the archive and its dependencies must come from the .pc file.
+  static_only=$bdir/static-only
+  cp -a "$pfx" "$static_only"
+  rm -f "$static_only/$libdir"/libtaskledger.so*
+  read -ra pc_flags <<<"$(pc "$static_only/$libdir/pkgconfig" --static --cflags --libs taskledger)"
+  run_logged "$tag-pc-static-build" "$cc" "${warn[@]}" "${san[@]}" "$consumer/consumer.c" \
+    -o "$bdir/pc/consumer_static" "${pc_flags[@]}"
+  run_program "$tag-pc-static" "$bdir/pc/consumer_static"
+  ! needs_libtaskledger "$bdir/pc/consumer_static" ||
+    fail "$tag: the pkg-config --static consumer links libtaskledger.so"
+  ok "$tag: cc app.c \$(pkg-config --static --cflags --libs taskledger)"
+}
+
+check_consumers "$prefix" installed
+
+# ---- relocation ----
+moved=$work_dir/elsewhere/deeper/moved-prefix
+mkdir -p "$(dirname "$moved")"
+mv "$prefix" "$moved"
+if grep -rlF "$prefix" "$moved" >"$work_dir/mentions.txt"; then
+  fail "the installed tree names its original prefix: $(tr '\n' ' ' <"$work_dir/mentions.txt")"
+fi
+ok "moved the installed tree to $moved; no file in it names $prefix"
+check_consumers "$moved" relocated
+
+ok "package test passed"
