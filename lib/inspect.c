@@ -180,6 +180,7 @@ static int check_executors(checker *c, size_t *running, size_t *frozen) {
 static int check_tasksets(checker *c, size_t running, size_t frozen) {
   struct tl_scheduler *s = c->s;
   size_t nactive = 0, nzombie = 0, pending = 0, sum_running = 0, sum_frozen = 0, queued = 0;
+  size_t queued_at[TL__QUEUE_LEVELS] = {0};
   for (tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next) {
     unsigned long long id = (unsigned long long)ts->id;
     account(c, tl__taskset_size(ts->ntasks));
@@ -260,10 +261,11 @@ static int check_tasksets(checker *c, size_t running, size_t frozen) {
     if (!ts->zombie)
       pending += ts->npending;
     bool schedulable = !ts->zombie && ts->npending > 0;
-    CHECK(c, schedulable == tl__list_linked(&ts->on_queue),
-          "task set %llu: in the queue %d, schedulable %d", id, tl__list_linked(&ts->on_queue),
-          schedulable);
+    CHECK(c, schedulable == (ts->queue_levels > 0),
+          "task set %llu: in the queue %d, schedulable %d", id, ts->queue_levels > 0, schedulable);
     queued += schedulable;
+    for (int level = 0; level < ts->queue_levels && level < TL__QUEUE_LEVELS; level++)
+      queued_at[level]++;
   }
   CHECK(c, nactive == s->nactive && nzombie == s->nzombie,
         "task set counts disagree: active %zu/%zu, zombie %zu/%zu", nactive, s->nactive, nzombie,
@@ -274,18 +276,24 @@ static int check_tasksets(checker *c, size_t running, size_t frozen) {
   CHECK(c, pending == s->npending_tasks, "%zu tasks pending, count says %zu", pending,
         s->npending_tasks);
 
-  size_t n = 0;
-  const tl__taskset *prev = NULL;
-  for (tl__link *l = s->queue.next; l != &s->queue; l = l->next) {
-    const tl__taskset *ts = tl__container_of(l, tl__taskset, on_queue);
-    CHECK(c, ++n <= queued, "the queue holds more than the %zu schedulable task sets", queued);
-    CHECK(c,
-          prev == NULL || prev->priority < ts->priority ||
-              (prev->priority == ts->priority && prev->stage_id < ts->stage_id),
-          "the queue is out of FIFO order at task set %llu", (unsigned long long)ts->id);
-    prev = ts;
+  /* The queue: every level in strict FIFO order, level l holding exactly the queued task sets
+   * of more than l levels (level 0 all of them). */
+  for (int level = 0; level < TL__QUEUE_LEVELS; level++) {
+    size_t n = 0;
+    const tl__taskset *prev = NULL;
+    for (const tl__taskset *ts = s->queue[level]; ts != NULL; ts = ts->queue_next[level]) {
+      CHECK(c, ++n <= queued, "queue level %d holds more than the %zu schedulable task sets", level,
+            queued);
+      CHECK(c, ts->queue_levels > level, "queue level %d holds task set %llu of %u levels", level,
+            (unsigned long long)ts->id, ts->queue_levels);
+      CHECK(c, prev == NULL || tl__queue_before(prev, ts),
+            "queue level %d is out of FIFO order at task set %llu", level,
+            (unsigned long long)ts->id);
+      prev = ts;
+    }
+    CHECK(c, n == queued_at[level], "queue level %d holds %zu task sets, %zu expected", level, n,
+          queued_at[level]);
   }
-  CHECK(c, n == queued, "the queue holds %zu task sets, %zu are schedulable", n, queued);
 
   size_t attempts = 0;
   for (tl__stage *st = s->stages_by_id; st != NULL; st = st->hh_by_id.next) {
@@ -448,7 +456,7 @@ static int check_memory(checker *c) {
     CHECK(c,
           s->attempts_by_tid == NULL && s->hosts_by_name == NULL && s->racks_by_name == NULL &&
               s->stages_by_id == NULL && s->nfrozen == 0 && s->npending_tasks == 0 &&
-              tl__list_empty(&s->queue),
+              s->queue[0] == NULL,
           "invariant 7: quiescent but a map is not empty");
   return TL_OK;
 }

@@ -176,13 +176,16 @@ typedef struct tl__index {
   uint8_t flags;          /* TL__IDX_*; PENDING only in a non-zombie task set */
 } tl__index;
 
+/* Levels of the FIFO queue, a skip list of the schedulable task sets: a task set is on level l
+ * with probability 4^-l, so 12 levels keep searches logarithmic to some 16 million entries. */
+#define TL__QUEUE_LEVELS 12
+
 /* One attempt of one stage. */
 typedef struct tl__taskset {
   tl_taskset_id id;        /* key of tasksets_by_id */
   UT_hash_handle hh_by_id; /* scheduler's tasksets_by_id */
   struct tl__stage *stage; /* its stage entry; never NULL */
   tl__link on_stage;       /* stage's attempt list */
-  tl__link on_queue;       /* scheduler's queue while schedulable: !zombie && npending > 0 */
   tl__link running;        /* attempts in flight (tl__attempt.on_taskset), frozen included */
   void *payload;           /* the caller's, until taskset_released hands it back */
   uint32_t stage_id;       /* as submitted */
@@ -195,9 +198,11 @@ typedef struct tl__taskset {
   uint32_t npending;       /* indices on the pending stack; 0 when zombie */
   uint32_t nsucceeded;     /* indices flagged SUCCESSFUL */
   uint32_t pending_top;    /* index launched next, or TL__NONE */
+  uint8_t queue_levels;    /* levels of the queue it is on; 0 unless schedulable */
   bool zombie;             /* launches nothing; released when nrunning reaches 0 */
   bool failed;             /* aborted: taskset_failed was made */
-  tl__index idx[];         /* ntasks entries */
+  struct tl__taskset *queue_next[TL__QUEUE_LEVELS]; /* its successors in the queue, per level */
+  tl__index idx[];                                  /* ntasks entries */
 } tl__taskset;
 
 static inline size_t tl__taskset_size(uint32_t ntasks) {
@@ -301,16 +306,17 @@ struct tl_scheduler {
   tl_callbacks cb; /* copy */
 
   /* Indexes. */
-  tl__attempt *attempts_by_tid;  /* running attempts (not frozen) */
-  tl__executor *executors_by_id; /* every executor record, tombstones included */
-  tl__host *hosts_by_name;       /* hosts with live executors */
-  tl__rack *racks_by_name;       /* racks with hosts */
-  tl__taskset *tasksets_by_id;   /* every task set not yet released */
-  tl__stage *stages_by_id;       /* stages with task sets */
-  tl__link queue;                /* schedulable task sets in FIFO order (priority, stage) */
-  tl__link heartbeat_order;      /* ALIVE/DECOMMISSIONING executors, oldest heartbeat first */
-  tl__link pending_order;        /* PENDING_LOSS executors with a deadline, earliest first */
-  tl__link tombstone_order;      /* REMOVED executors, oldest first */
+  tl__attempt *attempts_by_tid;                /* running attempts (not frozen) */
+  tl__executor *executors_by_id;               /* every executor record, tombstones included */
+  tl__host *hosts_by_name;                     /* hosts with live executors */
+  tl__rack *racks_by_name;                     /* racks with hosts */
+  tl__taskset *tasksets_by_id;                 /* every task set not yet released */
+  tl__stage *stages_by_id;                     /* stages with task sets */
+  struct tl__taskset *queue[TL__QUEUE_LEVELS]; /* the queue's heads: schedulable task sets (not
+                                                   zombie, something pending), FIFO order */
+  tl__link heartbeat_order; /* ALIVE/DECOMMISSIONING executors, oldest heartbeat first */
+  tl__link pending_order;   /* PENDING_LOSS executors with a deadline, earliest first */
+  tl__link tombstone_order; /* REMOVED executors, oldest first */
 
   /* Counts kept with the indexes (tl_check recounts them). */
   size_t nalive, ndecommissioning, npending_loss, ntombstones, nhosts, nracks;
@@ -372,6 +378,8 @@ uint32_t tl__taskset_pop_pending(struct tl_scheduler *s, tl__taskset *ts);
 void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind, bool counts,
                        tl__str *msg, const char *static_msg, const tl_update *u);
 void tl__taskset_make_zombie(struct tl_scheduler *s, tl__taskset *ts);
+/* The queue's order: lower priority value first, then lower stage id, then lower id. */
+bool tl__queue_before(const tl__taskset *a, const tl__taskset *b);
 void tl__taskset_finish_if_drained(struct tl_scheduler *s, tl__taskset *ts);
 int tl__kill_task(struct tl_scheduler *s, tl_tid tid, bool interrupt, const char *reason);
 int tl__kill_stage(struct tl_scheduler *s, uint32_t stage_id, bool interrupt, const char *reason);

@@ -129,9 +129,8 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
     goto undo;
 
   uint64_t left = offered; /* cores the usable offers still have */
-  for (tl__link *l = s->queue.next, *next; l != &s->queue && used < most && left > 0; l = next) {
-    next = l->next; /* ts may leave the queue below; the others stay where they are */
-    tl__taskset *ts = tl__container_of(l, tl__taskset, on_queue);
+  for (tl__taskset *ts = s->queue[0], *next; ts != NULL && used < most && left > 0; ts = next) {
+    next = ts->queue_next[0]; /* ts may leave the queue below; the others stay where they are */
     if (ts->cpus > left)
       continue;
     for (;;) {

@@ -112,7 +112,6 @@ int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler 
   s->cfg = *cfg;
   if (cb != NULL)
     s->cb = *cb;
-  tl__list_init(&s->queue);
   tl__list_init(&s->heartbeat_order);
   tl__list_init(&s->pending_order);
   tl__list_init(&s->tombstone_order);

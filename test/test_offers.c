@@ -330,6 +330,64 @@ START_TEST(zombie_task_sets_launch_nothing) {
 }
 END_TEST
 
+/* The queue of schedulable task sets keeps FIFO order while task sets leave it (their last
+ * pending task launched) and come back in the middle of the order (a failure gives them a task
+ * to retry), many times over: tl_check verifies the queue after every step, and every offer
+ * must take the first task set in (priority, stage) order. */
+START_TEST(task_sets_returning_to_the_queue_keep_fifo_order) {
+  enum { N = 64 };
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "h1", NULL, N);
+  uint32_t priority[N];
+  tl_taskset_id ids[N];
+  for (uint32_t i = 0; i < N; i++)
+    priority[i] = (i * 37u + 11u) % 16u; /* four stages share each priority */
+  for (uint32_t i = 0; i < N; i++)
+    ids[i] = tlt_submit(e, i, 0, priority[i], 1);
+
+  /* Stage i's rank in FIFO order: by priority, then by stage id. */
+  uint32_t order[N];
+  for (uint32_t i = 0; i < N; i++)
+    order[i] = i;
+  for (uint32_t i = 1; i < N; i++)
+    for (uint32_t j = i;
+         j > 0 && (priority[order[j - 1]] > priority[order[j]] ||
+                   (priority[order[j - 1]] == priority[order[j]] && order[j - 1] > order[j]));
+         j--) {
+      uint32_t t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+
+  tl_launch l[N];
+  ck_assert_uint_eq(tlt_offer(e, "e1", N, l, N), N);
+  for (uint32_t k = 0; k < N; k++)
+    ck_assert_uint_eq(l[k].stage_id, order[k]);
+  ck_assert_uint_eq(tlt_stats(e).tasks_pending, 0);
+
+  /* Every task fails once, in a scrambled order: each task set re-enters the queue. */
+  tl_tid tid_of_stage[N];
+  for (uint32_t k = 0; k < N; k++)
+    tid_of_stage[l[k].stage_id] = l[k].tid;
+  for (uint32_t k = 0; k < N; k++)
+    tlt_fail(e, "e1", tid_of_stage[(k * 29u + 5u) % N], TL_END_EXCEPTION);
+  ck_assert_uint_eq(tlt_stats(e).tasks_pending, N);
+
+  /* One core at a time: the retries come back in FIFO order, as attempt 1. */
+  for (uint32_t k = 0; k < N; k++) {
+    tl_launch one;
+    ck_assert_uint_eq(tlt_offer(e, "e1", 1, &one, 1), 1);
+    ck_assert_uint_eq(one.stage_id, order[k]);
+    ck_assert_uint_eq(one.taskset, ids[order[k]]);
+    ck_assert_uint_eq(one.attempt, 1);
+    tlt_succeed(e, "e1", one.tid);
+  }
+  for (uint32_t i = 0; i < N; i++)
+    ck_assert_uint_eq(tlt_released(e, ids[i]), 1);
+  tlt_end(e);
+}
+END_TEST
+
 Suite *tl_offers_suite(void) {
   Suite *s = suite_create("offers");
   TCase *tc = tlt_tcase(s, "order");
@@ -351,5 +409,6 @@ Suite *tl_offers_suite(void) {
   tcase_add_test(tc, offers_from_executors_that_cannot_take_tasks_are_rejected);
   tcase_add_test(tc, offers_answer_every_documented_error);
   tcase_add_test(tc, zombie_task_sets_launch_nothing);
+  tcase_add_test(tc, task_sets_returning_to_the_queue_keep_fifo_order);
   return s;
 }
