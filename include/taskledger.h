@@ -173,8 +173,20 @@ typedef struct tl_config {
                                        TL_LOSS_PENDING_TIMEOUT; 0 = wait forever; 120 s */
   uint32_t max_tombstones;          /* removed executor ids remembered; 0 = none; 1024 */
   uint64_t tombstone_ttl_ns;        /* and for at most this long; 0 = until evicted; 10 min */
-  uint64_t (*clock)(void *ud);      /* monotonic nanoseconds; NULL = uv_hrtime */
+  uint64_t (*clock)(void *ud);      /* monotonic nanoseconds; NULL = uv_hrtime. Called without
+                                       the lock, by any thread that calls in */
   void *clock_ud;                   /* passed to clock */
+  /* The call journal (docs/journal.md); NULL = off. With it, tl_scheduler_new writes the
+   * header and config lines, then every call that passes its argument checks writes one line
+   * (failed calls included, with their result), and tl_scheduler_free a last one. Lines come in
+   * the order the calls took the scheduler's lock, one at a time, never under the lock, written
+   * by the thread that delivers events (so a call may return before its line is written). line
+   * has no newline and is valid until journal returns. This is not an event callback: it is
+   * called for failed calls too. A call whose line cannot be allocated fails with TL_ENOMEM
+   * before it changes anything (tl_tick then does nothing and returns 0) and is not journaled.
+   * journal may call the functions of taskledger.h except tl_scheduler_free. */
+  void (*journal)(void *ud, const char *line);
+  void *journal_ud; /* passed to journal */
 } tl_config;
 
 /* Fills the defaults shown above. */

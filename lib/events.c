@@ -9,7 +9,12 @@
  * threads) land in the queue and are delivered by the same dispatcher after the batch, so every
  * event is delivered exactly once, in the order made, and never under the lock.
  *
- * Lock: s->lock protects queue, batch (but the dispatcher reads batch's slots without it: nobody
+ * Journal lines (journal.c) travel the same way: queued under the lock, written by the
+ * dispatcher before the events of the same round, so they keep the order the calls took the
+ * lock. A failed call makes no event but may have a journal line; that is all it delivers.
+ *
+ * Lock: s->lock protects events, batch, journal and journal_batch (but the dispatcher reads
+ * batch's slots and journal_batch's lines without it: nobody
  * writes them while dispatching is set), dispatching and dispatcher; batch_delivered is atomic.
  */
 #include "internal.h"
@@ -174,30 +179,40 @@ static void deliver(struct tl_scheduler *s, const tl__event *ev) {
 }
 
 bool tl__unlock_and_dispatch(struct tl_scheduler *s) {
-  if (s->dispatching || s->events.n == 0) {
+  if (s->dispatching || (s->events.n == 0 && s->journal == NULL)) {
     uv_mutex_unlock(&s->lock);
     return false;
   }
   s->dispatching = true;
   s->dispatcher = uv_thread_self();
+  bool delivered = false;
   do {
     tl__event_array batch = s->events; /* the batch is empty here: swap the arrays */
     s->events = s->batch;
     s->batch = batch;
     atomic_store(&s->batch_delivered, 0);
+    tl__jline *lines = s->journal; /* the journal lines made so far, in lock order */
+    s->journal = NULL;
+    s->journal_tail = &s->journal;
+    s->journal_batch = lines;
     uv_mutex_unlock(&s->lock);
 
+    for (const tl__jline *j = lines; j != NULL; j = j->next)
+      s->cfg.journal(s->cfg.journal_ud, j->text);
     for (size_t i = 0; i < batch.n; i++) {
       deliver(s, &batch.ev[i]);
       atomic_store(&s->batch_delivered, i + 1);
     }
+    delivered = delivered || batch.n != 0;
 
     uv_mutex_lock(&s->lock);
+    s->journal_batch = NULL;
+    tl__journal_free_list(s, lines);
     tl__events_clear(s, &s->batch, s->batch.n); /* all delivered: only references remain */
     tl__events_shrink(s, &s->batch);
-  } while (s->events.n != 0);
+  } while (s->events.n != 0 || s->journal != NULL);
   tl__events_shrink(s, &s->events);
   s->dispatching = false;
   uv_mutex_unlock(&s->lock);
-  return true;
+  return delivered;
 }

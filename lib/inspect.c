@@ -422,6 +422,10 @@ static int check_memory(checker *c) {
   account(c, s->batch.cap * sizeof(tl__event));
   visit_events(c, &s->events);
   visit_events(c, &s->batch);
+  for (const tl__jline *j = s->journal; j != NULL; j = j->next)
+    account(c, tl__jline_size(j));
+  for (const tl__jline *j = s->journal_batch; j != NULL; j = j->next)
+    account(c, tl__jline_size(j));
   for (tl__executor *ex = s->executors_by_id; ex != NULL; ex = ex->hh_by_id.next) {
     int err = check_str(c, ex->names, tl__executor_id(ex));
     if (err == TL_OK)

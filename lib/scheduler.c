@@ -10,6 +10,8 @@
 #include "internal.h"
 
 #include <assert.h>
+#include <inttypes.h>
+#include <stdio.h>
 
 void tl_config_init(tl_config *cfg) {
   if (cfg == NULL)
@@ -56,13 +58,32 @@ static int enter_at(tl_scheduler *s, uint64_t t) {
   return err;
 }
 
-/* Ends a call that entered: a failed call has made no event and delivers nothing. */
+/* Ends a call that entered. A failed call has made no event; only its journal line, if any,
+ * is written by the dispatch. */
 static int leave(tl_scheduler *s, int err) {
-  if (err == TL_OK)
-    tl__unlock_and_dispatch(s);
-  else
-    uv_mutex_unlock(&s->lock);
+  tl__unlock_and_dispatch(s);
   return err;
+}
+
+/* Opens the call's journal line, formatted by FMT (a tl__jfmt_ call writing to &w) once to
+ * measure and once for real; returns TL_ENOMEM from the calling function, before anything has
+ * changed, when the line cannot be allocated. Declares j and w for journal_leave. */
+#define JOURNAL_OPEN(s, FMT)                                                                       \
+  tl__jline *j = NULL;                                                                             \
+  tl__jw w = {NULL, 0, 0};                                                                         \
+  do {                                                                                             \
+    if ((s)->cfg.journal != NULL) {                                                                \
+      FMT;                                                                                         \
+      if ((j = tl__journal_open((s), &w)) == NULL)                                                 \
+        return leave((s), TL_ENOMEM);                                                              \
+      FMT;                                                                                         \
+    }                                                                                              \
+  } while (0)
+
+/* Ends a journaled call: its line gets the result, then leave. */
+static int journal_leave(tl_scheduler *s, tl__jline *j, tl__jw *w, int err, const char *extra) {
+  tl__journal_close(s, j, w, err, extra);
+  return leave(s, err);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -115,10 +136,13 @@ int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler 
   tl__list_init(&s->heartbeat_order);
   tl__list_init(&s->pending_order);
   tl__list_init(&s->tombstone_order);
+  s->journal_tail = &s->journal;
   atomic_init(&s->batch_delivered, 0);
   s->next_tid = 1;
   s->next_taskset_id = 1;
   s->last_now = tl__clock_read(s);
+  if (s->cfg.journal != NULL)
+    tl__journal_start(s); /* no lock yet: nothing is shared */
   *out = s;
   return TL_OK;
 }
@@ -144,6 +168,7 @@ static void destroy_all(tl_scheduler *s) {
     HASH_DELETE(hh_by_name, s->racks_by_name, rack);
     tl__free(s, rack, sizeof *rack + rack->name_len + 1);
   }
+  tl__journal_free_list(s, s->journal);
   tl__events_clear(s, &s->events, 0);
   tl__events_clear(s, &s->batch, 0);
   tl__free(s, s->events.ev, s->events.cap * sizeof(tl__event));
@@ -170,6 +195,12 @@ int tl_scheduler_free(tl_scheduler *s) {
     }
   }
 
+  if (s->cfg.journal != NULL) { /* every earlier line was written: nobody was dispatching */
+    char line[40];
+    snprintf(line, sizeof line, "@%" PRIu64 " free = OK", s->last_now);
+    s->cfg.journal(s->cfg.journal_ud, line);
+  }
+
   uv_mutex_lock(&s->lock);
   destroy_all(s);
   uv_mutex_unlock(&s->lock);
@@ -194,7 +225,9 @@ int tl_executor_add(tl_scheduler *s, const tl_executor_desc *d) {
   int err = enter_at(s, t);
   if (err != TL_OK)
     return err;
-  return leave(s, tl__executor_add(s, d));
+  JOURNAL_OPEN(s, tl__jfmt_add(&w, d));
+  err = tl__executor_add(s, d);
+  return journal_leave(s, j, &w, err, NULL);
 }
 
 int tl_executor_lost(tl_scheduler *s, const char *executor_id, const tl_loss_reason *reason) {
@@ -205,7 +238,9 @@ int tl_executor_lost(tl_scheduler *s, const char *executor_id, const tl_loss_rea
   int err = enter_at(s, t);
   if (err != TL_OK)
     return err;
-  return leave(s, tl__executor_lost(s, executor_id, reason));
+  JOURNAL_OPEN(s, tl__jfmt_lost(&w, executor_id, reason));
+  err = tl__executor_lost(s, executor_id, reason);
+  return journal_leave(s, j, &w, err, NULL);
 }
 
 int tl_executor_heartbeat(tl_scheduler *s, const char *executor_id) {
@@ -215,7 +250,9 @@ int tl_executor_heartbeat(tl_scheduler *s, const char *executor_id) {
   int err = enter_at(s, t);
   if (err != TL_OK)
     return err;
-  return leave(s, tl__executor_heartbeat(s, executor_id));
+  JOURNAL_OPEN(s, tl__jfmt_id(&w, "heartbeat", executor_id));
+  err = tl__executor_heartbeat(s, executor_id);
+  return journal_leave(s, j, &w, err, NULL);
 }
 
 int tl_executor_decommission(tl_scheduler *s, const char *executor_id, const char *message) {
@@ -224,7 +261,9 @@ int tl_executor_decommission(tl_scheduler *s, const char *executor_id, const cha
   int err = enter(s);
   if (err != TL_OK)
     return err;
-  return leave(s, tl__executor_decommission(s, executor_id, message));
+  JOURNAL_OPEN(s, tl__jfmt_decommission(&w, executor_id, message));
+  err = tl__executor_decommission(s, executor_id, message);
+  return journal_leave(s, j, &w, err, NULL);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -237,7 +276,14 @@ int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out) {
   int err = enter(s);
   if (err != TL_OK)
     return err;
-  return leave(s, tl__submit(s, d, out));
+  JOURNAL_OPEN(s, tl__jfmt_submit(&w, d));
+  tl_taskset_id id = 0;
+  err = tl__submit(s, d, &id);
+  if (err == TL_OK && out != NULL)
+    *out = id;
+  char extra[32];
+  snprintf(extra, sizeof extra, " ts=%" PRIu64, id);
+  return journal_leave(s, j, &w, err, err == TL_OK ? extra : NULL);
 }
 
 int tl_kill_task(tl_scheduler *s, tl_tid tid, bool interrupt, const char *reason) {
@@ -246,7 +292,9 @@ int tl_kill_task(tl_scheduler *s, tl_tid tid, bool interrupt, const char *reason
   int err = enter(s);
   if (err != TL_OK)
     return err;
-  return leave(s, tl__kill_task(s, tid, interrupt, reason));
+  JOURNAL_OPEN(s, tl__jfmt_kill_task(&w, tid, interrupt, reason));
+  err = tl__kill_task(s, tid, interrupt, reason);
+  return journal_leave(s, j, &w, err, NULL);
 }
 
 int tl_kill_stage(tl_scheduler *s, uint32_t stage_id, bool interrupt, const char *reason) {
@@ -255,7 +303,9 @@ int tl_kill_stage(tl_scheduler *s, uint32_t stage_id, bool interrupt, const char
   int err = enter(s);
   if (err != TL_OK)
     return err;
-  return leave(s, tl__kill_stage(s, stage_id, interrupt, reason));
+  JOURNAL_OPEN(s, tl__jfmt_kill_stage(&w, stage_id, interrupt, reason));
+  err = tl__kill_stage(s, stage_id, interrupt, reason);
+  return journal_leave(s, j, &w, err, NULL);
 }
 
 int tl_cancel_stage(tl_scheduler *s, uint32_t stage_id, const char *reason) {
@@ -264,7 +314,9 @@ int tl_cancel_stage(tl_scheduler *s, uint32_t stage_id, const char *reason) {
   int err = enter(s);
   if (err != TL_OK)
     return err;
-  return leave(s, tl__cancel_stage(s, stage_id, reason));
+  JOURNAL_OPEN(s, tl__jfmt_cancel_stage(&w, stage_id, reason));
+  err = tl__cancel_stage(s, stage_id, reason);
+  return journal_leave(s, j, &w, err, NULL);
 }
 
 int tl_partition_completed(tl_scheduler *s, uint32_t stage_id, uint32_t index) {
@@ -273,7 +325,9 @@ int tl_partition_completed(tl_scheduler *s, uint32_t stage_id, uint32_t index) {
   int err = enter(s);
   if (err != TL_OK)
     return err;
-  return leave(s, tl__partition_completed(s, stage_id, index));
+  JOURNAL_OPEN(s, tl__jfmt_partition_completed(&w, stage_id, index));
+  err = tl__partition_completed(s, stage_id, index);
+  return journal_leave(s, j, &w, err, NULL);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -293,7 +347,12 @@ int tl_resource_offers(tl_scheduler *s, const tl_offer *offers, size_t noffers, 
   int err = enter_at(s, t);
   if (err != TL_OK)
     return err;
-  return leave(s, tl__resource_offers(s, offers, noffers, out, cap, nout));
+  JOURNAL_OPEN(s, tl__jfmt_offers(&w, offers, noffers, cap));
+  tl_tid first = s->next_tid;
+  err = tl__resource_offers(s, offers, noffers, out, cap, nout);
+  char extra[64];
+  snprintf(extra, sizeof extra, " launched=%zu tid=%" PRIu64, *nout, first);
+  return journal_leave(s, j, &w, err, err == TL_OK ? extra : NULL);
 }
 
 int tl_status_update(tl_scheduler *s, const char *executor_id, tl_tid tid, const tl_update *u) {
@@ -307,7 +366,9 @@ int tl_status_update(tl_scheduler *s, const char *executor_id, tl_tid tid, const
   int err = enter(s);
   if (err != TL_OK)
     return err;
-  return leave(s, tl__status_update(s, executor_id, tid, u));
+  JOURNAL_OPEN(s, tl__jfmt_update(&w, executor_id, tid, u));
+  err = tl__status_update(s, executor_id, tid, u);
+  return journal_leave(s, j, &w, err, NULL);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -320,7 +381,18 @@ uint64_t tl_tick(tl_scheduler *s) {
   uint64_t t = tl__clock_read(s);
   if (enter_at(s, t) != TL_OK)
     return TL_TICK_NEVER;
+  tl__jline *j = NULL;
+  tl__jw w = {NULL, 0, 0};
+  if (s->cfg.journal != NULL) {
+    tl__jw_lit(&w, "tick");
+    if ((j = tl__journal_open(s, &w)) == NULL) {
+      uv_mutex_unlock(&s->lock);
+      return 0; /* nothing was done: the caller ticks again */
+    }
+    tl__jw_lit(&w, "tick");
+  }
   uint64_t next = tl__executors_tick(s, s->last_now);
+  tl__journal_close(s, j, &w, TL_OK, NULL);
   if (tl__unlock_and_dispatch(s)) {
     /* Callbacks may have moved a deadline (a loss they reported starts a pending deadline). */
     t = tl__clock_read(s);

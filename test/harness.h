@@ -33,6 +33,7 @@ Suite *tl_loss_suite(void);
 Suite *tl_events_suite(void);
 Suite *tl_spark_suite(void);
 Suite *tl_inspect_suite(void);
+Suite *tl_journal_suite(void);
 
 /* A test case with the project's per-test timeout. */
 TCase *tlt_tcase(Suite *suite, const char *name);

@@ -10,6 +10,11 @@
  * pending, then the exit code). After every step it prints the size of every map the ledger
  * keeps and runs tl_check; at the end it requires that everything drained back to the empty
  * scheduler's allocations, and exits non-zero, saying what was retained, if it did not.
+ *
+ *   tl-spark-18553 [--journal PREFIX]
+ *
+ * With --journal, each run's call journal (docs/journal.md) is written to PREFIX.a and PREFIX.b,
+ * for tl-replay.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -584,6 +589,10 @@ static void print_old_design(demo *d) {
     printf("pinning %zu zombie TaskSetManagers.\n", npinned);
 }
 
+static const char *journal_prefix; /* --journal PREFIX, or NULL */
+
+static void write_journal_line(void *ud, const char *line) { fprintf(ud, "%s\n", line); }
+
 /* Runs the scenario once; returns true when everything drained. */
 static bool run_scenario(bool two_phase) {
   static demo d; /* static: the records are a few kilobytes */
@@ -594,6 +603,17 @@ static bool run_scenario(bool two_phase) {
   d.cfg.max_task_failures = 1; /* spark.task.maxFailures=1, as in the reproduction */
   d.cfg.clock = demo_clock;
   d.cfg.clock_ud = &d;
+  FILE *journal = NULL;
+  if (journal_prefix != NULL) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s.%c", journal_prefix, two_phase ? 'b' : 'a');
+    if ((journal = fopen(path, "w")) == NULL) {
+      perror(path);
+      exit(EXIT_FAILURE);
+    }
+    d.cfg.journal = write_journal_line;
+    d.cfg.journal_ud = journal;
+  }
   tl_callbacks cb = {.ud = &d,
                      .task_started = on_task_started,
                      .task_ended = on_task_ended,
@@ -725,10 +745,20 @@ static bool run_scenario(bool two_phase) {
          " tl_check clean x%zu\n",
          run, ok ? "DRAINED" : "RETAINED", back_before_free, d.payloads_made, st.mem_live_blocks,
          st.mem_live_bytes, memory_back ? "=" : "!=", d.steps);
+  if (journal != NULL && fclose(journal) != 0) {
+    perror("journal");
+    ok = false;
+  }
   return ok;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "--journal") == 0) {
+    journal_prefix = argv[2];
+  } else if (argc != 1) {
+    fprintf(stderr, "usage: %s [--journal PREFIX]\n", argv[0]);
+    return EXIT_FAILURE;
+  }
   printf("tl-spark-18553 (taskledger %s): SPARK-18553, two executors x %d cores, "
          "max_task_failures 1\n",
          tl_version_string(), CORES);

@@ -1,0 +1,583 @@
+/* The journal replayer: parses each line of a call journal (docs/journal.md) and makes the same
+ * call on a fresh scheduler whose clock is set to the journaled time, so the ledger goes through
+ * the same transitions in the same order. Payloads and results, which a journal cannot hold,
+ * are stand-ins made here and handed back as the ledger says.
+ *
+ * Calls made from inside callbacks in the original run appear in the journal where they took
+ * the lock, so replaying lines one after another from the top reproduces the original order.
+ */
+#include "replay.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct token {
+  char *text; /* NUL-terminated, escapes decoded; NULL for "-" */
+  bool quoted;
+} token;
+
+typedef struct payload {
+  size_t sub; /* index in replayer.subs */
+} payload;
+
+typedef struct submission {
+  tl_taskset_id id;
+  bool released;
+} submission;
+
+typedef struct replayer {
+  tl_scheduler *s;
+  uint64_t now; /* what the clock says: the time of the line being replayed */
+  submission *subs;
+  size_t nsubs, capsubs;
+  tlr_report *report;
+  FILE *trace;
+  bool out_of_memory; /* a stand-in could not be allocated */
+} replayer;
+
+/* ---------------------------------------------------------------------------------------------
+ * Callbacks: hand back what the ledger hands back
+ * ------------------------------------------------------------------------------------------- */
+
+static uint64_t replay_clock(void *ud) { return ((replayer *)ud)->now; }
+
+static void result_free(void *result) { free(result); }
+
+static void on_task_ended(void *ud, const tl_task_info *task, const tl_task_end *end) {
+  (void)ud;
+  (void)task;
+  if (end->result != NULL && end->result_free != NULL)
+    end->result_free(end->result);
+}
+
+static void on_released(void *ud, const tl_taskset_info *ts, void *p) {
+  replayer *r = ud;
+  (void)ts;
+  payload *pl = p;
+  if (pl != NULL && pl->sub < r->nsubs)
+    r->subs[pl->sub].released = true;
+  r->report->released++;
+  free(pl);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Parsing
+ * ------------------------------------------------------------------------------------------- */
+
+static int hex(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+/* Splits a line into tokens in place. Returns the count, or -1 on a malformed string. */
+static int tokenize(char *line, token *tok, int max) {
+  int n = 0;
+  char *p = line;
+  for (;;) {
+    while (*p == ' ')
+      p++;
+    if (*p == '\0')
+      return n;
+    if (n == max)
+      return -1;
+    if (*p == '"') {
+      char *out = ++p, *start = out;
+      for (;;) {
+        if (*p == '\0')
+          return -1;
+        if (*p == '"')
+          break;
+        if (*p == '\\') {
+          p++;
+          if (*p == 'x') {
+            int hi = hex(p[1]), lo = hi < 0 ? -1 : hex(p[2]);
+            if (lo < 0 || (hi == 0 && lo == 0))
+              return -1;
+            *out++ = (char)(hi * 16 + lo);
+            p += 3;
+          } else if (*p == '"' || *p == '\\') {
+            *out++ = *p++;
+          } else {
+            return -1;
+          }
+        } else {
+          *out++ = *p++;
+        }
+      }
+      p++;
+      if (*p != ' ' && *p != '\0')
+        return -1;
+      if (*p == ' ')
+        p++;
+      *out = '\0';
+      tok[n].text = start;
+      tok[n].quoted = true;
+    } else {
+      char *start = p;
+      while (*p != ' ' && *p != '\0')
+        p++;
+      if (*p == ' ')
+        *p++ = '\0';
+      tok[n].text = strcmp(start, "-") == 0 ? NULL : start;
+      tok[n].quoted = false;
+    }
+    n++;
+  }
+}
+
+static bool parse_u64(const char *text, uint64_t *out) {
+  if (text == NULL || *text < '0' || *text > '9')
+    return false;
+  char *end;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (*end != '\0')
+    return false;
+  *out = v;
+  return true;
+}
+
+static bool parse_i64(const char *text, int64_t *out) {
+  if (text == NULL)
+    return false;
+  char *end;
+  long long v = strtoll(text, &end, 10);
+  if (*end != '\0' || end == text)
+    return false;
+  *out = v;
+  return true;
+}
+
+/* A "key=value" token with a number. */
+static bool key_u64(const token *t, const char *key, uint64_t *out) {
+  size_t n = strlen(key);
+  if (t->quoted || t->text == NULL || strncmp(t->text, key, n) != 0 || t->text[n] != '=')
+    return false;
+  return parse_u64(t->text + n + 1, out);
+}
+
+static bool key_u32(const token *t, const char *key, uint32_t *out) {
+  uint64_t v;
+  if (!key_u64(t, key, &v) || v > UINT32_MAX)
+    return false;
+  *out = (uint32_t)v;
+  return true;
+}
+
+static bool key_i64(const token *t, const char *key, int64_t *out) {
+  size_t n = strlen(key);
+  if (t->quoted || t->text == NULL || strncmp(t->text, key, n) != 0 || t->text[n] != '=')
+    return false;
+  return parse_i64(t->text + n + 1, out);
+}
+
+/* A string argument: quoted, or "-" for NULL. */
+static bool str_arg(const token *t, const char **out) {
+  if (!t->quoted && t->text != NULL)
+    return false;
+  *out = t->text;
+  return true;
+}
+
+static int name_index(const char *text, const char *const *names, int n) {
+  for (int i = 0; text != NULL && i < n; i++)
+    if (strcmp(text, names[i]) == 0)
+      return i;
+  return -1;
+}
+
+static const char *const loss_names[] = {"PENDING",           "EXITED", "PROCESS_LOST",
+                                         "HEARTBEAT_TIMEOUT", "KILLED", "DECOMMISSIONED",
+                                         "PENDING_TIMEOUT"};
+static const char *const state_names[] = {"RUNNING", "FINISHED", "FAILED", "KILLED"};
+static const char *const end_names[] = {"SUCCESS",       "EXCEPTION",     "FETCH_FAILED",
+                                        "KILLED",        "COMMIT_DENIED", "RESULT_LOST",
+                                        "EXECUTOR_LOST", "RESUBMITTED"};
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static bool parse_err(const char *text, int *out) {
+  for (int err = TL_OK; err >= TL_ECORRUPT; err--) {
+    if (text != NULL && strcmp(text, tl_err_name(err)) == 0) {
+      *out = err;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The replay
+ * ------------------------------------------------------------------------------------------- */
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static int
+stop(replayer *r, int verdict, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->report->why, sizeof r->report->why, fmt, ap);
+  va_end(ap);
+  r->report->bad_line = r->report->lines;
+  return verdict;
+}
+
+static int start_scheduler(replayer *r, token *tok, int n) {
+  tl_config cfg;
+  tl_config_init(&cfg);
+  uint64_t start = 0;
+  for (int i = 1; i < n; i++) {
+    uint64_t v;
+    if (key_u32(&tok[i], "cpus_per_task", &cfg.cpus_per_task) ||
+        key_u32(&tok[i], "max_task_failures", &cfg.max_task_failures) ||
+        key_u64(&tok[i], "heartbeat_timeout_ns", &cfg.heartbeat_timeout_ns) ||
+        key_u64(&tok[i], "pending_loss_timeout_ns", &cfg.pending_loss_timeout_ns) ||
+        key_u32(&tok[i], "max_tombstones", &cfg.max_tombstones) ||
+        key_u64(&tok[i], "tombstone_ttl_ns", &cfg.tombstone_ttl_ns))
+      continue;
+    if (key_u64(&tok[i], "start", &v)) {
+      start = v;
+      continue;
+    }
+    /* Keys this version does not know: a later journal version would have a new header. */
+    return stop(r, TLR_BAD_INPUT, "unknown config field %s", tok[i].text ? tok[i].text : "-");
+  }
+  r->now = start;
+  cfg.clock = replay_clock;
+  cfg.clock_ud = r;
+  tl_callbacks cb = {0};
+  cb.ud = r;
+  cb.task_ended = on_task_ended;
+  cb.taskset_released = on_released;
+  int err = tl_scheduler_new(&cfg, &cb, &r->s);
+  if (err != TL_OK)
+    return stop(r, err == TL_ENOMEM ? TLR_NO_MEMORY : TLR_BAD_INPUT,
+                "tl_scheduler_new with this config: %s", tl_err_name(err));
+  return TLR_OK;
+}
+
+static int bad(replayer *r, const char *op) {
+  return stop(r, TLR_BAD_INPUT, "cannot parse the arguments of %s", op);
+}
+
+/* Makes the call of one journal line. args: the tokens between the op and "="; extra: the
+ * tokens after the result. Sets *err to what the call returned, and *matches to whether the
+ * call's extra results (task set id, launches) agree with the journal. */
+static int call(replayer *r, const char *op, token *a, int na, token *extra, int nextra, int *err,
+                bool *matches) {
+  tl_scheduler *s = r->s;
+  *matches = true;
+  if (strcmp(op, "add") == 0) {
+    tl_executor_desc d;
+    if (na != 4 || !str_arg(&a[0], &d.id) || !str_arg(&a[1], &d.host) || !str_arg(&a[2], &d.rack) ||
+        !key_u32(&a[3], "cores", &d.cores))
+      return bad(r, op);
+    *err = tl_executor_add(s, &d);
+  } else if (strcmp(op, "lost") == 0) {
+    const char *id;
+    tl_loss_reason reason;
+    uint64_t app;
+    int64_t exit_code;
+    int kind = na == 5 ? name_index(a[1].text, loss_names, COUNT(loss_names)) : -1;
+    if (kind < 0 || !str_arg(&a[0], &id) || !key_u64(&a[2], "app", &app) ||
+        !key_i64(&a[3], "exit", &exit_code) || !str_arg(&a[4], &reason.message))
+      return bad(r, op);
+    reason.kind = (tl_loss_kind)kind;
+    reason.caused_by_app = app != 0;
+    reason.exit_code = (int)exit_code;
+    *err = tl_executor_lost(s, id, &reason);
+  } else if (strcmp(op, "heartbeat") == 0) {
+    const char *id;
+    if (na != 1 || !str_arg(&a[0], &id))
+      return bad(r, op);
+    *err = tl_executor_heartbeat(s, id);
+  } else if (strcmp(op, "decommission") == 0) {
+    const char *id, *msg;
+    if (na != 2 || !str_arg(&a[0], &id) || !str_arg(&a[1], &msg))
+      return bad(r, op);
+    *err = tl_executor_decommission(s, id, msg);
+  } else if (strcmp(op, "submit") == 0) {
+    tl_taskset_desc d = {0};
+    if (na != 5 || !key_u32(&a[0], "stage", &d.stage_id) ||
+        !key_u32(&a[1], "attempt", &d.stage_attempt) || !key_u32(&a[2], "priority", &d.priority) ||
+        !key_u32(&a[3], "ntasks", &d.ntasks) || !key_u32(&a[4], "cpus", &d.cpus_per_task))
+      return bad(r, op);
+    if (r->nsubs == r->capsubs) {
+      size_t cap = r->capsubs ? 2 * r->capsubs : 16;
+      submission *subs = realloc(r->subs, cap * sizeof *subs);
+      if (subs == NULL)
+        return stop(r, TLR_NO_MEMORY, "out of memory");
+      r->subs = subs;
+      r->capsubs = cap;
+    }
+    payload *pl = malloc(sizeof *pl);
+    if (pl == NULL)
+      return stop(r, TLR_NO_MEMORY, "out of memory");
+    pl->sub = r->nsubs;
+    d.payload = pl;
+    tl_taskset_id id = 0;
+    *err = tl_submit(s, &d, &id);
+    if (*err != TL_OK) {
+      free(pl);
+    } else {
+      r->subs[r->nsubs].id = id;
+      r->subs[r->nsubs].released = false;
+      r->nsubs++;
+      r->report->submitted++;
+      uint64_t want;
+      *matches = nextra == 1 && key_u64(&extra[0], "ts", &want) && want == id;
+    }
+  } else if (strcmp(op, "kill_task") == 0) {
+    uint64_t tid, interrupt;
+    const char *reason;
+    if (na != 3 || !key_u64(&a[0], "tid", &tid) || !key_u64(&a[1], "interrupt", &interrupt) ||
+        !str_arg(&a[2], &reason))
+      return bad(r, op);
+    *err = tl_kill_task(s, tid, interrupt != 0, reason);
+  } else if (strcmp(op, "kill_stage") == 0) {
+    uint32_t stage;
+    uint64_t interrupt;
+    const char *reason;
+    if (na != 3 || !key_u32(&a[0], "stage", &stage) || !key_u64(&a[1], "interrupt", &interrupt) ||
+        !str_arg(&a[2], &reason))
+      return bad(r, op);
+    *err = tl_kill_stage(s, stage, interrupt != 0, reason);
+  } else if (strcmp(op, "cancel_stage") == 0) {
+    uint32_t stage;
+    const char *reason;
+    if (na != 2 || !key_u32(&a[0], "stage", &stage) || !str_arg(&a[1], &reason))
+      return bad(r, op);
+    *err = tl_cancel_stage(s, stage, reason);
+  } else if (strcmp(op, "partition_completed") == 0) {
+    uint32_t stage, index;
+    if (na != 2 || !key_u32(&a[0], "stage", &stage) || !key_u32(&a[1], "index", &index))
+      return bad(r, op);
+    *err = tl_partition_completed(s, stage, index);
+  } else if (strcmp(op, "offers") == 0) {
+    uint64_t cap, n;
+    if (na < 2 || !key_u64(&a[0], "cap", &cap) || !key_u64(&a[1], "n", &n) ||
+        (uint64_t)na != 2 + 2 * n)
+      return bad(r, op);
+    uint64_t want_launched = 0, want_tid = 0;
+    bool have = nextra == 2 && key_u64(&extra[0], "launched", &want_launched) &&
+                key_u64(&extra[1], "tid", &want_tid);
+    /* Room for one launch more than the journal says, so that launching more is seen. */
+    size_t room = cap < want_launched + 1 ? (size_t)cap : (size_t)want_launched + 1;
+    tl_offer *offers = calloc(n ? n : 1, sizeof *offers);
+    tl_launch *out = calloc(room ? room : 1, sizeof *out);
+    if (offers == NULL || out == NULL) {
+      free(offers);
+      free(out);
+      return stop(r, TLR_NO_MEMORY, "out of memory");
+    }
+    for (uint64_t i = 0; i < n; i++) {
+      uint64_t cores;
+      if (!str_arg(&a[2 + 2 * i], &offers[i].executor_id) ||
+          !parse_u64(a[3 + 2 * i].text, &cores) || cores > UINT32_MAX) {
+        free(offers);
+        free(out);
+        return bad(r, op);
+      }
+      offers[i].cores = (uint32_t)cores;
+    }
+    size_t nout = 0;
+    *err = tl_resource_offers(s, offers, (size_t)n, out, room, &nout);
+    if (*err == TL_OK)
+      *matches = have && nout == want_launched && (nout == 0 || out[0].tid == want_tid);
+    free(offers);
+    free(out);
+  } else if (strcmp(op, "update") == 0) {
+    const char *id, *msg;
+    uint64_t tid, has_result, size;
+    int state = na == 7 ? name_index(a[2].text, state_names, COUNT(state_names)) : -1;
+    if (state < 0 || !str_arg(&a[0], &id) || !key_u64(&a[1], "tid", &tid) ||
+        !str_arg(&a[4], &msg) || !key_u64(&a[5], "result", &has_result) ||
+        !key_u64(&a[6], "size", &size))
+      return bad(r, op);
+    tl_update u = {0};
+    u.state = (tl_task_state)state;
+    if (u.state == TL_TASK_FAILED) {
+      int kind = name_index(a[3].text, end_names, COUNT(end_names));
+      if (kind < 0)
+        return bad(r, op);
+      u.failure = (tl_end_kind)kind;
+    }
+    u.message = msg;
+    u.result_size = (size_t)size;
+    if (has_result) {
+      if ((u.result = malloc(1)) == NULL)
+        return stop(r, TLR_NO_MEMORY, "out of memory");
+      u.result_free = result_free;
+    }
+    *err = tl_status_update(s, id, tid, &u);
+    if (*err != TL_OK)
+      free(u.result); /* on error the result stays the caller's */
+  } else if (strcmp(op, "tick") == 0) {
+    if (na != 0)
+      return bad(r, op);
+    (void)tl_tick(s);
+    *err = TL_OK;
+  } else {
+    return stop(r, TLR_BAD_INPUT, "unknown call %s", op);
+  }
+  return TLR_OK;
+}
+
+/* The end of the replay: is anything retained? */
+static int finish(replayer *r) {
+  tlr_report *rep = r->report;
+  tl_stats_get(r->s, &rep->final);
+  rep->drained = rep->final.tasksets_active + rep->final.tasksets_zombie == 0 &&
+                 rep->final.attempts_running + rep->final.attempts_frozen == 0;
+  int verdict = TLR_OK;
+  if (!rep->drained) {
+    size_t used = (size_t)snprintf(rep->why, sizeof rep->why,
+                                   "not drained: %zu task sets active, %zu zombie, %zu attempts "
+                                   "running, %zu frozen\n",
+                                   rep->final.tasksets_active, rep->final.tasksets_zombie,
+                                   rep->final.attempts_running, rep->final.attempts_frozen);
+    for (size_t i = 0; i < r->nsubs && used < sizeof rep->why - 1; i++) {
+      if (r->subs[i].released)
+        continue;
+      tl_explain_taskset(r->s, r->subs[i].id, rep->why + used, sizeof rep->why - used);
+      used += strlen(rep->why + used);
+    }
+    verdict = TLR_NOT_DRAINED;
+  }
+  tl_scheduler_free(r->s);
+  r->s = NULL;
+  return verdict;
+}
+
+static int replay_tokens(replayer *r, char *line, token *tok, int max, bool *done);
+
+static int replay_line(replayer *r, char *line, bool *seen_header, bool *done) {
+  size_t len = strlen(line);
+  while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+    line[--len] = '\0';
+  if (len == 0)
+    return TLR_OK;
+  if (!*seen_header) {
+    if (strcmp(line, "# taskledger journal v1") != 0)
+      return stop(r, TLR_BAD_INPUT, "not a taskledger journal of version 1 (first line: %.60s)",
+                  line);
+    *seen_header = true;
+    return TLR_OK;
+  }
+  if (line[0] == '#')
+    return TLR_OK;
+  size_t max = 1; /* a token per space at the most */
+  for (const char *p = line; *p != '\0'; p++)
+    max += *p == ' ';
+  if (max > INT32_MAX)
+    return stop(r, TLR_BAD_INPUT, "line too long");
+  token *tok = malloc(max * sizeof *tok);
+  if (tok == NULL)
+    return stop(r, TLR_NO_MEMORY, "out of memory");
+  int verdict = replay_tokens(r, line, tok, (int)max, done);
+  free(tok);
+  return verdict;
+}
+
+static int replay_tokens(replayer *r, char *line, token *tok, int max, bool *done) {
+  int n = tokenize(line, tok, max);
+  if (n <= 0)
+    return stop(r, TLR_BAD_INPUT, "malformed line");
+  if (tok[0].text != NULL && strcmp(tok[0].text, "config") == 0) {
+    if (r->s != NULL)
+      return stop(r, TLR_BAD_INPUT, "a second config line");
+    return start_scheduler(r, tok, n);
+  }
+  uint64_t t;
+  if (tok[0].quoted || tok[0].text == NULL || tok[0].text[0] != '@' ||
+      !parse_u64(tok[0].text + 1, &t) || n < 4)
+    return stop(r, TLR_BAD_INPUT, "malformed line");
+  if (r->s == NULL)
+    return stop(r, TLR_BAD_INPUT, "a call before the config line");
+  int eq = -1;
+  for (int i = 2; i < n; i++)
+    if (!tok[i].quoted && tok[i].text != NULL && strcmp(tok[i].text, "=") == 0)
+      eq = i; /* the last "=": strings are quoted, so it is the result's */
+  int want;
+  if (eq < 0 || eq + 1 >= n || !parse_err(tok[eq + 1].text, &want))
+    return stop(r, TLR_BAD_INPUT, "no result on the line");
+  const char *op = tok[1].text != NULL ? tok[1].text : "-";
+  r->now = t;
+
+  if (strcmp(op, "free") == 0) {
+    *done = true;
+    return finish(r);
+  }
+  if (want == TL_ENOMEM) { /* it changed nothing when it was journaled */
+    r->report->skipped++;
+    return TLR_OK;
+  }
+  int got = TL_OK;
+  bool matches = true;
+  int verdict = call(r, op, tok + 2, eq - 2, tok + eq + 2, n - eq - 2, &got, &matches);
+  if (verdict != TLR_OK)
+    return verdict;
+  r->report->calls++;
+  if (r->trace != NULL)
+    fprintf(r->trace, "%zu: %s -> %s%s\n", r->report->lines, op, tl_err_name(got),
+            matches ? "" : " (results differ)");
+  if (got == TL_ENOMEM)
+    return stop(r, TLR_NO_MEMORY, "%s ran out of memory in the replay", op);
+  if (got != want)
+    return stop(r, TLR_BROKEN, "diverged: %s returned %s, the journal says %s", op,
+                tl_err_name(got), tl_err_name(want));
+  if (!matches)
+    return stop(r, TLR_BROKEN, "diverged: %s's results differ from the journal's", op);
+  char why[512];
+  if (tl_check(r->s, why, sizeof why) != TL_OK)
+    return stop(r, TLR_BROKEN, "invariant broken after %s: %s", op, why);
+  return TLR_OK;
+}
+
+int tlr_replay(FILE *in, const tlr_options *options, tlr_report *report) {
+  memset(report, 0, sizeof *report);
+  replayer r = {0};
+  r.report = report;
+  r.trace = options != NULL ? options->trace : NULL;
+  char *line = NULL;
+  size_t cap = 0;
+  bool seen_header = false, done = false;
+  int verdict = TLR_OK;
+  while (verdict == TLR_OK && !done && getline(&line, &cap, in) >= 0) {
+    report->lines++;
+    verdict = replay_line(&r, line, &seen_header, &done);
+  }
+  free(line);
+  if (verdict == TLR_OK && !done) {
+    if (r.s == NULL)
+      verdict = stop(&r, TLR_BAD_INPUT, "no config line");
+    else
+      verdict = finish(&r);
+  }
+  if (r.s != NULL) /* stopped early: free what is left (its payloads come back) */
+    tl_scheduler_free(r.s);
+  free(r.subs);
+  return verdict;
+}
+
+int tlr_replay_text(const char *text, const tlr_options *options, tlr_report *report) {
+  if (text[0] == '\0') {
+    memset(report, 0, sizeof *report);
+    snprintf(report->why, sizeof report->why, "empty journal");
+    return TLR_BAD_INPUT;
+  }
+  FILE *in = fmemopen((void *)text, strlen(text), "r");
+  if (in == NULL) {
+    memset(report, 0, sizeof *report);
+    return TLR_NO_MEMORY;
+  }
+  int verdict = tlr_replay(in, options, report);
+  fclose(in);
+  return verdict;
+}

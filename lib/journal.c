@@ -1,0 +1,243 @@
+/* The call journal: one text line per call, in the order the calls took the lock, so that a
+ * run can be replayed call for call (examples/replay) and a user can send us the journal of a
+ * run that went wrong. The format is described in docs/journal.md and versioned by its first
+ * line.
+ *
+ * A line is formatted twice: once to measure it, then into the allocation made for it before
+ * the call changes anything, so that journaling cannot make a call fail halfway. Lines are
+ * queued under the scheduler's lock and written to cfg.journal by the dispatcher (events.c)
+ * with the lock released.
+ */
+#include "internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#define PREFIX_MAX 24 /* "@" + 20 digits + " " and the NUL */
+#define RESULT_MAX 80 /* " = ECORRUPT" + " launched=<20 digits> tid=<20 digits>" */
+
+static void put(tl__jw *w, const char *p, size_t n) {
+  if (w->buf != NULL && w->len + n < w->cap)
+    memcpy(w->buf + w->len, p, n);
+  w->len += n;
+}
+
+void tl__jw_lit(tl__jw *w, const char *text) { put(w, text, strlen(text)); }
+
+void tl__jw_u64(tl__jw *w, uint64_t v) {
+  char tmp[24];
+  int n = snprintf(tmp, sizeof tmp, "%" PRIu64, v);
+  put(w, tmp, (size_t)n);
+}
+
+void tl__jw_i64(tl__jw *w, int64_t v) {
+  char tmp[24];
+  int n = snprintf(tmp, sizeof tmp, "%" PRId64, v);
+  put(w, tmp, (size_t)n);
+}
+
+void tl__jw_bool(tl__jw *w, bool v) { put(w, v ? "1" : "0", 1); }
+
+/* Strings go in double quotes; a backslash escapes a quote, a backslash, and (as \xHH) every
+ * byte outside printable ASCII, so a line never holds a newline. NULL is a bare "-". */
+void tl__jw_str(tl__jw *w, const char *text) {
+  if (text == NULL) {
+    put(w, "-", 1);
+    return;
+  }
+  put(w, "\"", 1);
+  for (const unsigned char *p = (const unsigned char *)text; *p != '\0'; p++) {
+    if (*p == '"' || *p == '\\') {
+      char esc[2] = {'\\', (char)*p};
+      put(w, esc, 2);
+    } else if (*p < 0x20 || *p >= 0x7f) {
+      char esc[5];
+      snprintf(esc, sizeof esc, "\\x%02x", *p);
+      put(w, esc, 4);
+    } else {
+      put(w, (const char *)p, 1);
+    }
+  }
+  put(w, "\"", 1);
+}
+
+static void key_u64(tl__jw *w, const char *key, uint64_t v) {
+  tl__jw_lit(w, " ");
+  tl__jw_lit(w, key);
+  tl__jw_lit(w, "=");
+  tl__jw_u64(w, v);
+}
+
+static void arg_str(tl__jw *w, const char *text) {
+  tl__jw_lit(w, " ");
+  tl__jw_str(w, text);
+}
+
+static const char *loss_name(tl_loss_kind kind) {
+  static const char *const names[] = {"PENDING",           "EXITED", "PROCESS_LOST",
+                                      "HEARTBEAT_TIMEOUT", "KILLED", "DECOMMISSIONED",
+                                      "PENDING_TIMEOUT"};
+  return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "?";
+}
+
+static const char *state_name(tl_task_state state) {
+  static const char *const names[] = {"RUNNING", "FINISHED", "FAILED", "KILLED"};
+  return (unsigned)state < sizeof names / sizeof names[0] ? names[state] : "?";
+}
+
+static const char *end_name(tl_end_kind kind) {
+  static const char *const names[] = {"SUCCESS",       "EXCEPTION",     "FETCH_FAILED",
+                                      "KILLED",        "COMMIT_DENIED", "RESULT_LOST",
+                                      "EXECUTOR_LOST", "RESUBMITTED"};
+  return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "?";
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * One format per journaled call (the argument list; the time comes before, the result after).
+ * ------------------------------------------------------------------------------------------- */
+
+void tl__jfmt_add(tl__jw *w, const tl_executor_desc *d) {
+  tl__jw_lit(w, "add");
+  arg_str(w, d->id);
+  arg_str(w, d->host);
+  arg_str(w, d->rack);
+  key_u64(w, "cores", d->cores);
+}
+
+void tl__jfmt_lost(tl__jw *w, const char *id, const tl_loss_reason *r) {
+  tl__jw_lit(w, "lost");
+  arg_str(w, id);
+  tl__jw_lit(w, " ");
+  tl__jw_lit(w, loss_name(r->kind));
+  key_u64(w, "app", r->caused_by_app);
+  tl__jw_lit(w, " exit=");
+  tl__jw_i64(w, r->exit_code);
+  arg_str(w, r->message);
+}
+
+void tl__jfmt_id(tl__jw *w, const char *op, const char *id) {
+  tl__jw_lit(w, op);
+  arg_str(w, id);
+}
+
+void tl__jfmt_decommission(tl__jw *w, const char *id, const char *message) {
+  tl__jw_lit(w, "decommission");
+  arg_str(w, id);
+  arg_str(w, message);
+}
+
+void tl__jfmt_submit(tl__jw *w, const tl_taskset_desc *d) {
+  tl__jw_lit(w, "submit");
+  key_u64(w, "stage", d->stage_id);
+  key_u64(w, "attempt", d->stage_attempt);
+  key_u64(w, "priority", d->priority);
+  key_u64(w, "ntasks", d->ntasks);
+  key_u64(w, "cpus", d->cpus_per_task);
+}
+
+void tl__jfmt_kill_task(tl__jw *w, tl_tid tid, bool interrupt, const char *reason) {
+  tl__jw_lit(w, "kill_task");
+  key_u64(w, "tid", tid);
+  key_u64(w, "interrupt", interrupt);
+  arg_str(w, reason);
+}
+
+void tl__jfmt_kill_stage(tl__jw *w, uint32_t stage_id, bool interrupt, const char *reason) {
+  tl__jw_lit(w, "kill_stage");
+  key_u64(w, "stage", stage_id);
+  key_u64(w, "interrupt", interrupt);
+  arg_str(w, reason);
+}
+
+void tl__jfmt_cancel_stage(tl__jw *w, uint32_t stage_id, const char *reason) {
+  tl__jw_lit(w, "cancel_stage");
+  key_u64(w, "stage", stage_id);
+  arg_str(w, reason);
+}
+
+void tl__jfmt_partition_completed(tl__jw *w, uint32_t stage_id, uint32_t index) {
+  tl__jw_lit(w, "partition_completed");
+  key_u64(w, "stage", stage_id);
+  key_u64(w, "index", index);
+}
+
+void tl__jfmt_offers(tl__jw *w, const tl_offer *offers, size_t noffers, size_t cap) {
+  tl__jw_lit(w, "offers");
+  key_u64(w, "cap", cap);
+  key_u64(w, "n", noffers);
+  for (size_t i = 0; i < noffers; i++) {
+    arg_str(w, offers[i].executor_id);
+    tl__jw_lit(w, " ");
+    tl__jw_u64(w, offers[i].cores);
+  }
+}
+
+void tl__jfmt_update(tl__jw *w, const char *id, tl_tid tid, const tl_update *u) {
+  tl__jw_lit(w, "update");
+  arg_str(w, id);
+  key_u64(w, "tid", tid);
+  tl__jw_lit(w, " ");
+  tl__jw_lit(w, state_name(u->state));
+  tl__jw_lit(w, " ");
+  tl__jw_lit(w, u->state == TL_TASK_FAILED ? end_name(u->failure) : "-");
+  arg_str(w, u->message);
+  key_u64(w, "result", u->result != NULL);
+  key_u64(w, "size", u->result_size);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Lines
+ * ------------------------------------------------------------------------------------------- */
+
+tl__jline *tl__journal_open(struct tl_scheduler *s, tl__jw *w) {
+  size_t cap = PREFIX_MAX + w->len + RESULT_MAX;
+  tl__jline *j = tl__malloc(s, sizeof *j + cap);
+  if (j == NULL)
+    return NULL;
+  j->next = NULL;
+  j->cap = cap;
+  j->len = 0;
+  w->buf = j->text;
+  w->cap = cap;
+  w->len = 0;
+  tl__jw_lit(w, "@");
+  tl__jw_u64(w, s->last_now);
+  tl__jw_lit(w, " ");
+  return j;
+}
+
+void tl__journal_close(struct tl_scheduler *s, tl__jline *j, tl__jw *w, int err,
+                       const char *extra) {
+  if (j == NULL)
+    return;
+  tl__jw_lit(w, " = ");
+  tl__jw_lit(w, tl_err_name(err));
+  if (extra != NULL)
+    tl__jw_lit(w, extra);
+  /* The measure pass sized the line; a longer one would be a formatting bug: cut, not overrun. */
+  j->len = w->len < j->cap ? w->len : j->cap - 1;
+  j->text[j->len] = '\0';
+  *s->journal_tail = j;
+  s->journal_tail = &j->next;
+}
+
+void tl__journal_free_list(struct tl_scheduler *s, tl__jline *j) {
+  while (j != NULL) {
+    tl__jline *next = j->next;
+    tl__free(s, j, tl__jline_size(j));
+    j = next;
+  }
+}
+
+void tl__journal_start(struct tl_scheduler *s) {
+  const tl_config *c = &s->cfg;
+  char line[512];
+  s->cfg.journal(s->cfg.journal_ud, "# taskledger journal v1");
+  snprintf(line, sizeof line,
+           "config cpus_per_task=%" PRIu32 " max_task_failures=%" PRIu32
+           " heartbeat_timeout_ns=%" PRIu64 " pending_loss_timeout_ns=%" PRIu64
+           " max_tombstones=%" PRIu32 " tombstone_ttl_ns=%" PRIu64 " start=%" PRIu64,
+           c->cpus_per_task, c->max_task_failures, c->heartbeat_timeout_ns,
+           c->pending_loss_timeout_ns, c->max_tombstones, c->tombstone_ttl_ns, s->last_now);
+  s->cfg.journal(s->cfg.journal_ud, line);
+}

@@ -1,0 +1,346 @@
+/* The call journal: the documented line format, lock order for calls made from callbacks,
+ * calls that fail (journaled with their result) and calls that cannot be journaled (TL_ENOMEM,
+ * nothing changed), and the replayer: journals replay to the same state, and a journal that
+ * does not match the library is reported at the line where it stops matching.
+ */
+#include "harness.h"
+
+#include "../examples/replay/replay.h"
+
+/* Every journal line, in order. */
+typedef struct capture {
+  char **lines;
+  size_t n, cap;
+} capture;
+
+static void capture_line(void *ud, const char *line) {
+  capture *c = ud;
+  if (c->n == c->cap) {
+    c->cap = c->cap ? 2 * c->cap : 64;
+    c->lines = realloc(c->lines, c->cap * sizeof *c->lines);
+    ck_assert_ptr_nonnull(c->lines);
+  }
+  c->lines[c->n] = strdup(line);
+  ck_assert_ptr_nonnull(c->lines[c->n]);
+  c->n++;
+}
+
+static void capture_free(capture *c) {
+  for (size_t i = 0; i < c->n; i++)
+    free(c->lines[i]);
+  free(c->lines);
+  memset(c, 0, sizeof *c);
+}
+
+/* The journal so far as one text, lines ended by newlines (caller frees). */
+static char *capture_text(const capture *c, size_t nlines) {
+  size_t len = 1;
+  for (size_t i = 0; i < nlines; i++)
+    len += strlen(c->lines[i]) + 1;
+  char *text = malloc(len), *p = text;
+  ck_assert_ptr_nonnull(text);
+  for (size_t i = 0; i < nlines; i++)
+    p += sprintf(p, "%s\n", c->lines[i]);
+  *p = '\0';
+  return text;
+}
+
+/* The line that starts with the call's time and then op (the first such line from index from). */
+static size_t find_line(const capture *c, size_t from, const char *needle) {
+  for (size_t i = from; i < c->n; i++)
+    if (strstr(c->lines[i], needle) != NULL)
+      return i;
+  ck_abort_msg("no journal line contains \"%s\"", needle);
+  return 0;
+}
+
+static tlt_env *journaled(capture *c, tl_config *cfg) {
+  memset(c, 0, sizeof *c);
+  cfg->journal = capture_line;
+  cfg->journal_ud = c;
+  return tlt_new(cfg);
+}
+
+/* Compares two stats except mem_live_bytes: a replay runs without a journal, and its event
+ * arrays may end with a different capacity. */
+static void assert_same_state(const tl_stats *a, const tl_stats *b) {
+  tlt_assert_stats_same_but_memory(a, b, "replayed state");
+  ck_assert_uint_eq(a->mem_live_blocks, b->mem_live_blocks);
+}
+
+START_TEST(lines_follow_the_documented_format) {
+  capture c;
+  tl_config cfg = tlt_config();
+  cfg.max_task_failures = 2;
+  tlt_env *e = journaled(&c, &cfg);
+  ck_assert_uint_ge(c.n, 2);
+  ck_assert_str_eq(c.lines[0], "# taskledger journal v1");
+  ck_assert_str_eq(c.lines[1], "config cpus_per_task=1 max_task_failures=2 "
+                               "heartbeat_timeout_ns=120000000000 "
+                               "pending_loss_timeout_ns=120000000000 max_tombstones=1024 "
+                               "tombstone_ttl_ns=600000000000 start=1000000000");
+
+  tlt_add(e, "e1", "h1", NULL, 2);
+  ck_assert_str_eq(c.lines[c.n - 1], "@1000000000 add \"e1\" \"h1\" - cores=2 = OK");
+  tl_taskset_id ts = tlt_submit(e, 3, 1, 7, 2);
+  ck_assert_str_eq(c.lines[c.n - 1],
+                   "@1000000000 submit stage=3 attempt=1 priority=7 ntasks=2 cpus=0 = OK ts=1");
+  ck_assert_uint_eq(ts, 1);
+  e->now += 5;
+  tl_launch l[2];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 2, l, 2), 2);
+  ck_assert_str_eq(c.lines[c.n - 1], "@1000000005 offers cap=2 n=1 \"e1\" 2 = OK launched=2 tid=1");
+  tlt_fail(e, "e1", l[0].tid, TL_END_EXCEPTION);
+  ck_assert_str_eq(
+      c.lines[c.n - 1],
+      "@1000000005 update \"e1\" tid=1 FAILED EXCEPTION \"test failure\" result=0 size=0 = OK");
+
+  /* A failed call is journaled with its result; an invalid one (TL_EINVAL) is not. */
+  size_t before = c.n;
+  TLT_ERR(e, TL_ENOENT, tl_executor_heartbeat(e->s, "nobody"));
+  ck_assert_uint_eq(c.n, before + 1);
+  ck_assert_str_eq(c.lines[c.n - 1], "@1000000005 heartbeat \"nobody\" = ENOENT");
+  TLT_ERR(e, TL_EINVAL, tl_executor_heartbeat(e->s, ""));
+  ck_assert_uint_eq(c.n, before + 1);
+
+  /* Strings are quoted, with quotes, backslashes and non-printable bytes escaped. */
+  tl_loss_reason why = {TL_LOSS_EXITED, true, -9, "said \"bye\"\\\n\xc3\xa9"};
+  TLT_OK(e, tl_executor_lost(e->s, "e1", &why));
+  ck_assert_str_eq(c.lines[c.n - 1], "@1000000005 lost \"e1\" EXITED app=1 exit=-9 "
+                                     "\"said \\\"bye\\\"\\\\\\x0a\\xc3\\xa9\" = OK");
+  e->now += 1;
+  tl_tick(e->s);
+  ck_assert_str_eq(c.lines[c.n - 1], "@1000000006 tick = OK");
+  tlt_end(e);
+  ck_assert_str_eq(c.lines[c.n - 1], "@601000000007 free = OK");
+  capture_free(&c);
+}
+END_TEST
+
+/* A DAG layer that submits stage 1 from the task_ended of stage 0's last task. */
+static void submit_next_stage(tlt_env *e, const tlt_event *ev) {
+  if (ev->type == TLT_EV_ENDED && ev->task.stage_id == 0 && ev->end_kind == TL_END_SUCCESS &&
+      tlt_count(e, 0, TLT_EV_ENDED) == 4) {
+    tl_taskset_id id;
+    ck_assert_int_eq(tlt_submit_rc(e, 1, 0, 0, 4, 0, &id), TL_OK);
+  }
+}
+
+START_TEST(calls_from_callbacks_are_journaled_in_lock_order) {
+  capture c;
+  tl_config cfg = tlt_config();
+  tlt_env *e = journaled(&c, &cfg);
+  e->hook = submit_next_stage;
+  tlt_add(e, "e1", "h1", NULL, 4);
+  tlt_submit(e, 0, 0, 0, 4);
+  tl_launch l[4];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 4, l, 4), 4);
+  for (int i = 0; i < 4; i++)
+    tlt_succeed(e, "e1", l[i].tid);
+  /* The submission made inside the last task_ended comes right after the update whose event
+   * triggered it, before any later call. */
+  size_t last = find_line(&c, 0, "tid=4 FINISHED");
+  ck_assert_uint_lt(last + 1, c.n);
+  ck_assert_ptr_nonnull(strstr(c.lines[last + 1], " submit stage=1 "));
+  ck_assert_uint_eq(tlt_offer(e, "e1", 4, l, 4), 4);
+  ck_assert_ptr_nonnull(strstr(c.lines[last + 2], " offers "));
+  for (int i = 0; i < 4; i++)
+    tlt_succeed(e, "e1", l[i].tid);
+  tlt_end(e);
+
+  /* The journal replays to the end, drained, through the same number of calls. */
+  char *text = capture_text(&c, c.n);
+  tlr_report r;
+  ck_assert_int_eq(tlr_replay_text(text, NULL, &r), TLR_OK);
+  ck_assert(r.drained);
+  ck_assert_uint_eq(r.submitted, 2);
+  ck_assert_uint_eq(r.released, 2);
+  ck_assert_uint_eq(r.calls, c.n - 3); /* all but the header, the config and the free line */
+  free(text);
+  capture_free(&c);
+}
+END_TEST
+
+/* A run through every kind of call, with a two-phase loss, an abort, a cancellation and a
+ * partition completed from another attempt; the journal taken at several points must replay
+ * to the same tl_stats as the run had at that point. */
+START_TEST(journals_replay_to_the_same_state) {
+  capture c;
+  tl_config cfg = tlt_config();
+  cfg.max_task_failures = 2;
+  cfg.max_tombstones = 2;
+  tlt_env *e = journaled(&c, &cfg);
+  tl_stats at[4];
+  size_t lines_at[4];
+  int points = 0;
+
+  tlt_add(e, "e1", "h1", "r1", 4);
+  tlt_add(e, "e2", "h2", "r1", 4);
+  tlt_add(e, "e3", "h2", "r1", 2);
+  tl_taskset_id a = tlt_submit(e, 0, 0, 0, 6);
+  tlt_submit_cpus(e, 1, 0, 1, 3, 2);
+  tl_offer o[3] = {{"e1", 4}, {"e2", 4}, {"e3", 2}};
+  tl_launch l[16];
+  size_t n = tlt_offers(e, o, 3, l, 16);
+  ck_assert_uint_ge(n, 6);
+  for (size_t i = 0; i < n; i++)
+    tlt_run(e, l[i].executor_id, l[i].tid);
+  tlt_fail(e, l[0].executor_id, l[0].tid, TL_END_EXCEPTION);
+  tlt_killed(e, l[1].executor_id, l[1].tid);
+  TLT_OK(e, tl_executor_decommission(e->s, "e3", "draining"));
+  TLT_OK(e, tl_kill_task(e->s, l[2].tid, true, "speculation lost"));
+  at[points] = tlt_stats(e);
+  lines_at[points++] = c.n;
+
+  tl_tid on_e2 = 0; /* an attempt still running on e2, frozen by its pending loss */
+  for (size_t i = 2; i < n && on_e2 == 0; i++)
+    if (strcmp(l[i].executor_id, "e2") == 0)
+      on_e2 = l[i].tid;
+  ck_assert_uint_ne(on_e2, 0);
+  tlt_lose(e, "e2", TL_LOSS_PENDING, false);
+  TLT_UPDATE_ERR(e, TL_ESTALE, tl_status_update(e->s, "e2", on_e2, &(tl_update){0}));
+  e->now += 3 * TLT_SEC;
+  TLT_OK(e, tl_executor_heartbeat(e->s, "e1"));
+  tlt_lose(e, "e2", TL_LOSS_EXITED, true);
+  at[points] = tlt_stats(e);
+  lines_at[points++] = c.n;
+
+  tlt_submit(e, 0, 1, 0, 6); /* supersedes task set a */
+  TLT_OK(e, tl_partition_completed(e->s, 0, 2));
+  TLT_OK(e, tl_kill_stage(e->s, 1, false, NULL));
+  TLT_OK(e, tl_cancel_stage(e->s, 1, "user"));
+  n = tlt_offer(e, "e1", 4, l, 16);
+  tlt_advance_tick(e, 200 * TLT_SEC); /* every executor's heartbeat expires */
+  at[points] = tlt_stats(e);
+  lines_at[points++] = c.n;
+  ck_assert_int_eq(tl_taskset_get(e->s, a, &(tl_taskset_status){0}), TL_ENOENT);
+  tlt_end(e);
+
+  for (int p = 0; p < points; p++) {
+    char *text = capture_text(&c, lines_at[p]);
+    tlr_report r;
+    int verdict = tlr_replay_text(text, NULL, &r);
+    ck_assert_msg(verdict == TLR_OK || verdict == TLR_NOT_DRAINED, "point %d: %d, line %zu: %s", p,
+                  verdict, r.bad_line, r.why);
+    assert_same_state(&at[p], &r.final);
+    free(text);
+  }
+  char *text = capture_text(&c, c.n);
+  tlr_report r;
+  ck_assert_int_eq(tlr_replay_text(text, NULL, &r), TLR_OK);
+  free(text);
+  capture_free(&c);
+}
+END_TEST
+
+START_TEST(a_journal_that_does_not_match_is_reported_at_its_line) {
+  capture c;
+  tl_config cfg = tlt_config();
+  tlt_env *e = journaled(&c, &cfg);
+  tlt_add(e, "e1", "h1", NULL, 2);
+  tlt_submit(e, 0, 0, 0, 2);
+  tl_launch l[2];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 2, l, 2), 2);
+  tlt_succeed(e, "e1", l[0].tid);
+  tlt_succeed(e, "e1", l[1].tid);
+  tlt_end(e);
+
+  /* A result changed: the replay diverges on that line (1-based, the header is line 1). */
+  size_t i = find_line(&c, 0, "tid=2 FINISHED");
+  char *saved = c.lines[i];
+  c.lines[i] = strdup("@1000000000 update \"e1\" tid=2 FINISHED - - result=1 size=0 = ESTALE");
+  char *text = capture_text(&c, c.n);
+  tlr_report r;
+  ck_assert_int_eq(tlr_replay_text(text, NULL, &r), TLR_BROKEN);
+  ck_assert_uint_eq(r.bad_line, i + 1);
+  ck_assert_ptr_nonnull(strstr(r.why, "diverged"));
+  free(text);
+  free(c.lines[i]);
+
+  /* A launch count changed. */
+  c.lines[i] = saved;
+  size_t k = find_line(&c, 0, " offers ");
+  saved = c.lines[k];
+  c.lines[k] = strdup("@1000000000 offers cap=2 n=1 \"e1\" 2 = OK launched=1 tid=1");
+  text = capture_text(&c, c.n);
+  ck_assert_int_eq(tlr_replay_text(text, NULL, &r), TLR_BROKEN);
+  ck_assert_uint_eq(r.bad_line, k + 1);
+  free(text);
+  free(c.lines[k]);
+  c.lines[k] = saved;
+
+  /* Cut before the last update: every call matches, but a task set is retained, and the report
+   * says which attempt holds it. */
+  text = capture_text(&c, i);
+  ck_assert_int_eq(tlr_replay_text(text, NULL, &r), TLR_NOT_DRAINED);
+  ck_assert(!r.drained);
+  ck_assert_ptr_nonnull(strstr(r.why, "tid 2"));
+  free(text);
+
+  /* Not a journal, a later version, a line that does not parse. */
+  ck_assert_int_eq(tlr_replay_text("hello\n", NULL, &r), TLR_BAD_INPUT);
+  ck_assert_int_eq(tlr_replay_text("# taskledger journal v2\n", NULL, &r), TLR_BAD_INPUT);
+  ck_assert_int_eq(
+      tlr_replay_text("# taskledger journal v1\nconfig start=0\n@0 add \"e1 = OK\n", NULL, &r),
+      TLR_BAD_INPUT);
+  ck_assert_uint_eq(r.bad_line, 3);
+  ck_assert_int_eq(tlr_replay_text("# taskledger journal v1\n@0 tick = OK\n", NULL, &r),
+                   TLR_BAD_INPUT);
+  capture_free(&c);
+}
+END_TEST
+
+/* With the journal on, a call needs one allocation more (its line, made first). When that one
+ * fails the call fails before doing anything and is not journaled; when a later one fails the
+ * call is journaled as TL_ENOMEM, and the replayer skips it. */
+START_TEST(calls_out_of_memory_are_journaled_or_not_and_replay) {
+  tlt_alloc_install();
+  capture c;
+  tl_config cfg = tlt_config();
+  tlt_env *e = journaled(&c, &cfg);
+  tlt_add(e, "e1", "h1", NULL, 2);
+  tl_executor_desc d = {"e2", "h2", "r2", 2};
+
+  size_t before = c.n;
+  tlt_alloc_fail_at(1); /* the journal line itself */
+  TLT_ERR(e, TL_ENOMEM, tl_executor_add(e->s, &d));
+  tlt_alloc_fail_at(0);
+  ck_assert_uint_eq(c.n, before);
+
+  tlt_alloc_fail_at(2); /* the first allocation of the registration */
+  TLT_ERR(e, TL_ENOMEM, tl_executor_add(e->s, &d));
+  tlt_alloc_fail_at(0);
+  ck_assert_uint_eq(c.n, before + 1);
+  ck_assert_str_eq(c.lines[c.n - 1], "@1000000000 add \"e2\" \"h2\" \"r2\" cores=2 = ENOMEM");
+
+  /* A tick that cannot journal does nothing and asks to be called again. */
+  e->now += 200 * TLT_SEC;
+  tlt_alloc_fail_at(1);
+  ck_assert_uint_eq(tl_tick(e->s), 0);
+  tlt_alloc_fail_at(0);
+  TLT_CHECK(e);
+  ck_assert_uint_eq(tlt_stats(e).executors_alive, 1);
+  tl_stats now = tlt_stats(e);
+
+  char *text = capture_text(&c, c.n);
+  tlr_report r;
+  ck_assert_int_eq(tlr_replay_text(text, NULL, &r), TLR_OK);
+  ck_assert_uint_eq(r.skipped, 1);
+  assert_same_state(&now, &r.final);
+  free(text);
+  tlt_end(e);
+  capture_free(&c);
+  tlt_alloc_restore();
+}
+END_TEST
+
+Suite *tl_journal_suite(void) {
+  Suite *s = suite_create("journal");
+  TCase *tc = tlt_tcase(s, "journal");
+  tcase_add_test(tc, lines_follow_the_documented_format);
+  tcase_add_test(tc, calls_from_callbacks_are_journaled_in_lock_order);
+  tcase_add_test(tc, journals_replay_to_the_same_state);
+  tcase_add_test(tc, a_journal_that_does_not_match_is_reported_at_its_line);
+  tcase_add_test(tc, calls_out_of_memory_are_journaled_or_not_and_replay);
+  return s;
+}
