@@ -238,27 +238,29 @@ static void run_hook(tlt_env *e, size_t at) {
 }
 
 /* Callbacks of one scheduler are delivered one at a time: none may start while another runs. */
+/* The callbacks assert with TLT_ASSERT, not ck_assert_msg: they run for every event, and Check
+ * writes every passing ck_assert to its message file (a write(2) each), which made event-heavy
+ * tests spend most of their time there. */
 static void enter(tlt_env *e, const char *what) {
-  ck_assert_msg(!e->in_callback, "%s delivered while another callback was running", what);
+  TLT_ASSERT(!e->in_callback, "%s delivered while another callback was running", what);
   e->in_callback = true;
 }
 
 static void leave(tlt_env *e) { e->in_callback = false; }
 
 static void check_task_info(tlt_env *e, const tl_task_info *t, const char *what) {
-  ck_assert_ptr_nonnull(t);
-  ck_assert_msg(t->executor_id != NULL && t->host != NULL, "%s: NULL executor or host", what);
-  ck_assert_msg(t->tid >= 1 && t->taskset >= 1, "%s: tid or task set id 0", what);
+  TLT_ASSERT(t != NULL, "%s: NULL task", what);
+  TLT_ASSERT(t->executor_id != NULL && t->host != NULL, "%s: NULL executor or host", what);
+  TLT_ASSERT(t->tid >= 1 && t->taskset >= 1, "%s: tid or task set id 0", what);
   tlt_submission *sub = find_sub_payload(e, t->taskset, t->payload);
-  ck_assert_msg(sub != NULL, "%s: task set %" PRIu64 " unknown to the harness", what, t->taskset);
-  ck_assert_msg(sub->released == 0, "%s for task set %" PRIu64 " after its release", what,
-                t->taskset);
-  ck_assert_msg(t->payload == sub->payload, "%s: payload %p is not the task set's %p", what,
-                t->payload, (void *)sub->payload);
-  ck_assert_msg(t->stage_id == sub->stage_id && t->stage_attempt == sub->stage_attempt,
-                "%s: stage %u.%u, task set has %u.%u", what, t->stage_id, t->stage_attempt,
-                sub->stage_id, sub->stage_attempt);
-  ck_assert_msg(t->index < sub->ntasks, "%s: index %u of %u tasks", what, t->index, sub->ntasks);
+  TLT_ASSERT(sub != NULL, "%s: task set %" PRIu64 " unknown to the harness", what, t->taskset);
+  TLT_ASSERT(sub->released == 0, "%s for task set %" PRIu64 " after its release", what, t->taskset);
+  TLT_ASSERT(t->payload == sub->payload, "%s: payload %p is not the task set's %p", what,
+             t->payload, (void *)sub->payload);
+  TLT_ASSERT(t->stage_id == sub->stage_id && t->stage_attempt == sub->stage_attempt,
+             "%s: stage %u.%u, task set has %u.%u", what, t->stage_id, t->stage_attempt,
+             sub->stage_id, sub->stage_attempt);
+  TLT_ASSERT(t->index < sub->ntasks, "%s: index %u of %u tasks", what, t->index, sub->ntasks);
 }
 
 static void copy_task(tlt_event *ev, const tl_task_info *t) {
@@ -287,7 +289,7 @@ static void cb_task_ended(void *ud, const tl_task_info *t, const tl_task_end *en
   tlt_env *e = ud;
   enter(e, "task_ended");
   check_task_info(e, t, "task_ended");
-  ck_assert_ptr_nonnull(end);
+  TLT_ASSERT(end != NULL, "NULL end");
   tlt_event *ev = push_event(e, TLT_EV_ENDED);
   copy_task(ev, t);
   ev->end_kind = end->kind;
@@ -298,20 +300,20 @@ static void cb_task_ended(void *ud, const tl_task_info *t, const tl_task_end *en
   snprintf(ev->line, sizeof ev->line, "ended tid=%" PRIu64 " kind=%s counts=%d", t->tid,
            tlt_end_name(end->kind), end->counts_toward_failures ? 1 : 0);
   if (end->kind != TL_END_SUCCESS) {
-    ck_assert_msg(end->result == NULL, "task_ended %s carries a result", tlt_end_name(end->kind));
-    ck_assert_msg(!(end->counts_toward_failures &&
-                    (end->kind == TL_END_KILLED || end->kind == TL_END_COMMIT_DENIED ||
-                     end->kind == TL_END_FETCH_FAILED)),
-                  "task_ended %s counted toward failures", tlt_end_name(end->kind));
+    TLT_ASSERT(end->result == NULL, "task_ended %s carries a result", tlt_end_name(end->kind));
+    TLT_ASSERT(!(end->counts_toward_failures &&
+                 (end->kind == TL_END_KILLED || end->kind == TL_END_COMMIT_DENIED ||
+                  end->kind == TL_END_FETCH_FAILED)),
+               "task_ended %s counted toward failures", tlt_end_name(end->kind));
   } else {
-    ck_assert_msg(!end->counts_toward_failures, "a success counted toward failures");
+    TLT_ASSERT(!end->counts_toward_failures, "a success counted toward failures");
   }
   if (end->result != NULL) {
     /* The result is ours now: check it is one of this test's and free it exactly once. */
     tlt_result *r = end->result;
-    ck_assert_msg(r->magic == TLT_RESULT_MAGIC && r->env == e, "task_ended: foreign result");
-    ck_assert_msg(end->result_size == r->size, "task_ended: result_size %zu, update gave %zu",
-                  end->result_size, r->size);
+    TLT_ASSERT(r->magic == TLT_RESULT_MAGIC && r->env == e, "task_ended: foreign result");
+    TLT_ASSERT(end->result_size == r->size, "task_ended: result_size %zu, update gave %zu",
+               end->result_size, r->size);
     if (end->result_free != NULL)
       end->result_free(end->result);
     else
@@ -324,13 +326,13 @@ static void cb_task_ended(void *ud, const tl_task_info *t, const tl_task_end *en
 static void cb_taskset_failed(void *ud, const tl_taskset_info *ts, const char *reason) {
   tlt_env *e = ud;
   enter(e, "taskset_failed");
-  ck_assert_ptr_nonnull(ts);
+  TLT_ASSERT(ts != NULL, "NULL ts");
   tlt_submission *sub = find_sub(e, ts->id);
-  ck_assert_msg(sub != NULL, "taskset_failed for unknown task set %" PRIu64, ts->id);
-  ck_assert_msg(sub->released == 0, "taskset_failed after release of %" PRIu64, ts->id);
+  TLT_ASSERT(sub != NULL, "taskset_failed for unknown task set %" PRIu64, ts->id);
+  TLT_ASSERT(sub->released == 0, "taskset_failed after release of %" PRIu64, ts->id);
   for (size_t i = 0; i < e->nev; i++)
-    ck_assert_msg(!(e->ev[i].type == TLT_EV_FAILED && e->ev[i].ts.id == ts->id),
-                  "taskset_failed delivered twice for %" PRIu64, ts->id);
+    if (e->ev[i].type == TLT_EV_FAILED && e->ev[i].ts.id == ts->id)
+      ck_abort_msg("taskset_failed delivered twice for %" PRIu64, ts->id);
   tlt_event *ev = push_event(e, TLT_EV_FAILED);
   ev->ts = *ts;
   set_text(ev, reason);
@@ -342,16 +344,16 @@ static void cb_taskset_failed(void *ud, const tl_taskset_info *ts, const char *r
 static void cb_taskset_released(void *ud, const tl_taskset_info *ts, void *payload) {
   tlt_env *e = ud;
   enter(e, "taskset_released");
-  ck_assert_ptr_nonnull(ts);
+  TLT_ASSERT(ts != NULL, "NULL ts");
   tlt_submission *sub = find_sub_payload(e, ts->id, payload);
-  ck_assert_msg(sub != NULL, "taskset_released for unknown task set %" PRIu64, ts->id);
-  ck_assert_msg(payload == sub->payload, "taskset_released %" PRIu64 ": payload %p, gave %p",
-                ts->id, payload, (void *)sub->payload);
-  ck_assert_msg(ts->stage_id == sub->stage_id && ts->stage_attempt == sub->stage_attempt &&
-                    ts->ntasks == sub->ntasks,
-                "taskset_released %" PRIu64 ": info %u.%u/%u, submitted %u.%u/%u", ts->id,
-                ts->stage_id, ts->stage_attempt, ts->ntasks, sub->stage_id, sub->stage_attempt,
-                sub->ntasks);
+  TLT_ASSERT(sub != NULL, "taskset_released for unknown task set %" PRIu64, ts->id);
+  TLT_ASSERT(payload == sub->payload, "taskset_released %" PRIu64 ": payload %p, gave %p", ts->id,
+             payload, (void *)sub->payload);
+  TLT_ASSERT(ts->stage_id == sub->stage_id && ts->stage_attempt == sub->stage_attempt &&
+                 ts->ntasks == sub->ntasks,
+             "taskset_released %" PRIu64 ": info %u.%u/%u, submitted %u.%u/%u", ts->id,
+             ts->stage_id, ts->stage_attempt, ts->ntasks, sub->stage_id, sub->stage_attempt,
+             sub->ntasks);
   tlt_event *ev = push_event(e, TLT_EV_RELEASED);
   ev->ts = *ts;
   ev->payload = payload;
@@ -377,7 +379,7 @@ static void remember_exec(tlt_env *e, const char *id) {
 static void cb_executor_added(void *ud, const char *id, const char *host) {
   tlt_env *e = ud;
   enter(e, "executor_added");
-  ck_assert_msg(id != NULL && host != NULL, "executor_added with NULL id or host");
+  TLT_ASSERT(id != NULL && host != NULL, "executor_added with NULL id or host");
   tlt_event *ev = push_event(e, TLT_EV_ADDED);
   copy_str(ev->executor, sizeof ev->executor, id);
   copy_str(ev->host, sizeof ev->host, host);
@@ -390,7 +392,7 @@ static void cb_executor_added(void *ud, const char *id, const char *host) {
 static void cb_executor_lost(void *ud, const char *id, const tl_loss_reason *reason) {
   tlt_env *e = ud;
   enter(e, "executor_lost");
-  ck_assert_msg(id != NULL && reason != NULL, "executor_lost with NULL id or reason");
+  TLT_ASSERT(id != NULL && reason != NULL, "executor_lost with NULL id or reason");
   tlt_event *ev = push_event(e, TLT_EV_LOST);
   copy_str(ev->executor, sizeof ev->executor, id);
   ev->loss = *reason;
@@ -414,7 +416,7 @@ static void cb_kill_task(void *ud, tl_tid tid, const char *exec, bool interrupt,
                          const char *reason) {
   tlt_env *e = ud;
   enter(e, "kill_task");
-  ck_assert_msg(exec != NULL, "kill_task with NULL executor");
+  TLT_ASSERT(exec != NULL, "kill_task with NULL executor");
   tlt_event *ev = push_event(e, TLT_EV_KILL);
   ev->kill_tid = tid;
   ev->interrupt = interrupt;
@@ -427,8 +429,8 @@ static void cb_kill_task(void *ud, tl_tid tid, const char *exec, bool interrupt,
   if (e->auto_kill) {
     tl_update u = {.state = TL_TASK_KILLED, .message = "killed as asked"};
     int rc = tl_status_update(e->s, exec_copy, tid, &u);
-    ck_assert_msg(rc == TL_OK, "auto kill: KILLED update for tid %" PRIu64 ": %s", tid,
-                  tl_err_name(rc));
+    TLT_ASSERT(rc == TL_OK, "auto kill: KILLED update for tid %" PRIu64 ": %s", tid,
+               tl_err_name(rc));
     TLT_CHECK(e);
   }
   leave(e);

@@ -34,6 +34,9 @@ Suite *tl_events_suite(void);
 Suite *tl_spark_suite(void);
 Suite *tl_inspect_suite(void);
 Suite *tl_journal_suite(void);
+Suite *tl_oom_suite(void);
+Suite *tl_random_suite(void);
+Suite *tl_threads_suite(void);
 
 /* A test case with the project's per-test timeout. */
 TCase *tlt_tcase(Suite *suite, const char *name);
@@ -241,7 +244,8 @@ void tlt_add_(int line, tlt_env *e, const char *id, const char *host, const char
 tl_taskset_id tlt_submit_(int line, tlt_env *e, uint32_t stage, uint32_t attempt, uint32_t priority,
                           uint32_t ntasks, uint32_t cpus);
 /* tl_submit with a harness payload, returning its code; the submission is recorded only on
- * TL_OK (the payload is freed otherwise). Asserts nothing: safe on any thread. */
+ * TL_OK (the payload is freed otherwise). Asserts nothing, so it may run on a thread Check does
+ * not watch, but the recorder it writes is not locked: not while other threads call in. */
 int tlt_submit_rc(tlt_env *e, uint32_t stage, uint32_t attempt, uint32_t priority, uint32_t ntasks,
                   uint32_t cpus, tl_taskset_id *out);
 /* tl_submit with out NULL (stage attempt 0, config cpus); the id is learnt from events. */

@@ -1,0 +1,2544 @@
+/* Out-of-memory sweeps in the manner of SQLite's malloc tests: every public entry point, in
+ * states that reach its deep paths, with its 1st, 2nd, 3rd... allocation failing, transiently
+ * and persistently: a failed call changes nothing, a successful one does what it does anyway.
+ */
+#include "harness.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ck_assert_msg, except that a passing assertion costs nothing: Check records the site of every
+ * passing ck_assert in its message file, and the sweeps make millions of assertions. */
+#define OOM_ASSERT(cond, ...)                                                                      \
+  do {                                                                                             \
+    if (!(cond))                                                                                   \
+      ck_abort_msg(__VA_ARGS__);                                                                   \
+  } while (0)
+
+/* ---------------------------------------------------------------------------------------------
+ * The allocator's two failure modes.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum oom_mode {
+  OOM_TRANSIENT = 0, /* only the k-th allocation from now fails */
+  OOM_PERSISTENT = 1 /* the k-th and every later one fail */
+} oom_mode;
+
+static const char *mode_name(oom_mode mode) {
+  return mode == OOM_TRANSIENT ? "transient" : "persistent";
+}
+
+static bool armed; /* between arm and disarm */
+
+static void arm(oom_mode mode, uint64_t k) {
+  armed = true;
+  if (mode == OOM_TRANSIENT)
+    tlt_alloc_fail_at(k);
+  else
+    tlt_alloc_fail_from(k);
+}
+
+static void disarm(void) {
+  armed = false;
+  tlt_alloc_fail_from(0);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Event signatures: what the recorder saw since a mark, one line per event, with the parts of
+ * each event that tlt_event.line leaves out (messages, loss details, the payload's submission).
+ * Two runs of the same scenario must produce the same signature byte for byte.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct oom_buf {
+  char *p;    /* NUL-terminated text, or NULL while empty */
+  size_t n;   /* bytes of text */
+  size_t cap; /* bytes allocated */
+} oom_buf;
+
+static void buf_printf(oom_buf *b, const char *fmt, ...) {
+  for (;;) {
+    size_t room = b->cap - b->n;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(b->p != NULL ? b->p + b->n : NULL, room, fmt, ap);
+    va_end(ap);
+    OOM_ASSERT(w >= 0, "vsnprintf failed");
+    if ((size_t)w < room) {
+      b->n += (size_t)w;
+      return;
+    }
+    b->cap = 2 * (b->cap + (size_t)w + 1);
+    b->p = realloc(b->p, b->cap);
+    OOM_ASSERT(b->p != NULL, "test out of memory");
+  }
+}
+
+/* The submission a payload belongs to (payload pointers differ from run to run). */
+static size_t payload_sub(const void *payload) {
+  const tlt_payload *p = payload;
+  return p != NULL && p->magic == TLT_PAYLOAD_MAGIC ? p->sub : SIZE_MAX;
+}
+
+static char *events_since(const tlt_env *e, size_t mark) {
+  oom_buf b = {NULL, 0, 0};
+  buf_printf(&b, "%s", "");
+  for (size_t i = mark; i < e->nev; i++) {
+    const tlt_event *ev = &e->ev[i];
+    buf_printf(&b, "%s", ev->line);
+    switch (ev->type) {
+    case TLT_EV_STARTED:
+      buf_printf(&b, " sub=%zu", payload_sub(ev->payload));
+      break;
+    case TLT_EV_ENDED:
+      buf_printf(&b, " sub=%zu size=%zu", payload_sub(ev->payload), ev->result_size);
+      break;
+    case TLT_EV_FAILED:
+      buf_printf(&b, " stage=%u.%u ntasks=%u", ev->ts.stage_id, ev->ts.stage_attempt,
+                 ev->ts.ntasks);
+      break;
+    case TLT_EV_RELEASED:
+      buf_printf(&b, " stage=%u.%u ntasks=%u sub=%zu", ev->ts.stage_id, ev->ts.stage_attempt,
+                 ev->ts.ntasks, payload_sub(ev->payload));
+      break;
+    case TLT_EV_LOST:
+      buf_printf(&b, " app=%d exit=%d", ev->loss.caused_by_app ? 1 : 0, ev->loss.exit_code);
+      break;
+    case TLT_EV_KILL:
+      buf_printf(&b, " interrupt=%d", ev->interrupt ? 1 : 0);
+      break;
+    default:
+      break;
+    }
+    if (ev->has_text)
+      buf_printf(&b, " text=\"%.80s\" len=%zu", ev->text, strlen(ev->text));
+    buf_printf(&b, "\n");
+  }
+  return b.p;
+}
+
+/* Whether got is want cut after one of its lines (the events of a tick cut short). */
+static bool is_line_prefix(const char *got, const char *want) {
+  size_t n = strlen(got);
+  return strncmp(got, want, n) == 0 && (n == 0 || got[n - 1] == '\n');
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * State snapshots: tl_stats, every executor the recorder has seen and every task set submitted
+ * through the harness, as the inspection calls describe them.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct oom_state {
+  tl_stats stats;
+  size_t nexecs;
+  char (*exec_id)[TL_ID_MAX];
+  int *exec_rc; /* tl_executor_get's answer */
+  tl_executor_status *exec;
+  size_t nsets;
+  tl_taskset_id *set_id;
+  int *set_rc; /* tl_taskset_get's answer */
+  tl_taskset_status *set;
+  char **set_explain; /* tl_explain_taskset's text (attempt states and all), or NULL */
+} oom_state;
+
+static void *xcalloc(size_t n, size_t size) {
+  void *p = calloc(n == 0 ? 1 : n, size);
+  OOM_ASSERT(p != NULL, "test out of memory");
+  return p;
+}
+
+/* A snapshot; with explain, also tl_explain_taskset of every task set (O(attempts)). */
+static oom_state *state_take(tlt_env *e, bool explain) {
+  oom_state *st = xcalloc(1, sizeof *st);
+  tl_stats_get(e->s, &st->stats);
+  st->nexecs = e->nexecs;
+  st->exec_id = xcalloc(st->nexecs, sizeof *st->exec_id);
+  st->exec_rc = xcalloc(st->nexecs, sizeof *st->exec_rc);
+  st->exec = xcalloc(st->nexecs, sizeof *st->exec);
+  for (size_t i = 0; i < st->nexecs; i++) {
+    memcpy(st->exec_id[i], e->execs[i], TL_ID_MAX);
+    st->exec_rc[i] = tl_executor_get(e->s, e->execs[i], &st->exec[i]);
+  }
+  st->nsets = e->nsubs;
+  st->set_id = xcalloc(st->nsets, sizeof *st->set_id);
+  st->set_rc = xcalloc(st->nsets, sizeof *st->set_rc);
+  st->set = xcalloc(st->nsets, sizeof *st->set);
+  st->set_explain = xcalloc(st->nsets, sizeof *st->set_explain);
+  static char text[256 * 1024];
+  for (size_t i = 0; i < st->nsets; i++) {
+    st->set_id[i] = e->subs[i].id;
+    st->set_rc[i] = tl_taskset_get(e->s, e->subs[i].id, &st->set[i]);
+    if (explain && st->set_rc[i] == TL_OK &&
+        tl_explain_taskset(e->s, e->subs[i].id, text, sizeof text) == TL_OK) {
+      st->set_explain[i] = strdup(text);
+      OOM_ASSERT(st->set_explain[i] != NULL, "test out of memory");
+    }
+  }
+  return st;
+}
+
+static void state_free(oom_state *st) {
+  if (st == NULL)
+    return;
+  free(st->exec_id);
+  free(st->exec_rc);
+  free(st->exec);
+  free(st->set_id);
+  free(st->set_rc);
+  free(st->set);
+  for (size_t i = 0; i < st->nsets; i++)
+    free(st->set_explain[i]);
+  free(st->set_explain);
+  free(st);
+}
+
+static bool exec_same(const oom_state *a, const oom_state *b, size_t i) {
+  if (a->exec_rc[i] != b->exec_rc[i])
+    return false;
+  if (a->exec_rc[i] != TL_OK)
+    return true;
+  const tl_executor_status *x = &a->exec[i], *y = &b->exec[i];
+  return x->state == y->state && x->cores == y->cores && x->free_cores == y->free_cores &&
+         x->running == y->running && x->frozen == y->frozen && strcmp(x->host, y->host) == 0;
+}
+
+static void exec_describe(const oom_state *a, size_t i, char *buf, size_t len) {
+  const tl_executor_status *x = &a->exec[i];
+  if (a->exec_rc[i] != TL_OK)
+    snprintf(buf, len, "%s", tl_err_name(a->exec_rc[i]));
+  else
+    snprintf(buf, len, "state=%d cores=%u free=%u running=%u frozen=%u host=%s", (int)x->state,
+             x->cores, x->free_cores, x->running, x->frozen, x->host);
+}
+
+static bool set_same(const oom_state *a, const oom_state *b, size_t i) {
+  if (a->set_rc[i] != b->set_rc[i] || a->set_id[i] != b->set_id[i])
+    return false;
+  if (a->set_rc[i] != TL_OK)
+    return true;
+  const tl_taskset_status *x = &a->set[i], *y = &b->set[i];
+  return x->info.id == y->info.id && x->info.stage_id == y->info.stage_id &&
+         x->info.stage_attempt == y->info.stage_attempt && x->info.ntasks == y->info.ntasks &&
+         x->zombie == y->zombie && x->failed == y->failed && x->running == y->running &&
+         x->frozen == y->frozen && x->pending == y->pending && x->succeeded == y->succeeded &&
+         x->cpus_per_task == y->cpus_per_task;
+}
+
+static void set_describe(const oom_state *a, size_t i, char *buf, size_t len) {
+  const tl_taskset_status *x = &a->set[i];
+  if (a->set_rc[i] != TL_OK)
+    snprintf(buf, len, "%s", tl_err_name(a->set_rc[i]));
+  else
+    snprintf(buf, len,
+             "%" PRIu64 " zombie=%d failed=%d running=%u frozen=%u pending=%u succeeded=%u",
+             x->info.id, x->zombie, x->failed, x->running, x->frozen, x->pending, x->succeeded);
+}
+
+/* Asserts got is want: every stats field but mem_live_bytes (also that one with bytes),
+ * mem_live_blocks exactly, every executor and every task set. */
+static void state_assert_same(const oom_state *want, const oom_state *got, const char *what,
+                              bool bytes) {
+  tlt_assert_stats_same_but_memory(&want->stats, &got->stats, what);
+  OOM_ASSERT(got->stats.mem_live_blocks == want->stats.mem_live_blocks,
+             "%s: mem_live_blocks %zu, want %zu", what, got->stats.mem_live_blocks,
+             want->stats.mem_live_blocks);
+  if (bytes)
+    OOM_ASSERT(got->stats.mem_live_bytes == want->stats.mem_live_bytes,
+               "%s: mem_live_bytes %zu, want %zu", what, got->stats.mem_live_bytes,
+               want->stats.mem_live_bytes);
+  OOM_ASSERT(got->nexecs == want->nexecs, "%s: %zu executors known, want %zu", what, got->nexecs,
+             want->nexecs);
+  for (size_t i = 0; i < want->nexecs; i++) {
+    char a[400], b[400];
+    exec_describe(got, i, a, sizeof a);
+    exec_describe(want, i, b, sizeof b);
+    OOM_ASSERT(strcmp(got->exec_id[i], want->exec_id[i]) == 0 && exec_same(want, got, i),
+               "%s: executor %s is %s, want %s", what, want->exec_id[i], a, b);
+  }
+  OOM_ASSERT(got->nsets == want->nsets, "%s: %zu task sets submitted, want %zu", what, got->nsets,
+             want->nsets);
+  for (size_t i = 0; i < want->nsets; i++) {
+    char a[200], b[200];
+    set_describe(got, i, a, sizeof a);
+    set_describe(want, i, b, sizeof b);
+    OOM_ASSERT(set_same(want, got, i), "%s: task set %" PRIu64 " is %s, want %s", what,
+               want->set_id[i], a, b);
+    const char *x = got->set_explain[i] != NULL ? got->set_explain[i] : "";
+    const char *y = want->set_explain[i] != NULL ? want->set_explain[i] : "";
+    OOM_ASSERT(strcmp(x, y) == 0, "%s: task set %" PRIu64 " explained as\n%.1500s\nwant\n%.1500s",
+               what, want->set_id[i], x, y);
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Scenarios. A scenario builds a scheduler state from scratch, deterministically and with no
+ * allocation failing, then makes the one call under test. Whatever the builder and the call
+ * need to remember (the launches made so far) lives in the context, which is rebuilt with the
+ * state every time.
+ * ------------------------------------------------------------------------------------------- */
+
+enum { OOM_LOG_MAX = 640 }; /* launches a scenario may make in all */
+
+typedef struct oom_ctx {
+  size_t param;               /* the scenario's parameter (from a probe, or a step number) */
+  tl_launch log[OOM_LOG_MAX]; /* every launch made so far, the builder's and the call's */
+  size_t nlog;
+  tl_launch out[OOM_LOG_MAX]; /* the launches of the last offer round (0 after the builder) */
+  size_t nout;
+  uint64_t tick;           /* tl_tick's answer, for OOM_TICK calls */
+  unsigned flags;          /* the scenario's OOM_* */
+  uint64_t inner_failures; /* re-entrant calls that ran out of memory (see reenter) */
+  uint64_t inner_lines;    /* of which journaled (their line was allocated) */
+  size_t hooked;           /* events the hook has answered */
+  size_t fill;             /* kills hook_fill_level queues before its call */
+  bool journal;  /* the scheduler has a call journal (tl_config.journal), written to jtext */
+  oom_buf jtext; /* every journal line so far, each ending in a newline */
+} oom_ctx;
+
+#define OOM_ALLOCATES 1u /* the call must allocate: the sweep must make it fail at least once */
+#define OOM_NO_ALLOC 2u  /* the call must not allocate at all */
+#define OOM_TICK 4u      /* a tl_tick: out of memory is an answer of 0 with the work cut short */
+#define OOM_REENTRANT 8u /* a harness hook makes calls from inside the call's callbacks */
+
+typedef struct oom_scenario {
+  const char *entry;              /* the entry point under test */
+  const char *name;               /* the state it is called in */
+  void (*config)(tl_config *cfg); /* edits the defaults, or NULL */
+  void (*build)(tlt_env *e, oom_ctx *c);
+  int (*call)(tlt_env *e, oom_ctx *c); /* the call; TL_OK for a tick (its answer in c->tick) */
+  unsigned flags;                      /* OOM_* */
+  size_t param;                        /* copied to oom_ctx.param */
+} oom_scenario;
+
+/* What a sweep found, summed over scenarios. */
+typedef struct oom_tally {
+  unsigned scenarios;
+  uint64_t allocs;       /* allocations the calls make when nothing fails */
+  uint64_t failed[2];    /* allocation points where the call returned TL_ENOMEM, per mode */
+  uint64_t tolerated[2]; /* where the call succeeded anyway: a best-effort shrink failed, or a
+                            re-entrant call failed and the hook made it again */
+} oom_tally;
+
+static uint64_t tally_points(const oom_tally *t) {
+  return t->failed[0] + t->failed[1] + t->tolerated[0] + t->tolerated[1];
+}
+
+static void tally_print(const char *test, const char *variant, const oom_tally *t) {
+  fprintf(stderr,
+          "oom %s%s: %u scenarios, %" PRIu64 " allocations; swept %" PRIu64
+          " points (ENOMEM %" PRIu64 " transient + %" PRIu64 " persistent, tolerated %" PRIu64
+          " + %" PRIu64 ")\n",
+          test, variant, t->scenarios, t->allocs, tally_points(t), t->failed[0], t->failed[1],
+          t->tolerated[0], t->tolerated[1]);
+}
+
+#define B_OK(call)                                                                                 \
+  do {                                                                                             \
+    int rc_b_ = (call);                                                                            \
+    OOM_ASSERT(rc_b_ == TL_OK, "builder: %s: %s", #call, tl_err_name(rc_b_));                      \
+  } while (0)
+
+static oom_ctx *ctx_new(void) { return xcalloc(1, sizeof(oom_ctx)); }
+
+static void ctx_free(oom_ctx *c) {
+  free(c->jtext.p);
+  free(c);
+}
+
+/* The tl_config.journal of journaled scenarios: the lines go to the context. */
+static void journal_line(void *ud, const char *line) {
+  oom_ctx *c = ud;
+  buf_printf(&c->jtext, "%s\n", line);
+}
+
+/* The journal lines written since a mark (a length of jtext). */
+static const char *journal_since(const oom_ctx *c, size_t jmark) {
+  return c->jtext.p != NULL ? c->jtext.p + jmark : "";
+}
+
+static int add_exec(tlt_env *e, const char *id, const char *host, const char *rack,
+                    uint32_t cores) {
+  tl_executor_desc d = {.id = id, .host = host, .rack = rack, .cores = cores};
+  return tl_executor_add(e->s, &d);
+}
+
+static int submit(tlt_env *e, uint32_t stage, uint32_t attempt, uint32_t priority,
+                  uint32_t ntasks) {
+  return tlt_submit_rc(e, stage, attempt, priority, ntasks, 0, NULL);
+}
+
+/* An offer round into c->out; on TL_OK its launches are appended to c->log. */
+static int offers(tlt_env *e, oom_ctx *c, const tl_offer *o, size_t n, size_t cap) {
+  OOM_ASSERT(cap <= OOM_LOG_MAX, "cap %zu", cap);
+  c->nout = SIZE_MAX;
+  int rc = tl_resource_offers(e->s, o, n, c->out, cap, &c->nout);
+  if (rc != TL_OK) {
+    OOM_ASSERT(c->nout == 0, "failed offer round reports %zu launches", c->nout);
+    return rc;
+  }
+  OOM_ASSERT(c->nlog + c->nout <= OOM_LOG_MAX, "launch log full");
+  memcpy(&c->log[c->nlog], c->out, c->nout * sizeof *c->out);
+  c->nlog += c->nout;
+  return rc;
+}
+
+static int offer(tlt_env *e, oom_ctx *c, const char *exec, uint32_t cores, size_t cap) {
+  tl_offer o = {.executor_id = exec, .cores = cores};
+  return offers(e, c, &o, 1, cap);
+}
+
+static int update(tlt_env *e, const char *exec, tl_tid tid, tl_task_state state,
+                  tl_end_kind failure, const char *message) {
+  tl_update u = {.state = state, .failure = failure, .message = message};
+  return tl_status_update(e->s, exec, tid, &u);
+}
+
+/* A FINISHED update with a fresh result; on error the result stays ours and is freed here. */
+static int finish(tlt_env *e, const char *exec, tl_tid tid, const char *message) {
+  tlt_result *r = tlt_result_new(e, 64);
+  tl_update u = {.state = TL_TASK_FINISHED,
+                 .message = message,
+                 .result = r,
+                 .result_size = 64,
+                 .result_free = tlt_result_free};
+  int rc = tl_status_update(e->s, exec, tid, &u);
+  if (rc != TL_OK)
+    tlt_result_free(r);
+  return rc;
+}
+
+static int lose(tlt_env *e, const char *exec, tl_loss_kind kind, bool app, const char *message) {
+  tl_loss_reason why = {.kind = kind, .caused_by_app = app, .exit_code = 137, .message = message};
+  return tl_executor_lost(e->s, exec, &why);
+}
+
+/* The launch in the log of one attempt of one index of one stage attempt. */
+static const tl_launch *find_launch(const oom_ctx *c, uint32_t stage, uint32_t stage_attempt,
+                                    uint32_t index, uint32_t attempt) {
+  for (size_t i = 0; i < c->nlog; i++) {
+    const tl_launch *l = &c->log[i];
+    if (l->stage_id == stage && l->stage_attempt == stage_attempt && l->index == index &&
+        l->attempt == attempt)
+      return l;
+  }
+  ck_abort_msg("no launch of stage %u.%u index %u attempt %u", stage, stage_attempt, index,
+               attempt);
+  return NULL;
+}
+
+/* Sends RUNNING for every launch in the log on exec (those that still run). */
+static void run_all_on(tlt_env *e, const oom_ctx *c, const char *exec) {
+  for (size_t i = 0; i < c->nlog; i++)
+    if (strcmp(c->log[i].executor_id, exec) == 0)
+      B_OK(update(e, exec, c->log[i].tid, TL_TASK_RUNNING, 0, NULL));
+}
+
+static char long_text[16 * 1024 + 1]; /* a 16 KiB message: longer than any buffer on a stack */
+
+static const char *long_message(void) {
+  if (long_text[0] == '\0') {
+    for (size_t i = 0; i + 1 < sizeof long_text; i++)
+      long_text[i] = (char)('a' + i % 26);
+    long_text[sizeof long_text - 1] = '\0';
+  }
+  return long_text;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The sweep.
+ *
+ * The reference run builds the scenario and makes the call with nothing failing, and keeps what
+ * it did: the state before and after, the events, the launches, the tick's answer and the
+ * number of allocations the call made. Then, for each mode and k = 1, 2, ...: build afresh, arm
+ * the allocator to fail the k-th allocation from now, make the call, disarm.
+ *
+ *   TL_ENOMEM: the state equals the one before the call (mem_live_bytes aside: a table or the
+ *     event queue may have grown), no callback was delivered and tl_check is clean. In
+ *     transient mode the call is then retried with nothing failing and must do exactly what the
+ *     reference did (a failed call that consumed an id or left a record half indexed would
+ *     show here); in persistent mode the failed state itself is drained. Either way the
+ *     scheduler must drain to the empty baseline and leave nothing allocated.
+ *   TL_OK with a failure injected: only a best-effort allocation failed (the event queue's
+ *     shrink), or a call made from a callback failed and was made again (see reenter); the call
+ *     must have done exactly what the reference did.
+ *   TL_OK with nothing injected: k is past the call's last allocation; the sweep ends.
+ *
+ * A tick has no error code: it answers 0 and keeps the losses it completed. There the events
+ * delivered must be a prefix of the reference's, each executor must be either as it was or as
+ * the reference left it, and a second tick must finish the work exactly as the reference did.
+ *
+ * Every scenario is swept twice, the second time with a call journal (tl_config.journal): then
+ * every call allocates its line first, and the lines are compared too. A failed call writes
+ * either no line (its own could not be allocated) or the reference's with " = ENOMEM".
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct oom_ref {
+  oom_state *before; /* right before the call */
+  oom_state *after;  /* right after it */
+  char *events;      /* its events' signature */
+  char *journal;     /* its journal line (journaled scenarios) */
+  tl_launch *out;    /* its launches */
+  size_t *out_sub;   /* the submission of each launch's payload (freed with its run) */
+  size_t nout;
+  uint64_t tick;   /* a tick's answer */
+  uint64_t allocs; /* allocations it made */
+} oom_ref;
+
+typedef enum oom_outcome {
+  OOM_CLEAN,     /* TL_OK and no allocation failed */
+  OOM_TOLERATED, /* TL_OK although an allocation failed */
+  OOM_FAILED     /* TL_ENOMEM (for a tick: 0 with work left) */
+} oom_outcome;
+
+static tlt_env *fresh(const oom_scenario *sc, oom_ctx *c) {
+  tl_config cfg = tlt_config();
+  if (sc->config != NULL)
+    sc->config(&cfg);
+  c->jtext.n = 0;
+  if (c->journal) {
+    cfg.journal = journal_line;
+    cfg.journal_ud = c;
+  }
+  tlt_env *e = tlt_new(&cfg);
+  c->param = sc->param;
+  c->flags = sc->flags;
+  c->inner_failures = 0;
+  c->inner_lines = 0;
+  c->hooked = 0;
+  c->nlog = 0;
+  c->nout = 0;
+  c->tick = 0;
+  if (sc->build != NULL)
+    sc->build(e, c);
+  c->nout = 0;
+  /* Every call that reads the clock moves the scheduler's time to the reading, before it can
+   * fail, so a failed call may leave the time later than it was (tl_explain_taskset says how
+   * far off each deadline is). A heartbeat of an unknown id reads the clock and changes
+   * nothing else: after it the call under test cannot move the time. */
+  OOM_ASSERT(tl_executor_heartbeat(e->s, "clock") == TL_ENOENT, "no executor named clock");
+  TLT_CHECK(e);
+  OOM_ASSERT(tlt_stats(e).events_queued == 0, "builder left events queued");
+  return e;
+}
+
+/* Drains and frees the scheduler (tlt_end), then checks nothing is left allocated. A big
+ * ledger (hundreds of executors, task sets or attempts) is first drained the same way without
+ * tl_check after every step, which would make the drain quadratic; tlt_end then checks the
+ * result and finds nothing left to do. */
+static void finish_env(tlt_env *e, const char *what) {
+  tl_stats st = tlt_stats(e);
+  if (e->nsubs > 16 || e->nexecs > 16 || st.attempts_running + st.attempts_frozen > 64) {
+    for (size_t i = 0; i < e->nexecs; i++) {
+      tl_loss_reason why = {.kind = TL_LOSS_KILLED, .message = "test drain"};
+      int rc = tl_executor_lost(e->s, e->execs[i], &why);
+      OOM_ASSERT(rc == TL_OK || rc == TL_EGONE || rc == TL_ENOENT, "%s: drain: %s", what,
+                 tl_err_name(rc));
+    }
+    for (size_t i = 0; i < e->nsubs; i++) {
+      if (e->subs[i].released != 0)
+        continue;
+      int rc = tl_cancel_stage(e->s, e->subs[i].stage_id, "test drain");
+      OOM_ASSERT(rc == TL_OK, "%s: drain: tl_cancel_stage: %s", what, tl_err_name(rc));
+    }
+    if (e->cfg.tombstone_ttl_ns != 0) { /* tlt_end then finds the ids forgotten */
+      e->now += e->cfg.tombstone_ttl_ns + 1;
+      (void)tl_tick(e->s);
+    }
+  }
+  tlt_end(e);
+  OOM_ASSERT(tlt_alloc_live_blocks() == 0, "%s: %zu blocks still allocated with no scheduler", what,
+             tlt_alloc_live_blocks());
+}
+
+static void launches_assert_same(const oom_ctx *c, const oom_ref *ref, const char *what) {
+  OOM_ASSERT(c->nout == ref->nout, "%s: %zu launches, want %zu", what, c->nout, ref->nout);
+  for (size_t i = 0; i < ref->nout; i++) {
+    const tl_launch *a = &c->out[i], *b = &ref->out[i];
+    OOM_ASSERT(a->tid == b->tid && a->taskset == b->taskset && a->stage_id == b->stage_id &&
+                   a->stage_attempt == b->stage_attempt && a->index == b->index &&
+                   a->attempt == b->attempt && a->cpus == b->cpus &&
+                   strcmp(a->executor_id, b->executor_id) == 0 && a->locality == b->locality &&
+                   payload_sub(a->payload) == ref->out_sub[i],
+               "%s: launch %zu is tid %" PRIu64 " index %u on %s, want tid %" PRIu64
+               " index %u on %s",
+               what, i, a->tid, a->index, a->executor_id, b->tid, b->index, b->executor_id);
+  }
+}
+
+/* The journal lines of text but those of calls that failed with TL_ENOMEM (counted in
+ * *failed_lines). */
+static char *journal_without_enomem(const char *text, uint64_t *failed_lines) {
+  static const char failed[] = " = ENOMEM\n";
+  oom_buf b = {NULL, 0, 0};
+  buf_printf(&b, "%s", "");
+  for (const char *p = text; *p != '\0';) {
+    const char *nl = strchr(p, '\n');
+    size_t len = nl != NULL ? (size_t)(nl - p) + 1 : strlen(p);
+    if (len < sizeof failed - 1 ||
+        strncmp(p + len - (sizeof failed - 1), failed, sizeof failed - 1) != 0)
+      buf_printf(&b, "%.*s", (int)len, p);
+    else
+      ++*failed_lines;
+    p += len;
+  }
+  return b.p;
+}
+
+/* Asserts the call (whose events start at mark, its journal lines at jmark) did exactly what
+ * the reference did. A re-entrant call that failed inside it has a journal line of its own. */
+static void expect_like_ref(tlt_env *e, const oom_ctx *c, const oom_ref *ref, size_t mark,
+                            size_t jmark, bool tick, const char *what) {
+  TLT_CHECK(e);
+  if (c->journal) {
+    uint64_t failed_lines = 0;
+    char *got = c->flags & OOM_REENTRANT
+                    ? journal_without_enomem(journal_since(c, jmark), &failed_lines)
+                    : strdup(journal_since(c, jmark));
+    OOM_ASSERT(got != NULL, "test out of memory");
+    OOM_ASSERT(failed_lines == c->inner_lines,
+               "%s: %" PRIu64 " re-entrant calls journaled as ENOMEM, want %" PRIu64 "\n%.3000s",
+               what, failed_lines, c->inner_lines, journal_since(c, jmark));
+    OOM_ASSERT(
+        strcmp(got, ref->journal) == 0,
+        "%s: journal differs from the run without failures\n--- got:\n%.1000s\n--- want:\n%.1000s",
+        what, got, ref->journal);
+    free(got);
+  }
+  char *got = events_since(e, mark);
+  OOM_ASSERT(strcmp(got, ref->events) == 0,
+             "%s: events differ from the run without failures\n--- got:\n%.1500s--- want:\n%.1500s",
+             what, got, ref->events);
+  free(got);
+  oom_state *now = state_take(e, true);
+  state_assert_same(ref->after, now, what, false);
+  state_free(now);
+  launches_assert_same(c, ref, what);
+  if (tick)
+    OOM_ASSERT(c->tick == ref->tick, "%s: tick answered %" PRIu64 ", want %" PRIu64, what, c->tick,
+               ref->tick);
+}
+
+/* After a tick cut short: what it did is the start of what the reference did, delivered (the
+ * losses it completed made their events). A tick that could not journal itself did nothing. */
+static void expect_partial_tick(tlt_env *e, const oom_ctx *c, const oom_ref *ref,
+                                const oom_state *before, size_t mark, size_t jmark,
+                                const char *what) {
+  TLT_CHECK(e);
+  OOM_ASSERT(tlt_stats(e).events_queued == 0, "%s: a tick cut short left %zu events queued", what,
+             tlt_stats(e).events_queued);
+  if (c->journal && *journal_since(c, jmark) == '\0') {
+    oom_state *now = state_take(e, true);
+    state_assert_same(before, now, "a tick that could not journal itself", false);
+    state_free(now);
+    OOM_ASSERT(e->nev == mark, "%s: a tick that could not journal itself delivered events", what);
+  }
+  char *got = events_since(e, mark);
+  OOM_ASSERT(is_line_prefix(got, ref->events),
+             "%s: the events of a tick cut short are not the start of the full tick's\n"
+             "--- got:\n%.1500s--- want a prefix of:\n%.1500s",
+             what, got, ref->events);
+  free(got);
+  oom_state *now = state_take(e, true);
+  OOM_ASSERT(now->nexecs == before->nexecs, "%s: executors known changed", what);
+  for (size_t i = 0; i < now->nexecs; i++) {
+    char a[400], b[400], d[400];
+    exec_describe(now, i, a, sizeof a);
+    exec_describe(before, i, b, sizeof b);
+    exec_describe(ref->after, i, d, sizeof d);
+    OOM_ASSERT(exec_same(now, before, i) || exec_same(now, ref->after, i),
+               "%s: executor %s is %s: neither as before (%s) nor as after the tick (%s)", what,
+               now->exec_id[i], a, b, d);
+  }
+  state_free(now);
+}
+
+static void reference_run(const oom_scenario *sc, oom_ref *ref, oom_ctx *c) {
+  char what[256];
+  snprintf(what, sizeof what, "%s (%s), nothing failing", sc->entry, sc->name);
+  tlt_env *e = fresh(sc, c);
+  ref->before = state_take(e, true);
+  size_t mark = e->nev, jmark = c->jtext.n;
+  uint64_t calls = tlt_alloc_calls();
+  int rc = sc->call(e, c);
+  ref->allocs = tlt_alloc_calls() - calls;
+  OOM_ASSERT(rc == TL_OK, "%s: returned %s", what, tl_err_name(rc));
+  OOM_ASSERT(c->inner_failures == 0, "%s: a re-entrant call failed", what);
+  TLT_CHECK(e);
+  if (sc->flags & OOM_TICK)
+    OOM_ASSERT(c->tick != 0, "%s: the tick answered 0, so a sweep could not tell", what);
+  /* With a journal every call allocates its line, and nothing more if it allocated nothing. */
+  if (sc->flags & OOM_NO_ALLOC)
+    OOM_ASSERT(ref->allocs == (c->journal ? 1 : 0), "%s: made %" PRIu64 " allocations, want %d",
+               what, ref->allocs, c->journal ? 1 : 0);
+  if (sc->flags & OOM_ALLOCATES)
+    OOM_ASSERT(ref->allocs > 0, "%s: made no allocation", what);
+  ref->after = state_take(e, true);
+  ref->events = events_since(e, mark);
+  ref->journal = strdup(journal_since(c, jmark));
+  OOM_ASSERT(ref->journal != NULL, "test out of memory");
+  if (c->journal && !(sc->flags & OOM_REENTRANT))
+    OOM_ASSERT(strchr(ref->journal, '\n') == ref->journal + strlen(ref->journal) - 1,
+               "%s: want one journal line, got:\n%.1000s", what, ref->journal);
+  ref->nout = c->nout;
+  ref->out = xcalloc(c->nout, sizeof *ref->out);
+  memcpy(ref->out, c->out, c->nout * sizeof *ref->out);
+  ref->out_sub = xcalloc(c->nout, sizeof *ref->out_sub);
+  for (size_t i = 0; i < c->nout; i++) {
+    ref->out_sub[i] = payload_sub(c->out[i].payload);
+    ref->out[i].payload = NULL; /* freed with the run */
+  }
+  ref->tick = c->tick;
+  if (getenv("TLT_OOM_VERBOSE") != NULL)
+    fprintf(stderr, "%s: %" PRIu64 " allocations\n%s", what, ref->allocs, ref->events);
+  finish_env(e, what);
+}
+
+static void ref_free(oom_ref *ref) {
+  state_free(ref->before);
+  state_free(ref->after);
+  free(ref->events);
+  free(ref->journal);
+  free(ref->out);
+  free(ref->out_sub);
+}
+
+/* The journal of a call that ran out of memory: no line if its own line could not be
+ * allocated, else the reference's line with " = ENOMEM" for its result (a tick cut short still
+ * says OK: it keeps the losses it completed). */
+static void expect_failed_journal(const oom_ctx *c, const oom_ref *ref, size_t jmark, bool tick,
+                                  const char *what) {
+  const char *got = journal_since(c, jmark);
+  if (*got == '\0')
+    return;
+  /* The call's own line is the reference's first; the others are those of re-entrant calls
+   * made from its callbacks, which a failed call does not make. */
+  const char *nl = strchr(ref->journal, '\n');
+  OOM_ASSERT(nl != NULL, "%s: the reference wrote no journal line", what);
+  int len = (int)(nl - ref->journal);
+  const char *result = NULL;
+  for (const char *p = strstr(ref->journal, " = "); p != NULL && p < nl; p = strstr(p + 1, " = "))
+    result = p;
+  OOM_ASSERT(result != NULL, "%s: journal line without a result: %.*s", what, len, ref->journal);
+  oom_buf want = {NULL, 0, 0};
+  if (tick)
+    buf_printf(&want, "%.*s\n", len, ref->journal);
+  else
+    buf_printf(&want, "%.*s = ENOMEM\n", (int)(result - ref->journal), ref->journal);
+  OOM_ASSERT(strcmp(got, want.p) == 0,
+             "%s: journal of the failed call is\n%.500s\nwant nothing or\n%.500s", what, got,
+             want.p);
+  free(want.p);
+}
+
+/* One try: build, fail allocation k in mode, make the call, check. After a transient failure
+ * the call is made again with nothing failing and must match the reference; after a persistent
+ * one the scheduler is drained straight from the failed state. (Both modes fail the same k-th
+ * allocation first, so each failure point gets both checks.) */
+static oom_outcome try_at(const oom_scenario *sc, const oom_ref *ref, oom_ctx *c, oom_mode mode,
+                          uint64_t k) {
+  bool retry = mode == OOM_TRANSIENT;
+  char what[256];
+  snprintf(what, sizeof what, "%s (%s%s), allocation %" PRIu64 " failing, %s", sc->entry, sc->name,
+           c->journal ? ", journaled" : "", k, mode_name(mode));
+  bool tick = (sc->flags & OOM_TICK) != 0;
+  tlt_env *e = fresh(sc, c);
+  oom_state *before = state_take(e, true);
+  state_assert_same(ref->before, before, "the builder is not deterministic", true);
+  size_t mark = e->nev, jmark = c->jtext.n;
+
+  arm(mode, k);
+  int rc = sc->call(e, c);
+  bool hit = tlt_alloc_failed() || c->inner_failures != 0;
+  disarm();
+
+  bool failed = tick ? hit && c->tick == 0 : rc != TL_OK;
+  if (!failed) {
+    OOM_ASSERT(rc == TL_OK, "%s: returned %s", what, tl_err_name(rc));
+    expect_like_ref(e, c, ref, mark, jmark, tick, what);
+    finish_env(e, what);
+    state_free(before);
+    return hit ? OOM_TOLERATED : OOM_CLEAN;
+  }
+
+  if (tick) {
+    expect_partial_tick(e, c, ref, before, mark, jmark, what);
+  } else {
+    OOM_ASSERT(rc == TL_ENOMEM, "%s: returned %s, want ENOMEM", what, tl_err_name(rc));
+    OOM_ASSERT(hit, "%s: returned ENOMEM with no allocation failing", what);
+    OOM_ASSERT(e->nev == mark, "%s: failed with ENOMEM but delivered %zu callbacks", what,
+               e->nev - mark);
+    TLT_CHECK(e);
+    oom_state *after = state_take(e, true);
+    state_assert_same(before, after, what, false);
+    state_free(after);
+  }
+  if (c->journal)
+    expect_failed_journal(c, ref, jmark, tick, what);
+  if (retry) {
+    jmark = c->jtext.n;
+    rc = sc->call(e, c);
+    OOM_ASSERT(rc == TL_OK, "%s: the retry with nothing failing returned %s", what,
+               tl_err_name(rc));
+    OOM_ASSERT(!tick || c->tick != 0, "%s: the retried tick answered 0 again", what);
+    expect_like_ref(e, c, ref, mark, jmark, tick, what);
+  }
+  finish_env(e, what);
+  state_free(before);
+  return OOM_FAILED;
+}
+
+/* Sweeps one scenario in both modes, with or without a call journal. */
+static void sweep(const oom_scenario *sc, bool journal, oom_tally *t) {
+  oom_ref ref;
+  memset(&ref, 0, sizeof ref);
+  oom_ctx *c = ctx_new();
+  c->journal = journal;
+  reference_run(sc, &ref, c);
+  t->scenarios++;
+  t->allocs += ref.allocs;
+  for (int m = OOM_TRANSIENT; m <= OOM_PERSISTENT; m++) {
+    uint64_t k = 1;
+    for (;; k++) {
+      OOM_ASSERT(k <= ref.allocs + 1,
+                 "%s (%s%s), %s: allocation %" PRIu64 " still fails the call, which makes %" PRIu64
+                 " allocations when nothing fails",
+                 sc->entry, sc->name, journal ? ", journaled" : "", mode_name((oom_mode)m), k,
+                 ref.allocs);
+      oom_outcome o = try_at(sc, &ref, c, (oom_mode)m, k);
+      if (o == OOM_CLEAN)
+        break;
+      if (o == OOM_TOLERATED)
+        t->tolerated[m]++;
+      else
+        t->failed[m]++;
+    }
+    if (sc->flags & OOM_ALLOCATES)
+      OOM_ASSERT(k > 1, "%s (%s), %s: the sweep injected no failure", sc->entry, sc->name,
+                 mode_name((oom_mode)m));
+  }
+  if (getenv("TLT_OOM_VERBOSE") != NULL)
+    fprintf(stderr, "%s (%s%s): %" PRIu64 " allocations\n", sc->entry, sc->name,
+            journal ? ", journaled" : "", ref.allocs);
+  ref_free(&ref);
+  ctx_free(c);
+}
+
+/* Sweeps every scenario, without and then with a call journal. */
+static void sweep_all(const char *test, const oom_scenario *sc, size_t n) {
+  oom_tally t[2];
+  memset(t, 0, sizeof t);
+  tlt_alloc_install();
+  for (int journal = 0; journal <= 1; journal++)
+    for (size_t i = 0; i < n; i++)
+      sweep(&sc[i], journal != 0, &t[journal]);
+  ck_assert_uint_eq(tlt_alloc_live_blocks(), 0);
+  tlt_alloc_restore();
+  tally_print(test, "", &t[0]);
+  tally_print(test, ", journaled", &t[1]);
+}
+
+#define SWEEP_ALL(test, table) sweep_all(test, table, sizeof table / sizeof table[0])
+
+/* ---------------------------------------------------------------------------------------------
+ * Configurations.
+ * ------------------------------------------------------------------------------------------- */
+
+static void cfg_max_failures_1(tl_config *cfg) { cfg->max_task_failures = 1; }
+static void cfg_max_tombstones_1(tl_config *cfg) { cfg->max_tombstones = 1; }
+
+static void cfg_heartbeat_10s(tl_config *cfg) { cfg->heartbeat_timeout_ns = 10 * TLT_SEC; }
+
+static void cfg_pending_5s(tl_config *cfg) {
+  cfg->heartbeat_timeout_ns = 0;
+  cfg->pending_loss_timeout_ns = 5 * TLT_SEC;
+}
+
+static void cfg_ttl_30s(tl_config *cfg) {
+  cfg->heartbeat_timeout_ns = 0;
+  cfg->tombstone_ttl_ns = 30 * TLT_SEC;
+}
+
+static void cfg_everything_due(tl_config *cfg) {
+  cfg->heartbeat_timeout_ns = 10 * TLT_SEC;
+  cfg->pending_loss_timeout_ns = 5 * TLT_SEC;
+  cfg->tombstone_ttl_ns = 8 * TLT_SEC;
+  cfg->max_tombstones = 4;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * tl_scheduler_new: its allocations fail; it must answer TL_ENOMEM and leave nothing allocated,
+ * and no scheduler may stay counted (tl_replace_allocator works again at once).
+ * ------------------------------------------------------------------------------------------- */
+
+static void noop_released(void *ud, const tl_taskset_info *ts, void *payload) {
+  (void)ud;
+  (void)ts;
+  (void)payload;
+}
+
+static void count_line(void *ud, const char *line) {
+  (void)line;
+  ++*(unsigned *)ud;
+}
+
+START_TEST(oom_scheduler_new) {
+  tlt_alloc_install();
+  tl_callbacks cb = {.taskset_released = noop_released};
+  uint64_t points[2] = {0, 0};
+  for (int m = OOM_TRANSIENT; m <= OOM_PERSISTENT; m++) {
+    /* Transient with a journal and no callbacks, persistent the other way round. */
+    tl_config cfg = tlt_config();
+    unsigned lines = 0;
+    if (m == OOM_TRANSIENT) {
+      cfg.journal = count_line;
+      cfg.journal_ud = &lines;
+    }
+    tl_scheduler *s = NULL;
+    uint64_t k = 1;
+    for (;; k++) {
+      ck_assert_uint_lt(k, 100);
+      arm((oom_mode)m, k);
+      int rc = tl_scheduler_new(&cfg, m == OOM_TRANSIENT ? NULL : &cb, &s);
+      bool hit = tlt_alloc_failed();
+      disarm();
+      if (rc == TL_OK) {
+        OOM_ASSERT(!hit, "tl_scheduler_new succeeded with allocation %" PRIu64 " failing", k);
+        break;
+      }
+      OOM_ASSERT(rc == TL_ENOMEM, "tl_scheduler_new with allocation %ju failing (%s): %s",
+                 (uintmax_t)k, mode_name((oom_mode)m), tl_err_name(rc));
+      OOM_ASSERT(hit, "tl_scheduler_new returned ENOMEM with nothing failing");
+      OOM_ASSERT(tlt_alloc_live_blocks() == 0, "failed tl_scheduler_new leaked %zu blocks",
+                 tlt_alloc_live_blocks());
+      OOM_ASSERT(lines == 0, "a failed tl_scheduler_new wrote %u journal lines", lines);
+      /* A scheduler that was never made is not counted: the allocator may change again. */
+      tlt_alloc_install();
+      points[m]++;
+    }
+    OOM_ASSERT(k > 1, "tl_scheduler_new allocated nothing through the allocator");
+    OOM_ASSERT(lines == (m == OOM_TRANSIENT ? 2u : 0u), "tl_scheduler_new wrote %u journal lines",
+               lines);
+    tl_stats st;
+    tl_stats_get(s, &st);
+    ck_assert_uint_eq(st.mem_live_blocks, tlt_alloc_live_blocks());
+    ck_assert_uint_eq(st.mem_live_bytes, tlt_alloc_live_bytes());
+    ck_assert_int_eq(tl_scheduler_free(s), TL_OK);
+    ck_assert_uint_eq(tlt_alloc_live_blocks(), 0);
+  }
+  tlt_alloc_restore();
+  fprintf(stderr,
+          "oom tl_scheduler_new: swept %" PRIu64 " points (ENOMEM %" PRIu64 " transient + %" PRIu64
+          " persistent)\n",
+          points[0] + points[1], points[0], points[1]);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * tl_executor_add.
+ * ------------------------------------------------------------------------------------------- */
+
+static int call_add_e1_h1_r1(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return add_exec(e, "e1", "h1", "r1", 4);
+}
+
+static void build_e1_h1_r1(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  B_OK(add_exec(e, "e1", "h1", "r1", 4));
+}
+
+static int call_add_e2_h1_r1(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return add_exec(e, "e2", "h1", "r1", 2);
+}
+
+static int call_add_e2_h2_r1(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return add_exec(e, "e2", "h2", "r1", 2);
+}
+
+/* e1 was the last executor of h1 and r1: both are gone, their tables freed, e1 a tombstone. */
+static void build_rack_emptied(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "e1", "h1", "r1", 4));
+  B_OK(submit(e, 0, 0, 0, 4));
+  B_OK(offer(e, c, "e1", 4, 4));
+  B_OK(lose(e, "e1", TL_LOSS_EXITED, true, "gone"));
+}
+
+/* The add of executor number param (from 0) expands executors_by_id's buckets (found by
+ * probe_executor_expansion). Every earlier executor is a tombstone, so the add also makes the
+ * host and rack tables again, after the executor's own entry went in. */
+static void build_executor_table_full(tlt_env *e, oom_ctx *c) {
+  for (size_t i = 0; i < c->param; i++) {
+    char id[32];
+    snprintf(id, sizeof id, "x%zu", i);
+    B_OK(add_exec(e, id, "hx", NULL, 1));
+  }
+  for (size_t i = 0; i < c->param; i++) {
+    char id[32];
+    snprintf(id, sizeof id, "x%zu", i);
+    B_OK(lose(e, id, TL_LOSS_KILLED, false, NULL));
+  }
+}
+
+static int call_add_expanding(tlt_env *e, oom_ctx *c) {
+  char id[32];
+  snprintf(id, sizeof id, "x%zu", c->param);
+  return add_exec(e, id, "h-new", "r-new", 2);
+}
+
+/* The index of the first executor add after the first whose allocations exceed the usual
+ * two (its name and record): the one that expands executors_by_id. */
+static size_t probe_executor_expansion(void) {
+  tlt_env *e = tlt_new(NULL);
+  size_t found = 0;
+  for (size_t i = 0; i < 2000 && found == 0; i++) {
+    char id[32];
+    snprintf(id, sizeof id, "x%zu", i);
+    uint64_t calls = tlt_alloc_calls();
+    B_OK(add_exec(e, id, "hx", NULL, 1));
+    if (i > 0 && tlt_alloc_calls() - calls > 2)
+      found = i;
+  }
+  OOM_ASSERT(found > 0, "executors_by_id never expanded");
+  finish_env(e, "probe");
+  return found;
+}
+
+START_TEST(oom_executor_add) {
+  tlt_alloc_install();
+  size_t expanding = probe_executor_expansion();
+  tlt_alloc_restore();
+  const oom_scenario sc[] = {
+      {"tl_executor_add", "first executor: new host, new rack, every table made", NULL, NULL,
+       call_add_e1_h1_r1, OOM_ALLOCATES, 0},
+      {"tl_executor_add", "second executor of an existing host", NULL, build_e1_h1_r1,
+       call_add_e2_h1_r1, OOM_ALLOCATES, 0},
+      {"tl_executor_add", "a new host in an existing rack", NULL, build_e1_h1_r1, call_add_e2_h2_r1,
+       OOM_ALLOCATES, 0},
+      {"tl_executor_add", "re-adding the host and rack whose last executor was lost", NULL,
+       build_rack_emptied, call_add_e2_h1_r1, OOM_ALLOCATES, 0},
+      {"tl_executor_add", "expanding executors_by_id, host and rack tables made again", NULL,
+       build_executor_table_full, call_add_expanding, OOM_ALLOCATES, expanding},
+  };
+  SWEEP_ALL("tl_executor_add", sc);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * tl_submit.
+ * ------------------------------------------------------------------------------------------- */
+
+static int call_submit_stage0(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return submit(e, 0, 0, 0, 4);
+}
+
+static void build_stage0(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  B_OK(add_exec(e, "e1", "h1", NULL, 4));
+  B_OK(submit(e, 0, 0, 0, 4));
+}
+
+static int call_submit_stage1(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return submit(e, 1, 0, 1, 3);
+}
+
+static int call_submit_stage0_attempt1(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return submit(e, 0, 1, 0, 4);
+}
+
+/* Stage 0 attempt 0 runs two attempts: a new attempt makes it zombie but cannot release it. */
+static void build_stage0_running(tlt_env *e, oom_ctx *c) {
+  build_stage0(e, c);
+  B_OK(offer(e, c, "e1", 2, 2));
+  B_OK(update(e, "e1", c->log[0].tid, TL_TASK_RUNNING, 0, NULL));
+}
+
+/* Stages 0 .. param-1 are submitted; stage param's submission expands a table. */
+static void build_stages(tlt_env *e, oom_ctx *c) {
+  for (size_t i = 0; i < c->param; i++)
+    B_OK(submit(e, (uint32_t)i, 0, (uint32_t)i, 1));
+}
+
+static int call_submit_next_stage(tlt_env *e, oom_ctx *c) {
+  return submit(e, (uint32_t)c->param, 0, (uint32_t)c->param, 2);
+}
+
+/* The indices of the first two submissions (of new stages, one each) whose allocations exceed
+ * the usual two (the task set and its stage): they expand tasksets_by_id or stages_by_id. */
+static void probe_submit_expansions(size_t found[2]) {
+  tlt_env *e = tlt_new(NULL);
+  size_t n = 0;
+  for (size_t i = 0; i < 2000 && n < 2; i++) {
+    uint64_t calls = tlt_alloc_calls();
+    B_OK(submit(e, (uint32_t)i, 0, (uint32_t)i, i == 0 ? 1 : 2));
+    if (i > 0 && tlt_alloc_calls() - calls > 2)
+      found[n++] = i;
+  }
+  OOM_ASSERT(n == 2, "the task set and stage tables expanded %zu times", n);
+  finish_env(e, "probe");
+}
+
+START_TEST(oom_submit) {
+  size_t expanding[2];
+  tlt_alloc_install();
+  probe_submit_expansions(expanding);
+  tlt_alloc_restore();
+  const oom_scenario sc[] = {
+      {"tl_submit", "first task set: both tables made", NULL, NULL, call_submit_stage0,
+       OOM_ALLOCATES, 0},
+      {"tl_submit", "a new stage beside another", NULL, build_stage0, call_submit_stage1,
+       OOM_ALLOCATES, 0},
+      {"tl_submit", "superseding an idle attempt, released in the same call", NULL, build_stage0,
+       call_submit_stage0_attempt1, OOM_ALLOCATES, 0},
+      {"tl_submit", "superseding an attempt with running attempts", NULL, build_stage0_running,
+       call_submit_stage0_attempt1, OOM_ALLOCATES, 0},
+      {"tl_submit", "the first submission that expands a table", NULL, build_stages,
+       call_submit_next_stage, OOM_ALLOCATES, expanding[0]},
+      {"tl_submit", "the second submission that expands a table", NULL, build_stages,
+       call_submit_next_stage, OOM_ALLOCATES, expanding[1]},
+  };
+  SWEEP_ALL("tl_submit", sc);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * tl_resource_offers.
+ * ------------------------------------------------------------------------------------------- */
+
+static void build_e1_stage0_6(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  B_OK(add_exec(e, "e1", "h1", NULL, 4));
+  B_OK(submit(e, 0, 0, 0, 6));
+}
+
+static int call_offer_e1_4(tlt_env *e, oom_ctx *c) { return offer(e, c, "e1", 4, 8); }
+
+enum { WIDE = 20 }; /* executors of the wide round: more offers than the 16 on the stack */
+static const char *const wide_ids[WIDE] = {"w0",  "w1",  "w2",  "w3",  "w4",  "w5",  "w6",
+                                           "w7",  "w8",  "w9",  "w10", "w11", "w12", "w13",
+                                           "w14", "w15", "w16", "w17", "w18", "w19"};
+
+/* Twenty executors of two cores, a task set of 50: a round of 20 offers launches 40, more than
+ * the 16 prepared records on the stack and the event queue's 32 slots. */
+static void build_wide(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  for (int i = 0; i < WIDE; i++)
+    B_OK(add_exec(e, wide_ids[i], i < 10 ? "h1" : "h2", "r1", 2));
+  B_OK(submit(e, 0, 0, 0, 50));
+  B_OK(submit(e, 1, 0, 1, 5));
+}
+
+static int call_offer_wide(tlt_env *e, oom_ctx *c) {
+  tl_offer o[WIDE];
+  for (int i = 0; i < WIDE; i++) {
+    o[i].executor_id = wide_ids[i];
+    o[i].cores = 2;
+  }
+  return offers(e, c, o, WIDE, 64);
+}
+
+enum { BIG = 400 }; /* cores of the big executor, tasks of its task set */
+
+/* One executor with 400 cores and a task set of 400; the builder launches param attempts, so
+ * the call's 24 launches include the one whose tid expands attempts_by_tid's buckets. */
+static void build_tid_table_full(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "big", "h1", NULL, BIG));
+  B_OK(submit(e, 0, 0, 0, BIG));
+  if (c->param > 0)
+    B_OK(offer(e, c, "big", BIG, c->param));
+}
+
+static int call_offer_big_24(tlt_env *e, oom_ctx *c) { return offer(e, c, "big", BIG, 24); }
+
+/* The number of launches before the one that expands attempts_by_tid (one launch per round:
+ * a round allocates one record, and the expanding one its new bucket array as well). */
+static size_t probe_tid_expansion(void) {
+  oom_ctx *c = ctx_new();
+  tlt_env *e = tlt_new(NULL);
+  B_OK(add_exec(e, "big", "h1", NULL, BIG));
+  B_OK(submit(e, 0, 0, 0, BIG));
+  size_t found = 0;
+  for (size_t i = 0; i < BIG && found == 0; i++) {
+    uint64_t calls = tlt_alloc_calls();
+    B_OK(offer(e, c, "big", 1, 1));
+    OOM_ASSERT(c->nout == 1, "probe round launched %zu", c->nout);
+    if (i > 0 && tlt_alloc_calls() - calls > 1)
+      found = i;
+  }
+  OOM_ASSERT(found > 12 && found + 12 < BIG, "attempts_by_tid expanded at launch %zu", found);
+  finish_env(e, "probe");
+  free(c);
+  return found;
+}
+
+/* Offers from a decommissioning, a pending-loss, an unknown and a removed executor beside a
+ * usable one: the rejected ones are counted only if the round succeeds. */
+static void build_rejected_offers(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  B_OK(add_exec(e, "e1", "h1", NULL, 4));
+  B_OK(add_exec(e, "e2", "h1", NULL, 4));
+  B_OK(add_exec(e, "e3", "h2", NULL, 4));
+  B_OK(add_exec(e, "e4", "h2", NULL, 4));
+  B_OK(tl_executor_decommission(e->s, "e2", NULL));
+  B_OK(lose(e, "e3", TL_LOSS_PENDING, false, NULL));
+  B_OK(lose(e, "e4", TL_LOSS_EXITED, false, NULL));
+  B_OK(submit(e, 0, 0, 0, 8));
+}
+
+static int call_offer_mixed(tlt_env *e, oom_ctx *c) {
+  tl_offer o[] = {{"nobody", 4}, {"e2", 4}, {"e1", 4}, {"e3", 4}, {"e4", 4}};
+  return offers(e, c, o, 5, 8);
+}
+
+START_TEST(oom_resource_offers) {
+  tlt_alloc_install();
+  size_t expanding = probe_tid_expansion();
+  tlt_alloc_restore();
+  const oom_scenario sc[] = {
+      {"tl_resource_offers", "first launches: the tid table made", NULL, build_e1_stage0_6,
+       call_offer_e1_4, OOM_ALLOCATES, 0},
+      {"tl_resource_offers", "20 offers, 40 launches: heap arrays, event queue grown", NULL,
+       build_wide, call_offer_wide, OOM_ALLOCATES, 0},
+      {"tl_resource_offers", "24 launches expanding the tid table", NULL, build_tid_table_full,
+       call_offer_big_24, OOM_ALLOCATES, expanding - 12},
+      {"tl_resource_offers", "rejected offers beside a usable one", NULL, build_rejected_offers,
+       call_offer_mixed, OOM_ALLOCATES, 0},
+  };
+  SWEEP_ALL("tl_resource_offers", sc);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * tl_status_update.
+ * ------------------------------------------------------------------------------------------- */
+
+/* e1 runs four attempts of stage 0 (four tasks), the first two RUNNING; e2 is idle. */
+static void build_four_on_e1(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "e1", "h1", NULL, 4));
+  B_OK(add_exec(e, "e2", "h2", NULL, 4));
+  B_OK(submit(e, 0, 0, 0, 4));
+  B_OK(offer(e, c, "e1", 4, 4));
+  B_OK(update(e, "e1", c->log[0].tid, TL_TASK_RUNNING, 0, NULL));
+  B_OK(update(e, "e1", c->log[1].tid, TL_TASK_RUNNING, 0, NULL));
+}
+
+static int call_running_l2(tlt_env *e, oom_ctx *c) {
+  return update(e, "e1", c->log[2].tid, TL_TASK_RUNNING, 0, NULL);
+}
+
+static int call_finish_l0(tlt_env *e, oom_ctx *c) {
+  return finish(e, "e1", c->log[0].tid, "task 0 done");
+}
+
+static int call_finish_l0_long(tlt_env *e, oom_ctx *c) {
+  return finish(e, "e1", c->log[0].tid, long_message());
+}
+
+static int call_fail_l1(tlt_env *e, oom_ctx *c) {
+  return update(e, "e1", c->log[1].tid, TL_TASK_FAILED, TL_END_EXCEPTION,
+                "java.lang.NullPointerException");
+}
+
+static int call_fail_launching_l3(tlt_env *e, oom_ctx *c) {
+  return update(e, "e1", c->log[3].tid, TL_TASK_FAILED, TL_END_COMMIT_DENIED, "commit denied");
+}
+
+static int call_fetch_failed_l1(tlt_env *e, oom_ctx *c) {
+  return update(e, "e1", c->log[1].tid, TL_TASK_FAILED, TL_END_FETCH_FAILED,
+                "shuffle 3 map 7 missing");
+}
+
+static int call_killed_l3(tlt_env *e, oom_ctx *c) {
+  return update(e, "e1", c->log[3].tid, TL_TASK_KILLED, 0, NULL);
+}
+
+/* A one-task stage whose only attempt is RUNNING: its failure aborts and releases it. */
+static void build_one_task(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "e1", "h1", NULL, 4));
+  B_OK(submit(e, 0, 0, 0, 1));
+  B_OK(submit(e, 1, 0, 1, 2));
+  B_OK(offer(e, c, "e1", 1, 1));
+  B_OK(update(e, "e1", c->log[0].tid, TL_TASK_RUNNING, 0, NULL));
+}
+
+static int call_fail_result_lost_l0(tlt_env *e, oom_ctx *c) {
+  return update(e, "e1", c->log[0].tid, TL_TASK_FAILED, TL_END_RESULT_LOST, "result lost");
+}
+
+/* Stage 0 attempt 0 is zombie (superseded) with one attempt left running. */
+static void build_zombie_last_attempt(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "e1", "h1", NULL, 4));
+  B_OK(submit(e, 0, 0, 0, 2));
+  B_OK(offer(e, c, "e1", 2, 2));
+  B_OK(submit(e, 0, 1, 0, 2));
+  B_OK(finish(e, "e1", c->log[0].tid, NULL));
+}
+
+static int call_finish_l1(tlt_env *e, oom_ctx *c) {
+  return finish(e, "e1", c->log[1].tid, "last attempt of a zombie");
+}
+
+START_TEST(oom_status_update) {
+  const oom_scenario sc[] = {
+      {"tl_status_update", "RUNNING", NULL, build_four_on_e1, call_running_l2, OOM_NO_ALLOC, 0},
+      {"tl_status_update", "FINISHED with a message", NULL, build_four_on_e1, call_finish_l0,
+       OOM_ALLOCATES, 0},
+      {"tl_status_update", "FINISHED with a 16 KiB message", NULL, build_four_on_e1,
+       call_finish_l0_long, OOM_ALLOCATES, 0},
+      {"tl_status_update", "FAILED, the index re-queued", NULL, build_four_on_e1, call_fail_l1,
+       OOM_ALLOCATES, 0},
+      {"tl_status_update", "FAILED of a LAUNCHING attempt", NULL, build_four_on_e1,
+       call_fail_launching_l3, OOM_ALLOCATES, 0},
+      {"tl_status_update", "FAILED, the task set aborted", cfg_max_failures_1, build_four_on_e1,
+       call_fail_l1, OOM_ALLOCATES, 0},
+      {"tl_status_update", "FAILED, the task set aborted and released", cfg_max_failures_1,
+       build_one_task, call_fail_result_lost_l0, OOM_ALLOCATES, 0},
+      {"tl_status_update", "FINISHED, the last attempt of a zombie: released", NULL,
+       build_zombie_last_attempt, call_finish_l1, OOM_ALLOCATES, 0},
+      {"tl_status_update", "FETCH_FAILED", NULL, build_four_on_e1, call_fetch_failed_l1,
+       OOM_ALLOCATES, 0},
+      {"tl_status_update", "KILLED without a message", NULL, build_four_on_e1, call_killed_l3,
+       OOM_NO_ALLOC, 0},
+  };
+  SWEEP_ALL("tl_status_update", sc);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * tl_executor_lost.
+ * ------------------------------------------------------------------------------------------- */
+
+/* e1 (h1, r1) and e2 (h2, r2) run three attempts each of stage 0, two of e1's RUNNING. */
+static void build_two_racks_running(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "e1", "h1", "r1", 3));
+  B_OK(add_exec(e, "e2", "h2", "r2", 3));
+  B_OK(submit(e, 0, 0, 0, 6));
+  B_OK(offer(e, c, "e1", 3, 3));
+  B_OK(offer(e, c, "e2", 3, 3));
+  B_OK(update(e, "e1", c->log[0].tid, TL_TASK_RUNNING, 0, NULL));
+  B_OK(update(e, "e1", c->log[1].tid, TL_TASK_RUNNING, 0, NULL));
+}
+
+static int call_lose_e1_pending(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return lose(e, "e1", TL_LOSS_PENDING, false, "heartbeat missed");
+}
+
+static int call_lose_e1_pending_no_message(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return lose(e, "e1", TL_LOSS_PENDING, false, NULL);
+}
+
+static int call_lose_e1_process_lost(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return lose(e, "e1", TL_LOSS_PROCESS_LOST, true, "connection reset");
+}
+
+static int call_lose_e1_long(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return lose(e, "e1", TL_LOSS_EXITED, true, long_message());
+}
+
+static int call_lose_e1_killed(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return lose(e, "e1", TL_LOSS_KILLED, false, "preempted");
+}
+
+static int call_lose_e1_exited(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return lose(e, "e1", TL_LOSS_EXITED, true, "Container killed: exit 137");
+}
+
+static int call_lose_e1_decommissioned(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return lose(e, "e1", TL_LOSS_DECOMMISSIONED, false, "decommission finished");
+}
+
+/* As build_two_racks_running with e0 lost before: with max_tombstones 1 its tombstone is
+ * evicted by e1's removal. */
+static void build_tombstone_to_evict(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "e0", "h0", NULL, 1));
+  B_OK(lose(e, "e0", TL_LOSS_EXITED, false, "first to go"));
+  build_two_racks_running(e, c);
+}
+
+/* e1 is pending loss with its attempts frozen. */
+static void build_e1_pending(tlt_env *e, oom_ctx *c) {
+  build_two_racks_running(e, c);
+  B_OK(lose(e, "e1", TL_LOSS_PENDING, false, "unreachable"));
+}
+
+static void build_e1_decommissioning(tlt_env *e, oom_ctx *c) {
+  build_two_racks_running(e, c);
+  B_OK(tl_executor_decommission(e->s, "e1", "scale down"));
+}
+
+/* Three task sets frozen on e1 (16 attempts, all RUNNING), with max_task_failures 1: stage 2
+ * attempt 0 is zombie (superseded) with every attempt there, stage 0 has every attempt there
+ * (aborted and released by the loss), stage 1 half there and half on e2 (aborted, stays). The
+ * second phase reserves 3 x 16 + 1 events, past the queue's 32 slots. */
+static void build_many_frozen(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "e1", "h1", "r1", 16));
+  B_OK(add_exec(e, "e2", "h2", "r1", 4));
+  B_OK(submit(e, 2, 0, 0, 4));
+  B_OK(submit(e, 0, 0, 1, 8));
+  B_OK(submit(e, 1, 0, 2, 8));
+  B_OK(offer(e, c, "e1", 16, 16));
+  B_OK(offer(e, c, "e2", 4, 4));
+  run_all_on(e, c, "e1");
+  B_OK(submit(e, 2, 1, 0, 4));
+  B_OK(lose(e, "e1", TL_LOSS_PENDING, false, NULL));
+}
+
+static int call_pending_again(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return lose(e, "e1", TL_LOSS_PENDING, false, "still unreachable");
+}
+
+START_TEST(oom_executor_lost) {
+  const oom_scenario sc[] = {
+      {"tl_executor_lost", "TL_LOSS_PENDING: freeze, host and rack freed", NULL,
+       build_two_racks_running, call_lose_e1_pending, OOM_ALLOCATES, 0},
+      {"tl_executor_lost", "TL_LOSS_PENDING without a message", NULL, build_two_racks_running,
+       call_lose_e1_pending_no_message, OOM_NO_ALLOC, 0},
+      {"tl_executor_lost", "one phase, a new tombstone", NULL, build_two_racks_running,
+       call_lose_e1_process_lost, OOM_ALLOCATES, 0},
+      {"tl_executor_lost", "one phase evicting the oldest tombstone", cfg_max_tombstones_1,
+       build_tombstone_to_evict, call_lose_e1_killed, OOM_ALLOCATES, 0},
+      {"tl_executor_lost", "one phase with a 16 KiB message", NULL, build_two_racks_running,
+       call_lose_e1_long, OOM_ALLOCATES, 0},
+      {"tl_executor_lost", "one phase of a decommissioning executor", NULL,
+       build_e1_decommissioning, call_lose_e1_decommissioned, OOM_ALLOCATES, 0},
+      {"tl_executor_lost", "second phase", NULL, build_e1_pending, call_lose_e1_exited,
+       OOM_ALLOCATES, 0},
+      {"tl_executor_lost", "second phase over three task sets: aborts, releases, queue grown",
+       cfg_max_failures_1, build_many_frozen, call_lose_e1_exited, OOM_ALLOCATES, 0},
+      {"tl_executor_lost", "TL_LOSS_PENDING again while pending", NULL, build_e1_pending,
+       call_pending_again, OOM_NO_ALLOC, 0},
+  };
+  SWEEP_ALL("tl_executor_lost", sc);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * tl_executor_heartbeat and tl_executor_decommission.
+ * ------------------------------------------------------------------------------------------- */
+
+static void build_two_racks_later(tlt_env *e, oom_ctx *c) {
+  build_two_racks_running(e, c);
+  e->now += 5 * TLT_SEC;
+}
+
+static int call_heartbeat_e1(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return tl_executor_heartbeat(e->s, "e1");
+}
+
+static int call_decommission_e1(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return tl_executor_decommission(e->s, "e1", "node draining");
+}
+
+static int call_decommission_e1_long(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return tl_executor_decommission(e->s, "e1", long_message());
+}
+
+static int call_decommission_e1_no_message(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return tl_executor_decommission(e->s, "e1", NULL);
+}
+
+START_TEST(oom_heartbeat_and_decommission) {
+  const oom_scenario sc[] = {
+      {"tl_executor_heartbeat", "a running executor", NULL, build_two_racks_later,
+       call_heartbeat_e1, OOM_NO_ALLOC, 0},
+      {"tl_executor_decommission", "with a message", NULL, build_two_racks_running,
+       call_decommission_e1, OOM_ALLOCATES, 0},
+      {"tl_executor_decommission", "with a 16 KiB message", NULL, build_two_racks_running,
+       call_decommission_e1_long, OOM_ALLOCATES, 0},
+      {"tl_executor_decommission", "without a message", NULL, build_two_racks_running,
+       call_decommission_e1_no_message, OOM_NO_ALLOC, 0},
+      {"tl_executor_decommission", "again while decommissioning", NULL, build_e1_decommissioning,
+       call_decommission_e1, OOM_NO_ALLOC, 0},
+  };
+  SWEEP_ALL("heartbeat and decommission", sc);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * tl_kill_task, tl_kill_stage, tl_cancel_stage, tl_partition_completed.
+ * ------------------------------------------------------------------------------------------- */
+
+static int call_kill_l1(tlt_env *e, oom_ctx *c) {
+  return tl_kill_task(e->s, c->log[1].tid, true, "speculative copy won");
+}
+
+static int call_kill_l1_no_reason(tlt_env *e, oom_ctx *c) {
+  return tl_kill_task(e->s, c->log[1].tid, false, NULL);
+}
+
+/* Stage 0: attempt 0 is zombie with 30 attempts running on e1; attempt 1 runs 10 on e1 and 10
+ * frozen on e2 (pending loss). Stage 1 runs 2 on e3. 40 attempts of stage 0 can be killed. */
+static void build_stage_with_zombie(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "e1", "h1", "r1", 40));
+  B_OK(add_exec(e, "e2", "h2", "r1", 10));
+  B_OK(add_exec(e, "e3", "h3", NULL, 10));
+  B_OK(submit(e, 0, 0, 0, 30));
+  B_OK(offer(e, c, "e1", 30, 30));
+  B_OK(submit(e, 0, 1, 0, 20));
+  tl_offer o[] = {{"e1", 10}, {"e2", 10}};
+  B_OK(offers(e, c, o, 2, 20));
+  B_OK(lose(e, "e2", TL_LOSS_PENDING, false, "unreachable"));
+  B_OK(submit(e, 1, 0, 1, 2));
+  B_OK(offer(e, c, "e3", 2, 2));
+}
+
+static int call_kill_stage0(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return tl_kill_stage(e->s, 0, true, "stage killed");
+}
+
+static int call_kill_stage0_no_reason(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return tl_kill_stage(e->s, 0, false, NULL);
+}
+
+static int call_cancel_stage0(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return tl_cancel_stage(e->s, 0, "job 0 cancelled");
+}
+
+/* Stage 0: attempt 0 zombie with only frozen attempts (e1 pending loss), attempt 1 active with
+ * nothing running; stage 1 untouched. Cancelling stage 0 releases attempt 1 at once. */
+static void build_stage_frozen_zombie(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "e1", "h1", NULL, 2));
+  B_OK(add_exec(e, "e2", "h2", NULL, 2));
+  B_OK(submit(e, 0, 0, 0, 2));
+  B_OK(offer(e, c, "e1", 2, 2));
+  B_OK(lose(e, "e1", TL_LOSS_PENDING, false, NULL));
+  B_OK(submit(e, 0, 1, 0, 2));
+  B_OK(submit(e, 1, 0, 1, 2));
+  B_OK(offer(e, c, "e2", 2, 2)); /* stage 0 attempt 1 takes both cores */
+  B_OK(finish(e, "e2", c->log[2].tid, NULL));
+  B_OK(finish(e, "e2", c->log[3].tid, NULL));
+}
+
+static int call_cancel_stage0_no_reason(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return tl_cancel_stage(e->s, 0, NULL);
+}
+
+/* Stage 0 has two indices done and the last pending, nothing running. */
+static void build_last_index_pending(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "e1", "h1", NULL, 2));
+  B_OK(submit(e, 0, 0, 0, 3));
+  B_OK(offer(e, c, "e1", 2, 2));
+  B_OK(finish(e, "e1", c->log[0].tid, NULL));
+  B_OK(finish(e, "e1", c->log[1].tid, NULL));
+}
+
+static int call_partition_2(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return tl_partition_completed(e->s, 0, 2);
+}
+
+static int call_partition_1(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return tl_partition_completed(e->s, 0, 1);
+}
+
+START_TEST(oom_kills_cancel_and_partitions) {
+  const oom_scenario sc[] = {
+      {"tl_kill_task", "with a reason", NULL, build_four_on_e1, call_kill_l1, OOM_ALLOCATES, 0},
+      {"tl_kill_task", "without a reason", NULL, build_four_on_e1, call_kill_l1_no_reason,
+       OOM_NO_ALLOC, 0},
+      {"tl_kill_stage", "40 attempts of an active and a zombie attempt, frozen ones left out", NULL,
+       build_stage_with_zombie, call_kill_stage0, OOM_ALLOCATES, 0},
+      {"tl_kill_stage", "the same without a reason", NULL, build_stage_with_zombie,
+       call_kill_stage0_no_reason, OOM_ALLOCATES, 0},
+      {"tl_cancel_stage", "running and frozen attempts, active and zombie attempts", NULL,
+       build_stage_with_zombie, call_cancel_stage0, OOM_ALLOCATES, 0},
+      {"tl_cancel_stage", "an idle active attempt released, a frozen zombie kept", NULL,
+       build_stage_frozen_zombie, call_cancel_stage0, OOM_ALLOCATES, 0},
+      {"tl_cancel_stage", "the same without a reason", NULL, build_stage_frozen_zombie,
+       call_cancel_stage0_no_reason, OOM_NO_ALLOC, 0},
+      {"tl_partition_completed", "the last index: zombie and released", NULL,
+       build_last_index_pending, call_partition_2, OOM_NO_ALLOC, 0},
+      {"tl_partition_completed", "a running index", NULL, build_four_on_e1, call_partition_1,
+       OOM_NO_ALLOC, 0},
+  };
+  SWEEP_ALL("kills, cancel and partitions", sc);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * tl_tick.
+ * ------------------------------------------------------------------------------------------- */
+
+static int call_tick(tlt_env *e, oom_ctx *c) {
+  c->tick = tl_tick(e->s);
+  return TL_OK;
+}
+
+static const char *const hb_ids[] = {"e0", "e1", "e2", "e3", "e4", "e5"};
+
+/* Six executors of twelve cores, each running twelve attempts (half RUNNING), silent since
+ * registration at 1 s; the clock is at 11 s, when all six expire. Each loss reserves 38 events,
+ * so the queue grows twice during the tick. */
+static void build_silent_executors(tlt_env *e, oom_ctx *c) {
+  for (size_t i = 0; i < 6; i++)
+    B_OK(add_exec(e, hb_ids[i], i % 2 == 0 ? "h0" : "h1", "r0", 12));
+  B_OK(submit(e, 0, 0, 0, 72));
+  for (size_t i = 0; i < 6; i++)
+    B_OK(offer(e, c, hb_ids[i], 12, 12));
+  for (size_t i = 0; i < c->nlog; i += 2)
+    B_OK(update(e, c->log[i].executor_id, c->log[i].tid, TL_TASK_RUNNING, 0, NULL));
+  e->now = 11 * TLT_SEC;
+}
+
+/* Five executors of twelve cores, pending loss since 1 s with twelve frozen attempts each; the
+ * clock is at 6 s, past every pending-loss deadline. */
+static void build_pending_deadlines(tlt_env *e, oom_ctx *c) {
+  for (size_t i = 0; i < 5; i++)
+    B_OK(add_exec(e, hb_ids[i], "h0", NULL, 12));
+  B_OK(submit(e, 0, 0, 0, 30));
+  B_OK(submit(e, 1, 0, 1, 30));
+  for (size_t i = 0; i < 5; i++)
+    B_OK(offer(e, c, hb_ids[i], 12, 12));
+  for (size_t i = 0; i < c->nlog; i += 3)
+    B_OK(update(e, c->log[i].executor_id, c->log[i].tid, TL_TASK_RUNNING, 0, NULL));
+  for (size_t i = 0; i < 5; i++)
+    B_OK(lose(e, hb_ids[i], TL_LOSS_PENDING, false, NULL));
+  e->now = 6 * TLT_SEC;
+}
+
+/* Two tombstones past their time to live, nothing else due. */
+static void build_old_tombstones(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  B_OK(add_exec(e, "e1", "h1", NULL, 1));
+  B_OK(add_exec(e, "e2", "h1", NULL, 1));
+  B_OK(add_exec(e, "e3", "h1", NULL, 1));
+  B_OK(lose(e, "e1", TL_LOSS_EXITED, false, NULL));
+  B_OK(lose(e, "e2", TL_LOSS_EXITED, false, NULL));
+  e->now = 40 * TLT_SEC;
+  B_OK(tl_executor_heartbeat(e->s, "e3"));
+}
+
+/* At 12 s, with heartbeats due at 11 s, pending-loss deadlines at 8 s and tombstones living
+ * 8 s: e1 and e2 are tombstones since 1 s, e3 pending loss since 3 s with frozen attempts, e4
+ * and e5 silent with running attempts. One tick does all of it. */
+static void build_everything_due(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "e1", "h1", NULL, 1));
+  B_OK(add_exec(e, "e2", "h1", NULL, 1));
+  B_OK(lose(e, "e1", TL_LOSS_EXITED, false, NULL));
+  B_OK(lose(e, "e2", TL_LOSS_EXITED, false, NULL));
+  B_OK(add_exec(e, "e3", "h3", "r1", 8));
+  B_OK(add_exec(e, "e4", "h4", "r1", 8));
+  B_OK(add_exec(e, "e5", "h5", NULL, 8));
+  B_OK(submit(e, 0, 0, 0, 24));
+  B_OK(offer(e, c, "e3", 8, 8));
+  B_OK(offer(e, c, "e4", 8, 8));
+  B_OK(offer(e, c, "e5", 8, 8));
+  run_all_on(e, c, "e4");
+  e->now = 3 * TLT_SEC;
+  B_OK(lose(e, "e3", TL_LOSS_PENDING, false, NULL));
+  e->now = 12 * TLT_SEC;
+}
+
+START_TEST(oom_tick) {
+  const oom_scenario sc[] = {
+      {"tl_tick", "heartbeat expiry of six executors with running attempts", cfg_heartbeat_10s,
+       build_silent_executors, call_tick, OOM_TICK | OOM_ALLOCATES, 0},
+      {"tl_tick", "pending-loss deadlines of five executors", cfg_pending_5s,
+       build_pending_deadlines, call_tick, OOM_TICK | OOM_ALLOCATES, 0},
+      {"tl_tick", "tombstone expiry", cfg_ttl_30s, build_old_tombstones, call_tick,
+       OOM_TICK | OOM_NO_ALLOC, 0},
+      {"tl_tick", "heartbeat, pending-loss and tombstone expiry at once", cfg_everything_due,
+       build_everything_due, call_tick, OOM_TICK, 0},
+  };
+  SWEEP_ALL("tl_tick", sc);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * Calls made from inside callbacks. While the dispatcher delivers a batch, the calls its
+ * callbacks make queue their events behind it, so even a call that reserves one event can have
+ * to grow the queue, and an offer round made from revive_offers allocates like any other. The
+ * hook below makes such a call after an event; one that runs out of memory must change nothing
+ * (and deliver nothing meanwhile). The hook then turns failures off and makes the call again,
+ * so the outer call must end exactly as the reference did: a failed call inside a callback must
+ * not disturb the delivery around it.
+ * ------------------------------------------------------------------------------------------- */
+
+static void reenter(tlt_env *e, const tlt_event *ev,
+                    int (*inner)(tlt_env *e, oom_ctx *c, const tlt_event *ev)) {
+  oom_ctx *c = e->hook_ud;
+  /* Only a call made while a failure is still to come can fail: only then is the state before
+   * it needed (without the explanations, which would make the hooks quadratic). */
+  oom_state *before = armed && !tlt_alloc_failed() ? state_take(e, false) : NULL;
+  size_t nev = e->nev;
+  int rc = inner(e, c, ev);
+  if (rc == TL_ENOMEM) {
+    OOM_ASSERT(tlt_alloc_failed() && before != NULL,
+               "a re-entrant call returned ENOMEM with nothing failing");
+    oom_state *after = state_take(e, false);
+    /* One block more is the failed call's journal line ("... = ENOMEM"), queued behind the
+     * batch being delivered and freed once written: expect_like_ref looks for it. */
+    bool line = c->journal && after->stats.mem_live_blocks == before->stats.mem_live_blocks + 1;
+    OOM_ASSERT(after->stats.mem_live_blocks == before->stats.mem_live_blocks || line,
+               "a re-entrant call under ENOMEM holds %zu blocks, had %zu",
+               after->stats.mem_live_blocks, before->stats.mem_live_blocks);
+    after->stats.mem_live_blocks = before->stats.mem_live_blocks;
+    state_assert_same(before, after, "a re-entrant call under ENOMEM", false);
+    state_free(after);
+    c->inner_lines += line;
+    OOM_ASSERT(e->nev == nev, "a re-entrant call under ENOMEM delivered %zu callbacks",
+               e->nev - nev);
+    TLT_CHECK(e);
+    c->inner_failures++;
+    disarm();
+    rc = inner(e, c, ev);
+  }
+  state_free(before);
+  OOM_ASSERT(rc == TL_OK, "a re-entrant call (param %zu) returned %s", c->param, tl_err_name(rc));
+}
+
+static int inner_kill(tlt_env *e, oom_ctx *c, const tlt_event *ev) {
+  (void)c;
+  return tl_kill_task(e->s, ev->task.tid, false, "killed from task_started");
+}
+
+static void hook_kill_started(tlt_env *e, const tlt_event *ev) {
+  if (ev->type == TLT_EV_STARTED)
+    reenter(e, ev, inner_kill);
+}
+
+static int inner_offer_wide(tlt_env *e, oom_ctx *c, const tlt_event *ev) {
+  (void)ev;
+  return call_offer_wide(e, c);
+}
+
+static void hook_offer_on_revive(tlt_env *e, const tlt_event *ev) {
+  if (ev->type == TLT_EV_REVIVE)
+    reenter(e, ev, inner_offer_wide);
+}
+
+/* build_wide, and every task_started is answered with a kill from inside the callback: 40
+ * kills queued behind a batch of 40 events. */
+static void build_wide_killing(tlt_env *e, oom_ctx *c) {
+  build_wide(e, c);
+  e->hook = hook_kill_started;
+  e->hook_ud = c;
+}
+
+/* build_wide's executors beside "big", which runs all 40 tasks of stage 0; revive_offers is
+ * answered with a round over the 20 small executors from inside the callback. */
+static void build_big_then_wide(tlt_env *e, oom_ctx *c) {
+  for (int i = 0; i < WIDE; i++)
+    B_OK(add_exec(e, wide_ids[i], i < 10 ? "h1" : "h2", "r1", 2));
+  B_OK(add_exec(e, "big", "h3", NULL, 40));
+  B_OK(submit(e, 0, 0, 0, 40));
+  B_OK(offer(e, c, "big", 40, 40));
+  run_all_on(e, c, "big");
+  e->hook = hook_offer_on_revive;
+  e->hook_ud = c;
+}
+
+static int call_lose_big(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return lose(e, "big", TL_LOSS_PROCESS_LOST, false, "big is gone");
+}
+
+/* The call param of the queue-full scenarios, made once the queue is full. */
+static int inner_when_full(tlt_env *e, oom_ctx *c, const tlt_event *ev) {
+  (void)ev;
+  const tl_launch *side = c->log; /* the builder's four launches on "side" come first */
+  switch (c->param) {
+  case 0:
+    return lose(e, "side", TL_LOSS_PENDING, false, NULL);
+  case 1:
+    return lose(e, "side", TL_LOSS_EXITED, true, "side exited");
+  case 2:
+    return update(e, "side", side[0].tid, TL_TASK_FAILED, TL_END_EXCEPTION, NULL);
+  case 3:
+    return finish(e, "side", side[1].tid, NULL);
+  case 4:
+    return update(e, "side", side[2].tid, TL_TASK_KILLED, 0, NULL);
+  case 5:
+    return submit(e, 8, 0, 3, 2);
+  case 6:
+    return submit(e, 7, 1, 0, 4);
+  case 7:
+    return tl_partition_completed(e->s, 7, 3);
+  case 8:
+    return tl_cancel_stage(e->s, 7, NULL);
+  case 9:
+    return tl_kill_stage(e->s, 7, true, NULL);
+  case 10:
+    return tl_kill_task(e->s, side[3].tid, true, NULL);
+  case 11:
+    return add_exec(e, "late", "h10", "r9", 2);
+  case 12:
+    return tl_executor_decommission(e->s, "side", NULL);
+  case 13:
+    return tl_cancel_stage(e->s, 5, "cancel an idle stage");
+  case 14:
+    return tl_partition_completed(e->s, 4, 0);
+  case 15:
+    return submit(e, 5, 1, 9, 2);
+  case 16:
+    return lose(e, "solo", TL_LOSS_EXITED, true, NULL);
+  default:
+    ck_abort_msg("no inner call %zu", c->param);
+    return TL_EINVAL;
+  }
+}
+
+static const char *const when_full_names[] = {
+    "tl_executor_lost, pending",
+    "tl_executor_lost, one phase",
+    "tl_status_update, FAILED",
+    "tl_status_update, FINISHED",
+    "tl_status_update, KILLED",
+    "tl_submit, new stage",
+    "tl_submit, superseding",
+    "tl_partition_completed",
+    "tl_cancel_stage",
+    "tl_kill_stage",
+    "tl_kill_task",
+    "tl_executor_add",
+    "tl_executor_decommission",
+    "tl_cancel_stage, idle",
+    "tl_partition_completed, last",
+    "tl_submit, superseding idle",
+    "tl_executor_lost, aborting and releasing two task sets"};
+
+static int inner_fill(tlt_env *e, oom_ctx *c, const tlt_event *ev) {
+  (void)c;
+  (void)ev;
+  return tl_kill_stage(e->s, 6, false, NULL);
+}
+
+/* The first event of the call (its revive_offers) is answered with a kill of stage 6, whose 32
+ * running attempts fill the 32 slots of the queue behind the batch, then with the call under
+ * test, whose few events then need the queue to grow. */
+static void hook_fill_then_call(tlt_env *e, const tlt_event *ev) {
+  oom_ctx *c = e->hook_ud;
+  if (c->hooked++ != 0)
+    return;
+  reenter(e, ev, inner_fill);
+  reenter(e, ev, inner_when_full);
+}
+
+/* "side" runs the four tasks of stage 7 (two RUNNING), "filler" the 32 of stage 6 (the
+ * launches c->log[4 .. 35]) and "solo" the one task each of stages 2 and 3, RUNNING (with
+ * max_task_failures 1 its loss aborts and releases both); stage 5 (two tasks) and stage 4 (one)
+ * wait with nothing running. */
+static void build_side_and_filler_state(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "side", "h9", "r9", 4));
+  B_OK(submit(e, 7, 0, 0, 4));
+  B_OK(offer(e, c, "side", 4, 4));
+  B_OK(update(e, "side", c->log[0].tid, TL_TASK_RUNNING, 0, NULL));
+  B_OK(update(e, "side", c->log[1].tid, TL_TASK_RUNNING, 0, NULL));
+  B_OK(add_exec(e, "filler", "h11", NULL, 32));
+  B_OK(submit(e, 6, 0, 1, 32));
+  B_OK(offer(e, c, "filler", 32, 32));
+  B_OK(add_exec(e, "solo", "h12", NULL, 2));
+  B_OK(submit(e, 2, 0, 0, 1));
+  B_OK(submit(e, 3, 0, 0, 1));
+  B_OK(offer(e, c, "solo", 2, 2));
+  run_all_on(e, c, "solo");
+  B_OK(submit(e, 5, 0, 9, 2));
+  B_OK(submit(e, 4, 0, 9, 1));
+}
+
+static int call_submit_stage9(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return submit(e, 9, 0, 5, 1);
+}
+
+static void build_side_and_filler(tlt_env *e, oom_ctx *c) {
+  build_side_and_filler_state(e, c);
+  e->hook = hook_fill_then_call;
+  e->hook_ud = c;
+}
+
+/* The first event of the call is answered with c->fill kills of stage 6's attempts (one event
+ * each, no allocation), then with the call under test: it then finds the queue behind the batch
+ * holding exactly c->fill events. */
+static void hook_fill_level(tlt_env *e, const tlt_event *ev) {
+  oom_ctx *c = e->hook_ud;
+  if (c->hooked++ != 0)
+    return;
+  for (size_t i = 0; i < c->fill; i++) {
+    int rc = tl_kill_task(e->s, c->log[4 + i].tid, false, NULL);
+    OOM_ASSERT(rc == TL_OK, "filling kill %zu: %s", i, tl_err_name(rc));
+  }
+  int rc = inner_when_full(e, c, ev);
+  OOM_ASSERT(rc == TL_OK, "%s with %zu events queued: %s", when_full_names[c->param], c->fill,
+             tl_err_name(rc));
+  TLT_CHECK(e);
+}
+
+/* A call reserves room for the most events it can make before it changes anything, and a push
+ * past the reservation aborts. Outside callbacks the queue is empty and has 32 slots, which
+ * hides a count that is short; here each call runs with 0 to 32 events already queued, so that
+ * whatever it pushes lands exactly on the boundary once (and the cases that make every event
+ * their count allows for are among the calls: an idle stage cancelled, a last partition, an
+ * idle attempt superseded). Nothing fails here; a short count aborts the run. */
+START_TEST(oom_reservations_at_every_queue_level) {
+  enum { N = sizeof when_full_names / sizeof when_full_names[0] };
+  unsigned runs = 0;
+  for (size_t x = 0; x < N; x++) {
+    for (size_t fill = 0; fill <= 32; fill++) {
+      oom_ctx *c = ctx_new();
+      oom_scenario sc = {when_full_names[x],
+                         "queue level",
+                         cfg_max_failures_1,
+                         build_side_and_filler_state,
+                         call_submit_stage9,
+                         0,
+                         x};
+      tlt_env *e = fresh(&sc, c);
+      c->fill = fill;
+      e->hook = hook_fill_level;
+      e->hook_ud = c;
+      OOM_ASSERT(call_submit_stage9(e, c) == TL_OK, "the outer submission failed");
+      OOM_ASSERT(c->hooked > 0, "the hook never ran");
+      TLT_CHECK(e);
+      finish_env(e, when_full_names[x]);
+      ctx_free(c);
+      runs++;
+    }
+  }
+  fprintf(stderr, "oom queue levels: %u runs (%zu calls at 33 levels each)\n", runs, (size_t)N);
+}
+END_TEST
+
+START_TEST(oom_reentrant_with_a_full_queue) {
+  enum { N = sizeof when_full_names / sizeof when_full_names[0] };
+  oom_scenario sc[N];
+  for (size_t i = 0; i < N; i++) {
+    oom_scenario one = {when_full_names[i],
+                        "from a callback with the queue full",
+                        cfg_max_failures_1,
+                        build_side_and_filler,
+                        call_submit_stage9,
+                        OOM_ALLOCATES | OOM_REENTRANT,
+                        i};
+    sc[i] = one;
+  }
+  SWEEP_ALL("calls from a callback with the queue full", sc);
+}
+END_TEST
+
+START_TEST(oom_reentrant_calls) {
+  const oom_scenario sc[] = {
+      {"tl_kill_task", "40 from inside task_started, queued behind the batch", NULL,
+       build_wide_killing, call_offer_wide, OOM_ALLOCATES | OOM_REENTRANT, 0},
+      {"tl_resource_offers", "40 launches from inside revive_offers after a loss", NULL,
+       build_big_then_wide, call_lose_big, OOM_ALLOCATES | OOM_REENTRANT, 0},
+  };
+  SWEEP_ALL("re-entrant calls", sc);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * tl_scheduler_free needs no memory: with every allocation failing it still releases every task
+ * set (more than the event queue's initial 32) and frees everything, and it allocates nothing.
+ * ------------------------------------------------------------------------------------------- */
+
+START_TEST(oom_scheduler_free_allocates_nothing) {
+  tlt_alloc_install();
+  oom_ctx *c = ctx_new();
+  tl_config cfg = tlt_config();
+  cfg.journal = journal_line; /* its last line needs no memory either */
+  cfg.journal_ud = c;
+  tlt_env *e = tlt_new(&cfg);
+  build_many_frozen(e, c);
+  enum { NSETS = 40 };
+  for (uint32_t i = 0; i < NSETS; i++)
+    B_OK(submit(e, 10 + i, 0, 5, 3));
+  B_OK(add_exec(e, "e3", "h3", NULL, 8));
+  B_OK(offer(e, c, "e3", 8, 8));
+  B_OK(tl_executor_decommission(e->s, "e3", "going"));
+  B_OK(add_exec(e, "e4", "h4", NULL, 2));
+  B_OK(lose(e, "e4", TL_LOSS_EXITED, false, "tombstone"));
+  TLT_CHECK(e);
+  size_t live = tlt_stats(e).tasksets_active + tlt_stats(e).tasksets_zombie;
+  size_t mark = tlt_mark(e), jmark = c->jtext.n;
+  uint64_t calls = tlt_alloc_calls();
+  tlt_alloc_fail_from(1);
+  int rc = tl_scheduler_free(e->s);
+  bool hit = tlt_alloc_failed();
+  disarm();
+  ck_assert_int_eq(rc, TL_OK);
+  e->s = NULL;
+  OOM_ASSERT(!hit && tlt_alloc_calls() == calls, "tl_scheduler_free made %" PRIu64 " allocations",
+             tlt_alloc_calls() - calls);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_RELEASED), live);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_RELEASED), e->nev - mark);
+  const char *last = journal_since(c, jmark);
+  OOM_ASSERT(last[0] == '@' && strchr(last, '\n') == last + strlen(last) - 1 &&
+                 strstr(last, " free = OK\n") != NULL,
+             "tl_scheduler_free journaled %s", last);
+  OOM_ASSERT(tlt_alloc_live_blocks() == 0, "tl_scheduler_free left %zu blocks",
+             tlt_alloc_live_blocks());
+  tlt_end_freed(e);
+  ctx_free(c);
+  tlt_alloc_restore();
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * In-place sweeps (moved from test_errors.c): the k-th allocation of a call fails, for k = 1,
+ * 2, ... until the call succeeds, all on the same scheduler, so every failure is made on top of
+ * the earlier ones. Every failure must be TL_ENOMEM, deliver nothing and leave the ledger as it
+ * was (only table capacity may have grown: mem_live_bytes aside, mem_live_blocks exactly).
+ * ------------------------------------------------------------------------------------------- */
+
+#define IN_PLACE_SWEEP(e, call)                                                                    \
+  do {                                                                                             \
+    uint64_t k_ = 1;                                                                               \
+    for (;; k_++) {                                                                                \
+      OOM_ASSERT(k_ < 5000, "%s never succeeded", #call);                                          \
+      tl_stats before_, after_;                                                                    \
+      tl_stats_get((e)->s, &before_);                                                              \
+      size_t nev_ = (e)->nev;                                                                      \
+      tlt_alloc_fail_at(k_);                                                                       \
+      int rc_ = (call);                                                                            \
+      bool hit_ = tlt_alloc_failed();                                                              \
+      tlt_alloc_fail_at(0);                                                                        \
+      if (rc_ == TL_OK) {                                                                          \
+        TLT_CHECK(e);                                                                              \
+        break;                                                                                     \
+      }                                                                                            \
+      OOM_ASSERT(rc_ == TL_ENOMEM, "%s with allocation %ju failing: %s", #call, (uintmax_t)k_,     \
+                 tl_err_name(rc_));                                                                \
+      OOM_ASSERT(hit_, "%s returned ENOMEM with no allocation failing", #call);                    \
+      tl_stats_get((e)->s, &after_);                                                               \
+      tlt_assert_stats_same_but_memory(&before_, &after_, #call);                                  \
+      OOM_ASSERT(after_.mem_live_blocks == before_.mem_live_blocks,                                \
+                 "%s failed with ENOMEM but holds %zu blocks, had %zu", #call,                     \
+                 after_.mem_live_blocks, before_.mem_live_blocks);                                 \
+      OOM_ASSERT((e)->nev == nev_, "%s failed with ENOMEM but delivered %zu callbacks", #call,     \
+                 (e)->nev - nev_);                                                                 \
+      TLT_CHECK(e);                                                                                \
+    }                                                                                              \
+    oom_failures += k_ - 1;                                                                        \
+  } while (0)
+
+static int ip_add(tlt_env *e, const char *id, const char *host, const char *rack, uint32_t cores) {
+  tl_executor_desc d = {.id = id, .host = host, .rack = rack, .cores = cores};
+  return tl_executor_add(e->s, &d);
+}
+
+static int ip_offer(tlt_env *e, const char *exec, uint32_t cores, tl_launch *out, size_t cap,
+                    size_t *nout) {
+  tl_offer o = {.executor_id = exec, .cores = cores};
+  *nout = SIZE_MAX;
+  int rc = tl_resource_offers(e->s, &o, 1, out, cap, nout);
+  if (rc != TL_OK)
+    OOM_ASSERT(*nout == 0, "failed offer reports %zu launches (*nout is 0 on any error)", *nout);
+  return rc;
+}
+
+static int ip_offers(tlt_env *e, const tl_offer *o, size_t n, tl_launch *out, size_t cap,
+                     size_t *nout) {
+  *nout = SIZE_MAX;
+  int rc = tl_resource_offers(e->s, o, n, out, cap, nout);
+  if (rc != TL_OK)
+    OOM_ASSERT(*nout == 0, "failed offer reports %zu launches (*nout is 0 on any error)", *nout);
+  return rc;
+}
+
+static int ip_update(tlt_env *e, const char *exec, tl_tid tid, tl_task_state state,
+                     tl_end_kind failure) {
+  tl_update u = {.state = state, .failure = failure, .message = "oom sweep"};
+  return tl_status_update(e->s, exec, tid, &u);
+}
+
+/* A FINISHED update with a fresh result; on error the result stays ours, so we free it. */
+static int ip_finish(tlt_env *e, const char *exec, tl_tid tid) {
+  tlt_result *r = tlt_result_new(e, 64);
+  tl_update u = {
+      .state = TL_TASK_FINISHED, .result = r, .result_size = 64, .result_free = tlt_result_free};
+  int rc = tl_status_update(e->s, exec, tid, &u);
+  if (rc != TL_OK)
+    tlt_result_free(r);
+  return rc;
+}
+
+static int ip_lose(tlt_env *e, const char *exec, tl_loss_kind kind, bool app) {
+  tl_loss_reason why = {.kind = kind, .caused_by_app = app, .message = "oom sweep loss"};
+  return tl_executor_lost(e->s, exec, &why);
+}
+
+START_TEST(in_place_sweep_executors_and_submissions) {
+  uint64_t oom_failures = 0;
+  tlt_alloc_install();
+  tlt_env *e = tlt_new(NULL);
+  IN_PLACE_SWEEP(e, ip_add(e, "e1", "h1", "r1", 4));
+  IN_PLACE_SWEEP(e, ip_add(e, "e2", "h1", "r1", 4));
+  IN_PLACE_SWEEP(e, ip_add(e, "e3", "h3", NULL, 4));
+  IN_PLACE_SWEEP(e, tl_executor_heartbeat(e->s, "e1"));
+  IN_PLACE_SWEEP(e, tl_executor_decommission(e->s, "e3", "going away"));
+  tl_taskset_id ts = 0;
+  IN_PLACE_SWEEP(e, tlt_submit_rc(e, 0, 0, 0, 8, 0, &ts));
+  IN_PLACE_SWEEP(e, tlt_submit_rc(e, 1, 0, 1, 3, 2, NULL));
+  /* A newer attempt that makes the idle older one zombie and releases it. */
+  IN_PLACE_SWEEP(e, tlt_submit_rc(e, 1, 1, 1, 3, 0, NULL));
+  ck_assert_uint_eq(tlt_stats(e).tasksets_released, 1);
+  ck_assert_uint_gt(oom_failures, 0);
+  (void)ts;
+  tlt_end(e);
+  ck_assert_uint_eq(tlt_alloc_live_blocks(), 0);
+  tlt_alloc_restore();
+}
+END_TEST
+
+START_TEST(in_place_sweep_offers_updates_and_kills) {
+  uint64_t oom_failures = 0;
+  tl_config cfg = tlt_config();
+  cfg.max_task_failures = 2;
+  tlt_alloc_install();
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "h1", NULL, 4);
+  tlt_add(e, "e2", "h2", NULL, 4);
+  tlt_submit(e, 0, 0, 0, 6);
+  tl_launch l[4];
+  size_t n = 0;
+  IN_PLACE_SWEEP(e, ip_offer(e, "e1", 4, l, 4, &n));
+  ck_assert_uint_eq(n, 4);
+  IN_PLACE_SWEEP(e, ip_update(e, "e1", l[0].tid, TL_TASK_RUNNING, 0));
+  IN_PLACE_SWEEP(e, ip_finish(e, "e1", l[0].tid));
+  /* A failure that retries the index (revive_offers). */
+  IN_PLACE_SWEEP(e, ip_update(e, "e1", l[1].tid, TL_TASK_FAILED, TL_END_EXCEPTION));
+  IN_PLACE_SWEEP(e, ip_update(e, "e1", l[2].tid, TL_TASK_KILLED, 0));
+  IN_PLACE_SWEEP(e, tl_kill_task(e->s, l[3].tid, true, "oom sweep kill"));
+  IN_PLACE_SWEEP(e, tl_kill_stage(e->s, 0, false, "oom sweep kill stage"));
+  IN_PLACE_SWEEP(e, tl_partition_completed(e->s, 0, 5));
+  /* The second counting failure of index 1 aborts the task set. */
+  tl_launch m[4];
+  IN_PLACE_SWEEP(e, ip_offer(e, "e2", 4, m, 4, &n));
+  size_t idx1 = SIZE_MAX;
+  for (size_t i = 0; i < n; i++)
+    if (m[i].index == 1)
+      idx1 = i;
+  OOM_ASSERT(idx1 != SIZE_MAX, "the failed index 1 was not relaunched");
+  IN_PLACE_SWEEP(e, ip_update(e, "e2", m[idx1].tid, TL_TASK_RUNNING, 0));
+  IN_PLACE_SWEEP(e, ip_update(e, "e2", m[idx1].tid, TL_TASK_FAILED, TL_END_EXCEPTION));
+  ck_assert_ptr_nonnull(tlt_last(e, TLT_EV_FAILED));
+  ck_assert_uint_gt(oom_failures, 0);
+  tlt_end(e);
+  ck_assert_uint_eq(tlt_alloc_live_blocks(), 0);
+  tlt_alloc_restore();
+}
+END_TEST
+
+START_TEST(in_place_sweep_executor_loss_and_cancel) {
+  uint64_t oom_failures = 0;
+  tlt_alloc_install();
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "h1", "r1", 2);
+  tlt_add(e, "e2", "h2", "r1", 2);
+  tlt_add(e, "e3", "h3", NULL, 2);
+  tlt_submit(e, 0, 0, 0, 6);
+  tlt_submit(e, 1, 0, 1, 2);
+  tl_launch l[8];
+  tl_offer o[3] = {{"e1", 2}, {"e2", 2}, {"e3", 2}};
+  ck_assert_uint_eq(tlt_offers(e, o, 3, l, 8), 6);
+  tlt_run(e, "e1", l[0].tid);
+  IN_PLACE_SWEEP(e, ip_lose(e, "e1", TL_LOSS_PENDING, false));
+  IN_PLACE_SWEEP(e, ip_lose(e, "e1", TL_LOSS_EXITED, true));
+  IN_PLACE_SWEEP(e, ip_lose(e, "e2", TL_LOSS_PROCESS_LOST, true));
+  IN_PLACE_SWEEP(e, tl_cancel_stage(e->s, 0, "oom sweep cancel"));
+  IN_PLACE_SWEEP(e, tl_cancel_stage(e->s, 1, "oom sweep cancel"));
+  ck_assert_uint_gt(oom_failures, 0);
+  tlt_end(e);
+  ck_assert_uint_eq(tlt_alloc_live_blocks(), 0);
+  tlt_alloc_restore();
+}
+END_TEST
+
+/* "A loss that could not get memory is retried by the next call": tl_tick answers 0 and
+ * changes nothing until it can make the heartbeat-expiry loss. */
+START_TEST(in_place_tick_retries_a_heartbeat_expiry) {
+  tl_config cfg = tlt_config();
+  cfg.heartbeat_timeout_ns = 10 * TLT_SEC;
+  tlt_alloc_install();
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "h1", NULL, 1);
+  tlt_submit(e, 0, 0, 0, 1);
+  tl_launch l[1];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 1, l, 1), 1);
+  tlt_run(e, "e1", l[0].tid);
+  e->now += 11 * TLT_SEC;
+  uint64_t k = 1;
+  for (;; k++) {
+    ck_assert_uint_lt(k, 1000);
+    tl_stats before = tlt_stats(e);
+    size_t nev = e->nev;
+    tlt_alloc_fail_at(k);
+    uint64_t next = tl_tick(e->s);
+    bool hit = tlt_alloc_failed();
+    tlt_alloc_fail_at(0);
+    TLT_CHECK(e);
+    if (tlt_stats(e).executors_alive == 0)
+      break;
+    OOM_ASSERT(hit, "tl_tick did not expire a silent executor");
+    ck_assert_uint_eq(next, 0);
+    tl_stats after = tlt_stats(e);
+    tlt_assert_stats_same_but_memory(&before, &after, "tl_tick under ENOMEM");
+    ck_assert_uint_eq(e->nev, nev);
+  }
+  const tlt_event *lost = tlt_last(e, TLT_EV_LOST);
+  ck_assert_ptr_nonnull(lost);
+  ck_assert_int_eq(lost->loss.kind, TL_LOSS_HEARTBEAT_TIMEOUT);
+  ck_assert_uint_eq(tlt_count(e, 0, TLT_EV_LOST), 1);
+  tlt_end(e);
+  ck_assert_uint_eq(tlt_alloc_live_blocks(), 0);
+  tlt_alloc_restore();
+}
+END_TEST
+
+/* Rounds of more offers and launches than fit on the stack, and bursts of events larger than
+ * the event queue's initial capacity. */
+START_TEST(in_place_sweep_large_rounds_and_event_bursts) {
+  uint64_t oom_failures = 0;
+  tlt_alloc_install();
+  tlt_env *e = tlt_new(NULL);
+  enum { NEXEC = 20 };
+  tl_offer o[NEXEC];
+  char ids[NEXEC][8];
+  for (int i = 0; i < NEXEC; i++) {
+    snprintf(ids[i], sizeof ids[i], "x%d", i);
+    tlt_add(e, ids[i], "h1", NULL, 2);
+    o[i].executor_id = ids[i];
+    o[i].cores = 2;
+  }
+  tlt_submit(e, 0, 0, 0, 50);
+  tl_launch l[64];
+  size_t n = 0;
+  IN_PLACE_SWEEP(e, ip_offers(e, o, NEXEC, l, 64, &n));
+  ck_assert_uint_eq(n, 2 * NEXEC);
+  IN_PLACE_SWEEP(e, tl_kill_stage(e->s, 0, true, "burst"));
+  ck_assert_uint_eq(tlt_count(e, 0, TLT_EV_KILL), 2 * NEXEC);
+  IN_PLACE_SWEEP(e, ip_lose(e, "x0", TL_LOSS_PENDING, false));
+  IN_PLACE_SWEEP(e, tl_cancel_stage(e->s, 0, "burst"));
+  IN_PLACE_SWEEP(e, ip_lose(e, "x0", TL_LOSS_EXITED, true));
+  ck_assert_uint_gt(oom_failures, 0);
+  tlt_end(e);
+  ck_assert_uint_eq(tlt_alloc_live_blocks(), 0);
+  tlt_alloc_restore();
+}
+END_TEST
+
+/* The pending-loss deadline and tombstone expiry of tl_tick, with allocations failing: the tick
+ * answers 0 and changes nothing until it can do the work. */
+START_TEST(in_place_tick_retries_a_pending_loss_deadline) {
+  tl_config cfg = tlt_config();
+  cfg.heartbeat_timeout_ns = 0;
+  cfg.pending_loss_timeout_ns = 5 * TLT_SEC;
+  tlt_alloc_install();
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "h1", NULL, 2);
+  tlt_submit(e, 0, 0, 0, 2);
+  tl_launch l[2];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 2, l, 2), 2);
+  tlt_run(e, "e1", l[0].tid);
+  tlt_lose(e, "e1", TL_LOSS_PENDING, false);
+  e->now += 6 * TLT_SEC;
+  for (uint64_t k = 1;; k++) {
+    ck_assert_uint_lt(k, 1000);
+    tl_stats before = tlt_stats(e);
+    size_t nev = e->nev;
+    tlt_alloc_fail_at(k);
+    uint64_t next = tl_tick(e->s);
+    bool hit = tlt_alloc_failed();
+    tlt_alloc_fail_at(0);
+    TLT_CHECK(e);
+    if (tlt_stats(e).executors_pending_loss == 0)
+      break;
+    OOM_ASSERT(hit, "tl_tick did not end a pending loss past its deadline");
+    ck_assert_uint_eq(next, 0);
+    tl_stats after = tlt_stats(e);
+    tlt_assert_stats_same_but_memory(&before, &after, "tl_tick under ENOMEM");
+    ck_assert_uint_eq(e->nev, nev);
+  }
+  ck_assert_uint_eq(tlt_count(e, 0, TLT_EV_ENDED), 2);
+  ck_assert_uint_eq(tlt_stats(e).tombstones, 1);
+  tlt_end(e);
+  ck_assert_uint_eq(tlt_alloc_live_blocks(), 0);
+  tlt_alloc_restore();
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * The whole run: a scripted run of a few executors and stages (failures, a decommission, a
+ * two-phase loss, supersession, kills, a fetch failure, cancellation, heartbeat and pending
+ * expiry, tombstones). Every call of it is swept in turn: for call j, calls 0 .. j-1 are
+ * replayed with nothing failing, then call j is swept like any scenario. This is what reaches
+ * the states only a longer history makes.
+ * ------------------------------------------------------------------------------------------- */
+
+static void cfg_script(tl_config *cfg) {
+  cfg->max_task_failures = 2;
+  cfg->heartbeat_timeout_ns = 20 * TLT_SEC;
+  cfg->pending_loss_timeout_ns = 10 * TLT_SEC;
+  cfg->max_tombstones = 2;
+  cfg->tombstone_ttl_ns = 60 * TLT_SEC;
+}
+
+/* The tid of attempt `att` of index `idx` of stage attempt `st`.`sa`. */
+#define TID(st, sa, idx, att) (find_launch(c, st, sa, idx, att)->tid)
+
+/* The manual clock of each step: from the listed step on, until the next. */
+static const struct {
+  size_t step;
+  uint64_t now;
+} script_clock[] = {
+    {13, 5 * TLT_SEC},  {20, 6 * TLT_SEC},  {28, 8 * TLT_SEC},
+    {29, 20 * TLT_SEC}, {34, 40 * TLT_SEC}, {35, 200 * TLT_SEC},
+};
+
+static uint64_t script_time(size_t j) {
+  uint64_t now = TLT_SEC; /* tlt_new's start */
+  for (size_t i = 0; i < sizeof script_clock / sizeof script_clock[0]; i++)
+    if (script_clock[i].step <= j)
+      now = script_clock[i].now;
+  return now;
+}
+
+static int script_step(tlt_env *e, oom_ctx *c, size_t j) {
+  e->now = script_time(j);
+  switch (j) {
+  case 0:
+    return add_exec(e, "e1", "h1", "r1", 4);
+  case 1:
+    return add_exec(e, "e2", "h1", "r1", 2);
+  case 2:
+    return add_exec(e, "e3", "h2", "r2", 2);
+  case 3:
+    return add_exec(e, "e4", "h3", NULL, 2);
+  case 4:
+    return submit(e, 0, 0, 0, 6);
+  case 5:
+    return submit(e, 1, 0, 1, 4);
+  case 6: {
+    tl_offer o[] = {{"e1", 4}, {"e2", 2}, {"e3", 2}, {"e4", 2}};
+    return offers(e, c, o, 4, 16);
+  }
+  case 7:
+    return update(e, "e1", TID(0, 0, 0, 0), TL_TASK_RUNNING, 0, NULL);
+  case 8:
+    return update(e, "e2", TID(0, 0, 1, 0), TL_TASK_RUNNING, 0, NULL);
+  case 9:
+    return update(e, "e2", TID(0, 0, 5, 0), TL_TASK_RUNNING, 0, NULL);
+  case 10:
+    return finish(e, "e1", TID(0, 0, 0, 0), "result ready");
+  case 11:
+    return update(e, "e1", TID(0, 0, 4, 0), TL_TASK_FAILED, TL_END_EXCEPTION, "boom");
+  case 12:
+    return tl_executor_decommission(e->s, "e4", "scale down");
+  case 13:
+    return lose(e, "e2", TL_LOSS_PENDING, false, "connection reset");
+  case 14:
+    return tl_executor_heartbeat(e->s, "e1");
+  case 15: {
+    tl_offer o[] = {{"e1", 4}, {"e3", 2}, {"e4", 2}, {"e2", 2}};
+    return offers(e, c, o, 4, 8);
+  }
+  case 16:
+    return tl_kill_task(e->s, TID(0, 0, 2, 0), true, "speculative loser");
+  case 17:
+    return update(e, "e3", TID(0, 0, 2, 0), TL_TASK_KILLED, 0, NULL);
+  case 18:
+    return submit(e, 1, 1, 1, 4);
+  case 19:
+    return tl_kill_stage(e->s, 1, false, "superseded");
+  case 20:
+    return lose(e, "e2", TL_LOSS_EXITED, true, "oom killed");
+  case 21:
+    return tl_partition_completed(e->s, 0, 5);
+  case 22:
+    return update(e, "e1", TID(1, 0, 0, 0), TL_TASK_KILLED, 0, "killed as asked");
+  case 23: {
+    tl_offer o[] = {{"e1", 4}, {"e3", 2}};
+    return offers(e, c, o, 2, 8);
+  }
+  case 24:
+    return update(e, "e1", TID(0, 0, 1, 1), TL_TASK_RUNNING, 0, NULL);
+  case 25:
+    return update(e, "e1", TID(1, 1, 0, 0), TL_TASK_FAILED, TL_END_FETCH_FAILED,
+                  "shuffle 0 missing");
+  case 26:
+    return tl_cancel_stage(e->s, 0, "job cancelled");
+  case 27:
+    return lose(e, "e3", TL_LOSS_PENDING, false, NULL);
+  case 28:
+    return lose(e, "e4", TL_LOSS_DECOMMISSIONED, false, "decommissioned");
+  case 29:
+    c->tick = tl_tick(e->s);
+    return TL_OK;
+  case 30:
+    return add_exec(e, "e5", "h4", "r1", 4);
+  case 31:
+    return submit(e, 2, 0, 2, 8);
+  case 32: {
+    tl_offer o[] = {{"e1", 4}, {"e5", 4}};
+    return offers(e, c, o, 2, 16);
+  }
+  case 33:
+    return update(e, "e5", TID(2, 0, 1, 0), TL_TASK_RUNNING, 0, NULL);
+  case 34:
+    c->tick = tl_tick(e->s);
+    return TL_OK;
+  case 35:
+    c->tick = tl_tick(e->s);
+    return TL_OK;
+  case 36:
+    return add_exec(e, "e6", "h5", NULL, 2);
+  case 37:
+    return tl_cancel_stage(e->s, 2, "done");
+  default:
+    ck_abort_msg("no script step %zu", j);
+    return TL_EINVAL;
+  }
+}
+
+#undef TID
+
+enum { SCRIPT_STEPS = 38 };
+static const size_t script_ticks[] = {29, 34, 35};
+
+static bool script_is_tick(size_t j) {
+  for (size_t i = 0; i < sizeof script_ticks / sizeof script_ticks[0]; i++)
+    if (script_ticks[i] == j)
+      return true;
+  return false;
+}
+
+static void build_script_prefix(tlt_env *e, oom_ctx *c) {
+  for (size_t j = 0; j < c->param; j++) {
+    int rc = script_step(e, c, j);
+    OOM_ASSERT(rc == TL_OK, "script step %zu: %s", j, tl_err_name(rc));
+  }
+  e->now = script_time(c->param); /* the time of the call under test (see fresh) */
+}
+
+static int call_script_step(tlt_env *e, oom_ctx *c) { return script_step(e, c, c->param); }
+
+static const char *const script_names[SCRIPT_STEPS] = {
+    "add e1",         "add e2",        "add e3",           "add e4",
+    "submit 0.0",     "submit 1.0",    "offers x4",        "RUNNING",
+    "RUNNING",        "RUNNING",       "FINISHED",         "FAILED, retried",
+    "decommission",   "loss pending",  "heartbeat",        "offers, 2 rejected",
+    "kill task",      "KILLED",        "submit 1.1",       "kill stage 1",
+    "second phase",   "partition 0/5", "KILLED, zombie",   "offers x2",
+    "RUNNING",        "FETCH_FAILED",  "cancel stage 0",   "loss pending",
+    "decommissioned", "tick: pending", "add e5",           "submit 2.0",
+    "offers",         "RUNNING",       "tick: heartbeats", "tick: tombstones",
+    "add e6",         "cancel stage 2"};
+
+static const char *script_entry(size_t j) {
+  static const char *const entries[SCRIPT_STEPS] = {"tl_executor_add",
+                                                    "tl_executor_add",
+                                                    "tl_executor_add",
+                                                    "tl_executor_add",
+                                                    "tl_submit",
+                                                    "tl_submit",
+                                                    "tl_resource_offers",
+                                                    "tl_status_update",
+                                                    "tl_status_update",
+                                                    "tl_status_update",
+                                                    "tl_status_update",
+                                                    "tl_status_update",
+                                                    "tl_executor_decommission",
+                                                    "tl_executor_lost",
+                                                    "tl_executor_heartbeat",
+                                                    "tl_resource_offers",
+                                                    "tl_kill_task",
+                                                    "tl_status_update",
+                                                    "tl_submit",
+                                                    "tl_kill_stage",
+                                                    "tl_executor_lost",
+                                                    "tl_partition_completed",
+                                                    "tl_status_update",
+                                                    "tl_resource_offers",
+                                                    "tl_status_update",
+                                                    "tl_status_update",
+                                                    "tl_cancel_stage",
+                                                    "tl_executor_lost",
+                                                    "tl_executor_lost",
+                                                    "tl_tick",
+                                                    "tl_executor_add",
+                                                    "tl_submit",
+                                                    "tl_resource_offers",
+                                                    "tl_status_update",
+                                                    "tl_tick",
+                                                    "tl_tick",
+                                                    "tl_executor_add",
+                                                    "tl_cancel_stage"};
+  return entries[j];
+}
+
+START_TEST(oom_whole_run) {
+  oom_tally t[2];
+  memset(t, 0, sizeof t);
+  tlt_alloc_install();
+  for (int journal = 0; journal <= 1; journal++) {
+    for (size_t j = 0; j < SCRIPT_STEPS; j++) {
+      char name[64];
+      snprintf(name, sizeof name, "whole run, call %zu: %s", j, script_names[j]);
+      oom_scenario sc = {script_entry(j),
+                         name,
+                         cfg_script,
+                         build_script_prefix,
+                         call_script_step,
+                         script_is_tick(j) ? OOM_TICK : 0u,
+                         j};
+      sweep(&sc, journal != 0, &t[journal]);
+    }
+  }
+  ck_assert_uint_eq(tlt_alloc_live_blocks(), 0);
+  tlt_alloc_restore();
+  tally_print("whole run", "", &t[0]);
+  tally_print("whole run", ", journaled", &t[1]);
+}
+END_TEST
+
+Suite *tl_oom_suite(void) {
+  Suite *s = suite_create("oom");
+  TCase *tc = tlt_tcase(s, "entry_points");
+  tcase_add_test(tc, oom_scheduler_new);
+  tcase_add_test(tc, oom_executor_add);
+  tcase_add_test(tc, oom_submit);
+  tcase_add_test(tc, oom_resource_offers);
+  tcase_add_test(tc, oom_status_update);
+  tcase_add_test(tc, oom_executor_lost);
+  tcase_add_test(tc, oom_heartbeat_and_decommission);
+  tcase_add_test(tc, oom_kills_cancel_and_partitions);
+  tcase_add_test(tc, oom_tick);
+  tcase_add_test(tc, oom_reentrant_calls);
+  tcase_add_test(tc, oom_reentrant_with_a_full_queue);
+  tcase_add_test(tc, oom_reservations_at_every_queue_level);
+  tcase_add_test(tc, oom_scheduler_free_allocates_nothing);
+  tc = tlt_tcase(s, "in_place");
+  tcase_add_test(tc, in_place_sweep_executors_and_submissions);
+  tcase_add_test(tc, in_place_sweep_offers_updates_and_kills);
+  tcase_add_test(tc, in_place_sweep_executor_loss_and_cancel);
+  tcase_add_test(tc, in_place_tick_retries_a_heartbeat_expiry);
+  tcase_add_test(tc, in_place_sweep_large_rounds_and_event_bursts);
+  tcase_add_test(tc, in_place_tick_retries_a_pending_loss_deadline);
+  tc = tlt_tcase(s, "whole_run");
+  tcase_add_test(tc, oom_whole_run);
+  return s;
+}
