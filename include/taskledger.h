@@ -256,7 +256,8 @@ typedef struct tl_callbacks {
   /* There is new pending work (a submission, a task to retry): offer resources again. */
   void (*revive_offers)(void *ud);
   /* Ask the executor to kill an attempt (tl_kill_task, tl_kill_stage, tl_cancel_stage). The
-   * attempt ends when the executor reports it KILLED (or its executor is lost). */
+   * attempt ends when the executor reports it KILLED (or its executor is lost). reason is the
+   * one the call gave, NULL if it gave none. */
   void (*kill_task)(void *ud, tl_tid tid, const char *executor_id, bool interrupt,
                     const char *reason);
 } tl_callbacks;

@@ -5,8 +5,6 @@
  */
 #include "harness.h"
 
-#include <stdatomic.h>
-
 START_TEST(a_simple_lifecycle_makes_events_in_order) {
   tlt_env *e = tlt_new(NULL);
   tlt_add(e, "e1", "h1", "r1", 2);
@@ -480,106 +478,6 @@ START_TEST(reentrant_loss_from_task_started) {
 }
 END_TEST
 
-/* Many threads drive one scheduler at once (run it under TSan too): each offers its own
- * executor, reports RUNNING and FINISHED for what it got, until every task is done, while
- * another thread inspects and ticks. The ledger must stay consistent and nothing may be lost. */
-#define STRESS_THREADS 4
-#define STRESS_TASKS 400
-
-typedef struct stress {
-  tlt_env *e;                        /* the test */
-  tlt_result *results[STRESS_TASKS]; /* made before the threads start */
-  atomic_size_t next_result;         /* the next unused result */
-  atomic_size_t finished;            /* FINISHED updates taken */
-  atomic_size_t errors;              /* calls that did not return TL_OK */
-  atomic_bool stop;                  /* tells the inspector to stop */
-} stress;
-
-typedef struct stress_worker {
-  stress *st;   /* shared */
-  char exec[8]; /* its executor */
-} stress_worker;
-
-static void *stress_work(void *arg) {
-  stress_worker *w = arg;
-  stress *st = w->st;
-  while (atomic_load(&st->finished) < STRESS_TASKS) {
-    tl_offer o = {.executor_id = w->exec, .cores = 2};
-    tl_launch l[2];
-    size_t n = 0;
-    if (tl_resource_offers(st->e->s, &o, 1, l, 2, &n) != TL_OK)
-      atomic_fetch_add(&st->errors, 1);
-    for (size_t i = 0; i < n; i++) {
-      tl_update run = {.state = TL_TASK_RUNNING};
-      if (tl_status_update(st->e->s, w->exec, l[i].tid, &run) != TL_OK)
-        atomic_fetch_add(&st->errors, 1);
-      size_t k = atomic_fetch_add(&st->next_result, 1);
-      tlt_result *r = st->results[k];
-      tl_update fin = {.state = TL_TASK_FINISHED,
-                       .result = r,
-                       .result_size = r->size,
-                       .result_free = tlt_result_free};
-      if (tl_status_update(st->e->s, w->exec, l[i].tid, &fin) != TL_OK)
-        atomic_fetch_add(&st->errors, 1);
-      atomic_fetch_add(&st->finished, 1);
-    }
-    if (tl_executor_heartbeat(st->e->s, w->exec) != TL_OK)
-      atomic_fetch_add(&st->errors, 1);
-  }
-  return NULL;
-}
-
-static void *stress_inspect(void *arg) {
-  stress *st = arg;
-  while (!atomic_load(&st->stop)) {
-    tl_stats s;
-    tl_stats_get(st->e->s, &s);
-    if (s.attempts_running > 2 * STRESS_THREADS)
-      atomic_fetch_add(&st->errors, 1);
-    char why[256];
-    if (tl_check(st->e->s, why, sizeof why) != TL_OK)
-      atomic_fetch_add(&st->errors, 1);
-    (void)tl_tick(st->e->s);
-  }
-  return NULL;
-}
-
-START_TEST(concurrent_calls_from_many_threads_keep_the_ledger_consistent) {
-  tlt_env *e = tlt_new(NULL);
-  static stress st;
-  memset(&st, 0, sizeof st);
-  st.e = e;
-  for (size_t i = 0; i < STRESS_TASKS; i++)
-    st.results[i] = tlt_result_new(e, 8 + i);
-  stress_worker w[STRESS_THREADS];
-  for (int i = 0; i < STRESS_THREADS; i++) {
-    w[i].st = &st;
-    snprintf(w[i].exec, sizeof w[i].exec, "w%d", i);
-    tlt_add(e, w[i].exec, "shared-host", NULL, 2);
-  }
-  tl_taskset_id ts = tlt_submit(e, 0, 0, 0, STRESS_TASKS);
-  pthread_t t[STRESS_THREADS], inspector;
-  ck_assert_int_eq(pthread_create(&inspector, NULL, stress_inspect, &st), 0);
-  for (int i = 0; i < STRESS_THREADS; i++)
-    ck_assert_int_eq(pthread_create(&t[i], NULL, stress_work, &w[i]), 0);
-  for (int i = 0; i < STRESS_THREADS; i++)
-    ck_assert_int_eq(pthread_join(t[i], NULL), 0);
-  atomic_store(&st.stop, true);
-  ck_assert_int_eq(pthread_join(inspector, NULL), 0);
-  TLT_CHECK(e);
-  ck_assert_uint_eq(atomic_load(&st.errors), 0);
-  ck_assert_uint_eq(atomic_load(&st.finished), STRESS_TASKS);
-  ck_assert_uint_eq(tlt_released(e, ts), 1);
-  ck_assert_uint_eq(tlt_count(e, 0, TLT_EV_STARTED), STRESS_TASKS);
-  ck_assert_uint_eq(tlt_count(e, 0, TLT_EV_ENDED), STRESS_TASKS);
-  tl_stats s = tlt_stats(e);
-  ck_assert_uint_eq(s.succeeded, STRESS_TASKS);
-  ck_assert_uint_eq(s.launched, STRESS_TASKS);
-  ck_assert_uint_eq(s.events_queued, 0);
-  tlt_end(e);
-}
-END_TEST
-
 /* Strings passed in are copied: calls made from a callback have their events delivered later,
  * after the caller's buffers were reused. */
 static void calls_with_reused_buffers(tlt_env *e, const tlt_event *ev) {
@@ -639,7 +537,6 @@ Suite *tl_events_suite(void) {
   tcase_add_test(tc, events_of_another_thread_are_delivered_by_the_dispatching_thread);
   tcase_add_test(tc, reentrant_loss_from_task_started);
   tcase_add_test(tc, strings_given_inside_a_callback_are_copied);
-  tcase_add_test(tc, concurrent_calls_from_many_threads_keep_the_ledger_consistent);
   tc = tlt_tcase(s, "callbacks");
   tcase_add_test(tc, without_task_ended_the_library_frees_results);
   tcase_add_test(tc, a_scheduler_without_callbacks_works);
