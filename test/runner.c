@@ -17,6 +17,8 @@ static const struct {
     {"status", tl_status_suite},     {"loss", tl_loss_suite},
     {"events", tl_events_suite},     {"spark", tl_spark_suite},
     {"inspect", tl_inspect_suite},   {"journal", tl_journal_suite},
+    {"oom", tl_oom_suite},           {"random", tl_random_suite},
+    {"threads", tl_threads_suite},
 };
 
 int main(int argc, char **argv) {

@@ -1,0 +1,2484 @@
+/* The operation layer: a reference model of the scheduler that follows the header and docs and
+ * shares no code with lib/, the applier that predicts each call's answer and events from the model
+ * before making the call and then checks what the library did, the byte codec, and the generator.
+ *
+ * How a check works. Each call is first applied to the model, which decides the error the call
+ * must return (in the order the header documents) and, on success, changes its state and
+ * appends the events the call must make to an expected-event queue. Then the library is called.
+ * Every callback pops the head of that queue and compares each field; because the library
+ * delivers events in the one order they were made, and a callback's own calls make theirs after
+ * the current batch, a single FIFO describes re-entrant calls too: the model applies a call made
+ * from a callback at the moment it is made. After every top-level operation the queue must be
+ * empty, tl_check clean, and every counter of tl_stats, every executor and every task set equal
+ * to the model's. The model is also compared from inside each callback, since the ledger is
+ * ahead of the events and the model is kept in step with the ledger.
+ */
+#include "ops.h"
+
+#include "taskledger.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SEC UINT64_C(1000000000)
+#define NSLOTS 8        /* executor slots: ids "e<slot>.<generation>" */
+#define MAXGEN 32       /* generations per slot a run may register */
+#define NHOSTS 4        /* hosts h0..h3 */
+#define NSTAGES 6       /* stage ids 0..5 */
+#define MAXTS 256       /* task sets a run may submit */
+#define MAXTASKS 12     /* tasks per task set */
+#define MAXCAP 32       /* launches one offer round may return */
+#define REASON_MAX 4096 /* taskset_failed's reason buffer (api.md: at most 4,095 bytes) */
+#define LONG_MESSAGE 5000
+
+/* ---------------------------------------------------------------------------------------------
+ * The model.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum mx_state { MX_NONE, MX_ALIVE, MX_DECOM, MX_PENDING, MX_REMOVED } mx_state;
+
+/* One executor id. MX_NONE: never registered, or its tombstone was evicted (then it may be
+ * registered again and this record describes the new executor). */
+typedef struct mexec {
+  char id[16];            /* "e<slot>.<generation>", or "p<slot>" for an id never registered */
+  mx_state state;         /* what the ledger must say about this id */
+  uint32_t cores;         /* as registered */
+  uint32_t free_cores;    /* cores minus its running attempts' cpus */
+  uint32_t nrunning;      /* attempts in the tid index on it */
+  uint32_t nfrozen;       /* attempts frozen on it (PENDING only) */
+  unsigned host;          /* 0..3, from registration on (events name it after the loss too) */
+  bool was_decom;         /* it was decommissioning when its loss began */
+  uint64_t hb_when;       /* last heartbeat (ALIVE, DECOM) */
+  uint64_t hb_seq;        /* its place on the heartbeat timeline */
+  bool pend_timed;        /* PENDING with a deadline */
+  uint64_t pend_deadline; /* when the pending loss times out */
+  uint64_t pend_seq;      /* its place on the pending-loss timeline */
+  uint64_t tomb_when;     /* removal time (REMOVED) */
+  uint64_t tomb_seq;      /* its place among the tombstones */
+  bool none_checked;      /* MX_NONE, and tl_executor_get has said TL_ENOENT since */
+} mexec;
+
+typedef struct mindex {
+  uint32_t attempts; /* launched so far: the next attempt number */
+  uint32_t failures; /* counted failures since the last success */
+  uint32_t copies;   /* attempts in flight, frozen ones included */
+  bool done;         /* succeeded here or by tl_partition_completed */
+  bool pending;      /* on the pending stack */
+} mindex;
+
+typedef struct mts {
+  tl_taskset_id id;                             /* as tl_submit returns it */
+  uint32_t stage, sattempt, prio, ntasks, cpus; /* as submitted (cpus resolved) */
+  bool zombie, failed;                          /* launches nothing more; aborted */
+  bool released;           /* the model has released it (its event is expected or delivered) */
+  unsigned released_seen;  /* taskset_released deliveries with its payload */
+  bool gone_checked;       /* released, and tl_taskset_get has said TL_ENOENT since */
+  uint32_t nrunning;       /* attempts in flight, frozen ones included */
+  uint32_t nfrozen;        /* of which frozen */
+  uint32_t nsucceeded;     /* indices done */
+  uint32_t pend[MAXTASKS]; /* the pending stack: pend[npend - 1] launches next */
+  uint32_t npend;          /* its height (0 for a zombie) */
+  mindex idx[MAXTASKS];    /* per index */
+} mts;
+
+typedef struct matt {
+  uint32_t ts;      /* model index of its task set */
+  uint32_t index;   /* task index */
+  uint32_t attempt; /* attempt number of that index */
+  mexec *ex;        /* where it runs */
+  bool running;     /* a RUNNING update came (else LAUNCHING) */
+  bool live;        /* not ended */
+  bool frozen;      /* on a PENDING executor */
+} matt;
+
+/* The callbacks, as the expected-event queue names them. */
+typedef enum ev_type {
+  EV_STARTED,
+  EV_ENDED,
+  EV_FAILED,
+  EV_RELEASED,
+  EV_ADDED,
+  EV_LOST,
+  EV_REVIVE,
+  EV_KILL
+} ev_type;
+
+/* One event the library must deliver. */
+typedef struct mevent {
+  ev_type type;
+  tl_tid tid;                  /* started, ended, kill */
+  uint32_t ts;                 /* started, ended, failed, released: model index of the task set */
+  uint32_t index;              /* started, ended */
+  uint32_t attempt;            /* started, ended */
+  mexec *ex;                   /* started, ended, added, lost, kill */
+  tl_end_kind kind;            /* ended */
+  bool counts;                 /* ended: counts_toward_failures */
+  void *result;                /* ended: the update's result, or NULL */
+  size_t result_size;          /* ended */
+  void (*result_free)(void *); /* ended */
+  char *text;        /* ended, lost, kill: the message (NULL: none); failed: the reason; malloc'd */
+  tl_loss_kind loss; /* lost */
+  bool app;          /* lost: caused_by_app */
+  int exit_code;     /* lost */
+  bool interrupt;    /* kill */
+} mevent;
+
+/* A result handed to a FINISHED update; kept until the end of the run so a second free is
+ * counted, not a crash. */
+typedef struct tlo_res {
+  uint32_t magic; /* RES_MAGIC */
+  unsigned frees; /* times result_free ran on it: must end at exactly 1 */
+} tlo_res;
+#define RES_MAGIC 0x7e5a17u
+
+/* One run: the scheduler under test, the model beside it, and the run's verdict. */
+typedef struct tlo_run {
+  tl_scheduler *s; /* NULL once freed */
+  tl_config cfg;   /* as given to tl_scheduler_new */
+  tlo_options opt; /* the caller's (zeroed if none) */
+  bool end_free;   /* end with tl_scheduler_free and work left instead of draining */
+
+  uint64_t raw_now; /* what the clock function answers */
+  uint64_t now;     /* the scheduler's time: the largest reading a call has taken */
+  uint64_t seq;     /* orders the timelines */
+
+  mexec ex[NSLOTS][MAXGEN];
+  mexec phantom[NSLOTS];      /* ids never registered: "p<slot>" */
+  uint32_t ngen[NSLOTS];      /* generations registered per slot */
+  int host_rack[NHOSTS];      /* the rack of a host while it has live executors: -1 none */
+  uint32_t host_live[NHOSTS]; /* live (ALIVE, DECOM) executors per host */
+
+  mts ts[MAXTS];                /* payload of ts[k] is &ts[k] */
+  uint32_t nts;                 /* task sets submitted */
+  tl_taskset_id next_ts_id;     /* the id the next submission gets */
+  uint32_t stage_next[NSTAGES]; /* the next fresh stage attempt per stage */
+
+  matt *att;                     /* att[tid - 1] */
+  size_t natt, attcap;           /* attempts launched; room */
+  tl_tid *inflight;              /* tids of attempts not ended, ascending */
+  size_t ninflight, inflightcap; /* their number; room */
+  bool revive_wanted;            /* an index went back to pending in this transition */
+
+  /* The totals of tl_stats. */
+  uint64_t launched, succeeded, failed_count, killed, stale, rejected_updates, rejected_offers,
+      executors_lost, tasksets_released;
+
+  mevent *q; /* expected events: q[qhead .. qlen) */
+  size_t qhead, qlen, qcap;
+
+  tlo_res **res;       /* every result made, freed at the end of the run */
+  size_t nres, rescap; /* their number; room */
+
+  size_t base_bytes, base_blocks; /* memory of the empty scheduler, right after tl_scheduler_new */
+
+  /* Progress and verdict. */
+  size_t op_index;       /* the operation running (ops run for the end phase) */
+  bool failed;           /* a disagreement was seen: why says which; callbacks do nothing now */
+  char why[4096];        /* the first disagreement */
+  char desc[512];        /* the top-level operation, resolved */
+  int in_cb;             /* callbacks running (nested) */
+  bool closing;          /* tl_scheduler_free is handing payloads back */
+  uint8_t reent, re_arg; /* the running operation's TLO_RE_* bits and argument */
+  bool re_submit_done, re_offer_done, re_first_done, re_finish_done, re_lose_done; /* once each */
+  uint64_t calls, events, reentrant, errors; /* figures for tlo_outcome */
+  uint64_t journal_lines, journal_bytes;     /* seen by the run's own journal sink */
+
+  uint64_t rng;   /* the generator's splitmix64 state */
+  size_t enc_len; /* bytes of the program encoded so far */
+} tlo_run;
+
+static char long_message[LONG_MESSAGE + 1];
+static const char *const host_names[NHOSTS] = {"h0", "h1", "h2", "h3"};
+static const char *const rack_names[2] = {"r0", "r1"};
+/* TLO_CLOCK's steps; the last two are special: back 3 s, and a jump to 20 s before the end of
+ * time, after which deadlines saturate and never come. */
+static const uint64_t clock_steps[] = {0,        SEC / 1000,   SEC / 2, SEC,      2 * SEC,
+                                       4 * SEC,  5 * SEC,      6 * SEC, 10 * SEC, 11 * SEC,
+                                       31 * SEC, 0 /* back */, 0 /* to the end of time */};
+#define NCLOCK_STEPS (sizeof clock_steps / sizeof clock_steps[0])
+#define CLOCK_BACK (3 * SEC)
+#define CLOCK_END (UINT64_MAX - 20 * SEC)
+
+static const char *message_of(uint8_t m) {
+  switch (m % 4) {
+  case 1:
+    return "m1";
+  case 2:
+    return "a second message";
+  case 3:
+    return long_message;
+  default:
+    return NULL;
+  }
+}
+
+static const char *end_name(int kind) {
+  static const char *const names[] = {"SUCCESS",       "EXCEPTION",     "FETCH_FAILED",
+                                      "KILLED",        "COMMIT_DENIED", "RESULT_LOST",
+                                      "EXECUTOR_LOST", "RESUBMITTED"};
+  return kind >= 0 && kind < 8 ? names[kind] : "BAD_KIND";
+}
+
+static const char *loss_name(int kind) {
+  static const char *const names[] = {"PENDING",           "EXITED", "PROCESS_LOST",
+                                      "HEARTBEAT_TIMEOUT", "KILLED", "DECOMMISSIONED",
+                                      "PENDING_TIMEOUT"};
+  return kind >= 0 && kind < 7 ? names[kind] : "BAD_LOSS";
+}
+
+static const char *state_name(int state) {
+  static const char *const names[] = {"RUNNING", "FINISHED", "FAILED", "KILLED"};
+  return state >= 0 && state < 4 ? names[state] : "BAD_STATE";
+}
+
+static const char *ev_name(ev_type t) {
+  static const char *const names[] = {"task_started",     "task_ended",     "taskset_failed",
+                                      "taskset_released", "executor_added", "executor_lost",
+                                      "revive_offers",    "kill_task"};
+  return names[t];
+}
+
+static void *xrealloc(void *p, size_t size) {
+  void *q = realloc(p, size);
+  if (q == NULL) {
+    fprintf(stderr, "ops: out of memory\n");
+    abort();
+  }
+  return q;
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+/* ---------------------------------------------------------------------------------------------
+ * Verdicts and traces.
+ * ------------------------------------------------------------------------------------------- */
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void
+fail(tlo_run *r, const char *fmt, ...) {
+  if (r->failed)
+    return;
+  r->failed = true;
+  char what[1536];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  snprintf(r->why, sizeof r->why, "op %zu (%s)%s: %s", r->op_index, r->desc,
+           r->in_cb ? ", inside a callback" : "", what);
+}
+
+static FILE *trace_file(const tlo_run *r) { return r->opt.trace != NULL ? r->opt.trace : stdout; }
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void
+trace(const tlo_run *r, int level, const char *fmt, ...) {
+  if (r->opt.verbose < level)
+    return;
+  FILE *f = trace_file(r);
+  for (int i = 0; i < r->in_cb; i++)
+    fputs("    ", f);
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(f, fmt, ap);
+  va_end(ap);
+  fputc('\n', f);
+}
+
+/* Names the call about to be made: a disagreement seen by its callbacks names it. */
+static void note_call(tlo_run *r, const char *desc) {
+  if (!r->in_cb)
+    snprintf(r->desc, sizeof r->desc, "%s", desc);
+  /* With events traced, the call comes first and its answer after its events. */
+  if (r->in_cb)
+    trace(r, 2, "re-entrant %s", desc);
+  else
+    trace(r, 2, "#%zu %s", r->op_index, desc);
+}
+
+/* Counts the call described by desc and checks its answer. */
+static void expect_rc(tlo_run *r, const char *desc, int rc, int want) {
+  r->calls++;
+  if (r->in_cb)
+    r->reentrant++;
+  if (r->opt.verbose >= 2)
+    trace(r, 2, "  -> %s", tl_err_name(rc));
+  else
+    trace(r, 1, "%s%s -> %s", r->in_cb ? "re-entrant " : "", desc, tl_err_name(rc));
+  if (rc != want) {
+    fail(r, "%s%s returned %s, the model expects %s", r->in_cb ? "re-entrant " : "", desc,
+         tl_err_name(rc), tl_err_name(want));
+    return;
+  }
+  if (want != TL_OK)
+    r->errors++;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Expected events.
+ * ------------------------------------------------------------------------------------------- */
+
+static mevent *push_ev(tlo_run *r, ev_type type) {
+  if (r->qlen == r->qcap) {
+    r->qcap = r->qcap ? 2 * r->qcap : 64;
+    r->q = xrealloc(r->q, r->qcap * sizeof *r->q);
+  }
+  mevent *e = &r->q[r->qlen++];
+  memset(e, 0, sizeof *e);
+  e->type = type;
+  return e;
+}
+
+static char *dup_text(const char *s) {
+  if (s == NULL)
+    return NULL;
+  size_t n = strlen(s) + 1;
+  char *d = xrealloc(NULL, n);
+  memcpy(d, s, n);
+  return d;
+}
+
+static void describe_ev(const tlo_run *r, const mevent *e, char *buf, size_t len) {
+  const char *exid = e->ex != NULL ? e->ex->id : "-";
+  switch (e->type) {
+  case EV_STARTED:
+    snprintf(buf, len, "task_started tid=%" PRIu64 " ts=%" PRIu64 " index=%u attempt=%u on %s",
+             e->tid, r->ts[e->ts].id, e->index, e->attempt, exid);
+    break;
+  case EV_ENDED:
+    snprintf(buf, len,
+             "task_ended tid=%" PRIu64 " ts=%" PRIu64 " index=%u attempt=%u on %s %s counts=%d "
+             "msg=%.20s",
+             e->tid, r->ts[e->ts].id, e->index, e->attempt, exid, end_name((int)e->kind), e->counts,
+             e->text != NULL ? e->text : "(null)");
+    break;
+  case EV_FAILED:
+    snprintf(buf, len, "taskset_failed ts=%" PRIu64 " \"%.60s\"", r->ts[e->ts].id, e->text);
+    break;
+  case EV_RELEASED:
+    snprintf(buf, len, "taskset_released ts=%" PRIu64, r->ts[e->ts].id);
+    break;
+  case EV_ADDED:
+    snprintf(buf, len, "executor_added %s on %s", exid, host_names[e->ex->host]);
+    break;
+  case EV_LOST:
+    snprintf(buf, len, "executor_lost %s %s app=%d exit=%d msg=%.20s", exid,
+             loss_name((int)e->loss), e->app, e->exit_code, e->text != NULL ? e->text : "(null)");
+    break;
+  case EV_REVIVE:
+    snprintf(buf, len, "revive_offers");
+    break;
+  case EV_KILL:
+    snprintf(buf, len, "kill_task tid=%" PRIu64 " on %s interrupt=%d reason=%.20s", e->tid, exid,
+             e->interrupt, e->text != NULL ? e->text : "(null)");
+    break;
+  }
+}
+
+/* The event a callback of this type must be; NULL (and the run failed) if it is not. */
+static mevent *pop_ev(tlo_run *r, ev_type type) {
+  if (r->qhead == r->qlen) {
+    fail(r, "unexpected %s: no event is expected", ev_name(type));
+    return NULL;
+  }
+  mevent *e = &r->q[r->qhead];
+  if (e->type != type) {
+    char want[256];
+    describe_ev(r, e, want, sizeof want);
+    fail(r, "got %s, expected %s", ev_name(type), want);
+    return NULL;
+  }
+  r->qhead++;
+  if (r->opt.verbose >= 2) {
+    char d[256];
+    describe_ev(r, e, d, sizeof d);
+    trace(r, 2, "  event %s", d);
+  }
+  return e;
+}
+
+static void drop_events(tlo_run *r) {
+  for (size_t i = 0; i < r->qlen; i++)
+    free(r->q[i].text);
+  r->qhead = r->qlen = 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Model helpers.
+ * ------------------------------------------------------------------------------------------- */
+
+static void clock_read(tlo_run *r) {
+  if (r->raw_now > r->now)
+    r->now = r->raw_now;
+}
+
+static bool live_state(mx_state st) { return st == MX_ALIVE || st == MX_DECOM; }
+
+static matt *att_of(tlo_run *r, tl_tid tid) {
+  return tid >= 1 && tid <= r->natt ? &r->att[tid - 1] : NULL;
+}
+
+/* An attempt in the tid index: launched, not ended, not frozen. */
+static matt *indexed(tlo_run *r, tl_tid tid) {
+  matt *a = att_of(r, tid);
+  return a != NULL && a->live && !a->frozen ? a : NULL;
+}
+
+static void inflight_remove(tlo_run *r, tl_tid tid) {
+  size_t lo = 0, hi = r->ninflight;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (r->inflight[mid] < tid)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo < r->ninflight && r->inflight[lo] == tid) {
+    memmove(&r->inflight[lo], &r->inflight[lo + 1], (r->ninflight - lo - 1) * sizeof(tl_tid));
+    r->ninflight--;
+  }
+}
+
+/* Copies the in-flight tids matching a filter, in launch (tid) order. */
+static size_t inflight_where(tlo_run *r, tl_tid **out, const mexec *ex, int frozen, int ts) {
+  tl_tid *v = xrealloc(NULL, (r->ninflight + 1) * sizeof *v);
+  size_t n = 0;
+  for (size_t i = 0; i < r->ninflight; i++) {
+    matt *a = &r->att[r->inflight[i] - 1];
+    if (ex != NULL && a->ex != ex)
+      continue;
+    if (frozen >= 0 && a->frozen != (frozen != 0))
+      continue;
+    if (ts >= 0 && a->ts != (uint32_t)ts)
+      continue;
+    v[n++] = r->inflight[i];
+  }
+  *out = v;
+  return n;
+}
+
+static void pend_push(mts *t, uint32_t i) {
+  t->pend[t->npend++] = i;
+  t->idx[i].pending = true;
+}
+
+static uint32_t pend_pop(mts *t) {
+  uint32_t i = t->pend[--t->npend];
+  t->idx[i].pending = false;
+  return i;
+}
+
+static void pend_remove(mts *t, uint32_t i) {
+  for (uint32_t k = 0; k < t->npend; k++) {
+    if (t->pend[k] == i) {
+      memmove(&t->pend[k], &t->pend[k + 1], (t->npend - k - 1) * sizeof t->pend[0]);
+      t->npend--;
+      break;
+    }
+  }
+  t->idx[i].pending = false;
+}
+
+static void make_zombie(mts *t) {
+  if (t->zombie)
+    return;
+  t->zombie = true;
+  for (uint32_t k = 0; k < t->npend; k++)
+    t->idx[t->pend[k]].pending = false;
+  t->npend = 0;
+}
+
+static void compose_reason(char *buf, const char *full) {
+  size_t n = strlen(full);
+  if (n < REASON_MAX) {
+    memcpy(buf, full, n + 1);
+  } else {
+    memcpy(buf, full, REASON_MAX - 4);
+    memcpy(buf + REASON_MAX - 4, "...", 4);
+  }
+}
+
+/* Aborts once: failed, zombie, taskset_failed. index/failures for too many failures; cancel
+ * for tl_cancel_stage. */
+static void abort_ts(tlo_run *r, uint32_t k, bool cancel, uint32_t index, uint32_t failures,
+                     const char *msg) {
+  mts *t = &r->ts[k];
+  if (t->failed)
+    return;
+  t->failed = true;
+  make_zombie(t);
+  char *full = xrealloc(NULL, LONG_MESSAGE + 256);
+  if (cancel)
+    snprintf(full, LONG_MESSAGE + 256, "Stage %u cancelled%s%s", t->stage, msg ? ": " : "",
+             msg ? msg : "");
+  else
+    snprintf(full, LONG_MESSAGE + 256,
+             "Task %u in stage %u.%u failed %u times; most recent failure: %s", index, t->stage,
+             t->sattempt, failures, msg ? msg : "(no message)");
+  mevent *e = push_ev(r, EV_FAILED);
+  e->ts = k;
+  e->text = xrealloc(NULL, REASON_MAX);
+  compose_reason(e->text, full);
+  free(full);
+}
+
+static void finish_if_drained(tlo_run *r, uint32_t k) {
+  mts *t = &r->ts[k];
+  if (!t->zombie || t->nrunning != 0 || t->released)
+    return;
+  t->released = true;
+  r->tasksets_released++;
+  push_ev(r, EV_RELEASED)->ts = k;
+}
+
+static void mark_successful(tlo_run *r, uint32_t k, uint32_t i) {
+  (void)r;
+  mts *t = &r->ts[k];
+  mindex *ix = &t->idx[i];
+  if (ix->pending)
+    pend_remove(t, i);
+  ix->done = true;
+  ix->failures = 0;
+  if (++t->nsucceeded == t->ntasks)
+    make_zombie(t);
+}
+
+/* The one way an attempt ends (status update or phase two). The caller has taken it out of the
+ * tid index (or unfrozen it) already. */
+static void attempt_ended(tlo_run *r, tl_tid tid, tl_end_kind kind, bool counts, const char *msg,
+                          void *result, size_t result_size, void (*result_free)(void *)) {
+  matt *a = &r->att[tid - 1];
+  uint32_t k = a->ts;
+  mts *t = &r->ts[k];
+  mindex *ix = &t->idx[a->index];
+  t->nrunning--;
+  ix->copies--;
+  a->live = false;
+  inflight_remove(r, tid);
+
+  bool counted = kind != TL_END_SUCCESS && counts && !t->zombie;
+  mevent *e = push_ev(r, EV_ENDED);
+  e->tid = tid;
+  e->ts = k;
+  e->index = a->index;
+  e->attempt = a->attempt;
+  e->ex = a->ex;
+  e->kind = kind;
+  e->counts = counted;
+  e->text = dup_text(msg);
+  e->result = result;
+  e->result_size = result_size;
+  e->result_free = result_free;
+
+  if (kind == TL_END_SUCCESS) {
+    if (!ix->done)
+      mark_successful(r, k, a->index);
+  } else {
+    if (kind == TL_END_FETCH_FAILED)
+      make_zombie(t);
+    else if (counted && ++ix->failures >= r->cfg.max_task_failures)
+      abort_ts(r, k, false, a->index, ix->failures, msg);
+    if (!t->zombie && !ix->done && !ix->pending && ix->copies == 0) {
+      pend_push(t, a->index);
+      r->revive_wanted = true;
+    }
+  }
+  finish_if_drained(r, k);
+}
+
+static void push_revive_if_wanted(tlo_run *r) {
+  if (r->revive_wanted) {
+    r->revive_wanted = false;
+    push_ev(r, EV_REVIVE);
+  }
+}
+
+static size_t count_tombstones(const tlo_run *r) {
+  size_t n = 0;
+  for (unsigned s = 0; s < NSLOTS; s++)
+    for (uint32_t g = 0; g < r->ngen[s]; g++)
+      n += r->ex[s][g].state == MX_REMOVED;
+  return n;
+}
+
+static mexec *oldest_tombstone(tlo_run *r) {
+  mexec *best = NULL;
+  for (unsigned s = 0; s < NSLOTS; s++)
+    for (uint32_t g = 0; g < r->ngen[s]; g++) {
+      mexec *x = &r->ex[s][g];
+      if (x->state == MX_REMOVED && (best == NULL || x->tomb_seq < best->tomb_seq))
+        best = x;
+    }
+  return best;
+}
+
+/* Phase one of a loss. */
+static void freeze(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, int exit_code,
+                   const char *msg) {
+  tl_tid *v;
+  size_t n = inflight_where(r, &v, x, 0, -1);
+  for (size_t i = 0; i < n; i++) {
+    matt *a = &r->att[v[i] - 1];
+    a->frozen = true;
+    x->nrunning--;
+    x->free_cores += r->ts[a->ts].cpus;
+    x->nfrozen++;
+    r->ts[a->ts].nfrozen++;
+  }
+  free(v);
+  r->host_live[x->host]--;
+  x->was_decom = x->state == MX_DECOM;
+  x->state = MX_PENDING;
+  x->pend_timed = r->cfg.pending_loss_timeout_ns != 0;
+  if (x->pend_timed) {
+    x->pend_deadline = add_sat(r->now, r->cfg.pending_loss_timeout_ns);
+    x->pend_seq = ++r->seq;
+  }
+  r->executors_lost++;
+  mevent *e = push_ev(r, EV_LOST);
+  e->ex = x;
+  e->loss = kind;
+  e->app = app;
+  e->exit_code = exit_code;
+  e->text = dup_text(msg);
+}
+
+/* Phase two: every frozen attempt ends, the executor becomes a tombstone. */
+static void remove_executor(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, const char *msg) {
+  bool app_fault = app && !x->was_decom && kind != TL_LOSS_KILLED && kind != TL_LOSS_DECOMMISSIONED;
+  tl_tid *v;
+  size_t n = inflight_where(r, &v, x, 1, -1);
+  for (size_t i = 0; i < n; i++) {
+    matt *a = &r->att[v[i] - 1];
+    a->frozen = false;
+    x->nfrozen--;
+    r->ts[a->ts].nfrozen--;
+    r->failed_count++;
+    attempt_ended(r, v[i], TL_END_EXECUTOR_LOST, app_fault && a->running, msg, NULL, 0, NULL);
+  }
+  free(v);
+  x->state = MX_REMOVED;
+  x->pend_timed = false;
+  x->tomb_when = r->now;
+  x->tomb_seq = ++r->seq;
+  while (count_tombstones(r) > r->cfg.max_tombstones) {
+    mexec *old = oldest_tombstone(r);
+    old->state = MX_NONE;
+    old->none_checked = false;
+  }
+  push_revive_if_wanted(r);
+}
+
+/* Both phases, or the one that is due. */
+static void lose(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, int exit_code,
+                 const char *msg) {
+  if (live_state(x->state))
+    freeze(r, x, kind, app, exit_code, msg);
+  if (kind != TL_LOSS_PENDING)
+    remove_executor(r, x, kind, app, msg);
+}
+
+static mexec *exec_by_id(tlo_run *r, const char *id) {
+  unsigned s, g;
+  char tail;
+  if (sscanf(id, "e%u.%u%c", &s, &g, &tail) == 2 && s < NSLOTS && g < MAXGEN)
+    return &r->ex[s][g];
+  if (sscanf(id, "p%u%c", &s, &tail) == 1 && s < NSLOTS)
+    return &r->phantom[s];
+  return NULL;
+}
+
+static int ts_of_payload(const tlo_run *r, const void *payload) {
+  for (uint32_t k = 0; k < r->nts; k++)
+    if (payload == &r->ts[k])
+      return (int)k;
+  return -1;
+}
+
+/* The unreleased task set of a stage that is not zombie, or -1. */
+static int active_of(const tlo_run *r, uint32_t stage) {
+  for (uint32_t k = 0; k < r->nts; k++)
+    if (!r->ts[k].released && !r->ts[k].zombie && r->ts[k].stage == stage)
+      return (int)k;
+  return -1;
+}
+
+static bool stage_exists(const tlo_run *r, uint32_t stage) {
+  for (uint32_t k = 0; k < r->nts; k++)
+    if (!r->ts[k].released && r->ts[k].stage == stage)
+      return true;
+  return false;
+}
+
+/* tl_tick's answer from the model's timelines. */
+static uint64_t next_deadline(tlo_run *r) {
+  uint64_t due = UINT64_MAX;
+  const mexec *hb = NULL, *pend = NULL, *tomb = NULL;
+  for (unsigned s = 0; s < NSLOTS; s++)
+    for (uint32_t g = 0; g < r->ngen[s]; g++) {
+      const mexec *x = &r->ex[s][g];
+      if (live_state(x->state) && (hb == NULL || x->hb_seq < hb->hb_seq))
+        hb = x;
+      if (x->state == MX_PENDING && x->pend_timed && (pend == NULL || x->pend_seq < pend->pend_seq))
+        pend = x;
+      if (x->state == MX_REMOVED && (tomb == NULL || x->tomb_seq < tomb->tomb_seq))
+        tomb = x;
+    }
+  if (r->cfg.heartbeat_timeout_ns != 0 && hb != NULL)
+    due = add_sat(hb->hb_when, r->cfg.heartbeat_timeout_ns);
+  if (pend != NULL && pend->pend_deadline < due)
+    due = pend->pend_deadline;
+  if (r->cfg.tombstone_ttl_ns != 0 && tomb != NULL) {
+    uint64_t t = add_sat(tomb->tomb_when, r->cfg.tombstone_ttl_ns);
+    if (t < due)
+      due = t;
+  }
+  if (due == UINT64_MAX)
+    return TL_TICK_NEVER;
+  return due > r->now ? due - r->now : 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Comparing the library with the model.
+ * ------------------------------------------------------------------------------------------- */
+
+#define CMP(r, what, got, want)                                                                    \
+  do {                                                                                             \
+    uint64_t got_ = (uint64_t)(got), want_ = (uint64_t)(want);                                     \
+    if (got_ != want_)                                                                             \
+      fail((r), "%s is %" PRIu64 ", the model says %" PRIu64, (what), got_, want_);                \
+  } while (0)
+
+/* CMP for a field of a named object: the name is formatted only when they differ. */
+#define CMP_OF(r, kind, name, field, got, want)                                                    \
+  do {                                                                                             \
+    uint64_t got_ = (uint64_t)(got), want_ = (uint64_t)(want);                                     \
+    if (got_ != want_)                                                                             \
+      fail((r), "%s %s %s is %" PRIu64 ", the model says %" PRIu64, (kind), (name), (field), got_, \
+           want_);                                                                                 \
+  } while (0)
+
+static void check_ledger(tlo_run *r) {
+  char why[512] = "";
+  int rc = tl_check(r->s, why, sizeof why);
+  if (rc != TL_OK)
+    fail(r, "tl_check: %s: %s", tl_err_name(rc), why);
+}
+
+static void cmp_exec(tlo_run *r, mexec *x) {
+  tl_executor_status st;
+  int rc = tl_executor_get(r->s, x->id, &st);
+  int want = x->state == MX_NONE ? TL_ENOENT : x->state == MX_REMOVED ? TL_EGONE : TL_OK;
+  if (rc != want) {
+    fail(r, "tl_executor_get(%s) returned %s, the model expects %s", x->id, tl_err_name(rc),
+         tl_err_name(want));
+    return;
+  }
+  if (rc != TL_OK) {
+    if (x->state == MX_NONE)
+      x->none_checked = true;
+    return;
+  }
+  tl_executor_state ws = x->state == MX_ALIVE   ? TL_EXECUTOR_ALIVE
+                         : x->state == MX_DECOM ? TL_EXECUTOR_DECOMMISSIONING
+                                                : TL_EXECUTOR_PENDING_LOSS;
+  CMP_OF(r, "executor", x->id, "state", st.state, ws);
+  CMP_OF(r, "executor", x->id, "cores", st.cores, x->cores);
+  CMP_OF(r, "executor", x->id, "free_cores", st.free_cores, x->free_cores);
+  CMP_OF(r, "executor", x->id, "running", st.running, x->nrunning);
+  CMP_OF(r, "executor", x->id, "frozen", st.frozen, x->nfrozen);
+  if (strcmp(st.host, host_names[x->host]) != 0)
+    fail(r, "executor %s host is %s, the model says %s", x->id, st.host, host_names[x->host]);
+}
+
+static void cmp_ts(tlo_run *r, uint32_t k) {
+  mts *t = &r->ts[k];
+  tl_taskset_status st;
+  int rc = tl_taskset_get(r->s, t->id, &st);
+  int want = t->released ? TL_ENOENT : TL_OK;
+  if (rc != want) {
+    fail(r, "tl_taskset_get(%" PRIu64 ") returned %s, the model expects %s", t->id, tl_err_name(rc),
+         tl_err_name(want));
+    return;
+  }
+  if (rc != TL_OK) {
+    t->gone_checked = true;
+    return;
+  }
+  char name[24];
+  snprintf(name, sizeof name, "%" PRIu64, t->id);
+#define CMP_TS(field, value) CMP_OF(r, "task set", name, #field, st.field, value)
+  CMP_TS(info.id, t->id);
+  CMP_TS(info.stage_id, t->stage);
+  CMP_TS(info.stage_attempt, t->sattempt);
+  CMP_TS(info.ntasks, t->ntasks);
+  CMP_TS(zombie, t->zombie);
+  CMP_TS(failed, t->failed);
+  CMP_TS(running, t->nrunning);
+  CMP_TS(frozen, t->nfrozen);
+  CMP_TS(pending, t->zombie ? 0 : t->npend);
+  CMP_TS(succeeded, t->nsucceeded);
+  CMP_TS(cpus_per_task, t->cpus);
+#undef CMP_TS
+}
+
+/* tl_check and every counter; between operations (top) also every executor and task set that
+ * exists or has not been seen gone since it went. */
+static void compare_all(tlo_run *r, bool top) {
+  if (r->failed || r->closing)
+    return;
+  check_ledger(r);
+  tl_stats st;
+  tl_stats_get(r->s, &st);
+  size_t alive = 0, decom = 0, pending = 0, tombs = 0, hosts = 0, racks = 0, active = 0, zombie = 0,
+         running = 0, frozen = 0, tasks_pending = 0;
+  for (unsigned s = 0; s < NSLOTS; s++)
+    for (uint32_t g = 0; g < r->ngen[s]; g++) {
+      const mexec *x = &r->ex[s][g];
+      alive += x->state == MX_ALIVE;
+      decom += x->state == MX_DECOM;
+      pending += x->state == MX_PENDING;
+      tombs += x->state == MX_REMOVED;
+    }
+  bool rack_used[2] = {false, false};
+  for (unsigned h = 0; h < NHOSTS; h++) {
+    if (r->host_live[h] == 0)
+      continue;
+    hosts++;
+    if (r->host_rack[h] >= 0)
+      rack_used[r->host_rack[h]] = true;
+  }
+  racks = (size_t)rack_used[0] + (size_t)rack_used[1];
+  for (uint32_t k = 0; k < r->nts; k++) {
+    const mts *t = &r->ts[k];
+    if (t->released)
+      continue;
+    if (t->zombie)
+      zombie++;
+    else {
+      active++;
+      tasks_pending += t->npend;
+    }
+  }
+  for (size_t i = 0; i < r->ninflight; i++) {
+    if (r->att[r->inflight[i] - 1].frozen)
+      frozen++;
+    else
+      running++;
+  }
+  CMP(r, "stats.executors_alive", st.executors_alive, alive);
+  CMP(r, "stats.executors_decommissioning", st.executors_decommissioning, decom);
+  CMP(r, "stats.executors_pending_loss", st.executors_pending_loss, pending);
+  CMP(r, "stats.tombstones", st.tombstones, tombs);
+  CMP(r, "stats.hosts", st.hosts, hosts);
+  CMP(r, "stats.racks", st.racks, racks);
+  CMP(r, "stats.tasksets_active", st.tasksets_active, active);
+  CMP(r, "stats.tasksets_zombie", st.tasksets_zombie, zombie);
+  CMP(r, "stats.attempts_running", st.attempts_running, running);
+  CMP(r, "stats.attempts_frozen", st.attempts_frozen, frozen);
+  CMP(r, "stats.tasks_pending", st.tasks_pending, tasks_pending);
+  /* Inside a callback the event being delivered still counts as queued (it is not delivered
+   * until its callback returns), as do the rest of its batch and what calls made since. */
+  CMP(r, "stats.events_queued", st.events_queued, top ? 0 : r->qlen - r->qhead + 1);
+  CMP(r, "stats.launched", st.launched, r->launched);
+  CMP(r, "stats.succeeded", st.succeeded, r->succeeded);
+  CMP(r, "stats.failed", st.failed, r->failed_count);
+  CMP(r, "stats.killed", st.killed, r->killed);
+  CMP(r, "stats.stale_updates", st.stale_updates, r->stale);
+  CMP(r, "stats.rejected_updates", st.rejected_updates, r->rejected_updates);
+  CMP(r, "stats.rejected_offers", st.rejected_offers, r->rejected_offers);
+  CMP(r, "stats.executors_lost", st.executors_lost, r->executors_lost);
+  CMP(r, "stats.tasksets_released", st.tasksets_released, r->tasksets_released);
+  if (!top)
+    return;
+  for (unsigned s = 0; s < NSLOTS && !r->failed; s++)
+    for (uint32_t g = 0; g < r->ngen[s] && !r->failed; g++)
+      if (r->ex[s][g].state != MX_NONE || !r->ex[s][g].none_checked)
+        cmp_exec(r, &r->ex[s][g]);
+  if (!r->failed)
+    cmp_exec(r, &r->phantom[r->op_index % NSLOTS]);
+  for (uint32_t k = 0; k < r->nts && !r->failed; k++)
+    if (!r->ts[k].gone_checked)
+      cmp_ts(r, k);
+}
+
+/* From inside a callback: tl_check, the counters, and the task set and executor the event
+ * names (-1, NULL: none), before the callback acts re-entrantly. */
+static void cb_check(tlo_run *r, int k, mexec *x) {
+  compare_all(r, false);
+  if (!r->failed && !r->closing && k >= 0)
+    cmp_ts(r, (uint32_t)k);
+  if (!r->failed && !r->closing && x != NULL)
+    cmp_exec(r, x);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Results.
+ * ------------------------------------------------------------------------------------------- */
+
+static void res_free(void *p) { ((tlo_res *)p)->frees++; }
+
+static tlo_res *res_new(tlo_run *r) {
+  if (r->nres == r->rescap) {
+    r->rescap = r->rescap ? 2 * r->rescap : 64;
+    r->res = xrealloc(r->res, r->rescap * sizeof *r->res);
+  }
+  tlo_res *res = xrealloc(NULL, sizeof *res);
+  res->magic = RES_MAGIC;
+  res->frees = 0;
+  r->res[r->nres++] = res;
+  return res;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The calls: each predicts from the model, applies the prediction, calls, and compares.
+ * ------------------------------------------------------------------------------------------- */
+
+static void do_add(tlo_run *r, mexec *x, unsigned slot, bool fresh, unsigned host, unsigned rackc,
+                   uint32_t cores) {
+  static const int canonical[NHOSTS] = {0, 1, 0, -1};
+  int rk = rackc == 0 ? canonical[host] : rackc == 1 ? 0 : rackc == 2 ? 1 : rackc == 3 ? -1 : -2;
+  const char *rack = rk == -2 ? "" : rk < 0 ? NULL : rack_names[rk];
+  int want;
+  if (cores == 0 || rk == -2) {
+    want = TL_EINVAL;
+  } else {
+    clock_read(r);
+    if (x->state == MX_REMOVED)
+      want = TL_EGONE;
+    else if (x->state != MX_NONE)
+      want = TL_EEXIST;
+    else if (r->host_live[host] > 0 && r->host_rack[host] != rk)
+      want = TL_EINVAL;
+    else
+      want = TL_OK;
+  }
+  if (want == TL_OK) {
+    if (fresh)
+      r->ngen[slot]++;
+    x->state = MX_ALIVE;
+    x->cores = x->free_cores = cores;
+    x->nrunning = x->nfrozen = 0;
+    x->host = host;
+    x->was_decom = false;
+    x->hb_when = r->now;
+    x->hb_seq = ++r->seq;
+    x->pend_timed = false;
+    r->host_live[host]++;
+    r->host_rack[host] = rk;
+    push_ev(r, EV_ADDED)->ex = x;
+  }
+  char d[160];
+  snprintf(d, sizeof d, "add %s host=%s rack=%s cores=%u", x->id, host_names[host],
+           rack == NULL ? "(none)"
+           : rack[0]    ? rack
+                        : "\"\"",
+           cores);
+  tl_executor_desc desc = {x->id, host_names[host], rack, cores};
+  note_call(r, d);
+  int rc = tl_executor_add(r->s, &desc);
+  expect_rc(r, d, rc, want);
+}
+
+static void do_lose(tlo_run *r, mexec *x, unsigned kind, bool app, int exit_code, const char *msg) {
+  int want;
+  if (kind > TL_LOSS_PENDING_TIMEOUT) {
+    want = TL_EINVAL;
+  } else {
+    clock_read(r);
+    if (x->state == MX_NONE)
+      want = TL_ENOENT;
+    else if (x->state == MX_REMOVED)
+      want = TL_EGONE;
+    else
+      want = TL_OK;
+  }
+  if (want == TL_OK && !(x->state == MX_PENDING && kind == TL_LOSS_PENDING))
+    lose(r, x, (tl_loss_kind)kind, app, exit_code, msg);
+  char d[160];
+  snprintf(d, sizeof d, "lose %s %s app=%d exit=%d msg=%.12s", x->id, loss_name((int)kind), app,
+           exit_code, msg ? msg : "(null)");
+  tl_loss_reason why = {(tl_loss_kind)kind, app, exit_code, msg};
+  note_call(r, d);
+  int rc = tl_executor_lost(r->s, x->id, &why);
+  expect_rc(r, d, rc, want);
+}
+
+static void do_heartbeat(tlo_run *r, mexec *x) {
+  clock_read(r);
+  int want = x->state == MX_NONE      ? TL_ENOENT
+             : x->state == MX_REMOVED ? TL_EGONE
+             : x->state == MX_PENDING ? TL_ESTATE
+                                      : TL_OK;
+  if (want == TL_OK) {
+    x->hb_when = r->now;
+    x->hb_seq = ++r->seq;
+  }
+  char d[64];
+  snprintf(d, sizeof d, "heartbeat %s", x->id);
+  note_call(r, d);
+  int rc = tl_executor_heartbeat(r->s, x->id);
+  expect_rc(r, d, rc, want);
+}
+
+static void do_decommission(tlo_run *r, mexec *x, const char *msg) {
+  int want = x->state == MX_NONE      ? TL_ENOENT
+             : x->state == MX_REMOVED ? TL_EGONE
+             : x->state == MX_PENDING ? TL_ESTATE
+                                      : TL_OK;
+  if (want == TL_OK)
+    x->state = MX_DECOM;
+  char d[80];
+  snprintf(d, sizeof d, "decommission %s msg=%.12s", x->id, msg ? msg : "(null)");
+  note_call(r, d);
+  int rc = tl_executor_decommission(r->s, x->id, msg);
+  expect_rc(r, d, rc, want);
+}
+
+static void do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio, uint32_t ntasks,
+                      uint32_t cpus) {
+  if (r->nts == MAXTS)
+    return; /* the model's table is full: the operation does nothing */
+  uint32_t sattempt = attempt_sel < 0 ? r->stage_next[stage] : (uint32_t)attempt_sel;
+  int want = TL_OK;
+  if (ntasks == 0) {
+    want = TL_EINVAL;
+  } else {
+    for (uint32_t k = 0; k < r->nts; k++)
+      if (!r->ts[k].released && r->ts[k].stage == stage && r->ts[k].sattempt == sattempt)
+        want = TL_EEXIST;
+  }
+  uint32_t k = r->nts;
+  mts *t = &r->ts[k];
+  if (want == TL_OK) {
+    int older = active_of(r, stage);
+    memset(t, 0, sizeof *t);
+    t->id = r->next_ts_id++;
+    t->stage = stage;
+    t->sattempt = sattempt;
+    t->prio = prio;
+    t->ntasks = ntasks;
+    t->cpus = cpus != 0 ? cpus : r->cfg.cpus_per_task;
+    for (uint32_t i = ntasks; i-- > 0;)
+      pend_push(t, i);
+    r->nts++;
+    if (sattempt >= r->stage_next[stage])
+      r->stage_next[stage] = sattempt + 1;
+    if (older >= 0) {
+      make_zombie(&r->ts[older]);
+      finish_if_drained(r, (uint32_t)older);
+    }
+    r->revive_wanted = true;
+    push_revive_if_wanted(r);
+  }
+  char d[128];
+  snprintf(d, sizeof d, "submit stage=%u attempt=%u priority=%u ntasks=%u cpus=%u", stage, sattempt,
+           prio, ntasks, cpus);
+  tl_taskset_desc desc = {stage, sattempt, prio, ntasks, cpus, t};
+  tl_taskset_id id = 0;
+  note_call(r, d);
+  int rc = tl_submit(r->s, &desc, &id);
+  expect_rc(r, d, rc, want);
+  if (rc == TL_OK && want == TL_OK && id != t->id)
+    fail(r, "tl_submit gave id %" PRIu64 ", the model says %" PRIu64, id, t->id);
+}
+
+static void do_kill_task(tlo_run *r, tl_tid tid, bool interrupt, const char *msg) {
+  matt *a = indexed(r, tid);
+  int want = a != NULL ? TL_OK : TL_ESTALE;
+  if (a != NULL) {
+    mevent *e = push_ev(r, EV_KILL);
+    e->tid = tid;
+    e->ex = a->ex;
+    e->interrupt = interrupt;
+    e->text = dup_text(msg);
+  }
+  char d[96];
+  snprintf(d, sizeof d, "kill_task tid=%" PRIu64 " interrupt=%d msg=%.12s", tid, interrupt,
+           msg ? msg : "(null)");
+  note_call(r, d);
+  int rc = tl_kill_task(r->s, tid, interrupt, msg);
+  expect_rc(r, d, rc, want);
+}
+
+/* kill_task for every attempt in the tid index of every task set of a stage. */
+static void kill_stage_model(tlo_run *r, uint32_t stage, bool interrupt, const char *msg) {
+  for (uint32_t k = 0; k < r->nts; k++) {
+    if (r->ts[k].released || r->ts[k].stage != stage)
+      continue;
+    tl_tid *v;
+    size_t n = inflight_where(r, &v, NULL, 0, (int)k);
+    for (size_t i = 0; i < n; i++) {
+      mevent *e = push_ev(r, EV_KILL);
+      e->tid = v[i];
+      e->ex = r->att[v[i] - 1].ex;
+      e->interrupt = interrupt;
+      e->text = dup_text(msg);
+    }
+    free(v);
+  }
+}
+
+static void do_kill_stage(tlo_run *r, uint32_t stage, bool interrupt, const char *msg) {
+  int want = stage_exists(r, stage) ? TL_OK : TL_ENOENT;
+  if (want == TL_OK)
+    kill_stage_model(r, stage, interrupt, msg);
+  char d[96];
+  snprintf(d, sizeof d, "kill_stage stage=%u interrupt=%d msg=%.12s", stage, interrupt,
+           msg ? msg : "(null)");
+  note_call(r, d);
+  int rc = tl_kill_stage(r->s, stage, interrupt, msg);
+  expect_rc(r, d, rc, want);
+}
+
+static void do_cancel(tlo_run *r, uint32_t stage, const char *msg) {
+  int want = stage_exists(r, stage) ? TL_OK : TL_ENOENT;
+  if (want == TL_OK) {
+    kill_stage_model(r, stage, false, msg);
+    int active = active_of(r, stage);
+    if (active >= 0)
+      abort_ts(r, (uint32_t)active, true, 0, 0, msg);
+    for (uint32_t k = 0; k < r->nts; k++)
+      if (!r->ts[k].released && r->ts[k].stage == stage)
+        finish_if_drained(r, k);
+  }
+  char d[96];
+  snprintf(d, sizeof d, "cancel_stage stage=%u msg=%.12s", stage, msg ? msg : "(null)");
+  note_call(r, d);
+  int rc = tl_cancel_stage(r->s, stage, msg);
+  expect_rc(r, d, rc, want);
+}
+
+static void do_partition(tlo_run *r, uint32_t stage, uint32_t index) {
+  int want = TL_OK;
+  int active = -1;
+  if (!stage_exists(r, stage)) {
+    want = TL_ENOENT;
+  } else if ((active = active_of(r, stage)) >= 0) {
+    mts *t = &r->ts[active];
+    if (index >= t->ntasks) {
+      want = TL_EINVAL;
+    } else if (!t->idx[index].done) {
+      mark_successful(r, (uint32_t)active, index);
+      finish_if_drained(r, (uint32_t)active);
+    }
+  }
+  char d[64];
+  snprintf(d, sizeof d, "partition_completed stage=%u index=%u", stage, index);
+  note_call(r, d);
+  int rc = tl_partition_completed(r->s, stage, index);
+  expect_rc(r, d, rc, want);
+}
+
+/* One offer round. bad: one more offer with an empty id (TL_EINVAL). */
+static void do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, size_t cap,
+                     bool bad) {
+  tl_offer *offers = xrealloc(NULL, (n + 1) * sizeof *offers);
+  for (size_t i = 0; i < n; i++) {
+    offers[i].executor_id = xs[i]->id;
+    offers[i].cores = cores[i];
+  }
+  size_t noffers = n;
+  if (bad) {
+    offers[noffers].executor_id = "";
+    offers[noffers].cores = 1;
+    noffers++;
+  }
+  int want = bad ? TL_EINVAL : TL_OK;
+  tl_tid first = (tl_tid)r->natt + 1;
+  size_t npred = 0;
+  if (want == TL_OK) {
+    clock_read(r);
+    /* Usable offers: ALIVE executors, capped by the ledger's free cores. */
+    mexec **slot_ex = xrealloc(NULL, (n + 1) * sizeof *slot_ex);
+    uint32_t *slot_cores = xrealloc(NULL, (n + 1) * sizeof *slot_cores);
+    size_t nslots = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (xs[i]->state != MX_ALIVE) {
+        r->rejected_offers++;
+        continue;
+      }
+      slot_ex[nslots] = xs[i];
+      slot_cores[nslots] = cores[i] < xs[i]->free_cores ? cores[i] : xs[i]->free_cores;
+      nslots++;
+    }
+    /* Task sets in FIFO order: priority, stage id, id. */
+    uint32_t order[MAXTS];
+    size_t norder = 0;
+    for (uint32_t k = 0; k < r->nts; k++) {
+      const mts *t = &r->ts[k];
+      if (t->released || t->zombie || t->npend == 0)
+        continue;
+      size_t pos = norder++;
+      while (pos > 0) {
+        const mts *p = &r->ts[order[pos - 1]];
+        bool before = t->prio != p->prio     ? t->prio < p->prio
+                      : t->stage != p->stage ? t->stage < p->stage
+                                             : t->id < p->id;
+        if (!before)
+          break;
+        order[pos] = order[pos - 1];
+        pos--;
+      }
+      order[pos] = k;
+    }
+    for (size_t o = 0; o < norder && npred < cap; o++) {
+      mts *t = &r->ts[order[o]];
+      for (;;) {
+        size_t launched = 0;
+        for (size_t i = 0; i < nslots && npred < cap && t->npend > 0; i++) {
+          mexec *x = slot_ex[i];
+          if (slot_cores[i] < t->cpus || x->free_cores < t->cpus)
+            continue;
+          uint32_t index = pend_pop(t);
+          if (r->natt == r->attcap) {
+            r->attcap = r->attcap ? 2 * r->attcap : 256;
+            r->att = xrealloc(r->att, r->attcap * sizeof *r->att);
+          }
+          matt *a = &r->att[r->natt++];
+          a->ts = order[o];
+          a->index = index;
+          a->attempt = t->idx[index].attempts++;
+          a->ex = x;
+          a->running = false;
+          a->live = true;
+          a->frozen = false;
+          t->idx[index].copies++;
+          t->nrunning++;
+          x->free_cores -= t->cpus;
+          x->nrunning++;
+          slot_cores[i] -= t->cpus;
+          if (r->ninflight == r->inflightcap) {
+            r->inflightcap = r->inflightcap ? 2 * r->inflightcap : 64;
+            r->inflight = xrealloc(r->inflight, r->inflightcap * sizeof *r->inflight);
+          }
+          r->inflight[r->ninflight++] = (tl_tid)r->natt;
+          r->launched++;
+          mevent *e = push_ev(r, EV_STARTED);
+          e->tid = (tl_tid)r->natt;
+          e->ts = order[o];
+          e->index = index;
+          e->attempt = a->attempt;
+          e->ex = x;
+          npred++;
+          launched++;
+        }
+        if (launched == 0 || t->npend == 0 || npred == cap)
+          break;
+      }
+    }
+    free(slot_ex);
+    free(slot_cores);
+  }
+  char d[200];
+  int w = snprintf(d, sizeof d, "offer cap=%zu", cap);
+  for (size_t i = 0; i < noffers && w > 0 && (size_t)w < sizeof d; i++)
+    w += snprintf(d + w, sizeof d - (size_t)w, " %s:%u",
+                  offers[i].executor_id[0] ? offers[i].executor_id : "\"\"", offers[i].cores);
+  tl_launch out[MAXCAP];
+  size_t nout = 99;
+  note_call(r, d);
+  int rc = tl_resource_offers(r->s, offers, noffers, out, cap, &nout);
+  free(offers);
+  expect_rc(r, d, rc, want);
+  if (rc != TL_OK) {
+    if (nout != 0)
+      fail(r, "tl_resource_offers failed with *nout %zu, not 0", nout);
+    return;
+  }
+  if (nout != npred) {
+    fail(r, "tl_resource_offers launched %zu, the model says %zu", nout, npred);
+    return;
+  }
+  for (size_t k = 0; k < nout && !r->failed; k++) {
+    const matt *a = &r->att[first + k - 1];
+    const mts *t = &r->ts[a->ts];
+    char name[24];
+    snprintf(name, sizeof name, "%zu", k);
+#define CMP_L(field, value) CMP_OF(r, "launch", name, #field, out[k].field, value)
+    CMP_L(tid, first + k);
+    CMP_L(taskset, t->id);
+    CMP_L(stage_id, t->stage);
+    CMP_L(stage_attempt, t->sattempt);
+    CMP_L(index, a->index);
+    CMP_L(attempt, a->attempt);
+    CMP_L(cpus, t->cpus);
+    CMP_L(locality, TL_NO_PREF);
+#undef CMP_L
+    if (strcmp(out[k].executor_id, a->ex->id) != 0)
+      fail(r, "launch %zu on %s, the model says %s", k, out[k].executor_id, a->ex->id);
+    if (out[k].payload != t)
+      fail(r, "launch %zu has another task set's payload", k);
+  }
+}
+
+/* Every executor record the run has used that is ALIVE, offered `cores` each. */
+static void do_offer_alive(tlo_run *r, uint32_t cores, size_t cap, bool all) {
+  mexec *xs[NSLOTS * MAXGEN];
+  uint32_t cs[NSLOTS * MAXGEN];
+  size_t n = 0;
+  for (unsigned s = 0; s < NSLOTS; s++)
+    for (uint32_t g = 0; g < r->ngen[s]; g++) {
+      mexec *x = &r->ex[s][g];
+      if (all || x->state == MX_ALIVE) {
+        xs[n] = x;
+        cs[n] = cores;
+        n++;
+      }
+    }
+  do_offer(r, xs, cs, n, cap, false);
+}
+
+static void do_update(tlo_run *r, mexec *x, tl_tid tid, unsigned state, unsigned failure,
+                      const char *msg, unsigned resmode) {
+  tlo_res *res = resmode != 0 ? res_new(r) : NULL;
+  void (*rfree)(void *) = resmode == 2 ? NULL : res_free;
+  size_t rsize = resmode == 3 ? 0 : 8 * resmode;
+  int want;
+  matt *a = NULL;
+  if (state > TL_TASK_KILLED || (res != NULL && state != TL_TASK_FINISHED) ||
+      (state == TL_TASK_FAILED && (failure == TL_END_SUCCESS || failure == TL_END_EXECUTOR_LOST ||
+                                   failure > TL_END_RESULT_LOST))) {
+    want = TL_EINVAL;
+  } else if (x->state == MX_NONE) {
+    want = TL_ENOENT;
+  } else if (x->state == MX_REMOVED) {
+    want = TL_EGONE;
+  } else if ((a = indexed(r, tid)) == NULL) {
+    want = TL_ESTALE;
+    r->stale++;
+  } else if (a->ex != x) {
+    want = TL_EOWNER;
+    r->rejected_updates++;
+  } else {
+    want = TL_OK;
+  }
+  if (want == TL_OK) {
+    if (state == TL_TASK_RUNNING) {
+      a->running = true;
+    } else {
+      tl_end_kind kind;
+      if (state == TL_TASK_FINISHED) {
+        kind = TL_END_SUCCESS;
+        r->succeeded++;
+      } else if (state == TL_TASK_KILLED) {
+        kind = TL_END_KILLED;
+        r->killed++;
+      } else {
+        kind = (tl_end_kind)failure;
+        if (kind == TL_END_KILLED)
+          r->killed++;
+        else
+          r->failed_count++;
+      }
+      x->nrunning--;
+      x->free_cores += r->ts[a->ts].cpus;
+      attempt_ended(r, tid, kind, kind == TL_END_EXCEPTION || kind == TL_END_RESULT_LOST, msg,
+                    kind == TL_END_SUCCESS ? res : NULL, kind == TL_END_SUCCESS ? rsize : 0,
+                    kind == TL_END_SUCCESS ? rfree : NULL);
+      push_revive_if_wanted(r);
+    }
+  }
+  char d[160];
+  snprintf(d, sizeof d, "update %s tid=%" PRIu64 " %s%s%s result=%u msg=%.12s", x->id, tid,
+           state_name((int)state), state == TL_TASK_FAILED ? "/" : "",
+           state == TL_TASK_FAILED ? end_name((int)failure) : "", resmode, msg ? msg : "(null)");
+  tl_update u = {(tl_task_state)state, (tl_end_kind)failure, msg, res, rsize, rfree};
+  note_call(r, d);
+  int rc = tl_status_update(r->s, x->id, tid, &u);
+  if (rc != TL_OK && res != NULL)
+    res_free(res); /* on error the result is still ours */
+  expect_rc(r, d, rc, want);
+}
+
+static void do_tick(tlo_run *r) {
+  clock_read(r);
+  if (r->cfg.heartbeat_timeout_ns != 0) {
+    for (;;) {
+      mexec *head = NULL;
+      for (unsigned s = 0; s < NSLOTS; s++)
+        for (uint32_t g = 0; g < r->ngen[s]; g++) {
+          mexec *x = &r->ex[s][g];
+          if (live_state(x->state) && (head == NULL || x->hb_seq < head->hb_seq))
+            head = x;
+        }
+      if (head == NULL || add_sat(head->hb_when, r->cfg.heartbeat_timeout_ns) > r->now)
+        break;
+      lose(r, head, TL_LOSS_HEARTBEAT_TIMEOUT, true, 0, "Executor heartbeat timed out.");
+    }
+  }
+  for (;;) {
+    mexec *head = NULL;
+    for (unsigned s = 0; s < NSLOTS; s++)
+      for (uint32_t g = 0; g < r->ngen[s]; g++) {
+        mexec *x = &r->ex[s][g];
+        if (x->state == MX_PENDING && x->pend_timed &&
+            (head == NULL || x->pend_seq < head->pend_seq))
+          head = x;
+      }
+    if (head == NULL || head->pend_deadline > r->now)
+      break;
+    remove_executor(r, head, TL_LOSS_PENDING_TIMEOUT, true,
+                    "No loss reason arrived within the pending-loss timeout.");
+  }
+  if (r->cfg.tombstone_ttl_ns != 0) {
+    for (unsigned s = 0; s < NSLOTS; s++)
+      for (uint32_t g = 0; g < r->ngen[s]; g++) {
+        mexec *x = &r->ex[s][g];
+        if (x->state == MX_REMOVED && add_sat(x->tomb_when, r->cfg.tombstone_ttl_ns) <= r->now) {
+          x->state = MX_NONE;
+          x->none_checked = false;
+        }
+      }
+  }
+  bool nested = r->in_cb != 0;
+  uint64_t want_next = next_deadline(r);
+  char d[80];
+  snprintf(d, sizeof d, "tick at %" PRIu64 " ms", r->now / 1000000);
+  note_call(r, d);
+  uint64_t next = tl_tick(r->s);
+  expect_rc(r, d, TL_OK, TL_OK);
+  /* A top-level tick answers after its events are delivered, so re-entrant calls count. */
+  if (!nested)
+    want_next = next_deadline(r);
+  if (next != want_next)
+    fail(r, "tl_tick returned %" PRIu64 ", the model says %" PRIu64, next, want_next);
+}
+
+/* Inspection of one executor, one task set and its explanation. */
+static void do_inspect(tlo_run *r, mexec *x, uint8_t tsref, uint8_t lensel) {
+  static const size_t lens[4] = {1, 8, 64, 4096};
+  snprintf(r->desc, sizeof r->desc, "inspect %s", x->id);
+  cmp_exec(r, x);
+  tl_taskset_id id;
+  int k = -1;
+  unsigned back = tsref % 16;
+  if (back == 15 || back >= r->nts)
+    id = tsref & 16 ? 0 : r->next_ts_id;
+  else
+    id = r->ts[(k = (int)(r->nts - 1 - back))].id;
+  if (k >= 0)
+    cmp_ts(r, (uint32_t)k);
+  size_t len = lens[lensel % 4];
+  char *buf = xrealloc(NULL, len);
+  char d[64];
+  snprintf(d, sizeof d, "explain %" PRIu64 " len=%zu", id, len);
+  note_call(r, d);
+  int rc = tl_explain_taskset(r->s, id, buf, len);
+  bool exists = k >= 0 && !r->ts[k].released;
+  expect_rc(r, d, rc, exists ? TL_OK : TL_ENOENT);
+  if (rc == TL_OK && exists) {
+    const mts *t = &r->ts[k];
+    char line[256];
+    snprintf(line, sizeof line,
+             "task set %" PRIu64 " (stage %u attempt %u, %u tasks): %s%s; %u running (%u frozen), "
+             "%u pending, %u succeeded\n",
+             t->id, t->stage, t->sattempt, t->ntasks, t->zombie ? "zombie" : "active",
+             t->failed ? ", failed" : "", t->nrunning, t->nfrozen, t->zombie ? 0 : t->npend,
+             t->nsucceeded);
+    /* The text always has more than its first line, so a buffer shorter than that line plus
+     * the cut marker holds a cut text: a prefix, then "...\n" when there is room for it. */
+    size_t blen = strnlen(buf, len);
+    size_t llen = strlen(line);
+    if (blen >= len)
+      fail(r, "tl_explain_taskset wrote %zu bytes without a NUL into %zu", blen, len);
+    else if (len >= llen + 5 && strncmp(buf, line, llen) != 0)
+      fail(r, "tl_explain_taskset begins \"%.*s\", the model says \"%s\"", (int)llen, buf, line);
+    else if (len >= 5 && len < llen + 5 &&
+             (blen != len - 1 || strcmp(buf + len - 5, "...\n") != 0 ||
+              strncmp(buf, line, len - 5) != 0))
+      fail(r, "tl_explain_taskset cut to %zu is \"%s\"", len, buf);
+    else if (len < 5 && (blen != len - 1 || strncmp(buf, line, blen) != 0))
+      fail(r, "tl_explain_taskset cut to %zu is \"%s\"", len, buf);
+  }
+  free(buf);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Callbacks: compare with the expected event, then act re-entrantly as the operation asks.
+ * ------------------------------------------------------------------------------------------- */
+
+static tlo_run *cb_enter(void *ud) {
+  tlo_run *r = ud;
+  if (r->failed)
+    return NULL;
+  r->events++;
+  r->in_cb++;
+  return r;
+}
+
+/* The re-entrant actions any callback may take, once per operation. */
+static void cb_leave(tlo_run *r) {
+  if (!r->failed && !r->closing && !r->re_first_done && (r->reent & (TLO_RE_FREE | TLO_RE_TICK))) {
+    r->re_first_done = true;
+    if (r->reent & TLO_RE_FREE) {
+      note_call(r, "scheduler_free");
+      int rc = tl_scheduler_free(r->s);
+      expect_rc(r, "scheduler_free", rc, TL_EBUSY);
+    }
+    if ((r->reent & TLO_RE_TICK) && !r->failed)
+      do_tick(r);
+  }
+  r->in_cb--;
+}
+
+static void cmp_str(tlo_run *r, const char *what, const char *got, const char *want) {
+  if ((got == NULL) != (want == NULL) || (got != NULL && strcmp(got, want) != 0))
+    fail(r, "%s is \"%.60s\", the model says \"%.60s\"", what, got ? got : "(null)",
+         want ? want : "(null)");
+}
+
+static void cmp_task(tlo_run *r, const mevent *e, const tl_task_info *t) {
+  const mts *ts = &r->ts[e->ts];
+  CMP(r, "task.tid", t->tid, e->tid);
+  CMP(r, "task.taskset", t->taskset, ts->id);
+  CMP(r, "task.stage_id", t->stage_id, ts->stage);
+  CMP(r, "task.stage_attempt", t->stage_attempt, ts->sattempt);
+  CMP(r, "task.index", t->index, e->index);
+  CMP(r, "task.attempt", t->attempt, e->attempt);
+  CMP(r, "task.locality", t->locality, TL_NO_PREF);
+  cmp_str(r, "task.executor_id", t->executor_id, e->ex->id);
+  cmp_str(r, "task.host", t->host, host_names[e->ex->host]);
+  if (t->payload != ts)
+    fail(r, "task.payload is not its task set's");
+}
+
+static void cb_task_started(void *ud, const tl_task_info *t) {
+  tlo_run *r = cb_enter(ud);
+  if (r == NULL)
+    return;
+  mevent *e = pop_ev(r, EV_STARTED);
+  if (e != NULL) {
+    cmp_task(r, e, t);
+    cb_check(r, (int)e->ts, e->ex);
+  }
+  if (!r->failed && (r->reent & TLO_RE_RUNNING))
+    do_update(r, exec_by_id(r, t->executor_id), t->tid, TL_TASK_RUNNING, 0, NULL, 0);
+  if (!r->failed && (r->reent & TLO_RE_FINISH) && !r->re_finish_done) {
+    r->re_finish_done = true;
+    do_update(r, exec_by_id(r, t->executor_id), t->tid, TL_TASK_FINISHED, 0, "re-entrant", 1);
+  }
+  cb_leave(r);
+}
+
+static void cb_task_ended(void *ud, const tl_task_info *t, const tl_task_end *end) {
+  tlo_run *r = cb_enter(ud);
+  if (r == NULL)
+    return;
+  mevent *e = pop_ev(r, EV_ENDED);
+  if (e != NULL) {
+    cmp_task(r, e, t);
+    CMP(r, "end.kind", end->kind, e->kind);
+    CMP(r, "end.counts_toward_failures", end->counts_toward_failures, e->counts);
+    cmp_str(r, "end.message", end->message, e->text);
+    CMP(r, "end.result_size", end->result_size, e->result_size);
+    if (end->result != e->result || end->result_free != e->result_free) {
+      fail(r, "end.result %p (free %s) is not the update's %p (free %s)", end->result,
+           end->result_free ? "set" : "NULL", e->result, e->result_free ? "set" : "NULL");
+    } else if (end->result != NULL) {
+      tlo_res *res = end->result;
+      if (res->magic != RES_MAGIC)
+        fail(r, "end.result is not a result of this run");
+      else if (end->result_free != NULL)
+        end->result_free(end->result);
+      else
+        res_free(res);
+    }
+    cb_check(r, (int)e->ts, e->ex);
+  }
+  if (!r->failed && (r->reent & TLO_RE_POKE) && !r->re_lose_done) {
+    r->re_lose_done = true;
+    mexec *x = exec_by_id(r, t->executor_id);
+    if (x != NULL)
+      do_lose(r, x, TL_LOSS_PROCESS_LOST, true, 1, "lost re-entrantly");
+  }
+  if (!r->failed && (r->reent & TLO_RE_SUBMIT) && !r->re_submit_done) {
+    r->re_submit_done = true;
+    do_submit(r, r->re_arg % NSTAGES, -1, (r->re_arg >> 3) & 3, 1 + (r->re_arg >> 5), 0);
+  }
+  cb_leave(r);
+}
+
+static void cb_taskset_failed(void *ud, const tl_taskset_info *ts, const char *reason) {
+  tlo_run *r = cb_enter(ud);
+  if (r == NULL)
+    return;
+  mevent *e = pop_ev(r, EV_FAILED);
+  if (e != NULL) {
+    const mts *t = &r->ts[e->ts];
+    CMP(r, "failed.id", ts->id, t->id);
+    CMP(r, "failed.stage_id", ts->stage_id, t->stage);
+    CMP(r, "failed.stage_attempt", ts->stage_attempt, t->sattempt);
+    CMP(r, "failed.ntasks", ts->ntasks, t->ntasks);
+    cmp_str(r, "failed.reason", reason, e->text);
+    cb_check(r, (int)e->ts, NULL);
+  }
+  cb_leave(r);
+}
+
+/* Inside a taskset_released that tl_scheduler_free makes: inspection works, every mutating call
+ * is TL_EBUSY (freeing again too, and whatever its arguments name) and tl_tick answers
+ * TL_TICK_NEVER. */
+static void while_closing(tlo_run *r) {
+  check_ledger(r);
+  tl_taskset_desc desc = {0, 1000, 0, 1, 0, NULL};
+  note_call(r, "submit while freeing");
+  expect_rc(r, "submit while freeing", tl_submit(r->s, &desc, NULL), TL_EBUSY);
+  tl_offer offer = {r->ex[0][0].id, 1};
+  tl_launch out[1];
+  size_t nout = 99;
+  note_call(r, "offer while freeing");
+  expect_rc(r, "offer while freeing", tl_resource_offers(r->s, &offer, 1, out, 1, &nout), TL_EBUSY);
+  if (nout != 0)
+    fail(r, "tl_resource_offers while freeing set *nout to %zu", nout);
+  const char *id = r->ex[0][0].id;
+  tl_executor_desc ed = {"busy", "h0", NULL, 1};
+  tl_loss_reason why = {TL_LOSS_KILLED, false, 0, NULL};
+  tl_update u = {TL_TASK_RUNNING, TL_END_SUCCESS, NULL, NULL, 0, NULL};
+  note_call(r, "every mutating call while freeing");
+  expect_rc(r, "add while freeing", tl_executor_add(r->s, &ed), TL_EBUSY);
+  expect_rc(r, "lose while freeing", tl_executor_lost(r->s, id, &why), TL_EBUSY);
+  expect_rc(r, "heartbeat while freeing", tl_executor_heartbeat(r->s, id), TL_EBUSY);
+  expect_rc(r, "decommission while freeing", tl_executor_decommission(r->s, id, NULL), TL_EBUSY);
+  expect_rc(r, "kill_task while freeing", tl_kill_task(r->s, 1, false, NULL), TL_EBUSY);
+  expect_rc(r, "kill_stage while freeing", tl_kill_stage(r->s, 0, false, NULL), TL_EBUSY);
+  expect_rc(r, "cancel_stage while freeing", tl_cancel_stage(r->s, 0, NULL), TL_EBUSY);
+  expect_rc(r, "partition while freeing", tl_partition_completed(r->s, 0, 0), TL_EBUSY);
+  expect_rc(r, "update while freeing", tl_status_update(r->s, id, 1, &u), TL_EBUSY);
+  note_call(r, "scheduler_free while freeing");
+  expect_rc(r, "scheduler_free while freeing", tl_scheduler_free(r->s), TL_EBUSY);
+  uint64_t next = tl_tick(r->s);
+  if (next != TL_TICK_NEVER)
+    fail(r, "tl_tick while freeing returned %" PRIu64 ", not TL_TICK_NEVER", next);
+}
+
+static void cb_taskset_released(void *ud, const tl_taskset_info *ts, void *payload) {
+  tlo_run *r = cb_enter(ud);
+  if (r == NULL)
+    return;
+  mevent *e = pop_ev(r, EV_RELEASED);
+  int k = ts_of_payload(r, payload);
+  if (k < 0) {
+    fail(r, "taskset_released of %" PRIu64 " hands back a payload that is no task set's", ts->id);
+  } else if (++r->ts[k].released_seen > 1) {
+    fail(r, "task set %" PRIu64 " released a second time", r->ts[k].id);
+  } else if (e != NULL) {
+    const mts *t = &r->ts[e->ts];
+    if (k != (int)e->ts)
+      fail(r, "taskset_released of %" PRIu64 ", the model says %" PRIu64, r->ts[k].id, t->id);
+    CMP(r, "released.id", ts->id, t->id);
+    CMP(r, "released.stage_id", ts->stage_id, t->stage);
+    CMP(r, "released.stage_attempt", ts->stage_attempt, t->sattempt);
+    CMP(r, "released.ntasks", ts->ntasks, t->ntasks);
+    cb_check(r, (int)e->ts, NULL);
+  }
+  if (!r->failed && r->closing)
+    while_closing(r);
+  cb_leave(r);
+}
+
+static void cb_executor_added(void *ud, const char *id, const char *host) {
+  tlo_run *r = cb_enter(ud);
+  if (r == NULL)
+    return;
+  mevent *e = pop_ev(r, EV_ADDED);
+  if (e != NULL) {
+    cmp_str(r, "added.executor_id", id, e->ex->id);
+    cmp_str(r, "added.host", host, host_names[e->ex->host]);
+    cb_check(r, -1, e->ex);
+  }
+  cb_leave(r);
+}
+
+static void cb_executor_lost(void *ud, const char *id, const tl_loss_reason *why) {
+  tlo_run *r = cb_enter(ud);
+  if (r == NULL)
+    return;
+  mevent *e = pop_ev(r, EV_LOST);
+  if (e != NULL) {
+    cmp_str(r, "lost.executor_id", id, e->ex->id);
+    CMP(r, "lost.kind", why->kind, e->loss);
+    CMP(r, "lost.caused_by_app", why->caused_by_app, e->app);
+    CMP(r, "lost.exit_code", why->exit_code, e->exit_code);
+    cmp_str(r, "lost.message", why->message, e->text);
+    cb_check(r, -1, e->ex);
+  }
+  if (!r->failed && (r->reent & TLO_RE_POKE)) {
+    mexec *x = exec_by_id(r, id);
+    if (x != NULL)
+      do_heartbeat(r, x);
+  }
+  cb_leave(r);
+}
+
+static void cb_revive(void *ud) {
+  tlo_run *r = cb_enter(ud);
+  if (r == NULL)
+    return;
+  if (pop_ev(r, EV_REVIVE) != NULL)
+    cb_check(r, -1, NULL);
+  if (!r->failed && (r->reent & TLO_RE_OFFER) && !r->re_offer_done) {
+    r->re_offer_done = true;
+    do_offer_alive(r, 64, 16, false);
+  }
+  cb_leave(r);
+}
+
+static void cb_kill(void *ud, tl_tid tid, const char *id, bool interrupt, const char *reason) {
+  tlo_run *r = cb_enter(ud);
+  if (r == NULL)
+    return;
+  mevent *e = pop_ev(r, EV_KILL);
+  if (e != NULL) {
+    CMP(r, "kill.tid", tid, e->tid);
+    cmp_str(r, "kill.executor_id", id, e->ex->id);
+    CMP(r, "kill.interrupt", interrupt, e->interrupt);
+    cmp_str(r, "kill.reason", reason, e->text);
+    cb_check(r, -1, e->ex);
+  }
+  if (!r->failed && (r->reent & TLO_RE_KILLED)) {
+    mexec *x = exec_by_id(r, id);
+    if (x != NULL)
+      do_update(r, x, tid, TL_TASK_KILLED, 0, "killed as asked", 0);
+  }
+  cb_leave(r);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Resolving an operation's bytes against the model, and applying it.
+ * ------------------------------------------------------------------------------------------- */
+
+static mexec *resolve_exec(tlo_run *r, uint8_t v) {
+  unsigned slot = v & 7, back = (v >> 3) & 3;
+  if (back == 3 || back >= r->ngen[slot])
+    return &r->phantom[slot];
+  return &r->ex[slot][r->ngen[slot] - 1 - back];
+}
+
+static tl_tid resolve_tid(tlo_run *r, uint8_t sel) {
+  tl_tid max = (tl_tid)r->natt;
+  if (sel < 160) {
+    int frozen = sel >= 128;
+    size_t n = 0;
+    for (size_t i = 0; i < r->ninflight; i++)
+      n += r->att[r->inflight[i] - 1].frozen == (frozen != 0);
+    if (n > 0) {
+      /* Spread over all of them, however many there are. */
+      size_t want = frozen ? (sel - 128u) % n : (size_t)sel * n / 128;
+      for (size_t i = 0; i < r->ninflight; i++)
+        if (r->att[r->inflight[i] - 1].frozen == (frozen != 0) && want-- == 0)
+          return r->inflight[i];
+    }
+    if (!frozen || max == 0)
+      return max + 1; /* nothing of that kind: a tid never launched */
+  }
+  if (sel < 224)
+    return max == 0 ? 1 : max - sel % max;
+  return (sel & 1) ? 0 : max + 1 + ((sel - 224u) >> 1);
+}
+
+static void apply(tlo_run *r, const tlo_op *op) {
+  switch ((tlo_kind)(op->kind % TLO_NKINDS)) {
+  case TLO_ADD: {
+    unsigned slot = op->exec & 7;
+    mexec *x = resolve_exec(r, op->exec);
+    bool fresh = (op->flags & 1) || x == &r->phantom[slot];
+    if (fresh) {
+      if (r->ngen[slot] == MAXGEN)
+        return;
+      x = &r->ex[slot][r->ngen[slot]];
+    }
+    static const uint32_t cores[8] = {0, 1, 2, 3, 4, 2, 4, 64};
+    do_add(r, x, slot, fresh, op->a % NHOSTS, op->b % 5, cores[op->c % 8]);
+    break;
+  }
+  case TLO_LOSE:
+    do_lose(r, resolve_exec(r, op->exec), op->a % 8, op->flags & 1, op->c % 4, message_of(op->msg));
+    break;
+  case TLO_HEARTBEAT:
+    do_heartbeat(r, resolve_exec(r, op->exec));
+    break;
+  case TLO_HEARTBEAT_ALL:
+    for (unsigned s = 0; s < NSLOTS && !r->failed; s++)
+      for (uint32_t g = 0; g < r->ngen[s] && !r->failed; g++)
+        if (live_state(r->ex[s][g].state))
+          do_heartbeat(r, &r->ex[s][g]);
+    break;
+  case TLO_DECOMMISSION:
+    do_decommission(r, resolve_exec(r, op->exec), message_of(op->msg));
+    break;
+  case TLO_SUBMIT:
+    do_submit(r, op->stage % NSTAGES, op->a % 8 == 0 ? -1 : (int)(op->a % 8) - 1, op->b % 4,
+              op->c % 13, op->flags % 3);
+    break;
+  case TLO_KILL_TASK:
+    do_kill_task(r, resolve_tid(r, op->tid), op->flags & 1, message_of(op->msg));
+    break;
+  case TLO_KILL_STAGE:
+    do_kill_stage(r, op->stage % 7 == 6 ? 99 : op->stage % 7, op->flags & 1, message_of(op->msg));
+    break;
+  case TLO_CANCEL_STAGE:
+    do_cancel(r, op->stage % 7 == 6 ? 99 : op->stage % 7, message_of(op->msg));
+    break;
+  case TLO_PARTITION:
+    do_partition(r, op->stage % NSTAGES, op->a % 14);
+    break;
+  case TLO_OFFER: {
+    mexec *xs[TLO_MAX_OFFERS];
+    uint32_t cores[TLO_MAX_OFFERS];
+    size_t n = op->noffers % (TLO_MAX_OFFERS + 1);
+    for (size_t i = 0; i < n; i++) {
+      xs[i] = resolve_exec(r, op->offer_exec[i]);
+      cores[i] = op->offer_cores[i] % 5;
+    }
+    do_offer(r, xs, cores, n, op->a % 17, op->flags & 1);
+    break;
+  }
+  case TLO_OFFER_ALL:
+    do_offer_alive(r, 64, MAXCAP, true);
+    break;
+  case TLO_UPDATE: {
+    tl_tid tid = resolve_tid(r, op->tid);
+    matt *a = att_of(r, tid);
+    mexec *x = (op->flags & 1) || a == NULL ? resolve_exec(r, op->exec) : a->ex;
+    do_update(r, x, tid, op->a % 5, op->b % 8, message_of(op->msg), op->c % 4);
+    break;
+  }
+  case TLO_CLOCK: {
+    unsigned step = op->a % NCLOCK_STEPS;
+    if (step == NCLOCK_STEPS - 2)
+      r->raw_now = r->raw_now > CLOCK_BACK ? r->raw_now - CLOCK_BACK : 0;
+    else if (step == NCLOCK_STEPS - 1)
+      r->raw_now = r->raw_now > CLOCK_END ? r->raw_now : CLOCK_END;
+    else
+      r->raw_now = add_sat(r->raw_now, clock_steps[step]);
+    snprintf(r->desc, sizeof r->desc, "clock to %" PRIu64 " ms", r->raw_now / 1000000);
+    trace(r, 1, "%s", r->desc);
+    break;
+  }
+  case TLO_TICK:
+    do_tick(r);
+    break;
+  case TLO_INSPECT:
+    do_inspect(r, resolve_exec(r, op->exec), op->a, op->b);
+    break;
+  case TLO_NKINDS:
+    break;
+  }
+}
+
+/* One top-level operation and the checks that follow it. */
+static void apply_top(tlo_run *r, const tlo_op *op) {
+  r->reent = op->reent;
+  r->re_arg = op->re_arg;
+  r->re_submit_done = r->re_offer_done = r->re_first_done = r->re_finish_done = false;
+  r->re_lose_done = false;
+  tlo_op_describe(op, r->desc, sizeof r->desc);
+  apply(r, op);
+  r->reent = 0;
+  if (r->failed)
+    return;
+  if (r->qhead != r->qlen) {
+    char d[256];
+    describe_ev(r, &r->q[r->qhead], d, sizeof d);
+    fail(r, "%zu expected events were not delivered, the first: %s", r->qlen - r->qhead, d);
+    return;
+  }
+  drop_events(r);
+  compare_all(r, true);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The codec.
+ * ------------------------------------------------------------------------------------------- */
+
+enum { F_EXEC, F_TID, F_STAGE, F_A, F_B, F_C, F_FLAGS, F_MSG, F_OFFERS, F_END };
+
+/* The fields each kind encodes, in order; reent and re_arg follow every operation. What they
+ * mean (each taken modulo its domain when the operation runs):
+ *   ADD       exec: slot (and, without fresh, which old id to register again); a: host h0-h3;
+ *             b: rack (0 the host's usual one, 1 r0, 2 r1, 3 none, 4 "" = invalid); c: cores
+ *             {0 = invalid, 1, 2, 3, 4, 2, 4, 64}; flags bit 0: a fresh id "e<slot>.<next>".
+ *   LOSE      exec; a: loss kind 0-6, 7 = invalid; flags bit 0: caused_by_app; c: exit code;
+ *             msg.
+ *   HEARTBEAT, DECOMMISSION (msg), INSPECT (a: task set, from the newest back, 15 = unknown;
+ *             b: explain buffer {1, 8, 64, 4096}): exec.
+ *   SUBMIT    stage; a: stage attempt (0 = the next fresh one, k = k - 1); b: priority 0-3;
+ *             c: ntasks 0-12 (0 invalid); flags: cpus per task 0-2 (0 = the config's).
+ *   KILL_TASK tid; flags bit 0: interrupt; msg.  KILL_STAGE, CANCEL_STAGE: stage (6 = 99),
+ *             flags, msg.  PARTITION: stage, a: index 0-13.
+ *   OFFER     noffers, then exec and cores (0-4) of each; a: cap 0-16; flags bit 0: one more
+ *             offer with an empty id (invalid).
+ *   UPDATE    tid; flags bit 0: from exec rather than the tid's own executor; a: state (4 =
+ *             invalid); b: failure kind 0-7 (0, 6, 7 invalid in an update); c: result (0 none,
+ *             1 with result_free, 2 without, 3 of size 0); msg.
+ *   CLOCK     a: step (see clock_steps).  HEARTBEAT_ALL, OFFER_ALL, TICK: nothing. */
+static const uint8_t tlo_fields[TLO_NKINDS][8] = {
+    [TLO_ADD] = {F_EXEC, F_A, F_B, F_C, F_FLAGS, F_END},
+    [TLO_LOSE] = {F_EXEC, F_A, F_FLAGS, F_C, F_MSG, F_END},
+    [TLO_HEARTBEAT] = {F_EXEC, F_END},
+    [TLO_HEARTBEAT_ALL] = {F_END},
+    [TLO_DECOMMISSION] = {F_EXEC, F_MSG, F_END},
+    [TLO_SUBMIT] = {F_STAGE, F_A, F_B, F_C, F_FLAGS, F_END},
+    [TLO_KILL_TASK] = {F_TID, F_FLAGS, F_MSG, F_END},
+    [TLO_KILL_STAGE] = {F_STAGE, F_FLAGS, F_MSG, F_END},
+    [TLO_CANCEL_STAGE] = {F_STAGE, F_MSG, F_END},
+    [TLO_PARTITION] = {F_STAGE, F_A, F_END},
+    [TLO_OFFER] = {F_OFFERS, F_A, F_FLAGS, F_END},
+    [TLO_OFFER_ALL] = {F_END},
+    [TLO_UPDATE] = {F_TID, F_FLAGS, F_EXEC, F_A, F_B, F_C, F_MSG, F_END},
+    [TLO_CLOCK] = {F_A, F_END},
+    [TLO_TICK] = {F_END},
+    [TLO_INSPECT] = {F_EXEC, F_A, F_B, F_END},
+};
+
+static uint8_t *field_of(tlo_op *op, int f) {
+  switch (f) {
+  case F_EXEC:
+    return &op->exec;
+  case F_TID:
+    return &op->tid;
+  case F_STAGE:
+    return &op->stage;
+  case F_A:
+    return &op->a;
+  case F_B:
+    return &op->b;
+  case F_C:
+    return &op->c;
+  case F_FLAGS:
+    return &op->flags;
+  default:
+    return &op->msg;
+  }
+}
+
+size_t tlo_encode_op(const tlo_op *op, uint8_t *buf, size_t cap) {
+  uint8_t tmp[64];
+  size_t n = 0;
+  tlo_op copy = *op;
+  unsigned kind = op->kind % TLO_NKINDS;
+  tmp[n++] = op->kind;
+  for (const uint8_t *f = tlo_fields[kind]; *f != F_END; f++) {
+    if (*f == F_OFFERS) {
+      tmp[n++] = op->noffers;
+      for (unsigned i = 0; i < op->noffers % (TLO_MAX_OFFERS + 1u); i++) {
+        tmp[n++] = op->offer_exec[i];
+        tmp[n++] = op->offer_cores[i];
+      }
+    } else {
+      tmp[n++] = *field_of(&copy, *f);
+    }
+  }
+  tmp[n++] = op->reent;
+  tmp[n++] = op->re_arg;
+  if (n <= cap)
+    memcpy(buf, tmp, n);
+  return n;
+}
+
+size_t tlo_decode_op(const uint8_t *data, size_t size, tlo_op *op) {
+  size_t n = 0;
+  memset(op, 0, sizeof *op);
+  if (size < 1)
+    return 0;
+  op->kind = data[n++];
+  unsigned kind = op->kind % TLO_NKINDS;
+  for (const uint8_t *f = tlo_fields[kind]; *f != F_END; f++) {
+    if (*f == F_OFFERS) {
+      if (n >= size)
+        return 0;
+      op->noffers = data[n++];
+      for (unsigned i = 0; i < op->noffers % (TLO_MAX_OFFERS + 1u); i++) {
+        if (n + 2 > size)
+          return 0;
+        op->offer_exec[i] = data[n++];
+        op->offer_cores[i] = data[n++];
+      }
+    } else {
+      if (n >= size)
+        return 0;
+      *field_of(op, *f) = data[n++];
+    }
+  }
+  if (n + 2 > size)
+    return 0;
+  op->reent = data[n++];
+  op->re_arg = data[n++];
+  return n;
+}
+
+void tlo_op_describe(const tlo_op *op, char *buf, size_t len) {
+  static const char *const names[TLO_NKINDS] = {
+      "add",       "lose",       "heartbeat",    "heartbeat_all", "decommission", "submit",
+      "kill_task", "kill_stage", "cancel_stage", "partition",     "offer",        "offer_all",
+      "update",    "clock",      "tick",         "inspect"};
+  snprintf(buf, len,
+           "%s exec=%u tid=%u stage=%u a=%u b=%u c=%u flags=%u msg=%u offers=%u reent=%#x",
+           names[op->kind % TLO_NKINDS], op->exec, op->tid, op->stage, op->a, op->b, op->c,
+           op->flags, op->msg, op->noffers % (TLO_MAX_OFFERS + 1u), op->reent);
+}
+
+static void emit(tlo_run *r, const uint8_t *bytes, size_t n) {
+  if (r->opt.encoded != NULL && r->enc_len + n <= r->opt.encoded_cap)
+    memcpy(r->opt.encoded + r->enc_len, bytes, n);
+  r->enc_len += n;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The generator: operations chosen from the model's state so that most of them do something
+ * (an update names an attempt in flight, an offer an ALIVE executor), with a share of invalid,
+ * stale, foreign and unknown ones.
+ * ------------------------------------------------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *x) {
+  uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
+  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
+static uint32_t rnd(tlo_run *r, uint32_t n) { return (uint32_t)(splitmix64(&r->rng) % n); }
+static bool chance(tlo_run *r, uint32_t percent) { return rnd(r, 100) < percent; }
+
+/* An executor reference byte: usually one that is live (or ALIVE only), else anything. */
+static uint8_t gen_exec(tlo_run *r, bool alive_only) {
+  if (chance(r, 85)) {
+    uint8_t cand[NSLOTS * 3];
+    size_t n = 0;
+    for (unsigned s = 0; s < NSLOTS; s++)
+      for (unsigned back = 0; back < 3 && back < r->ngen[s]; back++) {
+        const mexec *x = &r->ex[s][r->ngen[s] - 1 - back];
+        if (alive_only ? x->state == MX_ALIVE : x->state != MX_NONE && x->state != MX_REMOVED)
+          cand[n++] = (uint8_t)(s | back << 3);
+      }
+    if (n > 0)
+      return cand[rnd(r, (uint32_t)n)];
+  }
+  return (uint8_t)rnd(r, 256);
+}
+
+/* An attempt reference: mostly one in the tid index. */
+static uint8_t gen_tid(tlo_run *r) {
+  uint32_t p = rnd(r, 100);
+  if (p < 85)
+    return (uint8_t)rnd(r, 128);
+  if (p < 90)
+    return (uint8_t)(128 + rnd(r, 32));
+  if (p < 97)
+    return (uint8_t)(160 + rnd(r, 64));
+  return (uint8_t)(224 + rnd(r, 32));
+}
+
+static uint8_t gen_msg(tlo_run *r) {
+  uint32_t p = rnd(r, 100);
+  return p < 55 ? 0 : p < 75 ? 1 : p < 97 ? 2 : 3;
+}
+
+static void gen_op(tlo_run *r, tlo_op *op) {
+  static const struct {
+    tlo_kind kind;
+    uint32_t weight;
+  } weights[] = {
+      {TLO_ADD, 8},          {TLO_LOSE, 5},      {TLO_HEARTBEAT, 2}, {TLO_HEARTBEAT_ALL, 6},
+      {TLO_DECOMMISSION, 2}, {TLO_SUBMIT, 8},    {TLO_KILL_TASK, 3}, {TLO_KILL_STAGE, 2},
+      {TLO_CANCEL_STAGE, 1}, {TLO_PARTITION, 2}, {TLO_OFFER, 10},    {TLO_OFFER_ALL, 8},
+      {TLO_UPDATE, 32},      {TLO_CLOCK, 5},     {TLO_TICK, 4},      {TLO_INSPECT, 2}};
+  uint32_t total = 0;
+  for (size_t i = 0; i < sizeof weights / sizeof weights[0]; i++)
+    total += weights[i].weight;
+  uint32_t pick = rnd(r, total);
+  tlo_kind kind = TLO_TICK;
+  for (size_t i = 0; i < sizeof weights / sizeof weights[0]; i++) {
+    if (pick < weights[i].weight) {
+      kind = weights[i].kind;
+      break;
+    }
+    pick -= weights[i].weight;
+  }
+  memset(op, 0, sizeof *op);
+  op->kind = (uint8_t)kind;
+  switch (kind) {
+  case TLO_ADD: {
+    unsigned slot = rnd(r, NSLOTS);
+    /* Prefer a slot whose latest executor is gone: it comes back under a new id. */
+    for (int tries = 0; tries < 4; tries++) {
+      if (r->ngen[slot] == 0)
+        break;
+      mx_state st = r->ex[slot][r->ngen[slot] - 1].state;
+      if (st == MX_NONE || st == MX_REMOVED)
+        break;
+      slot = rnd(r, NSLOTS);
+    }
+    bool fresh = chance(r, 90);
+    op->exec = (uint8_t)(slot | (fresh ? 0 : rnd(r, 3)) << 3);
+    op->flags = fresh;
+    op->a = (uint8_t)rnd(r, NHOSTS);
+    op->b = chance(r, 92) ? 0 : (uint8_t)rnd(r, 5);
+    op->c = chance(r, 3) ? 0 : chance(r, 3) ? 7 : (uint8_t)(1 + rnd(r, 4));
+    break;
+  }
+  case TLO_LOSE: {
+    op->exec = gen_exec(r, false);
+    static const uint8_t kinds[] = {0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 2, 2,
+                                    3, 4, 4, 4, 5, 5, 6, 1, 2, 4, 0, 7};
+    const mexec *x = resolve_exec(r, op->exec);
+    op->a = kinds[rnd(r, sizeof kinds)];
+    if (x->state == MX_PENDING && op->a == 0 && chance(r, 70))
+      op->a = (uint8_t)(1 + rnd(r, 6));
+    op->flags = chance(r, 60);
+    op->c = (uint8_t)rnd(r, 3);
+    op->msg = gen_msg(r);
+    break;
+  }
+  case TLO_HEARTBEAT:
+    op->exec = gen_exec(r, false);
+    break;
+  case TLO_DECOMMISSION:
+    op->exec = gen_exec(r, false);
+    op->msg = gen_msg(r);
+    break;
+  case TLO_SUBMIT:
+    op->stage = (uint8_t)rnd(r, NSTAGES);
+    op->a = chance(r, 85) ? 0 : (uint8_t)(1 + rnd(r, 4));
+    op->b = (uint8_t)rnd(r, 4);
+    op->c = chance(r, 2) ? 0 : (uint8_t)(1 + rnd(r, MAXTASKS));
+    op->flags = chance(r, 85) ? 0 : (uint8_t)(1 + rnd(r, 2));
+    break;
+  case TLO_KILL_TASK:
+    op->tid = gen_tid(r);
+    op->flags = chance(r, 50);
+    op->msg = gen_msg(r);
+    break;
+  case TLO_KILL_STAGE:
+  case TLO_CANCEL_STAGE:
+  case TLO_PARTITION: {
+    uint8_t cand[MAXTS];
+    size_t n = 0;
+    for (uint32_t k = 0; k < r->nts; k++)
+      if (!r->ts[k].released && (kind != TLO_PARTITION || !r->ts[k].zombie))
+        cand[n++] = (uint8_t)r->ts[k].stage;
+    op->stage = n > 0 && chance(r, 85) ? cand[rnd(r, (uint32_t)n)] : (uint8_t)rnd(r, 7);
+    op->flags = chance(r, 50);
+    op->msg = gen_msg(r);
+    if (kind == TLO_PARTITION) {
+      int active = active_of(r, op->stage % NSTAGES);
+      if (active >= 0 && r->ts[active].npend > 0 && chance(r, 70))
+        op->a = (uint8_t)r->ts[active].pend[rnd(r, r->ts[active].npend)];
+      else
+        op->a = (uint8_t)rnd(r, 14);
+    }
+    break;
+  }
+  case TLO_OFFER:
+    op->noffers = (uint8_t)(1 + rnd(r, TLO_MAX_OFFERS));
+    for (unsigned i = 0; i < op->noffers; i++) {
+      op->offer_exec[i] = gen_exec(r, true);
+      op->offer_cores[i] = chance(r, 5) ? 0 : (uint8_t)(1 + rnd(r, 4));
+    }
+    op->a = chance(r, 70) ? 16 : (uint8_t)rnd(r, 17);
+    op->flags = chance(r, 2);
+    break;
+  case TLO_UPDATE: {
+    op->tid = gen_tid(r);
+    op->flags = chance(r, 8);
+    op->exec = gen_exec(r, false);
+    const matt *a = att_of(r, resolve_tid(r, op->tid));
+    uint32_t p = rnd(r, 100);
+    if (a != NULL && a->live && !a->running && p < 60)
+      op->a = TL_TASK_RUNNING;
+    else
+      op->a = p < 25   ? TL_TASK_RUNNING
+              : p < 62 ? TL_TASK_FINISHED
+              : p < 87 ? TL_TASK_FAILED
+              : p < 97 ? TL_TASK_KILLED
+                       : 4;
+    static const uint8_t failures[] = {1, 1, 1, 1, 1, 2, 3, 4, 4, 5, 5, 5, 0, 6, 7};
+    op->b = failures[rnd(r, sizeof failures)];
+    if (op->a == TL_TASK_FINISHED)
+      op->c = chance(r, 75) ? 1 : chance(r, 60) ? 2 : chance(r, 50) ? 3 : 0;
+    else
+      op->c = chance(r, 3) ? 1 : 0;
+    op->msg = gen_msg(r);
+    break;
+  }
+  case TLO_CLOCK: {
+    static const uint8_t steps[] = {0, 1, 2, 3, 3, 3, 4, 4, 5, 6, 7, 8, 9, 10, 11};
+    op->a = chance(r, 2) ? 12 : steps[rnd(r, sizeof steps)];
+    break;
+  }
+  case TLO_INSPECT:
+    op->exec = gen_exec(r, false);
+    op->a = (uint8_t)rnd(r, 32);
+    op->b = (uint8_t)rnd(r, 4);
+    break;
+  case TLO_HEARTBEAT_ALL:
+  case TLO_OFFER_ALL:
+  case TLO_TICK:
+  case TLO_NKINDS:
+    break;
+  }
+  if (chance(r, 20)) {
+    for (int bit = 0; bit < 8; bit++)
+      if (chance(r, 30))
+        op->reent |= (uint8_t)(1u << bit);
+    op->re_arg = (uint8_t)rnd(r, 256);
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * A run: set-up, the end phase, and the verdict.
+ * ------------------------------------------------------------------------------------------- */
+
+static uint64_t run_clock(void *ud) { return ((tlo_run *)ud)->raw_now; }
+
+static void journal_sink(void *ud, const char *line) {
+  tlo_run *r = ud;
+  r->journal_lines++;
+  r->journal_bytes += strlen(line);
+}
+
+static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const tlo_options *opt) {
+  if (long_message[0] == '\0') {
+    memset(long_message, 'x', LONG_MESSAGE);
+    long_message[LONG_MESSAGE] = '\0';
+  }
+  tlo_run *r = xrealloc(NULL, sizeof *r);
+  memset(r, 0, sizeof *r);
+  if (opt != NULL)
+    r->opt = *opt;
+  for (unsigned s = 0; s < NSLOTS; s++) {
+    for (unsigned g = 0; g < MAXGEN; g++)
+      snprintf(r->ex[s][g].id, sizeof r->ex[s][g].id, "e%u.%u", s, g);
+    snprintf(r->phantom[s].id, sizeof r->phantom[s].id, "p%u", s);
+  }
+  for (unsigned h = 0; h < NHOSTS; h++)
+    r->host_rack[h] = -1;
+  r->next_ts_id = 1;
+  r->raw_now = r->now = SEC;
+
+  /* The configuration: small timeouts so that every expiry path is taken often. */
+  static const struct {
+    uint32_t max;
+    uint64_t ttl;
+  } tombs[5] = {{0, 0}, {1, 30 * SEC}, {4, 30 * SEC}, {4, 30 * SEC}, {64, 30 * SEC}};
+  uint8_t h0 = header[0], h1 = header[1];
+  tl_config_init(&r->cfg);
+  r->cfg.max_task_failures = 1 + h0 % 3u;
+  r->cfg.cpus_per_task = ((h0 >> 2) & 3) == 3 ? 2 : 1;
+  r->cfg.heartbeat_timeout_ns = ((h0 >> 4) & 3) == 0 ? 0 : 10 * SEC;
+  r->cfg.pending_loss_timeout_ns = ((h0 >> 6) & 3) == 0 ? 0 : 5 * SEC;
+  r->cfg.max_tombstones = tombs[h1 % 5].max;
+  r->cfg.tombstone_ttl_ns = tombs[h1 % 5].ttl;
+  r->end_free = ((h1 >> 4) & 7) == 0;
+  r->cfg.clock = run_clock;
+  r->cfg.clock_ud = r;
+  r->cfg.journal = r->opt.journal;
+  r->cfg.journal_ud = r->opt.journal_ud;
+  if (r->cfg.journal == NULL && (h1 & 0x80)) {
+    /* The journal's own sink: it reads every line (so ASan sees them) and keeps nothing. */
+    r->cfg.journal = journal_sink;
+    r->cfg.journal_ud = r;
+  }
+
+  tl_callbacks cb = {r,
+                     cb_task_started,
+                     cb_task_ended,
+                     cb_taskset_failed,
+                     cb_taskset_released,
+                     cb_executor_added,
+                     cb_executor_lost,
+                     cb_revive,
+                     cb_kill};
+  snprintf(r->desc, sizeof r->desc, "tl_scheduler_new");
+  int rc = tl_scheduler_new(&r->cfg, &cb, &r->s);
+  if (rc != TL_OK) {
+    fail(r, "tl_scheduler_new returned %s", tl_err_name(rc));
+    r->s = NULL;
+    return r;
+  }
+  tl_stats st;
+  tl_stats_get(r->s, &st);
+  r->base_bytes = st.mem_live_bytes;
+  r->base_blocks = st.mem_live_blocks;
+  trace(r, 1,
+        "config: max_task_failures=%u cpus_per_task=%u heartbeat=%" PRIu64 "s pending_loss=%" PRIu64
+        "s tombstones=%u ttl=%" PRIu64 "s end=%s journal=%s",
+        r->cfg.max_task_failures, r->cfg.cpus_per_task, r->cfg.heartbeat_timeout_ns / SEC,
+        r->cfg.pending_loss_timeout_ns / SEC, r->cfg.max_tombstones, r->cfg.tombstone_ttl_ns / SEC,
+        r->end_free ? "free with work left" : "drain", r->cfg.journal != NULL ? "on" : "off");
+  emit(r, header, TLO_HEADER_BYTES);
+  return r;
+}
+
+/* Checks after an end-phase call, as after a top-level operation. */
+static void end_step(tlo_run *r) {
+  if (r->failed)
+    return;
+  if (r->qhead != r->qlen) {
+    char d[256];
+    describe_ev(r, &r->q[r->qhead], d, sizeof d);
+    fail(r, "%zu expected events were not delivered, the first: %s", r->qlen - r->qhead, d);
+    return;
+  }
+  drop_events(r);
+  compare_all(r, true);
+}
+
+static void check_payloads_and_results(tlo_run *r) {
+  for (uint32_t k = 0; k < r->nts && !r->failed; k++)
+    if (r->ts[k].released_seen != 1)
+      fail(r, "task set %" PRIu64 " was released %u times", r->ts[k].id, r->ts[k].released_seen);
+  for (size_t i = 0; i < r->nres && !r->failed; i++)
+    if (r->res[i]->frees != 1)
+      fail(r, "result %zu was freed %u times", i, r->res[i]->frees);
+}
+
+/* The end phase: lose every executor, cancel what is left, expire the tombstones, and prove the
+ * scheduler is empty and its memory back to the baseline; or free it with work left. */
+static void finish(tlo_run *r) {
+  r->reent = 0;
+  snprintf(r->desc, sizeof r->desc, "end of run");
+  if (r->end_free) {
+    for (uint32_t k = 0; k < r->nts; k++)
+      if (!r->ts[k].released) {
+        r->ts[k].released = true;
+        push_ev(r, EV_RELEASED)->ts = k;
+      }
+    r->closing = true;
+    note_call(r, "scheduler_free with work left");
+    int rc = tl_scheduler_free(r->s);
+    expect_rc(r, "scheduler_free with work left", rc, TL_OK);
+    if (rc == TL_OK)
+      r->s = NULL;
+    if (r->qhead != r->qlen)
+      fail(r, "tl_scheduler_free delivered %zu releases fewer than the model expects",
+           r->qlen - r->qhead);
+    drop_events(r);
+    check_payloads_and_results(r);
+    return;
+  }
+  for (unsigned s = 0; s < NSLOTS && !r->failed; s++)
+    for (uint32_t g = 0; g < r->ngen[s] && !r->failed; g++) {
+      mx_state st = r->ex[s][g].state;
+      if (st == MX_ALIVE || st == MX_DECOM || st == MX_PENDING) {
+        do_lose(r, &r->ex[s][g], TL_LOSS_KILLED, false, 0, NULL);
+        end_step(r);
+      }
+    }
+  for (uint32_t k = 0; k < r->nts && !r->failed; k++)
+    if (!r->ts[k].released) {
+      do_cancel(r, r->ts[k].stage, NULL);
+      end_step(r);
+    }
+  if (r->failed)
+    return;
+  r->raw_now = add_sat(r->raw_now, 100 * SEC);
+  do_tick(r);
+  end_step(r);
+  if (r->failed)
+    return;
+  tl_stats st;
+  tl_stats_get(r->s, &st);
+  /* Tombstones whose time to live saturated at the end of time never expire (the model agrees,
+   * see end_step); then only the memory balance of tl_check vouches for the bytes. */
+  size_t tombs = count_tombstones(r);
+  size_t left = st.executors_alive + st.executors_decommissioning + st.executors_pending_loss +
+                st.tombstones - tombs + st.hosts + st.racks + st.tasksets_active +
+                st.tasksets_zombie + st.attempts_running + st.attempts_frozen + st.tasks_pending +
+                st.events_queued;
+  if (left != 0)
+    fail(r, "the drained scheduler still holds %zu things", left);
+  if (tombs == 0) {
+    CMP(r, "drained mem_live_bytes", st.mem_live_bytes, r->base_bytes);
+    CMP(r, "drained mem_live_blocks", st.mem_live_blocks, r->base_blocks);
+  }
+  check_payloads_and_results(r);
+  if (r->failed)
+    return;
+  note_call(r, "scheduler_free");
+  int rc = tl_scheduler_free(r->s);
+  expect_rc(r, "scheduler_free", rc, TL_OK);
+  if (rc == TL_OK)
+    r->s = NULL;
+}
+
+static void run_end(tlo_run *r, size_t nops, tlo_outcome *out) {
+  if (!r->failed) {
+    r->op_index = nops;
+    finish(r);
+  }
+  if (r->s != NULL) {
+    /* After a disagreement: free what is left; callbacks do nothing once the run failed. */
+    r->failed = true;
+    r->closing = true;
+    (void)tl_scheduler_free(r->s);
+  }
+  if (r->opt.encoded_len != NULL)
+    *r->opt.encoded_len = r->enc_len;
+  memset(out, 0, sizeof *out);
+  out->ok = !r->failed;
+  out->ops = r->failed ? r->op_index + 1 : nops;
+  out->failed_op = r->failed ? r->op_index : SIZE_MAX;
+  out->calls = r->calls;
+  out->events = r->events;
+  out->launched = r->launched;
+  out->reentrant = r->reentrant;
+  out->errors = r->errors;
+  snprintf(out->message, sizeof out->message, "%s", r->failed ? r->why : "ok");
+  drop_events(r);
+  free(r->q);
+  for (size_t i = 0; i < r->nres; i++)
+    free(r->res[i]);
+  free(r->res);
+  free(r->att);
+  free(r->inflight);
+  free(r);
+}
+
+void tlo_run_seed(uint64_t seed, size_t nops, const tlo_options *opt, tlo_outcome *out) {
+  uint64_t rng = seed;
+  uint8_t header[TLO_HEADER_BYTES];
+  uint64_t h = splitmix64(&rng);
+  header[0] = (uint8_t)h;
+  header[1] = (uint8_t)(h >> 8);
+  tlo_run *r = run_new(header, opt);
+  r->rng = rng;
+  size_t i = 0;
+  for (; i < nops && !r->failed; i++) {
+    tlo_op op;
+    gen_op(r, &op);
+    uint8_t bytes[64];
+    size_t n = tlo_encode_op(&op, bytes, sizeof bytes);
+    emit(r, bytes, n);
+    r->op_index = i;
+    apply_top(r, &op);
+  }
+  run_end(r, nops, out);
+}
+
+void tlo_run_bytes(const uint8_t *data, size_t size, const tlo_options *opt, tlo_outcome *out) {
+  uint8_t header[TLO_HEADER_BYTES] = {0, 0};
+  for (size_t k = 0; k < TLO_HEADER_BYTES && k < size; k++)
+    header[k] = data[k];
+  size_t at = size < TLO_HEADER_BYTES ? size : TLO_HEADER_BYTES;
+  tlo_run *r = run_new(header, opt);
+  size_t i = 0;
+  while (i < TLO_MAX_OPS && !r->failed) {
+    tlo_op op;
+    size_t n = tlo_decode_op(data + at, size - at, &op);
+    if (n == 0)
+      break;
+    emit(r, data + at, n);
+    at += n;
+    r->op_index = i++;
+    apply_top(r, &op);
+  }
+  run_end(r, i, out);
+}

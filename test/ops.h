@@ -1,0 +1,132 @@
+/* The operation layer shared by the seeded randomized runs (test_random.c, tl-random) and the
+ * fuzzer (test/fuzz/fuzz_ops.c): operations on one scheduler drawn from small domains, a decoder
+ * from bytes, a seeded generator and an encoder, and an applier that checks every call, every
+ * event and every counter against a reference model kept independently of the library.
+ */
+#ifndef TLO_OPS_H
+#define TLO_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* What one operation does. The byte that encodes a kind is taken modulo TLO_NKINDS. */
+typedef enum tlo_kind {
+  TLO_ADD = 0,           /* tl_executor_add */
+  TLO_LOSE = 1,          /* tl_executor_lost, any loss kind (and an invalid one) */
+  TLO_HEARTBEAT = 2,     /* tl_executor_heartbeat of one executor */
+  TLO_HEARTBEAT_ALL = 3, /* a heartbeat from every executor that can send one */
+  TLO_DECOMMISSION = 4,  /* tl_executor_decommission */
+  TLO_SUBMIT = 5,        /* tl_submit */
+  TLO_KILL_TASK = 6,     /* tl_kill_task */
+  TLO_KILL_STAGE = 7,    /* tl_kill_stage */
+  TLO_CANCEL_STAGE = 8,  /* tl_cancel_stage */
+  TLO_PARTITION = 9,     /* tl_partition_completed */
+  TLO_OFFER = 10,        /* tl_resource_offers with up to TLO_MAX_OFFERS chosen offers */
+  TLO_OFFER_ALL = 11,    /* tl_resource_offers naming every executor the run has known */
+  TLO_UPDATE = 12,       /* tl_status_update: RUNNING, FINISHED, FAILED, KILLED or invalid */
+  TLO_CLOCK = 13,        /* moves the manual clock (forward, or back a little); no call */
+  TLO_TICK = 14,         /* tl_tick, its answer checked */
+  TLO_INSPECT = 15,      /* tl_executor_get, tl_taskset_get and tl_explain_taskset */
+  TLO_NKINDS = 16
+} tlo_kind;
+
+#define TLO_MAX_OFFERS 4 /* offers one TLO_OFFER names */
+#define TLO_MAX_OPS 1024 /* operations a decoded input runs at most */
+
+/* Bits of tlo_op.reent: what the callbacks made while this operation runs do re-entrantly.
+ * "First" means once per top-level operation, whichever callback of its cascade comes first. */
+enum {
+  TLO_RE_SUBMIT = 1 << 0,  /* the first task_ended submits a task set (stage from re_arg) */
+  TLO_RE_OFFER = 1 << 1,   /* the first revive_offers offers every ALIVE executor */
+  TLO_RE_KILLED = 1 << 2,  /* every kill_task is answered at once with a KILLED update */
+  TLO_RE_RUNNING = 1 << 3, /* every task_started is answered with a RUNNING update */
+  TLO_RE_FREE = 1 << 4,    /* the first callback tries tl_scheduler_free (TL_EBUSY) */
+  TLO_RE_POKE = 1 << 5,    /* every executor_lost heartbeats the lost executor (refused), and
+                              the first task_ended loses its attempt's executor */
+  TLO_RE_FINISH = 1 << 6,  /* the first task_started is answered with a FINISHED update */
+  TLO_RE_TICK = 1 << 7     /* the first callback runs tl_tick */
+};
+
+/* One operation. Every field is a raw byte; the applier reduces each to its domain when it
+ * runs, against the model's state at that moment (an attempt reference picks among the attempts
+ * in flight then), so any byte string is a valid program and a program replays exactly.
+ *   exec:  an executor: slot = exec & 7, back = (exec >> 3) & 3; back 0..2 names generation
+ *          latest - back of that slot ("e<slot>.<gen>"), back 3 an id never registered.
+ *   tid:   an attempt: 0-127 one in the tid index (sel/128 of the way along them, in tid
+ *          order), 128-159 one frozen, 160-223 any tid launched, 224-255 a tid never launched
+ *          (0 or past the last).
+ *   stage: stage id modulo 6; for kill and cancel 6 names a stage never used.
+ *   a, b, c, flags, msg: per kind, see ops.c (tlo_fields). msg: 0 none, 1-2 short, 3 long.
+ *   offer_exec, offer_cores, noffers: the offers of TLO_OFFER.
+ *   reent, re_arg: re-entrant behaviour (TLO_RE_*) and its argument. */
+typedef struct tlo_op {
+  uint8_t kind;                        /* tlo_kind, modulo TLO_NKINDS */
+  uint8_t exec;                        /* an executor reference */
+  uint8_t tid;                         /* an attempt reference */
+  uint8_t stage;                       /* a stage */
+  uint8_t a;                           /* kind-specific numbers */
+  uint8_t b;                           /* ... */
+  uint8_t c;                           /* ... */
+  uint8_t flags;                       /* kind-specific booleans */
+  uint8_t msg;                         /* a message or reason */
+  uint8_t noffers;                     /* TLO_OFFER: offers, modulo TLO_MAX_OFFERS + 1 */
+  uint8_t offer_exec[TLO_MAX_OFFERS];  /* their executors */
+  uint8_t offer_cores[TLO_MAX_OFFERS]; /* their cores, modulo 5 */
+  uint8_t reent;                       /* TLO_RE_* bits */
+  uint8_t re_arg;                      /* their argument */
+} tlo_op;
+
+/* A program: two header bytes that choose the configuration, how the run ends and whether it
+ * journals its calls (to a sink that reads and drops each line, unless tlo_options names a
+ * journal), then the operations. */
+#define TLO_HEADER_BYTES 2
+
+typedef struct tlo_options {
+  int verbose; /* 0 quiet; 1 one line per operation; 2 and every event */
+  FILE *trace; /* where the trace goes; NULL = stdout */
+  /* Passed to tl_config.journal and journal_ud (NULL = no journal). */
+  void (*journal)(void *ud, const char *line);
+  void *journal_ud;
+  /* If encoded is not NULL, the program run is written there as bytes (tlo_run_bytes replays
+   * it), up to encoded_cap bytes; *encoded_len gets the full length, even when cut. */
+  uint8_t *encoded;
+  size_t encoded_cap;
+  size_t *encoded_len;
+} tlo_options;
+
+/* What a run did, and the first disagreement if any. */
+typedef struct tlo_outcome {
+  bool ok;            /* every check held */
+  size_t ops;         /* operations applied, the failing one included */
+  size_t failed_op;   /* index of the operation that failed; ops run for the end phase;
+                         SIZE_MAX when ok */
+  uint64_t calls;     /* library calls made (re-entrant ones included) */
+  uint64_t events;    /* callbacks delivered and checked */
+  uint64_t launched;  /* attempts launched */
+  uint64_t reentrant; /* calls made from inside callbacks */
+  uint64_t errors;    /* calls that returned an error the model expected */
+  char message[4096]; /* the disagreement, with the operation that showed it */
+} tlo_outcome;
+
+/* Runs a generated program: seed picks the configuration and, step by step from the model's
+ * state, nops operations; then the end phase (drain, or tl_scheduler_free with work left).
+ * opt may be NULL. */
+void tlo_run_seed(uint64_t seed, size_t nops, const tlo_options *opt, tlo_outcome *out);
+
+/* Runs the program that data encodes (TLO_HEADER_BYTES, then operations until the bytes run
+ * out or TLO_MAX_OPS); a cut operation at the end is dropped. Any input is valid. */
+void tlo_run_bytes(const uint8_t *data, size_t size, const tlo_options *opt, tlo_outcome *out);
+
+/* Encodes one operation (the fields its kind uses) into buf; returns the bytes it takes, which
+ * may exceed cap (then nothing is written). */
+size_t tlo_encode_op(const tlo_op *op, uint8_t *buf, size_t cap);
+
+/* Decodes one operation from data; returns the bytes used, 0 if data is too short. */
+size_t tlo_decode_op(const uint8_t *data, size_t size, tlo_op *op);
+
+/* A one-line description of an operation's bytes (not resolved against a model). */
+void tlo_op_describe(const tlo_op *op, char *buf, size_t len);
+
+#endif /* TLO_OPS_H */

@@ -1,0 +1,234 @@
+/* tl-random: replays one seed of the randomized runs with a trace, soaks many seeds, replays
+ * byte programs (fuzzer inputs), and writes generated programs as a fuzzing corpus.
+ * See docs/testing.md; the operations and the model are in ops.c.
+ */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include "ops.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void usage(FILE *f) {
+  fputs("usage: tl-random --seed N [--ops K] [--quiet]\n"
+        "       tl-random --seeds N [--from S] [--ops K] [--verbose]\n"
+        "       tl-random --replay FILE|DIR... [--verbose]\n"
+        "       tl-random --write-corpus DIR --seeds N [--from S] [--ops K]\n"
+        "  --seed N          run seed N, tracing every call and event (--quiet: verdict only)\n"
+        "  --seeds N         soak: run N seeds from S (default 1); exit 1 if any fails\n"
+        "  --ops K           operations per seed (default 100)\n"
+        "  --replay ...      run byte programs (fuzzer inputs, corpus files), each file or every\n"
+        "                    file of each directory\n"
+        "  --write-corpus D  write the programs of the seeds to D/seed-<N>\n",
+        f);
+}
+
+static double seconds_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static uint64_t number(const char *flag, const char *v) {
+  char *end;
+  errno = 0;
+  unsigned long long n = v != NULL ? strtoull(v, &end, 10) : 0;
+  if (v == NULL || *v == '\0' || *end != '\0' || errno != 0) {
+    fprintf(stderr, "tl-random: %s needs a number\n", flag);
+    exit(2);
+  }
+  return (uint64_t)n;
+}
+
+/* Runs one byte program from a file. */
+static int replay_file(const char *path, int verbose) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) {
+    fprintf(stderr, "tl-random: %s: %s\n", path, strerror(errno));
+    return 1;
+  }
+  size_t cap = 1 << 16, len = 0;
+  uint8_t *buf = malloc(cap);
+  size_t n;
+  while (buf != NULL && (n = fread(buf + len, 1, cap - len, f)) > 0) {
+    len += n;
+    if (len == cap) {
+      uint8_t *bigger = realloc(buf, cap *= 2);
+      if (bigger == NULL)
+        free(buf);
+      buf = bigger;
+    }
+  }
+  fclose(f);
+  if (buf == NULL) {
+    fprintf(stderr, "tl-random: out of memory\n");
+    return 1;
+  }
+  tlo_options opt = {0};
+  opt.verbose = verbose;
+  tlo_outcome out;
+  tlo_run_bytes(buf, len, &opt, &out);
+  free(buf);
+  if (!out.ok) {
+    printf("%s: FAILED at op %zu: %s\n", path, out.failed_op, out.message);
+    return 1;
+  }
+  if (verbose)
+    printf("%s: ok (%zu ops, %" PRIu64 " calls, %" PRIu64 " events)\n", path, out.ops, out.calls,
+           out.events);
+  return 0;
+}
+
+static int replay_path(const char *path, int verbose, size_t *files) {
+  DIR *d = opendir(path);
+  if (d == NULL) {
+    (*files)++;
+    return replay_file(path, verbose);
+  }
+  int bad = 0;
+  struct dirent *ent;
+  while ((ent = readdir(d)) != NULL) {
+    if (ent->d_name[0] == '.')
+      continue;
+    char full[4096];
+    snprintf(full, sizeof full, "%s/%s", path, ent->d_name);
+    (*files)++;
+    bad |= replay_file(full, verbose);
+  }
+  closedir(d);
+  return bad;
+}
+
+static int write_corpus(const char *dir, uint64_t from, uint64_t count, uint64_t nops) {
+  static uint8_t buf[1 << 20];
+  for (uint64_t seed = from; seed < from + count; seed++) {
+    size_t len = 0;
+    tlo_options opt = {0};
+    opt.encoded = buf;
+    opt.encoded_cap = sizeof buf;
+    opt.encoded_len = &len;
+    tlo_outcome out;
+    tlo_run_seed(seed, (size_t)nops, &opt, &out);
+    if (!out.ok) {
+      printf("seed %" PRIu64 " FAILED at op %zu: %s\n", seed, out.failed_op, out.message);
+      return 1;
+    }
+    if (len > sizeof buf) {
+      fprintf(stderr, "tl-random: seed %" PRIu64 " needs %zu bytes\n", seed, len);
+      return 1;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/seed-%" PRIu64, dir, seed);
+    FILE *f = fopen(path, "wb");
+    if (f == NULL || fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
+      fprintf(stderr, "tl-random: %s: %s\n", path, strerror(errno));
+      return 1;
+    }
+  }
+  printf("wrote %" PRIu64 " programs to %s\n", count, dir);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  bool have_seed = false, have_seeds = false, quiet = false, replay = false;
+  int verbose = 0;
+  uint64_t seed = 0, seeds = 0, from = 1, nops = 100;
+  const char *corpus = NULL;
+  int first_path = 0, npaths = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--seed") == 0) {
+      seed = number(a, i + 1 < argc ? argv[++i] : NULL);
+      have_seed = true;
+    } else if (strcmp(a, "--seeds") == 0) {
+      seeds = number(a, i + 1 < argc ? argv[++i] : NULL);
+      have_seeds = true;
+    } else if (strcmp(a, "--from") == 0) {
+      from = number(a, i + 1 < argc ? argv[++i] : NULL);
+    } else if (strcmp(a, "--ops") == 0) {
+      nops = number(a, i + 1 < argc ? argv[++i] : NULL);
+    } else if (strcmp(a, "--quiet") == 0) {
+      quiet = true;
+    } else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) {
+      verbose = 2;
+    } else if (strcmp(a, "--write-corpus") == 0 && i + 1 < argc) {
+      corpus = argv[++i];
+    } else if (strcmp(a, "--replay") == 0) {
+      replay = true;
+      first_path = i + 1;
+      while (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) {
+        i++;
+        npaths++;
+      }
+    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else {
+      fprintf(stderr, "tl-random: unknown argument %s\n", a);
+      usage(stderr);
+      return 2;
+    }
+  }
+
+  if (replay) {
+    size_t files = 0;
+    int bad = 0;
+    for (int k = 0; k < npaths; k++)
+      bad |= replay_path(argv[first_path + k], verbose, &files);
+    printf("replayed %zu programs: %s\n", files, bad ? "FAILED" : "ok");
+    return bad ? 1 : 0;
+  }
+  if (corpus != NULL) {
+    if (!have_seeds) {
+      usage(stderr);
+      return 2;
+    }
+    return write_corpus(corpus, from, seeds, nops);
+  }
+  if (have_seed) {
+    tlo_options opt = {0};
+    opt.verbose = quiet ? 0 : 2;
+    tlo_outcome out;
+    tlo_run_seed(seed, (size_t)nops, &opt, &out);
+    printf("seed %" PRIu64 ": %s\n", seed, out.ok ? "ok" : out.message);
+    printf("%zu ops, %" PRIu64 " calls (%" PRIu64 " re-entrant, %" PRIu64
+           " errors as expected), %" PRIu64 " events, %" PRIu64 " launches\n",
+           out.ops, out.calls, out.reentrant, out.errors, out.events, out.launched);
+    return out.ok ? 0 : 1;
+  }
+  if (!have_seeds) {
+    usage(stderr);
+    return 2;
+  }
+
+  double started = seconds_now();
+  uint64_t failures = 0, calls = 0, events = 0, launched = 0;
+  tlo_options opt = {0};
+  opt.verbose = verbose;
+  for (uint64_t s = from; s < from + seeds; s++) {
+    tlo_outcome out;
+    tlo_run_seed(s, (size_t)nops, &opt, &out);
+    calls += out.calls;
+    events += out.events;
+    launched += out.launched;
+    if (!out.ok) {
+      failures++;
+      printf("seed %" PRIu64 " FAILED at op %zu: %s\n  replay: tl-random --seed %" PRIu64
+             " --ops %" PRIu64 "\n",
+             s, out.failed_op, out.message, s, nops);
+      fflush(stdout);
+    }
+  }
+  double took = seconds_now() - started;
+  printf("%" PRIu64 " seeds from %" PRIu64 " x %" PRIu64 " ops: %" PRIu64 " failed; %" PRIu64
+         " calls, %" PRIu64 " events, %" PRIu64 " launches in %.1f s\n",
+         seeds, from, nops, failures, calls, events, launched, took);
+  return failures == 0 ? 0 : 1;
+}
