@@ -476,7 +476,9 @@ TL_EXTERN int tl_status_update(tl_scheduler *s, const char *executor_id, tl_tid 
  * TL_LOSS_HEARTBEAT_TIMEOUT, caused by the app), pending-loss deadlines (the second phase with
  * TL_LOSS_PENDING_TIMEOUT, caused by the app) and tombstone expiry. Returns nanoseconds until
  * the next deadline, 0 if something is due again already (a loss that could not get memory
- * is retried by the next call), TL_TICK_NEVER if nothing will ever be due (also for NULL). */
+ * is retried by the next call), TL_TICK_NEVER if nothing will ever be due (also for NULL). The
+ * answer takes in what this call's callbacks did when it delivered them; called from inside a
+ * callback (its events are then delivered after that callback), it does not. */
 TL_EXTERN uint64_t tl_tick(tl_scheduler *s);
 
 /* ---------------------------------------------------------------------------------------------

@@ -322,7 +322,6 @@ void tl__jw_lit(tl__jw *w, const char *text);
 void tl__jw_u64(tl__jw *w, uint64_t v);
 void tl__jw_i64(tl__jw *w, int64_t v);
 void tl__jw_str(tl__jw *w, const char *text); /* a quoted, escaped string, or - for NULL */
-void tl__jw_bool(tl__jw *w, bool v);
 /* Allocates the line measured by w (with room for the time and the result) and points w at
  * it, with the call's time written: NULL on TL_ENOMEM. */
 tl__jline *tl__journal_open(struct tl_scheduler *s, tl__jw *w);

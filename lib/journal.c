@@ -36,8 +36,6 @@ void tl__jw_i64(tl__jw *w, int64_t v) {
   put(w, tmp, (size_t)n);
 }
 
-void tl__jw_bool(tl__jw *w, bool v) { put(w, v ? "1" : "0", 1); }
-
 /* Strings go in double quotes; a backslash escapes a quote, a backslash, and (as \xHH) every
  * byte outside printable ASCII, so a line never holds a newline. NULL is a bare "-". */
 void tl__jw_str(tl__jw *w, const char *text) {
