@@ -180,6 +180,8 @@ typedef struct tlo_run {
   char desc[512];        /* the top-level operation, resolved */
   int in_cb;             /* callbacks running (nested) */
   bool closing;          /* tl_scheduler_free is handing payloads back */
+  bool has_final;        /* final was taken just before tl_scheduler_free */
+  tl_stats final;        /* for tlo_outcome */
   uint8_t reent, re_arg; /* the running operation's TLO_RE_* bits and argument */
   bool re_submit_done, re_offer_done, re_first_done, re_finish_done, re_lose_done; /* once each */
   uint64_t calls, events, reentrant, errors; /* figures for tlo_outcome */
@@ -2353,6 +2355,8 @@ static void finish(tlo_run *r) {
       }
     r->closing = true;
     note_call(r, "scheduler_free with work left");
+    tl_stats_get(r->s, &r->final);
+    r->has_final = true;
     int rc = tl_scheduler_free(r->s);
     expect_rc(r, "scheduler_free with work left", rc, TL_OK);
     if (rc == TL_OK)
@@ -2403,6 +2407,8 @@ static void finish(tlo_run *r) {
   if (r->failed)
     return;
   note_call(r, "scheduler_free");
+  tl_stats_get(r->s, &r->final);
+  r->has_final = true;
   int rc = tl_scheduler_free(r->s);
   expect_rc(r, "scheduler_free", rc, TL_OK);
   if (rc == TL_OK)
@@ -2432,6 +2438,8 @@ static void run_end(tlo_run *r, size_t nops, tlo_outcome *out) {
   out->reentrant = r->reentrant;
   out->errors = r->errors;
   snprintf(out->message, sizeof out->message, "%s", r->failed ? r->why : "ok");
+  out->has_final = r->has_final && !r->failed;
+  out->final = r->final;
   drop_events(r);
   free(r->q);
   for (size_t i = 0; i < r->nres; i++)

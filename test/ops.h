@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "taskledger.h"
+
 /* What one operation does. The byte that encodes a kind is taken modulo TLO_NKINDS. */
 typedef enum tlo_kind {
   TLO_ADD = 0,           /* tl_executor_add */
@@ -108,6 +110,8 @@ typedef struct tlo_outcome {
   uint64_t reentrant; /* calls made from inside callbacks */
   uint64_t errors;    /* calls that returned an error the model expected */
   char message[4096]; /* the disagreement, with the operation that showed it */
+  bool has_final;     /* the run reached tl_scheduler_free: */
+  tl_stats final;     /* tl_stats just before it */
 } tlo_outcome;
 
 /* Runs a generated program: seed picks the configuration and, step by step from the model's

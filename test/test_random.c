@@ -8,6 +8,8 @@
 #include "harness.h"
 #include "ops.h"
 
+#include "../examples/replay/replay.h"
+
 #include <inttypes.h>
 
 static uint64_t env_u64(const char *name, uint64_t dflt) {
@@ -115,6 +117,51 @@ START_TEST(random_bytes_are_valid_programs) {
 }
 END_TEST
 
+/* The journal of a run replays to the same state: every call returns what it returned, and
+ * tl_stats just before tl_scheduler_free is the same (but for mem_live_bytes: capacity grows as
+ * the original's callbacks made it grow). Runs that end freeing work still in flight replay to
+ * the same "not drained" state. */
+typedef struct text_sink {
+  char *buf;
+  size_t len, cap;
+} text_sink;
+
+static void sink_line(void *ud, const char *line) {
+  text_sink *t = ud;
+  size_t n = strlen(line);
+  if (t->len + n + 2 > t->cap) {
+    t->cap = (t->len + n + 2) * 2;
+    t->buf = realloc(t->buf, t->cap);
+    ck_assert_ptr_nonnull(t->buf);
+  }
+  memcpy(t->buf + t->len, line, n);
+  t->len += n;
+  t->buf[t->len++] = '\n';
+  t->buf[t->len] = '\0';
+}
+
+START_TEST(journals_of_seeded_runs_replay_to_the_same_state) {
+  uint64_t count = env_u64("TL_RANDOM_SEEDS", 10000) / 25;
+  for (uint64_t seed = 1; seed <= (count == 0 ? 1 : count); seed++) {
+    text_sink t = {0};
+    tlo_options opt = {0};
+    opt.journal = sink_line;
+    opt.journal_ud = &t;
+    tlo_outcome out;
+    tlo_run_seed(seed, 100, &opt, &out);
+    ck_assert_msg(out.ok, "seed %" PRIu64 ": %s", seed, out.message);
+    ck_assert_msg(out.has_final && t.buf != NULL, "seed %" PRIu64 ": no journal", seed);
+    tlr_report r;
+    int verdict = tlr_replay_text(t.buf, NULL, &r);
+    ck_assert_msg(verdict == TLR_OK || verdict == TLR_NOT_DRAINED,
+                  "seed %" PRIu64 ": replay %d at line %zu: %s", seed, verdict, r.bad_line, r.why);
+    out.final.mem_live_bytes = r.final.mem_live_bytes;
+    tlt_assert_stats_same(&out.final, &r.final, "replayed run");
+    free(t.buf);
+  }
+}
+END_TEST
+
 Suite *tl_random_suite(void) {
   Suite *s = suite_create("random");
   TCase *tc = tlt_tcase(s, "seeds");
@@ -123,6 +170,7 @@ Suite *tl_random_suite(void) {
   tcase_add_test(tc, long_seeded_runs_agree_with_the_model);
   tc = tlt_tcase(s, "codec");
   tcase_add_test(tc, an_encoded_run_replays_exactly);
+  tcase_add_test(tc, journals_of_seeded_runs_replay_to_the_same_state);
   tcase_add_test(tc, decoding_reverses_encoding);
   tcase_add_test(tc, random_bytes_are_valid_programs);
   return s;

@@ -1,0 +1,411 @@
+/* tl-bench: what the ledger's entry points cost, each figure measured as a ratio against a
+ * baseline taken in the same run (these machines are shared and noisy). One machine-readable
+ * line per figure:
+ *
+ *   bench=<name> value=<v> unit=<u> [baseline=<b> ratio=<v/b>] [key=value ...]
+ *
+ *   tl-bench [--short] [--only NAME]
+ *
+ * --short runs every figure at a small size so CI can prove the program still works; its numbers
+ * mean nothing. Figures are not tests: nothing here fails on a slow machine.
+ */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <uthash.h>
+
+#include "taskledger.h"
+
+static bool short_mode;
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t manual_clock;
+static uint64_t bench_clock(void *ud) {
+  (void)ud;
+  return manual_clock;
+}
+
+static void die(const char *what, int err) {
+  fprintf(stderr, "tl-bench: %s: %s\n", what, tl_err_name(err));
+  exit(1);
+}
+
+static void ok(int err, const char *what) {
+  if (err != TL_OK)
+    die(what, err);
+}
+
+static void free_result(void *ud, const tl_task_info *t, const tl_task_end *e) {
+  (void)ud;
+  (void)t;
+  if (e->result != NULL && e->result_free != NULL)
+    e->result_free(e->result);
+}
+
+static tl_scheduler *new_scheduler(void) {
+  tl_config cfg;
+  tl_config_init(&cfg);
+  cfg.clock = bench_clock;
+  cfg.heartbeat_timeout_ns = 0;
+  tl_callbacks cb = {0};
+  cb.task_ended = free_result;
+  tl_scheduler *s;
+  ok(tl_scheduler_new(&cfg, &cb, &s), "tl_scheduler_new");
+  return s;
+}
+
+static void exec_id(char *buf, size_t len, unsigned i) { snprintf(buf, len, "exec-%u", i); }
+
+static void add_executors(tl_scheduler *s, unsigned n, uint32_t cores) {
+  char id[32], host[32];
+  for (unsigned i = 0; i < n; i++) {
+    exec_id(id, sizeof id, i);
+    snprintf(host, sizeof host, "host-%u", i / 4);
+    tl_executor_desc d = {id, host, NULL, cores};
+    ok(tl_executor_add(s, &d), "tl_executor_add");
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The floor: what any ledger of running tasks must do per task, with the same allocator: a
+ * record allocated, added to a hash by tid, linked on two lists, found by tid, unlinked,
+ * deleted and freed.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct link {
+  struct link *prev, *next;
+} link;
+
+typedef struct floor_rec {
+  uint64_t tid;
+  UT_hash_handle hh;
+  link on_a, on_b;
+} floor_rec;
+
+static void link_tail(link *h, link *n) {
+  n->next = h;
+  n->prev = h->prev;
+  h->prev->next = n;
+  h->prev = n;
+}
+
+static void unlink_node(link *n) {
+  n->prev->next = n->next;
+  n->next->prev = n->prev;
+}
+
+static double floor_per_task(uint64_t ntasks, unsigned inflight) {
+  floor_rec *map = NULL;
+  link a = {&a, &a}, b = {&b, &b};
+  uint64_t next = 1, done = 1;
+  uint64_t t0 = now_ns();
+  for (uint64_t i = 0; i < ntasks; i++) {
+    floor_rec *r = malloc(sizeof *r);
+    r->tid = next++;
+    HASH_ADD(hh, map, tid, sizeof r->tid, r);
+    link_tail(&a, &r->on_a);
+    link_tail(&b, &r->on_b);
+    if (next - done > inflight) {
+      uint64_t tid = done++;
+      floor_rec *f;
+      HASH_FIND(hh, map, &tid, sizeof tid, f);
+      unlink_node(&f->on_a);
+      unlink_node(&f->on_b);
+      HASH_DEL(map, f);
+      free(f);
+    }
+  }
+  uint64_t t1 = now_ns();
+  floor_rec *r, *tmp;
+  HASH_ITER(hh, map, r, tmp) {
+    HASH_DEL(map, r);
+    free(r);
+  }
+  return (double)(t1 - t0) / (double)ntasks;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * 1. Lifecycle: offer -> launch -> RUNNING -> FINISHED -> task_ended, per task
+ * ------------------------------------------------------------------------------------------- */
+
+static void bench_lifecycle(void) {
+  const unsigned nexec = short_mode ? 4 : 100;
+  const uint32_t cores = 16;
+  const uint64_t ntasks = short_mode ? 20000 : 1000000;
+  tl_scheduler *s = new_scheduler();
+  add_executors(s, nexec, cores);
+  tl_taskset_desc d = {0};
+  d.ntasks = (uint32_t)ntasks;
+  ok(tl_submit(s, &d, NULL), "tl_submit");
+
+  /* Fill every core, then, as a runtime does, offer each executor again when a task of it ends. */
+  char(*ids)[32] = malloc(nexec * sizeof *ids);
+  tl_offer *offers = malloc(nexec * sizeof *offers);
+  for (unsigned i = 0; i < nexec; i++) {
+    exec_id(ids[i], sizeof ids[i], i);
+    offers[i].executor_id = ids[i];
+    offers[i].cores = cores;
+  }
+  size_t cap = (size_t)nexec * cores;
+  tl_launch *l = malloc(cap * sizeof *l);
+  uint64_t t0 = now_ns();
+  size_t n;
+  ok(tl_resource_offers(s, offers, nexec, l, cap, &n), "tl_resource_offers");
+  /* The launches in flight: each one runs, finishes, and its core is offered again. */
+  size_t inflight = n;
+  uint64_t finished = 0;
+  tl_update running = {0}, done = {0};
+  done.state = TL_TASK_FINISHED;
+  while (inflight > 0) {
+    for (size_t i = 0; i < inflight;) {
+      tl_launch *x = &l[i];
+      char id[TL_ID_MAX];
+      memcpy(id, x->executor_id, sizeof id);
+      ok(tl_status_update(s, id, x->tid, &running), "RUNNING");
+      ok(tl_status_update(s, id, x->tid, &done), "FINISHED");
+      finished++;
+      tl_offer one = {id, 1};
+      size_t got;
+      ok(tl_resource_offers(s, &one, 1, x, 1, &got), "tl_resource_offers");
+      if (got == 1)
+        i++;
+      else
+        l[i] = l[--inflight]; /* nothing left to launch: the slot goes */
+    }
+  }
+  uint64_t t1 = now_ns();
+  tl_stats st;
+  tl_stats_get(s, &st);
+  double per_task = (double)(t1 - t0) / (double)finished;
+  double fl = floor_per_task(ntasks, (unsigned)cap);
+  printf("bench=lifecycle value=%.1f unit=ns/task baseline=%.1f ratio=%.2f tasks=%" PRIu64
+         " executors=%u cores=%u per_second=%.0f launched=%" PRIu64 "\n",
+         per_task, fl, per_task / fl, finished, nexec, cores, 1e9 / per_task, st.launched);
+  tl_scheduler_free(s);
+  free(l);
+  free(offers);
+  free(ids);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * 2. Executor loss: the cost of losing an executor with 100 running tasks must not depend on
+ * how many tasks run elsewhere (cleanup is O(tasks on that executor)).
+ * ------------------------------------------------------------------------------------------- */
+
+/* Returns ns per cleaned task of losing executor 0 (100 tasks) with `elsewhere` tasks running
+ * on other executors; the loss is one-phase, or two-phase when two_phase. */
+static double loss_per_task(uint64_t elsewhere, bool two_phase, int reps) {
+  const uint32_t victim_cores = 100, other_cores = 1000;
+  unsigned others = (unsigned)((elsewhere + other_cores - 1) / other_cores);
+  double best = 1e300;
+  for (int rep = 0; rep < reps; rep++) {
+    tl_scheduler *s = new_scheduler();
+    tl_executor_desc v = {"victim", "victim-host", NULL, victim_cores};
+    ok(tl_executor_add(s, &v), "add victim");
+    add_executors(s, others, other_cores);
+    tl_taskset_desc d = {0};
+    d.ntasks = (uint32_t)(elsewhere + victim_cores);
+    d.stage_id = 1;
+    ok(tl_submit(s, &d, NULL), "tl_submit");
+    size_t n;
+    tl_offer vo = {"victim", victim_cores};
+    tl_launch *l =
+        malloc((size_t)(elsewhere > victim_cores ? elsewhere : victim_cores) * sizeof *l);
+    ok(tl_resource_offers(s, &vo, 1, l, victim_cores, &n), "offer victim");
+    char id[32];
+    for (unsigned i = 0; i < others; i++) {
+      exec_id(id, sizeof id, i);
+      tl_offer o = {id, other_cores};
+      ok(tl_resource_offers(s, &o, 1, l, other_cores, &n), "offer others");
+    }
+    tl_loss_reason pending = {TL_LOSS_PENDING, false, 0, NULL};
+    tl_loss_reason exited = {TL_LOSS_EXITED, false, 1, "exited"};
+    uint64_t t0 = now_ns();
+    if (two_phase) {
+      ok(tl_executor_lost(s, "victim", &pending), "lost pending");
+      ok(tl_executor_lost(s, "victim", &exited), "lost exited");
+    } else {
+      ok(tl_executor_lost(s, "victim", &exited), "lost");
+    }
+    uint64_t t1 = now_ns();
+    double per = (double)(t1 - t0) / victim_cores;
+    if (per < best)
+      best = per;
+    tl_scheduler_free(s);
+    free(l);
+  }
+  return best;
+}
+
+static void bench_loss(void) {
+  int reps = short_mode ? 2 : 9;
+  double small = loss_per_task(1000, false, reps);
+  double big = loss_per_task(short_mode ? 20000 : 1000000, false, short_mode ? 1 : 3);
+  printf("bench=executor_loss value=%.1f unit=ns/cleaned_task baseline=%.1f ratio=%.2f "
+         "victim_tasks=100 elsewhere=%s baseline_elsewhere=1000\n",
+         big, small, big / small, short_mode ? "20000" : "1000000");
+  double two = loss_per_task(1000, true, reps);
+  printf("bench=executor_loss_two_phase value=%.1f unit=ns/cleaned_task baseline=%.1f "
+         "ratio=%.2f victim_tasks=100 elsewhere=1000\n",
+         two, small, two / small);
+}
+
+/* A heartbeat-expiry sweep: tl_tick finds every one of many silent executors. */
+static void bench_heartbeat_sweep(void) {
+  const unsigned n = short_mode ? 500 : 10000;
+  tl_config cfg;
+  tl_config_init(&cfg);
+  cfg.clock = bench_clock;
+  cfg.max_tombstones = n;
+  tl_scheduler *s;
+  ok(tl_scheduler_new(&cfg, NULL, &s), "tl_scheduler_new");
+  manual_clock = 0;
+  add_executors(s, n, 4);
+  /* Baseline: the same executors lost one by one through tl_executor_lost. */
+  tl_scheduler *b;
+  ok(tl_scheduler_new(&cfg, NULL, &b), "tl_scheduler_new");
+  add_executors(b, n, 4);
+  tl_loss_reason why = {TL_LOSS_HEARTBEAT_TIMEOUT, true, 0, NULL};
+  char id[32];
+  uint64_t t0 = now_ns();
+  for (unsigned i = 0; i < n; i++) {
+    exec_id(id, sizeof id, i);
+    ok(tl_executor_lost(b, id, &why), "lost");
+  }
+  uint64_t t1 = now_ns();
+  manual_clock = cfg.heartbeat_timeout_ns + 1;
+  uint64_t t2 = now_ns();
+  (void)tl_tick(s);
+  uint64_t t3 = now_ns();
+  tl_stats st;
+  tl_stats_get(s, &st);
+  if (st.executors_alive != 0)
+    die("heartbeat sweep left executors alive", TL_ECORRUPT);
+  double per = (double)(t3 - t2) / n, base = (double)(t1 - t0) / n;
+  printf("bench=heartbeat_sweep value=%.1f unit=ns/executor baseline=%.1f ratio=%.2f "
+         "executors=%u\n",
+         per, base, per / base, n);
+  tl_scheduler_free(s);
+  tl_scheduler_free(b);
+  manual_clock = 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * 4. Memory: the scheduler's own accounting, per record.
+ * ------------------------------------------------------------------------------------------- */
+
+static void bench_memory(void) {
+  const unsigned nexec = short_mode ? 10 : 100;
+  const uint32_t cores = 100;
+  const uint32_t ntasks = short_mode ? 10000 : 1000000;
+  tl_scheduler *s = new_scheduler();
+  tl_stats empty, with_execs, submitted, running;
+  tl_stats_get(s, &empty);
+  add_executors(s, nexec, cores);
+  tl_stats_get(s, &with_execs);
+  tl_taskset_desc d = {0};
+  d.ntasks = ntasks;
+  ok(tl_submit(s, &d, NULL), "tl_submit");
+  tl_stats_get(s, &submitted);
+  char id[32];
+  tl_launch *l = malloc(cores * sizeof *l);
+  size_t n;
+  for (unsigned i = 0; i < nexec; i++) {
+    exec_id(id, sizeof id, i);
+    tl_offer o = {id, cores};
+    ok(tl_resource_offers(s, &o, 1, l, cores, &n), "offer");
+  }
+  tl_stats_get(s, &running);
+  size_t attempts = running.attempts_running;
+  printf("bench=memory_per_executor value=%.1f unit=bytes executors=%u\n",
+         (double)(with_execs.mem_live_bytes - empty.mem_live_bytes) / nexec, nexec);
+  printf("bench=memory_per_pending_task value=%.2f unit=bytes target=16 tasks=%u\n",
+         (double)(submitted.mem_live_bytes - with_execs.mem_live_bytes) / ntasks, ntasks);
+  printf("bench=memory_per_running_attempt value=%.1f unit=bytes target=160 attempts=%zu\n",
+         (double)(running.mem_live_bytes - submitted.mem_live_bytes) / (double)attempts, attempts);
+
+  /* Churn: every task runs to the end, one offer per executor per round; then memory must be
+   * back to the empty scheduler's. */
+  tl_update done = {0};
+  done.state = TL_TASK_FINISHED;
+  uint64_t churned = 0;
+  tl_launch *round = malloc((size_t)nexec * cores * sizeof *round);
+  size_t nround = 0;
+  tl_stats st;
+  tl_stats_get(s, &st);
+  for (uint64_t tid = st.launched - st.attempts_running + 1; tid <= st.launched; tid++) {
+    round[nround].tid = tid; /* the first launches: one executor each, in tid order */
+    exec_id(round[nround].executor_id, sizeof round[nround].executor_id,
+            (unsigned)((tid - 1) / cores));
+    nround++;
+  }
+  while (nround > 0) {
+    for (size_t i = 0; i < nround; i++) {
+      ok(tl_status_update(s, round[i].executor_id, round[i].tid, &done), "FINISHED");
+      churned++;
+    }
+    size_t next = 0;
+    for (unsigned i = 0; i < nexec; i++) {
+      exec_id(id, sizeof id, i);
+      tl_offer o = {id, cores};
+      ok(tl_resource_offers(s, &o, 1, round + next, cores, &n), "offer");
+      next += n;
+    }
+    nround = next;
+  }
+  free(round);
+  tl_loss_reason why = {TL_LOSS_KILLED, false, 0, NULL};
+  for (unsigned i = 0; i < nexec; i++) {
+    exec_id(id, sizeof id, i);
+    ok(tl_executor_lost(s, id, &why), "lost");
+  }
+  manual_clock += 3600ull * 1000000000ull;
+  (void)tl_tick(s);
+  tl_stats_get(s, &st);
+  printf("bench=memory_after_churn value=%zu unit=bytes baseline=%zu ratio=%.3f blocks=%zu "
+         "baseline_blocks=%zu lifecycles=%" PRIu64 "\n",
+         st.mem_live_bytes, empty.mem_live_bytes,
+         (double)st.mem_live_bytes / (double)empty.mem_live_bytes, st.mem_live_blocks,
+         empty.mem_live_blocks, churned);
+  tl_scheduler_free(s);
+  free(l);
+  manual_clock = 0;
+}
+
+int main(int argc, char **argv) {
+  const char *only = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--short") == 0) {
+      short_mode = true;
+    } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+      only = argv[++i];
+    } else {
+      fprintf(stderr, "usage: %s [--short] [--only lifecycle|loss|heartbeat|memory]\n", argv[0]);
+      return 2;
+    }
+  }
+  printf("# tl-bench taskledger %s%s\n", tl_version_string(), short_mode ? " (short)" : "");
+  if (only == NULL || strcmp(only, "lifecycle") == 0)
+    bench_lifecycle();
+  if (only == NULL || strcmp(only, "loss") == 0)
+    bench_loss();
+  if (only == NULL || strcmp(only, "heartbeat") == 0)
+    bench_heartbeat_sweep();
+  if (only == NULL || strcmp(only, "memory") == 0)
+    bench_memory();
+  return 0;
+}
