@@ -122,15 +122,18 @@ typedef enum tl_locality {
 
 /* How a task attempt ended, as task_ended reports it and a FAILED update names it. */
 typedef enum tl_end_kind {
-  TL_END_SUCCESS = 0,       /* FINISHED; the result comes with it */
-  TL_END_EXCEPTION = 1,     /* the task threw: counts toward max_task_failures */
-  TL_END_FETCH_FAILED = 2,  /* a shuffle input is missing: makes the task set zombie, no count */
-  TL_END_KILLED = 3,        /* killed on request: does not count */
-  TL_END_COMMIT_DENIED = 4, /* output commit refused: does not count */
-  TL_END_RESULT_LOST = 5,   /* the result could not be fetched: counts */
-  TL_END_EXECUTOR_LOST = 6, /* its executor was lost: counts only if caused by the app and the
-                               attempt had reached RUNNING; never given in a status update */
-  TL_END_RESUBMITTED = 7    /* reserved for shuffle-output resubmission; not produced yet */
+  TL_END_SUCCESS = 0,         /* FINISHED; the result comes with it */
+  TL_END_EXCEPTION = 1,       /* the task threw: counts toward max_task_failures */
+  TL_END_FETCH_FAILED = 2,    /* a shuffle input is missing: makes the task set zombie, no count */
+  TL_END_KILLED = 3,          /* killed on request: does not count */
+  TL_END_COMMIT_DENIED = 4,   /* output commit refused: does not count */
+  TL_END_RESULT_LOST = 5,     /* the result could not be fetched: counts */
+  TL_END_EXECUTOR_LOST = 6,   /* its executor was lost: counts only if caused by the app and the
+                                 attempt had reached RUNNING; never given in a status update */
+  TL_END_RESUBMITTED = 7,     /* reserved for shuffle-output resubmission; not produced yet */
+  TL_END_RESULT_TOO_LARGE = 8 /* FINISHED, but the task set's results passed max_result_bytes:
+                                 the library freed the result (result_free) and aborted the task
+                                 set; does not count; never given in a status update */
 } tl_end_kind;
 
 /* Executor states. */
@@ -173,6 +176,10 @@ typedef struct tl_config {
                                        TL_LOSS_PENDING_TIMEOUT; 0 = wait forever; 120 s */
   uint32_t max_tombstones;          /* removed executor ids remembered; 0 = none; 1024 */
   uint64_t tombstone_ttl_ns;        /* and for at most this long; 0 = until evicted; 10 min */
+  uint64_t max_result_bytes;        /* results of one task set (result_size summed over its
+                                       FINISHED updates) may not pass this: the update that passes
+                                       it aborts the task set (Spark's spark.driver.maxResultSize;
+                                       never for shuffle-map task sets); 0 = unlimited; 1 GiB */
   uint64_t (*clock)(void *ud);      /* monotonic nanoseconds; NULL = uv_hrtime. Called without
                                        the lock, by any thread that calls in */
   void *clock_ud;                   /* passed to clock */
@@ -346,6 +353,9 @@ typedef struct tl_taskset_desc {
   uint32_t cpus_per_task; /* 0: the config's */
   void *payload;          /* shared by all tasks, given to every launch, handed back once by
                              taskset_released; the library never touches what it points to */
+  bool shuffle_map;       /* its results are map outputs: max_result_bytes does not apply */
+  bool barrier;           /* all its tasks launch in one offer round or none do; the failure of
+                             any of them makes it zombie (the DAG layer resubmits the stage) */
 } tl_taskset_desc;
 
 /* Submits a task set; every older attempt of the same stage becomes zombie (and is released at

@@ -137,6 +137,8 @@ typedef struct tl__executor {
   uint32_t nfrozen;          /* length of frozen */
   uint8_t state;             /* tl_executor_state */
   bool was_decommissioning;  /* the loss began while decommissioning: nothing counts */
+  uint32_t offer_slot;       /* its slot in the offer round offer_round (offers.c's scratch) */
+  uint64_t offer_round;      /* the round that last gave it a slot */
 } tl__executor;
 
 static inline const char *tl__executor_id(const tl__executor *ex) { return ex->names->text; }
@@ -198,6 +200,10 @@ typedef struct tl__taskset {
   uint32_t npending;       /* indices on the pending stack; 0 when zombie */
   uint32_t nsucceeded;     /* indices flagged SUCCESSFUL */
   uint32_t pending_top;    /* index launched next, or TL__NONE */
+  uint32_t nresults;       /* FINISHED updates taken (for max_result_bytes) */
+  uint64_t result_bytes;   /* their result_size summed */
+  bool shuffle_map;        /* as submitted: max_result_bytes does not apply */
+  bool barrier;            /* as submitted: all tasks launch in one round, any failure zombies */
   uint8_t queue_levels;    /* levels of the queue it is on; 0 unless schedulable */
   bool zombie;             /* launches nothing; released when nrunning reaches 0 */
   bool failed;             /* aborted: taskset_failed was made */
@@ -233,7 +239,7 @@ typedef enum tl__event_kind {
   TL__EV_KILL_TASK
 } tl__event_kind;
 
-enum { TL__FAIL_MAX_FAILURES, TL__FAIL_CANCELLED }; /* why a task set failed */
+enum { TL__FAIL_MAX_FAILURES, TL__FAIL_CANCELLED, TL__FAIL_RESULT_SIZE }; /* why it failed */
 
 typedef struct tl__event {
   uint8_t kind;           /* tl__event_kind */
@@ -248,6 +254,7 @@ typedef struct tl__event {
       uint8_t locality;
       uint8_t end_kind; /* task_ended */
       bool counts;      /* task_ended */
+      bool drop_result; /* task_ended: free the result with result_free, do not hand it over */
       void *payload;
       void *result; /* task_ended success: owned by the event until delivered */
       size_t result_size;
@@ -258,7 +265,8 @@ typedef struct tl__event {
       void *payload;     /* released */
       uint8_t why;       /* failed: TL__FAIL_* */
       uint32_t index;    /* failed, max failures: the index */
-      uint32_t failures; /* and its count */
+      uint32_t failures; /* and its count; result size: the results taken */
+      uint64_t bytes;    /* result size: their bytes */
     } ts;
     struct {
       uint8_t kind;
@@ -378,6 +386,7 @@ struct tl_scheduler {
   tl_taskset_id next_taskset_id; /* the next submission's id */
   uint64_t last_now;             /* the running call's time: the latest clock reading */
   bool revive_wanted;            /* the running call made pending work: push revive_offers */
+  uint64_t offer_round;          /* numbers offer rounds, for tl__executor.offer_round; from 1 */
 
   /* Events. New events go to events; the dispatcher swaps it with batch and delivers the batch
    * with the lock released. */
@@ -432,6 +441,9 @@ uint32_t tl__taskset_pop_pending(struct tl_scheduler *s, tl__taskset *ts);
 void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind, bool counts,
                        tl__str *msg, const char *static_msg, const tl_update *u);
 void tl__taskset_make_zombie(struct tl_scheduler *s, tl__taskset *ts);
+/* Counts a FINISHED update's result toward max_result_bytes: TL_END_SUCCESS, or
+ * TL_END_RESULT_TOO_LARGE when the task set's results pass the limit with it. */
+tl_end_kind tl__taskset_take_result(struct tl_scheduler *s, tl__taskset *ts, size_t size);
 /* The queue's order: lower priority value first, then lower stage id, then lower id. */
 bool tl__queue_before(const tl__taskset *a, const tl__taskset *b);
 void tl__taskset_finish_if_drained(struct tl_scheduler *s, tl__taskset *ts);

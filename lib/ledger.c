@@ -75,8 +75,11 @@ int tl__status_update(struct tl_scheduler *s, const char *executor_id, tl_tid ti
   tl_end_kind kind;
   switch (u->state) {
   case TL_TASK_FINISHED:
-    kind = TL_END_SUCCESS;
-    s->totals.succeeded++;
+    kind = tl__taskset_take_result(s, a->taskset, u->result_size);
+    if (kind == TL_END_SUCCESS)
+      s->totals.succeeded++;
+    else
+      s->totals.failed++;
     break;
   case TL_TASK_KILLED:
     kind = TL_END_KILLED;

@@ -75,6 +75,19 @@ static void push_started(struct tl_scheduler *s, const tl__attempt *a) {
   ev->u.task.payload = ts->payload;
 }
 
+/* A barrier task set launches only when every one of its tasks fits in what is left of the
+ * round: its slots (one per executor, so their cores are all really free) and its launch
+ * budget. Round-robin placement then places all of them. */
+static bool barrier_fits(const tl__taskset *ts, const offer_slot *slots, size_t nslots,
+                         size_t budget) {
+  if (ts->npending != ts->ntasks || budget < ts->npending)
+    return false;
+  uint64_t fit = 0;
+  for (size_t i = 0; i < nslots && fit < ts->npending; i++)
+    fit += slots[i].cores / ts->cpus;
+  return fit >= ts->npending;
+}
+
 /* Takes unused prepared records out of the index and frees them. */
 static void drop_prepared(struct tl_scheduler *s, tl__attempt **pre, size_t from, size_t to) {
   for (size_t k = from; k < to; k++) {
@@ -99,12 +112,25 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
       rejected++;
       continue;
     }
+    if (ex->offer_round == s->offer_round) {
+      /* A second offer for the same executor in this round: one slot, the cores added up to
+       * what the ledger says is free, so a slot's cores are always really there. */
+      offer_slot *slot = &slots[ex->offer_slot];
+      uint32_t room = ex->free_cores - slot->cores;
+      uint32_t more = offers[i].cores < room ? offers[i].cores : room;
+      slot->cores += more;
+      offered += more;
+      continue;
+    }
     uint32_t cores = offers[i].cores < ex->free_cores ? offers[i].cores : ex->free_cores;
+    ex->offer_round = s->offer_round;
+    ex->offer_slot = (uint32_t)nslots;
     slots[nslots].ex = ex;
     slots[nslots].cores = cores;
     nslots++;
     offered += cores;
   }
+  s->offer_round++; /* the marks of this round are stale from here on */
 
   size_t most = cap;
   if (most > s->npending_tasks)
@@ -133,11 +159,13 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
     next = ts->queue_next[0]; /* ts may leave the queue below; the others stay where they are */
     if (ts->cpus > left)
       continue;
+    if (ts->barrier && !barrier_fits(ts, slots, nslots, most - used))
+      continue; /* all of its tasks in this round, or none */
     for (;;) {
       size_t launched = 0;
       for (size_t i = 0; i < nslots && used < most && ts->npending > 0; i++) {
         offer_slot *slot = &slots[i];
-        if (slot->cores < ts->cpus || slot->ex->free_cores < ts->cpus)
+        if (slot->cores < ts->cpus) /* a slot's cores are never more than its executor has free */
           continue;
         launch(s, ts, slot->ex, pre[used]);
         slot->cores -= ts->cpus;

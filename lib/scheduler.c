@@ -23,6 +23,7 @@ void tl_config_init(tl_config *cfg) {
   cfg->pending_loss_timeout_ns = 120ull * 1000000000ull;
   cfg->max_tombstones = 1024;
   cfg->tombstone_ttl_ns = 600ull * 1000000000ull;
+  cfg->max_result_bytes = 1ull << 30;
 }
 
 size_t tl__name_len(const char *name, size_t max) {
@@ -139,6 +140,7 @@ int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler 
   s->journal_tail = &s->journal;
   atomic_init(&s->batch_delivered, 0);
   s->next_tid = 1;
+  s->offer_round = 1; /* executors start at round 0: no slot */
   s->next_taskset_id = 1;
   s->last_now = tl__clock_read(s);
   if (s->cfg.journal != NULL)

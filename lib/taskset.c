@@ -206,6 +206,17 @@ static void mark_successful(struct tl_scheduler *s, tl__taskset *ts, uint32_t i)
     tl__taskset_make_zombie(s, ts);
 }
 
+/* Spark's canFetchMoreResults: every result counts, dropped ones too, so once a task set's
+ * results have passed the limit every later one is dropped as well. */
+tl_end_kind tl__taskset_take_result(struct tl_scheduler *s, tl__taskset *ts, size_t size) {
+  ts->nresults++;
+  ts->result_bytes = size > UINT64_MAX - ts->result_bytes ? UINT64_MAX : ts->result_bytes + size;
+  if (ts->shuffle_map || s->cfg.max_result_bytes == 0 ||
+      ts->result_bytes <= s->cfg.max_result_bytes)
+    return TL_END_SUCCESS;
+  return TL_END_RESULT_TOO_LARGE;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * The end of an attempt
  *
@@ -239,12 +250,20 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
   ev->u.task.payload = ts->payload;
   ev->u.task.end_kind = (uint8_t)kind;
 
-  if (kind == TL_END_SUCCESS) {
+  if (kind == TL_END_SUCCESS || kind == TL_END_RESULT_TOO_LARGE) {
     ev->u.task.result = u->result;
     ev->u.task.result_size = u->result_size;
     ev->u.task.result_free = u->result_free;
+  }
+  if (kind == TL_END_SUCCESS) {
     if (!(ix->flags & TL__IDX_SUCCESSFUL))
       mark_successful(s, ts, a->index);
+  } else if (kind == TL_END_RESULT_TOO_LARGE) {
+    ev->u.task.drop_result = true;
+    if (!ts->failed) {
+      abort_taskset(s, ts, TL__FAIL_RESULT_SIZE, 0, ts->nresults, NULL, NULL);
+      s->events.ev[s->events.n - 1].u.ts.bytes = ts->result_bytes;
+    }
   } else {
     bool counted = counts && !ts->zombie;
     ev->u.task.counts = counted;
@@ -255,6 +274,8 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
     } else if (counted && ++ix->failures >= s->cfg.max_task_failures) {
       abort_taskset(s, ts, TL__FAIL_MAX_FAILURES, a->index, ix->failures, msg, static_msg);
     }
+    if (ts->barrier)
+      tl__taskset_make_zombie(s, ts); /* the stage runs again as a whole: Spark's isBarrier */
     if (!ts->zombie && !(ix->flags & (TL__IDX_SUCCESSFUL | TL__IDX_PENDING)) &&
         ix->copies_running == 0) {
       pending_push(s, ts, a->index);
@@ -313,6 +334,8 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
   ts->priority = d->priority;
   ts->ntasks = d->ntasks;
   ts->cpus = d->cpus_per_task != 0 ? d->cpus_per_task : s->cfg.cpus_per_task;
+  ts->shuffle_map = d->shuffle_map;
+  ts->barrier = d->barrier;
   for (uint32_t i = 0; i < d->ntasks; i++) {
     tl__index *ix = &ts->idx[i];
     ix->prev = i == 0 ? TL__NONE : i - 1;

@@ -67,6 +67,8 @@ const char *tlt_end_name(tl_end_kind kind) {
     return "EXECUTOR_LOST";
   case TL_END_RESUBMITTED:
     return "RESUBMITTED";
+  case TL_END_RESULT_TOO_LARGE:
+    return "RESULT_TOO_LARGE";
   }
   return "BAD_END_KIND";
 }
@@ -669,8 +671,9 @@ void tlt_add_(int line, tlt_env *e, const char *id, const char *host, const char
   TLT_CHECK(e);
 }
 
-static int submit_impl(tlt_env *e, uint32_t stage, uint32_t attempt, uint32_t priority,
-                       uint32_t ntasks, uint32_t cpus, tl_taskset_id *out, bool null_out) {
+static int submit_desc_impl(tlt_env *e, const tl_taskset_desc *desc, tl_taskset_id *out,
+                            bool null_out) {
+  uint32_t stage = desc->stage_id, attempt = desc->stage_attempt, ntasks = desc->ntasks;
   tlt_payload *p = calloc(1, sizeof *p);
   if (p == NULL)
     return TL_ENOMEM;
@@ -694,12 +697,8 @@ static int submit_impl(tlt_env *e, uint32_t stage, uint32_t attempt, uint32_t pr
   e->subs[k].stage_id = stage;
   e->subs[k].stage_attempt = attempt;
   e->subs[k].ntasks = ntasks;
-  tl_taskset_desc d = {.stage_id = stage,
-                       .stage_attempt = attempt,
-                       .priority = priority,
-                       .ntasks = ntasks,
-                       .cpus_per_task = cpus,
-                       .payload = p};
+  tl_taskset_desc d = *desc;
+  d.payload = p;
   tl_taskset_id id = 0;
   int rc = tl_submit(e->s, &d, null_out ? NULL : &id);
   if (rc != TL_OK) {
@@ -717,6 +716,27 @@ static int submit_impl(tlt_env *e, uint32_t stage, uint32_t attempt, uint32_t pr
   if (out != NULL)
     *out = id;
   return TL_OK;
+}
+
+static int submit_impl(tlt_env *e, uint32_t stage, uint32_t attempt, uint32_t priority,
+                       uint32_t ntasks, uint32_t cpus, tl_taskset_id *out, bool null_out) {
+  tl_taskset_desc d = {.stage_id = stage,
+                       .stage_attempt = attempt,
+                       .priority = priority,
+                       .ntasks = ntasks,
+                       .cpus_per_task = cpus};
+  return submit_desc_impl(e, &d, out, null_out);
+}
+
+tl_taskset_id tlt_submit_desc_(int line, tlt_env *e, const tl_taskset_desc *d) {
+  tlt_line = line;
+  tl_taskset_id id = 0;
+  int rc = submit_desc_impl(e, d, &id, false);
+  tlt_line = line;
+  TLT_ASSERT(rc == TL_OK, "tl_submit(stage %u.%u): %s", d->stage_id, d->stage_attempt,
+             tl_err_name(rc));
+  TLT_CHECK(e);
+  return id;
 }
 
 int tlt_submit_rc(tlt_env *e, uint32_t stage, uint32_t attempt, uint32_t priority, uint32_t ntasks,

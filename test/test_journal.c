@@ -78,13 +78,15 @@ START_TEST(lines_follow_the_documented_format) {
   ck_assert_str_eq(c.lines[1], "config cpus_per_task=1 max_task_failures=2 "
                                "heartbeat_timeout_ns=120000000000 "
                                "pending_loss_timeout_ns=120000000000 max_tombstones=1024 "
-                               "tombstone_ttl_ns=600000000000 start=1000000000");
+                               "tombstone_ttl_ns=600000000000 max_result_bytes=1073741824 "
+                               "start=1000000000");
 
   tlt_add(e, "e1", "h1", NULL, 2);
   ck_assert_str_eq(c.lines[c.n - 1], "@1000000000 add \"e1\" \"h1\" - cores=2 = OK");
   tl_taskset_id ts = tlt_submit(e, 3, 1, 7, 2);
   ck_assert_str_eq(c.lines[c.n - 1],
-                   "@1000000000 submit stage=3 attempt=1 priority=7 ntasks=2 cpus=0 = OK ts=1");
+                   "@1000000000 submit stage=3 attempt=1 priority=7 ntasks=2 cpus=0 "
+                   "shuffle_map=0 barrier=0 = OK ts=1");
   ck_assert_uint_eq(ts, 1);
   e->now += 5;
   tl_launch l[2];

@@ -239,7 +239,8 @@ static int start_scheduler(replayer *r, token *tok, int n) {
         key_u64(&tok[i], "heartbeat_timeout_ns", &cfg.heartbeat_timeout_ns) ||
         key_u64(&tok[i], "pending_loss_timeout_ns", &cfg.pending_loss_timeout_ns) ||
         key_u32(&tok[i], "max_tombstones", &cfg.max_tombstones) ||
-        key_u64(&tok[i], "tombstone_ttl_ns", &cfg.tombstone_ttl_ns))
+        key_u64(&tok[i], "tombstone_ttl_ns", &cfg.tombstone_ttl_ns) ||
+        key_u64(&tok[i], "max_result_bytes", &cfg.max_result_bytes))
       continue;
     if (key_u64(&tok[i], "start", &v)) {
       start = v;
@@ -304,10 +305,14 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
     *err = tl_executor_decommission(s, id, msg);
   } else if (strcmp(op, "submit") == 0) {
     tl_taskset_desc d = {0};
-    if (na != 5 || !key_u32(&a[0], "stage", &d.stage_id) ||
+    uint64_t shuffle_map, barrier;
+    if (na != 7 || !key_u32(&a[0], "stage", &d.stage_id) ||
         !key_u32(&a[1], "attempt", &d.stage_attempt) || !key_u32(&a[2], "priority", &d.priority) ||
-        !key_u32(&a[3], "ntasks", &d.ntasks) || !key_u32(&a[4], "cpus", &d.cpus_per_task))
+        !key_u32(&a[3], "ntasks", &d.ntasks) || !key_u32(&a[4], "cpus", &d.cpus_per_task) ||
+        !key_u64(&a[5], "shuffle_map", &shuffle_map) || !key_u64(&a[6], "barrier", &barrier))
       return bad(r, op);
+    d.shuffle_map = shuffle_map != 0;
+    d.barrier = barrier != 0;
     if (r->nsubs == r->capsubs) {
       size_t cap = r->capsubs ? 2 * r->capsubs : 16;
       submission *subs = realloc(r->subs, cap * sizeof *subs);
