@@ -163,11 +163,19 @@ typedef struct tl_loss_reason {
   const char *message; /* may be NULL; copied */
 } tl_loss_reason;
 
+/* How a scheduler, or a pool, orders what it schedules (Spark's spark.scheduler.mode). */
+typedef enum tl_sched_mode {
+  TL_FIFO = 0, /* by priority (the job id), then stage id */
+  TL_FAIR = 1  /* by running attempts: below min share first, then running / weight, then name */
+} tl_sched_mode;
+
 /* ---------------------------------------------------------------------------------------------
  * Configuration
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct tl_config {
+  tl_sched_mode mode;               /* TL_FIFO: every task set in one FIFO order; TL_FAIR: task
+                                       sets in pools (tl_pool_add), pools shared FAIR; TL_FIFO */
   uint32_t cpus_per_task;           /* cores one task takes unless its task set says; 1 */
   uint32_t max_task_failures;       /* counting failures of one index that abort its task set:
                                        1 to 65535; 4 */
@@ -356,13 +364,35 @@ typedef struct tl_taskset_desc {
   bool shuffle_map;       /* its results are map outputs: max_result_bytes does not apply */
   bool barrier;           /* all its tasks launch in one offer round or none do; the failure of
                              any of them makes it zombie (the DAG layer resubmits the stage) */
+  const char *pool;       /* its pool under TL_FAIR (NULL = "default"); ignored under TL_FIFO,
+                             whose one pool is "default"; copied */
 } tl_taskset_desc;
 
 /* Submits a task set; every older attempt of the same stage becomes zombie (and is released at
  * once if nothing of it runs). Event revive_offers. *out (may be NULL) gets its id.
- * TL_EINVAL: bad descriptor; TL_EEXIST: that stage attempt is live; TL_ENOMEM. On error the
- * payload stays the caller's. */
+ * TL_EINVAL: bad descriptor; TL_ENOENT: no such pool (TL_FAIR); TL_EEXIST: that stage attempt is live;
+ * TL_ENOMEM. On error the payload stays the caller's. */
 TL_EXTERN int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out);
+
+/* Adds a pool (TL_FAIR schedulers only; "default" exists from the start: FIFO, weight 1, min
+ * share 0). Its task sets are ordered by mode among themselves; between pools, an offer round
+ * goes first to pools running fewer attempts than min_share (lowest running / min_share first),
+ * then by lowest running / weight, then by name (Spark's FairSchedulingAlgorithm). Pools live as
+ * long as the scheduler. TL_EINVAL: name NULL or not 1 to 255 bytes, mode not a tl_sched_mode,
+ * weight 0; TL_ESTATE: the scheduler is TL_FIFO; TL_EEXIST; TL_ENOMEM. */
+TL_EXTERN int tl_pool_add(tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
+                          uint32_t min_share);
+
+typedef struct tl_pool_status {
+  tl_sched_mode mode; /* between its task sets */
+  uint32_t weight;    /* as added */
+  uint32_t min_share; /* as added */
+  uint32_t running;   /* attempts in flight of its task sets, zombies' and frozen ones included */
+  uint32_t tasksets;  /* its task sets not yet released */
+} tl_pool_status;
+
+/* TL_ENOENT for an unknown pool ("default" always exists); TL_EINVAL. */
+TL_EXTERN int tl_pool_get(tl_scheduler *s, const char *name, tl_pool_status *out);
 
 /* Asks for one attempt to be killed (event kill_task). Nothing else changes: the attempt ends
  * when its executor reports TL_TASK_KILLED. TL_ESTALE if the tid is not running; TL_EINVAL;
@@ -428,7 +458,9 @@ typedef struct tl_launch {
   void *payload;               /* the task set's payload: valid until taskset_released */
 } tl_launch;
 
-/* Fills offers with pending tasks: task sets in FIFO order (priority, then stage id), each
+/* Fills offers with pending tasks: pools in FAIR order (TL_FAIR), and in each pool task sets
+ * in its order (TL_FIFO: priority, then stage id; TL_FAIR: fewest running attempts first, as
+ * they were when the round began), each
  * filling the offers round-robin (one task per offer per pass) so a stage spreads over
  * executors. Never launches more than an executor's free cores or cap launches. Launches are
  * written to out[0..*nout) and each makes a task_started event; *nout is 0 on any error. Offers
@@ -499,6 +531,7 @@ typedef struct tl_stats {
   size_t tombstones;                /* removed ids remembered */
   size_t hosts;                     /* hosts with at least one live executor */
   size_t racks;                     /* racks with at least one such host */
+  size_t pools;                     /* pools, "default" included */
   size_t tasksets_active;           /* not zombie */
   size_t tasksets_zombie;           /* zombie, still draining running attempts */
   size_t attempts_running;          /* entries of the tid index */

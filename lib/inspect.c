@@ -181,6 +181,8 @@ static int check_tasksets(checker *c, size_t running, size_t frozen) {
   struct tl_scheduler *s = c->s;
   size_t nactive = 0, nzombie = 0, pending = 0, sum_running = 0, sum_frozen = 0, queued = 0;
   size_t queued_at[TL__QUEUE_LEVELS] = {0};
+  for (tl__pool *p = s->pools_by_name; p != NULL; p = p->hh_by_name.next)
+    p->check_running = p->check_tasksets = 0;
   for (tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next) {
     unsigned long long id = (unsigned long long)ts->id;
     account(c, tl__taskset_size(ts->ntasks));
@@ -264,6 +266,8 @@ static int check_tasksets(checker *c, size_t running, size_t frozen) {
     CHECK(c, schedulable == (ts->queue_levels > 0),
           "task set %llu: in the queue %d, schedulable %d", id, ts->queue_levels > 0, schedulable);
     queued += schedulable;
+    ts->pool->check_running += ts->nrunning;
+    ts->pool->check_tasksets++;
     for (int level = 0; level < ts->queue_levels && level < TL__QUEUE_LEVELS; level++)
       queued_at[level]++;
   }
@@ -276,24 +280,45 @@ static int check_tasksets(checker *c, size_t running, size_t frozen) {
   CHECK(c, pending == s->npending_tasks, "%zu tasks pending, count says %zu", pending,
         s->npending_tasks);
 
-  /* The queue: every level in strict FIFO order, level l holding exactly the queued task sets
-   * of more than l levels (level 0 all of them). */
-  for (int level = 0; level < TL__QUEUE_LEVELS; level++) {
-    size_t n = 0;
-    const tl__taskset *prev = NULL;
-    for (const tl__taskset *ts = s->queue[level]; ts != NULL; ts = ts->queue_next[level]) {
-      CHECK(c, ++n <= queued, "queue level %d holds more than the %zu schedulable task sets", level,
-            queued);
-      CHECK(c, ts->queue_levels > level, "queue level %d holds task set %llu of %u levels", level,
-            (unsigned long long)ts->id, ts->queue_levels);
-      CHECK(c, prev == NULL || tl__queue_before(prev, ts),
-            "queue level %d is out of FIFO order at task set %llu", level,
-            (unsigned long long)ts->id);
-      prev = ts;
+  /* The pools' queues: every level in its pool's order, holding only task sets of that pool,
+   * and all levels together holding exactly the queued task sets of more than l levels. */
+  size_t walked_at[TL__QUEUE_LEVELS] = {0};
+  for (tl__pool *p = s->pools_by_name; p != NULL; p = p->hh_by_name.next) {
+    for (int level = 0; level < TL__QUEUE_LEVELS; level++) {
+      const tl__taskset *prev = NULL;
+      for (const tl__taskset *ts = p->queue[level]; ts != NULL; ts = ts->queue_next[level]) {
+        CHECK(c, ++walked_at[level] <= queued,
+              "queue level %d holds more than the %zu schedulable task sets", level, queued);
+        CHECK(c, ts->pool == p, "pool %s queues task set %llu of pool %s", p->name,
+              (unsigned long long)ts->id, ts->pool->name);
+        CHECK(c, ts->queue_levels > level, "queue level %d holds task set %llu of %u levels", level,
+              (unsigned long long)ts->id, ts->queue_levels);
+        CHECK(c, p->mode != TL_FAIR || ts->queue_running == ts->nrunning,
+              "FAIR pool %s places task set %llu by %u running attempts, it has %u", p->name,
+              (unsigned long long)ts->id, ts->queue_running, ts->nrunning);
+        CHECK(c, prev == NULL || tl__queue_before(p, prev, ts),
+              "pool %s: queue level %d is out of order at task set %llu", p->name, level,
+              (unsigned long long)ts->id);
+        prev = ts;
+      }
     }
-    CHECK(c, n == queued_at[level], "queue level %d holds %zu task sets, %zu expected", level, n,
-          queued_at[level]);
   }
+  size_t npools = 0;
+  for (tl__pool *p = s->pools_by_name; p != NULL; p = p->hh_by_name.next) {
+    npools++;
+    account(c, tl__pool_bytes(p));
+    CHECK(c, p->running == p->check_running && p->ntasksets == p->check_tasksets,
+          "pool %s: %u running in %u task sets, its task sets have %u in %u", p->name, p->running,
+          p->ntasksets, p->check_running, p->check_tasksets);
+  }
+  CHECK(c,
+        npools == s->npools && s->default_pool != NULL &&
+            tl__pool_find(s, "default") == s->default_pool,
+        "%zu pools, count says %zu, or the default pool is lost", npools, s->npools);
+  for (int level = 0; level < TL__QUEUE_LEVELS; level++)
+    CHECK(c, walked_at[level] == queued_at[level],
+          "queue level %d holds %zu task sets, %zu expected", level, walked_at[level],
+          queued_at[level]);
 
   size_t attempts = 0;
   for (tl__stage *st = s->stages_by_id; st != NULL; st = st->hh_by_id.next) {
@@ -450,6 +475,8 @@ static int check_memory(checker *c) {
     account_table(c, s->tasksets_by_id->hh_by_id.tbl);
   if (s->stages_by_id != NULL)
     account_table(c, s->stages_by_id->hh_by_id.tbl);
+  if (s->pools_by_name != NULL)
+    account_table(c, s->pools_by_name->hh_by_name.tbl);
   CHECK(c, c->bytes == s->mem_bytes && c->blocks == s->mem_blocks,
         "memory: %zu bytes in %zu blocks are allocated, the ledger accounts for %zu in %zu",
         s->mem_bytes, s->mem_blocks, c->bytes, c->blocks);
@@ -460,7 +487,7 @@ static int check_memory(checker *c) {
     CHECK(c,
           s->attempts_by_tid == NULL && s->hosts_by_name == NULL && s->racks_by_name == NULL &&
               s->stages_by_id == NULL && s->nfrozen == 0 && s->npending_tasks == 0 &&
-              s->queue[0] == NULL,
+              s->default_pool->queue[0] == NULL,
           "invariant 7: quiescent but a map is not empty");
   return TL_OK;
 }
@@ -506,6 +533,7 @@ void tl_stats_get(tl_scheduler *s, tl_stats *out) {
   out->tombstones = s->ntombstones;
   out->hosts = s->nhosts;
   out->racks = s->nracks;
+  out->pools = s->npools;
   out->tasksets_active = s->nactive;
   out->tasksets_zombie = s->nzombie;
   out->attempts_running = HASH_CNT(hh_by_tid, s->attempts_by_tid);
@@ -535,6 +563,22 @@ int tl_executor_get(tl_scheduler *s, const char *executor_id, tl_executor_status
   }
   uv_mutex_unlock(&s->lock);
   return err;
+}
+
+int tl_pool_get(tl_scheduler *s, const char *name, tl_pool_status *out) {
+  if (s == NULL || tl__name_len(name, TL_HOST_MAX) == 0 || out == NULL)
+    return TL_EINVAL;
+  uv_mutex_lock(&s->lock);
+  tl__pool *p = tl__pool_find(s, name);
+  if (p != NULL) {
+    out->mode = (tl_sched_mode)p->mode;
+    out->weight = p->weight;
+    out->min_share = p->min_share;
+    out->running = p->running;
+    out->tasksets = p->ntasksets;
+  }
+  uv_mutex_unlock(&s->lock);
+  return p != NULL ? TL_OK : TL_ENOENT;
 }
 
 int tl_taskset_get(tl_scheduler *s, tl_taskset_id id, tl_taskset_status *out) {

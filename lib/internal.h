@@ -178,15 +178,32 @@ typedef struct tl__index {
   uint8_t flags;          /* TL__IDX_*; PENDING only in a non-zombie task set */
 } tl__index;
 
-/* Levels of the FIFO queue, a skip list of the schedulable task sets: a task set is on level l
+/* Levels of a pool's queue, a skip list of its schedulable task sets: a task set is on level l
  * with probability 4^-l, so 12 levels keep searches logarithmic to some 16 million entries. */
 #define TL__QUEUE_LEVELS 12
+
+/* A pool (pool.c). Under TL_FIFO only "default" exists. */
+typedef struct tl__pool {
+  UT_hash_handle hh_by_name;                   /* scheduler's pools_by_name */
+  tl__link on_scheduler;                       /* scheduler's pools, in creation order */
+  struct tl__taskset *queue[TL__QUEUE_LEVELS]; /* heads of its queue of schedulable task sets */
+  uint32_t running;                            /* attempts in flight of its task sets, zombies' and
+                                                  frozen ones included */
+  uint32_t ntasksets;                          /* its task sets not yet released */
+  uint32_t weight;                             /* FAIR share between pools; at least 1 */
+  uint32_t min_share;                          /* running attempts it is owed first */
+  uint8_t mode;                                /* tl_sched_mode between its task sets */
+  uint32_t check_running, check_tasksets;      /* tl_check's scratch sums */
+  uint32_t name_len;                           /* bytes of name */
+  char name[];                                 /* NUL-terminated */
+} tl__pool;
 
 /* One attempt of one stage. */
 typedef struct tl__taskset {
   tl_taskset_id id;        /* key of tasksets_by_id */
   UT_hash_handle hh_by_id; /* scheduler's tasksets_by_id */
   struct tl__stage *stage; /* its stage entry; never NULL */
+  tl__pool *pool;          /* its pool; never NULL */
   tl__link on_stage;       /* stage's attempt list */
   tl__link running;        /* attempts in flight (tl__attempt.on_taskset), frozen included */
   void *payload;           /* the caller's, until taskset_released hands it back */
@@ -204,9 +221,12 @@ typedef struct tl__taskset {
   uint64_t result_bytes;   /* their result_size summed */
   bool shuffle_map;        /* as submitted: max_result_bytes does not apply */
   bool barrier;            /* as submitted: all tasks launch in one round, any failure zombies */
-  uint8_t queue_levels;    /* levels of the queue it is on; 0 unless schedulable */
-  bool zombie;             /* launches nothing; released when nrunning reaches 0 */
-  bool failed;             /* aborted: taskset_failed was made */
+  uint8_t queue_levels;    /* levels of its pool's queue it is on; 0 unless schedulable */
+  uint32_t queue_running;  /* the nrunning its place in a FAIR queue was chosen by */
+  uint64_t offer_round;    /* the offer round that last launched in it (offers.c's scratch) */
+  struct tl__taskset *launched_next; /* offers.c's list of the task sets a round launched in */
+  bool zombie;                       /* launches nothing; released when nrunning reaches 0 */
+  bool failed;                       /* aborted: taskset_failed was made */
   struct tl__taskset *queue_next[TL__QUEUE_LEVELS]; /* its successors in the queue, per level */
   tl__index idx[];                                  /* ntasks entries */
 } tl__taskset;
@@ -348,6 +368,8 @@ void tl__jfmt_lost(tl__jw *w, const char *id, const tl_loss_reason *r);
 void tl__jfmt_id(tl__jw *w, const char *op, const char *id);
 void tl__jfmt_decommission(tl__jw *w, const char *id, const char *message);
 void tl__jfmt_submit(tl__jw *w, const tl_taskset_desc *d);
+void tl__jfmt_pool_add(tl__jw *w, const char *name, tl_sched_mode mode, uint32_t weight,
+                       uint32_t min_share);
 void tl__jfmt_kill_task(tl__jw *w, tl_tid tid, bool interrupt, const char *reason);
 void tl__jfmt_kill_stage(tl__jw *w, uint32_t stage_id, bool interrupt, const char *reason);
 void tl__jfmt_cancel_stage(tl__jw *w, uint32_t stage_id, const char *reason);
@@ -365,17 +387,19 @@ struct tl_scheduler {
   tl_callbacks cb; /* copy */
 
   /* Indexes. */
-  tl__attempt *attempts_by_tid;                /* running attempts (not frozen) */
-  tl__executor *executors_by_id;               /* every executor record, tombstones included */
-  tl__host *hosts_by_name;                     /* hosts with live executors */
-  tl__rack *racks_by_name;                     /* racks with hosts */
-  tl__taskset *tasksets_by_id;                 /* every task set not yet released */
-  tl__stage *stages_by_id;                     /* stages with task sets */
-  struct tl__taskset *queue[TL__QUEUE_LEVELS]; /* the queue's heads: schedulable task sets (not
-                                                   zombie, something pending), FIFO order */
-  tl__link heartbeat_order; /* ALIVE/DECOMMISSIONING executors, oldest heartbeat first */
-  tl__link pending_order;   /* PENDING_LOSS executors with a deadline, earliest first */
-  tl__link tombstone_order; /* REMOVED executors, oldest first */
+  tl__attempt *attempts_by_tid;  /* running attempts (not frozen) */
+  tl__executor *executors_by_id; /* every executor record, tombstones included */
+  tl__host *hosts_by_name;       /* hosts with live executors */
+  tl__rack *racks_by_name;       /* racks with hosts */
+  tl__taskset *tasksets_by_id;   /* every task set not yet released */
+  tl__stage *stages_by_id;       /* stages with task sets */
+  tl__pool *pools_by_name;       /* every pool */
+  tl__link pools;                /* the same, in creation order */
+  tl__pool *default_pool;        /* "default": the one pool under TL_FIFO */
+  size_t npools;                 /* entries of pools_by_name */
+  tl__link heartbeat_order;      /* ALIVE/DECOMMISSIONING executors, oldest heartbeat first */
+  tl__link pending_order;        /* PENDING_LOSS executors with a deadline, earliest first */
+  tl__link tombstone_order;      /* REMOVED executors, oldest first */
 
   /* Counts kept with the indexes (tl_check recounts them). */
   size_t nalive, ndecommissioning, npending_loss, ntombstones, nhosts, nracks;
@@ -444,8 +468,28 @@ void tl__taskset_make_zombie(struct tl_scheduler *s, tl__taskset *ts);
 /* Counts a FINISHED update's result toward max_result_bytes: TL_END_SUCCESS, or
  * TL_END_RESULT_TOO_LARGE when the task set's results pass the limit with it. */
 tl_end_kind tl__taskset_take_result(struct tl_scheduler *s, tl__taskset *ts, size_t size);
-/* The queue's order: lower priority value first, then lower stage id, then lower id. */
-bool tl__queue_before(const tl__taskset *a, const tl__taskset *b);
+
+/* ---------------------------------------------------------------------------------------------
+ * Pools and their queues (pool.c).
+ * ------------------------------------------------------------------------------------------- */
+
+int tl__pools_init(struct tl_scheduler *s);
+void tl__pools_destroy(struct tl_scheduler *s);
+tl__pool *tl__pool_find(struct tl_scheduler *s, const char *name);
+size_t tl__pool_bytes(const tl__pool *p);
+int tl__pool_add(struct tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
+                 uint32_t min_share);
+/* The queue's order in pool p: FIFO (priority, stage id, id) or FAIR (queue_running, stage id,
+ * stage attempt, id). */
+bool tl__queue_before(const tl__pool *p, const tl__taskset *a, const tl__taskset *b);
+void tl__queue_insert(tl__taskset *ts);
+void tl__queue_remove(tl__taskset *ts); /* a no-op when it is not queued */
+/* Moves a queued task set of a FAIR pool to the place its running count now gives it. */
+void tl__queue_replace(tl__taskset *ts);
+/* Writes the pools with something queued into order, in the order a round visits them (FAIR
+ * between pools; under TL_FIFO there is only "default"); returns how many. order must have
+ * room for s->npools. */
+size_t tl__pools_in_order(struct tl_scheduler *s, tl__pool **order);
 void tl__taskset_finish_if_drained(struct tl_scheduler *s, tl__taskset *ts);
 int tl__kill_task(struct tl_scheduler *s, tl_tid tid, bool interrupt, const char *reason);
 int tl__kill_stage(struct tl_scheduler *s, uint32_t stage_id, bool interrupt, const char *reason);

@@ -44,6 +44,7 @@ static void launch(struct tl_scheduler *s, tl__taskset *ts, tl__executor *ex, tl
   ex->free_cores -= ts->cpus;
   tl__list_insert_tail(&ts->running, &a->on_taskset);
   ts->nrunning++;
+  ts->pool->running++; /* its place in a FAIR queue moves at the end of the round */
 }
 
 static void describe_launch(const tl__attempt *a, tl_launch *l) {
@@ -88,6 +89,46 @@ static bool barrier_fits(const tl__taskset *ts, const offer_slot *slots, size_t 
   return fit >= ts->npending;
 }
 
+/* What a round has to work with, and what it has done so far. */
+typedef struct round_state {
+  offer_slot *slots;
+  size_t nslots;
+  tl__attempt **pre;     /* the prepared records */
+  size_t used;           /* of which launched */
+  size_t most;           /* the launch budget */
+  uint64_t left;         /* cores the slots still have */
+  tl__taskset *launched; /* the task sets it launched in, through launched_next */
+} round_state;
+
+/* A task set's turn: it fills the slots in passes, one task per slot per pass, until it has
+ * nothing pending, a pass launches nothing, or the budget is spent. */
+static void take_turn(struct tl_scheduler *s, round_state *r, tl__taskset *ts) {
+  if (ts->cpus > r->left)
+    return;
+  if (ts->barrier && !barrier_fits(ts, r->slots, r->nslots, r->most - r->used))
+    return; /* all of its tasks in this round, or none */
+  for (;;) {
+    size_t launched = 0;
+    for (size_t i = 0; i < r->nslots && r->used < r->most && ts->npending > 0; i++) {
+      offer_slot *slot = &r->slots[i];
+      if (slot->cores < ts->cpus) /* a slot's cores are never more than its executor has free */
+        continue;
+      launch(s, ts, slot->ex, r->pre[r->used]);
+      slot->cores -= ts->cpus;
+      r->left -= ts->cpus;
+      r->used++;
+      launched++;
+    }
+    if (launched > 0 && ts->offer_round != s->offer_round) {
+      ts->offer_round = s->offer_round;
+      ts->launched_next = r->launched;
+      r->launched = ts;
+    }
+    if (launched == 0 || ts->npending == 0 || r->used == r->most)
+      return;
+  }
+}
+
 /* Takes unused prepared records out of the index and frees them. */
 static void drop_prepared(struct tl_scheduler *s, tl__attempt **pre, size_t from, size_t to) {
   for (size_t k = from; k < to; k++) {
@@ -100,10 +141,13 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
                         tl_launch *out, size_t cap, size_t *nout) {
   offer_slot slots_on_stack[STACK_SLOTS], *slots = slots_on_stack;
   tl__attempt *pre_on_stack[STACK_SLOTS], **pre = pre_on_stack;
+  tl__pool *order_on_stack[STACK_SLOTS], **order = order_on_stack;
+  size_t npools_allocated = s->npools; /* pools cannot be added during the round */
   size_t nslots = 0, nprepared = 0, used = 0;
   uint64_t rejected = 0, offered = 0;
   int err = TL_ENOMEM;
 
+  s->offer_round++; /* marks executors and task sets this round touches */
   if (noffers > STACK_SLOTS && (slots = tl__malloc(s, noffers * sizeof *slots)) == NULL)
     return TL_ENOMEM;
   for (size_t i = 0; i < noffers; i++) {
@@ -130,7 +174,6 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
     nslots++;
     offered += cores;
   }
-  s->offer_round++; /* the marks of this round are stale from here on */
 
   size_t most = cap;
   if (most > s->npending_tasks)
@@ -138,6 +181,8 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   if (most > offered)
     most = (size_t)offered;
   if (most > STACK_SLOTS && (pre = tl__malloc(s, most * sizeof *pre)) == NULL)
+    goto done;
+  if (s->npools > STACK_SLOTS && (order = tl__malloc(s, s->npools * sizeof *order)) == NULL)
     goto done;
   for (; nprepared < most; nprepared++) {
     tl__attempt *a = tl__malloc(s, sizeof *a);
@@ -154,29 +199,19 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   if (tl__events_reserve(s, most) != TL_OK)
     goto undo;
 
-  uint64_t left = offered; /* cores the usable offers still have */
-  for (tl__taskset *ts = s->queue[0], *next; ts != NULL && used < most && left > 0; ts = next) {
-    next = ts->queue_next[0]; /* ts may leave the queue below; the others stay where they are */
-    if (ts->cpus > left)
-      continue;
-    if (ts->barrier && !barrier_fits(ts, slots, nslots, most - used))
-      continue; /* all of its tasks in this round, or none */
-    for (;;) {
-      size_t launched = 0;
-      for (size_t i = 0; i < nslots && used < most && ts->npending > 0; i++) {
-        offer_slot *slot = &slots[i];
-        if (slot->cores < ts->cpus) /* a slot's cores are never more than its executor has free */
-          continue;
-        launch(s, ts, slot->ex, pre[used]);
-        slot->cores -= ts->cpus;
-        left -= ts->cpus;
-        used++;
-        launched++;
-      }
-      if (launched == 0 || ts->npending == 0 || used == most)
-        break;
+  round_state r = {slots, nslots, pre, 0, most, offered, NULL};
+  size_t npools = tl__pools_in_order(s, order);
+  for (size_t k = 0; k < npools && r.used < r.most && r.left > 0; k++) {
+    for (tl__taskset *ts = order[k]->queue[0], *next; ts != NULL && r.used < r.most && r.left > 0;
+         ts = next) {
+      next = ts->queue_next[0]; /* ts may leave the queue below; the others stay where they are */
+      take_turn(s, &r, ts);
     }
   }
+  /* A FAIR pool's order follows running attempts; it moves once the round is over. */
+  for (tl__taskset *ts = r.launched; ts != NULL; ts = ts->launched_next)
+    tl__queue_replace(ts);
+  used = r.used;
 
   drop_prepared(s, pre, used, nprepared);
   s->next_tid += used;
@@ -193,6 +228,8 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
 undo:
   drop_prepared(s, pre, 0, nprepared);
 done:
+  if (order != order_on_stack)
+    tl__free(s, order, npools_allocated * sizeof *order);
   if (pre != pre_on_stack)
     tl__free(s, pre, most * sizeof *pre);
   if (slots != slots_on_stack)

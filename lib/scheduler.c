@@ -93,7 +93,7 @@ static int journal_leave(tl_scheduler *s, tl__jline *j, tl__jw *w, int err, cons
 
 static int valid_config(const tl_config *cfg) {
   return cfg->cpus_per_task >= 1 && cfg->max_task_failures >= 1 &&
-         cfg->max_task_failures <= UINT16_MAX;
+         cfg->max_task_failures <= UINT16_MAX && (cfg->mode == TL_FIFO || cfg->mode == TL_FAIR);
 }
 
 int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler **out) {
@@ -122,7 +122,8 @@ int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler 
   }
   s->events.ev = tl__malloc(s, TL__EVENTS_INITIAL * sizeof(tl__event));
   s->batch.ev = tl__malloc(s, TL__EVENTS_INITIAL * sizeof(tl__event));
-  if (s->events.ev == NULL || s->batch.ev == NULL) {
+  if (s->events.ev == NULL || s->batch.ev == NULL || tl__pools_init(s) != TL_OK) {
+    tl__pools_destroy(s);
     tl__free(s, s->events.ev, TL__EVENTS_INITIAL * sizeof(tl__event));
     tl__free(s, s->batch.ev, TL__EVENTS_INITIAL * sizeof(tl__event));
     uv_mutex_destroy(&s->lock);
@@ -140,7 +141,6 @@ int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler 
   s->journal_tail = &s->journal;
   atomic_init(&s->batch_delivered, 0);
   s->next_tid = 1;
-  s->offer_round = 1; /* executors start at round 0: no slot */
   s->next_taskset_id = 1;
   s->last_now = tl__clock_read(s);
   if (s->cfg.journal != NULL)
@@ -170,6 +170,7 @@ static void destroy_all(tl_scheduler *s) {
     HASH_DELETE(hh_by_name, s->racks_by_name, rack);
     tl__free(s, rack, sizeof *rack + rack->name_len + 1);
   }
+  tl__pools_destroy(s);
   tl__journal_free_list(s, s->journal);
   tl__events_clear(s, &s->events, 0);
   tl__events_clear(s, &s->batch, 0);
@@ -272,8 +273,22 @@ int tl_executor_decommission(tl_scheduler *s, const char *executor_id, const cha
  * Task sets
  * ------------------------------------------------------------------------------------------- */
 
+int tl_pool_add(tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
+                uint32_t min_share) {
+  if (s == NULL || tl__name_len(name, TL_HOST_MAX) == 0 || (mode != TL_FIFO && mode != TL_FAIR) ||
+      weight == 0)
+    return TL_EINVAL;
+  int err = enter(s);
+  if (err != TL_OK)
+    return err;
+  JOURNAL_OPEN(s, tl__jfmt_pool_add(&w, name, mode, weight, min_share));
+  err = tl__pool_add(s, name, mode, weight, min_share);
+  return journal_leave(s, j, &w, err, NULL);
+}
+
 int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out) {
-  if (s == NULL || d == NULL || d->ntasks == 0 || d->ntasks == TL__NONE)
+  if (s == NULL || d == NULL || d->ntasks == 0 || d->ntasks == TL__NONE ||
+      (d->pool != NULL && tl__name_len(d->pool, TL_HOST_MAX) == 0))
     return TL_EINVAL;
   int err = enter(s);
   if (err != TL_OK)

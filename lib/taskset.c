@@ -31,70 +31,6 @@ static tl_taskset_info taskset_info(const tl__taskset *ts) {
 }
 
 /* ---------------------------------------------------------------------------------------------
- * The FIFO queue: the schedulable task sets (not zombie, something pending), in order of
- * priority, then stage id (then id, so the order is total). A task set leaves it when its last
- * pending index launches and comes back when a failure gives it one again, in the middle of the
- * order as often as not, so the queue is a skip list: insertion and removal cost O(log q)
- * expected for q queued task sets, walking it in order costs O(1) a step, and its links live in
- * the task set record, so neither allocates. A task set's level count comes from a hash of its
- * id: deterministic from run to run, geometric with ratio 1/4.
- * ------------------------------------------------------------------------------------------- */
-
-bool tl__queue_before(const tl__taskset *a, const tl__taskset *b) {
-  if (a->priority != b->priority)
-    return a->priority < b->priority;
-  if (a->stage_id != b->stage_id)
-    return a->stage_id < b->stage_id;
-  return a->id < b->id;
-}
-
-static uint8_t queue_levels_of(tl_taskset_id id) {
-  uint64_t h = id + 0x9e3779b97f4a7c15ull; /* splitmix64's finaliser */
-  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
-  h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
-  h ^= h >> 31;
-  uint8_t levels = 1;
-  while (levels < TL__QUEUE_LEVELS && (h & 3) == 0) {
-    levels++;
-    h >>= 2;
-  }
-  return levels;
-}
-
-/* Finds, on every level, the link that points at the first task set not before ts. */
-static void queue_find(struct tl_scheduler *s, const tl__taskset *ts,
-                       tl__taskset **link[TL__QUEUE_LEVELS]) {
-  tl__taskset **next = s->queue; /* the successor links of the position reached: the heads */
-  for (int l = TL__QUEUE_LEVELS - 1; l >= 0; l--) {
-    while (next[l] != NULL && tl__queue_before(next[l], ts))
-      next = next[l]->queue_next;
-    link[l] = &next[l];
-  }
-}
-
-static void queue_insert(struct tl_scheduler *s, tl__taskset *ts) {
-  tl__taskset **link[TL__QUEUE_LEVELS];
-  queue_find(s, ts, link);
-  ts->queue_levels = queue_levels_of(ts->id);
-  for (int l = 0; l < ts->queue_levels; l++) {
-    ts->queue_next[l] = *link[l];
-    *link[l] = ts;
-  }
-}
-
-static void queue_remove(struct tl_scheduler *s, tl__taskset *ts) {
-  if (ts->queue_levels == 0)
-    return;
-  tl__taskset **link[TL__QUEUE_LEVELS];
-  queue_find(s, ts, link);
-  for (int l = 0; l < ts->queue_levels; l++) {
-    *link[l] = ts->queue_next[l]; /* *link[l] == ts: the order is total */
-    ts->queue_next[l] = NULL;
-  }
-  ts->queue_levels = 0;
-}
-
-/* ---------------------------------------------------------------------------------------------
  * The pending stack: indices waiting to launch, the next one on top. A fresh task set stacks
  * them so index 0 launches first; a failed index goes back on top and is retried next (Spark's
  * addPendingTask). Links are indices, so the stack costs nothing beyond the 16-byte index state.
@@ -109,7 +45,7 @@ static void pending_push(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
   ts->pending_top = i;
   ix->flags |= TL__IDX_PENDING;
   if (ts->npending++ == 0)
-    queue_insert(s, ts);
+    tl__queue_insert(ts);
   s->npending_tasks++;
 }
 
@@ -124,7 +60,7 @@ static void pending_remove(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) 
   ix->prev = ix->next = TL__NONE;
   ix->flags &= (uint8_t)~TL__IDX_PENDING;
   if (--ts->npending == 0)
-    queue_remove(s, ts);
+    tl__queue_remove(ts);
   s->npending_tasks--;
 }
 
@@ -152,7 +88,7 @@ void tl__taskset_make_zombie(struct tl_scheduler *s, tl__taskset *ts) {
   s->npending_tasks -= ts->npending;
   ts->npending = 0;
   ts->pending_top = TL__NONE;
-  queue_remove(s, ts);
+  tl__queue_remove(ts);
   if (ts->stage->active == ts)
     ts->stage->active = NULL;
 }
@@ -189,6 +125,7 @@ void tl__taskset_finish_if_drained(struct tl_scheduler *s, tl__taskset *ts) {
   tl__event *ev = tl__event_push(s, TL__EV_TASKSET_RELEASED);
   ev->u.ts.info = taskset_info(ts);
   ev->u.ts.payload = ts->payload;
+  ts->pool->ntasksets--;
   stage_unlink(s, ts);
   HASH_DELETE(hh_by_id, s->tasksets_by_id, ts);
   s->nzombie--;
@@ -234,6 +171,8 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
 
   tl__list_remove(&a->on_taskset);
   ts->nrunning--;
+  ts->pool->running--;
+  tl__queue_replace(ts); /* a FAIR pool orders by running attempts */
   ix->copies_running--;
 
   tl__event *ev = tl__event_push(s, TL__EV_TASK_ENDED);
@@ -292,6 +231,11 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
  * ------------------------------------------------------------------------------------------- */
 
 int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out) {
+  /* Under TL_FIFO the pool is ignored, as Spark ignores spark.scheduler.pool there. */
+  tl__pool *pool = s->cfg.mode == TL_FAIR && d->pool != NULL ? tl__pool_find(s, d->pool)
+                                                              : s->default_pool;
+  if (pool == NULL)
+    return TL_ENOENT;
   tl__stage *st = tl__stage_find(s, d->stage_id);
   if (st != NULL) {
     for (tl__link *l = st->attempts.next; l != &st->attempts; l = l->next)
@@ -327,6 +271,8 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
 
   s->next_taskset_id++;
   ts->stage = st;
+  ts->pool = pool;
+  pool->ntasksets++;
   tl__list_init(&ts->running);
   ts->payload = d->payload;
   ts->stage_id = d->stage_id;
@@ -356,7 +302,7 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
   if (older != NULL)
     tl__taskset_make_zombie(s, older); /* SPARK-27065: one active attempt per stage */
   st->active = ts;
-  queue_insert(s, ts);
+  tl__queue_insert(ts);
   if (older != NULL)
     tl__taskset_finish_if_drained(s, older);
   s->revive_wanted = true;
@@ -494,7 +440,9 @@ void tl__taskset_destroy(struct tl_scheduler *s, tl__taskset *ts) {
     tl__list_remove(&a->on_taskset);
     tl__attempt_free(s, a);
   }
-  queue_remove(s, ts);
+  tl__queue_remove(ts);
+  ts->pool->running -= ts->nrunning;
+  ts->pool->ntasksets--;
   stage_unlink(s, ts);
   HASH_DELETE(hh_by_id, s->tasksets_by_id, ts);
   tl__free(s, ts, tl__taskset_size(ts->ntasks));

@@ -544,6 +544,17 @@ static tlt_env *new_env(const tl_config *cfg, void (*edit)(tl_callbacks *cb), bo
 
 tlt_env *tlt_new(const tl_config *cfg) { return new_env(cfg, NULL, false); }
 
+void tlt_rebase(tlt_env *e) {
+  tl_stats st;
+  tl_stats_get(e->s, &st);
+  ck_assert_msg(st.tasksets_active + st.tasksets_zombie + st.attempts_running + st.executors_alive +
+                        st.executors_pending_loss + st.tombstones ==
+                    0,
+                "tlt_rebase on a scheduler that is not empty");
+  e->base_bytes = st.mem_live_bytes;
+  e->base_blocks = st.mem_live_blocks;
+}
+
 tlt_env *tlt_new_edit(const tl_config *cfg, void (*edit)(tl_callbacks *cb)) {
   return new_env(cfg, edit, false);
 }

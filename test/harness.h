@@ -35,6 +35,7 @@ Suite *tl_spark_suite(void);
 Suite *tl_inspect_suite(void);
 Suite *tl_journal_suite(void);
 Suite *tl_policy_suite(void);
+Suite *tl_pools_suite(void);
 
 /* A test case with the project's per-test timeout. */
 TCase *tlt_tcase(Suite *suite, const char *name);
@@ -244,6 +245,9 @@ tl_taskset_id tlt_submit_(int line, tlt_env *e, uint32_t stage, uint32_t attempt
 /* Submits d (its payload replaced by a fresh harness payload); asserts TL_OK; returns the id. */
 #define tlt_submit_desc(e, d) tlt_submit_desc_(__LINE__, e, d)
 tl_taskset_id tlt_submit_desc_(int line, tlt_env *e, const tl_taskset_desc *d);
+/* Takes the memory baseline again, for a scheduler configured after creation (its pools live
+ * as long as it does): asserts that it holds no task set, attempt or executor yet. */
+void tlt_rebase(tlt_env *e);
 /* tl_submit with a harness payload, returning its code; the submission is recorded only on
  * TL_OK (the payload is freed otherwise). Asserts nothing: safe on any thread. */
 int tlt_submit_rc(tlt_env *e, uint32_t stage, uint32_t attempt, uint32_t priority, uint32_t ntasks,

@@ -17,7 +17,7 @@ static const struct {
     {"status", tl_status_suite},     {"loss", tl_loss_suite},
     {"events", tl_events_suite},     {"spark", tl_spark_suite},
     {"inspect", tl_inspect_suite},   {"journal", tl_journal_suite},
-    {"policy", tl_policy_suite},
+    {"policy", tl_policy_suite},     {"pools", tl_pools_suite},
 };
 
 int main(int argc, char **argv) {

@@ -75,7 +75,7 @@ START_TEST(lines_follow_the_documented_format) {
   tlt_env *e = journaled(&c, &cfg);
   ck_assert_uint_ge(c.n, 2);
   ck_assert_str_eq(c.lines[0], "# taskledger journal v1");
-  ck_assert_str_eq(c.lines[1], "config cpus_per_task=1 max_task_failures=2 "
+  ck_assert_str_eq(c.lines[1], "config mode=FIFO cpus_per_task=1 max_task_failures=2 "
                                "heartbeat_timeout_ns=120000000000 "
                                "pending_loss_timeout_ns=120000000000 max_tombstones=1024 "
                                "tombstone_ttl_ns=600000000000 max_result_bytes=1073741824 "
@@ -86,7 +86,7 @@ START_TEST(lines_follow_the_documented_format) {
   tl_taskset_id ts = tlt_submit(e, 3, 1, 7, 2);
   ck_assert_str_eq(c.lines[c.n - 1],
                    "@1000000000 submit stage=3 attempt=1 priority=7 ntasks=2 cpus=0 "
-                   "shuffle_map=0 barrier=0 = OK ts=1");
+                   "shuffle_map=0 barrier=0 - = OK ts=1");
   ck_assert_uint_eq(ts, 1);
   e->now += 5;
   tl_launch l[2];

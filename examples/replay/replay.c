@@ -246,6 +246,15 @@ static int start_scheduler(replayer *r, token *tok, int n) {
       start = v;
       continue;
     }
+    if (!tok[i].quoted && tok[i].text != NULL && strncmp(tok[i].text, "mode=", 5) == 0) {
+      if (strcmp(tok[i].text + 5, "FIFO") == 0)
+        cfg.mode = TL_FIFO;
+      else if (strcmp(tok[i].text + 5, "FAIR") == 0)
+        cfg.mode = TL_FAIR;
+      else
+        return stop(r, TLR_BAD_INPUT, "unknown scheduling mode %s", tok[i].text + 5);
+      continue;
+    }
     /* Keys this version does not know: a later journal version would have a new header. */
     return stop(r, TLR_BAD_INPUT, "unknown config field %s", tok[i].text ? tok[i].text : "-");
   }
@@ -306,7 +315,7 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
   } else if (strcmp(op, "submit") == 0) {
     tl_taskset_desc d = {0};
     uint64_t shuffle_map, barrier;
-    if (na != 7 || !key_u32(&a[0], "stage", &d.stage_id) ||
+    if (na != 8 || !str_arg(&a[7], &d.pool) || !key_u32(&a[0], "stage", &d.stage_id) ||
         !key_u32(&a[1], "attempt", &d.stage_attempt) || !key_u32(&a[2], "priority", &d.priority) ||
         !key_u32(&a[3], "ntasks", &d.ntasks) || !key_u32(&a[4], "cpus", &d.cpus_per_task) ||
         !key_u64(&a[5], "shuffle_map", &shuffle_map) || !key_u64(&a[6], "barrier", &barrier))
@@ -338,6 +347,15 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
       uint64_t want;
       *matches = nextra == 1 && key_u64(&extra[0], "ts", &want) && want == id;
     }
+  } else if (strcmp(op, "pool_add") == 0) {
+    const char *name;
+    uint32_t weight, min_share;
+    const char *mode = na == 4 ? a[1].text : NULL;
+    if (mode == NULL || a[1].quoted || (strcmp(mode, "FIFO") != 0 && strcmp(mode, "FAIR") != 0) ||
+        !str_arg(&a[0], &name) || !key_u32(&a[2], "weight", &weight) ||
+        !key_u32(&a[3], "min_share", &min_share))
+      return bad(r, op);
+    *err = tl_pool_add(s, name, strcmp(mode, "FAIR") == 0 ? TL_FAIR : TL_FIFO, weight, min_share);
   } else if (strcmp(op, "kill_task") == 0) {
     uint64_t tid, interrupt;
     const char *reason;
