@@ -130,7 +130,9 @@ typedef enum tl_end_kind {
   TL_END_RESULT_LOST = 5,     /* the result could not be fetched: counts */
   TL_END_EXECUTOR_LOST = 6,   /* its executor was lost: counts only if caused by the app and the
                                  attempt had reached RUNNING; never given in a status update */
-  TL_END_RESUBMITTED = 7,     /* reserved for shuffle-output resubmission; not produced yet */
+  TL_END_RESUBMITTED = 7,     /* a done index of an active shuffle-map task set whose output
+                                 was on a lost executor: pending again (the tid is the attempt
+                                 that wrote it); does not count; never given in an update */
   TL_END_RESULT_TOO_LARGE = 8 /* FINISHED, but the task set's results passed max_result_bytes:
                                  the library freed the result (result_free) and aborted the task
                                  set; does not count; never given in a status update */
@@ -361,7 +363,9 @@ typedef struct tl_taskset_desc {
   uint32_t cpus_per_task; /* 0: the config's */
   void *payload;          /* shared by all tasks, given to every launch, handed back once by
                              taskset_released; the library never touches what it points to */
-  bool shuffle_map;       /* its results are map outputs: max_result_bytes does not apply */
+  bool shuffle_map;       /* its results are map outputs, kept on the executor that wrote them:
+                             max_result_bytes does not apply, and while the task set is active an
+                             index done on an executor that is later lost runs again */
   bool barrier;           /* all its tasks launch in one offer round or none do; the failure of
                              any of them makes it zombie (the DAG layer resubmits the stage) */
   const char *pool;       /* its pool under TL_FAIR (NULL = "default"); ignored under TL_FIFO,
@@ -370,8 +374,8 @@ typedef struct tl_taskset_desc {
 
 /* Submits a task set; every older attempt of the same stage becomes zombie (and is released at
  * once if nothing of it runs). Event revive_offers. *out (may be NULL) gets its id.
- * TL_EINVAL: bad descriptor; TL_ENOENT: no such pool (TL_FAIR); TL_EEXIST: that stage attempt is live;
- * TL_ENOMEM. On error the payload stays the caller's. */
+ * TL_EINVAL: bad descriptor; TL_ENOENT: no such pool (TL_FAIR); TL_EEXIST: that stage attempt is
+ * live; TL_ENOMEM. On error the payload stays the caller's. */
 TL_EXTERN int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out);
 
 /* Adds a pool (TL_FAIR schedulers only; "default" exists from the start: FIFO, weight 1, min

@@ -21,8 +21,9 @@ typedef struct checker {
   struct tl_scheduler *s;
   char *why;
   size_t len;
-  size_t bytes;  /* memory the records account for */
-  size_t blocks; /* and their number */
+  size_t bytes;   /* memory the records account for */
+  size_t blocks;  /* and their number */
+  size_t outputs; /* map outputs found on executors */
 } checker;
 
 #if defined(__GNUC__)
@@ -148,6 +149,26 @@ static int check_executors(checker *c, size_t *running, size_t *frozen) {
     }
     CHECK(c, n == ex->nfrozen, "executor %s: %zu frozen, count says %u", id, n, ex->nfrozen);
     *frozen += n;
+
+    n = 0;
+    for (tl__link *l = ex->outputs.next; l != &ex->outputs; l = l->next) {
+      const tl__output *out = tl__container_of(l, tl__output, on_executor);
+      const tl__taskset *ts = out->taskset;
+      CHECK(c, ++n <= ex->noutputs, "executor %s: output list does not end", id);
+      CHECK(c, out->executor == ex && tl__taskset_find(s, ts->id) == ts,
+            "executor %s holds a map output of another executor or of a released task set", id);
+      CHECK(c,
+            ts->shuffle_map && !ts->zombie && out->index < ts->ntasks &&
+                (ts->idx[out->index].flags & TL__IDX_SUCCESSFUL),
+            "executor %s holds a map output of task set %llu index %u that is not a done index "
+            "of an active shuffle-map task set",
+            id, (unsigned long long)ts->id, out->index);
+      CHECK(c, ex->state != TL_EXECUTOR_REMOVED, "tombstone %s holds map outputs", id);
+    }
+    CHECK(c, n == ex->noutputs, "executor %s: %zu map outputs, count says %u", id, n, ex->noutputs);
+    c->bytes += n * sizeof(tl__output);
+    c->blocks += n;
+    c->outputs += n;
   }
   CHECK(c,
         count[TL_EXECUTOR_ALIVE] == s->nalive &&
@@ -181,6 +202,7 @@ static int check_tasksets(checker *c, size_t running, size_t frozen) {
   struct tl_scheduler *s = c->s;
   size_t nactive = 0, nzombie = 0, pending = 0, sum_running = 0, sum_frozen = 0, queued = 0;
   size_t queued_at[TL__QUEUE_LEVELS] = {0};
+  size_t sum_outputs = 0;
   for (tl__pool *p = s->pools_by_name; p != NULL; p = p->hh_by_name.next)
     p->check_running = p->check_tasksets = 0;
   for (tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next) {
@@ -222,6 +244,13 @@ static int check_tasksets(checker *c, size_t running, size_t frozen) {
           ts->nfrozen);
     sum_running += n;
     sum_frozen += nf;
+    size_t nout = 0;
+    for (tl__link *l = ts->outputs.next; l != &ts->outputs; l = l->next) {
+      CHECK(c, ++nout <= c->outputs, "task set %llu: output list does not end", id);
+      CHECK(c, tl__container_of(l, tl__output, on_taskset)->taskset == ts,
+            "task set %llu lists a map output of another task set", id);
+    }
+    sum_outputs += nout;
 
     size_t succeeded = 0, flagged = 0;
     for (uint32_t i = 0; i < ts->ntasks; i++) {
@@ -279,6 +308,8 @@ static int check_tasksets(checker *c, size_t running, size_t frozen) {
         sum_running, sum_frozen, running + frozen, frozen);
   CHECK(c, pending == s->npending_tasks, "%zu tasks pending, count says %zu", pending,
         s->npending_tasks);
+  CHECK(c, sum_outputs == c->outputs, "task sets list %zu map outputs, executors hold %zu",
+        sum_outputs, c->outputs);
 
   /* The pools' queues: every level in its pool's order, holding only task sets of that pool,
    * and all levels together holding exactly the queued task sets of more than l levels. */
@@ -497,7 +528,7 @@ int tl_check(tl_scheduler *s, char *why, size_t len) {
     return TL_EINVAL;
   if (why != NULL && len > 0)
     why[0] = '\0';
-  checker c = {s, why, len, 0, 0};
+  checker c = {s, why, len, 0, 0, 0};
   size_t running, frozen;
   uv_mutex_lock(&s->lock);
   s->check_epoch++;

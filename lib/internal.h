@@ -120,6 +120,20 @@ typedef struct tl__attempt {
   uint8_t locality;              /* tl_locality it was launched at */
 } tl__attempt;
 
+/* A completed map output of an active shuffle-map task set: the index is done, and its output
+ * lives on the executor that ran it. When that executor is lost the index runs again
+ * (TL_END_RESUBMITTED). Freed when that happens or the task set becomes zombie. */
+typedef struct tl__output {
+  tl__link on_executor;          /* its executor's outputs */
+  tl__link on_taskset;           /* its task set's outputs */
+  struct tl__taskset *taskset;   /* whose index it completes */
+  struct tl__executor *executor; /* where it lives */
+  tl_tid tid;                    /* the attempt that wrote it */
+  uint32_t index;                /* the index */
+  uint32_t attempt;              /* that attempt's number */
+  uint8_t locality;              /* and its locality */
+} tl__output;
+
 /* An executor, from registration until its tombstone is evicted. */
 typedef struct tl__executor {
   UT_hash_handle hh_by_id;   /* scheduler's executors_by_id (tombstones included) */
@@ -129,6 +143,8 @@ typedef struct tl__executor {
   tl__link on_host;          /* host's executor list while it has a host */
   tl__link running;          /* attempts in attempts_by_tid that run here */
   tl__link frozen;           /* attempts frozen here; non-empty only while PENDING_LOSS */
+  tl__link outputs;          /* map outputs of active shuffle-map task sets written here */
+  uint32_t noutputs;         /* length of outputs */
   tl__link on_timeline;      /* heartbeat_order, pending_order or tombstone_order by state */
   uint64_t when;             /* last heartbeat / pending-loss deadline / removal time */
   uint32_t cores;            /* as registered */
@@ -206,6 +222,7 @@ typedef struct tl__taskset {
   tl__pool *pool;          /* its pool; never NULL */
   tl__link on_stage;       /* stage's attempt list */
   tl__link running;        /* attempts in flight (tl__attempt.on_taskset), frozen included */
+  tl__link outputs;        /* its map outputs (shuffle_map, not zombie) */
   void *payload;           /* the caller's, until taskset_released hands it back */
   uint32_t stage_id;       /* as submitted */
   uint32_t stage_attempt;  /* as submitted */
@@ -463,7 +480,13 @@ uint32_t tl__taskset_pop_pending(struct tl_scheduler *s, tl__taskset *ts);
  * be out of the scheduler's indexes (tl__cleanup_task_state, or unfrozen). msg may be NULL;
  * the event takes its own reference. Reserve 3 events (plus revive) before calling. */
 void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind, bool counts,
-                       tl__str *msg, const char *static_msg, const tl_update *u);
+                       tl__str *msg, const char *static_msg, const tl_update *u, tl__output *out);
+/* Whether a FINISHED update of a would leave a map output to remember (so the caller allocates
+ * a tl__output before it changes anything and passes it to tl__attempt_ended). */
+bool tl__taskset_wants_output(const tl__taskset *ts, const tl__attempt *a);
+/* An executor's loss: its map outputs of active task sets are lost, their indices pending again
+ * (one task_ended TL_END_RESUBMITTED each; the caller reserves the events). */
+void tl__outputs_resubmit(struct tl_scheduler *s, tl__executor *ex);
 void tl__taskset_make_zombie(struct tl_scheduler *s, tl__taskset *ts);
 /* Counts a FINISHED update's result toward max_result_bytes: TL_END_SUCCESS, or
  * TL_END_RESULT_TOO_LARGE when the task set's results pass the limit with it. */

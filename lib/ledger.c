@@ -66,8 +66,17 @@ int tl__status_update(struct tl_scheduler *s, const char *executor_id, tl_tid ti
   tl__str *msg = tl__str_dup(s, u->message, &err);
   if (err != TL_OK)
     return err;
+  /* A success that completes a map output of an active shuffle-map task set is remembered on
+   * its executor, so that losing the executor runs the index again. */
+  tl__output *out = NULL;
+  if (u->state == TL_TASK_FINISHED && tl__taskset_wants_output(a->taskset, a) &&
+      (out = tl__malloc(s, sizeof *out)) == NULL) {
+    tl__str_unref(s, msg);
+    return TL_ENOMEM;
+  }
   /* task_ended, taskset_failed, taskset_released, revive_offers. */
   if (tl__events_reserve(s, 4) != TL_OK) {
+    tl__free(s, out, sizeof *out);
     tl__str_unref(s, msg);
     return TL_ENOMEM;
   }
@@ -95,7 +104,7 @@ int tl__status_update(struct tl_scheduler *s, const char *executor_id, tl_tid ti
   }
   tl__cleanup_task_state(s, a);
   tl__attempt_ended(s, a, kind, kind == TL_END_EXCEPTION || kind == TL_END_RESULT_LOST, msg, NULL,
-                    u);
+                    u, out);
   tl__event_push_revive(s);
   tl__str_unref(s, msg);
   return TL_OK;

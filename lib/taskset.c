@@ -74,12 +74,44 @@ uint32_t tl__taskset_pop_pending(struct tl_scheduler *s, tl__taskset *ts) {
  * Zombies, aborts, release
  * ------------------------------------------------------------------------------------------- */
 
+/* ---------------------------------------------------------------------------------------------
+ * Map outputs of active shuffle-map task sets
+ * ------------------------------------------------------------------------------------------- */
+
+static void output_free(struct tl_scheduler *s, tl__output *out) {
+  tl__list_remove(&out->on_executor);
+  tl__list_remove(&out->on_taskset);
+  out->executor->noutputs--;
+  tl__free(s, out, sizeof *out);
+}
+
+bool tl__taskset_wants_output(const tl__taskset *ts, const tl__attempt *a) {
+  /* The success that completes the task set makes it zombie, and a zombie's lost outputs are
+   * left to the DAG layer (SPARK-13931): no record for those. */
+  return ts->shuffle_map && !ts->zombie && !(ts->idx[a->index].flags & TL__IDX_SUCCESSFUL) &&
+         ts->nsucceeded + 1 < ts->ntasks;
+}
+
+static void output_add(tl__output *out, const tl__attempt *a) {
+  out->taskset = a->taskset;
+  out->executor = a->executor;
+  out->tid = a->tid;
+  out->index = a->index;
+  out->attempt = a->attempt;
+  out->locality = a->locality;
+  tl__list_insert_tail(&a->executor->outputs, &out->on_executor);
+  a->executor->noutputs++;
+  tl__list_insert_tail(&a->taskset->outputs, &out->on_taskset);
+}
+
 void tl__taskset_make_zombie(struct tl_scheduler *s, tl__taskset *ts) {
   if (ts->zombie)
     return;
   ts->zombie = true;
   s->nactive--;
   s->nzombie++;
+  while (!tl__list_empty(&ts->outputs))
+    output_free(s, tl__container_of(ts->outputs.next, tl__output, on_taskset));
   for (uint32_t i = ts->pending_top, next; i != TL__NONE; i = next) {
     next = ts->idx[i].next;
     ts->idx[i].prev = ts->idx[i].next = TL__NONE;
@@ -165,7 +197,7 @@ tl_end_kind tl__taskset_take_result(struct tl_scheduler *s, tl__taskset *ts, siz
  * ------------------------------------------------------------------------------------------- */
 
 void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind, bool counts,
-                       tl__str *msg, const char *static_msg, const tl_update *u) {
+                       tl__str *msg, const char *static_msg, const tl_update *u, tl__output *out) {
   tl__taskset *ts = a->taskset;
   tl__index *ix = &ts->idx[a->index];
 
@@ -195,6 +227,10 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
     ev->u.task.result_free = u->result_free;
   }
   if (kind == TL_END_SUCCESS) {
+    if (out != NULL) { /* before the index is marked done: the task set is not zombie yet */
+      output_add(out, a);
+      out = NULL;
+    }
     if (!(ix->flags & TL__IDX_SUCCESSFUL))
       mark_successful(s, ts, a->index);
   } else if (kind == TL_END_RESULT_TOO_LARGE) {
@@ -222,8 +258,38 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
     }
   }
 
+  if (out != NULL) /* asked for, but the attempt did not succeed after all */
+    tl__free(s, out, sizeof *out);
   tl__attempt_free(s, a);
   tl__taskset_finish_if_drained(s, ts);
+}
+
+void tl__outputs_resubmit(struct tl_scheduler *s, tl__executor *ex) {
+  while (!tl__list_empty(&ex->outputs)) {
+    tl__output *out = tl__container_of(ex->outputs.next, tl__output, on_executor);
+    tl__taskset *ts = out->taskset;
+    uint32_t index = out->index;
+    tl__index *ix = &ts->idx[index];
+    ix->flags &= (uint8_t)~TL__IDX_SUCCESSFUL;
+    ts->nsucceeded--;
+    tl__event *ev = tl__event_push(s, TL__EV_TASK_ENDED);
+    ev->names = tl__str_ref(ex->names);
+    ev->static_msg = "Its map output was lost with its executor; the task runs again.";
+    ev->u.task.tid = out->tid;
+    ev->u.task.taskset = ts->id;
+    ev->u.task.stage_id = ts->stage_id;
+    ev->u.task.stage_attempt = ts->stage_attempt;
+    ev->u.task.index = out->index;
+    ev->u.task.attempt = out->attempt;
+    ev->u.task.locality = out->locality;
+    ev->u.task.payload = ts->payload;
+    ev->u.task.end_kind = TL_END_RESUBMITTED;
+    output_free(s, out);
+    if (ix->copies_running == 0) { /* a copy may still run (speculation): then it is enough */
+      pending_push(s, ts, index);
+      s->revive_wanted = true;
+    }
+  }
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -232,8 +298,8 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
 
 int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out) {
   /* Under TL_FIFO the pool is ignored, as Spark ignores spark.scheduler.pool there. */
-  tl__pool *pool = s->cfg.mode == TL_FAIR && d->pool != NULL ? tl__pool_find(s, d->pool)
-                                                              : s->default_pool;
+  tl__pool *pool =
+      s->cfg.mode == TL_FAIR && d->pool != NULL ? tl__pool_find(s, d->pool) : s->default_pool;
   if (pool == NULL)
     return TL_ENOENT;
   tl__stage *st = tl__stage_find(s, d->stage_id);
@@ -274,6 +340,7 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
   ts->pool = pool;
   pool->ntasksets++;
   tl__list_init(&ts->running);
+  tl__list_init(&ts->outputs);
   ts->payload = d->payload;
   ts->stage_id = d->stage_id;
   ts->stage_attempt = d->stage_attempt;
@@ -435,6 +502,8 @@ int tl__partition_completed(struct tl_scheduler *s, uint32_t stage_id, uint32_t 
 }
 
 void tl__taskset_destroy(struct tl_scheduler *s, tl__taskset *ts) {
+  while (!tl__list_empty(&ts->outputs))
+    output_free(s, tl__container_of(ts->outputs.next, tl__output, on_taskset));
   while (!tl__list_empty(&ts->running)) {
     tl__attempt *a = tl__container_of(ts->running.next, tl__attempt, on_taskset);
     tl__list_remove(&a->on_taskset);

@@ -1,6 +1,7 @@
 /* Scheduling policy beyond FIFO, the smaller features: the result-size limit
- * (max_result_bytes), barrier task sets, and decommissioning. Each test ports the Spark scenario
- * named in its comment (TaskSchedulerImplSuite = TSIS, TaskSetManagerSuite = TSMS).
+ * (max_result_bytes), barrier task sets, shuffle-map resubmission, and decommissioning. Each test
+ * ports the Spark scenario named in its comment (TaskSchedulerImplSuite = TSIS, TaskSetManagerSuite
+ * = TSMS).
  */
 #include "harness.h"
 
@@ -274,6 +275,107 @@ START_TEST(full_decommissioning_flow) {
 }
 END_TEST
 
+/* ---------------------------------------------------------------------------------------------
+ * Shuffle-map resubmission (TaskSetManager.executorLost; SPARK-13931 for zombies)
+ * ------------------------------------------------------------------------------------------- */
+
+/* Two executors of two cores; a 4-task shuffle-map set with indices 0 and 2 done on e1, 1 done
+ * on e2 and 3 running on e2. */
+static tl_taskset_id map_stage_three_done(tlt_env *e, tl_launch *l) {
+  tlt_add(e, "e1", "h1", NULL, 2);
+  tlt_add(e, "e2", "h2", NULL, 2);
+  tl_taskset_id ts = submit_flags(e, 0, 4, 0, true, false);
+  tl_offer o[2] = {{"e1", 2}, {"e2", 2}};
+  ck_assert_uint_eq(tlt_offers(e, o, 2, l, 4), 4);
+  ck_assert_str_eq(l[0].executor_id, "e1");
+  ck_assert_str_eq(l[2].executor_id, "e1");
+  for (int i = 0; i < 3; i++)
+    tlt_succeed(e, l[i].executor_id, l[i].tid);
+  ck_assert_uint_eq(tlt_ts(e, ts).succeeded, 3);
+  return ts;
+}
+
+START_TEST(lost_map_outputs_run_again) {
+  tlt_env *e = tlt_new(NULL);
+  tl_launch l[4];
+  tl_taskset_id ts = map_stage_three_done(e, l);
+  size_t mark = tlt_mark(e);
+  tlt_lose(e, "e1", TL_LOSS_EXITED, false);
+  /* Both outputs of e1 come back as RESUBMITTED, in the order they were written. */
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_ENDED), 2);
+  const tlt_event *r0 = tlt_nth(e, mark, TLT_EV_ENDED, 0), *r1 = tlt_nth(e, mark, TLT_EV_ENDED, 1);
+  ck_assert_int_eq(r0->end_kind, TL_END_RESUBMITTED);
+  ck_assert_uint_eq(r0->task.tid, l[0].tid);
+  ck_assert_uint_eq(r0->task.index, 0);
+  ck_assert(!r0->counts);
+  ck_assert_int_eq(r1->end_kind, TL_END_RESUBMITTED);
+  ck_assert_uint_eq(r1->task.index, 2);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_REVIVE), 1);
+  tl_taskset_status st = tlt_ts(e, ts);
+  ck_assert_uint_eq(st.succeeded, 1);
+  ck_assert_uint_eq(st.pending, 2);
+  ck_assert_uint_eq(st.running, 1);
+  /* They run again, as attempt 1, on the survivor. */
+  tl_launch again[2];
+  ck_assert_uint_eq(tlt_offer(e, "e2", 1, again, 2), 1);
+  ck_assert_uint_eq(again[0].attempt, 1);
+  tlt_succeed(e, "e2", again[0].tid);
+  ck_assert_uint_eq(tlt_offer(e, "e2", 1, again, 2), 1);
+  tlt_succeed(e, "e2", again[0].tid);
+  tlt_succeed(e, "e2", l[3].tid);
+  ck_assert_uint_eq(tlt_released(e, ts), 1);
+  tlt_end(e);
+}
+END_TEST
+
+START_TEST(map_outputs_are_resubmitted_at_the_second_phase_only) {
+  tlt_env *e = tlt_new(NULL);
+  tl_launch l[4];
+  tl_taskset_id ts = map_stage_three_done(e, l);
+  size_t mark = tlt_mark(e);
+  tlt_lose(e, "e1", TL_LOSS_PENDING, false);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_ENDED), 0);
+  ck_assert_uint_eq(tlt_ts(e, ts).succeeded, 3);
+  tlt_lose(e, "e1", TL_LOSS_EXITED, false);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_ENDED), 2);
+  ck_assert_uint_eq(tlt_ts(e, ts).pending, 2);
+  tlt_end(e);
+}
+END_TEST
+
+/* Outputs of a zombie are the DAG layer's business (SPARK-13931): a superseded attempt and a
+ * completed stage resubmit nothing; nor does a result stage. */
+START_TEST(zombies_and_result_stages_resubmit_nothing) {
+  tlt_env *e = tlt_new(NULL);
+  tl_launch l[4];
+  tl_taskset_id ts = map_stage_three_done(e, l);
+  /* Priority 5: the result stage below goes first, so e3 runs only result tasks. */
+  tl_taskset_desc next = {
+      .stage_id = 0, .stage_attempt = 1, .priority = 5, .ntasks = 4, .shuffle_map = true};
+  tlt_submit_desc(e, &next); /* attempt 0 is zombie now */
+  ck_assert(tlt_ts(e, ts).zombie);
+  size_t mark = tlt_mark(e);
+  tlt_lose(e, "e1", TL_LOSS_EXITED, false);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_ENDED), 0);
+
+  tl_taskset_id result = submit_flags(e, 1, 2, 0, false, false);
+  tlt_add(e, "e3", "h3", NULL, 2);
+  tl_offer o[1] = {{"e3", 2}};
+  tl_launch r[4];
+  size_t n = tlt_offers(e, o, 1, r, 4);
+  ck_assert_uint_eq(n, 2);
+  for (size_t i = 0; i < n; i++) {
+    ck_assert_uint_eq(r[i].taskset, result);
+    tlt_succeed(e, "e3", r[i].tid);
+  }
+  mark = tlt_mark(e);
+  tlt_lose(e, "e3", TL_LOSS_EXITED, false);
+  for (size_t i = 0; i < tlt_count(e, mark, TLT_EV_ENDED); i++)
+    ck_assert_int_ne(tlt_nth(e, mark, TLT_EV_ENDED, i)->end_kind, TL_END_RESUBMITTED);
+  tlt_end(e);
+}
+END_TEST
+
 Suite *tl_policy_suite(void) {
   Suite *s = suite_create("policy");
   TCase *tc = tlt_tcase(s, "results");
@@ -287,6 +389,10 @@ Suite *tl_policy_suite(void) {
   tcase_add_test(tc, a_barrier_set_needs_every_slot_in_one_round);
   tcase_add_test(tc, a_barrier_set_counts_only_the_slots_left_by_earlier_task_sets);
   tcase_add_test(tc, a_failed_barrier_task_makes_the_set_zombie);
+  tc = tlt_tcase(s, "resubmission");
+  tcase_add_test(tc, lost_map_outputs_run_again);
+  tcase_add_test(tc, map_outputs_are_resubmitted_at_the_second_phase_only);
+  tcase_add_test(tc, zombies_and_result_stages_resubmit_nothing);
   tc = tlt_tcase(s, "decommission");
   tcase_add_test(tc, full_decommissioning_flow);
   return s;
