@@ -190,9 +190,16 @@ typedef struct tl_config {
                                        FINISHED updates) may not pass this: the update that passes
                                        it aborts the task set (Spark's spark.driver.maxResultSize;
                                        never for shuffle-map task sets); 0 = unlimited; 1 GiB */
-  uint64_t (*clock)(void *ud);      /* monotonic nanoseconds; NULL = uv_hrtime. Called without
-                                       the lock, by any thread that calls in */
-  void *clock_ud;                   /* passed to clock */
+  bool speculation;                 /* launch a second copy of tasks that run far longer than
+                                       their task set's median (Spark's spark.speculation); off */
+  uint64_t speculation_interval_ns; /* how often tl_tick looks for them; 100 ms */
+  double speculation_multiplier;    /* a task is slow past multiplier x the median run time of its
+                                       task set's successful tasks; 3 */
+  double speculation_quantile;      /* only once this fraction of its tasks succeeded; 0.9 */
+  uint64_t speculation_min_runtime_ns; /* and never before it ran this long; 100 ms */
+  uint64_t (*clock)(void *ud);         /* monotonic nanoseconds; NULL = uv_hrtime. Called without
+                                          the lock, by any thread that calls in */
+  void *clock_ud;                      /* passed to clock */
   /* The call journal (docs/journal.md); NULL = off. With it, tl_scheduler_new writes the
    * header and config lines, then every call that passes its argument checks writes one line
    * (failed calls included, with their result), and tl_scheduler_free a last one. Lines come in
@@ -224,6 +231,7 @@ typedef struct tl_task_info {
   const char *executor_id; /* where it ran; valid until the callback returns */
   const char *host;        /* that executor's host; valid until the callback returns */
   tl_locality locality;    /* the level it was launched at */
+  bool speculative;        /* a speculative copy (speculation) */
   void *payload;           /* the task set's payload; valid until taskset_released */
 } tl_task_info;
 
@@ -270,6 +278,9 @@ typedef struct tl_callbacks {
   /* An executor was lost: once per executor, at its first loss (for a two-phase loss, with
    * the TL_LOSS_PENDING reason; the second phase is not reported again). */
   void (*executor_lost)(void *ud, const char *executor_id, const tl_loss_reason *reason);
+  /* A running task was found slow (speculation): a copy of index is now waiting for an offer
+   * (Spark's speculativeTaskSubmitted). */
+  void (*speculative_task_submitted)(void *ud, const tl_taskset_info *ts, uint32_t index);
   /* There is new pending work (a submission, a task to retry): offer resources again. */
   void (*revive_offers)(void *ud);
   /* Ask the executor to kill an attempt (tl_kill_task, tl_kill_stage, tl_cancel_stage). The
@@ -459,6 +470,7 @@ typedef struct tl_launch {
   uint32_t cpus;               /* cores it takes */
   char executor_id[TL_ID_MAX]; /* where to run it (a copy) */
   tl_locality locality;        /* level it was launched at */
+  bool speculative;            /* a speculative copy of a slow task */
   void *payload;               /* the task set's payload: valid until taskset_released */
 } tl_launch;
 
@@ -541,6 +553,7 @@ typedef struct tl_stats {
   size_t attempts_running;          /* entries of the tid index */
   size_t attempts_frozen;           /* on PENDING_LOSS executors */
   size_t tasks_pending;             /* indices of active task sets waiting to launch */
+  size_t tasks_speculatable;        /* slow tasks whose speculative copy waits to launch */
   size_t events_queued;             /* made and not yet delivered */
   size_t mem_live_bytes;            /* this scheduler's own allocations */
   size_t mem_live_blocks;           /* and their number */

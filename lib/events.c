@@ -99,6 +99,7 @@ static void task_info_of(const tl__event *ev, tl_task_info *info) {
   info->executor_id = ev->names->text;
   info->host = tl__names_host(ev->names);
   info->locality = (tl_locality)ev->u.task.locality;
+  info->speculative = ev->u.task.speculative;
   info->payload = ev->u.task.payload;
 }
 
@@ -176,6 +177,10 @@ static void deliver(struct tl_scheduler *s, const tl__event *ev) {
   case TL__EV_REVIVE_OFFERS:
     if (cb->revive_offers != NULL)
       cb->revive_offers(cb->ud);
+    break;
+  case TL__EV_SPECULATIVE_SUBMITTED:
+    if (cb->speculative_task_submitted != NULL)
+      cb->speculative_task_submitted(cb->ud, &ev->u.ts.info, ev->u.ts.index);
     break;
   case TL__EV_KILL_TASK:
     if (cb->kill_task != NULL)

@@ -202,12 +202,12 @@ static int check_tasksets(checker *c, size_t running, size_t frozen) {
   struct tl_scheduler *s = c->s;
   size_t nactive = 0, nzombie = 0, pending = 0, sum_running = 0, sum_frozen = 0, queued = 0;
   size_t queued_at[TL__QUEUE_LEVELS] = {0};
-  size_t sum_outputs = 0;
+  size_t sum_outputs = 0, speculatable = 0;
   for (tl__pool *p = s->pools_by_name; p != NULL; p = p->hh_by_name.next)
     p->check_running = p->check_tasksets = 0;
   for (tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next) {
     unsigned long long id = (unsigned long long)ts->id;
-    account(c, tl__taskset_size(ts->ntasks));
+    account(c, tl__taskset_bytes(ts));
     CHECK(c, tl__stage_find(s, ts->stage_id) == ts->stage, "task set %llu: stage entry lost", id);
     CHECK(c, !ts->zombie || ts->nrunning > 0,
           "invariant 4: zombie task set %llu has nothing running and was not released", id);
@@ -291,7 +291,55 @@ static int check_tasksets(checker *c, size_t running, size_t frozen) {
           flagged, ts->npending);
     if (!ts->zombie)
       pending += ts->npending;
-    bool schedulable = !ts->zombie && ts->npending > 0;
+
+    /* Speculation: the speculative stack holds exactly the SPECULATABLE indices, each with one
+     * copy running; the copies of an index know each other; hosts tried are held. */
+    walked = 0;
+    prev = TL__NONE;
+    size_t spec_flagged = 0;
+    for (uint32_t i = ts->speculative_top; i != TL__NONE; i = ts->idx[i].next) {
+      CHECK(c, i < ts->ntasks && ++walked <= ts->ntasks, "task set %llu: speculative stack broken",
+            id);
+      const tl__index *ix = &ts->idx[i];
+      CHECK(c, (ix->flags & TL__IDX_SPECULATABLE) && ix->prev == prev,
+            "task set %llu: speculative stack link of index %u broken", id, i);
+      CHECK(c, !(ix->flags & (TL__IDX_SUCCESSFUL | TL__IDX_PENDING)) && ix->copies_running == 1,
+            "task set %llu: speculatable index %u is done, pending, or has %u copies", id, i,
+            ix->copies_running);
+      prev = i;
+    }
+    for (uint32_t i = 0; i < ts->ntasks; i++)
+      spec_flagged += (ts->idx[i].flags & TL__IDX_SPECULATABLE) != 0;
+    CHECK(c, walked == ts->nspeculatable && spec_flagged == ts->nspeculatable,
+          "task set %llu: %zu on the speculative stack, %zu flagged, count says %u", id, walked,
+          spec_flagged, ts->nspeculatable);
+    CHECK(c, ts->heap != NULL || (ts->nspeculatable == 0 && ts->tried == NULL),
+          "task set %llu speculates without its arrays", id);
+    speculatable += ts->nspeculatable;
+    for (tl__link *l = ts->running.next; l != &ts->running; l = l->next) {
+      const tl__attempt *a = tl__container_of(l, tl__attempt, on_taskset);
+      CHECK(c,
+            a->sibling == NULL || (a->sibling->sibling == a && a->sibling->taskset == ts &&
+                                   a->sibling->index == a->index),
+            "tid %llu: its sibling copy does not point back", (unsigned long long)a->tid);
+      CHECK(c, ts->first == NULL || ts->first[a->index] == a || ts->first[a->index] == a->sibling,
+            "task set %llu: index %u's running copy is not recorded", id, a->index);
+    }
+    for (uint32_t i = 0; ts->tried != NULL && i < ts->ntasks; i++) {
+      CHECK(c, (ts->first[i] != NULL) == (ts->idx[i].copies_running > 0),
+            "task set %llu: index %u has %u copies but a recorded copy %p", id, i,
+            ts->idx[i].copies_running, (void *)ts->first[i]);
+      size_t ntried = 0;
+      for (tl__tried *t = ts->tried[i]; t != NULL; t = t->next) {
+        CHECK(c, ++ntried <= ts->idx[i].attempts,
+              "task set %llu: index %u tried on more hosts than its %u attempts", id, i,
+              ts->idx[i].attempts);
+        account(c, sizeof *t);
+        visit_str(c, t->names);
+      }
+    }
+
+    bool schedulable = !ts->zombie && ts->npending + ts->nspeculatable > 0;
     CHECK(c, schedulable == (ts->queue_levels > 0),
           "task set %llu: in the queue %d, schedulable %d", id, ts->queue_levels > 0, schedulable);
     queued += schedulable;
@@ -308,6 +356,8 @@ static int check_tasksets(checker *c, size_t running, size_t frozen) {
         sum_running, sum_frozen, running + frozen, frozen);
   CHECK(c, pending == s->npending_tasks, "%zu tasks pending, count says %zu", pending,
         s->npending_tasks);
+  CHECK(c, speculatable == s->nspeculatable, "%zu speculatable, count says %zu", speculatable,
+        s->nspeculatable);
   CHECK(c, sum_outputs == c->outputs, "task sets list %zu map outputs, executors hold %zu",
         sum_outputs, c->outputs);
 
@@ -489,6 +539,11 @@ static int check_memory(checker *c) {
     if (err != TL_OK)
       return err;
   }
+  for (const tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next)
+    for (uint32_t i = 0; ts->tried != NULL && i < ts->ntasks; i++)
+      for (const tl__tried *t = ts->tried[i]; t != NULL; t = t->next)
+        if (check_str(c, t->names, "a host tried") != TL_OK)
+          return TL_ECORRUPT;
   int err = check_event_refs(c, &s->events);
   if (err == TL_OK)
     err = check_event_refs(c, &s->batch);
@@ -570,6 +625,7 @@ void tl_stats_get(tl_scheduler *s, tl_stats *out) {
   out->attempts_running = HASH_CNT(hh_by_tid, s->attempts_by_tid);
   out->attempts_frozen = s->nfrozen;
   out->tasks_pending = s->npending_tasks;
+  out->tasks_speculatable = s->nspeculatable;
   size_t delivered = atomic_load(&s->batch_delivered);
   out->events_queued = s->events.n + (s->batch.n > delivered ? s->batch.n - delivered : 0);
   out->mem_live_bytes = s->mem_bytes;

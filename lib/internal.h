@@ -118,7 +118,17 @@ typedef struct tl__attempt {
   uint8_t state;                 /* TL__LAUNCHING until the first RUNNING update */
   uint8_t frozen;                /* on a PENDING_LOSS executor's frozen list, not in the map */
   uint8_t locality;              /* tl_locality it was launched at */
+  uint8_t speculative;           /* launched as a speculative copy */
+  uint8_t killed_by_other;       /* another copy of its index succeeded and it was asked to die:
+                                    nothing it reports counts (SPARK-13343, SPARK-22074) */
+  struct tl__attempt *sibling;   /* the other running copy of its index, or NULL */
 } tl__attempt;
+
+/* A host an attempt of an index was launched on (speculation: a copy never goes there). */
+typedef struct tl__tried {
+  struct tl__tried *next; /* the index's earlier ones */
+  tl__str *names;         /* the executor's names (its host is the second string); one ref */
+} tl__tried;
 
 /* A completed map output of an active shuffle-map task set: the index is done, and its output
  * lives on the executor that ran it. When that executor is lost the index runs again
@@ -182,7 +192,9 @@ typedef struct tl__rack {
   char name[];               /* NUL-terminated */
 } tl__rack;
 
-enum { TL__IDX_SUCCESSFUL = 1, TL__IDX_PENDING = 2 }; /* tl__index.flags */
+/* tl__index.flags. An index is PENDING (on the pending stack), SPECULATABLE (on the speculative
+ * stack: one copy runs and a second waits to launch), or neither; the two stacks share links. */
+enum { TL__IDX_SUCCESSFUL = 1, TL__IDX_PENDING = 2, TL__IDX_SPECULATABLE = 4 };
 
 /* Per-index state of a task set: 16 bytes, allocated with the task set. */
 typedef struct tl__index {
@@ -216,31 +228,39 @@ typedef struct tl__pool {
 
 /* One attempt of one stage. */
 typedef struct tl__taskset {
-  tl_taskset_id id;        /* key of tasksets_by_id */
-  UT_hash_handle hh_by_id; /* scheduler's tasksets_by_id */
-  struct tl__stage *stage; /* its stage entry; never NULL */
-  tl__pool *pool;          /* its pool; never NULL */
-  tl__link on_stage;       /* stage's attempt list */
-  tl__link running;        /* attempts in flight (tl__attempt.on_taskset), frozen included */
-  tl__link outputs;        /* its map outputs (shuffle_map, not zombie) */
-  void *payload;           /* the caller's, until taskset_released hands it back */
-  uint32_t stage_id;       /* as submitted */
-  uint32_t stage_attempt;  /* as submitted */
-  uint32_t priority;       /* as submitted */
-  uint32_t ntasks;         /* entries of idx */
-  uint32_t cpus;           /* cores per task */
-  uint32_t nrunning;       /* length of running */
-  uint32_t nfrozen;        /* of which frozen */
-  uint32_t npending;       /* indices on the pending stack; 0 when zombie */
-  uint32_t nsucceeded;     /* indices flagged SUCCESSFUL */
-  uint32_t pending_top;    /* index launched next, or TL__NONE */
-  uint32_t nresults;       /* FINISHED updates taken (for max_result_bytes) */
-  uint64_t result_bytes;   /* their result_size summed */
-  bool shuffle_map;        /* as submitted: max_result_bytes does not apply */
-  bool barrier;            /* as submitted: all tasks launch in one round, any failure zombies */
-  uint8_t queue_levels;    /* levels of its pool's queue it is on; 0 unless schedulable */
-  uint32_t queue_running;  /* the nrunning its place in a FAIR queue was chosen by */
-  uint64_t offer_round;    /* the offer round that last launched in it (offers.c's scratch) */
+  tl_taskset_id id;         /* key of tasksets_by_id */
+  UT_hash_handle hh_by_id;  /* scheduler's tasksets_by_id */
+  struct tl__stage *stage;  /* its stage entry; never NULL */
+  tl__pool *pool;           /* its pool; never NULL */
+  tl__link on_stage;        /* stage's attempt list */
+  tl__link running;         /* attempts in flight (tl__attempt.on_taskset), frozen included */
+  tl__link outputs;         /* its map outputs (shuffle_map, not zombie) */
+  void *payload;            /* the caller's, until taskset_released hands it back */
+  uint32_t stage_id;        /* as submitted */
+  uint32_t stage_attempt;   /* as submitted */
+  uint32_t priority;        /* as submitted */
+  uint32_t ntasks;          /* entries of idx */
+  uint32_t cpus;            /* cores per task */
+  uint32_t nrunning;        /* length of running */
+  uint32_t nfrozen;         /* of which frozen */
+  uint32_t npending;        /* indices on the pending stack; 0 when zombie */
+  uint32_t nsucceeded;      /* indices flagged SUCCESSFUL */
+  uint32_t pending_top;     /* index launched next, or TL__NONE */
+  uint32_t nspeculatable;   /* indices on the speculative stack */
+  uint32_t speculative_top; /* the speculative stack's top, or TL__NONE */
+  uint32_t nheap_low;       /* speculation: durations in the median heap's lower half */
+  uint32_t nheap_high;      /* and in its upper half */
+  uint64_t *heap;           /* speculation (NULL without): ntasks durations of first successes,
+                               a max-heap at the front and a min-heap at the back */
+  tl__tried **tried;        /* speculation: per index, the hosts its attempts were launched on */
+  tl__attempt **first;      /* speculation: per index, its running copy when it has exactly one */
+  uint32_t nresults;        /* FINISHED updates taken (for max_result_bytes) */
+  uint64_t result_bytes;    /* their result_size summed */
+  bool shuffle_map;         /* as submitted: max_result_bytes does not apply */
+  bool barrier;             /* as submitted: all tasks launch in one round, any failure zombies */
+  uint8_t queue_levels;     /* levels of its pool's queue it is on; 0 unless schedulable */
+  uint32_t queue_running;   /* the nrunning its place in a FAIR queue was chosen by */
+  uint64_t offer_round;     /* the offer round that last launched in it (offers.c's scratch) */
   struct tl__taskset *launched_next; /* offers.c's list of the task sets a round launched in */
   bool zombie;                       /* launches nothing; released when nrunning reaches 0 */
   bool failed;                       /* aborted: taskset_failed was made */
@@ -248,8 +268,16 @@ typedef struct tl__taskset {
   tl__index idx[];                                  /* ntasks entries */
 } tl__taskset;
 
-static inline size_t tl__taskset_size(uint32_t ntasks) {
-  return sizeof(tl__taskset) + (size_t)ntasks * sizeof(tl__index);
+/* Bytes of a task set's one block: the record, the index state and, with speculation, its
+ * arrays (8 + 8 + 8 bytes per task). */
+static inline size_t tl__taskset_size(uint32_t ntasks, bool speculation) {
+  size_t per = sizeof(tl__index);
+  if (speculation)
+    per += sizeof(uint64_t) + sizeof(tl__tried *) + sizeof(tl__attempt *);
+  return sizeof(tl__taskset) + (size_t)ntasks * per;
+}
+static inline size_t tl__taskset_bytes(const tl__taskset *ts) {
+  return tl__taskset_size(ts->ntasks, ts->heap != NULL);
 }
 
 /* The attempts of one stage id. */
@@ -273,7 +301,8 @@ typedef enum tl__event_kind {
   TL__EV_EXECUTOR_ADDED,
   TL__EV_EXECUTOR_LOST,
   TL__EV_REVIVE_OFFERS,
-  TL__EV_KILL_TASK
+  TL__EV_KILL_TASK,
+  TL__EV_SPECULATIVE_SUBMITTED
 } tl__event_kind;
 
 enum { TL__FAIL_MAX_FAILURES, TL__FAIL_CANCELLED, TL__FAIL_RESULT_SIZE }; /* why it failed */
@@ -292,6 +321,7 @@ typedef struct tl__event {
       uint8_t end_kind; /* task_ended */
       bool counts;      /* task_ended */
       bool drop_result; /* task_ended: free the result with result_free, do not hand it over */
+      bool speculative; /* task_started, task_ended: a speculative copy */
       void *payload;
       void *result; /* task_ended success: owned by the event until delivered */
       size_t result_size;
@@ -427,6 +457,8 @@ struct tl_scheduler {
   tl_taskset_id next_taskset_id; /* the next submission's id */
   uint64_t last_now;             /* the running call's time: the latest clock reading */
   bool revive_wanted;            /* the running call made pending work: push revive_offers */
+  size_t nspeculatable;          /* indices on speculative stacks, all task sets together */
+  uint64_t next_speculation;     /* when tl_tick looks for slow tasks next */
   uint64_t offer_round;          /* numbers offer rounds, for tl__executor.offer_round; from 1 */
 
   /* Events. New events go to events; the dispatcher swaps it with batch and delivers the batch
@@ -488,6 +520,21 @@ bool tl__taskset_wants_output(const tl__taskset *ts, const tl__attempt *a);
  * (one task_ended TL_END_RESUBMITTED each; the caller reserves the events). */
 void tl__outputs_resubmit(struct tl_scheduler *s, tl__executor *ex);
 void tl__taskset_make_zombie(struct tl_scheduler *s, tl__taskset *ts);
+/* Speculation (speculation.c and taskset.c). */
+void tl__taskset_speculate(struct tl_scheduler *s, tl__taskset *ts, uint32_t index);
+/* Takes a speculatable index whose copy may run on ex (no attempt of it was launched on ex's
+ * host); false when there is none. */
+bool tl__taskset_take_speculative(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
+                                  uint32_t *index);
+/* Records the run time of an index's first success in the median heap. */
+void tl__speculation_record(tl__taskset *ts, uint64_t duration);
+/* The median of the recorded run times (0 when there is none), Spark's MedianHeap. */
+uint64_t tl__speculation_median(const tl__taskset *ts);
+/* Marks slow tasks speculatable when the check is due; returns ns until the next check
+ * (TL_TICK_NEVER when speculation is off). Fails only for lack of memory: then it does nothing
+ * and returns 0. */
+uint64_t tl__speculation_tick(struct tl_scheduler *s, uint64_t now);
+uint64_t tl__speculation_next(const struct tl_scheduler *s, uint64_t now);
 /* Counts a FINISHED update's result toward max_result_bytes: TL_END_SUCCESS, or
  * TL_END_RESULT_TOO_LARGE when the task set's results pass the limit with it. */
 tl_end_kind tl__taskset_take_result(struct tl_scheduler *s, tl__taskset *ts, size_t size);

@@ -249,9 +249,12 @@ void tl__journal_start(struct tl_scheduler *s) {
            "config mode=%s cpus_per_task=%" PRIu32 " max_task_failures=%" PRIu32
            " heartbeat_timeout_ns=%" PRIu64 " pending_loss_timeout_ns=%" PRIu64
            " max_tombstones=%" PRIu32 " tombstone_ttl_ns=%" PRIu64 " max_result_bytes=%" PRIu64
-           " start=%" PRIu64,
+           " speculation=%d speculation_interval_ns=%" PRIu64 " speculation_multiplier=%.17g"
+           " speculation_quantile=%.17g speculation_min_runtime_ns=%" PRIu64 " start=%" PRIu64,
            c->mode == TL_FAIR ? "FAIR" : "FIFO", c->cpus_per_task, c->max_task_failures,
            c->heartbeat_timeout_ns, c->pending_loss_timeout_ns, c->max_tombstones,
-           c->tombstone_ttl_ns, c->max_result_bytes, s->last_now);
+           c->tombstone_ttl_ns, c->max_result_bytes, c->speculation ? 1 : 0,
+           c->speculation_interval_ns, c->speculation_multiplier, c->speculation_quantile,
+           c->speculation_min_runtime_ns, s->last_now);
   s->cfg.journal(s->cfg.journal_ud, line);
 }

@@ -74,16 +74,24 @@ int tl__status_update(struct tl_scheduler *s, const char *executor_id, tl_tid ti
     tl__str_unref(s, msg);
     return TL_ENOMEM;
   }
-  /* task_ended, taskset_failed, taskset_released, revive_offers. */
-  if (tl__events_reserve(s, 4) != TL_OK) {
+  /* task_ended, kill_task (another copy), taskset_failed, taskset_released, revive_offers. */
+  if (tl__events_reserve(s, 5) != TL_OK) {
     tl__free(s, out, sizeof *out);
     tl__str_unref(s, msg);
     return TL_ENOMEM;
   }
 
   tl_end_kind kind;
+  const char *static_msg = NULL;
   switch (u->state) {
   case TL_TASK_FINISHED:
+    if (a->killed_by_other && (a->taskset->idx[a->index].flags & TL__IDX_SUCCESSFUL)) {
+      /* SPARK-13343: another copy won; this result is not taken and does not count. */
+      kind = TL_END_KILLED;
+      static_msg = "Finish but did not commit: another attempt succeeded.";
+      s->totals.killed++;
+      break;
+    }
     kind = tl__taskset_take_result(s, a->taskset, u->result_size);
     if (kind == TL_END_SUCCESS)
       s->totals.succeeded++;
@@ -103,8 +111,8 @@ int tl__status_update(struct tl_scheduler *s, const char *executor_id, tl_tid ti
     break;
   }
   tl__cleanup_task_state(s, a);
-  tl__attempt_ended(s, a, kind, kind == TL_END_EXCEPTION || kind == TL_END_RESULT_LOST, msg, NULL,
-                    u, out);
+  tl__attempt_ended(s, a, kind, kind == TL_END_EXCEPTION || kind == TL_END_RESULT_LOST,
+                    static_msg != NULL ? NULL : msg, static_msg, u, out);
   tl__event_push_revive(s);
   tl__str_unref(s, msg);
   return TL_OK;

@@ -27,11 +27,27 @@ typedef struct offer_slot {
   uint32_t cores;   /* what is left of this offer */
 } offer_slot;
 
-static void launch(struct tl_scheduler *s, tl__taskset *ts, tl__executor *ex, tl__attempt *a) {
-  uint32_t i = tl__taskset_pop_pending(s, ts);
+/* Launches attempt a of index i on ex; speculative: a second copy of a slow index. With
+ * speculation the task set remembers the host (tried, prepared with the round) and the copies. */
+static void launch(struct tl_scheduler *s, tl__taskset *ts, tl__executor *ex, tl__attempt *a,
+                   uint32_t i, bool speculative, tl__tried *tried) {
   tl__index *ix = &ts->idx[i];
   a->index = i;
   a->attempt = ix->attempts++;
+  a->speculative = speculative;
+  a->killed_by_other = 0;
+  a->sibling = NULL;
+  if (ts->first != NULL) {
+    if (ix->copies_running == 0) {
+      ts->first[i] = a;
+    } else { /* a speculative copy: the two know each other, to kill the loser */
+      a->sibling = ts->first[i];
+      a->sibling->sibling = a;
+    }
+    tried->names = tl__str_ref(ex->names);
+    tried->next = ts->tried[i];
+    ts->tried[i] = tried;
+  }
   ix->copies_running++;
   a->state = TL__LAUNCHING;
   a->frozen = 0;
@@ -59,6 +75,7 @@ static void describe_launch(const tl__attempt *a, tl_launch *l) {
   const char *id = tl__executor_id(a->executor);
   memcpy(l->executor_id, id, strlen(id) + 1); /* ids are shorter than TL_ID_MAX */
   l->locality = (tl_locality)a->locality;
+  l->speculative = a->speculative;
   l->payload = ts->payload;
 }
 
@@ -73,6 +90,7 @@ static void push_started(struct tl_scheduler *s, const tl__attempt *a) {
   ev->u.task.index = a->index;
   ev->u.task.attempt = a->attempt;
   ev->u.task.locality = a->locality;
+  ev->u.task.speculative = a->speculative;
   ev->u.task.payload = ts->payload;
 }
 
@@ -94,7 +112,9 @@ typedef struct round_state {
   offer_slot *slots;
   size_t nslots;
   tl__attempt **pre;     /* the prepared records */
-  size_t used;           /* of which launched */
+  tl__tried **tried;     /* with speculation, a host record prepared per launch */
+  size_t tried_used;     /* of which consumed */
+  size_t used;           /* prepared records launched */
   size_t most;           /* the launch budget */
   uint64_t left;         /* cores the slots still have */
   tl__taskset *launched; /* the task sets it launched in, through launched_next */
@@ -109,11 +129,24 @@ static void take_turn(struct tl_scheduler *s, round_state *r, tl__taskset *ts) {
     return; /* all of its tasks in this round, or none */
   for (;;) {
     size_t launched = 0;
-    for (size_t i = 0; i < r->nslots && r->used < r->most && ts->npending > 0; i++) {
+    for (size_t i = 0; i < r->nslots && r->used < r->most && ts->npending + ts->nspeculatable > 0;
+         i++) {
       offer_slot *slot = &r->slots[i];
       if (slot->cores < ts->cpus) /* a slot's cores are never more than its executor has free */
         continue;
-      launch(s, ts, slot->ex, r->pre[r->used]);
+      /* Regular pending tasks first; then speculative copies, never on a host already tried. */
+      uint32_t index;
+      bool speculative = false;
+      if (ts->npending > 0)
+        index = tl__taskset_pop_pending(s, ts);
+      else if (tl__taskset_take_speculative(s, ts, slot->ex, &index))
+        speculative = true;
+      else
+        continue;
+      tl__tried *tried = NULL;
+      if (ts->tried != NULL)
+        tried = r->tried[r->tried_used++];
+      launch(s, ts, slot->ex, r->pre[r->used], index, speculative, tried);
       slot->cores -= ts->cpus;
       r->left -= ts->cpus;
       r->used++;
@@ -124,7 +157,7 @@ static void take_turn(struct tl_scheduler *s, round_state *r, tl__taskset *ts) {
       ts->launched_next = r->launched;
       r->launched = ts;
     }
-    if (launched == 0 || ts->npending == 0 || r->used == r->most)
+    if (launched == 0 || ts->npending + ts->nspeculatable == 0 || r->used == r->most)
       return;
   }
 }
@@ -142,6 +175,8 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   offer_slot slots_on_stack[STACK_SLOTS], *slots = slots_on_stack;
   tl__attempt *pre_on_stack[STACK_SLOTS], **pre = pre_on_stack;
   tl__pool *order_on_stack[STACK_SLOTS], **order = order_on_stack;
+  tl__tried *tried_on_stack[STACK_SLOTS], **tried = tried_on_stack;
+  size_t ntried = 0;                   /* host records prepared (speculation) */
   size_t npools_allocated = s->npools; /* pools cannot be added during the round */
   size_t nslots = 0, nprepared = 0, used = 0;
   uint64_t rejected = 0, offered = 0;
@@ -176,8 +211,8 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   }
 
   size_t most = cap;
-  if (most > s->npending_tasks)
-    most = s->npending_tasks;
+  if (most > s->npending_tasks + s->nspeculatable)
+    most = s->npending_tasks + s->nspeculatable;
   if (most > offered)
     most = (size_t)offered;
   if (most > STACK_SLOTS && (pre = tl__malloc(s, most * sizeof *pre)) == NULL)
@@ -196,10 +231,17 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
     }
     pre[nprepared] = a;
   }
+  if (s->cfg.speculation) {
+    if (most > STACK_SLOTS && (tried = tl__malloc(s, most * sizeof *tried)) == NULL)
+      goto undo;
+    for (; ntried < most; ntried++)
+      if ((tried[ntried] = tl__malloc(s, sizeof **tried)) == NULL)
+        goto undo;
+  }
   if (tl__events_reserve(s, most) != TL_OK)
     goto undo;
 
-  round_state r = {slots, nslots, pre, 0, most, offered, NULL};
+  round_state r = {slots, nslots, pre, tried, 0, 0, most, offered, NULL};
   size_t npools = tl__pools_in_order(s, order);
   for (size_t k = 0; k < npools && r.used < r.most && r.left > 0; k++) {
     for (tl__taskset *ts = order[k]->queue[0], *next; ts != NULL && r.used < r.most && r.left > 0;
@@ -214,6 +256,8 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   used = r.used;
 
   drop_prepared(s, pre, used, nprepared);
+  for (size_t k = r.tried_used; k < ntried; k++)
+    tl__free(s, tried[k], sizeof *tried[k]);
   s->next_tid += used;
   for (size_t k = 0; k < used; k++) {
     describe_launch(pre[k], &out[k]);
@@ -227,7 +271,11 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
 
 undo:
   drop_prepared(s, pre, 0, nprepared);
+  for (size_t k = 0; k < ntried; k++)
+    tl__free(s, tried[k], sizeof *tried[k]);
 done:
+  if (tried != tried_on_stack)
+    tl__free(s, tried, most * sizeof *tried);
   if (order != order_on_stack)
     tl__free(s, order, npools_allocated * sizeof *order);
   if (pre != pre_on_stack)

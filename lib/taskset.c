@@ -36,32 +36,106 @@ static tl_taskset_info taskset_info(const tl__taskset *ts) {
  * addPendingTask). Links are indices, so the stack costs nothing beyond the 16-byte index state.
  * ------------------------------------------------------------------------------------------- */
 
-static void pending_push(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
-  tl__index *ix = &ts->idx[i];
-  ix->prev = TL__NONE;
-  ix->next = ts->pending_top;
-  if (ts->pending_top != TL__NONE)
-    ts->idx[ts->pending_top].prev = i;
-  ts->pending_top = i;
-  ix->flags |= TL__IDX_PENDING;
-  if (ts->npending++ == 0)
-    tl__queue_insert(ts);
-  s->npending_tasks++;
+/* A task set is in its pool's queue while it can launch something: not zombie, and an index
+ * pending or a speculative copy waiting. */
+static bool schedulable(const tl__taskset *ts) {
+  return !ts->zombie && ts->npending + ts->nspeculatable > 0;
 }
 
-static void pending_remove(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
+static void follow_schedulable(tl__taskset *ts, bool was) {
+  bool is = schedulable(ts);
+  if (is && !was)
+    tl__queue_insert(ts);
+  else if (was && !is)
+    tl__queue_remove(ts);
+}
+
+/* The two stacks (pending, speculative) share the index links: an index is on one at most. */
+static void stack_push(tl__taskset *ts, uint32_t *top, uint32_t i) {
+  tl__index *ix = &ts->idx[i];
+  ix->prev = TL__NONE;
+  ix->next = *top;
+  if (*top != TL__NONE)
+    ts->idx[*top].prev = i;
+  *top = i;
+}
+
+static void stack_remove(tl__taskset *ts, uint32_t *top, uint32_t i) {
   tl__index *ix = &ts->idx[i];
   if (ix->prev != TL__NONE)
     ts->idx[ix->prev].next = ix->next;
   else
-    ts->pending_top = ix->next;
+    *top = ix->next;
   if (ix->next != TL__NONE)
     ts->idx[ix->next].prev = ix->prev;
   ix->prev = ix->next = TL__NONE;
-  ix->flags &= (uint8_t)~TL__IDX_PENDING;
-  if (--ts->npending == 0)
-    tl__queue_remove(ts);
+}
+
+/* Empties a stack, clearing flag on its indices (a task set becoming zombie). */
+static void stack_clear(tl__taskset *ts, uint32_t *top, uint8_t flag) {
+  for (uint32_t i = *top, next; i != TL__NONE; i = next) {
+    next = ts->idx[i].next;
+    ts->idx[i].prev = ts->idx[i].next = TL__NONE;
+    ts->idx[i].flags &= (uint8_t)~flag;
+  }
+  *top = TL__NONE;
+}
+
+static void pending_push(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
+  bool was = schedulable(ts);
+  stack_push(ts, &ts->pending_top, i);
+  ts->idx[i].flags |= TL__IDX_PENDING;
+  ts->npending++;
+  s->npending_tasks++;
+  follow_schedulable(ts, was);
+}
+
+static void pending_remove(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
+  bool was = schedulable(ts);
+  stack_remove(ts, &ts->pending_top, i);
+  ts->idx[i].flags &= (uint8_t)~TL__IDX_PENDING;
+  ts->npending--;
   s->npending_tasks--;
+  follow_schedulable(ts, was);
+}
+
+/* Speculation: a slow index waits for its second copy on the speculative stack. */
+void tl__taskset_speculate(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
+  bool was = schedulable(ts);
+  stack_push(ts, &ts->speculative_top, i);
+  ts->idx[i].flags |= TL__IDX_SPECULATABLE;
+  ts->nspeculatable++;
+  s->nspeculatable++;
+  follow_schedulable(ts, was);
+}
+
+static void speculative_remove(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
+  bool was = schedulable(ts);
+  stack_remove(ts, &ts->speculative_top, i);
+  ts->idx[i].flags &= (uint8_t)~TL__IDX_SPECULATABLE;
+  ts->nspeculatable--;
+  s->nspeculatable--;
+  follow_schedulable(ts, was);
+}
+
+static bool tried_on_host(const tl__taskset *ts, uint32_t i, const char *host) {
+  for (const tl__tried *t = ts->tried[i]; t != NULL; t = t->next)
+    if (strcmp(tl__names_host(t->names), host) == 0)
+      return true;
+  return false;
+}
+
+bool tl__taskset_take_speculative(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
+                                  uint32_t *index) {
+  const char *host = tl__names_host(ex->names);
+  for (uint32_t i = ts->speculative_top; i != TL__NONE; i = ts->idx[i].next) {
+    if (!tried_on_host(ts, i, host)) { /* never where an attempt of the index already ran */
+      speculative_remove(s, ts, i);
+      *index = i;
+      return true;
+    }
+  }
+  return false;
 }
 
 uint32_t tl__taskset_pop_pending(struct tl_scheduler *s, tl__taskset *ts) {
@@ -73,6 +147,16 @@ uint32_t tl__taskset_pop_pending(struct tl_scheduler *s, tl__taskset *ts) {
 /* ---------------------------------------------------------------------------------------------
  * Zombies, aborts, release
  * ------------------------------------------------------------------------------------------- */
+
+static void push_kill(struct tl_scheduler *s, const tl__attempt *a, bool interrupt, tl__str *msg,
+                      const char *static_msg) {
+  tl__event *ev = tl__event_push(s, TL__EV_KILL_TASK);
+  ev->names = tl__str_ref(a->executor->names);
+  ev->msg = tl__str_ref(msg);
+  ev->static_msg = static_msg;
+  ev->u.kill.tid = a->tid;
+  ev->u.kill.interrupt = interrupt;
+}
 
 /* ---------------------------------------------------------------------------------------------
  * Map outputs of active shuffle-map task sets
@@ -112,14 +196,12 @@ void tl__taskset_make_zombie(struct tl_scheduler *s, tl__taskset *ts) {
   s->nzombie++;
   while (!tl__list_empty(&ts->outputs))
     output_free(s, tl__container_of(ts->outputs.next, tl__output, on_taskset));
-  for (uint32_t i = ts->pending_top, next; i != TL__NONE; i = next) {
-    next = ts->idx[i].next;
-    ts->idx[i].prev = ts->idx[i].next = TL__NONE;
-    ts->idx[i].flags &= (uint8_t)~TL__IDX_PENDING;
-  }
+  stack_clear(ts, &ts->pending_top, TL__IDX_PENDING);
   s->npending_tasks -= ts->npending;
   ts->npending = 0;
-  ts->pending_top = TL__NONE;
+  stack_clear(ts, &ts->speculative_top, TL__IDX_SPECULATABLE);
+  s->nspeculatable -= ts->nspeculatable;
+  ts->nspeculatable = 0;
   tl__queue_remove(ts);
   if (ts->stage->active == ts)
     ts->stage->active = NULL;
@@ -151,24 +233,39 @@ static void stage_unlink(struct tl_scheduler *s, tl__taskset *ts) {
   }
 }
 
+/* The hosts its indices were tried on, kept for speculation until the task set goes. */
+static void free_tried(struct tl_scheduler *s, tl__taskset *ts) {
+  for (uint32_t i = 0; ts->tried != NULL && i < ts->ntasks; i++) {
+    while (ts->tried[i] != NULL) {
+      tl__tried *t = ts->tried[i];
+      ts->tried[i] = t->next;
+      tl__str_unref(s, t->names);
+      tl__free(s, t, sizeof *t);
+    }
+  }
+}
+
 void tl__taskset_finish_if_drained(struct tl_scheduler *s, tl__taskset *ts) {
   if (!ts->zombie || ts->nrunning != 0)
     return;
   tl__event *ev = tl__event_push(s, TL__EV_TASKSET_RELEASED);
   ev->u.ts.info = taskset_info(ts);
   ev->u.ts.payload = ts->payload;
+  free_tried(s, ts);
   ts->pool->ntasksets--;
   stage_unlink(s, ts);
   HASH_DELETE(hh_by_id, s->tasksets_by_id, ts);
   s->nzombie--;
   s->totals.tasksets_released++;
-  tl__free(s, ts, tl__taskset_size(ts->ntasks));
+  tl__free(s, ts, tl__taskset_bytes(ts));
 }
 
 static void mark_successful(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
   tl__index *ix = &ts->idx[i];
   if (ix->flags & TL__IDX_PENDING)
     pending_remove(s, ts, i);
+  if (ix->flags & TL__IDX_SPECULATABLE) /* a copy is not needed any more */
+    speculative_remove(s, ts, i);
   ix->flags |= TL__IDX_SUCCESSFUL;
   ix->failures = 0;
   if (++ts->nsucceeded == ts->ntasks)
@@ -206,6 +303,11 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
   ts->pool->running--;
   tl__queue_replace(ts); /* a FAIR pool orders by running attempts */
   ix->copies_running--;
+  tl__attempt *sibling = a->sibling; /* the other copy of the index, still running */
+  if (sibling != NULL)
+    sibling->sibling = NULL;
+  if (ts->first != NULL)
+    ts->first[a->index] = sibling;
 
   tl__event *ev = tl__event_push(s, TL__EV_TASK_ENDED);
   ev->names = tl__str_ref(a->executor->names);
@@ -220,27 +322,39 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
   ev->u.task.locality = a->locality;
   ev->u.task.payload = ts->payload;
   ev->u.task.end_kind = (uint8_t)kind;
+  ev->u.task.speculative = a->speculative;
 
-  if (kind == TL_END_SUCCESS || kind == TL_END_RESULT_TOO_LARGE) {
+  if (u != NULL && u->result != NULL) { /* a FINISHED update: the result goes over or back */
     ev->u.task.result = u->result;
     ev->u.task.result_size = u->result_size;
     ev->u.task.result_free = u->result_free;
+    ev->u.task.drop_result = kind != TL_END_SUCCESS;
   }
   if (kind == TL_END_SUCCESS) {
     if (out != NULL) { /* before the index is marked done: the task set is not zombie yet */
       output_add(out, a);
       out = NULL;
     }
-    if (!(ix->flags & TL__IDX_SUCCESSFUL))
+    if (!(ix->flags & TL__IDX_SUCCESSFUL)) {
+      if (ts->heap != NULL)
+        tl__speculation_record(ts, s->last_now - a->launch_time);
       mark_successful(s, ts, a->index);
+    }
+    /* Spark kills the other copies when one succeeds; what they report later counts for
+     * nothing (SPARK-13343, SPARK-22074). */
+    if (sibling != NULL && !sibling->killed_by_other) {
+      sibling->killed_by_other = 1;
+      push_kill(s, sibling, true, NULL, "another attempt succeeded");
+    }
   } else if (kind == TL_END_RESULT_TOO_LARGE) {
-    ev->u.task.drop_result = true;
     if (!ts->failed) {
       abort_taskset(s, ts, TL__FAIL_RESULT_SIZE, 0, ts->nresults, NULL, NULL);
       s->events.ev[s->events.n - 1].u.ts.bytes = ts->result_bytes;
     }
   } else {
-    bool counted = counts && !ts->zombie;
+    /* Nothing counts in a zombie, for an index already done, or from a copy that lost the race. */
+    bool counted =
+        counts && !ts->zombie && !(ix->flags & TL__IDX_SUCCESSFUL) && !a->killed_by_other;
     ev->u.task.counts = counted;
     if (kind == TL_END_FETCH_FAILED) {
       /* The stage's input is gone: the DAG layer resubmits the parent and a new attempt of this
@@ -251,6 +365,8 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
     }
     if (ts->barrier)
       tl__taskset_make_zombie(s, ts); /* the stage runs again as a whole: Spark's isBarrier */
+    if ((ix->flags & TL__IDX_SPECULATABLE) && ix->copies_running == 0)
+      speculative_remove(s, ts, a->index); /* its one copy is gone: a retry, not a copy */
     if (!ts->zombie && !(ix->flags & (TL__IDX_SUCCESSFUL | TL__IDX_PENDING)) &&
         ix->copies_running == 0) {
       pending_push(s, ts, a->index);
@@ -310,7 +426,8 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
   }
 
   /* Allocate and index first; nothing visible changes until all of it has succeeded. */
-  tl__taskset *ts = tl__malloc(s, tl__taskset_size(d->ntasks));
+  bool speculation = s->cfg.speculation && !d->barrier; /* never for barrier task sets */
+  tl__taskset *ts = tl__malloc(s, tl__taskset_size(d->ntasks, speculation));
   if (ts == NULL)
     return TL_ENOMEM;
   tl__stage *new_stage = NULL;
@@ -359,6 +476,13 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
     ix->flags = TL__IDX_PENDING;
   }
   ts->pending_top = 0;
+  ts->speculative_top = TL__NONE;
+  if (speculation) {
+    ts->heap = (uint64_t *)(void *)&ts->idx[d->ntasks];
+    ts->tried = (tl__tried **)(void *)(ts->heap + d->ntasks);
+    ts->first = (tl__attempt **)(void *)(ts->tried + d->ntasks);
+    memset(ts->tried, 0, (size_t)d->ntasks * (sizeof *ts->tried + sizeof *ts->first));
+  }
   ts->npending = d->ntasks;
   s->npending_tasks += d->ntasks;
   s->nactive++;
@@ -381,21 +505,13 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
 fail_stage:
   tl__free(s, new_stage, sizeof *new_stage);
 fail_ts:
-  tl__free(s, ts, tl__taskset_size(d->ntasks));
+  tl__free(s, ts, tl__taskset_size(d->ntasks, speculation));
   return TL_ENOMEM;
 }
 
 /* ---------------------------------------------------------------------------------------------
  * Kill, cancel, partition completion
  * ------------------------------------------------------------------------------------------- */
-
-static void push_kill(struct tl_scheduler *s, const tl__attempt *a, bool interrupt, tl__str *msg) {
-  tl__event *ev = tl__event_push(s, TL__EV_KILL_TASK);
-  ev->names = tl__str_ref(a->executor->names);
-  ev->msg = tl__str_ref(msg);
-  ev->u.kill.tid = a->tid;
-  ev->u.kill.interrupt = interrupt;
-}
 
 int tl__kill_task(struct tl_scheduler *s, tl_tid tid, bool interrupt, const char *reason) {
   tl__attempt *a = tl__attempt_find(s, tid);
@@ -409,7 +525,7 @@ int tl__kill_task(struct tl_scheduler *s, tl_tid tid, bool interrupt, const char
     tl__str_unref(s, msg);
     return TL_ENOMEM;
   }
-  push_kill(s, a, interrupt, msg);
+  push_kill(s, a, interrupt, msg, NULL);
   tl__str_unref(s, msg);
   return TL_OK;
 }
@@ -423,7 +539,7 @@ static void kill_stage_attempts(struct tl_scheduler *s, tl__stage *st, bool inte
     for (tl__link *r = ts->running.next; r != &ts->running; r = r->next) {
       tl__attempt *a = tl__container_of(r, tl__attempt, on_taskset);
       if (!a->frozen)
-        push_kill(s, a, interrupt, msg);
+        push_kill(s, a, interrupt, msg, NULL);
     }
   }
 }
@@ -502,6 +618,7 @@ int tl__partition_completed(struct tl_scheduler *s, uint32_t stage_id, uint32_t 
 }
 
 void tl__taskset_destroy(struct tl_scheduler *s, tl__taskset *ts) {
+  free_tried(s, ts);
   while (!tl__list_empty(&ts->outputs))
     output_free(s, tl__container_of(ts->outputs.next, tl__output, on_taskset));
   while (!tl__list_empty(&ts->running)) {
@@ -514,5 +631,5 @@ void tl__taskset_destroy(struct tl_scheduler *s, tl__taskset *ts) {
   ts->pool->ntasksets--;
   stage_unlink(s, ts);
   HASH_DELETE(hh_by_id, s->tasksets_by_id, ts);
-  tl__free(s, ts, tl__taskset_size(ts->ntasks));
+  tl__free(s, ts, tl__taskset_bytes(ts));
 }

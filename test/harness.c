@@ -436,6 +436,20 @@ static void cb_kill_task(void *ud, tl_tid tid, const char *exec, bool interrupt,
   leave(e);
 }
 
+static void cb_speculative(void *ud, const tl_taskset_info *ts, uint32_t index) {
+  tlt_env *e = ud;
+  enter(e, "speculative_task_submitted");
+  ck_assert_ptr_nonnull(ts);
+  ck_assert_msg(index < ts->ntasks, "speculative_task_submitted: index %u of %u", index,
+                ts->ntasks);
+  tlt_event *ev = push_event(e, TLT_EV_SPECULATIVE);
+  ev->ts = *ts;
+  ev->index = index;
+  snprintf(ev->line, sizeof ev->line, "speculative ts=%" PRIu64 " idx=%u", ts->id, index);
+  run_hook(e, e->nev - 1);
+  leave(e);
+}
+
 tl_callbacks tlt_callbacks(tlt_env *e) {
   tl_callbacks cb = {
       .ud = e,
@@ -447,6 +461,7 @@ tl_callbacks tlt_callbacks(tlt_env *e) {
       .executor_lost = cb_executor_lost,
       .revive_offers = cb_revive_offers,
       .kill_task = cb_kill_task,
+      .speculative_task_submitted = cb_speculative,
   };
   return cb;
 }

@@ -36,6 +36,7 @@ Suite *tl_inspect_suite(void);
 Suite *tl_journal_suite(void);
 Suite *tl_policy_suite(void);
 Suite *tl_pools_suite(void);
+Suite *tl_speculation_suite(void);
 
 /* A test case with the project's per-test timeout. */
 TCase *tlt_tcase(Suite *suite, const char *name);
@@ -54,7 +55,8 @@ typedef enum tlt_ev_type {
   TLT_EV_ADDED,
   TLT_EV_LOST,
   TLT_EV_REVIVE,
-  TLT_EV_KILL
+  TLT_EV_KILL,
+  TLT_EV_SPECULATIVE
 } tlt_ev_type;
 
 /* One delivered callback, copied (strings included) so it outlives the callback. */
@@ -71,6 +73,7 @@ typedef struct tlt_event {
   void *payload;            /* released: the payload handed back; started, ended: task's */
   tl_loss_reason loss;      /* lost: message points to text (or is NULL) */
   tl_tid kill_tid;          /* kill */
+  uint32_t index;           /* speculative: the index whose copy waits */
   bool interrupt;           /* kill */
   bool has_text;            /* text holds a message or reason (it was not NULL) */
   char text[512];           /* ended: message; failed: reason; lost: message; kill: reason */

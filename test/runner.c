@@ -12,12 +12,13 @@ static const struct {
   const char *name;     /* the name ctest passes */
   Suite *(*make)(void); /* its constructor */
 } suites[] = {
-    {"errors", tl_errors_suite},     {"executors", tl_executors_suite},
-    {"tasksets", tl_tasksets_suite}, {"offers", tl_offers_suite},
-    {"status", tl_status_suite},     {"loss", tl_loss_suite},
-    {"events", tl_events_suite},     {"spark", tl_spark_suite},
-    {"inspect", tl_inspect_suite},   {"journal", tl_journal_suite},
-    {"policy", tl_policy_suite},     {"pools", tl_pools_suite},
+    {"errors", tl_errors_suite},           {"executors", tl_executors_suite},
+    {"tasksets", tl_tasksets_suite},       {"offers", tl_offers_suite},
+    {"status", tl_status_suite},           {"loss", tl_loss_suite},
+    {"events", tl_events_suite},           {"spark", tl_spark_suite},
+    {"inspect", tl_inspect_suite},         {"journal", tl_journal_suite},
+    {"policy", tl_policy_suite},           {"pools", tl_pools_suite},
+    {"speculation", tl_speculation_suite},
 };
 
 int main(int argc, char **argv) {

@@ -177,6 +177,18 @@ static bool key_i64(const token *t, const char *key, int64_t *out) {
   return parse_i64(t->text + n + 1, out);
 }
 
+static bool key_double(const token *t, const char *key, double *out) {
+  size_t n = strlen(key);
+  if (t->quoted || t->text == NULL || strncmp(t->text, key, n) != 0 || t->text[n] != '=')
+    return false;
+  char *end;
+  double v = strtod(t->text + n + 1, &end);
+  if (*end != '\0' || end == t->text + n + 1)
+    return false;
+  *out = v;
+  return true;
+}
+
 /* A string argument: quoted, or "-" for NULL. */
 static bool str_arg(const token *t, const char **out) {
   if (!t->quoted && t->text != NULL)
@@ -246,6 +258,15 @@ static int start_scheduler(replayer *r, token *tok, int n) {
       start = v;
       continue;
     }
+    if (key_u64(&tok[i], "speculation", &v)) {
+      cfg.speculation = v != 0;
+      continue;
+    }
+    if (key_u64(&tok[i], "speculation_interval_ns", &cfg.speculation_interval_ns) ||
+        key_u64(&tok[i], "speculation_min_runtime_ns", &cfg.speculation_min_runtime_ns) ||
+        key_double(&tok[i], "speculation_multiplier", &cfg.speculation_multiplier) ||
+        key_double(&tok[i], "speculation_quantile", &cfg.speculation_quantile))
+      continue;
     if (!tok[i].quoted && tok[i].text != NULL && strncmp(tok[i].text, "mode=", 5) == 0) {
       if (strcmp(tok[i].text + 5, "FIFO") == 0)
         cfg.mode = TL_FIFO;
