@@ -122,15 +122,20 @@ typedef enum tl_locality {
 
 /* How a task attempt ended, as task_ended reports it and a FAILED update names it. */
 typedef enum tl_end_kind {
-  TL_END_SUCCESS = 0,       /* FINISHED; the result comes with it */
-  TL_END_EXCEPTION = 1,     /* the task threw: counts toward max_task_failures */
-  TL_END_FETCH_FAILED = 2,  /* a shuffle input is missing: makes the task set zombie, no count */
-  TL_END_KILLED = 3,        /* killed on request: does not count */
-  TL_END_COMMIT_DENIED = 4, /* output commit refused: does not count */
-  TL_END_RESULT_LOST = 5,   /* the result could not be fetched: counts */
-  TL_END_EXECUTOR_LOST = 6, /* its executor was lost: counts only if caused by the app and the
-                               attempt had reached RUNNING; never given in a status update */
-  TL_END_RESUBMITTED = 7    /* reserved for shuffle-output resubmission; not produced yet */
+  TL_END_SUCCESS = 0,         /* FINISHED; the result comes with it */
+  TL_END_EXCEPTION = 1,       /* the task threw: counts toward max_task_failures */
+  TL_END_FETCH_FAILED = 2,    /* a shuffle input is missing: makes the task set zombie, no count */
+  TL_END_KILLED = 3,          /* killed on request: does not count */
+  TL_END_COMMIT_DENIED = 4,   /* output commit refused: does not count */
+  TL_END_RESULT_LOST = 5,     /* the result could not be fetched: counts */
+  TL_END_EXECUTOR_LOST = 6,   /* its executor was lost: counts only if caused by the app and the
+                                 attempt had reached RUNNING; never given in a status update */
+  TL_END_RESUBMITTED = 7,     /* a done index of an active shuffle-map task set whose output
+                                 was on a lost executor: pending again (the tid is the attempt
+                                 that wrote it); does not count; never given in an update */
+  TL_END_RESULT_TOO_LARGE = 8 /* FINISHED, but the task set's results passed max_result_bytes:
+                                 the library freed the result (result_free) and aborted the task
+                                 set; does not count; never given in a status update */
 } tl_end_kind;
 
 /* Executor states. */
@@ -160,11 +165,19 @@ typedef struct tl_loss_reason {
   const char *message; /* may be NULL; copied */
 } tl_loss_reason;
 
+/* How a scheduler, or a pool, orders what it schedules (Spark's spark.scheduler.mode). */
+typedef enum tl_sched_mode {
+  TL_FIFO = 0, /* by priority (the job id), then stage id */
+  TL_FAIR = 1  /* by running attempts: below min share first, then running / weight, then name */
+} tl_sched_mode;
+
 /* ---------------------------------------------------------------------------------------------
  * Configuration
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct tl_config {
+  tl_sched_mode mode;               /* TL_FIFO: every task set in one FIFO order; TL_FAIR: task
+                                       sets in pools (tl_pool_add), pools shared FAIR; TL_FIFO */
   uint32_t cpus_per_task;           /* cores one task takes unless its task set says; 1 */
   uint32_t max_task_failures;       /* counting failures of one index that abort its task set:
                                        1 to 65535; 4 */
@@ -173,9 +186,20 @@ typedef struct tl_config {
                                        TL_LOSS_PENDING_TIMEOUT; 0 = wait forever; 120 s */
   uint32_t max_tombstones;          /* removed executor ids remembered; 0 = none; 1024 */
   uint64_t tombstone_ttl_ns;        /* and for at most this long; 0 = until evicted; 10 min */
-  uint64_t (*clock)(void *ud);      /* monotonic nanoseconds; NULL = uv_hrtime. Called without
-                                       the lock, by any thread that calls in */
-  void *clock_ud;                   /* passed to clock */
+  uint64_t max_result_bytes;        /* results of one task set (result_size summed over its
+                                       FINISHED updates) may not pass this: the update that passes
+                                       it aborts the task set (Spark's spark.driver.maxResultSize;
+                                       never for shuffle-map task sets); 0 = unlimited; 1 GiB */
+  bool speculation;                 /* launch a second copy of tasks that run far longer than
+                                       their task set's median (Spark's spark.speculation); off */
+  uint64_t speculation_interval_ns; /* how often tl_tick looks for them; 100 ms */
+  double speculation_multiplier;    /* a task is slow past multiplier x the median run time of its
+                                       task set's successful tasks; 3 */
+  double speculation_quantile;      /* only once this fraction of its tasks succeeded; 0.9 */
+  uint64_t speculation_min_runtime_ns; /* and never before it ran this long; 100 ms */
+  uint64_t (*clock)(void *ud);         /* monotonic nanoseconds; NULL = uv_hrtime. Called without
+                                          the lock, by any thread that calls in */
+  void *clock_ud;                      /* passed to clock */
   /* The call journal (docs/journal.md); NULL = off. With it, tl_scheduler_new writes the
    * header and config lines, then every call that passes its argument checks writes one line
    * (failed calls included, with their result), and tl_scheduler_free a last one. Lines come in
@@ -207,6 +231,7 @@ typedef struct tl_task_info {
   const char *executor_id; /* where it ran; valid until the callback returns */
   const char *host;        /* that executor's host; valid until the callback returns */
   tl_locality locality;    /* the level it was launched at */
+  bool speculative;        /* a speculative copy (speculation) */
   void *payload;           /* the task set's payload; valid until taskset_released */
 } tl_task_info;
 
@@ -253,6 +278,9 @@ typedef struct tl_callbacks {
   /* An executor was lost: once per executor, at its first loss (for a two-phase loss, with
    * the TL_LOSS_PENDING reason; the second phase is not reported again). */
   void (*executor_lost)(void *ud, const char *executor_id, const tl_loss_reason *reason);
+  /* A running task was found slow (speculation): a copy of index is now waiting for an offer
+   * (Spark's speculativeTaskSubmitted). */
+  void (*speculative_task_submitted)(void *ud, const tl_taskset_info *ts, uint32_t index);
   /* There is new pending work (a submission, a task to retry): offer resources again. */
   void (*revive_offers)(void *ud);
   /* Ask the executor to kill an attempt (tl_kill_task, tl_kill_stage, tl_cancel_stage). The
@@ -347,13 +375,40 @@ typedef struct tl_taskset_desc {
   uint32_t cpus_per_task; /* 0: the config's */
   void *payload;          /* shared by all tasks, given to every launch, handed back once by
                              taskset_released; the library never touches what it points to */
+  bool shuffle_map;       /* its results are map outputs, kept on the executor that wrote them:
+                             max_result_bytes does not apply, and while the task set is active an
+                             index done on an executor that is later lost runs again */
+  bool barrier;           /* all its tasks launch in one offer round or none do; the failure of
+                             any of them makes it zombie (the DAG layer resubmits the stage) */
+  const char *pool;       /* its pool under TL_FAIR (NULL = "default"); ignored under TL_FIFO,
+                             whose one pool is "default"; copied */
 } tl_taskset_desc;
 
 /* Submits a task set; every older attempt of the same stage becomes zombie (and is released at
  * once if nothing of it runs). Event revive_offers. *out (may be NULL) gets its id.
- * TL_EINVAL: bad descriptor; TL_EEXIST: that stage attempt is live; TL_ENOMEM. On error the
- * payload stays the caller's. */
+ * TL_EINVAL: bad descriptor; TL_ENOENT: no such pool (TL_FAIR); TL_EEXIST: that stage attempt is
+ * live; TL_ENOMEM. On error the payload stays the caller's. */
 TL_EXTERN int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out);
+
+/* Adds a pool (TL_FAIR schedulers only; "default" exists from the start: FIFO, weight 1, min
+ * share 0). Its task sets are ordered by mode among themselves; between pools, an offer round
+ * goes first to pools running fewer attempts than min_share (lowest running / min_share first),
+ * then by lowest running / weight, then by name (Spark's FairSchedulingAlgorithm). Pools live as
+ * long as the scheduler. TL_EINVAL: name NULL or not 1 to 255 bytes, mode not a tl_sched_mode,
+ * weight 0; TL_ESTATE: the scheduler is TL_FIFO; TL_EEXIST; TL_ENOMEM. */
+TL_EXTERN int tl_pool_add(tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
+                          uint32_t min_share);
+
+typedef struct tl_pool_status {
+  tl_sched_mode mode; /* between its task sets */
+  uint32_t weight;    /* as added */
+  uint32_t min_share; /* as added */
+  uint32_t running;   /* attempts in flight of its task sets, zombies' and frozen ones included */
+  uint32_t tasksets;  /* its task sets not yet released */
+} tl_pool_status;
+
+/* TL_ENOENT for an unknown pool ("default" always exists); TL_EINVAL. */
+TL_EXTERN int tl_pool_get(tl_scheduler *s, const char *name, tl_pool_status *out);
 
 /* Asks for one attempt to be killed (event kill_task). Nothing else changes: the attempt ends
  * when its executor reports TL_TASK_KILLED. TL_ESTALE if the tid is not running; TL_EINVAL;
@@ -416,10 +471,13 @@ typedef struct tl_launch {
   uint32_t cpus;               /* cores it takes */
   char executor_id[TL_ID_MAX]; /* where to run it (a copy) */
   tl_locality locality;        /* level it was launched at */
+  bool speculative;            /* a speculative copy of a slow task */
   void *payload;               /* the task set's payload: valid until taskset_released */
 } tl_launch;
 
-/* Fills offers with pending tasks: task sets in FIFO order (priority, then stage id), each
+/* Fills offers with pending tasks: pools in FAIR order (TL_FAIR), and in each pool task sets
+ * in its order (TL_FIFO: priority, then stage id; TL_FAIR: fewest running attempts first, as
+ * they were when the round began), each
  * filling the offers round-robin (one task per offer per pass) so a stage spreads over
  * executors. Never launches more than an executor's free cores or cap launches. Launches are
  * written to out[0..*nout) and each makes a task_started event; *nout is 0 on any error. Offers
@@ -492,11 +550,13 @@ typedef struct tl_stats {
   size_t tombstones;                /* removed ids remembered */
   size_t hosts;                     /* hosts with at least one live executor */
   size_t racks;                     /* racks with at least one such host */
+  size_t pools;                     /* pools, "default" included */
   size_t tasksets_active;           /* not zombie */
   size_t tasksets_zombie;           /* zombie, still draining running attempts */
   size_t attempts_running;          /* entries of the tid index */
   size_t attempts_frozen;           /* on PENDING_LOSS executors */
   size_t tasks_pending;             /* indices of active task sets waiting to launch */
+  size_t tasks_speculatable;        /* slow tasks whose speculative copy waits to launch */
   size_t events_queued;             /* made and not yet delivered */
   size_t mem_live_bytes;            /* this scheduler's own allocations */
   size_t mem_live_blocks;           /* and their number */

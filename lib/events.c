@@ -19,6 +19,7 @@
  */
 #include "internal.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -98,15 +99,22 @@ static void task_info_of(const tl__event *ev, tl_task_info *info) {
   info->executor_id = ev->names->text;
   info->host = tl__names_host(ev->names);
   info->locality = (tl_locality)ev->u.task.locality;
+  info->speculative = ev->u.task.speculative;
   info->payload = ev->u.task.payload;
 }
 
 /* The reason of taskset_failed is composed here, outside the lock, from what the event kept:
  * nothing had to be allocated when the task set was aborted. */
-static void taskset_failed_reason(const tl__event *ev, char *buf, size_t len) {
+static void taskset_failed_reason(const struct tl_scheduler *s, const tl__event *ev, char *buf,
+                                  size_t len) {
   const char *msg = event_message(ev);
   int n;
-  if (ev->u.ts.why == TL__FAIL_CANCELLED)
+  if (ev->u.ts.why == TL__FAIL_RESULT_SIZE)
+    n = snprintf(buf, len,
+                 "Total size of the results of %u tasks (%" PRIu64 " bytes) is bigger than "
+                 "max_result_bytes (%" PRIu64 " bytes)",
+                 ev->u.ts.failures, ev->u.ts.bytes, s->cfg.max_result_bytes);
+  else if (ev->u.ts.why == TL__FAIL_CANCELLED)
     n = snprintf(buf, len, "Stage %u cancelled%s%s", ev->u.ts.info.stage_id,
                  msg != NULL ? ": " : "", msg != NULL ? msg : "");
   else
@@ -128,26 +136,26 @@ static void deliver(struct tl_scheduler *s, const tl__event *ev) {
     }
     break;
   case TL__EV_TASK_ENDED: {
-    if (cb->task_ended == NULL) {
-      if (ev->u.task.result != NULL && ev->u.task.result_free != NULL)
-        ev->u.task.result_free(ev->u.task.result);
-      break;
+    void *result = ev->u.task.result;
+    if (result != NULL && (cb->task_ended == NULL || ev->u.task.drop_result)) {
+      if (ev->u.task.result_free != NULL) /* the result is not handed over: give it back */
+        ev->u.task.result_free(result);
+      result = NULL;
     }
+    if (cb->task_ended == NULL)
+      break;
     tl_task_info info;
     task_info_of(ev, &info);
-    tl_task_end end = {(tl_end_kind)ev->u.task.end_kind,
-                       ev->u.task.counts,
-                       event_message(ev),
-                       ev->u.task.result,
-                       ev->u.task.result_size,
-                       ev->u.task.result_free};
+    tl_task_end end = {
+        (tl_end_kind)ev->u.task.end_kind, ev->u.task.counts,     event_message(ev), result,
+        ev->u.task.result_size,           ev->u.task.result_free};
     cb->task_ended(cb->ud, &info, &end);
     break;
   }
   case TL__EV_TASKSET_FAILED:
     if (cb->taskset_failed != NULL) {
       char reason[4096];
-      taskset_failed_reason(ev, reason, sizeof reason);
+      taskset_failed_reason(s, ev, reason, sizeof reason);
       cb->taskset_failed(cb->ud, &ev->u.ts.info, reason);
     }
     break;
@@ -169,6 +177,10 @@ static void deliver(struct tl_scheduler *s, const tl__event *ev) {
   case TL__EV_REVIVE_OFFERS:
     if (cb->revive_offers != NULL)
       cb->revive_offers(cb->ud);
+    break;
+  case TL__EV_SPECULATIVE_SUBMITTED:
+    if (cb->speculative_task_submitted != NULL)
+      cb->speculative_task_submitted(cb->ud, &ev->u.ts.info, ev->u.ts.index);
     break;
   case TL__EV_KILL_TASK:
     if (cb->kill_task != NULL)

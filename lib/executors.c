@@ -129,6 +129,7 @@ int tl__executor_add(struct tl_scheduler *s, const tl_executor_desc *d) {
   }
   tl__list_init(&ex->running);
   tl__list_init(&ex->frozen);
+  tl__list_init(&ex->outputs);
   ex->host = host;
   tl__list_insert_tail(&host->executors, &ex->on_host);
   host->nexecutors++;
@@ -196,7 +197,9 @@ static void leave_host(struct tl_scheduler *s, tl__executor *ex) {
 /* Events phase one makes: executor_lost; phase two: per frozen attempt task_ended, and per task
  * set at most taskset_failed and taskset_released; one revive_offers. */
 static size_t phase_one_events(void) { return 1; }
-static size_t phase_two_events(size_t nattempts) { return 3 * nattempts + 1; }
+static size_t phase_two_events(const tl__executor *ex, size_t nattempts) {
+  return ex->noutputs + 3 * nattempts + 1; /* a resubmission per map output, first */
+}
 
 static void freeze(struct tl_scheduler *s, tl__executor *ex, const tl_loss_reason *reason,
                    tl__str *msg, const char *static_msg) {
@@ -235,6 +238,9 @@ static void remove_executor(struct tl_scheduler *s, tl__executor *ex, const tl_l
                             tl__str *msg, const char *static_msg) {
   bool app_fault = reason->caused_by_app && !ex->was_decommissioning &&
                    reason->kind != TL_LOSS_KILLED && reason->kind != TL_LOSS_DECOMMISSIONED;
+  /* As Spark's TaskSetManager.executorLost: first the completed map outputs it held, then the
+   * attempts it was running. */
+  tl__outputs_resubmit(s, ex);
   while (!tl__list_empty(&ex->frozen)) {
     tl__attempt *a = tl__container_of(ex->frozen.next, tl__attempt, on_executor);
     tl__list_remove(&a->on_executor);
@@ -244,7 +250,7 @@ static void remove_executor(struct tl_scheduler *s, tl__executor *ex, const tl_l
     s->nfrozen--;
     s->totals.failed++;
     tl__attempt_ended(s, a, TL_END_EXECUTOR_LOST, app_fault && a->state == TL__RUNNING, msg,
-                      static_msg, NULL);
+                      static_msg, NULL, NULL);
   }
   tl__list_remove(&ex->on_timeline);
   set_state(s, ex, TL_EXECUTOR_REMOVED);
@@ -264,9 +270,9 @@ static int lose(struct tl_scheduler *s, tl__executor *ex, const tl_loss_reason *
   bool pending = reason->kind == TL_LOSS_PENDING;
   size_t n;
   if (ex->state == TL_EXECUTOR_PENDING_LOSS)
-    n = phase_two_events(ex->nfrozen);
+    n = phase_two_events(ex, ex->nfrozen);
   else
-    n = phase_one_events() + (pending ? 0 : phase_two_events(ex->nrunning));
+    n = phase_one_events() + (pending ? 0 : phase_two_events(ex, ex->nrunning));
   if (tl__events_reserve(s, n) != TL_OK)
     return TL_ENOMEM;
   if (ex->state != TL_EXECUTOR_PENDING_LOSS)

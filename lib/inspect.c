@@ -21,8 +21,9 @@ typedef struct checker {
   struct tl_scheduler *s;
   char *why;
   size_t len;
-  size_t bytes;  /* memory the records account for */
-  size_t blocks; /* and their number */
+  size_t bytes;   /* memory the records account for */
+  size_t blocks;  /* and their number */
+  size_t outputs; /* map outputs found on executors */
 } checker;
 
 #if defined(__GNUC__)
@@ -148,6 +149,26 @@ static int check_executors(checker *c, size_t *running, size_t *frozen) {
     }
     CHECK(c, n == ex->nfrozen, "executor %s: %zu frozen, count says %u", id, n, ex->nfrozen);
     *frozen += n;
+
+    n = 0;
+    for (tl__link *l = ex->outputs.next; l != &ex->outputs; l = l->next) {
+      const tl__output *out = tl__container_of(l, tl__output, on_executor);
+      const tl__taskset *ts = out->taskset;
+      CHECK(c, ++n <= ex->noutputs, "executor %s: output list does not end", id);
+      CHECK(c, out->executor == ex && tl__taskset_find(s, ts->id) == ts,
+            "executor %s holds a map output of another executor or of a released task set", id);
+      CHECK(c,
+            ts->shuffle_map && !ts->zombie && out->index < ts->ntasks &&
+                (ts->idx[out->index].flags & TL__IDX_SUCCESSFUL),
+            "executor %s holds a map output of task set %llu index %u that is not a done index "
+            "of an active shuffle-map task set",
+            id, (unsigned long long)ts->id, out->index);
+      CHECK(c, ex->state != TL_EXECUTOR_REMOVED, "tombstone %s holds map outputs", id);
+    }
+    CHECK(c, n == ex->noutputs, "executor %s: %zu map outputs, count says %u", id, n, ex->noutputs);
+    c->bytes += n * sizeof(tl__output);
+    c->blocks += n;
+    c->outputs += n;
   }
   CHECK(c,
         count[TL_EXECUTOR_ALIVE] == s->nalive &&
@@ -181,9 +202,12 @@ static int check_tasksets(checker *c, size_t running, size_t frozen) {
   struct tl_scheduler *s = c->s;
   size_t nactive = 0, nzombie = 0, pending = 0, sum_running = 0, sum_frozen = 0, queued = 0;
   size_t queued_at[TL__QUEUE_LEVELS] = {0};
+  size_t sum_outputs = 0, speculatable = 0;
+  for (tl__pool *p = s->pools_by_name; p != NULL; p = p->hh_by_name.next)
+    p->check_running = p->check_tasksets = 0;
   for (tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next) {
     unsigned long long id = (unsigned long long)ts->id;
-    account(c, tl__taskset_size(ts->ntasks));
+    account(c, tl__taskset_bytes(ts));
     CHECK(c, tl__stage_find(s, ts->stage_id) == ts->stage, "task set %llu: stage entry lost", id);
     CHECK(c, !ts->zombie || ts->nrunning > 0,
           "invariant 4: zombie task set %llu has nothing running and was not released", id);
@@ -220,6 +244,13 @@ static int check_tasksets(checker *c, size_t running, size_t frozen) {
           ts->nfrozen);
     sum_running += n;
     sum_frozen += nf;
+    size_t nout = 0;
+    for (tl__link *l = ts->outputs.next; l != &ts->outputs; l = l->next) {
+      CHECK(c, ++nout <= c->outputs, "task set %llu: output list does not end", id);
+      CHECK(c, tl__container_of(l, tl__output, on_taskset)->taskset == ts,
+            "task set %llu lists a map output of another task set", id);
+    }
+    sum_outputs += nout;
 
     size_t succeeded = 0, flagged = 0;
     for (uint32_t i = 0; i < ts->ntasks; i++) {
@@ -260,10 +291,60 @@ static int check_tasksets(checker *c, size_t running, size_t frozen) {
           flagged, ts->npending);
     if (!ts->zombie)
       pending += ts->npending;
-    bool schedulable = !ts->zombie && ts->npending > 0;
+
+    /* Speculation: the speculative stack holds exactly the SPECULATABLE indices, each with one
+     * copy running; the copies of an index know each other; hosts tried are held. */
+    walked = 0;
+    prev = TL__NONE;
+    size_t spec_flagged = 0;
+    for (uint32_t i = ts->speculative_top; i != TL__NONE; i = ts->idx[i].next) {
+      CHECK(c, i < ts->ntasks && ++walked <= ts->ntasks, "task set %llu: speculative stack broken",
+            id);
+      const tl__index *ix = &ts->idx[i];
+      CHECK(c, (ix->flags & TL__IDX_SPECULATABLE) && ix->prev == prev,
+            "task set %llu: speculative stack link of index %u broken", id, i);
+      CHECK(c, !(ix->flags & (TL__IDX_SUCCESSFUL | TL__IDX_PENDING)) && ix->copies_running == 1,
+            "task set %llu: speculatable index %u is done, pending, or has %u copies", id, i,
+            ix->copies_running);
+      prev = i;
+    }
+    for (uint32_t i = 0; i < ts->ntasks; i++)
+      spec_flagged += (ts->idx[i].flags & TL__IDX_SPECULATABLE) != 0;
+    CHECK(c, walked == ts->nspeculatable && spec_flagged == ts->nspeculatable,
+          "task set %llu: %zu on the speculative stack, %zu flagged, count says %u", id, walked,
+          spec_flagged, ts->nspeculatable);
+    CHECK(c, ts->heap != NULL || (ts->nspeculatable == 0 && ts->tried == NULL),
+          "task set %llu speculates without its arrays", id);
+    speculatable += ts->nspeculatable;
+    for (tl__link *l = ts->running.next; l != &ts->running; l = l->next) {
+      const tl__attempt *a = tl__container_of(l, tl__attempt, on_taskset);
+      CHECK(c,
+            a->sibling == NULL || (a->sibling->sibling == a && a->sibling->taskset == ts &&
+                                   a->sibling->index == a->index),
+            "tid %llu: its sibling copy does not point back", (unsigned long long)a->tid);
+      CHECK(c, ts->first == NULL || ts->first[a->index] == a || ts->first[a->index] == a->sibling,
+            "task set %llu: index %u's running copy is not recorded", id, a->index);
+    }
+    for (uint32_t i = 0; ts->tried != NULL && i < ts->ntasks; i++) {
+      CHECK(c, (ts->first[i] != NULL) == (ts->idx[i].copies_running > 0),
+            "task set %llu: index %u has %u copies but a recorded copy %p", id, i,
+            ts->idx[i].copies_running, (void *)ts->first[i]);
+      size_t ntried = 0;
+      for (tl__tried *t = ts->tried[i]; t != NULL; t = t->next) {
+        CHECK(c, ++ntried <= ts->idx[i].attempts,
+              "task set %llu: index %u tried on more hosts than its %u attempts", id, i,
+              ts->idx[i].attempts);
+        account(c, sizeof *t);
+        visit_str(c, t->names);
+      }
+    }
+
+    bool schedulable = !ts->zombie && ts->npending + ts->nspeculatable > 0;
     CHECK(c, schedulable == (ts->queue_levels > 0),
           "task set %llu: in the queue %d, schedulable %d", id, ts->queue_levels > 0, schedulable);
     queued += schedulable;
+    ts->pool->check_running += ts->nrunning;
+    ts->pool->check_tasksets++;
     for (int level = 0; level < ts->queue_levels && level < TL__QUEUE_LEVELS; level++)
       queued_at[level]++;
   }
@@ -275,25 +356,50 @@ static int check_tasksets(checker *c, size_t running, size_t frozen) {
         sum_running, sum_frozen, running + frozen, frozen);
   CHECK(c, pending == s->npending_tasks, "%zu tasks pending, count says %zu", pending,
         s->npending_tasks);
+  CHECK(c, speculatable == s->nspeculatable, "%zu speculatable, count says %zu", speculatable,
+        s->nspeculatable);
+  CHECK(c, sum_outputs == c->outputs, "task sets list %zu map outputs, executors hold %zu",
+        sum_outputs, c->outputs);
 
-  /* The queue: every level in strict FIFO order, level l holding exactly the queued task sets
-   * of more than l levels (level 0 all of them). */
-  for (int level = 0; level < TL__QUEUE_LEVELS; level++) {
-    size_t n = 0;
-    const tl__taskset *prev = NULL;
-    for (const tl__taskset *ts = s->queue[level]; ts != NULL; ts = ts->queue_next[level]) {
-      CHECK(c, ++n <= queued, "queue level %d holds more than the %zu schedulable task sets", level,
-            queued);
-      CHECK(c, ts->queue_levels > level, "queue level %d holds task set %llu of %u levels", level,
-            (unsigned long long)ts->id, ts->queue_levels);
-      CHECK(c, prev == NULL || tl__queue_before(prev, ts),
-            "queue level %d is out of FIFO order at task set %llu", level,
-            (unsigned long long)ts->id);
-      prev = ts;
+  /* The pools' queues: every level in its pool's order, holding only task sets of that pool,
+   * and all levels together holding exactly the queued task sets of more than l levels. */
+  size_t walked_at[TL__QUEUE_LEVELS] = {0};
+  for (tl__pool *p = s->pools_by_name; p != NULL; p = p->hh_by_name.next) {
+    for (int level = 0; level < TL__QUEUE_LEVELS; level++) {
+      const tl__taskset *prev = NULL;
+      for (const tl__taskset *ts = p->queue[level]; ts != NULL; ts = ts->queue_next[level]) {
+        CHECK(c, ++walked_at[level] <= queued,
+              "queue level %d holds more than the %zu schedulable task sets", level, queued);
+        CHECK(c, ts->pool == p, "pool %s queues task set %llu of pool %s", p->name,
+              (unsigned long long)ts->id, ts->pool->name);
+        CHECK(c, ts->queue_levels > level, "queue level %d holds task set %llu of %u levels", level,
+              (unsigned long long)ts->id, ts->queue_levels);
+        CHECK(c, p->mode != TL_FAIR || ts->queue_running == ts->nrunning,
+              "FAIR pool %s places task set %llu by %u running attempts, it has %u", p->name,
+              (unsigned long long)ts->id, ts->queue_running, ts->nrunning);
+        CHECK(c, prev == NULL || tl__queue_before(p, prev, ts),
+              "pool %s: queue level %d is out of order at task set %llu", p->name, level,
+              (unsigned long long)ts->id);
+        prev = ts;
+      }
     }
-    CHECK(c, n == queued_at[level], "queue level %d holds %zu task sets, %zu expected", level, n,
-          queued_at[level]);
   }
+  size_t npools = 0;
+  for (tl__pool *p = s->pools_by_name; p != NULL; p = p->hh_by_name.next) {
+    npools++;
+    account(c, tl__pool_bytes(p));
+    CHECK(c, p->running == p->check_running && p->ntasksets == p->check_tasksets,
+          "pool %s: %u running in %u task sets, its task sets have %u in %u", p->name, p->running,
+          p->ntasksets, p->check_running, p->check_tasksets);
+  }
+  CHECK(c,
+        npools == s->npools && s->default_pool != NULL &&
+            tl__pool_find(s, "default") == s->default_pool,
+        "%zu pools, count says %zu, or the default pool is lost", npools, s->npools);
+  for (int level = 0; level < TL__QUEUE_LEVELS; level++)
+    CHECK(c, walked_at[level] == queued_at[level],
+          "queue level %d holds %zu task sets, %zu expected", level, walked_at[level],
+          queued_at[level]);
 
   size_t attempts = 0;
   for (tl__stage *st = s->stages_by_id; st != NULL; st = st->hh_by_id.next) {
@@ -433,6 +539,11 @@ static int check_memory(checker *c) {
     if (err != TL_OK)
       return err;
   }
+  for (const tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next)
+    for (uint32_t i = 0; ts->tried != NULL && i < ts->ntasks; i++)
+      for (const tl__tried *t = ts->tried[i]; t != NULL; t = t->next)
+        if (check_str(c, t->names, "a host tried") != TL_OK)
+          return TL_ECORRUPT;
   int err = check_event_refs(c, &s->events);
   if (err == TL_OK)
     err = check_event_refs(c, &s->batch);
@@ -450,6 +561,8 @@ static int check_memory(checker *c) {
     account_table(c, s->tasksets_by_id->hh_by_id.tbl);
   if (s->stages_by_id != NULL)
     account_table(c, s->stages_by_id->hh_by_id.tbl);
+  if (s->pools_by_name != NULL)
+    account_table(c, s->pools_by_name->hh_by_name.tbl);
   CHECK(c, c->bytes == s->mem_bytes && c->blocks == s->mem_blocks,
         "memory: %zu bytes in %zu blocks are allocated, the ledger accounts for %zu in %zu",
         s->mem_bytes, s->mem_blocks, c->bytes, c->blocks);
@@ -460,7 +573,7 @@ static int check_memory(checker *c) {
     CHECK(c,
           s->attempts_by_tid == NULL && s->hosts_by_name == NULL && s->racks_by_name == NULL &&
               s->stages_by_id == NULL && s->nfrozen == 0 && s->npending_tasks == 0 &&
-              s->queue[0] == NULL,
+              s->default_pool->queue[0] == NULL,
           "invariant 7: quiescent but a map is not empty");
   return TL_OK;
 }
@@ -470,7 +583,7 @@ int tl_check(tl_scheduler *s, char *why, size_t len) {
     return TL_EINVAL;
   if (why != NULL && len > 0)
     why[0] = '\0';
-  checker c = {s, why, len, 0, 0};
+  checker c = {s, why, len, 0, 0, 0};
   size_t running, frozen;
   uv_mutex_lock(&s->lock);
   s->check_epoch++;
@@ -506,11 +619,13 @@ void tl_stats_get(tl_scheduler *s, tl_stats *out) {
   out->tombstones = s->ntombstones;
   out->hosts = s->nhosts;
   out->racks = s->nracks;
+  out->pools = s->npools;
   out->tasksets_active = s->nactive;
   out->tasksets_zombie = s->nzombie;
   out->attempts_running = HASH_CNT(hh_by_tid, s->attempts_by_tid);
   out->attempts_frozen = s->nfrozen;
   out->tasks_pending = s->npending_tasks;
+  out->tasks_speculatable = s->nspeculatable;
   size_t delivered = atomic_load(&s->batch_delivered);
   out->events_queued = s->events.n + (s->batch.n > delivered ? s->batch.n - delivered : 0);
   out->mem_live_bytes = s->mem_bytes;
@@ -535,6 +650,22 @@ int tl_executor_get(tl_scheduler *s, const char *executor_id, tl_executor_status
   }
   uv_mutex_unlock(&s->lock);
   return err;
+}
+
+int tl_pool_get(tl_scheduler *s, const char *name, tl_pool_status *out) {
+  if (s == NULL || tl__name_len(name, TL_HOST_MAX) == 0 || out == NULL)
+    return TL_EINVAL;
+  uv_mutex_lock(&s->lock);
+  tl__pool *p = tl__pool_find(s, name);
+  if (p != NULL) {
+    out->mode = (tl_sched_mode)p->mode;
+    out->weight = p->weight;
+    out->min_share = p->min_share;
+    out->running = p->running;
+    out->tasksets = p->ntasksets;
+  }
+  uv_mutex_unlock(&s->lock);
+  return p != NULL ? TL_OK : TL_ENOENT;
 }
 
 int tl_taskset_get(tl_scheduler *s, tl_taskset_id id, tl_taskset_status *out) {

@@ -118,7 +118,31 @@ typedef struct tl__attempt {
   uint8_t state;                 /* TL__LAUNCHING until the first RUNNING update */
   uint8_t frozen;                /* on a PENDING_LOSS executor's frozen list, not in the map */
   uint8_t locality;              /* tl_locality it was launched at */
+  uint8_t speculative;           /* launched as a speculative copy */
+  uint8_t killed_by_other;       /* another copy of its index succeeded and it was asked to die:
+                                    nothing it reports counts (SPARK-13343, SPARK-22074) */
+  struct tl__attempt *sibling;   /* the other running copy of its index, or NULL */
 } tl__attempt;
+
+/* A host an attempt of an index was launched on (speculation: a copy never goes there). */
+typedef struct tl__tried {
+  struct tl__tried *next; /* the index's earlier ones */
+  tl__str *names;         /* the executor's names (its host is the second string); one ref */
+} tl__tried;
+
+/* A completed map output of an active shuffle-map task set: the index is done, and its output
+ * lives on the executor that ran it. When that executor is lost the index runs again
+ * (TL_END_RESUBMITTED). Freed when that happens or the task set becomes zombie. */
+typedef struct tl__output {
+  tl__link on_executor;          /* its executor's outputs */
+  tl__link on_taskset;           /* its task set's outputs */
+  struct tl__taskset *taskset;   /* whose index it completes */
+  struct tl__executor *executor; /* where it lives */
+  tl_tid tid;                    /* the attempt that wrote it */
+  uint32_t index;                /* the index */
+  uint32_t attempt;              /* that attempt's number */
+  uint8_t locality;              /* and its locality */
+} tl__output;
 
 /* An executor, from registration until its tombstone is evicted. */
 typedef struct tl__executor {
@@ -129,6 +153,8 @@ typedef struct tl__executor {
   tl__link on_host;          /* host's executor list while it has a host */
   tl__link running;          /* attempts in attempts_by_tid that run here */
   tl__link frozen;           /* attempts frozen here; non-empty only while PENDING_LOSS */
+  tl__link outputs;          /* map outputs of active shuffle-map task sets written here */
+  uint32_t noutputs;         /* length of outputs */
   tl__link on_timeline;      /* heartbeat_order, pending_order or tombstone_order by state */
   uint64_t when;             /* last heartbeat / pending-loss deadline / removal time */
   uint32_t cores;            /* as registered */
@@ -137,6 +163,8 @@ typedef struct tl__executor {
   uint32_t nfrozen;          /* length of frozen */
   uint8_t state;             /* tl_executor_state */
   bool was_decommissioning;  /* the loss began while decommissioning: nothing counts */
+  uint32_t offer_slot;       /* its slot in the offer round offer_round (offers.c's scratch) */
+  uint64_t offer_round;      /* the round that last gave it a slot */
 } tl__executor;
 
 static inline const char *tl__executor_id(const tl__executor *ex) { return ex->names->text; }
@@ -164,7 +192,9 @@ typedef struct tl__rack {
   char name[];               /* NUL-terminated */
 } tl__rack;
 
-enum { TL__IDX_SUCCESSFUL = 1, TL__IDX_PENDING = 2 }; /* tl__index.flags */
+/* tl__index.flags. An index is PENDING (on the pending stack), SPECULATABLE (on the speculative
+ * stack: one copy runs and a second waits to launch), or neither; the two stacks share links. */
+enum { TL__IDX_SUCCESSFUL = 1, TL__IDX_PENDING = 2, TL__IDX_SPECULATABLE = 4 };
 
 /* Per-index state of a task set: 16 bytes, allocated with the task set. */
 typedef struct tl__index {
@@ -176,37 +206,78 @@ typedef struct tl__index {
   uint8_t flags;          /* TL__IDX_*; PENDING only in a non-zombie task set */
 } tl__index;
 
-/* Levels of the FIFO queue, a skip list of the schedulable task sets: a task set is on level l
+/* Levels of a pool's queue, a skip list of its schedulable task sets: a task set is on level l
  * with probability 4^-l, so 12 levels keep searches logarithmic to some 16 million entries. */
 #define TL__QUEUE_LEVELS 12
 
+/* A pool (pool.c). Under TL_FIFO only "default" exists. */
+typedef struct tl__pool {
+  UT_hash_handle hh_by_name;                   /* scheduler's pools_by_name */
+  tl__link on_scheduler;                       /* scheduler's pools, in creation order */
+  struct tl__taskset *queue[TL__QUEUE_LEVELS]; /* heads of its queue of schedulable task sets */
+  uint32_t running;                            /* attempts in flight of its task sets, zombies' and
+                                                  frozen ones included */
+  uint32_t ntasksets;                          /* its task sets not yet released */
+  uint32_t weight;                             /* FAIR share between pools; at least 1 */
+  uint32_t min_share;                          /* running attempts it is owed first */
+  uint8_t mode;                                /* tl_sched_mode between its task sets */
+  uint32_t check_running, check_tasksets;      /* tl_check's scratch sums */
+  uint32_t name_len;                           /* bytes of name */
+  char name[];                                 /* NUL-terminated */
+} tl__pool;
+
 /* One attempt of one stage. */
 typedef struct tl__taskset {
-  tl_taskset_id id;        /* key of tasksets_by_id */
-  UT_hash_handle hh_by_id; /* scheduler's tasksets_by_id */
-  struct tl__stage *stage; /* its stage entry; never NULL */
-  tl__link on_stage;       /* stage's attempt list */
-  tl__link running;        /* attempts in flight (tl__attempt.on_taskset), frozen included */
-  void *payload;           /* the caller's, until taskset_released hands it back */
-  uint32_t stage_id;       /* as submitted */
-  uint32_t stage_attempt;  /* as submitted */
-  uint32_t priority;       /* as submitted */
-  uint32_t ntasks;         /* entries of idx */
-  uint32_t cpus;           /* cores per task */
-  uint32_t nrunning;       /* length of running */
-  uint32_t nfrozen;        /* of which frozen */
-  uint32_t npending;       /* indices on the pending stack; 0 when zombie */
-  uint32_t nsucceeded;     /* indices flagged SUCCESSFUL */
-  uint32_t pending_top;    /* index launched next, or TL__NONE */
-  uint8_t queue_levels;    /* levels of the queue it is on; 0 unless schedulable */
-  bool zombie;             /* launches nothing; released when nrunning reaches 0 */
-  bool failed;             /* aborted: taskset_failed was made */
+  tl_taskset_id id;         /* key of tasksets_by_id */
+  UT_hash_handle hh_by_id;  /* scheduler's tasksets_by_id */
+  struct tl__stage *stage;  /* its stage entry; never NULL */
+  tl__pool *pool;           /* its pool; never NULL */
+  tl__link on_stage;        /* stage's attempt list */
+  tl__link running;         /* attempts in flight (tl__attempt.on_taskset), frozen included */
+  tl__link outputs;         /* its map outputs (shuffle_map, not zombie) */
+  void *payload;            /* the caller's, until taskset_released hands it back */
+  uint32_t stage_id;        /* as submitted */
+  uint32_t stage_attempt;   /* as submitted */
+  uint32_t priority;        /* as submitted */
+  uint32_t ntasks;          /* entries of idx */
+  uint32_t cpus;            /* cores per task */
+  uint32_t nrunning;        /* length of running */
+  uint32_t nfrozen;         /* of which frozen */
+  uint32_t npending;        /* indices on the pending stack; 0 when zombie */
+  uint32_t nsucceeded;      /* indices flagged SUCCESSFUL */
+  uint32_t pending_top;     /* index launched next, or TL__NONE */
+  uint32_t nspeculatable;   /* indices on the speculative stack */
+  uint32_t speculative_top; /* the speculative stack's top, or TL__NONE */
+  uint32_t nheap_low;       /* speculation: durations in the median heap's lower half */
+  uint32_t nheap_high;      /* and in its upper half */
+  uint64_t *heap;           /* speculation (NULL without): ntasks durations of first successes,
+                               a max-heap at the front and a min-heap at the back */
+  tl__tried **tried;        /* speculation: per index, the hosts its attempts were launched on */
+  tl__attempt **first;      /* speculation: per index, its running copy when it has exactly one */
+  uint32_t nresults;        /* FINISHED updates taken (for max_result_bytes) */
+  uint64_t result_bytes;    /* their result_size summed */
+  bool shuffle_map;         /* as submitted: max_result_bytes does not apply */
+  bool barrier;             /* as submitted: all tasks launch in one round, any failure zombies */
+  uint8_t queue_levels;     /* levels of its pool's queue it is on; 0 unless schedulable */
+  uint32_t queue_running;   /* the nrunning its place in a FAIR queue was chosen by */
+  uint64_t offer_round;     /* the offer round that last launched in it (offers.c's scratch) */
+  struct tl__taskset *launched_next; /* offers.c's list of the task sets a round launched in */
+  bool zombie;                       /* launches nothing; released when nrunning reaches 0 */
+  bool failed;                       /* aborted: taskset_failed was made */
   struct tl__taskset *queue_next[TL__QUEUE_LEVELS]; /* its successors in the queue, per level */
   tl__index idx[];                                  /* ntasks entries */
 } tl__taskset;
 
-static inline size_t tl__taskset_size(uint32_t ntasks) {
-  return sizeof(tl__taskset) + (size_t)ntasks * sizeof(tl__index);
+/* Bytes of a task set's one block: the record, the index state and, with speculation, its
+ * arrays (8 + 8 + 8 bytes per task). */
+static inline size_t tl__taskset_size(uint32_t ntasks, bool speculation) {
+  size_t per = sizeof(tl__index);
+  if (speculation)
+    per += sizeof(uint64_t) + sizeof(tl__tried *) + sizeof(tl__attempt *);
+  return sizeof(tl__taskset) + (size_t)ntasks * per;
+}
+static inline size_t tl__taskset_bytes(const tl__taskset *ts) {
+  return tl__taskset_size(ts->ntasks, ts->heap != NULL);
 }
 
 /* The attempts of one stage id. */
@@ -230,10 +301,11 @@ typedef enum tl__event_kind {
   TL__EV_EXECUTOR_ADDED,
   TL__EV_EXECUTOR_LOST,
   TL__EV_REVIVE_OFFERS,
-  TL__EV_KILL_TASK
+  TL__EV_KILL_TASK,
+  TL__EV_SPECULATIVE_SUBMITTED
 } tl__event_kind;
 
-enum { TL__FAIL_MAX_FAILURES, TL__FAIL_CANCELLED }; /* why a task set failed */
+enum { TL__FAIL_MAX_FAILURES, TL__FAIL_CANCELLED, TL__FAIL_RESULT_SIZE }; /* why it failed */
 
 typedef struct tl__event {
   uint8_t kind;           /* tl__event_kind */
@@ -248,6 +320,8 @@ typedef struct tl__event {
       uint8_t locality;
       uint8_t end_kind; /* task_ended */
       bool counts;      /* task_ended */
+      bool drop_result; /* task_ended: free the result with result_free, do not hand it over */
+      bool speculative; /* task_started, task_ended: a speculative copy */
       void *payload;
       void *result; /* task_ended success: owned by the event until delivered */
       size_t result_size;
@@ -258,7 +332,8 @@ typedef struct tl__event {
       void *payload;     /* released */
       uint8_t why;       /* failed: TL__FAIL_* */
       uint32_t index;    /* failed, max failures: the index */
-      uint32_t failures; /* and its count */
+      uint32_t failures; /* and its count; result size: the results taken */
+      uint64_t bytes;    /* result size: their bytes */
     } ts;
     struct {
       uint8_t kind;
@@ -339,6 +414,8 @@ void tl__jfmt_lost(tl__jw *w, const char *id, const tl_loss_reason *r);
 void tl__jfmt_id(tl__jw *w, const char *op, const char *id);
 void tl__jfmt_decommission(tl__jw *w, const char *id, const char *message);
 void tl__jfmt_submit(tl__jw *w, const tl_taskset_desc *d);
+void tl__jfmt_pool_add(tl__jw *w, const char *name, tl_sched_mode mode, uint32_t weight,
+                       uint32_t min_share);
 void tl__jfmt_kill_task(tl__jw *w, tl_tid tid, bool interrupt, const char *reason);
 void tl__jfmt_kill_stage(tl__jw *w, uint32_t stage_id, bool interrupt, const char *reason);
 void tl__jfmt_cancel_stage(tl__jw *w, uint32_t stage_id, const char *reason);
@@ -356,17 +433,19 @@ struct tl_scheduler {
   tl_callbacks cb; /* copy */
 
   /* Indexes. */
-  tl__attempt *attempts_by_tid;                /* running attempts (not frozen) */
-  tl__executor *executors_by_id;               /* every executor record, tombstones included */
-  tl__host *hosts_by_name;                     /* hosts with live executors */
-  tl__rack *racks_by_name;                     /* racks with hosts */
-  tl__taskset *tasksets_by_id;                 /* every task set not yet released */
-  tl__stage *stages_by_id;                     /* stages with task sets */
-  struct tl__taskset *queue[TL__QUEUE_LEVELS]; /* the queue's heads: schedulable task sets (not
-                                                   zombie, something pending), FIFO order */
-  tl__link heartbeat_order; /* ALIVE/DECOMMISSIONING executors, oldest heartbeat first */
-  tl__link pending_order;   /* PENDING_LOSS executors with a deadline, earliest first */
-  tl__link tombstone_order; /* REMOVED executors, oldest first */
+  tl__attempt *attempts_by_tid;  /* running attempts (not frozen) */
+  tl__executor *executors_by_id; /* every executor record, tombstones included */
+  tl__host *hosts_by_name;       /* hosts with live executors */
+  tl__rack *racks_by_name;       /* racks with hosts */
+  tl__taskset *tasksets_by_id;   /* every task set not yet released */
+  tl__stage *stages_by_id;       /* stages with task sets */
+  tl__pool *pools_by_name;       /* every pool */
+  tl__link pools;                /* the same, in creation order */
+  tl__pool *default_pool;        /* "default": the one pool under TL_FIFO */
+  size_t npools;                 /* entries of pools_by_name */
+  tl__link heartbeat_order;      /* ALIVE/DECOMMISSIONING executors, oldest heartbeat first */
+  tl__link pending_order;        /* PENDING_LOSS executors with a deadline, earliest first */
+  tl__link tombstone_order;      /* REMOVED executors, oldest first */
 
   /* Counts kept with the indexes (tl_check recounts them). */
   size_t nalive, ndecommissioning, npending_loss, ntombstones, nhosts, nracks;
@@ -377,6 +456,9 @@ struct tl_scheduler {
   tl_taskset_id next_taskset_id; /* the next submission's id */
   uint64_t last_now;             /* the running call's time: the latest clock reading */
   bool revive_wanted;            /* the running call made pending work: push revive_offers */
+  size_t nspeculatable;          /* indices on speculative stacks, all task sets together */
+  uint64_t next_speculation;     /* when tl_tick looks for slow tasks next */
+  uint64_t offer_round;          /* numbers offer rounds, for tl__executor.offer_round; from 1 */
 
   /* Events. New events go to events; the dispatcher swaps it with batch and delivers the batch
    * with the lock released. */
@@ -429,10 +511,54 @@ uint32_t tl__taskset_pop_pending(struct tl_scheduler *s, tl__taskset *ts);
  * be out of the scheduler's indexes (tl__cleanup_task_state, or unfrozen). msg may be NULL;
  * the event takes its own reference. Reserve 3 events (plus revive) before calling. */
 void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind, bool counts,
-                       tl__str *msg, const char *static_msg, const tl_update *u);
+                       tl__str *msg, const char *static_msg, const tl_update *u, tl__output *out);
+/* Whether a FINISHED update of a would leave a map output to remember (so the caller allocates
+ * a tl__output before it changes anything and passes it to tl__attempt_ended). */
+bool tl__taskset_wants_output(const tl__taskset *ts, const tl__attempt *a);
+/* An executor's loss: its map outputs of active task sets are lost, their indices pending again
+ * (one task_ended TL_END_RESUBMITTED each; the caller reserves the events). */
+void tl__outputs_resubmit(struct tl_scheduler *s, tl__executor *ex);
 void tl__taskset_make_zombie(struct tl_scheduler *s, tl__taskset *ts);
-/* The queue's order: lower priority value first, then lower stage id, then lower id. */
-bool tl__queue_before(const tl__taskset *a, const tl__taskset *b);
+/* Speculation (speculation.c and taskset.c). */
+void tl__taskset_speculate(struct tl_scheduler *s, tl__taskset *ts, uint32_t index);
+/* Takes a speculatable index whose copy may run on ex (no attempt of it was launched on ex's
+ * host); false when there is none. */
+bool tl__taskset_take_speculative(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
+                                  uint32_t *index);
+/* Records the run time of an index's first success in the median heap. */
+void tl__speculation_record(tl__taskset *ts, uint64_t duration);
+/* The median of the recorded run times (0 when there is none), Spark's MedianHeap. */
+uint64_t tl__speculation_median(const tl__taskset *ts);
+/* Marks slow tasks speculatable when the check is due; returns ns until the next check
+ * (TL_TICK_NEVER when speculation is off). Fails only for lack of memory: then it does nothing
+ * and returns 0. */
+uint64_t tl__speculation_tick(struct tl_scheduler *s, uint64_t now);
+uint64_t tl__speculation_next(const struct tl_scheduler *s, uint64_t now);
+/* Counts a FINISHED update's result toward max_result_bytes: TL_END_SUCCESS, or
+ * TL_END_RESULT_TOO_LARGE when the task set's results pass the limit with it. */
+tl_end_kind tl__taskset_take_result(struct tl_scheduler *s, tl__taskset *ts, size_t size);
+
+/* ---------------------------------------------------------------------------------------------
+ * Pools and their queues (pool.c).
+ * ------------------------------------------------------------------------------------------- */
+
+int tl__pools_init(struct tl_scheduler *s);
+void tl__pools_destroy(struct tl_scheduler *s);
+tl__pool *tl__pool_find(struct tl_scheduler *s, const char *name);
+size_t tl__pool_bytes(const tl__pool *p);
+int tl__pool_add(struct tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
+                 uint32_t min_share);
+/* The queue's order in pool p: FIFO (priority, stage id, id) or FAIR (queue_running, stage id,
+ * stage attempt, id). */
+bool tl__queue_before(const tl__pool *p, const tl__taskset *a, const tl__taskset *b);
+void tl__queue_insert(tl__taskset *ts);
+void tl__queue_remove(tl__taskset *ts); /* a no-op when it is not queued */
+/* Moves a queued task set of a FAIR pool to the place its running count now gives it. */
+void tl__queue_replace(tl__taskset *ts);
+/* Writes the pools with something queued into order, in the order a round visits them (FAIR
+ * between pools; under TL_FIFO there is only "default"); returns how many. order must have
+ * room for s->npools. */
+size_t tl__pools_in_order(struct tl_scheduler *s, tl__pool **order);
 void tl__taskset_finish_if_drained(struct tl_scheduler *s, tl__taskset *ts);
 int tl__kill_task(struct tl_scheduler *s, tl_tid tid, bool interrupt, const char *reason);
 int tl__kill_stage(struct tl_scheduler *s, uint32_t stage_id, bool interrupt, const char *reason);

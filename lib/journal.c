@@ -131,6 +131,18 @@ void tl__jfmt_submit(tl__jw *w, const tl_taskset_desc *d) {
   key_u64(w, "priority", d->priority);
   key_u64(w, "ntasks", d->ntasks);
   key_u64(w, "cpus", d->cpus_per_task);
+  key_u64(w, "shuffle_map", d->shuffle_map);
+  key_u64(w, "barrier", d->barrier);
+  arg_str(w, d->pool);
+}
+
+void tl__jfmt_pool_add(tl__jw *w, const char *name, tl_sched_mode mode, uint32_t weight,
+                       uint32_t min_share) {
+  tl__jw_lit(w, "pool_add");
+  arg_str(w, name);
+  tl__jw_lit(w, mode == TL_FAIR ? " FAIR" : " FIFO");
+  key_u64(w, "weight", weight);
+  key_u64(w, "min_share", min_share);
 }
 
 void tl__jfmt_kill_task(tl__jw *w, tl_tid tid, bool interrupt, const char *reason) {
@@ -232,10 +244,15 @@ void tl__journal_start(struct tl_scheduler *s) {
   char line[512];
   s->cfg.journal(s->cfg.journal_ud, "# taskledger journal v1");
   snprintf(line, sizeof line,
-           "config cpus_per_task=%" PRIu32 " max_task_failures=%" PRIu32
+           "config mode=%s cpus_per_task=%" PRIu32 " max_task_failures=%" PRIu32
            " heartbeat_timeout_ns=%" PRIu64 " pending_loss_timeout_ns=%" PRIu64
-           " max_tombstones=%" PRIu32 " tombstone_ttl_ns=%" PRIu64 " start=%" PRIu64,
-           c->cpus_per_task, c->max_task_failures, c->heartbeat_timeout_ns,
-           c->pending_loss_timeout_ns, c->max_tombstones, c->tombstone_ttl_ns, s->last_now);
+           " max_tombstones=%" PRIu32 " tombstone_ttl_ns=%" PRIu64 " max_result_bytes=%" PRIu64
+           " speculation=%d speculation_interval_ns=%" PRIu64 " speculation_multiplier=%.17g"
+           " speculation_quantile=%.17g speculation_min_runtime_ns=%" PRIu64 " start=%" PRIu64,
+           c->mode == TL_FAIR ? "FAIR" : "FIFO", c->cpus_per_task, c->max_task_failures,
+           c->heartbeat_timeout_ns, c->pending_loss_timeout_ns, c->max_tombstones,
+           c->tombstone_ttl_ns, c->max_result_bytes, c->speculation ? 1 : 0,
+           c->speculation_interval_ns, c->speculation_multiplier, c->speculation_quantile,
+           c->speculation_min_runtime_ns, s->last_now);
   s->cfg.journal(s->cfg.journal_ud, line);
 }

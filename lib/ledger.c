@@ -66,17 +66,37 @@ int tl__status_update(struct tl_scheduler *s, const char *executor_id, tl_tid ti
   tl__str *msg = tl__str_dup(s, u->message, &err);
   if (err != TL_OK)
     return err;
-  /* task_ended, taskset_failed, taskset_released, revive_offers. */
-  if (tl__events_reserve(s, 4) != TL_OK) {
+  /* A success that completes a map output of an active shuffle-map task set is remembered on
+   * its executor, so that losing the executor runs the index again. */
+  tl__output *out = NULL;
+  if (u->state == TL_TASK_FINISHED && tl__taskset_wants_output(a->taskset, a) &&
+      (out = tl__malloc(s, sizeof *out)) == NULL) {
+    tl__str_unref(s, msg);
+    return TL_ENOMEM;
+  }
+  /* task_ended, kill_task (another copy), taskset_failed, taskset_released, revive_offers. */
+  if (tl__events_reserve(s, 5) != TL_OK) {
+    tl__free(s, out, sizeof *out);
     tl__str_unref(s, msg);
     return TL_ENOMEM;
   }
 
   tl_end_kind kind;
+  const char *static_msg = NULL;
   switch (u->state) {
   case TL_TASK_FINISHED:
-    kind = TL_END_SUCCESS;
-    s->totals.succeeded++;
+    if (a->killed_by_other && (a->taskset->idx[a->index].flags & TL__IDX_SUCCESSFUL)) {
+      /* SPARK-13343: another copy won; this result is not taken and does not count. */
+      kind = TL_END_KILLED;
+      static_msg = "Finish but did not commit: another attempt succeeded.";
+      s->totals.killed++;
+      break;
+    }
+    kind = tl__taskset_take_result(s, a->taskset, u->result_size);
+    if (kind == TL_END_SUCCESS)
+      s->totals.succeeded++;
+    else
+      s->totals.failed++;
     break;
   case TL_TASK_KILLED:
     kind = TL_END_KILLED;
@@ -91,8 +111,8 @@ int tl__status_update(struct tl_scheduler *s, const char *executor_id, tl_tid ti
     break;
   }
   tl__cleanup_task_state(s, a);
-  tl__attempt_ended(s, a, kind, kind == TL_END_EXCEPTION || kind == TL_END_RESULT_LOST, msg, NULL,
-                    u);
+  tl__attempt_ended(s, a, kind, kind == TL_END_EXCEPTION || kind == TL_END_RESULT_LOST,
+                    static_msg != NULL ? NULL : msg, static_msg, u, out);
   tl__event_push_revive(s);
   tl__str_unref(s, msg);
   return TL_OK;

@@ -27,11 +27,27 @@ typedef struct offer_slot {
   uint32_t cores;   /* what is left of this offer */
 } offer_slot;
 
-static void launch(struct tl_scheduler *s, tl__taskset *ts, tl__executor *ex, tl__attempt *a) {
-  uint32_t i = tl__taskset_pop_pending(s, ts);
+/* Launches attempt a of index i on ex; speculative: a second copy of a slow index. With
+ * speculation the task set remembers the host (tried, prepared with the round) and the copies. */
+static void launch(struct tl_scheduler *s, tl__taskset *ts, tl__executor *ex, tl__attempt *a,
+                   uint32_t i, bool speculative, tl__tried *tried) {
   tl__index *ix = &ts->idx[i];
   a->index = i;
   a->attempt = ix->attempts++;
+  a->speculative = speculative;
+  a->killed_by_other = 0;
+  a->sibling = NULL;
+  if (ts->first != NULL) {
+    if (ix->copies_running == 0) {
+      ts->first[i] = a;
+    } else { /* a speculative copy: the two know each other, to kill the loser */
+      a->sibling = ts->first[i];
+      a->sibling->sibling = a;
+    }
+    tried->names = tl__str_ref(ex->names);
+    tried->next = ts->tried[i];
+    ts->tried[i] = tried;
+  }
   ix->copies_running++;
   a->state = TL__LAUNCHING;
   a->frozen = 0;
@@ -44,6 +60,7 @@ static void launch(struct tl_scheduler *s, tl__taskset *ts, tl__executor *ex, tl
   ex->free_cores -= ts->cpus;
   tl__list_insert_tail(&ts->running, &a->on_taskset);
   ts->nrunning++;
+  ts->pool->running++; /* its place in a FAIR queue moves at the end of the round */
 }
 
 static void describe_launch(const tl__attempt *a, tl_launch *l) {
@@ -58,6 +75,7 @@ static void describe_launch(const tl__attempt *a, tl_launch *l) {
   const char *id = tl__executor_id(a->executor);
   memcpy(l->executor_id, id, strlen(id) + 1); /* ids are shorter than TL_ID_MAX */
   l->locality = (tl_locality)a->locality;
+  l->speculative = a->speculative;
   l->payload = ts->payload;
 }
 
@@ -72,7 +90,76 @@ static void push_started(struct tl_scheduler *s, const tl__attempt *a) {
   ev->u.task.index = a->index;
   ev->u.task.attempt = a->attempt;
   ev->u.task.locality = a->locality;
+  ev->u.task.speculative = a->speculative;
   ev->u.task.payload = ts->payload;
+}
+
+/* A barrier task set launches only when every one of its tasks fits in what is left of the
+ * round: its slots (one per executor, so their cores are all really free) and its launch
+ * budget. Round-robin placement then places all of them. */
+static bool barrier_fits(const tl__taskset *ts, const offer_slot *slots, size_t nslots,
+                         size_t budget) {
+  if (ts->npending != ts->ntasks || budget < ts->npending)
+    return false;
+  uint64_t fit = 0;
+  for (size_t i = 0; i < nslots && fit < ts->npending; i++)
+    fit += slots[i].cores / ts->cpus;
+  return fit >= ts->npending;
+}
+
+/* What a round has to work with, and what it has done so far. */
+typedef struct round_state {
+  offer_slot *slots;
+  size_t nslots;
+  tl__attempt **pre;     /* the prepared records */
+  tl__tried **tried;     /* with speculation, a host record prepared per launch */
+  size_t tried_used;     /* of which consumed */
+  size_t used;           /* prepared records launched */
+  size_t most;           /* the launch budget */
+  uint64_t left;         /* cores the slots still have */
+  tl__taskset *launched; /* the task sets it launched in, through launched_next */
+} round_state;
+
+/* A task set's turn: it fills the slots in passes, one task per slot per pass, until it has
+ * nothing pending, a pass launches nothing, or the budget is spent. */
+static void take_turn(struct tl_scheduler *s, round_state *r, tl__taskset *ts) {
+  if (ts->cpus > r->left)
+    return;
+  if (ts->barrier && !barrier_fits(ts, r->slots, r->nslots, r->most - r->used))
+    return; /* all of its tasks in this round, or none */
+  for (;;) {
+    size_t launched = 0;
+    for (size_t i = 0; i < r->nslots && r->used < r->most && ts->npending + ts->nspeculatable > 0;
+         i++) {
+      offer_slot *slot = &r->slots[i];
+      if (slot->cores < ts->cpus) /* a slot's cores are never more than its executor has free */
+        continue;
+      /* Regular pending tasks first; then speculative copies, never on a host already tried. */
+      uint32_t index;
+      bool speculative = false;
+      if (ts->npending > 0)
+        index = tl__taskset_pop_pending(s, ts);
+      else if (tl__taskset_take_speculative(s, ts, slot->ex, &index))
+        speculative = true;
+      else
+        continue;
+      tl__tried *tried = NULL;
+      if (ts->tried != NULL)
+        tried = r->tried[r->tried_used++];
+      launch(s, ts, slot->ex, r->pre[r->used], index, speculative, tried);
+      slot->cores -= ts->cpus;
+      r->left -= ts->cpus;
+      r->used++;
+      launched++;
+    }
+    if (launched > 0 && ts->offer_round != s->offer_round) {
+      ts->offer_round = s->offer_round;
+      ts->launched_next = r->launched;
+      r->launched = ts;
+    }
+    if (launched == 0 || ts->npending + ts->nspeculatable == 0 || r->used == r->most)
+      return;
+  }
 }
 
 /* Takes unused prepared records out of the index and frees them. */
@@ -87,10 +174,15 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
                         tl_launch *out, size_t cap, size_t *nout) {
   offer_slot slots_on_stack[STACK_SLOTS], *slots = slots_on_stack;
   tl__attempt *pre_on_stack[STACK_SLOTS], **pre = pre_on_stack;
+  tl__pool *order_on_stack[STACK_SLOTS], **order = order_on_stack;
+  tl__tried *tried_on_stack[STACK_SLOTS], **tried = tried_on_stack;
+  size_t ntried = 0;                   /* host records prepared (speculation) */
+  size_t npools_allocated = s->npools; /* pools cannot be added during the round */
   size_t nslots = 0, nprepared = 0, used = 0;
   uint64_t rejected = 0, offered = 0;
   int err = TL_ENOMEM;
 
+  s->offer_round++; /* marks executors and task sets this round touches */
   if (noffers > STACK_SLOTS && (slots = tl__malloc(s, noffers * sizeof *slots)) == NULL)
     return TL_ENOMEM;
   for (size_t i = 0; i < noffers; i++) {
@@ -99,7 +191,19 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
       rejected++;
       continue;
     }
+    if (ex->offer_round == s->offer_round) {
+      /* A second offer for the same executor in this round: one slot, the cores added up to
+       * what the ledger says is free, so a slot's cores are always really there. */
+      offer_slot *slot = &slots[ex->offer_slot];
+      uint32_t room = ex->free_cores - slot->cores;
+      uint32_t more = offers[i].cores < room ? offers[i].cores : room;
+      slot->cores += more;
+      offered += more;
+      continue;
+    }
     uint32_t cores = offers[i].cores < ex->free_cores ? offers[i].cores : ex->free_cores;
+    ex->offer_round = s->offer_round;
+    ex->offer_slot = (uint32_t)nslots;
     slots[nslots].ex = ex;
     slots[nslots].cores = cores;
     nslots++;
@@ -107,11 +211,13 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   }
 
   size_t most = cap;
-  if (most > s->npending_tasks)
-    most = s->npending_tasks;
+  if (most > s->npending_tasks + s->nspeculatable)
+    most = s->npending_tasks + s->nspeculatable;
   if (most > offered)
     most = (size_t)offered;
   if (most > STACK_SLOTS && (pre = tl__malloc(s, most * sizeof *pre)) == NULL)
+    goto done;
+  if (s->npools > STACK_SLOTS && (order = tl__malloc(s, s->npools * sizeof *order)) == NULL)
     goto done;
   for (; nprepared < most; nprepared++) {
     tl__attempt *a = tl__malloc(s, sizeof *a);
@@ -125,32 +231,33 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
     }
     pre[nprepared] = a;
   }
+  if (s->cfg.speculation) {
+    if (most > STACK_SLOTS && (tried = tl__malloc(s, most * sizeof *tried)) == NULL)
+      goto undo;
+    for (; ntried < most; ntried++)
+      if ((tried[ntried] = tl__malloc(s, sizeof **tried)) == NULL)
+        goto undo;
+  }
   if (tl__events_reserve(s, most) != TL_OK)
     goto undo;
 
-  uint64_t left = offered; /* cores the usable offers still have */
-  for (tl__taskset *ts = s->queue[0], *next; ts != NULL && used < most && left > 0; ts = next) {
-    next = ts->queue_next[0]; /* ts may leave the queue below; the others stay where they are */
-    if (ts->cpus > left)
-      continue;
-    for (;;) {
-      size_t launched = 0;
-      for (size_t i = 0; i < nslots && used < most && ts->npending > 0; i++) {
-        offer_slot *slot = &slots[i];
-        if (slot->cores < ts->cpus || slot->ex->free_cores < ts->cpus)
-          continue;
-        launch(s, ts, slot->ex, pre[used]);
-        slot->cores -= ts->cpus;
-        left -= ts->cpus;
-        used++;
-        launched++;
-      }
-      if (launched == 0 || ts->npending == 0 || used == most)
-        break;
+  round_state r = {slots, nslots, pre, tried, 0, 0, most, offered, NULL};
+  size_t npools = tl__pools_in_order(s, order);
+  for (size_t k = 0; k < npools && r.used < r.most && r.left > 0; k++) {
+    for (tl__taskset *ts = order[k]->queue[0], *next; ts != NULL && r.used < r.most && r.left > 0;
+         ts = next) {
+      next = ts->queue_next[0]; /* ts may leave the queue below; the others stay where they are */
+      take_turn(s, &r, ts);
     }
   }
+  /* A FAIR pool's order follows running attempts; it moves once the round is over. */
+  for (tl__taskset *ts = r.launched; ts != NULL; ts = ts->launched_next)
+    tl__queue_replace(ts);
+  used = r.used;
 
   drop_prepared(s, pre, used, nprepared);
+  for (size_t k = r.tried_used; k < ntried; k++)
+    tl__free(s, tried[k], sizeof *tried[k]);
   s->next_tid += used;
   for (size_t k = 0; k < used; k++) {
     describe_launch(pre[k], &out[k]);
@@ -164,7 +271,13 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
 
 undo:
   drop_prepared(s, pre, 0, nprepared);
+  for (size_t k = 0; k < ntried; k++)
+    tl__free(s, tried[k], sizeof *tried[k]);
 done:
+  if (tried != tried_on_stack)
+    tl__free(s, tried, most * sizeof *tried);
+  if (order != order_on_stack)
+    tl__free(s, order, npools_allocated * sizeof *order);
   if (pre != pre_on_stack)
     tl__free(s, pre, most * sizeof *pre);
   if (slots != slots_on_stack)

@@ -23,6 +23,11 @@ void tl_config_init(tl_config *cfg) {
   cfg->pending_loss_timeout_ns = 120ull * 1000000000ull;
   cfg->max_tombstones = 1024;
   cfg->tombstone_ttl_ns = 600ull * 1000000000ull;
+  cfg->max_result_bytes = 1ull << 30;
+  cfg->speculation_interval_ns = 100ull * 1000000ull;
+  cfg->speculation_multiplier = 3.0; /* Spark 4's defaults */
+  cfg->speculation_quantile = 0.9;
+  cfg->speculation_min_runtime_ns = 100ull * 1000000ull;
 }
 
 size_t tl__name_len(const char *name, size_t max) {
@@ -92,7 +97,10 @@ static int journal_leave(tl_scheduler *s, tl__jline *j, tl__jw *w, int err, cons
 
 static int valid_config(const tl_config *cfg) {
   return cfg->cpus_per_task >= 1 && cfg->max_task_failures >= 1 &&
-         cfg->max_task_failures <= UINT16_MAX;
+         cfg->max_task_failures <= UINT16_MAX && (cfg->mode == TL_FIFO || cfg->mode == TL_FAIR) &&
+         (!cfg->speculation ||
+          (cfg->speculation_interval_ns > 0 && cfg->speculation_multiplier >= 0.0 &&
+           cfg->speculation_quantile > 0.0 && cfg->speculation_quantile <= 1.0));
 }
 
 int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler **out) {
@@ -121,7 +129,8 @@ int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler 
   }
   s->events.ev = tl__malloc(s, TL__EVENTS_INITIAL * sizeof(tl__event));
   s->batch.ev = tl__malloc(s, TL__EVENTS_INITIAL * sizeof(tl__event));
-  if (s->events.ev == NULL || s->batch.ev == NULL) {
+  if (s->events.ev == NULL || s->batch.ev == NULL || tl__pools_init(s) != TL_OK) {
+    tl__pools_destroy(s);
     tl__free(s, s->events.ev, TL__EVENTS_INITIAL * sizeof(tl__event));
     tl__free(s, s->batch.ev, TL__EVENTS_INITIAL * sizeof(tl__event));
     uv_mutex_destroy(&s->lock);
@@ -168,6 +177,7 @@ static void destroy_all(tl_scheduler *s) {
     HASH_DELETE(hh_by_name, s->racks_by_name, rack);
     tl__free(s, rack, sizeof *rack + rack->name_len + 1);
   }
+  tl__pools_destroy(s);
   tl__journal_free_list(s, s->journal);
   tl__events_clear(s, &s->events, 0);
   tl__events_clear(s, &s->batch, 0);
@@ -270,8 +280,22 @@ int tl_executor_decommission(tl_scheduler *s, const char *executor_id, const cha
  * Task sets
  * ------------------------------------------------------------------------------------------- */
 
+int tl_pool_add(tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
+                uint32_t min_share) {
+  if (s == NULL || tl__name_len(name, TL_HOST_MAX) == 0 || (mode != TL_FIFO && mode != TL_FAIR) ||
+      weight == 0)
+    return TL_EINVAL;
+  int err = enter(s);
+  if (err != TL_OK)
+    return err;
+  JOURNAL_OPEN(s, tl__jfmt_pool_add(&w, name, mode, weight, min_share));
+  err = tl__pool_add(s, name, mode, weight, min_share);
+  return journal_leave(s, j, &w, err, NULL);
+}
+
 int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out) {
-  if (s == NULL || d == NULL || d->ntasks == 0 || d->ntasks == TL__NONE)
+  if (s == NULL || d == NULL || d->ntasks == 0 || d->ntasks == TL__NONE ||
+      (d->pool != NULL && tl__name_len(d->pool, TL_HOST_MAX) == 0))
     return TL_EINVAL;
   int err = enter(s);
   if (err != TL_OK)
@@ -363,7 +387,8 @@ int tl_status_update(tl_scheduler *s, const char *executor_id, tl_tid tid, const
       (u->failure == TL_END_SUCCESS || u->failure == TL_END_EXECUTOR_LOST ||
        (unsigned)u->failure > TL_END_RESULT_LOST))
     return TL_EINVAL;
-  int err = enter(s);
+  /* With speculation a success's run time is recorded: the update needs the clock. */
+  int err = s->cfg.speculation ? enter_at(s, tl__clock_read(s)) : enter(s);
   if (err != TL_OK)
     return err;
   JOURNAL_OPEN(s, tl__jfmt_update(&w, executor_id, tid, u));
@@ -392,14 +417,21 @@ uint64_t tl_tick(tl_scheduler *s) {
     tl__jw_lit(&w, "tick");
   }
   uint64_t next = tl__executors_tick(s, s->last_now);
+  uint64_t spec = tl__speculation_tick(s, s->last_now);
+  if (spec < next)
+    next = spec;
   tl__journal_close(s, j, &w, TL_OK, NULL);
   if (tl__unlock_and_dispatch(s)) {
     /* Callbacks may have moved a deadline (a loss they reported starts a pending deadline). */
     t = tl__clock_read(s);
     uv_mutex_lock(&s->lock);
     tl__clock_set(s, t);
-    if (next != 0)
+    if (next != 0) {
       next = tl__executors_next_deadline(s, s->last_now);
+      uint64_t spec_next = tl__speculation_next(s, s->last_now);
+      if (spec_next < next)
+        next = spec_next;
+    }
     uv_mutex_unlock(&s->lock);
   }
   return next;

@@ -31,101 +31,111 @@ static tl_taskset_info taskset_info(const tl__taskset *ts) {
 }
 
 /* ---------------------------------------------------------------------------------------------
- * The FIFO queue: the schedulable task sets (not zombie, something pending), in order of
- * priority, then stage id (then id, so the order is total). A task set leaves it when its last
- * pending index launches and comes back when a failure gives it one again, in the middle of the
- * order as often as not, so the queue is a skip list: insertion and removal cost O(log q)
- * expected for q queued task sets, walking it in order costs O(1) a step, and its links live in
- * the task set record, so neither allocates. A task set's level count comes from a hash of its
- * id: deterministic from run to run, geometric with ratio 1/4.
- * ------------------------------------------------------------------------------------------- */
-
-bool tl__queue_before(const tl__taskset *a, const tl__taskset *b) {
-  if (a->priority != b->priority)
-    return a->priority < b->priority;
-  if (a->stage_id != b->stage_id)
-    return a->stage_id < b->stage_id;
-  return a->id < b->id;
-}
-
-static uint8_t queue_levels_of(tl_taskset_id id) {
-  uint64_t h = id + 0x9e3779b97f4a7c15ull; /* splitmix64's finaliser */
-  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
-  h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
-  h ^= h >> 31;
-  uint8_t levels = 1;
-  while (levels < TL__QUEUE_LEVELS && (h & 3) == 0) {
-    levels++;
-    h >>= 2;
-  }
-  return levels;
-}
-
-/* Finds, on every level, the link that points at the first task set not before ts. */
-static void queue_find(struct tl_scheduler *s, const tl__taskset *ts,
-                       tl__taskset **link[TL__QUEUE_LEVELS]) {
-  tl__taskset **next = s->queue; /* the successor links of the position reached: the heads */
-  for (int l = TL__QUEUE_LEVELS - 1; l >= 0; l--) {
-    while (next[l] != NULL && tl__queue_before(next[l], ts))
-      next = next[l]->queue_next;
-    link[l] = &next[l];
-  }
-}
-
-static void queue_insert(struct tl_scheduler *s, tl__taskset *ts) {
-  tl__taskset **link[TL__QUEUE_LEVELS];
-  queue_find(s, ts, link);
-  ts->queue_levels = queue_levels_of(ts->id);
-  for (int l = 0; l < ts->queue_levels; l++) {
-    ts->queue_next[l] = *link[l];
-    *link[l] = ts;
-  }
-}
-
-static void queue_remove(struct tl_scheduler *s, tl__taskset *ts) {
-  if (ts->queue_levels == 0)
-    return;
-  tl__taskset **link[TL__QUEUE_LEVELS];
-  queue_find(s, ts, link);
-  for (int l = 0; l < ts->queue_levels; l++) {
-    *link[l] = ts->queue_next[l]; /* *link[l] == ts: the order is total */
-    ts->queue_next[l] = NULL;
-  }
-  ts->queue_levels = 0;
-}
-
-/* ---------------------------------------------------------------------------------------------
  * The pending stack: indices waiting to launch, the next one on top. A fresh task set stacks
  * them so index 0 launches first; a failed index goes back on top and is retried next (Spark's
  * addPendingTask). Links are indices, so the stack costs nothing beyond the 16-byte index state.
  * ------------------------------------------------------------------------------------------- */
 
-static void pending_push(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
-  tl__index *ix = &ts->idx[i];
-  ix->prev = TL__NONE;
-  ix->next = ts->pending_top;
-  if (ts->pending_top != TL__NONE)
-    ts->idx[ts->pending_top].prev = i;
-  ts->pending_top = i;
-  ix->flags |= TL__IDX_PENDING;
-  if (ts->npending++ == 0)
-    queue_insert(s, ts);
-  s->npending_tasks++;
+/* A task set is in its pool's queue while it can launch something: not zombie, and an index
+ * pending or a speculative copy waiting. */
+static bool schedulable(const tl__taskset *ts) {
+  return !ts->zombie && ts->npending + ts->nspeculatable > 0;
 }
 
-static void pending_remove(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
+static void follow_schedulable(tl__taskset *ts, bool was) {
+  bool is = schedulable(ts);
+  if (is && !was)
+    tl__queue_insert(ts);
+  else if (was && !is)
+    tl__queue_remove(ts);
+}
+
+/* The two stacks (pending, speculative) share the index links: an index is on one at most. */
+static void stack_push(tl__taskset *ts, uint32_t *top, uint32_t i) {
+  tl__index *ix = &ts->idx[i];
+  ix->prev = TL__NONE;
+  ix->next = *top;
+  if (*top != TL__NONE)
+    ts->idx[*top].prev = i;
+  *top = i;
+}
+
+static void stack_remove(tl__taskset *ts, uint32_t *top, uint32_t i) {
   tl__index *ix = &ts->idx[i];
   if (ix->prev != TL__NONE)
     ts->idx[ix->prev].next = ix->next;
   else
-    ts->pending_top = ix->next;
+    *top = ix->next;
   if (ix->next != TL__NONE)
     ts->idx[ix->next].prev = ix->prev;
   ix->prev = ix->next = TL__NONE;
-  ix->flags &= (uint8_t)~TL__IDX_PENDING;
-  if (--ts->npending == 0)
-    queue_remove(s, ts);
+}
+
+/* Empties a stack, clearing flag on its indices (a task set becoming zombie). */
+static void stack_clear(tl__taskset *ts, uint32_t *top, uint8_t flag) {
+  for (uint32_t i = *top, next; i != TL__NONE; i = next) {
+    next = ts->idx[i].next;
+    ts->idx[i].prev = ts->idx[i].next = TL__NONE;
+    ts->idx[i].flags &= (uint8_t)~flag;
+  }
+  *top = TL__NONE;
+}
+
+static void pending_push(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
+  bool was = schedulable(ts);
+  stack_push(ts, &ts->pending_top, i);
+  ts->idx[i].flags |= TL__IDX_PENDING;
+  ts->npending++;
+  s->npending_tasks++;
+  follow_schedulable(ts, was);
+}
+
+static void pending_remove(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
+  bool was = schedulable(ts);
+  stack_remove(ts, &ts->pending_top, i);
+  ts->idx[i].flags &= (uint8_t)~TL__IDX_PENDING;
+  ts->npending--;
   s->npending_tasks--;
+  follow_schedulable(ts, was);
+}
+
+/* Speculation: a slow index waits for its second copy on the speculative stack. */
+void tl__taskset_speculate(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
+  bool was = schedulable(ts);
+  stack_push(ts, &ts->speculative_top, i);
+  ts->idx[i].flags |= TL__IDX_SPECULATABLE;
+  ts->nspeculatable++;
+  s->nspeculatable++;
+  follow_schedulable(ts, was);
+}
+
+static void speculative_remove(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
+  bool was = schedulable(ts);
+  stack_remove(ts, &ts->speculative_top, i);
+  ts->idx[i].flags &= (uint8_t)~TL__IDX_SPECULATABLE;
+  ts->nspeculatable--;
+  s->nspeculatable--;
+  follow_schedulable(ts, was);
+}
+
+static bool tried_on_host(const tl__taskset *ts, uint32_t i, const char *host) {
+  for (const tl__tried *t = ts->tried[i]; t != NULL; t = t->next)
+    if (strcmp(tl__names_host(t->names), host) == 0)
+      return true;
+  return false;
+}
+
+bool tl__taskset_take_speculative(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
+                                  uint32_t *index) {
+  const char *host = tl__names_host(ex->names);
+  for (uint32_t i = ts->speculative_top; i != TL__NONE; i = ts->idx[i].next) {
+    if (!tried_on_host(ts, i, host)) { /* never where an attempt of the index already ran */
+      speculative_remove(s, ts, i);
+      *index = i;
+      return true;
+    }
+  }
+  return false;
 }
 
 uint32_t tl__taskset_pop_pending(struct tl_scheduler *s, tl__taskset *ts) {
@@ -138,21 +148,61 @@ uint32_t tl__taskset_pop_pending(struct tl_scheduler *s, tl__taskset *ts) {
  * Zombies, aborts, release
  * ------------------------------------------------------------------------------------------- */
 
+static void push_kill(struct tl_scheduler *s, const tl__attempt *a, bool interrupt, tl__str *msg,
+                      const char *static_msg) {
+  tl__event *ev = tl__event_push(s, TL__EV_KILL_TASK);
+  ev->names = tl__str_ref(a->executor->names);
+  ev->msg = tl__str_ref(msg);
+  ev->static_msg = static_msg;
+  ev->u.kill.tid = a->tid;
+  ev->u.kill.interrupt = interrupt;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Map outputs of active shuffle-map task sets
+ * ------------------------------------------------------------------------------------------- */
+
+static void output_free(struct tl_scheduler *s, tl__output *out) {
+  tl__list_remove(&out->on_executor);
+  tl__list_remove(&out->on_taskset);
+  out->executor->noutputs--;
+  tl__free(s, out, sizeof *out);
+}
+
+bool tl__taskset_wants_output(const tl__taskset *ts, const tl__attempt *a) {
+  /* The success that completes the task set makes it zombie, and a zombie's lost outputs are
+   * left to the DAG layer (SPARK-13931): no record for those. */
+  return ts->shuffle_map && !ts->zombie && !(ts->idx[a->index].flags & TL__IDX_SUCCESSFUL) &&
+         ts->nsucceeded + 1 < ts->ntasks;
+}
+
+static void output_add(tl__output *out, const tl__attempt *a) {
+  out->taskset = a->taskset;
+  out->executor = a->executor;
+  out->tid = a->tid;
+  out->index = a->index;
+  out->attempt = a->attempt;
+  out->locality = a->locality;
+  tl__list_insert_tail(&a->executor->outputs, &out->on_executor);
+  a->executor->noutputs++;
+  tl__list_insert_tail(&a->taskset->outputs, &out->on_taskset);
+}
+
 void tl__taskset_make_zombie(struct tl_scheduler *s, tl__taskset *ts) {
   if (ts->zombie)
     return;
   ts->zombie = true;
   s->nactive--;
   s->nzombie++;
-  for (uint32_t i = ts->pending_top, next; i != TL__NONE; i = next) {
-    next = ts->idx[i].next;
-    ts->idx[i].prev = ts->idx[i].next = TL__NONE;
-    ts->idx[i].flags &= (uint8_t)~TL__IDX_PENDING;
-  }
+  while (!tl__list_empty(&ts->outputs))
+    output_free(s, tl__container_of(ts->outputs.next, tl__output, on_taskset));
+  stack_clear(ts, &ts->pending_top, TL__IDX_PENDING);
   s->npending_tasks -= ts->npending;
   ts->npending = 0;
-  ts->pending_top = TL__NONE;
-  queue_remove(s, ts);
+  stack_clear(ts, &ts->speculative_top, TL__IDX_SPECULATABLE);
+  s->nspeculatable -= ts->nspeculatable;
+  ts->nspeculatable = 0;
+  tl__queue_remove(ts);
   if (ts->stage->active == ts)
     ts->stage->active = NULL;
 }
@@ -183,27 +233,54 @@ static void stage_unlink(struct tl_scheduler *s, tl__taskset *ts) {
   }
 }
 
+/* The hosts its indices were tried on, kept for speculation until the task set goes. */
+static void free_tried(struct tl_scheduler *s, tl__taskset *ts) {
+  for (uint32_t i = 0; ts->tried != NULL && i < ts->ntasks; i++) {
+    while (ts->tried[i] != NULL) {
+      tl__tried *t = ts->tried[i];
+      ts->tried[i] = t->next;
+      tl__str_unref(s, t->names);
+      tl__free(s, t, sizeof *t);
+    }
+  }
+}
+
 void tl__taskset_finish_if_drained(struct tl_scheduler *s, tl__taskset *ts) {
   if (!ts->zombie || ts->nrunning != 0)
     return;
   tl__event *ev = tl__event_push(s, TL__EV_TASKSET_RELEASED);
   ev->u.ts.info = taskset_info(ts);
   ev->u.ts.payload = ts->payload;
+  free_tried(s, ts);
+  ts->pool->ntasksets--;
   stage_unlink(s, ts);
   HASH_DELETE(hh_by_id, s->tasksets_by_id, ts);
   s->nzombie--;
   s->totals.tasksets_released++;
-  tl__free(s, ts, tl__taskset_size(ts->ntasks));
+  tl__free(s, ts, tl__taskset_bytes(ts));
 }
 
 static void mark_successful(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
   tl__index *ix = &ts->idx[i];
   if (ix->flags & TL__IDX_PENDING)
     pending_remove(s, ts, i);
+  if (ix->flags & TL__IDX_SPECULATABLE) /* a copy is not needed any more */
+    speculative_remove(s, ts, i);
   ix->flags |= TL__IDX_SUCCESSFUL;
   ix->failures = 0;
   if (++ts->nsucceeded == ts->ntasks)
     tl__taskset_make_zombie(s, ts);
+}
+
+/* Spark's canFetchMoreResults: every result counts, dropped ones too, so once a task set's
+ * results have passed the limit every later one is dropped as well. */
+tl_end_kind tl__taskset_take_result(struct tl_scheduler *s, tl__taskset *ts, size_t size) {
+  ts->nresults++;
+  ts->result_bytes = size > UINT64_MAX - ts->result_bytes ? UINT64_MAX : ts->result_bytes + size;
+  if (ts->shuffle_map || s->cfg.max_result_bytes == 0 ||
+      ts->result_bytes <= s->cfg.max_result_bytes)
+    return TL_END_SUCCESS;
+  return TL_END_RESULT_TOO_LARGE;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -217,13 +294,20 @@ static void mark_successful(struct tl_scheduler *s, tl__taskset *ts, uint32_t i)
  * ------------------------------------------------------------------------------------------- */
 
 void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind, bool counts,
-                       tl__str *msg, const char *static_msg, const tl_update *u) {
+                       tl__str *msg, const char *static_msg, const tl_update *u, tl__output *out) {
   tl__taskset *ts = a->taskset;
   tl__index *ix = &ts->idx[a->index];
 
   tl__list_remove(&a->on_taskset);
   ts->nrunning--;
+  ts->pool->running--;
+  tl__queue_replace(ts); /* a FAIR pool orders by running attempts */
   ix->copies_running--;
+  tl__attempt *sibling = a->sibling; /* the other copy of the index, still running */
+  if (sibling != NULL)
+    sibling->sibling = NULL;
+  if (ts->first != NULL)
+    ts->first[a->index] = sibling;
 
   tl__event *ev = tl__event_push(s, TL__EV_TASK_ENDED);
   ev->names = tl__str_ref(a->executor->names);
@@ -238,15 +322,39 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
   ev->u.task.locality = a->locality;
   ev->u.task.payload = ts->payload;
   ev->u.task.end_kind = (uint8_t)kind;
+  ev->u.task.speculative = a->speculative;
 
-  if (kind == TL_END_SUCCESS) {
+  if (u != NULL && u->state == TL_TASK_FINISHED) { /* the result goes over, or back */
     ev->u.task.result = u->result;
     ev->u.task.result_size = u->result_size;
     ev->u.task.result_free = u->result_free;
-    if (!(ix->flags & TL__IDX_SUCCESSFUL))
+    ev->u.task.drop_result = kind != TL_END_SUCCESS && u->result != NULL;
+  }
+  if (kind == TL_END_SUCCESS) {
+    if (out != NULL) { /* before the index is marked done: the task set is not zombie yet */
+      output_add(out, a);
+      out = NULL;
+    }
+    if (!(ix->flags & TL__IDX_SUCCESSFUL)) {
+      if (ts->heap != NULL)
+        tl__speculation_record(ts, s->last_now - a->launch_time);
       mark_successful(s, ts, a->index);
+    }
+    /* Spark kills the other copies when one succeeds; what they report later counts for
+     * nothing (SPARK-13343, SPARK-22074). */
+    if (sibling != NULL && !sibling->killed_by_other) {
+      sibling->killed_by_other = 1;
+      push_kill(s, sibling, true, NULL, "another attempt succeeded");
+    }
+  } else if (kind == TL_END_RESULT_TOO_LARGE) {
+    if (!ts->failed) {
+      abort_taskset(s, ts, TL__FAIL_RESULT_SIZE, 0, ts->nresults, NULL, NULL);
+      s->events.ev[s->events.n - 1].u.ts.bytes = ts->result_bytes;
+    }
   } else {
-    bool counted = counts && !ts->zombie;
+    /* Nothing counts in a zombie, for an index already done, or from a copy that lost the race. */
+    bool counted =
+        counts && !ts->zombie && !(ix->flags & TL__IDX_SUCCESSFUL) && !a->killed_by_other;
     ev->u.task.counts = counted;
     if (kind == TL_END_FETCH_FAILED) {
       /* The stage's input is gone: the DAG layer resubmits the parent and a new attempt of this
@@ -255,6 +363,10 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
     } else if (counted && ++ix->failures >= s->cfg.max_task_failures) {
       abort_taskset(s, ts, TL__FAIL_MAX_FAILURES, a->index, ix->failures, msg, static_msg);
     }
+    if (ts->barrier)
+      tl__taskset_make_zombie(s, ts); /* the stage runs again as a whole: Spark's isBarrier */
+    if ((ix->flags & TL__IDX_SPECULATABLE) && ix->copies_running == 0)
+      speculative_remove(s, ts, a->index); /* its one copy is gone: a retry, not a copy */
     if (!ts->zombie && !(ix->flags & (TL__IDX_SUCCESSFUL | TL__IDX_PENDING)) &&
         ix->copies_running == 0) {
       pending_push(s, ts, a->index);
@@ -262,8 +374,38 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
     }
   }
 
+  if (out != NULL) /* asked for, but the attempt did not succeed after all */
+    tl__free(s, out, sizeof *out);
   tl__attempt_free(s, a);
   tl__taskset_finish_if_drained(s, ts);
+}
+
+void tl__outputs_resubmit(struct tl_scheduler *s, tl__executor *ex) {
+  while (!tl__list_empty(&ex->outputs)) {
+    tl__output *out = tl__container_of(ex->outputs.next, tl__output, on_executor);
+    tl__taskset *ts = out->taskset;
+    uint32_t index = out->index;
+    tl__index *ix = &ts->idx[index];
+    ix->flags &= (uint8_t)~TL__IDX_SUCCESSFUL;
+    ts->nsucceeded--;
+    tl__event *ev = tl__event_push(s, TL__EV_TASK_ENDED);
+    ev->names = tl__str_ref(ex->names);
+    ev->static_msg = "Its map output was lost with its executor; the task runs again.";
+    ev->u.task.tid = out->tid;
+    ev->u.task.taskset = ts->id;
+    ev->u.task.stage_id = ts->stage_id;
+    ev->u.task.stage_attempt = ts->stage_attempt;
+    ev->u.task.index = out->index;
+    ev->u.task.attempt = out->attempt;
+    ev->u.task.locality = out->locality;
+    ev->u.task.payload = ts->payload;
+    ev->u.task.end_kind = TL_END_RESUBMITTED;
+    output_free(s, out);
+    if (ix->copies_running == 0) { /* a copy may still run (speculation): then it is enough */
+      pending_push(s, ts, index);
+      s->revive_wanted = true;
+    }
+  }
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -271,6 +413,11 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
  * ------------------------------------------------------------------------------------------- */
 
 int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out) {
+  /* Under TL_FIFO the pool is ignored, as Spark ignores spark.scheduler.pool there. */
+  tl__pool *pool =
+      s->cfg.mode == TL_FAIR && d->pool != NULL ? tl__pool_find(s, d->pool) : s->default_pool;
+  if (pool == NULL)
+    return TL_ENOENT;
   tl__stage *st = tl__stage_find(s, d->stage_id);
   if (st != NULL) {
     for (tl__link *l = st->attempts.next; l != &st->attempts; l = l->next)
@@ -279,7 +426,8 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
   }
 
   /* Allocate and index first; nothing visible changes until all of it has succeeded. */
-  tl__taskset *ts = tl__malloc(s, tl__taskset_size(d->ntasks));
+  bool speculation = s->cfg.speculation && !d->barrier; /* never for barrier task sets */
+  tl__taskset *ts = tl__malloc(s, tl__taskset_size(d->ntasks, speculation));
   if (ts == NULL)
     return TL_ENOMEM;
   tl__stage *new_stage = NULL;
@@ -306,13 +454,18 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
 
   s->next_taskset_id++;
   ts->stage = st;
+  ts->pool = pool;
+  pool->ntasksets++;
   tl__list_init(&ts->running);
+  tl__list_init(&ts->outputs);
   ts->payload = d->payload;
   ts->stage_id = d->stage_id;
   ts->stage_attempt = d->stage_attempt;
   ts->priority = d->priority;
   ts->ntasks = d->ntasks;
   ts->cpus = d->cpus_per_task != 0 ? d->cpus_per_task : s->cfg.cpus_per_task;
+  ts->shuffle_map = d->shuffle_map;
+  ts->barrier = d->barrier;
   for (uint32_t i = 0; i < d->ntasks; i++) {
     tl__index *ix = &ts->idx[i];
     ix->prev = i == 0 ? TL__NONE : i - 1;
@@ -323,6 +476,13 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
     ix->flags = TL__IDX_PENDING;
   }
   ts->pending_top = 0;
+  ts->speculative_top = TL__NONE;
+  if (speculation) {
+    ts->heap = (uint64_t *)(void *)&ts->idx[d->ntasks];
+    ts->tried = (tl__tried **)(void *)(ts->heap + d->ntasks);
+    ts->first = (tl__attempt **)(void *)(ts->tried + d->ntasks);
+    memset(ts->tried, 0, (size_t)d->ntasks * (sizeof *ts->tried + sizeof *ts->first));
+  }
   ts->npending = d->ntasks;
   s->npending_tasks += d->ntasks;
   s->nactive++;
@@ -333,7 +493,7 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
   if (older != NULL)
     tl__taskset_make_zombie(s, older); /* SPARK-27065: one active attempt per stage */
   st->active = ts;
-  queue_insert(s, ts);
+  tl__queue_insert(ts);
   if (older != NULL)
     tl__taskset_finish_if_drained(s, older);
   s->revive_wanted = true;
@@ -345,21 +505,13 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
 fail_stage:
   tl__free(s, new_stage, sizeof *new_stage);
 fail_ts:
-  tl__free(s, ts, tl__taskset_size(d->ntasks));
+  tl__free(s, ts, tl__taskset_size(d->ntasks, speculation));
   return TL_ENOMEM;
 }
 
 /* ---------------------------------------------------------------------------------------------
  * Kill, cancel, partition completion
  * ------------------------------------------------------------------------------------------- */
-
-static void push_kill(struct tl_scheduler *s, const tl__attempt *a, bool interrupt, tl__str *msg) {
-  tl__event *ev = tl__event_push(s, TL__EV_KILL_TASK);
-  ev->names = tl__str_ref(a->executor->names);
-  ev->msg = tl__str_ref(msg);
-  ev->u.kill.tid = a->tid;
-  ev->u.kill.interrupt = interrupt;
-}
 
 int tl__kill_task(struct tl_scheduler *s, tl_tid tid, bool interrupt, const char *reason) {
   tl__attempt *a = tl__attempt_find(s, tid);
@@ -373,7 +525,7 @@ int tl__kill_task(struct tl_scheduler *s, tl_tid tid, bool interrupt, const char
     tl__str_unref(s, msg);
     return TL_ENOMEM;
   }
-  push_kill(s, a, interrupt, msg);
+  push_kill(s, a, interrupt, msg, NULL);
   tl__str_unref(s, msg);
   return TL_OK;
 }
@@ -387,7 +539,7 @@ static void kill_stage_attempts(struct tl_scheduler *s, tl__stage *st, bool inte
     for (tl__link *r = ts->running.next; r != &ts->running; r = r->next) {
       tl__attempt *a = tl__container_of(r, tl__attempt, on_taskset);
       if (!a->frozen)
-        push_kill(s, a, interrupt, msg);
+        push_kill(s, a, interrupt, msg, NULL);
     }
   }
 }
@@ -466,13 +618,18 @@ int tl__partition_completed(struct tl_scheduler *s, uint32_t stage_id, uint32_t 
 }
 
 void tl__taskset_destroy(struct tl_scheduler *s, tl__taskset *ts) {
+  free_tried(s, ts);
+  while (!tl__list_empty(&ts->outputs))
+    output_free(s, tl__container_of(ts->outputs.next, tl__output, on_taskset));
   while (!tl__list_empty(&ts->running)) {
     tl__attempt *a = tl__container_of(ts->running.next, tl__attempt, on_taskset);
     tl__list_remove(&a->on_taskset);
     tl__attempt_free(s, a);
   }
-  queue_remove(s, ts);
+  tl__queue_remove(ts);
+  ts->pool->running -= ts->nrunning;
+  ts->pool->ntasksets--;
   stage_unlink(s, ts);
   HASH_DELETE(hh_by_id, s->tasksets_by_id, ts);
-  tl__free(s, ts, tl__taskset_size(ts->ntasks));
+  tl__free(s, ts, tl__taskset_bytes(ts));
 }

@@ -67,6 +67,8 @@ const char *tlt_end_name(tl_end_kind kind) {
     return "EXECUTOR_LOST";
   case TL_END_RESUBMITTED:
     return "RESUBMITTED";
+  case TL_END_RESULT_TOO_LARGE:
+    return "RESULT_TOO_LARGE";
   }
   return "BAD_END_KIND";
 }
@@ -296,6 +298,7 @@ static void cb_task_ended(void *ud, const tl_task_info *t, const tl_task_end *en
   ev->counts = end->counts_toward_failures;
   ev->result = end->result;
   ev->result_size = end->result_size;
+  ev->result_free = end->result_free;
   set_text(ev, end->message);
   snprintf(ev->line, sizeof ev->line, "ended tid=%" PRIu64 " kind=%s counts=%d", t->tid,
            tlt_end_name(end->kind), end->counts_toward_failures ? 1 : 0);
@@ -436,6 +439,20 @@ static void cb_kill_task(void *ud, tl_tid tid, const char *exec, bool interrupt,
   leave(e);
 }
 
+static void cb_speculative(void *ud, const tl_taskset_info *ts, uint32_t index) {
+  tlt_env *e = ud;
+  enter(e, "speculative_task_submitted");
+  ck_assert_ptr_nonnull(ts);
+  ck_assert_msg(index < ts->ntasks, "speculative_task_submitted: index %u of %u", index,
+                ts->ntasks);
+  tlt_event *ev = push_event(e, TLT_EV_SPECULATIVE);
+  ev->ts = *ts;
+  ev->index = index;
+  snprintf(ev->line, sizeof ev->line, "speculative ts=%" PRIu64 " idx=%u", ts->id, index);
+  run_hook(e, e->nev - 1);
+  leave(e);
+}
+
 tl_callbacks tlt_callbacks(tlt_env *e) {
   tl_callbacks cb = {
       .ud = e,
@@ -447,6 +464,7 @@ tl_callbacks tlt_callbacks(tlt_env *e) {
       .executor_lost = cb_executor_lost,
       .revive_offers = cb_revive_offers,
       .kill_task = cb_kill_task,
+      .speculative_task_submitted = cb_speculative,
   };
   return cb;
 }
@@ -543,6 +561,17 @@ static tlt_env *new_env(const tl_config *cfg, void (*edit)(tl_callbacks *cb), bo
 }
 
 tlt_env *tlt_new(const tl_config *cfg) { return new_env(cfg, NULL, false); }
+
+void tlt_rebase(tlt_env *e) {
+  tl_stats st;
+  tl_stats_get(e->s, &st);
+  ck_assert_msg(st.tasksets_active + st.tasksets_zombie + st.attempts_running + st.executors_alive +
+                        st.executors_pending_loss + st.tombstones ==
+                    0,
+                "tlt_rebase on a scheduler that is not empty");
+  e->base_bytes = st.mem_live_bytes;
+  e->base_blocks = st.mem_live_blocks;
+}
 
 tlt_env *tlt_new_edit(const tl_config *cfg, void (*edit)(tl_callbacks *cb)) {
   return new_env(cfg, edit, false);
@@ -671,8 +700,9 @@ void tlt_add_(int line, tlt_env *e, const char *id, const char *host, const char
   TLT_CHECK(e);
 }
 
-static int submit_impl(tlt_env *e, uint32_t stage, uint32_t attempt, uint32_t priority,
-                       uint32_t ntasks, uint32_t cpus, tl_taskset_id *out, bool null_out) {
+static int submit_desc_impl(tlt_env *e, const tl_taskset_desc *desc, tl_taskset_id *out,
+                            bool null_out) {
+  uint32_t stage = desc->stage_id, attempt = desc->stage_attempt, ntasks = desc->ntasks;
   tlt_payload *p = calloc(1, sizeof *p);
   if (p == NULL)
     return TL_ENOMEM;
@@ -696,12 +726,8 @@ static int submit_impl(tlt_env *e, uint32_t stage, uint32_t attempt, uint32_t pr
   e->subs[k].stage_id = stage;
   e->subs[k].stage_attempt = attempt;
   e->subs[k].ntasks = ntasks;
-  tl_taskset_desc d = {.stage_id = stage,
-                       .stage_attempt = attempt,
-                       .priority = priority,
-                       .ntasks = ntasks,
-                       .cpus_per_task = cpus,
-                       .payload = p};
+  tl_taskset_desc d = *desc;
+  d.payload = p;
   tl_taskset_id id = 0;
   int rc = tl_submit(e->s, &d, null_out ? NULL : &id);
   if (rc != TL_OK) {
@@ -719,6 +745,27 @@ static int submit_impl(tlt_env *e, uint32_t stage, uint32_t attempt, uint32_t pr
   if (out != NULL)
     *out = id;
   return TL_OK;
+}
+
+static int submit_impl(tlt_env *e, uint32_t stage, uint32_t attempt, uint32_t priority,
+                       uint32_t ntasks, uint32_t cpus, tl_taskset_id *out, bool null_out) {
+  tl_taskset_desc d = {.stage_id = stage,
+                       .stage_attempt = attempt,
+                       .priority = priority,
+                       .ntasks = ntasks,
+                       .cpus_per_task = cpus};
+  return submit_desc_impl(e, &d, out, null_out);
+}
+
+tl_taskset_id tlt_submit_desc_(int line, tlt_env *e, const tl_taskset_desc *d) {
+  tlt_line = line;
+  tl_taskset_id id = 0;
+  int rc = submit_desc_impl(e, d, &id, false);
+  tlt_line = line;
+  TLT_ASSERT(rc == TL_OK, "tl_submit(stage %u.%u): %s", d->stage_id, d->stage_attempt,
+             tl_err_name(rc));
+  TLT_CHECK(e);
+  return id;
 }
 
 int tlt_submit_rc(tlt_env *e, uint32_t stage, uint32_t attempt, uint32_t priority, uint32_t ntasks,

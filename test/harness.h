@@ -37,6 +37,9 @@ Suite *tl_journal_suite(void);
 Suite *tl_oom_suite(void);
 Suite *tl_random_suite(void);
 Suite *tl_threads_suite(void);
+Suite *tl_policy_suite(void);
+Suite *tl_pools_suite(void);
+Suite *tl_speculation_suite(void);
 
 /* A test case with the project's per-test timeout. */
 TCase *tlt_tcase(Suite *suite, const char *name);
@@ -55,28 +58,31 @@ typedef enum tlt_ev_type {
   TLT_EV_ADDED,
   TLT_EV_LOST,
   TLT_EV_REVIVE,
-  TLT_EV_KILL
+  TLT_EV_KILL,
+  TLT_EV_SPECULATIVE
 } tlt_ev_type;
 
 /* One delivered callback, copied (strings included) so it outlives the callback. */
 typedef struct tlt_event {
   tlt_ev_type type;
-  tl_task_info task;        /* started, ended: executor_id and host are NULL in the copy */
-  char executor[TL_ID_MAX]; /* started, ended, added, lost, kill: the executor id */
-  char host[TL_HOST_MAX];   /* started, ended, added: its host */
-  tl_end_kind end_kind;     /* ended */
-  bool counts;              /* ended: counts_toward_failures */
-  void *result;             /* ended: the result pointer that was handed over */
-  size_t result_size;       /* ended */
-  tl_taskset_info ts;       /* failed, released */
-  void *payload;            /* released: the payload handed back; started, ended: task's */
-  tl_loss_reason loss;      /* lost: message points to text (or is NULL) */
-  tl_tid kill_tid;          /* kill */
-  bool interrupt;           /* kill */
-  bool has_text;            /* text holds a message or reason (it was not NULL) */
-  char text[512];           /* ended: message; failed: reason; lost: message; kill: reason */
-  char line[192];           /* one-line summary, e.g. "ended tid=3 kind=EXCEPTION counts=1" */
-  pthread_t thread;         /* the thread that delivered it */
+  tl_task_info task;           /* started, ended: executor_id and host are NULL in the copy */
+  char executor[TL_ID_MAX];    /* started, ended, added, lost, kill: the executor id */
+  char host[TL_HOST_MAX];      /* started, ended, added: its host */
+  tl_end_kind end_kind;        /* ended */
+  bool counts;                 /* ended: counts_toward_failures */
+  void *result;                /* ended: the result pointer that was handed over */
+  size_t result_size;          /* ended */
+  void (*result_free)(void *); /* ended: as task_ended got it */
+  tl_taskset_info ts;          /* failed, released */
+  void *payload;               /* released: the payload handed back; started, ended: task's */
+  tl_loss_reason loss;         /* lost: message points to text (or is NULL) */
+  tl_tid kill_tid;             /* kill */
+  uint32_t index;              /* speculative: the index whose copy waits */
+  bool interrupt;              /* kill */
+  bool has_text;               /* text holds a message or reason (it was not NULL) */
+  char text[512];              /* ended: message; failed: reason; lost: message; kill: reason */
+  char line[192];              /* one-line summary, e.g. "ended tid=3 kind=EXCEPTION counts=1" */
+  pthread_t thread;            /* the thread that delivered it */
 } tlt_event;
 
 /* A result handed to FINISHED updates. result_free marks it freed; memory is kept until the end
@@ -243,6 +249,12 @@ void tlt_add_(int line, tlt_env *e, const char *id, const char *host, const char
   tlt_submit_(__LINE__, e, stage, attempt, priority, ntasks, cpus)
 tl_taskset_id tlt_submit_(int line, tlt_env *e, uint32_t stage, uint32_t attempt, uint32_t priority,
                           uint32_t ntasks, uint32_t cpus);
+/* Submits d (its payload replaced by a fresh harness payload); asserts TL_OK; returns the id. */
+#define tlt_submit_desc(e, d) tlt_submit_desc_(__LINE__, e, d)
+tl_taskset_id tlt_submit_desc_(int line, tlt_env *e, const tl_taskset_desc *d);
+/* Takes the memory baseline again, for a scheduler configured after creation (its pools live
+ * as long as it does): asserts that it holds no task set, attempt or executor yet. */
+void tlt_rebase(tlt_env *e);
 /* tl_submit with a harness payload, returning its code; the submission is recorded only on
  * TL_OK (the payload is freed otherwise). Asserts nothing, so it may run on a thread Check does
  * not watch, but the recorder it writes is not locked: not while other threads call in. */

@@ -564,7 +564,8 @@ static void attempt_ended(tlo_run *r, tl_tid tid, tl_end_kind kind, bool counts,
   a->live = false;
   inflight_remove(r, tid);
 
-  bool counted = kind != TL_END_SUCCESS && counts && !t->zombie;
+  /* Nothing counts in a zombie or for an index already done. */
+  bool counted = kind != TL_END_SUCCESS && counts && !t->zombie && !ix->done;
   mevent *e = push_ev(r, EV_ENDED);
   e->tid = tid;
   e->ts = k;
@@ -1082,7 +1083,12 @@ static void do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio
   char d[128];
   snprintf(d, sizeof d, "submit stage=%u attempt=%u priority=%u ntasks=%u cpus=%u", stage, sattempt,
            prio, ntasks, cpus);
-  tl_taskset_desc desc = {stage, sattempt, prio, ntasks, cpus, t};
+  tl_taskset_desc desc = {.stage_id = stage,
+                          .stage_attempt = sattempt,
+                          .priority = prio,
+                          .ntasks = ntasks,
+                          .cpus_per_task = cpus,
+                          .payload = t};
   tl_taskset_id id = 0;
   note_call(r, d);
   int rc = tl_submit(r->s, &desc, &id);
@@ -1204,6 +1210,15 @@ static void do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, si
     for (size_t i = 0; i < n; i++) {
       if (xs[i]->state != MX_ALIVE) {
         r->rejected_offers++;
+        continue;
+      }
+      /* Offers naming one executor twice share its slot, capped by its free cores. */
+      size_t j = 0;
+      while (j < nslots && slot_ex[j] != xs[i])
+        j++;
+      if (j < nslots) {
+        uint32_t room = xs[i]->free_cores - slot_cores[j];
+        slot_cores[j] += cores[i] < room ? cores[i] : room;
         continue;
       }
       slot_ex[nslots] = xs[i];
@@ -1629,7 +1644,7 @@ static void cb_taskset_failed(void *ud, const tl_taskset_info *ts, const char *r
  * TL_TICK_NEVER. */
 static void while_closing(tlo_run *r) {
   check_ledger(r);
-  tl_taskset_desc desc = {0, 1000, 0, 1, 0, NULL};
+  tl_taskset_desc desc = {.stage_id = 0, .stage_attempt = 1000, .ntasks = 1};
   note_call(r, "submit while freeing");
   expect_rc(r, "submit while freeing", tl_submit(r->s, &desc, NULL), TL_EBUSY);
   tl_offer offer = {r->ex[0][0].id, 1};
@@ -2289,15 +2304,15 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const tlo_option
     r->cfg.journal_ud = r;
   }
 
-  tl_callbacks cb = {r,
-                     cb_task_started,
-                     cb_task_ended,
-                     cb_taskset_failed,
-                     cb_taskset_released,
-                     cb_executor_added,
-                     cb_executor_lost,
-                     cb_revive,
-                     cb_kill};
+  tl_callbacks cb = {.ud = r,
+                     .task_started = cb_task_started,
+                     .task_ended = cb_task_ended,
+                     .taskset_failed = cb_taskset_failed,
+                     .taskset_released = cb_taskset_released,
+                     .executor_added = cb_executor_added,
+                     .executor_lost = cb_executor_lost,
+                     .revive_offers = cb_revive,
+                     .kill_task = cb_kill};
   snprintf(r->desc, sizeof r->desc, "tl_scheduler_new");
   int rc = tl_scheduler_new(&r->cfg, &cb, &r->s);
   if (rc != TL_OK) {

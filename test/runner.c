@@ -18,7 +18,8 @@ static const struct {
     {"events", tl_events_suite},     {"spark", tl_spark_suite},
     {"inspect", tl_inspect_suite},   {"journal", tl_journal_suite},
     {"oom", tl_oom_suite},           {"random", tl_random_suite},
-    {"threads", tl_threads_suite},
+    {"threads", tl_threads_suite},   {"policy", tl_policy_suite},
+    {"pools", tl_pools_suite},       {"speculation", tl_speculation_suite},
 };
 
 int main(int argc, char **argv) {

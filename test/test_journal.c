@@ -75,16 +75,20 @@ START_TEST(lines_follow_the_documented_format) {
   tlt_env *e = journaled(&c, &cfg);
   ck_assert_uint_ge(c.n, 2);
   ck_assert_str_eq(c.lines[0], "# taskledger journal v1");
-  ck_assert_str_eq(c.lines[1], "config cpus_per_task=1 max_task_failures=2 "
+  ck_assert_str_eq(c.lines[1], "config mode=FIFO cpus_per_task=1 max_task_failures=2 "
                                "heartbeat_timeout_ns=120000000000 "
                                "pending_loss_timeout_ns=120000000000 max_tombstones=1024 "
-                               "tombstone_ttl_ns=600000000000 start=1000000000");
+                               "tombstone_ttl_ns=600000000000 max_result_bytes=1073741824 "
+                               "speculation=0 speculation_interval_ns=100000000 "
+                               "speculation_multiplier=3 speculation_quantile=0.90000000000000002 "
+                               "speculation_min_runtime_ns=100000000 start=1000000000");
 
   tlt_add(e, "e1", "h1", NULL, 2);
   ck_assert_str_eq(c.lines[c.n - 1], "@1000000000 add \"e1\" \"h1\" - cores=2 = OK");
   tl_taskset_id ts = tlt_submit(e, 3, 1, 7, 2);
   ck_assert_str_eq(c.lines[c.n - 1],
-                   "@1000000000 submit stage=3 attempt=1 priority=7 ntasks=2 cpus=0 = OK ts=1");
+                   "@1000000000 submit stage=3 attempt=1 priority=7 ntasks=2 cpus=0 "
+                   "shuffle_map=0 barrier=0 - = OK ts=1");
   ck_assert_uint_eq(ts, 1);
   e->now += 5;
   tl_launch l[2];
@@ -334,6 +338,52 @@ START_TEST(calls_out_of_memory_are_journaled_or_not_and_replay) {
 }
 END_TEST
 
+/* Speculation decides by time: the journal's times must make the replay decide the same. */
+START_TEST(journals_with_speculation_and_pools_replay_to_the_same_state) {
+  capture c;
+  tl_config cfg = tlt_config();
+  cfg.mode = TL_FAIR;
+  cfg.speculation = true;
+  cfg.speculation_quantile = 0.5;
+  cfg.speculation_multiplier = 1.5;
+  cfg.speculation_min_runtime_ns = 0;
+  tlt_env *e = journaled(&c, &cfg);
+  TLT_OK(e, tl_pool_add(e->s, "etl", TL_FAIR, 2, 1));
+  tlt_rebase(e);
+  tlt_add(e, "e1", "h1", NULL, 4);
+  tlt_add(e, "e2", "h2", NULL, 4);
+  tl_taskset_desc d = {.stage_id = 0, .ntasks = 4, .pool = "etl"};
+  tlt_submit_desc(e, &d);
+  tl_launch l[4], x[4];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 4, l, 4), 4);
+  e->now += TLT_SEC / 100;
+  tlt_succeed(e, "e1", l[0].tid);
+  tlt_succeed(e, "e1", l[1].tid);
+  tlt_advance_tick(e, TLT_SEC / 5);
+  ck_assert_uint_eq(tlt_stats(e).tasks_speculatable, 2);
+  size_t n = tlt_offer(e, "e2", 4, x, 4);
+  ck_assert_uint_eq(n, 2);
+  tlt_succeed(e, "e2", x[0].tid);
+  tl_stats mid = tlt_stats(e);
+  size_t mid_lines = c.n;
+  tlt_killed(e, "e1", x[0].index == l[2].index ? l[2].tid : l[3].tid);
+  tlt_succeed(e, "e1", x[0].index == l[2].index ? l[3].tid : l[2].tid);
+  tlt_killed(e, "e2", x[1].tid);
+  tlt_end(e);
+
+  char *text = capture_text(&c, mid_lines);
+  tlr_report r;
+  int verdict = tlr_replay_text(text, NULL, &r);
+  ck_assert_msg(verdict == TLR_NOT_DRAINED, "%d at line %zu: %s", verdict, r.bad_line, r.why);
+  assert_same_state(&mid, &r.final);
+  free(text);
+  text = capture_text(&c, c.n);
+  ck_assert_int_eq(tlr_replay_text(text, NULL, &r), TLR_OK);
+  free(text);
+  capture_free(&c);
+}
+END_TEST
+
 Suite *tl_journal_suite(void) {
   Suite *s = suite_create("journal");
   TCase *tc = tlt_tcase(s, "journal");
@@ -342,5 +392,6 @@ Suite *tl_journal_suite(void) {
   tcase_add_test(tc, journals_replay_to_the_same_state);
   tcase_add_test(tc, a_journal_that_does_not_match_is_reported_at_its_line);
   tcase_add_test(tc, calls_out_of_memory_are_journaled_or_not_and_replay);
+  tcase_add_test(tc, journals_with_speculation_and_pools_replay_to_the_same_state);
   return s;
 }

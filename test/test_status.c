@@ -74,6 +74,22 @@ START_TEST(finished_with_no_result_is_accepted) {
 }
 END_TEST
 
+/* A FINISHED update with no result still hands its size and free function on (a regression:
+ * they were dropped when the result pointer was NULL; found by the randomized runs). */
+START_TEST(finished_with_no_result_keeps_its_size_and_free_function) {
+  tlt_env *e = tlt_new(NULL);
+  tl_tid tid = one_running(e, 1);
+  tl_update u = {.state = TL_TASK_FINISHED, .result_size = 42, .result_free = tlt_result_free};
+  TLT_OK(e, tl_status_update(e->s, "e1", tid, &u));
+  const tlt_event *ev = tlt_ended_of(e, tid);
+  ck_assert_int_eq(ev->end_kind, TL_END_SUCCESS);
+  ck_assert_ptr_null(ev->result);
+  ck_assert_uint_eq(ev->result_size, 42);
+  ck_assert(ev->result_free == tlt_result_free);
+  tlt_end(e);
+}
+END_TEST
+
 START_TEST(a_result_without_result_free_is_passed_on_as_is) {
   tlt_env *e = tlt_new(NULL);
   tl_tid tid = one_running(e, 1);
@@ -330,6 +346,7 @@ Suite *tl_status_suite(void) {
   tcase_add_test(tc, running_then_finished_hands_the_result_over);
   tcase_add_test(tc, finished_without_running_first_is_accepted);
   tcase_add_test(tc, finished_with_no_result_is_accepted);
+  tcase_add_test(tc, finished_with_no_result_keeps_its_size_and_free_function);
   tcase_add_test(tc, a_result_without_result_free_is_passed_on_as_is);
   tcase_add_test(tc, running_twice_is_harmless);
   tcase_add_test(tc, failure_kinds_end_with_their_kind_and_message);

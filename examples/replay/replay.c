@@ -177,6 +177,18 @@ static bool key_i64(const token *t, const char *key, int64_t *out) {
   return parse_i64(t->text + n + 1, out);
 }
 
+static bool key_double(const token *t, const char *key, double *out) {
+  size_t n = strlen(key);
+  if (t->quoted || t->text == NULL || strncmp(t->text, key, n) != 0 || t->text[n] != '=')
+    return false;
+  char *end;
+  double v = strtod(t->text + n + 1, &end);
+  if (*end != '\0' || end == t->text + n + 1)
+    return false;
+  *out = v;
+  return true;
+}
+
 /* A string argument: quoted, or "-" for NULL. */
 static bool str_arg(const token *t, const char **out) {
   if (!t->quoted && t->text != NULL)
@@ -239,10 +251,29 @@ static int start_scheduler(replayer *r, token *tok, int n) {
         key_u64(&tok[i], "heartbeat_timeout_ns", &cfg.heartbeat_timeout_ns) ||
         key_u64(&tok[i], "pending_loss_timeout_ns", &cfg.pending_loss_timeout_ns) ||
         key_u32(&tok[i], "max_tombstones", &cfg.max_tombstones) ||
-        key_u64(&tok[i], "tombstone_ttl_ns", &cfg.tombstone_ttl_ns))
+        key_u64(&tok[i], "tombstone_ttl_ns", &cfg.tombstone_ttl_ns) ||
+        key_u64(&tok[i], "max_result_bytes", &cfg.max_result_bytes))
       continue;
     if (key_u64(&tok[i], "start", &v)) {
       start = v;
+      continue;
+    }
+    if (key_u64(&tok[i], "speculation", &v)) {
+      cfg.speculation = v != 0;
+      continue;
+    }
+    if (key_u64(&tok[i], "speculation_interval_ns", &cfg.speculation_interval_ns) ||
+        key_u64(&tok[i], "speculation_min_runtime_ns", &cfg.speculation_min_runtime_ns) ||
+        key_double(&tok[i], "speculation_multiplier", &cfg.speculation_multiplier) ||
+        key_double(&tok[i], "speculation_quantile", &cfg.speculation_quantile))
+      continue;
+    if (!tok[i].quoted && tok[i].text != NULL && strncmp(tok[i].text, "mode=", 5) == 0) {
+      if (strcmp(tok[i].text + 5, "FIFO") == 0)
+        cfg.mode = TL_FIFO;
+      else if (strcmp(tok[i].text + 5, "FAIR") == 0)
+        cfg.mode = TL_FAIR;
+      else
+        return stop(r, TLR_BAD_INPUT, "unknown scheduling mode %s", tok[i].text + 5);
       continue;
     }
     /* Keys this version does not know: a later journal version would have a new header. */
@@ -304,10 +335,14 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
     *err = tl_executor_decommission(s, id, msg);
   } else if (strcmp(op, "submit") == 0) {
     tl_taskset_desc d = {0};
-    if (na != 5 || !key_u32(&a[0], "stage", &d.stage_id) ||
+    uint64_t shuffle_map, barrier;
+    if (na != 8 || !str_arg(&a[7], &d.pool) || !key_u32(&a[0], "stage", &d.stage_id) ||
         !key_u32(&a[1], "attempt", &d.stage_attempt) || !key_u32(&a[2], "priority", &d.priority) ||
-        !key_u32(&a[3], "ntasks", &d.ntasks) || !key_u32(&a[4], "cpus", &d.cpus_per_task))
+        !key_u32(&a[3], "ntasks", &d.ntasks) || !key_u32(&a[4], "cpus", &d.cpus_per_task) ||
+        !key_u64(&a[5], "shuffle_map", &shuffle_map) || !key_u64(&a[6], "barrier", &barrier))
       return bad(r, op);
+    d.shuffle_map = shuffle_map != 0;
+    d.barrier = barrier != 0;
     if (r->nsubs == r->capsubs) {
       size_t cap = r->capsubs ? 2 * r->capsubs : 16;
       submission *subs = realloc(r->subs, cap * sizeof *subs);
@@ -333,6 +368,15 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
       uint64_t want;
       *matches = nextra == 1 && key_u64(&extra[0], "ts", &want) && want == id;
     }
+  } else if (strcmp(op, "pool_add") == 0) {
+    const char *name;
+    uint32_t weight, min_share;
+    const char *mode = na == 4 ? a[1].text : NULL;
+    if (mode == NULL || a[1].quoted || (strcmp(mode, "FIFO") != 0 && strcmp(mode, "FAIR") != 0) ||
+        !str_arg(&a[0], &name) || !key_u32(&a[2], "weight", &weight) ||
+        !key_u32(&a[3], "min_share", &min_share))
+      return bad(r, op);
+    *err = tl_pool_add(s, name, strcmp(mode, "FAIR") == 0 ? TL_FAIR : TL_FIFO, weight, min_share);
   } else if (strcmp(op, "kill_task") == 0) {
     uint64_t tid, interrupt;
     const char *reason;

@@ -219,6 +219,8 @@ static const char *end_name(tl_end_kind kind) {
     return "EXECUTOR_LOST";
   case TL_END_RESUBMITTED:
     return "RESUBMITTED";
+  case TL_END_RESULT_TOO_LARGE:
+    return "RESULT_TOO_LARGE";
   }
   return "?";
 }
@@ -341,6 +343,7 @@ static void submit_stage(demo *d, uint32_t stage_id) {
   tl_taskset_desc desc = {.stage_id = stage_id,
                           .stage_attempt = 0,
                           .priority = 0,
+                          .shuffle_map = stage_id == 0, /* stage 0 writes map outputs */
                           .ntasks = NTASKS,
                           .cpus_per_task = 0,
                           .payload = binary};

@@ -1,0 +1,196 @@
+/* Pools and their queues: the order in which an offer round visits task sets.
+ *
+ * Every task set is in a pool. Under TL_FIFO there is one, "default", and its queue is the
+ * whole FIFO order (priority, then stage id). Under TL_FAIR the runtime adds pools with
+ * tl_pool_add; each orders its own task sets FIFO or FAIR, and an offer round visits the pools
+ * in Spark's FAIR order: pools below their min share first (by running / min share), then the
+ * others by running / weight, then by name. A pool's running count is the sum of its task
+ * sets' attempts in flight, zombies' included (their attempts still hold cores, as in Spark).
+ *
+ * A pool's queue holds its schedulable task sets (not zombie, something pending) in a skip
+ * list threaded through the task set records: insertion and removal cost O(log q) expected for
+ * q queued task sets, walking in order O(1) a step, and nothing allocates. A task set leaves the
+ * queue when its last pending index launches and comes back, often in the middle of the order,
+ * when a failure gives it one again. Its number of levels (geometric, ratio 1/4) comes from a
+ * hash of its id, so runs are reproducible.
+ *
+ * In a FAIR pool a task set's place depends on its running count, which changes with every
+ * launch and every end. The queue orders by queue_running, the count it had when it was last
+ * placed: an end re-places the task set at once; launches re-place it at the end of the offer
+ * round (Spark sorts once per round, so within a round the order does not move).
+ *
+ * Everything here runs under the scheduler's lock.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+
+static size_t pool_size(size_t name_len) { return sizeof(tl__pool) + name_len + 1; }
+
+tl__pool *tl__pool_find(struct tl_scheduler *s, const char *name) {
+  tl__pool *p;
+  HASH_FIND(hh_by_name, s->pools_by_name, name, strlen(name), p);
+  return p;
+}
+
+/* Makes a pool; NULL on TL_ENOMEM (nothing changed). */
+static tl__pool *pool_new(struct tl_scheduler *s, const char *name, tl_sched_mode mode,
+                          uint32_t weight, uint32_t min_share) {
+  size_t len = strlen(name);
+  tl__pool *p = tl__calloc(s, 1, pool_size(len));
+  if (p == NULL)
+    return NULL;
+  memcpy(p->name, name, len + 1);
+  p->name_len = (uint32_t)len;
+  p->mode = (uint8_t)mode;
+  p->weight = weight;
+  p->min_share = min_share;
+  HASH_ADD_KEYPTR(hh_by_name, s->pools_by_name, p->name, len, p);
+  if (!TL__HASH_ADDED(p, hh_by_name)) {
+    tl__free(s, p, pool_size(len));
+    return NULL;
+  }
+  tl__list_insert_tail(&s->pools, &p->on_scheduler);
+  s->npools++;
+  return p;
+}
+
+int tl__pools_init(struct tl_scheduler *s) {
+  tl__list_init(&s->pools);
+  s->default_pool = pool_new(s, "default", TL_FIFO, 1, 0);
+  return s->default_pool != NULL ? TL_OK : TL_ENOMEM;
+}
+
+void tl__pools_destroy(struct tl_scheduler *s) {
+  tl__pool *p, *tmp;
+  HASH_ITER(hh_by_name, s->pools_by_name, p, tmp) {
+    HASH_DELETE(hh_by_name, s->pools_by_name, p);
+    tl__free(s, p, pool_size(p->name_len));
+  }
+}
+
+size_t tl__pool_bytes(const tl__pool *p) { return pool_size(p->name_len); }
+
+int tl__pool_add(struct tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
+                 uint32_t min_share) {
+  if (s->cfg.mode != TL_FAIR)
+    return TL_ESTATE;
+  if (tl__pool_find(s, name) != NULL)
+    return TL_EEXIST;
+  return pool_new(s, name, mode, weight, min_share) != NULL ? TL_OK : TL_ENOMEM;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Queues
+ * ------------------------------------------------------------------------------------------- */
+
+bool tl__queue_before(const tl__pool *p, const tl__taskset *a, const tl__taskset *b) {
+  if (p->mode == TL_FAIR) {
+    /* Spark's FAIR order between task sets: min share 0 and weight 1 each, so by running
+     * attempts, then by name (TaskSet_stage.attempt; here by the numbers themselves). */
+    if (a->queue_running != b->queue_running)
+      return a->queue_running < b->queue_running;
+    if (a->stage_id != b->stage_id)
+      return a->stage_id < b->stage_id;
+    if (a->stage_attempt != b->stage_attempt)
+      return a->stage_attempt < b->stage_attempt;
+  } else {
+    if (a->priority != b->priority)
+      return a->priority < b->priority;
+    if (a->stage_id != b->stage_id)
+      return a->stage_id < b->stage_id;
+  }
+  return a->id < b->id;
+}
+
+static uint8_t queue_levels_of(tl_taskset_id id) {
+  uint64_t h = id + 0x9e3779b97f4a7c15ull; /* splitmix64's finaliser */
+  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+  h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+  h ^= h >> 31;
+  uint8_t levels = 1;
+  while (levels < TL__QUEUE_LEVELS && (h & 3) == 0) {
+    levels++;
+    h >>= 2;
+  }
+  return levels;
+}
+
+/* Finds, on every level, the link that points at the first task set not before ts. */
+static void queue_find(tl__pool *p, const tl__taskset *ts, tl__taskset **link[TL__QUEUE_LEVELS]) {
+  tl__taskset **next = p->queue; /* the successor links of the position reached: the heads */
+  for (int l = TL__QUEUE_LEVELS - 1; l >= 0; l--) {
+    while (next[l] != NULL && tl__queue_before(p, next[l], ts))
+      next = next[l]->queue_next;
+    link[l] = &next[l];
+  }
+}
+
+void tl__queue_insert(tl__taskset *ts) {
+  tl__pool *p = ts->pool;
+  tl__taskset **link[TL__QUEUE_LEVELS];
+  ts->queue_running = ts->nrunning;
+  queue_find(p, ts, link);
+  ts->queue_levels = queue_levels_of(ts->id);
+  for (int l = 0; l < ts->queue_levels; l++) {
+    ts->queue_next[l] = *link[l];
+    *link[l] = ts;
+  }
+}
+
+void tl__queue_remove(tl__taskset *ts) {
+  if (ts->queue_levels == 0)
+    return;
+  tl__taskset **link[TL__QUEUE_LEVELS];
+  queue_find(ts->pool, ts, link);
+  for (int l = 0; l < ts->queue_levels; l++) {
+    *link[l] = ts->queue_next[l]; /* *link[l] == ts: the order is total */
+    ts->queue_next[l] = NULL;
+  }
+  ts->queue_levels = 0;
+}
+
+void tl__queue_replace(tl__taskset *ts) {
+  if (ts->queue_levels != 0 && ts->pool->mode == TL_FAIR && ts->queue_running != ts->nrunning) {
+    tl__queue_remove(ts);
+    tl__queue_insert(ts);
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The order of pools in an offer round
+ * ------------------------------------------------------------------------------------------- */
+
+/* Spark's FairSchedulingAlgorithm: negative when a goes first. */
+static int fair_compare(const tl__pool *a, const tl__pool *b) {
+  bool needy_a = a->running < a->min_share, needy_b = b->running < b->min_share;
+  if (needy_a != needy_b)
+    return needy_a ? -1 : 1;
+  uint64_t lhs, rhs;
+  if (needy_a) { /* running / max(min share, 1), compared without division */
+    lhs = (uint64_t)a->running * (b->min_share > 1 ? b->min_share : 1);
+    rhs = (uint64_t)b->running * (a->min_share > 1 ? a->min_share : 1);
+  } else { /* running / weight */
+    lhs = (uint64_t)a->running * b->weight;
+    rhs = (uint64_t)b->running * a->weight;
+  }
+  if (lhs != rhs)
+    return lhs < rhs ? -1 : 1;
+  return strcmp(a->name, b->name);
+}
+
+static int fair_compare_qsort(const void *x, const void *y) {
+  return fair_compare(*(tl__pool *const *)x, *(tl__pool *const *)y);
+}
+
+size_t tl__pools_in_order(struct tl_scheduler *s, tl__pool **order) {
+  size_t n = 0;
+  for (tl__link *l = s->pools.next; l != &s->pools; l = l->next) {
+    tl__pool *p = tl__container_of(l, tl__pool, on_scheduler);
+    if (p->queue[0] != NULL)
+      order[n++] = p;
+  }
+  if (n > 1)
+    qsort(order, n, sizeof *order, fair_compare_qsort);
+  return n;
+}

@@ -1,0 +1,183 @@
+/* Speculation: a second copy of a task that runs far longer than its task set's others.
+ *
+ * Every speculation_interval_ns, tl_tick looks at the active task sets (not zombie, not barrier,
+ * more than one task) in which enough tasks have succeeded: at least
+ * max(floor(speculation_quantile x ntasks), 1) first successes with a recorded run time. There a
+ * running attempt is slow when it has run longer than max(speculation_multiplier x the median
+ * run time, speculation_min_runtime_ns) and its index has exactly one copy running, is not done
+ * and is not already speculatable. Each slow index goes on its task set's speculative stack, and
+ * speculative_task_submitted and revive_offers tell the runtime (Spark's checkSpeculatableTasks).
+ * An offer round launches speculative copies once a task set has nothing regular pending, never
+ * on a host where an attempt of that index was launched before (taskset.c); when one copy
+ * succeeds the other is killed and whatever it reports afterwards counts for nothing.
+ *
+ * Run times go into a median heap (Spark's MedianHeap): a max-heap of the lower half at the
+ * front of an array of ntasks slots and a min-heap of the upper half at its back, so recording
+ * is O(log n), the median O(1), and nothing is allocated after submission.
+ *
+ * Everything here runs under the scheduler's lock.
+ */
+#include "internal.h"
+
+/* The upper half's k-th slot counts from the back of the array. */
+#define LOW(ts, k) ((ts)->heap[(k)])
+#define HIGH(ts, k) ((ts)->heap[(ts)->ntasks - 1 - (k)])
+
+static void swap_u64(uint64_t *a, uint64_t *b) {
+  uint64_t t = *a;
+  *a = *b;
+  *b = t;
+}
+
+/* Sifts with before(parent, child) true for the heap's order: max-heap for the lower half. */
+static void low_up(tl__taskset *ts, uint32_t k) {
+  while (k > 0 && LOW(ts, (k - 1) / 2) < LOW(ts, k)) {
+    swap_u64(&LOW(ts, (k - 1) / 2), &LOW(ts, k));
+    k = (k - 1) / 2;
+  }
+}
+
+static void low_down(tl__taskset *ts, uint32_t k) {
+  for (;;) {
+    uint32_t l = 2 * k + 1, r = l + 1, top = k;
+    if (l < ts->nheap_low && LOW(ts, l) > LOW(ts, top))
+      top = l;
+    if (r < ts->nheap_low && LOW(ts, r) > LOW(ts, top))
+      top = r;
+    if (top == k)
+      return;
+    swap_u64(&LOW(ts, top), &LOW(ts, k));
+    k = top;
+  }
+}
+
+static void high_up(tl__taskset *ts, uint32_t k) {
+  while (k > 0 && HIGH(ts, (k - 1) / 2) > HIGH(ts, k)) {
+    swap_u64(&HIGH(ts, (k - 1) / 2), &HIGH(ts, k));
+    k = (k - 1) / 2;
+  }
+}
+
+static void high_down(tl__taskset *ts, uint32_t k) {
+  for (;;) {
+    uint32_t l = 2 * k + 1, r = l + 1, top = k;
+    if (l < ts->nheap_high && HIGH(ts, l) < HIGH(ts, top))
+      top = l;
+    if (r < ts->nheap_high && HIGH(ts, r) < HIGH(ts, top))
+      top = r;
+    if (top == k)
+      return;
+    swap_u64(&HIGH(ts, top), &HIGH(ts, k));
+    k = top;
+  }
+}
+
+static void low_push(tl__taskset *ts, uint64_t v) {
+  LOW(ts, ts->nheap_low) = v;
+  low_up(ts, ts->nheap_low++);
+}
+
+static uint64_t low_pop(tl__taskset *ts) {
+  uint64_t top = LOW(ts, 0);
+  LOW(ts, 0) = LOW(ts, --ts->nheap_low);
+  low_down(ts, 0);
+  return top;
+}
+
+static void high_push(tl__taskset *ts, uint64_t v) {
+  HIGH(ts, ts->nheap_high) = v;
+  high_up(ts, ts->nheap_high++);
+}
+
+static uint64_t high_pop(tl__taskset *ts) {
+  uint64_t top = HIGH(ts, 0);
+  HIGH(ts, 0) = HIGH(ts, --ts->nheap_high);
+  high_down(ts, 0);
+  return top;
+}
+
+void tl__speculation_record(tl__taskset *ts, uint64_t duration) {
+  if (ts->nheap_low + ts->nheap_high == ts->ntasks)
+    return; /* one first success per index: cannot happen, but never write past the array */
+  if (ts->nheap_low == 0 || duration <= LOW(ts, 0))
+    low_push(ts, duration);
+  else
+    high_push(ts, duration);
+  /* The lower half holds as many as the upper half, or one more. */
+  if (ts->nheap_low > ts->nheap_high + 1)
+    high_push(ts, low_pop(ts));
+  else if (ts->nheap_high > ts->nheap_low)
+    low_push(ts, high_pop(ts));
+}
+
+uint64_t tl__speculation_median(const tl__taskset *ts) {
+  if (ts->nheap_low == 0)
+    return 0;
+  if (ts->nheap_low > ts->nheap_high)
+    return LOW(ts, 0);
+  uint64_t a = LOW(ts, 0), b = HIGH(ts, 0);
+  return a / 2 + b / 2 + (a % 2 + b % 2) / 2;
+}
+
+/* The run time past which an attempt of ts is slow, or 0 when ts is not looked at. */
+static uint64_t slow_after(const struct tl_scheduler *s, const tl__taskset *ts) {
+  if (ts->zombie || ts->heap == NULL || ts->ntasks < 2)
+    return 0;
+  double wanted = s->cfg.speculation_quantile * (double)ts->ntasks;
+  uint64_t min_finished = wanted < 1.0 ? 1 : (uint64_t)wanted;
+  if ((uint64_t)ts->nheap_low + ts->nheap_high < min_finished)
+    return 0;
+  double t = s->cfg.speculation_multiplier * (double)tl__speculation_median(ts);
+  uint64_t threshold = t >= 1.8e19 ? UINT64_MAX : (uint64_t)t;
+  if (threshold < s->cfg.speculation_min_runtime_ns)
+    threshold = s->cfg.speculation_min_runtime_ns;
+  return threshold == 0 ? 1 : threshold; /* 0 means "not looked at" */
+}
+
+static bool slow(const tl__taskset *ts, const tl__attempt *a, uint64_t threshold, uint64_t now) {
+  const tl__index *ix = &ts->idx[a->index];
+  return !a->frozen && !(ix->flags & (TL__IDX_SUCCESSFUL | TL__IDX_SPECULATABLE)) &&
+         ix->copies_running == 1 && now > a->launch_time && now - a->launch_time > threshold;
+}
+
+uint64_t tl__speculation_next(const struct tl_scheduler *s, uint64_t now) {
+  if (!s->cfg.speculation || s->attempts_by_tid == NULL)
+    return TL_TICK_NEVER; /* nothing runs: nothing can be slow */
+  return s->next_speculation > now ? s->next_speculation - now : 0;
+}
+
+uint64_t tl__speculation_tick(struct tl_scheduler *s, uint64_t now) {
+  if (!s->cfg.speculation)
+    return TL_TICK_NEVER;
+  if (now < s->next_speculation)
+    return tl__speculation_next(s, now);
+
+  /* Count first, to reserve the events: nothing changes unless all of them fit. */
+  size_t found = 0;
+  for (tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next) {
+    uint64_t threshold = slow_after(s, ts);
+    for (tl__link *l = ts->running.next; threshold != 0 && l != &ts->running; l = l->next)
+      found += slow(ts, tl__container_of(l, tl__attempt, on_taskset), threshold, now);
+  }
+  if (tl__events_reserve(s, found + 1) != TL_OK)
+    return 0; /* the next tick tries again */
+  for (tl__taskset *ts = s->tasksets_by_id; found > 0 && ts != NULL; ts = ts->hh_by_id.next) {
+    uint64_t threshold = slow_after(s, ts);
+    for (tl__link *l = ts->running.next; threshold != 0 && l != &ts->running; l = l->next) {
+      tl__attempt *a = tl__container_of(l, tl__attempt, on_taskset);
+      if (!slow(ts, a, threshold, now))
+        continue;
+      tl__taskset_speculate(s, ts, a->index);
+      tl__event *ev = tl__event_push(s, TL__EV_SPECULATIVE_SUBMITTED);
+      ev->u.ts.info.id = ts->id;
+      ev->u.ts.info.stage_id = ts->stage_id;
+      ev->u.ts.info.stage_attempt = ts->stage_attempt;
+      ev->u.ts.info.ntasks = ts->ntasks;
+      ev->u.ts.index = a->index;
+      s->revive_wanted = true;
+    }
+  }
+  tl__event_push_revive(s);
+  s->next_speculation = now + s->cfg.speculation_interval_ns;
+  return tl__speculation_next(s, now);
+}
