@@ -773,6 +773,10 @@ int tlt_submit_rc(tlt_env *e, uint32_t stage, uint32_t attempt, uint32_t priorit
   return submit_impl(e, stage, attempt, priority, ntasks, cpus, out, false);
 }
 
+int tlt_submit_desc_rc(tlt_env *e, const tl_taskset_desc *d, tl_taskset_id *out) {
+  return submit_desc_impl(e, d, out, false);
+}
+
 int tlt_submit_null_out(tlt_env *e, uint32_t stage, uint32_t priority, uint32_t ntasks) {
   return submit_impl(e, stage, 0, priority, ntasks, 0, NULL, true);
 }

@@ -260,6 +260,8 @@ void tlt_rebase(tlt_env *e);
  * not watch, but the recorder it writes is not locked: not while other threads call in. */
 int tlt_submit_rc(tlt_env *e, uint32_t stage, uint32_t attempt, uint32_t priority, uint32_t ntasks,
                   uint32_t cpus, tl_taskset_id *out);
+/* tlt_submit_rc for a whole descriptor (its payload replaced by a fresh harness payload). */
+int tlt_submit_desc_rc(tlt_env *e, const tl_taskset_desc *d, tl_taskset_id *out);
 /* tl_submit with out NULL (stage attempt 0, config cpus); the id is learnt from events. */
 int tlt_submit_null_out(tlt_env *e, uint32_t stage, uint32_t priority, uint32_t ntasks);
 

@@ -395,18 +395,23 @@ static int update(tlt_env *e, const char *exec, tl_tid tid, tl_task_state state,
   return tl_status_update(e->s, exec, tid, &u);
 }
 
-/* A FINISHED update with a fresh result; on error the result stays ours and is freed here. */
-static int finish(tlt_env *e, const char *exec, tl_tid tid, const char *message) {
-  tlt_result *r = tlt_result_new(e, 64);
+/* A FINISHED update with a fresh result of size bytes; on error the result stays ours and is
+ * freed here. */
+static int finish_size(tlt_env *e, const char *exec, tl_tid tid, const char *message, size_t size) {
+  tlt_result *r = tlt_result_new(e, size);
   tl_update u = {.state = TL_TASK_FINISHED,
                  .message = message,
                  .result = r,
-                 .result_size = 64,
+                 .result_size = size,
                  .result_free = tlt_result_free};
   int rc = tl_status_update(e->s, exec, tid, &u);
   if (rc != TL_OK)
     tlt_result_free(r);
   return rc;
+}
+
+static int finish(tlt_env *e, const char *exec, tl_tid tid, const char *message) {
+  return finish_size(e, exec, tid, message, 64);
 }
 
 static int lose(tlt_env *e, const char *exec, tl_loss_kind kind, bool app, const char *message) {
@@ -883,13 +888,20 @@ static void count_line(void *ud, const char *line) {
   ++*(unsigned *)ud;
 }
 
+/* Both modes: a TL_FAIR scheduler makes its "default" pool like a TL_FIFO one (and with
+ * speculation on, nothing more). */
 START_TEST(oom_scheduler_new) {
   tlt_alloc_install();
   tl_callbacks cb = {.taskset_released = noop_released};
   uint64_t points[2] = {0, 0};
-  for (int m = OOM_TRANSIENT; m <= OOM_PERSISTENT; m++) {
+  for (int run = 0; run < 4; run++) {
+    oom_mode m = run % 2 == 0 ? OOM_TRANSIENT : OOM_PERSISTENT;
     /* Transient with a journal and no callbacks, persistent the other way round. */
     tl_config cfg = tlt_config();
+    if (run >= 2) {
+      cfg.mode = TL_FAIR;
+      cfg.speculation = true;
+    }
     unsigned lines = 0;
     if (m == OOM_TRANSIENT) {
       cfg.journal = count_line;
@@ -899,7 +911,7 @@ START_TEST(oom_scheduler_new) {
     uint64_t k = 1;
     for (;; k++) {
       ck_assert_uint_lt(k, 100);
-      arm((oom_mode)m, k);
+      arm(m, k);
       int rc = tl_scheduler_new(&cfg, m == OOM_TRANSIENT ? NULL : &cb, &s);
       bool hit = tlt_alloc_failed();
       disarm();
@@ -908,7 +920,7 @@ START_TEST(oom_scheduler_new) {
         break;
       }
       OOM_ASSERT(rc == TL_ENOMEM, "tl_scheduler_new with allocation %ju failing (%s): %s",
-                 (uintmax_t)k, mode_name((oom_mode)m), tl_err_name(rc));
+                 (uintmax_t)k, mode_name(m), tl_err_name(rc));
       OOM_ASSERT(hit, "tl_scheduler_new returned ENOMEM with nothing failing");
       OOM_ASSERT(tlt_alloc_live_blocks() == 0, "failed tl_scheduler_new leaked %zu blocks",
                  tlt_alloc_live_blocks());
@@ -918,6 +930,8 @@ START_TEST(oom_scheduler_new) {
       points[m]++;
     }
     OOM_ASSERT(k > 1, "tl_scheduler_new allocated nothing through the allocator");
+    tl_pool_status pool;
+    ck_assert_int_eq(tl_pool_get(s, "default", &pool), TL_OK);
     OOM_ASSERT(lines == (m == OOM_TRANSIENT ? 2u : 0u), "tl_scheduler_new wrote %u journal lines",
                lines);
     tl_stats st;
@@ -929,8 +943,8 @@ START_TEST(oom_scheduler_new) {
   }
   tlt_alloc_restore();
   fprintf(stderr,
-          "oom tl_scheduler_new: swept %" PRIu64 " points (ENOMEM %" PRIu64 " transient + %" PRIu64
-          " persistent)\n",
+          "oom tl_scheduler_new (FIFO and FAIR): swept %" PRIu64 " points (ENOMEM %" PRIu64
+          " transient + %" PRIu64 " persistent)\n",
           points[0] + points[1], points[0], points[1]);
 }
 END_TEST
@@ -1668,6 +1682,583 @@ START_TEST(oom_tick) {
 END_TEST
 
 /* ---------------------------------------------------------------------------------------------
+ * The scheduling policies: pools (TL_FAIR), speculation, shuffle-map outputs, the result-size
+ * limit and barrier task sets, each with allocation points of its own.
+ * ------------------------------------------------------------------------------------------- */
+
+#define MS (TLT_SEC / 1000)
+
+static void cfg_fair(tl_config *cfg) { cfg->mode = TL_FAIR; }
+
+/* Speculation checked every 100 ms: slow past 1.5 x the median once half the tasks are done,
+ * with no minimum run time. */
+static void cfg_speculation(tl_config *cfg) {
+  cfg->speculation = true;
+  cfg->speculation_interval_ns = 100 * MS;
+  cfg->speculation_quantile = 0.5;
+  cfg->speculation_multiplier = 1.5;
+  cfg->speculation_min_runtime_ns = 0;
+}
+
+static void cfg_result_100(tl_config *cfg) { cfg->max_result_bytes = 100; }
+
+static int submit_desc(tlt_env *e, uint32_t stage, uint32_t attempt, uint32_t ntasks,
+                       const char *pool, bool shuffle_map, bool barrier) {
+  tl_taskset_desc d = {.stage_id = stage,
+                       .stage_attempt = attempt,
+                       .priority = stage,
+                       .ntasks = ntasks,
+                       .pool = pool,
+                       .shuffle_map = shuffle_map,
+                       .barrier = barrier};
+  return tlt_submit_desc_rc(e, &d, NULL);
+}
+
+/* tl_pool_add, then the drain's memory baseline taken again: a pool lives as long as its
+ * scheduler, and a failed add may have grown pools_by_name's buckets (capacity only). The
+ * scheduler must hold nothing else yet (tlt_rebase asserts it), so pools come first. Nothing a
+ * failed add leaked would hide here: the sweep compares its blocks with the state before, and
+ * tl_check's memory balance accounts every byte. */
+static int pool_add(tlt_env *e, const char *name, tl_sched_mode mode, uint32_t weight,
+                    uint32_t min_share) {
+  int rc = tl_pool_add(e->s, name, mode, weight, min_share);
+  tlt_rebase(e);
+  return rc;
+}
+
+/* A call that must answer want without changing anything (every tl_stats field, memory
+ * included) or delivering an event, for the sweep: TL_OK then, and TL_ENOMEM (its journal line
+ * could not be allocated) passed on. */
+static int expect_error(tlt_env *e, int want, int (*call)(tlt_env *e)) {
+  tl_stats before = tlt_stats(e);
+  size_t nev = e->nev;
+  int rc = call(e);
+  if (rc == TL_ENOMEM)
+    return rc;
+  OOM_ASSERT(rc == want, "returned %s, want %s", tl_err_name(rc), tl_err_name(want));
+  tl_stats after = tlt_stats(e);
+  tlt_assert_stats_same(&before, &after, tl_err_name(want));
+  OOM_ASSERT(e->nev == nev, "a call answering %s delivered %zu callbacks", tl_err_name(want),
+             e->nev - nev);
+  return TL_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * tl_pool_add, and tl_submit into pools.
+ * ------------------------------------------------------------------------------------------- */
+
+static int call_pool_add_etl(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return pool_add(e, "etl", TL_FAIR, 2, 1);
+}
+
+static char pool_name_255[256]; /* the longest pool name */
+
+static int call_pool_add_long_name(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  if (pool_name_255[0] == '\0')
+    memset(pool_name_255, 'p', sizeof pool_name_255 - 1);
+  return pool_add(e, pool_name_255, TL_FIFO, 1, 0);
+}
+
+/* Pools p0 .. p(param-1); the add of p(param) expands pools_by_name's buckets. */
+static void build_pools(tlt_env *e, oom_ctx *c) {
+  for (size_t i = 0; i < c->param; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "p%zu", i);
+    B_OK(pool_add(e, name, i % 2 == 0 ? TL_FIFO : TL_FAIR, 1, 0));
+  }
+}
+
+static int call_pool_add_next(tlt_env *e, oom_ctx *c) {
+  char name[32];
+  snprintf(name, sizeof name, "p%zu", c->param);
+  return pool_add(e, name, TL_FAIR, 3, 2);
+}
+
+/* The index of the first pool add after "default" that makes more than its one allocation. */
+static size_t probe_pool_expansion(void) {
+  tl_config cfg = tlt_config();
+  cfg.mode = TL_FAIR;
+  tlt_env *e = tlt_new(&cfg);
+  size_t found = 0;
+  for (size_t i = 0; i < 2000 && found == 0; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "p%zu", i);
+    uint64_t calls = tlt_alloc_calls();
+    B_OK(pool_add(e, name, i % 2 == 0 ? TL_FIFO : TL_FAIR, 1, 0));
+    if (tlt_alloc_calls() - calls > 1)
+      found = i;
+  }
+  OOM_ASSERT(found > 0, "pools_by_name never expanded");
+  finish_env(e, "probe");
+  return found;
+}
+
+static int pool_add_fifo_scheduler(tlt_env *e) { return tl_pool_add(e->s, "etl", TL_FAIR, 1, 0); }
+
+static int call_pool_add_estate(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return expect_error(e, TL_ESTATE, pool_add_fifo_scheduler);
+}
+
+static void build_pool_etl(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  B_OK(pool_add(e, "etl", TL_FAIR, 2, 1));
+}
+
+static int pool_add_etl_again(tlt_env *e) { return tl_pool_add(e->s, "etl", TL_FIFO, 1, 0); }
+static int pool_add_default_again(tlt_env *e) {
+  return tl_pool_add(e->s, "default", TL_FAIR, 1, 0);
+}
+
+static int call_pool_add_eexist(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return expect_error(e, TL_EEXIST, pool_add_etl_again);
+}
+
+static int call_pool_add_default_eexist(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return expect_error(e, TL_EEXIST, pool_add_default_again);
+}
+
+/* Pools "etl" (FAIR inside) and "adhoc" (FIFO), e1; stage 0 in "default", stages 1 and 2 in
+ * "etl" (stage 1 running two attempts on e1, so the two sit apart in etl's FAIR order). */
+static void build_pools_in_use(tlt_env *e, oom_ctx *c) {
+  B_OK(pool_add(e, "etl", TL_FAIR, 2, 1));
+  B_OK(pool_add(e, "adhoc", TL_FIFO, 1, 2));
+  B_OK(add_exec(e, "e1", "h1", NULL, 4));
+  B_OK(submit_desc(e, 0, 0, 4, NULL, false, false));
+  B_OK(submit_desc(e, 1, 0, 3, "etl", false, false));
+  B_OK(offer(e, c, "e1", 4, 4)); /* etl, below its min share, first: 3 of stage 1, then 1 */
+  B_OK(submit_desc(e, 2, 0, 2, "etl", false, false));
+}
+
+static int call_submit_adhoc(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return submit_desc(e, 3, 0, 2, "adhoc", false, false);
+}
+
+static int call_submit_etl(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return submit_desc(e, 4, 0, 3, "etl", true, false);
+}
+
+static int call_submit_etl_superseding(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return submit_desc(e, 2, 1, 2, "etl", false, false);
+}
+
+static int call_submit_speculating(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return submit_desc(e, 1, 0, 6, NULL, true, false);
+}
+
+static int call_submit_barrier(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return submit_desc(e, 1, 0, 3, NULL, false, true);
+}
+
+START_TEST(oom_pools) {
+  tlt_alloc_install();
+  size_t expanding = probe_pool_expansion();
+  tlt_alloc_restore();
+  const oom_scenario sc[] = {
+      {"tl_pool_add", "the first pool beside \"default\"", cfg_fair, NULL, call_pool_add_etl,
+       OOM_ALLOCATES, 0},
+      {"tl_pool_add", "a pool with a 255-byte name", cfg_fair, build_pool_etl,
+       call_pool_add_long_name, OOM_ALLOCATES, 0},
+      {"tl_pool_add", "expanding pools_by_name", cfg_fair, build_pools, call_pool_add_next,
+       OOM_ALLOCATES, expanding},
+      {"tl_pool_add", "TL_ESTATE under TL_FIFO", NULL, NULL, call_pool_add_estate, OOM_NO_ALLOC, 0},
+      {"tl_pool_add", "TL_EEXIST", cfg_fair, build_pool_etl, call_pool_add_eexist, OOM_NO_ALLOC, 0},
+      {"tl_pool_add", "TL_EEXIST for \"default\"", cfg_fair, NULL, call_pool_add_default_eexist,
+       OOM_NO_ALLOC, 0},
+      {"tl_submit", "a new stage into a FIFO pool", cfg_fair, build_pools_in_use, call_submit_adhoc,
+       OOM_ALLOCATES, 0},
+      {"tl_submit", "a shuffle-map stage into a FAIR pool with queued task sets", cfg_fair,
+       build_pools_in_use, call_submit_etl, OOM_ALLOCATES, 0},
+      {"tl_submit", "superseding an idle attempt in a FAIR pool", cfg_fair, build_pools_in_use,
+       call_submit_etl_superseding, OOM_ALLOCATES, 0},
+      {"tl_submit", "a speculating shuffle-map task set", cfg_speculation, build_stage0,
+       call_submit_speculating, OOM_ALLOCATES, 0},
+      {"tl_submit", "a barrier task set with speculation on", cfg_speculation, build_stage0,
+       call_submit_barrier, OOM_ALLOCATES, 0},
+  };
+  SWEEP_ALL("pools", sc);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * Speculation: tl_resource_offers, tl_tick, tl_status_update.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Five executors of four cores (on two hosts), stages 0 (24 tasks) and 1: a round of five
+ * offers capped at 18 launches takes more prepared records and hosts-tried records than the 16
+ * on the stack. */
+static void build_five(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  for (int i = 0; i < 5; i++)
+    B_OK(add_exec(e, wide_ids[i], i < 3 ? "h1" : "h2", "r1", 4));
+  B_OK(submit(e, 0, 0, 0, 24));
+  B_OK(submit(e, 1, 0, 1, 5));
+}
+
+static int call_offer_five(tlt_env *e, oom_ctx *c) {
+  tl_offer o[5];
+  for (int i = 0; i < 5; i++) {
+    o[i].executor_id = wide_ids[i];
+    o[i].cores = 4;
+  }
+  return offers(e, c, o, 5, 18);
+}
+
+/* e1 (h1, 3 cores) and e2 (h2, 2 cores). Stage 0 (param 0: two tasks; param 1: a shuffle-map
+ * stage of three) runs on e1 from 1 s; index 0 finished after 10 ms, and tl_tick's check at
+ * 110 ms found the others slow (past 15 ms): each waits for a copy, which only h2 may run. */
+static void build_speculatable(tlt_env *e, oom_ctx *c) {
+  uint32_t n = c->param == 1 ? 3 : 2;
+  B_OK(add_exec(e, "e1", "h1", NULL, 3));
+  B_OK(add_exec(e, "e2", "h2", NULL, 2));
+  B_OK(submit_desc(e, 0, 0, n, NULL, c->param == 1, false));
+  B_OK(offer(e, c, "e1", n, n));
+  B_OK(update(e, "e1", find_launch(c, 0, 0, 1, 0)->tid, TL_TASK_RUNNING, 0, NULL));
+  e->now += 10 * MS;
+  B_OK(finish(e, "e1", find_launch(c, 0, 0, 0, 0)->tid, NULL));
+  e->now += 100 * MS;
+  OOM_ASSERT(tl_tick(e->s) != 0, "builder: tick");
+  OOM_ASSERT(tlt_stats(e).tasks_speculatable == n - 1, "builder: %zu tasks speculatable",
+             tlt_stats(e).tasks_speculatable);
+}
+
+static int call_offer_e2_2(tlt_env *e, oom_ctx *c) { return offer(e, c, "e2", 2, 2); }
+
+static int call_offer_e1_3(tlt_env *e, oom_ctx *c) { return offer(e, c, "e1", 3, 3); }
+
+/* build_speculatable and stage 1 (two tasks) submitted after the check: an offer round gives
+ * stage 0 its copy and stage 1 a regular launch. */
+static void build_speculatable_and_stage1(tlt_env *e, oom_ctx *c) {
+  build_speculatable(e, c);
+  B_OK(submit(e, 1, 0, 1, 2));
+}
+
+/* build_speculatable with the copies launched on e2. */
+static void build_copies_running(tlt_env *e, oom_ctx *c) {
+  build_speculatable(e, c);
+  B_OK(offer(e, c, "e2", 2, 2));
+  OOM_ASSERT(c->nout == (c->param == 1 ? 2u : 1u) && c->out[0].speculative,
+             "builder: %zu copies launched", c->nout);
+  e->now += 5 * MS;
+}
+
+static int call_finish_copy_1(tlt_env *e, oom_ctx *c) {
+  return finish(e, "e2", find_launch(c, 0, 0, 1, 1)->tid, "the copy won");
+}
+
+static int call_finish_original_1(tlt_env *e, oom_ctx *c) {
+  return finish(e, "e1", find_launch(c, 0, 0, 1, 0)->tid, "the original won");
+}
+
+/* build_copies_running, and the copy of index 1 won: the original is marked killed. */
+static void build_copy_won(tlt_env *e, oom_ctx *c) {
+  build_copies_running(e, c);
+  B_OK(finish(e, "e2", find_launch(c, 0, 0, 1, 1)->tid, NULL));
+}
+
+static void cfg_speculation_many(tl_config *cfg) {
+  cfg_speculation(cfg);
+  cfg->speculation_quantile = 0.05;
+  cfg->speculation_multiplier = 1.0;
+}
+
+static const char *const spec_ids[] = {"s0", "s1", "s2", "s3", "s4"};
+
+/* Five executors of eight cores run the 40 tasks of stage 0 from 1 s; two finished after
+ * 10 ms; at 210 ms the other 38 are slow: the check reserves 39 events, past the queue's 32. */
+static void build_many_slow(tlt_env *e, oom_ctx *c) {
+  tl_offer o[5];
+  for (size_t i = 0; i < 5; i++) {
+    char host[8];
+    snprintf(host, sizeof host, "h%zu", i);
+    B_OK(add_exec(e, spec_ids[i], host, i < 3 ? "r0" : NULL, 8));
+    o[i].executor_id = spec_ids[i];
+    o[i].cores = 8;
+  }
+  B_OK(submit(e, 0, 0, 0, 40));
+  B_OK(offers(e, c, o, 5, 40));
+  e->now += 10 * MS;
+  for (uint32_t i = 0; i < 2; i++) {
+    const tl_launch *l = find_launch(c, 0, 0, i, 0);
+    B_OK(finish(e, l->executor_id, l->tid, NULL));
+  }
+  e->now += 200 * MS;
+}
+
+/* build_speculatable's state just before its check: stage 0's index 1 is slow. */
+static void build_one_slow(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "e1", "h1", NULL, 3));
+  B_OK(add_exec(e, "e2", "h2", NULL, 2));
+  B_OK(submit(e, 0, 0, 0, 2));
+  B_OK(offer(e, c, "e1", 2, 2));
+  e->now += 10 * MS;
+  B_OK(finish(e, "e1", find_launch(c, 0, 0, 0, 0)->tid, NULL));
+  e->now += 100 * MS;
+}
+
+static void cfg_speculation_heartbeat(tl_config *cfg) {
+  cfg_speculation(cfg);
+  cfg->heartbeat_timeout_ns = 10 * TLT_SEC;
+}
+
+/* At 11.5 s: e1 is silent since 1 s with three attempts of stage 1 (RUNNING) and the map
+ * outputs of indices 0-2 of the shuffle-map stage 0; e2, heard from at 5 s, runs stage 0's
+ * index 3, slow by then. One tick expires e1 (its outputs resubmitted, its attempts ended) and
+ * then finds index 3 slow. */
+static void build_expiry_and_slow(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "e1", "h1", NULL, 6));
+  B_OK(add_exec(e, "e2", "h2", NULL, 2));
+  B_OK(submit_desc(e, 0, 0, 4, NULL, true, false));
+  B_OK(submit(e, 1, 0, 1, 4));
+  B_OK(offer(e, c, "e1", 3, 3)); /* stage 0's indices 0-2 */
+  B_OK(offer(e, c, "e2", 2, 2)); /* stage 0's index 3, stage 1's 0 */
+  B_OK(offer(e, c, "e1", 3, 3)); /* stage 1's 1-3 */
+  run_all_on(e, c, "e1");
+  e->now += 10 * MS;
+  for (uint32_t i = 0; i < 3; i++)
+    B_OK(finish(e, "e1", find_launch(c, 0, 0, i, 0)->tid, NULL));
+  e->now = 5 * TLT_SEC;
+  B_OK(tl_executor_heartbeat(e->s, "e2"));
+  e->now = 11 * TLT_SEC + 500 * MS;
+}
+
+START_TEST(oom_speculation) {
+  const oom_scenario sc[] = {
+      {"tl_resource_offers", "18 launches with speculation: a hosts-tried record each",
+       cfg_speculation, build_five, call_offer_five, OOM_ALLOCATES, 0},
+      {"tl_resource_offers", "a speculative copy on the other host", cfg_speculation,
+       build_speculatable, call_offer_e2_2, OOM_ALLOCATES, 0},
+      {"tl_resource_offers", "two speculative copies of a shuffle-map stage", cfg_speculation,
+       build_speculatable, call_offer_e2_2, OOM_ALLOCATES, 1},
+      {"tl_resource_offers", "a speculative copy and a regular launch", cfg_speculation,
+       build_speculatable_and_stage1, call_offer_e2_2, OOM_ALLOCATES, 0},
+      {"tl_resource_offers", "a copy only the tried host offers: nothing launched", cfg_speculation,
+       build_speculatable, call_offer_e1_3, OOM_ALLOCATES, 0},
+      {"tl_tick", "the speculation check finding 38 slow tasks: the queue grown",
+       cfg_speculation_many, build_many_slow, call_tick, OOM_TICK | OOM_ALLOCATES, 0},
+      {"tl_tick", "the speculation check finding one slow task", cfg_speculation, build_one_slow,
+       call_tick, OOM_TICK | OOM_NO_ALLOC, 0},
+      {"tl_tick", "heartbeat expiry of an executor with map outputs, then the check",
+       cfg_speculation_heartbeat, build_expiry_and_slow, call_tick, OOM_TICK | OOM_NO_ALLOC, 0},
+      {"tl_status_update", "FINISHED of a winning copy: the original killed", cfg_speculation,
+       build_copies_running, call_finish_copy_1, OOM_ALLOCATES, 0},
+      {"tl_status_update", "FINISHED of a winning copy of a map task: output and kill",
+       cfg_speculation, build_copies_running, call_finish_copy_1, OOM_ALLOCATES, 1},
+      {"tl_status_update", "FINISHED of an original beating its copy", cfg_speculation,
+       build_copies_running, call_finish_original_1, OOM_ALLOCATES, 0},
+      {"tl_status_update", "FINISHED of the killed loser: dropped, released", cfg_speculation,
+       build_copy_won, call_finish_original_1, OOM_ALLOCATES, 0},
+      {"tl_status_update", "FINISHED of the killed loser of a map task", cfg_speculation,
+       build_copy_won, call_finish_original_1, OOM_ALLOCATES, 1},
+  };
+  SWEEP_ALL("speculation", sc);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * Shuffle-map outputs, the result-size limit, barrier task sets.
+ * ------------------------------------------------------------------------------------------- */
+
+/* e1 (h1) runs stage 0's indices 0-3, a shuffle-map stage of eight (index 0 RUNNING), e2 (h2)
+ * its indices 4-7; stage 1 (two tasks) waits. */
+static void build_map_stage(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "e1", "h1", NULL, 4));
+  B_OK(add_exec(e, "e2", "h2", NULL, 4));
+  B_OK(submit_desc(e, 0, 0, 8, NULL, true, false));
+  B_OK(submit(e, 1, 0, 1, 2));
+  B_OK(offer(e, c, "e1", 4, 4));
+  B_OK(offer(e, c, "e2", 4, 4));
+  B_OK(update(e, "e1", find_launch(c, 0, 0, 0, 0)->tid, TL_TASK_RUNNING, 0, NULL));
+}
+
+static int call_finish_map_0(tlt_env *e, oom_ctx *c) {
+  return finish(e, "e1", find_launch(c, 0, 0, 0, 0)->tid, "map output 0");
+}
+
+/* A shuffle-map stage of two, index 0 done on e1: the success of index 1 completes it. */
+static void build_map_stage_last(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "e1", "h1", NULL, 4));
+  B_OK(submit_desc(e, 0, 0, 2, NULL, true, false));
+  B_OK(offer(e, c, "e1", 2, 2));
+  B_OK(finish(e, "e1", find_launch(c, 0, 0, 0, 0)->tid, NULL));
+}
+
+static int call_finish_map_1(tlt_env *e, oom_ctx *c) {
+  return finish(e, "e1", find_launch(c, 0, 0, 1, 0)->tid, "the last map output");
+}
+
+/* build_map_stage, then: indices 0 and 1 done on e1 (their outputs there), 4 done on e2, 2
+ * RUNNING on e1, 3 still LAUNCHING. With param 1 e1 is pending loss already. */
+static void build_outputs_on_e1(tlt_env *e, oom_ctx *c) {
+  build_map_stage(e, c);
+  B_OK(finish(e, "e1", find_launch(c, 0, 0, 0, 0)->tid, NULL));
+  B_OK(finish(e, "e1", find_launch(c, 0, 0, 1, 0)->tid, NULL));
+  B_OK(finish(e, "e2", find_launch(c, 0, 0, 4, 0)->tid, NULL));
+  B_OK(update(e, "e1", find_launch(c, 0, 0, 2, 0)->tid, TL_TASK_RUNNING, 0, NULL));
+  if (c->param == 1)
+    B_OK(lose(e, "e1", TL_LOSS_PENDING, false, "unreachable"));
+}
+
+/* e1 (40 cores) ran 40 of stage 0's 48 map tasks and 36 are done there, e2 idle: losing e1
+ * makes 1 + 36 + 3 x 4 + 1 events, past the queue's 32. With param 1 e1 is pending loss. */
+static void build_many_outputs(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "e1", "h1", "r1", 40));
+  B_OK(add_exec(e, "e2", "h2", "r1", 2));
+  B_OK(submit_desc(e, 0, 0, 48, NULL, true, false));
+  B_OK(offer(e, c, "e1", 40, 40));
+  run_all_on(e, c, "e1");
+  for (size_t i = 0; i < 36; i++)
+    B_OK(finish(e, "e1", c->log[i].tid, NULL));
+  if (c->param == 1)
+    B_OK(lose(e, "e1", TL_LOSS_PENDING, false, NULL));
+}
+
+static int call_lose_e1_exited_outputs(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return lose(e, "e1", TL_LOSS_EXITED, true, "map outputs lost");
+}
+
+/* With max_result_bytes 100, stage 0 (four tasks) runs on e1 and index 0's 64 bytes came
+ * back: index 1's make 128. */
+static void build_results_64(tlt_env *e, oom_ctx *c) {
+  build_four_on_e1(e, c);
+  B_OK(finish(e, "e1", c->log[0].tid, NULL));
+}
+
+static int call_finish_l1_too_large(tlt_env *e, oom_ctx *c) {
+  return finish(e, "e1", c->log[1].tid, "one result too many");
+}
+
+/* Stage 0 (two tasks) on e1, index 0's 64 bytes back: index 1's pass the limit, and its end
+ * drains the aborted set. */
+static void build_results_64_of_2(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "e1", "h1", NULL, 2));
+  B_OK(submit(e, 0, 0, 0, 2));
+  B_OK(submit(e, 1, 0, 1, 1));
+  B_OK(offer(e, c, "e1", 2, 2));
+  B_OK(finish(e, "e1", c->log[0].tid, NULL));
+}
+
+/* build_results_64 with index 1's result passing the limit: aborted, indices 2 and 3 run on. */
+static void build_results_aborted(tlt_env *e, oom_ctx *c) {
+  build_results_64(e, c);
+  B_OK(finish(e, "e1", c->log[1].tid, NULL));
+}
+
+static int call_finish_l2(tlt_env *e, oom_ctx *c) {
+  return finish(e, "e1", c->log[2].tid, "a result after the abort");
+}
+
+/* e1 and e2 (two hosts, two cores each); with param 0 a barrier stage of four, with param 1
+ * one of five (it cannot fit in four cores) before stage 1, three regular tasks. */
+static void build_barrier(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "e1", "h1", NULL, 2));
+  B_OK(add_exec(e, "e2", "h2", NULL, 2));
+  B_OK(submit_desc(e, 0, 0, c->param == 0 ? 4 : 5, NULL, false, true));
+  if (c->param == 1)
+    B_OK(submit(e, 1, 0, 1, 3));
+}
+
+static int call_offer_e1_e2(tlt_env *e, oom_ctx *c) {
+  tl_offer o[] = {{"e1", 2}, {"e2", 2}};
+  return offers(e, c, o, 2, 8);
+}
+
+static const char *const barrier_ids[] = {"b0", "b1", "b2", "b3", "b4"};
+
+/* Five executors of four cores and a barrier stage of 17: one round launches all of it. */
+static void build_barrier_17(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  for (size_t i = 0; i < 5; i++)
+    B_OK(add_exec(e, barrier_ids[i], i < 2 ? "h1" : "h2", NULL, 4));
+  B_OK(submit_desc(e, 0, 0, 17, NULL, false, true));
+}
+
+static int call_offer_barrier_17(tlt_env *e, oom_ctx *c) {
+  tl_offer o[5];
+  for (size_t i = 0; i < 5; i++) {
+    o[i].executor_id = barrier_ids[i];
+    o[i].cores = 4;
+  }
+  return offers(e, c, o, 5, 32);
+}
+
+/* build_barrier (param 0) launched, two attempts RUNNING. */
+static void build_barrier_running(tlt_env *e, oom_ctx *c) {
+  build_barrier(e, c);
+  B_OK(call_offer_e1_e2(e, c));
+  run_all_on(e, c, "e1");
+}
+
+static int call_fail_barrier(tlt_env *e, oom_ctx *c) {
+  return update(e, "e1", c->log[0].tid, TL_TASK_FAILED, TL_END_EXCEPTION, "barrier task failed");
+}
+
+enum { NPOOLS = 16 }; /* pools added for the wide FAIR round: with "default", past 16 */
+
+/* Sixteen pools (modes, weights and min shares mixed), a task set of two in each and in
+ * "default", e1 with 18 cores: a round orders 17 pools on the heap and launches 18. */
+static void build_many_pools(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  char names[NPOOLS][8];
+  for (int i = 0; i < NPOOLS; i++) {
+    snprintf(names[i], sizeof names[i], "q%02d", i);
+    B_OK(pool_add(e, names[i], i % 2 == 0 ? TL_FIFO : TL_FAIR, (uint32_t)(i % 3 + 1),
+                  (uint32_t)(i % 4)));
+  }
+  B_OK(add_exec(e, "e1", "h1", NULL, 18));
+  for (int i = 0; i < NPOOLS; i++)
+    B_OK(submit_desc(e, (uint32_t)i, 0, 2, names[i], false, false));
+  B_OK(submit_desc(e, NPOOLS, 0, 2, NULL, false, false));
+}
+
+static int call_offer_e1_18(tlt_env *e, oom_ctx *c) { return offer(e, c, "e1", 18, 64); }
+
+START_TEST(oom_outputs_results_barriers_and_fair_rounds) {
+  const oom_scenario sc[] = {
+      {"tl_status_update", "FINISHED of a map task: its output recorded", NULL, build_map_stage,
+       call_finish_map_0, OOM_ALLOCATES, 0},
+      {"tl_status_update", "FINISHED of the last map task: no record, released", NULL,
+       build_map_stage_last, call_finish_map_1, OOM_ALLOCATES, 0},
+      {"tl_executor_lost", "one phase, map outputs resubmitted", NULL, build_outputs_on_e1,
+       call_lose_e1_exited_outputs, OOM_ALLOCATES, 0},
+      {"tl_executor_lost", "second phase, map outputs resubmitted", NULL, build_outputs_on_e1,
+       call_lose_e1_exited_outputs, OOM_ALLOCATES, 1},
+      {"tl_executor_lost", "one phase, 36 map outputs: the queue grown", NULL, build_many_outputs,
+       call_lose_e1_exited_outputs, OOM_ALLOCATES, 0},
+      {"tl_executor_lost", "second phase, 36 map outputs: the queue grown", NULL,
+       build_many_outputs, call_lose_e1_exited_outputs, OOM_ALLOCATES, 1},
+      {"tl_status_update", "FINISHED passing max_result_bytes: aborted", cfg_result_100,
+       build_results_64, call_finish_l1_too_large, OOM_ALLOCATES, 0},
+      {"tl_status_update", "FINISHED passing max_result_bytes: aborted and released",
+       cfg_result_100, build_results_64_of_2, call_finish_l1_too_large, OOM_ALLOCATES, 0},
+      {"tl_status_update", "FINISHED after the abort: dropped", cfg_result_100,
+       build_results_aborted, call_finish_l2, OOM_ALLOCATES, 0},
+      {"tl_resource_offers", "a barrier stage of four in one round", NULL, build_barrier,
+       call_offer_e1_e2, OOM_ALLOCATES, 0},
+      {"tl_resource_offers", "a barrier stage that does not fit, a regular one that does", NULL,
+       build_barrier, call_offer_e1_e2, OOM_ALLOCATES, 1},
+      {"tl_resource_offers", "a barrier stage of 17 in one round: heap arrays", NULL,
+       build_barrier_17, call_offer_barrier_17, OOM_ALLOCATES, 0},
+      {"tl_status_update", "FAILED in a barrier stage: zombie, nothing retried", NULL,
+       build_barrier_running, call_fail_barrier, OOM_ALLOCATES, 0},
+      {"tl_resource_offers", "TL_FAIR, 17 pools with queued task sets: the order on the heap",
+       cfg_fair, build_many_pools, call_offer_e1_18, OOM_ALLOCATES, 0},
+  };
+  SWEEP_ALL("outputs, results, barriers, FAIR rounds", sc);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
  * Calls made from inside callbacks. While the dispatcher delivers a batch, the calls its
  * callbacks make queue their events behind it, so even a call that reserves one event can have
  * to grow the queue, and an offer round made from revive_offers allocates like any other. The
@@ -1936,6 +2527,308 @@ START_TEST(oom_reentrant_with_a_full_queue) {
     sc[i] = one;
   }
   SWEEP_ALL("calls from a callback with the queue full", sc);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * The same two checks for the calls of the scheduling policies: each made from a callback with
+ * 16 to 32 events queued behind the batch (a reservation one short aborts the run), and swept
+ * with the queue full (kills of all of stage 6 first). The state, of which the builder makes
+ * stage 6 and the parts the call needs (policy_parts):
+ *
+ *   stage 1 (pool etl, 3 tasks) on e1 (h1): index 0 done, 1 and 2 slow; one has a copy on e2
+ *   stage 2 (shuffle map, 4) on m1 (h3): indices 0 and 1 done (their outputs on m1), 2 and 3
+ *     RUNNING and slow
+ *   stage 3 (shuffle map, 3) on m2 (h4), pending loss: index 0 done there, 1 and 2 frozen
+ *   stage 4 (2 tasks) on r1 (h5): index 0's 100 bytes back, of max_result_bytes 150
+ *   stage 5 (barrier, 2) on b1 (h6): index 0 done, 1 RUNNING
+ *   stage 6 (32 tasks) on filler (h11): the attempts the hooks kill
+ *   stage 7 (3 tasks) on t1 (h7): index 0 done after the check, 1 and 2 slow at the next one
+ *   stage 8 (pool etl, 64 cpus) waits, idle; stage 10 (barrier, 2, priority 0) waits, and bb
+ *     (h8) is idle
+ *
+ * with max_task_failures 1 and the clock past the next speculation check. The outer call
+ * submits stage 99 (64 cpus: it launches nothing).
+ * ------------------------------------------------------------------------------------------- */
+
+static void cfg_policy_side(tl_config *cfg) {
+  cfg_speculation(cfg);
+  cfg->mode = TL_FAIR;
+  cfg->max_task_failures = 1;
+  cfg->max_result_bytes = 150;
+}
+
+static int submit_cpus(tlt_env *e, uint32_t stage, uint32_t attempt, uint32_t ntasks, uint32_t cpus,
+                       const char *pool) {
+  tl_taskset_desc d = {.stage_id = stage,
+                       .stage_attempt = attempt,
+                       .priority = stage,
+                       .ntasks = ntasks,
+                       .cpus_per_task = cpus,
+                       .pool = pool};
+  return tlt_submit_desc_rc(e, &d, NULL);
+}
+
+static int submit_barrier_first(tlt_env *e, uint32_t stage, uint32_t ntasks) {
+  tl_taskset_desc d = {.stage_id = stage, .priority = 0, .ntasks = ntasks, .barrier = true};
+  return tlt_submit_desc_rc(e, &d, NULL);
+}
+
+/* The speculative copy of stage 1 the builder launched. */
+static const tl_launch *policy_copy(const oom_ctx *c) {
+  for (size_t i = 0; i < c->nlog; i++)
+    if (c->log[i].stage_id == 1 && c->log[i].speculative)
+      return &c->log[i];
+  ck_abort_msg("no speculative copy of stage 1");
+  return NULL;
+}
+
+/* The parts of that state a call needs (the builder makes only those, and the filler). */
+enum {
+  PART_SPECULATION = 1,    /* stage 1 on e1, its copy on e2 */
+  PART_MAP = 2,            /* stage 2 on m1 */
+  PART_MAP_PENDING = 4,    /* stage 3 on m2 */
+  PART_RESULT = 8,         /* stage 4 on r1 */
+  PART_BARRIER = 16,       /* stage 5 on b1 */
+  PART_TICK = 32,          /* stage 7 on t1 */
+  PART_IDLE = 64,          /* stage 8 */
+  PART_BARRIER_WAITS = 128 /* stage 10 and bb */
+};
+
+static unsigned policy_parts(size_t call);
+
+static void build_policy_side_state(tlt_env *e, oom_ctx *c) {
+  unsigned parts = policy_parts(c->param);
+  B_OK(pool_add(e, "etl", TL_FAIR, 1, 0));
+  B_OK(add_exec(e, "filler", "h11", NULL, 32));
+  B_OK(submit(e, 6, 0, 6, 32));
+  B_OK(offer(e, c, "filler", 32, 32));
+  size_t first = c->nlog; /* the launches to make RUNNING */
+  if (parts & PART_SPECULATION) {
+    B_OK(add_exec(e, "e1", "h1", NULL, 3));
+    B_OK(add_exec(e, "e2", "h2", NULL, 2));
+    B_OK(submit_desc(e, 1, 0, 3, "etl", false, false));
+    B_OK(offer(e, c, "e1", 3, 3));
+  }
+  if (parts & PART_MAP) {
+    B_OK(add_exec(e, "m1", "h3", NULL, 4));
+    B_OK(submit_desc(e, 2, 0, 4, NULL, true, false));
+    B_OK(offer(e, c, "m1", 4, 4));
+  }
+  if (parts & PART_MAP_PENDING) {
+    B_OK(add_exec(e, "m2", "h4", NULL, 3));
+    B_OK(submit_desc(e, 3, 0, 3, NULL, true, false));
+    B_OK(offer(e, c, "m2", 3, 3));
+  }
+  if (parts & PART_RESULT) {
+    B_OK(add_exec(e, "r1", "h5", NULL, 2));
+    B_OK(submit(e, 4, 0, 4, 2));
+    B_OK(offer(e, c, "r1", 2, 2));
+  }
+  if (parts & PART_BARRIER) {
+    B_OK(add_exec(e, "b1", "h6", NULL, 2));
+    B_OK(submit_desc(e, 5, 0, 2, NULL, false, true));
+    B_OK(offer(e, c, "b1", 2, 2));
+  }
+  if (parts & PART_TICK) {
+    B_OK(add_exec(e, "t1", "h7", NULL, 3));
+    B_OK(submit(e, 7, 0, 7, 3));
+    B_OK(offer(e, c, "t1", 3, 3));
+  }
+  for (size_t i = first; i < c->nlog; i++)
+    B_OK(update(e, c->log[i].executor_id, c->log[i].tid, TL_TASK_RUNNING, 0, NULL));
+  e->now += 10 * MS;
+  if (parts & PART_SPECULATION)
+    B_OK(finish(e, "e1", find_launch(c, 1, 0, 0, 0)->tid, NULL));
+  if (parts & PART_MAP) {
+    B_OK(finish(e, "m1", find_launch(c, 2, 0, 0, 0)->tid, NULL));
+    B_OK(finish(e, "m1", find_launch(c, 2, 0, 1, 0)->tid, NULL));
+  }
+  if (parts & PART_MAP_PENDING) {
+    B_OK(finish(e, "m2", find_launch(c, 3, 0, 0, 0)->tid, NULL));
+    B_OK(lose(e, "m2", TL_LOSS_PENDING, false, NULL));
+  }
+  if (parts & PART_RESULT)
+    B_OK(finish_size(e, "r1", find_launch(c, 4, 0, 0, 0)->tid, NULL, 100));
+  if (parts & PART_BARRIER)
+    B_OK(finish(e, "b1", find_launch(c, 5, 0, 0, 0)->tid, NULL));
+  e->now += 100 * MS;
+  OOM_ASSERT(tl_tick(e->s) != 0, "builder: tick");
+  if (parts & PART_SPECULATION) {
+    B_OK(offer(e, c, "e2", 1, 1)); /* etl runs fewer than default: a copy of stage 1 */
+    OOM_ASSERT(c->nout == 1 && c->out[0].stage_id == 1 && c->out[0].speculative,
+               "builder: no copy of stage 1");
+  }
+  e->now += 10 * MS;
+  if (parts & PART_TICK)
+    B_OK(finish(e, "t1", find_launch(c, 7, 0, 0, 0)->tid, NULL));
+  if (parts & PART_IDLE)
+    B_OK(submit_cpus(e, 8, 0, 1, 64, "etl"));
+  if (parts & PART_BARRIER_WAITS) {
+    B_OK(add_exec(e, "bb", "h8", NULL, 2));
+    B_OK(submit_barrier_first(e, 10, 2));
+  }
+  e->now += 200 * MS;
+}
+
+static int call_submit_stage99(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return submit_cpus(e, 99, 0, 1, 64, NULL);
+}
+
+static int inner_policy(tlt_env *e, oom_ctx *c, const tlt_event *ev) {
+  (void)ev;
+  switch (c->param) {
+  case 0:
+    return finish(e, "e2", policy_copy(c)->tid, "the copy won");
+  case 1:
+    return finish(e, "e1", find_launch(c, 1, 0, policy_copy(c)->index, 0)->tid, NULL);
+  case 2:
+    return finish(e, "m1", find_launch(c, 2, 0, 2, 0)->tid, NULL);
+  case 3:
+    return finish(e, "r1", find_launch(c, 4, 0, 1, 0)->tid, "too large");
+  case 4:
+    return update(e, "b1", find_launch(c, 5, 0, 1, 0)->tid, TL_TASK_FAILED, TL_END_EXCEPTION, NULL);
+  case 5:
+    return lose(e, "m1", TL_LOSS_EXITED, true, NULL);
+  case 6:
+    return lose(e, "m2", TL_LOSS_EXITED, true, "m2 exited");
+  case 7: {
+    tl_offer o[] = {{"e2", 1}, {"bb", 2}};
+    return offers(e, c, o, 2, 8);
+  }
+  case 8:
+    return submit_cpus(e, 8, 1, 1, 64, "etl");
+  case 9:
+    return tl_kill_stage(e->s, 1, true, NULL);
+  case 10: { /* the check of tl_tick: stage 7's indices 1 and 2 are slow */
+    size_t speculatable = tlt_stats(e).tasks_speculatable;
+    if (tl_tick(e->s) == 0)
+      return TL_ENOMEM; /* cut short (see the full-queue sweep) */
+    OOM_ASSERT(tlt_stats(e).tasks_speculatable == speculatable + 2, "the check found %zu",
+               tlt_stats(e).tasks_speculatable - speculatable);
+    return TL_OK;
+  }
+  default:
+    ck_abort_msg("no inner policy call %zu", c->param);
+    return TL_EINVAL;
+  }
+}
+
+static unsigned policy_parts(size_t call) {
+  static const unsigned parts[] = {
+      PART_SPECULATION, PART_SPECULATION, PART_MAP,         PART_RESULT,
+      PART_BARRIER,     PART_MAP,         PART_MAP_PENDING, PART_SPECULATION | PART_BARRIER_WAITS,
+      PART_IDLE,        PART_SPECULATION, PART_TICK};
+  OOM_ASSERT(call < sizeof parts / sizeof parts[0], "no inner policy call %zu", call);
+  return parts[call];
+}
+
+static const char *const policy_inner_names[] = {"tl_status_update, FINISHED, the copy wins",
+                                                 "tl_status_update, FINISHED, the original wins",
+                                                 "tl_status_update, FINISHED, a map output",
+                                                 "tl_status_update, FINISHED, result too large",
+                                                 "tl_status_update, FAILED, barrier",
+                                                 "tl_executor_lost, one phase, map outputs",
+                                                 "tl_executor_lost, second phase, map outputs",
+                                                 "tl_resource_offers, a copy and a barrier stage",
+                                                 "tl_submit, superseding in a FAIR pool",
+                                                 "tl_kill_stage, copies included",
+                                                 "tl_tick, speculation check"};
+
+enum { POLICY_INNER = sizeof policy_inner_names / sizeof policy_inner_names[0] };
+
+static int inner_policy_fill(tlt_env *e, oom_ctx *c, const tlt_event *ev) {
+  (void)c;
+  (void)ev;
+  return tl_kill_stage(e->s, 6, false, NULL);
+}
+
+static void hook_policy_fill_then_call(tlt_env *e, const tlt_event *ev) {
+  oom_ctx *c = e->hook_ud;
+  if (c->hooked++ != 0)
+    return;
+  reenter(e, ev, inner_policy_fill);
+  reenter(e, ev, inner_policy);
+}
+
+static void build_policy_side(tlt_env *e, oom_ctx *c) {
+  build_policy_side_state(e, c);
+  e->hook = hook_policy_fill_then_call;
+  e->hook_ud = c;
+}
+
+static void hook_policy_fill_level(tlt_env *e, const tlt_event *ev) {
+  oom_ctx *c = e->hook_ud;
+  if (c->hooked++ != 0)
+    return;
+  for (uint32_t i = 0; i < c->fill; i++) {
+    int rc = tl_kill_task(e->s, find_launch(c, 6, 0, i, 0)->tid, false, NULL);
+    OOM_ASSERT(rc == TL_OK, "filling kill %u: %s", i, tl_err_name(rc));
+  }
+  int rc = inner_policy(e, c, ev);
+  OOM_ASSERT(rc == TL_OK, "%s with %zu events queued: %s", policy_inner_names[c->param], c->fill,
+             tl_err_name(rc));
+  TLT_CHECK(e);
+}
+
+/* A call reserving n events lands on the boundary when n are queued before it: these calls make
+ * at most 16 events (asserted), so levels 16 to 32 find every count that is short. */
+enum { POLICY_MOST_EVENTS = 16 };
+
+START_TEST(oom_policy_reservations_at_every_queue_level) {
+  unsigned runs = 0;
+  for (size_t x = 0; x < POLICY_INNER; x++) {
+    for (size_t fill = 32 - POLICY_MOST_EVENTS; fill <= 32; fill++) {
+      oom_ctx *c = ctx_new();
+      oom_scenario sc = {policy_inner_names[x],
+                         "queue level",
+                         cfg_policy_side,
+                         build_policy_side_state,
+                         call_submit_stage99,
+                         0,
+                         x};
+      tlt_env *e = fresh(&sc, c);
+      c->fill = fill;
+      e->hook = hook_policy_fill_level;
+      e->hook_ud = c;
+      size_t mark = e->nev;
+      OOM_ASSERT(call_submit_stage99(e, c) == TL_OK, "the outer submission failed");
+      OOM_ASSERT(c->hooked > 0, "the hook never ran");
+      size_t made = e->nev - mark - 1 - fill; /* but the submission's revive and the kills */
+      OOM_ASSERT(made > 0 && made <= POLICY_MOST_EVENTS, "%s made %zu events",
+                 policy_inner_names[x], made);
+      TLT_CHECK(e);
+      finish_env(e, policy_inner_names[x]);
+      ctx_free(c);
+      runs++;
+    }
+  }
+  fprintf(stderr, "oom policy queue levels: %u runs (%zu calls at %d levels each)\n", runs,
+          (size_t)POLICY_INNER, POLICY_MOST_EVENTS + 1);
+}
+END_TEST
+
+/* Only there must a reservation of a status update or a loss grow the queue, after what the
+ * call allocated before it (a map-output record, hosts-tried records) must be undone. One call
+ * per undo path: the others reserve as these do. The tick is left out: a tick cut short still
+ * journals itself as OK, which the sweep of calls from callbacks cannot tell from a success
+ * (its reservation is swept by oom_speculation). */
+START_TEST(oom_policy_reentrant_with_a_full_queue) {
+  static const size_t calls[] = {0, 2, 5, 6, 7};
+  enum { N = sizeof calls / sizeof calls[0] };
+  oom_scenario sc[N];
+  for (size_t i = 0; i < N; i++) {
+    oom_scenario one = {policy_inner_names[calls[i]],
+                        "from a callback with the queue full",
+                        cfg_policy_side,
+                        build_policy_side,
+                        call_submit_stage99,
+                        OOM_ALLOCATES | OOM_REENTRANT,
+                        calls[i]};
+    sc[i] = one;
+  }
+  SWEEP_ALL("policy calls from a callback with the queue full", sc);
 }
 END_TEST
 
@@ -2281,6 +3174,89 @@ START_TEST(in_place_tick_retries_a_pending_loss_deadline) {
 }
 END_TEST
 
+/* The scheduling policies in place: pools, a shuffle-map stage, a barrier stage, speculation
+ * and the result-size limit on one TL_FAIR scheduler, every call swept on top of the failures
+ * before it. The speculation check of tl_tick answers 0 and changes nothing until it can
+ * reserve its events. */
+START_TEST(in_place_sweep_policies) {
+  uint64_t oom_failures = 0;
+  tl_config cfg = tlt_config();
+  cfg_speculation(&cfg);
+  cfg.mode = TL_FAIR;
+  cfg.max_result_bytes = 150;
+  tlt_alloc_install();
+  tlt_env *e = tlt_new(&cfg);
+  IN_PLACE_SWEEP(e, tl_pool_add(e->s, "etl", TL_FAIR, 2, 1));
+  IN_PLACE_SWEEP(e, tl_pool_add(e->s, "adhoc", TL_FIFO, 1, 0));
+  tlt_rebase(e); /* the pools stay for the scheduler's life */
+  IN_PLACE_SWEEP(e, ip_add(e, "e1", "h1", NULL, 4));
+  IN_PLACE_SWEEP(e, ip_add(e, "e2", "h2", NULL, 5));
+  tl_taskset_desc map = {.stage_id = 0, .ntasks = 4, .pool = "etl", .shuffle_map = true};
+  tl_taskset_desc results = {.stage_id = 1, .priority = 1, .ntasks = 3, .pool = "adhoc"};
+  tl_taskset_desc barrier = {.stage_id = 2, .priority = 2, .ntasks = 2, .barrier = true};
+  IN_PLACE_SWEEP(e, tlt_submit_desc_rc(e, &map, NULL));
+  IN_PLACE_SWEEP(e, tlt_submit_desc_rc(e, &results, NULL));
+  IN_PLACE_SWEEP(e, tlt_submit_desc_rc(e, &barrier, NULL));
+  tl_launch l[16];
+  size_t n = 0;
+  IN_PLACE_SWEEP(e, ip_offer(e, "e1", 4, l, 16, &n)); /* etl's min share first */
+  ck_assert_uint_eq(n, 4);
+  size_t m = 0;
+  IN_PLACE_SWEEP(e, ip_offer(e, "e2", 5, l + n, 16 - n, &m)); /* adhoc, then the barrier */
+  n += m;
+  ck_assert_uint_eq(n, 9);
+  e->now += 10 * MS;
+  /* Two map outputs on e1, then the result stage's 64 + 64 + 64 bytes pass the limit. */
+  for (size_t i = 0, done = 0; i < n && done < 2; i++)
+    if (l[i].stage_id == 0 && strcmp(l[i].executor_id, "e1") == 0 && ++done)
+      IN_PLACE_SWEEP(e, ip_finish(e, "e1", l[i].tid));
+  for (size_t i = 0; i < n; i++)
+    if (l[i].stage_id == 1)
+      IN_PLACE_SWEEP(e, ip_finish(e, l[i].executor_id, l[i].tid));
+  ck_assert_ptr_nonnull(tlt_last(e, TLT_EV_FAILED));
+  /* The map stage's other tasks are slow now. */
+  e->now += 100 * MS;
+  for (uint64_t k = 1;; k++) {
+    ck_assert_uint_lt(k, 1000);
+    tl_stats before = tlt_stats(e);
+    size_t nev = e->nev;
+    tlt_alloc_fail_at(k);
+    uint64_t next = tl_tick(e->s);
+    bool hit = tlt_alloc_failed();
+    tlt_alloc_fail_at(0);
+    TLT_CHECK(e);
+    if (tlt_stats(e).tasks_speculatable > 0)
+      break;
+    OOM_ASSERT(hit, "the speculation check found nothing slow");
+    ck_assert_uint_eq(next, 0);
+    tl_stats after = tlt_stats(e);
+    tlt_assert_stats_same_but_memory(&before, &after, "tl_tick under ENOMEM");
+    ck_assert_uint_eq(e->nev, nev);
+  }
+  tl_launch copies[4];
+  IN_PLACE_SWEEP(e, ip_offer(e, "e2", 5, copies, 4, &m));
+  ck_assert_uint_gt(m, 0);
+  ck_assert(copies[0].speculative);
+  IN_PLACE_SWEEP(e, ip_finish(e, "e2", copies[0].tid)); /* the copy wins */
+  ck_assert_ptr_nonnull(tlt_last(e, TLT_EV_KILL));
+  /* e1 goes in two phases with its map outputs; the barrier stage fails on e2. */
+  IN_PLACE_SWEEP(e, ip_lose(e, "e1", TL_LOSS_PENDING, false));
+  IN_PLACE_SWEEP(e, ip_lose(e, "e1", TL_LOSS_EXITED, true));
+  for (size_t i = 0; i < n; i++)
+    if (l[i].stage_id == 2 && strcmp(l[i].executor_id, "e2") == 0) {
+      IN_PLACE_SWEEP(e, ip_update(e, "e2", l[i].tid, TL_TASK_FAILED, TL_END_EXCEPTION));
+      break;
+    }
+  IN_PLACE_SWEEP(e, ip_offer(e, "e2", 5, copies, 4, &m)); /* the resubmitted map tasks */
+  IN_PLACE_SWEEP(e, ip_lose(e, "e2", TL_LOSS_PROCESS_LOST, true));
+  IN_PLACE_SWEEP(e, tl_cancel_stage(e->s, 0, "oom sweep cancel"));
+  ck_assert_uint_gt(oom_failures, 0);
+  tlt_end(e);
+  ck_assert_uint_eq(tlt_alloc_live_blocks(), 0);
+  tlt_alloc_restore();
+}
+END_TEST
+
 /* ---------------------------------------------------------------------------------------------
  * The whole run: a scripted run of a few executors and stages (failures, a decommission, a
  * two-phase loss, supersession, kills, a fetch failure, cancellation, heartbeat and pending
@@ -2515,6 +3491,243 @@ START_TEST(oom_whole_run) {
 }
 END_TEST
 
+/* ---------------------------------------------------------------------------------------------
+ * The whole run with the scheduling policies: TL_FAIR pools (one below its min share, one FAIR
+ * inside), a shuffle-map stage whose outputs are lost with two executors, speculation with a
+ * winning copy and a losing one, a result-size abort, a barrier stage that fails, heartbeat
+ * expiry and tombstones. Swept call by call as the first whole run is.
+ * ------------------------------------------------------------------------------------------- */
+
+static void cfg_policy_script(tl_config *cfg) {
+  cfg_speculation(cfg);
+  cfg->mode = TL_FAIR;
+  cfg->max_task_failures = 2;
+  cfg->heartbeat_timeout_ns = 20 * TLT_SEC;
+  cfg->pending_loss_timeout_ns = 10 * TLT_SEC;
+  cfg->max_tombstones = 2;
+  cfg->tombstone_ttl_ns = 60 * TLT_SEC;
+  cfg->max_result_bytes = 150; /* the third 64-byte result of a task set passes it */
+}
+
+/* The launch of attempt `att` of index `idx` of stage attempt `st`.`sa`. */
+#define L(st, sa, idx, att) find_launch(c, st, sa, idx, att)
+
+static const struct {
+  size_t step;
+  uint64_t now;
+} policy_clock[] = {
+    {10, TLT_SEC + 10 * MS},  {16, TLT_SEC + 200 * MS}, {18, TLT_SEC + 250 * MS},
+    {22, TLT_SEC + 300 * MS}, {29, TLT_SEC + 500 * MS}, {35, 25 * TLT_SEC},
+    {36, 100 * TLT_SEC},
+};
+
+static uint64_t policy_time(size_t j) {
+  uint64_t now = TLT_SEC;
+  for (size_t i = 0; i < sizeof policy_clock / sizeof policy_clock[0]; i++)
+    if (policy_clock[i].step <= j)
+      now = policy_clock[i].now;
+  return now;
+}
+
+static int finish_l(tlt_env *e, const tl_launch *l, const char *message) {
+  return finish(e, l->executor_id, l->tid, message);
+}
+
+static int update_l(tlt_env *e, const tl_launch *l, tl_task_state state, tl_end_kind failure,
+                    const char *message) {
+  return update(e, l->executor_id, l->tid, state, failure, message);
+}
+
+static int policy_offers(tlt_env *e, oom_ctx *c) {
+  tl_offer o[] = {{"e1", 4}, {"e2", 4}, {"e3", 4}, {"e4", 4}};
+  return offers(e, c, o, 4, 16);
+}
+
+/* What each step does, as the library is expected to place things (the names say it; the
+ * reference run of each sweep checks every call succeeds). */
+static int policy_step(tlt_env *e, oom_ctx *c, size_t j) {
+  e->now = policy_time(j);
+  switch (j) {
+  case 0:
+    return pool_add(e, "etl", TL_FAIR, 2, 0);
+  case 1:
+    return pool_add(e, "adhoc", TL_FIFO, 1, 2);
+  case 2:
+    return add_exec(e, "e1", "h1", "r1", 4);
+  case 3:
+    return add_exec(e, "e2", "h2", "r1", 4);
+  case 4:
+    return add_exec(e, "e3", "h3", NULL, 4);
+  case 5:
+    return submit_desc(e, 0, 0, 4, "etl", true, false);
+  case 6:
+    return submit_desc(e, 1, 0, 4, "adhoc", false, false);
+  case 7:
+    return submit_desc(e, 2, 0, 3, NULL, false, true);
+  case 8: /* adhoc (needy) first, then "default" (the barrier stage fits), then etl */
+    return policy_offers(e, c);
+  case 9:
+    return update_l(e, L(0, 0, 0, 0), TL_TASK_RUNNING, 0, NULL);
+  case 10:
+    return finish_l(e, L(0, 0, 0, 0), NULL);
+  case 11:
+    return finish_l(e, L(0, 0, 1, 0), "map output");
+  case 12:
+    return finish_l(e, L(1, 0, 0, 0), NULL);
+  case 13:
+    return finish_l(e, L(1, 0, 1, 0), NULL);
+  case 14: /* 192 bytes: stage 1 aborted */
+    return finish_l(e, L(1, 0, 2, 0), "too much");
+  case 15: /* the barrier stage is zombie */
+    return update_l(e, L(2, 0, 1, 0), TL_TASK_FAILED, TL_END_EXCEPTION, "barrier broken");
+  case 16: /* stage 0's indices 2 and 3 are slow */
+    c->tick = tl_tick(e->s);
+    return TL_OK;
+  case 17: /* their copies, on other hosts */
+    return policy_offers(e, c);
+  case 18: /* the copy of index 2 wins: its original is killed */
+    return finish_l(e, L(0, 0, 2, 1), "copy won");
+  case 19:
+    return update_l(e, L(0, 0, 2, 0), TL_TASK_KILLED, 0, NULL);
+  case 20: /* e2 holds the outputs of indices 1 and 2 */
+    return lose(e, "e2", TL_LOSS_PENDING, false, "unreachable");
+  case 21:
+    return lose(e, "e2", TL_LOSS_EXITED, true, "exited");
+  case 22: /* indices 1 and 2 run again; e2 and the unknown e4 are rejected */
+    return policy_offers(e, c);
+  case 23: /* the copy of index 3 wins; its original ended with e2 */
+    return finish_l(e, L(0, 0, 3, 1), NULL);
+  case 24: /* e1 holds the outputs of indices 0 and 3; stage 1 is released */
+    return lose(e, "e1", TL_LOSS_KILLED, false, "preempted");
+  case 25: /* the barrier stage's last attempt: released */
+    return finish_l(e, L(2, 0, 2, 0), NULL);
+  case 26:
+    return submit_desc(e, 3, 0, 2, "etl", false, false);
+  case 27:
+    return add_exec(e, "e4", "h4", "r1", 4);
+  case 28: /* in etl stage 3 (nothing running) goes before stage 0 */
+    return policy_offers(e, c);
+  case 29: /* stage 0's running indices are slow again */
+    c->tick = tl_tick(e->s);
+    return TL_OK;
+  case 30:
+    return policy_offers(e, c);
+  case 31:
+    return finish_l(e, L(3, 0, 0, 0), NULL);
+  case 32:
+    return tl_kill_stage(e->s, 0, true, "enough");
+  case 33:
+    return update_l(e, L(3, 0, 1, 0), TL_TASK_FAILED, TL_END_RESULT_LOST, NULL);
+  case 34:
+    return lose(e, "e3", TL_LOSS_EXITED, true, NULL);
+  case 35: /* e4 is silent since 1.3 s */
+    c->tick = tl_tick(e->s);
+    return TL_OK;
+  case 36: /* tombstones expire */
+    c->tick = tl_tick(e->s);
+    return TL_OK;
+  case 37:
+    return submit_desc(e, 4, 0, 2, "adhoc", false, true);
+  case 38:
+    return tl_cancel_stage(e->s, 3, "done");
+  default:
+    ck_abort_msg("no policy step %zu", j);
+    return TL_EINVAL;
+  }
+}
+
+#undef L
+
+enum { POLICY_STEPS = 39 };
+static const size_t policy_ticks[] = {16, 29, 35, 36};
+
+static bool policy_is_tick(size_t j) {
+  for (size_t i = 0; i < sizeof policy_ticks / sizeof policy_ticks[0]; i++)
+    if (policy_ticks[i] == j)
+      return true;
+  return false;
+}
+
+static void build_policy_prefix(tlt_env *e, oom_ctx *c) {
+  for (size_t j = 0; j < c->param; j++) {
+    int rc = policy_step(e, c, j);
+    OOM_ASSERT(rc == TL_OK, "policy step %zu: %s", j, tl_err_name(rc));
+  }
+  e->now = policy_time(c->param);
+}
+
+static int call_policy_step(tlt_env *e, oom_ctx *c) { return policy_step(e, c, c->param); }
+
+static const struct {
+  const char *entry;
+  const char *name;
+} policy_names[POLICY_STEPS] = {
+    {"tl_pool_add", "pool etl"},
+    {"tl_pool_add", "pool adhoc"},
+    {"tl_executor_add", "add e1"},
+    {"tl_executor_add", "add e2"},
+    {"tl_executor_add", "add e3"},
+    {"tl_submit", "submit 0.0, shuffle map, etl"},
+    {"tl_submit", "submit 1.0, adhoc"},
+    {"tl_submit", "submit 2.0, barrier"},
+    {"tl_resource_offers", "offers over three pools"},
+    {"tl_status_update", "RUNNING"},
+    {"tl_status_update", "FINISHED, map output"},
+    {"tl_status_update", "FINISHED, map output"},
+    {"tl_status_update", "FINISHED, 64 bytes"},
+    {"tl_status_update", "FINISHED, 128 bytes"},
+    {"tl_status_update", "FINISHED, result too large"},
+    {"tl_status_update", "FAILED, barrier zombie"},
+    {"tl_tick", "tick: two slow"},
+    {"tl_resource_offers", "offers: two copies"},
+    {"tl_status_update", "FINISHED, the copy wins"},
+    {"tl_status_update", "KILLED, the loser"},
+    {"tl_executor_lost", "loss pending, outputs held"},
+    {"tl_executor_lost", "second phase, outputs resubmitted"},
+    {"tl_resource_offers", "offers: resubmitted indices"},
+    {"tl_status_update", "FINISHED, a copy"},
+    {"tl_executor_lost", "one phase, outputs resubmitted"},
+    {"tl_status_update", "FINISHED, barrier released"},
+    {"tl_submit", "submit 3.0, etl"},
+    {"tl_executor_add", "add e4"},
+    {"tl_resource_offers", "offers in a FAIR pool"},
+    {"tl_tick", "tick: slow again"},
+    {"tl_resource_offers", "offers: copies"},
+    {"tl_status_update", "FINISHED"},
+    {"tl_kill_stage", "kill stage 0"},
+    {"tl_status_update", "FAILED, result lost"},
+    {"tl_executor_lost", "one phase"},
+    {"tl_tick", "tick: heartbeats"},
+    {"tl_tick", "tick: tombstones"},
+    {"tl_submit", "submit 4.0, barrier, adhoc"},
+    {"tl_cancel_stage", "cancel stage 3"},
+};
+
+START_TEST(oom_whole_run_with_policies) {
+  oom_tally t[2];
+  memset(t, 0, sizeof t);
+  tlt_alloc_install();
+  for (int journal = 0; journal <= 1; journal++) {
+    for (size_t j = 0; j < POLICY_STEPS; j++) {
+      char name[96];
+      snprintf(name, sizeof name, "whole run with policies, call %zu: %s", j, policy_names[j].name);
+      oom_scenario sc = {policy_names[j].entry,
+                         name,
+                         cfg_policy_script,
+                         build_policy_prefix,
+                         call_policy_step,
+                         policy_is_tick(j) ? OOM_TICK : 0u,
+                         j};
+      sweep(&sc, journal != 0, &t[journal]);
+    }
+  }
+  ck_assert_uint_eq(tlt_alloc_live_blocks(), 0);
+  tlt_alloc_restore();
+  tally_print("whole run with policies", "", &t[0]);
+  tally_print("whole run with policies", ", journaled", &t[1]);
+}
+END_TEST
+
 Suite *tl_oom_suite(void) {
   Suite *s = suite_create("oom");
   TCase *tc = tlt_tcase(s, "entry_points");
@@ -2527,9 +3740,14 @@ Suite *tl_oom_suite(void) {
   tcase_add_test(tc, oom_heartbeat_and_decommission);
   tcase_add_test(tc, oom_kills_cancel_and_partitions);
   tcase_add_test(tc, oom_tick);
+  tcase_add_test(tc, oom_pools);
+  tcase_add_test(tc, oom_speculation);
+  tcase_add_test(tc, oom_outputs_results_barriers_and_fair_rounds);
   tcase_add_test(tc, oom_reentrant_calls);
   tcase_add_test(tc, oom_reentrant_with_a_full_queue);
   tcase_add_test(tc, oom_reservations_at_every_queue_level);
+  tcase_add_test(tc, oom_policy_reentrant_with_a_full_queue);
+  tcase_add_test(tc, oom_policy_reservations_at_every_queue_level);
   tcase_add_test(tc, oom_scheduler_free_allocates_nothing);
   tc = tlt_tcase(s, "in_place");
   tcase_add_test(tc, in_place_sweep_executors_and_submissions);
@@ -2538,7 +3756,9 @@ Suite *tl_oom_suite(void) {
   tcase_add_test(tc, in_place_tick_retries_a_heartbeat_expiry);
   tcase_add_test(tc, in_place_sweep_large_rounds_and_event_bursts);
   tcase_add_test(tc, in_place_tick_retries_a_pending_loss_deadline);
+  tcase_add_test(tc, in_place_sweep_policies);
   tc = tlt_tcase(s, "whole_run");
   tcase_add_test(tc, oom_whole_run);
+  tcase_add_test(tc, oom_whole_run_with_policies);
   return s;
 }
