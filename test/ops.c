@@ -32,6 +32,7 @@
 #define MAXCAP 32       /* launches one offer round may return */
 #define REASON_MAX 4096 /* taskset_failed's reason buffer (api.md: at most 4,095 bytes) */
 #define LONG_MESSAGE 5000
+#define NPOOLNAMES 8 /* pool names an operation can give (pool_names) */
 
 /* ---------------------------------------------------------------------------------------------
  * The model.
@@ -66,6 +67,8 @@ typedef struct mindex {
   uint32_t copies;   /* attempts in flight, frozen ones included */
   bool done;         /* succeeded here or by tl_partition_completed */
   bool pending;      /* on the pending stack */
+  bool spec;         /* speculatable: on the speculative stack, its copy waits for an offer */
+  uint8_t tried;     /* hosts (bit per host) an attempt of it was launched on (speculation) */
 } mindex;
 
 typedef struct mts {
@@ -81,7 +84,33 @@ typedef struct mts {
   uint32_t pend[MAXTASKS]; /* the pending stack: pend[npend - 1] launches next */
   uint32_t npend;          /* its height (0 for a zombie) */
   mindex idx[MAXTASKS];    /* per index */
+  unsigned pool;           /* its pool: an index of pool_names ("default" under TL_FIFO) */
+  bool shuffle, barrier;   /* as submitted */
+  bool may_spec;           /* speculation on and not barrier: it keeps run times and hosts */
+  uint32_t nresults;       /* FINISHED updates counted toward max_result_bytes */
+  uint64_t result_bytes;   /* their result_size, summed (saturating) */
+  uint32_t specs[MAXTASKS]; /* the speculative stack: specs[nspecs - 1] is its top */
+  uint32_t nspecs;          /* its height */
+  uint64_t *dur;            /* run times of first successes, ascending (the median heap) */
+  uint32_t ndur, durcap;    /* their number; room */
 } mts;
+
+/* A pool (pool_names[k] is its name). */
+typedef struct mpool {
+  bool exists;        /* added ("default": from the start) */
+  tl_sched_mode mode; /* between its task sets */
+  uint32_t weight, min_share;
+} mpool;
+
+/* A map output of an active shuffle-map task set, on the executor that wrote it. */
+typedef struct mout {
+  uint32_t ts;      /* model index of its task set */
+  uint32_t index;   /* the index it completes */
+  uint32_t attempt; /* the writer's attempt number */
+  tl_tid tid;       /* the writer */
+  bool spec;        /* the writer was a speculative copy */
+  mexec *ex;        /* where it lives */
+} mout;
 
 typedef struct matt {
   uint32_t ts;      /* model index of its task set */
@@ -91,6 +120,10 @@ typedef struct matt {
   bool running;     /* a RUNNING update came (else LAUNCHING) */
   bool live;        /* not ended */
   bool frozen;      /* on a PENDING executor */
+  bool spec;        /* launched as a speculative copy */
+  bool killed_by_other; /* the other copy of its index succeeded: nothing it reports counts */
+  tl_tid sibling;       /* the other copy of its index in flight, 0 none */
+  uint64_t launched_at; /* the scheduler's time at launch */
 } matt;
 
 /* The callbacks, as the expected-event queue names them. */
@@ -102,15 +135,16 @@ typedef enum ev_type {
   EV_ADDED,
   EV_LOST,
   EV_REVIVE,
-  EV_KILL
+  EV_KILL,
+  EV_SPEC
 } ev_type;
 
 /* One event the library must deliver. */
 typedef struct mevent {
   ev_type type;
   tl_tid tid;                  /* started, ended, kill */
-  uint32_t ts;                 /* started, ended, failed, released: model index of the task set */
-  uint32_t index;              /* started, ended */
+  uint32_t ts;                 /* started, ended, failed, released, spec: its task set's index */
+  uint32_t index;              /* started, ended, spec */
   uint32_t attempt;            /* started, ended */
   mexec *ex;                   /* started, ended, added, lost, kill */
   tl_end_kind kind;            /* ended */
@@ -123,6 +157,8 @@ typedef struct mevent {
   bool app;          /* lost: caused_by_app */
   int exit_code;     /* lost */
   bool interrupt;    /* kill */
+  bool spec;         /* started, ended: the attempt is a speculative copy */
+  void *dropped;     /* ended: a result the library must have freed (result_free) and withheld */
 } mevent;
 
 /* A result handed to a FINISHED update; kept until the end of the run so a second free is
@@ -151,6 +187,12 @@ typedef struct tlo_run {
   uint32_t host_live[NHOSTS]; /* live (ALIVE, DECOM) executors per host */
 
   mts ts[MAXTS];                /* payload of ts[k] is &ts[k] */
+  mpool pools[NPOOLNAMES];      /* by name (pool_names) */
+  mout *outs;                   /* map outputs, in the order they were written */
+  size_t nouts, outcap;         /* their number; room */
+  uint64_t next_spec;           /* when tl_tick looks for slow tasks next */
+  bool spec_never;              /* it passed the end of time: it never comes */
+  unsigned kb;                  /* TLO_KB_* deviations the model follows (0 when strict) */
   uint32_t nts;                 /* task sets submitted */
   tl_taskset_id next_ts_id;     /* the id the next submission gets */
   uint32_t stage_next[NSTAGES]; /* the next fresh stage attempt per stage */
@@ -183,8 +225,11 @@ typedef struct tlo_run {
   bool has_final;        /* final was taken just before tl_scheduler_free */
   tl_stats final;        /* for tlo_outcome */
   uint8_t reent, re_arg; /* the running operation's TLO_RE_* bits and argument */
+  const tlo_op *op;      /* the running top-level operation */
   bool re_submit_done, re_offer_done, re_first_done, re_finish_done, re_lose_done; /* once each */
   uint64_t calls, events, reentrant, errors; /* figures for tlo_outcome */
+  uint64_t f_spec_submitted, f_spec_launches, f_lost_races, f_late_reports, f_too_large,
+      f_resubmitted, f_barrier_launches, f_fair_rounds; /* and the policy features' */
   uint64_t journal_lines, journal_bytes;     /* seen by the run's own journal sink */
 
   uint64_t rng;   /* the generator's splitmix64 state */
@@ -192,13 +237,21 @@ typedef struct tlo_run {
 } tlo_run;
 
 static char long_message[LONG_MESSAGE + 1];
+static char pool_255[256], pool_256[257]; /* the longest pool name, and one byte too long */
 static const char *const host_names[NHOSTS] = {"h0", "h1", "h2", "h3"};
 static const char *const rack_names[2] = {"r0", "r1"};
-/* TLO_CLOCK's steps; the last two are special: back 3 s, and a jump to 20 s before the end of
- * time, after which deadlines saturate and never come. */
-static const uint64_t clock_steps[] = {0,        SEC / 1000,   SEC / 2, SEC,      2 * SEC,
-                                       4 * SEC,  5 * SEC,      6 * SEC, 10 * SEC, 11 * SEC,
-                                       31 * SEC, 0 /* back */, 0 /* to the end of time */};
+/* Pool names an operation can give: 0 NULL (the default pool; invalid for tl_pool_add), 1-5
+ * valid names, 6 and 7 invalid ones. */
+static const char *const pool_names[NPOOLNAMES] = {NULL, "default", "a", "b", "c",
+                                                   pool_255, "", pool_256};
+#define POOL_DEFAULT 1
+/* TLO_CLOCK's steps; the last three are special: one speculation interval, back 3 s, and a
+ * jump to 20 s before the end of time, after which deadlines saturate and never come. 1 ns
+ * probes every "longer than". */
+static const uint64_t clock_steps[] = {
+    0,       1,       SEC / 1000, SEC / 2,  SEC,      2 * SEC,          4 * SEC,      5 * SEC,
+    6 * SEC, 10 * SEC, 11 * SEC,  31 * SEC, 0 /* one speculation interval */, 0 /* back */,
+    0 /* to the end of time */};
 #define NCLOCK_STEPS (sizeof clock_steps / sizeof clock_steps[0])
 #define CLOCK_BACK (3 * SEC)
 #define CLOCK_END (UINT64_MAX - 20 * SEC)
@@ -219,8 +272,8 @@ static const char *message_of(uint8_t m) {
 static const char *end_name(int kind) {
   static const char *const names[] = {"SUCCESS",       "EXCEPTION",     "FETCH_FAILED",
                                       "KILLED",        "COMMIT_DENIED", "RESULT_LOST",
-                                      "EXECUTOR_LOST", "RESUBMITTED"};
-  return kind >= 0 && kind < 8 ? names[kind] : "BAD_KIND";
+                                      "EXECUTOR_LOST", "RESUBMITTED",   "RESULT_TOO_LARGE"};
+  return kind >= 0 && kind < 9 ? names[kind] : "BAD_KIND";
 }
 
 static const char *loss_name(int kind) {
@@ -238,7 +291,7 @@ static const char *state_name(int state) {
 static const char *ev_name(ev_type t) {
   static const char *const names[] = {"task_started",     "task_ended",     "taskset_failed",
                                       "taskset_released", "executor_added", "executor_lost",
-                                      "revive_offers",    "kill_task"};
+                                      "revive_offers",    "kill_task",      "speculative_task_submitted"};
   return names[t];
 }
 
@@ -265,6 +318,8 @@ fail(tlo_run *r, const char *fmt, ...) {
   if (r->failed)
     return;
   r->failed = true;
+  if (r->desc[0] == '\0' && r->op != NULL)
+    tlo_op_describe(r->op, r->desc, sizeof r->desc);
   char what[1536];
   va_list ap;
   va_start(ap, fmt);
@@ -350,8 +405,9 @@ static void describe_ev(const tlo_run *r, const mevent *e, char *buf, size_t len
   const char *exid = e->ex != NULL ? e->ex->id : "-";
   switch (e->type) {
   case EV_STARTED:
-    snprintf(buf, len, "task_started tid=%" PRIu64 " ts=%" PRIu64 " index=%u attempt=%u on %s",
-             e->tid, r->ts[e->ts].id, e->index, e->attempt, exid);
+    snprintf(buf, len,
+             "task_started tid=%" PRIu64 " ts=%" PRIu64 " index=%u attempt=%u on %s%s", e->tid,
+             r->ts[e->ts].id, e->index, e->attempt, exid, e->spec ? " speculative" : "");
     break;
   case EV_ENDED:
     snprintf(buf, len,
@@ -379,6 +435,10 @@ static void describe_ev(const tlo_run *r, const mevent *e, char *buf, size_t len
   case EV_KILL:
     snprintf(buf, len, "kill_task tid=%" PRIu64 " on %s interrupt=%d reason=%.20s", e->tid, exid,
              e->interrupt, e->text != NULL ? e->text : "(null)");
+    break;
+  case EV_SPEC:
+    snprintf(buf, len, "speculative_task_submitted ts=%" PRIu64 " index=%u", r->ts[e->ts].id,
+             e->index);
     break;
   }
 }
@@ -487,13 +547,40 @@ static void pend_remove(mts *t, uint32_t i) {
   t->idx[i].pending = false;
 }
 
-static void make_zombie(mts *t) {
+static void spec_push(mts *t, uint32_t i) {
+  t->specs[t->nspecs++] = i;
+  t->idx[i].spec = true;
+}
+
+static void spec_remove(mts *t, uint32_t i) {
+  for (uint32_t k = 0; k < t->nspecs; k++) {
+    if (t->specs[k] == i) {
+      memmove(&t->specs[k], &t->specs[k + 1], (t->nspecs - k - 1) * sizeof t->specs[0]);
+      t->nspecs--;
+      break;
+    }
+  }
+  t->idx[i].spec = false;
+}
+
+/* A zombie launches nothing: its stacks are emptied and its map outputs forgotten (a zombie's
+ * lost outputs are the DAG layer's business). */
+static void make_zombie(tlo_run *r, uint32_t k) {
+  mts *t = &r->ts[k];
   if (t->zombie)
     return;
   t->zombie = true;
-  for (uint32_t k = 0; k < t->npend; k++)
-    t->idx[t->pend[k]].pending = false;
+  for (uint32_t i = 0; i < t->npend; i++)
+    t->idx[t->pend[i]].pending = false;
   t->npend = 0;
+  for (uint32_t i = 0; i < t->nspecs; i++)
+    t->idx[t->specs[i]].spec = false;
+  t->nspecs = 0;
+  size_t w = 0;
+  for (size_t i = 0; i < r->nouts; i++)
+    if (r->outs[i].ts != k)
+      r->outs[w++] = r->outs[i];
+  r->nouts = w;
 }
 
 static void compose_reason(char *buf, const char *full) {
@@ -506,19 +593,26 @@ static void compose_reason(char *buf, const char *full) {
   }
 }
 
-/* Aborts once: failed, zombie, taskset_failed. index/failures for too many failures; cancel
- * for tl_cancel_stage. */
-static void abort_ts(tlo_run *r, uint32_t k, bool cancel, uint32_t index, uint32_t failures,
+typedef enum abort_why { ABORT_FAILURES, ABORT_CANCEL, ABORT_RESULT_SIZE } abort_why;
+
+/* Aborts once: failed, zombie, taskset_failed. index/failures for too many failures; msg the
+ * failure's message or the cancel reason. */
+static void abort_ts(tlo_run *r, uint32_t k, abort_why why, uint32_t index, uint32_t failures,
                      const char *msg) {
   mts *t = &r->ts[k];
   if (t->failed)
     return;
   t->failed = true;
-  make_zombie(t);
+  make_zombie(r, k);
   char *full = xrealloc(NULL, LONG_MESSAGE + 256);
-  if (cancel)
+  if (why == ABORT_CANCEL)
     snprintf(full, LONG_MESSAGE + 256, "Stage %u cancelled%s%s", t->stage, msg ? ": " : "",
              msg ? msg : "");
+  else if (why == ABORT_RESULT_SIZE)
+    snprintf(full, LONG_MESSAGE + 256,
+             "Total size of the results of %u tasks (%" PRIu64
+             " bytes) is bigger than max_result_bytes (%" PRIu64 " bytes)",
+             t->nresults, t->result_bytes, r->cfg.max_result_bytes);
   else
     snprintf(full, LONG_MESSAGE + 256,
              "Task %u in stage %u.%u failed %u times; most recent failure: %s", index, t->stage,
@@ -540,21 +634,60 @@ static void finish_if_drained(tlo_run *r, uint32_t k) {
 }
 
 static void mark_successful(tlo_run *r, uint32_t k, uint32_t i) {
-  (void)r;
   mts *t = &r->ts[k];
   mindex *ix = &t->idx[i];
   if (ix->pending)
     pend_remove(t, i);
+  if (ix->spec) /* a copy is not needed any more */
+    spec_remove(t, i);
   ix->done = true;
   ix->failures = 0;
   if (++t->nsucceeded == t->ntasks)
-    make_zombie(t);
+    make_zombie(r, k);
 }
+
+/* The median heap: every first success's run time (Spark's MedianHeap keeps them all; an
+ * index resubmitted after its output was lost succeeds for the first time again). */
+static void record_duration(tlo_run *r, mts *t, uint64_t d) {
+  if ((r->kb & TLO_KB_HEAP_CAP) && t->ndur == t->ntasks)
+    return; /* what the library does: its heap has room for ntasks run times */
+  if (t->ndur == t->durcap) {
+    t->durcap = t->durcap ? 2 * t->durcap : 16;
+    t->dur = xrealloc(t->dur, t->durcap * sizeof *t->dur);
+  }
+  uint32_t pos = t->ndur++;
+  while (pos > 0 && t->dur[pos - 1] > d) {
+    t->dur[pos] = t->dur[pos - 1];
+    pos--;
+  }
+  t->dur[pos] = d;
+}
+
+/* The middle run time; with an even count the mean of the two middle ones, rounded down. */
+static uint64_t median_of(const mts *t) {
+  if (t->ndur == 0)
+    return 0;
+  if (t->ndur % 2)
+    return t->dur[t->ndur / 2];
+  uint64_t a = t->dur[t->ndur / 2 - 1], b = t->dur[t->ndur / 2];
+  return a / 2 + b / 2 + (a % 2 + b % 2) / 2;
+}
+
+/* How an attempt ends, as the caller decided it. */
+typedef struct mend {
+  tl_end_kind kind;
+  bool counts;                 /* the kind counts (before the zombie and done rules) */
+  const char *msg;             /* the event's message */
+  void *result;                /* handed to task_ended */
+  size_t result_size;          /* passed on */
+  void (*result_free)(void *); /* passed on */
+  void *dropped;               /* a result the library frees and withholds */
+  bool output;                 /* a success that leaves a map output on its executor */
+} mend;
 
 /* The one way an attempt ends (status update or phase two). The caller has taken it out of the
  * tid index (or unfrozen it) already. */
-static void attempt_ended(tlo_run *r, tl_tid tid, tl_end_kind kind, bool counts, const char *msg,
-                          void *result, size_t result_size, void (*result_free)(void *)) {
+static void attempt_ended(tlo_run *r, tl_tid tid, const mend *m) {
   matt *a = &r->att[tid - 1];
   uint32_t k = a->ts;
   mts *t = &r->ts[k];
@@ -563,30 +696,68 @@ static void attempt_ended(tlo_run *r, tl_tid tid, tl_end_kind kind, bool counts,
   ix->copies--;
   a->live = false;
   inflight_remove(r, tid);
+  tl_tid sib = a->sibling; /* the other copy of the index, still in flight */
+  if (sib != 0) {
+    r->att[sib - 1].sibling = 0;
+    a->sibling = 0;
+  }
 
-  /* Nothing counts in a zombie or for an index already done. */
-  bool counted = kind != TL_END_SUCCESS && counts && !t->zombie && !ix->done;
+  /* Nothing counts in a zombie, for an index already done, from a copy that lost the race, or
+   * (api.md) in a barrier task set. */
+  bool counted = m->kind != TL_END_SUCCESS && m->kind != TL_END_RESULT_TOO_LARGE && m->counts &&
+                 !t->zombie && !ix->done && !a->killed_by_other &&
+                 (!t->barrier || (r->kb & TLO_KB_BARRIER_COUNTS));
   mevent *e = push_ev(r, EV_ENDED);
   e->tid = tid;
   e->ts = k;
   e->index = a->index;
   e->attempt = a->attempt;
   e->ex = a->ex;
-  e->kind = kind;
+  e->kind = m->kind;
   e->counts = counted;
-  e->text = dup_text(msg);
-  e->result = result;
-  e->result_size = result_size;
-  e->result_free = result_free;
+  e->text = dup_text(m->msg);
+  e->result = m->result;
+  e->result_size = m->result_size;
+  e->result_free = m->result_free;
+  e->spec = a->spec;
+  e->dropped = m->dropped;
 
-  if (kind == TL_END_SUCCESS) {
-    if (!ix->done)
+  if (m->kind == TL_END_SUCCESS) {
+    if (m->output) {
+      if (r->nouts == r->outcap) {
+        r->outcap = r->outcap ? 2 * r->outcap : 32;
+        r->outs = xrealloc(r->outs, r->outcap * sizeof *r->outs);
+      }
+      r->outs[r->nouts++] = (mout){k, a->index, a->attempt, tid, a->spec, a->ex};
+    }
+    if (!ix->done) {
+      if (t->may_spec)
+        record_duration(r, t, r->now - a->launched_at);
       mark_successful(r, k, a->index);
+    }
+    /* The other copy is asked to die; what it reports afterwards counts for nothing. */
+    if (sib != 0 && !r->att[sib - 1].killed_by_other) {
+      matt *other = &r->att[sib - 1];
+      other->killed_by_other = true;
+      r->f_lost_races++;
+      mevent *kill = push_ev(r, EV_KILL);
+      kill->tid = sib;
+      kill->ex = other->ex;
+      kill->interrupt = true;
+      kill->text = dup_text("another attempt succeeded");
+    }
+  } else if (m->kind == TL_END_RESULT_TOO_LARGE) {
+    r->f_too_large++;
+    abort_ts(r, k, ABORT_RESULT_SIZE, 0, 0, NULL);
   } else {
-    if (kind == TL_END_FETCH_FAILED)
-      make_zombie(t);
+    if (m->kind == TL_END_FETCH_FAILED)
+      make_zombie(r, k);
     else if (counted && ++ix->failures >= r->cfg.max_task_failures)
-      abort_ts(r, k, false, a->index, ix->failures, msg);
+      abort_ts(r, k, ABORT_FAILURES, a->index, ix->failures, m->msg);
+    if (t->barrier) /* the stage runs again as a whole */
+      make_zombie(r, k);
+    if (ix->spec && ix->copies == 0) /* its one copy is gone: a retry, not a copy */
+      spec_remove(t, a->index);
     if (!t->zombie && !ix->done && !ix->pending && ix->copies == 0) {
       pend_push(t, a->index);
       r->revive_wanted = true;
@@ -652,9 +823,44 @@ static void freeze(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, int exit_c
   e->text = dup_text(msg);
 }
 
-/* Phase two: every frozen attempt ends, the executor becomes a tombstone. */
+/* The map outputs an executor held, lost with it: each done index of an active shuffle-map task
+ * set whose output was there is done no more, reported TL_END_RESUBMITTED with the writer's tid,
+ * and pending again unless a copy of it still runs. */
+static void resubmit_outputs(tlo_run *r, mexec *x) {
+  size_t w = 0;
+  for (size_t i = 0; i < r->nouts; i++) {
+    mout o = r->outs[i];
+    if (o.ex != x) {
+      r->outs[w++] = o;
+      continue;
+    }
+    mts *t = &r->ts[o.ts];
+    mindex *ix = &t->idx[o.index];
+    ix->done = false;
+    t->nsucceeded--;
+    mevent *e = push_ev(r, EV_ENDED);
+    e->tid = o.tid;
+    e->ts = o.ts;
+    e->index = o.index;
+    e->attempt = o.attempt;
+    e->ex = x;
+    e->kind = TL_END_RESUBMITTED;
+    r->f_resubmitted++;
+    e->text = dup_text("Its map output was lost with its executor; the task runs again.");
+    e->spec = o.spec && !(r->kb & TLO_KB_RESUBMIT_SPEC);
+    if (ix->copies == 0) {
+      pend_push(t, o.index);
+      r->revive_wanted = true;
+    }
+  }
+  r->nouts = w;
+}
+
+/* Phase two: the map outputs there are lost, every frozen attempt ends, the executor becomes a
+ * tombstone. */
 static void remove_executor(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, const char *msg) {
   bool app_fault = app && !x->was_decom && kind != TL_LOSS_KILLED && kind != TL_LOSS_DECOMMISSIONED;
+  resubmit_outputs(r, x);
   tl_tid *v;
   size_t n = inflight_where(r, &v, x, 1, -1);
   for (size_t i = 0; i < n; i++) {
@@ -663,7 +869,8 @@ static void remove_executor(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, c
     x->nfrozen--;
     r->ts[a->ts].nfrozen--;
     r->failed_count++;
-    attempt_ended(r, v[i], TL_END_EXECUTOR_LOST, app_fault && a->running, msg, NULL, 0, NULL);
+    mend m = {TL_END_EXECUTOR_LOST, app_fault && a->running, msg, NULL, 0, NULL, NULL, false};
+    attempt_ended(r, v[i], &m);
   }
   free(v);
   x->state = MX_REMOVED;
@@ -719,6 +926,20 @@ static bool stage_exists(const tlo_run *r, uint32_t stage) {
   return false;
 }
 
+/* The speculation check's share of tl_tick's answer: the time until the next check while an
+ * attempt is in the tid index (nothing can be slow otherwise). A check that saturated at the
+ * end of time never comes, like every deadline there. */
+static uint64_t spec_next_of(const tlo_run *r) {
+  if (!r->cfg.speculation)
+    return TL_TICK_NEVER;
+  bool any = false;
+  for (size_t i = 0; i < r->ninflight && !any; i++)
+    any = !r->att[r->inflight[i] - 1].frozen;
+  if (!any || r->spec_never)
+    return TL_TICK_NEVER;
+  return r->next_spec > r->now ? r->next_spec - r->now : 0;
+}
+
 /* tl_tick's answer from the model's timelines. */
 static uint64_t next_deadline(tlo_run *r) {
   uint64_t due = UINT64_MAX;
@@ -742,9 +963,9 @@ static uint64_t next_deadline(tlo_run *r) {
     if (t < due)
       due = t;
   }
-  if (due == UINT64_MAX)
-    return TL_TICK_NEVER;
-  return due > r->now ? due - r->now : 0;
+  uint64_t spec = spec_next_of(r);
+  uint64_t answer = due == UINT64_MAX ? TL_TICK_NEVER : due > r->now ? due - r->now : 0;
+  return spec < answer ? spec : answer;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -814,9 +1035,13 @@ static void cmp_ts(tlo_run *r, uint32_t k) {
     t->gone_checked = true;
     return;
   }
-  char name[24];
-  snprintf(name, sizeof name, "%" PRIu64, t->id);
-#define CMP_TS(field, value) CMP_OF(r, "task set", name, #field, st.field, value)
+#define CMP_TS(field, value)                                                                       \
+  do {                                                                                             \
+    uint64_t got_ = (uint64_t)(st.field), want_ = (uint64_t)(value);                               \
+    if (got_ != want_)                                                                             \
+      fail(r, "task set %" PRIu64 " %s is %" PRIu64 ", the model says %" PRIu64, t->id, #field,    \
+           got_, want_);                                                                           \
+  } while (0)
   CMP_TS(info.id, t->id);
   CMP_TS(info.stage_id, t->stage);
   CMP_TS(info.stage_attempt, t->sattempt);
@@ -831,6 +1056,33 @@ static void cmp_ts(tlo_run *r, uint32_t k) {
 #undef CMP_TS
 }
 
+/* tl_pool_get of one of pool_names against the model. */
+static void cmp_pool(tlo_run *r, unsigned p) {
+  const char *name = pool_names[p];
+  tl_pool_status st;
+  int rc = tl_pool_get(r->s, name, &st);
+  bool valid = name != NULL && name[0] != '\0' && strlen(name) < 256;
+  int want = !valid ? TL_EINVAL : r->pools[p].exists ? TL_OK : TL_ENOENT;
+  if (rc != want) {
+    fail(r, "tl_pool_get(%.12s) returned %s, the model expects %s", name ? name : "(null)",
+         tl_err_name(rc), tl_err_name(want));
+    return;
+  }
+  if (rc != TL_OK)
+    return;
+  uint32_t running = 0, tasksets = 0;
+  for (uint32_t k = 0; k < r->nts; k++)
+    if (!r->ts[k].released && r->ts[k].pool == p) {
+      running += r->ts[k].nrunning;
+      tasksets++;
+    }
+  CMP_OF(r, "pool", name, "mode", st.mode, r->pools[p].mode);
+  CMP_OF(r, "pool", name, "weight", st.weight, r->pools[p].weight);
+  CMP_OF(r, "pool", name, "min_share", st.min_share, r->pools[p].min_share);
+  CMP_OF(r, "pool", name, "running", st.running, running);
+  CMP_OF(r, "pool", name, "tasksets", st.tasksets, tasksets);
+}
+
 /* tl_check and every counter; between operations (top) also every executor and task set that
  * exists or has not been seen gone since it went. */
 static void compare_all(tlo_run *r, bool top) {
@@ -840,7 +1092,7 @@ static void compare_all(tlo_run *r, bool top) {
   tl_stats st;
   tl_stats_get(r->s, &st);
   size_t alive = 0, decom = 0, pending = 0, tombs = 0, hosts = 0, racks = 0, active = 0, zombie = 0,
-         running = 0, frozen = 0, tasks_pending = 0;
+         running = 0, frozen = 0, tasks_pending = 0, speculatable = 0, pools = 0;
   for (unsigned s = 0; s < NSLOTS; s++)
     for (uint32_t g = 0; g < r->ngen[s]; g++) {
       const mexec *x = &r->ex[s][g];
@@ -868,7 +1120,10 @@ static void compare_all(tlo_run *r, bool top) {
       active++;
       tasks_pending += t->npend;
     }
+    speculatable += t->nspecs;
   }
+  for (unsigned p = 0; p < NPOOLNAMES; p++)
+    pools += r->pools[p].exists;
   for (size_t i = 0; i < r->ninflight; i++) {
     if (r->att[r->inflight[i] - 1].frozen)
       frozen++;
@@ -886,6 +1141,8 @@ static void compare_all(tlo_run *r, bool top) {
   CMP(r, "stats.attempts_running", st.attempts_running, running);
   CMP(r, "stats.attempts_frozen", st.attempts_frozen, frozen);
   CMP(r, "stats.tasks_pending", st.tasks_pending, tasks_pending);
+  CMP(r, "stats.tasks_speculatable", st.tasks_speculatable, speculatable);
+  CMP(r, "stats.pools", st.pools, pools);
   /* Inside a callback the event being delivered still counts as queued (it is not delivered
    * until its callback returns), as do the rest of its batch and what calls made since. */
   CMP(r, "stats.events_queued", st.events_queued, top ? 0 : r->qlen - r->qhead + 1);
@@ -906,6 +1163,10 @@ static void compare_all(tlo_run *r, bool top) {
         cmp_exec(r, &r->ex[s][g]);
   if (!r->failed)
     cmp_exec(r, &r->phantom[r->op_index % NSLOTS]);
+  /* Every pool that exists; and one other name in turn (unknown: TL_ENOENT; invalid). */
+  for (unsigned p = 0; p < NPOOLNAMES && !r->failed; p++)
+    if (r->pools[p].exists || p == r->op_index % NPOOLNAMES)
+      cmp_pool(r, p);
   for (uint32_t k = 0; k < r->nts && !r->failed; k++)
     if (!r->ts[k].gone_checked)
       cmp_ts(r, k);
@@ -1044,16 +1305,27 @@ static void do_decommission(tlo_run *r, mexec *x, const char *msg) {
   expect_rc(r, d, rc, want);
 }
 
+static bool pool_name_valid(const char *name) {
+  return name != NULL && name[0] != '\0' && strlen(name) < 256;
+}
+
 static void do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio, uint32_t ntasks,
-                      uint32_t cpus) {
+                      uint32_t cpus, unsigned pool, bool shuffle, bool barrier) {
   if (r->nts == MAXTS)
     return; /* the model's table is full: the operation does nothing */
   uint32_t sattempt = attempt_sel < 0 ? r->stage_next[stage] : (uint32_t)attempt_sel;
+  const char *pname = pool_names[pool];
+  unsigned in_pool = POOL_DEFAULT; /* TL_FIFO ignores the pool's name, as Spark does */
   int want = TL_OK;
-  if (ntasks == 0) {
+  if (ntasks == 0 || (pname != NULL && !pool_name_valid(pname))) {
     want = TL_EINVAL;
   } else {
-    for (uint32_t k = 0; k < r->nts; k++)
+    if (r->cfg.mode == TL_FAIR && pname != NULL) {
+      in_pool = pool;
+      if (!r->pools[pool].exists)
+        want = TL_ENOENT;
+    }
+    for (uint32_t k = 0; k < r->nts && want == TL_OK; k++)
       if (!r->ts[k].released && r->ts[k].stage == stage && r->ts[k].sattempt == sattempt)
         want = TL_EEXIST;
   }
@@ -1068,33 +1340,73 @@ static void do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio
     t->prio = prio;
     t->ntasks = ntasks;
     t->cpus = cpus != 0 ? cpus : r->cfg.cpus_per_task;
+    t->pool = in_pool;
+    t->shuffle = shuffle;
+    t->barrier = barrier;
+    t->may_spec = r->cfg.speculation && !barrier;
     for (uint32_t i = ntasks; i-- > 0;)
       pend_push(t, i);
     r->nts++;
     if (sattempt >= r->stage_next[stage])
       r->stage_next[stage] = sattempt + 1;
     if (older >= 0) {
-      make_zombie(&r->ts[older]);
+      make_zombie(r, (uint32_t)older);
       finish_if_drained(r, (uint32_t)older);
     }
     r->revive_wanted = true;
     push_revive_if_wanted(r);
   }
-  char d[128];
-  snprintf(d, sizeof d, "submit stage=%u attempt=%u priority=%u ntasks=%u cpus=%u", stage, sattempt,
-           prio, ntasks, cpus);
+  char d[192];
+  snprintf(d, sizeof d, "submit stage=%u attempt=%u priority=%u ntasks=%u cpus=%u pool=%.8s%s%s",
+           stage, sattempt, prio, ntasks, cpus,
+           pname == NULL ? "(null)" : pname[0] == '\0' ? "\"\"" : pname,
+           shuffle ? " shuffle_map" : "", barrier ? " barrier" : "");
   tl_taskset_desc desc = {.stage_id = stage,
                           .stage_attempt = sattempt,
                           .priority = prio,
                           .ntasks = ntasks,
                           .cpus_per_task = cpus,
-                          .payload = t};
+                          .payload = t,
+                          .shuffle_map = shuffle,
+                          .barrier = barrier,
+                          .pool = pname};
   tl_taskset_id id = 0;
   note_call(r, d);
   int rc = tl_submit(r->s, &desc, &id);
   expect_rc(r, d, rc, want);
   if (rc == TL_OK && want == TL_OK && id != t->id)
     fail(r, "tl_submit gave id %" PRIu64 ", the model says %" PRIu64, id, t->id);
+}
+
+/* tl_pool_add. A pool lives as long as the scheduler, so the memory it takes joins the empty
+ * scheduler's baseline. */
+static void do_pool_add(tlo_run *r, unsigned pool, unsigned mode, uint32_t weight,
+                        uint32_t min_share) {
+  const char *name = pool_names[pool];
+  int want;
+  if (!pool_name_valid(name) || mode > TL_FAIR || weight == 0)
+    want = TL_EINVAL;
+  else if (r->cfg.mode != TL_FAIR)
+    want = TL_ESTATE;
+  else if (r->pools[pool].exists)
+    want = TL_EEXIST;
+  else
+    want = TL_OK;
+  if (want == TL_OK)
+    r->pools[pool] = (mpool){true, (tl_sched_mode)mode, weight, min_share};
+  char d[96];
+  snprintf(d, sizeof d, "pool_add %.8s mode=%u weight=%u min_share=%u",
+           name == NULL ? "(null)" : name[0] == '\0' ? "\"\"" : name, mode, weight, min_share);
+  tl_stats before, after;
+  tl_stats_get(r->s, &before);
+  note_call(r, d);
+  int rc = tl_pool_add(r->s, name, (tl_sched_mode)mode, weight, min_share);
+  expect_rc(r, d, rc, want);
+  tl_stats_get(r->s, &after);
+  if (rc == TL_OK && want == TL_OK && !r->in_cb) {
+    r->base_bytes += after.mem_live_bytes - before.mem_live_bytes;
+    r->base_blocks += after.mem_live_blocks - before.mem_live_blocks;
+  }
 }
 
 static void do_kill_task(tlo_run *r, tl_tid tid, bool interrupt, const char *msg) {
@@ -1151,7 +1463,7 @@ static void do_cancel(tlo_run *r, uint32_t stage, const char *msg) {
     kill_stage_model(r, stage, false, msg);
     int active = active_of(r, stage);
     if (active >= 0)
-      abort_ts(r, (uint32_t)active, true, 0, 0, msg);
+      abort_ts(r, (uint32_t)active, ABORT_CANCEL, 0, 0, msg);
     for (uint32_t k = 0; k < r->nts; k++)
       if (!r->ts[k].released && r->ts[k].stage == stage)
         finish_if_drained(r, k);
@@ -1182,6 +1494,97 @@ static void do_partition(tlo_run *r, uint32_t stage, uint32_t index) {
   note_call(r, d);
   int rc = tl_partition_completed(r->s, stage, index);
   expect_rc(r, d, rc, want);
+}
+
+/* In its pool's queue: not zombie, something pending or a speculative copy waiting. */
+static bool schedulable(const mts *t) {
+  return !t->released && !t->zombie && t->npend + t->nspecs > 0;
+}
+
+/* Spark's FAIR order between pools: below their min share first (by running / min share),
+ * then by running / weight, then by name. */
+static bool pool_before(const tlo_run *r, unsigned a, unsigned b, const uint32_t *running) {
+  const mpool *pa = &r->pools[a], *pb = &r->pools[b];
+  bool needy_a = running[a] < pa->min_share, needy_b = running[b] < pb->min_share;
+  if (needy_a != needy_b)
+    return needy_a;
+  uint64_t lhs, rhs;
+  if (needy_a) {
+    lhs = (uint64_t)running[a] * (pb->min_share > 1 ? pb->min_share : 1);
+    rhs = (uint64_t)running[b] * (pa->min_share > 1 ? pa->min_share : 1);
+  } else {
+    lhs = (uint64_t)running[a] * pb->weight;
+    rhs = (uint64_t)running[b] * pa->weight;
+  }
+  if (lhs != rhs)
+    return lhs < rhs;
+  return strcmp(pool_names[a], pool_names[b]) < 0;
+}
+
+/* Inside a pool: TL_FIFO by priority, stage id, id; TL_FAIR by running attempts (as the round
+ * began), stage id, stage attempt, id. */
+static bool ts_before(tl_sched_mode mode, const mts *a, const mts *b) {
+  if (mode == TL_FAIR) {
+    if (a->nrunning != b->nrunning)
+      return a->nrunning < b->nrunning;
+    if (a->stage != b->stage)
+      return a->stage < b->stage;
+    if (a->sattempt != b->sattempt)
+      return a->sattempt < b->sattempt;
+  } else {
+    if (a->prio != b->prio)
+      return a->prio < b->prio;
+    if (a->stage != b->stage)
+      return a->stage < b->stage;
+  }
+  return a->id < b->id;
+}
+
+/* Launches the next attempt of index i of task set k on x (spec: a speculative copy). */
+static void launch(tlo_run *r, uint32_t k, uint32_t i, mexec *x, bool spec) {
+  mts *t = &r->ts[k];
+  if (r->natt == r->attcap) {
+    r->attcap = r->attcap ? 2 * r->attcap : 256;
+    r->att = xrealloc(r->att, r->attcap * sizeof *r->att);
+  }
+  tl_tid tid = (tl_tid)r->natt + 1;
+  matt *a = &r->att[r->natt++];
+  memset(a, 0, sizeof *a);
+  a->ts = k;
+  a->index = i;
+  a->attempt = t->idx[i].attempts++;
+  a->ex = x;
+  a->live = true;
+  a->spec = spec;
+  a->launched_at = r->now;
+  if (t->may_spec)
+    t->idx[i].tried |= (uint8_t)(1u << x->host);
+  if (t->idx[i].copies > 0) { /* the two copies know each other, to kill the loser */
+    for (size_t j = 0; j < r->ninflight; j++) {
+      matt *b = &r->att[r->inflight[j] - 1];
+      if (b->ts == k && b->index == i) {
+        a->sibling = r->inflight[j];
+        b->sibling = tid;
+      }
+    }
+  }
+  t->idx[i].copies++;
+  t->nrunning++;
+  x->free_cores -= t->cpus;
+  x->nrunning++;
+  if (r->ninflight == r->inflightcap) {
+    r->inflightcap = r->inflightcap ? 2 * r->inflightcap : 64;
+    r->inflight = xrealloc(r->inflight, r->inflightcap * sizeof *r->inflight);
+  }
+  r->inflight[r->ninflight++] = tid;
+  r->launched++;
+  mevent *e = push_ev(r, EV_STARTED);
+  e->tid = tid;
+  e->ts = k;
+  e->index = i;
+  e->attempt = a->attempt;
+  e->ex = x;
+  e->spec = spec;
 }
 
 /* One offer round. bad: one more offer with an empty id (TL_EINVAL). */
@@ -1225,68 +1628,103 @@ static void do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, si
       slot_cores[nslots] = cores[i] < xs[i]->free_cores ? cores[i] : xs[i]->free_cores;
       nslots++;
     }
-    /* Task sets in FIFO order: priority, stage id, id. */
+    /* The round's launch budget: min(cap, pending and speculatable tasks, offered cores). */
+    uint64_t offered = 0;
+    for (size_t i = 0; i < nslots; i++)
+      offered += slot_cores[i];
+    size_t todo = 0;
+    for (uint32_t k = 0; k < r->nts; k++)
+      if (!r->ts[k].released && !r->ts[k].zombie)
+        todo += r->ts[k].npend + r->ts[k].nspecs;
+    size_t most = cap < todo ? cap : todo;
+    if (most > offered)
+      most = (size_t)offered;
+    uint64_t left = offered;
+    /* The order is taken when the round begins: pools with something schedulable by Spark's
+     * FAIR comparator (TL_FIFO: "default" only), and in each its task sets in its mode's order. */
     uint32_t order[MAXTS];
     size_t norder = 0;
+    unsigned porder[NPOOLNAMES];
+    size_t npools = 0;
+    uint32_t prun[NPOOLNAMES] = {0};
+    bool queued[NPOOLNAMES] = {false};
     for (uint32_t k = 0; k < r->nts; k++) {
       const mts *t = &r->ts[k];
-      if (t->released || t->zombie || t->npend == 0)
+      if (t->released)
         continue;
-      size_t pos = norder++;
-      while (pos > 0) {
-        const mts *p = &r->ts[order[pos - 1]];
-        bool before = t->prio != p->prio     ? t->prio < p->prio
-                      : t->stage != p->stage ? t->stage < p->stage
-                                             : t->id < p->id;
-        if (!before)
-          break;
-        order[pos] = order[pos - 1];
+      prun[t->pool] += t->nrunning;
+      if (schedulable(t))
+        queued[t->pool] = true;
+    }
+    for (unsigned p = 0; p < NPOOLNAMES; p++) {
+      if (!queued[p])
+        continue;
+      size_t pos = npools++;
+      while (pos > 0 && pool_before(r, p, porder[pos - 1], prun)) {
+        porder[pos] = porder[pos - 1];
         pos--;
       }
-      order[pos] = k;
+      porder[pos] = p;
     }
-    for (size_t o = 0; o < norder && npred < cap; o++) {
-      mts *t = &r->ts[order[o]];
+    r->f_fair_rounds += npools > 1;
+    for (size_t pi = 0; pi < npools; pi++) {
+      unsigned p = porder[pi];
+      for (uint32_t k = 0; k < r->nts; k++) {
+        const mts *t = &r->ts[k];
+        if (t->released || t->pool != p || !schedulable(t))
+          continue;
+        size_t pos = norder++;
+        while (pos > 0 && r->ts[order[pos - 1]].pool == p &&
+               ts_before(r->pools[p].mode, t, &r->ts[order[pos - 1]])) {
+          order[pos] = order[pos - 1];
+          pos--;
+        }
+        order[pos] = k;
+      }
+    }
+    for (size_t o = 0; o < norder && npred < most && left > 0; o++) {
+      uint32_t k = order[o];
+      mts *t = &r->ts[k];
+      if (t->cpus > left)
+        continue;
+      if (t->barrier) { /* all of its tasks in this round, or none */
+        uint64_t fit = 0;
+        for (size_t i = 0; i < nslots; i++)
+          fit += slot_cores[i] / t->cpus;
+        if (t->npend != t->ntasks || most - npred < t->npend || fit < t->npend)
+          continue;
+      }
       for (;;) {
         size_t launched = 0;
-        for (size_t i = 0; i < nslots && npred < cap && t->npend > 0; i++) {
+        for (size_t i = 0; i < nslots && npred < most && t->npend + t->nspecs > 0; i++) {
           mexec *x = slot_ex[i];
-          if (slot_cores[i] < t->cpus || x->free_cores < t->cpus)
+          if (slot_cores[i] < t->cpus)
             continue;
-          uint32_t index = pend_pop(t);
-          if (r->natt == r->attcap) {
-            r->attcap = r->attcap ? 2 * r->attcap : 256;
-            r->att = xrealloc(r->att, r->attcap * sizeof *r->att);
+          /* Regular pending tasks first, then speculative copies, never on a host an attempt
+           * of the index was launched on. */
+          uint32_t index;
+          bool spec = false;
+          if (t->npend > 0) {
+            index = pend_pop(t);
+          } else {
+            uint32_t s_at = t->nspecs;
+            while (s_at > 0 && (t->idx[t->specs[s_at - 1]].tried & (1u << x->host)))
+              s_at--;
+            if (s_at == 0)
+              continue;
+            index = t->specs[s_at - 1];
+            spec_remove(t, index);
+            spec = true;
           }
-          matt *a = &r->att[r->natt++];
-          a->ts = order[o];
-          a->index = index;
-          a->attempt = t->idx[index].attempts++;
-          a->ex = x;
-          a->running = false;
-          a->live = true;
-          a->frozen = false;
-          t->idx[index].copies++;
-          t->nrunning++;
-          x->free_cores -= t->cpus;
-          x->nrunning++;
+          launch(r, k, index, x, spec);
+          r->f_spec_launches += spec;
+          r->f_barrier_launches += t->barrier && t->npend == 0 && launched + 1 == t->ntasks;
           slot_cores[i] -= t->cpus;
-          if (r->ninflight == r->inflightcap) {
-            r->inflightcap = r->inflightcap ? 2 * r->inflightcap : 64;
-            r->inflight = xrealloc(r->inflight, r->inflightcap * sizeof *r->inflight);
-          }
-          r->inflight[r->ninflight++] = (tl_tid)r->natt;
-          r->launched++;
-          mevent *e = push_ev(r, EV_STARTED);
-          e->tid = (tl_tid)r->natt;
-          e->ts = order[o];
-          e->index = index;
-          e->attempt = a->attempt;
-          e->ex = x;
+          left -= t->cpus;
           npred++;
           launched++;
         }
-        if (launched == 0 || t->npend == 0 || npred == cap)
+        if (launched == 0 || t->npend + t->nspecs == 0 || npred == most)
           break;
       }
     }
@@ -1327,6 +1765,7 @@ static void do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, si
     CMP_L(attempt, a->attempt);
     CMP_L(cpus, t->cpus);
     CMP_L(locality, TL_NO_PREF);
+    CMP_L(speculative, a->spec);
 #undef CMP_L
     if (strcmp(out[k].executor_id, a->ex->id) != 0)
       fail(r, "launch %zu on %s, the model says %s", k, out[k].executor_id, a->ex->id);
@@ -1352,66 +1791,172 @@ static void do_offer_alive(tlo_run *r, uint32_t cores, size_t cap, bool all) {
   do_offer(r, xs, cs, n, cap, false);
 }
 
+/* result_size choices of TLO_UPDATE (d): 0 the result mode's own (8 per mode, 0 for mode 3). */
+static const size_t result_sizes[8] = {0, 0, 1, 7, 13, 40, 1000, SIZE_MAX};
+
 static void do_update(tlo_run *r, mexec *x, tl_tid tid, unsigned state, unsigned failure,
-                      const char *msg, unsigned resmode) {
+                      const char *msg, unsigned resmode, unsigned sizesel) {
   tlo_res *res = resmode != 0 ? res_new(r) : NULL;
   void (*rfree)(void *) = resmode == 2 ? NULL : res_free;
-  size_t rsize = resmode == 3 ? 0 : 8 * resmode;
+  size_t rsize = sizesel % 8 != 0 ? result_sizes[sizesel % 8] : resmode == 3 ? 0 : 8 * resmode;
   int want;
   matt *a = NULL;
   if (state > TL_TASK_KILLED || (res != NULL && state != TL_TASK_FINISHED) ||
       (state == TL_TASK_FAILED && (failure == TL_END_SUCCESS || failure == TL_END_EXECUTOR_LOST ||
                                    failure > TL_END_RESULT_LOST))) {
     want = TL_EINVAL;
-  } else if (x->state == MX_NONE) {
-    want = TL_ENOENT;
-  } else if (x->state == MX_REMOVED) {
-    want = TL_EGONE;
-  } else if ((a = indexed(r, tid)) == NULL) {
-    want = TL_ESTALE;
-    r->stale++;
-  } else if (a->ex != x) {
-    want = TL_EOWNER;
-    r->rejected_updates++;
   } else {
-    want = TL_OK;
+    if (r->cfg.speculation) /* a success's run time is recorded: the update reads the clock */
+      clock_read(r);
+    if (x->state == MX_NONE) {
+      want = TL_ENOENT;
+    } else if (x->state == MX_REMOVED) {
+      want = TL_EGONE;
+    } else if ((a = indexed(r, tid)) == NULL) {
+      want = TL_ESTALE;
+      r->stale++;
+    } else if (a->ex != x) {
+      want = TL_EOWNER;
+      r->rejected_updates++;
+    } else {
+      want = TL_OK;
+    }
   }
   if (want == TL_OK) {
+    r->f_late_reports += a->killed_by_other;
     if (state == TL_TASK_RUNNING) {
       a->running = true;
     } else {
-      tl_end_kind kind;
+      mts *t = &r->ts[a->ts];
+      const mindex *ix = &t->idx[a->index];
+      mend m = {TL_END_SUCCESS, false, msg, NULL, 0, NULL, NULL, false};
       if (state == TL_TASK_FINISHED) {
-        kind = TL_END_SUCCESS;
-        r->succeeded++;
+        /* What the update gave is passed on (the result itself only with a success). */
+        m.result_size = rsize;
+        m.result_free = rfree;
+        if (a->killed_by_other && ix->done) {
+          /* Another copy won: the result is not taken, and counts for nothing. */
+          m.kind = TL_END_KILLED;
+          m.msg = "Finish but did not commit: another attempt succeeded.";
+          r->killed++;
+        } else {
+          /* Every result counts toward max_result_bytes, dropped ones too. */
+          t->nresults++;
+          t->result_bytes = rsize > UINT64_MAX - t->result_bytes ? UINT64_MAX
+                                                                 : t->result_bytes + rsize;
+          if (!t->shuffle && r->cfg.max_result_bytes != 0 &&
+              t->result_bytes > r->cfg.max_result_bytes) {
+            m.kind = TL_END_RESULT_TOO_LARGE;
+            r->failed_count++;
+          } else {
+            m.kind = TL_END_SUCCESS;
+            r->succeeded++;
+            /* The output of an active shuffle-map task set stays on its executor, unless this
+             * success completes the task set. */
+            m.output = t->shuffle && !t->zombie && !ix->done && t->nsucceeded + 1 < t->ntasks;
+          }
+        }
+        if (m.kind == TL_END_SUCCESS)
+          m.result = res;
+        else
+          m.dropped = res;
       } else if (state == TL_TASK_KILLED) {
-        kind = TL_END_KILLED;
+        m.kind = TL_END_KILLED;
         r->killed++;
       } else {
-        kind = (tl_end_kind)failure;
-        if (kind == TL_END_KILLED)
+        m.kind = (tl_end_kind)failure;
+        m.counts = m.kind == TL_END_EXCEPTION || m.kind == TL_END_RESULT_LOST;
+        if (m.kind == TL_END_KILLED)
           r->killed++;
         else
           r->failed_count++;
       }
       x->nrunning--;
-      x->free_cores += r->ts[a->ts].cpus;
-      attempt_ended(r, tid, kind, kind == TL_END_EXCEPTION || kind == TL_END_RESULT_LOST, msg,
-                    kind == TL_END_SUCCESS ? res : NULL, kind == TL_END_SUCCESS ? rsize : 0,
-                    kind == TL_END_SUCCESS ? rfree : NULL);
+      x->free_cores += t->cpus;
+      attempt_ended(r, tid, &m);
       push_revive_if_wanted(r);
     }
   }
-  char d[160];
-  snprintf(d, sizeof d, "update %s tid=%" PRIu64 " %s%s%s result=%u msg=%.12s", x->id, tid,
-           state_name((int)state), state == TL_TASK_FAILED ? "/" : "",
-           state == TL_TASK_FAILED ? end_name((int)failure) : "", resmode, msg ? msg : "(null)");
+  char d[176];
+  snprintf(d, sizeof d, "update %s tid=%" PRIu64 " %s%s%s result=%u size=%zu msg=%.12s", x->id,
+           tid, state_name((int)state), state == TL_TASK_FAILED ? "/" : "",
+           state == TL_TASK_FAILED ? end_name((int)failure) : "", resmode, rsize,
+           msg ? msg : "(null)");
   tl_update u = {(tl_task_state)state, (tl_end_kind)failure, msg, res, rsize, rfree};
   note_call(r, d);
   int rc = tl_status_update(r->s, x->id, tid, &u);
   if (rc != TL_OK && res != NULL)
     res_free(res); /* on error the result is still ours */
   expect_rc(r, d, rc, want);
+}
+
+/* Whether task set t is looked at, and the run time past which its attempts are slow: only
+ * active task sets that may speculate and have more than one task, once at least
+ * max(floor(quantile x ntasks), 1) run times are recorded; then slow past
+ * max(multiplier x the median of those run times, min runtime). */
+static bool slow_after(const tlo_run *r, const mts *t, uint64_t *threshold) {
+  if (t->released || t->zombie || !t->may_spec || t->ntasks < 2)
+    return false;
+  double wanted = r->cfg.speculation_quantile * (double)t->ntasks;
+  uint64_t min_finished = wanted < 1.0 ? 1 : (uint64_t)wanted;
+  if (t->ndur < min_finished)
+    return false;
+  uint64_t median = median_of(t);
+  double x = r->cfg.speculation_multiplier * (double)median;
+  double twice = 2 * r->cfg.speculation_multiplier;
+  if ((r->kb & TLO_KB_THRESHOLD_CUTOFF) || twice != (double)(uint32_t)twice) {
+    /* What the library does: the product in doubles (rounded past 2^53 ns), and from 1.8e19
+     * ns (not 2^64) no run is slow. */
+    *threshold = x >= 1.8e19 ? UINT64_MAX : (uint64_t)x;
+  } else {
+    /* Exactly: a run of n ns is longer than multiplier x median when n > floor(that); past
+     * 2^64 no run is. The configured multipliers are halves. */
+    uint64_t k = (uint32_t)twice, half = median / 2, odd = (median % 2) * k / 2;
+    /* floor(k x median / 2) = k x floor(median / 2) + floor(k x (median mod 2) / 2) */
+    *threshold = half != 0 && k > (UINT64_MAX - odd) / half ? UINT64_MAX : k * half + odd;
+  }
+  if (*threshold < r->cfg.speculation_min_runtime_ns)
+    *threshold = r->cfg.speculation_min_runtime_ns;
+  if (*threshold == 0 && (r->kb & TLO_KB_ZERO_THRESHOLD))
+    *threshold = 1; /* what the library does: a run of 1 ns is not "longer than 0" there */
+  return true;
+}
+
+/* tl_tick's speculation check, every speculation_interval_ns: each attempt that has run longer
+ * than its task set's threshold, alone in flight for its index (which is neither done nor
+ * speculatable already) and not frozen, makes its index speculatable; task sets in submission
+ * order, attempts in launch order. */
+static void spec_check(tlo_run *r) {
+  if (!r->cfg.speculation || r->now < r->next_spec || r->spec_never)
+    return;
+  for (uint32_t k = 0; k < r->nts; k++) {
+    mts *t = &r->ts[k];
+    uint64_t threshold;
+    if (!slow_after(r, t, &threshold))
+      continue;
+    trace(r, 2, "  speculation check: task set %" PRIu64 " slow past %" PRIu64 " ns (%u run times)",
+          t->id, threshold, t->ndur);
+    for (size_t j = 0; j < r->ninflight; j++) {
+      const matt *a = &r->att[r->inflight[j] - 1];
+      if (a->ts != k)
+        continue;
+      const mindex *ix = &t->idx[a->index];
+      if (a->frozen || ix->done || ix->spec || ix->copies != 1 || r->now <= a->launched_at ||
+          r->now - a->launched_at <= threshold)
+        continue;
+      spec_push(t, a->index);
+      r->f_spec_submitted++;
+      mevent *e = push_ev(r, EV_SPEC);
+      e->ts = k;
+      e->index = a->index;
+      r->revive_wanted = true;
+    }
+  }
+  push_revive_if_wanted(r);
+  /* Past the end of time the next check never comes (a deadline saturated there never does);
+   * the library's sum wraps around instead, so every later tick checks and answers 0. */
+  r->spec_never = !(r->kb & TLO_KB_SPEC_WRAP) && r->now > UINT64_MAX - r->cfg.speculation_interval_ns;
+  r->next_spec = r->spec_never ? UINT64_MAX : r->now + r->cfg.speculation_interval_ns;
 }
 
 static void do_tick(tlo_run *r) {
@@ -1454,6 +1999,7 @@ static void do_tick(tlo_run *r) {
         }
       }
   }
+  spec_check(r);
   bool nested = r->in_cb != 0;
   uint64_t want_next = next_deadline(r);
   char d[80];
@@ -1461,8 +2007,9 @@ static void do_tick(tlo_run *r) {
   note_call(r, d);
   uint64_t next = tl_tick(r->s);
   expect_rc(r, d, TL_OK, TL_OK);
-  /* A top-level tick answers after its events are delivered, so re-entrant calls count. */
-  if (!nested)
+  /* A top-level tick answers after its events are delivered, so re-entrant calls count (unless
+   * something was due again already: then 0 stands). */
+  if (!nested && want_next != 0)
     want_next = next_deadline(r);
   if (next != want_next)
     fail(r, "tl_tick returned %" PRIu64 ", the model says %" PRIu64, next, want_next);
@@ -1560,6 +2107,7 @@ static void cmp_task(tlo_run *r, const mevent *e, const tl_task_info *t) {
   CMP(r, "task.index", t->index, e->index);
   CMP(r, "task.attempt", t->attempt, e->attempt);
   CMP(r, "task.locality", t->locality, TL_NO_PREF);
+  CMP(r, "task.speculative", t->speculative, e->spec);
   cmp_str(r, "task.executor_id", t->executor_id, e->ex->id);
   cmp_str(r, "task.host", t->host, host_names[e->ex->host]);
   if (t->payload != ts)
@@ -1576,10 +2124,11 @@ static void cb_task_started(void *ud, const tl_task_info *t) {
     cb_check(r, (int)e->ts, e->ex);
   }
   if (!r->failed && (r->reent & TLO_RE_RUNNING))
-    do_update(r, exec_by_id(r, t->executor_id), t->tid, TL_TASK_RUNNING, 0, NULL, 0);
+    do_update(r, exec_by_id(r, t->executor_id), t->tid, TL_TASK_RUNNING, 0, NULL, 0, 0);
   if (!r->failed && (r->reent & TLO_RE_FINISH) && !r->re_finish_done) {
     r->re_finish_done = true;
-    do_update(r, exec_by_id(r, t->executor_id), t->tid, TL_TASK_FINISHED, 0, "re-entrant", 1);
+    do_update(r, exec_by_id(r, t->executor_id), t->tid, TL_TASK_FINISHED, 0, "re-entrant", 1,
+              r->re_arg);
   }
   cb_leave(r);
 }
@@ -1607,6 +2156,15 @@ static void cb_task_ended(void *ud, const tl_task_info *t, const tl_task_end *en
       else
         res_free(res);
     }
+    if (e->dropped != NULL) {
+      /* Withheld: the library has freed it with result_free; without one, nobody can (the
+       * callee gets NULL), so the run counts it freed here. */
+      tlo_res *res = e->dropped;
+      if (e->result_free == NULL)
+        res_free(res);
+      else if (res->frees != 1)
+        fail(r, "a withheld result was freed %u times before task_ended", res->frees);
+    }
     cb_check(r, (int)e->ts, e->ex);
   }
   if (!r->failed && (r->reent & TLO_RE_POKE) && !r->re_lose_done) {
@@ -1617,7 +2175,25 @@ static void cb_task_ended(void *ud, const tl_task_info *t, const tl_task_end *en
   }
   if (!r->failed && (r->reent & TLO_RE_SUBMIT) && !r->re_submit_done) {
     r->re_submit_done = true;
-    do_submit(r, r->re_arg % NSTAGES, -1, (r->re_arg >> 3) & 3, 1 + (r->re_arg >> 5), 0);
+    do_submit(r, r->re_arg % NSTAGES, -1, (r->re_arg >> 3) & 3, 1 + (r->re_arg >> 5), 0, 0,
+              (r->re_arg & 4) != 0, false);
+  }
+  cb_leave(r);
+}
+
+static void cb_speculative(void *ud, const tl_taskset_info *ts, uint32_t index) {
+  tlo_run *r = cb_enter(ud);
+  if (r == NULL)
+    return;
+  mevent *e = pop_ev(r, EV_SPEC);
+  if (e != NULL) {
+    const mts *t = &r->ts[e->ts];
+    CMP(r, "speculative.id", ts->id, t->id);
+    CMP(r, "speculative.stage_id", ts->stage_id, t->stage);
+    CMP(r, "speculative.stage_attempt", ts->stage_attempt, t->sattempt);
+    CMP(r, "speculative.ntasks", ts->ntasks, t->ntasks);
+    CMP(r, "speculative.index", index, e->index);
+    cb_check(r, (int)e->ts, NULL);
   }
   cb_leave(r);
 }
@@ -1667,6 +2243,7 @@ static void while_closing(tlo_run *r) {
   expect_rc(r, "kill_stage while freeing", tl_kill_stage(r->s, 0, false, NULL), TL_EBUSY);
   expect_rc(r, "cancel_stage while freeing", tl_cancel_stage(r->s, 0, NULL), TL_EBUSY);
   expect_rc(r, "partition while freeing", tl_partition_completed(r->s, 0, 0), TL_EBUSY);
+  expect_rc(r, "pool_add while freeing", tl_pool_add(r->s, "busy", TL_FAIR, 1, 0), TL_EBUSY);
   expect_rc(r, "update while freeing", tl_status_update(r->s, id, 1, &u), TL_EBUSY);
   note_call(r, "scheduler_free while freeing");
   expect_rc(r, "scheduler_free while freeing", tl_scheduler_free(r->s), TL_EBUSY);
@@ -1762,7 +2339,7 @@ static void cb_kill(void *ud, tl_tid tid, const char *id, bool interrupt, const 
   if (!r->failed && (r->reent & TLO_RE_KILLED)) {
     mexec *x = exec_by_id(r, id);
     if (x != NULL)
-      do_update(r, x, tid, TL_TASK_KILLED, 0, "killed as asked", 0);
+      do_update(r, x, tid, TL_TASK_KILLED, 0, "killed as asked", 0, 0);
   }
   cb_leave(r);
 }
@@ -1832,7 +2409,8 @@ static void apply(tlo_run *r, const tlo_op *op) {
     break;
   case TLO_SUBMIT:
     do_submit(r, op->stage % NSTAGES, op->a % 8 == 0 ? -1 : (int)(op->a % 8) - 1, op->b % 4,
-              op->c % 13, op->flags % 3);
+              op->c % 13, (op->flags & 3) % 3, op->d % NPOOLNAMES, (op->flags & 4) != 0,
+              (op->flags & 8) != 0);
     break;
   case TLO_KILL_TASK:
     do_kill_task(r, resolve_tid(r, op->tid), op->flags & 1, message_of(op->msg));
@@ -1864,12 +2442,14 @@ static void apply(tlo_run *r, const tlo_op *op) {
     tl_tid tid = resolve_tid(r, op->tid);
     matt *a = att_of(r, tid);
     mexec *x = (op->flags & 1) || a == NULL ? resolve_exec(r, op->exec) : a->ex;
-    do_update(r, x, tid, op->a % 5, op->b % 8, message_of(op->msg), op->c % 4);
+    do_update(r, x, tid, op->a % 5, op->b % 8, message_of(op->msg), op->c % 4, op->d);
     break;
   }
   case TLO_CLOCK: {
     unsigned step = op->a % NCLOCK_STEPS;
-    if (step == NCLOCK_STEPS - 2)
+    if (step == NCLOCK_STEPS - 3)
+      r->raw_now = add_sat(r->raw_now, r->cfg.speculation_interval_ns);
+    else if (step == NCLOCK_STEPS - 2)
       r->raw_now = r->raw_now > CLOCK_BACK ? r->raw_now - CLOCK_BACK : 0;
     else if (step == NCLOCK_STEPS - 1)
       r->raw_now = r->raw_now > CLOCK_END ? r->raw_now : CLOCK_END;
@@ -1885,6 +2465,11 @@ static void apply(tlo_run *r, const tlo_op *op) {
   case TLO_INSPECT:
     do_inspect(r, resolve_exec(r, op->exec), op->a, op->b);
     break;
+  case TLO_POOL_ADD: {
+    static const uint32_t weights[4] = {0, 1, 2, 5}, shares[4] = {0, 1, 2, 4};
+    do_pool_add(r, op->d % NPOOLNAMES, op->a % 3, weights[op->b % 4], shares[op->c % 4]);
+    break;
+  }
   case TLO_NKINDS:
     break;
   }
@@ -1896,26 +2481,27 @@ static void apply_top(tlo_run *r, const tlo_op *op) {
   r->re_arg = op->re_arg;
   r->re_submit_done = r->re_offer_done = r->re_first_done = r->re_finish_done = false;
   r->re_lose_done = false;
-  tlo_op_describe(op, r->desc, sizeof r->desc);
+  r->desc[0] = '\0'; /* until a call names itself; a failure before that describes the op */
+  r->op = op;
   apply(r, op);
   r->reent = 0;
-  if (r->failed)
-    return;
-  if (r->qhead != r->qlen) {
+  if (!r->failed && r->qhead != r->qlen) {
     char d[256];
     describe_ev(r, &r->q[r->qhead], d, sizeof d);
     fail(r, "%zu expected events were not delivered, the first: %s", r->qlen - r->qhead, d);
-    return;
   }
-  drop_events(r);
-  compare_all(r, true);
+  if (!r->failed) {
+    drop_events(r);
+    compare_all(r, true);
+  }
+  r->op = NULL;
 }
 
 /* ---------------------------------------------------------------------------------------------
  * The codec.
  * ------------------------------------------------------------------------------------------- */
 
-enum { F_EXEC, F_TID, F_STAGE, F_A, F_B, F_C, F_FLAGS, F_MSG, F_OFFERS, F_END };
+enum { F_EXEC, F_TID, F_STAGE, F_A, F_B, F_C, F_D, F_FLAGS, F_MSG, F_OFFERS, F_END };
 
 /* The fields each kind encodes, in order; reent and re_arg follow every operation. What they
  * mean (each taken modulo its domain when the operation runs):
@@ -1927,32 +2513,38 @@ enum { F_EXEC, F_TID, F_STAGE, F_A, F_B, F_C, F_FLAGS, F_MSG, F_OFFERS, F_END };
  *   HEARTBEAT, DECOMMISSION (msg), INSPECT (a: task set, from the newest back, 15 = unknown;
  *             b: explain buffer {1, 8, 64, 4096}): exec.
  *   SUBMIT    stage; a: stage attempt (0 = the next fresh one, k = k - 1); b: priority 0-3;
- *             c: ntasks 0-12 (0 invalid); flags: cpus per task 0-2 (0 = the config's).
+ *             c: ntasks 0-12 (0 invalid); flags bits 0-1: cpus per task 0-2 (0 = the
+ *             config's; 3 is 0), bit 2: shuffle_map, bit 3: barrier; d: pool (pool_names:
+ *             0 NULL, 1 "default", 2-4 "a"-"c", 5 255 bytes, 6 "" and 7 256 bytes invalid).
+ *   POOL_ADD  d: name (pool_names); a: mode (0 FIFO, 1 FAIR, 2 invalid); b: weight {0 =
+ *             invalid, 1, 2, 5}; c: min share {0, 1, 2, 4}.
  *   KILL_TASK tid; flags bit 0: interrupt; msg.  KILL_STAGE, CANCEL_STAGE: stage (6 = 99),
  *             flags, msg.  PARTITION: stage, a: index 0-13.
  *   OFFER     noffers, then exec and cores (0-4) of each; a: cap 0-16; flags bit 0: one more
  *             offer with an empty id (invalid).
  *   UPDATE    tid; flags bit 0: from exec rather than the tid's own executor; a: state (4 =
  *             invalid); b: failure kind 0-7 (0, 6, 7 invalid in an update); c: result (0 none,
- *             1 with result_free, 2 without, 3 of size 0); msg.
+ *             1 with result_free, 2 without, 3 of size 0); d: result_size (result_sizes: 0
+ *             the mode's own, else 0, 1, 7, 13, 40, 1000, SIZE_MAX); msg.
  *   CLOCK     a: step (see clock_steps).  HEARTBEAT_ALL, OFFER_ALL, TICK: nothing. */
-static const uint8_t tlo_fields[TLO_NKINDS][8] = {
+static const uint8_t tlo_fields[TLO_NKINDS][10] = {
     [TLO_ADD] = {F_EXEC, F_A, F_B, F_C, F_FLAGS, F_END},
     [TLO_LOSE] = {F_EXEC, F_A, F_FLAGS, F_C, F_MSG, F_END},
     [TLO_HEARTBEAT] = {F_EXEC, F_END},
     [TLO_HEARTBEAT_ALL] = {F_END},
     [TLO_DECOMMISSION] = {F_EXEC, F_MSG, F_END},
-    [TLO_SUBMIT] = {F_STAGE, F_A, F_B, F_C, F_FLAGS, F_END},
+    [TLO_SUBMIT] = {F_STAGE, F_A, F_B, F_C, F_FLAGS, F_D, F_END},
     [TLO_KILL_TASK] = {F_TID, F_FLAGS, F_MSG, F_END},
     [TLO_KILL_STAGE] = {F_STAGE, F_FLAGS, F_MSG, F_END},
     [TLO_CANCEL_STAGE] = {F_STAGE, F_MSG, F_END},
     [TLO_PARTITION] = {F_STAGE, F_A, F_END},
     [TLO_OFFER] = {F_OFFERS, F_A, F_FLAGS, F_END},
     [TLO_OFFER_ALL] = {F_END},
-    [TLO_UPDATE] = {F_TID, F_FLAGS, F_EXEC, F_A, F_B, F_C, F_MSG, F_END},
+    [TLO_UPDATE] = {F_TID, F_FLAGS, F_EXEC, F_A, F_B, F_C, F_MSG, F_D, F_END},
     [TLO_CLOCK] = {F_A, F_END},
     [TLO_TICK] = {F_END},
     [TLO_INSPECT] = {F_EXEC, F_A, F_B, F_END},
+    [TLO_POOL_ADD] = {F_D, F_A, F_B, F_C, F_END},
 };
 
 static uint8_t *field_of(tlo_op *op, int f) {
@@ -1969,6 +2561,8 @@ static uint8_t *field_of(tlo_op *op, int f) {
     return &op->b;
   case F_C:
     return &op->c;
+  case F_D:
+    return &op->d;
   case F_FLAGS:
     return &op->flags;
   default:
@@ -2035,10 +2629,10 @@ void tlo_op_describe(const tlo_op *op, char *buf, size_t len) {
   static const char *const names[TLO_NKINDS] = {
       "add",       "lose",       "heartbeat",    "heartbeat_all", "decommission", "submit",
       "kill_task", "kill_stage", "cancel_stage", "partition",     "offer",        "offer_all",
-      "update",    "clock",      "tick",         "inspect"};
+      "update",    "clock",      "tick",         "inspect",       "pool_add"};
   snprintf(buf, len,
-           "%s exec=%u tid=%u stage=%u a=%u b=%u c=%u flags=%u msg=%u offers=%u reent=%#x",
-           names[op->kind % TLO_NKINDS], op->exec, op->tid, op->stage, op->a, op->b, op->c,
+           "%s exec=%u tid=%u stage=%u a=%u b=%u c=%u d=%u flags=%u msg=%u offers=%u reent=%#x",
+           names[op->kind % TLO_NKINDS], op->exec, op->tid, op->stage, op->a, op->b, op->c, op->d,
            op->flags, op->msg, op->noffers % (TLO_MAX_OFFERS + 1u), op->reent);
 }
 
@@ -2093,6 +2687,26 @@ static uint8_t gen_tid(tlo_run *r) {
   return (uint8_t)(224 + rnd(r, 32));
 }
 
+/* An attempt reference (below 128) to an attempt in the tid index that is a loser already
+ * killed (which 1) or one of two copies in flight (which 2); false when there is none. */
+static bool pick_indexed(tlo_run *r, int which, uint8_t *sel) {
+  size_t n = 0, ncand = 0, cand[64];
+  for (size_t i = 0; i < r->ninflight; i++) {
+    const matt *a = &r->att[r->inflight[i] - 1];
+    if (a->frozen)
+      continue;
+    bool want = which == 1 ? a->killed_by_other : a->sibling != 0 && !a->killed_by_other;
+    if (want && ncand < 64)
+      cand[ncand++] = n;
+    n++;
+  }
+  if (ncand == 0 || n > 128)
+    return false;
+  size_t j = cand[rnd(r, (uint32_t)ncand)];
+  *sel = (uint8_t)((j * 128 + n - 1) / n); /* resolve_tid: the sel-th 128th of the way */
+  return true;
+}
+
 static uint8_t gen_msg(tlo_run *r) {
   uint32_t p = rnd(r, 100);
   return p < 55 ? 0 : p < 75 ? 1 : p < 97 ? 2 : 3;
@@ -2102,22 +2716,43 @@ static void gen_op(tlo_run *r, tlo_op *op) {
   static const struct {
     tlo_kind kind;
     uint32_t weight;
-  } weights[] = {
+  } base[] = {
       {TLO_ADD, 8},          {TLO_LOSE, 5},      {TLO_HEARTBEAT, 2}, {TLO_HEARTBEAT_ALL, 6},
       {TLO_DECOMMISSION, 2}, {TLO_SUBMIT, 8},    {TLO_KILL_TASK, 3}, {TLO_KILL_STAGE, 2},
       {TLO_CANCEL_STAGE, 1}, {TLO_PARTITION, 2}, {TLO_OFFER, 10},    {TLO_OFFER_ALL, 8},
-      {TLO_UPDATE, 32},      {TLO_CLOCK, 5},     {TLO_TICK, 4},      {TLO_INSPECT, 2}};
+      {TLO_UPDATE, 32},      {TLO_CLOCK, 5},     {TLO_TICK, 4},      {TLO_INSPECT, 2},
+      {TLO_POOL_ADD, 1}};
+  uint32_t weights[TLO_NKINDS];
+  bool spec = r->cfg.speculation, fair = r->cfg.mode == TL_FAIR;
+  unsigned npools = 0, alive = 0;
+  for (unsigned p = 0; p < NPOOLNAMES; p++)
+    npools += r->pools[p].exists;
+  for (unsigned sl = 0; sl < NSLOTS; sl++)
+    for (uint32_t g = 0; g < r->ngen[sl]; g++)
+      alive += r->ex[sl][g].state == MX_ALIVE;
   uint32_t total = 0;
-  for (size_t i = 0; i < sizeof weights / sizeof weights[0]; i++)
-    total += weights[i].weight;
+  for (size_t i = 0; i < TLO_NKINDS; i++) {
+    weights[i] = base[i].weight;
+    if (spec && (base[i].kind == TLO_CLOCK || base[i].kind == TLO_TICK))
+      weights[i] += 5; /* time passes in small steps and checks run often: slow tasks */
+    if (spec && base[i].kind == TLO_OFFER_ALL)
+      weights[i] += 4; /* and their copies find offers */
+    if (spec && base[i].kind == TLO_ADD && alive < 3)
+      weights[i] += 16; /* on several hosts */
+    if (spec && base[i].kind == TLO_LOSE)
+      weights[i] -= 2;
+    if (fair && base[i].kind == TLO_POOL_ADD)
+      weights[i] = npools < 4 ? 8 : 1;
+    total += weights[i];
+  }
   uint32_t pick = rnd(r, total);
   tlo_kind kind = TLO_TICK;
-  for (size_t i = 0; i < sizeof weights / sizeof weights[0]; i++) {
-    if (pick < weights[i].weight) {
-      kind = weights[i].kind;
+  for (size_t i = 0; i < TLO_NKINDS; i++) {
+    if (pick < weights[i]) {
+      kind = base[i].kind;
       break;
     }
-    pick -= weights[i].weight;
+    pick -= weights[i];
   }
   memset(op, 0, sizeof *op);
   op->kind = (uint8_t)kind;
@@ -2138,7 +2773,7 @@ static void gen_op(tlo_run *r, tlo_op *op) {
     op->flags = fresh;
     op->a = (uint8_t)rnd(r, NHOSTS);
     op->b = chance(r, 92) ? 0 : (uint8_t)rnd(r, 5);
-    op->c = chance(r, 3) ? 0 : chance(r, 3) ? 7 : (uint8_t)(1 + rnd(r, 4));
+    op->c = chance(r, 3) ? 0 : chance(r, spec ? 25 : 3) ? 7 : (uint8_t)(1 + rnd(r, 4));
     break;
   }
   case TLO_LOSE: {
@@ -2161,12 +2796,34 @@ static void gen_op(tlo_run *r, tlo_op *op) {
     op->exec = gen_exec(r, false);
     op->msg = gen_msg(r);
     break;
-  case TLO_SUBMIT:
+  case TLO_SUBMIT: {
     op->stage = (uint8_t)rnd(r, NSTAGES);
     op->a = chance(r, 85) ? 0 : (uint8_t)(1 + rnd(r, 4));
     op->b = (uint8_t)rnd(r, 4);
-    op->c = chance(r, 2) ? 0 : (uint8_t)(1 + rnd(r, MAXTASKS));
+    bool barrier = chance(r, 12);
+    op->c = chance(r, 2)                   ? 0
+            : barrier && chance(r, 70)     ? (uint8_t)(1 + rnd(r, 4))
+                                           : (uint8_t)(1 + rnd(r, MAXTASKS));
     op->flags = chance(r, 85) ? 0 : (uint8_t)(1 + rnd(r, 2));
+    op->flags |= (uint8_t)((chance(r, 35) ? 4 : 0) | (barrier ? 8 : 0));
+    /* A pool: under TL_FAIR mostly one that exists; a few unknown and invalid names. */
+    uint32_t p = rnd(r, 100);
+    if (fair && p < 60) {
+      unsigned cand[NPOOLNAMES], n = 0;
+      for (unsigned q = 1; q < NPOOLNAMES; q++)
+        if (r->pools[q].exists)
+          cand[n++] = q;
+      op->d = (uint8_t)cand[rnd(r, n)];
+    } else {
+      op->d = p < 85 ? 0 : p < 97 ? (uint8_t)(1 + rnd(r, 5)) : (uint8_t)(6 + rnd(r, 2));
+    }
+    break;
+  }
+  case TLO_POOL_ADD:
+    op->d = chance(r, 85) ? (uint8_t)(2 + rnd(r, 4)) : (uint8_t)rnd(r, NPOOLNAMES);
+    op->a = chance(r, 95) ? (uint8_t)rnd(r, 2) : 2;
+    op->b = chance(r, 95) ? (uint8_t)(1 + rnd(r, 3)) : 0;
+    op->c = (uint8_t)rnd(r, 4);
     break;
   case TLO_KILL_TASK:
     op->tid = gen_tid(r);
@@ -2223,11 +2880,34 @@ static void gen_op(tlo_run *r, tlo_op *op) {
     else
       op->c = chance(r, 3) ? 1 : 0;
     op->msg = gen_msg(r);
+    p = rnd(r, 100);
+    op->d = p < 50 ? 0 : p < 97 ? (uint8_t)(1 + rnd(r, 6)) : 7;
+    /* Speculation wants slow tasks: successes mostly of the youngest attempts, so the old
+     * ones keep running past the median. */
+    if (spec && op->a == TL_TASK_FINISHED && op->tid < 128 && chance(r, 60))
+      op->tid = (uint8_t)(112 + rnd(r, 16));
+    /* And races: one of two copies in flight reports, or the loser after its kill. */
+    if (spec) {
+      p = rnd(r, 100);
+      uint8_t sel;
+      if (p < 30 && pick_indexed(r, 1, &sel)) {
+        op->tid = sel;
+        p = rnd(r, 100);
+        op->a = p < 45 ? TL_TASK_FINISHED : p < 65 ? TL_TASK_FAILED : p < 85 ? TL_TASK_KILLED : 0;
+      } else if (p < 60 && pick_indexed(r, 2, &sel)) {
+        op->tid = sel;
+        op->a = chance(r, 70) ? TL_TASK_FINISHED : TL_TASK_FAILED;
+      }
+    }
     break;
   }
   case TLO_CLOCK: {
-    static const uint8_t steps[] = {0, 1, 2, 3, 3, 3, 4, 4, 5, 6, 7, 8, 9, 10, 11};
-    op->a = chance(r, 2) ? 12 : steps[rnd(r, sizeof steps)];
+    static const uint8_t steps[] = {0, 1, 2, 3, 4, 4, 4, 5, 5, 6, 7, 8, 9, 10, 11, 13};
+    static const uint8_t small[] = {1, 2, 2, 3, 12, 12, 12, 12};
+    if (spec && chance(r, 60))
+      op->a = small[rnd(r, sizeof small)];
+    else
+      op->a = chance(r, 2) ? 14 : steps[rnd(r, sizeof steps)];
     break;
   }
   case TLO_INSPECT:
@@ -2265,6 +2945,8 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const tlo_option
   if (long_message[0] == '\0') {
     memset(long_message, 'x', LONG_MESSAGE);
     long_message[LONG_MESSAGE] = '\0';
+    memset(pool_255, 'p', 255);
+    memset(pool_256, 'q', 256);
   }
   tlo_run *r = xrealloc(NULL, sizeof *r);
   memset(r, 0, sizeof *r);
@@ -2279,6 +2961,8 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const tlo_option
     r->host_rack[h] = -1;
   r->next_ts_id = 1;
   r->raw_now = r->now = SEC;
+  r->pools[POOL_DEFAULT] = (mpool){true, TL_FIFO, 1, 0};
+  r->kb = !r->opt.strict ? TLO_KB_ALL : r->opt.strict_only ? TLO_KB_ALL & ~r->opt.strict_only : 0;
 
   /* The configuration: small timeouts so that every expiry path is taken often. */
   static const struct {
@@ -2294,6 +2978,21 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const tlo_option
   r->cfg.max_tombstones = tombs[h1 % 5].max;
   r->cfg.tombstone_ttl_ns = tombs[h1 % 5].ttl;
   r->end_free = ((h1 >> 4) & 7) == 0;
+  /* The scheduling policy: pools, speculation with small intervals and thresholds (so slow
+   * tasks, copies and their losers are common), small result limits. */
+  static const uint64_t limits[4] = {UINT64_C(1) << 30, 0, 20, 48};
+  static const uint64_t intervals[4] = {SEC / 1000, SEC / 10, SEC, 3 * SEC};
+  static const uint64_t min_runtimes[4] = {0, 0, SEC / 1000, 2 * SEC};
+  static const double multipliers[4] = {0, 1, 1.5, 3};
+  static const double quantiles[4] = {0.01, 0.25, 0.5, 1.0};
+  uint8_t h2 = header[2], h3 = header[3];
+  r->cfg.mode = (h2 & 1) ? TL_FAIR : TL_FIFO;
+  r->cfg.speculation = (h2 >> 1) & 1;
+  r->cfg.max_result_bytes = limits[(h2 >> 2) & 3];
+  r->cfg.speculation_interval_ns = intervals[(h2 >> 4) & 3];
+  r->cfg.speculation_min_runtime_ns = min_runtimes[(h2 >> 6) & 3];
+  r->cfg.speculation_multiplier = multipliers[h3 & 3];
+  r->cfg.speculation_quantile = quantiles[(h3 >> 2) & 3];
   r->cfg.clock = run_clock;
   r->cfg.clock_ud = r;
   r->cfg.journal = r->opt.journal;
@@ -2312,6 +3011,7 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const tlo_option
                      .executor_added = cb_executor_added,
                      .executor_lost = cb_executor_lost,
                      .revive_offers = cb_revive,
+                     .speculative_task_submitted = cb_speculative,
                      .kill_task = cb_kill};
   snprintf(r->desc, sizeof r->desc, "tl_scheduler_new");
   int rc = tl_scheduler_new(&r->cfg, &cb, &r->s);
@@ -2330,6 +3030,13 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const tlo_option
         r->cfg.max_task_failures, r->cfg.cpus_per_task, r->cfg.heartbeat_timeout_ns / SEC,
         r->cfg.pending_loss_timeout_ns / SEC, r->cfg.max_tombstones, r->cfg.tombstone_ttl_ns / SEC,
         r->end_free ? "free with work left" : "drain", r->cfg.journal != NULL ? "on" : "off");
+  trace(r, 1,
+        "policy: mode=%s max_result_bytes=%" PRIu64 " speculation=%s interval=%" PRIu64
+        "ms min_runtime=%" PRIu64 "ms multiplier=%g quantile=%g%s",
+        r->cfg.mode == TL_FAIR ? "FAIR" : "FIFO", r->cfg.max_result_bytes,
+        r->cfg.speculation ? "on" : "off", r->cfg.speculation_interval_ns / 1000000,
+        r->cfg.speculation_min_runtime_ns / 1000000, r->cfg.speculation_multiplier,
+        r->cfg.speculation_quantile, r->kb ? "" : " strict");
   emit(r, header, TLO_HEADER_BYTES);
   return r;
 }
@@ -2452,6 +3159,14 @@ static void run_end(tlo_run *r, size_t nops, tlo_outcome *out) {
   out->launched = r->launched;
   out->reentrant = r->reentrant;
   out->errors = r->errors;
+  out->spec_submitted = r->f_spec_submitted;
+  out->spec_launches = r->f_spec_launches;
+  out->lost_races = r->f_lost_races;
+  out->late_reports = r->f_late_reports;
+  out->too_large = r->f_too_large;
+  out->resubmitted = r->f_resubmitted;
+  out->barrier_launches = r->f_barrier_launches;
+  out->fair_rounds = r->f_fair_rounds;
   snprintf(out->message, sizeof out->message, "%s", r->failed ? r->why : "ok");
   out->has_final = r->has_final && !r->failed;
   out->final = r->final;
@@ -2462,6 +3177,9 @@ static void run_end(tlo_run *r, size_t nops, tlo_outcome *out) {
   free(r->res);
   free(r->att);
   free(r->inflight);
+  for (uint32_t k = 0; k < r->nts; k++)
+    free(r->ts[k].dur);
+  free(r->outs);
   free(r);
 }
 
@@ -2469,8 +3187,8 @@ void tlo_run_seed(uint64_t seed, size_t nops, const tlo_options *opt, tlo_outcom
   uint64_t rng = seed;
   uint8_t header[TLO_HEADER_BYTES];
   uint64_t h = splitmix64(&rng);
-  header[0] = (uint8_t)h;
-  header[1] = (uint8_t)(h >> 8);
+  for (unsigned k = 0; k < TLO_HEADER_BYTES; k++)
+    header[k] = (uint8_t)(h >> (8 * k));
   tlo_run *r = run_new(header, opt);
   r->rng = rng;
   size_t i = 0;
@@ -2487,7 +3205,7 @@ void tlo_run_seed(uint64_t seed, size_t nops, const tlo_options *opt, tlo_outcom
 }
 
 void tlo_run_bytes(const uint8_t *data, size_t size, const tlo_options *opt, tlo_outcome *out) {
-  uint8_t header[TLO_HEADER_BYTES] = {0, 0};
+  uint8_t header[TLO_HEADER_BYTES] = {0};
   for (size_t k = 0; k < TLO_HEADER_BYTES && k < size; k++)
     header[k] = data[k];
   size_t at = size < TLO_HEADER_BYTES ? size : TLO_HEADER_BYTES;

@@ -31,7 +31,8 @@ typedef enum tlo_kind {
   TLO_CLOCK = 13,        /* moves the manual clock (forward, or back a little); no call */
   TLO_TICK = 14,         /* tl_tick, its answer checked */
   TLO_INSPECT = 15,      /* tl_executor_get, tl_taskset_get and tl_explain_taskset */
-  TLO_NKINDS = 16
+  TLO_POOL_ADD = 16,     /* tl_pool_add (TL_FAIR; TL_ESTATE under TL_FIFO) */
+  TLO_NKINDS = 17
 } tlo_kind;
 
 #define TLO_MAX_OFFERS 4 /* offers one TLO_OFFER names */
@@ -60,7 +61,7 @@ enum {
  *          order), 128-159 one frozen, 160-223 any tid launched, 224-255 a tid never launched
  *          (0 or past the last).
  *   stage: stage id modulo 6; for kill and cancel 6 names a stage never used.
- *   a, b, c, flags, msg: per kind, see ops.c (tlo_fields). msg: 0 none, 1-2 short, 3 long.
+ *   a, b, c, d, flags, msg: per kind, see ops.c (tlo_fields). msg: 0 none, 1-2 short, 3 long.
  *   offer_exec, offer_cores, noffers: the offers of TLO_OFFER.
  *   reent, re_arg: re-entrant behaviour (TLO_RE_*) and its argument. */
 typedef struct tlo_op {
@@ -71,6 +72,7 @@ typedef struct tlo_op {
   uint8_t a;                           /* kind-specific numbers */
   uint8_t b;                           /* ... */
   uint8_t c;                           /* ... */
+  uint8_t d;                           /* ... (a pool, a result size) */
   uint8_t flags;                       /* kind-specific booleans */
   uint8_t msg;                         /* a message or reason */
   uint8_t noffers;                     /* TLO_OFFER: offers, modulo TLO_MAX_OFFERS + 1 */
@@ -80,13 +82,33 @@ typedef struct tlo_op {
   uint8_t re_arg;                      /* their argument */
 } tlo_op;
 
-/* A program: two header bytes that choose the configuration, how the run ends and whether it
- * journals its calls (to a sink that reads and drops each line, unless tlo_options names a
- * journal), then the operations. */
-#define TLO_HEADER_BYTES 2
+/* A program: four header bytes that choose the configuration (the first two: failures, cores,
+ * timeouts, tombstones; the last two: TL_FAIR, speculation and its settings, max_result_bytes),
+ * how the run ends and whether it journals its calls (to a sink that reads and drops each line,
+ * unless tlo_options names a journal), then the operations. */
+#define TLO_HEADER_BYTES 4
+
+/* Known deviations of the library from the documented behaviour (docs/testing.md, Findings).
+ * Unless tlo_options.strict is set, the model predicts what the library does for these, so that
+ * the randomized runs and the fuzzer keep looking for new disagreements; with strict set it
+ * predicts what the documentation says, and a run that reaches one fails. */
+enum {
+  TLO_KB_BARRIER_COUNTS = 1 << 0, /* a barrier task set's failure counts (and can abort it) */
+  TLO_KB_SPEC_WRAP = 1 << 1,      /* the next speculation check wraps past the end of time */
+  TLO_KB_RESUBMIT_SPEC = 1 << 2,  /* TL_END_RESUBMITTED of a speculative copy's output says
+                                     speculative false */
+  TLO_KB_ZERO_THRESHOLD = 1 << 3, /* a speculation threshold of 0 ns acts as 1 ns */
+  TLO_KB_THRESHOLD_CUTOFF = 1 << 4, /* multiplier x median in doubles, and from 1.8e19 ns (not
+                                       2^64) never slow */
+  TLO_KB_HEAP_CAP = 1 << 5, /* run times past ntasks of them (resubmitted indices succeeding
+                               again) are dropped from the median */
+  TLO_KB_ALL = (1 << 6) - 1
+};
 
 typedef struct tlo_options {
   int verbose; /* 0 quiet; 1 one line per operation; 2 and every event */
+  bool strict; /* predict the documented behaviour even where the library is known to differ */
+  unsigned strict_only; /* with strict: only for these TLO_KB_* bits (0: all of them) */
   FILE *trace; /* where the trace goes; NULL = stdout */
   /* Passed to tl_config.journal and journal_ud (NULL = no journal). */
   void (*journal)(void *ud, const char *line);
@@ -109,6 +131,15 @@ typedef struct tlo_outcome {
   uint64_t launched;  /* attempts launched */
   uint64_t reentrant; /* calls made from inside callbacks */
   uint64_t errors;    /* calls that returned an error the model expected */
+  /* How often the policy features were reached (events predicted and then checked). */
+  uint64_t spec_submitted;   /* speculative_task_submitted */
+  uint64_t spec_launches;    /* speculative copies launched */
+  uint64_t lost_races;       /* kill_task for the losing copy of a speculated index */
+  uint64_t late_reports;     /* updates from such losers after the kill */
+  uint64_t too_large;        /* attempts ended TL_END_RESULT_TOO_LARGE */
+  uint64_t resubmitted;      /* TL_END_RESUBMITTED */
+  uint64_t barrier_launches; /* barrier task sets launched (whole) */
+  uint64_t fair_rounds;      /* offer rounds that visited more than one pool */
   char message[4096]; /* the disagreement, with the operation that showed it */
   bool has_final;     /* the run reached tl_scheduler_free: */
   tl_stats final;     /* tl_stats just before it */

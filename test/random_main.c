@@ -17,16 +17,22 @@
 #include <time.h>
 
 static void usage(FILE *f) {
-  fputs("usage: tl-random --seed N [--ops K] [--quiet]\n"
-        "       tl-random --seeds N [--from S] [--ops K] [--verbose]\n"
-        "       tl-random --replay FILE|DIR... [--verbose]\n"
+  fputs("usage: tl-random --seed N [--ops K] [--quiet] [--strict]\n"
+        "       tl-random --seeds N [--from S] [--ops K] [--verbose] [--strict]\n"
+        "       tl-random --replay FILE|DIR... [--verbose] [--strict]\n"
         "       tl-random --write-corpus DIR --seeds N [--from S] [--ops K]\n"
+        "       tl-random --minimize OUT --seed N [--ops K] --strict[=MASK]\n"
         "  --seed N          run seed N, tracing every call and event (--quiet: verdict only)\n"
         "  --seeds N         soak: run N seeds from S (default 1); exit 1 if any fails\n"
         "  --ops K           operations per seed (default 100)\n"
         "  --replay ...      run byte programs (fuzzer inputs, corpus files), each file or every\n"
         "                    file of each directory\n"
-        "  --write-corpus D  write the programs of the seeds to D/seed-<N>\n",
+        "  --write-corpus D  write the programs of the seeds to D/seed-<N>\n"
+        "  --minimize OUT    shrink the program of a seed that fails only in strict mode to the\n"
+        "                    fewest operations that still do, written to OUT (replay it with\n"
+        "                    --replay OUT --strict[=MASK] --verbose)\n"
+        "  --strict[=MASK]   predict the documented behaviour where the library is known to\n"
+        "                    differ (docs/testing.md, Findings; MASK: only those TLO_KB_* bits)\n",
         f);
 }
 
@@ -48,6 +54,29 @@ static uint64_t number(const char *flag, const char *v) {
 }
 
 /* Runs one byte program from a file. */
+static bool strict;
+static unsigned strict_only;
+
+/* The policy features a soak reached, summed. */
+static void add_features(tlo_outcome *sum, const tlo_outcome *o) {
+  sum->spec_submitted += o->spec_submitted;
+  sum->spec_launches += o->spec_launches;
+  sum->lost_races += o->lost_races;
+  sum->late_reports += o->late_reports;
+  sum->too_large += o->too_large;
+  sum->resubmitted += o->resubmitted;
+  sum->barrier_launches += o->barrier_launches;
+  sum->fair_rounds += o->fair_rounds;
+}
+
+static void print_features(const tlo_outcome *o) {
+  printf("  speculatable %" PRIu64 ", copies %" PRIu64 ", losers killed %" PRIu64
+         ", late reports %" PRIu64 ", too large %" PRIu64 ", resubmitted %" PRIu64
+         ", barrier sets launched %" PRIu64 ", rounds over several pools %" PRIu64 "\n",
+         o->spec_submitted, o->spec_launches, o->lost_races, o->late_reports, o->too_large,
+         o->resubmitted, o->barrier_launches, o->fair_rounds);
+}
+
 static int replay_file(const char *path, int verbose) {
   FILE *f = fopen(path, "rb");
   if (f == NULL) {
@@ -73,6 +102,8 @@ static int replay_file(const char *path, int verbose) {
   }
   tlo_options opt = {0};
   opt.verbose = verbose;
+  opt.strict = strict;
+  opt.strict_only = strict_only;
   tlo_outcome out;
   tlo_run_bytes(buf, len, &opt, &out);
   free(buf);
@@ -104,6 +135,88 @@ static int replay_path(const char *path, int verbose, size_t *files) {
   }
   closedir(d);
   return bad;
+}
+
+/* Whether a program shows a known deviation: it fails in strict mode and passes without. */
+static bool deviates(const uint8_t *buf, size_t len) {
+  tlo_options opt = {0};
+  tlo_outcome out;
+  opt.strict = true;
+  opt.strict_only = strict_only;
+  tlo_run_bytes(buf, len, &opt, &out);
+  if (out.ok)
+    return false;
+  opt.strict = false;
+  tlo_run_bytes(buf, len, &opt, &out);
+  return out.ok;
+}
+
+/* Delta debugging over whole operations: drop runs of operations (halving their length down
+ * to one) while the program still deviates; then simplify what is left byte by byte (a byte set
+ * to 0 where that keeps it deviating). */
+static int minimize(const char *path, uint64_t seed, uint64_t nops) {
+  static uint8_t buf[1 << 20], cand[1 << 20];
+  size_t len = 0;
+  tlo_options opt = {0};
+  opt.encoded = buf;
+  opt.encoded_cap = sizeof buf;
+  opt.encoded_len = &len;
+  tlo_outcome out;
+  tlo_run_seed(seed, (size_t)nops, &opt, &out);
+  if (len > sizeof buf || !deviates(buf, len)) {
+    fprintf(stderr, "tl-random: seed %" PRIu64 " does not fail only in strict mode\n", seed);
+    return 1;
+  }
+  static size_t at[TLO_MAX_OPS + 2];
+  for (size_t chunk = TLO_MAX_OPS; chunk >= 1; chunk /= 2) {
+    bool again = true;
+    while (again) {
+      again = false;
+      size_t n = 0, p = TLO_HEADER_BYTES;
+      tlo_op op;
+      size_t k;
+      while (n <= TLO_MAX_OPS && (k = tlo_decode_op(buf + p, len - p, &op)) != 0) {
+        at[n++] = p;
+        p += k;
+      }
+      at[n] = p;
+      for (size_t i = 0; i + 1 <= n; i += chunk) {
+        size_t j = i + chunk < n ? i + chunk : n;
+        size_t cut = at[j] - at[i];
+        memcpy(cand, buf, at[i]);
+        memcpy(cand + at[i], buf + at[j], len - at[j]);
+        if (deviates(cand, len - cut)) {
+          memcpy(buf, cand, len - cut);
+          len -= cut;
+          again = true;
+          break;
+        }
+      }
+    }
+    if (chunk == 1)
+      break;
+  }
+  for (size_t i = 0; i < len; i++) {
+    if (buf[i] == 0)
+      continue;
+    uint8_t keep = buf[i];
+    buf[i] = 0;
+    if (!deviates(buf, len))
+      buf[i] = keep;
+  }
+  FILE *f = fopen(path, "wb");
+  if (f == NULL || fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
+    fprintf(stderr, "tl-random: %s: %s\n", path, strerror(errno));
+    return 1;
+  }
+  size_t ops = 0, p = TLO_HEADER_BYTES, k;
+  tlo_op op;
+  while ((k = tlo_decode_op(buf + p, len - p, &op)) != 0) {
+    ops++;
+    p += k;
+  }
+  printf("seed %" PRIu64 ": %zu operations, %zu bytes in %s\n", seed, ops, len, path);
+  return 0;
 }
 
 static int write_corpus(const char *dir, uint64_t from, uint64_t count, uint64_t nops) {
@@ -140,7 +253,7 @@ int main(int argc, char **argv) {
   bool have_seed = false, have_seeds = false, quiet = false, replay = false;
   int verbose = 0;
   uint64_t seed = 0, seeds = 0, from = 1, nops = 100;
-  const char *corpus = NULL;
+  const char *corpus = NULL, *minimize_to = NULL;
   int first_path = 0, npaths = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -156,10 +269,17 @@ int main(int argc, char **argv) {
       nops = number(a, i + 1 < argc ? argv[++i] : NULL);
     } else if (strcmp(a, "--quiet") == 0) {
       quiet = true;
+    } else if (strcmp(a, "--strict") == 0) {
+      strict = true;
+    } else if (strncmp(a, "--strict=", 9) == 0) {
+      strict = true;
+      strict_only = (unsigned)number("--strict", a + 9);
     } else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) {
       verbose = 2;
     } else if (strcmp(a, "--write-corpus") == 0 && i + 1 < argc) {
       corpus = argv[++i];
+    } else if (strcmp(a, "--minimize") == 0 && i + 1 < argc) {
+      minimize_to = argv[++i];
     } else if (strcmp(a, "--replay") == 0) {
       replay = true;
       first_path = i + 1;
@@ -185,6 +305,13 @@ int main(int argc, char **argv) {
     printf("replayed %zu programs: %s\n", files, bad ? "FAILED" : "ok");
     return bad ? 1 : 0;
   }
+  if (minimize_to != NULL) {
+    if (!have_seed || !strict) {
+      usage(stderr);
+      return 2;
+    }
+    return minimize(minimize_to, seed, nops);
+  }
   if (corpus != NULL) {
     if (!have_seeds) {
       usage(stderr);
@@ -195,12 +322,15 @@ int main(int argc, char **argv) {
   if (have_seed) {
     tlo_options opt = {0};
     opt.verbose = quiet ? 0 : 2;
+    opt.strict = strict;
+  opt.strict_only = strict_only;
     tlo_outcome out;
     tlo_run_seed(seed, (size_t)nops, &opt, &out);
     printf("seed %" PRIu64 ": %s\n", seed, out.ok ? "ok" : out.message);
     printf("%zu ops, %" PRIu64 " calls (%" PRIu64 " re-entrant, %" PRIu64
            " errors as expected), %" PRIu64 " events, %" PRIu64 " launches\n",
            out.ops, out.calls, out.reentrant, out.errors, out.events, out.launched);
+    print_features(&out);
     return out.ok ? 0 : 1;
   }
   if (!have_seeds) {
@@ -210,19 +340,23 @@ int main(int argc, char **argv) {
 
   double started = seconds_now();
   uint64_t failures = 0, calls = 0, events = 0, launched = 0;
+  tlo_outcome features = {0};
   tlo_options opt = {0};
   opt.verbose = verbose;
+  opt.strict = strict;
+  opt.strict_only = strict_only;
   for (uint64_t s = from; s < from + seeds; s++) {
     tlo_outcome out;
     tlo_run_seed(s, (size_t)nops, &opt, &out);
     calls += out.calls;
     events += out.events;
     launched += out.launched;
+    add_features(&features, &out);
     if (!out.ok) {
       failures++;
       printf("seed %" PRIu64 " FAILED at op %zu: %s\n  replay: tl-random --seed %" PRIu64
-             " --ops %" PRIu64 "\n",
-             s, out.failed_op, out.message, s, nops);
+             " --ops %" PRIu64 "%s\n",
+             s, out.failed_op, out.message, s, nops, strict ? " --strict" : "");
       fflush(stdout);
     }
   }
@@ -230,5 +364,6 @@ int main(int argc, char **argv) {
   printf("%" PRIu64 " seeds from %" PRIu64 " x %" PRIu64 " ops: %" PRIu64 " failed; %" PRIu64
          " calls, %" PRIu64 " events, %" PRIu64 " launches in %.1f s\n",
          seeds, from, nops, failures, calls, events, launched, took);
+  print_features(&features);
   return failures == 0 ? 0 : 1;
 }
