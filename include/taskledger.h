@@ -55,6 +55,8 @@ extern "C" {
 
 /* tl_tick's answer when nothing is due, ever. */
 #define TL_TICK_NEVER UINT64_MAX
+/* A per-level locality wait (tl_config.locality_wait_*_ns) that takes locality_wait_ns. */
+#define TL_WAIT_INHERIT UINT64_MAX
 
 /* ---------------------------------------------------------------------------------------------
  * Errors
@@ -197,6 +199,13 @@ typedef struct tl_config {
                                        task set's successful tasks; 3 */
   double speculation_quantile;      /* only once this fraction of its tasks succeeded; 0.9 */
   uint64_t speculation_min_runtime_ns; /* and never before it ran this long; 100 ms */
+  uint64_t locality_wait_ns;           /* delay scheduling: how long a task set with preferred
+                                          locations waits at a locality level for a slot there
+                                          before it takes the next level (Spark's
+                                          spark.locality.wait); 0 = never wait; 3 s */
+  uint64_t locality_wait_process_ns;   /* the wait at TL_PROCESS_LOCAL; TL_WAIT_INHERIT */
+  uint64_t locality_wait_node_ns;      /* the wait at TL_NODE_LOCAL; TL_WAIT_INHERIT */
+  uint64_t locality_wait_rack_ns;      /* the wait at TL_RACK_LOCAL; TL_WAIT_INHERIT */
   uint64_t (*clock)(void *ud);         /* monotonic nanoseconds; NULL = uv_hrtime. Called without
                                           the lock, by any thread that calls in */
   void *clock_ud;                      /* passed to clock */
@@ -367,6 +376,19 @@ TL_EXTERN int tl_executor_get(tl_scheduler *s, const char *executor_id, tl_execu
  * Task sets
  * ------------------------------------------------------------------------------------------- */
 
+/* A preferred location of a task (Spark's TaskLocation): a host, or one executor on it (a
+ * cached copy of the input: TL_PROCESS_LOCAL there, TL_NODE_LOCAL on the rest of the host). */
+typedef struct tl_location {
+  const char *host;        /* 1 to 255 bytes */
+  const char *executor_id; /* NULL: any executor of host; else 1 to 63 bytes */
+} tl_location;
+
+/* One task's preferences. Zero-initialised: none (it launches at TL_NO_PREF). */
+typedef struct tl_task_desc {
+  const tl_location *prefs; /* nprefs entries; copied by tl_submit */
+  uint32_t nprefs;          /* 0: no preference (prefs may be NULL) */
+} tl_task_desc;
+
 typedef struct tl_taskset_desc {
   uint32_t stage_id;      /* the stage this is an attempt of */
   uint32_t stage_attempt; /* which attempt; unique per stage among live task sets */
@@ -382,6 +404,8 @@ typedef struct tl_taskset_desc {
                              any of them makes it zombie (the DAG layer resubmits the stage) */
   const char *pool;       /* its pool under TL_FAIR (NULL = "default"); ignored under TL_FIFO,
                              whose one pool is "default"; copied */
+  const tl_task_desc *tasks; /* NULL: no task has a preferred location; else ntasks entries,
+                                tasks[i] for index i (docs/locality.md); copied */
 } tl_taskset_desc;
 
 /* Submits a task set; every older attempt of the same stage becomes zombie (and is released at
@@ -444,6 +468,10 @@ typedef struct tl_taskset_status {
   uint32_t pending;     /* indices waiting to launch (0 for a zombie) */
   uint32_t succeeded;   /* indices done (by a result here or tl_partition_completed) */
   uint32_t cpus_per_task;
+  uint32_t locality_levels; /* its valid locality levels: bit (1u << level) per tl_locality; a
+                               task set without preferences has TL_NO_PREF and TL_ANY */
+  tl_locality locality;     /* the level delay scheduling holds it at, as of the last offer
+                               round or executor change (TL_NO_PREF without preferences) */
 } tl_taskset_status;
 
 /* TL_ENOENT once the task set is released; TL_EINVAL. Events lag the ledger: inside the
@@ -551,6 +579,7 @@ typedef struct tl_stats {
   size_t hosts;                     /* hosts with at least one live executor */
   size_t racks;                     /* racks with at least one such host */
   size_t pools;                     /* pools, "default" included */
+  size_t places;                    /* executors and hosts some task set prefers */
   size_t tasksets_active;           /* not zombie */
   size_t tasksets_zombie;           /* zombie, still draining running attempts */
   size_t attempts_running;          /* entries of the tid index */

@@ -120,6 +120,7 @@ int tl__executor_add(struct tl_scheduler *s, const tl_executor_desc *d) {
     tl__list_init(&new_host->executors);
     tl__list_init(&new_host->on_rack);
     new_host->rack = rack;
+    new_host->place = tl__place_find(s, TL__PLACE_HOST, d->host, host_len);
     if (rack != NULL) {
       tl__list_insert_tail(&rack->hosts, &new_host->on_rack);
       rack->nhosts++;
@@ -136,6 +137,8 @@ int tl__executor_add(struct tl_scheduler *s, const tl_executor_desc *d) {
   ex->cores = ex->free_cores = d->cores;
   ex->state = TL_EXECUTOR_ALIVE;
   s->nalive++;
+  ex->place = tl__place_find(s, TL__PLACE_EXECUTOR, d->id, id_len);
+  tl__locality_executor_alive(s, ex, true);
   ex->when = s->last_now; /* registration counts as a heartbeat */
   tl__list_insert_tail(&s->heartbeat_order, &ex->on_timeline);
 
@@ -208,6 +211,8 @@ static void freeze(struct tl_scheduler *s, tl__executor *ex, const tl_loss_reaso
     tl__cleanup_task_state(s, a);
     tl__attempt_freeze(s, a);
   }
+  if (ex->state == TL_EXECUTOR_ALIVE)
+    tl__locality_executor_alive(s, ex, false);
   leave_host(s, ex);
   ex->was_decommissioning = ex->state == TL_EXECUTOR_DECOMMISSIONING;
   tl__list_remove(&ex->on_timeline);
@@ -336,6 +341,7 @@ int tl__executor_decommission(struct tl_scheduler *s, const char *id, const char
     return err;
   ex->decommission_msg = msg;
   set_state(s, ex, TL_EXECUTOR_DECOMMISSIONING);
+  tl__locality_executor_alive(s, ex, false);
   return TL_OK;
 }
 

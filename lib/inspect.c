@@ -442,6 +442,13 @@ static int check_hosts(checker *c) {
     }
     CHECK(c, n == h->nexecutors && n > 0, "invariant 5: host %s has %zu executors (count %u)",
           h->name, n, h->nexecutors);
+    uint32_t alive = 0;
+    for (tl__link *l = h->executors.next; l != &h->executors; l = l->next)
+      alive += tl__container_of(l, tl__executor, on_host)->state == TL_EXECUTOR_ALIVE;
+    CHECK(c, alive == h->nalive, "host %s has %u ALIVE executors, count says %u", h->name, alive,
+          h->nalive);
+    CHECK(c, h->place == tl__place_find(s, TL__PLACE_HOST, h->name, h->name_len),
+          "host %s does not point at its place", h->name);
     executors += n;
     racked += h->rack != NULL;
     CHECK(c, h->rack == NULL || tl__list_linked(&h->on_rack), "host %s: not on its rack's list",
@@ -468,6 +475,110 @@ static int check_hosts(checker *c) {
   CHECK(c, hosts == racked, "racks list %zu hosts, %zu hosts have a rack", hosts, racked);
   CHECK(c, HASH_CNT(hh_by_name, s->racks_by_name) == s->nracks, "%u racks, count says %zu",
         HASH_CNT(hh_by_name, s->racks_by_name), s->nracks);
+  return TL_OK;
+}
+
+/* Locality: places agree with the executors and hosts they name; each key's list holds exactly
+ * the pairs of its pending indices; the live counts and levels follow from them. */
+static int check_locality(checker *c) {
+  struct tl_scheduler *s = c->s;
+  size_t places = 0;
+  for (tl__place *p = s->places_by_key; p != NULL; p = p->hh_by_key.next) {
+    const char *name = tl__place_name(p);
+    account(c, sizeof *p + p->key_len + 1);
+    places++;
+    size_t n = 0;
+    for (tl__link *l = p->keys.next; l != &p->keys; l = l->next) {
+      CHECK(c, ++n <= p->nkeys, "place %s: key list does not end", name);
+      CHECK(c, tl__container_of(l, tl__tskey, on_place)->place == p,
+            "place %s lists another place's key", name);
+    }
+    CHECK(c, n == p->nkeys && n > 0, "place %s: %zu keys, count says %u", name, n, p->nkeys);
+    bool alive, racked = false;
+    if (p->key[0] == TL__PLACE_EXECUTOR) {
+      tl__executor *ex = tl__executor_find(s, name);
+      alive = ex != NULL && ex->state == TL_EXECUTOR_ALIVE;
+      CHECK(c, ex == NULL || ex->place == p, "executor %s does not point at its place", name);
+    } else {
+      tl__host *h;
+      HASH_FIND(hh_by_name, s->hosts_by_name, name, strlen(name), h);
+      alive = h != NULL && h->nalive > 0;
+      racked = alive && h->rack != NULL;
+      CHECK(c, h == NULL || h->place == p, "host %s does not point at its place", name);
+    }
+    CHECK(c, p->alive == alive && p->racked == racked,
+          "place %s: alive %d racked %d, its executors say %d %d", name, p->alive, p->racked,
+          alive, racked);
+  }
+  CHECK(c, places == s->nplaces, "%zu places, count says %zu", places, s->nplaces);
+  if (s->places_by_key != NULL)
+    account_table(c, s->places_by_key->hh_by_key.tbl);
+  for (tl__executor *ex = s->executors_by_id; ex != NULL; ex = ex->hh_by_id.next)
+    CHECK(c, ex->place == NULL || ex->place == tl__place_find(s, TL__PLACE_EXECUTOR,
+                                                               tl__executor_id(ex),
+                                                               strlen(tl__executor_id(ex))),
+          "executor %s points at a place not its own", tl__executor_id(ex));
+
+  size_t listed = 0;
+  for (tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next) {
+    tl__locality *loc = ts->loc;
+    if (loc == NULL)
+      continue;
+    unsigned long long id = (unsigned long long)ts->id;
+    account(c, sizeof *loc + loc->nkeys * sizeof(tl__tskey) + loc->npairs * sizeof(tl__pair) +
+                   ((size_t)loc->ntasks + 1) * sizeof(uint32_t));
+    if (loc->keys_by_place != NULL)
+      account_table(c, loc->keys_by_place->hh_by_place.tbl);
+    CHECK(c, loc->ntasks == ts->ntasks && loc->first_pair[ts->ntasks] == loc->npairs,
+          "task set %llu: locality block does not fit its tasks", id);
+    CHECK(c, HASH_CNT(hh_by_place, loc->keys_by_place) + 1 == loc->nkeys,
+          "task set %llu: %u keys indexed of %u", id, HASH_CNT(hh_by_place, loc->keys_by_place),
+          loc->nkeys - 1);
+    CHECK(c, tl__list_linked(&loc->on_scheduler) == !ts->zombie,
+          "task set %llu: on the locality list %d, zombie %d", id,
+          tl__list_linked(&loc->on_scheduler), ts->zombie);
+    listed += !ts->zombie;
+    uint32_t live[3] = {0, 0, 0};
+    size_t linked = 0;
+    for (uint32_t k = 0; k < loc->nkeys; k++) {
+      const tl__tskey *key = &loc->keys[k];
+      CHECK(c, key->taskset == ts && (k == 0) == (key->place == NULL),
+            "task set %llu: key %u is not its own", id, k);
+      uint32_t n = 0, prev = TL__NONE;
+      for (uint32_t p = key->head; p != TL__NONE; p = loc->pairs[p].next) {
+        CHECK(c, p < loc->npairs && ++n <= loc->npairs, "task set %llu: key %u list broken", id,
+              k);
+        const tl__pair *pair = &loc->pairs[p];
+        CHECK(c, pair->key == k && pair->prev == prev &&
+                     (ts->idx[pair->index].flags & TL__IDX_PENDING),
+              "task set %llu: key %u lists index %u, which is not pending or not its", id, k,
+              pair->index);
+        prev = p;
+      }
+      CHECK(c, n == key->count, "task set %llu: key %u lists %u pairs, count says %u", id, k, n,
+            key->count);
+      linked += n;
+      if (n > 0 && key->place != NULL && key->place->alive) {
+        live[key->place->key[0] == TL__PLACE_EXECUTOR ? TL__LIVE_PROCESS : TL__LIVE_NODE]++;
+        live[TL__LIVE_RACK] += key->place->racked;
+      }
+    }
+    size_t want = 0;
+    for (uint32_t i = 0; i < ts->ntasks; i++)
+      if (ts->idx[i].flags & TL__IDX_PENDING)
+        want += loc->first_pair[i + 1] - loc->first_pair[i];
+    CHECK(c, linked == want, "task set %llu: %zu pairs listed, its pending indices have %zu", id,
+          linked, want);
+    CHECK(c, memcmp(live, loc->nlive, sizeof live) == 0,
+          "task set %llu: live keys %u/%u/%u, counts say %u/%u/%u", id, live[0], live[1],
+          live[2], loc->nlive[0], loc->nlive[1], loc->nlive[2]);
+    CHECK(c, (loc->levels & (1u << TL_ANY)) && (loc->levels & (1u << loc->level)),
+          "task set %llu: level %u is not among its levels %#x", id, loc->level, loc->levels);
+  }
+  size_t n = 0;
+  for (tl__link *l = s->locality_tasksets.next; l != &s->locality_tasksets; l = l->next)
+    CHECK(c, ++n <= listed, "the locality list holds more than %zu task sets", listed);
+  CHECK(c, n == listed, "the locality list holds %zu task sets, %zu expected", n, listed);
   return TL_OK;
 }
 
@@ -573,6 +684,7 @@ static int check_memory(checker *c) {
     CHECK(c,
           s->attempts_by_tid == NULL && s->hosts_by_name == NULL && s->racks_by_name == NULL &&
               s->stages_by_id == NULL && s->nfrozen == 0 && s->npending_tasks == 0 &&
+              s->places_by_key == NULL &&
               s->default_pool->queue[0] == NULL,
           "invariant 7: quiescent but a map is not empty");
   return TL_OK;
@@ -592,6 +704,8 @@ int tl_check(tl_scheduler *s, char *why, size_t len) {
     err = check_tasksets(&c, running, frozen);
   if (err == TL_OK)
     err = check_hosts(&c);
+  if (err == TL_OK)
+    err = check_locality(&c);
   if (err == TL_OK)
     err = check_timelines(&c);
   if (err == TL_OK)
@@ -620,6 +734,7 @@ void tl_stats_get(tl_scheduler *s, tl_stats *out) {
   out->hosts = s->nhosts;
   out->racks = s->nracks;
   out->pools = s->npools;
+  out->places = s->nplaces;
   out->tasksets_active = s->nactive;
   out->tasksets_zombie = s->nzombie;
   out->attempts_running = HASH_CNT(hh_by_tid, s->attempts_by_tid);
@@ -685,6 +800,8 @@ int tl_taskset_get(tl_scheduler *s, tl_taskset_id id, tl_taskset_status *out) {
     out->pending = ts->npending;
     out->succeeded = ts->nsucceeded;
     out->cpus_per_task = ts->cpus;
+    out->locality_levels = ts->loc != NULL ? ts->loc->levels : (1u << TL_NO_PREF) | (1u << TL_ANY);
+    out->locality = ts->loc != NULL ? (tl_locality)ts->loc->level : TL_NO_PREF;
   }
   uv_mutex_unlock(&s->lock);
   return ts != NULL ? TL_OK : TL_ENOENT;

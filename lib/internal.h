@@ -165,6 +165,7 @@ typedef struct tl__executor {
   bool was_decommissioning;  /* the loss began while decommissioning: nothing counts */
   uint32_t offer_slot;       /* its slot in the offer round offer_round (offers.c's scratch) */
   uint64_t offer_round;      /* the round that last gave it a slot */
+  struct tl__place *place;   /* its place while some task set prefers it, else NULL */
 } tl__executor;
 
 static inline const char *tl__executor_id(const tl__executor *ex) { return ex->names->text; }
@@ -178,6 +179,8 @@ typedef struct tl__host {
   struct tl__rack *rack;     /* NULL: in no rack */
   tl__link executors;        /* its executors (tl__executor.on_host); never empty */
   tl__link on_rack;          /* rack's host list */
+  struct tl__place *place;   /* its place while some task set prefers it, else NULL */
+  uint32_t nalive;           /* of its executors, the ALIVE ones */
   uint32_t nexecutors;       /* length of executors */
   uint32_t name_len;         /* bytes of name */
   char name[];               /* NUL-terminated */
@@ -226,6 +229,73 @@ typedef struct tl__pool {
   char name[];                                 /* NUL-terminated */
 } tl__pool;
 
+/* ---------------------------------------------------------------------------------------------
+ * Locality (locality.c). A place is an executor id or a host name that some task set prefers;
+ * each task set with preferences has one key per place it prefers (plus one for its indices
+ * without preferences), and each (index, key) a pair on the key's list while the index is
+ * pending. Everything is allocated at submission: no later call allocates for locality.
+ * ------------------------------------------------------------------------------------------- */
+
+enum { TL__PLACE_EXECUTOR = 'e', TL__PLACE_HOST = 'h' }; /* tl__place.key[0] */
+
+typedef struct tl__place {
+  UT_hash_handle hh_by_key; /* scheduler's places_by_key */
+  tl__link keys;            /* the task sets' keys for it (tl__tskey.on_place); never empty */
+  uint32_t nkeys;           /* length of keys */
+  uint32_t stamp;           /* tl_submit's scratch: the submission that last numbered it */
+  uint32_t scratch;         /* and the key number it got there */
+  uint32_t mark;            /* and the last index that named it there */
+  bool alive;               /* executor: ALIVE; host: has an ALIVE executor */
+  bool racked;              /* host: alive, and its host is in a rack */
+  uint32_t key_len;         /* bytes of key */
+  char key[];               /* kind (TL__PLACE_*), then the name; NUL-terminated */
+} tl__place;
+
+static inline const char *tl__place_name(const tl__place *p) { return p->key + 1; }
+
+/* One list of a task set's pending indices: those preferring one place, or (place NULL) those
+ * without preferences. */
+typedef struct tl__tskey {
+  UT_hash_handle hh_by_place;  /* its locality's keys_by_place (not the no-preference key) */
+  tl__link on_place;           /* place's keys */
+  struct tl__place *place;     /* NULL for the no-preference key */
+  struct tl__taskset *taskset; /* whose key it is */
+  uint32_t head;               /* its first pair, or TL__NONE */
+  uint32_t count;              /* pairs on its list: pending indices preferring the place */
+} tl__tskey;
+
+/* An (index, key) preference: on the key's list while the index is pending. */
+typedef struct tl__pair {
+  uint32_t key;   /* its key (tl__locality.keys) */
+  uint32_t index; /* the task index */
+  uint32_t prev;  /* the key's list, TL__NONE at the ends */
+  uint32_t next;
+} tl__pair;
+
+/* Levels with counts of live keys: tl__locality.nlive. */
+enum { TL__LIVE_PROCESS = 0, TL__LIVE_NODE = 1, TL__LIVE_RACK = 2 };
+
+/* A task set's locality: one block, NULL for task sets without any preference. */
+typedef struct tl__locality {
+  tl__tskey *keys_by_place; /* its keys, by place pointer (keys[0] excluded) */
+  tl__link on_scheduler;    /* scheduler's locality_tasksets while not zombie */
+  uint64_t reset_time;      /* delay scheduling: when the wait at level began (Spark's
+                               lastLocalityWaitResetTime) */
+  uint32_t ntasks;          /* entries of first_pair, less one */
+  uint32_t nkeys;           /* entries of keys; keys[0] is the no-preference key */
+  uint32_t npairs;          /* entries of pairs */
+  uint32_t nlive[3];        /* TL__LIVE_*: keys with pending pairs whose place is alive (rack:
+                               host keys whose host is alive and in a rack) */
+  uint8_t levels;           /* valid levels, bit (1 << tl_locality) (Spark's myLocalityLevels),
+                               recomputed at submission and when a place it prefers changes */
+  uint8_t level;            /* the level delay scheduling holds it at (currentLocalityIndex) */
+  bool no_rejects;          /* no offer was rejected for locality since the timer was reset
+                               (Spark's noRejectsSinceLastReset) */
+  uint32_t *first_pair;     /* index i's pairs are pairs[first_pair[i] .. first_pair[i + 1]) */
+  tl__pair *pairs;          /* npairs */
+  tl__tskey keys[];         /* nkeys */
+} tl__locality;
+
 /* One attempt of one stage. */
 typedef struct tl__taskset {
   tl_taskset_id id;         /* key of tasksets_by_id */
@@ -262,6 +332,7 @@ typedef struct tl__taskset {
   uint32_t queue_running;   /* the nrunning its place in a FAIR queue was chosen by */
   uint64_t offer_round;     /* the offer round that last launched in it (offers.c's scratch) */
   struct tl__taskset *launched_next; /* offers.c's list of the task sets a round launched in */
+  tl__locality *loc;                 /* preferred locations, or NULL (locality.c) */
   bool zombie;                       /* launches nothing; released when nrunning reaches 0 */
   bool failed;                       /* aborted: taskset_failed was made */
   struct tl__taskset *queue_next[TL__QUEUE_LEVELS]; /* its successors in the queue, per level */
@@ -440,6 +511,12 @@ struct tl_scheduler {
   tl__taskset *tasksets_by_id;   /* every task set not yet released */
   tl__stage *stages_by_id;       /* stages with task sets */
   tl__pool *pools_by_name;       /* every pool */
+  tl__place *places_by_key;      /* places some task set prefers */
+  size_t nplaces;                /* entries of places_by_key */
+  tl__link locality_tasksets;    /* task sets with preferences, not zombie (tl__locality) */
+  uint32_t locality_stamp;       /* numbers submissions for tl__place.stamp */
+  uint64_t locality_wait[5];     /* the wait at each tl_locality, inherits resolved */
+  uint64_t locality_ticked;      /* the time of the last tl_tick (locality waits) */
   tl__link pools;                /* the same, in creation order */
   tl__pool *default_pool;        /* "default": the one pool under TL_FIFO */
   size_t npools;                 /* entries of pools_by_name */
@@ -506,6 +583,8 @@ tl__stage *tl__stage_find(struct tl_scheduler *s, uint32_t stage_id);
 int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out);
 /* Takes the index on top of the pending stack (npending > 0 required). */
 uint32_t tl__taskset_pop_pending(struct tl_scheduler *s, tl__taskset *ts);
+/* Takes index i (which must be pending) off the pending stack. */
+void tl__taskset_take_pending(struct tl_scheduler *s, tl__taskset *ts, uint32_t i);
 /* The end of an attempt: unlinks it from its task set, frees it, updates the index, queues
  * task_ended (and taskset_failed / taskset_released as they follow). The attempt must already
  * be out of the scheduler's indexes (tl__cleanup_task_state, or unfrozen). msg may be NULL;
@@ -522,9 +601,9 @@ void tl__taskset_make_zombie(struct tl_scheduler *s, tl__taskset *ts);
 /* Speculation (speculation.c and taskset.c). */
 void tl__taskset_speculate(struct tl_scheduler *s, tl__taskset *ts, uint32_t index);
 /* Takes a speculatable index whose copy may run on ex (no attempt of it was launched on ex's
- * host); false when there is none. */
+ * host) at a level no farther than allowed, the most local first; false when there is none. */
 bool tl__taskset_take_speculative(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
-                                  uint32_t *index);
+                                  tl_locality allowed, uint32_t *index, tl_locality *level);
 /* Records the run time of an index's first success in the median heap. */
 void tl__speculation_record(tl__taskset *ts, uint64_t duration);
 /* The median of the recorded run times (0 when there is none), Spark's MedianHeap. */
@@ -537,6 +616,55 @@ uint64_t tl__speculation_next(const struct tl_scheduler *s, uint64_t now);
 /* Counts a FINISHED update's result toward max_result_bytes: TL_END_SUCCESS, or
  * TL_END_RESULT_TOO_LARGE when the task set's results pass the limit with it. */
 tl_end_kind tl__taskset_take_result(struct tl_scheduler *s, tl__taskset *ts, size_t size);
+
+/* ---------------------------------------------------------------------------------------------
+ * Locality (locality.c).
+ * ------------------------------------------------------------------------------------------- */
+
+/* Submission: validates d->tasks (TL_EINVAL), then allocates the task set's locality block,
+ * its keys' index and the places it names that do not exist yet (TL_ENOMEM, nothing changed).
+ * *out is NULL when no task has a preference. Nothing is visible until tl__locality_attach. */
+int tl__locality_check(const tl_taskset_desc *d);
+int tl__locality_prepare(struct tl_scheduler *s, const tl_taskset_desc *d, tl__locality **out);
+/* Undoes a prepared block that was not attached (a later step of the submission failed). */
+void tl__locality_discard(struct tl_scheduler *s, tl__locality *loc);
+/* Links a prepared block to its new task set, every index pending (the task set's pending stack
+ * already holds them). */
+void tl__locality_attach(struct tl_scheduler *s, tl__taskset *ts, tl__locality *loc);
+/* An index entered or left the pending stack of a task set with locality. */
+void tl__locality_pending_added(tl__taskset *ts, uint32_t index);
+void tl__locality_pending_removed(tl__taskset *ts, uint32_t index);
+/* The task set became zombie (its pending stack is cleared after this call). */
+void tl__locality_zombie(struct tl_scheduler *s, tl__taskset *ts);
+/* Frees a task set's locality (release or destroy). */
+void tl__locality_free(struct tl_scheduler *s, tl__taskset *ts);
+/* An executor became ALIVE (registration) or stopped being ALIVE (decommission, loss): its
+ * place and its host's change, and the task sets that prefer them recompute their levels. Call
+ * with ex->host still set. */
+void tl__locality_executor_alive(struct tl_scheduler *s, tl__executor *ex, bool alive);
+/* A new executor or host record: points it at its place, if any. */
+tl__place *tl__place_find(struct tl_scheduler *s, char kind, const char *name, size_t len);
+/* Delay scheduling (Spark's getAllowedLocalityLevel): the farthest level a task set may launch
+ * at now, advancing its level past expired waits and levels with nothing to run. */
+tl_locality tl__locality_allowed(struct tl_scheduler *s, tl__taskset *ts);
+/* The end of a task set's turn in an offer round (SPARK-18886): rejects says whether an offer
+ * was turned down at the TL_ANY pass with tasks pending; best is the most local level launched,
+ * or TL_ANY + 1 when nothing launched; full says whether the round offered every ALIVE
+ * executor. */
+void tl__locality_after_turn(struct tl_scheduler *s, tl__taskset *ts, bool rejects,
+                             int best, bool full);
+/* Takes a pending index of ts to run on ex at a level no farther than allowed, the most local
+ * first (Spark's dequeueTask: executor, host, no preference, rack, any); false if none. The
+ * index is off the pending stack afterwards and *level says where it came from. */
+bool tl__locality_take(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
+                       tl_locality allowed, uint32_t *index, tl_locality *level);
+/* The level index would run at on ex. */
+tl_locality tl__locality_of(struct tl_scheduler *s, const tl__taskset *ts, uint32_t index,
+                            const tl__executor *ex);
+/* tl_tick's part: a revive_offers when some task set's wait ran out since the last tick; ns
+ * until the next one (TL_TICK_NEVER if none). */
+uint64_t tl__locality_tick(struct tl_scheduler *s, uint64_t now);
+uint64_t tl__locality_next(struct tl_scheduler *s, uint64_t now);
 
 /* ---------------------------------------------------------------------------------------------
  * Pools and their queues (pool.c).

@@ -118,48 +118,95 @@ typedef struct round_state {
   size_t most;           /* the launch budget */
   uint64_t left;         /* cores the slots still have */
   tl__taskset *launched; /* the task sets it launched in, through launched_next */
+  bool full;             /* the offers name every ALIVE executor (Spark's isAllFreeResources) */
 } round_state;
 
-/* A task set's turn: it fills the slots in passes, one task per slot per pass, until it has
- * nothing pending, a pass launches nothing, or the budget is spent. */
+/* What one task set's turn has done so far (delay scheduling's bookkeeping). */
+typedef struct turn_state {
+  bool rejects; /* an offer of the TL_ANY pass launched nothing while tasks were pending */
+  int best;     /* the most local level launched, TL_ANY + 1 before the first launch */
+} turn_state;
+
+static bool has_work(const tl__taskset *ts) { return ts->npending + ts->nspeculatable > 0; }
+
+/* One pass of a task set over the slots at pass level max: at most one task per slot. Regular
+ * pending tasks first, then speculative copies (never on a host already tried); each at the
+ * most local level the task set's delay scheduling allows, no farther than max (Spark's
+ * resourceOfferSingleTaskSet and TaskSetManager.resourceOffer). Returns the launches. */
+static size_t pass(struct tl_scheduler *s, round_state *r, tl__taskset *ts, tl_locality max,
+                   turn_state *t) {
+  size_t launched = 0;
+  for (size_t i = 0; i < r->nslots && r->used < r->most && has_work(ts); i++) {
+    offer_slot *slot = &r->slots[i];
+    if (slot->cores < ts->cpus) /* a slot's cores are never more than its executor has free */
+      continue;
+    uint32_t index;
+    tl_locality level = TL_NO_PREF, allowed = max;
+    bool speculative = false, found;
+    if (ts->loc == NULL) {
+      found = ts->npending > 0;
+      if (found)
+        index = tl__taskset_pop_pending(s, ts);
+    } else {
+      /* A barrier task set never waits: all its tasks launch in the round they fit in. */
+      if (max != TL_NO_PREF && !ts->barrier) {
+        tl_locality now = tl__locality_allowed(s, ts);
+        if (now < allowed)
+          allowed = now;
+      }
+      found = tl__locality_take(s, ts, slot->ex, allowed, &index, &level);
+    }
+    if (!found) {
+      speculative = tl__taskset_take_speculative(s, ts, slot->ex, allowed, &index, &level);
+      if (!speculative) {
+        if (max == TL_ANY)
+          t->rejects = true; /* has_work: something is pending that this offer did not get */
+        continue;
+      }
+    }
+    tl__tried *tried = NULL;
+    if (ts->tried != NULL)
+      tried = r->tried[r->tried_used++];
+    launch(s, ts, slot->ex, r->pre[r->used], index, speculative, tried);
+    r->pre[r->used]->locality = (uint8_t)level;
+    if ((int)level < t->best)
+      t->best = (int)level;
+    slot->cores -= ts->cpus;
+    r->left -= ts->cpus;
+    r->used++;
+    launched++;
+  }
+  return launched;
+}
+
+/* A task set's turn: for each of its locality levels, most local first, it fills the slots in
+ * passes until a pass launches nothing, it has nothing left to launch, or the budget is spent
+ * (a task set without preferences has one level, TL_NO_PREF). Then delay scheduling's timer
+ * rule (SPARK-18886). */
 static void take_turn(struct tl_scheduler *s, round_state *r, tl__taskset *ts) {
   if (ts->cpus > r->left)
     return;
   if (ts->barrier && !barrier_fits(ts, r->slots, r->nslots, r->most - r->used))
     return; /* all of its tasks in this round, or none */
-  for (;;) {
-    size_t launched = 0;
-    for (size_t i = 0; i < r->nslots && r->used < r->most && ts->npending + ts->nspeculatable > 0;
-         i++) {
-      offer_slot *slot = &r->slots[i];
-      if (slot->cores < ts->cpus) /* a slot's cores are never more than its executor has free */
-        continue;
-      /* Regular pending tasks first; then speculative copies, never on a host already tried. */
-      uint32_t index;
-      bool speculative = false;
-      if (ts->npending > 0)
-        index = tl__taskset_pop_pending(s, ts);
-      else if (tl__taskset_take_speculative(s, ts, slot->ex, &index))
-        speculative = true;
-      else
-        continue;
-      tl__tried *tried = NULL;
-      if (ts->tried != NULL)
-        tried = r->tried[r->tried_used++];
-      launch(s, ts, slot->ex, r->pre[r->used], index, speculative, tried);
-      slot->cores -= ts->cpus;
-      r->left -= ts->cpus;
-      r->used++;
-      launched++;
+  turn_state t = {false, TL_ANY + 1};
+  uint8_t levels = ts->loc != NULL ? ts->loc->levels : 1u << TL_NO_PREF;
+  size_t before = r->used;
+  for (unsigned l = TL_PROCESS_LOCAL; l <= TL_ANY; l++) {
+    if (!(levels & (1u << l)))
+      continue;
+    while (has_work(ts) && r->used < r->most && r->left >= ts->cpus &&
+           pass(s, r, ts, (tl_locality)l, &t) > 0) {
     }
-    if (launched > 0 && ts->offer_round != s->offer_round) {
-      ts->offer_round = s->offer_round;
-      ts->launched_next = r->launched;
-      r->launched = ts;
-    }
-    if (launched == 0 || ts->npending + ts->nspeculatable == 0 || r->used == r->most)
-      return;
+    if (!has_work(ts) || r->used == r->most || r->left < ts->cpus)
+      break;
   }
+  if (r->used > before && ts->offer_round != s->offer_round) {
+    ts->offer_round = s->offer_round;
+    ts->launched_next = r->launched;
+    r->launched = ts;
+  }
+  if (ts->loc != NULL && !ts->barrier)
+    tl__locality_after_turn(s, ts, t.rejects, t.best, r->full);
 }
 
 /* Takes unused prepared records out of the index and frees them. */
@@ -241,7 +288,7 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   if (tl__events_reserve(s, most) != TL_OK)
     goto undo;
 
-  round_state r = {slots, nslots, pre, tried, 0, 0, most, offered, NULL};
+  round_state r = {slots, nslots, pre, tried, 0, 0, most, offered, NULL, nslots == s->nalive};
   size_t npools = tl__pools_in_order(s, order);
   for (size_t k = 0; k < npools && r.used < r.most && r.left > 0; k++) {
     for (tl__taskset *ts = order[k]->queue[0], *next; ts != NULL && r.used < r.most && r.left > 0;

@@ -28,6 +28,10 @@ void tl_config_init(tl_config *cfg) {
   cfg->speculation_multiplier = 3.0; /* Spark 4's defaults */
   cfg->speculation_quantile = 0.9;
   cfg->speculation_min_runtime_ns = 100ull * 1000000ull;
+  cfg->locality_wait_ns = 3000ull * 1000000ull; /* Spark's spark.locality.wait */
+  cfg->locality_wait_process_ns = TL_WAIT_INHERIT;
+  cfg->locality_wait_node_ns = TL_WAIT_INHERIT;
+  cfg->locality_wait_rack_ns = TL_WAIT_INHERIT;
 }
 
 size_t tl__name_len(const char *name, size_t max) {
@@ -145,6 +149,13 @@ int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler 
   tl__list_init(&s->heartbeat_order);
   tl__list_init(&s->pending_order);
   tl__list_init(&s->tombstone_order);
+  tl__list_init(&s->locality_tasksets);
+  /* A level's wait; TL_NO_PREF and TL_ANY never wait (Spark's getLocalityWait). */
+  const uint64_t *own[3] = {&cfg->locality_wait_process_ns, &cfg->locality_wait_node_ns,
+                            &cfg->locality_wait_rack_ns};
+  const tl_locality at[3] = {TL_PROCESS_LOCAL, TL_NODE_LOCAL, TL_RACK_LOCAL};
+  for (int k = 0; k < 3; k++)
+    s->locality_wait[at[k]] = *own[k] == TL_WAIT_INHERIT ? cfg->locality_wait_ns : *own[k];
   s->journal_tail = &s->journal;
   atomic_init(&s->batch_delivered, 0);
   s->next_tid = 1;
@@ -295,7 +306,8 @@ int tl_pool_add(tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t 
 
 int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out) {
   if (s == NULL || d == NULL || d->ntasks == 0 || d->ntasks == TL__NONE ||
-      (d->pool != NULL && tl__name_len(d->pool, TL_HOST_MAX) == 0))
+      (d->pool != NULL && tl__name_len(d->pool, TL_HOST_MAX) == 0) ||
+      tl__locality_check(d) != TL_OK)
     return TL_EINVAL;
   int err = enter(s);
   if (err != TL_OK)
@@ -420,6 +432,9 @@ uint64_t tl_tick(tl_scheduler *s) {
   uint64_t spec = tl__speculation_tick(s, s->last_now);
   if (spec < next)
     next = spec;
+  uint64_t wait = tl__locality_tick(s, s->last_now);
+  if (wait < next)
+    next = wait;
   tl__journal_close(s, j, &w, TL_OK, NULL);
   if (tl__unlock_and_dispatch(s)) {
     /* Callbacks may have moved a deadline (a loss they reported starts a pending deadline). */
@@ -431,6 +446,9 @@ uint64_t tl_tick(tl_scheduler *s) {
       uint64_t spec_next = tl__speculation_next(s, s->last_now);
       if (spec_next < next)
         next = spec_next;
+      uint64_t wait_next = tl__locality_next(s, s->last_now);
+      if (wait_next < next)
+        next = wait_next;
     }
     uv_mutex_unlock(&s->lock);
   }

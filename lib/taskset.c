@@ -87,6 +87,8 @@ static void pending_push(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
   ts->idx[i].flags |= TL__IDX_PENDING;
   ts->npending++;
   s->npending_tasks++;
+  if (ts->loc != NULL)
+    tl__locality_pending_added(ts, i);
   follow_schedulable(ts, was);
 }
 
@@ -96,6 +98,8 @@ static void pending_remove(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) 
   ts->idx[i].flags &= (uint8_t)~TL__IDX_PENDING;
   ts->npending--;
   s->npending_tasks--;
+  if (ts->loc != NULL)
+    tl__locality_pending_removed(ts, i);
   follow_schedulable(ts, was);
 }
 
@@ -126,22 +130,37 @@ static bool tried_on_host(const tl__taskset *ts, uint32_t i, const char *host) {
 }
 
 bool tl__taskset_take_speculative(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
-                                  uint32_t *index) {
+                                  tl_locality allowed, uint32_t *index, tl_locality *level) {
   const char *host = tl__names_host(ex->names);
+  uint32_t best = TL__NONE;
+  tl_locality best_level = TL_ANY;
   for (uint32_t i = ts->speculative_top; i != TL__NONE; i = ts->idx[i].next) {
-    if (!tried_on_host(ts, i, host)) { /* never where an attempt of the index already ran */
-      speculative_remove(s, ts, i);
-      *index = i;
-      return true;
+    if (tried_on_host(ts, i, host)) /* never where an attempt of the index already ran */
+      continue;
+    tl_locality l = tl__locality_of(s, ts, i, ex);
+    if (l <= allowed && (best == TL__NONE || l < best_level)) {
+      best = i;
+      best_level = l;
+      if (l == TL_PROCESS_LOCAL || ts->loc == NULL)
+        break; /* nothing is better */
     }
   }
-  return false;
+  if (best == TL__NONE)
+    return false;
+  speculative_remove(s, ts, best);
+  *index = best;
+  *level = best_level;
+  return true;
 }
 
 uint32_t tl__taskset_pop_pending(struct tl_scheduler *s, tl__taskset *ts) {
   uint32_t i = ts->pending_top;
   pending_remove(s, ts, i);
   return i;
+}
+
+void tl__taskset_take_pending(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
+  pending_remove(s, ts, i);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -196,6 +215,8 @@ void tl__taskset_make_zombie(struct tl_scheduler *s, tl__taskset *ts) {
   s->nzombie++;
   while (!tl__list_empty(&ts->outputs))
     output_free(s, tl__container_of(ts->outputs.next, tl__output, on_taskset));
+  if (ts->loc != NULL)
+    tl__locality_zombie(s, ts);
   stack_clear(ts, &ts->pending_top, TL__IDX_PENDING);
   s->npending_tasks -= ts->npending;
   ts->npending = 0;
@@ -252,6 +273,7 @@ void tl__taskset_finish_if_drained(struct tl_scheduler *s, tl__taskset *ts) {
   ev->u.ts.info = taskset_info(ts);
   ev->u.ts.payload = ts->payload;
   free_tried(s, ts);
+  tl__locality_free(s, ts);
   ts->pool->ntasksets--;
   stage_unlink(s, ts);
   HASH_DELETE(hh_by_id, s->tasksets_by_id, ts);
@@ -427,9 +449,14 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
 
   /* Allocate and index first; nothing visible changes until all of it has succeeded. */
   bool speculation = s->cfg.speculation && !d->barrier; /* never for barrier task sets */
-  tl__taskset *ts = tl__malloc(s, tl__taskset_size(d->ntasks, speculation));
-  if (ts == NULL)
+  tl__locality *loc;
+  if (tl__locality_prepare(s, d, &loc) != TL_OK)
     return TL_ENOMEM;
+  tl__taskset *ts = tl__malloc(s, tl__taskset_size(d->ntasks, speculation));
+  if (ts == NULL) {
+    tl__locality_discard(s, loc);
+    return TL_ENOMEM;
+  }
   tl__stage *new_stage = NULL;
   if (st == NULL && (new_stage = tl__calloc(s, 1, sizeof *new_stage)) == NULL)
     goto fail_ts;
@@ -487,6 +514,9 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
   s->npending_tasks += d->ntasks;
   s->nactive++;
 
+  if (loc != NULL)
+    tl__locality_attach(s, ts, loc);
+
   tl__taskset *older = st->active;
   tl__list_insert_tail(&st->attempts, &ts->on_stage);
   st->nattempts++;
@@ -506,6 +536,7 @@ fail_stage:
   tl__free(s, new_stage, sizeof *new_stage);
 fail_ts:
   tl__free(s, ts, tl__taskset_size(d->ntasks, speculation));
+  tl__locality_discard(s, loc);
   return TL_ENOMEM;
 }
 
@@ -619,6 +650,7 @@ int tl__partition_completed(struct tl_scheduler *s, uint32_t stage_id, uint32_t 
 
 void tl__taskset_destroy(struct tl_scheduler *s, tl__taskset *ts) {
   free_tried(s, ts);
+  tl__locality_free(s, ts);
   while (!tl__list_empty(&ts->outputs))
     output_free(s, tl__container_of(ts->outputs.next, tl__output, on_taskset));
   while (!tl__list_empty(&ts->running)) {

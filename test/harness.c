@@ -726,6 +726,8 @@ static int submit_desc_impl(tlt_env *e, const tl_taskset_desc *desc, tl_taskset_
   e->subs[k].stage_id = stage;
   e->subs[k].stage_attempt = attempt;
   e->subs[k].ntasks = ntasks;
+  for (uint32_t i = 0; desc->tasks != NULL && i < ntasks; i++)
+    e->subs[k].prefs = e->subs[k].prefs || desc->tasks[i].nprefs > 0;
   tl_taskset_desc d = *desc;
   d.payload = p;
   tl_taskset_id id = 0;
@@ -825,8 +827,9 @@ size_t tlt_offers_(int line, tlt_env *e, const tl_offer *offers, size_t n, tl_la
     for (size_t j = 0; j < n; j++)
       offered = offered || strcmp(offers[j].executor_id, l->executor_id) == 0;
     TLT_ASSERT(offered, "launch %zu on %s, which was not offered", i, l->executor_id);
-    TLT_ASSERT(l->locality == TL_NO_PREF, "launch %zu without preferences at locality %d", i,
-               (int)l->locality);
+    const tlt_submission *sub = find_sub(e, l->taskset);
+    TLT_ASSERT((sub != NULL && sub->prefs) || l->locality == TL_NO_PREF,
+               "launch %zu without preferences at locality %d", i, (int)l->locality);
   }
   return nout;
 }

@@ -40,6 +40,7 @@ Suite *tl_threads_suite(void);
 Suite *tl_policy_suite(void);
 Suite *tl_pools_suite(void);
 Suite *tl_speculation_suite(void);
+Suite *tl_locality_suite(void);
 
 /* A test case with the project's per-test timeout. */
 TCase *tlt_tcase(Suite *suite, const char *name);
@@ -106,6 +107,7 @@ typedef struct tlt_submission {
   uint32_t stage_id;    /* as submitted */
   uint32_t stage_attempt;
   uint32_t ntasks;
+  bool prefs;         /* some task has a preferred location */
   unsigned released;  /* taskset_released deliveries seen: must end at exactly 1 */
   size_t released_at; /* event index of the (first) release */
 } tlt_submission;

@@ -1,0 +1,647 @@
+/* Locality: where each task prefers to run, the locality levels each task set can use, and delay
+ * scheduling (Spark's pending lists by locality, computeValidLocalityLevels,
+ * getAllowedLocalityLevel, recomputeLocality and the SPARK-18886 timer rule).
+ *
+ * Places and keys. A place is an executor id or a host name that at least one task set prefers;
+ * places live in the scheduler's places_by_key and point at their executor and host records
+ * (tl__executor.place, tl__host.place), so an offer finds them without hashing a string. A task
+ * set with preferences has one key per place it prefers, plus keys[0] for its indices without
+ * preferences, and one pair per (index, key); a pair is on its key's list exactly while its index
+ * is pending. A preference for an executor is also one for its host (Spark's
+ * ExecutorCacheTaskLocation). Everything is allocated by tl_submit, before anything changes:
+ * nothing later allocates for locality, so no other call can fail for it.
+ *
+ * Valid levels. PROCESS_LOCAL is valid while a pending index prefers an ALIVE executor,
+ * NODE_LOCAL while one prefers a host with an ALIVE executor, NO_PREF while an index without
+ * preferences is pending, RACK_LOCAL while one prefers a live host that is in a rack; ANY always.
+ * Each key counts its pending pairs, and nlive counts the keys with pending pairs whose place is
+ * alive, so every test is O(1). Racks are known from registrations only: a host with no live
+ * executor has no known rack. Like Spark, the set of levels (tl__locality.levels) is recomputed
+ * when a place the task set prefers changes (an executor registered, decommissioned or lost):
+ * only the task sets that prefer that executor or its host are touched. When a level appears
+ * below the current one, the task set moves to it (SPARK-31837).
+ *
+ * Delay scheduling. A task set waits at its current level for locality_wait_*_ns from the
+ * last reset; a level with nothing to launch is skipped at once (SPARK-4939; here "nothing" means
+ * no pending index that prefers a live place, where Spark also waits for dead ones). The timer
+ * is reset after a turn in an offer round that launched something with no offer rejected, if the
+ * round offered every ALIVE executor or nothing was rejected since the last reset (SPARK-18886);
+ * a rejection is an offer of the TL_ANY pass that launched nothing while tasks were pending.
+ *
+ * Everything here runs under the scheduler's lock.
+ */
+#include "internal.h"
+
+static uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+/* ---------------------------------------------------------------------------------------------
+ * Places
+ * ------------------------------------------------------------------------------------------- */
+
+static size_t place_size(size_t key_len) { return sizeof(tl__place) + key_len + 1; }
+
+tl__place *tl__place_find(struct tl_scheduler *s, char kind, const char *name, size_t len) {
+  char key[1 + TL_HOST_MAX];
+  tl__place *p;
+  key[0] = kind;
+  memcpy(key + 1, name, len);
+  HASH_FIND(hh_by_key, s->places_by_key, key, len + 1, p);
+  return p;
+}
+
+static tl__host *host_find(struct tl_scheduler *s, const char *name) {
+  tl__host *h;
+  HASH_FIND(hh_by_name, s->hosts_by_name, name, strlen(name), h);
+  return h;
+}
+
+/* Points the place's executor or host record at it (on), or at nothing. */
+static void place_point(struct tl_scheduler *s, tl__place *p, bool on) {
+  if (p->key[0] == TL__PLACE_EXECUTOR) {
+    tl__executor *ex = tl__executor_find(s, tl__place_name(p));
+    if (ex != NULL)
+      ex->place = on ? p : NULL;
+  } else {
+    tl__host *h = host_find(s, tl__place_name(p));
+    if (h != NULL)
+      h->place = on ? p : NULL;
+  }
+}
+
+static tl__place *place_new(struct tl_scheduler *s, char kind, const char *name, size_t len) {
+  tl__place *p = tl__calloc(s, 1, place_size(len + 1));
+  if (p == NULL)
+    return NULL;
+  p->key[0] = kind;
+  memcpy(p->key + 1, name, len);
+  p->key[len + 1] = '\0';
+  p->key_len = (uint32_t)(len + 1);
+  tl__list_init(&p->keys);
+  HASH_ADD_KEYPTR(hh_by_key, s->places_by_key, p->key, p->key_len, p);
+  if (!TL__HASH_ADDED(p, hh_by_key)) {
+    tl__free(s, p, place_size(len + 1));
+    return NULL;
+  }
+  if (kind == TL__PLACE_EXECUTOR) {
+    tl__executor *ex = tl__executor_find(s, tl__place_name(p));
+    p->alive = ex != NULL && ex->state == TL_EXECUTOR_ALIVE;
+  } else {
+    tl__host *h = host_find(s, tl__place_name(p));
+    p->alive = h != NULL && h->nalive > 0;
+    p->racked = p->alive && h->rack != NULL;
+  }
+  s->nplaces++;
+  return p;
+}
+
+/* Frees a place no key uses any more. */
+static void place_free(struct tl_scheduler *s, tl__place *p) {
+  place_point(s, p, false);
+  HASH_DELETE(hh_by_key, s->places_by_key, p);
+  s->nplaces--;
+  tl__free(s, p, place_size(p->key_len));
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Live counts and valid levels
+ * ------------------------------------------------------------------------------------------- */
+
+/* Adds (up) or removes a key's share of nlive, for a place alive with the given rack flag. */
+static void share(tl__locality *loc, const tl__place *p, bool racked, bool up) {
+  if (p->key[0] == TL__PLACE_EXECUTOR) {
+    loc->nlive[TL__LIVE_PROCESS] += up ? 1u : UINT32_MAX;
+    return;
+  }
+  loc->nlive[TL__LIVE_NODE] += up ? 1u : UINT32_MAX;
+  if (racked)
+    loc->nlive[TL__LIVE_RACK] += up ? 1u : UINT32_MAX;
+}
+
+static uint8_t valid_levels(const tl__locality *loc) {
+  uint8_t m = 1u << TL_ANY;
+  if (loc->nlive[TL__LIVE_PROCESS] > 0)
+    m |= 1u << TL_PROCESS_LOCAL;
+  if (loc->nlive[TL__LIVE_NODE] > 0)
+    m |= 1u << TL_NODE_LOCAL;
+  if (loc->keys[0].count > 0)
+    m |= 1u << TL_NO_PREF;
+  if (loc->nlive[TL__LIVE_RACK] > 0)
+    m |= 1u << TL_RACK_LOCAL;
+  return m;
+}
+
+/* The first level of m at or after l (TL_ANY is always in m). */
+static uint8_t level_from(uint8_t m, unsigned l) {
+  while (!(m & (1u << l)))
+    l++;
+  return (uint8_t)l;
+}
+
+static unsigned count_bits(unsigned m) {
+  unsigned n = 0;
+  for (; m != 0; m &= m - 1)
+    n++;
+  return n;
+}
+
+/* Spark's recomputeLocality: the level stays where it was in the new set of levels, unless a
+ * level appeared below it: then it goes to the most local new level (SPARK-31837). */
+static void recompute(tl__taskset *ts) {
+  tl__locality *loc = ts->loc;
+  if (ts->zombie)
+    return;
+  uint8_t before = loc->levels, after = valid_levels(loc);
+  unsigned below = (1u << loc->level) - 1;
+  uint8_t level = level_from(after, loc->level);
+  if (count_bits(after & below) > count_bits(before & below)) {
+    unsigned added = (unsigned)(after & ~before);
+    level = 0;
+    while (!(added & (1u << level)))
+      level++;
+  }
+  loc->levels = after;
+  loc->level = level;
+}
+
+/* A place's executor or host changed: every key on it moves its share, and its task set
+ * recomputes its levels. */
+static void place_set(tl__place *p, bool alive, bool racked) {
+  if (p->alive == alive && p->racked == racked)
+    return;
+  bool was_alive = p->alive, was_racked = p->racked;
+  p->alive = alive;
+  p->racked = racked;
+  for (tl__link *l = p->keys.next; l != &p->keys; l = l->next) {
+    tl__tskey *k = tl__container_of(l, tl__tskey, on_place);
+    tl__locality *loc = k->taskset->loc;
+    if (k->count > 0) {
+      if (was_alive)
+        share(loc, p, was_racked, false);
+      if (alive)
+        share(loc, p, racked, true);
+    }
+    recompute(k->taskset);
+  }
+}
+
+void tl__locality_executor_alive(struct tl_scheduler *s, tl__executor *ex, bool alive) {
+  (void)s;
+  tl__host *h = ex->host;
+  h->nalive += alive ? 1u : UINT32_MAX;
+  if (ex->place != NULL)
+    place_set(ex->place, alive, false);
+  if (h->place != NULL && h->nalive == (alive ? 1u : 0u))
+    place_set(h->place, alive, alive && h->rack != NULL);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Pending lists
+ * ------------------------------------------------------------------------------------------- */
+
+void tl__locality_pending_added(tl__taskset *ts, uint32_t index) {
+  tl__locality *loc = ts->loc;
+  for (uint32_t p = loc->first_pair[index]; p < loc->first_pair[index + 1]; p++) {
+    tl__pair *pair = &loc->pairs[p];
+    tl__tskey *k = &loc->keys[pair->key];
+    pair->prev = TL__NONE;
+    pair->next = k->head;
+    if (k->head != TL__NONE)
+      loc->pairs[k->head].prev = p;
+    k->head = p;
+    if (k->count++ == 0 && k->place != NULL && k->place->alive)
+      share(loc, k->place, k->place->racked, true);
+  }
+}
+
+void tl__locality_pending_removed(tl__taskset *ts, uint32_t index) {
+  tl__locality *loc = ts->loc;
+  for (uint32_t p = loc->first_pair[index]; p < loc->first_pair[index + 1]; p++) {
+    tl__pair *pair = &loc->pairs[p];
+    tl__tskey *k = &loc->keys[pair->key];
+    if (pair->prev != TL__NONE)
+      loc->pairs[pair->prev].next = pair->next;
+    else
+      k->head = pair->next;
+    if (pair->next != TL__NONE)
+      loc->pairs[pair->next].prev = pair->prev;
+    pair->prev = pair->next = TL__NONE;
+    if (--k->count == 0 && k->place != NULL && k->place->alive)
+      share(loc, k->place, k->place->racked, false);
+  }
+}
+
+void tl__locality_zombie(struct tl_scheduler *s, tl__taskset *ts) {
+  (void)s;
+  for (uint32_t i = ts->pending_top; i != TL__NONE; i = ts->idx[i].next)
+    tl__locality_pending_removed(ts, i);
+  tl__list_remove(&ts->loc->on_scheduler);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Submission and release
+ * ------------------------------------------------------------------------------------------- */
+
+int tl__locality_check(const tl_taskset_desc *d) {
+  if (d->tasks == NULL)
+    return TL_OK;
+  uint64_t npairs = 0;
+  for (uint32_t i = 0; i < d->ntasks; i++) {
+    const tl_task_desc *t = &d->tasks[i];
+    if (t->nprefs > 0 && t->prefs == NULL)
+      return TL_EINVAL;
+    for (uint32_t j = 0; j < t->nprefs; j++) {
+      const tl_location *l = &t->prefs[j];
+      if (tl__name_len(l->host, TL_HOST_MAX) == 0 ||
+          (l->executor_id != NULL && tl__name_len(l->executor_id, TL_ID_MAX) == 0))
+        return TL_EINVAL;
+      npairs += l->executor_id != NULL ? 2 : 1;
+    }
+    npairs += t->nprefs == 0;
+    if (npairs >= TL__NONE)
+      return TL_EINVAL; /* pairs are numbered in 32 bits */
+  }
+  return TL_OK;
+}
+
+static size_t locality_size(uint32_t ntasks, uint32_t nkeys, uint32_t npairs) {
+  return sizeof(tl__locality) + (size_t)nkeys * sizeof(tl__tskey) +
+         (size_t)npairs * sizeof(tl__pair) + ((size_t)ntasks + 1) * sizeof(uint32_t);
+}
+
+static size_t locality_bytes(const tl__locality *loc) {
+  return locality_size(loc->ntasks, loc->nkeys, loc->npairs);
+}
+
+/* Calls each(s, kind, name, len, ctx) for every place a task's preferences name, in order. */
+typedef bool (*each_place_fn)(struct tl_scheduler *s, char kind, const char *name, size_t len,
+                              uint32_t index, void *ctx);
+static bool each_place(struct tl_scheduler *s, const tl_task_desc *t, uint32_t index,
+                       each_place_fn fn, void *ctx) {
+  for (uint32_t j = 0; j < t->nprefs; j++) {
+    const tl_location *l = &t->prefs[j];
+    if (l->executor_id != NULL &&
+        !fn(s, TL__PLACE_EXECUTOR, l->executor_id, strlen(l->executor_id), index, ctx))
+      return false;
+    if (!fn(s, TL__PLACE_HOST, l->host, strlen(l->host), index, ctx))
+      return false;
+  }
+  return true;
+}
+
+typedef struct numbering {
+  uint32_t stamp;  /* this submission's */
+  uint32_t nkeys;  /* keys numbered so far (keys[0] is the no-preference key) */
+  uint32_t npairs; /* pairs counted so far */
+} numbering;
+
+/* Pass one: finds or makes each place, numbers it once per submission and counts one pair per
+ * (index, place). false: out of memory. */
+static bool number_place(struct tl_scheduler *s, char kind, const char *name, size_t len,
+                         uint32_t index, void *ctx) {
+  numbering *n = ctx;
+  tl__place *p = tl__place_find(s, kind, name, len);
+  if (p == NULL && (p = place_new(s, kind, name, len)) == NULL)
+    return false;
+  if (p->stamp != n->stamp) {
+    p->stamp = n->stamp;
+    p->scratch = n->nkeys++;
+    p->mark = TL__NONE;
+  }
+  if (p->mark != index) { /* a place named twice by one task counts once */
+    p->mark = index;
+    n->npairs++;
+  }
+  return true;
+}
+
+/* Frees the places this submission made that no task set uses (pass one failed, or the
+ * submission was undone). */
+static bool drop_fresh(struct tl_scheduler *s, char kind, const char *name, size_t len,
+                       uint32_t index, void *ctx) {
+  (void)index;
+  (void)ctx;
+  tl__place *p = tl__place_find(s, kind, name, len);
+  if (p != NULL && p->nkeys == 0)
+    place_free(s, p);
+  return true;
+}
+
+static bool unmark(struct tl_scheduler *s, char kind, const char *name, size_t len,
+                   uint32_t index, void *ctx) {
+  (void)index;
+  (void)ctx;
+  tl__place_find(s, kind, name, len)->mark = TL__NONE;
+  return true;
+}
+
+typedef struct filling {
+  tl__locality *loc;
+  uint32_t np; /* pairs filled */
+} filling;
+
+/* Pass two: a pair per (index, place), and each key's place. */
+static bool fill_pair(struct tl_scheduler *s, char kind, const char *name, size_t len,
+                      uint32_t index, void *ctx) {
+  filling *f = ctx;
+  tl__place *p = tl__place_find(s, kind, name, len);
+  if (p->mark == index)
+    return true;
+  p->mark = index;
+  f->loc->keys[p->scratch].place = p;
+  tl__pair *pair = &f->loc->pairs[f->np++];
+  pair->key = p->scratch;
+  pair->index = index;
+  pair->prev = pair->next = TL__NONE;
+  return true;
+}
+
+int tl__locality_prepare(struct tl_scheduler *s, const tl_taskset_desc *d, tl__locality **out) {
+  *out = NULL;
+  uint32_t with_prefs = 0;
+  for (uint32_t i = 0; d->tasks != NULL && i < d->ntasks; i++)
+    with_prefs += d->tasks[i].nprefs > 0;
+  if (with_prefs == 0)
+    return TL_OK;
+
+  numbering n = {++s->locality_stamp, 1, 0};
+  if (n.stamp == 0) /* stamps wrapped: 0 is what new places start with */
+    n.stamp = ++s->locality_stamp;
+  for (uint32_t i = 0; i < d->ntasks; i++) {
+    if (d->tasks[i].nprefs == 0)
+      n.npairs++;
+    else if (!each_place(s, &d->tasks[i], i, number_place, &n))
+      goto fail_places;
+  }
+  tl__locality *loc = tl__malloc(s, locality_size(d->ntasks, n.nkeys, n.npairs));
+  if (loc == NULL)
+    goto fail_places;
+  memset(loc, 0, sizeof *loc);
+  loc->ntasks = d->ntasks;
+  loc->nkeys = n.nkeys;
+  loc->npairs = n.npairs;
+  loc->pairs = (tl__pair *)(void *)&loc->keys[n.nkeys];
+  loc->first_pair = (uint32_t *)(void *)&loc->pairs[n.npairs];
+  tl__list_init(&loc->on_scheduler);
+  for (uint32_t k = 0; k < n.nkeys; k++) {
+    memset(&loc->keys[k], 0, sizeof loc->keys[k]);
+    loc->keys[k].head = TL__NONE;
+    tl__list_init(&loc->keys[k].on_place);
+  }
+  filling f = {loc, 0};
+  for (uint32_t i = 0; i < d->ntasks; i++)
+    each_place(s, &d->tasks[i], i, unmark, NULL);
+  for (uint32_t i = 0; i < d->ntasks; i++) {
+    loc->first_pair[i] = f.np;
+    if (d->tasks[i].nprefs == 0) {
+      tl__pair *pair = &loc->pairs[f.np++];
+      pair->key = 0;
+      pair->index = i;
+      pair->prev = pair->next = TL__NONE;
+    } else {
+      each_place(s, &d->tasks[i], i, fill_pair, &f);
+    }
+  }
+  loc->first_pair[d->ntasks] = f.np;
+  for (uint32_t k = 1; k < n.nkeys; k++) {
+    tl__tskey *key = &loc->keys[k];
+    HASH_ADD(hh_by_place, loc->keys_by_place, place, sizeof key->place, key);
+    if (!TL__HASH_ADDED(key, hh_by_place)) {
+      HASH_CLEAR(hh_by_place, loc->keys_by_place);
+      tl__free(s, loc, locality_bytes(loc));
+      goto fail_places;
+    }
+  }
+  *out = loc;
+  return TL_OK;
+
+fail_places:
+  for (uint32_t i = 0; i < d->ntasks; i++)
+    each_place(s, &d->tasks[i], i, drop_fresh, NULL);
+  return TL_ENOMEM;
+}
+
+static void free_block(struct tl_scheduler *s, tl__locality *loc) {
+  for (uint32_t k = 1; k < loc->nkeys; k++) {
+    tl__place *p = loc->keys[k].place;
+    if (tl__list_linked(&loc->keys[k].on_place)) {
+      tl__list_remove(&loc->keys[k].on_place);
+      p->nkeys--;
+    }
+    if (p->nkeys == 0)
+      place_free(s, p);
+  }
+  HASH_CLEAR(hh_by_place, loc->keys_by_place);
+  tl__free(s, loc, locality_bytes(loc));
+}
+
+void tl__locality_discard(struct tl_scheduler *s, tl__locality *loc) {
+  if (loc != NULL)
+    free_block(s, loc);
+}
+
+void tl__locality_attach(struct tl_scheduler *s, tl__taskset *ts, tl__locality *loc) {
+  ts->loc = loc;
+  for (uint32_t k = 0; k < loc->nkeys; k++) {
+    tl__tskey *key = &loc->keys[k];
+    key->taskset = ts;
+    if (key->place == NULL)
+      continue;
+    if (key->place->nkeys++ == 0)
+      place_point(s, key->place, true);
+    tl__list_insert_tail(&key->place->keys, &key->on_place);
+  }
+  for (uint32_t i = ts->ntasks; i-- > 0;) /* index 0 on top of every list, as on the stack */
+    tl__locality_pending_added(ts, i);
+  loc->levels = valid_levels(loc);
+  loc->level = level_from(loc->levels, TL_PROCESS_LOCAL);
+  loc->reset_time = s->last_now;
+  loc->no_rejects = true;
+  tl__list_insert_tail(&s->locality_tasksets, &loc->on_scheduler);
+}
+
+void tl__locality_free(struct tl_scheduler *s, tl__taskset *ts) {
+  tl__locality *loc = ts->loc;
+  if (loc == NULL)
+    return;
+  tl__list_remove(&loc->on_scheduler);
+  free_block(s, loc);
+  ts->loc = NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Delay scheduling
+ * ------------------------------------------------------------------------------------------- */
+
+/* Whether the task set has something to launch at level l (Spark's moreTasksToRunIn). */
+static bool has_tasks_at(const tl__locality *loc, unsigned l) {
+  switch (l) {
+  case TL_PROCESS_LOCAL:
+    return loc->nlive[TL__LIVE_PROCESS] > 0;
+  case TL_NODE_LOCAL:
+    return loc->nlive[TL__LIVE_NODE] > 0;
+  case TL_NO_PREF:
+    return loc->keys[0].count > 0;
+  case TL_RACK_LOCAL:
+    return loc->nlive[TL__LIVE_RACK] > 0;
+  default:
+    return true;
+  }
+}
+
+tl_locality tl__locality_allowed(struct tl_scheduler *s, tl__taskset *ts) {
+  tl__locality *loc = ts->loc;
+  uint64_t now = s->last_now;
+  while (loc->level != TL_ANY) {
+    uint64_t wait = s->locality_wait[loc->level];
+    if (!has_tasks_at(loc, loc->level))
+      loc->reset_time = now; /* nothing to wait for (SPARK-4939) */
+    else if (now >= loc->reset_time && now - loc->reset_time >= wait)
+      loc->reset_time = add_sat(loc->reset_time, wait); /* the next wait starts where it ended */
+    else
+      return (tl_locality)loc->level;
+    loc->level = level_from(loc->levels, loc->level + 1u);
+  }
+  return TL_ANY;
+}
+
+void tl__locality_after_turn(struct tl_scheduler *s, tl__taskset *ts, bool rejects, int best,
+                             bool full) {
+  tl__locality *loc = ts->loc;
+  if (rejects) {
+    loc->no_rejects = false;
+    return;
+  }
+  if (best <= TL_ANY && (full || loc->no_rejects)) {
+    loc->reset_time = s->last_now;
+    loc->level = level_from(loc->levels, (unsigned)best);
+    loc->no_rejects = true;
+  }
+}
+
+/* The time the task set's wait at its level (and at the levels after it, if that one has
+ * already passed) ends, after now; TL_TICK_NEVER if it waits for nothing. With fired, reports
+ * whether a wait ended in (since, now]. */
+static uint64_t wait_ends(struct tl_scheduler *s, const tl__taskset *ts, uint64_t now,
+                          uint64_t since, bool *fired) {
+  const tl__locality *loc = ts->loc;
+  if (ts->npending + ts->nspeculatable == 0)
+    return TL_TICK_NEVER;
+  uint64_t reset = loc->reset_time;
+  for (unsigned l = loc->level; l != TL_ANY; l = level_from(loc->levels, l + 1)) {
+    if (!has_tasks_at(loc, l))
+      continue;
+    uint64_t end = add_sat(reset, s->locality_wait[l]);
+    if (end > now)
+      return end == UINT64_MAX ? TL_TICK_NEVER : end;
+    if (fired != NULL && end > since)
+      *fired = true;
+    reset = end;
+  }
+  return TL_TICK_NEVER;
+}
+
+uint64_t tl__locality_next(struct tl_scheduler *s, uint64_t now) {
+  uint64_t next = TL_TICK_NEVER;
+  for (tl__link *l = s->locality_tasksets.next; l != &s->locality_tasksets; l = l->next) {
+    tl__locality *loc = tl__container_of(l, tl__locality, on_scheduler);
+    uint64_t end = wait_ends(s, loc->keys[0].taskset, now, 0, NULL);
+    if (end != TL_TICK_NEVER && end - now < next)
+      next = end - now;
+  }
+  return next;
+}
+
+uint64_t tl__locality_tick(struct tl_scheduler *s, uint64_t now) {
+  bool fired = false;
+  uint64_t next = TL_TICK_NEVER;
+  for (tl__link *l = s->locality_tasksets.next; l != &s->locality_tasksets; l = l->next) {
+    tl__locality *loc = tl__container_of(l, tl__locality, on_scheduler);
+    uint64_t end = wait_ends(s, loc->keys[0].taskset, now, s->locality_ticked, &fired);
+    if (end != TL_TICK_NEVER && end - now < next)
+      next = end - now;
+  }
+  if (fired) {
+    if (tl__events_reserve(s, 1) != TL_OK)
+      return 0; /* the next tick tries again */
+    s->revive_wanted = true;
+    tl__event_push_revive(s);
+  }
+  s->locality_ticked = now;
+  return next;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Choosing a task for an offer
+ * ------------------------------------------------------------------------------------------- */
+
+static tl__tskey *key_of(const tl__locality *loc, const tl__place *place) {
+  tl__tskey *k = NULL;
+  if (place != NULL)
+    HASH_FIND(hh_by_place, loc->keys_by_place, &place, sizeof place, k);
+  return k;
+}
+
+/* The first index on a key's list. */
+static bool take_key(const tl__locality *loc, const tl__tskey *k, uint32_t *index) {
+  if (k == NULL || k->head == TL__NONE)
+    return false;
+  *index = loc->pairs[k->head].index;
+  return true;
+}
+
+bool tl__locality_take(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
+                       tl_locality allowed, uint32_t *index, tl_locality *level) {
+  const tl__locality *loc = ts->loc;
+  const tl__host *host = ex->host;
+  if (ts->npending == 0)
+    return false;
+  if (take_key(loc, key_of(loc, ex->place), index)) {
+    *level = TL_PROCESS_LOCAL;
+  } else if (allowed >= TL_NODE_LOCAL && take_key(loc, key_of(loc, host->place), index)) {
+    *level = TL_NODE_LOCAL;
+  } else if (allowed >= TL_NO_PREF && take_key(loc, &loc->keys[0], index)) {
+    *level = TL_NO_PREF;
+  } else {
+    bool found = false;
+    if (allowed >= TL_RACK_LOCAL && host->rack != NULL && loc->nlive[TL__LIVE_RACK] > 0) {
+      const tl__rack *rack = host->rack;
+      for (const tl__link *l = rack->hosts.next; !found && l != &rack->hosts; l = l->next) {
+        const tl__host *h = tl__container_of(l, tl__host, on_rack);
+        found = h != host && take_key(loc, key_of(loc, h->place), index);
+      }
+    }
+    if (found) {
+      *level = TL_RACK_LOCAL;
+    } else if (allowed == TL_ANY) {
+      *index = ts->pending_top;
+      *level = TL_ANY;
+    } else {
+      return false;
+    }
+  }
+  tl__taskset_take_pending(s, ts, *index);
+  return true;
+}
+
+tl_locality tl__locality_of(struct tl_scheduler *s, const tl__taskset *ts, uint32_t index,
+                            const tl__executor *ex) {
+  const tl__locality *loc = ts->loc;
+  if (loc == NULL)
+    return TL_NO_PREF;
+  tl_locality best = TL_ANY;
+  for (uint32_t p = loc->first_pair[index]; p < loc->first_pair[index + 1]; p++) {
+    const tl__place *place = loc->keys[loc->pairs[p].key].place;
+    if (place == NULL)
+      return TL_NO_PREF;
+    if (place == ex->place)
+      return TL_PROCESS_LOCAL;
+    if (place == ex->host->place) {
+      best = TL_NODE_LOCAL;
+    } else if (best == TL_ANY && place->racked && ex->host->rack != NULL) {
+      const tl__host *h = host_find(s, tl__place_name(place));
+      if (h != NULL && h->rack == ex->host->rack)
+        best = TL_RACK_LOCAL;
+    }
+  }
+  return best;
+}
