@@ -134,6 +134,17 @@ void tl__jfmt_submit(tl__jw *w, const tl_taskset_desc *d) {
   key_u64(w, "shuffle_map", d->shuffle_map);
   key_u64(w, "barrier", d->barrier);
   arg_str(w, d->pool);
+  for (uint32_t i = 0; d->tasks != NULL && i < d->ntasks; i++) {
+    const tl_task_desc *t = &d->tasks[i];
+    if (t->nprefs == 0)
+      continue;
+    key_u64(w, "task", i);
+    key_u64(w, "prefs", t->nprefs);
+    for (uint32_t j = 0; j < t->nprefs; j++) {
+      arg_str(w, t->prefs[j].host);
+      arg_str(w, t->prefs[j].executor_id);
+    }
+  }
 }
 
 void tl__jfmt_pool_add(tl__jw *w, const char *name, tl_sched_mode mode, uint32_t weight,
@@ -241,18 +252,21 @@ void tl__journal_free_list(struct tl_scheduler *s, tl__jline *j) {
 
 void tl__journal_start(struct tl_scheduler *s) {
   const tl_config *c = &s->cfg;
-  char line[512];
+  char line[768];
   s->cfg.journal(s->cfg.journal_ud, "# taskledger journal v1");
   snprintf(line, sizeof line,
            "config mode=%s cpus_per_task=%" PRIu32 " max_task_failures=%" PRIu32
            " heartbeat_timeout_ns=%" PRIu64 " pending_loss_timeout_ns=%" PRIu64
            " max_tombstones=%" PRIu32 " tombstone_ttl_ns=%" PRIu64 " max_result_bytes=%" PRIu64
            " speculation=%d speculation_interval_ns=%" PRIu64 " speculation_multiplier=%.17g"
-           " speculation_quantile=%.17g speculation_min_runtime_ns=%" PRIu64 " start=%" PRIu64,
+           " speculation_quantile=%.17g speculation_min_runtime_ns=%" PRIu64
+           " locality_wait_ns=%" PRIu64 " locality_wait_process_ns=%" PRIu64
+           " locality_wait_node_ns=%" PRIu64 " locality_wait_rack_ns=%" PRIu64 " start=%" PRIu64,
            c->mode == TL_FAIR ? "FAIR" : "FIFO", c->cpus_per_task, c->max_task_failures,
            c->heartbeat_timeout_ns, c->pending_loss_timeout_ns, c->max_tombstones,
            c->tombstone_ttl_ns, c->max_result_bytes, c->speculation ? 1 : 0,
            c->speculation_interval_ns, c->speculation_multiplier, c->speculation_quantile,
-           c->speculation_min_runtime_ns, s->last_now);
+           c->speculation_min_runtime_ns, c->locality_wait_ns, c->locality_wait_process_ns,
+           c->locality_wait_node_ns, c->locality_wait_rack_ns, s->last_now);
   s->cfg.journal(s->cfg.journal_ud, line);
 }

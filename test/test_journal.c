@@ -81,7 +81,10 @@ START_TEST(lines_follow_the_documented_format) {
                                "tombstone_ttl_ns=600000000000 max_result_bytes=1073741824 "
                                "speculation=0 speculation_interval_ns=100000000 "
                                "speculation_multiplier=3 speculation_quantile=0.90000000000000002 "
-                               "speculation_min_runtime_ns=100000000 start=1000000000");
+                               "speculation_min_runtime_ns=100000000 locality_wait_ns=3000000000 "
+                               "locality_wait_process_ns=18446744073709551615 "
+                               "locality_wait_node_ns=18446744073709551615 "
+                               "locality_wait_rack_ns=18446744073709551615 start=1000000000");
 
   tlt_add(e, "e1", "h1", NULL, 2);
   ck_assert_str_eq(c.lines[c.n - 1], "@1000000000 add \"e1\" \"h1\" - cores=2 = OK");
@@ -384,6 +387,48 @@ START_TEST(journals_with_speculation_and_pools_replay_to_the_same_state) {
 }
 END_TEST
 
+/* Preferences and locality waits are journaled; the replay takes the same decisions (the
+ * offers' launch counts and tids are checked line by line). */
+START_TEST(journals_with_locality_replay_to_the_same_state) {
+  capture c;
+  tl_config cfg = tlt_config();
+  cfg.locality_wait_node_ns = 2 * TLT_SEC;
+  tlt_env *e = journaled(&c, &cfg);
+  tlt_add(e, "e1", "h1", "r1", 1);
+  tlt_add(e, "e2", "h2", "r1", 1);
+  tlt_add(e, "e3", "h3", NULL, 2);
+  const tl_location p0[] = {{"h1", "e1"}}, p1[] = {{"h1", NULL}, {"h9", NULL}};
+  tl_task_desc tasks[3] = {{p0, 1}, {p1, 2}, {NULL, 0}};
+  tl_taskset_desc d = {.stage_id = 0, .ntasks = 3, .tasks = tasks};
+  tlt_submit_desc(e, &d);
+  ck_assert_str_eq(c.lines[c.n - 1],
+                   "@1000000000 submit stage=0 attempt=0 priority=0 ntasks=3 cpus=0 shuffle_map=0 "
+                   "barrier=0 - task=0 prefs=1 \"h1\" \"e1\" task=1 prefs=2 \"h1\" - \"h9\" - "
+                   "= OK ts=1");
+  tl_launch l[4];
+  tl_offer all[3] = {{"e1", 1}, {"e3", 2}, {"e2", 1}};
+  ck_assert_uint_eq(tlt_offers(e, all, 3, l, 4), 2); /* e1: task 0; e3: the no-pref task */
+  ck_assert_str_eq(l[1].executor_id, "e3");
+  e->now += 2 * TLT_SEC;
+  ck_assert_uint_eq(tlt_offers(e, all, 3, l, 4), 1); /* task 1, rack-local on e2 */
+  ck_assert_int_eq(l[0].locality, TL_RACK_LOCAL);
+  tl_stats mid = tlt_stats(e);
+  size_t mid_lines = c.n;
+  tlt_end(e);
+
+  char *text = capture_text(&c, mid_lines);
+  tlr_report r;
+  int verdict = tlr_replay_text(text, NULL, &r);
+  ck_assert_msg(verdict == TLR_NOT_DRAINED, "%d at line %zu: %s", verdict, r.bad_line, r.why);
+  assert_same_state(&mid, &r.final);
+  free(text);
+  text = capture_text(&c, c.n);
+  ck_assert_int_eq(tlr_replay_text(text, NULL, &r), TLR_OK);
+  free(text);
+  capture_free(&c);
+}
+END_TEST
+
 Suite *tl_journal_suite(void) {
   Suite *s = suite_create("journal");
   TCase *tc = tlt_tcase(s, "journal");
@@ -393,5 +438,6 @@ Suite *tl_journal_suite(void) {
   tcase_add_test(tc, a_journal_that_does_not_match_is_reported_at_its_line);
   tcase_add_test(tc, calls_out_of_memory_are_journaled_or_not_and_replay);
   tcase_add_test(tc, journals_with_speculation_and_pools_replay_to_the_same_state);
+  tcase_add_test(tc, journals_with_locality_replay_to_the_same_state);
   return s;
 }

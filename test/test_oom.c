@@ -1682,6 +1682,105 @@ START_TEST(oom_tick) {
 END_TEST
 
 /* ---------------------------------------------------------------------------------------------
+ * Locality: a submission with preferences allocates its block, its keys' table and the places
+ * it names that do not exist yet; no other call allocates for locality.
+ * ------------------------------------------------------------------------------------------- */
+
+enum { MANY_PLACES = 40 }; /* hosts named by one task set: more than a table's first buckets */
+
+static char place_hosts[MANY_PLACES][8];
+
+/* Stage `stage` of four tasks: 0 prefers (h1, e1), 1 prefers h2 and h9, 2 none, 3 h1 and
+ * (with many) the hosts p0..p39. */
+static int submit_local(tlt_env *e, uint32_t stage, bool many) {
+  static tl_location p0[] = {{"h1", "e1"}}, p1[] = {{"h2", NULL}, {"h9", NULL}};
+  static tl_location p3[MANY_PLACES + 1];
+  p3[0].host = "h1";
+  p3[0].executor_id = NULL;
+  for (int i = 0; i < MANY_PLACES; i++) {
+    snprintf(place_hosts[i], sizeof place_hosts[i], "p%d", i);
+    p3[i + 1].host = place_hosts[i];
+    p3[i + 1].executor_id = NULL;
+  }
+  tl_task_desc tasks[4] = {{p0, 1}, {p1, 2}, {NULL, 0}, {p3, many ? MANY_PLACES + 1 : 1}};
+  tl_taskset_desc d = {.stage_id = stage, .ntasks = 4, .tasks = tasks};
+  return tlt_submit_desc_rc(e, &d, NULL);
+}
+
+static void build_local_executors(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  B_OK(add_exec(e, "e1", "h1", "r1", 2));
+  B_OK(add_exec(e, "e2", "h2", "r1", 2));
+}
+
+static void build_local_stage0(tlt_env *e, oom_ctx *c) {
+  build_local_executors(e, c);
+  B_OK(submit_local(e, 0, false));
+}
+
+/* Stage 0 with preferences, one task launched on e1 and its wait at NODE_LOCAL running. */
+static void build_local_waiting(tlt_env *e, oom_ctx *c) {
+  build_local_stage0(e, c);
+  B_OK(offer(e, c, "e1", 1, 4));
+  B_OK(add_exec(e, "e3", "h3", NULL, 2));
+}
+
+static int call_submit_local(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return submit_local(e, 1, false);
+}
+
+static int call_submit_local_many(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return submit_local(e, 1, true);
+}
+
+static int call_offer_local(tlt_env *e, oom_ctx *c) {
+  tl_offer o[] = {{"e1", 2}, {"e2", 2}};
+  return offers(e, c, o, 2, 8);
+}
+
+static int call_add_preferred(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return add_exec(e, "e9", "h9", "r1", 2);
+}
+
+static int call_lose_preferred(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return lose(e, "e1", TL_LOSS_EXITED, false, NULL);
+}
+
+/* The builder leaves the clock at 1 s; the wait at NODE_LOCAL ends at 4 s. A retried call
+ * ticks at the same time. */
+static int call_tick_after_wait(tlt_env *e, oom_ctx *c) {
+  if (e->now < 4 * TLT_SEC)
+    e->now = 4 * TLT_SEC;
+  c->tick = tl_tick(e->s);
+  return TL_OK;
+}
+
+START_TEST(oom_locality) {
+  const oom_scenario sc[] = {
+      {"tl_submit", "preferences naming new places", NULL, build_local_executors,
+       call_submit_local, OOM_ALLOCATES, 0},
+      {"tl_submit", "preferences naming places that exist", NULL, build_local_stage0,
+       call_submit_local, OOM_ALLOCATES, 0},
+      {"tl_submit", "preferences naming 41 hosts", NULL, build_local_stage0,
+       call_submit_local_many, OOM_ALLOCATES, 0},
+      {"tl_resource_offers", "a round over a task set with preferences", NULL, build_local_stage0,
+       call_offer_local, OOM_ALLOCATES, 0},
+      {"tl_executor_add", "a preferred executor joins", NULL, build_local_stage0,
+       call_add_preferred, OOM_ALLOCATES, 0},
+      {"tl_executor_lost", "a preferred executor is lost", NULL, build_local_waiting,
+       call_lose_preferred, 0, 0},
+      {"tl_tick", "a locality wait runs out", NULL, build_local_waiting, call_tick_after_wait,
+       OOM_TICK, 0},
+  };
+  SWEEP_ALL("locality", sc);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
  * The scheduling policies: pools (TL_FAIR), speculation, shuffle-map outputs, the result-size
  * limit and barrier task sets, each with allocation points of its own.
  * ------------------------------------------------------------------------------------------- */
@@ -3740,6 +3839,7 @@ Suite *tl_oom_suite(void) {
   tcase_add_test(tc, oom_heartbeat_and_decommission);
   tcase_add_test(tc, oom_kills_cancel_and_partitions);
   tcase_add_test(tc, oom_tick);
+  tcase_add_test(tc, oom_locality);
   tcase_add_test(tc, oom_pools);
   tcase_add_test(tc, oom_speculation);
   tcase_add_test(tc, oom_outputs_results_barriers_and_fair_rounds);

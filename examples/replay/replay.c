@@ -264,6 +264,10 @@ static int start_scheduler(replayer *r, token *tok, int n) {
     }
     if (key_u64(&tok[i], "speculation_interval_ns", &cfg.speculation_interval_ns) ||
         key_u64(&tok[i], "speculation_min_runtime_ns", &cfg.speculation_min_runtime_ns) ||
+        key_u64(&tok[i], "locality_wait_ns", &cfg.locality_wait_ns) ||
+        key_u64(&tok[i], "locality_wait_process_ns", &cfg.locality_wait_process_ns) ||
+        key_u64(&tok[i], "locality_wait_node_ns", &cfg.locality_wait_node_ns) ||
+        key_u64(&tok[i], "locality_wait_rack_ns", &cfg.locality_wait_rack_ns) ||
         key_double(&tok[i], "speculation_multiplier", &cfg.speculation_multiplier) ||
         key_double(&tok[i], "speculation_quantile", &cfg.speculation_quantile))
       continue;
@@ -336,28 +340,69 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
   } else if (strcmp(op, "submit") == 0) {
     tl_taskset_desc d = {0};
     uint64_t shuffle_map, barrier;
-    if (na != 8 || !str_arg(&a[7], &d.pool) || !key_u32(&a[0], "stage", &d.stage_id) ||
+    if (na < 8 || !str_arg(&a[7], &d.pool) || !key_u32(&a[0], "stage", &d.stage_id) ||
         !key_u32(&a[1], "attempt", &d.stage_attempt) || !key_u32(&a[2], "priority", &d.priority) ||
         !key_u32(&a[3], "ntasks", &d.ntasks) || !key_u32(&a[4], "cpus", &d.cpus_per_task) ||
         !key_u64(&a[5], "shuffle_map", &shuffle_map) || !key_u64(&a[6], "barrier", &barrier))
       return bad(r, op);
     d.shuffle_map = shuffle_map != 0;
     d.barrier = barrier != 0;
+    /* Preferences: "task=I prefs=N" then N pairs of strings (host, executor or -). */
+    tl_task_desc *tasks = NULL;
+    tl_location *locs = NULL;
+    if (na > 8) {
+      size_t nlocs = (size_t)(na - 8) / 2;
+      tasks = d.ntasks > 0 ? calloc(d.ntasks, sizeof *tasks) : NULL;
+      locs = calloc(nlocs > 0 ? nlocs : 1, sizeof *locs);
+      if (tasks == NULL || locs == NULL) {
+        free(tasks);
+        free(locs);
+        return stop(r, TLR_NO_MEMORY, "out of memory");
+      }
+      size_t used = 0;
+      for (int k = 8; k < na;) {
+        uint32_t index, n;
+        if (k + 2 > na || !key_u32(&a[k], "task", &index) || !key_u32(&a[k + 1], "prefs", &n) ||
+            index >= d.ntasks || n == 0 || (size_t)(na - k - 2) / 2 < n) {
+          free(tasks);
+          free(locs);
+          return bad(r, op);
+        }
+        k += 2;
+        tasks[index].prefs = &locs[used];
+        tasks[index].nprefs = n;
+        for (uint32_t j = 0; j < n; j++, k += 2, used++)
+          if (!str_arg(&a[k], &locs[used].host) || !str_arg(&a[k + 1], &locs[used].executor_id)) {
+            free(tasks);
+            free(locs);
+            return bad(r, op);
+          }
+      }
+      d.tasks = tasks;
+    }
     if (r->nsubs == r->capsubs) {
       size_t cap = r->capsubs ? 2 * r->capsubs : 16;
       submission *subs = realloc(r->subs, cap * sizeof *subs);
-      if (subs == NULL)
+      if (subs == NULL) {
+        free(tasks);
+        free(locs);
         return stop(r, TLR_NO_MEMORY, "out of memory");
+      }
       r->subs = subs;
       r->capsubs = cap;
     }
     payload *pl = malloc(sizeof *pl);
-    if (pl == NULL)
+    if (pl == NULL) {
+      free(tasks);
+      free(locs);
       return stop(r, TLR_NO_MEMORY, "out of memory");
+    }
     pl->sub = r->nsubs;
     d.payload = pl;
     tl_taskset_id id = 0;
     *err = tl_submit(s, &d, &id);
+    free(tasks);
+    free(locs);
     if (*err != TL_OK) {
       free(pl);
     } else {
