@@ -239,7 +239,7 @@ typedef struct tl_task_info {
 typedef struct tl_task_end {
   tl_end_kind kind;            /* TL_END_SUCCESS or the failure */
   bool counts_toward_failures; /* this failure was counted toward max_task_failures (never in a
-                                  zombie task set) */
+                                  zombie or barrier task set) */
   const char *message;         /* the update's or the loss's message, or NULL; valid until the
                                   callback returns */
   void *result;                /* TL_END_SUCCESS: the result, now owned by the callee */
@@ -379,7 +379,8 @@ typedef struct tl_taskset_desc {
                              max_result_bytes does not apply, and while the task set is active an
                              index done on an executor that is later lost runs again */
   bool barrier;           /* all its tasks launch in one offer round or none do; the failure of
-                             any of them makes it zombie (the DAG layer resubmits the stage) */
+                             any of them makes it zombie (the DAG layer resubmits the stage),
+                             counts toward nothing and retries nothing */
   const char *pool;       /* its pool under TL_FAIR (NULL = "default"); ignored under TL_FIFO,
                              whose one pool is "default"; copied */
 } tl_taskset_desc;

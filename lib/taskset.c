@@ -352,6 +352,10 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
       s->events.ev[s->events.n - 1].u.ts.bytes = ts->result_bytes;
     }
   } else {
+    /* Any failure in a barrier task set makes it zombie before the count is looked at, as in
+     * Spark's handleFailedTask: the stage runs again as a whole, and nothing counts. */
+    if (ts->barrier)
+      tl__taskset_make_zombie(s, ts);
     /* Nothing counts in a zombie, for an index already done, or from a copy that lost the race. */
     bool counted =
         counts && !ts->zombie && !(ix->flags & TL__IDX_SUCCESSFUL) && !a->killed_by_other;
@@ -363,8 +367,6 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
     } else if (counted && ++ix->failures >= s->cfg.max_task_failures) {
       abort_taskset(s, ts, TL__FAIL_MAX_FAILURES, a->index, ix->failures, msg, static_msg);
     }
-    if (ts->barrier)
-      tl__taskset_make_zombie(s, ts); /* the stage runs again as a whole: Spark's isBarrier */
     if ((ix->flags & TL__IDX_SPECULATABLE) && ix->copies_running == 0)
       speculative_remove(s, ts, a->index); /* its one copy is gone: a retry, not a copy */
     if (!ts->zombie && !(ix->flags & (TL__IDX_SUCCESSFUL | TL__IDX_PENDING)) &&

@@ -703,10 +703,9 @@ static void attempt_ended(tlo_run *r, tl_tid tid, const mend *m) {
   }
 
   /* Nothing counts in a zombie, for an index already done, from a copy that lost the race, or
-   * (api.md) in a barrier task set. */
+   * in a barrier task set (its failure makes it zombie first, as in Spark's handleFailedTask). */
   bool counted = m->kind != TL_END_SUCCESS && m->kind != TL_END_RESULT_TOO_LARGE && m->counts &&
-                 !t->zombie && !ix->done && !a->killed_by_other &&
-                 (!t->barrier || (r->kb & TLO_KB_BARRIER_COUNTS));
+                 !t->zombie && !ix->done && !a->killed_by_other && !t->barrier;
   mevent *e = push_ev(r, EV_ENDED);
   e->tid = tid;
   e->ts = k;

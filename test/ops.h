@@ -93,7 +93,6 @@ typedef struct tlo_op {
  * the randomized runs and the fuzzer keep looking for new disagreements; with strict set it
  * predicts what the documentation says, and a run that reaches one fails. */
 enum {
-  TLO_KB_BARRIER_COUNTS = 1 << 0, /* a barrier task set's failure counts (and can abort it) */
   TLO_KB_SPEC_WRAP = 1 << 1,      /* the next speculation check wraps past the end of time */
   TLO_KB_RESUBMIT_SPEC = 1 << 2,  /* TL_END_RESUBMITTED of a speculative copy's output says
                                      speculative false */
