@@ -131,8 +131,9 @@ typedef enum tl_end_kind {
   TL_END_EXECUTOR_LOST = 6,   /* its executor was lost: counts only if caused by the app and the
                                  attempt had reached RUNNING; never given in a status update */
   TL_END_RESUBMITTED = 7,     /* a done index of an active shuffle-map task set whose output
-                                 was on a lost executor: pending again (the tid is the attempt
-                                 that wrote it); does not count; never given in an update */
+                                 was on a lost executor: pending again (the task is the attempt
+                                 that wrote it: its tid, attempt, locality and speculative
+                                 flag); does not count; never given in an update */
   TL_END_RESULT_TOO_LARGE = 8 /* FINISHED, but the task set's results passed max_result_bytes:
                                  the library freed the result (result_free) and aborted the task
                                  set; does not count; never given in a status update */

@@ -142,6 +142,7 @@ typedef struct tl__output {
   uint32_t index;                /* the index */
   uint32_t attempt;              /* that attempt's number */
   uint8_t locality;              /* and its locality */
+  uint8_t speculative;           /* 1 if it was a speculative copy */
 } tl__output;
 
 /* An executor, from registration until its tombstone is evicted. */

@@ -183,6 +183,7 @@ static void output_add(tl__output *out, const tl__attempt *a) {
   out->index = a->index;
   out->attempt = a->attempt;
   out->locality = a->locality;
+  out->speculative = a->speculative;
   tl__list_insert_tail(&a->executor->outputs, &out->on_executor);
   a->executor->noutputs++;
   tl__list_insert_tail(&a->taskset->outputs, &out->on_taskset);
@@ -400,6 +401,7 @@ void tl__outputs_resubmit(struct tl_scheduler *s, tl__executor *ex) {
     ev->u.task.index = out->index;
     ev->u.task.attempt = out->attempt;
     ev->u.task.locality = out->locality;
+    ev->u.task.speculative = out->speculative;
     ev->u.task.payload = ts->payload;
     ev->u.task.end_kind = TL_END_RESUBMITTED;
     output_free(s, out);

@@ -846,7 +846,7 @@ static void resubmit_outputs(tlo_run *r, mexec *x) {
     e->kind = TL_END_RESUBMITTED;
     r->f_resubmitted++;
     e->text = dup_text("Its map output was lost with its executor; the task runs again.");
-    e->spec = o.spec && !(r->kb & TLO_KB_RESUBMIT_SPEC);
+    e->spec = o.spec;
     if (ix->copies == 0) {
       pend_push(t, o.index);
       r->revive_wanted = true;

@@ -232,6 +232,39 @@ START_TEST(a_killed_copy_is_not_resubmitted_but_the_winner_is) {
 }
 END_TEST
 
+/* TL_END_RESUBMITTED describes the attempt that wrote the lost output: a speculative copy's
+ * says speculative, an original's does not. */
+START_TEST(a_resubmitted_output_says_whether_a_copy_wrote_it) {
+  tlt_env *e = spec_env(0.25, 0.0, 0);
+  tlt_add(e, "e1", "h1", NULL, 4);
+  tlt_add(e, "e2", "h2", NULL, 1);
+  tl_taskset_id ts = submit_map(e, 0, 4);
+  tl_launch l[4], c[1];
+  ck_assert_uint_eq(offer1(e, "e1", 4, l), 4);
+  e->now += 1 * MS;
+  tlt_succeed(e, "e1", l[0].tid);
+  tlt_advance_tick(e, 100 * MS); /* multiplier 0: indices 1-3 are slow */
+  ck_assert_uint_eq(offer1(e, "e2", 1, c), 1);
+  ck_assert(c[0].speculative);
+  tlt_succeed(e, "e2", c[0].tid); /* the copy wins: its output is on e2 */
+  size_t mark = tlt_mark(e);
+  tlt_lose(e, "e2", TL_LOSS_EXITED, false);
+  const tlt_event *resub = tlt_nth(e, mark, TLT_EV_ENDED, 0);
+  ck_assert_int_eq(resub->end_kind, TL_END_RESUBMITTED);
+  ck_assert_uint_eq(resub->task.tid, c[0].tid);
+  ck_assert(resub->task.speculative);
+  /* The original of index 0, on e1, is resubmitted as not speculative. */
+  mark = tlt_mark(e);
+  tlt_lose(e, "e1", TL_LOSS_EXITED, false);
+  resub = tlt_nth(e, mark, TLT_EV_ENDED, 0);
+  ck_assert_int_eq(resub->end_kind, TL_END_RESUBMITTED);
+  ck_assert_uint_eq(resub->task.tid, l[0].tid);
+  ck_assert(!resub->task.speculative);
+  ck_assert(!tlt_ts(e, ts).zombie);
+  tlt_end(e);
+}
+END_TEST
+
 /* TSMS "[SPARK-13931] taskSetManager should not send Resubmitted tasks after being a zombie". */
 START_TEST(a_zombie_sends_no_resubmission_when_its_copy_is_lost) {
   tlt_env *e = spec_env(0.5, 0.0, 0);
@@ -360,6 +393,7 @@ Suite *tl_speculation_suite(void) {
   tcase_add_test(tc, a_losing_copy_failing_counts_nothing);
   tcase_add_test(tc, killing_a_losing_copy_does_not_count_toward_aborting);
   tcase_add_test(tc, a_killed_copy_is_not_resubmitted_but_the_winner_is);
+  tcase_add_test(tc, a_resubmitted_output_says_whether_a_copy_wrote_it);
   tcase_add_test(tc, a_zombie_sends_no_resubmission_when_its_copy_is_lost);
   tcase_add_test(tc, speculation_waits_for_its_conditions);
   tcase_add_test(tc, the_threshold_follows_the_median);
