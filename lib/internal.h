@@ -458,7 +458,8 @@ struct tl_scheduler {
   uint64_t last_now;             /* the running call's time: the latest clock reading */
   bool revive_wanted;            /* the running call made pending work: push revive_offers */
   size_t nspeculatable;          /* indices on speculative stacks, all task sets together */
-  uint64_t next_speculation;     /* when tl_tick looks for slow tasks next */
+  uint64_t next_speculation;     /* when tl_tick looks for slow tasks next, unless past_end */
+  bool speculation_past_end;     /* the next check would come after UINT64_MAX: it never does */
   uint64_t offer_round;          /* numbers offer rounds, for tl__executor.offer_round; from 1 */
 
   /* Events. New events go to events; the dispatcher swaps it with batch and delivers the batch

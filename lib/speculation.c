@@ -141,13 +141,13 @@ static bool slow(const tl__taskset *ts, const tl__attempt *a, uint64_t threshold
 }
 
 uint64_t tl__speculation_next(const struct tl_scheduler *s, uint64_t now) {
-  if (!s->cfg.speculation || s->attempts_by_tid == NULL)
-    return TL_TICK_NEVER; /* nothing runs: nothing can be slow */
+  if (!s->cfg.speculation || s->speculation_past_end || s->attempts_by_tid == NULL)
+    return TL_TICK_NEVER; /* no next check, or nothing runs: nothing can be slow */
   return s->next_speculation > now ? s->next_speculation - now : 0;
 }
 
 uint64_t tl__speculation_tick(struct tl_scheduler *s, uint64_t now) {
-  if (!s->cfg.speculation)
+  if (!s->cfg.speculation || s->speculation_past_end)
     return TL_TICK_NEVER;
   if (now < s->next_speculation)
     return tl__speculation_next(s, now);
@@ -178,6 +178,10 @@ uint64_t tl__speculation_tick(struct tl_scheduler *s, uint64_t now) {
     }
   }
   tl__event_push_revive(s);
-  s->next_speculation = now + s->cfg.speculation_interval_ns;
+  /* A check due after the end of time never comes, like every deadline that saturates there. */
+  if (now > UINT64_MAX - s->cfg.speculation_interval_ns)
+    s->speculation_past_end = true;
+  else
+    s->next_speculation = now + s->cfg.speculation_interval_ns;
   return tl__speculation_next(s, now);
 }

@@ -1952,9 +1952,8 @@ static void spec_check(tlo_run *r) {
     }
   }
   push_revive_if_wanted(r);
-  /* Past the end of time the next check never comes (a deadline saturated there never does);
-   * the library's sum wraps around instead, so every later tick checks and answers 0. */
-  r->spec_never = !(r->kb & TLO_KB_SPEC_WRAP) && r->now > UINT64_MAX - r->cfg.speculation_interval_ns;
+  /* Past the end of time the next check never comes (a deadline saturated there never does). */
+  r->spec_never = r->now > UINT64_MAX - r->cfg.speculation_interval_ns;
   r->next_spec = r->spec_never ? UINT64_MAX : r->now + r->cfg.speculation_interval_ns;
 }
 

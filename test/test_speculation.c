@@ -361,6 +361,43 @@ START_TEST(the_threshold_follows_the_median) {
 }
 END_TEST
 
+/* A check made less than one interval before the end of time has no next one: the sum would
+ * pass UINT64_MAX. Like every deadline that saturates there, the next check never comes, and
+ * tl_tick says so (TL_TICK_NEVER, not 0 over and over). */
+START_TEST(the_check_after_the_end_of_time_never_comes) {
+  tl_config cfg = tlt_config();
+  cfg.speculation = true;
+  cfg.speculation_quantile = 0.3;
+  cfg.speculation_multiplier = 1.0;
+  cfg.speculation_min_runtime_ns = 0;
+  cfg.heartbeat_timeout_ns = 0; /* nothing else is due at the end of time */
+  cfg.max_tombstones = 0;
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "h1", NULL, 3);
+  tlt_submit(e, 0, 0, 0, 3);
+  tl_launch l[3];
+  ck_assert_uint_eq(offer1(e, "e1", 3, l), 3);
+  e->now += 10 * MS;
+  tlt_succeed(e, "e1", l[0].tid); /* the median: 10 ms */
+  e->now = UINT64_MAX - 50 * MS;
+  ck_assert_uint_eq(tlt_advance_tick(e, 0), TL_TICK_NEVER);
+  ck_assert_uint_eq(tlt_stats(e).tasks_speculatable, 2);
+  /* Index 2 fails and runs again: slow after 10 ms, but no check looks at it any more. */
+  tlt_fail(e, "e1", l[2].tid, TL_END_EXCEPTION);
+  ck_assert_uint_eq(tlt_stats(e).tasks_speculatable, 1);
+  tl_launch again[1];
+  ck_assert_uint_eq(offer1(e, "e1", 1, again), 1);
+  ck_assert_uint_eq(again[0].index, 2);
+  size_t mark = tlt_mark(e);
+  ck_assert_uint_eq(tlt_advance_tick(e, 20 * MS), TL_TICK_NEVER);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_SPECULATIVE), 0);
+  ck_assert_uint_eq(tlt_stats(e).tasks_speculatable, 1);
+  tlt_succeed(e, "e1", again[0].tid);
+  tlt_succeed(e, "e1", l[1].tid);
+  tlt_end(e);
+}
+END_TEST
+
 START_TEST(speculation_settings_are_checked) {
   tl_config cfg = tlt_config();
   cfg.speculation = true;
@@ -397,6 +434,7 @@ Suite *tl_speculation_suite(void) {
   tcase_add_test(tc, a_zombie_sends_no_resubmission_when_its_copy_is_lost);
   tcase_add_test(tc, speculation_waits_for_its_conditions);
   tcase_add_test(tc, the_threshold_follows_the_median);
+  tcase_add_test(tc, the_check_after_the_end_of_time_never_comes);
   tcase_add_test(tc, speculation_settings_are_checked);
   return s;
 }
