@@ -119,19 +119,20 @@ uint64_t tl__speculation_median(const tl__taskset *ts) {
   return a / 2 + b / 2 + (a % 2 + b % 2) / 2;
 }
 
-/* The run time past which an attempt of ts is slow, or 0 when ts is not looked at. */
-static uint64_t slow_after(const struct tl_scheduler *s, const tl__taskset *ts) {
+/* Whether ts is looked at, and if so in *threshold the run time past which its attempts are
+ * slow (0 is a threshold like any other: then every attempt that has run at all is slow). */
+static bool slow_after(const struct tl_scheduler *s, const tl__taskset *ts, uint64_t *threshold) {
   if (ts->zombie || ts->heap == NULL || ts->ntasks < 2)
-    return 0;
+    return false;
   double wanted = s->cfg.speculation_quantile * (double)ts->ntasks;
   uint64_t min_finished = wanted < 1.0 ? 1 : (uint64_t)wanted;
   if ((uint64_t)ts->nheap_low + ts->nheap_high < min_finished)
-    return 0;
+    return false;
   double t = s->cfg.speculation_multiplier * (double)tl__speculation_median(ts);
-  uint64_t threshold = t >= 1.8e19 ? UINT64_MAX : (uint64_t)t;
-  if (threshold < s->cfg.speculation_min_runtime_ns)
-    threshold = s->cfg.speculation_min_runtime_ns;
-  return threshold == 0 ? 1 : threshold; /* 0 means "not looked at" */
+  *threshold = t >= 1.8e19 ? UINT64_MAX : (uint64_t)t;
+  if (*threshold < s->cfg.speculation_min_runtime_ns)
+    *threshold = s->cfg.speculation_min_runtime_ns;
+  return true;
 }
 
 static bool slow(const tl__taskset *ts, const tl__attempt *a, uint64_t threshold, uint64_t now) {
@@ -155,15 +156,19 @@ uint64_t tl__speculation_tick(struct tl_scheduler *s, uint64_t now) {
   /* Count first, to reserve the events: nothing changes unless all of them fit. */
   size_t found = 0;
   for (tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next) {
-    uint64_t threshold = slow_after(s, ts);
-    for (tl__link *l = ts->running.next; threshold != 0 && l != &ts->running; l = l->next)
+    uint64_t threshold;
+    if (!slow_after(s, ts, &threshold))
+      continue;
+    for (tl__link *l = ts->running.next; l != &ts->running; l = l->next)
       found += slow(ts, tl__container_of(l, tl__attempt, on_taskset), threshold, now);
   }
   if (tl__events_reserve(s, found + 1) != TL_OK)
     return 0; /* the next tick tries again */
   for (tl__taskset *ts = s->tasksets_by_id; found > 0 && ts != NULL; ts = ts->hh_by_id.next) {
-    uint64_t threshold = slow_after(s, ts);
-    for (tl__link *l = ts->running.next; threshold != 0 && l != &ts->running; l = l->next) {
+    uint64_t threshold;
+    if (!slow_after(s, ts, &threshold))
+      continue;
+    for (tl__link *l = ts->running.next; l != &ts->running; l = l->next) {
       tl__attempt *a = tl__container_of(l, tl__attempt, on_taskset);
       if (!slow(ts, a, threshold, now))
         continue;

@@ -1916,8 +1916,6 @@ static bool slow_after(const tlo_run *r, const mts *t, uint64_t *threshold) {
   }
   if (*threshold < r->cfg.speculation_min_runtime_ns)
     *threshold = r->cfg.speculation_min_runtime_ns;
-  if (*threshold == 0 && (r->kb & TLO_KB_ZERO_THRESHOLD))
-    *threshold = 1; /* what the library does: a run of 1 ns is not "longer than 0" there */
   return true;
 }
 

@@ -361,6 +361,32 @@ START_TEST(the_threshold_follows_the_median) {
 }
 END_TEST
 
+/* With multiplier 0 and no minimum run time the threshold is 0 ns: a task that has run 1 ns has
+ * run longer than that, and is slow. */
+START_TEST(a_zero_threshold_makes_a_task_slow_after_one_nanosecond) {
+  tlt_env *e = spec_env(0.3, 0.0, 0);
+  tlt_add(e, "e1", "h1", NULL, 2);
+  tlt_add(e, "e2", "h2", NULL, 1);
+  tlt_submit(e, 0, 0, 0, 3);
+  tl_launch l[3];
+  ck_assert_uint_eq(offer1(e, "e1", 2, l), 2); /* indices 0 and 1 */
+  e->now += 10 * MS;
+  tlt_succeed(e, "e1", l[0].tid);
+  tlt_succeed(e, "e1", l[1].tid);
+  ck_assert_uint_eq(offer1(e, "e1", 1, l + 2), 1); /* index 2, launched now */
+  size_t mark = tlt_mark(e);
+  tlt_advance_tick(e, 1); /* the first check: index 2 has run 1 ns */
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_SPECULATIVE), 1);
+  ck_assert_uint_eq(tlt_stats(e).tasks_speculatable, 1);
+  tl_launch c[1];
+  ck_assert_uint_eq(offer1(e, "e2", 1, c), 1);
+  ck_assert(c[0].speculative);
+  tlt_succeed(e, "e2", c[0].tid);
+  tlt_killed(e, "e1", l[2].tid);
+  tlt_end(e);
+}
+END_TEST
+
 /* A check made less than one interval before the end of time has no next one: the sum would
  * pass UINT64_MAX. Like every deadline that saturates there, the next check never comes, and
  * tl_tick says so (TL_TICK_NEVER, not 0 over and over). */
@@ -434,6 +460,7 @@ Suite *tl_speculation_suite(void) {
   tcase_add_test(tc, a_zombie_sends_no_resubmission_when_its_copy_is_lost);
   tcase_add_test(tc, speculation_waits_for_its_conditions);
   tcase_add_test(tc, the_threshold_follows_the_median);
+  tcase_add_test(tc, a_zero_threshold_makes_a_task_slow_after_one_nanosecond);
   tcase_add_test(tc, the_check_after_the_end_of_time_never_comes);
   tcase_add_test(tc, speculation_settings_are_checked);
   return s;
