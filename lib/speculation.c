@@ -19,6 +19,12 @@
  */
 #include "internal.h"
 
+#include <float.h>
+
+#if FLT_RADIX != 2 || DBL_MANT_DIG != 53 || DBL_MAX_EXP != 1024
+#error "mul_floor reads a double as IEEE 754 binary64"
+#endif
+
 /* The upper half's k-th slot counts from the back of the array. */
 #define LOW(ts, k) ((ts)->heap[(k)])
 #define HIGH(ts, k) ((ts)->heap[(ts)->ntasks - 1 - (k)])
@@ -119,6 +125,45 @@ uint64_t tl__speculation_median(const tl__taskset *ts) {
   return a / 2 + b / 2 + (a % 2 + b % 2) / 2;
 }
 
+/* floor(m x v) for m >= 0 (finite or +infinity), exactly, or UINT64_MAX when it does not fit.
+ * Doubles would not do: their product is rounded to 53 bits (off by up to 2^11 ns past 2^53 ns)
+ * and cannot tell whether it reached 2^64. m is mant x 2^shift exactly, with mant below 2^53;
+ * mant x v (at most 117 bits) is made from 32-bit halves, then shifted. */
+static uint64_t mul_floor(double m, uint64_t v) {
+  if (v == 0 || !(m > 0.0))
+    return 0;
+  uint64_t bits;
+  memcpy(&bits, &m, sizeof bits);
+  int exp = (int)(bits >> 52 & 0x7ff);
+  uint64_t mant = bits & ((UINT64_C(1) << 52) - 1);
+  if (exp == 0x7ff)
+    return UINT64_MAX; /* infinity */
+  if (exp != 0)
+    mant |= UINT64_C(1) << 52; /* normal: the implicit bit; subnormal: exponent as for 1 */
+  int shift = (exp != 0 ? exp : 1) - 1075;
+
+  /* mant x v = hi x 2^64 + lo */
+  uint64_t a0 = mant & 0xffffffffu, a1 = mant >> 32, b0 = v & 0xffffffffu, b1 = v >> 32;
+  uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+  uint64_t mid = (p00 >> 32) + (p01 & 0xffffffffu) + (p10 & 0xffffffffu);
+  uint64_t lo = mid << 32 | (p00 & 0xffffffffu);
+  uint64_t hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+
+  if (shift >= 0) {
+    if (hi != 0 || shift >= 64 || (shift > 0 && lo >> (64 - shift) != 0))
+      return UINT64_MAX;
+    return lo << shift;
+  }
+  int right = -shift;
+  if (right >= 128)
+    return 0;
+  if (right >= 64)
+    return hi >> (right - 64);
+  if (hi >> right != 0)
+    return UINT64_MAX;
+  return hi << (64 - right) | lo >> right;
+}
+
 /* Whether ts is looked at, and if so in *threshold the run time past which its attempts are
  * slow (0 is a threshold like any other: then every attempt that has run at all is slow). */
 static bool slow_after(const struct tl_scheduler *s, const tl__taskset *ts, uint64_t *threshold) {
@@ -128,8 +173,9 @@ static bool slow_after(const struct tl_scheduler *s, const tl__taskset *ts, uint
   uint64_t min_finished = wanted < 1.0 ? 1 : (uint64_t)wanted;
   if ((uint64_t)ts->nheap_low + ts->nheap_high < min_finished)
     return false;
-  double t = s->cfg.speculation_multiplier * (double)tl__speculation_median(ts);
-  *threshold = t >= 1.8e19 ? UINT64_MAX : (uint64_t)t;
+  /* A run of n ns is longer than multiplier x median when n > floor(that); past UINT64_MAX no
+   * run is. */
+  *threshold = mul_floor(s->cfg.speculation_multiplier, tl__speculation_median(ts));
   if (*threshold < s->cfg.speculation_min_runtime_ns)
     *threshold = s->cfg.speculation_min_runtime_ns;
   return true;

@@ -1901,19 +1901,12 @@ static bool slow_after(const tlo_run *r, const mts *t, uint64_t *threshold) {
   if (t->ndur < min_finished)
     return false;
   uint64_t median = median_of(t);
-  double x = r->cfg.speculation_multiplier * (double)median;
-  double twice = 2 * r->cfg.speculation_multiplier;
-  if ((r->kb & TLO_KB_THRESHOLD_CUTOFF) || twice != (double)(uint32_t)twice) {
-    /* What the library does: the product in doubles (rounded past 2^53 ns), and from 1.8e19
-     * ns (not 2^64) no run is slow. */
-    *threshold = x >= 1.8e19 ? UINT64_MAX : (uint64_t)x;
-  } else {
-    /* Exactly: a run of n ns is longer than multiplier x median when n > floor(that); past
-     * 2^64 no run is. The configured multipliers are halves. */
-    uint64_t k = (uint32_t)twice, half = median / 2, odd = (median % 2) * k / 2;
-    /* floor(k x median / 2) = k x floor(median / 2) + floor(k x (median mod 2) / 2) */
-    *threshold = half != 0 && k > (UINT64_MAX - odd) / half ? UINT64_MAX : k * half + odd;
-  }
+  /* Exactly: a run of n ns is longer than multiplier x median when n > floor(that); past 2^64
+   * no run is. The configured multipliers are halves (k / 2). */
+  uint64_t k = (uint32_t)(2 * r->cfg.speculation_multiplier), half = median / 2,
+           odd = (median % 2) * k / 2;
+  /* floor(k x median / 2) = k x floor(median / 2) + floor(k x (median mod 2) / 2) */
+  *threshold = half != 0 && k > (UINT64_MAX - odd) / half ? UINT64_MAX : k * half + odd;
   if (*threshold < r->cfg.speculation_min_runtime_ns)
     *threshold = r->cfg.speculation_min_runtime_ns;
   return true;
@@ -2979,7 +2972,7 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const tlo_option
   static const uint64_t limits[4] = {UINT64_C(1) << 30, 0, 20, 48};
   static const uint64_t intervals[4] = {SEC / 1000, SEC / 10, SEC, 3 * SEC};
   static const uint64_t min_runtimes[4] = {0, 0, SEC / 1000, 2 * SEC};
-  static const double multipliers[4] = {0, 1, 1.5, 3};
+  static const double multipliers[4] = {0, 1, 1.5, 3}; /* halves: see slow_after */
   static const double quantiles[4] = {0.01, 0.25, 0.5, 1.0};
   uint8_t h2 = header[2], h3 = header[3];
   r->cfg.mode = (h2 & 1) ? TL_FAIR : TL_FIFO;

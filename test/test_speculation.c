@@ -387,6 +387,66 @@ START_TEST(a_zero_threshold_makes_a_task_slow_after_one_nanosecond) {
 }
 END_TEST
 
+/* A speculating scheduler for run times near the end of time: nothing else is due there
+ * (no heartbeat expiry, no tombstones to expire at the drain). */
+static tlt_env *spec_env_long(double quantile, double multiplier) {
+  tl_config cfg = tlt_config();
+  cfg.speculation = true;
+  cfg.speculation_quantile = quantile;
+  cfg.speculation_multiplier = multiplier;
+  cfg.speculation_min_runtime_ns = 0;
+  cfg.heartbeat_timeout_ns = 0;
+  cfg.max_tombstones = 0;
+  return tlt_new(&cfg);
+}
+
+/* Two tasks from 1 s on e1; index 0 finishes after median ns; e2 is there for a copy. */
+static void one_done_after(tlt_env *e, uint64_t median, tl_launch *l) {
+  tlt_add(e, "e1", "h1", NULL, 2);
+  tlt_add(e, "e2", "h2", NULL, 1);
+  tlt_submit(e, 0, 0, 0, 2);
+  ck_assert_uint_eq(offer1(e, "e1", 2, l), 2);
+  e->now += median;
+  tlt_succeed(e, "e1", l[0].tid);
+}
+
+/* Index 1 has run exactly threshold ns at the first check (not slow), and 100 ms more at the
+ * next (slow); then its copy wins. */
+static void slow_exactly_past(tlt_env *e, const tl_launch *l, uint64_t threshold) {
+  e->now = TLT_SEC + threshold;
+  tlt_advance_tick(e, 0);
+  ck_assert_uint_eq(tlt_stats(e).tasks_speculatable, 0);
+  tlt_advance_tick(e, 100 * MS);
+  ck_assert_uint_eq(tlt_stats(e).tasks_speculatable, 1);
+  tl_launch c[1];
+  ck_assert_uint_eq(offer1(e, "e2", 1, c), 1);
+  tlt_succeed(e, "e2", c[0].tid);
+  tlt_killed(e, "e1", l[1].tid);
+}
+
+/* multiplier x median is computed exactly: 3 x (2^60 + 1) ns is 2^60 x 3 + 3, which doubles
+ * would round to 2^60 x 3 (and then a run 3 ns too short would be slow). */
+START_TEST(the_threshold_is_not_rounded) {
+  tlt_env *e = spec_env_long(0.5, 3.0);
+  tl_launch l[2];
+  uint64_t median = (UINT64_C(1) << 60) + 1;
+  one_done_after(e, median, l);
+  slow_exactly_past(e, l, 3 * median);
+  tlt_end(e);
+}
+END_TEST
+
+/* And it holds up to 2^64 ns: 1.5 x 1.2e19 = 1.8e19 ns is a threshold like any other (a task
+ * that runs past it is slow), not "never". */
+START_TEST(the_threshold_holds_up_to_the_end_of_time) {
+  tlt_env *e = spec_env_long(0.5, 1.5);
+  tl_launch l[2];
+  one_done_after(e, UINT64_C(12000000000000000000), l);
+  slow_exactly_past(e, l, UINT64_C(18000000000000000000));
+  tlt_end(e);
+}
+END_TEST
+
 /* A check made less than one interval before the end of time has no next one: the sum would
  * pass UINT64_MAX. Like every deadline that saturates there, the next check never comes, and
  * tl_tick says so (TL_TICK_NEVER, not 0 over and over). */
@@ -461,6 +521,8 @@ Suite *tl_speculation_suite(void) {
   tcase_add_test(tc, speculation_waits_for_its_conditions);
   tcase_add_test(tc, the_threshold_follows_the_median);
   tcase_add_test(tc, a_zero_threshold_makes_a_task_slow_after_one_nanosecond);
+  tcase_add_test(tc, the_threshold_is_not_rounded);
+  tcase_add_test(tc, the_threshold_holds_up_to_the_end_of_time);
   tcase_add_test(tc, the_check_after_the_end_of_time_never_comes);
   tcase_add_test(tc, speculation_settings_are_checked);
   return s;
