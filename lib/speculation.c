@@ -12,8 +12,12 @@
  * succeeds the other is killed and whatever it reports afterwards counts for nothing.
  *
  * Run times go into a median heap (Spark's MedianHeap): a max-heap of the lower half at the
- * front of an array of ntasks slots and a min-heap of the upper half at its back, so recording
- * is O(log n), the median O(1), and nothing is allocated after submission.
+ * front of an array and a min-heap of the upper half at its back, so recording is O(log n) and
+ * the median O(1). The array has ntasks slots in the task set's block, enough unless indices
+ * run again after their map output was lost: their new first successes are recorded too (Spark
+ * keeps every one), and then the status update that records one more than fits allocates an
+ * array twice as large before it changes anything (tl__speculation_room). A zombie task set is
+ * never looked at again and records nothing.
  *
  * Everything here runs under the scheduler's lock.
  */
@@ -25,9 +29,12 @@
 #error "mul_floor reads a double as IEEE 754 binary64"
 #endif
 
+/* The most slots a heap may have and still double (in uint32_t slots and size_t bytes). */
+#define GROWABLE_CAP (SIZE_MAX / 16 < UINT32_MAX / 2 ? SIZE_MAX / 16 : UINT32_MAX / 2)
+
 /* The upper half's k-th slot counts from the back of the array. */
 #define LOW(ts, k) ((ts)->heap[(k)])
-#define HIGH(ts, k) ((ts)->heap[(ts)->ntasks - 1 - (k)])
+#define HIGH(ts, k) ((ts)->heap[(ts)->heap_cap - 1 - (k)])
 
 static void swap_u64(uint64_t *a, uint64_t *b) {
   uint64_t t = *a;
@@ -102,9 +109,33 @@ static uint64_t high_pop(tl__taskset *ts) {
   return top;
 }
 
+size_t tl__speculation_room(const tl__taskset *ts, const tl__attempt *a) {
+  if (ts->heap == NULL || ts->zombie || (ts->idx[a->index].flags & TL__IDX_SUCCESSFUL) ||
+      ts->nheap_low + ts->nheap_high < ts->heap_cap)
+    return 0;
+  if (ts->heap_cap > GROWABLE_CAP)
+    return 0; /* some 2^32 run times: later ones are dropped (tl__speculation_record) */
+  return (size_t)2 * ts->heap_cap * sizeof *ts->heap;
+}
+
+void tl__speculation_free(struct tl_scheduler *s, tl__taskset *ts) {
+  if (ts->heap != NULL && ts->heap_cap > ts->ntasks)
+    tl__free(s, ts->heap, (size_t)ts->heap_cap * sizeof *ts->heap);
+}
+
+void tl__speculation_grow(struct tl_scheduler *s, tl__taskset *ts, uint64_t *room, size_t bytes) {
+  uint32_t cap = (uint32_t)(bytes / sizeof *room);
+  memcpy(room, ts->heap, ts->nheap_low * sizeof *room);
+  memcpy(room + cap - ts->nheap_high, ts->heap + ts->heap_cap - ts->nheap_high,
+         ts->nheap_high * sizeof *room);
+  tl__speculation_free(s, ts);
+  ts->heap = room;
+  ts->heap_cap = cap;
+}
+
 void tl__speculation_record(tl__taskset *ts, uint64_t duration) {
-  if (ts->nheap_low + ts->nheap_high == ts->ntasks)
-    return; /* one first success per index: cannot happen, but never write past the array */
+  if (ts->nheap_low + ts->nheap_high == ts->heap_cap)
+    return; /* only when it could not grow (tl__speculation_room): never write past it */
   if (ts->nheap_low == 0 || duration <= LOW(ts, 0))
     low_push(ts, duration);
   else

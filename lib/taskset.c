@@ -253,6 +253,7 @@ void tl__taskset_finish_if_drained(struct tl_scheduler *s, tl__taskset *ts) {
   ev->u.ts.info = taskset_info(ts);
   ev->u.ts.payload = ts->payload;
   free_tried(s, ts);
+  tl__speculation_free(s, ts);
   ts->pool->ntasksets--;
   stage_unlink(s, ts);
   HASH_DELETE(hh_by_id, s->tasksets_by_id, ts);
@@ -337,7 +338,7 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
       out = NULL;
     }
     if (!(ix->flags & TL__IDX_SUCCESSFUL)) {
-      if (ts->heap != NULL)
+      if (ts->heap != NULL && !ts->zombie)
         tl__speculation_record(ts, s->last_now - a->launch_time);
       mark_successful(s, ts, a->index);
     }
@@ -483,6 +484,7 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
   ts->speculative_top = TL__NONE;
   if (speculation) {
     ts->heap = (uint64_t *)(void *)&ts->idx[d->ntasks];
+    ts->heap_cap = d->ntasks;
     ts->tried = (tl__tried **)(void *)(ts->heap + d->ntasks);
     ts->first = (tl__attempt **)(void *)(ts->tried + d->ntasks);
     memset(ts->tried, 0, (size_t)d->ntasks * (sizeof *ts->tried + sizeof *ts->first));
@@ -623,6 +625,7 @@ int tl__partition_completed(struct tl_scheduler *s, uint32_t stage_id, uint32_t 
 
 void tl__taskset_destroy(struct tl_scheduler *s, tl__taskset *ts) {
   free_tried(s, ts);
+  tl__speculation_free(s, ts);
   while (!tl__list_empty(&ts->outputs))
     output_free(s, tl__container_of(ts->outputs.next, tl__output, on_taskset));
   while (!tl__list_empty(&ts->running)) {

@@ -648,9 +648,7 @@ static void mark_successful(tlo_run *r, uint32_t k, uint32_t i) {
 
 /* The median heap: every first success's run time (Spark's MedianHeap keeps them all; an
  * index resubmitted after its output was lost succeeds for the first time again). */
-static void record_duration(tlo_run *r, mts *t, uint64_t d) {
-  if ((r->kb & TLO_KB_HEAP_CAP) && t->ndur == t->ntasks)
-    return; /* what the library does: its heap has room for ntasks run times */
+static void record_duration(mts *t, uint64_t d) {
   if (t->ndur == t->durcap) {
     t->durcap = t->durcap ? 2 * t->durcap : 16;
     t->dur = xrealloc(t->dur, t->durcap * sizeof *t->dur);
@@ -731,7 +729,7 @@ static void attempt_ended(tlo_run *r, tl_tid tid, const mend *m) {
     }
     if (!ix->done) {
       if (t->may_spec)
-        record_duration(r, t, r->now - a->launched_at);
+        record_duration(t, r->now - a->launched_at);
       mark_successful(r, k, a->index);
     }
     /* The other copy is asked to die; what it reports afterwards counts for nothing. */

@@ -93,8 +93,6 @@ typedef struct tlo_op {
  * the randomized runs and the fuzzer keep looking for new disagreements; with strict set it
  * predicts what the documentation says, and a run that reaches one fails. */
 enum {
-  TLO_KB_HEAP_CAP = 1 << 5, /* run times past ntasks of them (resubmitted indices succeeding
-                               again) are dropped from the median */
   TLO_KB_ALL = (1 << 6) - 1
 };
 

@@ -387,6 +387,54 @@ START_TEST(a_zero_threshold_makes_a_task_slow_after_one_nanosecond) {
 }
 END_TEST
 
+/* Every first success records its run time, as in Spark's MedianHeap, an index run again after
+ * its map output was lost included, so a task set can record more run times than it has tasks.
+ * Here four tasks record five: 10, 10, 1000 ms, then the resubmitted 1000 and 10 ms. The median
+ * of all five is 10 ms; of the first four it would be 505 ms. */
+START_TEST(run_times_of_resubmitted_indices_count_toward_the_median) {
+  tlt_env *e = spec_env(0.25, 1.0, 0);
+  tlt_add(e, "e1", "h1", NULL, 2);
+  tlt_add(e, "e2", "h2", NULL, 2);
+  tlt_add(e, "e3", "h3", NULL, 1);
+  tl_taskset_id ts = submit_map(e, 0, 4);
+  tl_launch l[2], m[1];
+  ck_assert_uint_eq(offer1(e, "e1", 2, l), 2);
+  ck_assert_uint_eq(offer1(e, "e2", 1, m), 1);
+  ck_assert_uint_eq(m[0].index, 2);
+  e->now += 10 * MS;
+  tlt_succeed(e, "e1", l[0].tid);
+  tlt_succeed(e, "e1", l[1].tid);
+  e->now += 990 * MS;
+  tlt_succeed(e, "e2", m[0].tid);
+  tlt_lose(e, "e1", TL_LOSS_EXITED, false); /* indices 0 and 1 run again */
+  ck_assert_uint_eq(tlt_ts(e, ts).pending, 3);
+  tl_launch r[1];
+  ck_assert_uint_eq(offer1(e, "e2", 1, r), 1);
+  ck_assert_uint_eq(r[0].index, 1);
+  e->now += 1000 * MS;
+  tlt_succeed(e, "e2", r[0].tid); /* the 4th run time */
+  ck_assert_uint_eq(offer1(e, "e2", 1, r), 1);
+  ck_assert_uint_eq(r[0].index, 0);
+  e->now += 10 * MS;
+  tlt_succeed(e, "e2", r[0].tid); /* the 5th */
+  tl_launch probe[1];
+  ck_assert_uint_eq(offer1(e, "e2", 1, probe), 1);
+  ck_assert_uint_eq(probe[0].index, 3);
+  /* It has run 20 ms at the first check: slow past the median of all five (10 ms). */
+  size_t mark = tlt_mark(e);
+  tlt_advance_tick(e, 20 * MS);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_SPECULATIVE), 1);
+  ck_assert_uint_eq(tlt_stats(e).tasks_speculatable, 1);
+  tl_launch c[1];
+  ck_assert_uint_eq(offer1(e, "e3", 1, c), 1);
+  ck_assert(c[0].speculative);
+  tlt_succeed(e, "e3", c[0].tid);
+  tlt_killed(e, "e2", probe[0].tid);
+  ck_assert_uint_eq(tlt_released(e, ts), 1);
+  tlt_end(e);
+}
+END_TEST
+
 /* A speculating scheduler for run times near the end of time: nothing else is due there
  * (no heartbeat expiry, no tombstones to expire at the drain). */
 static tlt_env *spec_env_long(double quantile, double multiplier) {
@@ -521,6 +569,7 @@ Suite *tl_speculation_suite(void) {
   tcase_add_test(tc, speculation_waits_for_its_conditions);
   tcase_add_test(tc, the_threshold_follows_the_median);
   tcase_add_test(tc, a_zero_threshold_makes_a_task_slow_after_one_nanosecond);
+  tcase_add_test(tc, run_times_of_resubmitted_indices_count_toward_the_median);
   tcase_add_test(tc, the_threshold_is_not_rounded);
   tcase_add_test(tc, the_threshold_holds_up_to_the_end_of_time);
   tcase_add_test(tc, the_check_after_the_end_of_time_never_comes);
