@@ -192,7 +192,6 @@ typedef struct tlo_run {
   size_t nouts, outcap;         /* their number; room */
   uint64_t next_spec;           /* when tl_tick looks for slow tasks next */
   bool spec_never;              /* it passed the end of time: it never comes */
-  unsigned kb;                  /* TLO_KB_* deviations the model follows (0 when strict) */
   uint32_t nts;                 /* task sets submitted */
   tl_taskset_id next_ts_id;     /* the id the next submission gets */
   uint32_t stage_next[NSTAGES]; /* the next fresh stage attempt per stage */
@@ -2949,7 +2948,6 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const tlo_option
   r->next_ts_id = 1;
   r->raw_now = r->now = SEC;
   r->pools[POOL_DEFAULT] = (mpool){true, TL_FIFO, 1, 0};
-  r->kb = !r->opt.strict ? TLO_KB_ALL : r->opt.strict_only ? TLO_KB_ALL & ~r->opt.strict_only : 0;
 
   /* The configuration: small timeouts so that every expiry path is taken often. */
   static const struct {
@@ -3019,11 +3017,11 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const tlo_option
         r->end_free ? "free with work left" : "drain", r->cfg.journal != NULL ? "on" : "off");
   trace(r, 1,
         "policy: mode=%s max_result_bytes=%" PRIu64 " speculation=%s interval=%" PRIu64
-        "ms min_runtime=%" PRIu64 "ms multiplier=%g quantile=%g%s",
+        "ms min_runtime=%" PRIu64 "ms multiplier=%g quantile=%g",
         r->cfg.mode == TL_FAIR ? "FAIR" : "FIFO", r->cfg.max_result_bytes,
         r->cfg.speculation ? "on" : "off", r->cfg.speculation_interval_ns / 1000000,
         r->cfg.speculation_min_runtime_ns / 1000000, r->cfg.speculation_multiplier,
-        r->cfg.speculation_quantile, r->kb ? "" : " strict");
+        r->cfg.speculation_quantile);
   emit(r, header, TLO_HEADER_BYTES);
   return r;
 }

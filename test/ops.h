@@ -88,18 +88,8 @@ typedef struct tlo_op {
  * unless tlo_options names a journal), then the operations. */
 #define TLO_HEADER_BYTES 4
 
-/* Known deviations of the library from the documented behaviour (docs/testing.md, Findings).
- * Unless tlo_options.strict is set, the model predicts what the library does for these, so that
- * the randomized runs and the fuzzer keep looking for new disagreements; with strict set it
- * predicts what the documentation says, and a run that reaches one fails. */
-enum {
-  TLO_KB_ALL = (1 << 6) - 1
-};
-
 typedef struct tlo_options {
   int verbose; /* 0 quiet; 1 one line per operation; 2 and every event */
-  bool strict; /* predict the documented behaviour even where the library is known to differ */
-  unsigned strict_only; /* with strict: only for these TLO_KB_* bits (0: all of them) */
   FILE *trace; /* where the trace goes; NULL = stdout */
   /* Passed to tl_config.journal and journal_ud (NULL = no journal). */
   void (*journal)(void *ud, const char *line);
