@@ -121,9 +121,9 @@ typedef struct tlo_outcome {
   uint64_t resubmitted;      /* TL_END_RESUBMITTED */
   uint64_t barrier_launches; /* barrier task sets launched (whole) */
   uint64_t fair_rounds;      /* offer rounds that visited more than one pool */
-  char message[4096]; /* the disagreement, with the operation that showed it */
-  bool has_final;     /* the run reached tl_scheduler_free: */
-  tl_stats final;     /* tl_stats just before it */
+  char message[4096];        /* the disagreement, with the operation that showed it */
+  bool has_final;            /* the run reached tl_scheduler_free: */
+  tl_stats final;            /* tl_stats just before it */
 } tlo_outcome;
 
 /* Runs a generated program: seed picks the configuration and, step by step from the model's
