@@ -133,8 +133,9 @@ typedef enum tl_end_kind {
   TL_END_EXECUTOR_LOST = 6,   /* its executor was lost: counts only if caused by the app and the
                                  attempt had reached RUNNING; never given in a status update */
   TL_END_RESUBMITTED = 7,     /* a done index of an active shuffle-map task set whose output
-                                 was on a lost executor: pending again (the tid is the attempt
-                                 that wrote it); does not count; never given in an update */
+                                 was on a lost executor: pending again (the task is the attempt
+                                 that wrote it: its tid, attempt, locality and speculative
+                                 flag); does not count; never given in an update */
   TL_END_RESULT_TOO_LARGE = 8 /* FINISHED, but the task set's results passed max_result_bytes:
                                  the library freed the result (result_free) and aborted the task
                                  set; does not count; never given in a status update */
@@ -248,7 +249,7 @@ typedef struct tl_task_info {
 typedef struct tl_task_end {
   tl_end_kind kind;            /* TL_END_SUCCESS or the failure */
   bool counts_toward_failures; /* this failure was counted toward max_task_failures (never in a
-                                  zombie task set) */
+                                  zombie or barrier task set) */
   const char *message;         /* the update's or the loss's message, or NULL; valid until the
                                   callback returns */
   void *result;                /* TL_END_SUCCESS: the result, now owned by the callee */
@@ -401,7 +402,8 @@ typedef struct tl_taskset_desc {
                              max_result_bytes does not apply, and while the task set is active an
                              index done on an executor that is later lost runs again */
   bool barrier;           /* all its tasks launch in one offer round or none do; the failure of
-                             any of them makes it zombie (the DAG layer resubmits the stage) */
+                             any of them makes it zombie (the DAG layer resubmits the stage),
+                             counts toward nothing and retries nothing */
   const char *pool;       /* its pool under TL_FAIR (NULL = "default"); ignored under TL_FIFO,
                              whose one pool is "default"; copied */
   const tl_task_desc *tasks; /* NULL: no task has a preferred location; else ntasks entries,

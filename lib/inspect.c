@@ -315,6 +315,14 @@ static int check_tasksets(checker *c, size_t running, size_t frozen) {
           spec_flagged, ts->nspeculatable);
     CHECK(c, ts->heap != NULL || (ts->nspeculatable == 0 && ts->tried == NULL),
           "task set %llu speculates without its arrays", id);
+    CHECK(c,
+          ts->heap == NULL ||
+              (ts->heap_cap >= ts->ntasks && ts->nheap_low + ts->nheap_high <= ts->heap_cap &&
+               ts->nheap_high <= ts->nheap_low && ts->nheap_low <= ts->nheap_high + 1),
+          "task set %llu: median heap of %u + %u run times in %u slots", id, ts->nheap_low,
+          ts->nheap_high, ts->heap_cap);
+    if (ts->heap != NULL && ts->heap_cap > ts->ntasks)
+      account(c, (size_t)ts->heap_cap * sizeof *ts->heap);
     speculatable += ts->nspeculatable;
     for (tl__link *l = ts->running.next; l != &ts->running; l = l->next) {
       const tl__attempt *a = tl__container_of(l, tl__attempt, on_taskset);

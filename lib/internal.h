@@ -142,6 +142,7 @@ typedef struct tl__output {
   uint32_t index;                /* the index */
   uint32_t attempt;              /* that attempt's number */
   uint8_t locality;              /* and its locality */
+  uint8_t speculative;           /* 1 if it was a speculative copy */
 } tl__output;
 
 /* An executor, from registration until its tombstone is evicted. */
@@ -320,8 +321,12 @@ typedef struct tl__taskset {
   uint32_t speculative_top; /* the speculative stack's top, or TL__NONE */
   uint32_t nheap_low;       /* speculation: durations in the median heap's lower half */
   uint32_t nheap_high;      /* and in its upper half */
-  uint64_t *heap;           /* speculation (NULL without): ntasks durations of first successes,
-                               a max-heap at the front and a min-heap at the back */
+  uint32_t heap_cap;        /* speculation: slots of heap; ntasks, doubled each time it grows */
+  uint64_t *heap;           /* speculation (NULL without): durations of first successes, a
+                               max-heap at the front and a min-heap at the back; in the task
+                               set's block while heap_cap == ntasks, then in a block of its own
+                               (indices run again after their map output was lost succeed for
+                               the first time again), freed with the task set */
   tl__tried **tried;        /* speculation: per index, the hosts its attempts were launched on */
   tl__attempt **first;      /* speculation: per index, its running copy when it has exactly one */
   uint32_t nresults;        /* FINISHED updates taken (for max_result_bytes) */
@@ -534,7 +539,8 @@ struct tl_scheduler {
   uint64_t last_now;             /* the running call's time: the latest clock reading */
   bool revive_wanted;            /* the running call made pending work: push revive_offers */
   size_t nspeculatable;          /* indices on speculative stacks, all task sets together */
-  uint64_t next_speculation;     /* when tl_tick looks for slow tasks next */
+  uint64_t next_speculation;     /* when tl_tick looks for slow tasks next, unless past_end */
+  bool speculation_past_end;     /* the next check would come after UINT64_MAX: it never does */
   uint64_t offer_round;          /* numbers offer rounds, for tl__executor.offer_round; from 1 */
 
   /* Events. New events go to events; the dispatcher swaps it with batch and delivers the batch
@@ -606,6 +612,14 @@ bool tl__taskset_take_speculative(struct tl_scheduler *s, tl__taskset *ts, const
                                   tl_locality allowed, uint32_t *index, tl_locality *level);
 /* Records the run time of an index's first success in the median heap. */
 void tl__speculation_record(tl__taskset *ts, uint64_t duration);
+/* The bytes of a bigger heap that a FINISHED update of a needs before its run time can be
+ * recorded, or 0 when there is room (or nothing to record). The caller allocates them before it
+ * changes anything and hands them to tl__speculation_grow once nothing can fail. */
+size_t tl__speculation_room(const tl__taskset *ts, const tl__attempt *a);
+/* Moves the heap into room (bytes long, as tl__speculation_room said), freeing its old block. */
+void tl__speculation_grow(struct tl_scheduler *s, tl__taskset *ts, uint64_t *room, size_t bytes);
+/* Frees the heap's own block, if it has one (a task set going away). */
+void tl__speculation_free(struct tl_scheduler *s, tl__taskset *ts);
 /* The median of the recorded run times (0 when there is none), Spark's MedianHeap. */
 uint64_t tl__speculation_median(const tl__taskset *ts);
 /* Marks slow tasks speculatable when the check is due; returns ns until the next check

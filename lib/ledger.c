@@ -74,12 +74,24 @@ int tl__status_update(struct tl_scheduler *s, const char *executor_id, tl_tid ti
     tl__str_unref(s, msg);
     return TL_ENOMEM;
   }
-  /* task_ended, kill_task (another copy), taskset_failed, taskset_released, revive_offers. */
-  if (tl__events_reserve(s, 5) != TL_OK) {
+  /* A first success with the median heap full (indices run again after their map output was
+   * lost) needs a bigger one. */
+  size_t room_bytes = u->state == TL_TASK_FINISHED ? tl__speculation_room(a->taskset, a) : 0;
+  uint64_t *room = NULL;
+  if (room_bytes != 0 && (room = tl__malloc(s, room_bytes)) == NULL) {
     tl__free(s, out, sizeof *out);
     tl__str_unref(s, msg);
     return TL_ENOMEM;
   }
+  /* task_ended, kill_task (another copy), taskset_failed, taskset_released, revive_offers. */
+  if (tl__events_reserve(s, 5) != TL_OK) {
+    tl__free(s, room, room_bytes);
+    tl__free(s, out, sizeof *out);
+    tl__str_unref(s, msg);
+    return TL_ENOMEM;
+  }
+  if (room != NULL)
+    tl__speculation_grow(s, a->taskset, room, room_bytes);
 
   tl_end_kind kind;
   const char *static_msg = NULL;

@@ -12,16 +12,29 @@
  * succeeds the other is killed and whatever it reports afterwards counts for nothing.
  *
  * Run times go into a median heap (Spark's MedianHeap): a max-heap of the lower half at the
- * front of an array of ntasks slots and a min-heap of the upper half at its back, so recording
- * is O(log n), the median O(1), and nothing is allocated after submission.
+ * front of an array and a min-heap of the upper half at its back, so recording is O(log n) and
+ * the median O(1). The array has ntasks slots in the task set's block, enough unless indices
+ * run again after their map output was lost: their new first successes are recorded too (Spark
+ * keeps every one), and then the status update that records one more than fits allocates an
+ * array twice as large before it changes anything (tl__speculation_room). A zombie task set is
+ * never looked at again and records nothing.
  *
  * Everything here runs under the scheduler's lock.
  */
 #include "internal.h"
 
+#include <float.h>
+
+#if FLT_RADIX != 2 || DBL_MANT_DIG != 53 || DBL_MAX_EXP != 1024
+#error "mul_floor reads a double as IEEE 754 binary64"
+#endif
+
+/* The most slots a heap may have and still double (in uint32_t slots and size_t bytes). */
+#define GROWABLE_CAP (SIZE_MAX / 16 < UINT32_MAX / 2 ? SIZE_MAX / 16 : UINT32_MAX / 2)
+
 /* The upper half's k-th slot counts from the back of the array. */
 #define LOW(ts, k) ((ts)->heap[(k)])
-#define HIGH(ts, k) ((ts)->heap[(ts)->ntasks - 1 - (k)])
+#define HIGH(ts, k) ((ts)->heap[(ts)->heap_cap - 1 - (k)])
 
 static void swap_u64(uint64_t *a, uint64_t *b) {
   uint64_t t = *a;
@@ -96,9 +109,33 @@ static uint64_t high_pop(tl__taskset *ts) {
   return top;
 }
 
+size_t tl__speculation_room(const tl__taskset *ts, const tl__attempt *a) {
+  if (ts->heap == NULL || ts->zombie || (ts->idx[a->index].flags & TL__IDX_SUCCESSFUL) ||
+      ts->nheap_low + ts->nheap_high < ts->heap_cap)
+    return 0;
+  if (ts->heap_cap > GROWABLE_CAP)
+    return 0; /* some 2^32 run times: later ones are dropped (tl__speculation_record) */
+  return (size_t)2 * ts->heap_cap * sizeof *ts->heap;
+}
+
+void tl__speculation_free(struct tl_scheduler *s, tl__taskset *ts) {
+  if (ts->heap != NULL && ts->heap_cap > ts->ntasks)
+    tl__free(s, ts->heap, (size_t)ts->heap_cap * sizeof *ts->heap);
+}
+
+void tl__speculation_grow(struct tl_scheduler *s, tl__taskset *ts, uint64_t *room, size_t bytes) {
+  uint32_t cap = (uint32_t)(bytes / sizeof *room);
+  memcpy(room, ts->heap, ts->nheap_low * sizeof *room);
+  memcpy(room + cap - ts->nheap_high, ts->heap + ts->heap_cap - ts->nheap_high,
+         ts->nheap_high * sizeof *room);
+  tl__speculation_free(s, ts);
+  ts->heap = room;
+  ts->heap_cap = cap;
+}
+
 void tl__speculation_record(tl__taskset *ts, uint64_t duration) {
-  if (ts->nheap_low + ts->nheap_high == ts->ntasks)
-    return; /* one first success per index: cannot happen, but never write past the array */
+  if (ts->nheap_low + ts->nheap_high == ts->heap_cap)
+    return; /* only when it could not grow (tl__speculation_room): never write past it */
   if (ts->nheap_low == 0 || duration <= LOW(ts, 0))
     low_push(ts, duration);
   else
@@ -119,19 +156,60 @@ uint64_t tl__speculation_median(const tl__taskset *ts) {
   return a / 2 + b / 2 + (a % 2 + b % 2) / 2;
 }
 
-/* The run time past which an attempt of ts is slow, or 0 when ts is not looked at. */
-static uint64_t slow_after(const struct tl_scheduler *s, const tl__taskset *ts) {
-  if (ts->zombie || ts->heap == NULL || ts->ntasks < 2)
+/* floor(m x v) for m >= 0 (finite or +infinity), exactly, or UINT64_MAX when it does not fit.
+ * Doubles would not do: their product is rounded to 53 bits (off by up to 2^11 ns past 2^53 ns)
+ * and cannot tell whether it reached 2^64. m is mant x 2^shift exactly, with mant below 2^53;
+ * mant x v (at most 117 bits) is made from 32-bit halves, then shifted. */
+static uint64_t mul_floor(double m, uint64_t v) {
+  if (v == 0 || !(m > 0.0))
     return 0;
+  uint64_t bits;
+  memcpy(&bits, &m, sizeof bits);
+  int exp = (int)(bits >> 52 & 0x7ff);
+  uint64_t mant = bits & ((UINT64_C(1) << 52) - 1);
+  if (exp == 0x7ff)
+    return UINT64_MAX; /* infinity */
+  if (exp != 0)
+    mant |= UINT64_C(1) << 52; /* normal: the implicit bit; subnormal: exponent as for 1 */
+  int shift = (exp != 0 ? exp : 1) - 1075;
+
+  /* mant x v = hi x 2^64 + lo */
+  uint64_t a0 = mant & 0xffffffffu, a1 = mant >> 32, b0 = v & 0xffffffffu, b1 = v >> 32;
+  uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+  uint64_t mid = (p00 >> 32) + (p01 & 0xffffffffu) + (p10 & 0xffffffffu);
+  uint64_t lo = mid << 32 | (p00 & 0xffffffffu);
+  uint64_t hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+
+  if (shift >= 0) {
+    if (hi != 0 || shift >= 64 || (shift > 0 && lo >> (64 - shift) != 0))
+      return UINT64_MAX;
+    return lo << shift;
+  }
+  int right = -shift;
+  if (right >= 128)
+    return 0;
+  if (right >= 64)
+    return hi >> (right - 64);
+  if (hi >> right != 0)
+    return UINT64_MAX;
+  return hi << (64 - right) | lo >> right;
+}
+
+/* Whether ts is looked at, and if so in *threshold the run time past which its attempts are
+ * slow (0 is a threshold like any other: then every attempt that has run at all is slow). */
+static bool slow_after(const struct tl_scheduler *s, const tl__taskset *ts, uint64_t *threshold) {
+  if (ts->zombie || ts->heap == NULL || ts->ntasks < 2)
+    return false;
   double wanted = s->cfg.speculation_quantile * (double)ts->ntasks;
   uint64_t min_finished = wanted < 1.0 ? 1 : (uint64_t)wanted;
   if ((uint64_t)ts->nheap_low + ts->nheap_high < min_finished)
-    return 0;
-  double t = s->cfg.speculation_multiplier * (double)tl__speculation_median(ts);
-  uint64_t threshold = t >= 1.8e19 ? UINT64_MAX : (uint64_t)t;
-  if (threshold < s->cfg.speculation_min_runtime_ns)
-    threshold = s->cfg.speculation_min_runtime_ns;
-  return threshold == 0 ? 1 : threshold; /* 0 means "not looked at" */
+    return false;
+  /* A run of n ns is longer than multiplier x median when n > floor(that); past UINT64_MAX no
+   * run is. */
+  *threshold = mul_floor(s->cfg.speculation_multiplier, tl__speculation_median(ts));
+  if (*threshold < s->cfg.speculation_min_runtime_ns)
+    *threshold = s->cfg.speculation_min_runtime_ns;
+  return true;
 }
 
 static bool slow(const tl__taskset *ts, const tl__attempt *a, uint64_t threshold, uint64_t now) {
@@ -141,13 +219,13 @@ static bool slow(const tl__taskset *ts, const tl__attempt *a, uint64_t threshold
 }
 
 uint64_t tl__speculation_next(const struct tl_scheduler *s, uint64_t now) {
-  if (!s->cfg.speculation || s->attempts_by_tid == NULL)
-    return TL_TICK_NEVER; /* nothing runs: nothing can be slow */
+  if (!s->cfg.speculation || s->speculation_past_end || s->attempts_by_tid == NULL)
+    return TL_TICK_NEVER; /* no next check, or nothing runs: nothing can be slow */
   return s->next_speculation > now ? s->next_speculation - now : 0;
 }
 
 uint64_t tl__speculation_tick(struct tl_scheduler *s, uint64_t now) {
-  if (!s->cfg.speculation)
+  if (!s->cfg.speculation || s->speculation_past_end)
     return TL_TICK_NEVER;
   if (now < s->next_speculation)
     return tl__speculation_next(s, now);
@@ -155,15 +233,19 @@ uint64_t tl__speculation_tick(struct tl_scheduler *s, uint64_t now) {
   /* Count first, to reserve the events: nothing changes unless all of them fit. */
   size_t found = 0;
   for (tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next) {
-    uint64_t threshold = slow_after(s, ts);
-    for (tl__link *l = ts->running.next; threshold != 0 && l != &ts->running; l = l->next)
+    uint64_t threshold;
+    if (!slow_after(s, ts, &threshold))
+      continue;
+    for (tl__link *l = ts->running.next; l != &ts->running; l = l->next)
       found += slow(ts, tl__container_of(l, tl__attempt, on_taskset), threshold, now);
   }
   if (tl__events_reserve(s, found + 1) != TL_OK)
     return 0; /* the next tick tries again */
   for (tl__taskset *ts = s->tasksets_by_id; found > 0 && ts != NULL; ts = ts->hh_by_id.next) {
-    uint64_t threshold = slow_after(s, ts);
-    for (tl__link *l = ts->running.next; threshold != 0 && l != &ts->running; l = l->next) {
+    uint64_t threshold;
+    if (!slow_after(s, ts, &threshold))
+      continue;
+    for (tl__link *l = ts->running.next; l != &ts->running; l = l->next) {
       tl__attempt *a = tl__container_of(l, tl__attempt, on_taskset);
       if (!slow(ts, a, threshold, now))
         continue;
@@ -178,6 +260,10 @@ uint64_t tl__speculation_tick(struct tl_scheduler *s, uint64_t now) {
     }
   }
   tl__event_push_revive(s);
-  s->next_speculation = now + s->cfg.speculation_interval_ns;
+  /* A check due after the end of time never comes, like every deadline that saturates there. */
+  if (now > UINT64_MAX - s->cfg.speculation_interval_ns)
+    s->speculation_past_end = true;
+  else
+    s->next_speculation = now + s->cfg.speculation_interval_ns;
   return tl__speculation_next(s, now);
 }

@@ -202,6 +202,7 @@ static void output_add(tl__output *out, const tl__attempt *a) {
   out->index = a->index;
   out->attempt = a->attempt;
   out->locality = a->locality;
+  out->speculative = a->speculative;
   tl__list_insert_tail(&a->executor->outputs, &out->on_executor);
   a->executor->noutputs++;
   tl__list_insert_tail(&a->taskset->outputs, &out->on_taskset);
@@ -274,6 +275,7 @@ void tl__taskset_finish_if_drained(struct tl_scheduler *s, tl__taskset *ts) {
   ev->u.ts.payload = ts->payload;
   free_tried(s, ts);
   tl__locality_free(s, ts);
+  tl__speculation_free(s, ts);
   ts->pool->ntasksets--;
   stage_unlink(s, ts);
   HASH_DELETE(hh_by_id, s->tasksets_by_id, ts);
@@ -358,7 +360,7 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
       out = NULL;
     }
     if (!(ix->flags & TL__IDX_SUCCESSFUL)) {
-      if (ts->heap != NULL)
+      if (ts->heap != NULL && !ts->zombie)
         tl__speculation_record(ts, s->last_now - a->launch_time);
       mark_successful(s, ts, a->index);
     }
@@ -374,6 +376,10 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
       s->events.ev[s->events.n - 1].u.ts.bytes = ts->result_bytes;
     }
   } else {
+    /* Any failure in a barrier task set makes it zombie before the count is looked at, as in
+     * Spark's handleFailedTask: the stage runs again as a whole, and nothing counts. */
+    if (ts->barrier)
+      tl__taskset_make_zombie(s, ts);
     /* Nothing counts in a zombie, for an index already done, or from a copy that lost the race. */
     bool counted =
         counts && !ts->zombie && !(ix->flags & TL__IDX_SUCCESSFUL) && !a->killed_by_other;
@@ -385,8 +391,6 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
     } else if (counted && ++ix->failures >= s->cfg.max_task_failures) {
       abort_taskset(s, ts, TL__FAIL_MAX_FAILURES, a->index, ix->failures, msg, static_msg);
     }
-    if (ts->barrier)
-      tl__taskset_make_zombie(s, ts); /* the stage runs again as a whole: Spark's isBarrier */
     if ((ix->flags & TL__IDX_SPECULATABLE) && ix->copies_running == 0)
       speculative_remove(s, ts, a->index); /* its one copy is gone: a retry, not a copy */
     if (!ts->zombie && !(ix->flags & (TL__IDX_SUCCESSFUL | TL__IDX_PENDING)) &&
@@ -420,6 +424,7 @@ void tl__outputs_resubmit(struct tl_scheduler *s, tl__executor *ex) {
     ev->u.task.index = out->index;
     ev->u.task.attempt = out->attempt;
     ev->u.task.locality = out->locality;
+    ev->u.task.speculative = out->speculative;
     ev->u.task.payload = ts->payload;
     ev->u.task.end_kind = TL_END_RESUBMITTED;
     output_free(s, out);
@@ -506,6 +511,7 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
   ts->speculative_top = TL__NONE;
   if (speculation) {
     ts->heap = (uint64_t *)(void *)&ts->idx[d->ntasks];
+    ts->heap_cap = d->ntasks;
     ts->tried = (tl__tried **)(void *)(ts->heap + d->ntasks);
     ts->first = (tl__attempt **)(void *)(ts->tried + d->ntasks);
     memset(ts->tried, 0, (size_t)d->ntasks * (sizeof *ts->tried + sizeof *ts->first));
@@ -651,6 +657,7 @@ int tl__partition_completed(struct tl_scheduler *s, uint32_t stage_id, uint32_t 
 void tl__taskset_destroy(struct tl_scheduler *s, tl__taskset *ts) {
   free_tried(s, ts);
   tl__locality_free(s, ts);
+  tl__speculation_free(s, ts);
   while (!tl__list_empty(&ts->outputs))
     output_free(s, tl__container_of(ts->outputs.next, tl__output, on_taskset));
   while (!tl__list_empty(&ts->running)) {

@@ -75,20 +75,20 @@ typedef struct mts {
   tl_taskset_id id;                             /* as tl_submit returns it */
   uint32_t stage, sattempt, prio, ntasks, cpus; /* as submitted (cpus resolved) */
   bool zombie, failed;                          /* launches nothing more; aborted */
-  bool released;           /* the model has released it (its event is expected or delivered) */
-  unsigned released_seen;  /* taskset_released deliveries with its payload */
-  bool gone_checked;       /* released, and tl_taskset_get has said TL_ENOENT since */
-  uint32_t nrunning;       /* attempts in flight, frozen ones included */
-  uint32_t nfrozen;        /* of which frozen */
-  uint32_t nsucceeded;     /* indices done */
-  uint32_t pend[MAXTASKS]; /* the pending stack: pend[npend - 1] launches next */
-  uint32_t npend;          /* its height (0 for a zombie) */
-  mindex idx[MAXTASKS];    /* per index */
-  unsigned pool;           /* its pool: an index of pool_names ("default" under TL_FIFO) */
-  bool shuffle, barrier;   /* as submitted */
-  bool may_spec;           /* speculation on and not barrier: it keeps run times and hosts */
-  uint32_t nresults;       /* FINISHED updates counted toward max_result_bytes */
-  uint64_t result_bytes;   /* their result_size, summed (saturating) */
+  bool released;            /* the model has released it (its event is expected or delivered) */
+  unsigned released_seen;   /* taskset_released deliveries with its payload */
+  bool gone_checked;        /* released, and tl_taskset_get has said TL_ENOENT since */
+  uint32_t nrunning;        /* attempts in flight, frozen ones included */
+  uint32_t nfrozen;         /* of which frozen */
+  uint32_t nsucceeded;      /* indices done */
+  uint32_t pend[MAXTASKS];  /* the pending stack: pend[npend - 1] launches next */
+  uint32_t npend;           /* its height (0 for a zombie) */
+  mindex idx[MAXTASKS];     /* per index */
+  unsigned pool;            /* its pool: an index of pool_names ("default" under TL_FIFO) */
+  bool shuffle, barrier;    /* as submitted */
+  bool may_spec;            /* speculation on and not barrier: it keeps run times and hosts */
+  uint32_t nresults;        /* FINISHED updates counted toward max_result_bytes */
+  uint64_t result_bytes;    /* their result_size, summed (saturating) */
   uint32_t specs[MAXTASKS]; /* the speculative stack: specs[nspecs - 1] is its top */
   uint32_t nspecs;          /* its height */
   uint64_t *dur;            /* run times of first successes, ascending (the median heap) */
@@ -113,14 +113,14 @@ typedef struct mout {
 } mout;
 
 typedef struct matt {
-  uint32_t ts;      /* model index of its task set */
-  uint32_t index;   /* task index */
-  uint32_t attempt; /* attempt number of that index */
-  mexec *ex;        /* where it runs */
-  bool running;     /* a RUNNING update came (else LAUNCHING) */
-  bool live;        /* not ended */
-  bool frozen;      /* on a PENDING executor */
-  bool spec;        /* launched as a speculative copy */
+  uint32_t ts;          /* model index of its task set */
+  uint32_t index;       /* task index */
+  uint32_t attempt;     /* attempt number of that index */
+  mexec *ex;            /* where it runs */
+  bool running;         /* a RUNNING update came (else LAUNCHING) */
+  bool live;            /* not ended */
+  bool frozen;          /* on a PENDING executor */
+  bool spec;            /* launched as a speculative copy */
   bool killed_by_other; /* the other copy of its index succeeded: nothing it reports counts */
   tl_tid sibling;       /* the other copy of its index in flight, 0 none */
   uint64_t launched_at; /* the scheduler's time at launch */
@@ -192,7 +192,6 @@ typedef struct tlo_run {
   size_t nouts, outcap;         /* their number; room */
   uint64_t next_spec;           /* when tl_tick looks for slow tasks next */
   bool spec_never;              /* it passed the end of time: it never comes */
-  unsigned kb;                  /* TLO_KB_* deviations the model follows (0 when strict) */
   uint32_t nts;                 /* task sets submitted */
   tl_taskset_id next_ts_id;     /* the id the next submission gets */
   uint32_t stage_next[NSTAGES]; /* the next fresh stage attempt per stage */
@@ -230,7 +229,7 @@ typedef struct tlo_run {
   uint64_t calls, events, reentrant, errors; /* figures for tlo_outcome */
   uint64_t f_spec_submitted, f_spec_launches, f_lost_races, f_late_reports, f_too_large,
       f_resubmitted, f_barrier_launches, f_fair_rounds; /* and the policy features' */
-  uint64_t journal_lines, journal_bytes;     /* seen by the run's own journal sink */
+  uint64_t journal_lines, journal_bytes;                /* seen by the run's own journal sink */
 
   uint64_t rng;   /* the generator's splitmix64 state */
   size_t enc_len; /* bytes of the program encoded so far */
@@ -242,16 +241,27 @@ static const char *const host_names[NHOSTS] = {"h0", "h1", "h2", "h3"};
 static const char *const rack_names[2] = {"r0", "r1"};
 /* Pool names an operation can give: 0 NULL (the default pool; invalid for tl_pool_add), 1-5
  * valid names, 6 and 7 invalid ones. */
-static const char *const pool_names[NPOOLNAMES] = {NULL, "default", "a", "b", "c",
-                                                   pool_255, "", pool_256};
+static const char *const pool_names[NPOOLNAMES] = {NULL, "default", "a", "b",
+                                                   "c",  pool_255,  "",  pool_256};
 #define POOL_DEFAULT 1
 /* TLO_CLOCK's steps; the last three are special: one speculation interval, back 3 s, and a
  * jump to 20 s before the end of time, after which deadlines saturate and never come. 1 ns
  * probes every "longer than". */
-static const uint64_t clock_steps[] = {
-    0,       1,       SEC / 1000, SEC / 2,  SEC,      2 * SEC,          4 * SEC,      5 * SEC,
-    6 * SEC, 10 * SEC, 11 * SEC,  31 * SEC, 0 /* one speculation interval */, 0 /* back */,
-    0 /* to the end of time */};
+static const uint64_t clock_steps[] = {0,
+                                       1,
+                                       SEC / 1000,
+                                       SEC / 2,
+                                       SEC,
+                                       2 * SEC,
+                                       4 * SEC,
+                                       5 * SEC,
+                                       6 * SEC,
+                                       10 * SEC,
+                                       11 * SEC,
+                                       31 * SEC,
+                                       0 /* one speculation interval */,
+                                       0 /* back */,
+                                       0 /* to the end of time */};
 #define NCLOCK_STEPS (sizeof clock_steps / sizeof clock_steps[0])
 #define CLOCK_BACK (3 * SEC)
 #define CLOCK_END (UINT64_MAX - 20 * SEC)
@@ -289,9 +299,10 @@ static const char *state_name(int state) {
 }
 
 static const char *ev_name(ev_type t) {
-  static const char *const names[] = {"task_started",     "task_ended",     "taskset_failed",
-                                      "taskset_released", "executor_added", "executor_lost",
-                                      "revive_offers",    "kill_task",      "speculative_task_submitted"};
+  static const char *const names[] = {
+      "task_started",     "task_ended",     "taskset_failed",
+      "taskset_released", "executor_added", "executor_lost",
+      "revive_offers",    "kill_task",      "speculative_task_submitted"};
   return names[t];
 }
 
@@ -405,9 +416,8 @@ static void describe_ev(const tlo_run *r, const mevent *e, char *buf, size_t len
   const char *exid = e->ex != NULL ? e->ex->id : "-";
   switch (e->type) {
   case EV_STARTED:
-    snprintf(buf, len,
-             "task_started tid=%" PRIu64 " ts=%" PRIu64 " index=%u attempt=%u on %s%s", e->tid,
-             r->ts[e->ts].id, e->index, e->attempt, exid, e->spec ? " speculative" : "");
+    snprintf(buf, len, "task_started tid=%" PRIu64 " ts=%" PRIu64 " index=%u attempt=%u on %s%s",
+             e->tid, r->ts[e->ts].id, e->index, e->attempt, exid, e->spec ? " speculative" : "");
     break;
   case EV_ENDED:
     snprintf(buf, len,
@@ -648,9 +658,7 @@ static void mark_successful(tlo_run *r, uint32_t k, uint32_t i) {
 
 /* The median heap: every first success's run time (Spark's MedianHeap keeps them all; an
  * index resubmitted after its output was lost succeeds for the first time again). */
-static void record_duration(tlo_run *r, mts *t, uint64_t d) {
-  if ((r->kb & TLO_KB_HEAP_CAP) && t->ndur == t->ntasks)
-    return; /* what the library does: its heap has room for ntasks run times */
+static void record_duration(mts *t, uint64_t d) {
   if (t->ndur == t->durcap) {
     t->durcap = t->durcap ? 2 * t->durcap : 16;
     t->dur = xrealloc(t->dur, t->durcap * sizeof *t->dur);
@@ -703,10 +711,9 @@ static void attempt_ended(tlo_run *r, tl_tid tid, const mend *m) {
   }
 
   /* Nothing counts in a zombie, for an index already done, from a copy that lost the race, or
-   * (api.md) in a barrier task set. */
+   * in a barrier task set (its failure makes it zombie first, as in Spark's handleFailedTask). */
   bool counted = m->kind != TL_END_SUCCESS && m->kind != TL_END_RESULT_TOO_LARGE && m->counts &&
-                 !t->zombie && !ix->done && !a->killed_by_other &&
-                 (!t->barrier || (r->kb & TLO_KB_BARRIER_COUNTS));
+                 !t->zombie && !ix->done && !a->killed_by_other && !t->barrier;
   mevent *e = push_ev(r, EV_ENDED);
   e->tid = tid;
   e->ts = k;
@@ -732,7 +739,7 @@ static void attempt_ended(tlo_run *r, tl_tid tid, const mend *m) {
     }
     if (!ix->done) {
       if (t->may_spec)
-        record_duration(r, t, r->now - a->launched_at);
+        record_duration(t, r->now - a->launched_at);
       mark_successful(r, k, a->index);
     }
     /* The other copy is asked to die; what it reports afterwards counts for nothing. */
@@ -847,7 +854,7 @@ static void resubmit_outputs(tlo_run *r, mexec *x) {
     e->kind = TL_END_RESUBMITTED;
     r->f_resubmitted++;
     e->text = dup_text("Its map output was lost with its executor; the task runs again.");
-    e->spec = o.spec && !(r->kb & TLO_KB_RESUBMIT_SPEC);
+    e->spec = o.spec;
     if (ix->copies == 0) {
       pend_push(t, o.index);
       r->revive_wanted = true;
@@ -1359,7 +1366,9 @@ static void do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio
   char d[192];
   snprintf(d, sizeof d, "submit stage=%u attempt=%u priority=%u ntasks=%u cpus=%u pool=%.8s%s%s",
            stage, sattempt, prio, ntasks, cpus,
-           pname == NULL ? "(null)" : pname[0] == '\0' ? "\"\"" : pname,
+           pname == NULL      ? "(null)"
+           : pname[0] == '\0' ? "\"\""
+                              : pname,
            shuffle ? " shuffle_map" : "", barrier ? " barrier" : "");
   tl_taskset_desc desc = {.stage_id = stage,
                           .stage_attempt = sattempt,
@@ -1396,7 +1405,10 @@ static void do_pool_add(tlo_run *r, unsigned pool, unsigned mode, uint32_t weigh
     r->pools[pool] = (mpool){true, (tl_sched_mode)mode, weight, min_share};
   char d[96];
   snprintf(d, sizeof d, "pool_add %.8s mode=%u weight=%u min_share=%u",
-           name == NULL ? "(null)" : name[0] == '\0' ? "\"\"" : name, mode, weight, min_share);
+           name == NULL      ? "(null)"
+           : name[0] == '\0' ? "\"\""
+                             : name,
+           mode, weight, min_share);
   tl_stats before, after;
   tl_stats_get(r->s, &before);
   note_call(r, d);
@@ -1842,8 +1854,8 @@ static void do_update(tlo_run *r, mexec *x, tl_tid tid, unsigned state, unsigned
         } else {
           /* Every result counts toward max_result_bytes, dropped ones too. */
           t->nresults++;
-          t->result_bytes = rsize > UINT64_MAX - t->result_bytes ? UINT64_MAX
-                                                                 : t->result_bytes + rsize;
+          t->result_bytes =
+              rsize > UINT64_MAX - t->result_bytes ? UINT64_MAX : t->result_bytes + rsize;
           if (!t->shuffle && r->cfg.max_result_bytes != 0 &&
               t->result_bytes > r->cfg.max_result_bytes) {
             m.kind = TL_END_RESULT_TOO_LARGE;
@@ -1878,8 +1890,8 @@ static void do_update(tlo_run *r, mexec *x, tl_tid tid, unsigned state, unsigned
     }
   }
   char d[176];
-  snprintf(d, sizeof d, "update %s tid=%" PRIu64 " %s%s%s result=%u size=%zu msg=%.12s", x->id,
-           tid, state_name((int)state), state == TL_TASK_FAILED ? "/" : "",
+  snprintf(d, sizeof d, "update %s tid=%" PRIu64 " %s%s%s result=%u size=%zu msg=%.12s", x->id, tid,
+           state_name((int)state), state == TL_TASK_FAILED ? "/" : "",
            state == TL_TASK_FAILED ? end_name((int)failure) : "", resmode, rsize,
            msg ? msg : "(null)");
   tl_update u = {(tl_task_state)state, (tl_end_kind)failure, msg, res, rsize, rfree};
@@ -1902,23 +1914,14 @@ static bool slow_after(const tlo_run *r, const mts *t, uint64_t *threshold) {
   if (t->ndur < min_finished)
     return false;
   uint64_t median = median_of(t);
-  double x = r->cfg.speculation_multiplier * (double)median;
-  double twice = 2 * r->cfg.speculation_multiplier;
-  if ((r->kb & TLO_KB_THRESHOLD_CUTOFF) || twice != (double)(uint32_t)twice) {
-    /* What the library does: the product in doubles (rounded past 2^53 ns), and from 1.8e19
-     * ns (not 2^64) no run is slow. */
-    *threshold = x >= 1.8e19 ? UINT64_MAX : (uint64_t)x;
-  } else {
-    /* Exactly: a run of n ns is longer than multiplier x median when n > floor(that); past
-     * 2^64 no run is. The configured multipliers are halves. */
-    uint64_t k = (uint32_t)twice, half = median / 2, odd = (median % 2) * k / 2;
-    /* floor(k x median / 2) = k x floor(median / 2) + floor(k x (median mod 2) / 2) */
-    *threshold = half != 0 && k > (UINT64_MAX - odd) / half ? UINT64_MAX : k * half + odd;
-  }
+  /* Exactly: a run of n ns is longer than multiplier x median when n > floor(that); past 2^64
+   * no run is. The configured multipliers are halves (k / 2). */
+  uint64_t k = (uint32_t)(2 * r->cfg.speculation_multiplier), half = median / 2,
+           odd = (median % 2) * k / 2;
+  /* floor(k x median / 2) = k x floor(median / 2) + floor(k x (median mod 2) / 2) */
+  *threshold = half != 0 && k > (UINT64_MAX - odd) / half ? UINT64_MAX : k * half + odd;
   if (*threshold < r->cfg.speculation_min_runtime_ns)
     *threshold = r->cfg.speculation_min_runtime_ns;
-  if (*threshold == 0 && (r->kb & TLO_KB_ZERO_THRESHOLD))
-    *threshold = 1; /* what the library does: a run of 1 ns is not "longer than 0" there */
   return true;
 }
 
@@ -1953,9 +1956,8 @@ static void spec_check(tlo_run *r) {
     }
   }
   push_revive_if_wanted(r);
-  /* Past the end of time the next check never comes (a deadline saturated there never does);
-   * the library's sum wraps around instead, so every later tick checks and answers 0. */
-  r->spec_never = !(r->kb & TLO_KB_SPEC_WRAP) && r->now > UINT64_MAX - r->cfg.speculation_interval_ns;
+  /* Past the end of time the next check never comes (a deadline saturated there never does). */
+  r->spec_never = r->now > UINT64_MAX - r->cfg.speculation_interval_ns;
   r->next_spec = r->spec_never ? UINT64_MAX : r->now + r->cfg.speculation_interval_ns;
 }
 
@@ -2716,12 +2718,11 @@ static void gen_op(tlo_run *r, tlo_op *op) {
   static const struct {
     tlo_kind kind;
     uint32_t weight;
-  } base[] = {
-      {TLO_ADD, 8},          {TLO_LOSE, 5},      {TLO_HEARTBEAT, 2}, {TLO_HEARTBEAT_ALL, 6},
-      {TLO_DECOMMISSION, 2}, {TLO_SUBMIT, 8},    {TLO_KILL_TASK, 3}, {TLO_KILL_STAGE, 2},
-      {TLO_CANCEL_STAGE, 1}, {TLO_PARTITION, 2}, {TLO_OFFER, 10},    {TLO_OFFER_ALL, 8},
-      {TLO_UPDATE, 32},      {TLO_CLOCK, 5},     {TLO_TICK, 4},      {TLO_INSPECT, 2},
-      {TLO_POOL_ADD, 1}};
+  } base[] = {{TLO_ADD, 8},          {TLO_LOSE, 5},      {TLO_HEARTBEAT, 2}, {TLO_HEARTBEAT_ALL, 6},
+              {TLO_DECOMMISSION, 2}, {TLO_SUBMIT, 8},    {TLO_KILL_TASK, 3}, {TLO_KILL_STAGE, 2},
+              {TLO_CANCEL_STAGE, 1}, {TLO_PARTITION, 2}, {TLO_OFFER, 10},    {TLO_OFFER_ALL, 8},
+              {TLO_UPDATE, 32},      {TLO_CLOCK, 5},     {TLO_TICK, 4},      {TLO_INSPECT, 2},
+              {TLO_POOL_ADD, 1}};
   uint32_t weights[TLO_NKINDS];
   bool spec = r->cfg.speculation, fair = r->cfg.mode == TL_FAIR;
   unsigned npools = 0, alive = 0;
@@ -2801,9 +2802,9 @@ static void gen_op(tlo_run *r, tlo_op *op) {
     op->a = chance(r, 85) ? 0 : (uint8_t)(1 + rnd(r, 4));
     op->b = (uint8_t)rnd(r, 4);
     bool barrier = chance(r, 12);
-    op->c = chance(r, 2)                   ? 0
-            : barrier && chance(r, 70)     ? (uint8_t)(1 + rnd(r, 4))
-                                           : (uint8_t)(1 + rnd(r, MAXTASKS));
+    op->c = chance(r, 2)               ? 0
+            : barrier && chance(r, 70) ? (uint8_t)(1 + rnd(r, 4))
+                                       : (uint8_t)(1 + rnd(r, MAXTASKS));
     op->flags = chance(r, 85) ? 0 : (uint8_t)(1 + rnd(r, 2));
     op->flags |= (uint8_t)((chance(r, 35) ? 4 : 0) | (barrier ? 8 : 0));
     /* A pool: under TL_FAIR mostly one that exists; a few unknown and invalid names. */
@@ -2962,7 +2963,6 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const tlo_option
   r->next_ts_id = 1;
   r->raw_now = r->now = SEC;
   r->pools[POOL_DEFAULT] = (mpool){true, TL_FIFO, 1, 0};
-  r->kb = !r->opt.strict ? TLO_KB_ALL : r->opt.strict_only ? TLO_KB_ALL & ~r->opt.strict_only : 0;
 
   /* The configuration: small timeouts so that every expiry path is taken often. */
   static const struct {
@@ -2983,7 +2983,7 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const tlo_option
   static const uint64_t limits[4] = {UINT64_C(1) << 30, 0, 20, 48};
   static const uint64_t intervals[4] = {SEC / 1000, SEC / 10, SEC, 3 * SEC};
   static const uint64_t min_runtimes[4] = {0, 0, SEC / 1000, 2 * SEC};
-  static const double multipliers[4] = {0, 1, 1.5, 3};
+  static const double multipliers[4] = {0, 1, 1.5, 3}; /* halves: see slow_after */
   static const double quantiles[4] = {0.01, 0.25, 0.5, 1.0};
   uint8_t h2 = header[2], h3 = header[3];
   r->cfg.mode = (h2 & 1) ? TL_FAIR : TL_FIFO;
@@ -3032,11 +3032,11 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const tlo_option
         r->end_free ? "free with work left" : "drain", r->cfg.journal != NULL ? "on" : "off");
   trace(r, 1,
         "policy: mode=%s max_result_bytes=%" PRIu64 " speculation=%s interval=%" PRIu64
-        "ms min_runtime=%" PRIu64 "ms multiplier=%g quantile=%g%s",
+        "ms min_runtime=%" PRIu64 "ms multiplier=%g quantile=%g",
         r->cfg.mode == TL_FAIR ? "FAIR" : "FIFO", r->cfg.max_result_bytes,
         r->cfg.speculation ? "on" : "off", r->cfg.speculation_interval_ns / 1000000,
         r->cfg.speculation_min_runtime_ns / 1000000, r->cfg.speculation_multiplier,
-        r->cfg.speculation_quantile, r->kb ? "" : " strict");
+        r->cfg.speculation_quantile);
   emit(r, header, TLO_HEADER_BYTES);
   return r;
 }

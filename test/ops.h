@@ -88,27 +88,8 @@ typedef struct tlo_op {
  * unless tlo_options names a journal), then the operations. */
 #define TLO_HEADER_BYTES 4
 
-/* Known deviations of the library from the documented behaviour (docs/testing.md, Findings).
- * Unless tlo_options.strict is set, the model predicts what the library does for these, so that
- * the randomized runs and the fuzzer keep looking for new disagreements; with strict set it
- * predicts what the documentation says, and a run that reaches one fails. */
-enum {
-  TLO_KB_BARRIER_COUNTS = 1 << 0, /* a barrier task set's failure counts (and can abort it) */
-  TLO_KB_SPEC_WRAP = 1 << 1,      /* the next speculation check wraps past the end of time */
-  TLO_KB_RESUBMIT_SPEC = 1 << 2,  /* TL_END_RESUBMITTED of a speculative copy's output says
-                                     speculative false */
-  TLO_KB_ZERO_THRESHOLD = 1 << 3, /* a speculation threshold of 0 ns acts as 1 ns */
-  TLO_KB_THRESHOLD_CUTOFF = 1 << 4, /* multiplier x median in doubles, and from 1.8e19 ns (not
-                                       2^64) never slow */
-  TLO_KB_HEAP_CAP = 1 << 5, /* run times past ntasks of them (resubmitted indices succeeding
-                               again) are dropped from the median */
-  TLO_KB_ALL = (1 << 6) - 1
-};
-
 typedef struct tlo_options {
   int verbose; /* 0 quiet; 1 one line per operation; 2 and every event */
-  bool strict; /* predict the documented behaviour even where the library is known to differ */
-  unsigned strict_only; /* with strict: only for these TLO_KB_* bits (0: all of them) */
   FILE *trace; /* where the trace goes; NULL = stdout */
   /* Passed to tl_config.journal and journal_ud (NULL = no journal). */
   void (*journal)(void *ud, const char *line);
@@ -140,9 +121,9 @@ typedef struct tlo_outcome {
   uint64_t resubmitted;      /* TL_END_RESUBMITTED */
   uint64_t barrier_launches; /* barrier task sets launched (whole) */
   uint64_t fair_rounds;      /* offer rounds that visited more than one pool */
-  char message[4096]; /* the disagreement, with the operation that showed it */
-  bool has_final;     /* the run reached tl_scheduler_free: */
-  tl_stats final;     /* tl_stats just before it */
+  char message[4096];        /* the disagreement, with the operation that showed it */
+  bool has_final;            /* the run reached tl_scheduler_free: */
+  tl_stats final;            /* tl_stats just before it */
 } tlo_outcome;
 
 /* Runs a generated program: seed picks the configuration and, step by step from the model's

@@ -17,22 +17,16 @@
 #include <time.h>
 
 static void usage(FILE *f) {
-  fputs("usage: tl-random --seed N [--ops K] [--quiet] [--strict]\n"
-        "       tl-random --seeds N [--from S] [--ops K] [--verbose] [--strict]\n"
-        "       tl-random --replay FILE|DIR... [--verbose] [--strict]\n"
+  fputs("usage: tl-random --seed N [--ops K] [--quiet]\n"
+        "       tl-random --seeds N [--from S] [--ops K] [--verbose]\n"
+        "       tl-random --replay FILE|DIR... [--verbose]\n"
         "       tl-random --write-corpus DIR --seeds N [--from S] [--ops K]\n"
-        "       tl-random --minimize OUT --seed N [--ops K] --strict[=MASK]\n"
         "  --seed N          run seed N, tracing every call and event (--quiet: verdict only)\n"
         "  --seeds N         soak: run N seeds from S (default 1); exit 1 if any fails\n"
         "  --ops K           operations per seed (default 100)\n"
         "  --replay ...      run byte programs (fuzzer inputs, corpus files), each file or every\n"
         "                    file of each directory\n"
-        "  --write-corpus D  write the programs of the seeds to D/seed-<N>\n"
-        "  --minimize OUT    shrink the program of a seed that fails only in strict mode to the\n"
-        "                    fewest operations that still do, written to OUT (replay it with\n"
-        "                    --replay OUT --strict[=MASK] --verbose)\n"
-        "  --strict[=MASK]   predict the documented behaviour where the library is known to\n"
-        "                    differ (docs/testing.md, Findings; MASK: only those TLO_KB_* bits)\n",
+        "  --write-corpus D  write the programs of the seeds to D/seed-<N>\n",
         f);
 }
 
@@ -52,10 +46,6 @@ static uint64_t number(const char *flag, const char *v) {
   }
   return (uint64_t)n;
 }
-
-/* Runs one byte program from a file. */
-static bool strict;
-static unsigned strict_only;
 
 /* The policy features a soak reached, summed. */
 static void add_features(tlo_outcome *sum, const tlo_outcome *o) {
@@ -77,6 +67,7 @@ static void print_features(const tlo_outcome *o) {
          o->resubmitted, o->barrier_launches, o->fair_rounds);
 }
 
+/* Runs one byte program from a file. */
 static int replay_file(const char *path, int verbose) {
   FILE *f = fopen(path, "rb");
   if (f == NULL) {
@@ -102,8 +93,6 @@ static int replay_file(const char *path, int verbose) {
   }
   tlo_options opt = {0};
   opt.verbose = verbose;
-  opt.strict = strict;
-  opt.strict_only = strict_only;
   tlo_outcome out;
   tlo_run_bytes(buf, len, &opt, &out);
   free(buf);
@@ -135,88 +124,6 @@ static int replay_path(const char *path, int verbose, size_t *files) {
   }
   closedir(d);
   return bad;
-}
-
-/* Whether a program shows a known deviation: it fails in strict mode and passes without. */
-static bool deviates(const uint8_t *buf, size_t len) {
-  tlo_options opt = {0};
-  tlo_outcome out;
-  opt.strict = true;
-  opt.strict_only = strict_only;
-  tlo_run_bytes(buf, len, &opt, &out);
-  if (out.ok)
-    return false;
-  opt.strict = false;
-  tlo_run_bytes(buf, len, &opt, &out);
-  return out.ok;
-}
-
-/* Delta debugging over whole operations: drop runs of operations (halving their length down
- * to one) while the program still deviates; then simplify what is left byte by byte (a byte set
- * to 0 where that keeps it deviating). */
-static int minimize(const char *path, uint64_t seed, uint64_t nops) {
-  static uint8_t buf[1 << 20], cand[1 << 20];
-  size_t len = 0;
-  tlo_options opt = {0};
-  opt.encoded = buf;
-  opt.encoded_cap = sizeof buf;
-  opt.encoded_len = &len;
-  tlo_outcome out;
-  tlo_run_seed(seed, (size_t)nops, &opt, &out);
-  if (len > sizeof buf || !deviates(buf, len)) {
-    fprintf(stderr, "tl-random: seed %" PRIu64 " does not fail only in strict mode\n", seed);
-    return 1;
-  }
-  static size_t at[TLO_MAX_OPS + 2];
-  for (size_t chunk = TLO_MAX_OPS; chunk >= 1; chunk /= 2) {
-    bool again = true;
-    while (again) {
-      again = false;
-      size_t n = 0, p = TLO_HEADER_BYTES;
-      tlo_op op;
-      size_t k;
-      while (n <= TLO_MAX_OPS && (k = tlo_decode_op(buf + p, len - p, &op)) != 0) {
-        at[n++] = p;
-        p += k;
-      }
-      at[n] = p;
-      for (size_t i = 0; i + 1 <= n; i += chunk) {
-        size_t j = i + chunk < n ? i + chunk : n;
-        size_t cut = at[j] - at[i];
-        memcpy(cand, buf, at[i]);
-        memcpy(cand + at[i], buf + at[j], len - at[j]);
-        if (deviates(cand, len - cut)) {
-          memcpy(buf, cand, len - cut);
-          len -= cut;
-          again = true;
-          break;
-        }
-      }
-    }
-    if (chunk == 1)
-      break;
-  }
-  for (size_t i = 0; i < len; i++) {
-    if (buf[i] == 0)
-      continue;
-    uint8_t keep = buf[i];
-    buf[i] = 0;
-    if (!deviates(buf, len))
-      buf[i] = keep;
-  }
-  FILE *f = fopen(path, "wb");
-  if (f == NULL || fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
-    fprintf(stderr, "tl-random: %s: %s\n", path, strerror(errno));
-    return 1;
-  }
-  size_t ops = 0, p = TLO_HEADER_BYTES, k;
-  tlo_op op;
-  while ((k = tlo_decode_op(buf + p, len - p, &op)) != 0) {
-    ops++;
-    p += k;
-  }
-  printf("seed %" PRIu64 ": %zu operations, %zu bytes in %s\n", seed, ops, len, path);
-  return 0;
 }
 
 static int write_corpus(const char *dir, uint64_t from, uint64_t count, uint64_t nops) {
@@ -253,7 +160,7 @@ int main(int argc, char **argv) {
   bool have_seed = false, have_seeds = false, quiet = false, replay = false;
   int verbose = 0;
   uint64_t seed = 0, seeds = 0, from = 1, nops = 100;
-  const char *corpus = NULL, *minimize_to = NULL;
+  const char *corpus = NULL;
   int first_path = 0, npaths = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -269,17 +176,10 @@ int main(int argc, char **argv) {
       nops = number(a, i + 1 < argc ? argv[++i] : NULL);
     } else if (strcmp(a, "--quiet") == 0) {
       quiet = true;
-    } else if (strcmp(a, "--strict") == 0) {
-      strict = true;
-    } else if (strncmp(a, "--strict=", 9) == 0) {
-      strict = true;
-      strict_only = (unsigned)number("--strict", a + 9);
     } else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) {
       verbose = 2;
     } else if (strcmp(a, "--write-corpus") == 0 && i + 1 < argc) {
       corpus = argv[++i];
-    } else if (strcmp(a, "--minimize") == 0 && i + 1 < argc) {
-      minimize_to = argv[++i];
     } else if (strcmp(a, "--replay") == 0) {
       replay = true;
       first_path = i + 1;
@@ -305,13 +205,6 @@ int main(int argc, char **argv) {
     printf("replayed %zu programs: %s\n", files, bad ? "FAILED" : "ok");
     return bad ? 1 : 0;
   }
-  if (minimize_to != NULL) {
-    if (!have_seed || !strict) {
-      usage(stderr);
-      return 2;
-    }
-    return minimize(minimize_to, seed, nops);
-  }
   if (corpus != NULL) {
     if (!have_seeds) {
       usage(stderr);
@@ -322,8 +215,6 @@ int main(int argc, char **argv) {
   if (have_seed) {
     tlo_options opt = {0};
     opt.verbose = quiet ? 0 : 2;
-    opt.strict = strict;
-  opt.strict_only = strict_only;
     tlo_outcome out;
     tlo_run_seed(seed, (size_t)nops, &opt, &out);
     printf("seed %" PRIu64 ": %s\n", seed, out.ok ? "ok" : out.message);
@@ -343,8 +234,6 @@ int main(int argc, char **argv) {
   tlo_outcome features = {0};
   tlo_options opt = {0};
   opt.verbose = verbose;
-  opt.strict = strict;
-  opt.strict_only = strict_only;
   for (uint64_t s = from; s < from + seeds; s++) {
     tlo_outcome out;
     tlo_run_seed(s, (size_t)nops, &opt, &out);
@@ -355,8 +244,8 @@ int main(int argc, char **argv) {
     if (!out.ok) {
       failures++;
       printf("seed %" PRIu64 " FAILED at op %zu: %s\n  replay: tl-random --seed %" PRIu64
-             " --ops %" PRIu64 "%s\n",
-             s, out.failed_op, out.message, s, nops, strict ? " --strict" : "");
+             " --ops %" PRIu64 "\n",
+             s, out.failed_op, out.message, s, nops);
       fflush(stdout);
     }
   }

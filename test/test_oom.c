@@ -2130,6 +2130,29 @@ static void build_expiry_and_slow(tlt_env *e, oom_ctx *c) {
   e->now = 11 * TLT_SEC + 500 * MS;
 }
 
+/* A speculating shuffle-map stage of three: indices 0 and 1 done on e1 (h1) after 10 ms, 2
+ * running on e2 (h2); e1 lost, so 0 and 1 run again on e2, 1 done there: three run times fill
+ * the median heap's three slots, and the success of index 0's second attempt needs a fourth. */
+static void build_heap_full(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "e1", "h1", NULL, 2));
+  B_OK(add_exec(e, "e2", "h2", NULL, 2));
+  B_OK(submit_desc(e, 0, 0, 3, NULL, true, false));
+  B_OK(offer(e, c, "e1", 2, 2));
+  B_OK(offer(e, c, "e2", 1, 1));
+  e->now += 10 * MS;
+  B_OK(finish(e, "e1", find_launch(c, 0, 0, 0, 0)->tid, NULL));
+  B_OK(finish(e, "e1", find_launch(c, 0, 0, 1, 0)->tid, NULL));
+  B_OK(lose(e, "e1", TL_LOSS_EXITED, false, "map outputs lost"));
+  B_OK(offer(e, c, "e2", 1, 1));
+  B_OK(finish(e, "e2", find_launch(c, 0, 0, 1, 1)->tid, NULL));
+  B_OK(offer(e, c, "e2", 1, 1));
+  e->now += 20 * MS;
+}
+
+static int call_finish_index_0_again(tlt_env *e, oom_ctx *c) {
+  return finish(e, "e2", find_launch(c, 0, 0, 0, 1)->tid, "a fourth run time");
+}
+
 START_TEST(oom_speculation) {
   const oom_scenario sc[] = {
       {"tl_resource_offers", "18 launches with speculation: a hosts-tried record each",
@@ -2158,6 +2181,8 @@ START_TEST(oom_speculation) {
        build_copy_won, call_finish_original_1, OOM_ALLOCATES, 0},
       {"tl_status_update", "FINISHED of the killed loser of a map task", cfg_speculation,
        build_copy_won, call_finish_original_1, OOM_ALLOCATES, 1},
+      {"tl_status_update", "FINISHED of a map task run again, the median heap full: grown",
+       cfg_speculation, build_heap_full, call_finish_index_0_again, OOM_ALLOCATES, 0},
   };
   SWEEP_ALL("speculation", sc);
 }

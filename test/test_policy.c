@@ -227,6 +227,36 @@ START_TEST(a_failed_barrier_task_makes_the_set_zombie) {
 }
 END_TEST
 
+/* Spark's handleFailedTask makes a barrier task set zombie before it looks at the failure
+ * count, so a barrier failure counts nothing: with max_task_failures 1 a counted failure would
+ * abort the set, and task_ended says counts_toward_failures false. The loss of an executor
+ * caused by the app counts nothing either. */
+START_TEST(a_failed_barrier_task_counts_nothing) {
+  tl_config cfg = tlt_config();
+  cfg.max_task_failures = 1;
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e0", "h0", NULL, 3);
+  tlt_add(e, "e1", "h1", NULL, 3);
+  tl_taskset_id ts = submit_flags(e, 0, 2, 1, false, true);
+  tl_offer two[2] = {{"e0", 3}, {"e1", 3}};
+  tl_launch l[2];
+  ck_assert_uint_eq(tlt_offers(e, two, 2, l, 2), 2);
+  tlt_run(e, l[0].executor_id, l[0].tid);
+  tlt_run(e, l[1].executor_id, l[1].tid);
+  tlt_fail(e, l[0].executor_id, l[0].tid, TL_END_EXCEPTION);
+  ck_assert(!tlt_ended_of(e, l[0].tid)->counts);
+  tl_taskset_status st = tlt_ts(e, ts);
+  ck_assert(st.zombie);
+  ck_assert(!st.failed);
+  ck_assert_uint_eq(tlt_count(e, 0, TLT_EV_FAILED), 0);
+  tlt_lose(e, l[1].executor_id, TL_LOSS_EXITED, true);
+  ck_assert(!tlt_ended_of(e, l[1].tid)->counts);
+  ck_assert_uint_eq(tlt_count(e, 0, TLT_EV_FAILED), 0);
+  ck_assert_uint_eq(tlt_released(e, ts), 1);
+  tlt_end(e);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------------------------------
  * Decommissioning (TSIS "test full decommissioning flow")
  * ------------------------------------------------------------------------------------------- */
@@ -389,6 +419,7 @@ Suite *tl_policy_suite(void) {
   tcase_add_test(tc, a_barrier_set_needs_every_slot_in_one_round);
   tcase_add_test(tc, a_barrier_set_counts_only_the_slots_left_by_earlier_task_sets);
   tcase_add_test(tc, a_failed_barrier_task_makes_the_set_zombie);
+  tcase_add_test(tc, a_failed_barrier_task_counts_nothing);
   tc = tlt_tcase(s, "resubmission");
   tcase_add_test(tc, lost_map_outputs_run_again);
   tcase_add_test(tc, map_outputs_are_resubmitted_at_the_second_phase_only);

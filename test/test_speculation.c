@@ -232,6 +232,39 @@ START_TEST(a_killed_copy_is_not_resubmitted_but_the_winner_is) {
 }
 END_TEST
 
+/* TL_END_RESUBMITTED describes the attempt that wrote the lost output: a speculative copy's
+ * says speculative, an original's does not. */
+START_TEST(a_resubmitted_output_says_whether_a_copy_wrote_it) {
+  tlt_env *e = spec_env(0.25, 0.0, 0);
+  tlt_add(e, "e1", "h1", NULL, 4);
+  tlt_add(e, "e2", "h2", NULL, 1);
+  tl_taskset_id ts = submit_map(e, 0, 4);
+  tl_launch l[4], c[1];
+  ck_assert_uint_eq(offer1(e, "e1", 4, l), 4);
+  e->now += 1 * MS;
+  tlt_succeed(e, "e1", l[0].tid);
+  tlt_advance_tick(e, 100 * MS); /* multiplier 0: indices 1-3 are slow */
+  ck_assert_uint_eq(offer1(e, "e2", 1, c), 1);
+  ck_assert(c[0].speculative);
+  tlt_succeed(e, "e2", c[0].tid); /* the copy wins: its output is on e2 */
+  size_t mark = tlt_mark(e);
+  tlt_lose(e, "e2", TL_LOSS_EXITED, false);
+  const tlt_event *resub = tlt_nth(e, mark, TLT_EV_ENDED, 0);
+  ck_assert_int_eq(resub->end_kind, TL_END_RESUBMITTED);
+  ck_assert_uint_eq(resub->task.tid, c[0].tid);
+  ck_assert(resub->task.speculative);
+  /* The original of index 0, on e1, is resubmitted as not speculative. */
+  mark = tlt_mark(e);
+  tlt_lose(e, "e1", TL_LOSS_EXITED, false);
+  resub = tlt_nth(e, mark, TLT_EV_ENDED, 0);
+  ck_assert_int_eq(resub->end_kind, TL_END_RESUBMITTED);
+  ck_assert_uint_eq(resub->task.tid, l[0].tid);
+  ck_assert(!resub->task.speculative);
+  ck_assert(!tlt_ts(e, ts).zombie);
+  tlt_end(e);
+}
+END_TEST
+
 /* TSMS "[SPARK-13931] taskSetManager should not send Resubmitted tasks after being a zombie". */
 START_TEST(a_zombie_sends_no_resubmission_when_its_copy_is_lost) {
   tlt_env *e = spec_env(0.5, 0.0, 0);
@@ -328,6 +361,177 @@ START_TEST(the_threshold_follows_the_median) {
 }
 END_TEST
 
+/* With multiplier 0 and no minimum run time the threshold is 0 ns: a task that has run 1 ns has
+ * run longer than that, and is slow. */
+START_TEST(a_zero_threshold_makes_a_task_slow_after_one_nanosecond) {
+  tlt_env *e = spec_env(0.3, 0.0, 0);
+  tlt_add(e, "e1", "h1", NULL, 2);
+  tlt_add(e, "e2", "h2", NULL, 1);
+  tlt_submit(e, 0, 0, 0, 3);
+  tl_launch l[3];
+  ck_assert_uint_eq(offer1(e, "e1", 2, l), 2); /* indices 0 and 1 */
+  e->now += 10 * MS;
+  tlt_succeed(e, "e1", l[0].tid);
+  tlt_succeed(e, "e1", l[1].tid);
+  ck_assert_uint_eq(offer1(e, "e1", 1, l + 2), 1); /* index 2, launched now */
+  size_t mark = tlt_mark(e);
+  tlt_advance_tick(e, 1); /* the first check: index 2 has run 1 ns */
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_SPECULATIVE), 1);
+  ck_assert_uint_eq(tlt_stats(e).tasks_speculatable, 1);
+  tl_launch c[1];
+  ck_assert_uint_eq(offer1(e, "e2", 1, c), 1);
+  ck_assert(c[0].speculative);
+  tlt_succeed(e, "e2", c[0].tid);
+  tlt_killed(e, "e1", l[2].tid);
+  tlt_end(e);
+}
+END_TEST
+
+/* Every first success records its run time, as in Spark's MedianHeap, an index run again after
+ * its map output was lost included, so a task set can record more run times than it has tasks.
+ * Here four tasks record five: 10, 10, 1000 ms, then the resubmitted 1000 and 10 ms. The median
+ * of all five is 10 ms; of the first four it would be 505 ms. */
+START_TEST(run_times_of_resubmitted_indices_count_toward_the_median) {
+  tlt_env *e = spec_env(0.25, 1.0, 0);
+  tlt_add(e, "e1", "h1", NULL, 2);
+  tlt_add(e, "e2", "h2", NULL, 2);
+  tlt_add(e, "e3", "h3", NULL, 1);
+  tl_taskset_id ts = submit_map(e, 0, 4);
+  tl_launch l[2], m[1];
+  ck_assert_uint_eq(offer1(e, "e1", 2, l), 2);
+  ck_assert_uint_eq(offer1(e, "e2", 1, m), 1);
+  ck_assert_uint_eq(m[0].index, 2);
+  e->now += 10 * MS;
+  tlt_succeed(e, "e1", l[0].tid);
+  tlt_succeed(e, "e1", l[1].tid);
+  e->now += 990 * MS;
+  tlt_succeed(e, "e2", m[0].tid);
+  tlt_lose(e, "e1", TL_LOSS_EXITED, false); /* indices 0 and 1 run again */
+  ck_assert_uint_eq(tlt_ts(e, ts).pending, 3);
+  tl_launch r[1];
+  ck_assert_uint_eq(offer1(e, "e2", 1, r), 1);
+  ck_assert_uint_eq(r[0].index, 1);
+  e->now += 1000 * MS;
+  tlt_succeed(e, "e2", r[0].tid); /* the 4th run time */
+  ck_assert_uint_eq(offer1(e, "e2", 1, r), 1);
+  ck_assert_uint_eq(r[0].index, 0);
+  e->now += 10 * MS;
+  tlt_succeed(e, "e2", r[0].tid); /* the 5th */
+  tl_launch probe[1];
+  ck_assert_uint_eq(offer1(e, "e2", 1, probe), 1);
+  ck_assert_uint_eq(probe[0].index, 3);
+  /* It has run 20 ms at the first check: slow past the median of all five (10 ms). */
+  size_t mark = tlt_mark(e);
+  tlt_advance_tick(e, 20 * MS);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_SPECULATIVE), 1);
+  ck_assert_uint_eq(tlt_stats(e).tasks_speculatable, 1);
+  tl_launch c[1];
+  ck_assert_uint_eq(offer1(e, "e3", 1, c), 1);
+  ck_assert(c[0].speculative);
+  tlt_succeed(e, "e3", c[0].tid);
+  tlt_killed(e, "e2", probe[0].tid);
+  ck_assert_uint_eq(tlt_released(e, ts), 1);
+  tlt_end(e);
+}
+END_TEST
+
+/* A speculating scheduler for run times near the end of time: nothing else is due there
+ * (no heartbeat expiry, no tombstones to expire at the drain). */
+static tlt_env *spec_env_long(double quantile, double multiplier) {
+  tl_config cfg = tlt_config();
+  cfg.speculation = true;
+  cfg.speculation_quantile = quantile;
+  cfg.speculation_multiplier = multiplier;
+  cfg.speculation_min_runtime_ns = 0;
+  cfg.heartbeat_timeout_ns = 0;
+  cfg.max_tombstones = 0;
+  return tlt_new(&cfg);
+}
+
+/* Two tasks from 1 s on e1; index 0 finishes after median ns; e2 is there for a copy. */
+static void one_done_after(tlt_env *e, uint64_t median, tl_launch *l) {
+  tlt_add(e, "e1", "h1", NULL, 2);
+  tlt_add(e, "e2", "h2", NULL, 1);
+  tlt_submit(e, 0, 0, 0, 2);
+  ck_assert_uint_eq(offer1(e, "e1", 2, l), 2);
+  e->now += median;
+  tlt_succeed(e, "e1", l[0].tid);
+}
+
+/* Index 1 has run exactly threshold ns at the first check (not slow), and 100 ms more at the
+ * next (slow); then its copy wins. */
+static void slow_exactly_past(tlt_env *e, const tl_launch *l, uint64_t threshold) {
+  e->now = TLT_SEC + threshold;
+  tlt_advance_tick(e, 0);
+  ck_assert_uint_eq(tlt_stats(e).tasks_speculatable, 0);
+  tlt_advance_tick(e, 100 * MS);
+  ck_assert_uint_eq(tlt_stats(e).tasks_speculatable, 1);
+  tl_launch c[1];
+  ck_assert_uint_eq(offer1(e, "e2", 1, c), 1);
+  tlt_succeed(e, "e2", c[0].tid);
+  tlt_killed(e, "e1", l[1].tid);
+}
+
+/* multiplier x median is computed exactly: 3 x (2^60 + 1) ns is 2^60 x 3 + 3, which doubles
+ * would round to 2^60 x 3 (and then a run 3 ns too short would be slow). */
+START_TEST(the_threshold_is_not_rounded) {
+  tlt_env *e = spec_env_long(0.5, 3.0);
+  tl_launch l[2];
+  uint64_t median = (UINT64_C(1) << 60) + 1;
+  one_done_after(e, median, l);
+  slow_exactly_past(e, l, 3 * median);
+  tlt_end(e);
+}
+END_TEST
+
+/* And it holds up to 2^64 ns: 1.5 x 1.2e19 = 1.8e19 ns is a threshold like any other (a task
+ * that runs past it is slow), not "never". */
+START_TEST(the_threshold_holds_up_to_the_end_of_time) {
+  tlt_env *e = spec_env_long(0.5, 1.5);
+  tl_launch l[2];
+  one_done_after(e, UINT64_C(12000000000000000000), l);
+  slow_exactly_past(e, l, UINT64_C(18000000000000000000));
+  tlt_end(e);
+}
+END_TEST
+
+/* A check made less than one interval before the end of time has no next one: the sum would
+ * pass UINT64_MAX. Like every deadline that saturates there, the next check never comes, and
+ * tl_tick says so (TL_TICK_NEVER, not 0 over and over). */
+START_TEST(the_check_after_the_end_of_time_never_comes) {
+  tl_config cfg = tlt_config();
+  cfg.speculation = true;
+  cfg.speculation_quantile = 0.3;
+  cfg.speculation_multiplier = 1.0;
+  cfg.speculation_min_runtime_ns = 0;
+  cfg.heartbeat_timeout_ns = 0; /* nothing else is due at the end of time */
+  cfg.max_tombstones = 0;
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "h1", NULL, 3);
+  tlt_submit(e, 0, 0, 0, 3);
+  tl_launch l[3];
+  ck_assert_uint_eq(offer1(e, "e1", 3, l), 3);
+  e->now += 10 * MS;
+  tlt_succeed(e, "e1", l[0].tid); /* the median: 10 ms */
+  e->now = UINT64_MAX - 50 * MS;
+  ck_assert_uint_eq(tlt_advance_tick(e, 0), TL_TICK_NEVER);
+  ck_assert_uint_eq(tlt_stats(e).tasks_speculatable, 2);
+  /* Index 2 fails and runs again: slow after 10 ms, but no check looks at it any more. */
+  tlt_fail(e, "e1", l[2].tid, TL_END_EXCEPTION);
+  ck_assert_uint_eq(tlt_stats(e).tasks_speculatable, 1);
+  tl_launch again[1];
+  ck_assert_uint_eq(offer1(e, "e1", 1, again), 1);
+  ck_assert_uint_eq(again[0].index, 2);
+  size_t mark = tlt_mark(e);
+  ck_assert_uint_eq(tlt_advance_tick(e, 20 * MS), TL_TICK_NEVER);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_SPECULATIVE), 0);
+  ck_assert_uint_eq(tlt_stats(e).tasks_speculatable, 1);
+  tlt_succeed(e, "e1", again[0].tid);
+  tlt_succeed(e, "e1", l[1].tid);
+  tlt_end(e);
+}
+END_TEST
+
 START_TEST(speculation_settings_are_checked) {
   tl_config cfg = tlt_config();
   cfg.speculation = true;
@@ -360,9 +564,15 @@ Suite *tl_speculation_suite(void) {
   tcase_add_test(tc, a_losing_copy_failing_counts_nothing);
   tcase_add_test(tc, killing_a_losing_copy_does_not_count_toward_aborting);
   tcase_add_test(tc, a_killed_copy_is_not_resubmitted_but_the_winner_is);
+  tcase_add_test(tc, a_resubmitted_output_says_whether_a_copy_wrote_it);
   tcase_add_test(tc, a_zombie_sends_no_resubmission_when_its_copy_is_lost);
   tcase_add_test(tc, speculation_waits_for_its_conditions);
   tcase_add_test(tc, the_threshold_follows_the_median);
+  tcase_add_test(tc, a_zero_threshold_makes_a_task_slow_after_one_nanosecond);
+  tcase_add_test(tc, run_times_of_resubmitted_indices_count_toward_the_median);
+  tcase_add_test(tc, the_threshold_is_not_rounded);
+  tcase_add_test(tc, the_threshold_holds_up_to_the_end_of_time);
+  tcase_add_test(tc, the_check_after_the_end_of_time_never_comes);
   tcase_add_test(tc, speculation_settings_are_checked);
   return s;
 }
