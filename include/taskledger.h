@@ -391,21 +391,21 @@ typedef struct tl_task_desc {
 } tl_task_desc;
 
 typedef struct tl_taskset_desc {
-  uint32_t stage_id;      /* the stage this is an attempt of */
-  uint32_t stage_attempt; /* which attempt; unique per stage among live task sets */
-  uint32_t priority;      /* the job id: lower first (FIFO), then lower stage id */
-  uint32_t ntasks;        /* at least 1, at most 2^32 - 2 */
-  uint32_t cpus_per_task; /* 0: the config's */
-  void *payload;          /* shared by all tasks, given to every launch, handed back once by
-                             taskset_released; the library never touches what it points to */
-  bool shuffle_map;       /* its results are map outputs, kept on the executor that wrote them:
-                             max_result_bytes does not apply, and while the task set is active an
-                             index done on an executor that is later lost runs again */
-  bool barrier;           /* all its tasks launch in one offer round or none do; the failure of
-                             any of them makes it zombie (the DAG layer resubmits the stage),
-                             counts toward nothing and retries nothing */
-  const char *pool;       /* its pool under TL_FAIR (NULL = "default"); ignored under TL_FIFO,
-                             whose one pool is "default"; copied */
+  uint32_t stage_id;         /* the stage this is an attempt of */
+  uint32_t stage_attempt;    /* which attempt; unique per stage among live task sets */
+  uint32_t priority;         /* the job id: lower first (FIFO), then lower stage id */
+  uint32_t ntasks;           /* at least 1, at most 2^32 - 2 */
+  uint32_t cpus_per_task;    /* 0: the config's */
+  void *payload;             /* shared by all tasks, given to every launch, handed back once by
+                                taskset_released; the library never touches what it points to */
+  bool shuffle_map;          /* its results are map outputs, kept on the executor that wrote them:
+                                max_result_bytes does not apply, and while the task set is active an
+                                index done on an executor that is later lost runs again */
+  bool barrier;              /* all its tasks launch in one offer round or none do; the failure of
+                                any of them makes it zombie (the DAG layer resubmits the stage),
+                                counts toward nothing and retries nothing */
+  const char *pool;          /* its pool under TL_FAIR (NULL = "default"); ignored under TL_FIFO,
+                                whose one pool is "default"; copied */
   const tl_task_desc *tasks; /* NULL: no task has a preferred location; else ntasks entries,
                                 tasks[i] for index i (docs/locality.md); copied */
 } tl_taskset_desc;

@@ -515,16 +515,17 @@ static int check_locality(checker *c) {
       CHECK(c, h == NULL || h->place == p, "host %s does not point at its place", name);
     }
     CHECK(c, p->alive == alive && p->racked == racked,
-          "place %s: alive %d racked %d, its executors say %d %d", name, p->alive, p->racked,
-          alive, racked);
+          "place %s: alive %d racked %d, its executors say %d %d", name, p->alive, p->racked, alive,
+          racked);
   }
   CHECK(c, places == s->nplaces, "%zu places, count says %zu", places, s->nplaces);
   if (s->places_by_key != NULL)
     account_table(c, s->places_by_key->hh_by_key.tbl);
   for (tl__executor *ex = s->executors_by_id; ex != NULL; ex = ex->hh_by_id.next)
-    CHECK(c, ex->place == NULL || ex->place == tl__place_find(s, TL__PLACE_EXECUTOR,
-                                                               tl__executor_id(ex),
-                                                               strlen(tl__executor_id(ex))),
+    CHECK(c,
+          ex->place == NULL ||
+              ex->place == tl__place_find(s, TL__PLACE_EXECUTOR, tl__executor_id(ex),
+                                          strlen(tl__executor_id(ex))),
           "executor %s points at a place not its own", tl__executor_id(ex));
 
   size_t listed = 0;
@@ -554,11 +555,11 @@ static int check_locality(checker *c) {
             "task set %llu: key %u is not its own", id, k);
       uint32_t n = 0, prev = TL__NONE;
       for (uint32_t p = key->head; p != TL__NONE; p = loc->pairs[p].next) {
-        CHECK(c, p < loc->npairs && ++n <= loc->npairs, "task set %llu: key %u list broken", id,
-              k);
+        CHECK(c, p < loc->npairs && ++n <= loc->npairs, "task set %llu: key %u list broken", id, k);
         const tl__pair *pair = &loc->pairs[p];
-        CHECK(c, pair->key == k && pair->prev == prev &&
-                     (ts->idx[pair->index].flags & TL__IDX_PENDING),
+        CHECK(c,
+              pair->key == k && pair->prev == prev &&
+                  (ts->idx[pair->index].flags & TL__IDX_PENDING),
               "task set %llu: key %u lists index %u, which is not pending or not its", id, k,
               pair->index);
         prev = p;
@@ -578,8 +579,8 @@ static int check_locality(checker *c) {
     CHECK(c, linked == want, "task set %llu: %zu pairs listed, its pending indices have %zu", id,
           linked, want);
     CHECK(c, memcmp(live, loc->nlive, sizeof live) == 0,
-          "task set %llu: live keys %u/%u/%u, counts say %u/%u/%u", id, live[0], live[1],
-          live[2], loc->nlive[0], loc->nlive[1], loc->nlive[2]);
+          "task set %llu: live keys %u/%u/%u, counts say %u/%u/%u", id, live[0], live[1], live[2],
+          loc->nlive[0], loc->nlive[1], loc->nlive[2]);
     CHECK(c, (loc->levels & (1u << TL_ANY)) && (loc->levels & (1u << loc->level)),
           "task set %llu: level %u is not among its levels %#x", id, loc->level, loc->levels);
   }
@@ -692,8 +693,7 @@ static int check_memory(checker *c) {
     CHECK(c,
           s->attempts_by_tid == NULL && s->hosts_by_name == NULL && s->racks_by_name == NULL &&
               s->stages_by_id == NULL && s->nfrozen == 0 && s->npending_tasks == 0 &&
-              s->places_by_key == NULL &&
-              s->default_pool->queue[0] == NULL,
+              s->places_by_key == NULL && s->default_pool->queue[0] == NULL,
           "invariant 7: quiescent but a map is not empty");
   return TL_OK;
 }

@@ -665,8 +665,8 @@ tl_locality tl__locality_allowed(struct tl_scheduler *s, tl__taskset *ts);
  * was turned down at the TL_ANY pass with tasks pending; best is the most local level launched,
  * or TL_ANY + 1 when nothing launched; full says whether the round offered every ALIVE
  * executor. */
-void tl__locality_after_turn(struct tl_scheduler *s, tl__taskset *ts, bool rejects,
-                             int best, bool full);
+void tl__locality_after_turn(struct tl_scheduler *s, tl__taskset *ts, bool rejects, int best,
+                             bool full);
 /* Takes a pending index of ts to run on ex at a level no farther than allowed, the most local
  * first (Spark's dequeueTask: executor, host, no preference, rack, any); false if none. The
  * index is off the pending stack afterwards and *level says where it came from. */

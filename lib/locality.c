@@ -326,8 +326,8 @@ static bool drop_fresh(struct tl_scheduler *s, char kind, const char *name, size
   return true;
 }
 
-static bool unmark(struct tl_scheduler *s, char kind, const char *name, size_t len,
-                   uint32_t index, void *ctx) {
+static bool unmark(struct tl_scheduler *s, char kind, const char *name, size_t len, uint32_t index,
+                   void *ctx) {
   (void)index;
   (void)ctx;
   tl__place_find(s, kind, name, len)->mark = TL__NONE;

@@ -1761,12 +1761,12 @@ static int call_tick_after_wait(tlt_env *e, oom_ctx *c) {
 
 START_TEST(oom_locality) {
   const oom_scenario sc[] = {
-      {"tl_submit", "preferences naming new places", NULL, build_local_executors,
-       call_submit_local, OOM_ALLOCATES, 0},
+      {"tl_submit", "preferences naming new places", NULL, build_local_executors, call_submit_local,
+       OOM_ALLOCATES, 0},
       {"tl_submit", "preferences naming places that exist", NULL, build_local_stage0,
        call_submit_local, OOM_ALLOCATES, 0},
-      {"tl_submit", "preferences naming 41 hosts", NULL, build_local_stage0,
-       call_submit_local_many, OOM_ALLOCATES, 0},
+      {"tl_submit", "preferences naming 41 hosts", NULL, build_local_stage0, call_submit_local_many,
+       OOM_ALLOCATES, 0},
       {"tl_resource_offers", "a round over a task set with preferences", NULL, build_local_stage0,
        call_offer_local, OOM_ALLOCATES, 0},
       {"tl_executor_add", "a preferred executor joins", NULL, build_local_stage0,
