@@ -866,6 +866,17 @@ int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len)
          (unsigned long long)ts->id, ts->stage_id, ts->stage_attempt, ts->ntasks,
          ts->zombie ? "zombie" : "active", ts->failed ? ", failed" : "", ts->nrunning, ts->nfrozen,
          ts->npending, ts->nsucceeded);
+  if (ts->loc != NULL && !ts->zombie) {
+    static const char *const level_names[] = {"PROCESS_LOCAL", "NODE_LOCAL", "NO_PREF",
+                                              "RACK_LOCAL", "ANY"};
+    const tl__locality *loc = ts->loc;
+    append(&t, "locality: at %s, its wait began at %.3f s; levels", level_names[loc->level],
+           (double)loc->reset_time / 1e9);
+    for (unsigned l = 0; l <= TL_ANY; l++)
+      if (loc->levels & (1u << l))
+        append(&t, " %s", level_names[l]);
+    append(&t, "\n");
+  }
   if (ts->nrunning == 0)
     append(&t, "held by: nothing runs; it waits for offers for its pending tasks\n");
   else

@@ -109,6 +109,10 @@ START_TEST(unsatisfiable_levels_are_skipped) {
   tl_taskset_id ts = submit_prefs(e, 0, 1, prefs, nprefs);
   ck_assert_uint_eq(tlt_ts(e, ts).locality_levels, bit(TL_NODE_LOCAL) | bit(TL_ANY));
   tl_launch l[8];
+  char why[512];
+  TLT_OK(e, tl_explain_taskset(e->s, ts, why, sizeof why));
+  ck_assert_ptr_nonnull(
+      strstr(why, "locality: at NODE_LOCAL, its wait began at 1.000 s; levels NODE_LOCAL ANY\n"));
   ck_assert_uint_eq(offer2(e, "execC", 1, NULL, 0, l), 0); /* not NODE_LOCAL: rejected */
   ck_assert_uint_eq(offer2(e, "execA", 1, NULL, 0, l), 1);
   ck_assert_uint_eq(l[0].index, 0);
