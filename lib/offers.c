@@ -127,6 +127,7 @@ static void take_turn(struct tl_scheduler *s, round_state *r, tl__taskset *ts) {
     return;
   if (ts->barrier && !barrier_fits(ts, r->slots, r->nslots, r->most - r->used))
     return; /* all of its tasks in this round, or none */
+  bool exclude = s->cfg.exclude_on_failure;
   for (;;) {
     size_t launched = 0;
     for (size_t i = 0; i < r->nslots && r->used < r->most && ts->npending + ts->nspeculatable > 0;
@@ -134,11 +135,16 @@ static void take_turn(struct tl_scheduler *s, round_state *r, tl__taskset *ts) {
       offer_slot *slot = &r->slots[i];
       if (slot->cores < ts->cpus) /* a slot's cores are never more than its executor has free */
         continue;
-      /* Regular pending tasks first; then speculative copies, never on a host already tried. */
+      if (exclude && tl__exclude_offer_blocked(s, ts, slot->ex))
+        continue;
+      /* Regular pending tasks first; then speculative copies, never on a host already tried.
+       * With exclusion, the topmost pending index not excluded on this executor. */
       uint32_t index;
       bool speculative = false;
-      if (ts->npending > 0)
+      if (ts->npending > 0 && !exclude)
         index = tl__taskset_pop_pending(s, ts);
+      else if (ts->npending > 0 && tl__taskset_take_pending(s, ts, slot->ex, &index))
+        ;
       else if (tl__taskset_take_speculative(s, ts, slot->ex, &index))
         speculative = true;
       else
@@ -179,7 +185,7 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   size_t ntried = 0;                   /* host records prepared (speculation) */
   size_t npools_allocated = s->npools; /* pools cannot be added during the round */
   size_t nslots = 0, nprepared = 0, used = 0;
-  uint64_t rejected = 0, offered = 0;
+  uint64_t rejected = 0, excluded = 0, offered = 0;
   int err = TL_ENOMEM;
 
   s->offer_round++; /* marks executors and task sets this round touches */
@@ -189,6 +195,10 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
     tl__executor *ex = tl__executor_find(s, offers[i].executor_id);
     if (ex == NULL || ex->state != TL_EXECUTOR_ALIVE) {
       rejected++;
+      continue;
+    }
+    if (tl__exclude_app_blocked(ex)) { /* excluded for the application: Spark filters it */
+      excluded++;
       continue;
     }
     if (ex->offer_round == s->offer_round) {
@@ -238,7 +248,7 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
       if ((tried[ntried] = tl__malloc(s, sizeof **tried)) == NULL)
         goto undo;
   }
-  if (tl__events_reserve(s, most) != TL_OK)
+  if (tl__events_reserve(s, most + tl__exclude_round_events(s)) != TL_OK)
     goto undo;
 
   round_state r = {slots, nslots, pre, tried, 0, 0, most, offered, NULL};
@@ -266,6 +276,8 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   *nout = used;
   s->totals.launched += used;
   s->totals.rejected_offers += rejected;
+  s->totals.excluded_offers += excluded;
+  tl__exclude_after_round(s, used);
   err = TL_OK;
   goto done;
 

@@ -129,7 +129,8 @@ bool tl__taskset_take_speculative(struct tl_scheduler *s, tl__taskset *ts, const
                                   uint32_t *index) {
   const char *host = tl__names_host(ex->names);
   for (uint32_t i = ts->speculative_top; i != TL__NONE; i = ts->idx[i].next) {
-    if (!tried_on_host(ts, i, host)) { /* never where an attempt of the index already ran */
+    /* Never where an attempt of the index already ran, nor where it is excluded. */
+    if (!tried_on_host(ts, i, host) && !tl__exclude_task_blocked(s, ts, i, ex)) {
       speculative_remove(s, ts, i);
       *index = i;
       return true;
@@ -142,6 +143,18 @@ uint32_t tl__taskset_pop_pending(struct tl_scheduler *s, tl__taskset *ts) {
   uint32_t i = ts->pending_top;
   pending_remove(s, ts, i);
   return i;
+}
+
+bool tl__taskset_take_pending(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
+                              uint32_t *index) {
+  for (uint32_t i = ts->pending_top; i != TL__NONE; i = ts->idx[i].next) {
+    if (!tl__exclude_task_blocked(s, ts, i, ex)) {
+      pending_remove(s, ts, i);
+      *index = i;
+      return true;
+    }
+  }
+  return false;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -224,6 +237,12 @@ static void abort_taskset(struct tl_scheduler *s, tl__taskset *ts, uint8_t why, 
   ev->static_msg = static_msg;
 }
 
+void tl__taskset_abort(struct tl_scheduler *s, tl__taskset *ts, uint8_t why, uint32_t index,
+                       uint32_t failures, tl__str *msg, const char *static_msg) {
+  abort_taskset(s, ts, why, index, failures, msg, static_msg);
+  tl__taskset_finish_if_drained(s, ts);
+}
+
 static void stage_unlink(struct tl_scheduler *s, tl__taskset *ts) {
   tl__stage *st = ts->stage;
   tl__list_remove(&ts->on_stage);
@@ -251,6 +270,7 @@ void tl__taskset_finish_if_drained(struct tl_scheduler *s, tl__taskset *ts) {
   tl__event *ev = tl__event_push(s, TL__EV_TASKSET_RELEASED);
   ev->u.ts.info = taskset_info(ts);
   ev->u.ts.payload = ts->payload;
+  tl__exclude_taskset_released(s, ts);
   free_tried(s, ts);
   ts->pool->ntasksets--;
   stage_unlink(s, ts);
@@ -356,6 +376,8 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
     bool counted =
         counts && !ts->zombie && !(ix->flags & TL__IDX_SUCCESSFUL) && !a->killed_by_other;
     ev->u.task.counts = counted;
+    if (counted && s->cfg.exclude_on_failure) /* before the count, as Spark */
+      tl__exclude_task_failed(s, ts, a->executor, a->index, msg, static_msg);
     if (kind == TL_END_FETCH_FAILED) {
       /* The stage's input is gone: the DAG layer resubmits the parent and a new attempt of this
        * stage; this one launches nothing more. */
@@ -618,6 +640,7 @@ int tl__partition_completed(struct tl_scheduler *s, uint32_t stage_id, uint32_t 
 }
 
 void tl__taskset_destroy(struct tl_scheduler *s, tl__taskset *ts) {
+  tl__exclude_taskset_free(s, ts);
   free_tried(s, ts);
   while (!tl__list_empty(&ts->outputs))
     output_free(s, tl__container_of(ts->outputs.next, tl__output, on_taskset));
