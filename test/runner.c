@@ -20,6 +20,7 @@ static const struct {
     {"oom", tl_oom_suite},           {"random", tl_random_suite},
     {"threads", tl_threads_suite},   {"policy", tl_policy_suite},
     {"pools", tl_pools_suite},       {"speculation", tl_speculation_suite},
+    {"exclude", tl_exclude_suite},
 };
 
 int main(int argc, char **argv) {
