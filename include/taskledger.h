@@ -207,9 +207,33 @@ typedef struct tl_config {
   uint64_t locality_wait_process_ns;   /* the wait at TL_PROCESS_LOCAL; TL_WAIT_INHERIT */
   uint64_t locality_wait_node_ns;      /* the wait at TL_NODE_LOCAL; TL_WAIT_INHERIT */
   uint64_t locality_wait_rack_ns;      /* the wait at TL_RACK_LOCAL; TL_WAIT_INHERIT */
-  uint64_t (*clock)(void *ud);         /* monotonic nanoseconds; NULL = uv_hrtime. Called without
-                                          the lock, by any thread that calls in */
-  void *clock_ud;                      /* passed to clock */
+  /* Exclude on failure (Spark's spark.excludeOnFailure.*, docs/api.md "Exclusion"): counted
+   * failures keep a task away from where it failed, for one task, one task set, or (after the
+   * task set succeeded) the whole application for exclude_timeout_ns. The thresholds below are
+   * checked only when it is on: each at least 1, and exclude_max_task_attempts_per_node below
+   * max_task_failures (Spark's startup check). */
+  bool exclude_on_failure;                         /* off */
+  uint32_t exclude_max_task_attempts_per_executor; /* failures of one index on one executor that
+                                                      keep that index off it; 1 */
+  uint32_t exclude_max_task_attempts_per_node;     /* and off its node; 2 */
+  uint32_t exclude_stage_max_failed_tasks_per_executor; /* indices failed on one executor that
+                                                           exclude it for the task set; 2 */
+  uint32_t exclude_stage_max_failed_executors_per_node; /* executors excluded on one node that
+                                                           exclude the node for the task set; 2 */
+  uint32_t exclude_app_max_failed_tasks_per_executor;   /* failures (of successful task sets,
+                                                           not yet expired) that exclude an
+                                                           executor for the application; 2 */
+  uint32_t exclude_app_max_failed_executors_per_node;   /* executors excluded for the application
+                                                           on one node that exclude the node; 2 */
+  uint64_t exclude_timeout_ns;       /* how long an application-level exclusion (and a failure
+                                        counted toward one) lasts; more than 0; 1 h */
+  uint64_t unschedulable_timeout_ns; /* a task set that no live executor may run is aborted after
+                                        this long without a launch anywhere (SPARK-22148's
+                                        spark.scheduler.excludeOnFailure.unschedulableTaskSet
+                                        Timeout); 0 = at the next tl_tick; 120 s */
+  uint64_t (*clock)(void *ud);       /* monotonic nanoseconds; NULL = uv_hrtime. Called without
+                                        the lock, by any thread that calls in */
+  void *clock_ud;                    /* passed to clock */
   /* The call journal (docs/journal.md); NULL = off. With it, tl_scheduler_new writes the
    * header and config lines, then every call that passes its argument checks writes one line
    * (failed calls included, with their result), and tl_scheduler_free a last one. Lines come in
@@ -600,6 +624,15 @@ typedef struct tl_stats {
   uint64_t rejected_offers;         /* offers from executors that cannot take tasks */
   uint64_t executors_lost;          /* executors whose loss began */
   uint64_t tasksets_released;       /* task sets released */
+  /* exclude_on_failure (all 0 when it is off) */
+  size_t executors_excluded;     /* executors excluded for the application (removed ones too,
+                                    until their exclusion expires) */
+  size_t nodes_excluded;         /* nodes excluded for the application */
+  size_t tasksets_with_failures; /* task sets holding counted failures (their exclusions) */
+  size_t tasksets_unschedulable; /* task sets waiting out unschedulable_timeout_ns */
+  uint64_t excluded_offers;      /* offers from executors excluded for the application */
+  uint64_t tasksets_unschedulable_aborted; /* task sets aborted because no executor may run
+                                              one of their tasks */
 } tl_stats;
 
 /* A consistent snapshot. s NULL: *out is zeroed. */

@@ -114,6 +114,12 @@ static void taskset_failed_reason(const struct tl_scheduler *s, const tl__event 
                  "Total size of the results of %u tasks (%" PRIu64 " bytes) is bigger than "
                  "max_result_bytes (%" PRIu64 " bytes)",
                  ev->u.ts.failures, ev->u.ts.bytes, s->cfg.max_result_bytes);
+  else if (ev->u.ts.why == TL__FAIL_UNSCHEDULABLE)
+    n = snprintf(buf, len,
+                 "Aborting task set %u.%u because task %u cannot run anywhere due to node and "
+                 "executor exclusion (exclude_on_failure); most recent failure: %s",
+                 ev->u.ts.info.stage_id, ev->u.ts.info.stage_attempt, ev->u.ts.index,
+                 msg != NULL ? msg : "(no message)");
   else if (ev->u.ts.why == TL__FAIL_CANCELLED)
     n = snprintf(buf, len, "Stage %u cancelled%s%s", ev->u.ts.info.stage_id,
                  msg != NULL ? ": " : "", msg != NULL ? msg : "");

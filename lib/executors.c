@@ -142,6 +142,8 @@ int tl__executor_add(struct tl_scheduler *s, const tl_executor_desc *d) {
   ex->when = s->last_now; /* registration counts as a heartbeat */
   tl__list_insert_tail(&s->heartbeat_order, &ex->on_timeline);
 
+  tl__exclude_executor_added(s, ex);
+
   tl__event *ev = tl__event_push(s, TL__EV_EXECUTOR_ADDED);
   ev->names = tl__str_ref(names);
   return TL_OK;
@@ -214,6 +216,7 @@ static void freeze(struct tl_scheduler *s, tl__executor *ex, const tl_loss_reaso
   if (ex->state == TL_EXECUTOR_ALIVE)
     tl__locality_executor_alive(s, ex, false);
   leave_host(s, ex);
+  tl__exclude_executor_removed(s, ex);
   ex->was_decommissioning = ex->state == TL_EXECUTOR_DECOMMISSIONING;
   tl__list_remove(&ex->on_timeline);
   set_state(s, ex, TL_EXECUTOR_PENDING_LOSS);
@@ -278,12 +281,17 @@ static int lose(struct tl_scheduler *s, tl__executor *ex, const tl_loss_reason *
     n = phase_two_events(ex, ex->nfrozen);
   else
     n = phase_one_events() + (pending ? 0 : phase_two_events(ex, ex->nrunning));
-  if (tl__events_reserve(s, n) != TL_OK)
+  /* The records the counted failures of phase two may need for exclusion. */
+  size_t nx = pending ? 0 : tl__exclude_records_for_loss(s, ex, reason);
+  if (tl__events_reserve(s, n) != TL_OK || tl__exclude_reserve(s, nx) != TL_OK) {
+    tl__exclude_unreserve(s);
     return TL_ENOMEM;
+  }
   if (ex->state != TL_EXECUTOR_PENDING_LOSS)
     freeze(s, ex, reason, msg, static_msg);
   if (!pending)
     remove_executor(s, ex, reason, msg, static_msg);
+  tl__exclude_unreserve(s);
   return TL_OK;
 }
 

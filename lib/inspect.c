@@ -24,6 +24,7 @@ typedef struct checker {
   size_t bytes;   /* memory the records account for */
   size_t blocks;  /* and their number */
   size_t outputs; /* map outputs found on executors */
+  bool failed;    /* a check made through a callback failed */
 } checker;
 
 #if defined(__GNUC__)
@@ -69,6 +70,14 @@ static int check_str(checker *c, const tl__str *str, const char *holder) {
     CHECK(c, str->seen == str->refs, "string \"%.40s\" held by %s has %u references, %u holders",
           str->text, holder, str->refs, str->seen);
   return TL_OK;
+}
+
+/* The same two, for the strings exclusion records hold (tl__exclude_each_str). */
+static void visit_str_ud(void *ud, tl__str *str) { visit_str(ud, str); }
+static void check_str_ud(void *ud, tl__str *str) {
+  checker *c = ud;
+  if (!c->failed && check_str(c, str, "an exclusion record") != TL_OK)
+    c->failed = true;
 }
 
 static void account_table(checker *c, const UT_hash_table *tbl) {
@@ -648,6 +657,7 @@ static int check_memory(checker *c) {
   account(c, s->batch.cap * sizeof(tl__event));
   visit_events(c, &s->events);
   visit_events(c, &s->batch);
+  tl__exclude_each_str(s, visit_str_ud, c); /* before any count is compared */
   for (const tl__jline *j = s->journal; j != NULL; j = j->next)
     account(c, tl__jline_size(j));
   for (const tl__jline *j = s->journal_batch; j != NULL; j = j->next)
@@ -667,6 +677,13 @@ static int check_memory(checker *c) {
   int err = check_event_refs(c, &s->events);
   if (err == TL_OK)
     err = check_event_refs(c, &s->batch);
+  if (err == TL_OK) {
+    c->failed = false;
+    tl__exclude_each_str(s, check_str_ud, c);
+    err = c->failed ? TL_ECORRUPT : TL_OK;
+  }
+  if (err == TL_OK)
+    err = tl__exclude_check(s, c->why, c->len, &c->bytes, &c->blocks);
   if (err != TL_OK)
     return err;
   if (s->attempts_by_tid != NULL)
@@ -703,7 +720,7 @@ int tl_check(tl_scheduler *s, char *why, size_t len) {
     return TL_EINVAL;
   if (why != NULL && len > 0)
     why[0] = '\0';
-  checker c = {s, why, len, 0, 0, 0};
+  checker c = {s, why, len, 0, 0, 0, false};
   size_t running, frozen;
   uv_mutex_lock(&s->lock);
   s->check_epoch++;
@@ -753,6 +770,7 @@ void tl_stats_get(tl_scheduler *s, tl_stats *out) {
   out->events_queued = s->events.n + (s->batch.n > delivered ? s->batch.n - delivered : 0);
   out->mem_live_bytes = s->mem_bytes;
   out->mem_live_blocks = s->mem_blocks;
+  tl__exclude_stats(s, out);
   uv_mutex_unlock(&s->lock);
 }
 
@@ -848,6 +866,8 @@ append(text *t, const char *fmt, ...) {
   t->used += (size_t)n;
 }
 
+static void explain_line(void *ud, const char *line) { append(ud, "%s", line); }
+
 int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len) {
   if (s == NULL || buf == NULL || len == 0)
     return TL_EINVAL;
@@ -899,6 +919,7 @@ int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len)
     }
     append(&t, ")\n");
   }
+  tl__exclude_explain(s, ts, explain_line, &t);
   uv_mutex_unlock(&s->lock);
   return TL_OK;
 }

@@ -147,26 +147,30 @@ typedef struct tl__output {
 
 /* An executor, from registration until its tombstone is evicted. */
 typedef struct tl__executor {
-  UT_hash_handle hh_by_id;   /* scheduler's executors_by_id (tombstones included) */
-  tl__str *names;            /* "id\0host\0"; this record holds one ref */
-  tl__str *decommission_msg; /* message of tl_executor_decommission, or NULL */
-  struct tl__host *host;     /* its host while ALIVE or DECOMMISSIONING, else NULL */
-  tl__link on_host;          /* host's executor list while it has a host */
-  tl__link running;          /* attempts in attempts_by_tid that run here */
-  tl__link frozen;           /* attempts frozen here; non-empty only while PENDING_LOSS */
-  tl__link outputs;          /* map outputs of active shuffle-map task sets written here */
-  uint32_t noutputs;         /* length of outputs */
-  tl__link on_timeline;      /* heartbeat_order, pending_order or tombstone_order by state */
-  uint64_t when;             /* last heartbeat / pending-loss deadline / removal time */
-  uint32_t cores;            /* as registered */
-  uint32_t free_cores;       /* cores - sum of cpus of running attempts */
-  uint32_t nrunning;         /* length of running */
-  uint32_t nfrozen;          /* length of frozen */
-  uint8_t state;             /* tl_executor_state */
-  bool was_decommissioning;  /* the loss began while decommissioning: nothing counts */
-  uint32_t offer_slot;       /* its slot in the offer round offer_round (offers.c's scratch) */
-  uint64_t offer_round;      /* the round that last gave it a slot */
-  struct tl__place *place;   /* its place while some task set prefers it, else NULL */
+  UT_hash_handle hh_by_id;      /* scheduler's executors_by_id (tombstones included) */
+  tl__str *names;               /* "id\0host\0"; this record holds one ref */
+  tl__str *decommission_msg;    /* message of tl_executor_decommission, or NULL */
+  struct tl__host *host;        /* its host while ALIVE or DECOMMISSIONING, else NULL */
+  tl__link on_host;             /* host's executor list while it has a host */
+  tl__link running;             /* attempts in attempts_by_tid that run here */
+  tl__link frozen;              /* attempts frozen here; non-empty only while PENDING_LOSS */
+  tl__link outputs;             /* map outputs of active shuffle-map task sets written here */
+  uint32_t noutputs;            /* length of outputs */
+  tl__link on_timeline;         /* heartbeat_order, pending_order or tombstone_order by state */
+  uint64_t when;                /* last heartbeat / pending-loss deadline / removal time */
+  uint32_t cores;               /* as registered */
+  uint32_t free_cores;          /* cores - sum of cpus of running attempts */
+  uint32_t nrunning;            /* length of running */
+  uint32_t nfrozen;             /* length of frozen */
+  uint8_t state;                /* tl_executor_state */
+  bool was_decommissioning;     /* the loss began while decommissioning: nothing counts */
+  uint32_t offer_slot;          /* its slot in the offer round offer_round (offers.c's scratch) */
+  uint64_t offer_round;         /* the round that last gave it a slot */
+  struct tl__xfail *x_failures; /* exclude.c: its application-level failures, while ALIVE or
+                                   DECOMMISSIONING (dropped when its loss begins) */
+  uint32_t x_nfailures;         /* length of x_failures */
+  bool x_excluded;              /* exclude.c: excluded for the whole application */
+  struct tl__place *place;      /* its place while some task set prefers it, else NULL */
 } tl__executor;
 
 static inline const char *tl__executor_id(const tl__executor *ex) { return ex->names->text; }
@@ -183,6 +187,7 @@ typedef struct tl__host {
   struct tl__place *place;   /* its place while some task set prefers it, else NULL */
   uint32_t nalive;           /* of its executors, the ALIVE ones */
   uint32_t nexecutors;       /* length of executors */
+  bool x_excluded;           /* exclude.c: the node is excluded for the whole application */
   uint32_t name_len;         /* bytes of name */
   char name[];               /* NUL-terminated */
 } tl__host;
@@ -340,6 +345,8 @@ typedef struct tl__taskset {
   tl__locality *loc;                 /* preferred locations, or NULL (locality.c) */
   bool zombie;                       /* launches nothing; released when nrunning reaches 0 */
   bool failed;                       /* aborted: taskset_failed was made */
+  struct tl__xset *exclude;          /* exclude.c: its counted failures and exclusions, or NULL
+                                        (none yet, or exclude_on_failure off); freed with it */
   struct tl__taskset *queue_next[TL__QUEUE_LEVELS]; /* its successors in the queue, per level */
   tl__index idx[];                                  /* ntasks entries */
 } tl__taskset;
@@ -381,7 +388,8 @@ typedef enum tl__event_kind {
   TL__EV_SPECULATIVE_SUBMITTED
 } tl__event_kind;
 
-enum { TL__FAIL_MAX_FAILURES, TL__FAIL_CANCELLED, TL__FAIL_RESULT_SIZE }; /* why it failed */
+/* Why a task set failed. */
+enum { TL__FAIL_MAX_FAILURES, TL__FAIL_CANCELLED, TL__FAIL_RESULT_SIZE, TL__FAIL_UNSCHEDULABLE };
 
 typedef struct tl__event {
   uint8_t kind;           /* tl__event_kind */
@@ -500,6 +508,91 @@ void tl__jfmt_offers(tl__jw *w, const tl_offer *offers, size_t noffers, size_t c
 void tl__jfmt_update(tl__jw *w, const char *id, tl_tid tid, const tl_update *u);
 
 /* ---------------------------------------------------------------------------------------------
+ * Exclude on failure (exclude.c): Spark's TaskSetExcludelist (per task set) and HealthTracker
+ * (application level), and the abort of task sets no executor may run (SPARK-22148). All its
+ * records are one size and private to exclude.c; the rest of the library sees these functions,
+ * the per-record fields marked "exclude.c", and this state.
+ * ------------------------------------------------------------------------------------------- */
+
+struct tl__xset;
+struct tl__xfail;
+
+typedef struct tl__exclude_state {
+  tl__link tasksets;      /* xsets of task sets with counted failures (tl__taskset.exclude) */
+  size_t ntasksets;       /* length of tasksets */
+  tl__link timers;        /* xsets with an unschedulable deadline, earliest first */
+  size_t ntimers;         /* length of timers */
+  tl__link execs;         /* executors excluded for the application, earliest expiry first */
+  size_t nexecs;          /* length of execs */
+  tl__link nodes;         /* nodes with an excluded executor or excluded themselves */
+  size_t nnodes;          /* length of nodes */
+  tl__link node_timeline; /* excluded nodes, earliest expiry first */
+  size_t nnodes_excluded; /* length of node_timeline */
+  void *spare;            /* records reserved by the running call (singly linked); none between
+                             calls */
+  size_t nspare;          /* length of spare */
+  size_t nrecords;        /* records allocated, spares included (tl_check's memory balance) */
+} tl__exclude_state;
+
+/* Records one counted failure may need (task set, executor, host, and the index on both). */
+#define TL__EXCLUDE_RECORDS_PER_FAILURE 5
+
+void tl__exclude_init(struct tl_scheduler *s);
+/* Frees the application-level records and the executors' failure lists (tl_scheduler_free,
+ * after the task sets). */
+void tl__exclude_destroy(struct tl_scheduler *s);
+/* Records a counted failure of index on ex (the one that ran it) would allocate now: 0 when
+ * exclude_on_failure is off. */
+size_t tl__exclude_records_for(struct tl_scheduler *s, const tl__taskset *ts,
+                               const tl__executor *ex, uint32_t index);
+/* The same for every attempt that a loss of ex with reason would end as a counted failure. */
+size_t tl__exclude_records_for_loss(struct tl_scheduler *s, const tl__executor *ex,
+                                    const tl_loss_reason *reason);
+/* Makes n spare records available to the running call (before it changes anything); TL_ENOMEM.
+ * The call ends with tl__exclude_unreserve, on success and failure alike. */
+int tl__exclude_reserve(struct tl_scheduler *s, size_t n);
+void tl__exclude_unreserve(struct tl_scheduler *s);
+/* A counted failure of index, run on ex, in a task set that is not zombie: updates the task
+ * set's exclusions (Spark's updateExcludedForFailedTask). Takes reserved records. */
+void tl__exclude_task_failed(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
+                             uint32_t index, tl__str *msg, const char *static_msg);
+/* ex or its host is excluded for the whole task set. */
+bool tl__exclude_offer_blocked(struct tl_scheduler *s, const tl__taskset *ts,
+                               const tl__executor *ex);
+/* index may not run on ex or on ex's host. */
+bool tl__exclude_task_blocked(struct tl_scheduler *s, const tl__taskset *ts, uint32_t index,
+                              const tl__executor *ex);
+/* ex or its host is excluded for the application: its offers launch nothing. */
+static inline bool tl__exclude_app_blocked(const tl__executor *ex) {
+  return ex->x_excluded || (ex->host != NULL && ex->host->x_excluded);
+}
+/* Events the end of an offer round may make (aborts of unschedulable task sets). */
+size_t tl__exclude_round_events(const struct tl_scheduler *s);
+/* The end of a successful offer round that launched `launched` attempts: clears the
+ * unschedulable timers, or, when nothing launched, looks at the task sets with exclusions. */
+void tl__exclude_after_round(struct tl_scheduler *s, size_t launched);
+/* A task set is being released: moves its failures to the application level if it succeeded
+ * (Spark's updateExcludedForSuccessfulTaskSet; allocates nothing), then frees its records. */
+void tl__exclude_taskset_released(struct tl_scheduler *s, tl__taskset *ts);
+/* Frees a task set's records without any of that (tl_scheduler_free). */
+void tl__exclude_taskset_free(struct tl_scheduler *s, tl__taskset *ts);
+/* An executor was registered: its application-level flags, and no unschedulable timer goes on. */
+void tl__exclude_executor_added(struct tl_scheduler *s, tl__executor *ex);
+/* An executor's loss began: its application-level failures are dropped (handleRemovedExecutor). */
+void tl__exclude_executor_removed(struct tl_scheduler *s, tl__executor *ex);
+/* Runs expiries and unschedulable aborts due at now; returns ns until the next (see tl_tick),
+ * 0 when an abort could not get room for its events (the next tick retries). */
+uint64_t tl__exclude_tick(struct tl_scheduler *s, uint64_t now);
+uint64_t tl__exclude_next(const struct tl_scheduler *s, uint64_t now);
+/* Inspection: invariants and memory of the records (bytes and blocks are added to), every
+ * string they hold (for the reference-count balance), the stats, and a task set's text. */
+int tl__exclude_check(struct tl_scheduler *s, char *why, size_t len, size_t *bytes, size_t *blocks);
+void tl__exclude_each_str(struct tl_scheduler *s, void (*fn)(void *ud, tl__str *str), void *ud);
+void tl__exclude_stats(const struct tl_scheduler *s, tl_stats *out);
+void tl__exclude_explain(struct tl_scheduler *s, const tl__taskset *ts,
+                         void (*line)(void *ud, const char *text), void *ud);
+
+/* ---------------------------------------------------------------------------------------------
  * The scheduler
  * ------------------------------------------------------------------------------------------- */
 
@@ -542,6 +635,7 @@ struct tl_scheduler {
   uint64_t next_speculation;     /* when tl_tick looks for slow tasks next, unless past_end */
   bool speculation_past_end;     /* the next check would come after UINT64_MAX: it never does */
   uint64_t offer_round;          /* numbers offer rounds, for tl__executor.offer_round; from 1 */
+  tl__exclude_state x;           /* exclude_on_failure's records (exclude.c) */
 
   /* Events. New events go to events; the dispatcher swaps it with batch and delivers the batch
    * with the lock released. */
@@ -591,6 +685,14 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
 uint32_t tl__taskset_pop_pending(struct tl_scheduler *s, tl__taskset *ts);
 /* Takes index i (which must be pending) off the pending stack. */
 void tl__taskset_take_pending(struct tl_scheduler *s, tl__taskset *ts, uint32_t i);
+/* Takes the topmost pending index that may run on ex (Spark's
+ * dequeueTaskFromList skips excluded ones); false when every pending index is excluded there. */
+bool tl__taskset_take_unblocked(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
+                                uint32_t *index);
+/* Aborts a task set (taskset_failed with why, index, failures and the message) and releases it
+ * if nothing of it runs. Reserve 2 events. */
+void tl__taskset_abort(struct tl_scheduler *s, tl__taskset *ts, uint8_t why, uint32_t index,
+                       uint32_t failures, tl__str *msg, const char *static_msg);
 /* The end of an attempt: unlinks it from its task set, frees it, updates the index, queues
  * task_ended (and taskset_failed / taskset_released as they follow). The attempt must already
  * be out of the scheduler's indexes (tl__cleanup_task_state, or unfrozen). msg may be NULL;

@@ -252,7 +252,7 @@ void tl__journal_free_list(struct tl_scheduler *s, tl__jline *j) {
 
 void tl__journal_start(struct tl_scheduler *s) {
   const tl_config *c = &s->cfg;
-  char line[768];
+  char line[1024];
   s->cfg.journal(s->cfg.journal_ud, "# taskledger journal v1");
   snprintf(line, sizeof line,
            "config mode=%s cpus_per_task=%" PRIu32 " max_task_failures=%" PRIu32
@@ -268,5 +268,24 @@ void tl__journal_start(struct tl_scheduler *s) {
            c->speculation_interval_ns, c->speculation_multiplier, c->speculation_quantile,
            c->speculation_min_runtime_ns, c->locality_wait_ns, c->locality_wait_process_ns,
            c->locality_wait_node_ns, c->locality_wait_rack_ns, s->last_now);
+  /* Exclusion's fields only when it is on, so a journal without it reads as it always did
+   * (and by replayers that predate it). */
+  if (c->exclude_on_failure) {
+    size_t used = strlen(line);
+    snprintf(line + used, sizeof line - used,
+             " exclude_on_failure=1 exclude_max_task_attempts_per_executor=%" PRIu32
+             " exclude_max_task_attempts_per_node=%" PRIu32
+             " exclude_stage_max_failed_tasks_per_executor=%" PRIu32
+             " exclude_stage_max_failed_executors_per_node=%" PRIu32
+             " exclude_app_max_failed_tasks_per_executor=%" PRIu32
+             " exclude_app_max_failed_executors_per_node=%" PRIu32 " exclude_timeout_ns=%" PRIu64
+             " unschedulable_timeout_ns=%" PRIu64,
+             c->exclude_max_task_attempts_per_executor, c->exclude_max_task_attempts_per_node,
+             c->exclude_stage_max_failed_tasks_per_executor,
+             c->exclude_stage_max_failed_executors_per_node,
+             c->exclude_app_max_failed_tasks_per_executor,
+             c->exclude_app_max_failed_executors_per_node, c->exclude_timeout_ns,
+             c->unschedulable_timeout_ns);
+  }
   s->cfg.journal(s->cfg.journal_ud, line);
 }

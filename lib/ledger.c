@@ -83,8 +83,14 @@ int tl__status_update(struct tl_scheduler *s, const char *executor_id, tl_tid ti
     tl__str_unref(s, msg);
     return TL_ENOMEM;
   }
-  /* task_ended, kill_task (another copy), taskset_failed, taskset_released, revive_offers. */
-  if (tl__events_reserve(s, 5) != TL_OK) {
+  /* task_ended, kill_task (another copy), taskset_failed, taskset_released, revive_offers;
+   * and the records a counted failure needs for exclusion. */
+  bool may_count = u->state == TL_TASK_FAILED &&
+                   (u->failure == TL_END_EXCEPTION || u->failure == TL_END_RESULT_LOST);
+  if (tl__events_reserve(s, 5) != TL_OK ||
+      tl__exclude_reserve(s, may_count ? tl__exclude_records_for(s, a->taskset, ex, a->index)
+                                       : 0) != TL_OK) {
+    tl__exclude_unreserve(s);
     tl__free(s, room, room_bytes);
     tl__free(s, out, sizeof *out);
     tl__str_unref(s, msg);
@@ -126,6 +132,7 @@ int tl__status_update(struct tl_scheduler *s, const char *executor_id, tl_tid ti
   tl__attempt_ended(s, a, kind, kind == TL_END_EXCEPTION || kind == TL_END_RESULT_LOST,
                     static_msg != NULL ? NULL : msg, static_msg, u, out);
   tl__event_push_revive(s);
+  tl__exclude_unreserve(s);
   tl__str_unref(s, msg);
   return TL_OK;
 }

@@ -581,12 +581,18 @@ static tl__tskey *key_of(const tl__locality *loc, const tl__place *place) {
   return k;
 }
 
-/* The first index on a key's list. */
-static bool take_key(const tl__locality *loc, const tl__tskey *k, uint32_t *index) {
-  if (k == NULL || k->head == TL__NONE)
-    return false;
-  *index = loc->pairs[k->head].index;
-  return true;
+/* The first index on a key's list that may run on ex (exclude on failure: Spark's
+ * dequeueTaskFromList skips excluded indices). */
+static bool take_key(struct tl_scheduler *s, const tl__taskset *ts, const tl__tskey *k,
+                     const tl__executor *ex, uint32_t *index) {
+  const tl__locality *loc = ts->loc;
+  for (uint32_t p = k != NULL ? k->head : TL__NONE; p != TL__NONE; p = loc->pairs[p].next) {
+    if (!tl__exclude_task_blocked(s, ts, loc->pairs[p].index, ex)) {
+      *index = loc->pairs[p].index;
+      return true;
+    }
+  }
+  return false;
 }
 
 bool tl__locality_take(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
@@ -595,11 +601,11 @@ bool tl__locality_take(struct tl_scheduler *s, tl__taskset *ts, const tl__execut
   const tl__host *host = ex->host;
   if (ts->npending == 0)
     return false;
-  if (take_key(loc, key_of(loc, ex->place), index)) {
+  if (take_key(s, ts, key_of(loc, ex->place), ex, index)) {
     *level = TL_PROCESS_LOCAL;
-  } else if (allowed >= TL_NODE_LOCAL && take_key(loc, key_of(loc, host->place), index)) {
+  } else if (allowed >= TL_NODE_LOCAL && take_key(s, ts, key_of(loc, host->place), ex, index)) {
     *level = TL_NODE_LOCAL;
-  } else if (allowed >= TL_NO_PREF && take_key(loc, &loc->keys[0], index)) {
+  } else if (allowed >= TL_NO_PREF && take_key(s, ts, &loc->keys[0], ex, index)) {
     *level = TL_NO_PREF;
   } else {
     bool found = false;
@@ -607,14 +613,14 @@ bool tl__locality_take(struct tl_scheduler *s, tl__taskset *ts, const tl__execut
       const tl__rack *rack = host->rack;
       for (const tl__link *l = rack->hosts.next; !found && l != &rack->hosts; l = l->next) {
         const tl__host *h = tl__container_of(l, tl__host, on_rack);
-        found = h != host && take_key(loc, key_of(loc, h->place), index);
+        found = h != host && take_key(s, ts, key_of(loc, h->place), ex, index);
       }
     }
     if (found) {
       *level = TL_RACK_LOCAL;
     } else if (allowed == TL_ANY) {
-      *index = ts->pending_top;
       *level = TL_ANY;
+      return tl__taskset_take_unblocked(s, ts, ex, index);
     } else {
       return false;
     }

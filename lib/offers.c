@@ -140,13 +140,22 @@ static size_t pass(struct tl_scheduler *s, round_state *r, tl__taskset *ts, tl_l
     offer_slot *slot = &r->slots[i];
     if (slot->cores < ts->cpus) /* a slot's cores are never more than its executor has free */
       continue;
+    /* An executor or host excluded for the whole task set is no delay rejection (Spark's
+     * resourceOffer returns no task and no reject). */
+    if (s->cfg.exclude_on_failure && tl__exclude_offer_blocked(s, ts, slot->ex))
+      continue;
     uint32_t index;
     tl_locality level = TL_NO_PREF, allowed = max;
     bool speculative = false, found;
     if (ts->loc == NULL) {
-      found = ts->npending > 0;
-      if (found)
-        index = tl__taskset_pop_pending(s, ts);
+      /* With exclusion, the topmost pending index not excluded on this executor. */
+      if (!s->cfg.exclude_on_failure) {
+        found = ts->npending > 0;
+        if (found)
+          index = tl__taskset_pop_pending(s, ts);
+      } else {
+        found = ts->npending > 0 && tl__taskset_take_unblocked(s, ts, slot->ex, &index);
+      }
     } else {
       /* A barrier task set never waits: all its tasks launch in the round they fit in. */
       if (max != TL_NO_PREF && !ts->barrier) {
@@ -226,7 +235,7 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   size_t ntried = 0;                   /* host records prepared (speculation) */
   size_t npools_allocated = s->npools; /* pools cannot be added during the round */
   size_t nslots = 0, nprepared = 0, used = 0;
-  uint64_t rejected = 0, offered = 0;
+  uint64_t rejected = 0, excluded = 0, offered = 0;
   int err = TL_ENOMEM;
 
   s->offer_round++; /* marks executors and task sets this round touches */
@@ -236,6 +245,10 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
     tl__executor *ex = tl__executor_find(s, offers[i].executor_id);
     if (ex == NULL || ex->state != TL_EXECUTOR_ALIVE) {
       rejected++;
+      continue;
+    }
+    if (tl__exclude_app_blocked(ex)) { /* excluded for the application: Spark filters it */
+      excluded++;
       continue;
     }
     if (ex->offer_round == s->offer_round) {
@@ -285,7 +298,7 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
       if ((tried[ntried] = tl__malloc(s, sizeof **tried)) == NULL)
         goto undo;
   }
-  if (tl__events_reserve(s, most) != TL_OK)
+  if (tl__events_reserve(s, most + tl__exclude_round_events(s)) != TL_OK)
     goto undo;
 
   round_state r = {slots, nslots, pre, tried, 0, 0, most, offered, NULL, nslots == s->nalive};
@@ -313,6 +326,8 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   *nout = used;
   s->totals.launched += used;
   s->totals.rejected_offers += rejected;
+  s->totals.excluded_offers += excluded;
+  tl__exclude_after_round(s, used);
   err = TL_OK;
   goto done;
 

@@ -32,6 +32,14 @@ void tl_config_init(tl_config *cfg) {
   cfg->locality_wait_process_ns = TL_WAIT_INHERIT;
   cfg->locality_wait_node_ns = TL_WAIT_INHERIT;
   cfg->locality_wait_rack_ns = TL_WAIT_INHERIT;
+  cfg->exclude_max_task_attempts_per_executor = 1; /* Spark's spark.excludeOnFailure.* */
+  cfg->exclude_max_task_attempts_per_node = 2;
+  cfg->exclude_stage_max_failed_tasks_per_executor = 2;
+  cfg->exclude_stage_max_failed_executors_per_node = 2;
+  cfg->exclude_app_max_failed_tasks_per_executor = 2;
+  cfg->exclude_app_max_failed_executors_per_node = 2;
+  cfg->exclude_timeout_ns = 3600ull * 1000000000ull;
+  cfg->unschedulable_timeout_ns = 120ull * 1000000000ull;
 }
 
 size_t tl__name_len(const char *name, size_t max) {
@@ -99,8 +107,21 @@ static int journal_leave(tl_scheduler *s, tl__jline *j, tl__jw *w, int err, cons
  * Lifetime
  * ------------------------------------------------------------------------------------------- */
 
+/* With exclusion on, every threshold is at least 1, and a task may fail on a node fewer times
+ * than it may fail in all (Spark's validateExcludeOnFailureConfs). */
+static bool valid_exclusion(const tl_config *cfg) {
+  return !cfg->exclude_on_failure ||
+         (cfg->exclude_max_task_attempts_per_executor >= 1 &&
+          cfg->exclude_max_task_attempts_per_node >= 1 &&
+          cfg->exclude_max_task_attempts_per_node < cfg->max_task_failures &&
+          cfg->exclude_stage_max_failed_tasks_per_executor >= 1 &&
+          cfg->exclude_stage_max_failed_executors_per_node >= 1 &&
+          cfg->exclude_app_max_failed_tasks_per_executor >= 1 &&
+          cfg->exclude_app_max_failed_executors_per_node >= 1 && cfg->exclude_timeout_ns > 0);
+}
+
 static int valid_config(const tl_config *cfg) {
-  return cfg->cpus_per_task >= 1 && cfg->max_task_failures >= 1 &&
+  return valid_exclusion(cfg) && cfg->cpus_per_task >= 1 && cfg->max_task_failures >= 1 &&
          cfg->max_task_failures <= UINT16_MAX && (cfg->mode == TL_FIFO || cfg->mode == TL_FAIR) &&
          (!cfg->speculation ||
           (cfg->speculation_interval_ns > 0 && cfg->speculation_multiplier >= 0.0 &&
@@ -156,6 +177,7 @@ int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler 
   const tl_locality at[3] = {TL_PROCESS_LOCAL, TL_NODE_LOCAL, TL_RACK_LOCAL};
   for (int k = 0; k < 3; k++)
     s->locality_wait[at[k]] = *own[k] == TL_WAIT_INHERIT ? cfg->locality_wait_ns : *own[k];
+  tl__exclude_init(s);
   s->journal_tail = &s->journal;
   atomic_init(&s->batch_delivered, 0);
   s->next_tid = 1;
@@ -173,6 +195,7 @@ static void destroy_all(tl_scheduler *s) {
   HASH_CLEAR(hh_by_tid, s->attempts_by_tid);
   tl__taskset *ts, *ts_tmp;
   HASH_ITER(hh_by_id, s->tasksets_by_id, ts, ts_tmp) { tl__taskset_destroy(s, ts); }
+  tl__exclude_destroy(s); /* before the executors that hold failure lists */
   tl__executor *ex, *ex_tmp;
   HASH_ITER(hh_by_id, s->executors_by_id, ex, ex_tmp) {
     HASH_DELETE(hh_by_id, s->executors_by_id, ex);
@@ -399,8 +422,10 @@ int tl_status_update(tl_scheduler *s, const char *executor_id, tl_tid tid, const
       (u->failure == TL_END_SUCCESS || u->failure == TL_END_EXECUTOR_LOST ||
        (unsigned)u->failure > TL_END_RESULT_LOST))
     return TL_EINVAL;
-  /* With speculation a success's run time is recorded: the update needs the clock. */
-  int err = s->cfg.speculation ? enter_at(s, tl__clock_read(s)) : enter(s);
+  /* With speculation a success's run time is recorded, with exclusion a failure's time: the
+   * update needs the clock. */
+  int err =
+      s->cfg.speculation || s->cfg.exclude_on_failure ? enter_at(s, tl__clock_read(s)) : enter(s);
   if (err != TL_OK)
     return err;
   JOURNAL_OPEN(s, tl__jfmt_update(&w, executor_id, tid, u));
@@ -435,6 +460,9 @@ uint64_t tl_tick(tl_scheduler *s) {
   uint64_t wait = tl__locality_tick(s, s->last_now);
   if (wait < next)
     next = wait;
+  uint64_t excl = tl__exclude_tick(s, s->last_now);
+  if (excl < next)
+    next = excl;
   tl__journal_close(s, j, &w, TL_OK, NULL);
   if (tl__unlock_and_dispatch(s)) {
     /* Callbacks may have moved a deadline (a loss they reported starts a pending deadline). */
@@ -449,6 +477,9 @@ uint64_t tl_tick(tl_scheduler *s) {
       uint64_t wait_next = tl__locality_next(s, s->last_now);
       if (wait_next < next)
         next = wait_next;
+      uint64_t excl_next = tl__exclude_next(s, s->last_now);
+      if (excl_next < next)
+        next = excl_next;
     }
     uv_mutex_unlock(&s->lock);
   }

@@ -135,7 +135,8 @@ bool tl__taskset_take_speculative(struct tl_scheduler *s, tl__taskset *ts, const
   uint32_t best = TL__NONE;
   tl_locality best_level = TL_ANY;
   for (uint32_t i = ts->speculative_top; i != TL__NONE; i = ts->idx[i].next) {
-    if (tried_on_host(ts, i, host)) /* never where an attempt of the index already ran */
+    /* Never where an attempt of the index already ran, nor where it is excluded. */
+    if (tried_on_host(ts, i, host) || tl__exclude_task_blocked(s, ts, i, ex))
       continue;
     tl_locality l = tl__locality_of(s, ts, i, ex);
     if (l <= allowed && (best == TL__NONE || l < best_level)) {
@@ -161,6 +162,18 @@ uint32_t tl__taskset_pop_pending(struct tl_scheduler *s, tl__taskset *ts) {
 
 void tl__taskset_take_pending(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
   pending_remove(s, ts, i);
+}
+
+bool tl__taskset_take_unblocked(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
+                                uint32_t *index) {
+  for (uint32_t i = ts->pending_top; i != TL__NONE; i = ts->idx[i].next) {
+    if (!tl__exclude_task_blocked(s, ts, i, ex)) {
+      pending_remove(s, ts, i);
+      *index = i;
+      return true;
+    }
+  }
+  return false;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -246,6 +259,12 @@ static void abort_taskset(struct tl_scheduler *s, tl__taskset *ts, uint8_t why, 
   ev->static_msg = static_msg;
 }
 
+void tl__taskset_abort(struct tl_scheduler *s, tl__taskset *ts, uint8_t why, uint32_t index,
+                       uint32_t failures, tl__str *msg, const char *static_msg) {
+  abort_taskset(s, ts, why, index, failures, msg, static_msg);
+  tl__taskset_finish_if_drained(s, ts);
+}
+
 static void stage_unlink(struct tl_scheduler *s, tl__taskset *ts) {
   tl__stage *st = ts->stage;
   tl__list_remove(&ts->on_stage);
@@ -273,6 +292,7 @@ void tl__taskset_finish_if_drained(struct tl_scheduler *s, tl__taskset *ts) {
   tl__event *ev = tl__event_push(s, TL__EV_TASKSET_RELEASED);
   ev->u.ts.info = taskset_info(ts);
   ev->u.ts.payload = ts->payload;
+  tl__exclude_taskset_released(s, ts);
   free_tried(s, ts);
   tl__locality_free(s, ts);
   tl__speculation_free(s, ts);
@@ -384,6 +404,8 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
     bool counted =
         counts && !ts->zombie && !(ix->flags & TL__IDX_SUCCESSFUL) && !a->killed_by_other;
     ev->u.task.counts = counted;
+    if (counted && s->cfg.exclude_on_failure) /* before the count, as Spark */
+      tl__exclude_task_failed(s, ts, a->executor, a->index, msg, static_msg);
     if (kind == TL_END_FETCH_FAILED) {
       /* The stage's input is gone: the DAG layer resubmits the parent and a new attempt of this
        * stage; this one launches nothing more. */
@@ -655,6 +677,7 @@ int tl__partition_completed(struct tl_scheduler *s, uint32_t stage_id, uint32_t 
 }
 
 void tl__taskset_destroy(struct tl_scheduler *s, tl__taskset *ts) {
+  tl__exclude_taskset_free(s, ts);
   free_tried(s, ts);
   tl__locality_free(s, ts);
   tl__speculation_free(s, ts);

@@ -118,7 +118,13 @@ const char *tlt_loss_name(tl_loss_kind kind) {
   XX(rejected_updates)                                                                             \
   XX(rejected_offers)                                                                              \
   XX(executors_lost)                                                                               \
-  XX(tasksets_released)
+  XX(tasksets_released)                                                                            \
+  XX(executors_excluded)                                                                           \
+  XX(nodes_excluded)                                                                               \
+  XX(tasksets_with_failures)                                                                       \
+  XX(tasksets_unschedulable)                                                                       \
+  XX(excluded_offers)                                                                              \
+  XX(tasksets_unschedulable_aborted)
 
 static void stats_compare(const tl_stats *a, const tl_stats *b, const char *what, bool memory) {
 #define TLT_CMP(field)                                                                             \
@@ -642,6 +648,13 @@ void tlt_end(tlt_env *e) {
       e->subs[i].released = 1; /* nobody to hand it back to; the stats below check it */
   }
 
+  /* Expire application-level exclusions (they outlive their executors, bounded in age). */
+  if (e->cfg.exclude_on_failure) {
+    e->now += e->cfg.exclude_timeout_ns;
+    (void)tl_tick(e->s);
+    TLT_CHECK(e);
+  }
+
   /* Expire the tombstones. */
   if (e->cfg.tombstone_ttl_ns != 0) {
     e->now += e->cfg.tombstone_ttl_ns + 1;
@@ -661,6 +674,10 @@ void tlt_end(tlt_env *e) {
   ck_assert_uint_eq(st.attempts_frozen, 0);
   ck_assert_uint_eq(st.tasks_pending, 0);
   ck_assert_uint_eq(st.events_queued, 0);
+  ck_assert_uint_eq(st.executors_excluded, 0);
+  ck_assert_uint_eq(st.nodes_excluded, 0);
+  ck_assert_uint_eq(st.tasksets_with_failures, 0);
+  ck_assert_uint_eq(st.tasksets_unschedulable, 0);
   if (e->cfg.tombstone_ttl_ns != 0 || e->cfg.max_tombstones == 0)
     ck_assert_msg(st.tombstones == 0, "drain: %zu tombstones outlived tombstone_ttl_ns",
                   st.tombstones);

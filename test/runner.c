@@ -21,6 +21,7 @@ static const struct {
     {"threads", tl_threads_suite},   {"policy", tl_policy_suite},
     {"pools", tl_pools_suite},       {"speculation", tl_speculation_suite},
     {"locality", tl_locality_suite},
+    {"exclude", tl_exclude_suite},
 };
 
 int main(int argc, char **argv) {

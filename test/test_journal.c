@@ -387,6 +387,58 @@ START_TEST(journals_with_speculation_and_pools_replay_to_the_same_state) {
 }
 END_TEST
 
+/* Exclusion: the config line carries its fields (non-default values too), and a journal with
+ * task-set, application-level exclusions and an unschedulable abort replays to the same state. */
+START_TEST(journals_with_exclusion_replay_to_the_same_state) {
+  capture c;
+  tl_config cfg = tlt_config();
+  cfg.exclude_on_failure = true;
+  cfg.exclude_stage_max_failed_tasks_per_executor = 1;
+  cfg.exclude_app_max_failed_tasks_per_executor = 1;
+  cfg.exclude_timeout_ns = 90 * TLT_SEC;
+  cfg.unschedulable_timeout_ns = 7 * TLT_SEC;
+  tlt_env *e = journaled(&c, &cfg);
+  ck_assert_ptr_nonnull(strstr(c.lines[1], " exclude_on_failure=1 "
+                                           "exclude_max_task_attempts_per_executor=1 "
+                                           "exclude_max_task_attempts_per_node=2 "
+                                           "exclude_stage_max_failed_tasks_per_executor=1 "));
+  ck_assert_ptr_nonnull(strstr(c.lines[1], " exclude_timeout_ns=90000000000 "
+                                           "unschedulable_timeout_ns=7000000000"));
+  tlt_add(e, "e1", "h1", NULL, 1);
+  tlt_add(e, "e2", "h2", NULL, 1);
+  tlt_submit(e, 0, 0, 0, 1);
+  tl_launch l;
+  ck_assert_uint_eq(tlt_offer(e, "e1", 1, &l, 1), 1);
+  tlt_fail(e, "e1", l.tid, TL_END_EXCEPTION);
+  ck_assert_uint_eq(tlt_offer(e, "e2", 1, &l, 1), 1);
+  e->now += TLT_SEC;
+  tlt_succeed(e, "e2", l.tid); /* e1 excluded for the application */
+  tlt_submit(e, 1, 0, 0, 1);
+  ck_assert_uint_eq(tlt_offer(e, "e2", 1, &l, 1), 1);
+  tlt_fail(e, "e2", l.tid, TL_END_EXCEPTION);
+  ck_assert_uint_eq(tlt_offer(e, "e2", 1, NULL, 0), 0); /* unschedulable: a deadline */
+  tl_stats mid = tlt_stats(e);
+  ck_assert_uint_eq(mid.executors_excluded, 1);
+  ck_assert_uint_eq(mid.tasksets_unschedulable, 1);
+  size_t mid_lines = c.n;
+  tlt_advance_tick(e, 7 * TLT_SEC); /* the abort */
+  ck_assert_uint_eq(tlt_stats(e).tasksets_unschedulable_aborted, 1);
+  tlt_end(e);
+
+  char *text = capture_text(&c, mid_lines);
+  tlr_report r;
+  int verdict = tlr_replay_text(text, NULL, &r);
+  ck_assert_msg(verdict == TLR_NOT_DRAINED, "%d at line %zu: %s", verdict, r.bad_line, r.why);
+  assert_same_state(&mid, &r.final);
+  free(text);
+  text = capture_text(&c, c.n);
+  verdict = tlr_replay_text(text, NULL, &r);
+  ck_assert_msg(verdict == TLR_OK, "%d at line %zu: %s", verdict, r.bad_line, r.why);
+  free(text);
+  capture_free(&c);
+}
+END_TEST
+
 /* Preferences and locality waits are journaled; the replay takes the same decisions (the
  * offers' launch counts and tids are checked line by line). */
 START_TEST(journals_with_locality_replay_to_the_same_state) {
@@ -438,6 +490,7 @@ Suite *tl_journal_suite(void) {
   tcase_add_test(tc, a_journal_that_does_not_match_is_reported_at_its_line);
   tcase_add_test(tc, calls_out_of_memory_are_journaled_or_not_and_replay);
   tcase_add_test(tc, journals_with_speculation_and_pools_replay_to_the_same_state);
+  tcase_add_test(tc, journals_with_exclusion_replay_to_the_same_state);
   tcase_add_test(tc, journals_with_locality_replay_to_the_same_state);
   return s;
 }

@@ -3852,6 +3852,138 @@ START_TEST(oom_whole_run_with_policies) {
 }
 END_TEST
 
+/* ---------------------------------------------------------------------------------------------
+ * Exclude on failure: the records a counted failure or a loss reserves, the release that moves
+ * failures to the application level (allocating nothing), the unschedulable check at the end
+ * of a round, its deadline and the application-level expiry in tl_tick, a new executor.
+ * ------------------------------------------------------------------------------------------- */
+
+static void cfg_exclude(tl_config *cfg) {
+  cfg->exclude_on_failure = true;
+  cfg->heartbeat_timeout_ns = 0;
+  cfg->exclude_timeout_ns = 60 * TLT_SEC;
+  cfg->unschedulable_timeout_ns = 5 * TLT_SEC;
+}
+
+/* e1 (h1) runs indices 0-1 of stage 0 (four tasks), RUNNING; e2 (h2) indices 2-3; e3 (h1) is
+ * idle. With param 1, index 0 has already failed once on e1. */
+static void build_excl_running(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "e1", "h1", NULL, 2));
+  B_OK(add_exec(e, "e2", "h2", NULL, 2));
+  B_OK(add_exec(e, "e3", "h1", NULL, 2));
+  B_OK(submit(e, 0, 0, 0, 4));
+  B_OK(offer(e, c, "e1", 2, 2));
+  B_OK(offer(e, c, "e2", 2, 2));
+  run_all_on(e, c, "e1");
+  if (c->param == 1) {
+    B_OK(update(e, "e1", find_launch(c, 0, 0, 0, 0)->tid, TL_TASK_FAILED, TL_END_EXCEPTION,
+                "first"));
+    B_OK(offer(e, c, "e3", 1, 1)); /* index 0 again, on the other executor of h1 */
+    run_all_on(e, c, "e3");
+  }
+}
+
+static int call_fail_e1_index1(tlt_env *e, oom_ctx *c) {
+  return update(e, "e1", find_launch(c, 0, 0, 1, 0)->tid, TL_TASK_FAILED, TL_END_EXCEPTION, "boom");
+}
+
+static int call_fail_e3_index0(tlt_env *e, oom_ctx *c) {
+  return update(e, "e3", find_launch(c, 0, 0, 0, 1)->tid, TL_TASK_FAILED, TL_END_RESULT_LOST, NULL);
+}
+
+static int call_lose_e1_by_app(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return lose(e, "e1", TL_LOSS_PROCESS_LOST, true, "gone");
+}
+
+/* Stage 0 (two tasks): both failed on e1 (excluded for the task set), both then launched on
+ * e2, the first done; the call finishes the second: release, e1 excluded for the
+ * application, and with param 1 h1 too (e3 failed both as well). */
+static void build_excl_promotion(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "e1", "h1", NULL, 2));
+  B_OK(add_exec(e, "e2", "h2", NULL, 2));
+  B_OK(add_exec(e, "e3", "h1", NULL, 2));
+  B_OK(submit(e, 0, 0, 0, 2));
+  B_OK(offer(e, c, "e1", 2, 2));
+  B_OK(update(e, "e1", c->out[0].tid, TL_TASK_FAILED, TL_END_EXCEPTION, NULL));
+  B_OK(update(e, "e1", c->out[1].tid, TL_TASK_FAILED, TL_END_EXCEPTION, NULL));
+  if (c->param == 1) {
+    B_OK(offer(e, c, "e3", 2, 2));
+    B_OK(update(e, "e3", c->out[0].tid, TL_TASK_FAILED, TL_END_EXCEPTION, NULL));
+    B_OK(update(e, "e3", c->out[1].tid, TL_TASK_FAILED, TL_END_EXCEPTION, NULL));
+  }
+  B_OK(offer(e, c, "e2", 2, 2));
+  B_OK(finish(e, "e2", c->out[0].tid, NULL));
+}
+
+static int call_finish_last_on_e2(tlt_env *e, oom_ctx *c) {
+  const tl_launch *l = &c->log[c->nlog - 1];
+  return finish(e, "e2", l->tid, NULL);
+}
+
+/* Stage 0 (two tasks) on e1 alone (one core): index 0 failed there; index 1 runs there with
+ * param 1 (every executor busy), not with param 0 (e1 idle). */
+static void build_excl_unschedulable(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "e1", "h1", NULL, 1));
+  B_OK(submit(e, 0, 0, 0, c->param == 1 ? 2 : 1));
+  B_OK(offer(e, c, "e1", 1, 1));
+  B_OK(update(e, "e1", c->out[0].tid, TL_TASK_FAILED, TL_END_EXCEPTION, "bad"));
+  if (c->param == 1)
+    B_OK(offer(e, c, "e1", 1, 1));
+}
+
+static int call_offer_e1_1(tlt_env *e, oom_ctx *c) { return offer(e, c, "e1", 1, 1); }
+
+/* A deadline set (e1 idle) and an application-level exclusion (e9 on h9, from a stage that
+ * succeeded), both due at the tick. */
+static void build_excl_due(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "e9", "h9", NULL, 2));
+  B_OK(add_exec(e, "e8", "h8", NULL, 2));
+  B_OK(submit(e, 5, 0, 0, 2));
+  B_OK(offer(e, c, "e9", 2, 2));
+  B_OK(update(e, "e9", c->out[0].tid, TL_TASK_FAILED, TL_END_EXCEPTION, NULL));
+  B_OK(update(e, "e9", c->out[1].tid, TL_TASK_FAILED, TL_END_EXCEPTION, NULL));
+  B_OK(offer(e, c, "e8", 2, 2));
+  B_OK(finish(e, "e8", c->out[0].tid, NULL));
+  B_OK(finish(e, "e8", c->out[1].tid, NULL));
+  B_OK(lose(e, "e8", TL_LOSS_KILLED, false, NULL));
+  build_excl_unschedulable(e, c);
+  B_OK(offer(e, c, "e1", 1, 1)); /* nothing launched: the deadline */
+  e->now += 60 * TLT_SEC;
+}
+
+static int call_add_e4(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return add_exec(e, "e4", "h1", NULL, 1);
+}
+
+START_TEST(oom_exclusion) {
+  const oom_scenario sc[] = {
+      {"tl_status_update", "a first counted failure: a task set's exclusion records", cfg_exclude,
+       build_excl_running, call_fail_e1_index1, OOM_ALLOCATES, 0},
+      {"tl_status_update", "a second failure on the node: index excluded on h1", cfg_exclude,
+       build_excl_running, call_fail_e3_index0, OOM_ALLOCATES, 1},
+      {"tl_executor_lost", "an app-caused loss with two counted failures", cfg_exclude,
+       build_excl_running, call_lose_e1_by_app, OOM_ALLOCATES, 0},
+      {"tl_executor_lost", "an app-caused loss with failures already recorded", cfg_exclude,
+       build_excl_running, call_lose_e1_by_app, OOM_ALLOCATES, 1},
+      {"tl_status_update", "the last success: failures move to the application level", cfg_exclude,
+       build_excl_promotion, call_finish_last_on_e2, 0, 0},
+      {"tl_status_update", "the last success: executors and their node excluded", cfg_exclude,
+       build_excl_promotion, call_finish_last_on_e2, 0, 1},
+      {"tl_resource_offers", "nothing launched, an idle executor: a deadline", cfg_exclude,
+       build_excl_unschedulable, call_offer_e1_1, 0, 0},
+      {"tl_resource_offers", "nothing launched, every executor busy: an abort", cfg_exclude,
+       build_excl_unschedulable, call_offer_e1_1, 0, 1},
+      {"tl_tick", "an unschedulable deadline and application-level expiry", cfg_exclude,
+       build_excl_due, call_tick, OOM_TICK, 0},
+      {"tl_executor_add", "a new executor clears the deadlines", cfg_exclude,
+       build_excl_unschedulable, call_add_e4, OOM_ALLOCATES, 0},
+  };
+  SWEEP_ALL("exclusion", sc);
+}
+END_TEST
+
 Suite *tl_oom_suite(void) {
   Suite *s = suite_create("oom");
   TCase *tc = tlt_tcase(s, "entry_points");
@@ -3867,6 +3999,7 @@ Suite *tl_oom_suite(void) {
   tcase_add_test(tc, oom_locality);
   tcase_add_test(tc, oom_pools);
   tcase_add_test(tc, oom_speculation);
+  tcase_add_test(tc, oom_exclusion);
   tcase_add_test(tc, oom_outputs_results_barriers_and_fair_rounds);
   tcase_add_test(tc, oom_reentrant_calls);
   tcase_add_test(tc, oom_reentrant_with_a_full_queue);

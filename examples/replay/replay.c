@@ -262,6 +262,25 @@ static int start_scheduler(replayer *r, token *tok, int n) {
       cfg.speculation = v != 0;
       continue;
     }
+    if (key_u64(&tok[i], "exclude_on_failure", &v)) {
+      cfg.exclude_on_failure = v != 0;
+      continue;
+    }
+    if (key_u32(&tok[i], "exclude_max_task_attempts_per_executor",
+                &cfg.exclude_max_task_attempts_per_executor) ||
+        key_u32(&tok[i], "exclude_max_task_attempts_per_node",
+                &cfg.exclude_max_task_attempts_per_node) ||
+        key_u32(&tok[i], "exclude_stage_max_failed_tasks_per_executor",
+                &cfg.exclude_stage_max_failed_tasks_per_executor) ||
+        key_u32(&tok[i], "exclude_stage_max_failed_executors_per_node",
+                &cfg.exclude_stage_max_failed_executors_per_node) ||
+        key_u32(&tok[i], "exclude_app_max_failed_tasks_per_executor",
+                &cfg.exclude_app_max_failed_tasks_per_executor) ||
+        key_u32(&tok[i], "exclude_app_max_failed_executors_per_node",
+                &cfg.exclude_app_max_failed_executors_per_node) ||
+        key_u64(&tok[i], "exclude_timeout_ns", &cfg.exclude_timeout_ns) ||
+        key_u64(&tok[i], "unschedulable_timeout_ns", &cfg.unschedulable_timeout_ns))
+      continue;
     if (key_u64(&tok[i], "speculation_interval_ns", &cfg.speculation_interval_ns) ||
         key_u64(&tok[i], "speculation_min_runtime_ns", &cfg.speculation_min_runtime_ns) ||
         key_u64(&tok[i], "locality_wait_ns", &cfg.locality_wait_ns) ||
