@@ -545,6 +545,43 @@ START_TEST(preferences_are_checked) {
 }
 END_TEST
 
+/* TSMS "executors should be excluded after task failure, in spite of locality preferences":
+ * with exclusion on and no locality wait, a task that prefers exec1 fails there, then on the
+ * other executor of its host, then elsewhere; exclusion keeps it from every place it failed, at
+ * every level, and the fourth failure aborts the task set. */
+START_TEST(exclusion_wins_over_locality) {
+  tl_config cfg = tlt_config();
+  cfg.exclude_on_failure = true;
+  cfg.locality_wait_ns = 0;
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "exec1", "host1", NULL, 1);
+  tlt_add(e, "exec1.1", "host1", NULL, 1);
+  tlt_add(e, "exec2", "host2", NULL, 1);
+  tl_taskset_id ts = submit_all_on(e, 0, 1, "host1", "exec1");
+  tl_launch l[8];
+  ck_assert_uint_eq(offer2(e, "exec1", 1, NULL, 0, l), 1);
+  ck_assert_int_eq(l[0].locality, TL_PROCESS_LOCAL);
+  tlt_fail(e, "exec1", l[0].tid, TL_END_RESULT_LOST); /* failure 1 */
+  ck_assert_uint_eq(offer2(e, "exec1", 1, NULL, 0, l), 0);
+  ck_assert_uint_eq(offer2(e, "exec1.1", 1, NULL, 0, l), 1);
+  ck_assert_int_eq(l[0].locality, TL_NODE_LOCAL);
+  tlt_fail(e, "exec1.1", l[0].tid, TL_END_RESULT_LOST); /* failure 2: host1 excluded for it */
+  ck_assert_uint_eq(offer2(e, "exec1.1", 1, "exec1", 1, l), 0);
+  ck_assert_uint_eq(offer2(e, "exec2", 1, NULL, 0, l), 1);
+  ck_assert_int_eq(l[0].locality, TL_ANY);
+  tlt_fail(e, "exec2", l[0].tid, TL_END_RESULT_LOST); /* failure 3 */
+  ck_assert_uint_eq(offer2(e, "exec2", 1, NULL, 0, l), 0);
+  e->now += 2 * TLT_SEC; /* exclusion within a task set never expires */
+  ck_assert_uint_eq(offer2(e, "exec1", 1, NULL, 0, l), 0);
+  tlt_add(e, "exec3", "host3", NULL, 1);
+  ck_assert_uint_eq(offer2(e, "exec3", 1, NULL, 0, l), 1);
+  tlt_fail(e, "exec3", l[0].tid, TL_END_RESULT_LOST); /* failure 4: aborted */
+  ck_assert_uint_eq(tlt_released(e, ts), 1);
+  ck_assert_uint_eq(tlt_count(e, 0, TLT_EV_FAILED), 1);
+  tlt_end(e);
+}
+END_TEST
+
 Suite *tl_locality_suite(void) {
   Suite *s = suite_create("locality");
   TCase *tc = tlt_tcase(s, "locality");
@@ -568,5 +605,6 @@ Suite *tl_locality_suite(void) {
   tcase_add_test(tc, a_barrier_set_launches_all_at_once_local_first);
   tcase_add_test(tc, a_speculative_copy_obeys_locality);
   tcase_add_test(tc, preferences_are_checked);
+  tcase_add_test(tc, exclusion_wins_over_locality);
   return s;
 }
