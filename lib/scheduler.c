@@ -437,6 +437,8 @@ int tl_status_update(tl_scheduler *s, const char *executor_id, tl_tid tid, const
  * Time
  * ------------------------------------------------------------------------------------------- */
 
+static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
 uint64_t tl_tick(tl_scheduler *s) {
   if (s == NULL)
     return TL_TICK_NEVER;
@@ -453,16 +455,11 @@ uint64_t tl_tick(tl_scheduler *s) {
     }
     tl__jw_lit(&w, "tick");
   }
+  /* Each part runs what is due and answers the time to its next deadline. */
   uint64_t next = tl__executors_tick(s, s->last_now);
-  uint64_t spec = tl__speculation_tick(s, s->last_now);
-  if (spec < next)
-    next = spec;
-  uint64_t wait = tl__locality_tick(s, s->last_now);
-  if (wait < next)
-    next = wait;
-  uint64_t excl = tl__exclude_tick(s, s->last_now);
-  if (excl < next)
-    next = excl;
+  next = min_u64(next, tl__speculation_tick(s, s->last_now));
+  next = min_u64(next, tl__locality_tick(s, s->last_now));
+  next = min_u64(next, tl__exclude_tick(s, s->last_now));
   tl__journal_close(s, j, &w, TL_OK, NULL);
   if (tl__unlock_and_dispatch(s)) {
     /* Callbacks may have moved a deadline (a loss they reported starts a pending deadline). */
@@ -471,15 +468,9 @@ uint64_t tl_tick(tl_scheduler *s) {
     tl__clock_set(s, t);
     if (next != 0) {
       next = tl__executors_next_deadline(s, s->last_now);
-      uint64_t spec_next = tl__speculation_next(s, s->last_now);
-      if (spec_next < next)
-        next = spec_next;
-      uint64_t wait_next = tl__locality_next(s, s->last_now);
-      if (wait_next < next)
-        next = wait_next;
-      uint64_t excl_next = tl__exclude_next(s, s->last_now);
-      if (excl_next < next)
-        next = excl_next;
+      next = min_u64(next, tl__speculation_next(s, s->last_now));
+      next = min_u64(next, tl__locality_next(s, s->last_now));
+      next = min_u64(next, tl__exclude_next(s, s->last_now));
     }
     uv_mutex_unlock(&s->lock);
   }

@@ -68,6 +68,22 @@ static void assert_same_state(const tl_stats *a, const tl_stats *b) {
   ck_assert_uint_eq(a->mem_live_blocks, b->mem_live_blocks);
 }
 
+/* The journal's first mid_lines lines replay to mid (not drained yet), the whole journal
+ * replays clean and drained; then the capture is freed. */
+static void assert_replays(capture *c, size_t mid_lines, const tl_stats *mid) {
+  char *text = capture_text(c, mid_lines);
+  tlr_report r;
+  int verdict = tlr_replay_text(text, NULL, &r);
+  ck_assert_msg(verdict == TLR_NOT_DRAINED, "%d at line %zu: %s", verdict, r.bad_line, r.why);
+  assert_same_state(mid, &r.final);
+  free(text);
+  text = capture_text(c, c->n);
+  verdict = tlr_replay_text(text, NULL, &r);
+  ck_assert_msg(verdict == TLR_OK, "%d at line %zu: %s", verdict, r.bad_line, r.why);
+  free(text);
+  capture_free(c);
+}
+
 START_TEST(lines_follow_the_documented_format) {
   capture c;
   tl_config cfg = tlt_config();
@@ -374,16 +390,7 @@ START_TEST(journals_with_speculation_and_pools_replay_to_the_same_state) {
   tlt_killed(e, "e2", x[1].tid);
   tlt_end(e);
 
-  char *text = capture_text(&c, mid_lines);
-  tlr_report r;
-  int verdict = tlr_replay_text(text, NULL, &r);
-  ck_assert_msg(verdict == TLR_NOT_DRAINED, "%d at line %zu: %s", verdict, r.bad_line, r.why);
-  assert_same_state(&mid, &r.final);
-  free(text);
-  text = capture_text(&c, c.n);
-  ck_assert_int_eq(tlr_replay_text(text, NULL, &r), TLR_OK);
-  free(text);
-  capture_free(&c);
+  assert_replays(&c, mid_lines, &mid);
 }
 END_TEST
 
@@ -425,17 +432,7 @@ START_TEST(journals_with_exclusion_replay_to_the_same_state) {
   ck_assert_uint_eq(tlt_stats(e).tasksets_unschedulable_aborted, 1);
   tlt_end(e);
 
-  char *text = capture_text(&c, mid_lines);
-  tlr_report r;
-  int verdict = tlr_replay_text(text, NULL, &r);
-  ck_assert_msg(verdict == TLR_NOT_DRAINED, "%d at line %zu: %s", verdict, r.bad_line, r.why);
-  assert_same_state(&mid, &r.final);
-  free(text);
-  text = capture_text(&c, c.n);
-  verdict = tlr_replay_text(text, NULL, &r);
-  ck_assert_msg(verdict == TLR_OK, "%d at line %zu: %s", verdict, r.bad_line, r.why);
-  free(text);
-  capture_free(&c);
+  assert_replays(&c, mid_lines, &mid);
 }
 END_TEST
 
@@ -468,16 +465,7 @@ START_TEST(journals_with_locality_replay_to_the_same_state) {
   size_t mid_lines = c.n;
   tlt_end(e);
 
-  char *text = capture_text(&c, mid_lines);
-  tlr_report r;
-  int verdict = tlr_replay_text(text, NULL, &r);
-  ck_assert_msg(verdict == TLR_NOT_DRAINED, "%d at line %zu: %s", verdict, r.bad_line, r.why);
-  assert_same_state(&mid, &r.final);
-  free(text);
-  text = capture_text(&c, c.n);
-  ck_assert_int_eq(tlr_replay_text(text, NULL, &r), TLR_OK);
-  free(text);
-  capture_free(&c);
+  assert_replays(&c, mid_lines, &mid);
 }
 END_TEST
 
