@@ -104,13 +104,13 @@ typedef struct mts {
   uint64_t *dur;            /* run times of first successes, ascending (the median heap) */
   uint32_t ndur, durcap;    /* their number; room */
   /* Locality (docs/locality.md). */
-  bool has_loc;                       /* some task has preferences: delay scheduling applies */
-  uint8_t nprefs[MAXTASKS];           /* per index; 0: no preference (TL_NO_PREF) */
-  mpref prefs[MAXTASKS][MAXPREFS];    /* as submitted, duplicates included */
-  uint8_t levels;                     /* valid levels, bit per tl_locality, as last computed */
-  uint8_t level;                      /* the level delay scheduling holds it at */
-  uint64_t reset;                     /* when its wait at that level began */
-  bool no_rejects;                    /* no delay-scheduling reject since the last reset */
+  bool has_loc;                    /* some task has preferences: delay scheduling applies */
+  uint8_t nprefs[MAXTASKS];        /* per index; 0: no preference (TL_NO_PREF) */
+  mpref prefs[MAXTASKS][MAXPREFS]; /* as submitted, duplicates included */
+  uint8_t levels;                  /* valid levels, bit per tl_locality, as last computed */
+  uint8_t level;                   /* the level delay scheduling holds it at */
+  uint64_t reset;                  /* when its wait at that level began */
+  bool no_rejects;                 /* no delay-scheduling reject since the last reset */
 } mts;
 
 /* A pool (pool_names[k] is its name). */
@@ -190,6 +190,15 @@ typedef struct tlo_res {
 } tlo_res;
 #define RES_MAGIC 0x7e5a17u
 
+/* Where the library departs from docs/locality.md the model follows the library, unless
+ * TLO_DOCS_LOCALITY names the departures to predict as the docs say (a digit, these bits; set
+ * to anything else, all of them): see executor_changed and take_rack_as_library. */
+enum {
+  DOCS_EVERY_CHANGE = 1, /* recompute on every change of a preferred executor or host */
+  DOCS_ONE_STEP = 2,     /* recompute once, from the new state */
+  DOCS_RACK_ORDER = 4    /* rack-local tasks in pending order */
+};
+
 /* One run: the scheduler under test, the model beside it, and the run's verdict. */
 typedef struct tlo_run {
   tl_scheduler *s; /* NULL once freed */
@@ -252,13 +261,13 @@ typedef struct tlo_run {
       f_resubmitted, f_barrier_launches, f_fair_rounds; /* and the policy features' */
   uint64_t f_loc_launches[NLEVELS]; /* launches per locality level, of task sets with prefs */
   uint64_t f_waits_out, f_skips, f_resets, f_recomputes, f_loc_revives; /* delay scheduling */
-  uint64_t wait_ns[NLEVELS]; /* each level's wait (0 at TL_NO_PREF and TL_ANY) */
-  uint64_t loc_ticked;       /* when tl_tick last looked at the waits (0 before) */
-  bool docs_mode;            /* locality as the docs say where the library departs (findings) */
-  int pin_host;              /* a host whose liveness host_alive answers as pin_alive; -1 none */
-  bool pin_alive;            /* (the library's first step of two, executor_changed) */
+  uint64_t wait_ns[NLEVELS];   /* each level's wait (0 at TL_NO_PREF and TL_ANY) */
+  uint64_t loc_ticked;         /* when tl_tick last looked at the waits (0 before) */
+  unsigned docs_mode;          /* DOCS_*: locality as the docs say where the library departs */
+  int pin_host;                /* a host whose liveness host_alive answers as pin_alive; -1 none */
+  bool pin_alive;              /* (the library's first step of two, executor_changed) */
   uint64_t host_since[NHOSTS]; /* when a host's record was made (its place on its rack's list) */
-  uint64_t journal_lines, journal_bytes;                /* seen by the run's own journal sink */
+  uint64_t journal_lines, journal_bytes; /* seen by the run's own journal sink */
 
   uint64_t rng;   /* the generator's splitmix64 state */
   size_t enc_len; /* bytes of the program encoded so far */
@@ -458,9 +467,8 @@ static void describe_ev(const tlo_run *r, const mevent *e, char *buf, size_t len
   const char *exid = e->ex != NULL ? e->ex->id : "-";
   switch (e->type) {
   case EV_STARTED:
-    snprintf(buf, len,
-             "task_started tid=%" PRIu64 " ts=%" PRIu64 " index=%u attempt=%u on %s %s%s", e->tid,
-             r->ts[e->ts].id, e->index, e->attempt, exid, loc_name(e->loc),
+    snprintf(buf, len, "task_started tid=%" PRIu64 " ts=%" PRIu64 " index=%u attempt=%u on %s %s%s",
+             e->tid, r->ts[e->ts].id, e->index, e->attempt, exid, loc_name(e->loc),
              e->spec ? " speculative" : "");
     break;
   case EV_ENDED:
@@ -1126,18 +1134,20 @@ static void recompute_where(tlo_run *r, const mexec *x, bool by_exec, bool by_ho
 }
 
 static void executor_changed(tlo_run *r, const mexec *x, bool host_flipped) {
-  if (r->docs_mode) {
-    recompute_where(r, x, true, true);
+  bool by_exec = (r->docs_mode & DOCS_EVERY_CHANGE) || x->state == MX_ALIVE || x->was_alive;
+  bool by_host = (r->docs_mode & DOCS_EVERY_CHANGE) || host_flipped;
+  if (r->docs_mode & DOCS_ONE_STEP) {
+    recompute_where(r, x, by_exec, by_host);
     return;
   }
-  if (x->state == MX_ALIVE || x->was_alive) {
+  if (by_exec) {
     bool now = host_alive(r, x->host);
     r->pin_host = (int)x->host;
     r->pin_alive = host_flipped ? !now : now;
     recompute_where(r, x, true, false);
     r->pin_host = -1;
   }
-  if (host_flipped)
+  if (by_host)
     recompute_where(r, x, false, true);
 }
 
@@ -1211,7 +1221,7 @@ static int take_pending(const tlo_run *r, const mts *t, const mexec *x, unsigned
     return -1;
   int rack = r->host_rack[x->host];
   for (unsigned l = TL_PROCESS_LOCAL; l <= allowed; l++) {
-    if (l == TL_RACK_LOCAL && !r->docs_mode) {
+    if (l == TL_RACK_LOCAL && !(r->docs_mode & DOCS_RACK_ORDER)) {
       int i = take_rack_as_library(r, t, x);
       if (i >= 0) {
         *level = l;
@@ -1691,9 +1701,9 @@ static bool pool_name_valid(const char *name) {
 
 /* Preferred locations of a submission (NULL: tasks NULL). */
 typedef struct mprefs {
-  uint8_t n[MAXTASKS];              /* per index */
-  mpref p[MAXTASKS][MAXPREFS];      /* as given */
-  bool bad;                         /* index 0's first preference names the host "" (TL_EINVAL) */
+  uint8_t n[MAXTASKS];         /* per index */
+  mpref p[MAXTASKS][MAXPREFS]; /* as given */
+  bool bad;                    /* index 0's first preference names the host "" (TL_EINVAL) */
 } mprefs;
 
 static void do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio, uint32_t ntasks,
@@ -2903,8 +2913,7 @@ static bool resolve_prefs(tlo_run *r, const tlo_op *op, mprefs *out) {
         else
           ex = ng > 1 && (c >> 24) % 2 ? &r->ex[slot][(c >> 32) % (ng - 1)] : &r->phantom[slot];
         bool registered = ex->state != MX_NONE || ex->cores != 0;
-        pf->host = registered && (c >> 40) % 4 != 0 ? ex->host
-                                                     : (unsigned)((c >> 48) % NHOSTS);
+        pf->host = registered && (c >> 40) % 4 != 0 ? ex->host : (unsigned)((c >> 48) % NHOSTS);
       }
       pf->ex = ex;
     }
@@ -3502,7 +3511,8 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const tlo_option
     r->host_rack[h] = -1;
   r->next_ts_id = 1;
   r->raw_now = r->now = SEC;
-  r->docs_mode = getenv("TLO_DOCS_LOCALITY") != NULL;
+  const char *docs = getenv("TLO_DOCS_LOCALITY");
+  r->docs_mode = docs == NULL ? 0 : *docs >= '1' && *docs <= '7' ? (unsigned)(*docs - '0') : 7;
   r->pin_host = -1;
   r->pools[POOL_DEFAULT] = (mpool){true, TL_FIFO, 1, 0};
 
@@ -3539,15 +3549,22 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const tlo_option
    * (PROCESS_LOCAL, NODE_LOCAL, RACK_LOCAL; TL_WAIT_INHERIT takes the first). Programs from
    * before preferences existed submit none, so these change nothing for them. */
   static const uint64_t inherit = TL_WAIT_INHERIT, forever = UINT64_MAX - 1;
-  static const uint64_t waits[16][4] = {
-      {3 * SEC, inherit, inherit, inherit}, {0, inherit, inherit, inherit},
-      {SEC, inherit, inherit, inherit},     {SEC / 2, inherit, inherit, inherit},
-      {2 * SEC, 0, inherit, inherit},       {SEC, inherit, 3 * SEC, 0},
-      {0, SEC, inherit, 2 * SEC},           {4 * SEC, 1, SEC, inherit},
-      {SEC, 0, 0, inherit},                 {3 * SEC, inherit, forever, inherit},
-      {forever, inherit, inherit, inherit}, {2 * SEC, 5 * SEC, 0, SEC},
-      {SEC, inherit, inherit, 6 * SEC},     {0, inherit, inherit, inherit},
-      {SEC / 1000, inherit, inherit, inherit}, {6 * SEC, 2 * SEC, inherit, 0}};
+  static const uint64_t waits[16][4] = {{3 * SEC, inherit, inherit, inherit},
+                                        {0, inherit, inherit, inherit},
+                                        {SEC, inherit, inherit, inherit},
+                                        {SEC / 2, inherit, inherit, inherit},
+                                        {2 * SEC, 0, inherit, inherit},
+                                        {SEC, inherit, 3 * SEC, 0},
+                                        {0, SEC, inherit, 2 * SEC},
+                                        {4 * SEC, 1, SEC, inherit},
+                                        {SEC, 0, 0, inherit},
+                                        {3 * SEC, inherit, forever, inherit},
+                                        {forever, inherit, inherit, inherit},
+                                        {2 * SEC, 5 * SEC, 0, SEC},
+                                        {SEC, inherit, inherit, 6 * SEC},
+                                        {0, inherit, inherit, inherit},
+                                        {SEC / 1000, inherit, inherit, inherit},
+                                        {6 * SEC, 2 * SEC, inherit, 0}};
   const uint64_t *wv = waits[h3 >> 4];
   r->cfg.locality_wait_ns = wv[0];
   r->cfg.locality_wait_process_ns = wv[1];

@@ -128,9 +128,9 @@ typedef struct tlo_outcome {
   uint64_t timer_resets;    /* SPARK-18886 resets after a turn */
   uint64_t recomputes;      /* valid levels or the level changed with an executor */
   uint64_t wait_revives;    /* revive_offers from tl_tick for a wait that ran out */
-  char message[4096];        /* the disagreement, with the operation that showed it */
-  bool has_final;            /* the run reached tl_scheduler_free: */
-  tl_stats final;            /* tl_stats just before it */
+  char message[4096];       /* the disagreement, with the operation that showed it */
+  bool has_final;           /* the run reached tl_scheduler_free: */
+  tl_stats final;           /* tl_stats just before it */
 } tlo_outcome;
 
 /* Runs a generated program: seed picks the configuration and, step by step from the model's
