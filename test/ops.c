@@ -33,6 +33,8 @@
 #define REASON_MAX 4096 /* taskset_failed's reason buffer (api.md: at most 4,095 bytes) */
 #define LONG_MESSAGE 5000
 #define NPOOLNAMES 8 /* pool names an operation can give (pool_names) */
+#define MAXPREFS 4   /* preferred locations per task */
+#define NLEVELS 5    /* tl_locality: PROCESS_LOCAL .. ANY */
 
 /* ---------------------------------------------------------------------------------------------
  * The model.
@@ -51,6 +53,7 @@ typedef struct mexec {
   uint32_t nfrozen;       /* attempts frozen on it (PENDING only) */
   unsigned host;          /* 0..3, from registration on (events name it after the loss too) */
   bool was_decom;         /* it was decommissioning when its loss began */
+  bool was_alive;         /* ALIVE until the change executor_changed is told about */
   uint64_t hb_when;       /* last heartbeat (ALIVE, DECOM) */
   uint64_t hb_seq;        /* its place on the heartbeat timeline */
   bool pend_timed;        /* PENDING with a deadline */
@@ -70,6 +73,13 @@ typedef struct mindex {
   bool spec;         /* speculatable: on the speculative stack, its copy waits for an offer */
   uint8_t tried;     /* hosts (bit per host) an attempt of it was launched on (speculation) */
 } mindex;
+
+/* A preferred location: a host, or an executor id (and its host as named: the executor may be
+ * registered on another host, or not at all). */
+typedef struct mpref {
+  unsigned host; /* 0..3; a preference for an executor is one for this host too */
+  mexec *ex;     /* the executor id preferred; NULL: any executor of host */
+} mpref;
 
 typedef struct mts {
   tl_taskset_id id;                             /* as tl_submit returns it */
@@ -93,6 +103,14 @@ typedef struct mts {
   uint32_t nspecs;          /* its height */
   uint64_t *dur;            /* run times of first successes, ascending (the median heap) */
   uint32_t ndur, durcap;    /* their number; room */
+  /* Locality (docs/locality.md). */
+  bool has_loc;                    /* some task has preferences: delay scheduling applies */
+  uint8_t nprefs[MAXTASKS];        /* per index; 0: no preference (TL_NO_PREF) */
+  mpref prefs[MAXTASKS][MAXPREFS]; /* as submitted, duplicates included */
+  uint8_t levels;                  /* valid levels, bit per tl_locality, as last computed */
+  uint8_t level;                   /* the level delay scheduling holds it at */
+  uint64_t reset;                  /* when its wait at that level began */
+  bool no_rejects;                 /* no delay-scheduling reject since the last reset */
 } mts;
 
 /* A pool (pool_names[k] is its name). */
@@ -109,6 +127,7 @@ typedef struct mout {
   uint32_t attempt; /* the writer's attempt number */
   tl_tid tid;       /* the writer */
   bool spec;        /* the writer was a speculative copy */
+  uint8_t loc;      /* the writer's locality */
   mexec *ex;        /* where it lives */
 } mout;
 
@@ -124,6 +143,7 @@ typedef struct matt {
   bool killed_by_other; /* the other copy of its index succeeded: nothing it reports counts */
   tl_tid sibling;       /* the other copy of its index in flight, 0 none */
   uint64_t launched_at; /* the scheduler's time at launch */
+  uint8_t loc;          /* the tl_locality it was launched at */
 } matt;
 
 /* The callbacks, as the expected-event queue names them. */
@@ -158,6 +178,7 @@ typedef struct mevent {
   int exit_code;     /* lost */
   bool interrupt;    /* kill */
   bool spec;         /* started, ended: the attempt is a speculative copy */
+  uint8_t loc;       /* started, ended: the attempt's locality */
   void *dropped;     /* ended: a result the library must have freed (result_free) and withheld */
 } mevent;
 
@@ -168,6 +189,15 @@ typedef struct tlo_res {
   unsigned frees; /* times result_free ran on it: must end at exactly 1 */
 } tlo_res;
 #define RES_MAGIC 0x7e5a17u
+
+/* Where the library departs from docs/locality.md the model follows the library, unless
+ * TLO_DOCS_LOCALITY names the departures to predict as the docs say (a digit, these bits; set
+ * to anything else, all of them): see executor_changed and take_rack_as_library. */
+enum {
+  DOCS_EVERY_CHANGE = 1, /* recompute on every change of a preferred executor or host */
+  DOCS_ONE_STEP = 2,     /* recompute once, from the new state */
+  DOCS_RACK_ORDER = 4    /* rack-local tasks in pending order */
+};
 
 /* One run: the scheduler under test, the model beside it, and the run's verdict. */
 typedef struct tlo_run {
@@ -229,7 +259,15 @@ typedef struct tlo_run {
   uint64_t calls, events, reentrant, errors; /* figures for tlo_outcome */
   uint64_t f_spec_submitted, f_spec_launches, f_lost_races, f_late_reports, f_too_large,
       f_resubmitted, f_barrier_launches, f_fair_rounds; /* and the policy features' */
-  uint64_t journal_lines, journal_bytes;                /* seen by the run's own journal sink */
+  uint64_t f_loc_launches[NLEVELS]; /* launches per locality level, of task sets with prefs */
+  uint64_t f_waits_out, f_skips, f_resets, f_recomputes, f_loc_revives; /* delay scheduling */
+  uint64_t wait_ns[NLEVELS];   /* each level's wait (0 at TL_NO_PREF and TL_ANY) */
+  uint64_t loc_ticked;         /* when tl_tick last looked at the waits (0 before) */
+  unsigned docs_mode;          /* DOCS_*: locality as the docs say where the library departs */
+  int pin_host;                /* a host whose liveness host_alive answers as pin_alive; -1 none */
+  bool pin_alive;              /* (the library's first step of two, executor_changed) */
+  uint64_t host_since[NHOSTS]; /* when a host's record was made (its place on its rack's list) */
+  uint64_t journal_lines, journal_bytes; /* seen by the run's own journal sink */
 
   uint64_t rng;   /* the generator's splitmix64 state */
   size_t enc_len; /* bytes of the program encoded so far */
@@ -298,6 +336,12 @@ static const char *state_name(int state) {
   return state >= 0 && state < 4 ? names[state] : "BAD_STATE";
 }
 
+static const char *loc_name(unsigned l) {
+  static const char *const names[] = {"PROCESS_LOCAL", "NODE_LOCAL", "NO_PREF", "RACK_LOCAL",
+                                      "ANY"};
+  return l < 5 ? names[l] : "BAD_LEVEL";
+}
+
 static const char *ev_name(ev_type t) {
   static const char *const names[] = {
       "task_started",     "task_ended",     "taskset_failed",
@@ -316,6 +360,13 @@ static void *xrealloc(void *p, size_t size) {
 }
 
 static uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+static uint64_t splitmix64(uint64_t *x) {
+  uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
+  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
 
 /* ---------------------------------------------------------------------------------------------
  * Verdicts and traces.
@@ -416,8 +467,9 @@ static void describe_ev(const tlo_run *r, const mevent *e, char *buf, size_t len
   const char *exid = e->ex != NULL ? e->ex->id : "-";
   switch (e->type) {
   case EV_STARTED:
-    snprintf(buf, len, "task_started tid=%" PRIu64 " ts=%" PRIu64 " index=%u attempt=%u on %s%s",
-             e->tid, r->ts[e->ts].id, e->index, e->attempt, exid, e->spec ? " speculative" : "");
+    snprintf(buf, len, "task_started tid=%" PRIu64 " ts=%" PRIu64 " index=%u attempt=%u on %s %s%s",
+             e->tid, r->ts[e->ts].id, e->index, e->attempt, exid, loc_name(e->loc),
+             e->spec ? " speculative" : "");
     break;
   case EV_ENDED:
     snprintf(buf, len,
@@ -538,12 +590,6 @@ static size_t inflight_where(tlo_run *r, tl_tid **out, const mexec *ex, int froz
 static void pend_push(mts *t, uint32_t i) {
   t->pend[t->npend++] = i;
   t->idx[i].pending = true;
-}
-
-static uint32_t pend_pop(mts *t) {
-  uint32_t i = t->pend[--t->npend];
-  t->idx[i].pending = false;
-  return i;
 }
 
 static void pend_remove(mts *t, uint32_t i) {
@@ -727,6 +773,7 @@ static void attempt_ended(tlo_run *r, tl_tid tid, const mend *m) {
   e->result_size = m->result_size;
   e->result_free = m->result_free;
   e->spec = a->spec;
+  e->loc = a->loc;
   e->dropped = m->dropped;
 
   if (m->kind == TL_END_SUCCESS) {
@@ -735,7 +782,7 @@ static void attempt_ended(tlo_run *r, tl_tid tid, const mend *m) {
         r->outcap = r->outcap ? 2 * r->outcap : 32;
         r->outs = xrealloc(r->outs, r->outcap * sizeof *r->outs);
       }
-      r->outs[r->nouts++] = (mout){k, a->index, a->attempt, tid, a->spec, a->ex};
+      r->outs[r->nouts++] = (mout){k, a->index, a->attempt, tid, a->spec, a->loc, a->ex};
     }
     if (!ix->done) {
       if (t->may_spec)
@@ -799,6 +846,9 @@ static mexec *oldest_tombstone(tlo_run *r) {
   return best;
 }
 
+static bool host_alive(const tlo_run *r, unsigned h);
+static void executor_changed(tlo_run *r, const mexec *x, bool host_flipped);
+
 /* Phase one of a loss. */
 static void freeze(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, int exit_code,
                    const char *msg) {
@@ -815,7 +865,10 @@ static void freeze(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, int exit_c
   free(v);
   r->host_live[x->host]--;
   x->was_decom = x->state == MX_DECOM;
+  x->was_alive = x->state == MX_ALIVE;
   x->state = MX_PENDING;
+  executor_changed(r, x, x->was_alive && !host_alive(r, x->host));
+  x->was_alive = false;
   x->pend_timed = r->cfg.pending_loss_timeout_ns != 0;
   if (x->pend_timed) {
     x->pend_deadline = add_sat(r->now, r->cfg.pending_loss_timeout_ns);
@@ -855,6 +908,7 @@ static void resubmit_outputs(tlo_run *r, mexec *x) {
     r->f_resubmitted++;
     e->text = dup_text("Its map output was lost with its executor; the task runs again.");
     e->spec = o.spec;
+    e->loc = o.loc;
     if (ix->copies == 0) {
       pend_push(t, o.index);
       r->revive_wanted = true;
@@ -933,6 +987,322 @@ static bool stage_exists(const tlo_run *r, uint32_t stage) {
   return false;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Locality: the model of docs/locality.md, written from it and from Spark's TaskSetManager
+ * (computeValidLocalityLevels, getAllowedLocalityLevel, dequeueTask, recomputeLocality,
+ * resetDelayScheduleTimer). Everything is recomputed by scanning: a task's preferences, the
+ * pending stack and the executors.
+ * ------------------------------------------------------------------------------------------- */
+
+/* A host is live for locality while it has an ALIVE executor (decommissioning ones take no
+ * tasks); its rack is known while it has a live one (host_rack). */
+static bool host_alive(const tlo_run *r, unsigned h) {
+  if (r->pin_host == (int)h)
+    return r->pin_alive;
+  for (unsigned s = 0; s < NSLOTS; s++)
+    for (uint32_t g = 0; g < r->ngen[s]; g++)
+      if (r->ex[s][g].state == MX_ALIVE && r->ex[s][g].host == h)
+        return true;
+  return false;
+}
+
+static bool prefers_exec(const mts *t, uint32_t i, const mexec *x) {
+  for (unsigned p = 0; p < t->nprefs[i]; p++)
+    if (t->prefs[i][p].ex == x)
+      return true;
+  return false;
+}
+
+static bool prefers_host(const mts *t, uint32_t i, unsigned h) {
+  for (unsigned p = 0; p < t->nprefs[i]; p++)
+    if (t->prefs[i][p].host == h)
+      return true;
+  return false;
+}
+
+/* Whether index i prefers a live host, other than `except` (NHOSTS: none), in rack `rack`
+ * (-1: any rack). */
+static bool prefers_rack(const tlo_run *r, const mts *t, uint32_t i, int rack, unsigned except) {
+  for (unsigned p = 0; p < t->nprefs[i]; p++) {
+    unsigned h = t->prefs[i][p].host;
+    if (h != except && r->host_rack[h] >= 0 && (rack < 0 || r->host_rack[h] == rack) &&
+        host_alive(r, h))
+      return true;
+  }
+  return false;
+}
+
+/* Whether pending index i could launch at level l somewhere live now (Spark's pending lists
+ * whose place is alive). */
+static bool pending_at(const tlo_run *r, const mts *t, uint32_t i, unsigned l) {
+  switch (l) {
+  case TL_PROCESS_LOCAL:
+    for (unsigned p = 0; p < t->nprefs[i]; p++)
+      if (t->prefs[i][p].ex != NULL && t->prefs[i][p].ex->state == MX_ALIVE)
+        return true;
+    return false;
+  case TL_NODE_LOCAL:
+    for (unsigned p = 0; p < t->nprefs[i]; p++)
+      if (host_alive(r, t->prefs[i][p].host))
+        return true;
+    return false;
+  case TL_NO_PREF:
+    return t->nprefs[i] == 0;
+  case TL_RACK_LOCAL:
+    return prefers_rack(r, t, i, -1, NHOSTS);
+  default:
+    return true;
+  }
+}
+
+/* Something pending to launch at level l (Spark's moreTasksToRunIn). */
+static bool has_at(const tlo_run *r, const mts *t, unsigned l) {
+  for (uint32_t k = 0; k < t->npend; k++)
+    if (pending_at(r, t, t->pend[k], l))
+      return true;
+  return false;
+}
+
+static uint8_t valid_levels_of(const tlo_run *r, const mts *t) {
+  uint8_t m = 1u << TL_ANY;
+  for (unsigned l = TL_PROCESS_LOCAL; l < TL_ANY; l++)
+    if (has_at(r, t, l))
+      m |= (uint8_t)(1u << l);
+  return m;
+}
+
+/* The first level of m at l or after (TL_ANY is always in m). */
+static unsigned next_level(uint8_t m, unsigned l) {
+  while (l < TL_ANY && !(m & (1u << l)))
+    l++;
+  return l;
+}
+
+static unsigned levels_below(uint8_t m, unsigned l) {
+  unsigned n = 0;
+  for (unsigned k = 0; k < l; k++)
+    n += (m >> k) & 1u;
+  return n;
+}
+
+/* Spark's recomputeLocality: the new valid levels; the task set stays at its level (or the next
+ * valid one), unless a level appeared below it: then it goes to the most local level that
+ * appeared (SPARK-31837). The timer is left alone. */
+static void recompute_levels(tlo_run *r, mts *t) {
+  if (!t->has_loc || t->zombie || t->released)
+    return;
+  uint8_t before = t->levels, after = valid_levels_of(r, t);
+  unsigned level = next_level(after, t->level);
+  if (levels_below(after, t->level) > levels_below(before, t->level)) {
+    uint8_t added = (uint8_t)(after & ~before);
+    level = 0;
+    while (!(added & (1u << level)))
+      level++;
+  }
+  if (after != before || level != t->level) {
+    r->f_recomputes++;
+    trace(r, 2, "  task set %" PRIu64 " levels %#x -> %#x, at %s -> %s", t->id, before, after,
+          loc_name(t->level), loc_name(level));
+  }
+  t->levels = after;
+  t->level = (uint8_t)level;
+}
+
+/* An executor was registered, decommissioned or lost: every task set that prefers it or its
+ * host recomputes its levels, once, from the new state (docs/locality.md; Spark recomputes
+ * every task set on every executor added or lost). The library departs from this in two ways
+ * (docs/testing.md, findings), which the model follows unless TLO_DOCS_LOCALITY is set in the
+ * environment, so that the runs go on checking everything else:
+ *   - it recomputes only when the executor's ALIVE state changed, for the task sets that prefer
+ *     it, and when its host gained its first ALIVE executor or lost its last (host_flipped), for
+ *     those that prefer the host: not when another executor of a preferred host comes or goes,
+ *     nor when a decommissioning one is lost;
+ *   - it does so in two steps, the executor first with its host as it was, then the host, so a
+ *     task set that prefers both moves as from the intermediate state (SPARK-31837's "most local
+ *     level that appeared" can then be another). */
+static void recompute_where(tlo_run *r, const mexec *x, bool by_exec, bool by_host) {
+  for (uint32_t k = 0; k < r->nts; k++) {
+    mts *t = &r->ts[k];
+    if (!t->has_loc || t->zombie || t->released)
+      continue;
+    bool touched = false;
+    for (uint32_t i = 0; i < t->ntasks && !touched; i++)
+      touched = (by_exec && prefers_exec(t, i, x)) || (by_host && prefers_host(t, i, x->host));
+    if (touched)
+      recompute_levels(r, t);
+  }
+}
+
+static void executor_changed(tlo_run *r, const mexec *x, bool host_flipped) {
+  bool by_exec = (r->docs_mode & DOCS_EVERY_CHANGE) || x->state == MX_ALIVE || x->was_alive;
+  bool by_host = (r->docs_mode & DOCS_EVERY_CHANGE) || host_flipped;
+  if (r->docs_mode & DOCS_ONE_STEP) {
+    recompute_where(r, x, by_exec, by_host);
+    return;
+  }
+  if (by_exec) {
+    bool now = host_alive(r, x->host);
+    r->pin_host = (int)x->host;
+    r->pin_alive = host_flipped ? !now : now;
+    recompute_where(r, x, true, false);
+    r->pin_host = -1;
+  }
+  if (by_host)
+    recompute_where(r, x, false, true);
+}
+
+/* Spark's getAllowedLocalityLevel at the scheduler's now: a level with nothing to launch is
+ * skipped and the wait restarts (SPARK-4939); a level whose wait ran out is left, the next wait
+ * starting where it ended. */
+static unsigned allowed_level(tlo_run *r, mts *t) {
+  while (t->level != TL_ANY) {
+    unsigned l = t->level;
+    if (!has_at(r, t, l)) {
+      t->reset = r->now;
+      r->f_skips++;
+    } else if (r->now >= t->reset && r->now - t->reset >= r->wait_ns[l]) {
+      t->reset = add_sat(t->reset, r->wait_ns[l]);
+      r->f_waits_out += l != TL_NO_PREF;
+    } else {
+      return l;
+    }
+    t->level = (uint8_t)next_level(t->levels, l + 1);
+    trace(r, 2, "  task set %" PRIu64 " moves to %s (reset %" PRIu64 " ms)", t->id,
+          loc_name(t->level), t->reset / 1000000);
+  }
+  return TL_ANY;
+}
+
+/* The level index i has on executor x (for a speculative copy): its best preference there. */
+static unsigned locality_on(const tlo_run *r, const mts *t, uint32_t i, const mexec *x) {
+  if (!t->has_loc || t->nprefs[i] == 0)
+    return TL_NO_PREF;
+  if (prefers_exec(t, i, x))
+    return TL_PROCESS_LOCAL;
+  if (prefers_host(t, i, x->host))
+    return TL_NODE_LOCAL;
+  if (r->host_rack[x->host] >= 0 && prefers_rack(r, t, i, r->host_rack[x->host], x->host))
+    return TL_RACK_LOCAL;
+  return TL_ANY;
+}
+
+/* The library's RACK_LOCAL choice (docs/testing.md, findings): while some pending index prefers
+ * a live host in a rack, it walks the hosts of x's rack in the order their records were made
+ * (each host with a live executor, ALIVE or decommissioning), and takes the topmost pending
+ * index that prefers the first such host that has one; the docs' order would be the pending
+ * order among all the indices that prefer another live host of the rack, as Spark's per-rack
+ * list has it. */
+static int take_rack_as_library(const tlo_run *r, const mts *t, const mexec *x) {
+  int rack = r->host_rack[x->host];
+  if (rack < 0 || !has_at(r, t, TL_RACK_LOCAL))
+    return -1;
+  uint64_t after = 0;
+  for (;;) {
+    int next = -1;
+    for (unsigned h = 0; h < NHOSTS; h++)
+      if (h != x->host && r->host_live[h] > 0 && r->host_rack[h] == rack &&
+          r->host_since[h] > after && (next < 0 || r->host_since[h] < r->host_since[next]))
+        next = (int)h;
+    if (next < 0)
+      return -1;
+    for (uint32_t k = t->npend; k-- > 0;)
+      if (prefers_host(t, t->pend[k], (unsigned)next))
+        return (int)t->pend[k];
+    after = r->host_since[next];
+  }
+}
+
+/* Spark's dequeueTask for a regular pending task on x, no farther than allowed: the topmost
+ * pending index that prefers x, then x's host, then none, then another live host of x's rack,
+ * then any. Returns the index, or -1. */
+static int take_pending(const tlo_run *r, const mts *t, const mexec *x, unsigned allowed,
+                        unsigned *level) {
+  if (t->npend == 0)
+    return -1;
+  int rack = r->host_rack[x->host];
+  for (unsigned l = TL_PROCESS_LOCAL; l <= allowed; l++) {
+    if (l == TL_RACK_LOCAL && !(r->docs_mode & DOCS_RACK_ORDER)) {
+      int i = take_rack_as_library(r, t, x);
+      if (i >= 0) {
+        *level = l;
+        return i;
+      }
+      continue;
+    }
+    for (uint32_t k = t->npend; k-- > 0;) {
+      uint32_t i = t->pend[k];
+      bool fits = l == TL_PROCESS_LOCAL ? prefers_exec(t, i, x)
+                  : l == TL_NODE_LOCAL  ? prefers_host(t, i, x->host)
+                  : l == TL_NO_PREF     ? t->nprefs[i] == 0
+                  : l == TL_RACK_LOCAL  ? rack >= 0 && prefers_rack(r, t, i, rack, x->host)
+                                        : true;
+      if (fits) {
+        *level = l;
+        return (int)i;
+      }
+    }
+  }
+  return -1;
+}
+
+/* tl_tick's view of a task set's waits: when the wait at its level (and at the next ones, if
+ * that one has already run out) ends after now; *fired when one ended in (since, now]. A level
+ * with nothing to launch is passed over; its wait is not restarted until an offer looks. */
+static uint64_t wait_end(const tlo_run *r, const mts *t, uint64_t since, bool *fired) {
+  if (!t->has_loc || t->zombie || t->released || t->npend + t->nspecs == 0)
+    return TL_TICK_NEVER;
+  uint64_t reset = t->reset;
+  for (unsigned l = t->level; l != TL_ANY; l = next_level(t->levels, l + 1)) {
+    if (!has_at(r, t, l))
+      continue;
+    uint64_t end = add_sat(reset, r->wait_ns[l]);
+    if (end > r->now)
+      return end == UINT64_MAX ? TL_TICK_NEVER : end;
+    if (end > since)
+      *fired = true;
+    reset = end;
+  }
+  return TL_TICK_NEVER;
+}
+
+static uint64_t loc_next_of(const tlo_run *r) {
+  uint64_t next = TL_TICK_NEVER;
+  bool fired = false;
+  for (uint32_t k = 0; k < r->nts; k++) {
+    uint64_t end = wait_end(r, &r->ts[k], UINT64_MAX, &fired);
+    if (end != TL_TICK_NEVER && end - r->now < next)
+      next = end - r->now;
+  }
+  return next;
+}
+
+/* Places: the executor ids and host names the task sets not yet released prefer. */
+static size_t count_places(const tlo_run *r) {
+  bool host[NHOSTS] = {false};
+  const mexec *seen[NSLOTS * MAXGEN + NSLOTS];
+  size_t nseen = 0, n = 0;
+  for (uint32_t k = 0; k < r->nts; k++) {
+    const mts *t = &r->ts[k];
+    if (t->released || !t->has_loc)
+      continue;
+    for (uint32_t i = 0; i < t->ntasks; i++)
+      for (unsigned p = 0; p < t->nprefs[i]; p++) {
+        host[t->prefs[i][p].host] = true;
+        const mexec *x = t->prefs[i][p].ex;
+        if (x == NULL)
+          continue;
+        size_t j = 0;
+        while (j < nseen && seen[j] != x)
+          j++;
+        if (j == nseen)
+          seen[nseen++] = x;
+      }
+  }
+  for (unsigned h = 0; h < NHOSTS; h++)
+    n += host[h];
+  return n + nseen;
+}
+
 /* The speculation check's share of tl_tick's answer: the time until the next check while an
  * attempt is in the tid index (nothing can be slow otherwise). A check that saturated at the
  * end of time never comes, like every deadline there. */
@@ -970,8 +1340,10 @@ static uint64_t next_deadline(tlo_run *r) {
     if (t < due)
       due = t;
   }
-  uint64_t spec = spec_next_of(r);
+  uint64_t spec = spec_next_of(r), wait = loc_next_of(r);
   uint64_t answer = due == UINT64_MAX ? TL_TICK_NEVER : due > r->now ? due - r->now : 0;
+  if (wait < answer)
+    answer = wait;
   return spec < answer ? spec : answer;
 }
 
@@ -1060,6 +1432,8 @@ static void cmp_ts(tlo_run *r, uint32_t k) {
   CMP_TS(pending, t->zombie ? 0 : t->npend);
   CMP_TS(succeeded, t->nsucceeded);
   CMP_TS(cpus_per_task, t->cpus);
+  CMP_TS(locality_levels, t->has_loc ? t->levels : (1u << TL_NO_PREF) | (1u << TL_ANY));
+  CMP_TS(locality, t->has_loc ? t->level : TL_NO_PREF);
 #undef CMP_TS
 }
 
@@ -1150,6 +1524,7 @@ static void compare_all(tlo_run *r, bool top) {
   CMP(r, "stats.tasks_pending", st.tasks_pending, tasks_pending);
   CMP(r, "stats.tasks_speculatable", st.tasks_speculatable, speculatable);
   CMP(r, "stats.pools", st.pools, pools);
+  CMP(r, "stats.places", st.places, count_places(r));
   /* Inside a callback the event being delivered still counts as queued (it is not delivered
    * until its callback returns), as do the rest of its batch and what calls made since. */
   CMP(r, "stats.events_queued", st.events_queued, top ? 0 : r->qlen - r->qhead + 1);
@@ -1231,6 +1606,7 @@ static void do_add(tlo_run *r, mexec *x, unsigned slot, bool fresh, unsigned hos
       want = TL_OK;
   }
   if (want == TL_OK) {
+    bool host_was = host_alive(r, host);
     if (fresh)
       r->ngen[slot]++;
     x->state = MX_ALIVE;
@@ -1241,8 +1617,11 @@ static void do_add(tlo_run *r, mexec *x, unsigned slot, bool fresh, unsigned hos
     x->hb_when = r->now;
     x->hb_seq = ++r->seq;
     x->pend_timed = false;
-    r->host_live[host]++;
+    if (r->host_live[host]++ == 0)
+      r->host_since[host] = ++r->seq;
     r->host_rack[host] = rk;
+    x->was_alive = false;
+    executor_changed(r, x, !host_was);
     push_ev(r, EV_ADDED)->ex = x;
   }
   char d[160];
@@ -1303,8 +1682,12 @@ static void do_decommission(tlo_run *r, mexec *x, const char *msg) {
              : x->state == MX_REMOVED ? TL_EGONE
              : x->state == MX_PENDING ? TL_ESTATE
                                       : TL_OK;
-  if (want == TL_OK)
+  if (want == TL_OK && x->state == MX_ALIVE) {
     x->state = MX_DECOM;
+    x->was_alive = true;
+    executor_changed(r, x, !host_alive(r, x->host));
+    x->was_alive = false;
+  }
   char d[80];
   snprintf(d, sizeof d, "decommission %s msg=%.12s", x->id, msg ? msg : "(null)");
   note_call(r, d);
@@ -1316,15 +1699,23 @@ static bool pool_name_valid(const char *name) {
   return name != NULL && name[0] != '\0' && strlen(name) < 256;
 }
 
+/* Preferred locations of a submission (NULL: tasks NULL). */
+typedef struct mprefs {
+  uint8_t n[MAXTASKS];         /* per index */
+  mpref p[MAXTASKS][MAXPREFS]; /* as given */
+  bool bad;                    /* index 0's first preference names the host "" (TL_EINVAL) */
+} mprefs;
+
 static void do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio, uint32_t ntasks,
-                      uint32_t cpus, unsigned pool, bool shuffle, bool barrier) {
+                      uint32_t cpus, unsigned pool, bool shuffle, bool barrier,
+                      const mprefs *prefs) {
   if (r->nts == MAXTS)
     return; /* the model's table is full: the operation does nothing */
   uint32_t sattempt = attempt_sel < 0 ? r->stage_next[stage] : (uint32_t)attempt_sel;
   const char *pname = pool_names[pool];
   unsigned in_pool = POOL_DEFAULT; /* TL_FIFO ignores the pool's name, as Spark does */
   int want = TL_OK;
-  if (ntasks == 0 || (pname != NULL && !pool_name_valid(pname))) {
+  if (ntasks == 0 || (pname != NULL && !pool_name_valid(pname)) || (prefs != NULL && prefs->bad)) {
     want = TL_EINVAL;
   } else {
     if (r->cfg.mode == TL_FAIR && pname != NULL) {
@@ -1353,6 +1744,17 @@ static void do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio
     t->may_spec = r->cfg.speculation && !barrier;
     for (uint32_t i = ntasks; i-- > 0;)
       pend_push(t, i);
+    for (uint32_t i = 0; prefs != NULL && i < ntasks; i++) {
+      t->nprefs[i] = prefs->n[i];
+      memcpy(t->prefs[i], prefs->p[i], sizeof t->prefs[i]);
+      t->has_loc |= prefs->n[i] > 0;
+    }
+    if (t->has_loc) { /* delay scheduling starts at the most local valid level, now */
+      t->levels = valid_levels_of(r, t);
+      t->level = (uint8_t)next_level(t->levels, TL_PROCESS_LOCAL);
+      t->reset = r->now;
+      t->no_rejects = true;
+    }
     r->nts++;
     if (sattempt >= r->stage_next[stage])
       r->stage_next[stage] = sattempt + 1;
@@ -1363,13 +1765,32 @@ static void do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio
     r->revive_wanted = true;
     push_revive_if_wanted(r);
   }
-  char d[192];
+  char d[512];
   snprintf(d, sizeof d, "submit stage=%u attempt=%u priority=%u ntasks=%u cpus=%u pool=%.8s%s%s",
            stage, sattempt, prio, ntasks, cpus,
            pname == NULL      ? "(null)"
            : pname[0] == '\0' ? "\"\""
                               : pname,
            shuffle ? " shuffle_map" : "", barrier ? " barrier" : "");
+  tl_location locs[MAXTASKS][MAXPREFS];
+  tl_task_desc tasks[MAXTASKS];
+  int w = (int)strlen(d);
+  for (uint32_t i = 0; prefs != NULL && i < ntasks && i < MAXTASKS; i++) {
+    tasks[i].prefs = prefs->n[i] > 0 ? locs[i] : NULL;
+    tasks[i].nprefs = prefs->n[i];
+    if (w > 0 && (size_t)w < sizeof d)
+      w += snprintf(d + w, sizeof d - (size_t)w, " %u:", i);
+    for (unsigned j = 0; j < prefs->n[i]; j++) {
+      const mpref *pf = &prefs->p[i][j];
+      locs[i][j].host = i == 0 && j == 0 && prefs->bad ? "" : host_names[pf->host];
+      locs[i][j].executor_id = pf->ex != NULL ? pf->ex->id : NULL;
+      if (w > 0 && (size_t)w < sizeof d)
+        w += snprintf(d + w, sizeof d - (size_t)w, "%s%s%s", j ? "," : "", locs[i][j].host,
+                      pf->ex != NULL ? "/" : "");
+      if (pf->ex != NULL && w > 0 && (size_t)w < sizeof d)
+        w += snprintf(d + w, sizeof d - (size_t)w, "%s", pf->ex->id);
+    }
+  }
   tl_taskset_desc desc = {.stage_id = stage,
                           .stage_attempt = sattempt,
                           .priority = prio,
@@ -1378,7 +1799,8 @@ static void do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio
                           .payload = t,
                           .shuffle_map = shuffle,
                           .barrier = barrier,
-                          .pool = pname};
+                          .pool = pname,
+                          .tasks = prefs != NULL ? tasks : NULL};
   tl_taskset_id id = 0;
   note_call(r, d);
   int rc = tl_submit(r->s, &desc, &id);
@@ -1553,7 +1975,7 @@ static bool ts_before(tl_sched_mode mode, const mts *a, const mts *b) {
 }
 
 /* Launches the next attempt of index i of task set k on x (spec: a speculative copy). */
-static void launch(tlo_run *r, uint32_t k, uint32_t i, mexec *x, bool spec) {
+static void launch(tlo_run *r, uint32_t k, uint32_t i, mexec *x, bool spec, unsigned level) {
   mts *t = &r->ts[k];
   if (r->natt == r->attcap) {
     r->attcap = r->attcap ? 2 * r->attcap : 256;
@@ -1568,7 +1990,10 @@ static void launch(tlo_run *r, uint32_t k, uint32_t i, mexec *x, bool spec) {
   a->ex = x;
   a->live = true;
   a->spec = spec;
+  a->loc = (uint8_t)level;
   a->launched_at = r->now;
+  if (t->has_loc)
+    r->f_loc_launches[level]++;
   if (t->may_spec)
     t->idx[i].tried |= (uint8_t)(1u << x->host);
   if (t->idx[i].copies > 0) { /* the two copies know each other, to kill the loser */
@@ -1597,6 +2022,7 @@ static void launch(tlo_run *r, uint32_t k, uint32_t i, mexec *x, bool spec) {
   e->attempt = a->attempt;
   e->ex = x;
   e->spec = spec;
+  e->loc = a->loc;
 }
 
 /* One offer round. bad: one more offer with an empty id (TL_EINVAL). */
@@ -1652,6 +2078,12 @@ static void do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, si
     if (most > offered)
       most = (size_t)offered;
     uint64_t left = offered;
+    /* A full round names every ALIVE executor (Spark's isAllFreeResources). */
+    size_t nalive = 0;
+    for (unsigned sl = 0; sl < NSLOTS; sl++)
+      for (uint32_t g = 0; g < r->ngen[sl]; g++)
+        nalive += r->ex[sl][g].state == MX_ALIVE;
+    bool full = nslots == nalive;
     /* The order is taken when the round begins: pools with something schedulable by Spark's
      * FAIR comparator (TL_FIFO: "default" only), and in each its task sets in its mode's order. */
     uint32_t order[MAXTS];
@@ -1706,38 +2138,92 @@ static void do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, si
         if (t->npend != t->ntasks || most - npred < t->npend || fit < t->npend)
           continue;
       }
-      for (;;) {
-        size_t launched = 0;
-        for (size_t i = 0; i < nslots && npred < most && t->npend + t->nspecs > 0; i++) {
-          mexec *x = slot_ex[i];
-          if (slot_cores[i] < t->cpus)
-            continue;
-          /* Regular pending tasks first, then speculative copies, never on a host an attempt
-           * of the index was launched on. */
-          uint32_t index;
-          bool spec = false;
-          if (t->npend > 0) {
-            index = pend_pop(t);
-          } else {
-            uint32_t s_at = t->nspecs;
-            while (s_at > 0 && (t->idx[t->specs[s_at - 1]].tried & (1u << x->host)))
-              s_at--;
-            if (s_at == 0)
+      /* Its turn: a pass per valid level, most local first (a task set without preferences
+       * has TL_NO_PREF only), repeated while a pass launches something; one task per slot per
+       * pass (Spark's resourceOffers over resourceOfferSingleTaskSet). */
+      uint8_t levels = t->has_loc ? t->levels : (uint8_t)(1u << TL_NO_PREF);
+      bool rejects = false;
+      unsigned best = NLEVELS; /* the most local level launched */
+      for (unsigned l = TL_PROCESS_LOCAL; l <= TL_ANY; l++) {
+        if (!(levels & (1u << l)))
+          continue;
+        for (;;) {
+          size_t launched = 0;
+          for (size_t i = 0; i < nslots && npred < most && t->npend + t->nspecs > 0; i++) {
+            mexec *x = slot_ex[i];
+            if (slot_cores[i] < t->cpus)
               continue;
-            index = t->specs[s_at - 1];
-            spec_remove(t, index);
-            spec = true;
+            /* How far delay scheduling lets it go, never past the pass's level; not asked at
+             * the NO_PREF pass, nor by a barrier task set, which never waits. */
+            unsigned allowed = l;
+            if (t->has_loc && l != TL_NO_PREF && !t->barrier) {
+              unsigned now_at = allowed_level(r, t);
+              if (now_at < allowed)
+                allowed = now_at;
+            }
+            /* Regular pending tasks first, then speculative copies at the most local level
+             * allowed, never on a host an attempt of the index was launched on. */
+            unsigned level = TL_NO_PREF;
+            int index = -1;
+            bool spec = false;
+            if (!t->has_loc) {
+              if (t->npend > 0)
+                index = (int)t->pend[t->npend - 1];
+            } else {
+              index = take_pending(r, t, x, allowed, &level);
+            }
+            if (index >= 0) {
+              pend_remove(t, (uint32_t)index);
+            } else {
+              unsigned best_l = NLEVELS;
+              for (uint32_t s_at = t->nspecs; s_at-- > 0;) {
+                uint32_t i2 = t->specs[s_at];
+                if (t->idx[i2].tried & (1u << x->host))
+                  continue;
+                unsigned l2 = locality_on(r, t, i2, x);
+                if (l2 <= allowed && l2 < best_l) {
+                  best_l = l2;
+                  index = (int)i2;
+                }
+              }
+              if (index < 0) {
+                if (l == TL_ANY) /* an offer refused while something waits */
+                  rejects = true;
+                continue;
+              }
+              spec_remove(t, (uint32_t)index);
+              spec = true;
+              level = best_l;
+            }
+            launch(r, k, (uint32_t)index, x, spec, level);
+            if (level < best)
+              best = level;
+            r->f_spec_launches += spec;
+            r->f_barrier_launches += t->barrier && t->npend == 0 && !spec;
+            slot_cores[i] -= t->cpus;
+            left -= t->cpus;
+            npred++;
+            launched++;
           }
-          launch(r, k, index, x, spec);
-          r->f_spec_launches += spec;
-          r->f_barrier_launches += t->barrier && t->npend == 0 && launched + 1 == t->ntasks;
-          slot_cores[i] -= t->cpus;
-          left -= t->cpus;
-          npred++;
-          launched++;
+          if (launched == 0 || t->npend + t->nspecs == 0 || npred == most || left < t->cpus)
+            break;
         }
-        if (launched == 0 || t->npend + t->nspecs == 0 || npred == most)
+        if (t->npend + t->nspecs == 0 || npred == most || left < t->cpus)
           break;
+      }
+      /* The timer rule (SPARK-18886): a turn with a reject stops partial rounds from resetting;
+       * one that launched without a reject resets the timer to the most local level launched,
+       * if the round is full or nothing was rejected since the last reset. */
+      if (t->has_loc && !t->barrier) {
+        if (rejects) {
+          t->no_rejects = false;
+        } else if (best < NLEVELS && (full || t->no_rejects)) {
+          t->reset = r->now;
+          t->level = (uint8_t)next_level(t->levels, best);
+          t->no_rejects = true;
+          r->f_resets++;
+          trace(r, 2, "  task set %" PRIu64 " timer reset at %s", t->id, loc_name(t->level));
+        }
       }
     }
     free(slot_ex);
@@ -1776,7 +2262,7 @@ static void do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, si
     CMP_L(index, a->index);
     CMP_L(attempt, a->attempt);
     CMP_L(cpus, t->cpus);
-    CMP_L(locality, TL_NO_PREF);
+    CMP_L(locality, a->loc);
     CMP_L(speculative, a->spec);
 #undef CMP_L
     if (strcmp(out[k].executor_id, a->ex->id) != 0)
@@ -2002,6 +2488,15 @@ static void do_tick(tlo_run *r) {
       }
   }
   spec_check(r);
+  /* Delay scheduling: one revive_offers when a wait ran out since the last tick. */
+  bool fired = false;
+  for (uint32_t k = 0; k < r->nts; k++)
+    (void)wait_end(r, &r->ts[k], r->loc_ticked, &fired);
+  if (fired) {
+    r->f_loc_revives++;
+    push_ev(r, EV_REVIVE);
+  }
+  r->loc_ticked = r->now;
   bool nested = r->in_cb != 0;
   uint64_t want_next = next_deadline(r);
   char d[80];
@@ -2108,7 +2603,7 @@ static void cmp_task(tlo_run *r, const mevent *e, const tl_task_info *t) {
   CMP(r, "task.stage_attempt", t->stage_attempt, ts->sattempt);
   CMP(r, "task.index", t->index, e->index);
   CMP(r, "task.attempt", t->attempt, e->attempt);
-  CMP(r, "task.locality", t->locality, TL_NO_PREF);
+  CMP(r, "task.locality", t->locality, e->loc);
   CMP(r, "task.speculative", t->speculative, e->spec);
   cmp_str(r, "task.executor_id", t->executor_id, e->ex->id);
   cmp_str(r, "task.host", t->host, host_names[e->ex->host]);
@@ -2178,7 +2673,7 @@ static void cb_task_ended(void *ud, const tl_task_info *t, const tl_task_end *en
   if (!r->failed && (r->reent & TLO_RE_SUBMIT) && !r->re_submit_done) {
     r->re_submit_done = true;
     do_submit(r, r->re_arg % NSTAGES, -1, (r->re_arg >> 3) & 3, 1 + (r->re_arg >> 5), 0, 0,
-              (r->re_arg & 4) != 0, false);
+              (r->re_arg & 4) != 0, false, NULL);
   }
   cb_leave(r);
 }
@@ -2379,6 +2874,56 @@ static tl_tid resolve_tid(tlo_run *r, uint8_t sel) {
   return (sel & 1) ? 0 : max + 1 + ((sel - 224u) >> 1);
 }
 
+/* A submission's preferences, from bits its other fields leave unused: flags bits 4-7 choose a
+ * pattern (0: tasks NULL, as before preferences existed), and with the high bits of a, b and d
+ * seed the choices, resolved against the model's executors now. Executors are chosen among
+ * each slot's latest id, the next one (not registered yet), an older one (dead, or evicted) and
+ * "p<slot>" (never registered); hosts mostly the one the executor was registered on. */
+static bool resolve_prefs(tlo_run *r, const tlo_op *op, mprefs *out) {
+  unsigned pattern = op->flags >> 4;
+  if (pattern == 0)
+    return false;
+  memset(out, 0, sizeof *out);
+  uint64_t seed = pattern | (uint64_t)(op->a >> 3) << 4 | (uint64_t)(op->b >> 2) << 9 |
+                  (uint64_t)(op->d >> 3) << 15;
+  uint64_t x = seed * UINT64_C(0x9e3779b97f4a7c15) + 1;
+  /* pattern bits: 1 every task prefers something; 2 executors and hosts from a narrow set (more
+   * contention, duplicates); 4 and 8 how many preferences a task has. */
+  bool all = pattern & 1, narrow = pattern & 2;
+  unsigned most = 1 + ((pattern >> 2) & 3); /* 1-4 */
+  for (uint32_t i = 0; i < MAXTASKS; i++) {
+    uint64_t v = splitmix64(&x);
+    if (!all && v % 4 == 0)
+      continue; /* no preference */
+    unsigned n = 1 + (unsigned)((v >> 2) % most);
+    for (unsigned j = 0; j < n; j++) {
+      uint64_t c = splitmix64(&x);
+      mpref *pf = &out->p[i][j];
+      unsigned slot = (unsigned)(c % (narrow ? 3 : NSLOTS));
+      unsigned which = (unsigned)((c >> 8) % 8);
+      mexec *ex = NULL;
+      if (which < 3) {
+        pf->host = (unsigned)((c >> 16) % (narrow ? 2 : NHOSTS));
+      } else {
+        uint32_t ng = r->ngen[slot];
+        if (which < 6)
+          ex = &r->ex[slot][ng > 0 ? ng - 1 : 0]; /* the latest */
+        else if (which == 6)
+          ex = ng < MAXGEN ? &r->ex[slot][ng] : &r->phantom[slot]; /* not registered yet */
+        else
+          ex = ng > 1 && (c >> 24) % 2 ? &r->ex[slot][(c >> 32) % (ng - 1)] : &r->phantom[slot];
+        bool registered = ex->state != MX_NONE || ex->cores != 0;
+        pf->host = registered && (c >> 40) % 4 != 0 ? ex->host : (unsigned)((c >> 48) % NHOSTS);
+      }
+      pf->ex = ex;
+    }
+    out->n[i] = (uint8_t)n;
+  }
+  /* One submission with preferences in 64 is invalid: an empty host name. */
+  out->bad = (seed >> 4) % 64 == 63 && out->n[0] > 0;
+  return true;
+}
+
 static void apply(tlo_run *r, const tlo_op *op) {
   switch ((tlo_kind)(op->kind % TLO_NKINDS)) {
   case TLO_ADD: {
@@ -2409,11 +2954,14 @@ static void apply(tlo_run *r, const tlo_op *op) {
   case TLO_DECOMMISSION:
     do_decommission(r, resolve_exec(r, op->exec), message_of(op->msg));
     break;
-  case TLO_SUBMIT:
+  case TLO_SUBMIT: {
+    mprefs prefs;
+    bool with = resolve_prefs(r, op, &prefs);
     do_submit(r, op->stage % NSTAGES, op->a % 8 == 0 ? -1 : (int)(op->a % 8) - 1, op->b % 4,
               op->c % 13, (op->flags & 3) % 3, op->d % NPOOLNAMES, (op->flags & 4) != 0,
-              (op->flags & 8) != 0);
+              (op->flags & 8) != 0, with ? &prefs : NULL);
     break;
+  }
   case TLO_KILL_TASK:
     do_kill_task(r, resolve_tid(r, op->tid), op->flags & 1, message_of(op->msg));
     break;
@@ -2650,13 +3198,6 @@ static void emit(tlo_run *r, const uint8_t *bytes, size_t n) {
  * stale, foreign and unknown ones.
  * ------------------------------------------------------------------------------------------- */
 
-static uint64_t splitmix64(uint64_t *x) {
-  uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
 static uint32_t rnd(tlo_run *r, uint32_t n) { return (uint32_t)(splitmix64(&r->rng) % n); }
 static bool chance(tlo_run *r, uint32_t percent) { return rnd(r, 100) < percent; }
 
@@ -2807,6 +3348,12 @@ static void gen_op(tlo_run *r, tlo_op *op) {
                                        : (uint8_t)(1 + rnd(r, MAXTASKS));
     op->flags = chance(r, 85) ? 0 : (uint8_t)(1 + rnd(r, 2));
     op->flags |= (uint8_t)((chance(r, 35) ? 4 : 0) | (barrier ? 8 : 0));
+    /* Preferred locations (resolve_prefs), in the bits the other choices leave unused. */
+    if (chance(r, 55)) {
+      op->flags |= (uint8_t)((1 + rnd(r, 15)) << 4);
+      op->a |= (uint8_t)(rnd(r, 32) << 3);
+      op->b |= (uint8_t)(rnd(r, 64) << 2);
+    }
     /* A pool: under TL_FAIR mostly one that exists; a few unknown and invalid names. */
     uint32_t p = rnd(r, 100);
     if (fair && p < 60) {
@@ -2818,6 +3365,8 @@ static void gen_op(tlo_run *r, tlo_op *op) {
     } else {
       op->d = p < 85 ? 0 : p < 97 ? (uint8_t)(1 + rnd(r, 5)) : (uint8_t)(6 + rnd(r, 2));
     }
+    if (op->flags >> 4)
+      op->d |= (uint8_t)(rnd(r, 32) << 3);
     break;
   }
   case TLO_POOL_ADD:
@@ -2962,6 +3511,9 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const tlo_option
     r->host_rack[h] = -1;
   r->next_ts_id = 1;
   r->raw_now = r->now = SEC;
+  const char *docs = getenv("TLO_DOCS_LOCALITY");
+  r->docs_mode = docs == NULL ? 0 : *docs >= '1' && *docs <= '7' ? (unsigned)(*docs - '0') : 7;
+  r->pin_host = -1;
   r->pools[POOL_DEFAULT] = (mpool){true, TL_FIFO, 1, 0};
 
   /* The configuration: small timeouts so that every expiry path is taken often. */
@@ -2993,6 +3545,34 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const tlo_option
   r->cfg.speculation_min_runtime_ns = min_runtimes[(h2 >> 6) & 3];
   r->cfg.speculation_multiplier = multipliers[h3 & 3];
   r->cfg.speculation_quantile = quantiles[(h3 >> 2) & 3];
+  /* Locality waits (docs/locality.md): locality_wait_ns, then the per-level overrides
+   * (PROCESS_LOCAL, NODE_LOCAL, RACK_LOCAL; TL_WAIT_INHERIT takes the first). Programs from
+   * before preferences existed submit none, so these change nothing for them. */
+  static const uint64_t inherit = TL_WAIT_INHERIT, forever = UINT64_MAX - 1;
+  static const uint64_t waits[16][4] = {{3 * SEC, inherit, inherit, inherit},
+                                        {0, inherit, inherit, inherit},
+                                        {SEC, inherit, inherit, inherit},
+                                        {SEC / 2, inherit, inherit, inherit},
+                                        {2 * SEC, 0, inherit, inherit},
+                                        {SEC, inherit, 3 * SEC, 0},
+                                        {0, SEC, inherit, 2 * SEC},
+                                        {4 * SEC, 1, SEC, inherit},
+                                        {SEC, 0, 0, inherit},
+                                        {3 * SEC, inherit, forever, inherit},
+                                        {forever, inherit, inherit, inherit},
+                                        {2 * SEC, 5 * SEC, 0, SEC},
+                                        {SEC, inherit, inherit, 6 * SEC},
+                                        {0, inherit, inherit, inherit},
+                                        {SEC / 1000, inherit, inherit, inherit},
+                                        {6 * SEC, 2 * SEC, inherit, 0}};
+  const uint64_t *wv = waits[h3 >> 4];
+  r->cfg.locality_wait_ns = wv[0];
+  r->cfg.locality_wait_process_ns = wv[1];
+  r->cfg.locality_wait_node_ns = wv[2];
+  r->cfg.locality_wait_rack_ns = wv[3];
+  r->wait_ns[TL_PROCESS_LOCAL] = wv[1] == inherit ? wv[0] : wv[1];
+  r->wait_ns[TL_NODE_LOCAL] = wv[2] == inherit ? wv[0] : wv[2];
+  r->wait_ns[TL_RACK_LOCAL] = wv[3] == inherit ? wv[0] : wv[3];
   r->cfg.clock = run_clock;
   r->cfg.clock_ud = r;
   r->cfg.journal = r->opt.journal;
@@ -3037,6 +3617,8 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const tlo_option
         r->cfg.speculation ? "on" : "off", r->cfg.speculation_interval_ns / 1000000,
         r->cfg.speculation_min_runtime_ns / 1000000, r->cfg.speculation_multiplier,
         r->cfg.speculation_quantile);
+  trace(r, 1, "locality waits: process=%" PRIu64 "ns node=%" PRIu64 "ns rack=%" PRIu64 "ns",
+        r->wait_ns[TL_PROCESS_LOCAL], r->wait_ns[TL_NODE_LOCAL], r->wait_ns[TL_RACK_LOCAL]);
   emit(r, header, TLO_HEADER_BYTES);
   return r;
 }
@@ -3167,6 +3749,12 @@ static void run_end(tlo_run *r, size_t nops, tlo_outcome *out) {
   out->resubmitted = r->f_resubmitted;
   out->barrier_launches = r->f_barrier_launches;
   out->fair_rounds = r->f_fair_rounds;
+  memcpy(out->loc_launches, r->f_loc_launches, sizeof out->loc_launches);
+  out->waits_out = r->f_waits_out;
+  out->level_skips = r->f_skips;
+  out->timer_resets = r->f_resets;
+  out->recomputes = r->f_recomputes;
+  out->wait_revives = r->f_loc_revives;
   snprintf(out->message, sizeof out->message, "%s", r->failed ? r->why : "ok");
   out->has_final = r->has_final && !r->failed;
   out->final = r->final;

@@ -121,9 +121,16 @@ typedef struct tlo_outcome {
   uint64_t resubmitted;      /* TL_END_RESUBMITTED */
   uint64_t barrier_launches; /* barrier task sets launched (whole) */
   uint64_t fair_rounds;      /* offer rounds that visited more than one pool */
-  char message[4096];        /* the disagreement, with the operation that showed it */
-  bool has_final;            /* the run reached tl_scheduler_free: */
-  tl_stats final;            /* tl_stats just before it */
+  /* Locality (docs/locality.md). */
+  uint64_t loc_launches[5]; /* launches of task sets with preferences, per tl_locality */
+  uint64_t waits_out;       /* levels left because their wait ran out (at an offer) */
+  uint64_t level_skips;     /* levels skipped at once: nothing to launch there */
+  uint64_t timer_resets;    /* SPARK-18886 resets after a turn */
+  uint64_t recomputes;      /* valid levels or the level changed with an executor */
+  uint64_t wait_revives;    /* revive_offers from tl_tick for a wait that ran out */
+  char message[4096];       /* the disagreement, with the operation that showed it */
+  bool has_final;           /* the run reached tl_scheduler_free: */
+  tl_stats final;           /* tl_stats just before it */
 } tlo_outcome;
 
 /* Runs a generated program: seed picks the configuration and, step by step from the model's

@@ -57,6 +57,13 @@ static void add_features(tlo_outcome *sum, const tlo_outcome *o) {
   sum->resubmitted += o->resubmitted;
   sum->barrier_launches += o->barrier_launches;
   sum->fair_rounds += o->fair_rounds;
+  for (int l = 0; l < 5; l++)
+    sum->loc_launches[l] += o->loc_launches[l];
+  sum->waits_out += o->waits_out;
+  sum->level_skips += o->level_skips;
+  sum->timer_resets += o->timer_resets;
+  sum->recomputes += o->recomputes;
+  sum->wait_revives += o->wait_revives;
 }
 
 static void print_features(const tlo_outcome *o) {
@@ -65,6 +72,13 @@ static void print_features(const tlo_outcome *o) {
          ", barrier sets launched %" PRIu64 ", rounds over several pools %" PRIu64 "\n",
          o->spec_submitted, o->spec_launches, o->lost_races, o->late_reports, o->too_large,
          o->resubmitted, o->barrier_launches, o->fair_rounds);
+  printf("  locality launches: process %" PRIu64 ", node %" PRIu64 ", no_pref %" PRIu64
+         ", rack %" PRIu64 ", any %" PRIu64 "; waits run out %" PRIu64 ", levels skipped %" PRIu64
+         ", timer resets %" PRIu64 ", level changes by executors %" PRIu64
+         ", revives from tl_tick %" PRIu64 "\n",
+         o->loc_launches[0], o->loc_launches[1], o->loc_launches[2], o->loc_launches[3],
+         o->loc_launches[4], o->waits_out, o->level_skips, o->timer_resets, o->recomputes,
+         o->wait_revives);
 }
 
 /* Runs one byte program from a file. */
