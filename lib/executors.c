@@ -138,7 +138,7 @@ int tl__executor_add(struct tl_scheduler *s, const tl_executor_desc *d) {
   ex->state = TL_EXECUTOR_ALIVE;
   s->nalive++;
   ex->place = tl__place_find(s, TL__PLACE_EXECUTOR, d->id, id_len);
-  tl__locality_executor_alive(s, ex, true);
+  tl__locality_executor_changed(s, ex, false, true);
   ex->when = s->last_now; /* registration counts as a heartbeat */
   tl__list_insert_tail(&s->heartbeat_order, &ex->on_timeline);
 
@@ -213,8 +213,7 @@ static void freeze(struct tl_scheduler *s, tl__executor *ex, const tl_loss_reaso
     tl__cleanup_task_state(s, a);
     tl__attempt_freeze(s, a);
   }
-  if (ex->state == TL_EXECUTOR_ALIVE)
-    tl__locality_executor_alive(s, ex, false);
+  tl__locality_executor_changed(s, ex, ex->state == TL_EXECUTOR_ALIVE, false);
   leave_host(s, ex);
   tl__exclude_executor_removed(s, ex);
   ex->was_decommissioning = ex->state == TL_EXECUTOR_DECOMMISSIONING;
@@ -349,7 +348,7 @@ int tl__executor_decommission(struct tl_scheduler *s, const char *id, const char
     return err;
   ex->decommission_msg = msg;
   set_state(s, ex, TL_EXECUTOR_DECOMMISSIONING);
-  tl__locality_executor_alive(s, ex, false);
+  tl__locality_executor_changed(s, ex, true, false);
   return TL_OK;
 }
 

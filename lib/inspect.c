@@ -543,7 +543,8 @@ static int check_locality(checker *c) {
     if (loc == NULL)
       continue;
     unsigned long long id = (unsigned long long)ts->id;
-    account(c, sizeof *loc + loc->nkeys * sizeof(tl__tskey) + loc->npairs * sizeof(tl__pair) +
+    account(c, sizeof *loc + loc->nkeys * sizeof(tl__tskey) +
+                   (size_t)loc->ntasks * sizeof(uint64_t) + loc->npairs * sizeof(tl__pair) +
                    ((size_t)loc->ntasks + 1) * sizeof(uint32_t));
     if (loc->keys_by_place != NULL)
       account_table(c, loc->keys_by_place->hh_by_place.tbl);

@@ -297,6 +297,9 @@ typedef struct tl__locality {
   uint8_t level;            /* the level delay scheduling holds it at (currentLocalityIndex) */
   bool no_rejects;          /* no offer was rejected for locality since the timer was reset
                                (Spark's noRejectsSinceLastReset) */
+  uint64_t push_seq;        /* numbers the pushes of indices onto its lists */
+  uint64_t *pushed;         /* ntasks: when each index was last pushed (its place in the order
+                               Spark's per-rack list would have) */
   uint32_t *first_pair;     /* index i's pairs are pairs[first_pair[i] .. first_pair[i + 1]) */
   tl__pair *pairs;          /* npairs */
   tl__tskey keys[];         /* nkeys */
@@ -754,10 +757,11 @@ void tl__locality_pending_removed(tl__taskset *ts, uint32_t index);
 void tl__locality_zombie(struct tl_scheduler *s, tl__taskset *ts);
 /* Frees a task set's locality (release or destroy). */
 void tl__locality_free(struct tl_scheduler *s, tl__taskset *ts);
-/* An executor became ALIVE (registration) or stopped being ALIVE (decommission, loss): its
- * place and its host's change, and the task sets that prefer them recompute their levels. Call
- * with ex->host still set. */
-void tl__locality_executor_alive(struct tl_scheduler *s, tl__executor *ex, bool alive);
+/* An executor was registered, decommissioned or lost (was_alive, is_alive: ALIVE before and
+ * after): its place and its host's change, and every task set that prefers either recomputes
+ * its levels. Call with ex->host still set. */
+void tl__locality_executor_changed(struct tl_scheduler *s, tl__executor *ex, bool was_alive,
+                                   bool is_alive);
 /* A new executor or host record: points it at its place, if any. */
 tl__place *tl__place_find(struct tl_scheduler *s, char kind, const char *name, size_t len);
 /* Delay scheduling (Spark's getAllowedLocalityLevel): the farthest level a task set may launch

@@ -163,8 +163,7 @@ static void recompute(tl__taskset *ts) {
   loc->level = level;
 }
 
-/* A place's executor or host changed: every key on it moves its share, and its task set
- * recomputes its levels. */
+/* A place's executor or host changed: every key on it moves its share of nlive. */
 static void place_set(tl__place *p, bool alive, bool racked) {
   if (p->alive == alive && p->racked == racked)
     return;
@@ -173,25 +172,38 @@ static void place_set(tl__place *p, bool alive, bool racked) {
   p->racked = racked;
   for (tl__link *l = p->keys.next; l != &p->keys; l = l->next) {
     tl__tskey *k = tl__container_of(l, tl__tskey, on_place);
-    tl__locality *loc = k->taskset->loc;
     if (k->count > 0) {
       if (was_alive)
-        share(loc, p, was_racked, false);
+        share(k->taskset->loc, p, was_racked, false);
       if (alive)
-        share(loc, p, racked, true);
+        share(k->taskset->loc, p, racked, true);
     }
-    recompute(k->taskset);
   }
 }
 
-void tl__locality_executor_alive(struct tl_scheduler *s, tl__executor *ex, bool alive) {
+/* Every task set that prefers the place recomputes its levels. */
+static void recompute_keys(tl__place *p) {
+  for (tl__link *l = p->keys.next; l != &p->keys; l = l->next)
+    recompute(tl__container_of(l, tl__tskey, on_place)->taskset);
+}
+
+void tl__locality_executor_changed(struct tl_scheduler *s, tl__executor *ex, bool was_alive,
+                                   bool is_alive) {
   (void)s;
   tl__host *h = ex->host;
-  h->nalive += alive ? 1u : UINT32_MAX;
+  if (was_alive != is_alive)
+    h->nalive += is_alive ? 1u : UINT32_MAX;
+  /* The new state first, then one recomputation per task set from it: a task set that prefers
+   * both the executor and its host sees both change at once (SPARK-31837 moves it to the most
+   * local level that appeared). Recomputing a task set twice changes nothing the second time. */
   if (ex->place != NULL)
-    place_set(ex->place, alive, false);
-  if (h->place != NULL && h->nalive == (alive ? 1u : 0u))
-    place_set(h->place, alive, alive && h->rack != NULL);
+    place_set(ex->place, is_alive, false);
+  if (h->place != NULL)
+    place_set(h->place, h->nalive > 0, h->nalive > 0 && h->rack != NULL);
+  if (ex->place != NULL)
+    recompute_keys(ex->place);
+  if (h->place != NULL)
+    recompute_keys(h->place);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -211,6 +223,7 @@ void tl__locality_pending_added(tl__taskset *ts, uint32_t index) {
     if (k->count++ == 0 && k->place != NULL && k->place->alive)
       share(loc, k->place, k->place->racked, true);
   }
+  loc->pushed[index] = ++loc->push_seq;
 }
 
 void tl__locality_pending_removed(tl__taskset *ts, uint32_t index) {
@@ -265,7 +278,8 @@ int tl__locality_check(const tl_taskset_desc *d) {
 
 static size_t locality_size(uint32_t ntasks, uint32_t nkeys, uint32_t npairs) {
   return sizeof(tl__locality) + (size_t)nkeys * sizeof(tl__tskey) +
-         (size_t)npairs * sizeof(tl__pair) + ((size_t)ntasks + 1) * sizeof(uint32_t);
+         (size_t)ntasks * sizeof(uint64_t) + (size_t)npairs * sizeof(tl__pair) +
+         ((size_t)ntasks + 1) * sizeof(uint32_t);
 }
 
 static size_t locality_bytes(const tl__locality *loc) {
@@ -379,7 +393,8 @@ int tl__locality_prepare(struct tl_scheduler *s, const tl_taskset_desc *d, tl__l
   loc->ntasks = d->ntasks;
   loc->nkeys = n.nkeys;
   loc->npairs = n.npairs;
-  loc->pairs = (tl__pair *)(void *)&loc->keys[n.nkeys];
+  loc->pushed = (uint64_t *)(void *)&loc->keys[n.nkeys];
+  loc->pairs = (tl__pair *)(void *)&loc->pushed[d->ntasks];
   loc->first_pair = (uint32_t *)(void *)&loc->pairs[n.npairs];
   tl__list_init(&loc->on_scheduler);
   for (uint32_t k = 0; k < n.nkeys; k++) {
@@ -529,7 +544,7 @@ static uint64_t wait_ends(struct tl_scheduler *s, const tl__taskset *ts, uint64_
   uint64_t reset = loc->reset_time;
   for (unsigned l = loc->level; l != TL_ANY; l = level_from(loc->levels, l + 1)) {
     if (!has_tasks_at(loc, l))
-      continue;
+      break; /* the next offer skips it, and the next wait starts then: no deadline yet */
     uint64_t end = add_sat(reset, s->locality_wait[l]);
     if (end > now)
       return end == UINT64_MAX ? TL_TICK_NEVER : end;
@@ -608,12 +623,19 @@ bool tl__locality_take(struct tl_scheduler *s, tl__taskset *ts, const tl__execut
   } else if (allowed >= TL_NO_PREF && take_key(s, ts, &loc->keys[0], ex, index)) {
     *level = TL_NO_PREF;
   } else {
+    /* RACK_LOCAL: of the indices that prefer another live host of the rack, the one pushed
+     * last, as Spark's one list per rack has it. */
     bool found = false;
     if (allowed >= TL_RACK_LOCAL && host->rack != NULL && loc->nlive[TL__LIVE_RACK] > 0) {
       const tl__rack *rack = host->rack;
-      for (const tl__link *l = rack->hosts.next; !found && l != &rack->hosts; l = l->next) {
+      for (const tl__link *l = rack->hosts.next; l != &rack->hosts; l = l->next) {
         const tl__host *h = tl__container_of(l, tl__host, on_rack);
-        found = h != host && take_key(s, ts, key_of(loc, h->place), ex, index);
+        uint32_t i;
+        if (h != host && h->nalive > 0 && take_key(s, ts, key_of(loc, h->place), ex, &i) &&
+            (!found || loc->pushed[i] > loc->pushed[*index])) {
+          *index = i;
+          found = true;
+        }
       }
     }
     if (found) {

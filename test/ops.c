@@ -190,15 +190,6 @@ typedef struct tlo_res {
 } tlo_res;
 #define RES_MAGIC 0x7e5a17u
 
-/* Where the library departs from docs/locality.md the model follows the library, unless
- * TLO_DOCS_LOCALITY names the departures to predict as the docs say (a digit, these bits; set
- * to anything else, all of them): see executor_changed and take_rack_as_library. */
-enum {
-  DOCS_EVERY_CHANGE = 1, /* recompute on every change of a preferred executor or host */
-  DOCS_ONE_STEP = 2,     /* recompute once, from the new state */
-  DOCS_RACK_ORDER = 4    /* rack-local tasks in pending order */
-};
-
 /* One run: the scheduler under test, the model beside it, and the run's verdict. */
 typedef struct tlo_run {
   tl_scheduler *s; /* NULL once freed */
@@ -261,12 +252,8 @@ typedef struct tlo_run {
       f_resubmitted, f_barrier_launches, f_fair_rounds; /* and the policy features' */
   uint64_t f_loc_launches[NLEVELS]; /* launches per locality level, of task sets with prefs */
   uint64_t f_waits_out, f_skips, f_resets, f_recomputes, f_loc_revives; /* delay scheduling */
-  uint64_t wait_ns[NLEVELS];   /* each level's wait (0 at TL_NO_PREF and TL_ANY) */
-  uint64_t loc_ticked;         /* when tl_tick last looked at the waits (0 before) */
-  unsigned docs_mode;          /* DOCS_*: locality as the docs say where the library departs */
-  int pin_host;                /* a host whose liveness host_alive answers as pin_alive; -1 none */
-  bool pin_alive;              /* (the library's first step of two, executor_changed) */
-  uint64_t host_since[NHOSTS]; /* when a host's record was made (its place on its rack's list) */
+  uint64_t wait_ns[NLEVELS];             /* each level's wait (0 at TL_NO_PREF and TL_ANY) */
+  uint64_t loc_ticked;                   /* when tl_tick last looked at the waits (0 before) */
   uint64_t journal_lines, journal_bytes; /* seen by the run's own journal sink */
 
   uint64_t rng;   /* the generator's splitmix64 state */
@@ -847,7 +834,7 @@ static mexec *oldest_tombstone(tlo_run *r) {
 }
 
 static bool host_alive(const tlo_run *r, unsigned h);
-static void executor_changed(tlo_run *r, const mexec *x, bool host_flipped);
+static void executor_changed(tlo_run *r, const mexec *x);
 
 /* Phase one of a loss. */
 static void freeze(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, int exit_code,
@@ -867,7 +854,7 @@ static void freeze(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, int exit_c
   x->was_decom = x->state == MX_DECOM;
   x->was_alive = x->state == MX_ALIVE;
   x->state = MX_PENDING;
-  executor_changed(r, x, x->was_alive && !host_alive(r, x->host));
+  executor_changed(r, x);
   x->was_alive = false;
   x->pend_timed = r->cfg.pending_loss_timeout_ns != 0;
   if (x->pend_timed) {
@@ -997,8 +984,6 @@ static bool stage_exists(const tlo_run *r, uint32_t stage) {
 /* A host is live for locality while it has an ALIVE executor (decommissioning ones take no
  * tasks); its rack is known while it has a live one (host_rack). */
 static bool host_alive(const tlo_run *r, unsigned h) {
-  if (r->pin_host == (int)h)
-    return r->pin_alive;
   for (unsigned s = 0; s < NSLOTS; s++)
     for (uint32_t g = 0; g < r->ngen[s]; g++)
       if (r->ex[s][g].state == MX_ALIVE && r->ex[s][g].host == h)
@@ -1110,16 +1095,7 @@ static void recompute_levels(tlo_run *r, mts *t) {
 
 /* An executor was registered, decommissioned or lost: every task set that prefers it or its
  * host recomputes its levels, once, from the new state (docs/locality.md; Spark recomputes
- * every task set on every executor added or lost). The library departs from this in two ways
- * (docs/testing.md, findings), which the model follows unless TLO_DOCS_LOCALITY is set in the
- * environment, so that the runs go on checking everything else:
- *   - it recomputes only when the executor's ALIVE state changed, for the task sets that prefer
- *     it, and when its host gained its first ALIVE executor or lost its last (host_flipped), for
- *     those that prefer the host: not when another executor of a preferred host comes or goes,
- *     nor when a decommissioning one is lost;
- *   - it does so in two steps, the executor first with its host as it was, then the host, so a
- *     task set that prefers both moves as from the intermediate state (SPARK-31837's "most local
- *     level that appeared" can then be another). */
+ * every task set on every executor added or lost). */
 static void recompute_where(tlo_run *r, const mexec *x, bool by_exec, bool by_host) {
   for (uint32_t k = 0; k < r->nts; k++) {
     mts *t = &r->ts[k];
@@ -1133,23 +1109,7 @@ static void recompute_where(tlo_run *r, const mexec *x, bool by_exec, bool by_ho
   }
 }
 
-static void executor_changed(tlo_run *r, const mexec *x, bool host_flipped) {
-  bool by_exec = (r->docs_mode & DOCS_EVERY_CHANGE) || x->state == MX_ALIVE || x->was_alive;
-  bool by_host = (r->docs_mode & DOCS_EVERY_CHANGE) || host_flipped;
-  if (r->docs_mode & DOCS_ONE_STEP) {
-    recompute_where(r, x, by_exec, by_host);
-    return;
-  }
-  if (by_exec) {
-    bool now = host_alive(r, x->host);
-    r->pin_host = (int)x->host;
-    r->pin_alive = host_flipped ? !now : now;
-    recompute_where(r, x, true, false);
-    r->pin_host = -1;
-  }
-  if (by_host)
-    recompute_where(r, x, false, true);
-}
+static void executor_changed(tlo_run *r, const mexec *x) { recompute_where(r, x, true, true); }
 
 /* Spark's getAllowedLocalityLevel at the scheduler's now: a level with nothing to launch is
  * skipped and the wait restarts (SPARK-4939); a level whose wait ran out is left, the next wait
@@ -1186,32 +1146,6 @@ static unsigned locality_on(const tlo_run *r, const mts *t, uint32_t i, const me
   return TL_ANY;
 }
 
-/* The library's RACK_LOCAL choice (docs/testing.md, findings): while some pending index prefers
- * a live host in a rack, it walks the hosts of x's rack in the order their records were made
- * (each host with a live executor, ALIVE or decommissioning), and takes the topmost pending
- * index that prefers the first such host that has one; the docs' order would be the pending
- * order among all the indices that prefer another live host of the rack, as Spark's per-rack
- * list has it. */
-static int take_rack_as_library(const tlo_run *r, const mts *t, const mexec *x) {
-  int rack = r->host_rack[x->host];
-  if (rack < 0 || !has_at(r, t, TL_RACK_LOCAL))
-    return -1;
-  uint64_t after = 0;
-  for (;;) {
-    int next = -1;
-    for (unsigned h = 0; h < NHOSTS; h++)
-      if (h != x->host && r->host_live[h] > 0 && r->host_rack[h] == rack &&
-          r->host_since[h] > after && (next < 0 || r->host_since[h] < r->host_since[next]))
-        next = (int)h;
-    if (next < 0)
-      return -1;
-    for (uint32_t k = t->npend; k-- > 0;)
-      if (prefers_host(t, t->pend[k], (unsigned)next))
-        return (int)t->pend[k];
-    after = r->host_since[next];
-  }
-}
-
 /* Spark's dequeueTask for a regular pending task on x, no farther than allowed: the topmost
  * pending index that prefers x, then x's host, then none, then another live host of x's rack,
  * then any. Returns the index, or -1. */
@@ -1221,14 +1155,6 @@ static int take_pending(const tlo_run *r, const mts *t, const mexec *x, unsigned
     return -1;
   int rack = r->host_rack[x->host];
   for (unsigned l = TL_PROCESS_LOCAL; l <= allowed; l++) {
-    if (l == TL_RACK_LOCAL && !(r->docs_mode & DOCS_RACK_ORDER)) {
-      int i = take_rack_as_library(r, t, x);
-      if (i >= 0) {
-        *level = l;
-        return i;
-      }
-      continue;
-    }
     for (uint32_t k = t->npend; k-- > 0;) {
       uint32_t i = t->pend[k];
       bool fits = l == TL_PROCESS_LOCAL ? prefers_exec(t, i, x)
@@ -1247,14 +1173,15 @@ static int take_pending(const tlo_run *r, const mts *t, const mexec *x, unsigned
 
 /* tl_tick's view of a task set's waits: when the wait at its level (and at the next ones, if
  * that one has already run out) ends after now; *fired when one ended in (since, now]. A level
- * with nothing to launch is passed over; its wait is not restarted until an offer looks. */
+ * with nothing to launch ends the look: the next offer skips it, and the wait after it starts
+ * only then. */
 static uint64_t wait_end(const tlo_run *r, const mts *t, uint64_t since, bool *fired) {
   if (!t->has_loc || t->zombie || t->released || t->npend + t->nspecs == 0)
     return TL_TICK_NEVER;
   uint64_t reset = t->reset;
   for (unsigned l = t->level; l != TL_ANY; l = next_level(t->levels, l + 1)) {
     if (!has_at(r, t, l))
-      continue;
+      break;
     uint64_t end = add_sat(reset, r->wait_ns[l]);
     if (end > r->now)
       return end == UINT64_MAX ? TL_TICK_NEVER : end;
@@ -1606,7 +1533,6 @@ static void do_add(tlo_run *r, mexec *x, unsigned slot, bool fresh, unsigned hos
       want = TL_OK;
   }
   if (want == TL_OK) {
-    bool host_was = host_alive(r, host);
     if (fresh)
       r->ngen[slot]++;
     x->state = MX_ALIVE;
@@ -1617,11 +1543,10 @@ static void do_add(tlo_run *r, mexec *x, unsigned slot, bool fresh, unsigned hos
     x->hb_when = r->now;
     x->hb_seq = ++r->seq;
     x->pend_timed = false;
-    if (r->host_live[host]++ == 0)
-      r->host_since[host] = ++r->seq;
+    r->host_live[host]++;
     r->host_rack[host] = rk;
     x->was_alive = false;
-    executor_changed(r, x, !host_was);
+    executor_changed(r, x);
     push_ev(r, EV_ADDED)->ex = x;
   }
   char d[160];
@@ -1685,7 +1610,7 @@ static void do_decommission(tlo_run *r, mexec *x, const char *msg) {
   if (want == TL_OK && x->state == MX_ALIVE) {
     x->state = MX_DECOM;
     x->was_alive = true;
-    executor_changed(r, x, !host_alive(r, x->host));
+    executor_changed(r, x);
     x->was_alive = false;
   }
   char d[80];
@@ -3511,9 +3436,6 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const tlo_option
     r->host_rack[h] = -1;
   r->next_ts_id = 1;
   r->raw_now = r->now = SEC;
-  const char *docs = getenv("TLO_DOCS_LOCALITY");
-  r->docs_mode = docs == NULL ? 0 : *docs >= '1' && *docs <= '7' ? (unsigned)(*docs - '0') : 7;
-  r->pin_host = -1;
   r->pools[POOL_DEFAULT] = (mpool){true, TL_FIFO, 1, 0};
 
   /* The configuration: small timeouts so that every expiry path is taken often. */

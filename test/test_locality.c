@@ -582,6 +582,77 @@ START_TEST(exclusion_wins_over_locality) {
 }
 END_TEST
 
+/* Levels are recomputed when any executor of a preferred host comes or goes, not only when
+ * the host gains its first or loses its last: here the task that preferred host1 has launched,
+ * and a second executor on host1 leaves nothing to wait for (found by the randomized model). */
+START_TEST(levels_recomputed_when_another_executor_joins_a_preferred_host) {
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "host1", NULL, 1);
+  tl_taskset_id ts = submit_all_on(e, 0, 1, "host1", NULL);
+  ck_assert_uint_eq(tlt_ts(e, ts).locality_levels, bit(TL_NODE_LOCAL) | bit(TL_ANY));
+  tl_launch l[8];
+  ck_assert_uint_eq(offer2(e, "e1", 1, NULL, 0, l), 1);
+  ck_assert_uint_eq(tlt_ts(e, ts).locality_levels, bit(TL_NODE_LOCAL) | bit(TL_ANY));
+  tlt_add(e, "e2", "host1", NULL, 1);
+  ck_assert_uint_eq(tlt_ts(e, ts).locality_levels, bit(TL_ANY));
+  ck_assert_int_eq(tlt_ts(e, ts).locality, TL_ANY);
+  tlt_end(e);
+}
+END_TEST
+
+/* RACK_LOCAL takes, among the tasks that prefer another live host of the rack, the one that
+ * went pending last (Spark keeps one list per rack), whatever the order the hosts joined the
+ * rack; a host whose executors are all decommissioning is not live (found by the randomized
+ * model). */
+START_TEST(rack_local_follows_pending_order_over_live_hosts) {
+  tl_config cfg = tlt_config();
+  cfg.locality_wait_node_ns = 0;
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e2", "host2", "rackA", 1); /* the rack's hosts in this order: 2, 1, 3 */
+  tlt_add(e, "e1", "host1", "rackA", 1);
+  tlt_add(e, "e3", "host3", "rackA", 1);
+  tlt_add(e, "e4", "host4", "rackA", 1);
+  /* Index 0 prefers host2, 1 host3, 2 host1; index 0 is on top of the pending order. */
+  const tl_location *prefs[] = {H2, H3, H1};
+  const uint32_t nprefs[] = {1, 1, 1};
+  submit_prefs(e, 0, 3, prefs, nprefs);
+  TLT_OK(e, tl_executor_decommission(e->s, "e2", NULL)); /* host2: no ALIVE executor left */
+  /* host4 is preferred by nobody: at RACK_LOCAL it gets index 1 (host3), the topmost task
+   * preferring a live host of the rack; not index 0 (host2 is not live), nor index 2 (host1
+   * joined the rack before host3). */
+  tl_launch l[8];
+  ck_assert_uint_eq(offer2(e, "e4", 1, NULL, 0, l), 1);
+  ck_assert_int_eq(l[0].locality, TL_RACK_LOCAL);
+  ck_assert_uint_eq(l[0].index, 1);
+  tlt_end(e);
+}
+END_TEST
+
+/* A level with nothing left to launch sets no deadline: the next offer skips it and only then
+ * does the next level's wait begin, so tl_tick does not wake the runtime a wait too early. */
+START_TEST(tick_sets_no_deadline_past_an_empty_level) {
+  tl_config cfg = tlt_config();
+  cfg.heartbeat_timeout_ns = 0;
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "host1", NULL, 1);
+  tlt_add(e, "e2", "host2", NULL, 1);
+  tlt_add(e, "e3", "host3", NULL, 1);
+  const tl_location p0[] = {{"host1", "e1"}};
+  const tl_location *prefs[] = {p0, H2};
+  const uint32_t nprefs[] = {1, 1};
+  tl_taskset_id ts = submit_prefs(e, 0, 2, prefs, nprefs);
+  tl_launch l[8];
+  ck_assert_uint_eq(offer2(e, "e1", 1, NULL, 0, l), 1); /* index 0, PROCESS_LOCAL: reset */
+  ck_assert_int_eq(tlt_ts(e, ts).locality, TL_PROCESS_LOCAL);
+  ck_assert_uint_eq(tlt_advance_tick(e, 0), TL_TICK_NEVER); /* nothing waits at PROCESS */
+  e->now += 2 * WAIT;
+  ck_assert_uint_eq(offer2(e, "e3", 1, NULL, 0, l), 0); /* skips PROCESS; waits at NODE now */
+  ck_assert_int_eq(tlt_ts(e, ts).locality, TL_NODE_LOCAL);
+  ck_assert_uint_eq(tlt_advance_tick(e, 0), WAIT);
+  tlt_end(e);
+}
+END_TEST
+
 Suite *tl_locality_suite(void) {
   Suite *s = suite_create("locality");
   TCase *tc = tlt_tcase(s, "locality");
@@ -606,5 +677,8 @@ Suite *tl_locality_suite(void) {
   tcase_add_test(tc, a_speculative_copy_obeys_locality);
   tcase_add_test(tc, preferences_are_checked);
   tcase_add_test(tc, exclusion_wins_over_locality);
+  tcase_add_test(tc, levels_recomputed_when_another_executor_joins_a_preferred_host);
+  tcase_add_test(tc, rack_local_follows_pending_order_over_live_hosts);
+  tcase_add_test(tc, tick_sets_no_deadline_past_an_empty_level);
   return s;
 }
