@@ -436,7 +436,7 @@ typedef struct tl_taskset_desc {
 
 /* Submits a task set; every older attempt of the same stage becomes zombie (and is released at
  * once if nothing of it runs). Event revive_offers. *out (may be NULL) gets its id.
- * TL_EINVAL: bad descriptor; TL_ENOENT: no such pool (TL_FAIR); TL_EEXIST: that stage attempt is
+ * TL_EINVAL: bad descriptor (a preferred location included); TL_ENOENT: no such pool (TL_FAIR); TL_EEXIST: that stage attempt is
  * live; TL_ENOMEM. On error the payload stays the caller's. */
 TL_EXTERN int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out);
 
@@ -531,9 +531,12 @@ typedef struct tl_launch {
 
 /* Fills offers with pending tasks: pools in FAIR order (TL_FAIR), and in each pool task sets
  * in its order (TL_FIFO: priority, then stage id; TL_FAIR: fewest running attempts first, as
- * they were when the round began), each
- * filling the offers round-robin (one task per offer per pass) so a stage spreads over
- * executors. Never launches more than an executor's free cores or cap launches. Launches are
+ * they were when the round began), each filling the offers round-robin (one task per offer per
+ * pass) so a stage spreads over executors; a task set with preferred locations makes its passes
+ * level by level, most local first, no farther than delay scheduling allows, and a round that
+ * names every ALIVE executor counts as a full offer for its timer (docs/locality.md). Tasks
+ * excluded after failures are skipped (exclude_on_failure). Never launches more than an
+ * executor's free cores or cap launches. Launches are
  * written to out[0..*nout) and each makes a task_started event; *nout is 0 on any error. Offers
  * naming unknown, pending-loss, decommissioning or removed executors launch nothing and count in
  * rejected_offers. TL_EINVAL: s or nout NULL, offers NULL with noffers > 0, out NULL with
@@ -586,7 +589,9 @@ TL_EXTERN int tl_status_update(tl_scheduler *s, const char *executor_id, tl_tid 
  * executor registered or heard from at t expires at t + heartbeat_timeout_ns): heartbeat
  * expiry (a one-phase loss with
  * TL_LOSS_HEARTBEAT_TIMEOUT, caused by the app), pending-loss deadlines (the second phase with
- * TL_LOSS_PENDING_TIMEOUT, caused by the app) and tombstone expiry. Returns nanoseconds until
+ * TL_LOSS_PENDING_TIMEOUT, caused by the app), tombstone expiry, speculation checks, locality
+ * waits (one revive_offers when a wait ran out since the previous tick), application-level
+ * exclusion expiry and unschedulable aborts (exclude_on_failure). Returns nanoseconds until
  * the next deadline, 0 if something is due again already (a loss that could not get memory
  * is retried by the next call), TL_TICK_NEVER if nothing will ever be due (also for NULL). The
  * answer takes in what this call's callbacks did when it delivered them; called from inside a
