@@ -436,8 +436,8 @@ typedef struct tl_taskset_desc {
 
 /* Submits a task set; every older attempt of the same stage becomes zombie (and is released at
  * once if nothing of it runs). Event revive_offers. *out (may be NULL) gets its id.
- * TL_EINVAL: bad descriptor (a preferred location included); TL_ENOENT: no such pool (TL_FAIR); TL_EEXIST: that stage attempt is
- * live; TL_ENOMEM. On error the payload stays the caller's. */
+ * TL_EINVAL: bad descriptor (a preferred location included); TL_ENOENT: no such pool (TL_FAIR);
+ * TL_EEXIST: that stage attempt is live; TL_ENOMEM. On error the payload stays the caller's. */
 TL_EXTERN int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out);
 
 /* Adds a pool (TL_FAIR schedulers only; "default" exists from the start: FIFO, weight 1, min
