@@ -773,10 +773,20 @@ static uint64_t median_of(const mts *t) {
 static bool xon(const tlo_run *r) { return r->cfg.exclude_on_failure; }
 
 /* Where the library departs from the docs, the model follows it unless TLO_DOCS_EXCLUSION
- * names the departure (a digit of these bits; any other value: all of them):
+ * names the departure (a number, the sum of these bits; anything else: all of them):
  *   DOCS_X_EXPIRY  an application-level failure expires when the time reaches its expiry, as
- *                  every deadline does (the library keeps it until the time is past it). */
-enum { DOCS_X_EXPIRY = 1, DOCS_X_ALL = 1 };
+ *                  every deadline does (the library keeps it until the time is past it).
+ *   DOCS_X_FULL    a round whose offers name every ALIVE executor is full (locality.md, Spark's
+ *                  isAllFreeResources), offers from executors excluded for the application
+ *                  included (the library counts only the offers that became slots).
+ *   DOCS_X_HOST    an index excluded on a node is not launched on an executor of that node
+ *                  (the library asks about the node where the executor's id first failed in
+ *                  the task set, which differs once that id is registered again elsewhere).
+ *   DOCS_X_MOVED   an executor id may be registered again on another host while a task set
+ *                  holds its counted failures (the library counts its exclusion toward one
+ *                  host and tl_check toward the other: ECORRUPT); without it, it comes back on
+ *                  the host of its first failure there. */
+enum { DOCS_X_EXPIRY = 1, DOCS_X_FULL = 2, DOCS_X_HOST = 4, DOCS_X_MOVED = 8, DOCS_X_ALL = 15 };
 
 /* Failures of index i on executor x (isExecutorExcludedForTask's count). */
 static uint32_t xf_on_exec(const mts *t, const mexec *x, uint32_t i) {
@@ -814,16 +824,24 @@ static bool ts_exec_excluded(const tlo_run *r, const mts *t, const mexec *x) {
   return t->nxf > 0 && xf_indices_of(t, x) >= r->cfg.exclude_stage_max_failed_tasks_per_executor;
 }
 
-/* A node is excluded for the task set by its executors that failed there and are excluded. */
+/* The host of executor x's first counted failure in t (an id registered again after its
+ * tombstone went may be on another host now); x's own if it has none. */
+static unsigned first_host(const mts *t, const mexec *x) {
+  for (uint32_t f = 0; f < t->nxf; f++)
+    if (t->xf[f].ex == x)
+      return t->xf[f].host;
+  return x->host;
+}
+
+/* A node is excluded for the task set by the executors excluded for it that first failed
+ * there. */
 static bool ts_node_excluded(const tlo_run *r, const mts *t, unsigned h) {
   uint32_t n = 0;
   for (uint32_t f = 0; f < t->nxf; f++) {
-    if (t->xf[f].host != h)
-      continue;
     uint32_t g = 0;
-    while (g < f && !(t->xf[g].host == h && t->xf[g].ex == t->xf[f].ex))
+    while (g < f && t->xf[g].ex != t->xf[f].ex)
       g++;
-    n += g == f && ts_exec_excluded(r, t, t->xf[f].ex);
+    n += g == f && t->xf[f].host == h && ts_exec_excluded(r, t, t->xf[f].ex);
   }
   return t->nxf > 0 && n >= r->cfg.exclude_stage_max_failed_executors_per_node;
 }
@@ -833,11 +851,14 @@ static bool offer_blocked(const tlo_run *r, const mts *t, const mexec *x) {
   return xon(r) && t->nxf > 0 && (ts_exec_excluded(r, t, x) || ts_node_excluded(r, t, x->host));
 }
 
-/* isTaskExcludedOnExecOrNode. */
+/* isTaskExcludedOnExecOrNode. The library asks about the node of x's first failure in the
+ * task set, not the node x is on (DOCS_X_HOST). */
 static bool task_blocked(const tlo_run *r, const mts *t, uint32_t i, const mexec *x) {
-  return xon(r) && t->nxf > 0 &&
-         (xf_on_exec(t, x, i) >= r->cfg.exclude_max_task_attempts_per_executor ||
-          xf_on_host(t, x->host, i) >= r->cfg.exclude_max_task_attempts_per_node);
+  if (!xon(r) || t->nxf == 0)
+    return false;
+  unsigned h = (r->docs_x & DOCS_X_HOST) ? x->host : first_host(t, x);
+  return xf_on_exec(t, x, i) >= r->cfg.exclude_max_task_attempts_per_executor ||
+         xf_on_host(t, h, i) >= r->cfg.exclude_max_task_attempts_per_node;
 }
 
 /* HealthTracker.isExecutorExcluded || isNodeExcluded. */
@@ -2304,6 +2325,7 @@ static void after_round(tlo_run *r, size_t launched, const uint32_t *order, size
         r->f_x[TLO_XF_DEADLINES]++;
       }
     } else {
+      t->xdl = false; /* the deadline it may have had ends with it */
       r->unsched_aborted++;
       r->f_x[TLO_XF_ABORT_NOW]++;
       abort_ts(r, k, ABORT_UNSCHEDULABLE, i, 0, t->xmsg);
@@ -2382,7 +2404,9 @@ static void do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, si
     for (unsigned sl = 0; sl < NSLOTS; sl++)
       for (uint32_t g = 0; g < r->ngen[sl]; g++)
         nalive += r->ex[sl][g].state == MX_ALIVE;
-    bool full = nnamed == nalive;
+    /* The library counts only the offers that became slots, so no round is full while an
+     * ALIVE executor is excluded for the application (DOCS_X_FULL). */
+    bool full = ((r->docs_x & DOCS_X_FULL) ? nnamed : nslots) == nalive;
     free(named);
     /* The order is taken when the round begins: pools with something schedulable by Spark's
      * FAIR comparator (TL_FIFO: "default" only), and in each its task sets in its mode's order. */
@@ -2814,6 +2838,10 @@ static void do_tick(tlo_run *r) {
     push_ev(r, EV_REVIVE);
   }
   r->loc_ticked = r->now;
+  /* The library takes each part's next deadline as it goes, the waits before the exclusion
+   * part's aborts: from a callback (no recomputation after delivery) the answer may still
+   * count the wait of a task set this tick aborted. */
+  uint64_t loc_before = loc_next_of(r);
   if (xon(r)) {
     /* Application-level exclusions whose time came end; then unschedulable deadlines that
      * came abort their task sets, in the order they were set. */
@@ -2850,6 +2878,8 @@ static void do_tick(tlo_run *r) {
   }
   bool nested = r->in_cb != 0;
   uint64_t want_next = next_deadline(r);
+  if (loc_before < want_next)
+    want_next = loc_before;
   char d[80];
   snprintf(d, sizeof d, "tick at %" PRIu64 " ms", r->now / 1000000);
   note_call(r, d);
@@ -3287,7 +3317,17 @@ static void apply(tlo_run *r, const tlo_op *op) {
       x = &r->ex[slot][r->ngen[slot]];
     }
     static const uint32_t cores[8] = {0, 1, 2, 3, 4, 2, 4, 64};
-    do_add(r, x, slot, fresh, op->a % NHOSTS, op->b % 5, cores[op->c % 8]);
+    unsigned host = op->a % NHOSTS;
+    /* An id registered again while a task set holds its counted failures comes back on the
+     * host it failed on, unless DOCS_X_MOVED: the library's tl_check then finds the task set's
+     * per-host count of excluded executors wrong once it fails there again. */
+    if (!(r->docs_x & DOCS_X_MOVED) && x->state == MX_NONE && xon(r))
+      for (uint32_t k = 0; k < r->nts; k++)
+        if (!r->ts[k].released)
+          for (uint32_t f = 0; f < r->ts[k].nxf; f++)
+            if (r->ts[k].xf[f].ex == x)
+              host = first_host(&r->ts[k], x);
+    do_add(r, x, slot, fresh, host, op->b % 5, cores[op->c % 8]);
     break;
   }
   case TLO_LOSE:
@@ -3893,9 +3933,9 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *e
   r->raw_now = r->now = SEC;
   r->pools[POOL_DEFAULT] = (mpool){true, TL_FIFO, 1, 0};
   const char *docs_x = getenv("TLO_DOCS_EXCLUSION");
-  r->docs_x = docs_x == NULL                     ? 0
-              : *docs_x >= '1' && *docs_x <= '9' ? (unsigned)(*docs_x - '0') & DOCS_X_ALL
-                                                 : DOCS_X_ALL;
+  r->docs_x = docs_x == NULL ? 0 : (unsigned)strtoul(docs_x, NULL, 10) & DOCS_X_ALL;
+  if (docs_x != NULL && r->docs_x == 0)
+    r->docs_x = DOCS_X_ALL;
 
   /* The configuration: small timeouts so that every expiry path is taken often. */
   static const struct {
