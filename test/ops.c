@@ -62,6 +62,12 @@ typedef struct mexec {
   uint64_t tomb_when;     /* removal time (REMOVED) */
   uint64_t tomb_seq;      /* its place among the tombstones */
   bool none_checked;      /* MX_NONE, and tl_executor_get has said TL_ENOENT since */
+  /* Application-level exclusion, by id (it outlives the executor's loss). */
+  uint64_t *appf;          /* expiries of its application-level failures (dropped at its loss) */
+  uint32_t nappf, appfcap; /* their number; room */
+  bool xapp;               /* excluded for the application */
+  uint64_t xapp_expiry;    /* until then */
+  unsigned xapp_host;      /* the node it counts toward */
 } mexec;
 
 typedef struct mindex {
@@ -80,6 +86,15 @@ typedef struct mpref {
   unsigned host; /* 0..3; a preference for an executor is one for this host too */
   mexec *ex;     /* the executor id preferred; NULL: any executor of host */
 } mpref;
+
+/* A counted failure of a task set (exclusion): index failed on executor ex while it was on
+ * host, count times, the latest at last. */
+typedef struct mxf {
+  mexec *ex;
+  unsigned host;
+  uint32_t index, count;
+  uint64_t last;
+} mxf;
 
 typedef struct mts {
   tl_taskset_id id;                             /* as tl_submit returns it */
@@ -111,6 +126,15 @@ typedef struct mts {
   uint8_t level;                   /* the level delay scheduling holds it at */
   uint64_t reset;                  /* when its wait at that level began */
   bool no_rejects;                 /* no delay-scheduling reject since the last reset */
+  /* Exclusion (exclude_on_failure): Spark's TaskSetExcludelist, as plain records. */
+  mxf *xf;             /* its counted failures; nxf > 0: it "has failures" */
+  uint32_t nxf, xfcap; /* their number; room */
+  char *xmsg;          /* the latest counted failure's message (NULL: none); malloc'd */
+  bool xdl;            /* an unschedulable deadline runs */
+  uint64_t xdl_at;     /* when it comes */
+  uint64_t xdl_seq;    /* the order deadlines were set in */
+  uint32_t xdl_task;   /* the index it names */
+  uint64_t xseq;       /* the order of task sets' first counted failures */
 } mts;
 
 /* A pool (pool_names[k] is its name). */
@@ -255,6 +279,13 @@ typedef struct tlo_run {
   uint64_t wait_ns[NLEVELS];             /* each level's wait (0 at TL_NO_PREF and TL_ANY) */
   uint64_t loc_ticked;                   /* when tl_tick last looked at the waits (0 before) */
   uint64_t journal_lines, journal_bytes; /* seen by the run's own journal sink */
+
+  /* Application-level exclusion of nodes, and the exclusion totals of tl_stats. */
+  bool node_excl[NHOSTS];       /* excluded for the application */
+  uint64_t node_expiry[NHOSTS]; /* until then */
+  uint64_t excluded_offers, unsched_aborted;
+  uint64_t f_x[TLO_XF_N]; /* exclusion features reached */
+  unsigned docs_x;        /* TLO_DOCS_EXCLUSION: the departures to predict as the docs say */
 
   uint64_t rng;   /* the generator's splitmix64 state */
   size_t enc_len; /* bytes of the program encoded so far */
@@ -636,7 +667,12 @@ static void compose_reason(char *buf, const char *full) {
   }
 }
 
-typedef enum abort_why { ABORT_FAILURES, ABORT_CANCEL, ABORT_RESULT_SIZE } abort_why;
+typedef enum abort_why {
+  ABORT_FAILURES,
+  ABORT_CANCEL,
+  ABORT_RESULT_SIZE,
+  ABORT_UNSCHEDULABLE /* index: the task that cannot run; msg: the latest counted failure's */
+} abort_why;
 
 /* Aborts once: failed, zombie, taskset_failed. index/failures for too many failures; msg the
  * failure's message or the cancel reason. */
@@ -651,6 +687,11 @@ static void abort_ts(tlo_run *r, uint32_t k, abort_why why, uint32_t index, uint
   if (why == ABORT_CANCEL)
     snprintf(full, LONG_MESSAGE + 256, "Stage %u cancelled%s%s", t->stage, msg ? ": " : "",
              msg ? msg : "");
+  else if (why == ABORT_UNSCHEDULABLE)
+    snprintf(full, LONG_MESSAGE + 256,
+             "Aborting task set %u.%u because task %u cannot run anywhere due to node and executor "
+             "exclusion (exclude_on_failure); most recent failure: %s",
+             t->stage, t->sattempt, index, msg ? msg : "(no message)");
   else if (why == ABORT_RESULT_SIZE)
     snprintf(full, LONG_MESSAGE + 256,
              "Total size of the results of %u tasks (%" PRIu64
@@ -667,10 +708,17 @@ static void abort_ts(tlo_run *r, uint32_t k, abort_why why, uint32_t index, uint
   free(full);
 }
 
+static bool xon(const tlo_run *r);
+static void xf_taskset_succeeded(tlo_run *r, uint32_t k);
+
 static void finish_if_drained(tlo_run *r, uint32_t k) {
   mts *t = &r->ts[k];
   if (!t->zombie || t->nrunning != 0 || t->released)
     return;
+  /* A task set that succeeded takes its failures to the application level. */
+  if (xon(r) && t->nxf > 0 && !t->failed && t->nsucceeded == t->ntasks)
+    xf_taskset_succeeded(r, k);
+  t->xdl = false;
   t->released = true;
   r->tasksets_released++;
   push_ev(r, EV_RELEASED)->ts = k;
@@ -712,6 +760,247 @@ static uint64_t median_of(const mts *t) {
     return t->dur[t->ndur / 2];
   uint64_t a = t->dur[t->ndur / 2 - 1], b = t->dur[t->ndur / 2];
   return a / 2 + b / 2 + (a % 2 + b % 2) / 2;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Exclude on failure (docs/api.md "Exclude on failure"), written from that page and Spark's
+ * TaskSetExcludelist, HealthTracker and TaskSchedulerImpl: a task set's counted failures are
+ * plain (executor, host, index) records, scanned; every "is it excluded" is recomputed from
+ * them, except the application-level exclusions, which Spark decides once, when a task set
+ * that succeeded finishes, and ends by time.
+ * ------------------------------------------------------------------------------------------- */
+
+static bool xon(const tlo_run *r) { return r->cfg.exclude_on_failure; }
+
+/* Where the library departs from the docs, the model follows it unless TLO_DOCS_EXCLUSION
+ * names the departure (a number, the sum of these bits; anything else: all of them):
+ *   DOCS_X_EXPIRY  an application-level failure expires when the time reaches its expiry, as
+ *                  every deadline does (the library keeps it until the time is past it).
+ *   DOCS_X_FULL    a round whose offers name every ALIVE executor is full (locality.md, Spark's
+ *                  isAllFreeResources), offers from executors excluded for the application
+ *                  included (the library counts only the offers that became slots).
+ *   DOCS_X_HOST    an index excluded on a node is not launched on an executor of that node
+ *                  (the library asks about the node where the executor's id first failed in
+ *                  the task set, which differs once that id is registered again elsewhere).
+ *   DOCS_X_MOVED   an executor id may be registered again on another host while a task set
+ *                  holds its counted failures (the library counts its exclusion toward one
+ *                  host and tl_check toward the other: ECORRUPT); without it, it comes back on
+ *                  the host of its first failure there. */
+enum { DOCS_X_EXPIRY = 1, DOCS_X_FULL = 2, DOCS_X_HOST = 4, DOCS_X_MOVED = 8, DOCS_X_ALL = 15 };
+
+/* Failures of index i on executor x (isExecutorExcludedForTask's count). */
+static uint32_t xf_on_exec(const mts *t, const mexec *x, uint32_t i) {
+  uint32_t n = 0;
+  for (uint32_t f = 0; f < t->nxf; f++)
+    if (t->xf[f].ex == x && t->xf[f].index == i)
+      n += t->xf[f].count;
+  return n;
+}
+
+/* Failures of index i on host h, whichever executor (nodeToExcludedTaskIndexes' count). */
+static uint32_t xf_on_host(const mts *t, unsigned h, uint32_t i) {
+  uint32_t n = 0;
+  for (uint32_t f = 0; f < t->nxf; f++)
+    if (t->xf[f].host == h && t->xf[f].index == i)
+      n += t->xf[f].count;
+  return n;
+}
+
+/* Different indices that failed on executor x (numUniqueTasksWithFailures). */
+static uint32_t xf_indices_of(const mts *t, const mexec *x) {
+  uint32_t n = 0;
+  for (uint32_t f = 0; f < t->nxf; f++) {
+    if (t->xf[f].ex != x)
+      continue;
+    uint32_t g = 0;
+    while (g < f && !(t->xf[g].ex == x && t->xf[g].index == t->xf[f].index))
+      g++;
+    n += g == f;
+  }
+  return n;
+}
+
+static bool ts_exec_excluded(const tlo_run *r, const mts *t, const mexec *x) {
+  return t->nxf > 0 && xf_indices_of(t, x) >= r->cfg.exclude_stage_max_failed_tasks_per_executor;
+}
+
+/* The host of executor x's first counted failure in t (an id registered again after its
+ * tombstone went may be on another host now); x's own if it has none. */
+static unsigned first_host(const mts *t, const mexec *x) {
+  for (uint32_t f = 0; f < t->nxf; f++)
+    if (t->xf[f].ex == x)
+      return t->xf[f].host;
+  return x->host;
+}
+
+/* A node is excluded for the task set by the executors excluded for it that first failed
+ * there. */
+static bool ts_node_excluded(const tlo_run *r, const mts *t, unsigned h) {
+  uint32_t n = 0;
+  for (uint32_t f = 0; f < t->nxf; f++) {
+    uint32_t g = 0;
+    while (g < f && t->xf[g].ex != t->xf[f].ex)
+      g++;
+    n += g == f && t->xf[f].host == h && ts_exec_excluded(r, t, t->xf[f].ex);
+  }
+  return t->nxf > 0 && n >= r->cfg.exclude_stage_max_failed_executors_per_node;
+}
+
+/* isExecutorExcludedForTaskSet || isNodeExcludedForTaskSet. */
+static bool offer_blocked(const tlo_run *r, const mts *t, const mexec *x) {
+  return xon(r) && t->nxf > 0 && (ts_exec_excluded(r, t, x) || ts_node_excluded(r, t, x->host));
+}
+
+/* isTaskExcludedOnExecOrNode. The library asks about the node of x's first failure in the
+ * task set, not the node x is on (DOCS_X_HOST). */
+static bool task_blocked(const tlo_run *r, const mts *t, uint32_t i, const mexec *x) {
+  if (!xon(r) || t->nxf == 0)
+    return false;
+  unsigned h = (r->docs_x & DOCS_X_HOST) ? x->host : first_host(t, x);
+  return xf_on_exec(t, x, i) >= r->cfg.exclude_max_task_attempts_per_executor ||
+         xf_on_host(t, h, i) >= r->cfg.exclude_max_task_attempts_per_node;
+}
+
+/* HealthTracker.isExecutorExcluded || isNodeExcluded. */
+static bool app_blocked(const tlo_run *r, const mexec *x) {
+  return xon(r) && (x->xapp || r->node_excl[x->host]);
+}
+
+/* updateExcludedForFailedTask: a failure that counts, at now, with its message. */
+static void xf_record(tlo_run *r, uint32_t k, const matt *a, const char *msg) {
+  mts *t = &r->ts[k];
+  mexec *x = a->ex;
+  bool was_exec = ts_exec_excluded(r, t, x), was_node = ts_node_excluded(r, t, x->host);
+  bool was_ie = task_blocked(r, t, a->index, x) &&
+                xf_on_exec(t, x, a->index) >= r->cfg.exclude_max_task_attempts_per_executor;
+  bool was_in =
+      t->nxf > 0 && xf_on_host(t, x->host, a->index) >= r->cfg.exclude_max_task_attempts_per_node;
+  uint32_t f = 0;
+  while (f < t->nxf &&
+         !(t->xf[f].ex == x && t->xf[f].host == x->host && t->xf[f].index == a->index))
+    f++;
+  if (f == t->nxf) {
+    if (t->nxf == t->xfcap) {
+      t->xfcap = t->xfcap ? 2 * t->xfcap : 8;
+      t->xf = xrealloc(t->xf, t->xfcap * sizeof *t->xf);
+    }
+    if (t->nxf == 0)
+      t->xseq = ++r->seq;
+    t->xf[t->nxf++] = (mxf){x, x->host, a->index, 0, 0};
+  }
+  t->xf[f].count++;
+  t->xf[f].last = r->now;
+  free(t->xmsg);
+  t->xmsg = dup_text(msg);
+  r->f_x[TLO_XF_COUNTED]++;
+  r->f_x[TLO_XF_INDEX_EXEC] +=
+      !was_ie && xf_on_exec(t, x, a->index) >= r->cfg.exclude_max_task_attempts_per_executor;
+  r->f_x[TLO_XF_INDEX_NODE] +=
+      !was_in && xf_on_host(t, x->host, a->index) >= r->cfg.exclude_max_task_attempts_per_node;
+  r->f_x[TLO_XF_TS_EXEC] += !was_exec && ts_exec_excluded(r, t, x);
+  r->f_x[TLO_XF_TS_NODE] += !was_node && ts_node_excluded(r, t, x->host);
+}
+
+/* Every unschedulable deadline ends: something launched, or a new executor came. */
+static void clear_deadlines(tlo_run *r, int feature) {
+  for (uint32_t k = 0; k < r->nts; k++)
+    if (r->ts[k].xdl) {
+      r->ts[k].xdl = false;
+      r->f_x[feature]++;
+    }
+}
+
+/* HealthTracker.updateExcludedForSuccessfulTaskSet, when a task set whose every index
+ * succeeded is released: each executor's failed indices join its application-level failures
+ * (one each, expiring exclude_timeout_ns after the index's latest failure there); those expired
+ * are dropped; enough of them exclude the executor (unless it is already), and enough excluded
+ * executors on its node the node (unless it is already). An executor whose loss has begun keeps
+ * no list: only this task set's failures count for it, and are then dropped. */
+static void xf_taskset_succeeded(tlo_run *r, uint32_t k) {
+  mts *t = &r->ts[k];
+  uint64_t now = r->now, timeout = r->cfg.exclude_timeout_ns;
+  for (uint32_t f = 0; f < t->nxf; f++) {
+    mexec *x = t->xf[f].ex;
+    uint32_t g = 0;
+    while (g < f && t->xf[g].ex != x)
+      g++;
+    if (g < f) /* this executor was seen at its first record */
+      continue;
+    unsigned node = t->xf[f].host;
+    bool gone = !live_state(x->state);
+    if (gone)
+      x->nappf = 0;
+    for (uint32_t e = f; e < t->nxf; e++) {
+      if (t->xf[e].ex != x)
+        continue;
+      uint32_t d = f;
+      while (d < e && !(t->xf[d].ex == x && t->xf[d].index == t->xf[e].index))
+        d++;
+      if (d < e)
+        continue; /* this index was taken at its first record */
+      uint64_t last = t->xf[e].last;
+      for (uint32_t c = e + 1; c < t->nxf; c++)
+        if (t->xf[c].ex == x && t->xf[c].index == t->xf[e].index && t->xf[c].last > last)
+          last = t->xf[c].last;
+      if (x->nappf == x->appfcap) {
+        x->appfcap = x->appfcap ? 2 * x->appfcap : 8;
+        x->appf = xrealloc(x->appf, x->appfcap * sizeof *x->appf);
+      }
+      x->appf[x->nappf++] = add_sat(last, timeout);
+    }
+    uint32_t w = 0;
+    for (uint32_t e = 0; e < x->nappf; e++)
+      if (x->appf[e] > now || x->appf[e] == UINT64_MAX || /* saturated: it never expires */
+          (x->appf[e] == now && !(r->docs_x & DOCS_X_EXPIRY)))
+        x->appf[w++] = x->appf[e];
+    x->nappf = w;
+    if (x->nappf >= r->cfg.exclude_app_max_failed_tasks_per_executor && !x->xapp) {
+      x->xapp = true;
+      x->xapp_expiry = add_sat(now, timeout);
+      x->xapp_host = node;
+      x->nappf = 0;
+      r->f_x[TLO_XF_APP_EXEC]++;
+      uint32_t on_node = 0;
+      for (unsigned s = 0; s < NSLOTS; s++)
+        for (uint32_t gg = 0; gg < r->ngen[s]; gg++)
+          on_node += r->ex[s][gg].xapp && r->ex[s][gg].xapp_host == node;
+      if (on_node >= r->cfg.exclude_app_max_failed_executors_per_node && !r->node_excl[node]) {
+        r->node_excl[node] = true;
+        r->node_expiry[node] = add_sat(now, timeout);
+        r->f_x[TLO_XF_APP_NODE]++;
+      }
+    }
+    if (gone)
+      x->nappf = 0;
+  }
+}
+
+/* The earliest exclusion deadline after now (exclusions ending, unschedulable aborts);
+ * TL_TICK_NEVER if none (one saturated at the end of time never comes). */
+static uint64_t exclude_next_of(const tlo_run *r) {
+  uint64_t next = TL_TICK_NEVER;
+  if (!xon(r))
+    return next;
+  uint64_t at[NSLOTS * MAXGEN + NHOSTS + MAXTS];
+  size_t n = 0;
+  for (unsigned s = 0; s < NSLOTS; s++)
+    for (uint32_t g = 0; g < r->ngen[s]; g++)
+      if (r->ex[s][g].xapp)
+        at[n++] = r->ex[s][g].xapp_expiry;
+  for (unsigned h = 0; h < NHOSTS; h++)
+    if (r->node_excl[h])
+      at[n++] = r->node_expiry[h];
+  for (uint32_t k = 0; k < r->nts; k++)
+    if (r->ts[k].xdl)
+      at[n++] = r->ts[k].xdl_at;
+  for (size_t i = 0; i < n; i++) {
+    if (at[i] == UINT64_MAX)
+      continue;
+    uint64_t d = at[i] > r->now ? at[i] - r->now : 0;
+    if (d < next)
+      next = d;
+  }
+  return next;
 }
 
 /* How an attempt ends, as the caller decided it. */
@@ -791,6 +1080,8 @@ static void attempt_ended(tlo_run *r, tl_tid tid, const mend *m) {
     r->f_too_large++;
     abort_ts(r, k, ABORT_RESULT_SIZE, 0, 0, NULL);
   } else {
+    if (counted && xon(r)) /* recorded before it is counted, as Spark's handleFailedTask */
+      xf_record(r, k, a, m->msg);
     if (m->kind == TL_END_FETCH_FAILED)
       make_zombie(r, k);
     else if (counted && ++ix->failures >= r->cfg.max_task_failures)
@@ -851,6 +1142,7 @@ static void freeze(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, int exit_c
   }
   free(v);
   r->host_live[x->host]--;
+  x->nappf = 0; /* its application-level failures are dropped when its loss begins */
   x->was_decom = x->state == MX_DECOM;
   x->was_alive = x->state == MX_ALIVE;
   x->state = MX_PENDING;
@@ -1149,7 +1441,7 @@ static unsigned locality_on(const tlo_run *r, const mts *t, uint32_t i, const me
 /* Spark's dequeueTask for a regular pending task on x, no farther than allowed: the topmost
  * pending index that prefers x, then x's host, then none, then another live host of x's rack,
  * then any. Returns the index, or -1. */
-static int take_pending(const tlo_run *r, const mts *t, const mexec *x, unsigned allowed,
+static int take_pending(tlo_run *r, const mts *t, const mexec *x, unsigned allowed,
                         unsigned *level) {
   if (t->npend == 0)
     return -1;
@@ -1162,6 +1454,10 @@ static int take_pending(const tlo_run *r, const mts *t, const mexec *x, unsigned
                   : l == TL_NO_PREF     ? t->nprefs[i] == 0
                   : l == TL_RACK_LOCAL  ? rack >= 0 && prefers_rack(r, t, i, rack, x->host)
                                         : true;
+      if (fits && task_blocked(r, t, i, x)) { /* dequeueTaskFromList skips it */
+        r->f_x[TLO_XF_SKIPS]++;
+        continue;
+      }
       if (fits) {
         *level = l;
         return (int)i;
@@ -1267,10 +1563,12 @@ static uint64_t next_deadline(tlo_run *r) {
     if (t < due)
       due = t;
   }
-  uint64_t spec = spec_next_of(r), wait = loc_next_of(r);
+  uint64_t spec = spec_next_of(r), wait = loc_next_of(r), excl = exclude_next_of(r);
   uint64_t answer = due == UINT64_MAX ? TL_TICK_NEVER : due > r->now ? due - r->now : 0;
   if (wait < answer)
     answer = wait;
+  if (excl < answer)
+    answer = excl;
   return spec < answer ? spec : answer;
 }
 
@@ -1464,6 +1762,23 @@ static void compare_all(tlo_run *r, bool top) {
   CMP(r, "stats.rejected_offers", st.rejected_offers, r->rejected_offers);
   CMP(r, "stats.executors_lost", st.executors_lost, r->executors_lost);
   CMP(r, "stats.tasksets_released", st.tasksets_released, r->tasksets_released);
+  size_t xexecs = 0, xnodes = 0, xsets = 0, xwaiting = 0;
+  for (unsigned s = 0; s < NSLOTS; s++)
+    for (uint32_t g = 0; g < r->ngen[s]; g++)
+      xexecs += r->ex[s][g].xapp;
+  for (unsigned h = 0; h < NHOSTS; h++)
+    xnodes += r->node_excl[h];
+  for (uint32_t k = 0; k < r->nts; k++) {
+    xsets += !r->ts[k].released && r->ts[k].nxf > 0;
+    xwaiting += !r->ts[k].released && r->ts[k].xdl;
+  }
+  CMP(r, "stats.executors_excluded", st.executors_excluded, xexecs);
+  CMP(r, "stats.nodes_excluded", st.nodes_excluded, xnodes);
+  CMP(r, "stats.tasksets_with_failures", st.tasksets_with_failures, xsets);
+  CMP(r, "stats.tasksets_unschedulable", st.tasksets_unschedulable, xwaiting);
+  CMP(r, "stats.excluded_offers", st.excluded_offers, r->excluded_offers);
+  CMP(r, "stats.tasksets_unschedulable_aborted", st.tasksets_unschedulable_aborted,
+      r->unsched_aborted);
   if (!top)
     return;
   for (unsigned s = 0; s < NSLOTS && !r->failed; s++)
@@ -1548,6 +1863,7 @@ static void do_add(tlo_run *r, mexec *x, unsigned slot, bool fresh, unsigned hos
     x->was_alive = false;
     executor_changed(r, x);
     push_ev(r, EV_ADDED)->ex = x;
+    clear_deadlines(r, TLO_XF_CLEARED_ADD); /* a task set may run there */
   }
   char d[160];
   snprintf(d, sizeof d, "add %s host=%s rack=%s cores=%u", x->id, host_names[host],
@@ -1950,6 +2266,74 @@ static void launch(tlo_run *r, uint32_t k, uint32_t i, mexec *x, bool spec, unsi
   e->loc = a->loc;
 }
 
+/* After a round (SPARK-22148, as docs/api.md says): one that launched anything clears every
+ * unschedulable deadline; one that launched nothing looks at each active task set with counted
+ * failures, in submission order: if the top of its pending stack may run on no live executor
+ * (each excluded for the application, or for the task set, or for that index, itself or its
+ * node), it gets a deadline if some live executor runs nothing (unless it has one), and is
+ * aborted at once otherwise. Nothing happens while no executor is live. */
+static void after_round(tlo_run *r, size_t launched, const uint32_t *order, size_t norder) {
+  if (!xon(r))
+    return;
+  if (launched > 0) {
+    clear_deadlines(r, TLO_XF_CLEARED_LAUNCH);
+    return;
+  }
+  bool any = false, idle = false;
+  for (unsigned s = 0; s < NSLOTS; s++)
+    for (uint32_t g = 0; g < r->ngen[s]; g++) {
+      const mexec *x = &r->ex[s][g];
+      if (live_state(x->state)) {
+        any = true;
+        idle = idle || x->nrunning == 0;
+      }
+    }
+  if (!any)
+    return;
+  uint32_t by_first[MAXTS];
+  size_t nfirst = 0;
+  for (size_t o = 0; o < norder; o++) {
+    size_t pos = nfirst++;
+    while (pos > 0 && r->ts[by_first[pos - 1]].xseq > r->ts[order[o]].xseq) {
+      by_first[pos] = by_first[pos - 1];
+      pos--;
+    }
+    by_first[pos] = order[o];
+  }
+  for (size_t o = 0; o < nfirst; o++) {
+    uint32_t k = by_first[o];
+    mts *t = &r->ts[k];
+    if (t->released || t->zombie || t->nxf == 0 || t->npend == 0)
+      continue;
+    uint32_t i = t->pend[t->npend - 1];
+    bool nowhere = true;
+    for (unsigned s = 0; s < NSLOTS && nowhere; s++)
+      for (uint32_t g = 0; g < r->ngen[s] && nowhere; g++) {
+        const mexec *x = &r->ex[s][g];
+        if (live_state(x->state) && !app_blocked(r, x) && !offer_blocked(r, t, x) &&
+            !task_blocked(r, t, i, x))
+          nowhere = false;
+      }
+    if (!nowhere)
+      continue;
+    if (idle) {
+      if (!t->xdl) {
+        t->xdl = true;
+        t->xdl_at = add_sat(r->now, r->cfg.unschedulable_timeout_ns);
+        t->xdl_seq = ++r->seq;
+        t->xdl_task = i;
+        r->f_x[TLO_XF_DEADLINES]++;
+      }
+    } else {
+      t->xdl = false; /* the deadline it may have had ends with it */
+      r->unsched_aborted++;
+      r->f_x[TLO_XF_ABORT_NOW]++;
+      abort_ts(r, k, ABORT_UNSCHEDULABLE, i, 0, t->xmsg);
+      finish_if_drained(r, k);
+    }
+  }
+}
+
 /* One offer round. bad: one more offer with an empty id (TL_EINVAL). */
 static void do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, size_t cap,
                      bool bad) {
@@ -1972,10 +2356,22 @@ static void do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, si
     /* Usable offers: ALIVE executors, capped by the ledger's free cores. */
     mexec **slot_ex = xrealloc(NULL, (n + 1) * sizeof *slot_ex);
     uint32_t *slot_cores = xrealloc(NULL, (n + 1) * sizeof *slot_cores);
-    size_t nslots = 0;
+    size_t nslots = 0, nnamed = 0; /* ALIVE executors named, excluded ones included */
+    mexec **named = xrealloc(NULL, (n + 1) * sizeof *named);
     for (size_t i = 0; i < n; i++) {
       if (xs[i]->state != MX_ALIVE) {
         r->rejected_offers++;
+        continue;
+      }
+      size_t q = 0;
+      while (q < nnamed && named[q] != xs[i])
+        q++;
+      if (q == nnamed)
+        named[nnamed++] = xs[i];
+      /* Excluded for the application: filtered before the round (HealthTracker's filter). */
+      if (app_blocked(r, xs[i])) {
+        r->excluded_offers++;
+        r->f_x[TLO_XF_EXCLUDED_OFFERS]++;
         continue;
       }
       /* Offers naming one executor twice share its slot, capped by its free cores. */
@@ -2008,7 +2404,10 @@ static void do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, si
     for (unsigned sl = 0; sl < NSLOTS; sl++)
       for (uint32_t g = 0; g < r->ngen[sl]; g++)
         nalive += r->ex[sl][g].state == MX_ALIVE;
-    bool full = nslots == nalive;
+    /* The library counts only the offers that became slots, so no round is full while an
+     * ALIVE executor is excluded for the application (DOCS_X_FULL). */
+    bool full = ((r->docs_x & DOCS_X_FULL) ? nnamed : nslots) == nalive;
+    free(named);
     /* The order is taken when the round begins: pools with something schedulable by Spark's
      * FAIR comparator (TL_FIFO: "default" only), and in each its task sets in its mode's order. */
     uint32_t order[MAXTS];
@@ -2078,6 +2477,12 @@ static void do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, si
             mexec *x = slot_ex[i];
             if (slot_cores[i] < t->cpus)
               continue;
+            /* Excluded for the whole task set: no task, and no delay-scheduling reject (Spark's
+             * resourceOffer with offerExcluded). */
+            if (offer_blocked(r, t, x)) {
+              r->f_x[TLO_XF_BLOCKED]++;
+              continue;
+            }
             /* How far delay scheduling lets it go, never past the pass's level; not asked at
              * the NO_PREF pass, nor by a barrier task set, which never waits. */
             unsigned allowed = l;
@@ -2092,8 +2497,12 @@ static void do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, si
             int index = -1;
             bool spec = false;
             if (!t->has_loc) {
-              if (t->npend > 0)
-                index = (int)t->pend[t->npend - 1];
+              for (uint32_t p = t->npend; p-- > 0 && index < 0;) {
+                if (task_blocked(r, t, t->pend[p], x))
+                  r->f_x[TLO_XF_SKIPS]++;
+                else
+                  index = (int)t->pend[p];
+              }
             } else {
               index = take_pending(r, t, x, allowed, &level);
             }
@@ -2105,6 +2514,10 @@ static void do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, si
                 uint32_t i2 = t->specs[s_at];
                 if (t->idx[i2].tried & (1u << x->host))
                   continue;
+                if (task_blocked(r, t, i2, x)) {
+                  r->f_x[TLO_XF_SPEC_SKIPS]++;
+                  continue;
+                }
                 unsigned l2 = locality_on(r, t, i2, x);
                 if (l2 <= allowed && l2 < best_l) {
                   best_l = l2;
@@ -2153,6 +2566,7 @@ static void do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, si
     }
     free(slot_ex);
     free(slot_cores);
+    after_round(r, npred, order, norder);
   }
   char d[200];
   int w = snprintf(d, sizeof d, "offer cap=%zu", cap);
@@ -2229,7 +2643,9 @@ static void do_update(tlo_run *r, mexec *x, tl_tid tid, unsigned state, unsigned
                                    failure > TL_END_RESULT_LOST))) {
     want = TL_EINVAL;
   } else {
-    if (r->cfg.speculation) /* a success's run time is recorded: the update reads the clock */
+    /* A success's run time is recorded, a failure's time starts its expiry: the update reads
+     * the clock. */
+    if (r->cfg.speculation || xon(r))
       clock_read(r);
     if (x->state == MX_NONE) {
       want = TL_ENOENT;
@@ -2422,8 +2838,48 @@ static void do_tick(tlo_run *r) {
     push_ev(r, EV_REVIVE);
   }
   r->loc_ticked = r->now;
+  /* The library takes each part's next deadline as it goes, the waits before the exclusion
+   * part's aborts: from a callback (no recomputation after delivery) the answer may still
+   * count the wait of a task set this tick aborted. */
+  uint64_t loc_before = loc_next_of(r);
+  if (xon(r)) {
+    /* Application-level exclusions whose time came end; then unschedulable deadlines that
+     * came abort their task sets, in the order they were set. */
+    for (unsigned s = 0; s < NSLOTS; s++)
+      for (uint32_t g = 0; g < r->ngen[s]; g++) {
+        mexec *x = &r->ex[s][g];
+        if (x->xapp && x->xapp_expiry <= r->now) {
+          x->xapp = false;
+          r->f_x[TLO_XF_EXPIRED]++;
+        }
+      }
+    for (unsigned h = 0; h < NHOSTS; h++)
+      if (r->node_excl[h] && r->node_expiry[h] <= r->now) {
+        r->node_excl[h] = false;
+        r->f_x[TLO_XF_EXPIRED]++;
+      }
+    for (;;) {
+      int due = -1;
+      for (uint32_t k = 0; k < r->nts; k++)
+        if (r->ts[k].xdl && r->ts[k].xdl_at <= r->now &&
+            (due < 0 || r->ts[k].xdl_seq < r->ts[due].xdl_seq))
+          due = (int)k;
+      if (due < 0)
+        break;
+      mts *t = &r->ts[due];
+      t->xdl = false;
+      if (t->zombie) /* it became zombie while waiting: there is nothing left to abort */
+        continue;
+      r->unsched_aborted++;
+      r->f_x[TLO_XF_ABORT_TICK]++;
+      abort_ts(r, (uint32_t)due, ABORT_UNSCHEDULABLE, t->xdl_task, 0, t->xmsg);
+      finish_if_drained(r, (uint32_t)due);
+    }
+  }
   bool nested = r->in_cb != 0;
   uint64_t want_next = next_deadline(r);
+  if (loc_before < want_next)
+    want_next = loc_before;
   char d[80];
   snprintf(d, sizeof d, "tick at %" PRIu64 " ms", r->now / 1000000);
   note_call(r, d);
@@ -2861,7 +3317,17 @@ static void apply(tlo_run *r, const tlo_op *op) {
       x = &r->ex[slot][r->ngen[slot]];
     }
     static const uint32_t cores[8] = {0, 1, 2, 3, 4, 2, 4, 64};
-    do_add(r, x, slot, fresh, op->a % NHOSTS, op->b % 5, cores[op->c % 8]);
+    unsigned host = op->a % NHOSTS;
+    /* An id registered again while a task set holds its counted failures comes back on the
+     * host it failed on, unless DOCS_X_MOVED: the library's tl_check then finds the task set's
+     * per-host count of excluded executors wrong once it fails there again. */
+    if (!(r->docs_x & DOCS_X_MOVED) && x->state == MX_NONE && xon(r))
+      for (uint32_t k = 0; k < r->nts; k++)
+        if (!r->ts[k].released)
+          for (uint32_t f = 0; f < r->ts[k].nxf; f++)
+            if (r->ts[k].xf[f].ex == x)
+              host = first_host(&r->ts[k], x);
+    do_add(r, x, slot, fresh, host, op->b % 5, cores[op->c % 8]);
     break;
   }
   case TLO_LOSE:
@@ -3359,6 +3825,12 @@ static void gen_op(tlo_run *r, tlo_op *op) {
     op->d = p < 50 ? 0 : p < 97 ? (uint8_t)(1 + rnd(r, 6)) : 7;
     /* Speculation wants slow tasks: successes mostly of the youngest attempts, so the old
      * ones keep running past the median. */
+    /* Exclusion wants counted failures. */
+    if (r->cfg.exclude_on_failure && op->a == TL_TASK_FINISHED && chance(r, 25)) {
+      op->a = TL_TASK_FAILED;
+      op->b = TL_END_EXCEPTION;
+      op->c = 0;
+    }
     if (spec && op->a == TL_TASK_FINISHED && op->tid < 128 && chance(r, 60))
       op->tid = (uint8_t)(112 + rnd(r, 16));
     /* And races: one of two copies in flight reports, or the loser after its kill. */
@@ -3416,7 +3888,30 @@ static void journal_sink(void *ud, const char *line) {
   r->journal_bytes += strlen(line);
 }
 
-static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const tlo_options *opt) {
+/* The optional exclusion bytes after the header (TLO_EXCLUDE_BYTES, the first one at least
+ * TLO_EXCLUDE_MARK: no operation's kind byte written by the generator is), which turn
+ * exclude_on_failure on with small thresholds and timeouts. */
+static void exclusion_config(tlo_run *r, const uint8_t ext[TLO_EXCLUDE_BYTES]) {
+  static const uint32_t max_failures[4] = {2, 3, 4, 6};
+  static const uint64_t timeouts[4] = {SEC, 5 * SEC, 30 * SEC, UINT64_MAX - 1};
+  static const uint64_t unschedulable[8] = {0,       1,        SEC,       2 * SEC,
+                                            5 * SEC, 10 * SEC, 120 * SEC, UINT64_MAX};
+  uint8_t e0 = ext[0], e1 = ext[1];
+  tl_config *c = &r->cfg;
+  c->exclude_on_failure = true;
+  c->max_task_failures = max_failures[e0 & 3];
+  c->exclude_max_task_attempts_per_executor = 1 + ((e0 >> 2) & 1);
+  c->exclude_max_task_attempts_per_node = 1 + ((e0 >> 3) & 3) % (c->max_task_failures - 1);
+  c->exclude_stage_max_failed_tasks_per_executor = 1 + ((e0 >> 5) & 1);
+  c->exclude_stage_max_failed_executors_per_node = 1 + (e1 & 1);
+  c->exclude_app_max_failed_tasks_per_executor = 1 + ((e1 >> 1) & 1);
+  c->exclude_app_max_failed_executors_per_node = 1 + ((e1 >> 2) & 1);
+  c->exclude_timeout_ns = timeouts[(e1 >> 3) & 3];
+  c->unschedulable_timeout_ns = unschedulable[e1 >> 5];
+}
+
+static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *ext,
+                        const tlo_options *opt) {
   if (long_message[0] == '\0') {
     memset(long_message, 'x', LONG_MESSAGE);
     long_message[LONG_MESSAGE] = '\0';
@@ -3437,6 +3932,10 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const tlo_option
   r->next_ts_id = 1;
   r->raw_now = r->now = SEC;
   r->pools[POOL_DEFAULT] = (mpool){true, TL_FIFO, 1, 0};
+  const char *docs_x = getenv("TLO_DOCS_EXCLUSION");
+  r->docs_x = docs_x == NULL ? 0 : (unsigned)strtoul(docs_x, NULL, 10) & DOCS_X_ALL;
+  if (docs_x != NULL && r->docs_x == 0)
+    r->docs_x = DOCS_X_ALL;
 
   /* The configuration: small timeouts so that every expiry path is taken often. */
   static const struct {
@@ -3495,6 +3994,8 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const tlo_option
   r->wait_ns[TL_PROCESS_LOCAL] = wv[1] == inherit ? wv[0] : wv[1];
   r->wait_ns[TL_NODE_LOCAL] = wv[2] == inherit ? wv[0] : wv[2];
   r->wait_ns[TL_RACK_LOCAL] = wv[3] == inherit ? wv[0] : wv[3];
+  if (ext != NULL)
+    exclusion_config(r, ext);
   r->cfg.clock = run_clock;
   r->cfg.clock_ud = r;
   r->cfg.journal = r->opt.journal;
@@ -3541,7 +4042,21 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const tlo_option
         r->cfg.speculation_quantile);
   trace(r, 1, "locality waits: process=%" PRIu64 "ns node=%" PRIu64 "ns rack=%" PRIu64 "ns",
         r->wait_ns[TL_PROCESS_LOCAL], r->wait_ns[TL_NODE_LOCAL], r->wait_ns[TL_RACK_LOCAL]);
+  if (ext != NULL)
+    trace(r, 1,
+          "exclusion: max_task_failures=%u per executor=%u per node=%u stage per executor=%u "
+          "stage per node=%u app per executor=%u app per node=%u timeout=%" PRIu64
+          "ns unschedulable=%" PRIu64 "ns",
+          r->cfg.max_task_failures, r->cfg.exclude_max_task_attempts_per_executor,
+          r->cfg.exclude_max_task_attempts_per_node,
+          r->cfg.exclude_stage_max_failed_tasks_per_executor,
+          r->cfg.exclude_stage_max_failed_executors_per_node,
+          r->cfg.exclude_app_max_failed_tasks_per_executor,
+          r->cfg.exclude_app_max_failed_executors_per_node, r->cfg.exclude_timeout_ns,
+          r->cfg.unschedulable_timeout_ns);
   emit(r, header, TLO_HEADER_BYTES);
+  if (ext != NULL)
+    emit(r, ext, TLO_EXCLUDE_BYTES);
   return r;
 }
 
@@ -3622,10 +4137,11 @@ static void finish(tlo_run *r) {
   size_t left = st.executors_alive + st.executors_decommissioning + st.executors_pending_loss +
                 st.tombstones - tombs + st.hosts + st.racks + st.tasksets_active +
                 st.tasksets_zombie + st.attempts_running + st.attempts_frozen + st.tasks_pending +
-                st.events_queued;
+                st.events_queued + st.tasksets_with_failures + st.tasksets_unschedulable;
   if (left != 0)
     fail(r, "the drained scheduler still holds %zu things", left);
-  if (tombs == 0) {
+  /* So do application-level exclusions whose expiry saturated (compare_all counted them). */
+  if (tombs == 0 && st.executors_excluded + st.nodes_excluded == 0) {
     CMP(r, "drained mem_live_bytes", st.mem_live_bytes, r->base_bytes);
     CMP(r, "drained mem_live_blocks", st.mem_live_blocks, r->base_blocks);
   }
@@ -3677,6 +4193,7 @@ static void run_end(tlo_run *r, size_t nops, tlo_outcome *out) {
   out->timer_resets = r->f_resets;
   out->recomputes = r->f_recomputes;
   out->wait_revives = r->f_loc_revives;
+  memcpy(out->exclusion, r->f_x, sizeof out->exclusion);
   snprintf(out->message, sizeof out->message, "%s", r->failed ? r->why : "ok");
   out->has_final = r->has_final && !r->failed;
   out->final = r->final;
@@ -3687,8 +4204,14 @@ static void run_end(tlo_run *r, size_t nops, tlo_outcome *out) {
   free(r->res);
   free(r->att);
   free(r->inflight);
-  for (uint32_t k = 0; k < r->nts; k++)
+  for (uint32_t k = 0; k < r->nts; k++) {
     free(r->ts[k].dur);
+    free(r->ts[k].xf);
+    free(r->ts[k].xmsg);
+  }
+  for (unsigned s = 0; s < NSLOTS; s++)
+    for (unsigned g = 0; g < MAXGEN; g++)
+      free(r->ex[s][g].appf);
   free(r->outs);
   free(r);
 }
@@ -3699,7 +4222,11 @@ void tlo_run_seed(uint64_t seed, size_t nops, const tlo_options *opt, tlo_outcom
   uint64_t h = splitmix64(&rng);
   for (unsigned k = 0; k < TLO_HEADER_BYTES; k++)
     header[k] = (uint8_t)(h >> (8 * k));
-  tlo_run *r = run_new(header, opt);
+  /* Two seeds in five turn exclusion on, from bits the header leaves (so the operations of the
+   * others are what they were before exclusion existed). */
+  uint8_t ext[TLO_EXCLUDE_BYTES] = {(uint8_t)(TLO_EXCLUDE_MARK | ((h >> 40) & 0x3f)),
+                                    (uint8_t)(h >> 48)};
+  tlo_run *r = run_new(header, (h >> 32) % 5 < 2 ? ext : NULL, opt);
   r->rng = rng;
   size_t i = 0;
   for (; i < nops && !r->failed; i++) {
@@ -3719,7 +4246,12 @@ void tlo_run_bytes(const uint8_t *data, size_t size, const tlo_options *opt, tlo
   for (size_t k = 0; k < TLO_HEADER_BYTES && k < size; k++)
     header[k] = data[k];
   size_t at = size < TLO_HEADER_BYTES ? size : TLO_HEADER_BYTES;
-  tlo_run *r = run_new(header, opt);
+  const uint8_t *ext = NULL;
+  if (size >= at + TLO_EXCLUDE_BYTES && data[at] >= TLO_EXCLUDE_MARK) {
+    ext = data + at;
+    at += TLO_EXCLUDE_BYTES;
+  }
+  tlo_run *r = run_new(header, ext, opt);
   size_t i = 0;
   while (i < TLO_MAX_OPS && !r->failed) {
     tlo_op op;

@@ -87,6 +87,11 @@ typedef struct tlo_op {
  * how the run ends and whether it journals its calls (to a sink that reads and drops each line,
  * unless tlo_options names a journal), then the operations. */
 #define TLO_HEADER_BYTES 4
+/* Optionally, right after the header: two bytes, the first at least TLO_EXCLUDE_MARK (no
+ * generated operation starts so), that turn exclude_on_failure on and choose its thresholds and
+ * timeouts. Programs without them run as before exclusion existed. */
+#define TLO_EXCLUDE_BYTES 2
+#define TLO_EXCLUDE_MARK 0xc0
 
 typedef struct tlo_options {
   int verbose; /* 0 quiet; 1 one line per operation; 2 and every event */
@@ -100,6 +105,28 @@ typedef struct tlo_options {
   size_t encoded_cap;
   size_t *encoded_len;
 } tlo_options;
+
+/* Exclusion features a run reached (tlo_outcome.exclusion). */
+enum {
+  TLO_XF_COUNTED,         /* counted failures recorded for exclusion */
+  TLO_XF_INDEX_EXEC,      /* an index excluded on an executor */
+  TLO_XF_INDEX_NODE,      /* an index excluded on a node */
+  TLO_XF_TS_EXEC,         /* an executor excluded for a task set */
+  TLO_XF_TS_NODE,         /* a node excluded for a task set */
+  TLO_XF_SKIPS,           /* pending indices passed over by an offer for their exclusion */
+  TLO_XF_SPEC_SKIPS,      /* speculative copies passed over for their exclusion */
+  TLO_XF_BLOCKED,         /* offers a task set passed over, excluded for it */
+  TLO_XF_APP_EXEC,        /* executors excluded for the application */
+  TLO_XF_APP_NODE,        /* nodes excluded for the application */
+  TLO_XF_EXPIRED,         /* application exclusions ended by tl_tick */
+  TLO_XF_EXCLUDED_OFFERS, /* offers from excluded executors */
+  TLO_XF_DEADLINES,       /* unschedulable deadlines started */
+  TLO_XF_CLEARED_LAUNCH,  /* deadlines cleared by a launch */
+  TLO_XF_CLEARED_ADD,     /* deadlines cleared by a new executor */
+  TLO_XF_ABORT_NOW,       /* unschedulable task sets aborted at once (every executor busy) */
+  TLO_XF_ABORT_TICK,      /* unschedulable task sets aborted by tl_tick */
+  TLO_XF_N
+};
 
 /* What a run did, and the first disagreement if any. */
 typedef struct tlo_outcome {
@@ -128,9 +155,11 @@ typedef struct tlo_outcome {
   uint64_t timer_resets;    /* SPARK-18886 resets after a turn */
   uint64_t recomputes;      /* valid levels or the level changed with an executor */
   uint64_t wait_revives;    /* revive_offers from tl_tick for a wait that ran out */
-  char message[4096];       /* the disagreement, with the operation that showed it */
-  bool has_final;           /* the run reached tl_scheduler_free: */
-  tl_stats final;           /* tl_stats just before it */
+  /* Exclusion (exclude_on_failure), TLO_XF_*. */
+  uint64_t exclusion[TLO_XF_N];
+  char message[4096]; /* the disagreement, with the operation that showed it */
+  bool has_final;     /* the run reached tl_scheduler_free: */
+  tl_stats final;     /* tl_stats just before it */
 } tlo_outcome;
 
 /* Runs a generated program: seed picks the configuration and, step by step from the model's

@@ -64,6 +64,8 @@ static void add_features(tlo_outcome *sum, const tlo_outcome *o) {
   sum->timer_resets += o->timer_resets;
   sum->recomputes += o->recomputes;
   sum->wait_revives += o->wait_revives;
+  for (int f = 0; f < TLO_XF_N; f++)
+    sum->exclusion[f] += o->exclusion[f];
 }
 
 static void print_features(const tlo_outcome *o) {
@@ -79,6 +81,20 @@ static void print_features(const tlo_outcome *o) {
          o->loc_launches[0], o->loc_launches[1], o->loc_launches[2], o->loc_launches[3],
          o->loc_launches[4], o->waits_out, o->level_skips, o->timer_resets, o->recomputes,
          o->wait_revives);
+  const uint64_t *x = o->exclusion;
+  printf("  exclusion: counted failures %" PRIu64 "; excluded for an index: on an executor %" PRIu64
+         ", on a node %" PRIu64 "; for a task set: executors %" PRIu64 ", nodes %" PRIu64
+         "; indices passed over %" PRIu64 ", copies passed over %" PRIu64
+         ", offers passed over %" PRIu64 "\n",
+         x[TLO_XF_COUNTED], x[TLO_XF_INDEX_EXEC], x[TLO_XF_INDEX_NODE], x[TLO_XF_TS_EXEC],
+         x[TLO_XF_TS_NODE], x[TLO_XF_SKIPS], x[TLO_XF_SPEC_SKIPS], x[TLO_XF_BLOCKED]);
+  printf("  application exclusion: executors %" PRIu64 ", nodes %" PRIu64
+         ", ended by tl_tick %" PRIu64 ", excluded offers %" PRIu64
+         "; unschedulable: deadlines %" PRIu64 ", cleared by a launch %" PRIu64
+         ", by a new executor %" PRIu64 ", aborted at once %" PRIu64 ", by tl_tick %" PRIu64 "\n",
+         x[TLO_XF_APP_EXEC], x[TLO_XF_APP_NODE], x[TLO_XF_EXPIRED], x[TLO_XF_EXCLUDED_OFFERS],
+         x[TLO_XF_DEADLINES], x[TLO_XF_CLEARED_LAUNCH], x[TLO_XF_CLEARED_ADD], x[TLO_XF_ABORT_NOW],
+         x[TLO_XF_ABORT_TICK]);
 }
 
 /* Runs one byte program from a file. */
