@@ -278,11 +278,14 @@ void tl__exclude_task_failed(struct tl_scheduler *s, tl__taskset *ts, const tl__
   hf->time = s->last_now;
   if (++hf->count == c->exclude_max_task_attempts_per_node)
     x->nblocked++;
+  /* An executor id counts toward the node it first failed on in this task set (e->host), even
+   * if the id was registered again elsewhere after its tombstone was evicted. */
   if (!e->excluded && e->nfailed >= c->exclude_stage_max_failed_tasks_per_executor) {
     e->excluded = true;
     x->nexcluded_execs++;
-    if (++h->nexcluded_execs >= c->exclude_stage_max_failed_executors_per_node && !h->excluded) {
-      h->excluded = true;
+    xhost *eh = e->host;
+    if (++eh->nexcluded_execs >= c->exclude_stage_max_failed_executors_per_node && !eh->excluded) {
+      eh->excluded = true;
       x->nexcluded_hosts++;
     }
   }
@@ -317,7 +320,7 @@ bool tl__exclude_task_blocked(struct tl_scheduler *s, const tl__taskset *ts, uin
   const xfail *f = e != NULL ? find_fail(e->failures, index) : NULL;
   if (f != NULL && f->count >= s->cfg.exclude_max_task_attempts_per_executor)
     return true;
-  const xhost *h = e != NULL ? e->host : find_host(x, host_of(ex->names));
+  const xhost *h = find_host(x, host_of(ex->names)); /* the node it is on now */
   f = h != NULL ? find_fail(h->indices, index) : NULL;
   return f != NULL && f->count >= s->cfg.exclude_max_task_attempts_per_node;
 }
@@ -486,7 +489,8 @@ static xfail *drop_expired(struct tl_scheduler *s, xfail *list, uint64_t now, ui
   xfail **pp = &list;
   while (*pp != NULL) {
     xfail *f = *pp;
-    if (f->time < now) {
+    if (f->time <= now && f->time != UINT64_MAX) { /* due when the time reaches it; a
+                                                      saturated expiry never comes */
       *pp = f->next;
       free_record(s, f);
       (*n)--;

@@ -118,7 +118,8 @@ typedef struct round_state {
   size_t most;           /* the launch budget */
   uint64_t left;         /* cores the slots still have */
   tl__taskset *launched; /* the task sets it launched in, through launched_next */
-  bool full;             /* the offers name every ALIVE executor (Spark's isAllFreeResources) */
+  bool full;             /* the offers name every ALIVE executor, excluded ones included
+                            (Spark's isAllFreeResources) */
 } round_state;
 
 /* What one task set's turn has done so far (delay scheduling's bookkeeping). */
@@ -234,7 +235,7 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   tl__tried *tried_on_stack[STACK_SLOTS], **tried = tried_on_stack;
   size_t ntried = 0;                   /* host records prepared (speculation) */
   size_t npools_allocated = s->npools; /* pools cannot be added during the round */
-  size_t nslots = 0, nprepared = 0, used = 0;
+  size_t nslots = 0, nprepared = 0, used = 0, named = 0;
   uint64_t rejected = 0, excluded = 0, offered = 0;
   int err = TL_ENOMEM;
 
@@ -247,7 +248,11 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
       rejected++;
       continue;
     }
+    if (ex->offer_round != s->offer_round)
+      named++; /* a distinct ALIVE executor, excluded or not: for the full-round test */
     if (tl__exclude_app_blocked(ex)) { /* excluded for the application: Spark filters it */
+      ex->offer_round = s->offer_round;
+      ex->offer_slot = TL__NONE;
       excluded++;
       continue;
     }
@@ -301,7 +306,7 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   if (tl__events_reserve(s, most + tl__exclude_round_events(s)) != TL_OK)
     goto undo;
 
-  round_state r = {slots, nslots, pre, tried, 0, 0, most, offered, NULL, nslots == s->nalive};
+  round_state r = {slots, nslots, pre, tried, 0, 0, most, offered, NULL, named == s->nalive};
   size_t npools = tl__pools_in_order(s, order);
   for (size_t k = 0; k < npools && r.used < r.most && r.left > 0; k++) {
     for (tl__taskset *ts = order[k]->queue[0], *next; ts != NULL && r.used < r.most && r.left > 0;

@@ -285,7 +285,6 @@ typedef struct tlo_run {
   uint64_t node_expiry[NHOSTS]; /* until then */
   uint64_t excluded_offers, unsched_aborted;
   uint64_t f_x[TLO_XF_N]; /* exclusion features reached */
-  unsigned docs_x;        /* TLO_DOCS_EXCLUSION: the departures to predict as the docs say */
 
   uint64_t rng;   /* the generator's splitmix64 state */
   size_t enc_len; /* bytes of the program encoded so far */
@@ -772,22 +771,6 @@ static uint64_t median_of(const mts *t) {
 
 static bool xon(const tlo_run *r) { return r->cfg.exclude_on_failure; }
 
-/* Where the library departs from the docs, the model follows it unless TLO_DOCS_EXCLUSION
- * names the departure (a number, the sum of these bits; anything else: all of them):
- *   DOCS_X_EXPIRY  an application-level failure expires when the time reaches its expiry, as
- *                  every deadline does (the library keeps it until the time is past it).
- *   DOCS_X_FULL    a round whose offers name every ALIVE executor is full (locality.md, Spark's
- *                  isAllFreeResources), offers from executors excluded for the application
- *                  included (the library counts only the offers that became slots).
- *   DOCS_X_HOST    an index excluded on a node is not launched on an executor of that node
- *                  (the library asks about the node where the executor's id first failed in
- *                  the task set, which differs once that id is registered again elsewhere).
- *   DOCS_X_MOVED   an executor id may be registered again on another host while a task set
- *                  holds its counted failures (the library counts its exclusion toward one
- *                  host and tl_check toward the other: ECORRUPT); without it, it comes back on
- *                  the host of its first failure there. */
-enum { DOCS_X_EXPIRY = 1, DOCS_X_FULL = 2, DOCS_X_HOST = 4, DOCS_X_MOVED = 8, DOCS_X_ALL = 15 };
-
 /* Failures of index i on executor x (isExecutorExcludedForTask's count). */
 static uint32_t xf_on_exec(const mts *t, const mexec *x, uint32_t i) {
   uint32_t n = 0;
@@ -824,15 +807,6 @@ static bool ts_exec_excluded(const tlo_run *r, const mts *t, const mexec *x) {
   return t->nxf > 0 && xf_indices_of(t, x) >= r->cfg.exclude_stage_max_failed_tasks_per_executor;
 }
 
-/* The host of executor x's first counted failure in t (an id registered again after its
- * tombstone went may be on another host now); x's own if it has none. */
-static unsigned first_host(const mts *t, const mexec *x) {
-  for (uint32_t f = 0; f < t->nxf; f++)
-    if (t->xf[f].ex == x)
-      return t->xf[f].host;
-  return x->host;
-}
-
 /* A node is excluded for the task set by the executors excluded for it that first failed
  * there. */
 static bool ts_node_excluded(const tlo_run *r, const mts *t, unsigned h) {
@@ -851,14 +825,12 @@ static bool offer_blocked(const tlo_run *r, const mts *t, const mexec *x) {
   return xon(r) && t->nxf > 0 && (ts_exec_excluded(r, t, x) || ts_node_excluded(r, t, x->host));
 }
 
-/* isTaskExcludedOnExecOrNode. The library asks about the node of x's first failure in the
- * task set, not the node x is on (DOCS_X_HOST). */
+/* isTaskExcludedOnExecOrNode: x, and the node x is on now. */
 static bool task_blocked(const tlo_run *r, const mts *t, uint32_t i, const mexec *x) {
   if (!xon(r) || t->nxf == 0)
     return false;
-  unsigned h = (r->docs_x & DOCS_X_HOST) ? x->host : first_host(t, x);
   return xf_on_exec(t, x, i) >= r->cfg.exclude_max_task_attempts_per_executor ||
-         xf_on_host(t, h, i) >= r->cfg.exclude_max_task_attempts_per_node;
+         xf_on_host(t, x->host, i) >= r->cfg.exclude_max_task_attempts_per_node;
 }
 
 /* HealthTracker.isExecutorExcluded || isNodeExcluded. */
@@ -950,8 +922,7 @@ static void xf_taskset_succeeded(tlo_run *r, uint32_t k) {
     }
     uint32_t w = 0;
     for (uint32_t e = 0; e < x->nappf; e++)
-      if (x->appf[e] > now || x->appf[e] == UINT64_MAX || /* saturated: it never expires */
-          (x->appf[e] == now && !(r->docs_x & DOCS_X_EXPIRY)))
+      if (x->appf[e] > now || x->appf[e] == UINT64_MAX) /* saturated: it never expires */
         x->appf[w++] = x->appf[e];
     x->nappf = w;
     if (x->nappf >= r->cfg.exclude_app_max_failed_tasks_per_executor && !x->xapp) {
@@ -2404,9 +2375,7 @@ static void do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, si
     for (unsigned sl = 0; sl < NSLOTS; sl++)
       for (uint32_t g = 0; g < r->ngen[sl]; g++)
         nalive += r->ex[sl][g].state == MX_ALIVE;
-    /* The library counts only the offers that became slots, so no round is full while an
-     * ALIVE executor is excluded for the application (DOCS_X_FULL). */
-    bool full = ((r->docs_x & DOCS_X_FULL) ? nnamed : nslots) == nalive;
+    bool full = nnamed == nalive; /* executors excluded for the application included */
     free(named);
     /* The order is taken when the round begins: pools with something schedulable by Spark's
      * FAIR comparator (TL_FIFO: "default" only), and in each its task sets in its mode's order. */
@@ -3318,15 +3287,6 @@ static void apply(tlo_run *r, const tlo_op *op) {
     }
     static const uint32_t cores[8] = {0, 1, 2, 3, 4, 2, 4, 64};
     unsigned host = op->a % NHOSTS;
-    /* An id registered again while a task set holds its counted failures comes back on the
-     * host it failed on, unless DOCS_X_MOVED: the library's tl_check then finds the task set's
-     * per-host count of excluded executors wrong once it fails there again. */
-    if (!(r->docs_x & DOCS_X_MOVED) && x->state == MX_NONE && xon(r))
-      for (uint32_t k = 0; k < r->nts; k++)
-        if (!r->ts[k].released)
-          for (uint32_t f = 0; f < r->ts[k].nxf; f++)
-            if (r->ts[k].xf[f].ex == x)
-              host = first_host(&r->ts[k], x);
     do_add(r, x, slot, fresh, host, op->b % 5, cores[op->c % 8]);
     break;
   }
@@ -3932,10 +3892,6 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *e
   r->next_ts_id = 1;
   r->raw_now = r->now = SEC;
   r->pools[POOL_DEFAULT] = (mpool){true, TL_FIFO, 1, 0};
-  const char *docs_x = getenv("TLO_DOCS_EXCLUSION");
-  r->docs_x = docs_x == NULL ? 0 : (unsigned)strtoul(docs_x, NULL, 10) & DOCS_X_ALL;
-  if (docs_x != NULL && r->docs_x == 0)
-    r->docs_x = DOCS_X_ALL;
 
   /* The configuration: small timeouts so that every expiry path is taken often. */
   static const struct {

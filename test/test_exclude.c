@@ -473,6 +473,100 @@ START_TEST(exclusion_config_is_validated) {
 }
 END_TEST
 
+/* An application-level failure ends when the time reaches its expiry, as every deadline does
+ * (it was kept until the time passed it; found by the randomized model). */
+START_TEST(an_application_failure_ends_when_its_expiry_comes) {
+  tl_config cfg = exclude_config();
+  cfg.heartbeat_timeout_ns = 0;
+  cfg.exclude_timeout_ns = 60 * TLT_SEC;
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e0", "h0", NULL, 1);
+  tlt_add(e, "e1", "h1", NULL, 1);
+  for (uint32_t stage = 0; stage < 3; stage++) {
+    tlt_submit(e, stage, 0, 0, 1);
+    tl_launch l;
+    launch_one(e, "e0", &l);
+    tlt_fail(e, "e0", l.tid, TL_END_EXCEPTION);
+    launch_one(e, "e1", &l);
+    tlt_succeed(e, "e1", l.tid);
+    if (stage == 0)
+      e->now += 60 * TLT_SEC; /* exactly: stage 0's failure ends as stage 1's comes */
+    if (stage == 1)
+      ck_assert_uint_eq(tlt_stats(e).executors_excluded, 0);
+  }
+  ck_assert_uint_eq(tlt_stats(e).executors_excluded, 1); /* stages 1 and 2 */
+  tlt_end(e);
+}
+END_TEST
+
+/* A round that names every ALIVE executor is a full offer for delay scheduling's timer, also
+ * when one of them is excluded for the application and launches nothing (found by the
+ * randomized model: such a round was never full). */
+START_TEST(a_round_naming_an_excluded_executor_is_full) {
+  tl_config cfg = exclude_config();
+  cfg.exclude_app_max_failed_tasks_per_executor = 1;
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e0", "h0", NULL, 1);
+  tlt_add(e, "e1", "h1", NULL, 8);
+  tlt_add(e, "e2", "h1", NULL, 8);
+  tl_launch l[4];
+  tlt_submit(e, 0, 0, 0, 1); /* one failure on e0 in a successful task set: e0 excluded */
+  launch_one(e, "e0", l);
+  tlt_fail(e, "e0", l[0].tid, TL_END_EXCEPTION);
+  launch_one(e, "e1", l);
+  tlt_succeed(e, "e1", l[0].tid);
+  ck_assert_uint_eq(tlt_stats(e).executors_excluded, 1);
+
+  tl_location pref = {"h1", "e1"};
+  tl_task_desc tasks[8];
+  for (int i = 0; i < 8; i++)
+    tasks[i] = (tl_task_desc){&pref, 1};
+  tl_taskset_desc d = {.stage_id = 1, .ntasks = 8, .tasks = tasks};
+  tl_taskset_id ts = tlt_submit_desc(e, &d);
+  tl_offer partial[] = {{"e2", 1}};
+  ck_assert_uint_eq(tlt_offers(e, partial, 1, l, 4), 0); /* e2 is only NODE_LOCAL: rejected */
+  e->now += 3 * TLT_SEC;
+  tl_offer all[] = {{"e0", 1}, {"e1", 1}, {"e2", 0}};
+  ck_assert_uint_eq(tlt_offers(e, all, 3, l, 4), 1);
+  ck_assert_int_eq(l[0].locality, TL_PROCESS_LOCAL);
+  ck_assert_int_eq(tlt_ts(e, ts).locality, TL_PROCESS_LOCAL); /* full, no reject: reset */
+  tlt_end(e);
+}
+END_TEST
+
+/* An executor id forgotten with its tombstone can be registered again on another host while a
+ * task set still holds its failures (found by the randomized model). An index excluded on a
+ * node is kept off the executors that are on that node now; the id's exclusion for the task set
+ * counts toward the node it first failed on, and tl_check agrees. */
+START_TEST(an_id_registered_again_elsewhere_keeps_exclusion_consistent) {
+  tl_config cfg = exclude_config();
+  cfg.max_tombstones = 0; /* a lost id is forgotten at once */
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "x", "hA", NULL, 2);
+  tlt_add(e, "y", "hB", NULL, 1);
+  tlt_add(e, "z", "hB", NULL, 1);
+  tl_taskset_id ts = tlt_submit(e, 0, 0, 0, 3);
+  tl_launch l[4];
+  ck_assert_uint_eq(tlt_offer(e, "x", 2, l, 4), 2); /* indices 0 and 1 on x */
+  tlt_fail(e, "x", l[1].tid, TL_END_EXCEPTION);     /* x: index 1 failed, on hA */
+  tlt_lose(e, "x", TL_LOSS_KILLED, false);          /* index 0 back, not counted */
+  tlt_add(e, "x", "hB", NULL, 2);                   /* the same id, now on hB */
+  launch_one(e, "y", l);
+  ck_assert_uint_eq(l[0].index, 0);
+  tlt_fail(e, "y", l[0].tid, TL_END_EXCEPTION);
+  launch_one(e, "z", l);
+  ck_assert_uint_eq(l[0].index, 0);
+  tlt_fail(e, "z", l[0].tid, TL_END_EXCEPTION); /* index 0: two failures on hB, excluded there */
+  /* x is on hB now: index 0 is excluded there, index 1 on x itself; index 2 runs. */
+  ck_assert_uint_eq(tlt_offer(e, "x", 2, l, 4), 1);
+  ck_assert_uint_eq(l[0].index, 2);
+  tlt_fail(e, "x", l[0].tid, TL_END_EXCEPTION); /* x: a second index: excluded for the set */
+  ck_assert_uint_eq(tlt_offer(e, "x", 2, l, 4), 0);
+  ck_assert_ptr_nonnull(strstr(explain(e, ts), "executor x on hA: 2 indices failed, excluded"));
+  tlt_end(e);
+}
+END_TEST
+
 Suite *tl_exclude_suite(void) {
   Suite *suite = suite_create("exclude");
   TCase *tc = tlt_tcase(suite, "exclude");
@@ -487,5 +581,8 @@ Suite *tl_exclude_suite(void) {
   tcase_add_test(tc, application_exclusion_and_its_expiry);
   tcase_add_test(tc, application_failures_add_up_and_expire);
   tcase_add_test(tc, exclusion_config_is_validated);
+  tcase_add_test(tc, an_application_failure_ends_when_its_expiry_comes);
+  tcase_add_test(tc, a_round_naming_an_excluded_executor_is_full);
+  tcase_add_test(tc, an_id_registered_again_elsewhere_keeps_exclusion_consistent);
   return suite;
 }
