@@ -140,7 +140,7 @@ END_TEST
 
 static tlt_env *barrier_env(int nexec) {
   tlt_env *e = tlt_new(NULL);
-  char id[8], host[8];
+  char id[16], host[16]; /* "e" or "h" and an int */
   for (int i = 0; i < nexec; i++) {
     snprintf(id, sizeof id, "e%d", i);
     snprintf(host, sizeof host, "h%d", i);
