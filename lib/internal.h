@@ -251,6 +251,8 @@ typedef struct tl__place {
   uint32_t stamp;           /* tl_submit's scratch: the submission that last numbered it */
   uint32_t scratch;         /* and the key number it got there */
   uint32_t mark;            /* and the last index that named it there */
+  uint64_t offer_round;     /* the offer round that last offered its executor or one of its
+                               host's (offers.c's scratch) */
   bool alive;               /* executor: ALIVE; host: has an ALIVE executor */
   bool racked;              /* host: alive, and its host is in a rack */
   uint32_t key_len;         /* bytes of key */
@@ -778,6 +780,12 @@ void tl__locality_after_turn(struct tl_scheduler *s, tl__taskset *ts, bool rejec
  * index is off the pending stack afterwards and *level says where it came from. */
 bool tl__locality_take(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
                        tl_locality allowed, uint32_t *index, tl_locality *level);
+/* Whether ts certainly launches nothing in the running offer round and leaves its delay
+ * scheduling as it is: it waits at PROCESS_LOCAL or NODE_LOCAL with time left, nothing without
+ * preferences is pending, and no executor or host it prefers was offered (their places carry
+ * the round's number). Its turn then only records a rejection. O(its places), and false when
+ * it has more places than the round has slots. */
+bool tl__locality_dormant(struct tl_scheduler *s, const tl__taskset *ts, size_t nslots);
 /* The level index would run at on ex. */
 tl_locality tl__locality_of(struct tl_scheduler *s, const tl__taskset *ts, uint32_t index,
                             const tl__executor *ex);

@@ -533,6 +533,21 @@ void tl__locality_after_turn(struct tl_scheduler *s, tl__taskset *ts, bool rejec
   }
 }
 
+bool tl__locality_dormant(struct tl_scheduler *s, const tl__taskset *ts, size_t nslots) {
+  const tl__locality *loc = ts->loc;
+  unsigned l = loc->level;
+  if (l > TL_NODE_LOCAL || loc->keys[0].count > 0 || loc->nkeys - 1 > nslots ||
+      !has_tasks_at(loc, l))
+    return false;
+  uint64_t now = s->last_now; /* tl__locality_allowed would move on: */
+  if (now >= loc->reset_time && now - loc->reset_time >= s->locality_wait[l])
+    return false;
+  for (uint32_t k = 1; k < loc->nkeys; k++)
+    if (loc->keys[k].count > 0 && loc->keys[k].place->offer_round == s->offer_round)
+      return false;
+  return true;
+}
+
 /* The time the task set's wait at its level (and at the levels after it, if that one has
  * already passed) ends, after now; TL_TICK_NEVER if it waits for nothing. With fired, reports
  * whether a wait ended in (since, now]. */

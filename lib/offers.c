@@ -189,6 +189,25 @@ static size_t pass(struct tl_scheduler *s, round_state *r, tl__taskset *ts, tl_l
   return launched;
 }
 
+/* Whether some slot has cores for one task of cpus cores (with one core: any core left). */
+static bool any_slot_fits(const round_state *r, uint32_t cpus) {
+  if (cpus == 1)
+    return r->left >= 1;
+  for (size_t i = 0; i < r->nslots; i++)
+    if (r->slots[i].cores >= cpus)
+      return true;
+  return false;
+}
+
+/* A task set held by its locality wait that cannot use this round (tl__locality_dormant), and
+ * nothing else that could launch: no speculative copy waiting, no exclusion records (which
+ * turn offers away before delay scheduling looks). Its turn costs O(its places), not
+ * O(levels x offers): a round in which many task sets wait costs what its offers cost. */
+static bool held(struct tl_scheduler *s, const round_state *r, const tl__taskset *ts) {
+  return ts->loc != NULL && !ts->barrier && ts->nspeculatable == 0 && ts->exclude == NULL &&
+         tl__locality_dormant(s, ts, r->nslots);
+}
+
 /* A task set's turn: for each of its locality levels, most local first, it fills the slots in
  * passes until a pass launches nothing, it has nothing left to launch, or the budget is spent
  * (a task set without preferences has one level, TL_NO_PREF). Then delay scheduling's timer
@@ -198,6 +217,13 @@ static void take_turn(struct tl_scheduler *s, round_state *r, tl__taskset *ts) {
     return;
   if (ts->barrier && !barrier_fits(ts, r->slots, r->nslots, r->most - r->used))
     return; /* all of its tasks in this round, or none */
+  if (held(s, r, ts)) {
+    /* Its passes would launch nothing, and its TL_ANY pass would turn down every slot that
+     * fits a task: the rejection is all the turn does. */
+    if (any_slot_fits(r, ts->cpus))
+      ts->loc->no_rejects = false;
+    return;
+  }
   turn_state t = {false, TL_ANY + 1};
   uint8_t levels = ts->loc != NULL ? ts->loc->levels : 1u << TL_NO_PREF;
   size_t before = r->used;
@@ -273,6 +299,15 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
     slots[nslots].cores = cores;
     nslots++;
     offered += cores;
+  }
+
+  /* The places of the offered executors and of their hosts: what held task sets look for. */
+  for (size_t i = 0; i < nslots; i++) {
+    tl__executor *ex = slots[i].ex;
+    if (ex->place != NULL)
+      ex->place->offer_round = s->offer_round;
+    if (ex->host->place != NULL)
+      ex->host->place->offer_round = s->offer_round;
   }
 
   size_t most = cap;

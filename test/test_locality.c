@@ -653,6 +653,40 @@ START_TEST(tick_sets_no_deadline_past_an_empty_level) {
 }
 END_TEST
 
+/* A task set held by its wait, offered only executors it does not prefer, launches nothing and
+ * takes its turn in O(its places) rather than a pass per level over the offers; it still turns
+ * the offers down (SPARK-18886), unless none of them fits one of its tasks. */
+START_TEST(a_held_task_set_rejects_offers_it_cannot_use) {
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "host1", NULL, 8);
+  tlt_add(e, "e8", "host9", NULL, 8);
+  tlt_add(e, "e9", "host9", NULL, 8);
+  tl_taskset_id ts = submit_all_on(e, 0, 8, "host1", "e1");
+  tl_launch l[8];
+  ck_assert_uint_eq(offer2(e, "e8", 1, "e9", 1, l), 0); /* a partial round, rejected */
+  e->now += WAIT;
+  ck_assert_uint_eq(offer2(e, "e1", 1, NULL, 0, l), 1); /* no reset: a rejection since */
+  ck_assert_int_eq(tlt_ts(e, ts).locality, TL_NODE_LOCAL);
+  tlt_end(e);
+
+  /* Two cores per task, offers of one core: nothing fits, nothing is turned down. */
+  e = tlt_new(NULL);
+  tlt_add(e, "e1", "host1", NULL, 8);
+  tlt_add(e, "e8", "host9", NULL, 1);
+  tlt_add(e, "e9", "host9", NULL, 1);
+  tl_location pref = {"host1", "e1"};
+  tl_task_desc tasks[2] = {{&pref, 1}, {&pref, 1}};
+  tl_taskset_desc d = {.stage_id = 1, .ntasks = 2, .cpus_per_task = 2, .tasks = tasks};
+  tl_taskset_id wide = tlt_submit_desc(e, &d);
+  ck_assert_uint_eq(offer2(e, "e8", 1, "e9", 1, l), 0);
+  e->now += WAIT;
+  ck_assert_uint_eq(offer2(e, "e1", 2, NULL, 0, l), 1);
+  ck_assert_int_eq(l[0].locality, TL_PROCESS_LOCAL);
+  ck_assert_int_eq(tlt_ts(e, wide).locality, TL_PROCESS_LOCAL); /* no rejection: reset */
+  tlt_end(e);
+}
+END_TEST
+
 Suite *tl_locality_suite(void) {
   Suite *s = suite_create("locality");
   TCase *tc = tlt_tcase(s, "locality");
@@ -680,5 +714,6 @@ Suite *tl_locality_suite(void) {
   tcase_add_test(tc, levels_recomputed_when_another_executor_joins_a_preferred_host);
   tcase_add_test(tc, rack_local_follows_pending_order_over_live_hosts);
   tcase_add_test(tc, tick_sets_no_deadline_past_an_empty_level);
+  tcase_add_test(tc, a_held_task_set_rejects_offers_it_cannot_use);
   return s;
 }

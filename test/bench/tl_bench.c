@@ -4,7 +4,7 @@
  *
  *   bench=<name> value=<v> unit=<u> [baseline=<b> ratio=<v/b>] [key=value ...]
  *
- *   tl-bench [--short] [--only NAME]
+ *   tl-bench [--short] [--only lifecycle|loss|heartbeat|memory|offers]
  *
  * --short runs every figure at a small size so CI can prove the program still works; its numbers
  * mean nothing. Figures are not tests: nothing here fails on a slow machine.
@@ -386,6 +386,116 @@ static void bench_memory(void) {
   manual_clock = 0;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Offer rounds: every executor offered at once. The cost per launched task with many active task
+ * sets against one; and a round in which every task set waits for locality (its tasks prefer a
+ * host whose one executor is busy) against the same round with few such task sets: a round's
+ * cost should follow the offers, not the task sets.
+ * ------------------------------------------------------------------------------------------- */
+
+/* All executors offered, their free cores each; returns the launches. */
+static size_t offer_all(tl_scheduler *s, const tl_offer *offers, unsigned n, tl_launch *out,
+                        size_t cap) {
+  size_t nout;
+  ok(tl_resource_offers(s, offers, n, out, cap, &nout), "tl_resource_offers");
+  return nout;
+}
+
+/* ns per launched task for rounds that fill nexec one-core executors from ntasksets task sets
+ * (every launch then finished, so the next round has as much to fill). */
+static double round_per_launch(unsigned nexec, unsigned ntasksets, unsigned rounds) {
+  tl_scheduler *s = new_scheduler();
+  add_executors(s, nexec, 1);
+  tl_offer *offers = malloc(nexec * sizeof *offers);
+  char (*ids)[32] = malloc(nexec * sizeof *ids);
+  tl_launch *out = malloc(nexec * sizeof *out);
+  if (offers == NULL || ids == NULL || out == NULL)
+    die("malloc", TL_ENOMEM);
+  for (unsigned i = 0; i < nexec; i++) {
+    exec_id(ids[i], sizeof ids[i], i);
+    offers[i].executor_id = ids[i];
+    offers[i].cores = 1;
+  }
+  uint32_t per = (uint32_t)((uint64_t)nexec * rounds / ntasksets + 1);
+  for (unsigned k = 0; k < ntasksets; k++) {
+    tl_taskset_desc d = {.stage_id = k, .priority = k, .ntasks = per};
+    ok(tl_submit(s, &d, NULL), "tl_submit");
+  }
+  uint64_t launched = 0, spent = 0;
+  tl_update fin = {.state = TL_TASK_FINISHED};
+  for (unsigned r = 0; r < rounds; r++) {
+    uint64_t t0 = now_ns();
+    size_t n = offer_all(s, offers, nexec, out, nexec);
+    spent += now_ns() - t0;
+    launched += n;
+    for (size_t i = 0; i < n; i++)
+      ok(tl_status_update(s, out[i].executor_id, out[i].tid, &fin), "tl_status_update");
+  }
+  free(out);
+  free(ids);
+  free(offers);
+  ok(tl_scheduler_free(s), "tl_scheduler_free");
+  return launched > 0 ? (double)spent / (double)launched : 0.0;
+}
+
+/* ns per offer of a round in which ntasksets task sets all wait for locality and nothing
+ * launches. */
+static double held_round_per_offer(unsigned nexec, unsigned ntasksets, unsigned rounds) {
+  tl_scheduler *s = new_scheduler();
+  add_executors(s, nexec, 1);
+  tl_executor_desc busy = {"busy", "busy-host", NULL, 1};
+  ok(tl_executor_add(s, &busy), "tl_executor_add");
+  tl_offer one = {"busy", 1};
+  tl_launch l;
+  size_t n;
+  tl_location pref = {"busy-host", NULL};
+  tl_task_desc tasks[2] = {{&pref, 1}, {&pref, 1}};
+  for (unsigned k = 0; k < ntasksets; k++) {
+    tl_taskset_desc d = {.stage_id = k, .priority = k, .ntasks = 2, .tasks = tasks};
+    ok(tl_submit(s, &d, NULL), "tl_submit");
+  }
+  ok(tl_resource_offers(s, &one, 1, &l, 1, &n), "tl_resource_offers"); /* busy is busy now */
+  tl_offer *offers = malloc(nexec * sizeof *offers);
+  char (*ids)[32] = malloc(nexec * sizeof *ids);
+  if (offers == NULL || ids == NULL)
+    die("malloc", TL_ENOMEM);
+  for (unsigned i = 0; i < nexec; i++) {
+    exec_id(ids[i], sizeof ids[i], i);
+    offers[i].executor_id = ids[i];
+    offers[i].cores = 1;
+  }
+  tl_launch *out = malloc(nexec * sizeof *out);
+  if (out == NULL)
+    die("malloc", TL_ENOMEM);
+  uint64_t spent = 0;
+  for (unsigned r = 0; r < rounds; r++) {
+    uint64_t t0 = now_ns();
+    if (offer_all(s, offers, nexec, out, nexec) != 0)
+      die("a held round launched", TL_ESTATE);
+    spent += now_ns() - t0;
+  }
+  free(out);
+  free(ids);
+  free(offers);
+  ok(tl_scheduler_free(s), "tl_scheduler_free");
+  return (double)spent / ((double)rounds * nexec);
+}
+
+static void bench_offers(void) {
+  unsigned nexec = short_mode ? 200 : 10000, many = short_mode ? 20 : 1000;
+  unsigned rounds = short_mode ? 3 : 20;
+  double one = round_per_launch(nexec, 1, rounds);
+  double lots = round_per_launch(nexec, many, rounds);
+  printf("bench=offers_many_tasksets value=%.1f unit=ns/launch baseline=%.1f ratio=%.2f "
+         "executors=%u tasksets=%u\n",
+         lots, one, lots / one, nexec, many);
+  double few_held = held_round_per_offer(nexec, 10, rounds);
+  double all_held = held_round_per_offer(nexec, many, rounds);
+  printf("bench=offers_all_held value=%.1f unit=ns/offer baseline=%.1f ratio=%.2f "
+         "executors=%u tasksets=%u baseline_tasksets=10\n",
+         all_held, few_held, all_held / few_held, nexec, many);
+}
+
 int main(int argc, char **argv) {
   const char *only = NULL;
   for (int i = 1; i < argc; i++) {
@@ -394,7 +504,8 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
       only = argv[++i];
     } else {
-      fprintf(stderr, "usage: %s [--short] [--only lifecycle|loss|heartbeat|memory]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--short] [--only lifecycle|loss|heartbeat|memory|offers]\n",
+              argv[0]);
       return 2;
     }
   }
@@ -407,5 +518,7 @@ int main(int argc, char **argv) {
     bench_heartbeat_sweep();
   if (only == NULL || strcmp(only, "memory") == 0)
     bench_memory();
+  if (only == NULL || strcmp(only, "offers") == 0)
+    bench_offers();
   return 0;
 }
