@@ -419,13 +419,11 @@ START_TEST(application_exclusion_and_its_expiry) {
 }
 END_TEST
 
-/* Failures of successful task sets add up per executor while they are younger than
- * exclude_timeout_ns: one in each of two task sets excludes; one that expired does not count. */
-START_TEST(application_failures_add_up_and_expire) {
-  tl_config cfg = exclude_config();
-  cfg.heartbeat_timeout_ns = 0;
-  cfg.exclude_timeout_ns = 60 * TLT_SEC;
-  tlt_env *e = tlt_new(&cfg);
+/* Three successful one-task stages, each failing once on e0 before it succeeds on e1 (60 s
+ * exclude_timeout_ns); gap passes after the first. Returns executors_excluded after the second
+ * stage; the caller reads it after the third. */
+static size_t three_stages_failing_on_e0(tlt_env *e, uint64_t gap) {
+  size_t after_second = 0;
   tlt_add(e, "e0", "h0", NULL, 1);
   tlt_add(e, "e1", "h1", NULL, 1);
   for (uint32_t stage = 0; stage < 3; stage++) {
@@ -436,8 +434,25 @@ START_TEST(application_failures_add_up_and_expire) {
     launch_one(e, "e1", &l);
     tlt_succeed(e, "e1", l.tid);
     if (stage == 0)
-      e->now += 61 * TLT_SEC; /* the first failure expires before the second arrives */
+      e->now += gap;
+    if (stage == 1)
+      after_second = tlt_stats(e).executors_excluded;
   }
+  return after_second;
+}
+
+static tlt_env *sixty_second_env(void) {
+  tl_config cfg = exclude_config();
+  cfg.heartbeat_timeout_ns = 0;
+  cfg.exclude_timeout_ns = 60 * TLT_SEC;
+  return tlt_new(&cfg);
+}
+
+/* Failures of successful task sets add up per executor while they are younger than
+ * exclude_timeout_ns: one in each of two task sets excludes; one that expired does not count. */
+START_TEST(application_failures_add_up_and_expire) {
+  tlt_env *e = sixty_second_env();
+  three_stages_failing_on_e0(e, 61 * TLT_SEC); /* the first expires before the second comes */
   /* Stage 0's failure expired; stages 1 and 2 made two. */
   ck_assert_uint_eq(tlt_stats(e).executors_excluded, 1);
   ck_assert_uint_eq(tlt_stats(e).nodes_excluded, 0);
@@ -476,24 +491,9 @@ END_TEST
 /* An application-level failure ends when the time reaches its expiry, as every deadline does
  * (it was kept until the time passed it; found by the randomized model). */
 START_TEST(an_application_failure_ends_when_its_expiry_comes) {
-  tl_config cfg = exclude_config();
-  cfg.heartbeat_timeout_ns = 0;
-  cfg.exclude_timeout_ns = 60 * TLT_SEC;
-  tlt_env *e = tlt_new(&cfg);
-  tlt_add(e, "e0", "h0", NULL, 1);
-  tlt_add(e, "e1", "h1", NULL, 1);
-  for (uint32_t stage = 0; stage < 3; stage++) {
-    tlt_submit(e, stage, 0, 0, 1);
-    tl_launch l;
-    launch_one(e, "e0", &l);
-    tlt_fail(e, "e0", l.tid, TL_END_EXCEPTION);
-    launch_one(e, "e1", &l);
-    tlt_succeed(e, "e1", l.tid);
-    if (stage == 0)
-      e->now += 60 * TLT_SEC; /* exactly: stage 0's failure ends as stage 1's comes */
-    if (stage == 1)
-      ck_assert_uint_eq(tlt_stats(e).executors_excluded, 0);
-  }
+  tlt_env *e = sixty_second_env();
+  /* Exactly 60 s: stage 0's failure ends as stage 1's comes. */
+  ck_assert_uint_eq(three_stages_failing_on_e0(e, 60 * TLT_SEC), 0);
   ck_assert_uint_eq(tlt_stats(e).executors_excluded, 1); /* stages 1 and 2 */
   tlt_end(e);
 }
