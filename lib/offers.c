@@ -3,9 +3,12 @@
  * The round, under the scheduler's lock:
  *
  * Usable offers. An offer counts only if it names an ALIVE executor; others (unknown, pending
- * loss, decommissioning, removed) are counted in rejected_offers and launch nothing. An offer's
- * cores are capped by the ledger's own free-core count, and every launch checks that count
- * again, so even duplicate or stale offers can never launch past an executor's cores.
+ * loss, decommissioning, removed) are counted in rejected_offers and launch nothing, and those
+ * of executors excluded for the application in excluded_offers. An offer's cores are capped by
+ * the ledger's own free-core count, and every launch checks that count again, so even
+ * duplicate or stale offers can never launch past an executor's cores. The round is full when
+ * it names every ALIVE executor (delay scheduling's timer rule), and it stamps the places of
+ * the offered executors and their hosts (locality.c).
  *
  * Preparation. The round cannot launch more than min(cap, pending tasks, offered cores) tasks.
  * That many attempt records are allocated and entered into attempts_by_tid (their tids are the
@@ -13,10 +16,13 @@
  * visible changes. If any of that fails the round undoes it and returns TL_ENOMEM having
  * launched nothing. Records the round does not use are taken out again at the end.
  *
- * Launching. Task sets are walked in queue order (FIFO: priority, then stage id; only task sets
- * with something pending are in the queue). Each fills the offers in passes, one task per offer
- * per pass, so a stage spreads over executors, until it has nothing pending or a pass launches
- * nothing; then the next task set gets what is left.
+ * Launching. Task sets are walked in queue order (pools in FAIR order; in a pool FIFO or FAIR;
+ * only task sets with something to launch are in the queue). Each fills the offers in passes,
+ * one task per offer per pass, so a stage spreads over executors, level by level for one with
+ * preferred locations (most local first, no farther than delay scheduling allows), until it
+ * has nothing pending or a pass launches nothing; then the next task set gets what is left. A
+ * task set held by its locality wait that none of the offers can serve only records that it
+ * turned them down. Then exclusion's unschedulable check looks at the round (exclude.c).
  */
 #include "internal.h"
 
