@@ -340,8 +340,9 @@ int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out) {
   err = tl__submit(s, d, &id);
   if (err == TL_OK && out != NULL)
     *out = id;
-  char extra[32];
-  snprintf(extra, sizeof extra, " ts=%" PRIu64, id);
+  char extra[32] = "";
+  if (j != NULL)
+    snprintf(extra, sizeof extra, " ts=%" PRIu64, id);
   return journal_leave(s, j, &w, err, err == TL_OK ? extra : NULL);
 }
 
@@ -409,8 +410,9 @@ int tl_resource_offers(tl_scheduler *s, const tl_offer *offers, size_t noffers, 
   JOURNAL_OPEN(s, tl__jfmt_offers(&w, offers, noffers, cap));
   tl_tid first = s->next_tid;
   err = tl__resource_offers(s, offers, noffers, out, cap, nout);
-  char extra[64];
-  snprintf(extra, sizeof extra, " launched=%zu tid=%" PRIu64, *nout, first);
+  char extra[64] = "";
+  if (j != NULL) /* formatted only for a journal: an offer round is the hottest call */
+    snprintf(extra, sizeof extra, " launched=%zu tid=%" PRIu64, *nout, first);
   return journal_leave(s, j, &w, err, err == TL_OK ? extra : NULL);
 }
 
