@@ -686,8 +686,6 @@ void tl__attempt_free(struct tl_scheduler *s, tl__attempt *a);
 tl__taskset *tl__taskset_find(struct tl_scheduler *s, tl_taskset_id id);
 tl__stage *tl__stage_find(struct tl_scheduler *s, uint32_t stage_id);
 int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out);
-/* Takes the index on top of the pending stack (npending > 0 required). */
-uint32_t tl__taskset_pop_pending(struct tl_scheduler *s, tl__taskset *ts);
 /* Takes index i (which must be pending) off the pending stack. */
 void tl__taskset_take_pending(struct tl_scheduler *s, tl__taskset *ts, uint32_t i);
 /* Takes the topmost pending index that may run on ex (Spark's

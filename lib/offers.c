@@ -36,7 +36,7 @@ typedef struct offer_slot {
 /* Launches attempt a of index i on ex; speculative: a second copy of a slow index. With
  * speculation the task set remembers the host (tried, prepared with the round) and the copies. */
 static void launch(struct tl_scheduler *s, tl__taskset *ts, tl__executor *ex, tl__attempt *a,
-                   uint32_t i, bool speculative, tl__tried *tried) {
+                   uint32_t i, bool speculative, tl_locality level, tl__tried *tried) {
   tl__index *ix = &ts->idx[i];
   a->index = i;
   a->attempt = ix->attempts++;
@@ -57,7 +57,7 @@ static void launch(struct tl_scheduler *s, tl__taskset *ts, tl__executor *ex, tl
   ix->copies_running++;
   a->state = TL__LAUNCHING;
   a->frozen = 0;
-  a->locality = TL_NO_PREF;
+  a->locality = (uint8_t)level;
   a->launch_time = s->last_now;
   a->executor = ex;
   a->taskset = ts;
@@ -155,14 +155,8 @@ static size_t pass(struct tl_scheduler *s, round_state *r, tl__taskset *ts, tl_l
     tl_locality level = TL_NO_PREF, allowed = max;
     bool speculative = false, found;
     if (ts->loc == NULL) {
-      /* With exclusion, the topmost pending index not excluded on this executor. */
-      if (!s->cfg.exclude_on_failure) {
-        found = ts->npending > 0;
-        if (found)
-          index = tl__taskset_pop_pending(s, ts);
-      } else {
-        found = ts->npending > 0 && tl__taskset_take_unblocked(s, ts, slot->ex, &index);
-      }
+      /* The topmost pending index (with exclusion, the topmost not excluded on this executor). */
+      found = ts->npending > 0 && tl__taskset_take_unblocked(s, ts, slot->ex, &index);
     } else {
       /* A barrier task set never waits: all its tasks launch in the round they fit in. */
       if (max != TL_NO_PREF && !ts->barrier) {
@@ -183,8 +177,7 @@ static size_t pass(struct tl_scheduler *s, round_state *r, tl__taskset *ts, tl_l
     tl__tried *tried = NULL;
     if (ts->tried != NULL)
       tried = r->tried[r->tried_used++];
-    launch(s, ts, slot->ex, r->pre[r->used], index, speculative, tried);
-    r->pre[r->used]->locality = (uint8_t)level;
+    launch(s, ts, slot->ex, r->pre[r->used], index, speculative, level, tried);
     if ((int)level < t->best)
       t->best = (int)level;
     slot->cores -= ts->cpus;

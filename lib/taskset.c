@@ -154,12 +154,6 @@ bool tl__taskset_take_speculative(struct tl_scheduler *s, tl__taskset *ts, const
   return true;
 }
 
-uint32_t tl__taskset_pop_pending(struct tl_scheduler *s, tl__taskset *ts) {
-  uint32_t i = ts->pending_top;
-  pending_remove(s, ts, i);
-  return i;
-}
-
 void tl__taskset_take_pending(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
   pending_remove(s, ts, i);
 }
@@ -167,7 +161,7 @@ void tl__taskset_take_pending(struct tl_scheduler *s, tl__taskset *ts, uint32_t 
 bool tl__taskset_take_unblocked(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
                                 uint32_t *index) {
   for (uint32_t i = ts->pending_top; i != TL__NONE; i = ts->idx[i].next) {
-    if (!tl__exclude_task_blocked(s, ts, i, ex)) {
+    if (ts->exclude == NULL || !tl__exclude_task_blocked(s, ts, i, ex)) { /* the usual: the top */
       pending_remove(s, ts, i);
       *index = i;
       return true;
