@@ -289,7 +289,9 @@ typedef struct tl_taskset_info {
   uint32_t ntasks;
 } tl_taskset_info;
 
-/* The runtime's side. Every member may be NULL. Events are delivered exactly once, one at a
+/* The runtime's side. Every member may be NULL; a task_started or revive_offers event whose
+ * callback is NULL is not even made (the hot paths pay nothing for it). Events are delivered
+ * exactly once, one at a
  * time, in the order they were made, never while the scheduler's lock is held, by whichever
  * thread's call made them unless another thread is already delivering (then that thread
  * delivers them, and the call may return before they are delivered). A callback may call any

@@ -57,7 +57,8 @@ tl__event *tl__event_push(struct tl_scheduler *s, tl__event_kind kind) {
 void tl__event_push_revive(struct tl_scheduler *s) {
   if (s->revive_wanted) {
     s->revive_wanted = false;
-    tl__event_push(s, TL__EV_REVIVE_OFFERS);
+    if (s->cb.revive_offers != NULL) /* an event nobody listens to is not made */
+      tl__event_push(s, TL__EV_REVIVE_OFFERS);
   }
 }
 
@@ -208,7 +209,7 @@ bool tl__unlock_and_dispatch(struct tl_scheduler *s) {
     tl__event_array batch = s->events; /* the batch is empty here: swap the arrays */
     s->events = s->batch;
     s->batch = batch;
-    atomic_store(&s->batch_delivered, 0);
+    atomic_store_explicit(&s->batch_delivered, 0, memory_order_release);
     tl__jline *lines = s->journal; /* the journal lines made so far, in lock order */
     s->journal = NULL;
     s->journal_tail = &s->journal;
@@ -219,7 +220,8 @@ bool tl__unlock_and_dispatch(struct tl_scheduler *s) {
       s->cfg.journal(s->cfg.journal_ud, j->text);
     for (size_t i = 0; i < batch.n; i++) {
       deliver(s, &batch.ev[i]);
-      atomic_store(&s->batch_delivered, i + 1);
+      /* Release: tl_stats_get (under the lock) counts what is delivered; no fence needed. */
+      atomic_store_explicit(&s->batch_delivered, i + 1, memory_order_release);
     }
     delivered = delivered || batch.n != 0;
 

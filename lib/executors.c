@@ -33,10 +33,14 @@ static void set_state(struct tl_scheduler *s, tl__executor *ex, tl_executor_stat
   (*state_count(s, ex->state))++;
 }
 
-tl__executor *tl__executor_find(struct tl_scheduler *s, const char *id) {
+tl__executor *tl__executor_find_len(struct tl_scheduler *s, const char *id, size_t len) {
   tl__executor *ex;
-  HASH_FIND(hh_by_id, s->executors_by_id, id, strlen(id), ex);
+  HASH_FIND(hh_by_id, s->executors_by_id, id, len, ex);
   return ex;
+}
+
+tl__executor *tl__executor_find(struct tl_scheduler *s, const char *id) {
+  return tl__executor_find_len(s, id, strlen(id));
 }
 
 void tl__executor_free(struct tl_scheduler *s, tl__executor *ex) {

@@ -106,8 +106,7 @@ static const char *state_name(uint8_t state) {
 static int check_executors(checker *c, size_t *running, size_t *frozen) {
   struct tl_scheduler *s = c->s;
   size_t count[4] = {0, 0, 0, 0};
-  size_t limit =
-      HASH_CNT(hh_by_tid, s->attempts_by_tid) + s->nfrozen + 1; /* guards against cycles */
+  size_t limit = s->attempts_by_tid.n + s->nfrozen + 1; /* guards against cycles */
   *running = *frozen = 0;
   for (tl__executor *ex = s->executors_by_id; ex != NULL; ex = ex->hh_by_id.next) {
     const char *id = tl__executor_id(ex);
@@ -190,19 +189,49 @@ static int check_executors(checker *c, size_t *running, size_t *frozen) {
         s->ntombstones);
   CHECK(c, s->ntombstones <= s->cfg.max_tombstones, "%zu tombstones, at most %u allowed",
         s->ntombstones, s->cfg.max_tombstones);
-  CHECK(c, HASH_CNT(hh_by_tid, s->attempts_by_tid) == *running,
-        "invariant 3: attempts_by_tid holds %u attempts, executors run %zu",
-        HASH_CNT(hh_by_tid, s->attempts_by_tid), *running);
+  CHECK(c, s->attempts_by_tid.n == *running,
+        "invariant 3: attempts_by_tid holds %zu attempts, executors run %zu", s->attempts_by_tid.n,
+        *running);
   CHECK(c, s->nfrozen == *frozen, "invariant 3: %zu frozen attempts, count says %zu", *frozen,
         s->nfrozen);
-  for (tl__attempt *a = s->attempts_by_tid; a != NULL; a = a->hh_by_tid.next)
+  const tl__tidmap *m = &s->attempts_by_tid;
+  size_t used = 0;
+  for (size_t i = 0; i < m->cap; i++) {
+    const tl__attempt *a = m->slot[i].a;
+    if (m->slot[i].tid == 0) {
+      CHECK(c, a == NULL, "attempts_by_tid: free slot %zu holds a record", i);
+      continue;
+    }
+    used++;
+    CHECK(c, a != NULL && a->tid == m->slot[i].tid && tl__attempt_find(s, a->tid) == a,
+          "attempts_by_tid: slot %zu (tid %llu) is not found by its tid", i,
+          (unsigned long long)m->slot[i].tid);
     CHECK(c,
           a->executor->state == TL_EXECUTOR_ALIVE ||
               a->executor->state == TL_EXECUTOR_DECOMMISSIONING,
           "invariant 1: tid %llu runs on %s executor %s", (unsigned long long)a->tid,
           state_name(a->executor->state), tl__executor_id(a->executor));
-  c->bytes += (*running + *frozen) * sizeof(tl__attempt);
-  c->blocks += *running + *frozen;
+  }
+  unsigned shift = 64;
+  for (size_t cap = m->cap; cap > 1; cap >>= 1)
+    shift--;
+  CHECK(c,
+        used == m->n && (m->cap == 0) == (m->n == 0) && (m->cap & (m->cap - 1)) == 0 &&
+            m->n <= m->cap / 4 * 3 && (m->cap == 0 || m->shift == shift),
+        "attempts_by_tid: %zu of %zu slots used, count says %zu, shift %u", used, m->cap, m->n,
+        m->shift);
+  if (m->cap != 0)
+    account(c, m->cap * sizeof *m->slot);
+  size_t spare = 0;
+  for (const tl__attempt *a = s->spare_attempts; a != NULL && spare <= s->nspare_attempts;
+       a = a->sibling)
+    spare++;
+  CHECK(c, spare == s->nspare_attempts, "%zu spare attempt records, count says %zu", spare,
+        s->nspare_attempts);
+  CHECK(c, spare == 0 || tl__attempts_running(s) || s->nfrozen != 0,
+        "%zu spare attempt records while no attempt exists", spare);
+  c->bytes += (*running + *frozen + spare) * sizeof(tl__attempt);
+  c->blocks += *running + *frozen + spare;
   return TL_OK;
 }
 
@@ -687,8 +716,6 @@ static int check_memory(checker *c) {
     err = tl__exclude_check(s, c->why, c->len, &c->bytes, &c->blocks);
   if (err != TL_OK)
     return err;
-  if (s->attempts_by_tid != NULL)
-    account_table(c, s->attempts_by_tid->hh_by_tid.tbl);
   if (s->executors_by_id != NULL)
     account_table(c, s->executors_by_id->hh_by_id.tbl);
   if (s->hosts_by_name != NULL)
@@ -709,7 +736,7 @@ static int check_memory(checker *c) {
    * left is an empty scheduler plus its tombstones (the balance above covers the bytes). */
   if (s->tasksets_by_id == NULL && s->nalive + s->ndecommissioning + s->npending_loss == 0)
     CHECK(c,
-          s->attempts_by_tid == NULL && s->hosts_by_name == NULL && s->racks_by_name == NULL &&
+          !tl__attempts_running(s) && s->hosts_by_name == NULL && s->racks_by_name == NULL &&
               s->stages_by_id == NULL && s->nfrozen == 0 && s->npending_tasks == 0 &&
               s->places_by_key == NULL && s->default_pool->queue[0] == NULL,
           "invariant 7: quiescent but a map is not empty");
@@ -763,7 +790,7 @@ void tl_stats_get(tl_scheduler *s, tl_stats *out) {
   out->places = s->nplaces;
   out->tasksets_active = s->nactive;
   out->tasksets_zombie = s->nzombie;
-  out->attempts_running = HASH_CNT(hh_by_tid, s->attempts_by_tid);
+  out->attempts_running = s->attempts_by_tid.n;
   out->attempts_frozen = s->nfrozen;
   out->tasks_pending = s->npending_tasks;
   out->tasks_speculatable = s->nspeculatable;

@@ -104,10 +104,25 @@ void tl__str_unref(struct tl_scheduler *s, tl__str *str);
 
 enum { TL__LAUNCHING = 0, TL__RUNNING = 1 }; /* tl__attempt.state */
 
+/* attempts_by_tid: the running attempts by tid, an open-addressing table with linear probing
+ * (ledger.c). A slot holds its key beside the record, so a probe that misses reads no record;
+ * tid 0 (never a launch's) marks a free slot. The capacity is 0 (no array: nothing runs) or a
+ * power of two, at most three quarters full. */
+typedef struct tl__tid_slot {
+  tl_tid tid;
+  struct tl__attempt *a;
+} tl__tid_slot;
+
+typedef struct tl__tidmap {
+  tl__tid_slot *slot;
+  size_t cap;     /* slots */
+  size_t n;       /* attempts */
+  unsigned shift; /* 64 - log2(cap): a tid's home slot is (tid * 2^64/phi) >> shift */
+} tl__tidmap;
+
 /* One launched copy of one task. */
 typedef struct tl__attempt {
-  tl_tid tid;                    /* key of attempts_by_tid */
-  UT_hash_handle hh_by_tid;      /* scheduler's attempts_by_tid, unless frozen */
+  tl_tid tid;                    /* key of attempts_by_tid (which holds it unless it is frozen) */
   tl__link on_executor;          /* executor's running list, or its frozen list */
   tl__link on_taskset;           /* task set's running list, until the attempt ends */
   struct tl__executor *executor; /* where it runs; never NULL while the attempt exists */
@@ -607,7 +622,9 @@ struct tl_scheduler {
   tl_callbacks cb; /* copy */
 
   /* Indexes. */
-  tl__attempt *attempts_by_tid;  /* running attempts (not frozen) */
+  tl__tidmap attempts_by_tid;    /* running attempts (not frozen) */
+  tl__attempt *spare_attempts;   /* freed records kept for the next launches, through sibling */
+  size_t nspare_attempts;        /* their number: none while nothing runs (ledger.c) */
   tl__executor *executors_by_id; /* every executor record, tombstones included */
   tl__host *hosts_by_name;       /* hosts with live executors */
   tl__rack *racks_by_name;       /* racks with hosts */
@@ -669,7 +686,19 @@ void tl__clock_set(struct tl_scheduler *s, uint64_t t);
  * Ledger (ledger.c): the tid index and the one cleanup routine.
  * ------------------------------------------------------------------------------------------- */
 
-tl__attempt *tl__attempt_find(struct tl_scheduler *s, tl_tid tid);
+tl__attempt *tl__attempt_find(const struct tl_scheduler *s, tl_tid tid);
+/* Makes room in attempts_by_tid for more attempts (TL_ENOMEM: nothing changed); then that many
+ * tl__attempt_index calls cannot fail. */
+int tl__attempts_reserve(struct tl_scheduler *s, size_t more);
+/* Gives back the array of an empty attempts_by_tid (a round that reserved room and launched
+ * nothing). */
+void tl__attempts_unreserve(struct tl_scheduler *s);
+/* Enters a into attempts_by_tid (room reserved). */
+void tl__attempt_index(struct tl_scheduler *s, tl__attempt *a);
+/* Whether any attempt is in attempts_by_tid. */
+static inline bool tl__attempts_running(const struct tl_scheduler *s) {
+  return s->attempts_by_tid.n != 0;
+}
 /* Removes a running attempt from every scheduler-level index: attempts_by_tid and its
  * executor's running list, and gives its cores back. The attempt stays on its task set's
  * running list: the task set's handlers (or the freeze of a two-phase loss) decide what comes
@@ -677,7 +706,12 @@ tl__attempt *tl__attempt_find(struct tl_scheduler *s, tl_tid tid);
 void tl__cleanup_task_state(struct tl_scheduler *s, tl__attempt *a);
 /* Moves a cleaned attempt to its executor's frozen list. */
 void tl__attempt_freeze(struct tl_scheduler *s, tl__attempt *a);
+/* A record for a launch: a spare one if any, else a new one (NULL when out of memory). */
+tl__attempt *tl__attempt_alloc(struct tl_scheduler *s);
+/* Gives a record back: kept as a spare while attempts run, freed otherwise. */
 void tl__attempt_free(struct tl_scheduler *s, tl__attempt *a);
+/* Frees every spare record. */
+void tl__attempts_trim(struct tl_scheduler *s);
 
 /* ---------------------------------------------------------------------------------------------
  * Task sets (taskset.c).
@@ -826,6 +860,8 @@ void tl__taskset_destroy(struct tl_scheduler *s, tl__taskset *ts);
  * ------------------------------------------------------------------------------------------- */
 
 tl__executor *tl__executor_find(struct tl_scheduler *s, const char *id);
+/* The same, for an id of len bytes (its length already known). */
+tl__executor *tl__executor_find_len(struct tl_scheduler *s, const char *id, size_t len);
 int tl__executor_add(struct tl_scheduler *s, const tl_executor_desc *d);
 int tl__executor_lost(struct tl_scheduler *s, const char *id, const tl_loss_reason *reason);
 int tl__executor_heartbeat(struct tl_scheduler *s, const char *id);
@@ -842,7 +878,7 @@ void tl__executor_free(struct tl_scheduler *s, tl__executor *ex);
 
 int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t noffers,
                         tl_launch *out, size_t cap, size_t *nout);
-int tl__status_update(struct tl_scheduler *s, const char *executor_id, tl_tid tid,
+int tl__status_update(struct tl_scheduler *s, const char *executor_id, size_t id_len, tl_tid tid,
                       const tl_update *u);
 
 /* ---------------------------------------------------------------------------------------------

@@ -9,15 +9,121 @@
  */
 #include "internal.h"
 
-tl__attempt *tl__attempt_find(struct tl_scheduler *s, tl_tid tid) {
-  tl__attempt *a;
-  HASH_FIND(hh_by_tid, s->attempts_by_tid, &tid, sizeof tid, a);
-  return a;
+#include <stdlib.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * attempts_by_tid
+ *
+ * Tids are consecutive, and Fibonacci hashing spreads consecutive keys evenly over the slots.
+ * A lookup reads one slot, rarely a few neighbours, and the record it returns; a removal shifts
+ * back the entries of its cluster that may move (no tombstones), so probes stay short however
+ * long the table has been churned. The table grows only in tl__attempts_reserve (the one call
+ * that can fail, made before a round changes anything) and shrinks when an eighth full or
+ * less, best effort: if that allocation fails it simply stays larger. Empty, it holds no array.
+ * ------------------------------------------------------------------------------------------- */
+
+#define TL__TIDS_MIN 32 /* the smallest array */
+
+static size_t home(const tl__tidmap *m, tl_tid tid) {
+  return (size_t)((tid * 0x9e3779b97f4a7c15ull) >> m->shift);
+}
+
+tl__attempt *tl__attempt_find(const struct tl_scheduler *s, tl_tid tid) {
+  const tl__tidmap *m = &s->attempts_by_tid;
+  if (m->n == 0 || tid == 0)
+    return NULL;
+  for (size_t i = home(m, tid);; i = (i + 1) & (m->cap - 1)) {
+    const tl__tid_slot *slot = &m->slot[i];
+    if (slot->tid == tid)
+      return slot->a;
+    if (slot->tid == 0)
+      return NULL;
+  }
+}
+
+static void put(tl__tidmap *m, tl__attempt *a) {
+  size_t i = home(m, a->tid);
+  while (m->slot[i].tid != 0)
+    i = (i + 1) & (m->cap - 1);
+  m->slot[i].tid = a->tid;
+  m->slot[i].a = a;
+}
+
+/* Moves the table into a fresh array of cap slots (a power of two with room for every entry).
+ * TL_ENOMEM leaves it as it was. */
+static int rehash(struct tl_scheduler *s, size_t cap) {
+  tl__tidmap *m = &s->attempts_by_tid;
+  tl__tid_slot *slot = tl__calloc(s, cap, sizeof *slot);
+  if (slot == NULL)
+    return TL_ENOMEM;
+  tl__tidmap grown = {slot, cap, m->n, 64};
+  for (size_t c = cap; c > 1; c >>= 1)
+    grown.shift--;
+  for (size_t i = 0; i < m->cap; i++)
+    if (m->slot[i].tid != 0)
+      put(&grown, m->slot[i].a);
+  tl__free(s, m->slot, m->cap * sizeof *m->slot);
+  *m = grown;
+  return TL_OK;
+}
+
+int tl__attempts_reserve(struct tl_scheduler *s, size_t more) {
+  tl__tidmap *m = &s->attempts_by_tid;
+  if (more > SIZE_MAX / 8 - m->n)
+    return TL_ENOMEM;
+  size_t want = m->n + more, cap = m->cap != 0 ? m->cap : TL__TIDS_MIN;
+  if (want <= m->cap / 4 * 3 || more == 0)
+    return TL_OK;
+  while (want > cap / 4 * 3)
+    cap *= 2;
+  return rehash(s, cap);
+}
+
+void tl__attempts_unreserve(struct tl_scheduler *s) {
+  tl__tidmap *m = &s->attempts_by_tid;
+  if (m->n == 0 && m->cap != 0) {
+    tl__free(s, m->slot, m->cap * sizeof *m->slot);
+    *m = (tl__tidmap){NULL, 0, 0, 0};
+  }
+}
+
+void tl__attempt_index(struct tl_scheduler *s, tl__attempt *a) {
+  tl__tidmap *m = &s->attempts_by_tid;
+  if (m->n + 1 > m->cap / 4 * 3) /* room was reserved: running out is a bug in the caller */
+    abort();
+  put(m, a);
+  m->n++;
+}
+
+static void unindex(struct tl_scheduler *s, tl__attempt *a) {
+  tl__tidmap *m = &s->attempts_by_tid;
+  size_t mask = m->cap - 1, i = home(m, a->tid);
+  while (m->slot[i].tid != a->tid)
+    i = (i + 1) & mask;
+  /* Backward shift: each later entry of the cluster whose home is not in (i, j] moves into the
+   * hole, which moves to where it was. */
+  for (size_t j = (i + 1) & mask; m->slot[j].tid != 0; j = (j + 1) & mask) {
+    size_t h = home(m, m->slot[j].tid);
+    if (((j - h) & mask) >= ((j - i) & mask)) {
+      m->slot[i] = m->slot[j];
+      i = j;
+    }
+  }
+  m->slot[i].tid = 0;
+  m->slot[i].a = NULL;
+  if (--m->n == 0)
+    tl__attempts_unreserve(s);
+  else if (m->cap > TL__TIDS_MIN && m->n <= m->cap / 8) {
+    size_t cap = m->cap / 2;
+    while (cap > TL__TIDS_MIN && m->n <= cap / 8)
+      cap /= 2;
+    (void)rehash(s, cap); /* a failure keeps the larger array */
+  }
 }
 
 void tl__cleanup_task_state(struct tl_scheduler *s, tl__attempt *a) {
   tl__executor *ex = a->executor;
-  HASH_DELETE(hh_by_tid, s->attempts_by_tid, a);
+  unindex(s, a);
   tl__list_remove(&a->on_executor);
   ex->nrunning--;
   ex->free_cores += a->taskset->cpus;
@@ -32,7 +138,42 @@ void tl__attempt_freeze(struct tl_scheduler *s, tl__attempt *a) {
   s->nfrozen++;
 }
 
-void tl__attempt_free(struct tl_scheduler *s, tl__attempt *a) { tl__free(s, a, sizeof *a); }
+/* Spare records. A runtime's steady state is a task ending and its core offered again: the
+ * record one attempt gives back is the next launch's. Up to TL__SPARE_ATTEMPTS freed records
+ * are kept (counted in the scheduler's memory like any record) while attempts run; once nothing
+ * runs they are all given back, so an idle or drained scheduler holds exactly what an empty one
+ * does. */
+#define TL__SPARE_ATTEMPTS 256
+
+tl__attempt *tl__attempt_alloc(struct tl_scheduler *s) {
+  tl__attempt *a = s->spare_attempts;
+  if (a == NULL)
+    return tl__malloc(s, sizeof *a);
+  s->spare_attempts = a->sibling;
+  s->nspare_attempts--;
+  return a;
+}
+
+void tl__attempts_trim(struct tl_scheduler *s) {
+  while (s->spare_attempts != NULL) {
+    tl__attempt *a = s->spare_attempts;
+    s->spare_attempts = a->sibling;
+    tl__free(s, a, sizeof *a);
+  }
+  s->nspare_attempts = 0;
+}
+
+void tl__attempt_free(struct tl_scheduler *s, tl__attempt *a) {
+  if (tl__attempts_running(s) && s->nspare_attempts < TL__SPARE_ATTEMPTS) {
+    a->sibling = s->spare_attempts;
+    s->spare_attempts = a;
+    s->nspare_attempts++;
+    return;
+  }
+  tl__free(s, a, sizeof *a);
+  if (!tl__attempts_running(s))
+    tl__attempts_trim(s);
+}
 
 /* Status updates.
  *
@@ -41,9 +182,9 @@ void tl__attempt_free(struct tl_scheduler *s, tl__attempt *a) { tl__free(s, a, s
  * flips LAUNCHING to RUNNING, which decides whether a later executor loss counts (SPARK-39955).
  * A terminal state cleans the scheduler's indexes at once and hands the attempt to its task
  * set, whose handler is the only place that decides success, retry or abort. */
-int tl__status_update(struct tl_scheduler *s, const char *executor_id, tl_tid tid,
+int tl__status_update(struct tl_scheduler *s, const char *executor_id, size_t id_len, tl_tid tid,
                       const tl_update *u) {
-  tl__executor *ex = tl__executor_find(s, executor_id);
+  tl__executor *ex = tl__executor_find_len(s, executor_id, id_len);
   if (ex == NULL)
     return TL_ENOENT;
   if (ex->state == TL_EXECUTOR_REMOVED)

@@ -11,10 +11,11 @@
  * the offered executors and their hosts (locality.c).
  *
  * Preparation. The round cannot launch more than min(cap, pending tasks, offered cores) tasks.
- * That many attempt records are allocated and entered into attempts_by_tid (their tids are the
- * next ones in order), and room for that many task_started events is reserved, before anything
- * visible changes. If any of that fails the round undoes it and returns TL_ENOMEM having
- * launched nothing. Records the round does not use are taken out again at the end.
+ * That many attempt records are taken (spares first, ledger.c; their tids are the next ones in
+ * order), and room for that many task_started events and entries of attempts_by_tid is
+ * reserved, before anything visible changes. If any of that fails the round undoes it and
+ * returns TL_ENOMEM having launched nothing. Records the round does not use are given back at
+ * the end.
  *
  * Launching. Task sets are walked in queue order (pools in FAIR order; in a pool FIFO or FAIR;
  * only task sets with something to launch are in the queue). Each fills the offers in passes,
@@ -61,6 +62,7 @@ static void launch(struct tl_scheduler *s, tl__taskset *ts, tl__executor *ex, tl
   a->launch_time = s->last_now;
   a->executor = ex;
   a->taskset = ts;
+  tl__attempt_index(s, a);
   tl__list_insert_tail(&ex->running, &a->on_executor);
   ex->nrunning++;
   ex->free_cores -= ts->cpus;
@@ -244,11 +246,17 @@ static void take_turn(struct tl_scheduler *s, round_state *r, tl__taskset *ts) {
     tl__locality_after_turn(s, ts, t.rejects, t.best, r->full);
 }
 
-/* Takes unused prepared records out of the index and frees them. */
-static void drop_prepared(struct tl_scheduler *s, tl__attempt **pre, size_t from, size_t to) {
+/* Gives back the prepared records from..to that did not launch: those below fresh were spares
+ * and become spares again, the others were allocated by this round and are freed. So a round
+ * that fails holds exactly what it held before, and the spares never depend on how many records
+ * a round prepared (its cap) but only on the attempts that ended. */
+static void drop_prepared(struct tl_scheduler *s, tl__attempt **pre, size_t from, size_t to,
+                          size_t fresh) {
   for (size_t k = from; k < to; k++) {
-    HASH_DELETE(hh_by_tid, s->attempts_by_tid, pre[k]);
-    tl__attempt_free(s, pre[k]);
+    if (k < fresh)
+      tl__attempt_free(s, pre[k]);
+    else
+      tl__free(s, pre[k], sizeof *pre[k]);
   }
 }
 
@@ -260,7 +268,7 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   tl__tried *tried_on_stack[STACK_SLOTS], **tried = tried_on_stack;
   size_t ntried = 0;                   /* host records prepared (speculation) */
   size_t npools_allocated = s->npools; /* pools cannot be added during the round */
-  size_t nslots = 0, nprepared = 0, used = 0, named = 0;
+  size_t nslots = 0, nprepared = 0, spared = 0, used = 0, named = 0;
   uint64_t rejected = 0, excluded = 0, offered = 0;
   int err = TL_ENOMEM;
 
@@ -319,16 +327,11 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   if (s->npools > STACK_SLOTS && (order = tl__malloc(s, s->npools * sizeof *order)) == NULL)
     goto done;
   for (; nprepared < most; nprepared++) {
-    tl__attempt *a = tl__malloc(s, sizeof *a);
-    if (a == NULL)
+    if (s->spare_attempts != NULL)
+      spared++; /* spares come first: pre[0, spared) are spares */
+    if ((pre[nprepared] = tl__attempt_alloc(s)) == NULL)
       goto undo;
-    a->tid = s->next_tid + nprepared;
-    HASH_ADD(hh_by_tid, s->attempts_by_tid, tid, sizeof a->tid, a);
-    if (!TL__HASH_ADDED(a, hh_by_tid)) {
-      tl__attempt_free(s, a);
-      goto undo;
-    }
-    pre[nprepared] = a;
+    pre[nprepared]->tid = s->next_tid + nprepared;
   }
   if (s->cfg.speculation) {
     if (most > STACK_SLOTS && (tried = tl__malloc(s, most * sizeof *tried)) == NULL)
@@ -337,7 +340,9 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
       if ((tried[ntried] = tl__malloc(s, sizeof **tried)) == NULL)
         goto undo;
   }
-  if (tl__events_reserve(s, most + tl__exclude_round_events(s)) != TL_OK)
+  /* Last, so that a round that fails never leaves attempts_by_tid grown. */
+  if (tl__events_reserve(s, most + tl__exclude_round_events(s)) != TL_OK ||
+      tl__attempts_reserve(s, most) != TL_OK)
     goto undo;
 
   round_state r = {slots, nslots, pre, tried, 0, 0, most, offered, NULL, named == s->nalive};
@@ -354,14 +359,16 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
     tl__queue_replace(ts);
   used = r.used;
 
-  drop_prepared(s, pre, used, nprepared);
+  drop_prepared(s, pre, used, nprepared, spared); /* only spares stay spare */
+  tl__attempts_unreserve(s);
   for (size_t k = r.tried_used; k < ntried; k++)
     tl__free(s, tried[k], sizeof *tried[k]);
   s->next_tid += used;
-  for (size_t k = 0; k < used; k++) {
+  for (size_t k = 0; k < used; k++)
     describe_launch(pre[k], &out[k]);
-    push_started(s, pre[k]);
-  }
+  if (s->cb.task_started != NULL) /* an event nobody listens to is not made */
+    for (size_t k = 0; k < used; k++)
+      push_started(s, pre[k]);
   *nout = used;
   s->totals.launched += used;
   s->totals.rejected_offers += rejected;
@@ -371,7 +378,8 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   goto done;
 
 undo:
-  drop_prepared(s, pre, 0, nprepared);
+  drop_prepared(s, pre, 0, nprepared, spared);
+  tl__attempts_unreserve(s);
   for (size_t k = 0; k < ntried; k++)
     tl__free(s, tried[k], sizeof *tried[k]);
 done:

@@ -192,9 +192,11 @@ int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler 
 /* Frees every record. Attempts go with their task sets (frozen ones included), before the
  * executors whose lists they are on; those lists are not walked again. */
 static void destroy_all(tl_scheduler *s) {
-  HASH_CLEAR(hh_by_tid, s->attempts_by_tid);
+  tl__free(s, s->attempts_by_tid.slot, s->attempts_by_tid.cap * sizeof(tl__tid_slot));
+  s->attempts_by_tid = (tl__tidmap){NULL, 0, 0, 0};
   tl__taskset *ts, *ts_tmp;
   HASH_ITER(hh_by_id, s->tasksets_by_id, ts, ts_tmp) { tl__taskset_destroy(s, ts); }
+  tl__attempts_trim(s);
   tl__exclude_destroy(s); /* before the executors that hold failure lists */
   tl__executor *ex, *ex_tmp;
   HASH_ITER(hh_by_id, s->executors_by_id, ex, ex_tmp) {
@@ -417,7 +419,8 @@ int tl_resource_offers(tl_scheduler *s, const tl_offer *offers, size_t noffers, 
 }
 
 int tl_status_update(tl_scheduler *s, const char *executor_id, tl_tid tid, const tl_update *u) {
-  if (s == NULL || !valid_id(executor_id) || u == NULL || (unsigned)u->state > TL_TASK_KILLED ||
+  size_t id_len = tl__name_len(executor_id, TL_ID_MAX);
+  if (s == NULL || id_len == 0 || u == NULL || (unsigned)u->state > TL_TASK_KILLED ||
       (u->result != NULL && u->state != TL_TASK_FINISHED))
     return TL_EINVAL;
   if (u->state == TL_TASK_FAILED &&
@@ -431,7 +434,7 @@ int tl_status_update(tl_scheduler *s, const char *executor_id, tl_tid tid, const
   if (err != TL_OK)
     return err;
   JOURNAL_OPEN(s, tl__jfmt_update(&w, executor_id, tid, u));
-  err = tl__status_update(s, executor_id, tid, u);
+  err = tl__status_update(s, executor_id, id_len, tid, u);
   return journal_leave(s, j, &w, err, NULL);
 }
 

@@ -219,7 +219,7 @@ static bool slow(const tl__taskset *ts, const tl__attempt *a, uint64_t threshold
 }
 
 uint64_t tl__speculation_next(const struct tl_scheduler *s, uint64_t now) {
-  if (!s->cfg.speculation || s->speculation_past_end || s->attempts_by_tid == NULL)
+  if (!s->cfg.speculation || s->speculation_past_end || !tl__attempts_running(s))
     return TL_TICK_NEVER; /* no next check, or nothing runs: nothing can be slow */
   return s->next_speculation > now ? s->next_speculation - now : 0;
 }

@@ -1030,3 +1030,7 @@ void tlt_alloc_fail_from(uint64_t n) {
 }
 
 bool tlt_alloc_failed(void) { return atomic_load(&fail_happened); }
+
+bool tlt_alloc_may_fail(void) {
+  return atomic_load(&fail_at) != 0 && (!atomic_load(&fail_happened) || atomic_load(&fail_onwards));
+}

@@ -360,5 +360,8 @@ void tlt_alloc_fail_at(uint64_t n);
 void tlt_alloc_fail_from(uint64_t n);
 /* Whether the armed failure has happened. */
 bool tlt_alloc_failed(void);
+/* Whether some allocation from now on can fail: the armed failure is still to come, or it
+ * came and every later one fails too. */
+bool tlt_alloc_may_fail(void);
 
 #endif /* TLT_HARNESS_H */

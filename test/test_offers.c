@@ -388,6 +388,66 @@ START_TEST(task_sets_returning_to_the_queue_keep_fifo_order) {
 }
 END_TEST
 
+/* attempts_by_tid grows through several doublings as one round launches thousands of attempts,
+ * then shrinks as they end in a scrambled order, which moves entries back over clusters that
+ * wrap around the end of its array. tl_check (after every call) finds every entry by its tid and
+ * recounts the table; a tid that ended is stale at once. */
+START_TEST(the_tid_index_stays_whole_through_growth_churn_and_shrinking) {
+  enum { N = 3000 };
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "big", "h1", NULL, N);
+  tl_taskset_id ts = tlt_submit(e, 0, 0, 0, N);
+  tl_launch *l = malloc(N * sizeof *l);
+  ck_assert_ptr_nonnull(l);
+  ck_assert_uint_eq(tlt_offer(e, "big", N, l, N), N);
+  ck_assert_uint_eq(tlt_stats(e).attempts_running, N);
+  /* 1031 is prime to N: k * 1031 mod N visits every launch once, far from launch order. */
+  for (size_t k = 0; k < N; k++) {
+    tl_tid tid = l[k * 1031 % N].tid;
+    tlt_succeed(e, "big", tid);
+    tl_update again = {.state = TL_TASK_FINISHED};
+    ck_assert_int_eq(tl_status_update(e->s, "big", tid, &again), TL_ESTALE);
+    ck_assert_uint_eq(tlt_stats(e).attempts_running, N - 1 - k);
+  }
+  ck_assert_uint_eq(tlt_released(e, ts), 1);
+  free(l);
+  tlt_end(e);
+}
+END_TEST
+
+/* A record an attempt gives back is kept, while attempts run, for the next launch; once nothing
+ * runs, every such spare is freed and the scheduler holds what it held before the first launch
+ * (tlt_end: the drained scheduler holds what an empty one does). */
+START_TEST(spare_attempt_records_are_reused_and_given_back_when_nothing_runs) {
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "h1", NULL, 4);
+  tlt_submit(e, 0, 0, 0, 6);
+  size_t idle = tlt_stats(e).mem_live_blocks;
+  tl_launch l[4], one;
+  ck_assert_uint_eq(tlt_offer(e, "e1", 4, l, 4), 4);
+  size_t busy = tlt_stats(e).mem_live_blocks;
+  ck_assert_uint_gt(busy, idle);
+  tlt_succeed(e, "e1", l[0].tid); /* its record stays, as a spare */
+  ck_assert_uint_eq(tlt_stats(e).mem_live_blocks, busy);
+  ck_assert_uint_eq(tlt_offer(e, "e1", 4, &one, 1), 1); /* and is the launch's */
+  ck_assert_uint_eq(tlt_stats(e).mem_live_blocks, busy);
+  l[0] = one;
+  tlt_succeed(e, "e1", l[1].tid);
+  tlt_succeed(e, "e1", l[2].tid);
+  /* Two spares, two free cores and one task left: the round takes one spare. */
+  ck_assert_uint_eq(tlt_offer(e, "e1", 4, &one, 4), 1);
+  ck_assert_uint_eq(tlt_stats(e).mem_live_blocks, busy);
+  tlt_succeed(e, "e1", one.tid);
+  tlt_succeed(e, "e1", l[3].tid);
+  ck_assert_uint_eq(tlt_stats(e).attempts_running, 1);
+  ck_assert_uint_eq(tlt_stats(e).mem_live_blocks, busy);
+  tlt_succeed(e, "e1", l[0].tid); /* the last one: nothing runs, no spare is kept */
+  ck_assert_uint_eq(tlt_stats(e).attempts_running, 0);
+  ck_assert_uint_lt(tlt_stats(e).mem_live_blocks, idle); /* the task set is released too */
+  tlt_end(e);
+}
+END_TEST
+
 Suite *tl_offers_suite(void) {
   Suite *s = suite_create("offers");
   TCase *tc = tlt_tcase(s, "order");
@@ -410,5 +470,8 @@ Suite *tl_offers_suite(void) {
   tcase_add_test(tc, offers_answer_every_documented_error);
   tcase_add_test(tc, zombie_task_sets_launch_nothing);
   tcase_add_test(tc, task_sets_returning_to_the_queue_keep_fifo_order);
+  tc = tlt_tcase(s, "records");
+  tcase_add_test(tc, the_tid_index_stays_whole_through_growth_churn_and_shrinking);
+  tcase_add_test(tc, spare_attempt_records_are_reused_and_given_back_when_nothing_runs);
   return s;
 }

@@ -2395,9 +2395,11 @@ END_TEST
 static void reenter(tlt_env *e, const tlt_event *ev,
                     int (*inner)(tlt_env *e, oom_ctx *c, const tlt_event *ev)) {
   oom_ctx *c = e->hook_ud;
-  /* Only a call made while a failure is still to come can fail: only then is the state before
-   * it needed (without the explanations, which would make the hooks quadratic). */
-  oom_state *before = armed && !tlt_alloc_failed() ? state_take(e, false) : NULL;
+  /* Only a call made while an allocation can still fail can fail (a failure still to come, or
+   * a persistent one that an earlier allocation met and tolerated, such as a table's best-effort
+   * shrink): only then is the state before it needed (without the explanations, which would
+   * make the hooks quadratic). */
+  oom_state *before = armed && tlt_alloc_may_fail() ? state_take(e, false) : NULL;
   size_t nev = e->nev;
   int rc = inner(e, c, ev);
   if (rc == TL_ENOMEM) {

@@ -165,26 +165,32 @@ static void bench_lifecycle(void) {
   uint64_t t0 = now_ns();
   size_t n;
   ok(tl_resource_offers(s, offers, nexec, l, cap, &n), "tl_resource_offers");
-  /* The launches in flight: each one runs, finishes, and its core is offered again. */
+  /* The launches in flight: each one runs, finishes, and its core is offered again. Each slot
+   * remembers its executor's index, so the loop copies no ids (its own cost stays small). */
   size_t inflight = n;
+  unsigned *slot_exec = malloc(cap * sizeof *slot_exec);
+  for (size_t i = 0; i < n; i++)
+    slot_exec[i] = (unsigned)strtoul(l[i].executor_id + 5, NULL, 10); /* "exec-<i>" */
   uint64_t finished = 0;
   tl_update running = {0}, done = {0};
   done.state = TL_TASK_FINISHED;
   while (inflight > 0) {
     for (size_t i = 0; i < inflight;) {
-      tl_launch *x = &l[i];
-      char id[TL_ID_MAX];
-      memcpy(id, x->executor_id, sizeof id);
-      ok(tl_status_update(s, id, x->tid, &running), "RUNNING");
-      ok(tl_status_update(s, id, x->tid, &done), "FINISHED");
+      const char *id = ids[slot_exec[i]];
+      tl_tid tid = l[i].tid;
+      ok(tl_status_update(s, id, tid, &running), "RUNNING");
+      ok(tl_status_update(s, id, tid, &done), "FINISHED");
       finished++;
       tl_offer one = {id, 1};
       size_t got;
-      ok(tl_resource_offers(s, &one, 1, x, 1, &got), "tl_resource_offers");
-      if (got == 1)
+      ok(tl_resource_offers(s, &one, 1, &l[i], 1, &got), "tl_resource_offers");
+      if (got == 1) {
         i++;
-      else
-        l[i] = l[--inflight]; /* nothing left to launch: the slot goes */
+      } else { /* nothing left to launch: the slot goes */
+        inflight--;
+        l[i] = l[inflight];
+        slot_exec[i] = slot_exec[inflight];
+      }
     }
   }
   uint64_t t1 = now_ns();
@@ -196,6 +202,7 @@ static void bench_lifecycle(void) {
          " executors=%u cores=%u per_second=%.0f launched=%" PRIu64 "\n",
          per_task, fl, per_task / fl, finished, nexec, cores, 1e9 / per_task, st.launched);
   tl_scheduler_free(s);
+  free(slot_exec);
   free(l);
   free(offers);
   free(ids);
@@ -407,7 +414,7 @@ static double round_per_launch(unsigned nexec, unsigned ntasksets, unsigned roun
   tl_scheduler *s = new_scheduler();
   add_executors(s, nexec, 1);
   tl_offer *offers = malloc(nexec * sizeof *offers);
-  char (*ids)[32] = malloc(nexec * sizeof *ids);
+  char(*ids)[32] = malloc(nexec * sizeof *ids);
   tl_launch *out = malloc(nexec * sizeof *out);
   if (offers == NULL || ids == NULL || out == NULL)
     die("malloc", TL_ENOMEM);
@@ -456,7 +463,7 @@ static double held_round_per_offer(unsigned nexec, unsigned ntasksets, unsigned 
   }
   ok(tl_resource_offers(s, &one, 1, &l, 1, &n), "tl_resource_offers"); /* busy is busy now */
   tl_offer *offers = malloc(nexec * sizeof *offers);
-  char (*ids)[32] = malloc(nexec * sizeof *ids);
+  char(*ids)[32] = malloc(nexec * sizeof *ids);
   if (offers == NULL || ids == NULL)
     die("malloc", TL_ENOMEM);
   for (unsigned i = 0; i < nexec; i++) {
