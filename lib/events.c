@@ -4,18 +4,22 @@
  * before it changes anything (so a push cannot fail halfway through a transition). When the call
  * is done it releases the lock and, unless some thread is already dispatching, becomes the
  * dispatcher: it swaps the queue with s->batch, releases the lock, calls the callbacks for the
- * batch in order, takes the lock again to drop the references the batch held, and repeats until
- * the queue is empty. Events made meanwhile (by callbacks re-entering the library, or by other
- * threads) land in the queue and are delivered by the same dispatcher after the batch, so every
- * event is delivered exactly once, in the order made, and never under the lock.
+ * batch in order, and gives up dispatching unless more was queued meanwhile (then it takes the
+ * lock again and delivers that too). Events made meanwhile (by callbacks re-entering the
+ * library, or by other threads) land in the queue and are delivered by the same dispatcher after
+ * the batch, so every event is delivered exactly once, in the order made, and never under the
+ * lock. The references a delivered batch still holds are dropped by the next taking of the lock
+ * (tl__lock).
  *
  * Journal lines (journal.c) travel the same way: queued under the lock, written by the
  * dispatcher before the events of the same round, so they keep the order the calls took the
  * lock. A failed call makes no event but may have a journal line; that is all it delivers.
  *
- * Lock: s->lock protects events, batch, journal and journal_batch (but the dispatcher reads
- * batch's slots and journal_batch's lines without it: nobody
- * writes them while dispatching is set), dispatching and dispatcher; batch_delivered is atomic.
+ * Lock: s->lock protects events, journal and, while no thread dispatches, batch, journal_batch
+ * and batch_dirty. While dispatch_state has TL__DISPATCHING those three are the dispatcher's,
+ * read and written without the lock. dispatch_state is atomic: set to DISPATCHING and MORE only
+ * under the lock, cleared to 0 only by the dispatcher (release), read with acquire before
+ * anyone touches a batch the dispatcher left. batch_delivered is atomic.
  */
 #include "internal.h"
 
@@ -197,15 +201,57 @@ static void deliver(struct tl_scheduler *s, const tl__event *ev) {
   }
 }
 
+void tl__events_settle(struct tl_scheduler *s) {
+  if (!s->batch_dirty)
+    return;
+  s->batch_dirty = false;
+  tl__jline *lines = s->journal_batch;
+  s->journal_batch = NULL;
+  tl__journal_free_list(s, lines);
+  tl__events_clear(s, &s->batch, s->batch.n); /* all delivered: only references remain */
+  tl__events_shrink(s, &s->batch);
+  tl__events_shrink(s, &s->events);
+}
+
+void tl__lock(struct tl_scheduler *s) {
+  uv_mutex_lock(&s->lock);
+  /* Acquire: pairs with the release that ended the last dispatch, whose batch this may drop.
+   * While a thread is dispatching, the batch is its own. */
+  if (atomic_load_explicit(&s->dispatch_state, memory_order_acquire) == 0)
+    tl__events_settle(s);
+}
+
+bool tl__dispatching(struct tl_scheduler *s) {
+  return (atomic_load_explicit(&s->dispatch_state, memory_order_acquire) & TL__DISPATCHING) != 0;
+}
+
+/* The dispatcher. Becoming it happens under the lock, so two threads never both are; giving it up
+ * happens without the lock, by one compare-and-swap from DISPATCHING to 0, which fails if a call
+ * queued more meanwhile (it set MORE under the lock, finding a dispatcher): then the dispatcher
+ * takes the lock and delivers that too. So a call whose events find no queue behind them takes
+ * the lock once, and what its batch still holds is dropped by the next call to take the lock
+ * (tl__lock), which does that anyway. */
 bool tl__unlock_and_dispatch(struct tl_scheduler *s) {
-  if (s->dispatching || (s->events.n == 0 && s->journal == NULL)) {
+  if (s->events.n == 0 && s->journal == NULL) {
     uv_mutex_unlock(&s->lock);
     return false;
   }
-  s->dispatching = true;
-  s->dispatcher = uv_thread_self();
+  /* Acquire, here and when the exchange fails: a dispatcher that gave up meanwhile left its
+   * batch for this call to drop (tl__events_settle below). */
+  unsigned st = atomic_load_explicit(&s->dispatch_state, memory_order_acquire);
+  while (st & TL__DISPATCHING) {
+    /* Another thread (or this one, further up the stack) delivers these after its batch. If it
+     * gives up dispatching meanwhile, st reads 0 and this call becomes the dispatcher. */
+    if (atomic_compare_exchange_weak_explicit(&s->dispatch_state, &st, st | TL__MORE,
+                                              memory_order_acquire, memory_order_acquire)) {
+      uv_mutex_unlock(&s->lock);
+      return false;
+    }
+  }
+  tl__events_settle(s);
+  atomic_store_explicit(&s->dispatch_state, TL__DISPATCHING, memory_order_relaxed);
   bool delivered = false;
-  do {
+  for (;;) {
     tl__event_array batch = s->events; /* the batch is empty here: swap the arrays */
     s->events = s->batch;
     s->batch = batch;
@@ -225,14 +271,20 @@ bool tl__unlock_and_dispatch(struct tl_scheduler *s) {
     }
     delivered = delivered || batch.n != 0;
 
+    s->batch_dirty = true;
+    unsigned dispatching = TL__DISPATCHING;
+    if (atomic_compare_exchange_strong_explicit(&s->dispatch_state, &dispatching, 0,
+                                                memory_order_release, memory_order_relaxed))
+      return delivered; /* nothing of s may be touched from here on */
+    /* MORE: calls queued events behind the batch. Under the lock no call is between queuing
+     * and setting MORE, so clearing it here loses nothing. */
     uv_mutex_lock(&s->lock);
-    s->journal_batch = NULL;
-    tl__journal_free_list(s, lines);
-    tl__events_clear(s, &s->batch, s->batch.n); /* all delivered: only references remain */
-    tl__events_shrink(s, &s->batch);
-  } while (s->events.n != 0 || s->journal != NULL);
-  tl__events_shrink(s, &s->events);
-  s->dispatching = false;
-  uv_mutex_unlock(&s->lock);
-  return delivered;
+    tl__events_settle(s);
+    atomic_store_explicit(&s->dispatch_state, TL__DISPATCHING, memory_order_relaxed);
+    if (s->events.n == 0 && s->journal == NULL) { /* never: MORE comes with something queued */
+      atomic_store_explicit(&s->dispatch_state, 0, memory_order_release);
+      uv_mutex_unlock(&s->lock);
+      return delivered;
+    }
+  }
 }

@@ -750,7 +750,7 @@ int tl_check(tl_scheduler *s, char *why, size_t len) {
     why[0] = '\0';
   checker c = {s, why, len, 0, 0, 0, false};
   size_t running, frozen;
-  uv_mutex_lock(&s->lock);
+  tl__lock(s);
   s->check_epoch++;
   int err = check_executors(&c, &running, &frozen);
   if (err == TL_OK)
@@ -778,7 +778,7 @@ void tl_stats_get(tl_scheduler *s, tl_stats *out) {
     memset(out, 0, sizeof *out);
     return;
   }
-  uv_mutex_lock(&s->lock);
+  tl__lock(s);
   *out = s->totals;
   out->executors_alive = s->nalive;
   out->executors_decommissioning = s->ndecommissioning;
@@ -805,7 +805,7 @@ void tl_stats_get(tl_scheduler *s, tl_stats *out) {
 int tl_executor_get(tl_scheduler *s, const char *executor_id, tl_executor_status *out) {
   if (s == NULL || tl__name_len(executor_id, TL_ID_MAX) == 0 || out == NULL)
     return TL_EINVAL;
-  uv_mutex_lock(&s->lock);
+  tl__lock(s);
   tl__executor *ex = tl__executor_find(s, executor_id);
   int err = ex == NULL ? TL_ENOENT : ex->state == TL_EXECUTOR_REMOVED ? TL_EGONE : TL_OK;
   if (err == TL_OK) {
@@ -824,7 +824,7 @@ int tl_executor_get(tl_scheduler *s, const char *executor_id, tl_executor_status
 int tl_pool_get(tl_scheduler *s, const char *name, tl_pool_status *out) {
   if (s == NULL || tl__name_len(name, TL_HOST_MAX) == 0 || out == NULL)
     return TL_EINVAL;
-  uv_mutex_lock(&s->lock);
+  tl__lock(s);
   tl__pool *p = tl__pool_find(s, name);
   if (p != NULL) {
     out->mode = (tl_sched_mode)p->mode;
@@ -840,7 +840,7 @@ int tl_pool_get(tl_scheduler *s, const char *name, tl_pool_status *out) {
 int tl_taskset_get(tl_scheduler *s, tl_taskset_id id, tl_taskset_status *out) {
   if (s == NULL || out == NULL)
     return TL_EINVAL;
-  uv_mutex_lock(&s->lock);
+  tl__lock(s);
   tl__taskset *ts = tl__taskset_find(s, id);
   if (ts != NULL) {
     out->info.id = ts->id;
@@ -901,7 +901,7 @@ int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len)
     return TL_EINVAL;
   text t = {buf, len, 0, false};
   buf[0] = '\0';
-  uv_mutex_lock(&s->lock);
+  tl__lock(s);
   tl__taskset *ts = tl__taskset_find(s, id);
   if (ts == NULL) {
     uv_mutex_unlock(&s->lock);

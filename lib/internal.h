@@ -466,6 +466,16 @@ tl__event *tl__event_push(struct tl_scheduler *s, tl__event_kind kind);
 /* Pushes a revive_offers event if the call asked for one (s->revive_wanted); reserved by every
  * call that can set the flag. */
 void tl__event_push_revive(struct tl_scheduler *s);
+/* dispatch_state: some thread is delivering; more was queued for it meanwhile. */
+enum { TL__DISPATCHING = 1u, TL__MORE = 2u };
+/* Takes the scheduler's lock, and drops what the last delivered batch still holds. Every taking
+ * of the lock but the dispatcher's own goes through here. */
+void tl__lock(struct tl_scheduler *s);
+/* Whether a thread is delivering events (the lock held). */
+bool tl__dispatching(struct tl_scheduler *s);
+/* Drops what a delivered batch still holds (its references, its journal lines); the lock held,
+ * nobody dispatching. tl_scheduler_free calls it before freeing everything. */
+void tl__events_settle(struct tl_scheduler *s);
 /* Takes the lock's end of a public call: releases the lock and, unless another thread (or this
  * one, further up the stack) is dispatching, delivers queued events until the queue is empty.
  * Returns true if it delivered any event (journal lines do not count). */
@@ -664,8 +674,9 @@ struct tl_scheduler {
   tl__event_array events;
   tl__event_array batch;
   atomic_size_t batch_delivered; /* events of batch delivered so far (read without the lock) */
-  bool dispatching;              /* some thread is delivering */
-  uv_thread_t dispatcher;        /* that thread, while dispatching */
+  atomic_uint dispatch_state;    /* TL__DISPATCHING, TL__MORE (events.c) */
+  bool batch_dirty;              /* batch and journal_batch were delivered but still hold their
+                                    references: the next lock holder drops them (events.c) */
   bool closing;                  /* tl_scheduler_free is releasing task sets */
   tl__jline *journal;            /* journal lines queued, oldest first */
   tl__jline **journal_tail;      /* where the next line is linked */
