@@ -146,11 +146,13 @@ static double floor_per_task(uint64_t ntasks, unsigned inflight) {
 }
 
 /* ---------------------------------------------------------------------------------------------
- * 1. Lifecycle: offer -> launch -> RUNNING -> FINISHED -> task_ended, per task. The lifecycle
- * and the floor run interleaved, several times each, and the best of each is kept: a burst of
- * noise from a neighbour then spoils one run, not the figure. The same loop runs a third time
+ * 1. Lifecycle: offer -> launch -> FINISHED -> task_ended, per task (the issue's definition),
+ * against the floor. The same loop again with a RUNNING update before FINISHED (what Spark's
+ * executors send, and what decides whether a later loss counts), against the same floor; and
  * with every callback set, against the plain lifecycle, for what listening to every event costs
  * (with only task_ended set, the library makes no task_started or revive_offers event at all).
+ * The loops and the floor run interleaved, several times each, and the best of each is kept: a
+ * burst of noise from a neighbour then spoils one run, not the figure.
  * ------------------------------------------------------------------------------------------- */
 
 static uint64_t heard; /* callbacks run, by the lifecycle with every callback set */
@@ -222,7 +224,7 @@ typedef struct lifecycle_run {
 } lifecycle_run;
 
 static void run_lifecycle(unsigned nexec, uint32_t cores, uint64_t ntasks, bool all_callbacks,
-                          lifecycle_run *out) {
+                          bool with_running, lifecycle_run *out) {
   tl_scheduler *s;
   if (all_callbacks) {
     tl_config cfg;
@@ -277,7 +279,8 @@ static void run_lifecycle(unsigned nexec, uint32_t cores, uint64_t ntasks, bool 
     for (size_t i = 0; i < inflight;) {
       const char *id = ids[slot_exec[i]];
       tl_tid tid = l[i].tid;
-      ok(tl_status_update(s, id, tid, &running), "RUNNING");
+      if (with_running)
+        ok(tl_status_update(s, id, tid, &running), "RUNNING");
       ok(tl_status_update(s, id, tid, &done), "FINISHED");
       finished++;
       tl_offer one = {id, 1};
@@ -311,16 +314,20 @@ static void bench_lifecycle(void) {
   const uint32_t cores = 16;
   const uint64_t ntasks = short_mode ? 20000 : 1000000;
   const int runs = short_mode ? 1 : 3;
-  lifecycle_run plain = {.per_task = 1e300}, all = {.per_task = 1e300}, r;
+  lifecycle_run plain = {.per_task = 1e300}, running = {.per_task = 1e300};
+  lifecycle_run all = {.per_task = 1e300}, r;
   double fl = 1e300;
   for (int i = 0; i < runs; i++) {
-    run_lifecycle(nexec, cores, ntasks, false, &r);
+    run_lifecycle(nexec, cores, ntasks, false, false, &r);
     if (r.per_task < plain.per_task)
       plain = r;
     double f = floor_per_task(ntasks, (unsigned)((size_t)nexec * cores));
     if (f < fl)
       fl = f;
-    run_lifecycle(nexec, cores, ntasks, true, &r);
+    run_lifecycle(nexec, cores, ntasks, false, true, &r);
+    if (r.per_task < running.per_task)
+      running = r;
+    run_lifecycle(nexec, cores, ntasks, true, false, &r);
     if (r.per_task < all.per_task)
       all = r;
   }
@@ -328,6 +335,10 @@ static void bench_lifecycle(void) {
          " executors=%u cores=%u per_second=%.0f launched=%" PRIu64 " runs=%d\n",
          plain.per_task, fl, plain.per_task / fl, plain.finished, nexec, cores,
          1e9 / plain.per_task, plain.launched, runs);
+  printf("bench=lifecycle_with_running value=%.1f unit=ns/task baseline=%.1f ratio=%.2f "
+         "tasks=%" PRIu64 " executors=%u cores=%u per_second=%.0f vs_lifecycle=%.2f runs=%d\n",
+         running.per_task, fl, running.per_task / fl, running.finished, nexec, cores,
+         1e9 / running.per_task, running.per_task / plain.per_task, runs);
   printf("bench=lifecycle_all_callbacks value=%.1f unit=ns/task baseline=%.1f ratio=%.2f "
          "tasks=%" PRIu64 " executors=%u cores=%u callbacks_per_task=%.2f runs=%d\n",
          all.per_task, plain.per_task, all.per_task / plain.per_task, all.finished, nexec, cores,
