@@ -213,35 +213,8 @@ void tl__events_settle(struct tl_scheduler *s) {
   tl__events_shrink(s, &s->events);
 }
 
-/* One step of a busy wait: x86's pause (it also yields the core to a hyperthread sibling). */
-static void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#else
-  atomic_signal_fence(memory_order_seq_cst); /* keeps the wait loop from being optimised away */
-#endif
-}
-
-/* Backing off before waiting on the mutex. Calls hold the lock for well under a microsecond,
- * and a thread that makes several calls in a row finds the ledger's cache lines where it left
- * them: so a thread that finds the lock taken waits a little (32, 64, ... 512 pauses between
- * tries, about a thousand in all) before it queues on the mutex, which lets the holder make a
- * few calls in a row instead of handing the lock, and the lines, to the other core at every
- * call. Two threads issuing status updates at once then keep one thread's rate (tl-bench
- * threads_status_updates: 0.9 to 1.1 of it, and 0.6 with a plain mutex, whose waiters sleep at
- * once). The mutex itself still queues a thread that has backed off long enough. */
 void tl__lock(struct tl_scheduler *s) {
-  if (uv_mutex_trylock(&s->lock) != 0) {
-    unsigned spins = 32;
-    for (int round = 0; round < 5; round++, spins *= 2) {
-      for (unsigned i = 0; i < spins; i++)
-        cpu_relax();
-      if (uv_mutex_trylock(&s->lock) == 0)
-        goto locked;
-    }
-    uv_mutex_lock(&s->lock);
-  }
-locked:
+  tl__mutex_lock(&s->lock);
   /* Acquire: pairs with the release that ended the last dispatch, whose batch this may drop.
    * While a thread is dispatching, the batch is its own. */
   if (atomic_load_explicit(&s->dispatch_state, memory_order_acquire) == 0)
@@ -260,7 +233,7 @@ bool tl__dispatching(struct tl_scheduler *s) {
  * (tl__lock), which does that anyway. */
 bool tl__unlock_and_dispatch(struct tl_scheduler *s) {
   if (s->events.n == 0 && s->journal == NULL) {
-    uv_mutex_unlock(&s->lock);
+    tl__mutex_unlock(&s->lock);
     return false;
   }
   /* Acquire, here and when the exchange fails: a dispatcher that gave up meanwhile left its
@@ -271,7 +244,7 @@ bool tl__unlock_and_dispatch(struct tl_scheduler *s) {
      * gives up dispatching meanwhile, st reads 0 and this call becomes the dispatcher. */
     if (atomic_compare_exchange_weak_explicit(&s->dispatch_state, &st, st | TL__MORE,
                                               memory_order_acquire, memory_order_acquire)) {
-      uv_mutex_unlock(&s->lock);
+      tl__mutex_unlock(&s->lock);
       return false;
     }
   }
@@ -287,7 +260,7 @@ bool tl__unlock_and_dispatch(struct tl_scheduler *s) {
     s->journal = NULL;
     s->journal_tail = &s->journal;
     s->journal_batch = lines;
-    uv_mutex_unlock(&s->lock);
+    tl__mutex_unlock(&s->lock);
 
     for (const tl__jline *j = lines; j != NULL; j = j->next)
       s->cfg.journal(s->cfg.journal_ud, j->text);
@@ -305,12 +278,12 @@ bool tl__unlock_and_dispatch(struct tl_scheduler *s) {
       return delivered; /* nothing of s may be touched from here on */
     /* MORE: calls queued events behind the batch. Under the lock no call is between queuing
      * and setting MORE, so clearing it here loses nothing. */
-    uv_mutex_lock(&s->lock);
+    tl__mutex_lock(&s->lock);
     tl__events_settle(s);
     atomic_store_explicit(&s->dispatch_state, TL__DISPATCHING, memory_order_relaxed);
     if (s->events.n == 0 && s->journal == NULL) { /* never: MORE comes with something queued */
       atomic_store_explicit(&s->dispatch_state, 0, memory_order_release);
-      uv_mutex_unlock(&s->lock);
+      tl__mutex_unlock(&s->lock);
       return delivered;
     }
   }

@@ -763,7 +763,7 @@ int tl_check(tl_scheduler *s, char *why, size_t len) {
     err = check_timelines(&c);
   if (err == TL_OK)
     err = check_memory(&c);
-  uv_mutex_unlock(&s->lock);
+  tl__mutex_unlock(&s->lock);
   return err;
 }
 
@@ -799,7 +799,7 @@ void tl_stats_get(tl_scheduler *s, tl_stats *out) {
   out->mem_live_bytes = s->mem_bytes;
   out->mem_live_blocks = s->mem_blocks;
   tl__exclude_stats(s, out);
-  uv_mutex_unlock(&s->lock);
+  tl__mutex_unlock(&s->lock);
 }
 
 int tl_executor_get(tl_scheduler *s, const char *executor_id, tl_executor_status *out) {
@@ -817,7 +817,7 @@ int tl_executor_get(tl_scheduler *s, const char *executor_id, tl_executor_status
     const char *host = tl__names_host(ex->names);
     memcpy(out->host, host, strlen(host) + 1);
   }
-  uv_mutex_unlock(&s->lock);
+  tl__mutex_unlock(&s->lock);
   return err;
 }
 
@@ -833,7 +833,7 @@ int tl_pool_get(tl_scheduler *s, const char *name, tl_pool_status *out) {
     out->running = p->running;
     out->tasksets = p->ntasksets;
   }
-  uv_mutex_unlock(&s->lock);
+  tl__mutex_unlock(&s->lock);
   return p != NULL ? TL_OK : TL_ENOENT;
 }
 
@@ -857,7 +857,7 @@ int tl_taskset_get(tl_scheduler *s, tl_taskset_id id, tl_taskset_status *out) {
     out->locality_levels = ts->loc != NULL ? ts->loc->levels : (1u << TL_NO_PREF) | (1u << TL_ANY);
     out->locality = ts->loc != NULL ? (tl_locality)ts->loc->level : TL_NO_PREF;
   }
-  uv_mutex_unlock(&s->lock);
+  tl__mutex_unlock(&s->lock);
   return ts != NULL ? TL_OK : TL_ENOENT;
 }
 
@@ -904,7 +904,7 @@ int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len)
   tl__lock(s);
   tl__taskset *ts = tl__taskset_find(s, id);
   if (ts == NULL) {
-    uv_mutex_unlock(&s->lock);
+    tl__mutex_unlock(&s->lock);
     return TL_ENOENT;
   }
   uint64_t now = s->last_now;
@@ -948,6 +948,6 @@ int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len)
     append(&t, ")\n");
   }
   tl__exclude_explain(s, ts, explain_line, &t);
-  uv_mutex_unlock(&s->lock);
+  tl__mutex_unlock(&s->lock);
   return TL_OK;
 }

@@ -58,30 +58,11 @@ void tl__clock_set(struct tl_scheduler *s, uint64_t t) {
     s->last_now = t;
 }
 
-/* The scheduler's lock. With glibc it is an adaptive mutex, which spins a little before it
- * sleeps: calls hold the lock for well under a microsecond, and with a plain mutex two threads
- * calling at once spent more time in futex sleeps and wake-ups than in the scheduler
- * (tl-bench threads_status_updates: 0.6 of one thread's rate). Elsewhere, libuv's mutex. */
-static int lock_init(uv_mutex_t *lock) {
-#ifdef __GLIBC__ /* PTHREAD_MUTEX_ADAPTIVE_NP: declared by every glibc pthread.h */
-  pthread_mutexattr_t attr;
-  if (pthread_mutexattr_init(&attr) != 0)
-    return -1;
-  int err = pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
-  if (err == 0)
-    err = pthread_mutex_init(lock, &attr);
-  pthread_mutexattr_destroy(&attr);
-  return err;
-#else
-  return uv_mutex_init(lock);
-#endif
-}
-
 /* Takes the lock for a mutating call: TL_EBUSY while tl_scheduler_free releases task sets. */
 static int enter(tl_scheduler *s) {
   tl__lock(s);
   if (s->closing) {
-    uv_mutex_unlock(&s->lock);
+    tl__mutex_unlock(&s->lock);
     return TL_EBUSY;
   }
   return TL_OK;
@@ -166,7 +147,7 @@ int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler 
   }
   s->mem_bytes = sizeof *s;
   s->mem_blocks = 1;
-  if (lock_init(&s->lock) != 0) {
+  if (tl__mutex_init(&s->lock) != 0) {
     tl__raw_free(s);
     tl__schedulers_dec();
     return TL_ENOMEM;
@@ -177,7 +158,7 @@ int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler 
     tl__pools_destroy(s);
     tl__free(s, s->events.ev, TL__EVENTS_INITIAL * sizeof(tl__event));
     tl__free(s, s->batch.ev, TL__EVENTS_INITIAL * sizeof(tl__event));
-    uv_mutex_destroy(&s->lock);
+    tl__mutex_destroy(&s->lock);
     tl__raw_free(s);
     tl__schedulers_dec();
     return TL_ENOMEM;
@@ -246,11 +227,11 @@ int tl_scheduler_free(tl_scheduler *s) {
     return TL_EINVAL;
   tl__lock(s);
   if (tl__dispatching(s) || s->closing) {
-    uv_mutex_unlock(&s->lock);
+    tl__mutex_unlock(&s->lock);
     return TL_EBUSY;
   }
   s->closing = true;
-  uv_mutex_unlock(&s->lock);
+  tl__mutex_unlock(&s->lock);
 
   /* Hand every payload back, in submission order (uthash keeps insertion order), with the
    * lock released: the callbacks may inspect the scheduler; any other call is TL_EBUSY. */
@@ -269,9 +250,9 @@ int tl_scheduler_free(tl_scheduler *s) {
 
   tl__lock(s);
   destroy_all(s);
-  uv_mutex_unlock(&s->lock);
+  tl__mutex_unlock(&s->lock);
   assert(s->mem_bytes == sizeof *s && s->mem_blocks == 1);
-  uv_mutex_destroy(&s->lock);
+  tl__mutex_destroy(&s->lock);
   tl__raw_free(s);
   tl__schedulers_dec();
   return TL_OK;
@@ -475,7 +456,7 @@ uint64_t tl_tick(tl_scheduler *s) {
   if (s->cfg.journal != NULL) {
     tl__jw_lit(&w, "tick");
     if ((j = tl__journal_open(s, &w)) == NULL) {
-      uv_mutex_unlock(&s->lock);
+      tl__mutex_unlock(&s->lock);
       return 0; /* nothing was done: the caller ticks again */
     }
     tl__jw_lit(&w, "tick");
@@ -497,7 +478,7 @@ uint64_t tl_tick(tl_scheduler *s) {
       next = min_u64(next, tl__locality_next(s, s->last_now));
       next = min_u64(next, tl__exclude_next(s, s->last_now));
     }
-    uv_mutex_unlock(&s->lock);
+    tl__mutex_unlock(&s->lock);
   }
   return next;
 }
