@@ -27,7 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-int tl__events_reserve(struct tl_scheduler *s, size_t n) {
+int tl__events_grow(struct tl_scheduler *s, size_t n) {
   tl__event_array *q = &s->events;
   if (q->cap - q->n >= n)
     return TL_OK;
@@ -205,12 +205,15 @@ void tl__events_settle(struct tl_scheduler *s) {
   if (!s->batch_dirty)
     return;
   s->batch_dirty = false;
-  tl__jline *lines = s->journal_batch;
-  s->journal_batch = NULL;
-  tl__journal_free_list(s, lines);
+  if (s->journal_batch != NULL) {
+    tl__journal_free_list(s, s->journal_batch);
+    s->journal_batch = NULL;
+  }
   tl__events_clear(s, &s->batch, s->batch.n); /* all delivered: only references remain */
-  tl__events_shrink(s, &s->batch);
-  tl__events_shrink(s, &s->events);
+  if (s->batch.cap > TL__EVENTS_INITIAL || s->events.cap > TL__EVENTS_INITIAL) {
+    tl__events_shrink(s, &s->batch);
+    tl__events_shrink(s, &s->events);
+  }
 }
 
 void tl__lock(struct tl_scheduler *s) {

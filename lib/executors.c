@@ -33,9 +33,16 @@ static void set_state(struct tl_scheduler *s, tl__executor *ex, tl_executor_stat
   (*state_count(s, ex->state))++;
 }
 
+/* The executor found last is tried first: a runtime's status update is usually followed by an
+ * offer of the same executor (Spark's backend offers the executor that reported), and a
+ * comparison is cheaper than hashing. */
 tl__executor *tl__executor_find_len(struct tl_scheduler *s, const char *id, size_t len) {
-  tl__executor *ex;
+  tl__executor *ex = s->last_executor;
+  if (ex != NULL && ex->hh_by_id.keylen == len && memcmp(ex->hh_by_id.key, id, len) == 0)
+    return ex;
   HASH_FIND(hh_by_id, s->executors_by_id, id, len, ex);
+  if (ex != NULL)
+    s->last_executor = ex;
   return ex;
 }
 
@@ -44,6 +51,8 @@ tl__executor *tl__executor_find(struct tl_scheduler *s, const char *id) {
 }
 
 void tl__executor_free(struct tl_scheduler *s, tl__executor *ex) {
+  if (s->last_executor == ex)
+    s->last_executor = NULL;
   tl__str_unref(s, ex->names);
   tl__str_unref(s, ex->decommission_msg);
   tl__free(s, ex, sizeof *ex);

@@ -108,7 +108,9 @@ static int check_executors(checker *c, size_t *running, size_t *frozen) {
   size_t count[4] = {0, 0, 0, 0};
   size_t limit = s->attempts_by_tid.n + s->nfrozen + 1; /* guards against cycles */
   *running = *frozen = 0;
+  bool last_seen = s->last_executor == NULL;
   for (tl__executor *ex = s->executors_by_id; ex != NULL; ex = ex->hh_by_id.next) {
+    last_seen = last_seen || ex == s->last_executor;
     const char *id = tl__executor_id(ex);
     CHECK(c, ex->state <= TL_EXECUTOR_REMOVED, "executor %s: bad state %u", id, ex->state);
     count[ex->state]++;
@@ -178,6 +180,7 @@ static int check_executors(checker *c, size_t *running, size_t *frozen) {
     c->blocks += n;
     c->outputs += n;
   }
+  CHECK(c, last_seen, "the executor found last is not in executors_by_id");
   CHECK(c,
         count[TL_EXECUTOR_ALIVE] == s->nalive &&
             count[TL_EXECUTOR_DECOMMISSIONING] == s->ndecommissioning &&

@@ -460,7 +460,8 @@ typedef struct tl__event_array {
 #define TL__EVENTS_INITIAL 32 /* capacity of each event array, kept when the queue drains */
 
 /* Makes room for n more events in s->events, so that the pushes of a call cannot fail. */
-int tl__events_reserve(struct tl_scheduler *s, size_t n);
+int tl__events_grow(struct tl_scheduler *s, size_t n);
+static inline int tl__events_reserve(struct tl_scheduler *s, size_t n);
 /* A zeroed slot of the given kind at the queue's tail; room must have been reserved. */
 tl__event *tl__event_push(struct tl_scheduler *s, tl__event_kind kind);
 /* Pushes a revive_offers event if the call asked for one (s->revive_wanted); reserved by every
@@ -660,6 +661,7 @@ struct tl_scheduler {
   tl__attempt *spare_attempts;   /* freed records kept for the next launches, through sibling */
   size_t nspare_attempts;        /* their number: none while nothing runs (ledger.c) */
   tl__executor *executors_by_id; /* every executor record, tombstones included */
+  tl__executor *last_executor;   /* the one tl__executor_find found last, or NULL */
   tl__host *hosts_by_name;       /* hosts with live executors */
   tl__rack *racks_by_name;       /* racks with hosts */
   tl__taskset *tasksets_by_id;   /* every task set not yet released */
@@ -731,6 +733,10 @@ void tl__attempts_unreserve(struct tl_scheduler *s);
 /* Enters a into attempts_by_tid (room reserved). */
 void tl__attempt_index(struct tl_scheduler *s, tl__attempt *a);
 /* Whether any attempt is in attempts_by_tid. */
+static inline int tl__events_reserve(struct tl_scheduler *s, size_t n) {
+  return s->events.cap - s->events.n >= n ? TL_OK : tl__events_grow(s, n);
+}
+
 static inline bool tl__attempts_running(const struct tl_scheduler *s) {
   return s->attempts_by_tid.n != 0;
 }
@@ -911,8 +917,10 @@ void tl__executor_free(struct tl_scheduler *s, tl__executor *ex);
  * Offers (offers.c) and status updates (ledger.c).
  * ------------------------------------------------------------------------------------------- */
 
+/* lens: the length of each offer's executor id, or NULL (then measured again). */
 int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t noffers,
-                        tl_launch *out, size_t cap, size_t *nout);
+                        const size_t *lens, tl_launch *out, size_t cap, size_t *nout);
+#define TL__ID_LENS 16 /* offers whose id lengths tl_resource_offers passes on */
 int tl__status_update(struct tl_scheduler *s, const char *executor_id, size_t id_len, tl_tid tid,
                       const tl_update *u);
 

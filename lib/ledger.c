@@ -203,21 +203,23 @@ int tl__status_update(struct tl_scheduler *s, const char *executor_id, size_t id
     return TL_OK;
   }
 
-  int err;
-  tl__str *msg = tl__str_dup(s, u->message, &err);
+  int err = TL_OK;
+  tl__str *msg = u->message != NULL ? tl__str_dup(s, u->message, &err) : NULL;
   if (err != TL_OK)
     return err;
   /* A success that completes a map output of an active shuffle-map task set is remembered on
    * its executor, so that losing the executor runs the index again. */
   tl__output *out = NULL;
-  if (u->state == TL_TASK_FINISHED && tl__taskset_wants_output(a->taskset, a) &&
-      (out = tl__malloc(s, sizeof *out)) == NULL) {
+  if (u->state == TL_TASK_FINISHED && a->taskset->shuffle_map &&
+      tl__taskset_wants_output(a->taskset, a) && (out = tl__malloc(s, sizeof *out)) == NULL) {
     tl__str_unref(s, msg);
     return TL_ENOMEM;
   }
   /* A first success with the median heap full (indices run again after their map output was
    * lost) needs a bigger one. */
-  size_t room_bytes = u->state == TL_TASK_FINISHED ? tl__speculation_room(a->taskset, a) : 0;
+  size_t room_bytes = u->state == TL_TASK_FINISHED && a->taskset->heap != NULL
+                          ? tl__speculation_room(a->taskset, a)
+                          : 0;
   uint64_t *room = NULL;
   if (room_bytes != 0 && (room = tl__malloc(s, room_bytes)) == NULL) {
     tl__free(s, out, sizeof *out);
@@ -229,8 +231,8 @@ int tl__status_update(struct tl_scheduler *s, const char *executor_id, size_t id
   bool may_count = u->state == TL_TASK_FAILED &&
                    (u->failure == TL_END_EXCEPTION || u->failure == TL_END_RESULT_LOST);
   if (tl__events_reserve(s, 5) != TL_OK ||
-      tl__exclude_reserve(s, may_count ? tl__exclude_records_for(s, a->taskset, ex, a->index)
-                                       : 0) != TL_OK) {
+      (may_count &&
+       tl__exclude_reserve(s, tl__exclude_records_for(s, a->taskset, ex, a->index)) != TL_OK)) {
     tl__exclude_unreserve(s);
     tl__free(s, room, room_bytes);
     tl__free(s, out, sizeof *out);
@@ -273,7 +275,8 @@ int tl__status_update(struct tl_scheduler *s, const char *executor_id, size_t id
   tl__attempt_ended(s, a, kind, kind == TL_END_EXCEPTION || kind == TL_END_RESULT_LOST,
                     static_msg != NULL ? NULL : msg, static_msg, u, out);
   tl__event_push_revive(s);
-  tl__exclude_unreserve(s);
+  if (s->x.spare != NULL) /* records the call reserved and did not use */
+    tl__exclude_unreserve(s);
   tl__str_unref(s, msg);
   return TL_OK;
 }

@@ -261,7 +261,7 @@ static void drop_prepared(struct tl_scheduler *s, tl__attempt **pre, size_t from
 }
 
 int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t noffers,
-                        tl_launch *out, size_t cap, size_t *nout) {
+                        const size_t *lens, tl_launch *out, size_t cap, size_t *nout) {
   offer_slot slots_on_stack[STACK_SLOTS], *slots = slots_on_stack;
   tl__attempt *pre_on_stack[STACK_SLOTS], **pre = pre_on_stack;
   tl__pool *order_on_stack[STACK_SLOTS], **order = order_on_stack;
@@ -276,7 +276,8 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   if (noffers > STACK_SLOTS && (slots = tl__malloc(s, noffers * sizeof *slots)) == NULL)
     return TL_ENOMEM;
   for (size_t i = 0; i < noffers; i++) {
-    tl__executor *ex = tl__executor_find(s, offers[i].executor_id);
+    const char *id = offers[i].executor_id;
+    tl__executor *ex = tl__executor_find_len(s, id, lens != NULL ? lens[i] : strlen(id));
     if (ex == NULL || ex->state != TL_EXECUTOR_ALIVE) {
       rejected++;
       continue;

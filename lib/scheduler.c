@@ -403,17 +403,26 @@ int tl_resource_offers(tl_scheduler *s, const tl_offer *offers, size_t noffers, 
     *nout = 0;
   if (s == NULL || nout == NULL || (offers == NULL && noffers > 0) || (out == NULL && cap > 0))
     return TL_EINVAL;
-  for (size_t i = 0; i < noffers; i++)
-    if (!valid_id(offers[i].executor_id))
+  /* The ids' lengths, measured once: the round looks the executors up with them (up to
+   * TL__ID_LENS offers; a bigger round measures again). */
+  size_t lens[TL__ID_LENS];
+  for (size_t i = 0; i < noffers; i++) {
+    size_t len = tl__name_len(offers[i].executor_id, TL_ID_MAX);
+    if (len == 0)
       return TL_EINVAL;
+    if (i < TL__ID_LENS)
+      lens[i] = len;
+  }
   uint64_t t = tl__clock_read(s);
   int err = enter_at(s, t);
   if (err != TL_OK)
     return err;
   JOURNAL_OPEN(s, tl__jfmt_offers(&w, offers, noffers, cap));
   tl_tid first = s->next_tid;
-  err = tl__resource_offers(s, offers, noffers, out, cap, nout);
-  char extra[64] = "";
+  err = tl__resource_offers(s, offers, noffers, noffers <= TL__ID_LENS ? lens : NULL, out, cap,
+                            nout);
+  char extra[64];
+  extra[0] = '\0';
   if (j != NULL) /* formatted only for a journal: an offer round is the hottest call */
     snprintf(extra, sizeof extra, " launched=%zu tid=%" PRIu64, *nout, first);
   return journal_leave(s, j, &w, err, err == TL_OK ? extra : NULL);
