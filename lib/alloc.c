@@ -123,7 +123,4 @@ tl__str *tl__str_dup(struct tl_scheduler *s, const char *text, int *err) {
   return str;
 }
 
-void tl__str_unref(struct tl_scheduler *s, tl__str *str) {
-  if (str != NULL && --str->refs == 0)
-    tl__free(s, str, tl__str_size(str));
-}
+void tl__str_free(struct tl_scheduler *s, tl__str *str) { tl__free(s, str, tl__str_size(str)); }

@@ -94,7 +94,12 @@ static inline tl__str *tl__str_ref(tl__str *str) {
     str->refs++;
   return str;
 }
-void tl__str_unref(struct tl_scheduler *s, tl__str *str);
+void tl__str_free(struct tl_scheduler *s, tl__str *str);
+/* Drops a reference (NULL: nothing); the last one frees the string. */
+static inline void tl__str_unref(struct tl_scheduler *s, tl__str *str) {
+  if (str != NULL && --str->refs == 0)
+    tl__str_free(s, str);
+}
 
 /* ---------------------------------------------------------------------------------------------
  * Records

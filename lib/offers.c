@@ -80,8 +80,8 @@ static void describe_launch(const tl__attempt *a, tl_launch *l) {
   l->index = a->index;
   l->attempt = a->attempt;
   l->cpus = ts->cpus;
-  const char *id = tl__executor_id(a->executor);
-  memcpy(l->executor_id, id, strlen(id) + 1); /* ids are shorter than TL_ID_MAX */
+  /* The id's length is its key length in executors_by_id (ids are shorter than TL_ID_MAX). */
+  memcpy(l->executor_id, tl__executor_id(a->executor), a->executor->hh_by_id.keylen + 1u);
   l->locality = (tl_locality)a->locality;
   l->speculative = a->speculative;
   l->payload = ts->payload;

@@ -419,8 +419,8 @@ int tl_resource_offers(tl_scheduler *s, const tl_offer *offers, size_t noffers, 
     return err;
   JOURNAL_OPEN(s, tl__jfmt_offers(&w, offers, noffers, cap));
   tl_tid first = s->next_tid;
-  err = tl__resource_offers(s, offers, noffers, noffers <= TL__ID_LENS ? lens : NULL, out, cap,
-                            nout);
+  err =
+      tl__resource_offers(s, offers, noffers, noffers <= TL__ID_LENS ? lens : NULL, out, cap, nout);
   char extra[64];
   extra[0] = '\0';
   if (j != NULL) /* formatted only for a journal: an offer round is the hottest call */
