@@ -366,14 +366,14 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 /* Returns the median ns per cleaned task of losing an executor with 100 running tasks while
- * `elsewhere` tasks run on other executors: 16 such victims are launched first, the others
+ * `elsewhere` tasks run on other executors: 48 such victims are launched first, the others
  * after, then the victims are lost one by one, each loss timed on its own (one-phase, or
  * two-phase when two_phase). With cold, the caches are evicted before each loss: in a driver, an
  * executor's records have long left the cache when it is lost, whatever runs elsewhere, while a
  * benchmark that has just built a small ledger would find it all in cache and compare a warm
  * small case with a cold large one. */
 static double loss_per_task(uint64_t elsewhere, bool two_phase, int reps, bool cold) {
-  enum { VICTIMS = 16 };
+  enum { VICTIMS = 48 };
   const uint32_t victim_cores = 100, other_cores = 1000;
   unsigned others = (unsigned)((elsewhere + other_cores - 1) / other_cores);
   double *per = malloc((size_t)reps * VICTIMS * sizeof *per);
