@@ -4,11 +4,15 @@
  *
  *   bench=<name> value=<v> unit=<u> [baseline=<b> ratio=<v/b>] [key=value ...]
  *
- *   tl-bench [--short] [--only lifecycle|loss|heartbeat|memory|offers|threads]
+ *   tl-bench [--short] [--only lifecycle|loss|heartbeat|memory|offers|threads|profile]
  *
- * Without --only every group runs, in that order. --short runs every figure at a small size so CI
- * can prove the program still works; its numbers mean nothing. Figures are not tests: nothing
- * here fails on a slow machine.
+ * Without --only every group runs, in that order (profile excepted). --short runs every figure
+ * at a small size so CI can prove the program still works; its numbers mean nothing. Figures
+ * are not tests: nothing here fails on a slow machine.
+ *
+ * --only profile runs the plain lifecycle once, 100,000 tasks, and nothing else: a target for
+ * valgrind --tool=callgrind, whose instruction counts (repeatable on a noisy machine) divided by
+ * the calls give the cost of each entry point (docs/performance.md).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* RUSAGE_THREAD */
@@ -893,7 +897,8 @@ int main(int argc, char **argv) {
       only = argv[++i];
     } else {
       fprintf(stderr,
-              "usage: %s [--short] [--only lifecycle|loss|heartbeat|memory|offers|threads]\n",
+              "usage: %s [--short] [--only "
+              "lifecycle|loss|heartbeat|memory|offers|threads|profile]\n",
               argv[0]);
       return 2;
     }
@@ -911,5 +916,12 @@ int main(int argc, char **argv) {
     bench_offers();
   if (only == NULL || strcmp(only, "threads") == 0)
     bench_threads();
+  if (only != NULL && strcmp(only, "profile") == 0) {
+    lifecycle_run r;
+    run_lifecycle(100, 16, 100000, false, false, &r);
+    printf("bench=lifecycle_profile value=%.1f unit=ns/task tasks=%" PRIu64 " executors=100 "
+           "cores=16\n",
+           r.per_task, r.finished);
+  }
   return 0;
 }
