@@ -209,7 +209,12 @@ void tl__events_settle(struct tl_scheduler *s) {
     tl__journal_free_list(s, s->journal_batch);
     s->journal_batch = NULL;
   }
-  tl__events_clear(s, &s->batch, s->batch.n); /* all delivered: only references remain */
+  /* All delivered: only references remain (tl__events_clear without the results). */
+  for (size_t i = 0; i < s->batch.n; i++) {
+    tl__str_unref(s, s->batch.ev[i].names);
+    tl__str_unref(s, s->batch.ev[i].msg);
+  }
+  s->batch.n = 0;
   if (s->batch.cap > TL__EVENTS_INITIAL || s->events.cap > TL__EVENTS_INITIAL) {
     tl__events_shrink(s, &s->batch);
     tl__events_shrink(s, &s->events);
