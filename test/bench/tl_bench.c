@@ -67,16 +67,22 @@ static void free_result(void *ud, const tl_task_info *t, const tl_task_end *e) {
     e->result_free(e->result);
 }
 
-static tl_scheduler *new_scheduler(void) {
+/* A scheduler on the manual clock, no heartbeat expiry, with these callbacks. */
+static tl_scheduler *new_scheduler_cb(const tl_callbacks *cb) {
   tl_config cfg;
   tl_config_init(&cfg);
   cfg.clock = bench_clock;
   cfg.heartbeat_timeout_ns = 0;
+  tl_scheduler *s;
+  ok(tl_scheduler_new(&cfg, cb, &s), "tl_scheduler_new");
+  return s;
+}
+
+/* The same with only task_ended, which frees results. */
+static tl_scheduler *new_scheduler(void) {
   tl_callbacks cb = {0};
   cb.task_ended = free_result;
-  tl_scheduler *s;
-  ok(tl_scheduler_new(&cfg, &cb, &s), "tl_scheduler_new");
-  return s;
+  return new_scheduler_cb(&cb);
 }
 
 static void exec_id(char *buf, size_t len, unsigned i) { snprintf(buf, len, "exec-%u", i); }
@@ -231,10 +237,6 @@ static void run_lifecycle(unsigned nexec, uint32_t cores, uint64_t ntasks, bool 
                           bool with_running, lifecycle_run *out) {
   tl_scheduler *s;
   if (all_callbacks) {
-    tl_config cfg;
-    tl_config_init(&cfg);
-    cfg.clock = bench_clock;
-    cfg.heartbeat_timeout_ns = 0;
     tl_callbacks cb = {0};
     cb.task_started = heard_task_started;
     cb.task_ended = heard_task_ended;
@@ -245,7 +247,7 @@ static void run_lifecycle(unsigned nexec, uint32_t cores, uint64_t ntasks, bool 
     cb.speculative_task_submitted = heard_speculative;
     cb.revive_offers = heard_revive;
     cb.kill_task = heard_kill;
-    ok(tl_scheduler_new(&cfg, &cb, &s), "tl_scheduler_new");
+    s = new_scheduler_cb(&cb);
   } else {
     s = new_scheduler();
   }
@@ -766,16 +768,11 @@ typedef struct thr_result {
 /* One run: nexec executors of `cores` cores each, all filled; then nthreads threads, each
  * owning an equal share of the executors, send RUNNING and FINISHED for every task. */
 static void thr_run(unsigned nthreads, unsigned nexec, uint32_t cores, thr_result *out) {
-  tl_config cfg;
-  tl_config_init(&cfg);
-  cfg.clock = bench_clock;
-  cfg.heartbeat_timeout_ns = 0;
-  tl_callbacks cb = {0};
-  cb.task_ended = thr_task_ended;
-  tl_scheduler *s;
   if (nthreads < 1 || nthreads > 2 || nexec % nthreads != 0)
     die("threads: 1 or 2 threads, each owning whole executors", TL_EINVAL);
-  ok(tl_scheduler_new(&cfg, &cb, &s), "tl_scheduler_new");
+  tl_callbacks cb = {0};
+  cb.task_ended = thr_task_ended;
+  tl_scheduler *s = new_scheduler_cb(&cb);
   add_executors(s, nexec, cores);
   size_t ntasks = (size_t)nexec * cores;
   tl_taskset_desc d = {0};
