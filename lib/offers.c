@@ -226,11 +226,10 @@ static void take_turn(struct tl_scheduler *s, round_state *r, tl__taskset *ts) {
     return;
   }
   turn_state t = {false, TL_ANY + 1};
-  uint8_t levels = ts->loc != NULL ? ts->loc->levels : 1u << TL_NO_PREF;
+  unsigned levels = ts->loc != NULL ? ts->loc->levels : 1u << TL_NO_PREF;
   size_t before = r->used;
-  for (unsigned l = TL_PROCESS_LOCAL; l <= TL_ANY; l++) {
-    if (!(levels & (1u << l)))
-      continue;
+  for (; levels != 0; levels &= levels - 1) { /* each valid level, most local first */
+    unsigned l = (unsigned)__builtin_ctz(levels);
     while (has_work(ts) && r->used < r->most && r->left >= ts->cpus &&
            pass(s, r, ts, (tl_locality)l, &t) > 0) {
     }

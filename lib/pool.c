@@ -184,6 +184,10 @@ static int fair_compare_qsort(const void *x, const void *y) {
 }
 
 size_t tl__pools_in_order(struct tl_scheduler *s, tl__pool **order) {
+  if (s->npools == 1) { /* "default" alone, the usual case under TL_FIFO */
+    order[0] = s->default_pool;
+    return s->default_pool->queue[0] != NULL ? 1 : 0;
+  }
   size_t n = 0;
   for (tl__link *l = s->pools.next; l != &s->pools; l = l->next) {
     tl__pool *p = tl__container_of(l, tl__pool, on_scheduler);

@@ -319,7 +319,7 @@ static void bench_lifecycle(void) {
   const unsigned nexec = short_mode ? 4 : 100;
   const uint32_t cores = 16;
   const uint64_t ntasks = short_mode ? 20000 : 1000000;
-  const int runs = short_mode ? 1 : 3;
+  const int runs = short_mode ? 1 : 5;
   lifecycle_run plain = {.per_task = 1e300}, running = {.per_task = 1e300};
   lifecycle_run all = {.per_task = 1e300}, r;
   double fl = 1e300;
@@ -851,7 +851,7 @@ static void bench_threads(void) {
   /* Full: 100 executors x 5,000 cores = 500,000 tasks, 1,000,000 status updates per run. */
   const unsigned nexec = short_mode ? 4 : 100;
   const uint32_t cores = short_mode ? 250 : 5000;
-  const int runs = short_mode ? 1 : 3;
+  const int runs = short_mode ? 1 : 5;
   thr_result one = {.secs = 1e300}, two = {.secs = 1e300}, r;
   long one_sw = 0, two_v = 0, two_iv = 0;
   uint64_t one_batches = 0, two_batches = 0, two_other = 0;
