@@ -125,34 +125,52 @@ static void unlink_node(link *n) {
   n->next->prev = n->prev;
 }
 
-static double floor_per_task(uint64_t ntasks, unsigned inflight) {
-  floor_rec *map = NULL;
-  link a = {&a, &a}, b = {&b, &b};
-  uint64_t next = 1, done = 1;
+/* The floor's state, so that it can run in chunks between chunks of the lifecycle. */
+typedef struct floor_state {
+  floor_rec *map;
+  link a, b;
+  uint64_t next, done;
+  unsigned inflight;
+} floor_state;
+
+static void floor_init(floor_state *f, unsigned inflight) {
+  f->map = NULL;
+  f->a.prev = f->a.next = &f->a;
+  f->b.prev = f->b.next = &f->b;
+  f->next = f->done = 1;
+  f->inflight = inflight;
+}
+
+/* n tasks through the floor, keeping inflight records; returns the ns it took. */
+static uint64_t floor_step(floor_state *f, uint64_t n) {
   uint64_t t0 = now_ns();
-  for (uint64_t i = 0; i < ntasks; i++) {
+  for (uint64_t i = 0; i < n; i++) {
     floor_rec *r = malloc(sizeof *r);
-    r->tid = next++;
-    HASH_ADD(hh, map, tid, sizeof r->tid, r);
-    link_tail(&a, &r->on_a);
-    link_tail(&b, &r->on_b);
-    if (next - done > inflight) {
-      uint64_t tid = done++;
-      floor_rec *f;
-      HASH_FIND(hh, map, &tid, sizeof tid, f);
-      unlink_node(&f->on_a);
-      unlink_node(&f->on_b);
-      HASH_DEL(map, f);
-      free(f);
+    if (r == NULL)
+      die("malloc", TL_ENOMEM);
+    r->tid = f->next++;
+    HASH_ADD(hh, f->map, tid, sizeof r->tid, r);
+    link_tail(&f->a, &r->on_a);
+    link_tail(&f->b, &r->on_b);
+    if (f->next - f->done > f->inflight) {
+      uint64_t tid = f->done++;
+      floor_rec *g;
+      HASH_FIND(hh, f->map, &tid, sizeof tid, g);
+      unlink_node(&g->on_a);
+      unlink_node(&g->on_b);
+      HASH_DEL(f->map, g);
+      free(g);
     }
   }
-  uint64_t t1 = now_ns();
+  return now_ns() - t0;
+}
+
+static void floor_free(floor_state *f) {
   floor_rec *r, *tmp;
-  HASH_ITER(hh, map, r, tmp) {
-    HASH_DEL(map, r);
+  HASH_ITER(hh, f->map, r, tmp) {
+    HASH_DEL(f->map, r);
     free(r);
   }
-  return (double)(t1 - t0) / (double)ntasks;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -161,8 +179,8 @@ static double floor_per_task(uint64_t ntasks, unsigned inflight) {
  * executors send, and what decides whether a later loss counts), against the same floor; and
  * with every callback set, against the plain lifecycle, for what listening to every event costs
  * (with only task_ended set, the library makes no task_started or revive_offers event at all).
- * The loops and the floor run interleaved, several times each, and the best of each is kept: a
- * burst of noise from a neighbour then spoils one run, not the figure.
+ * Each loop runs with the floor in between its segments of 100,000 tasks (pairs, below), three
+ * times, and each figure is the median over all its pairs.
  * ------------------------------------------------------------------------------------------- */
 
 static uint64_t heard; /* callbacks run, by the lifecycle with every callback set */
@@ -227,14 +245,64 @@ static void heard_kill(void *ud, tl_tid tid, const char *id, bool interrupt, con
   heard++;
 }
 
+/* Paired samples: each segment of the lifecycle (ns per task) and the chunk of the floor run
+ * right after it, as many tasks (ns per task). Noise on a shared machine comes in bursts of a
+ * second or more; a segment and its floor chunk are a few milliseconds apart, so the ratio of
+ * a pair is far steadier than the ratio of two separate runs, and the median over the pairs is
+ * steadier still. */
+typedef struct pairs {
+  double *life, *base, *ratio;
+  size_t n, cap;
+} pairs;
+
+static void pairs_add(pairs *p, double life, double base) {
+  if (p->n == p->cap) {
+    size_t cap = p->cap ? 2 * p->cap : 64;
+    double *a = realloc(p->life, cap * sizeof *a), *b = NULL, *c = NULL;
+    if (a != NULL)
+      p->life = a;
+    if (a != NULL && (b = realloc(p->base, cap * sizeof *b)) != NULL)
+      p->base = b;
+    if (b != NULL && (c = realloc(p->ratio, cap * sizeof *c)) != NULL)
+      p->ratio = c;
+    if (c == NULL)
+      die("realloc", TL_ENOMEM);
+    p->cap = cap;
+  }
+  p->life[p->n] = life;
+  p->base[p->n] = base;
+  p->ratio[p->n] = life / base;
+  p->n++;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The median of n values (sorts them). */
+static double median(double *v, size_t n) {
+  qsort(v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void pairs_free(pairs *p) {
+  free(p->life);
+  free(p->base);
+  free(p->ratio);
+}
+
 typedef struct lifecycle_run {
-  double per_task; /* ns per finished task */
+  double per_task; /* ns per finished task, the floor's chunks not counted */
   uint64_t finished, launched;
   uint64_t heard; /* callbacks run during the timed loop */
 } lifecycle_run;
 
+/* One run of the lifecycle loop. Every `segment` finished tasks it runs as many tasks through
+ * the floor (a fresh one for the run, with as many records in flight as the lifecycle has
+ * launches) and adds the pair to p. */
 static void run_lifecycle(unsigned nexec, uint32_t cores, uint64_t ntasks, bool all_callbacks,
-                          bool with_running, lifecycle_run *out) {
+                          bool with_running, uint64_t segment, pairs *p, lifecycle_run *out) {
   tl_scheduler *s;
   if (all_callbacks) {
     tl_callbacks cb = {0};
@@ -269,8 +337,10 @@ static void run_lifecycle(unsigned nexec, uint32_t cores, uint64_t ntasks, bool 
     offers[i].executor_id = ids[i];
     offers[i].cores = cores;
   }
-  uint64_t heard0 = heard;
-  uint64_t t0 = now_ns();
+  floor_state fl;
+  floor_init(&fl, (unsigned)cap);
+  uint64_t heard0 = heard, spent = 0;
+  uint64_t t0 = now_ns(), seg0 = t0;
   size_t n;
   ok(tl_resource_offers(s, offers, nexec, l, cap, &n), "tl_resource_offers");
   /* The launches in flight: each one runs, finishes, and its core is offered again. Each slot
@@ -288,7 +358,13 @@ static void run_lifecycle(unsigned nexec, uint32_t cores, uint64_t ntasks, bool 
       if (with_running)
         ok(tl_status_update(s, id, tid, &running), "RUNNING");
       ok(tl_status_update(s, id, tid, &done), "FINISHED");
-      finished++;
+      if (++finished % segment == 0) {
+        uint64_t t = now_ns();
+        spent += t - seg0;
+        uint64_t base = floor_step(&fl, segment);
+        pairs_add(p, (double)(t - seg0) / (double)segment, (double)base / (double)segment);
+        seg0 = now_ns();
+      }
       tl_offer one = {id, 1};
       size_t got;
       ok(tl_resource_offers(s, &one, 1, &l[i], 1, &got), "tl_resource_offers");
@@ -301,10 +377,11 @@ static void run_lifecycle(unsigned nexec, uint32_t cores, uint64_t ntasks, bool 
       }
     }
   }
-  uint64_t t1 = now_ns();
+  spent += now_ns() - seg0;
+  floor_free(&fl);
   tl_stats st;
   tl_stats_get(s, &st);
-  out->per_task = (double)(t1 - t0) / (double)finished;
+  out->per_task = (double)spent / (double)finished;
   out->finished = finished;
   out->launched = st.launched;
   out->heard = heard - heard0;
@@ -319,36 +396,38 @@ static void bench_lifecycle(void) {
   const unsigned nexec = short_mode ? 4 : 100;
   const uint32_t cores = 16;
   const uint64_t ntasks = short_mode ? 20000 : 1000000;
-  const int runs = short_mode ? 1 : 5;
-  lifecycle_run plain = {.per_task = 1e300}, running = {.per_task = 1e300};
-  lifecycle_run all = {.per_task = 1e300}, r;
-  double fl = 1e300;
+  const uint64_t segment = short_mode ? 5000 : 100000;
+  const int runs = short_mode ? 1 : 3;
+  pairs plain = {0}, running = {0}, all = {0};
+  lifecycle_run r, last_plain, last_all;
+  uint64_t all_heard = 0, all_finished = 0;
   for (int i = 0; i < runs; i++) {
-    run_lifecycle(nexec, cores, ntasks, false, false, &r);
-    if (r.per_task < plain.per_task)
-      plain = r;
-    double f = floor_per_task(ntasks, (unsigned)((size_t)nexec * cores));
-    if (f < fl)
-      fl = f;
-    run_lifecycle(nexec, cores, ntasks, false, true, &r);
-    if (r.per_task < running.per_task)
-      running = r;
-    run_lifecycle(nexec, cores, ntasks, true, false, &r);
-    if (r.per_task < all.per_task)
-      all = r;
+    run_lifecycle(nexec, cores, ntasks, false, false, segment, &plain, &last_plain);
+    run_lifecycle(nexec, cores, ntasks, false, true, segment, &running, &r);
+    run_lifecycle(nexec, cores, ntasks, true, false, segment, &all, &last_all);
+    all_heard += last_all.heard;
+    all_finished += last_all.finished;
   }
+  double plain_ratio = median(plain.ratio, plain.n), plain_ns = median(plain.life, plain.n);
   printf("bench=lifecycle value=%.1f unit=ns/task baseline=%.1f ratio=%.2f tasks=%" PRIu64
-         " executors=%u cores=%u per_second=%.0f launched=%" PRIu64 " runs=%d\n",
-         plain.per_task, fl, plain.per_task / fl, plain.finished, nexec, cores,
-         1e9 / plain.per_task, plain.launched, runs);
+         " executors=%u cores=%u per_second=%.0f launched=%" PRIu64 " pairs=%zu\n",
+         plain_ns, median(plain.base, plain.n), plain_ratio, last_plain.finished, nexec, cores,
+         1e9 / plain_ns, last_plain.launched, plain.n);
+  double running_ratio = median(running.ratio, running.n);
+  double running_ns = median(running.life, running.n);
   printf("bench=lifecycle_with_running value=%.1f unit=ns/task baseline=%.1f ratio=%.2f "
-         "tasks=%" PRIu64 " executors=%u cores=%u per_second=%.0f vs_lifecycle=%.2f runs=%d\n",
-         running.per_task, fl, running.per_task / fl, running.finished, nexec, cores,
-         1e9 / running.per_task, running.per_task / plain.per_task, runs);
+         "executors=%u cores=%u per_second=%.0f vs_lifecycle=%.2f pairs=%zu\n",
+         running_ns, median(running.base, running.n), running_ratio, nexec, cores, 1e9 / running_ns,
+         running_ratio / plain_ratio, running.n);
+  /* Against the plain lifecycle, through the floor both were paired with. */
+  double all_ratio = median(all.ratio, all.n);
   printf("bench=lifecycle_all_callbacks value=%.1f unit=ns/task baseline=%.1f ratio=%.2f "
-         "tasks=%" PRIu64 " executors=%u cores=%u callbacks_per_task=%.2f runs=%d\n",
-         all.per_task, plain.per_task, all.per_task / plain.per_task, all.finished, nexec, cores,
-         (double)all.heard / (double)all.finished, runs);
+         "executors=%u cores=%u callbacks_per_task=%.2f floor_ratio=%.2f pairs=%zu\n",
+         median(all.life, all.n), plain_ns, all_ratio / plain_ratio, nexec, cores,
+         (double)all_heard / (double)all_finished, all_ratio, all.n);
+  pairs_free(&plain);
+  pairs_free(&running);
+  pairs_free(&all);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -364,11 +443,6 @@ static void evict_caches(void) {
     die("malloc", TL_ENOMEM);
   for (size_t i = 0; i < size; i += 64)
     junk[i] = (unsigned char)(junk[i] + 1);
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 /* Returns the median ns per cleaned task of losing an executor with 100 running tasks while
@@ -915,7 +989,7 @@ int main(int argc, char **argv) {
     bench_threads();
   if (only != NULL && strcmp(only, "profile") == 0) {
     lifecycle_run r;
-    run_lifecycle(100, 16, 100000, false, false, &r);
+    run_lifecycle(100, 16, 100000, false, false, UINT64_MAX, NULL, &r); /* no floor chunks */
     printf("bench=lifecycle_profile value=%.1f unit=ns/task tasks=%" PRIu64 " executors=100 "
            "cores=16\n",
            r.per_task, r.finished);
