@@ -754,6 +754,8 @@ void tl__cleanup_task_state(struct tl_scheduler *s, tl__attempt *a);
 void tl__attempt_freeze(struct tl_scheduler *s, tl__attempt *a);
 /* A record for a launch: a spare one if any, else a new one (NULL when out of memory). */
 tl__attempt *tl__attempt_alloc(struct tl_scheduler *s);
+/* Puts back a spare that tl__attempt_alloc took, as if it had not been taken (a failed round). */
+void tl__attempt_unalloc(struct tl_scheduler *s, tl__attempt *a);
 /* Gives a record back: kept as a spare while attempts run, freed otherwise. */
 void tl__attempt_free(struct tl_scheduler *s, tl__attempt *a);
 /* Frees every spare record. */

@@ -163,6 +163,12 @@ tl__attempt *tl__attempt_alloc(struct tl_scheduler *s) {
   return a;
 }
 
+void tl__attempt_unalloc(struct tl_scheduler *s, tl__attempt *a) {
+  a->sibling = s->spare_attempts;
+  s->spare_attempts = a;
+  s->nspare_attempts++;
+}
+
 void tl__attempts_trim(struct tl_scheduler *s) {
   while (s->spare_attempts != NULL) {
     tl__attempt *a = s->spare_attempts;

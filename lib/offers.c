@@ -246,16 +246,19 @@ static void take_turn(struct tl_scheduler *s, round_state *r, tl__taskset *ts) {
 }
 
 /* Gives back the prepared records from..to that did not launch: those below fresh were spares
- * and become spares again, the others were allocated by this round and are freed. So a round
- * that fails holds exactly what it held before, and the spares never depend on how many records
- * a round prepared (its cap) but only on the attempts that ended. */
+ * and become spares again (undo: exactly as they were, even with nothing running), the others
+ * were allocated by this round and are freed. So a round that fails holds exactly what it held
+ * before, and the spares never depend on how many records a round prepared (its cap) but only
+ * on the attempts that ended. */
 static void drop_prepared(struct tl_scheduler *s, tl__attempt **pre, size_t from, size_t to,
-                          size_t fresh) {
+                          size_t fresh, bool undo) {
   for (size_t k = from; k < to; k++) {
-    if (k < fresh)
-      tl__attempt_free(s, pre[k]);
-    else
+    if (k >= fresh)
       tl__free(s, pre[k], sizeof *pre[k]);
+    else if (undo)
+      tl__attempt_unalloc(s, pre[k]);
+    else
+      tl__attempt_free(s, pre[k]);
   }
 }
 
@@ -359,7 +362,7 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
     tl__queue_replace(ts);
   used = r.used;
 
-  drop_prepared(s, pre, used, nprepared, spared); /* only spares stay spare */
+  drop_prepared(s, pre, used, nprepared, spared, false); /* only spares stay spare */
   tl__attempts_unreserve(s);
   for (size_t k = r.tried_used; k < ntried; k++)
     tl__free(s, tried[k], sizeof *tried[k]);
@@ -378,7 +381,7 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   goto done;
 
 undo:
-  drop_prepared(s, pre, 0, nprepared, spared);
+  drop_prepared(s, pre, 0, nprepared, spared, true);
   tl__attempts_unreserve(s);
   for (size_t k = 0; k < ntried; k++)
     tl__free(s, tried[k], sizeof *tried[k]);

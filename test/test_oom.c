@@ -1133,6 +1133,20 @@ static void build_e1_stage0_6(tlt_env *e, oom_ctx *c) {
 
 static int call_offer_e1_4(tlt_env *e, oom_ctx *c) { return offer(e, c, "e1", 4, 8); }
 
+/* A spare attempt record kept while nothing runs: e1 ran two attempts, one finished (its record
+ * kept as a spare: the other still ran), then e1 went PENDING_LOSS and froze the other. The
+ * round on e2 takes the spare first; a round that fails must put it back, not free it. */
+static void build_spare_with_only_frozen(tlt_env *e, oom_ctx *c) {
+  B_OK(add_exec(e, "e1", "h1", NULL, 2));
+  B_OK(add_exec(e, "e2", "h2", NULL, 2));
+  B_OK(submit(e, 0, 0, 0, 4));
+  B_OK(offer(e, c, "e1", 2, 2));
+  B_OK(finish(e, "e1", c->log[0].tid, NULL));
+  B_OK(lose(e, "e1", TL_LOSS_PENDING, false, NULL));
+}
+
+static int call_offer_e2_spare(tlt_env *e, oom_ctx *c) { return offer(e, c, "e2", 2, 2); }
+
 enum { WIDE = 20 }; /* executors of the wide round: more offers than the 16 on the stack */
 static const char *const wide_ids[WIDE] = {"w0",  "w1",  "w2",  "w3",  "w4",  "w5",  "w6",
                                            "w7",  "w8",  "w9",  "w10", "w11", "w12", "w13",
@@ -1223,6 +1237,8 @@ START_TEST(oom_resource_offers) {
        call_offer_big_24, OOM_ALLOCATES, expanding - 12},
       {"tl_resource_offers", "rejected offers beside a usable one", NULL, build_rejected_offers,
        call_offer_mixed, OOM_ALLOCATES, 0},
+      {"tl_resource_offers", "a spare record while only frozen attempts remain", NULL,
+       build_spare_with_only_frozen, call_offer_e2_spare, OOM_ALLOCATES, 0},
   };
   SWEEP_ALL("tl_resource_offers", sc);
 }
