@@ -1738,6 +1738,66 @@ START_TEST(everything_at_once) {
 }
 END_TEST
 
+/* ---------------------------------------------------------------------------------------------
+ * The lock's slow path (lib/lock.c). An allocator that sleeps holds the scheduler's lock for far
+ * longer than a waiter backs off, so the waiter must sleep on the lock's condition variable and
+ * be woken by the unlock; what it then sees must be the finished call's state.
+ * ------------------------------------------------------------------------------------------- */
+
+static atomic_bool slow_armed, slow_inside;
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+static void *slow_malloc(size_t n) {
+  if (atomic_exchange(&slow_armed, false)) {
+    atomic_store(&slow_inside, true);
+    sleep_ms(30); /* with the scheduler's lock held: the back-off lasts about 0.1 ms */
+  }
+  return malloc(n);
+}
+
+typedef struct lock_waiter {
+  tl_scheduler *s;
+  tl_stats seen;
+} lock_waiter;
+
+static void *lock_waiter_main(void *arg) {
+  lock_waiter *w = arg;
+  while (!atomic_load(&slow_inside))
+    sleep_ms(1);
+  tl_stats_get(w->s, &w->seen); /* waits for the offer round that holds the lock */
+  return NULL;
+}
+
+START_TEST(a_waiter_past_the_back_off_sleeps_and_is_woken_by_the_unlock) {
+  ck_assert_int_eq(tl_replace_allocator(slow_malloc, realloc, calloc, free), TL_OK);
+  atomic_store(&slow_armed, false);
+  atomic_store(&slow_inside, false);
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "h1", NULL, 1);
+  tlt_submit(e, 0, 0, 0, 1);
+  lock_waiter w = {e->s, {0}};
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, lock_waiter_main, &w), 0);
+  atomic_store(&slow_armed, true); /* the round's attempt record: allocated under the lock */
+  tl_launch l;
+  ck_assert_uint_eq(tlt_offer(e, "e1", 1, &l, 1), 1);
+  ck_assert_int_eq(pthread_join(th, NULL), 0);
+  ck_assert(atomic_load(&slow_inside));
+  /* The waiter got the lock only once the round was over. */
+  ck_assert_uint_eq(w.seen.attempts_running, 1);
+  ck_assert_uint_eq(w.seen.tasks_pending, 0);
+  ck_assert_uint_eq(w.seen.launched, 1);
+  tlt_succeed(e, "e1", l.tid);
+  tlt_end(e);
+  ck_assert_int_eq(tl_replace_allocator(malloc, realloc, calloc, free), TL_OK);
+}
+END_TEST
+
 Suite *tl_threads_suite(void) {
   Suite *s = suite_create("threads");
   TCase *tc = tlt_tcase(s, "plain");
@@ -1750,5 +1810,7 @@ Suite *tl_threads_suite(void) {
   tc = tlt_tcase(s, "reentrancy");
   tcase_add_test(tc, callbacks_reenter_with_offers_and_updates_while_threads_call_in);
   tcase_add_test(tc, everything_at_once);
+  tc = tlt_tcase(s, "lock");
+  tcase_add_test(tc, a_waiter_past_the_back_off_sleeps_and_is_woken_by_the_unlock);
   return s;
 }
