@@ -336,8 +336,9 @@ TL_EXTERN int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_
 
 /* Releases every task set that still exists (taskset_released, in submission order, delivered
  * by this call, with no other event), then frees everything. Attempts still in flight are
- * forgotten. TL_EBUSY (nothing changes) when called from inside a callback or while another
- * thread is delivering events; TL_EINVAL for NULL. No other thread may use the scheduler once
+ * forgotten. TL_EBUSY (nothing changes) when called from inside a callback, while another
+ * thread is delivering events, or while a libuv driver is attached (taskledger-uv.h: stop it
+ * first); TL_EINVAL for NULL. No other thread may use the scheduler once
  * this call has started; callbacks it makes may only inspect it (other calls are TL_EBUSY). */
 TL_EXTERN int tl_scheduler_free(tl_scheduler *s);
 

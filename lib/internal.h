@@ -709,6 +709,10 @@ struct tl_scheduler {
   bool batch_dirty;              /* batch and journal_batch were delivered but still hold their
                                     references: the next lock holder drops them (events.c) */
   bool closing;                  /* tl_scheduler_free is releasing task sets */
+  struct tl_uv *uv;              /* the libuv driver attached (uv.c), or NULL: every mutating
+                                    call asks for the next deadline only while it is set (the
+                                    deadline its timer is armed for is the driver's, under this
+                                    lock too) */
   tl__jline *journal;            /* journal lines queued, oldest first */
   tl__jline **journal_tail;      /* where the next line is linked */
   tl__jline *journal_batch;      /* lines the dispatcher is writing (the lock released) */
@@ -718,6 +722,20 @@ struct tl_scheduler {
   size_t mem_blocks;
   uint32_t check_epoch; /* tl_check's visit stamp for shared strings */
 };
+
+/* The time to the next deadline of every part (what tl_tick would answer now), under the lock:
+ * ns from now, 0 when one is due, TL_TICK_NEVER when there is none. */
+uint64_t tl__next_deadline(struct tl_scheduler *s, uint64_t now);
+/* tl_tick for the attached driver: the same, and under the lock it hands the answer to
+ * tl__uv_armed while driver is still the one attached (scheduler.c). */
+uint64_t tl__tick_driver(struct tl_scheduler *s, const struct tl_uv *driver);
+/* Under the lock: the driver's tick answered next (ns from s->last_now); its timer will be armed
+ * for that (uv.c). */
+void tl__uv_armed(struct tl_scheduler *s, uint64_t next);
+/* The driver's wake rule (uv.c), under the lock at the end of a mutating call while s->uv is
+ * set: when the next deadline is earlier than the one the driver's timer is armed for, records
+ * it as armed and wakes the loop (uv_async_send: thread-safe, and it runs no user code). */
+void tl__uv_wake(struct tl_scheduler *s);
 
 /* Reads the configured clock; called before the lock is taken (the clock is user code). */
 uint64_t tl__clock_read(const struct tl_scheduler *s);

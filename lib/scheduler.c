@@ -76,8 +76,12 @@ static int enter_at(tl_scheduler *s, uint64_t t) {
 }
 
 /* Ends a call that entered. A failed call has made no event; only its journal line, if any,
- * is written by the dispatch. */
+ * is written by the dispatch. With a libuv driver attached, a call that moved the next deadline
+ * earlier than the driver's timer wakes its loop (tl__uv_wake); without one this is a load and
+ * a branch. */
 static int leave(tl_scheduler *s, int err) {
+  if (s->uv != NULL)
+    tl__uv_wake(s);
   tl__unlock_and_dispatch(s);
   return err;
 }
@@ -226,7 +230,7 @@ int tl_scheduler_free(tl_scheduler *s) {
   if (s == NULL)
     return TL_EINVAL;
   tl__lock(s);
-  if (tl__dispatching(s) || s->closing) {
+  if (tl__dispatching(s) || s->closing || s->uv != NULL) {
     tl__mutex_unlock(&s->lock);
     return TL_EBUSY;
   }
@@ -454,7 +458,21 @@ int tl_status_update(tl_scheduler *s, const char *executor_id, tl_tid tid, const
 
 static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
-uint64_t tl_tick(tl_scheduler *s) {
+uint64_t tl__next_deadline(struct tl_scheduler *s, uint64_t now) {
+  uint64_t next = tl__executors_next_deadline(s, now);
+  next = min_u64(next, tl__speculation_next(s, now));
+  next = min_u64(next, tl__locality_next(s, now));
+  return min_u64(next, tl__exclude_next(s, now));
+}
+
+/* The driver's record of the deadline its tick answered. */
+static void tick_armed(tl_scheduler *s, const struct tl_uv *driver, uint64_t next) {
+  if (driver != NULL && s->uv == driver)
+    tl__uv_armed(s, next);
+}
+
+/* tl_tick; driver is NULL for the public call (constant: the compiler drops tick_armed). */
+static inline uint64_t tick(tl_scheduler *s, const struct tl_uv *driver) {
   if (s == NULL)
     return TL_TICK_NEVER;
   uint64_t t = tl__clock_read(s);
@@ -476,18 +494,22 @@ uint64_t tl_tick(tl_scheduler *s) {
   next = min_u64(next, tl__locality_tick(s, s->last_now));
   next = min_u64(next, tl__exclude_tick(s, s->last_now));
   tl__journal_close(s, j, &w, TL_OK, NULL);
+  tick_armed(s, driver, next);
   if (tl__unlock_and_dispatch(s)) {
     /* Callbacks may have moved a deadline (a loss they reported starts a pending deadline). */
     t = tl__clock_read(s);
     tl__lock(s);
     tl__clock_set(s, t);
-    if (next != 0) {
-      next = tl__executors_next_deadline(s, s->last_now);
-      next = min_u64(next, tl__speculation_next(s, s->last_now));
-      next = min_u64(next, tl__locality_next(s, s->last_now));
-      next = min_u64(next, tl__exclude_next(s, s->last_now));
-    }
+    if (next != 0)
+      next = tl__next_deadline(s, s->last_now);
+    tick_armed(s, driver, next);
     tl__mutex_unlock(&s->lock);
   }
   return next;
+}
+
+uint64_t tl_tick(tl_scheduler *s) { return tick(s, NULL); }
+
+uint64_t tl__tick_driver(struct tl_scheduler *s, const struct tl_uv *driver) {
+  return tick(s, driver);
 }

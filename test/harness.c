@@ -542,11 +542,12 @@ tl_config tlt_config(void) {
   return cfg;
 }
 
-static tlt_env *new_env(const tl_config *cfg, void (*edit)(tl_callbacks *cb), bool no_callbacks) {
+static tlt_env *new_env_clock(const tl_config *cfg, void (*edit)(tl_callbacks *cb),
+                              bool no_callbacks, uint64_t (*clock)(void *ud)) {
   tlt_env *e = calloc(1, sizeof *e);
   ck_assert_ptr_nonnull(e);
   e->cfg = cfg != NULL ? *cfg : tlt_config();
-  e->cfg.clock = tlt_clock;
+  e->cfg.clock = clock;
   e->cfg.clock_ud = e;
   e->now = TLT_SEC;
   e->no_callbacks = no_callbacks;
@@ -566,7 +567,16 @@ static tlt_env *new_env(const tl_config *cfg, void (*edit)(tl_callbacks *cb), bo
   return e;
 }
 
+static tlt_env *new_env(const tl_config *cfg, void (*edit)(tl_callbacks *cb), bool no_callbacks) {
+  return new_env_clock(cfg, edit, no_callbacks, tlt_clock);
+}
+
 tlt_env *tlt_new(const tl_config *cfg) { return new_env(cfg, NULL, false); }
+
+tlt_env *tlt_new_clock(const tl_config *cfg, void (*edit)(tl_callbacks *cb),
+                       uint64_t (*clock)(void *ud)) {
+  return new_env_clock(cfg, edit, false, clock);
+}
 
 void tlt_rebase(tlt_env *e) {
   tl_stats st;

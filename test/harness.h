@@ -42,6 +42,7 @@ Suite *tl_pools_suite(void);
 Suite *tl_speculation_suite(void);
 Suite *tl_locality_suite(void);
 Suite *tl_exclude_suite(void);
+Suite *tl_uv_suite(void);
 
 /* A test case with the project's per-test timeout. */
 TCase *tlt_tcase(Suite *suite, const char *name);
@@ -224,6 +225,10 @@ tlt_env *tlt_new(const tl_config *cfg);
 tlt_env *tlt_new_edit(const tl_config *cfg, void (*edit)(tl_callbacks *cb));
 /* The same with no callbacks at all (cb NULL): the drain checks releases by tl_stats only. */
 tlt_env *tlt_new_nocb(const tl_config *cfg);
+/* tlt_new_edit (edit may be NULL) with another clock in place of the manual one (ud is the env);
+ * tlt_end still moves e->now forward to expire tombstones, so the clock should add e->now. */
+tlt_env *tlt_new_clock(const tl_config *cfg, void (*edit)(tl_callbacks *cb),
+                       uint64_t (*clock)(void *ud));
 /* The clock function tlt_new installs (ud is the env). */
 uint64_t tlt_clock(void *ud);
 /* The callbacks tlt_new installs, with ud = e. */

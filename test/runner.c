@@ -22,6 +22,7 @@ static const struct {
     {"pools", tl_pools_suite},       {"speculation", tl_speculation_suite},
     {"locality", tl_locality_suite},
     {"exclude", tl_exclude_suite},
+    {"uv", tl_uv_suite},
 };
 
 int main(int argc, char **argv) {

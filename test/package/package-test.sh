@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Packaging test, run by ctest (test/package/CMakeLists.txt) after a normal build. It installs
 # the build into a scratch prefix and proves, from outside the source tree, that:
-#   - the installed tree holds the libraries, the public header, the CMake package and the .pc
+#   - the installed tree holds the libraries, the public headers, the CMake package and the .pc
 #     file, and nothing private;
 #   - the shared library exports every TL_EXTERN function of the header and nothing but tl_*;
 #   - a consumer builds and runs with find_package(taskledger) against taskledger::taskledger
 #     and taskledger::taskledger_static, and with pkg-config (shared, and --static against a
-#     tree that holds only the static library);
+#     tree that holds only the static library), and a consumer of the libuv driver links;
 #   - all of that still works after the installed tree is moved somewhere else (relocatable).
 set -euo pipefail
 
@@ -98,7 +98,7 @@ run_logged install "${install_cmd[@]}"
 ok "installed $build_dir into $prefix"
 
 # ---- layout ----
-for f in "include/taskledger.h" \
+for f in "include/taskledger.h" "include/taskledger-uv.h" \
   "$libdir/libtaskledger.so" "$libdir/$soname" \
   "$libdir/libtaskledger.so.$version" "$libdir/libtaskledger.a" \
   "$libdir/cmake/taskledger/taskledgerConfig.cmake" \
@@ -151,11 +151,13 @@ check_consumers() {
   run_logged "$tag-cmake-build" "$cmake" --build "$bdir/cmake"
   run_program "$tag-cmake-shared" "$bdir/cmake/consumer_shared"
   run_program "$tag-cmake-static" "$bdir/cmake/consumer_static"
+  run_program "$tag-cmake-uv" "$bdir/cmake/consumer_uv"
   needs_libtaskledger "$bdir/cmake/consumer_shared" ||
     fail "$tag: consumer_shared does not link libtaskledger.so"
   ! needs_libtaskledger "$bdir/cmake/consumer_static" ||
     fail "$tag: consumer_static links libtaskledger.so"
   ok "$tag: find_package(taskledger $version) -> taskledger::taskledger and ::taskledger_static"
+  ok "$tag: the libuv driver (taskledger-uv.h) with taskledger::taskledger and libuv"
 
   # pkg-config, shared library.
   pc_dir=$pfx/$libdir/pkgconfig
@@ -170,6 +172,13 @@ check_consumers() {
   needs_libtaskledger "$bdir/pc/consumer_shared" ||
     fail "$tag: the pkg-config shared consumer does not link libtaskledger.so"
   ok "$tag: cc app.c \$(pkg-config --cflags --libs taskledger), run with LD_LIBRARY_PATH"
+
+  # pkg-config, the libuv driver: the program calls libuv itself, so it names libuv too.
+  read -ra pc_flags <<<"$(pc "$pc_dir" --cflags --libs taskledger libuv)"
+  run_logged "$tag-pc-uv-build" "$cc" "${warn[@]}" "${san[@]}" "$consumer/consumer_uv.c" \
+    -o "$bdir/pc/consumer_uv" "${pc_flags[@]}"
+  run_program "$tag-pc-uv" env LD_LIBRARY_PATH="$pfx/$libdir" "$bdir/pc/consumer_uv"
+  ok "$tag: cc app.c \$(pkg-config --cflags --libs taskledger libuv) with taskledger-uv.h"
 
   # pkg-config --static, against a copy of the tree without the shared library, so that
   # -ltaskledger can only mean the archive and its dependencies must come from the .pc file.
