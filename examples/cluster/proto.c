@@ -1,0 +1,586 @@
+/* The cluster example's frame codec (proto.h, docs/cluster.md). Every integer is written and
+ * read a byte at a time, little-endian, so the code depends on neither the host's byte order nor
+ * its alignment; every length read from the wire is checked against its bound and against the
+ * bytes left before it is used.
+ */
+#include "proto.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Bytes of a frame before its body: the length prefix, then the version and type bytes. */
+#define PREFIX_BYTES 4
+#define HEAD_BYTES 2
+
+/* The smallest wire size of a batch item, to refuse a count the frame cannot hold before
+ * allocating for it: every fixed field and every length, with empty strings. (A launch's kind
+ * must not be empty, but an item that sends one is refused as ELENGTH, not as a bad count.) */
+#define LAUNCH_ITEM_MIN (8 + 8 + 4 + 4 + 2)
+#define STATUS_ITEM_MIN (8 + 1 + 4 + 2)
+
+/* ---------------------------------------------------------------------------------------------
+ * Names
+ * ------------------------------------------------------------------------------------------- */
+
+const char *tlc_err_name(int err) {
+  switch (err) {
+  case TLC_OK:
+    return "OK";
+#define TLC__NAME_CASE(name, value, sentence)                                                      \
+  case TLC_##name:                                                                                 \
+    return #name;
+    TLC_ERRNO_MAP(TLC__NAME_CASE)
+#undef TLC__NAME_CASE
+  default:
+    return "UNKNOWN";
+  }
+}
+
+const char *tlc_strerror(int err) {
+  switch (err) {
+  case TLC_OK:
+    return "Success.";
+#define TLC__SENTENCE_CASE(name, value, sentence)                                                  \
+  case TLC_##name:                                                                                 \
+    return sentence;
+    TLC_ERRNO_MAP(TLC__SENTENCE_CASE)
+#undef TLC__SENTENCE_CASE
+  default:
+    return "Unknown error.";
+  }
+}
+
+const char *tlc_msg_type_name(int type) {
+  switch (type) {
+  case TLC_MSG_NONE:
+    return "NONE";
+  case TLC_MSG_REGISTER:
+    return "REGISTER";
+  case TLC_MSG_HEARTBEAT:
+    return "HEARTBEAT";
+  case TLC_MSG_TASKSET_BINARY:
+    return "TASKSET_BINARY";
+  case TLC_MSG_LAUNCH:
+    return "LAUNCH";
+  case TLC_MSG_STATUS:
+    return "STATUS";
+  case TLC_MSG_KILL:
+    return "KILL";
+  case TLC_MSG_STOP:
+    return "STOP";
+  default:
+    return "UNKNOWN";
+  }
+}
+
+tlc_view tlc_str(const char *s) {
+  tlc_view v = {(const uint8_t *)s, s == NULL ? 0 : strlen(s)};
+  return v;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Field rules, shared by the encoder and the decoder so that both refuse the same messages
+ * ------------------------------------------------------------------------------------------- */
+
+/* A string field: min..max bytes, none of them NUL. */
+static int check_string(tlc_view v, size_t min, size_t max) {
+  if (v.len < min || v.len > max)
+    return TLC_ELENGTH;
+  if (v.len > 0 && memchr(v.ptr, 0, v.len) != NULL)
+    return TLC_ENUL;
+  return TLC_OK;
+}
+
+static int check_state(uint8_t state) {
+  return state >= TLC_TASK_RUNNING && state <= TLC_TASK_KILLED ? TLC_OK : TLC_ESTATE;
+}
+
+static int check_flag(uint8_t flag) { return flag <= 1 ? TLC_OK : TLC_EFLAG; }
+
+/* ---------------------------------------------------------------------------------------------
+ * Encoder
+ * ------------------------------------------------------------------------------------------- */
+
+void tlc_buf_init(tlc_buf *buf) { memset(buf, 0, sizeof *buf); }
+
+void tlc_buf_free(tlc_buf *buf) {
+  free(buf->data);
+  tlc_buf_init(buf);
+}
+
+/* A view the encoder may read: a NULL pointer only with no bytes. */
+static int check_view(tlc_view v) { return v.ptr == NULL && v.len > 0 ? TLC_EINVAL : TLC_OK; }
+
+/* Adds a field's bytes to a frame's size, refusing a frame over TLC_FRAME_MAX. Every field is
+ * bounded far below SIZE_MAX - TLC_FRAME_MAX except a payload, which is checked first, so the
+ * sum cannot overflow. */
+static int add_size(size_t *size, size_t bytes) {
+  if (bytes > TLC_FRAME_MAX || *size + bytes > TLC_FRAME_MAX)
+    return TLC_ETOOBIG;
+  *size += bytes;
+  return TLC_OK;
+}
+
+/* Validates msg and computes its frame's size after the length prefix. */
+static int measure(const tlc_msg *msg, size_t *size) {
+  int rc;
+  *size = HEAD_BYTES;
+  switch (msg->type) {
+  case TLC_MSG_REGISTER: {
+    const tlc_register *m = &msg->u.reg;
+    if ((rc = check_view(m->executor_id)) || (rc = check_view(m->host)) ||
+        (rc = check_view(m->token)))
+      return rc;
+    if ((rc = check_string(m->executor_id, 1, TLC_ID_MAX)) ||
+        (rc = check_string(m->host, 1, TLC_HOST_MAX)))
+      return rc;
+    if (m->cores == 0)
+      return TLC_ECORES;
+    if (m->token.len > TLC_TOKEN_MAX)
+      return TLC_ELENGTH;
+    return add_size(size, 2 + m->executor_id.len + 2 + m->host.len + 4 + 4 + m->token.len);
+  }
+  case TLC_MSG_HEARTBEAT:
+    return add_size(size, 8 + 8);
+  case TLC_MSG_TASKSET_BINARY:
+    if ((rc = check_view(msg->u.binary.payload)))
+      return rc;
+    return add_size(size, 8 + 4 + msg->u.binary.payload.len);
+  case TLC_MSG_LAUNCH: {
+    const tlc_launch *m = &msg->u.launch;
+    if (m->count == 0)
+      return TLC_ECOUNT;
+    if (m->items == NULL)
+      return TLC_EINVAL;
+    if ((rc = add_size(size, 4)))
+      return rc;
+    for (size_t i = 0; i < m->count; i++) {
+      const tlc_launch_item *it = &m->items[i];
+      if ((rc = check_view(it->kind)) || (rc = check_string(it->kind, 1, TLC_KIND_MAX)) ||
+          (rc = add_size(size, 8 + 8 + 4 + 4 + 2 + it->kind.len)))
+        return rc;
+    }
+    return TLC_OK;
+  }
+  case TLC_MSG_STATUS: {
+    const tlc_status *m = &msg->u.status;
+    if (m->count == 0)
+      return TLC_ECOUNT;
+    if (m->items == NULL)
+      return TLC_EINVAL;
+    if ((rc = add_size(size, 4)))
+      return rc;
+    for (size_t i = 0; i < m->count; i++) {
+      const tlc_status_item *it = &m->items[i];
+      if ((rc = check_view(it->result)) || (rc = check_view(it->text)) ||
+          (rc = check_state(it->state)))
+        return rc;
+      if (it->result.len > TLC_RESULT_MAX)
+        return TLC_ELENGTH;
+      if ((rc = check_string(it->text, 0, TLC_TEXT_MAX)) ||
+          (rc = add_size(size, 8 + 1 + 4 + it->result.len + 2 + it->text.len)))
+        return rc;
+    }
+    return TLC_OK;
+  }
+  case TLC_MSG_KILL:
+    if ((rc = check_view(msg->u.kill.reason)) || (rc = check_flag(msg->u.kill.interrupt)) ||
+        (rc = check_string(msg->u.kill.reason, 0, TLC_TEXT_MAX)))
+      return rc;
+    return add_size(size, 8 + 1 + 2 + msg->u.kill.reason.len);
+  case TLC_MSG_STOP:
+    if ((rc = check_view(msg->u.stop.reason)) ||
+        (rc = check_string(msg->u.stop.reason, 0, TLC_TEXT_MAX)))
+      return rc;
+    return add_size(size, 2 + msg->u.stop.reason.len);
+  default:
+    return TLC_ETYPE;
+  }
+}
+
+/* Writers: p moves past what they write. The space was reserved by tlc_encode. */
+static void put_u8(uint8_t **p, uint8_t v) { *(*p)++ = v; }
+
+static void put_u16(uint8_t **p, uint16_t v) {
+  put_u8(p, (uint8_t)v);
+  put_u8(p, (uint8_t)(v >> 8));
+}
+
+static void put_u32(uint8_t **p, uint32_t v) {
+  for (int i = 0; i < 4; i++)
+    put_u8(p, (uint8_t)(v >> (8 * i)));
+}
+
+static void put_u64(uint8_t **p, uint64_t v) {
+  for (int i = 0; i < 8; i++)
+    put_u8(p, (uint8_t)(v >> (8 * i)));
+}
+
+static void put_raw(uint8_t **p, tlc_view v) {
+  if (v.len > 0)
+    memcpy(*p, v.ptr, v.len);
+  *p += v.len;
+}
+
+/* Strings carry a 16-bit length, byte fields a 32-bit one; measure() bounded both. */
+static void put_string(uint8_t **p, tlc_view v) {
+  put_u16(p, (uint16_t)v.len);
+  put_raw(p, v);
+}
+
+static void put_bytes(uint8_t **p, tlc_view v) {
+  put_u32(p, (uint32_t)v.len);
+  put_raw(p, v);
+}
+
+int tlc_encode(tlc_buf *buf, const tlc_msg *msg) {
+  if (buf == NULL || msg == NULL)
+    return TLC_EINVAL;
+  size_t size;
+  int rc = measure(msg, &size);
+  if (rc != TLC_OK)
+    return rc;
+  size_t need = PREFIX_BYTES + size;
+  if (buf->cap - buf->len < need) {
+    size_t cap = buf->cap > 0 ? buf->cap : 256;
+    while (cap - buf->len < need)
+      cap *= 2; /* buf->len + need is far below SIZE_MAX / 2: no overflow */
+    uint8_t *grown = realloc(buf->data, cap);
+    if (grown == NULL)
+      return TLC_ENOMEM;
+    buf->data = grown;
+    buf->cap = cap;
+  }
+
+  uint8_t *p = buf->data + buf->len;
+  put_u32(&p, (uint32_t)size);
+  put_u8(&p, TLC_PROTO_VERSION);
+  put_u8(&p, (uint8_t)msg->type);
+  switch (msg->type) {
+  case TLC_MSG_REGISTER:
+    put_string(&p, msg->u.reg.executor_id);
+    put_string(&p, msg->u.reg.host);
+    put_u32(&p, msg->u.reg.cores);
+    put_bytes(&p, msg->u.reg.token);
+    break;
+  case TLC_MSG_HEARTBEAT:
+    put_u64(&p, msg->u.heartbeat.seq);
+    put_u64(&p, msg->u.heartbeat.binaries);
+    break;
+  case TLC_MSG_TASKSET_BINARY:
+    put_u64(&p, msg->u.binary.taskset_id);
+    put_bytes(&p, msg->u.binary.payload);
+    break;
+  case TLC_MSG_LAUNCH:
+    put_u32(&p, (uint32_t)msg->u.launch.count);
+    for (size_t i = 0; i < msg->u.launch.count; i++) {
+      const tlc_launch_item *it = &msg->u.launch.items[i];
+      put_u64(&p, it->tid);
+      put_u64(&p, it->taskset_id);
+      put_u32(&p, it->index);
+      put_u32(&p, it->attempt);
+      put_string(&p, it->kind);
+    }
+    break;
+  case TLC_MSG_STATUS:
+    put_u32(&p, (uint32_t)msg->u.status.count);
+    for (size_t i = 0; i < msg->u.status.count; i++) {
+      const tlc_status_item *it = &msg->u.status.items[i];
+      put_u64(&p, it->tid);
+      put_u8(&p, it->state);
+      put_bytes(&p, it->result);
+      put_string(&p, it->text);
+    }
+    break;
+  case TLC_MSG_KILL:
+    put_u64(&p, msg->u.kill.tid);
+    put_u8(&p, msg->u.kill.interrupt);
+    put_string(&p, msg->u.kill.reason);
+    break;
+  default: /* TLC_MSG_STOP: measure() refused every other type */
+    put_string(&p, msg->u.stop.reason);
+    break;
+  }
+  buf->len += need;
+  return TLC_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Body parser
+ * ------------------------------------------------------------------------------------------- */
+
+/* A cursor over one complete frame body. Every getter checks the bytes left first. */
+typedef struct reader {
+  const uint8_t *p;   /* the next byte */
+  const uint8_t *end; /* one past the body's last byte */
+} reader;
+
+static size_t left(const reader *r) { return (size_t)(r->end - r->p); }
+
+static int get_u8(reader *r, uint8_t *v) {
+  if (left(r) < 1)
+    return TLC_ETRUNCATED;
+  *v = *r->p++;
+  return TLC_OK;
+}
+
+static int get_u16(reader *r, uint16_t *v) {
+  if (left(r) < 2)
+    return TLC_ETRUNCATED;
+  *v = (uint16_t)(r->p[0] | (r->p[1] << 8));
+  r->p += 2;
+  return TLC_OK;
+}
+
+static int get_u32(reader *r, uint32_t *v) {
+  if (left(r) < 4)
+    return TLC_ETRUNCATED;
+  uint32_t x = 0;
+  for (int i = 3; i >= 0; i--)
+    x = (x << 8) | r->p[i];
+  *v = x;
+  r->p += 4;
+  return TLC_OK;
+}
+
+static int get_u64(reader *r, uint64_t *v) {
+  if (left(r) < 8)
+    return TLC_ETRUNCATED;
+  uint64_t x = 0;
+  for (int i = 7; i >= 0; i--)
+    x = (x << 8) | r->p[i];
+  *v = x;
+  r->p += 8;
+  return TLC_OK;
+}
+
+/* The next len bytes, as a view into the frame. */
+static int get_raw(reader *r, size_t len, tlc_view *v) {
+  if (left(r) < len)
+    return TLC_ETRUNCATED;
+  v->ptr = r->p;
+  v->len = len;
+  r->p += len;
+  return TLC_OK;
+}
+
+/* A string: its length is checked against min..max before the bytes are looked for, so a
+ * length over its bound is ELENGTH even when the frame is also too short for it. */
+static int get_string(reader *r, size_t min, size_t max, tlc_view *v) {
+  uint16_t len;
+  int rc;
+  if ((rc = get_u16(r, &len)))
+    return rc;
+  if (len < min || len > max)
+    return TLC_ELENGTH;
+  if ((rc = get_raw(r, len, v)))
+    return rc;
+  return check_string(*v, min, max);
+}
+
+static int get_bytes(reader *r, size_t max, tlc_view *v) {
+  uint32_t len;
+  int rc;
+  if ((rc = get_u32(r, &len)))
+    return rc;
+  if (len > max)
+    return TLC_ELENGTH;
+  return get_raw(r, len, v);
+}
+
+/* A batch's count: at least one item, and no more than the bytes left could hold at the
+ * smallest item size, so the item array allocated for it is bounded by the frame. */
+static int get_count(reader *r, size_t item_min, size_t *count) {
+  uint32_t n;
+  int rc;
+  if ((rc = get_u32(r, &n)))
+    return rc;
+  if (n == 0 || n > left(r) / item_min)
+    return TLC_ECOUNT;
+  *count = n;
+  return TLC_OK;
+}
+
+/* Makes room for the batch's items in d->items; its capacity only grows, up to what the largest
+ * frame could describe. */
+static int reserve_items(tlc_decoder *d, size_t bytes) {
+  if (d->items_cap >= bytes)
+    return TLC_OK;
+  void *grown = realloc(d->items, bytes);
+  if (grown == NULL)
+    return TLC_ENOMEM;
+  d->items = grown;
+  d->items_cap = bytes;
+  return TLC_OK;
+}
+
+static int parse_body(tlc_decoder *d, uint8_t type, reader *r, tlc_msg *msg) {
+  int rc = TLC_OK;
+  switch (type) {
+  case TLC_MSG_REGISTER: {
+    tlc_register *m = &msg->u.reg;
+    if ((rc = get_string(r, 1, TLC_ID_MAX, &m->executor_id)) ||
+        (rc = get_string(r, 1, TLC_HOST_MAX, &m->host)) || (rc = get_u32(r, &m->cores)))
+      return rc;
+    if (m->cores == 0)
+      return TLC_ECORES;
+    return get_bytes(r, TLC_TOKEN_MAX, &m->token);
+  }
+  case TLC_MSG_HEARTBEAT:
+    if ((rc = get_u64(r, &msg->u.heartbeat.seq)))
+      return rc;
+    return get_u64(r, &msg->u.heartbeat.binaries);
+  case TLC_MSG_TASKSET_BINARY:
+    if ((rc = get_u64(r, &msg->u.binary.taskset_id)))
+      return rc;
+    return get_bytes(r, TLC_FRAME_MAX, &msg->u.binary.payload);
+  case TLC_MSG_LAUNCH: {
+    size_t count;
+    if ((rc = get_count(r, LAUNCH_ITEM_MIN, &count)) ||
+        (rc = reserve_items(d, count * sizeof(tlc_launch_item))))
+      return rc;
+    tlc_launch_item *items = d->items;
+    for (size_t i = 0; i < count; i++) {
+      tlc_launch_item *it = &items[i];
+      if ((rc = get_u64(r, &it->tid)) || (rc = get_u64(r, &it->taskset_id)) ||
+          (rc = get_u32(r, &it->index)) || (rc = get_u32(r, &it->attempt)) ||
+          (rc = get_string(r, 1, TLC_KIND_MAX, &it->kind)))
+        return rc;
+    }
+    msg->u.launch.count = count;
+    msg->u.launch.items = items;
+    return TLC_OK;
+  }
+  case TLC_MSG_STATUS: {
+    size_t count;
+    if ((rc = get_count(r, STATUS_ITEM_MIN, &count)) ||
+        (rc = reserve_items(d, count * sizeof(tlc_status_item))))
+      return rc;
+    tlc_status_item *items = d->items;
+    for (size_t i = 0; i < count; i++) {
+      tlc_status_item *it = &items[i];
+      if ((rc = get_u64(r, &it->tid)) || (rc = get_u8(r, &it->state)) ||
+          (rc = check_state(it->state)) || (rc = get_bytes(r, TLC_RESULT_MAX, &it->result)) ||
+          (rc = get_string(r, 0, TLC_TEXT_MAX, &it->text)))
+        return rc;
+    }
+    msg->u.status.count = count;
+    msg->u.status.items = items;
+    return TLC_OK;
+  }
+  case TLC_MSG_KILL:
+    if ((rc = get_u64(r, &msg->u.kill.tid)) || (rc = get_u8(r, &msg->u.kill.interrupt)) ||
+        (rc = check_flag(msg->u.kill.interrupt)))
+      return rc;
+    return get_string(r, 0, TLC_TEXT_MAX, &msg->u.kill.reason);
+  case TLC_MSG_STOP:
+    return get_string(r, 0, TLC_TEXT_MAX, &msg->u.stop.reason);
+  default: /* tlc_decoder_feed refused other types when the type byte arrived */
+    return TLC_ETYPE;
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Decoder
+ * ------------------------------------------------------------------------------------------- */
+
+int tlc_decoder_init(tlc_decoder *d, size_t frame_max) {
+  if (d == NULL || frame_max < HEAD_BYTES || frame_max > TLC_FRAME_MAX)
+    return TLC_EINVAL;
+  memset(d, 0, sizeof *d);
+  d->frame_max = frame_max;
+  return TLC_OK;
+}
+
+void tlc_decoder_fini(tlc_decoder *d) {
+  free(d->frame);
+  free(d->items);
+  memset(d, 0, sizeof *d);
+}
+
+/* Ends the stream with err: every later call answers it. */
+static int fail(tlc_decoder *d, int err) {
+  d->error = err;
+  return err;
+}
+
+static int known_type(uint8_t type) { return type >= TLC_MSG_REGISTER && type <= TLC_MSG_STOP; }
+
+/* The length prefix is complete: check it and make room for the frame. */
+static int start_frame(tlc_decoder *d) {
+  uint32_t len = 0;
+  for (int i = 3; i >= 0; i--)
+    len = (len << 8) | d->prefix[i];
+  if (len > d->frame_max)
+    return TLC_ETOOBIG;
+  if (len < HEAD_BYTES)
+    return TLC_ESHORT;
+  if (d->frame_cap < len) {
+    uint8_t *grown = realloc(d->frame, len);
+    if (grown == NULL)
+      return TLC_ENOMEM;
+    d->frame = grown;
+    d->frame_cap = len;
+  }
+  d->frame_len = len;
+  d->frame_have = 0;
+  return TLC_OK;
+}
+
+int tlc_decoder_feed(tlc_decoder *d, const uint8_t *data, size_t len, size_t *used, tlc_msg *msg) {
+  if (d == NULL || (data == NULL && len > 0) || used == NULL || msg == NULL)
+    return TLC_EINVAL;
+  msg->type = TLC_MSG_NONE;
+  *used = 0;
+  if (d->error != TLC_OK)
+    return d->error;
+
+  size_t pos = 0;
+  while (pos < len) {
+    if (d->prefix_have < PREFIX_BYTES) {
+      d->prefix[d->prefix_have++] = data[pos++];
+      if (d->prefix_have == PREFIX_BYTES) {
+        int rc = start_frame(d);
+        if (rc != TLC_OK) {
+          *used = pos;
+          return fail(d, rc);
+        }
+      }
+      continue;
+    }
+    size_t take = d->frame_len - d->frame_have;
+    if (take > len - pos)
+      take = len - pos;
+    size_t before = d->frame_have;
+    memcpy(d->frame + before, data + pos, take);
+    d->frame_have += take;
+    pos += take;
+    /* Refuse a wrong version or type as soon as its byte is here, not a megabyte later. */
+    if (before == 0 && d->frame[0] != TLC_PROTO_VERSION) {
+      *used = pos;
+      return fail(d, TLC_EVERSION);
+    }
+    if (before <= 1 && d->frame_have >= 2 && !known_type(d->frame[1])) {
+      *used = pos;
+      return fail(d, TLC_ETYPE);
+    }
+    if (d->frame_have < d->frame_len)
+      continue;
+
+    /* A whole frame: parse it, and start the next one on the next call. */
+    *used = pos;
+    d->prefix_have = 0;
+    reader r = {d->frame + HEAD_BYTES, d->frame + d->frame_len};
+    int rc = parse_body(d, d->frame[1], &r, msg);
+    if (rc == TLC_OK && r.p != r.end)
+      rc = TLC_ETRAILING;
+    if (rc != TLC_OK) {
+      msg->type = TLC_MSG_NONE;
+      return fail(d, rc);
+    }
+    msg->type = (tlc_msg_type)d->frame[1];
+    return TLC_OK;
+  }
+  *used = pos;
+  return TLC_OK;
+}
