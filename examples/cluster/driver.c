@@ -6,7 +6,8 @@
  * batched STATUS frames. At the end it stops the executors, waits for their exits, checks that
  * the ledger drained and prints a summary.
  *
- *   tl-driver [--executors N] [--cores C] [--job KIND:M]... [--port P] [--executor PATH]
+ *   tl-driver [--executors N] [--cores C] [--job KIND:M[,KIND:M]...]... [--port P]
+ *             [--executor PATH]
  *             [--heartbeat-ms MS] [--timeout-s S] [--bench [--tasks N]] [--quiet]
  *
  * Exit status: 0 when every job succeeded, the ledger drained and no executor materialised a
@@ -26,6 +27,7 @@
 #include "taskledger-uv.h"
 
 #define MAX_JOBS 16              /* --job options at most */
+#define MAX_STAGES 8             /* stages in one job's chain at most */
 #define MAX_EXECUTORS 64         /* --executors at most */
 #define TOKEN_BYTES 32           /* random bytes of a generated token (hex-encoded) */
 #define READ_CHUNK 65536         /* bytes of a connection's read buffer */
@@ -34,21 +36,33 @@
 #define BENCH_TASKS 100000       /* --bench's default size */
 #define LOG_LIMIT 20             /* refused updates logged one by one, then only counted */
 
-/* One job: for now a single stage, one task set of ntasks tasks of one kind. */
-typedef struct job {
+/* One stage of a job: one task set of ntasks tasks of one kind. */
+typedef struct stage {
+  struct job *job;             /* the job it belongs to */
   char kind[TLC_KIND_MAX + 1]; /* "noop", "sleep:5", ...: the tasks' kind and the binary */
   uint32_t ntasks;             /* tasks in its task set */
-  tl_taskset_id taskset;       /* as tl_submit gave it */
+  tl_taskset_id taskset;       /* as tl_submit gave it; 0 until submitted */
   uint32_t succeeded;          /* task_ended with TL_END_SUCCESS */
   uint32_t failed_attempts;    /* task_ended with anything else */
   bool failed;                 /* taskset_failed arrived */
-  bool released;               /* taskset_released arrived: the job is over */
+  bool released;               /* taskset_released arrived */
+} stage;
+
+/* One job: a chain of stages, each submitted when the one before it succeeded (a tiny DAG
+ * layer). A failed stage fails the job; the stages after it are never submitted. */
+typedef struct job {
+  uint32_t id;              /* from 0: its priority, and its stage ids' high part */
+  stage stages[MAX_STAGES]; /* nstages of them, in order */
+  uint32_t nstages;         /* at least 1 */
+  uint32_t current;         /* the stage submitted last */
+  bool failed;              /* a stage failed, or could not be submitted */
+  bool done;                /* its last task set was released, or it failed */
 } job;
 
 /* A task set's payload: its binary (the kind string), shared by all its launches. */
 typedef struct stage_binary {
-  job *job;   /* whose task set */
-  size_t len; /* bytes of the binary: strlen(job->kind) */
+  stage *stage; /* whose task set */
+  size_t len;   /* bytes of the binary: strlen(stage->kind) */
 } stage_binary;
 
 struct driver;
@@ -107,7 +121,7 @@ typedef struct driver {
   bool gave_up;                    /* the deadline or a signal ended the run */
   bool closed;                     /* everything is closing: no more offers */
   uint64_t start_ns;               /* when the first executor registered */
-  uint64_t end_ns;                 /* when the last job's task set was released */
+  uint64_t end_ns;                 /* when the last job's last task set was released */
   uint64_t refused_updates;        /* tl_status_update errors */
   uint64_t refused_conns;          /* connections closed for a protocol or registration fault */
   uint64_t frames_in, frames_out;  /* frames received and sent */
@@ -483,7 +497,7 @@ static void offer(driver *d, conn *c) {
       c->sent[c->nsent++] = l->taskset;
       tlc_msg m = {.type = TLC_MSG_TASKSET_BINARY,
                    .u.binary = {.taskset_id = l->taskset,
-                                .payload = {(const uint8_t *)b->job->kind, b->len}}};
+                                .payload = {(const uint8_t *)b->stage->kind, b->len}}};
       encode(c, &m);
       d->binaries_sent++;
     }
@@ -491,7 +505,7 @@ static void offer(driver *d, conn *c) {
                                            .taskset_id = l->taskset,
                                            .index = l->index,
                                            .attempt = l->attempt,
-                                           .kind = tlc_str(b->job->kind)};
+                                           .kind = tlc_str(b->stage->kind)};
     if (nitems == LAUNCH_FRAME_MAX) {
       tlc_msg m = {.type = TLC_MSG_LAUNCH, .u.launch = {nitems, d->items}};
       encode(c, &m);
@@ -518,40 +532,76 @@ static void on_revive(uv_idle_t *idle) {
  * inside the call that made them. They only record, or defer work to the loop.
  * ------------------------------------------------------------------------------------------- */
 
-static job *job_of(driver *d, tl_taskset_id id) {
+static stage *stage_of(driver *d, tl_taskset_id id) {
   for (size_t i = 0; i < d->njobs; i++)
-    if (d->jobs[i].taskset == id)
-      return &d->jobs[i];
+    for (uint32_t k = 0; k < d->jobs[i].nstages; k++)
+      if (d->jobs[i].stages[k].taskset == id)
+        return &d->jobs[i].stages[k];
   return NULL;
 }
 
+/* Submits a job's stage k (stage id job id x MAX_STAGES + k, priority the job id). From main
+ * and from taskset_released; its revive_offers is delivered after the caller returns. */
+static int submit_stage(driver *d, job *j, uint32_t k) {
+  stage *st = &j->stages[k];
+  stage_binary *b = malloc(sizeof *b);
+  if (!b)
+    die_oom();
+  b->stage = st;
+  b->len = strlen(st->kind);
+  tl_taskset_desc desc = {
+      .stage_id = j->id * MAX_STAGES + k, .priority = j->id, .ntasks = st->ntasks, .payload = b};
+  int rc = tl_submit(d->s, &desc, &st->taskset);
+  if (rc < 0) {
+    fprintf(stderr, "tl-driver: tl_submit: %s\n", tl_err_name(rc));
+    free(b);
+    return rc;
+  }
+  j->current = k;
+  return 0;
+}
+
 static void cb_task_ended(void *ud, const tl_task_info *task, const tl_task_end *end) {
-  job *j = job_of(ud, task->taskset);
-  if (!j)
+  stage *st = stage_of(ud, task->taskset);
+  if (!st)
     return;
   if (end->kind == TL_END_SUCCESS)
-    j->succeeded++;
+    st->succeeded++;
   else
-    j->failed_attempts++;
+    st->failed_attempts++;
 }
 
 static void cb_taskset_failed(void *ud, const tl_taskset_info *ts, const char *reason) {
   driver *d = ud;
-  job *j = job_of(d, ts->id);
-  if (j)
-    j->failed = true;
+  stage *st = stage_of(d, ts->id);
+  if (st)
+    st->failed = true;
   fprintf(stderr, "tl-driver: task set %" PRIu64 " failed: %s\n", ts->id, reason);
 }
 
+/* A stage's task set is gone: the next stage is submitted if it succeeded, else the job fails;
+ * once every job is done, the executors are stopped. */
 static void cb_taskset_released(void *ud, const tl_taskset_info *ts, void *payload) {
   driver *d = ud;
   stage_binary *b = payload;
-  b->job->released = true;
+  stage *st = b->stage;
+  job *j = st->job;
   free(b);
   (void)ts;
+  st->released = true;
+  uint32_t k = (uint32_t)(st - j->stages);
+  if (st->failed || st->succeeded != st->ntasks) {
+    j->failed = true;
+    j->done = true;
+  } else if (k + 1 < j->nstages && !d->closed && !d->stopping) {
+    if (submit_stage(d, j, k + 1) < 0)
+      j->failed = j->done = true;
+  } else {
+    j->done = true;
+  }
   bool all = true;
   for (size_t i = 0; i < d->njobs; i++)
-    all = all && d->jobs[i].released;
+    all = all && d->jobs[i].done;
   if (all && !d->closed) {
     d->end_ns = uv_hrtime();
     begin_stop(d);
@@ -655,11 +705,14 @@ static void on_signal(uv_signal_t *s, int signum) {
  * Setup
  * ------------------------------------------------------------------------------------------- */
 
+static void usage(void) __attribute__((noreturn));
 static void usage(void) {
-  fprintf(stderr, "usage: tl-driver [--executors N] [--cores C] [--job KIND:M]... [--port P]\n"
-                  "                 [--executor PATH] [--heartbeat-ms MS] [--timeout-s S]\n"
-                  "                 [--bench [--tasks N]] [--quiet]\n"
-                  "  KIND: noop | sleep:MS | spin:US | hash | crash; M tasks\n");
+  fprintf(stderr,
+          "usage: tl-driver [--executors N] [--cores C] [--job KIND:M[,KIND:M]...]... [--port P]\n"
+          "                 [--executor PATH] [--heartbeat-ms MS] [--timeout-s S]\n"
+          "                 [--bench [--tasks N]] [--quiet]\n"
+          "  KIND: noop | sleep:MS | spin:US | hash | crash; M tasks; a chain of stages runs in "
+          "order\n");
   exit(2);
 }
 
@@ -688,21 +741,39 @@ static bool valid_kind(const char *kind) {
   return true;
 }
 
-/* "KIND:M": the count after the last colon. */
+/* "KIND:M[,KIND:M]...": a chain of stages, each's count after its last colon. */
 static void parse_job(driver *d, const char *spec) {
   if (d->njobs == MAX_JOBS)
     usage();
-  const char *colon = strrchr(spec, ':');
-  if (!colon || (size_t)(colon - spec) > TLC_KIND_MAX)
-    usage();
-  job *j = &d->jobs[d->njobs++];
-  memcpy(j->kind, spec, (size_t)(colon - spec));
-  j->kind[colon - spec] = '\0';
-  j->ntasks = (uint32_t)parse_u64(colon + 1, 1, 10000000);
-  if (!valid_kind(j->kind)) {
-    fprintf(stderr, "tl-driver: unknown task kind '%s'\n", j->kind);
-    usage();
+  job *j = &d->jobs[d->njobs];
+  j->id = (uint32_t)d->njobs++;
+  while (*spec) {
+    const char *end = strchr(spec, ',');
+    if (!end)
+      end = spec + strlen(spec);
+    char part[TLC_KIND_MAX + 16];
+    if (end == spec || (size_t)(end - spec) >= sizeof part || j->nstages == MAX_STAGES)
+      usage();
+    memcpy(part, spec, (size_t)(end - spec));
+    part[end - spec] = '\0';
+    char *colon = strrchr(part, ':');
+    if (!colon || colon == part || (size_t)(colon - part) > TLC_KIND_MAX)
+      usage();
+    *colon = '\0';
+    stage *st = &j->stages[j->nstages++];
+    st->job = j;
+    strcpy(st->kind, part);
+    st->ntasks = (uint32_t)parse_u64(colon + 1, 1, 10000000);
+    if (!valid_kind(st->kind)) {
+      fprintf(stderr, "tl-driver: unknown task kind '%s'\n", st->kind);
+      usage();
+    }
+    spec = *end ? end + 1 : end;
+    if (*end && !*spec)
+      usage();
   }
+  if (j->nstages == 0)
+    usage();
 }
 
 /* The token: TL_CLUSTER_TOKEN, or TOKEN_BYTES from /dev/urandom, hex-encoded, put in the
@@ -821,7 +892,8 @@ int main(int argc, char **argv) {
       usage();
     d.nexecutors = executors_given ? d.nexecutors : 2;
     d.cores = cores_given ? d.cores : 1;
-    d.jobs[0] = (job){.kind = "noop", .ntasks = bench_tasks};
+    d.jobs[0].nstages = 1;
+    d.jobs[0].stages[0] = (stage){.job = &d.jobs[0], .kind = "noop", .ntasks = bench_tasks};
     d.njobs = 1;
   }
   if (d.njobs == 0)
@@ -874,21 +946,9 @@ int main(int argc, char **argv) {
   uv_signal_start(&d.sigint, on_signal, SIGINT);
   uv_signal_start(&d.sigterm, on_signal, SIGTERM);
 
-  for (size_t i = 0; i < d.njobs; i++) {
-    job *j = &d.jobs[i];
-    stage_binary *b = malloc(sizeof *b);
-    if (!b)
-      die_oom();
-    b->job = j;
-    b->len = strlen(j->kind);
-    tl_taskset_desc desc = {
-        .stage_id = (uint32_t)i, .priority = (uint32_t)i, .ntasks = j->ntasks, .payload = b};
-    rc = tl_submit(d.s, &desc, &j->taskset);
-    if (rc < 0) {
-      fprintf(stderr, "tl-driver: tl_submit: %s\n", tl_err_name(rc));
+  for (size_t i = 0; i < d.njobs; i++)
+    if (submit_stage(&d, &d.jobs[i], 0) < 0)
       return 1;
-    }
-  }
   if (spawn_children(&d) < 0)
     give_up(&d, "could not spawn the executors");
 
@@ -905,11 +965,21 @@ int main(int argc, char **argv) {
   uint64_t tasks = 0;
   for (size_t i = 0; i < d.njobs; i++) {
     const job *j = &d.jobs[i];
-    tasks += j->succeeded;
-    bool job_ok = j->released && !j->failed && j->succeeded == j->ntasks;
-    printf("job %zu: %s x %" PRIu32 ": %s (%" PRIu32 " succeeded, %" PRIu32 " failed attempts)\n",
-           i + 1, j->kind, j->ntasks, job_ok ? "succeeded" : "FAILED", j->succeeded,
-           j->failed_attempts);
+    bool job_ok = j->done && !j->failed;
+    for (uint32_t k = 0; k < j->nstages; k++)
+      job_ok = job_ok && j->stages[k].released && j->stages[k].succeeded == j->stages[k].ntasks;
+    printf("job %zu: %s\n", i + 1, job_ok ? "succeeded" : "FAILED");
+    for (uint32_t k = 0; k < j->nstages; k++) {
+      const stage *sg = &j->stages[k];
+      tasks += sg->succeeded;
+      printf("  stage %" PRIu32 ": %s x %" PRIu32 ": %s (%" PRIu32 " succeeded, %" PRIu32
+             " failed attempts)\n",
+             k + 1, sg->kind, sg->ntasks,
+             sg->taskset == 0                                             ? "not submitted"
+             : sg->released && !sg->failed && sg->succeeded == sg->ntasks ? "succeeded"
+                                                                          : "FAILED",
+             sg->succeeded, sg->failed_attempts);
+    }
     ok = ok && job_ok;
   }
   size_t tasksets = st.tasksets_active + st.tasksets_zombie;
