@@ -1,0 +1,1017 @@
+/* tl-driver: the driver process of the cluster example (docs/cluster.md). It embeds taskledger
+ * on a libuv loop (taskledger-uv.h), listens on loopback TCP, spawns tl-executor processes,
+ * registers them in the ledger once they present the shared token, and runs the jobs given on
+ * its command line: offers each executor its free cores, sends each task set's binary once per
+ * executor, batches an offer round's launches into one LAUNCH frame and applies the executors'
+ * batched STATUS frames. At the end it stops the executors, waits for their exits, checks that
+ * the ledger drained and prints a summary.
+ *
+ *   tl-driver [--executors N] [--cores C] [--job KIND:M[,KIND:M]...]... [--port P]
+ *             [--executor PATH]
+ *             [--heartbeat-ms MS] [--timeout-s S] [--bench [--tasks N]] [--quiet]
+ *
+ * Exit status: 0 when every job succeeded, the ledger drained and no executor materialised a
+ * task set's binary more than once; 1 otherwise; 2 for bad arguments.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "proto.h"
+#include "taskledger-uv.h"
+
+#define MAX_JOBS 16              /* --job options at most */
+#define MAX_STAGES 8             /* stages in one job's chain at most */
+#define MAX_EXECUTORS 64         /* --executors at most */
+#define TOKEN_BYTES 32           /* random bytes of a generated token (hex-encoded) */
+#define READ_CHUNK 65536         /* bytes of a connection's read buffer */
+#define LAUNCH_FRAME_MAX 16384   /* launches in one LAUNCH frame at most */
+#define REGISTER_TIMEOUT_MS 5000 /* a connection must register within this */
+#define BENCH_TASKS 100000       /* --bench's default size */
+#define LOG_LIMIT 20             /* refused updates logged one by one, then only counted */
+
+/* One stage of a job: one task set of ntasks tasks of one kind. */
+typedef struct stage {
+  struct job *job;             /* the job it belongs to */
+  char kind[TLC_KIND_MAX + 1]; /* "noop", "sleep:5", ...: the tasks' kind and the binary */
+  uint32_t ntasks;             /* tasks in its task set */
+  tl_taskset_id taskset;       /* as tl_submit gave it; 0 until submitted */
+  uint32_t succeeded;          /* task_ended with TL_END_SUCCESS */
+  uint32_t failed_attempts;    /* task_ended with anything else */
+  bool failed;                 /* taskset_failed arrived */
+  bool released;               /* taskset_released arrived */
+} stage;
+
+/* One job: a chain of stages, each submitted when the one before it succeeded (a tiny DAG
+ * layer). A failed stage fails the job; the stages after it are never submitted. */
+typedef struct job {
+  uint32_t id;              /* from 0: its priority, and its stage ids' high part */
+  stage stages[MAX_STAGES]; /* nstages of them, in order */
+  uint32_t nstages;         /* at least 1 */
+  uint32_t current;         /* the stage submitted last */
+  bool failed;              /* a stage failed, or could not be submitted */
+  bool done;                /* its last task set was released, or it failed */
+} job;
+
+/* A task set's payload: its binary (the kind string), shared by all its launches. */
+typedef struct stage_binary {
+  stage *stage; /* whose task set */
+  size_t len;   /* bytes of the binary: strlen(stage->kind) */
+} stage_binary;
+
+struct driver;
+
+/* One accepted connection; once registered, one executor of the ledger. */
+typedef struct conn {
+  uv_tcp_t tcp;                 /* its socket; data is this record */
+  uv_timer_t register_timer;    /* closes it if REGISTER does not come in time */
+  struct driver *d;             /* the driver */
+  struct conn *next;            /* the driver's list of connections */
+  bool registered;              /* REGISTER passed: id is an executor of the ledger */
+  bool closing;                 /* uv_close was called */
+  int handles_open;             /* handles not yet closed (tcp, timer): freed at 0 */
+  char id[TL_ID_MAX];           /* the executor id, once registered */
+  uint64_t binaries;            /* the last HEARTBEAT's binaries count */
+  uint64_t heartbeats;          /* HEARTBEAT frames received */
+  tl_taskset_id *sent;          /* task sets whose binary was sent here (nsent of them) */
+  size_t nsent, sent_cap;       /* used and allocated entries of sent */
+  tlc_decoder decoder;          /* the executor's frames */
+  tlc_buf out;                  /* frames encoded and not yet handed to uv_write */
+  uint8_t read_buf[READ_CHUNK]; /* reused by every read */
+} conn;
+
+/* One spawned tl-executor process. */
+typedef struct child {
+  uv_process_t process; /* data is the driver */
+  char id[TL_ID_MAX];   /* the id it was told to register with */
+  bool running;         /* spawned and its exit callback not yet run */
+  int64_t exit_status;  /* as the exit callback gave it */
+  int term_signal;      /* likewise */
+} child;
+
+typedef struct driver {
+  uv_loop_t *loop;             /* the one loop */
+  tl_scheduler *s;             /* the ledger */
+  tl_uv *uv;                   /* its libuv driver, until tl_uv_stop */
+  uv_tcp_t server;             /* the listening socket */
+  uv_idle_t revive;            /* runs an offer round for every executor when revive_offers came */
+  uv_timer_t deadline;         /* gives up after --timeout-s */
+  uv_signal_t sigint, sigterm; /* stop the children and give up */
+  char token[2 * TOKEN_BYTES + 1]; /* the shared token, NUL-terminated */
+  const char *executor_path;       /* the tl-executor binary */
+  int port;                        /* the port listened on */
+  uint32_t nexecutors;             /* processes to spawn */
+  uint32_t cores;                  /* cores each registers with */
+  uint64_t heartbeat_ms;           /* the executors' heartbeat period */
+  bool quiet;                      /* no log lines but errors */
+  bool bench;                      /* --bench */
+  job jobs[MAX_JOBS];              /* the jobs of the command line */
+  size_t njobs;                    /* used entries of jobs */
+  child children[MAX_EXECUTORS];   /* nexecutors of them */
+  uint32_t children_running;       /* children whose exit callback has not run */
+  conn *conns;                     /* open connections */
+  uint32_t registered;             /* executors registered so far */
+  bool stopping;                   /* STOP sent: waiting for the executors to go */
+  bool gave_up;                    /* the deadline or a signal ended the run */
+  bool closed;                     /* everything is closing: no more offers */
+  uint64_t start_ns;               /* when the first executor registered */
+  uint64_t end_ns;                 /* when the last job's last task set was released */
+  uint64_t refused_updates;        /* tl_status_update errors */
+  uint64_t refused_conns;          /* connections closed for a protocol or registration fault */
+  uint64_t frames_in, frames_out;  /* frames received and sent */
+  uint64_t launched;               /* launches sent */
+  uint64_t binaries_sent;          /* TASKSET_BINARY frames sent */
+  tl_launch *launch_buf;           /* tl_resource_offers' output, launch_cap entries */
+  size_t launch_cap;               /* the most cores an executor has */
+  tlc_launch_item *items;          /* a LAUNCH frame's items, launch_cap entries */
+  /* What each executor reported last, kept after its connection closes, for the summary. */
+  struct {
+    char id[TL_ID_MAX];
+    uint64_t binaries; /* materialisations it reported */
+    size_t tasksets;   /* distinct task sets whose binary it was sent */
+  } reports[MAX_EXECUTORS];
+  size_t nreports;
+} driver;
+
+static void die_oom(void) {
+  fprintf(stderr, "tl-driver: out of memory\n");
+  exit(1);
+}
+
+static void logf_(driver *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(driver *d, const char *fmt, ...) {
+  if (d->quiet)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("tl-driver: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+static void offer(driver *d, conn *c);
+static void begin_stop(driver *d);
+static void maybe_finish(driver *d);
+
+/* ---------------------------------------------------------------------------------------------
+ * Connections
+ * ------------------------------------------------------------------------------------------- */
+
+static void on_conn_handle_closed(uv_handle_t *h) {
+  conn *c = h->data;
+  if (--c->handles_open > 0)
+    return;
+  driver *d = c->d;
+  for (conn **p = &d->conns; *p; p = &(*p)->next)
+    if (*p == c) {
+      *p = c->next;
+      break;
+    }
+  tlc_decoder_fini(&c->decoder);
+  tlc_buf_free(&c->out);
+  free(c->sent);
+  free(c);
+  maybe_finish(d);
+}
+
+/* Keeps what an executor reported, for the summary. */
+static void keep_report(driver *d, conn *c) {
+  if (!c->registered || d->nreports == MAX_EXECUTORS)
+    return;
+  memcpy(d->reports[d->nreports].id, c->id, sizeof c->id);
+  d->reports[d->nreports].binaries = c->binaries;
+  d->reports[d->nreports].tasksets = c->nsent;
+  d->nreports++;
+}
+
+/* Closes a connection. A registered executor that goes before STOP is reported lost (one phase,
+ * TL_LOSS_PROCESS_LOST) so its tasks run elsewhere; the two-phase loss from the process's exit
+ * status is the next piece of issue 6. */
+static void close_conn(conn *c, const char *why) {
+  if (c->closing)
+    return;
+  driver *d = c->d;
+  c->closing = true;
+  if (why)
+    logf_(d, "closing connection%s%s: %s", c->registered ? " of " : "", c->id, why);
+  keep_report(d, c);
+  if (c->registered && !d->stopping) {
+    tl_loss_reason reason = {.kind = TL_LOSS_PROCESS_LOST, .message = "connection closed"};
+    int rc = tl_executor_lost(d->s, c->id, &reason);
+    if (rc < 0)
+      fprintf(stderr, "tl-driver: tl_executor_lost %s: %s\n", c->id, tl_err_name(rc));
+  }
+  uv_close((uv_handle_t *)&c->register_timer, on_conn_handle_closed);
+  uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
+}
+
+/* A write in flight: owns its bytes. */
+typedef struct write_req {
+  uv_write_t req; /* data is the connection */
+  uint8_t *data;  /* freed when it completes */
+} write_req;
+
+static void on_written(uv_write_t *req, int status) {
+  write_req *w = (write_req *)req;
+  conn *c = req->data;
+  free(w->data);
+  free(w);
+  if (status < 0 && status != UV_ECANCELED)
+    close_conn(c, uv_strerror(status));
+}
+
+static void send_out(conn *c) {
+  if (c->out.len == 0 || c->closing)
+    return;
+  write_req *w = malloc(sizeof *w);
+  if (!w)
+    die_oom();
+  w->data = c->out.data;
+  w->req.data = c;
+  uv_buf_t buf = uv_buf_init((char *)c->out.data, (unsigned)c->out.len);
+  tlc_buf_init(&c->out);
+  int rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, on_written);
+  if (rc < 0) {
+    free(w->data);
+    free(w);
+    close_conn(c, uv_strerror(rc));
+  }
+}
+
+static void encode(conn *c, const tlc_msg *msg) {
+  int rc = tlc_encode(&c->out, msg);
+  if (rc == TLC_ENOMEM)
+    die_oom();
+  if (rc < 0) {
+    fprintf(stderr, "tl-driver: encode %s: %s\n", tlc_msg_type_name(msg->type), tlc_err_name(rc));
+    exit(1);
+  }
+  c->d->frames_out++;
+}
+
+static void send_stop(conn *c, const char *reason) {
+  tlc_msg msg = {.type = TLC_MSG_STOP, .u.stop = {tlc_str(reason)}};
+  encode(c, &msg);
+  send_out(c);
+}
+
+/* Compares the whole of both tokens whatever they hold: the time taken depends only on the
+ * length of the expected token. */
+static bool token_matches(const char *expected, tlc_view got) {
+  size_t n = strlen(expected);
+  unsigned diff = got.len != n;
+  for (size_t i = 0; i < n; i++)
+    diff |= (unsigned)(uint8_t)expected[i] ^ (unsigned)(i < got.len ? got.ptr[i] : 0);
+  return diff == 0;
+}
+
+static void handle_register(conn *c, const tlc_register *r) {
+  driver *d = c->d;
+  if (!token_matches(d->token, r->token)) {
+    d->refused_conns++;
+    close_conn(c, "REGISTER with a wrong token");
+    return;
+  }
+  char id[TL_ID_MAX], host[TL_HOST_MAX];
+  memcpy(id, r->executor_id.ptr, r->executor_id.len);
+  id[r->executor_id.len] = '\0';
+  memcpy(host, r->host.ptr, r->host.len);
+  host[r->host.len] = '\0';
+  tl_executor_desc desc = {.id = id, .host = host, .cores = r->cores};
+  int rc = tl_executor_add(d->s, &desc);
+  if (rc < 0) {
+    d->refused_conns++;
+    char why[128];
+    snprintf(why, sizeof why, "REGISTER of %s refused: %s", id, tl_err_name(rc));
+    close_conn(c, why);
+    return;
+  }
+  memcpy(c->id, id, sizeof id);
+  c->registered = true;
+  uv_timer_stop(&c->register_timer);
+  if (r->cores > d->launch_cap) {
+    tl_launch *l = realloc(d->launch_buf, r->cores * sizeof *l);
+    if (!l)
+      die_oom();
+    d->launch_buf = l;
+    tlc_launch_item *it = realloc(d->items, r->cores * sizeof *it);
+    if (!it)
+      die_oom();
+    d->items = it;
+    d->launch_cap = r->cores;
+  }
+  if (d->registered++ == 0)
+    d->start_ns = uv_hrtime();
+  logf_(d, "executor %s registered (%s, %" PRIu32 " cores)", id, host, r->cores);
+  offer(d, c);
+}
+
+/* Applies a STATUS frame update by update, then offers the executor its freed cores. */
+static void handle_status(conn *c, const tlc_status *st) {
+  driver *d = c->d;
+  for (size_t i = 0; i < st->count; i++) {
+    const tlc_status_item *it = &st->items[i];
+    tl_update u = {0};
+    char text[TLC_TEXT_MAX + 1];
+    memcpy(text, it->text.ptr ? (const char *)it->text.ptr : "", it->text.len);
+    text[it->text.len] = '\0';
+    switch (it->state) {
+    case TLC_TASK_RUNNING:
+      u.state = TL_TASK_RUNNING;
+      break;
+    case TLC_TASK_FINISHED:
+      u.state = TL_TASK_FINISHED; /* the result's bytes are not kept: only their size */
+      u.result_size = it->result.len;
+      break;
+    case TLC_TASK_FAILED:
+      u.state = TL_TASK_FAILED;
+      u.failure = TL_END_EXCEPTION;
+      u.message = text;
+      break;
+    default:
+      u.state = TL_TASK_KILLED;
+      u.message = text;
+      break;
+    }
+    int rc = tl_status_update(d->s, c->id, it->tid, &u);
+    if (rc < 0 && d->refused_updates++ < LOG_LIMIT)
+      fprintf(stderr, "tl-driver: update of task %" PRIu64 " from %s refused: %s\n", it->tid, c->id,
+              tl_err_name(rc));
+  }
+  offer(d, c);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  (void)suggested;
+  conn *c = h->data;
+  *buf = uv_buf_init((char *)c->read_buf, sizeof c->read_buf);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+  conn *c = s->data;
+  if (nread < 0) {
+    close_conn(c, nread == UV_EOF ? (c->d->stopping ? NULL : "closed by the peer")
+                                  : uv_strerror((int)nread));
+    return;
+  }
+  const uint8_t *data = (const uint8_t *)buf->base;
+  size_t len = (size_t)nread;
+  while (len > 0 && !c->closing) {
+    size_t used;
+    tlc_msg msg;
+    int rc = tlc_decoder_feed(&c->decoder, data, len, &used, &msg);
+    if (rc < 0) {
+      char why[96];
+      snprintf(why, sizeof why, "bad frame: %s", tlc_err_name(rc));
+      c->d->refused_conns++;
+      close_conn(c, why);
+      return;
+    }
+    data += used;
+    len -= used;
+    if (msg.type == TLC_MSG_NONE)
+      continue;
+    c->d->frames_in++;
+    if (!c->registered && msg.type != TLC_MSG_REGISTER) {
+      c->d->refused_conns++;
+      close_conn(c, "a frame before REGISTER");
+      return;
+    }
+    switch (msg.type) {
+    case TLC_MSG_REGISTER:
+      if (c->registered) {
+        c->d->refused_conns++;
+        close_conn(c, "a second REGISTER");
+        return;
+      }
+      handle_register(c, &msg.u.reg);
+      break;
+    case TLC_MSG_HEARTBEAT:
+      c->binaries = msg.u.heartbeat.binaries;
+      c->heartbeats++;
+      if (!c->d->stopping) {
+        int hb = tl_executor_heartbeat(c->d->s, c->id);
+        if (hb < 0)
+          fprintf(stderr, "tl-driver: heartbeat of %s: %s\n", c->id, tl_err_name(hb));
+      }
+      break;
+    case TLC_MSG_STATUS:
+      handle_status(c, &msg.u.status);
+      break;
+    default: {
+      char why[96];
+      snprintf(why, sizeof why, "unexpected %s", tlc_msg_type_name(msg.type));
+      c->d->refused_conns++;
+      close_conn(c, why);
+      return;
+    }
+    }
+  }
+}
+
+static void on_register_timeout(uv_timer_t *t) {
+  conn *c = t->data;
+  c->d->refused_conns++;
+  close_conn(c, "no REGISTER in time");
+}
+
+static void on_connection(uv_stream_t *server, int status) {
+  driver *d = server->data;
+  if (status < 0) {
+    fprintf(stderr, "tl-driver: accept: %s\n", uv_strerror(status));
+    return;
+  }
+  conn *c = calloc(1, sizeof *c);
+  if (!c)
+    die_oom();
+  c->d = d;
+  tlc_decoder_init(&c->decoder, TLC_FRAME_MAX);
+  tlc_buf_init(&c->out);
+  uv_tcp_init(d->loop, &c->tcp);
+  uv_timer_init(d->loop, &c->register_timer);
+  c->tcp.data = c;
+  c->register_timer.data = c;
+  c->handles_open = 2;
+  c->next = d->conns;
+  d->conns = c;
+  if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0 || d->stopping) {
+    close_conn(c, "not accepted");
+    return;
+  }
+  uv_tcp_nodelay(&c->tcp, 1);
+  uv_timer_start(&c->register_timer, on_register_timeout, REGISTER_TIMEOUT_MS, 0);
+  uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Offers and launches
+ * ------------------------------------------------------------------------------------------- */
+
+static bool binary_sent(conn *c, tl_taskset_id id) {
+  for (size_t i = 0; i < c->nsent; i++)
+    if (c->sent[i] == id)
+      return true;
+  return false;
+}
+
+/* Offers one executor its free cores and sends what launched: each task set's binary the first
+ * time it runs there, then the launches in LAUNCH frames of up to LAUNCH_FRAME_MAX. */
+static void offer(driver *d, conn *c) {
+  if (d->closed || d->stopping || !c->registered || c->closing)
+    return;
+  tl_executor_status es;
+  if (tl_executor_get(d->s, c->id, &es) < 0 || es.state != TL_EXECUTOR_ALIVE || es.free_cores == 0)
+    return;
+  tl_offer o = {.executor_id = c->id, .cores = es.free_cores};
+  size_t n = 0;
+  int rc = tl_resource_offers(d->s, &o, 1, d->launch_buf, d->launch_cap, &n);
+  if (rc < 0) {
+    fprintf(stderr, "tl-driver: tl_resource_offers: %s\n", tl_err_name(rc));
+    return;
+  }
+  size_t nitems = 0;
+  for (size_t i = 0; i < n; i++) {
+    const tl_launch *l = &d->launch_buf[i];
+    stage_binary *b = l->payload;
+    if (!binary_sent(c, l->taskset)) {
+      if (nitems > 0) { /* launches already batched go first, keeping the order simple */
+        tlc_msg m = {.type = TLC_MSG_LAUNCH, .u.launch = {nitems, d->items}};
+        encode(c, &m);
+        nitems = 0;
+      }
+      if (c->nsent == c->sent_cap) {
+        size_t cap = c->sent_cap ? 2 * c->sent_cap : 8;
+        tl_taskset_id *sent = realloc(c->sent, cap * sizeof *sent);
+        if (!sent)
+          die_oom();
+        c->sent = sent;
+        c->sent_cap = cap;
+      }
+      c->sent[c->nsent++] = l->taskset;
+      tlc_msg m = {.type = TLC_MSG_TASKSET_BINARY,
+                   .u.binary = {.taskset_id = l->taskset,
+                                .payload = {(const uint8_t *)b->stage->kind, b->len}}};
+      encode(c, &m);
+      d->binaries_sent++;
+    }
+    d->items[nitems++] = (tlc_launch_item){.tid = l->tid,
+                                           .taskset_id = l->taskset,
+                                           .index = l->index,
+                                           .attempt = l->attempt,
+                                           .kind = tlc_str(b->stage->kind)};
+    if (nitems == LAUNCH_FRAME_MAX) {
+      tlc_msg m = {.type = TLC_MSG_LAUNCH, .u.launch = {nitems, d->items}};
+      encode(c, &m);
+      nitems = 0;
+    }
+  }
+  if (nitems > 0) {
+    tlc_msg m = {.type = TLC_MSG_LAUNCH, .u.launch = {nitems, d->items}};
+    encode(c, &m);
+  }
+  d->launched += n;
+  send_out(c);
+}
+
+static void on_revive(uv_idle_t *idle) {
+  driver *d = idle->data;
+  uv_idle_stop(idle);
+  for (conn *c = d->conns; c; c = c->next)
+    offer(d, c);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Ledger callbacks: they run on the loop's thread, after the ledger's lock is released, from
+ * inside the call that made them. They only record, or defer work to the loop.
+ * ------------------------------------------------------------------------------------------- */
+
+static stage *stage_of(driver *d, tl_taskset_id id) {
+  for (size_t i = 0; i < d->njobs; i++)
+    for (uint32_t k = 0; k < d->jobs[i].nstages; k++)
+      if (d->jobs[i].stages[k].taskset == id)
+        return &d->jobs[i].stages[k];
+  return NULL;
+}
+
+/* Submits a job's stage k (stage id job id x MAX_STAGES + k, priority the job id). From main
+ * and from taskset_released; its revive_offers is delivered after the caller returns. */
+static int submit_stage(driver *d, job *j, uint32_t k) {
+  stage *st = &j->stages[k];
+  stage_binary *b = malloc(sizeof *b);
+  if (!b)
+    die_oom();
+  b->stage = st;
+  b->len = strlen(st->kind);
+  tl_taskset_desc desc = {
+      .stage_id = j->id * MAX_STAGES + k, .priority = j->id, .ntasks = st->ntasks, .payload = b};
+  int rc = tl_submit(d->s, &desc, &st->taskset);
+  if (rc < 0) {
+    fprintf(stderr, "tl-driver: tl_submit: %s\n", tl_err_name(rc));
+    free(b);
+    return rc;
+  }
+  j->current = k;
+  return 0;
+}
+
+static void cb_task_ended(void *ud, const tl_task_info *task, const tl_task_end *end) {
+  stage *st = stage_of(ud, task->taskset);
+  if (!st)
+    return;
+  if (end->kind == TL_END_SUCCESS)
+    st->succeeded++;
+  else
+    st->failed_attempts++;
+}
+
+static void cb_taskset_failed(void *ud, const tl_taskset_info *ts, const char *reason) {
+  driver *d = ud;
+  stage *st = stage_of(d, ts->id);
+  if (st)
+    st->failed = true;
+  fprintf(stderr, "tl-driver: task set %" PRIu64 " failed: %s\n", ts->id, reason);
+}
+
+/* A stage's task set is gone: the next stage is submitted if it succeeded, else the job fails;
+ * once every job is done, the executors are stopped. */
+static void cb_taskset_released(void *ud, const tl_taskset_info *ts, void *payload) {
+  driver *d = ud;
+  stage_binary *b = payload;
+  stage *st = b->stage;
+  job *j = st->job;
+  free(b);
+  (void)ts;
+  st->released = true;
+  uint32_t k = (uint32_t)(st - j->stages);
+  if (st->failed || st->succeeded != st->ntasks) {
+    j->failed = true;
+    j->done = true;
+  } else if (k + 1 < j->nstages && !d->closed && !d->stopping) {
+    if (submit_stage(d, j, k + 1) < 0)
+      j->failed = j->done = true;
+  } else {
+    j->done = true;
+  }
+  bool all = true;
+  for (size_t i = 0; i < d->njobs; i++)
+    all = all && d->jobs[i].done;
+  if (all && !d->closed) {
+    d->end_ns = uv_hrtime();
+    begin_stop(d);
+  }
+}
+
+static void cb_revive_offers(void *ud) {
+  driver *d = ud;
+  if (!d->closed && !d->stopping)
+    uv_idle_start(&d->revive, on_revive);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Processes and the end of the run
+ * ------------------------------------------------------------------------------------------- */
+
+static void on_handle_closed(uv_handle_t *h) { (void)h; }
+
+static void on_child_closed(uv_handle_t *h) {
+  child *ch = h->data;
+  ch->running = false;
+  maybe_finish(ch->process.loop->data);
+}
+
+static void on_child_exit(uv_process_t *p, int64_t exit_status, int term_signal) {
+  child *ch = p->data;
+  driver *d = p->loop->data;
+  ch->exit_status = exit_status;
+  ch->term_signal = term_signal;
+  d->children_running--;
+  if (exit_status != 0 || term_signal != 0 || !d->stopping)
+    logf_(d, "executor process %s exited: status %" PRId64 ", signal %d", ch->id, exit_status,
+          term_signal);
+  uv_close((uv_handle_t *)p, on_child_closed);
+}
+
+static void kill_children(driver *d) {
+  for (uint32_t i = 0; i < d->nexecutors; i++)
+    if (d->children[i].running && !uv_is_closing((uv_handle_t *)&d->children[i].process))
+      uv_process_kill(&d->children[i].process, SIGKILL);
+}
+
+static void on_uv_stopped(void *ud) { (void)ud; }
+
+/* Once STOP is out, every connection closed and every child exited: closes the rest. */
+static void maybe_finish(driver *d) {
+  if (!d->stopping || d->closed || d->conns)
+    return;
+  for (uint32_t i = 0; i < d->nexecutors; i++)
+    if (d->children[i].running)
+      return;
+  d->closed = true;
+  tl_uv_stop(d->uv, on_uv_stopped, NULL);
+  d->uv = NULL;
+  uv_close((uv_handle_t *)&d->server, on_handle_closed);
+  uv_close((uv_handle_t *)&d->revive, on_handle_closed);
+  uv_close((uv_handle_t *)&d->deadline, on_handle_closed);
+  uv_close((uv_handle_t *)&d->sigint, on_handle_closed);
+  uv_close((uv_handle_t *)&d->sigterm, on_handle_closed);
+}
+
+/* Every job is over (or the run gave up): STOP every executor and wait for them to go. */
+static void begin_stop(driver *d) {
+  if (d->stopping)
+    return;
+  d->stopping = true;
+  uv_idle_stop(&d->revive);
+  for (conn *c = d->conns; c; c = c->next) {
+    if (c->registered && !c->closing)
+      send_stop(c, d->gave_up ? "the driver gives up" : "all jobs done");
+    else
+      close_conn(c, NULL);
+  }
+  if (d->gave_up)
+    kill_children(d);
+  maybe_finish(d);
+}
+
+static void give_up(driver *d, const char *why) {
+  fprintf(stderr, "tl-driver: giving up: %s\n", why);
+  d->gave_up = true;
+  if (d->stopping) { /* already stopping: the executors do not go, so make them */
+    kill_children(d);
+    for (conn *c = d->conns; c; c = c->next)
+      close_conn(c, NULL);
+    return;
+  }
+  begin_stop(d);
+  for (conn *c = d->conns; c; c = c->next)
+    close_conn(c, NULL);
+}
+
+static void on_deadline(uv_timer_t *t) { give_up(t->data, "the run took longer than --timeout-s"); }
+
+static void on_signal(uv_signal_t *s, int signum) {
+  (void)signum;
+  give_up(s->data, "signalled");
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Setup
+ * ------------------------------------------------------------------------------------------- */
+
+static void usage(void) __attribute__((noreturn));
+static void usage(void) {
+  fprintf(stderr,
+          "usage: tl-driver [--executors N] [--cores C] [--job KIND:M[,KIND:M]...]... [--port P]\n"
+          "                 [--executor PATH] [--heartbeat-ms MS] [--timeout-s S]\n"
+          "                 [--bench [--tasks N]] [--quiet]\n"
+          "  KIND: noop | sleep:MS | spin:US | hash | crash; M tasks; a chain of stages runs in "
+          "order\n");
+  exit(2);
+}
+
+static uint64_t parse_u64(const char *s, uint64_t lo, uint64_t hi) {
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (*s == '\0' || *end != '\0' || v < lo || v > hi)
+    usage();
+  return (uint64_t)v;
+}
+
+/* Whether kind is one the executors run: noop, hash, crash, sleep:N or spin:N. */
+static bool valid_kind(const char *kind) {
+  if (!strcmp(kind, "noop") || !strcmp(kind, "hash") || !strcmp(kind, "crash"))
+    return true;
+  const char *arg = NULL;
+  if (!strncmp(kind, "sleep:", 6))
+    arg = kind + 6;
+  else if (!strncmp(kind, "spin:", 5))
+    arg = kind + 5;
+  if (!arg || !*arg || strlen(arg) > 9)
+    return false;
+  for (; *arg; arg++)
+    if (*arg < '0' || *arg > '9')
+      return false;
+  return true;
+}
+
+/* "KIND:M[,KIND:M]...": a chain of stages, each's count after its last colon. */
+static void parse_job(driver *d, const char *spec) {
+  if (d->njobs == MAX_JOBS)
+    usage();
+  job *j = &d->jobs[d->njobs];
+  j->id = (uint32_t)d->njobs++;
+  while (*spec) {
+    const char *end = strchr(spec, ',');
+    if (!end)
+      end = spec + strlen(spec);
+    char part[TLC_KIND_MAX + 16];
+    if (end == spec || (size_t)(end - spec) >= sizeof part || j->nstages == MAX_STAGES)
+      usage();
+    memcpy(part, spec, (size_t)(end - spec));
+    part[end - spec] = '\0';
+    char *colon = strrchr(part, ':');
+    if (!colon || colon == part || (size_t)(colon - part) > TLC_KIND_MAX)
+      usage();
+    *colon = '\0';
+    stage *st = &j->stages[j->nstages++];
+    st->job = j;
+    strcpy(st->kind, part);
+    st->ntasks = (uint32_t)parse_u64(colon + 1, 1, 10000000);
+    if (!valid_kind(st->kind)) {
+      fprintf(stderr, "tl-driver: unknown task kind '%s'\n", st->kind);
+      usage();
+    }
+    spec = *end ? end + 1 : end;
+    if (*end && !*spec)
+      usage();
+  }
+  if (j->nstages == 0)
+    usage();
+}
+
+/* The token: TL_CLUSTER_TOKEN, or TOKEN_BYTES from /dev/urandom, hex-encoded, put in the
+ * environment the executors inherit. */
+static void make_token(driver *d) {
+  const char *env = getenv("TL_CLUSTER_TOKEN");
+  if (env) {
+    if (strlen(env) > 2 * TOKEN_BYTES) {
+      fprintf(stderr, "tl-driver: TL_CLUSTER_TOKEN is longer than %d bytes\n", 2 * TOKEN_BYTES);
+      exit(2);
+    }
+    strcpy(d->token, env);
+    return;
+  }
+  uint8_t raw[TOKEN_BYTES];
+  FILE *f = fopen("/dev/urandom", "rb");
+  if (!f || fread(raw, 1, sizeof raw, f) != sizeof raw) {
+    fprintf(stderr, "tl-driver: cannot read /dev/urandom\n");
+    exit(1);
+  }
+  fclose(f);
+  for (size_t i = 0; i < TOKEN_BYTES; i++)
+    snprintf(d->token + 2 * i, 3, "%02x", raw[i]);
+  if (setenv("TL_CLUSTER_TOKEN", d->token, 1) != 0)
+    die_oom();
+}
+
+/* The tl-executor next to this program, unless --executor named one. */
+static char exe_dir_path[4096];
+static const char *default_executor_path(void) {
+  size_t len = sizeof exe_dir_path;
+  if (uv_exepath(exe_dir_path, &len) < 0)
+    return "tl-executor";
+  char *slash = strrchr(exe_dir_path, '/');
+  if (!slash || (size_t)(slash - exe_dir_path) + sizeof "/tl-executor" > sizeof exe_dir_path)
+    return "tl-executor";
+  strcpy(slash, "/tl-executor");
+  return exe_dir_path;
+}
+
+static int spawn_children(driver *d) {
+  char port[16], cores[16], hb[24];
+  snprintf(port, sizeof port, "%d", d->port);
+  snprintf(cores, sizeof cores, "%" PRIu32, d->cores);
+  snprintf(hb, sizeof hb, "%" PRIu64, d->heartbeat_ms);
+  for (uint32_t i = 0; i < d->nexecutors; i++) {
+    child *ch = &d->children[i];
+    snprintf(ch->id, sizeof ch->id, "exec-%" PRIu32, i + 1);
+    char *args[] = {(char *)d->executor_path, "--port", port, "--id", ch->id, "--cores", cores,
+                    "--heartbeat-ms",         hb,       NULL};
+    uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE},
+                                     {.flags = UV_INHERIT_FD, .data.fd = 1},
+                                     {.flags = UV_INHERIT_FD, .data.fd = 2}};
+    uv_process_options_t opt = {.exit_cb = on_child_exit,
+                                .file = d->executor_path,
+                                .args = args,
+                                .stdio_count = 3,
+                                .stdio = stdio};
+    ch->process.data = ch;
+    int rc = uv_spawn(d->loop, &ch->process, &opt);
+    if (rc < 0) {
+      fprintf(stderr, "tl-driver: spawn %s: %s\n", d->executor_path, uv_strerror(rc));
+      return -1;
+    }
+    ch->running = true;
+    d->children_running++;
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  static driver d; /* large: static */
+  const char *host = "127.0.0.1";
+  uint64_t timeout_s = 60;
+  uint32_t bench_tasks = BENCH_TASKS;
+  bool executors_given = false, cores_given = false; /* --bench keeps what is given */
+  d.nexecutors = 2;
+  d.cores = 4;
+  d.heartbeat_ms = 1000;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--bench")) {
+      d.bench = true;
+      continue;
+    }
+    if (!strcmp(a, "--quiet")) {
+      d.quiet = true;
+      continue;
+    }
+    if (i + 1 >= argc)
+      usage();
+    const char *v = argv[++i];
+    if (!strcmp(a, "--executors")) {
+      d.nexecutors = (uint32_t)parse_u64(v, 1, MAX_EXECUTORS);
+      executors_given = true;
+    } else if (!strcmp(a, "--cores")) {
+      d.cores = (uint32_t)parse_u64(v, 1, 4096);
+      cores_given = true;
+    } else if (!strcmp(a, "--job"))
+      parse_job(&d, v);
+    else if (!strcmp(a, "--port"))
+      d.port = (int)parse_u64(v, 0, 65535);
+    else if (!strcmp(a, "--executor"))
+      d.executor_path = v;
+    else if (!strcmp(a, "--heartbeat-ms"))
+      d.heartbeat_ms = parse_u64(v, 1, 3600000);
+    else if (!strcmp(a, "--timeout-s"))
+      timeout_s = parse_u64(v, 1, 86400);
+    else if (!strcmp(a, "--tasks"))
+      bench_tasks = (uint32_t)parse_u64(v, 1, 10000000);
+    else
+      usage();
+  }
+  if (d.bench) {
+    if (d.njobs > 0)
+      usage();
+    d.nexecutors = executors_given ? d.nexecutors : 2;
+    d.cores = cores_given ? d.cores : 1;
+    d.jobs[0].nstages = 1;
+    d.jobs[0].stages[0] = (stage){.job = &d.jobs[0], .kind = "noop", .ntasks = bench_tasks};
+    d.njobs = 1;
+  }
+  if (d.njobs == 0)
+    usage();
+  if (!d.executor_path)
+    d.executor_path = default_executor_path();
+  make_token(&d);
+
+  d.loop = uv_default_loop();
+  d.loop->data = &d;
+  tl_config cfg;
+  tl_config_init(&cfg);
+  cfg.heartbeat_timeout_ns = d.heartbeat_ms * 10 * UINT64_C(1000000);
+  tl_callbacks cb = {.ud = &d,
+                     .task_ended = cb_task_ended,
+                     .taskset_failed = cb_taskset_failed,
+                     .taskset_released = cb_taskset_released,
+                     .revive_offers = cb_revive_offers};
+  if (tl_scheduler_new(&cfg, &cb, &d.s) < 0)
+    die_oom();
+  if (tl_uv_start(d.s, d.loop, &d.uv) < 0)
+    die_oom();
+
+  struct sockaddr_in addr;
+  uv_ip4_addr(host, d.port, &addr);
+  uv_tcp_init(d.loop, &d.server);
+  d.server.data = &d;
+  int rc = uv_tcp_bind(&d.server, (const struct sockaddr *)&addr, 0);
+  if (rc == 0)
+    rc = uv_listen((uv_stream_t *)&d.server, 128, on_connection);
+  if (rc < 0) {
+    fprintf(stderr, "tl-driver: listen on %s:%d: %s\n", host, d.port, uv_strerror(rc));
+    return 1;
+  }
+  struct sockaddr_storage bound;
+  int blen = sizeof bound;
+  uv_tcp_getsockname(&d.server, (struct sockaddr *)&bound, &blen);
+  d.port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
+  printf("listening on %s:%d\n", host, d.port);
+  fflush(stdout);
+
+  uv_idle_init(d.loop, &d.revive);
+  d.revive.data = &d;
+  uv_timer_init(d.loop, &d.deadline);
+  d.deadline.data = &d;
+  uv_timer_start(&d.deadline, on_deadline, timeout_s * 1000, 0);
+  uv_signal_init(d.loop, &d.sigint);
+  uv_signal_init(d.loop, &d.sigterm);
+  d.sigint.data = d.sigterm.data = &d;
+  uv_signal_start(&d.sigint, on_signal, SIGINT);
+  uv_signal_start(&d.sigterm, on_signal, SIGTERM);
+
+  for (size_t i = 0; i < d.njobs; i++)
+    if (submit_stage(&d, &d.jobs[i], 0) < 0)
+      return 1;
+  if (spawn_children(&d) < 0)
+    give_up(&d, "could not spawn the executors");
+
+  uv_run(d.loop, UV_RUN_DEFAULT);
+  kill_children(&d); /* none should be left; never leave one behind */
+  int close_rc = uv_loop_close(d.loop);
+
+  /* The verdict. */
+  tl_stats st;
+  tl_stats_get(d.s, &st);
+  char why[256] = "";
+  int check = tl_check(d.s, why, sizeof why);
+  bool ok = !d.gave_up && check == TL_OK && close_rc == 0;
+  uint64_t tasks = 0;
+  for (size_t i = 0; i < d.njobs; i++) {
+    const job *j = &d.jobs[i];
+    bool job_ok = j->done && !j->failed;
+    for (uint32_t k = 0; k < j->nstages; k++)
+      job_ok = job_ok && j->stages[k].released && j->stages[k].succeeded == j->stages[k].ntasks;
+    printf("job %zu: %s\n", i + 1, job_ok ? "succeeded" : "FAILED");
+    for (uint32_t k = 0; k < j->nstages; k++) {
+      const stage *sg = &j->stages[k];
+      tasks += sg->succeeded;
+      printf("  stage %" PRIu32 ": %s x %" PRIu32 ": %s (%" PRIu32 " succeeded, %" PRIu32
+             " failed attempts)\n",
+             k + 1, sg->kind, sg->ntasks,
+             sg->taskset == 0                                             ? "not submitted"
+             : sg->released && !sg->failed && sg->succeeded == sg->ntasks ? "succeeded"
+                                                                          : "FAILED",
+             sg->succeeded, sg->failed_attempts);
+    }
+    ok = ok && job_ok;
+  }
+  size_t tasksets = st.tasksets_active + st.tasksets_zombie;
+  bool drained = st.attempts_running == 0 && st.attempts_frozen == 0 && tasksets == 0;
+  ok = ok && drained;
+  double secs = d.end_ns > d.start_ns ? (double)(d.end_ns - d.start_ns) / 1e9 : 0;
+  printf("tasks: %" PRIu64 " in %.3f s: %.0f tasks/s\n", tasks, secs,
+         secs > 0 ? (double)tasks / secs : 0.0);
+  printf("executors: %" PRIu32 " spawned, %" PRIu32 " registered, %" PRIu32
+         " cores each; frames: %" PRIu64 " in, %" PRIu64 " out; launches: %" PRIu64
+         "; binaries sent: %" PRIu64 "\n",
+         d.nexecutors, d.registered, d.cores, d.frames_in, d.frames_out, d.launched,
+         d.binaries_sent);
+  for (size_t i = 0; i < d.nreports; i++) {
+    bool once = d.reports[i].binaries <= d.reports[i].tasksets;
+    printf("  %s: materialised %" PRIu64 " binaries for %zu task sets%s\n", d.reports[i].id,
+           d.reports[i].binaries, d.reports[i].tasksets, once ? "" : " (MORE THAN ONCE)");
+    ok = ok && once;
+  }
+  for (uint32_t i = 0; i < d.nexecutors; i++)
+    if (d.children[i].exit_status != 0 || d.children[i].term_signal != 0) {
+      printf("  %s: exit status %" PRId64 ", signal %d\n", d.children[i].id,
+             d.children[i].exit_status, d.children[i].term_signal);
+      ok = false;
+    }
+  printf("ledger: %zu attempts, %zu task sets, tl_check %s%s%s; refused: %" PRIu64
+         " updates, %" PRIu64 " connections\n",
+         st.attempts_running + st.attempts_frozen, tasksets, tl_err_name(check), check ? ": " : "",
+         why, d.refused_updates, d.refused_conns);
+  tl_scheduler_free(d.s); /* hands back any payload still held (a failed run) */
+  free(d.launch_buf);
+  free(d.items);
+  printf("%s\n", ok ? "OK" : "FAILED");
+  return ok ? 0 : 1;
+}

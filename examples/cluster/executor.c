@@ -1,0 +1,513 @@
+/* tl-executor: one executor process of the cluster example (docs/cluster.md). It connects to
+ * tl-driver over TCP, registers, heartbeats, caches task binaries by task set id and runs the
+ * built-in task kinds the driver launches, reporting their ends in batched STATUS frames. One
+ * libuv loop, one thread.
+ *
+ *   TL_CLUSTER_TOKEN=... tl-executor --port PORT [--host ADDR] [--id ID] [--cores N]
+ *                                    [--heartbeat-ms MS]
+ *
+ * Exit status: 0 after STOP, 1 when the connection closed or broke without one, 2 for bad
+ * arguments, 42 for a `crash` task.
+ */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "proto.h"
+
+#define READ_CHUNK 65536   /* bytes of the connection's read buffer */
+#define STATUS_FLUSH 16384 /* updates in one STATUS frame at most (well under TLC_FRAME_MAX) */
+#define CRASH_EXIT_CODE 42 /* the exit status of a `crash` task */
+#define RESULT_BYTES 8     /* a task's result: a little-endian u64 */
+
+/* A task binary received by TASKSET_BINARY, cached for the task set's launches. */
+typedef struct cached_binary {
+  uint64_t taskset_id; /* the task set it belongs to */
+  uint8_t *bytes;      /* owned; NULL when len is 0 */
+  size_t len;          /* its size */
+} cached_binary;
+
+/* A finished task's update waiting for the end of the loop iteration. */
+typedef struct pending_status {
+  uint64_t tid;                 /* the attempt */
+  uint8_t state;                /* a tlc_task_state */
+  uint8_t result[RESULT_BYTES]; /* for FINISHED */
+  const char *text;             /* static: why it failed, or "" */
+} pending_status;
+
+/* A `sleep:MS` task waiting on its timer. */
+typedef struct sleeping_task {
+  uv_timer_t timer;           /* fires when it is done; its data is this record */
+  uint64_t tid;               /* the attempt */
+  uint32_t index;             /* its index, the result */
+  struct sleeping_task *next; /* the executor's list of sleeping tasks */
+} sleeping_task;
+
+/* The executor: its connection, its cache and its batch of updates. */
+typedef struct executor {
+  uv_loop_t *loop;              /* the one loop */
+  uv_tcp_t conn;                /* the connection to the driver */
+  uv_connect_t connect_req;     /* its connect request */
+  uv_timer_t heartbeat;         /* every heartbeat_ms once registered */
+  uv_prepare_t flush;           /* sends the updates of the last iteration before polling */
+  bool connected;               /* the connection was made */
+  bool closing;                 /* everything is being closed */
+  int exit_code;                /* 0 after STOP, 1 otherwise */
+  const char *id;               /* as registered */
+  const char *token;            /* from TL_CLUSTER_TOKEN ("" if unset) */
+  uint32_t cores;               /* as registered */
+  uint64_t heartbeat_ms;        /* the heartbeat period */
+  uint64_t heartbeat_seq;       /* heartbeats sent */
+  uint64_t binaries;            /* task binaries materialised since start */
+  cached_binary *cache;         /* ncache of them, by arrival */
+  size_t ncache, cache_cap;     /* used and allocated entries of cache */
+  pending_status *pending;      /* updates not yet sent */
+  size_t npending, pending_cap; /* used and allocated entries of pending */
+  sleeping_task *sleeping;      /* tasks waiting on a timer */
+  tlc_decoder decoder;          /* the driver's frames */
+  tlc_buf out;                  /* frames encoded and not yet handed to uv_write */
+  uint8_t read_buf[READ_CHUNK]; /* the read buffer, reused by every read */
+} executor;
+
+/* A write in flight: owns the bytes it sends. */
+typedef struct write_req {
+  uv_write_t req; /* its data is the executor */
+  uint8_t *data;  /* freed when the write completes */
+} write_req;
+
+static void die_oom(void) {
+  fprintf(stderr, "tl-executor: out of memory\n");
+  exit(1);
+}
+
+static void on_closed_handle(uv_handle_t *h) { (void)h; }
+
+static void on_sleeping_closed(uv_handle_t *h) { free(h->data); }
+
+/* Closes every handle; uv_run then returns. exit_code says why. */
+static void shut_down(executor *ex, int exit_code) {
+  if (ex->closing)
+    return;
+  ex->closing = true;
+  ex->exit_code = exit_code;
+  uv_close((uv_handle_t *)&ex->heartbeat, on_closed_handle);
+  uv_close((uv_handle_t *)&ex->flush, on_closed_handle);
+  uv_close((uv_handle_t *)&ex->conn, on_closed_handle);
+  for (sleeping_task *t = ex->sleeping; t; t = t->next)
+    uv_close((uv_handle_t *)&t->timer, on_sleeping_closed);
+  ex->sleeping = NULL;
+}
+
+static void on_written(uv_write_t *req, int status) {
+  write_req *w = (write_req *)req;
+  executor *ex = req->data;
+  free(w->data);
+  free(w);
+  if (status < 0 && status != UV_ECANCELED) {
+    fprintf(stderr, "tl-executor %s: write: %s\n", ex->id, uv_strerror(status));
+    shut_down(ex, 1);
+  }
+}
+
+/* Hands the encoded frames to libuv; the write owns them from here. */
+static void send_out(executor *ex) {
+  if (ex->out.len == 0 || ex->closing)
+    return;
+  write_req *w = malloc(sizeof *w);
+  if (!w)
+    die_oom();
+  w->data = ex->out.data;
+  w->req.data = ex;
+  uv_buf_t buf = uv_buf_init((char *)ex->out.data, (unsigned)ex->out.len);
+  tlc_buf_init(&ex->out);
+  int rc = uv_write(&w->req, (uv_stream_t *)&ex->conn, &buf, 1, on_written);
+  if (rc < 0) {
+    free(w->data);
+    free(w);
+    fprintf(stderr, "tl-executor %s: write: %s\n", ex->id, uv_strerror(rc));
+    shut_down(ex, 1);
+  }
+}
+
+static void encode(executor *ex, const tlc_msg *msg) {
+  int rc = tlc_encode(&ex->out, msg);
+  if (rc == TLC_ENOMEM)
+    die_oom();
+  if (rc < 0) {
+    fprintf(stderr, "tl-executor %s: encode %s: %s\n", ex->id, tlc_msg_type_name(msg->type),
+            tlc_err_name(rc));
+    exit(1);
+  }
+}
+
+static void send_heartbeat(executor *ex) {
+  tlc_msg msg = {.type = TLC_MSG_HEARTBEAT,
+                 .u.heartbeat = {.seq = ex->heartbeat_seq++, .binaries = ex->binaries}};
+  encode(ex, &msg);
+  send_out(ex);
+}
+
+static void on_heartbeat(uv_timer_t *t) { send_heartbeat(t->data); }
+
+/* Encodes the updates collected so far into one STATUS frame (or several if huge). */
+static void flush_statuses(executor *ex) {
+  if (ex->npending == 0 || ex->closing)
+    return;
+  tlc_status_item *items = malloc(ex->npending * sizeof *items);
+  if (!items)
+    die_oom();
+  for (size_t i = 0; i < ex->npending; i++) {
+    pending_status *p = &ex->pending[i];
+    bool finished = p->state == TLC_TASK_FINISHED;
+    items[i] =
+        (tlc_status_item){.tid = p->tid,
+                          .state = p->state,
+                          .result = {finished ? p->result : NULL, finished ? RESULT_BYTES : 0},
+                          .text = tlc_str(p->text)};
+  }
+  for (size_t at = 0; at < ex->npending; at += STATUS_FLUSH) {
+    size_t n = ex->npending - at < STATUS_FLUSH ? ex->npending - at : STATUS_FLUSH;
+    tlc_msg msg = {.type = TLC_MSG_STATUS, .u.status = {n, items + at}};
+    encode(ex, &msg);
+  }
+  free(items);
+  ex->npending = 0;
+  send_out(ex);
+}
+
+static void on_flush(uv_prepare_t *p) { flush_statuses(p->data); }
+
+static void put_u64(uint8_t *b, uint64_t v) {
+  for (int i = 0; i < 8; i++)
+    b[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Queues one update for the end of this loop iteration. */
+static void report(executor *ex, uint64_t tid, uint8_t state, uint64_t result, const char *text) {
+  if (ex->npending == ex->pending_cap) {
+    size_t cap = ex->pending_cap ? 2 * ex->pending_cap : 256;
+    pending_status *p = realloc(ex->pending, cap * sizeof *p);
+    if (!p)
+      die_oom();
+    ex->pending = p;
+    ex->pending_cap = cap;
+  }
+  pending_status *p = &ex->pending[ex->npending++];
+  p->tid = tid;
+  p->state = state;
+  put_u64(p->result, result);
+  p->text = text;
+}
+
+static cached_binary *find_binary(executor *ex, uint64_t taskset_id) {
+  for (size_t i = 0; i < ex->ncache; i++)
+    if (ex->cache[i].taskset_id == taskset_id)
+      return &ex->cache[i];
+  return NULL;
+}
+
+/* Caches a task set's binary; every call counts as one materialisation, a repeated one too (the
+ * driver's bug, which the count makes visible). */
+static void cache_binary(executor *ex, const tlc_taskset_binary *b) {
+  uint8_t *bytes = NULL;
+  if (b->payload.len > 0) {
+    bytes = malloc(b->payload.len);
+    if (!bytes)
+      die_oom();
+    memcpy(bytes, b->payload.ptr, b->payload.len);
+  }
+  ex->binaries++;
+  cached_binary *c = find_binary(ex, b->taskset_id);
+  if (!c) {
+    if (ex->ncache == ex->cache_cap) {
+      size_t cap = ex->cache_cap ? 2 * ex->cache_cap : 8;
+      cached_binary *cache = realloc(ex->cache, cap * sizeof *cache);
+      if (!cache)
+        die_oom();
+      ex->cache = cache;
+      ex->cache_cap = cap;
+    }
+    c = &ex->cache[ex->ncache++];
+    c->taskset_id = b->taskset_id;
+  } else {
+    free(c->bytes);
+  }
+  c->bytes = bytes;
+  c->len = b->payload.len;
+}
+
+/* FNV-1a, 64 bits: the `hash` task's work and result. */
+static uint64_t fnv1a(const uint8_t *p, size_t n) {
+  uint64_t h = UINT64_C(14695981039346656037);
+  for (size_t i = 0; i < n; i++) {
+    h ^= p[i];
+    h *= UINT64_C(1099511628211);
+  }
+  return h;
+}
+
+/* Whether kind is prefix followed by a decimal number, stored in *arg. */
+static bool kind_arg(tlc_view kind, const char *prefix, uint64_t *arg) {
+  size_t plen = strlen(prefix);
+  if (kind.len <= plen || memcmp(kind.ptr, prefix, plen) != 0)
+    return false;
+  uint64_t v = 0;
+  for (size_t i = plen; i < kind.len; i++) {
+    if (kind.ptr[i] < '0' || kind.ptr[i] > '9' || v > UINT64_MAX / 10 - 1)
+      return false;
+    v = v * 10 + (uint64_t)(kind.ptr[i] - '0');
+  }
+  *arg = v;
+  return true;
+}
+
+static bool kind_is(tlc_view kind, const char *name) {
+  return kind.len == strlen(name) && memcmp(kind.ptr, name, kind.len) == 0;
+}
+
+static void on_slept(uv_timer_t *t) {
+  sleeping_task *task = t->data;
+  executor *ex = t->loop->data;
+  for (sleeping_task **p = &ex->sleeping; *p; p = &(*p)->next)
+    if (*p == task) {
+      *p = task->next;
+      break;
+    }
+  report(ex, task->tid, TLC_TASK_FINISHED, task->index, "");
+  uv_close((uv_handle_t *)&task->timer, on_sleeping_closed);
+}
+
+/* Runs one launched task: inline, except `sleep`, which waits on a timer. */
+static void run_task(executor *ex, const tlc_launch_item *it) {
+  uint64_t arg;
+  if (kind_is(it->kind, "noop")) {
+    report(ex, it->tid, TLC_TASK_FINISHED, it->index, "");
+  } else if (kind_is(it->kind, "hash")) {
+    cached_binary *c = find_binary(ex, it->taskset_id);
+    if (c)
+      report(ex, it->tid, TLC_TASK_FINISHED, fnv1a(c->bytes, c->len), "");
+    else
+      report(ex, it->tid, TLC_TASK_FAILED, 0, "no binary for its task set");
+  } else if (kind_arg(it->kind, "spin:", &arg)) {
+    uint64_t until = uv_hrtime() + arg * 1000;
+    while (uv_hrtime() < until) {
+      /* spin */
+    }
+    report(ex, it->tid, TLC_TASK_FINISHED, it->index, "");
+  } else if (kind_arg(it->kind, "sleep:", &arg)) {
+    sleeping_task *task = malloc(sizeof *task);
+    if (!task)
+      die_oom();
+    task->tid = it->tid;
+    task->index = it->index;
+    task->next = ex->sleeping;
+    ex->sleeping = task;
+    uv_timer_init(ex->loop, &task->timer);
+    task->timer.data = task;
+    uv_timer_start(&task->timer, on_slept, arg, 0);
+  } else if (kind_is(it->kind, "crash")) {
+    fprintf(stderr, "tl-executor %s: task %" PRIu64 " crashes the process\n", ex->id, it->tid);
+    exit(CRASH_EXIT_CODE);
+  } else {
+    report(ex, it->tid, TLC_TASK_FAILED, 0, "unknown task kind");
+  }
+}
+
+/* KILL: a sleeping task stops and reports KILLED; any other has already finished. */
+static void kill_task(executor *ex, const tlc_kill *k) {
+  for (sleeping_task **p = &ex->sleeping; *p; p = &(*p)->next) {
+    sleeping_task *task = *p;
+    if (task->tid == k->tid) {
+      *p = task->next;
+      report(ex, task->tid, TLC_TASK_KILLED, 0, "");
+      uv_close((uv_handle_t *)&task->timer, on_sleeping_closed);
+      return;
+    }
+  }
+}
+
+static void on_written_stop(uv_write_t *req, int status) {
+  executor *ex = req->data;
+  on_written(req, status);
+  shut_down(ex, 0);
+}
+
+/* STOP: the updates pending and a last heartbeat (its binaries count is the final one) go out,
+ * then the connection closes once they are written. */
+static void stop(executor *ex) {
+  flush_statuses(ex);
+  tlc_msg msg = {.type = TLC_MSG_HEARTBEAT,
+                 .u.heartbeat = {.seq = ex->heartbeat_seq++, .binaries = ex->binaries}};
+  encode(ex, &msg);
+  write_req *w = malloc(sizeof *w);
+  if (!w)
+    die_oom();
+  w->data = ex->out.data;
+  w->req.data = ex;
+  uv_buf_t buf = uv_buf_init((char *)ex->out.data, (unsigned)ex->out.len);
+  tlc_buf_init(&ex->out);
+  if (uv_write(&w->req, (uv_stream_t *)&ex->conn, &buf, 1, on_written_stop) < 0) {
+    free(w->data);
+    free(w);
+    shut_down(ex, 0);
+  }
+  uv_read_stop((uv_stream_t *)&ex->conn);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  (void)suggested;
+  executor *ex = h->loop->data;
+  *buf = uv_buf_init((char *)ex->read_buf, sizeof ex->read_buf);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+  executor *ex = s->loop->data;
+  if (nread < 0) {
+    if (nread != UV_EOF)
+      fprintf(stderr, "tl-executor %s: read: %s\n", ex->id, uv_strerror((int)nread));
+    else
+      fprintf(stderr, "tl-executor %s: the driver closed the connection\n", ex->id);
+    shut_down(ex, 1);
+    return;
+  }
+  const uint8_t *data = (const uint8_t *)buf->base;
+  size_t len = (size_t)nread;
+  while (len > 0 && !ex->closing) {
+    size_t used;
+    tlc_msg msg;
+    int rc = tlc_decoder_feed(&ex->decoder, data, len, &used, &msg);
+    if (rc < 0) {
+      fprintf(stderr, "tl-executor %s: bad frame from the driver: %s\n", ex->id, tlc_err_name(rc));
+      shut_down(ex, 1);
+      return;
+    }
+    data += used;
+    len -= used;
+    switch (msg.type) {
+    case TLC_MSG_NONE:
+      break;
+    case TLC_MSG_TASKSET_BINARY:
+      cache_binary(ex, &msg.u.binary);
+      break;
+    case TLC_MSG_LAUNCH:
+      for (size_t i = 0; i < msg.u.launch.count; i++)
+        run_task(ex, &msg.u.launch.items[i]);
+      if (ex->npending >= STATUS_FLUSH)
+        flush_statuses(ex);
+      break;
+    case TLC_MSG_KILL:
+      kill_task(ex, &msg.u.kill);
+      break;
+    case TLC_MSG_STOP:
+      stop(ex);
+      return;
+    default:
+      fprintf(stderr, "tl-executor %s: unexpected %s from the driver\n", ex->id,
+              tlc_msg_type_name(msg.type));
+      shut_down(ex, 1);
+      return;
+    }
+  }
+}
+
+static void on_connect(uv_connect_t *req, int status) {
+  executor *ex = req->data;
+  if (status < 0) {
+    fprintf(stderr, "tl-executor %s: connect: %s\n", ex->id, uv_strerror(status));
+    shut_down(ex, 1);
+    return;
+  }
+  ex->connected = true;
+  uv_tcp_nodelay(&ex->conn, 1);
+  tlc_msg reg = {.type = TLC_MSG_REGISTER,
+                 .u.reg = {.executor_id = tlc_str(ex->id),
+                           .host = tlc_str("127.0.0.1"),
+                           .cores = ex->cores,
+                           .token = tlc_str(ex->token)}};
+  encode(ex, &reg);
+  send_heartbeat(ex);
+  uv_timer_start(&ex->heartbeat, on_heartbeat, ex->heartbeat_ms, ex->heartbeat_ms);
+  uv_prepare_start(&ex->flush, on_flush);
+  uv_read_start((uv_stream_t *)&ex->conn, on_alloc, on_read);
+}
+
+static void usage(void) {
+  fprintf(stderr, "usage: TL_CLUSTER_TOKEN=... tl-executor --port PORT [--host ADDR] [--id ID]\n"
+                  "       [--cores N] [--heartbeat-ms MS]\n");
+  exit(2);
+}
+
+static uint64_t parse_u64(const char *s, uint64_t lo, uint64_t hi) {
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (*s == '\0' || *end != '\0' || v < lo || v > hi)
+    usage();
+  return (uint64_t)v;
+}
+
+int main(int argc, char **argv) {
+  static executor ex; /* large (its read buffer): static */
+  const char *host = "127.0.0.1";
+  int port = -1;
+  ex.id = "exec-1";
+  ex.cores = 1;
+  ex.heartbeat_ms = 1000;
+  ex.exit_code = 1;
+  for (int i = 1; i < argc; i++) {
+    if (i + 1 >= argc)
+      usage();
+    if (strcmp(argv[i], "--port") == 0)
+      port = (int)parse_u64(argv[++i], 1, 65535);
+    else if (strcmp(argv[i], "--host") == 0)
+      host = argv[++i];
+    else if (strcmp(argv[i], "--id") == 0)
+      ex.id = argv[++i];
+    else if (strcmp(argv[i], "--cores") == 0)
+      ex.cores = (uint32_t)parse_u64(argv[++i], 1, 1u << 20);
+    else if (strcmp(argv[i], "--heartbeat-ms") == 0)
+      ex.heartbeat_ms = parse_u64(argv[++i], 1, 3600000);
+    else
+      usage();
+  }
+  size_t idlen = strlen(ex.id);
+  if (port < 0 || idlen == 0 || idlen > TLC_ID_MAX)
+    usage();
+  ex.token = getenv("TL_CLUSTER_TOKEN");
+  if (!ex.token)
+    ex.token = "";
+  if (strlen(ex.token) > TLC_TOKEN_MAX)
+    usage();
+
+  struct sockaddr_in addr;
+  if (uv_ip4_addr(host, port, &addr) < 0)
+    usage();
+  ex.loop = uv_default_loop();
+  ex.loop->data = &ex;
+  tlc_decoder_init(&ex.decoder, TLC_FRAME_MAX);
+  tlc_buf_init(&ex.out);
+  uv_tcp_init(ex.loop, &ex.conn);
+  uv_timer_init(ex.loop, &ex.heartbeat);
+  ex.heartbeat.data = &ex;
+  uv_prepare_init(ex.loop, &ex.flush);
+  ex.flush.data = &ex;
+  ex.connect_req.data = &ex;
+  int rc = uv_tcp_connect(&ex.connect_req, &ex.conn, (const struct sockaddr *)&addr, on_connect);
+  if (rc < 0) {
+    fprintf(stderr, "tl-executor %s: connect: %s\n", ex.id, uv_strerror(rc));
+    shut_down(&ex, 1);
+  }
+  uv_run(ex.loop, UV_RUN_DEFAULT);
+  for (size_t i = 0; i < ex.ncache; i++)
+    free(ex.cache[i].bytes);
+  free(ex.cache);
+  free(ex.pending);
+  tlc_buf_free(&ex.out);
+  tlc_decoder_fini(&ex.decoder);
+  uv_loop_close(ex.loop);
+  return ex.exit_code;
+}
