@@ -3,15 +3,21 @@
  * registers them in the ledger once they present the shared token, and runs the jobs given on
  * its command line: offers each executor its free cores, sends each task set's binary once per
  * executor, batches an offer round's launches into one LAUNCH frame and applies the executors'
- * batched STATUS frames. At the end it stops the executors, waits for their exits, checks that
- * the ledger drained and prints a summary.
+ * batched STATUS frames. A lost executor is reported in two phases: TL_LOSS_PENDING when its
+ * connection closes, the real reason from its process's exit status; a stopped one is caught by
+ * heartbeat expiry. At the end it stops the executors, waits for their exits, checks that the
+ * ledger drained and prints a summary.
  *
  *   tl-driver [--executors N] [--cores C] [--job KIND:M[,KIND:M]...]... [--port P]
  *             [--executor PATH]
  *             [--heartbeat-ms MS] [--timeout-s S] [--bench [--tasks N]] [--quiet]
+ *             [--heartbeat-timeout-ms MS] [--pending-loss-timeout-ms MS]
+ *             [--max-task-failures N] [--kill-executor-after N] [--external-kill-after N]
+ *             [--stop-executor-after N] [--expect-losses N] [--expect-job-failure]
  *
- * Exit status: 0 when every job succeeded, the ledger drained and no executor materialised a
- * task set's binary more than once; 1 otherwise; 2 for bad arguments.
+ * Exit status: 0 when every job succeeded (or, with --expect-job-failure, failed), the ledger
+ * drained, the expected losses happened and no executor materialised a task set's binary more
+ * than once; 1 otherwise; 2 for bad arguments.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -34,6 +40,7 @@
 #define LAUNCH_FRAME_MAX 16384   /* launches in one LAUNCH frame at most */
 #define REGISTER_TIMEOUT_MS 5000 /* a connection must register within this */
 #define BENCH_TASKS 100000       /* --bench's default size */
+#define FAULT_DELAY_MS 200       /* a fault flag acts at most this long after its count */
 #define LOG_LIMIT 20             /* refused updates logged one by one, then only counted */
 
 /* One stage of a job: one task set of ntasks tasks of one kind. */
@@ -44,6 +51,8 @@ typedef struct stage {
   tl_taskset_id taskset;       /* as tl_submit gave it; 0 until submitted */
   uint32_t succeeded;          /* task_ended with TL_END_SUCCESS */
   uint32_t failed_attempts;    /* task_ended with anything else */
+  uint32_t counted_failures;   /* of those, counted toward max_task_failures */
+  uint32_t zombie_finished;    /* attempts that succeeded after taskset_failed (zombie tasks) */
   bool failed;                 /* taskset_failed arrived */
   bool released;               /* taskset_released arrived */
 } stage;
@@ -74,6 +83,7 @@ typedef struct conn {
   struct driver *d;             /* the driver */
   struct conn *next;            /* the driver's list of connections */
   bool registered;              /* REGISTER passed: id is an executor of the ledger */
+  bool gone;                    /* the ledger removed it while connected: told to STOP */
   bool closing;                 /* uv_close was called */
   int handles_open;             /* handles not yet closed (tcp, timer): freed at 0 */
   char id[TL_ID_MAX];           /* the executor id, once registered */
@@ -93,6 +103,10 @@ typedef struct child {
   bool running;         /* spawned and its exit callback not yet run */
   int64_t exit_status;  /* as the exit callback gave it */
   int term_signal;      /* likewise */
+  bool exited;          /* the exit callback ran */
+  bool killed;          /* the driver killed it (TL_LOSS_KILLED, not caused by the app) */
+  bool stopped;         /* --stop-executor-after sent it SIGSTOP */
+  bool injected;        /* --external-kill-after killed it, as something outside would */
 } child;
 
 typedef struct driver {
@@ -123,13 +137,26 @@ typedef struct driver {
   uint64_t start_ns;               /* when the first executor registered */
   uint64_t end_ns;                 /* when the last job's last task set was released */
   uint64_t refused_updates;        /* tl_status_update errors */
-  uint64_t refused_conns;          /* connections closed for a protocol or registration fault */
-  uint64_t frames_in, frames_out;  /* frames received and sent */
-  uint64_t launched;               /* launches sent */
-  uint64_t binaries_sent;          /* TASKSET_BINARY frames sent */
-  tl_launch *launch_buf;           /* tl_resource_offers' output, launch_cap entries */
-  size_t launch_cap;               /* the most cores an executor has */
-  tlc_launch_item *items;          /* a LAUNCH frame's items, launch_cap entries */
+  uint64_t gone_frames;            /* frames of an executor the ledger removed (TL_EGONE) */
+  uint64_t losses[TL_LOSS_PENDING_TIMEOUT + 1]; /* reports by kind: first phases and real ones */
+  uint64_t tasks_finished;        /* task_ended with TL_END_SUCCESS, for the fault flags */
+  uint64_t kill_after;            /* --kill-executor-after N (0: none) */
+  uint64_t stop_after;            /* --stop-executor-after N (0: none) */
+  uint64_t external_kill_after;   /* --external-kill-after N (0: none) */
+  bool expect_failure;            /* --expect-job-failure */
+  uint64_t executors_lost;        /* executor_lost events */
+  uint64_t expect_losses;         /* --expect-losses N: executors lost (UINT64_MAX: any) */
+  uint64_t heartbeat_timeout_ms;  /* --heartbeat-timeout-ms */
+  uv_timer_t fault;               /* runs the fault a fault flag asks for */
+  bool fault_armed;               /* its count was reached: act at exec-1's next RUNNING */
+  uv_timer_t resume;              /* SIGCONTs the stopped executor after the heartbeat expiry */
+  uint64_t refused_conns;         /* connections closed for a protocol or registration fault */
+  uint64_t frames_in, frames_out; /* frames received and sent */
+  uint64_t launched;              /* launches sent */
+  uint64_t binaries_sent;         /* TASKSET_BINARY frames sent */
+  tl_launch *launch_buf;          /* tl_resource_offers' output, launch_cap entries */
+  size_t launch_cap;              /* the most cores an executor has */
+  tlc_launch_item *items;         /* a LAUNCH frame's items, launch_cap entries */
   /* What each executor reported last, kept after its connection closes, for the summary. */
   struct {
     char id[TL_ID_MAX];
@@ -191,9 +218,30 @@ static void keep_report(driver *d, conn *c) {
   d->nreports++;
 }
 
-/* Closes a connection. A registered executor that goes before STOP is reported lost (one phase,
- * TL_LOSS_PROCESS_LOST) so its tasks run elsewhere; the two-phase loss from the process's exit
- * status is the next piece of issue 6. */
+/* Reports a loss to the ledger and counts it by kind. */
+static void report_loss(driver *d, const char *id, const tl_loss_reason *reason) {
+  int rc = tl_executor_lost(d->s, id, reason);
+  if (rc < 0) {
+    fprintf(stderr, "tl-driver: tl_executor_lost %s: %s\n", id, tl_err_name(rc));
+    return;
+  }
+  d->losses[reason->kind]++;
+  logf_(d, "executor %s lost: %s", id, reason->message ? reason->message : "");
+}
+
+/* Whether the ledger holds id as an executor not yet removed; *state is its state. */
+static bool in_ledger(driver *d, const char *id, tl_executor_state *state) {
+  tl_executor_status es;
+  if (tl_executor_get(d->s, id, &es) < 0)
+    return false;
+  *state = es.state;
+  return true;
+}
+
+/* Closes a connection. A registered executor that goes before STOP, and that the ledger still
+ * holds, is reported TL_LOSS_PENDING: its attempts freeze until the real reason comes from its
+ * process's exit callback (on_child_exit), or, for an executor that is not our child, until
+ * pending_loss_timeout_ns. When the exit callback came first, the real reason is already in. */
 static void close_conn(conn *c, const char *why) {
   if (c->closing)
     return;
@@ -202,11 +250,11 @@ static void close_conn(conn *c, const char *why) {
   if (why)
     logf_(d, "closing connection%s%s: %s", c->registered ? " of " : "", c->id, why);
   keep_report(d, c);
-  if (c->registered && !d->stopping) {
-    tl_loss_reason reason = {.kind = TL_LOSS_PROCESS_LOST, .message = "connection closed"};
-    int rc = tl_executor_lost(d->s, c->id, &reason);
-    if (rc < 0)
-      fprintf(stderr, "tl-driver: tl_executor_lost %s: %s\n", c->id, tl_err_name(rc));
+  tl_executor_state state;
+  if (c->registered && !d->stopping && in_ledger(d, c->id, &state) &&
+      state != TL_EXECUTOR_PENDING_LOSS) {
+    tl_loss_reason reason = {.kind = TL_LOSS_PENDING, .message = "connection closed"};
+    report_loss(d, c->id, &reason);
   }
   uv_close((uv_handle_t *)&c->register_timer, on_conn_handle_closed);
   uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
@@ -272,6 +320,21 @@ static bool token_matches(const char *expected, tlc_view got) {
   return diff == 0;
 }
 
+/* A frame of an executor the ledger removed (heartbeat expiry while it was stopped): refused
+ * and counted; the executor is told to STOP, once. */
+static void refuse_gone(conn *c, const char *what) {
+  driver *d = c->d;
+  d->gone_frames++;
+  if (c->gone)
+    return;
+  c->gone = true;
+  fprintf(stderr, "tl-driver: %s from %s refused: %s (removed); sending STOP\n", what, c->id,
+          tl_err_name(TL_EGONE));
+  send_stop(c, "removed by the driver");
+}
+
+static void on_fault(uv_timer_t *t);
+
 static void handle_register(conn *c, const tlc_register *r) {
   driver *d = c->d;
   if (!token_matches(d->token, r->token)) {
@@ -316,8 +379,10 @@ static void handle_register(conn *c, const tlc_register *r) {
 /* Applies a STATUS frame update by update, then offers the executor its freed cores. */
 static void handle_status(conn *c, const tlc_status *st) {
   driver *d = c->d;
+  bool running = false;
   for (size_t i = 0; i < st->count; i++) {
     const tlc_status_item *it = &st->items[i];
+    running = running || it->state == TLC_TASK_RUNNING;
     tl_update u = {0};
     char text[TLC_TEXT_MAX + 1];
     memcpy(text, it->text.ptr ? (const char *)it->text.ptr : "", it->text.len);
@@ -341,10 +406,17 @@ static void handle_status(conn *c, const tlc_status *st) {
       break;
     }
     int rc = tl_status_update(d->s, c->id, it->tid, &u);
+    if (rc == TL_EGONE) {
+      d->refused_updates++;
+      refuse_gone(c, "status update");
+      continue;
+    }
     if (rc < 0 && d->refused_updates++ < LOG_LIMIT)
       fprintf(stderr, "tl-driver: update of task %" PRIu64 " from %s refused: %s\n", it->tid, c->id,
               tl_err_name(rc));
   }
+  if (d->fault_armed && running && !strcmp(c->id, d->children[0].id))
+    on_fault(&d->fault);
   offer(d, c);
 }
 
@@ -398,7 +470,9 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
       c->heartbeats++;
       if (!c->d->stopping) {
         int hb = tl_executor_heartbeat(c->d->s, c->id);
-        if (hb < 0)
+        if (hb == TL_EGONE)
+          refuse_gone(c, "heartbeat");
+        else if (hb < 0)
           fprintf(stderr, "tl-driver: heartbeat of %s: %s\n", c->id, tl_err_name(hb));
       }
       break;
@@ -561,14 +635,38 @@ static int submit_stage(driver *d, job *j, uint32_t k) {
   return 0;
 }
 
+static void inject_faults(driver *d);
+static void on_resume(uv_timer_t *t);
+
 static void cb_task_ended(void *ud, const tl_task_info *task, const tl_task_end *end) {
-  stage *st = stage_of(ud, task->taskset);
+  driver *d = ud;
+  stage *st = stage_of(d, task->taskset);
   if (!st)
     return;
-  if (end->kind == TL_END_SUCCESS)
+  if (end->kind == TL_END_SUCCESS) {
     st->succeeded++;
-  else
+    st->zombie_finished += st->failed;
+    d->tasks_finished++;
+    inject_faults(d);
+  } else {
     st->failed_attempts++;
+    if (end->counts_toward_failures)
+      st->counted_failures++;
+  }
+}
+
+/* Counts the executors lost (first reports: TL_LOSS_PENDING on a closed connection, or
+ * TL_LOSS_HEARTBEAT_TIMEOUT from tl_tick). A stopped executor that expired is resumed soon
+ * after, so that its frames come and are refused. */
+static void cb_executor_lost(void *ud, const char *id, const tl_loss_reason *reason) {
+  driver *d = ud;
+  d->executors_lost++;
+  if (reason->kind == TL_LOSS_HEARTBEAT_TIMEOUT) {
+    d->losses[reason->kind]++;
+    logf_(d, "executor %s lost: heartbeat timeout", id);
+    if (d->children[0].stopped && !strcmp(id, d->children[0].id))
+      uv_timer_start(&d->resume, on_resume, 100, 0);
+  }
 }
 
 static void cb_taskset_failed(void *ud, const tl_taskset_info *ts, const char *reason) {
@@ -631,17 +729,95 @@ static void on_child_exit(uv_process_t *p, int64_t exit_status, int term_signal)
   driver *d = p->loop->data;
   ch->exit_status = exit_status;
   ch->term_signal = term_signal;
+  ch->exited = true;
   d->children_running--;
   if (exit_status != 0 || term_signal != 0 || !d->stopping)
     logf_(d, "executor process %s exited: status %" PRId64 ", signal %d", ch->id, exit_status,
           term_signal);
+  /* The real reason, whether the connection closed already (the executor is PENDING_LOSS) or
+   * not yet (ALIVE: both phases at once; the close then finds it removed). Killed by the driver:
+   * TL_LOSS_KILLED, not the app's doing; otherwise TL_LOSS_EXITED, the app's doing unless the
+   * exit code is 0 (a signal counts as exit code 128 + signal, as a shell reports it). */
+  tl_executor_state state;
+  if (!d->stopping && !d->closed && in_ledger(d, ch->id, &state)) {
+    char msg[96];
+    tl_loss_reason r;
+    if (ch->killed) {
+      r = (tl_loss_reason){.kind = TL_LOSS_KILLED, .message = "killed by the driver"};
+    } else {
+      int code = term_signal ? 128 + term_signal : (int)exit_status;
+      snprintf(msg, sizeof msg, "exited with status %" PRId64 ", signal %d", exit_status,
+               term_signal);
+      r = (tl_loss_reason){
+          .kind = TL_LOSS_EXITED, .caused_by_app = code != 0, .exit_code = code, .message = msg};
+    }
+    report_loss(d, ch->id, &r);
+  }
   uv_close((uv_handle_t *)p, on_child_closed);
 }
 
+static void kill_child(child *ch, int signum) {
+  if (ch->running && !ch->exited && !uv_is_closing((uv_handle_t *)&ch->process)) {
+    if (signum == SIGKILL)
+      ch->killed = true;
+    uv_process_kill(&ch->process, signum);
+  }
+}
+
 static void kill_children(driver *d) {
-  for (uint32_t i = 0; i < d->nexecutors; i++)
-    if (d->children[i].running && !uv_is_closing((uv_handle_t *)&d->children[i].process))
-      uv_process_kill(&d->children[i].process, SIGKILL);
+  for (uint32_t i = 0; i < d->nexecutors; i++) {
+    kill_child(&d->children[i], SIGKILL);
+    kill_child(&d->children[i], SIGCONT); /* a stopped process dies only once continued */
+  }
+}
+
+static void on_resume(uv_timer_t *t) {
+  driver *d = t->data;
+  if (d->children[0].stopped) {
+    d->children[0].stopped = false;
+    logf_(d, "resuming %s (SIGCONT)", d->children[0].id);
+    kill_child(&d->children[0], SIGCONT);
+  }
+}
+
+/* --kill-executor-after, --external-kill-after and --stop-executor-after: once N tasks have
+ * finished, at the first STATUS frame from exec-1 that reports a task RUNNING (so that the loss
+ * finds attempts that reached RUNNING), or FAULT_DELAY_MS later at the latest, SIGKILL or
+ * SIGSTOP the first executor, once. An external kill is not recorded as the
+ * driver's: the exit callback reports it as something outside the driver (the OOM killer, an
+ * operator) would make it, TL_LOSS_EXITED with exit code 137, caused by the app. */
+static void on_fault(uv_timer_t *t) {
+  driver *d = t->data;
+  child *ch = &d->children[0];
+  if (!d->fault_armed)
+    return;
+  d->fault_armed = false;
+  uv_timer_stop(&d->fault);
+  if (d->closed || d->stopping || !ch->running || ch->exited)
+    return;
+  if (d->kill_after) {
+    logf_(d, "killing %s (SIGKILL)", ch->id);
+    kill_child(ch, SIGKILL);
+  } else if (d->external_kill_after) {
+    logf_(d, "killing %s (SIGKILL) as from outside the driver", ch->id);
+    ch->injected = true;
+    uv_process_kill(&ch->process, SIGKILL);
+  } else if (d->stop_after) {
+    logf_(d, "stopping %s (SIGSTOP)", ch->id);
+    ch->stopped = true;
+    uv_process_kill(&ch->process, SIGSTOP);
+  }
+}
+
+static void inject_faults(driver *d) {
+  uint64_t n = d->kill_after            ? d->kill_after
+               : d->external_kill_after ? d->external_kill_after
+                                        : d->stop_after;
+  if (n && d->tasks_finished == n) {
+    logf_(d, "%" PRIu64 " tasks finished: injecting the fault", n);
+    d->fault_armed = true;
+    uv_timer_start(&d->fault, on_fault, FAULT_DELAY_MS, 0);
+  }
 }
 
 static void on_uv_stopped(void *ud) { (void)ud; }
@@ -659,6 +835,8 @@ static void maybe_finish(driver *d) {
   uv_close((uv_handle_t *)&d->server, on_handle_closed);
   uv_close((uv_handle_t *)&d->revive, on_handle_closed);
   uv_close((uv_handle_t *)&d->deadline, on_handle_closed);
+  uv_close((uv_handle_t *)&d->resume, on_handle_closed);
+  uv_close((uv_handle_t *)&d->fault, on_handle_closed);
   uv_close((uv_handle_t *)&d->sigint, on_handle_closed);
   uv_close((uv_handle_t *)&d->sigterm, on_handle_closed);
 }
@@ -669,6 +847,7 @@ static void begin_stop(driver *d) {
     return;
   d->stopping = true;
   uv_idle_stop(&d->revive);
+  on_resume(&d->resume); /* a stopped executor must run to take its STOP */
   for (conn *c = d->conns; c; c = c->next) {
     if (c->registered && !c->closing)
       send_stop(c, d->gave_up ? "the driver gives up" : "all jobs done");
@@ -711,6 +890,10 @@ static void usage(void) {
           "usage: tl-driver [--executors N] [--cores C] [--job KIND:M[,KIND:M]...]... [--port P]\n"
           "                 [--executor PATH] [--heartbeat-ms MS] [--timeout-s S]\n"
           "                 [--bench [--tasks N]] [--quiet]\n"
+          "                 [--heartbeat-timeout-ms MS] [--pending-loss-timeout-ms MS]\n"
+          "                 [--max-task-failures N] [--kill-executor-after N]\n"
+          "                 [--external-kill-after N] [--stop-executor-after N]\n"
+          "                 [--expect-losses N] [--expect-job-failure]\n"
           "  KIND: noop | sleep:MS | spin:US | hash | crash; M tasks; a chain of stages runs in "
           "order\n");
   exit(2);
@@ -853,10 +1036,18 @@ int main(int argc, char **argv) {
   d.nexecutors = 2;
   d.cores = 4;
   d.heartbeat_ms = 1000;
+  d.heartbeat_timeout_ms = 5000;
+  d.expect_losses = UINT64_MAX;
+  uint64_t pending_loss_ms = 10000;
+  uint32_t max_task_failures = 0; /* 0: the library's default */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--bench")) {
       d.bench = true;
+      continue;
+    }
+    if (!strcmp(a, "--expect-job-failure")) {
+      d.expect_failure = true;
       continue;
     }
     if (!strcmp(a, "--quiet")) {
@@ -880,6 +1071,20 @@ int main(int argc, char **argv) {
       d.executor_path = v;
     else if (!strcmp(a, "--heartbeat-ms"))
       d.heartbeat_ms = parse_u64(v, 1, 3600000);
+    else if (!strcmp(a, "--heartbeat-timeout-ms"))
+      d.heartbeat_timeout_ms = parse_u64(v, 1, 3600000);
+    else if (!strcmp(a, "--pending-loss-timeout-ms"))
+      pending_loss_ms = parse_u64(v, 1, 3600000);
+    else if (!strcmp(a, "--max-task-failures"))
+      max_task_failures = (uint32_t)parse_u64(v, 1, 1000);
+    else if (!strcmp(a, "--kill-executor-after"))
+      d.kill_after = parse_u64(v, 1, UINT32_MAX);
+    else if (!strcmp(a, "--external-kill-after"))
+      d.external_kill_after = parse_u64(v, 1, UINT32_MAX);
+    else if (!strcmp(a, "--stop-executor-after"))
+      d.stop_after = parse_u64(v, 1, UINT32_MAX);
+    else if (!strcmp(a, "--expect-losses"))
+      d.expect_losses = parse_u64(v, 0, MAX_EXECUTORS);
     else if (!strcmp(a, "--timeout-s"))
       timeout_s = parse_u64(v, 1, 86400);
     else if (!strcmp(a, "--tasks"))
@@ -906,11 +1111,15 @@ int main(int argc, char **argv) {
   d.loop->data = &d;
   tl_config cfg;
   tl_config_init(&cfg);
-  cfg.heartbeat_timeout_ns = d.heartbeat_ms * 10 * UINT64_C(1000000);
+  cfg.heartbeat_timeout_ns = d.heartbeat_timeout_ms * UINT64_C(1000000);
+  cfg.pending_loss_timeout_ns = pending_loss_ms * UINT64_C(1000000);
+  if (max_task_failures)
+    cfg.max_task_failures = max_task_failures;
   tl_callbacks cb = {.ud = &d,
                      .task_ended = cb_task_ended,
                      .taskset_failed = cb_taskset_failed,
                      .taskset_released = cb_taskset_released,
+                     .executor_lost = cb_executor_lost,
                      .revive_offers = cb_revive_offers};
   if (tl_scheduler_new(&cfg, &cb, &d.s) < 0)
     die_oom();
@@ -940,6 +1149,10 @@ int main(int argc, char **argv) {
   uv_timer_init(d.loop, &d.deadline);
   d.deadline.data = &d;
   uv_timer_start(&d.deadline, on_deadline, timeout_s * 1000, 0);
+  uv_timer_init(d.loop, &d.resume);
+  uv_timer_init(d.loop, &d.fault);
+  d.fault.data = &d;
+  d.resume.data = &d;
   uv_signal_init(d.loop, &d.sigint);
   uv_signal_init(d.loop, &d.sigterm);
   d.sigint.data = d.sigterm.data = &d;
@@ -969,16 +1182,22 @@ int main(int argc, char **argv) {
     for (uint32_t k = 0; k < j->nstages; k++)
       job_ok = job_ok && j->stages[k].released && j->stages[k].succeeded == j->stages[k].ntasks;
     printf("job %zu: %s\n", i + 1, job_ok ? "succeeded" : "FAILED");
+    if (d.expect_failure) { /* expected: it failed, and every submitted stage was released */
+      job_ok = j->done && j->failed;
+      for (uint32_t k = 0; k < j->nstages; k++)
+        job_ok = job_ok && (j->stages[k].taskset == 0 || j->stages[k].released);
+      printf("  (expected to fail: %s)\n", job_ok ? "as expected" : "NOT AS EXPECTED");
+    }
     for (uint32_t k = 0; k < j->nstages; k++) {
       const stage *sg = &j->stages[k];
       tasks += sg->succeeded;
       printf("  stage %" PRIu32 ": %s x %" PRIu32 ": %s (%" PRIu32 " succeeded, %" PRIu32
-             " failed attempts)\n",
+             " failed attempts, %" PRIu32 " counted; %" PRIu32 " finished as zombies)\n",
              k + 1, sg->kind, sg->ntasks,
              sg->taskset == 0                                             ? "not submitted"
              : sg->released && !sg->failed && sg->succeeded == sg->ntasks ? "succeeded"
                                                                           : "FAILED",
-             sg->succeeded, sg->failed_attempts);
+             sg->succeeded, sg->failed_attempts, sg->counted_failures, sg->zombie_finished);
     }
     ok = ok && job_ok;
   }
@@ -1001,10 +1220,22 @@ int main(int argc, char **argv) {
   }
   for (uint32_t i = 0; i < d.nexecutors; i++)
     if (d.children[i].exit_status != 0 || d.children[i].term_signal != 0) {
-      printf("  %s: exit status %" PRId64 ", signal %d\n", d.children[i].id,
-             d.children[i].exit_status, d.children[i].term_signal);
-      ok = false;
+      printf("  %s: exit status %" PRId64 ", signal %d%s\n", d.children[i].id,
+             d.children[i].exit_status, d.children[i].term_signal,
+             d.children[i].killed && !d.gave_up ? " (killed by the driver)"
+             : d.children[i].injected           ? " (killed as from outside)"
+                                                : "");
+      ok = ok && (d.children[i].killed || d.children[i].injected) && !d.gave_up;
     }
+  printf("losses: %" PRIu64 " executors lost; reported: pending on close %" PRIu64
+         ", heartbeat timeout %" PRIu64 ", exited %" PRIu64 ", killed by the driver %" PRIu64
+         "; frames refused after removal (TL_EGONE): %" PRIu64 "\n",
+         d.executors_lost, d.losses[TL_LOSS_PENDING], d.losses[TL_LOSS_HEARTBEAT_TIMEOUT],
+         d.losses[TL_LOSS_EXITED], d.losses[TL_LOSS_KILLED], d.gone_frames);
+  if (d.expect_losses != UINT64_MAX && d.executors_lost != d.expect_losses) {
+    printf("expected %" PRIu64 " executors lost\n", d.expect_losses);
+    ok = false;
+  }
   printf("ledger: %zu attempts, %zu task sets, tl_check %s%s%s; refused: %" PRIu64
          " updates, %" PRIu64 " connections\n",
          st.attempts_running + st.attempts_frozen, tasksets, tl_err_name(check), check ? ": " : "",

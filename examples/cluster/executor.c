@@ -282,7 +282,8 @@ static void on_slept(uv_timer_t *t) {
   uv_close((uv_handle_t *)&task->timer, on_sleeping_closed);
 }
 
-/* Runs one launched task: inline, except `sleep`, which waits on a timer. */
+/* Runs one launched task: inline, except `sleep`, which waits on a timer and reports RUNNING
+ * first. */
 static void run_task(executor *ex, const tlc_launch_item *it) {
   uint64_t arg;
   if (kind_is(it->kind, "noop")) {
@@ -310,6 +311,7 @@ static void run_task(executor *ex, const tlc_launch_item *it) {
     uv_timer_init(ex->loop, &task->timer);
     task->timer.data = task;
     uv_timer_start(&task->timer, on_slept, arg, 0);
+    report(ex, it->tid, TLC_TASK_RUNNING, 0, ""); /* a task that takes time says it runs */
   } else if (kind_is(it->kind, "crash")) {
     fprintf(stderr, "tl-executor %s: task %" PRIu64 " crashes the process\n", ex->id, it->tid);
     exit(CRASH_EXIT_CODE);
