@@ -17,8 +17,8 @@
  * tids, ids and pointers made by the library, and names given by the runtime (executor, host,
  * rack and pool names): none comes from an adversary, so speed matters more than resistance to
  * chosen collisions. An 8-byte key (a tid, a pointer) is one load and the mixer; an id of under
- * 16 bytes is two or three words. uthash's own default (Jenkins' one-at-a-time-per-12-bytes)
- * cost a tenth of a task's lifecycle. */
+ * 16 bytes is two or three words. uthash's own default (Bob Jenkins' lookup2, twelve bytes a
+ * round) cost a tenth of a task's lifecycle. */
 static inline uint64_t tl__hash_mix(uint64_t h) {
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdull;
