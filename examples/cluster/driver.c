@@ -14,6 +14,7 @@
  *             [--heartbeat-timeout-ms MS] [--pending-loss-timeout-ms MS]
  *             [--max-task-failures N] [--kill-executor-after N] [--external-kill-after N]
  *             [--stop-executor-after N] [--expect-losses N] [--expect-job-failure]
+ *             [--register-timeout-ms MS] [--bad-client MODE]...
  *
  * Exit status: 0 when every job succeeded (or, with --expect-job-failure, failed), the ledger
  * drained, the expected losses happened and no executor materialised a task set's binary more
@@ -38,7 +39,8 @@
 #define TOKEN_BYTES 32           /* random bytes of a generated token (hex-encoded) */
 #define READ_CHUNK 65536         /* bytes of a connection's read buffer */
 #define LAUNCH_FRAME_MAX 16384   /* launches in one LAUNCH frame at most */
-#define REGISTER_TIMEOUT_MS 5000 /* a connection must register within this */
+#define REGISTER_TIMEOUT_MS 5000 /* a connection must register within this (default) */
+#define MAX_BAD_CLIENTS 16       /* --bad-client options at most */
 #define BENCH_TASKS 100000       /* --bench's default size */
 #define FAULT_DELAY_MS 200       /* a fault flag acts at most this long after its count */
 #define LOG_LIMIT 20             /* refused updates logged one by one, then only counted */
@@ -109,6 +111,30 @@ typedef struct child {
   bool injected;        /* --external-kill-after killed it, as something outside would */
 } child;
 
+/* The bad-client modes of tl-badclient, and what the driver must refuse each one for. */
+typedef enum bad_mode {
+  BAD_WRONG_TOKEN,    /* REGISTER with a wrong token: closed */
+  BAD_GARBAGE,        /* a frame of version 0xff: closed, TLC_EVERSION */
+  BAD_OVERSIZED,      /* a length prefix over TLC_FRAME_MAX: closed, TLC_ETOOBIG */
+  BAD_DUPLICATE_ID,   /* REGISTER as exec-1, alive: closed, TL_EEXIST */
+  BAD_FOREIGN_STATUS, /* a STATUS for exec-1's task: refused by the ledger, TL_EOWNER */
+  BAD_SILENT,         /* nothing: closed by the registration timeout */
+  BAD_NMODES
+} bad_mode;
+
+static const char *const bad_mode_names[BAD_NMODES] = {
+    "wrong-token", "garbage", "oversized", "duplicate-id", "foreign-status", "silent"};
+
+/* One spawned tl-badclient process (--bad-client). */
+typedef struct bad_child {
+  uv_process_t process; /* data is this record */
+  bad_mode mode;
+  bool running;        /* spawned and its handle not yet closed */
+  bool exited;         /* the exit callback ran */
+  int64_t exit_status; /* as the exit callback gave it */
+  int term_signal;     /* likewise */
+} bad_child;
+
 typedef struct driver {
   uv_loop_t *loop;             /* the one loop */
   tl_scheduler *s;             /* the ledger */
@@ -151,6 +177,18 @@ typedef struct driver {
   bool fault_armed;               /* its count was reached: act at exec-1's next RUNNING */
   uv_timer_t resume;              /* SIGCONTs the stopped executor after the heartbeat expiry */
   uint64_t refused_conns;         /* connections closed for a protocol or registration fault */
+  uint64_t refused_token;         /* of those: REGISTER with a wrong token */
+  uint64_t refused_dup;           /* REGISTER refused by tl_executor_add (TL_EEXIST) */
+  uint64_t refused_timeout;       /* no REGISTER within the registration timeout */
+  uint64_t refused_frame[16];     /* a frame the decoder refused, by -TLC_E* code */
+  uint64_t refused_owner;         /* status updates refused with TL_EOWNER */
+  uint64_t register_timeout_ms;   /* --register-timeout-ms */
+  bad_child bad[MAX_BAD_CLIENTS]; /* --bad-client: nbad of them, spawned once all registered */
+  uint32_t nbad;                  /* --bad-client options */
+  bool bad_spawned;               /* spawn_bad_clients ran */
+  tl_tid exec1_tid;               /* the first tid launched on exec-1: foreign-status's target */
+  size_t max_alive;               /* the most executors ALIVE in the ledger, sampled at each
+                                     refusal and at each bad client's exit */
   uint64_t frames_in, frames_out; /* frames received and sent */
   uint64_t launched;              /* launches sent */
   uint64_t binaries_sent;         /* TASKSET_BINARY frames sent */
@@ -183,8 +221,18 @@ static void logf_(driver *d, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* Samples the ledger's ALIVE executors, for the bad-client test. */
+static void sample_alive(driver *d) {
+  tl_stats st;
+  tl_stats_get(d->s, &st);
+  if (st.executors_alive > d->max_alive)
+    d->max_alive = st.executors_alive;
+}
+
 static void offer(driver *d, conn *c);
 static void begin_stop(driver *d);
+static void spawn_bad_clients(driver *d);
+static void give_up(driver *d, const char *why);
 static void maybe_finish(driver *d);
 
 /* ---------------------------------------------------------------------------------------------
@@ -339,6 +387,8 @@ static void handle_register(conn *c, const tlc_register *r) {
   driver *d = c->d;
   if (!token_matches(d->token, r->token)) {
     d->refused_conns++;
+    d->refused_token++;
+    sample_alive(d);
     close_conn(c, "REGISTER with a wrong token");
     return;
   }
@@ -351,6 +401,8 @@ static void handle_register(conn *c, const tlc_register *r) {
   int rc = tl_executor_add(d->s, &desc);
   if (rc < 0) {
     d->refused_conns++;
+    d->refused_dup += rc == TL_EEXIST;
+    sample_alive(d);
     char why[128];
     snprintf(why, sizeof why, "REGISTER of %s refused: %s", id, tl_err_name(rc));
     close_conn(c, why);
@@ -374,6 +426,8 @@ static void handle_register(conn *c, const tlc_register *r) {
     d->start_ns = uv_hrtime();
   logf_(d, "executor %s registered (%s, %" PRIu32 " cores)", id, host, r->cores);
   offer(d, c);
+  if (d->registered == d->nexecutors)
+    spawn_bad_clients(d);
 }
 
 /* Applies a STATUS frame update by update, then offers the executor its freed cores. */
@@ -411,6 +465,10 @@ static void handle_status(conn *c, const tlc_status *st) {
       refuse_gone(c, "status update");
       continue;
     }
+    if (rc == TL_EOWNER) {
+      d->refused_owner++;
+      sample_alive(d);
+    }
     if (rc < 0 && d->refused_updates++ < LOG_LIMIT)
       fprintf(stderr, "tl-driver: update of task %" PRIu64 " from %s refused: %s\n", it->tid, c->id,
               tl_err_name(rc));
@@ -443,6 +501,9 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
       char why[96];
       snprintf(why, sizeof why, "bad frame: %s", tlc_err_name(rc));
       c->d->refused_conns++;
+      if (-rc < 16)
+        c->d->refused_frame[-rc]++;
+      sample_alive(c->d);
       close_conn(c, why);
       return;
     }
@@ -493,6 +554,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
 static void on_register_timeout(uv_timer_t *t) {
   conn *c = t->data;
   c->d->refused_conns++;
+  c->d->refused_timeout++;
+  sample_alive(c->d);
   close_conn(c, "no REGISTER in time");
 }
 
@@ -520,7 +583,7 @@ static void on_connection(uv_stream_t *server, int status) {
     return;
   }
   uv_tcp_nodelay(&c->tcp, 1);
-  uv_timer_start(&c->register_timer, on_register_timeout, REGISTER_TIMEOUT_MS, 0);
+  uv_timer_start(&c->register_timer, on_register_timeout, d->register_timeout_ms, 0);
   uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
@@ -550,6 +613,8 @@ static void offer(driver *d, conn *c) {
     fprintf(stderr, "tl-driver: tl_resource_offers: %s\n", tl_err_name(rc));
     return;
   }
+  if (n > 0 && d->exec1_tid == 0 && !strcmp(c->id, d->children[0].id))
+    d->exec1_tid = d->launch_buf[0].tid;
   size_t nitems = 0;
   for (size_t i = 0; i < n; i++) {
     const tl_launch *l = &d->launch_buf[i];
@@ -769,6 +834,71 @@ static void kill_children(driver *d) {
     kill_child(&d->children[i], SIGKILL);
     kill_child(&d->children[i], SIGCONT); /* a stopped process dies only once continued */
   }
+  for (uint32_t i = 0; i < d->nbad; i++)
+    if (d->bad[i].running && !d->bad[i].exited && !uv_is_closing((uv_handle_t *)&d->bad[i].process))
+      uv_process_kill(&d->bad[i].process, SIGKILL);
+}
+
+static void on_bad_closed(uv_handle_t *h) {
+  bad_child *b = h->data;
+  b->running = false;
+  maybe_finish(h->loop->data);
+}
+
+static void on_bad_exit(uv_process_t *p, int64_t exit_status, int term_signal) {
+  bad_child *b = p->data;
+  driver *d = p->loop->data;
+  b->exited = true;
+  b->exit_status = exit_status;
+  b->term_signal = term_signal;
+  if (!d->stopping)
+    sample_alive(d);
+  logf_(d, "bad client %s exited: status %" PRId64 ", signal %d", bad_mode_names[b->mode],
+        exit_status, term_signal);
+  uv_close((uv_handle_t *)p, on_bad_closed);
+}
+
+/* --bad-client: once every executor registered, spawn the tl-badclient next to the executor
+ * binary once per option, with the port, the mode and what the mode needs (exec-1's id, a tid
+ * running on exec-1); the token is in the environment they inherit. */
+static void spawn_bad_clients(driver *d) {
+  if (d->bad_spawned || d->nbad == 0)
+    return;
+  d->bad_spawned = true;
+  char path[4096];
+  const char *slash = strrchr(d->executor_path, '/');
+  size_t dir = slash ? (size_t)(slash - d->executor_path) + 1 : 0;
+  if (dir + sizeof "tl-badclient" > sizeof path) {
+    give_up(d, "the executor's path is too long");
+    return;
+  }
+  memcpy(path, d->executor_path, dir);
+  strcpy(path + dir, "tl-badclient");
+  char port[16], tid[24];
+  snprintf(port, sizeof port, "%d", d->port);
+  snprintf(tid, sizeof tid, "%" PRIu64, d->exec1_tid);
+  for (uint32_t i = 0; i < d->nbad; i++) {
+    bad_child *b = &d->bad[i];
+    char *args[] = {path, "--port", port, (char *)bad_mode_names[b->mode], NULL, NULL};
+    if (b->mode == BAD_DUPLICATE_ID)
+      args[4] = d->children[0].id;
+    else if (b->mode == BAD_FOREIGN_STATUS)
+      args[4] = tid;
+    uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE},
+                                     {.flags = UV_INHERIT_FD, .data.fd = 1},
+                                     {.flags = UV_INHERIT_FD, .data.fd = 2}};
+    uv_process_options_t opt = {
+        .exit_cb = on_bad_exit, .file = path, .args = args, .stdio_count = 3, .stdio = stdio};
+    b->process.data = b;
+    int rc = uv_spawn(d->loop, &b->process, &opt);
+    if (rc < 0) {
+      fprintf(stderr, "tl-driver: spawn %s: %s\n", path, uv_strerror(rc));
+      give_up(d, "could not spawn a bad client");
+      return;
+    }
+    b->running = true;
+    logf_(d, "bad client %s spawned", bad_mode_names[b->mode]);
+  }
 }
 
 static void on_resume(uv_timer_t *t) {
@@ -828,6 +958,9 @@ static void maybe_finish(driver *d) {
     return;
   for (uint32_t i = 0; i < d->nexecutors; i++)
     if (d->children[i].running)
+      return;
+  for (uint32_t i = 0; i < d->nbad; i++)
+    if (d->bad[i].running)
       return;
   d->closed = true;
   tl_uv_stop(d->uv, on_uv_stopped, NULL);
@@ -894,6 +1027,8 @@ static void usage(void) {
           "                 [--max-task-failures N] [--kill-executor-after N]\n"
           "                 [--external-kill-after N] [--stop-executor-after N]\n"
           "                 [--expect-losses N] [--expect-job-failure]\n"
+          "                 [--register-timeout-ms MS] [--bad-client MODE]...\n"
+          "  MODE: wrong-token | garbage | oversized | duplicate-id | foreign-status | silent\n"
           "  KIND: noop | sleep:MS | spin:US | hash | crash; M tasks; a chain of stages runs in "
           "order\n");
   exit(2);
@@ -1037,6 +1172,7 @@ int main(int argc, char **argv) {
   d.cores = 4;
   d.heartbeat_ms = 1000;
   d.heartbeat_timeout_ms = 5000;
+  d.register_timeout_ms = REGISTER_TIMEOUT_MS;
   d.expect_losses = UINT64_MAX;
   uint64_t pending_loss_ms = 10000;
   uint32_t max_task_failures = 0; /* 0: the library's default */
@@ -1085,7 +1221,18 @@ int main(int argc, char **argv) {
       d.stop_after = parse_u64(v, 1, UINT32_MAX);
     else if (!strcmp(a, "--expect-losses"))
       d.expect_losses = parse_u64(v, 0, MAX_EXECUTORS);
-    else if (!strcmp(a, "--timeout-s"))
+    else if (!strcmp(a, "--register-timeout-ms"))
+      d.register_timeout_ms = parse_u64(v, 1, 3600000);
+    else if (!strcmp(a, "--bad-client")) {
+      if (d.nbad == MAX_BAD_CLIENTS)
+        usage();
+      int m = 0;
+      while (m < BAD_NMODES && strcmp(v, bad_mode_names[m]) != 0)
+        m++;
+      if (m == BAD_NMODES)
+        usage();
+      d.bad[d.nbad++].mode = (bad_mode)m;
+    } else if (!strcmp(a, "--timeout-s"))
       timeout_s = parse_u64(v, 1, 86400);
     else if (!strcmp(a, "--tasks"))
       bench_tasks = (uint32_t)parse_u64(v, 1, 10000000);
@@ -1240,6 +1387,39 @@ int main(int argc, char **argv) {
          " updates, %" PRIu64 " connections\n",
          st.attempts_running + st.attempts_frozen, tasksets, tl_err_name(check), check ? ": " : "",
          why, d.refused_updates, d.refused_conns);
+  if (d.nbad > 0) { /* --bad-client: each refused for its reason, none changed the ledger */
+    uint64_t want[BAD_NMODES] = {0};
+    uint32_t clean_exits = 0;
+    for (uint32_t i = 0; i < d.nbad; i++) {
+      want[d.bad[i].mode]++;
+      clean_exits += d.bad[i].exited && d.bad[i].exit_status == 0 && d.bad[i].term_signal == 0;
+    }
+    uint64_t got[BAD_NMODES] = {d.refused_token,
+                                d.refused_frame[-TLC_EVERSION],
+                                d.refused_frame[-TLC_ETOOBIG],
+                                d.refused_dup,
+                                d.refused_owner,
+                                d.refused_timeout};
+    bool as_expected = d.bad_spawned && clean_exits == d.nbad;
+    for (int m = 0; m < BAD_NMODES; m++)
+      as_expected = as_expected && got[m] == want[m];
+    /* Only a foreign-status client registers (that is its point); it is offered nothing. */
+    uint64_t frames_refused = 0;
+    for (int k = 0; k < 16; k++)
+      frames_refused += d.refused_frame[k];
+    as_expected = as_expected && frames_refused == got[BAD_GARBAGE] + got[BAD_OVERSIZED] &&
+                  d.refused_conns == d.nbad - want[BAD_FOREIGN_STATUS] &&
+                  d.max_alive <= d.nexecutors + want[BAD_FOREIGN_STATUS] &&
+                  d.registered == d.nexecutors + want[BAD_FOREIGN_STATUS];
+    printf("bad clients: %" PRIu32 " spawned, %" PRIu32 " exited 0; refused: wrong token %" PRIu64
+           ", TLC_EVERSION %" PRIu64 ", TLC_ETOOBIG %" PRIu64 ", TL_EEXIST %" PRIu64
+           ", TL_EOWNER %" PRIu64 ", no REGISTER in time %" PRIu64
+           "; executors alive at most %zu; %s\n",
+           d.bad_spawned ? d.nbad : 0, clean_exits, got[BAD_WRONG_TOKEN], got[BAD_GARBAGE],
+           got[BAD_OVERSIZED], got[BAD_DUPLICATE_ID], got[BAD_FOREIGN_STATUS], got[BAD_SILENT],
+           d.max_alive, as_expected ? "as expected" : "NOT AS EXPECTED");
+    ok = ok && as_expected;
+  }
   tl_scheduler_free(d.s); /* hands back any payload still held (a failed run) */
   free(d.launch_buf);
   free(d.items);
