@@ -641,6 +641,8 @@ typedef struct tl_stats {
   uint64_t excluded_offers;      /* offers from executors excluded for the application */
   uint64_t tasksets_unschedulable_aborted; /* task sets aborted because no executor may run
                                               one of their tasks */
+  uint64_t pending_loss_timeouts; /* pending losses that pending_loss_timeout_ns ended
+                                     (TL_LOSS_PENDING_TIMEOUT: no second phase came) */
 } tl_stats;
 
 /* A consistent snapshot. s NULL: *out is zeroed. */

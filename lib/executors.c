@@ -412,6 +412,7 @@ uint64_t tl__executors_tick(struct tl_scheduler *s, uint64_t now) {
       break;
     if (lose(s, ex, &reason, NULL, pending_timeout_message) != TL_OK)
       return 0;
+    s->totals.pending_loss_timeouts++;
   }
   if (s->cfg.tombstone_ttl_ns != 0) {
     while (!tl__list_empty(&s->tombstone_order)) {

@@ -124,7 +124,8 @@ const char *tlt_loss_name(tl_loss_kind kind) {
   XX(tasksets_with_failures)                                                                       \
   XX(tasksets_unschedulable)                                                                       \
   XX(excluded_offers)                                                                              \
-  XX(tasksets_unschedulable_aborted)
+  XX(tasksets_unschedulable_aborted)                                                               \
+  XX(pending_loss_timeouts)
 
 static void stats_compare(const tl_stats *a, const tl_stats *b, const char *what, bool memory) {
 #define TLT_CMP(field)                                                                             \

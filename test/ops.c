@@ -249,7 +249,7 @@ typedef struct tlo_run {
 
   /* The totals of tl_stats. */
   uint64_t launched, succeeded, failed_count, killed, stale, rejected_updates, rejected_offers,
-      executors_lost, tasksets_released;
+      executors_lost, tasksets_released, pending_loss_timeouts;
 
   mevent *q; /* expected events: q[qhead .. qlen) */
   size_t qhead, qlen, qcap;
@@ -1733,6 +1733,7 @@ static void compare_all(tlo_run *r, bool top) {
   CMP(r, "stats.rejected_offers", st.rejected_offers, r->rejected_offers);
   CMP(r, "stats.executors_lost", st.executors_lost, r->executors_lost);
   CMP(r, "stats.tasksets_released", st.tasksets_released, r->tasksets_released);
+  CMP(r, "stats.pending_loss_timeouts", st.pending_loss_timeouts, r->pending_loss_timeouts);
   size_t xexecs = 0, xnodes = 0, xsets = 0, xwaiting = 0;
   for (unsigned s = 0; s < NSLOTS; s++)
     for (uint32_t g = 0; g < r->ngen[s]; g++)
@@ -2786,6 +2787,7 @@ static void do_tick(tlo_run *r) {
       break;
     remove_executor(r, head, TL_LOSS_PENDING_TIMEOUT, true,
                     "No loss reason arrived within the pending-loss timeout.");
+    r->pending_loss_timeouts++;
   }
   if (r->cfg.tombstone_ttl_ns != 0) {
     for (unsigned s = 0; s < NSLOTS; s++)

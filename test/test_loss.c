@@ -92,6 +92,7 @@ START_TEST(second_phase_ends_frozen_attempts_and_retries_their_indices) {
   ck_assert_uint_eq(st.tombstones, 1);
   ck_assert_uint_eq(st.failed, 2);
   ck_assert_uint_eq(st.executors_lost, 1);
+  ck_assert_uint_eq(st.pending_loss_timeouts, 0); /* the second phase came by a call */
   tl_taskset_status t = tlt_ts(e, ts);
   ck_assert_uint_eq(t.running, 0);
   ck_assert_uint_eq(t.frozen, 0);
@@ -234,7 +235,11 @@ START_TEST(pending_loss_ends_by_timeout_in_tick) {
   tlt_advance_tick(e, 3 * TLT_SEC - 1);
   ck_assert_uint_eq(tlt_ex(e, "e1").frozen, 2);
   ck_assert_str_eq(tlt_seq_all(e, mark), "");
+  ck_assert_uint_eq(tlt_stats(e).pending_loss_timeouts, 0);
   tlt_advance_tick(e, 2);
+  /* Only the count in tl_stats says that the timeout, not a second call, ended it. */
+  ck_assert_uint_eq(tlt_stats(e).pending_loss_timeouts, 1);
+  ck_assert_uint_eq(tlt_stats(e).executors_lost, 1);
   /* The second phase with TL_LOSS_PENDING_TIMEOUT, caused by the app. */
   ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_LOST), 0);
   ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_ENDED), 2);
