@@ -11,6 +11,11 @@
  *   foreign-status TID  REGISTER correctly as a new executor, then a STATUS (FINISHED) for TID,
  *                       a task it was never given; then wait for STOP
  *   silent              connect and send nothing
+ *   unknown-message     a frame of message type 0x42, which does not exist
+ *   truncated           a REGISTER frame whose length prefix is one byte short of the message
+ *   early-frame         a HEARTBEAT before REGISTER
+ *   second-register     REGISTER correctly as a new executor, then REGISTER again
+ *   driver-message      REGISTER correctly as a new executor, then a LAUNCH (a driver's message)
  *
  * The token is TL_CLUSTER_TOKEN, which the driver puts in its children's environment.
  * Exit status: 0 when the driver closed the connection without sending a frame (or, for
@@ -36,7 +41,8 @@
 static void usage(void) __attribute__((noreturn));
 static void usage(void) {
   fprintf(stderr, "usage: tl-badclient --port P wrong-token | garbage | oversized | "
-                  "duplicate-id ID | foreign-status TID | silent\n");
+                  "duplicate-id ID | foreign-status TID | silent | unknown-message | truncated |\n"
+                  "       early-frame | second-register | driver-message\n");
   exit(2);
 }
 
@@ -170,6 +176,38 @@ int main(int argc, char **argv) {
     if (rc == 0)
       rc = send_msg(fd, &st);
     allow_stop = 1;
+  } else if (!strcmp(mode, "unknown-message")) {
+    static const uint8_t u[] = {2, 0, 0, 0, TLC_PROTO_VERSION, 0x42};
+    rc = send_all(fd, u, sizeof u);
+  } else if (!strcmp(mode, "truncated")) {
+    tlc_msg m = {.type = TLC_MSG_REGISTER,
+                 .u.reg = {tlc_str("bad-truncated"), tlc_str("127.0.0.1"), 1, tlc_str(token)}};
+    tlc_buf b;
+    tlc_buf_init(&b);
+    rc = tlc_encode(&b, &m);
+    if (rc == 0) { /* the length prefix (little-endian u32) one less, the last byte dropped */
+      uint32_t n = (uint32_t)b.data[0] | (uint32_t)b.data[1] << 8 | (uint32_t)b.data[2] << 16 |
+                   (uint32_t)b.data[3] << 24;
+      n--;
+      for (int i = 0; i < 4; i++)
+        b.data[i] = (uint8_t)(n >> (8 * i));
+      rc = send_all(fd, b.data, b.len - 1);
+    }
+    tlc_buf_free(&b);
+  } else if (!strcmp(mode, "early-frame")) {
+    tlc_msg hb = {.type = TLC_MSG_HEARTBEAT, .u.heartbeat = {.seq = 0, .binaries = 0}};
+    rc = send_msg(fd, &hb);
+  } else if (!strcmp(mode, "second-register")) {
+    rc = send_register(fd, "bad-second", token);
+    if (rc == 0)
+      rc = send_register(fd, "bad-second", token);
+  } else if (!strcmp(mode, "driver-message")) {
+    tlc_launch_item it = {.tid = 1, .taskset_id = 1, .index = 0, .attempt = 0,
+                          .kind = tlc_str("noop")};
+    tlc_msg launch = {.type = TLC_MSG_LAUNCH, .u.launch = {1, &it}};
+    rc = send_register(fd, "bad-driver-msg", token);
+    if (rc == 0)
+      rc = send_msg(fd, &launch);
   } else if (strcmp(mode, "silent") != 0) {
     usage();
   }

@@ -4,13 +4,15 @@
  * its command line: offers each executor its free cores, sends each task set's binary once per
  * executor, batches an offer round's launches into one LAUNCH frame and applies the executors'
  * batched STATUS frames. A lost executor is reported in two phases: TL_LOSS_PENDING when its
- * connection closes, the real reason from its process's exit status; a stopped one is caught by
- * heartbeat expiry. At the end it stops the executors, waits for their exits, checks that the
- * ledger drained and prints a summary.
+ * connection closes, the real reason from its process's exit status (or, for an executor it did
+ * not spawn, the pending-loss timeout); a stopped one is caught by heartbeat expiry. At the end
+ * it stops the executors, waits for their exits, checks that the ledger drained and prints a
+ * summary.
  *
- *   tl-driver [--executors N] [--cores C] [--job KIND:M[,KIND:M]...]... [--port P]
- *             [--executor PATH]
+ *   tl-driver [--executors N] [--accept N] [--cores C] [--job KIND:M[,KIND:M]...]...
+ *             [--listen ADDR] [--port P] [--token-file PATH] [--executor PATH]
  *             [--heartbeat-ms MS] [--timeout-s S] [--bench [--tasks N]] [--quiet]
+ *             [--progress] [--progress-ms MS] [--kill-on-job-failure]
  *             [--heartbeat-timeout-ms MS] [--pending-loss-timeout-ms MS]
  *             [--max-task-failures N] [--kill-executor-after N] [--external-kill-after N]
  *             [--stop-executor-after N] [--expect-losses N] [--expect-job-failure]
@@ -27,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <uv.h>
 
@@ -44,6 +47,8 @@
 #define BENCH_TASKS 100000       /* --bench's default size */
 #define FAULT_DELAY_MS 200       /* a fault flag acts at most this long after its count */
 #define LOG_LIMIT 20             /* refused updates logged one by one, then only counted */
+#define PROGRESS_MS 500          /* the progress line's period (default) */
+#define CRASH_EXIT_CODE 42       /* tl-executor's exit status after a `crash` task */
 
 /* One stage of a job: one task set of ntasks tasks of one kind. */
 typedef struct stage {
@@ -54,6 +59,7 @@ typedef struct stage {
   uint32_t succeeded;          /* task_ended with TL_END_SUCCESS */
   uint32_t failed_attempts;    /* task_ended with anything else */
   uint32_t counted_failures;   /* of those, counted toward max_task_failures */
+  uint32_t killed;             /* of those, ended TL_END_KILLED (--kill-on-job-failure) */
   uint32_t zombie_finished;    /* attempts that succeeded after taskset_failed (zombie tasks) */
   bool failed;                 /* taskset_failed arrived */
   bool released;               /* taskset_released arrived */
@@ -86,6 +92,7 @@ typedef struct conn {
   struct conn *next;            /* the driver's list of connections */
   bool registered;              /* REGISTER passed: id is an executor of the ledger */
   bool gone;                    /* the ledger removed it while connected: told to STOP */
+  bool violated;                /* closed for a protocol fault after it registered */
   bool closing;                 /* uv_close was called */
   int handles_open;             /* handles not yet closed (tcp, timer): freed at 0 */
   char id[TL_ID_MAX];           /* the executor id, once registered */
@@ -119,11 +126,17 @@ typedef enum bad_mode {
   BAD_DUPLICATE_ID,   /* REGISTER as exec-1, alive: closed, TL_EEXIST */
   BAD_FOREIGN_STATUS, /* a STATUS for exec-1's task: refused by the ledger, TL_EOWNER */
   BAD_SILENT,         /* nothing: closed by the registration timeout */
+  BAD_UNKNOWN,        /* a frame of an unknown message type: closed, TLC_ETYPE */
+  BAD_TRUNCATED,      /* a REGISTER frame one byte short: closed, TLC_ETRUNCATED */
+  BAD_EARLY,          /* a HEARTBEAT before REGISTER: closed */
+  BAD_SECOND,         /* REGISTER, then REGISTER again: closed, its executor removed */
+  BAD_DRIVER_MSG,     /* REGISTER, then a LAUNCH (the driver's message): closed, removed */
   BAD_NMODES
 } bad_mode;
 
 static const char *const bad_mode_names[BAD_NMODES] = {
-    "wrong-token", "garbage", "oversized", "duplicate-id", "foreign-status", "silent"};
+    "wrong-token",    "garbage", "oversized",       "duplicate-id",  "foreign-status", "silent",
+    "unknown-message", "truncated", "early-frame", "second-register", "driver-message"};
 
 /* One spawned tl-badclient process (--bad-client). */
 typedef struct bad_child {
@@ -145,8 +158,12 @@ typedef struct driver {
   uv_signal_t sigint, sigterm; /* stop the children and give up */
   char token[2 * TOKEN_BYTES + 1]; /* the shared token, NUL-terminated */
   const char *executor_path;       /* the tl-executor binary */
+  const char *listen_host;         /* the address listened on (--listen) */
+  const char *connect_host;        /* the address the spawned executors connect to */
   int port;                        /* the port listened on */
   uint32_t nexecutors;             /* processes to spawn */
+  uint32_t accept;                 /* --accept: executors started elsewhere to wait for */
+  bool offering;                   /* nexecutors + accept registered: offers are made */
   uint32_t cores;                  /* cores each registers with */
   uint64_t heartbeat_ms;           /* the executors' heartbeat period */
   bool quiet;                      /* no log lines but errors */
@@ -160,7 +177,7 @@ typedef struct driver {
   bool stopping;                   /* STOP sent: waiting for the executors to go */
   bool gave_up;                    /* the deadline or a signal ended the run */
   bool closed;                     /* everything is closing: no more offers */
-  uint64_t start_ns;               /* when the first executor registered */
+  uint64_t start_ns;               /* when offers began: every expected executor registered */
   uint64_t end_ns;                 /* when the last job's last task set was released */
   uint64_t refused_updates;        /* tl_status_update errors */
   uint64_t gone_frames;            /* frames of an executor the ledger removed (TL_EGONE) */
@@ -182,6 +199,10 @@ typedef struct driver {
   uint64_t refused_timeout;       /* no REGISTER within the registration timeout */
   uint64_t refused_frame[16];     /* a frame the decoder refused, by -TLC_E* code */
   uint64_t refused_owner;         /* status updates refused with TL_EOWNER */
+  uint64_t refused_early;         /* a frame before REGISTER */
+  uint64_t refused_second;        /* a second REGISTER */
+  uint64_t refused_unexpected;    /* a message an executor may not send (LAUNCH, KILL, ...) */
+  uint64_t violations;            /* of the refused: registered executors, removed for it */
   uint64_t register_timeout_ms;   /* --register-timeout-ms */
   bad_child bad[MAX_BAD_CLIENTS]; /* --bad-client: nbad of them, spawned once all registered */
   uint32_t nbad;                  /* --bad-client options */
@@ -191,6 +212,17 @@ typedef struct driver {
                                      refusal and at each bad client's exit */
   uint64_t frames_in, frames_out; /* frames received and sent */
   uint64_t launched;              /* launches sent */
+  uint64_t retries;               /* of those, attempts after the first of their task */
+  uint64_t kills_sent;            /* KILL frames sent (kill_task) */
+  bool kill_on_failure;           /* --kill-on-job-failure */
+  bool has_crash;                 /* some stage runs `crash` tasks: exit 42 is expected */
+  /* --progress: a line on stderr every progress_ms while the jobs run */
+  bool progress;                  /* on */
+  bool progress_tty;              /* stderr is a terminal: rewrite one line */
+  uint64_t progress_ms;           /* its period */
+  uv_timer_t progress_timer;      /* prints it */
+  uint64_t progress_done, progress_ns; /* tasks done and the time at the last line */
+  uint64_t total_tasks;           /* of every stage of every job */
   uint64_t binaries_sent;         /* TASKSET_BINARY frames sent */
   tl_launch *launch_buf;          /* tl_resource_offers' output, launch_cap entries */
   size_t launch_cap;              /* the most cores an executor has */
@@ -289,7 +321,9 @@ static bool in_ledger(driver *d, const char *id, tl_executor_state *state) {
 /* Closes a connection. A registered executor that goes before STOP, and that the ledger still
  * holds, is reported TL_LOSS_PENDING: its attempts freeze until the real reason comes from its
  * process's exit callback (on_child_exit), or, for an executor that is not our child, until
- * pending_loss_timeout_ns. When the exit callback came first, the real reason is already in. */
+ * pending_loss_timeout_ns. When the exit callback came first, the real reason is already in.
+ * One the driver closes for a protocol fault (c->violated) has a known reason at once: the
+ * driver dropped it, TL_LOSS_KILLED, not the app's doing; its tasks run elsewhere now. */
 static void close_conn(conn *c, const char *why) {
   if (c->closing)
     return;
@@ -302,6 +336,9 @@ static void close_conn(conn *c, const char *why) {
   if (c->registered && !d->stopping && in_ledger(d, c->id, &state) &&
       state != TL_EXECUTOR_PENDING_LOSS) {
     tl_loss_reason reason = {.kind = TL_LOSS_PENDING, .message = "connection closed"};
+    if (c->violated)
+      reason = (tl_loss_reason){.kind = TL_LOSS_KILLED,
+                                .message = "closed by the driver for a protocol fault"};
     report_loss(d, c->id, &reason);
   }
   uv_close((uv_handle_t *)&c->register_timer, on_conn_handle_closed);
@@ -358,6 +395,21 @@ static void send_stop(conn *c, const char *reason) {
   send_out(c);
 }
 
+/* Closes a connection for a protocol or registration fault; *counter counts its kind. A
+ * registered executor closed so is removed from the ledger (close_conn). */
+static void refuse_conn(conn *c, uint64_t *counter, const char *why) {
+  driver *d = c->d;
+  d->refused_conns++;
+  if (counter)
+    (*counter)++;
+  if (c->registered) {
+    c->violated = true;
+    d->violations++;
+  }
+  sample_alive(d);
+  close_conn(c, why);
+}
+
 /* Compares the whole of both tokens whatever they hold: the time taken depends only on the
  * length of the expected token. */
 static bool token_matches(const char *expected, tlc_view got) {
@@ -386,10 +438,7 @@ static void on_fault(uv_timer_t *t);
 static void handle_register(conn *c, const tlc_register *r) {
   driver *d = c->d;
   if (!token_matches(d->token, r->token)) {
-    d->refused_conns++;
-    d->refused_token++;
-    sample_alive(d);
-    close_conn(c, "REGISTER with a wrong token");
+    refuse_conn(c, &d->refused_token, "REGISTER with a wrong token");
     return;
   }
   char id[TL_ID_MAX], host[TL_HOST_MAX];
@@ -400,12 +449,9 @@ static void handle_register(conn *c, const tlc_register *r) {
   tl_executor_desc desc = {.id = id, .host = host, .cores = r->cores};
   int rc = tl_executor_add(d->s, &desc);
   if (rc < 0) {
-    d->refused_conns++;
-    d->refused_dup += rc == TL_EEXIST;
-    sample_alive(d);
     char why[128];
     snprintf(why, sizeof why, "REGISTER of %s refused: %s", id, tl_err_name(rc));
-    close_conn(c, why);
+    refuse_conn(c, rc == TL_EEXIST ? &d->refused_dup : NULL, why);
     return;
   }
   memcpy(c->id, id, sizeof id);
@@ -422,12 +468,17 @@ static void handle_register(conn *c, const tlc_register *r) {
     d->items = it;
     d->launch_cap = r->cores;
   }
-  if (d->registered++ == 0)
-    d->start_ns = uv_hrtime();
+  d->registered++;
   logf_(d, "executor %s registered (%s, %" PRIu32 " cores)", id, host, r->cores);
-  offer(d, c);
-  if (d->registered == d->nexecutors)
+  if (d->offering) {
+    offer(d, c);
+  } else if (d->registered == d->nexecutors + d->accept) { /* everyone came: offers begin */
+    d->offering = true;
+    d->start_ns = uv_hrtime();
+    for (conn *o = d->conns; o; o = o->next)
+      offer(d, o);
     spawn_bad_clients(d);
+  }
 }
 
 /* Applies a STATUS frame update by update, then offers the executor its freed cores. */
@@ -500,11 +551,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     if (rc < 0) {
       char why[96];
       snprintf(why, sizeof why, "bad frame: %s", tlc_err_name(rc));
-      c->d->refused_conns++;
-      if (-rc < 16)
-        c->d->refused_frame[-rc]++;
-      sample_alive(c->d);
-      close_conn(c, why);
+      refuse_conn(c, -rc < 16 ? &c->d->refused_frame[-rc] : NULL, why);
       return;
     }
     data += used;
@@ -513,15 +560,13 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
       continue;
     c->d->frames_in++;
     if (!c->registered && msg.type != TLC_MSG_REGISTER) {
-      c->d->refused_conns++;
-      close_conn(c, "a frame before REGISTER");
+      refuse_conn(c, &c->d->refused_early, "a frame before REGISTER");
       return;
     }
     switch (msg.type) {
     case TLC_MSG_REGISTER:
       if (c->registered) {
-        c->d->refused_conns++;
-        close_conn(c, "a second REGISTER");
+        refuse_conn(c, &c->d->refused_second, "a second REGISTER");
         return;
       }
       handle_register(c, &msg.u.reg);
@@ -543,8 +588,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     default: {
       char why[96];
       snprintf(why, sizeof why, "unexpected %s", tlc_msg_type_name(msg.type));
-      c->d->refused_conns++;
-      close_conn(c, why);
+      refuse_conn(c, &c->d->refused_unexpected, why);
       return;
     }
     }
@@ -553,10 +597,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
 
 static void on_register_timeout(uv_timer_t *t) {
   conn *c = t->data;
-  c->d->refused_conns++;
-  c->d->refused_timeout++;
-  sample_alive(c->d);
-  close_conn(c, "no REGISTER in time");
+  refuse_conn(c, &c->d->refused_timeout, "no REGISTER in time");
 }
 
 static void on_connection(uv_stream_t *server, int status) {
@@ -601,7 +642,7 @@ static bool binary_sent(conn *c, tl_taskset_id id) {
 /* Offers one executor its free cores and sends what launched: each task set's binary the first
  * time it runs there, then the launches in LAUNCH frames of up to LAUNCH_FRAME_MAX. */
 static void offer(driver *d, conn *c) {
-  if (d->closed || d->stopping || !c->registered || c->closing)
+  if (d->closed || d->stopping || !d->offering || !c->registered || c->closing)
     return;
   tl_executor_status es;
   if (tl_executor_get(d->s, c->id, &es) < 0 || es.state != TL_EXECUTOR_ALIVE || es.free_cores == 0)
@@ -619,6 +660,7 @@ static void offer(driver *d, conn *c) {
   for (size_t i = 0; i < n; i++) {
     const tl_launch *l = &d->launch_buf[i];
     stage_binary *b = l->payload;
+    d->retries += l->attempt > 0;
     if (!binary_sent(c, l->taskset)) {
       if (nitems > 0) { /* launches already batched go first, keeping the order simple */
         tlc_msg m = {.type = TLC_MSG_LAUNCH, .u.launch = {nitems, d->items}};
@@ -702,6 +744,8 @@ static int submit_stage(driver *d, job *j, uint32_t k) {
 
 static void inject_faults(driver *d);
 static void on_resume(uv_timer_t *t);
+static void check_starved(driver *d);
+static void end_progress(driver *d);
 
 static void cb_task_ended(void *ud, const tl_task_info *task, const tl_task_end *end) {
   driver *d = ud;
@@ -715,9 +759,26 @@ static void cb_task_ended(void *ud, const tl_task_info *task, const tl_task_end 
     inject_faults(d);
   } else {
     st->failed_attempts++;
+    st->killed += end->kind == TL_END_KILLED;
     if (end->counts_toward_failures)
       st->counted_failures++;
   }
+}
+
+/* tl_kill_stage asks for an attempt to be killed: a KILL frame to its executor, if it is still
+ * connected (if not, the attempt ends with the executor's loss). */
+static void cb_kill_task(void *ud, tl_tid tid, const char *executor_id, bool interrupt,
+                         const char *reason) {
+  driver *d = ud;
+  for (conn *c = d->conns; c; c = c->next)
+    if (c->registered && !c->closing && !strcmp(c->id, executor_id)) {
+      tlc_msg m = {.type = TLC_MSG_KILL,
+                   .u.kill = {.tid = tid, .interrupt = interrupt, .reason = tlc_str(reason)}};
+      encode(c, &m);
+      send_out(c);
+      d->kills_sent++;
+      return;
+    }
 }
 
 /* Counts the executors lost (first reports: TL_LOSS_PENDING on a closed connection, or
@@ -740,6 +801,14 @@ static void cb_taskset_failed(void *ud, const tl_taskset_info *ts, const char *r
   if (st)
     st->failed = true;
   fprintf(stderr, "tl-driver: task set %" PRIu64 " failed: %s\n", ts->id, reason);
+  /* --kill-on-job-failure: the job is lost, so its running attempts are not worth finishing
+   * (Spark's DAG scheduler kills them when it fails a job). They end KILLED, and the zombie
+   * task set is released as soon as they have. */
+  if (st && d->kill_on_failure) {
+    int rc = tl_kill_stage(d->s, ts->stage_id, true, "the job failed");
+    if (rc < 0)
+      fprintf(stderr, "tl-driver: tl_kill_stage %" PRIu32 ": %s\n", ts->stage_id, tl_err_name(rc));
+  }
 }
 
 /* A stage's task set is gone: the next stage is submitted if it succeeded, else the job fails;
@@ -783,6 +852,20 @@ static void cb_revive_offers(void *ud) {
 
 static void on_handle_closed(uv_handle_t *h) { (void)h; }
 
+/* Without --accept nothing but the spawned executors can run the jobs: once every one of them
+ * has exited and the ledger holds no executor that can take tasks, the jobs cannot finish, so
+ * the run gives up now instead of waiting for --timeout-s (say, every executor died of `crash`
+ * tasks whose failures did not yet reach max_task_failures). With --accept the driver waits:
+ * executors started elsewhere may still come. */
+static void check_starved(driver *d) {
+  if (d->accept > 0 || d->stopping || d->closed || d->children_running > 0)
+    return;
+  tl_stats st;
+  tl_stats_get(d->s, &st);
+  if (st.executors_alive + st.executors_decommissioning == 0)
+    give_up(d, "no executor is left to run the jobs");
+}
+
 static void on_child_closed(uv_handle_t *h) {
   child *ch = h->data;
   ch->running = false;
@@ -819,6 +902,7 @@ static void on_child_exit(uv_process_t *p, int64_t exit_status, int term_signal)
     report_loss(d, ch->id, &r);
   }
   uv_close((uv_handle_t *)p, on_child_closed);
+  check_starved(d);
 }
 
 static void kill_child(child *ch, int signum) {
@@ -972,12 +1056,42 @@ static void maybe_finish(driver *d) {
   uv_close((uv_handle_t *)&d->fault, on_handle_closed);
   uv_close((uv_handle_t *)&d->sigint, on_handle_closed);
   uv_close((uv_handle_t *)&d->sigterm, on_handle_closed);
+  uv_close((uv_handle_t *)&d->progress_timer, on_handle_closed);
+}
+
+/* --progress: tasks done of all, executors alive, and the rate since the last line. On a
+ * terminal the line is rewritten in place; otherwise each is a line of its own. */
+static void print_progress(driver *d, bool last) {
+  uint64_t done = 0, now = uv_hrtime();
+  for (size_t i = 0; i < d->njobs; i++)
+    for (uint32_t k = 0; k < d->jobs[i].nstages; k++)
+      done += d->jobs[i].stages[k].succeeded;
+  tl_stats st;
+  tl_stats_get(d->s, &st);
+  double secs = (double)(now - d->progress_ns) / 1e9;
+  double rate = secs > 0 && d->offering ? (double)(done - d->progress_done) / secs : 0;
+  d->progress_done = done;
+  d->progress_ns = now;
+  fprintf(stderr, "%sprogress: %" PRIu64 "/%" PRIu64 " tasks, %zu executors alive, %.0f tasks/s%s",
+          d->progress_tty ? "\r" : "", done, d->total_tasks, st.executors_alive, rate,
+          d->progress_tty ? (last ? "\033[K\n" : "\033[K") : "\n");
+}
+
+static void on_progress(uv_timer_t *t) { print_progress(t->data, false); }
+
+/* The last progress line, once: the jobs are over or the run gives up. */
+static void end_progress(driver *d) {
+  if (!d->progress || !uv_is_active((uv_handle_t *)&d->progress_timer))
+    return;
+  uv_timer_stop(&d->progress_timer);
+  print_progress(d, true);
 }
 
 /* Every job is over (or the run gave up): STOP every executor and wait for them to go. */
 static void begin_stop(driver *d) {
   if (d->stopping)
     return;
+  end_progress(d);
   d->stopping = true;
   uv_idle_stop(&d->revive);
   on_resume(&d->resume); /* a stopped executor must run to take its STOP */
@@ -993,6 +1107,7 @@ static void begin_stop(driver *d) {
 }
 
 static void give_up(driver *d, const char *why) {
+  end_progress(d);
   fprintf(stderr, "tl-driver: giving up: %s\n", why);
   d->gave_up = true;
   if (d->stopping) { /* already stopping: the executors do not go, so make them */
@@ -1020,15 +1135,17 @@ static void on_signal(uv_signal_t *s, int signum) {
 static void usage(void) __attribute__((noreturn));
 static void usage(void) {
   fprintf(stderr,
-          "usage: tl-driver [--executors N] [--cores C] [--job KIND:M[,KIND:M]...]... [--port P]\n"
-          "                 [--executor PATH] [--heartbeat-ms MS] [--timeout-s S]\n"
-          "                 [--bench [--tasks N]] [--quiet]\n"
+          "usage: tl-driver [--executors N] [--accept N] [--cores C] [--job KIND:M[,KIND:M]...]...\n"
+          "                 [--listen ADDR] [--port P] [--token-file PATH] [--executor PATH]\n"
+          "                 [--heartbeat-ms MS] [--timeout-s S] [--bench [--tasks N]] [--quiet]\n"
+          "                 [--progress] [--progress-ms MS] [--kill-on-job-failure]\n"
           "                 [--heartbeat-timeout-ms MS] [--pending-loss-timeout-ms MS]\n"
           "                 [--max-task-failures N] [--kill-executor-after N]\n"
           "                 [--external-kill-after N] [--stop-executor-after N]\n"
           "                 [--expect-losses N] [--expect-job-failure]\n"
           "                 [--register-timeout-ms MS] [--bad-client MODE]...\n"
-          "  MODE: wrong-token | garbage | oversized | duplicate-id | foreign-status | silent\n"
+          "  MODE: wrong-token | garbage | oversized | duplicate-id | foreign-status | silent |\n"
+          "        unknown-message | truncated | early-frame | second-register | driver-message\n"
           "  KIND: noop | sleep:MS | spin:US | hash | crash; M tasks; a chain of stages runs in "
           "order\n");
   exit(2);
@@ -1094,9 +1211,37 @@ static void parse_job(driver *d, const char *spec) {
     usage();
 }
 
-/* The token: TL_CLUSTER_TOKEN, or TOKEN_BYTES from /dev/urandom, hex-encoded, put in the
- * environment the executors inherit. */
-static void make_token(driver *d) {
+/* Reads a token file into buf (len bytes, NUL included): its first line, without the line end;
+ * it must not be empty. Exits with status 2 when it cannot be read or is too long. */
+static void read_token_file(const char *path, char *buf, size_t len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "tl-driver: cannot open the token file %s\n", path);
+    exit(2);
+  }
+  size_t n = fread(buf, 1, len, f);
+  fclose(f);
+  size_t end = 0;
+  while (end < n && buf[end] != '\n' && buf[end] != '\r')
+    end++;
+  if (end == 0 || end == len) {
+    fprintf(stderr, "tl-driver: the token file %s is empty or longer than %zu bytes\n", path,
+            len - 1);
+    exit(2);
+  }
+  buf[end] = '\0';
+}
+
+/* The token: from --token-file, else TL_CLUSTER_TOKEN, else TOKEN_BYTES from /dev/urandom,
+ * hex-encoded; put in the environment the executors inherit (never on their command line,
+ * where ps would show it). */
+static void make_token(driver *d, const char *token_file) {
+  if (token_file) {
+    read_token_file(token_file, d->token, sizeof d->token);
+    if (setenv("TL_CLUSTER_TOKEN", d->token, 1) != 0)
+      die_oom();
+    return;
+  }
   const char *env = getenv("TL_CLUSTER_TOKEN");
   if (env) {
     if (strlen(env) > 2 * TOKEN_BYTES) {
@@ -1134,14 +1279,25 @@ static const char *default_executor_path(void) {
 
 static int spawn_children(driver *d) {
   char port[16], cores[16], hb[24];
+  char *host = (char *)d->connect_host;
   snprintf(port, sizeof port, "%d", d->port);
   snprintf(cores, sizeof cores, "%" PRIu32, d->cores);
   snprintf(hb, sizeof hb, "%" PRIu64, d->heartbeat_ms);
   for (uint32_t i = 0; i < d->nexecutors; i++) {
     child *ch = &d->children[i];
     snprintf(ch->id, sizeof ch->id, "exec-%" PRIu32, i + 1);
-    char *args[] = {(char *)d->executor_path, "--port", port, "--id", ch->id, "--cores", cores,
-                    "--heartbeat-ms",         hb,       NULL};
+    char *args[] = {(char *)d->executor_path,
+                    "--host",
+                    host,
+                    "--port",
+                    port,
+                    "--id",
+                    ch->id,
+                    "--cores",
+                    cores,
+                    "--heartbeat-ms",
+                    hb,
+                    NULL};
     uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE},
                                      {.flags = UV_INHERIT_FD, .data.fd = 1},
                                      {.flags = UV_INHERIT_FD, .data.fd = 2}};
@@ -1165,6 +1321,7 @@ static int spawn_children(driver *d) {
 int main(int argc, char **argv) {
   static driver d; /* large: static */
   const char *host = "127.0.0.1";
+  const char *token_file = NULL;
   uint64_t timeout_s = 60;
   uint32_t bench_tasks = BENCH_TASKS;
   bool executors_given = false, cores_given = false; /* --bench keeps what is given */
@@ -1190,12 +1347,28 @@ int main(int argc, char **argv) {
       d.quiet = true;
       continue;
     }
+    if (!strcmp(a, "--progress")) {
+      d.progress = true;
+      continue;
+    }
+    if (!strcmp(a, "--kill-on-job-failure")) {
+      d.kill_on_failure = true;
+      continue;
+    }
     if (i + 1 >= argc)
       usage();
     const char *v = argv[++i];
     if (!strcmp(a, "--executors")) {
-      d.nexecutors = (uint32_t)parse_u64(v, 1, MAX_EXECUTORS);
+      d.nexecutors = (uint32_t)parse_u64(v, 0, MAX_EXECUTORS);
       executors_given = true;
+    } else if (!strcmp(a, "--accept")) {
+      d.accept = (uint32_t)parse_u64(v, 0, MAX_EXECUTORS);
+    } else if (!strcmp(a, "--listen")) {
+      host = v;
+    } else if (!strcmp(a, "--token-file")) {
+      token_file = v;
+    } else if (!strcmp(a, "--progress-ms")) {
+      d.progress_ms = parse_u64(v, 1, 3600000);
     } else if (!strcmp(a, "--cores")) {
       d.cores = (uint32_t)parse_u64(v, 1, 4096);
       cores_given = true;
@@ -1248,11 +1421,21 @@ int main(int argc, char **argv) {
     d.jobs[0].stages[0] = (stage){.job = &d.jobs[0], .kind = "noop", .ntasks = bench_tasks};
     d.njobs = 1;
   }
-  if (d.njobs == 0)
+  if (d.njobs == 0 || d.nexecutors + d.accept == 0)
     usage();
   if (!d.executor_path)
     d.executor_path = default_executor_path();
-  make_token(&d);
+  make_token(&d, token_file);
+  for (size_t i = 0; i < d.njobs; i++)
+    for (uint32_t k = 0; k < d.jobs[i].nstages; k++) {
+      d.total_tasks += d.jobs[i].stages[k].ntasks;
+      d.has_crash = d.has_crash || !strcmp(d.jobs[i].stages[k].kind, "crash");
+    }
+  /* Shown by default on a terminal; --progress forces it, --quiet silences the default. */
+  d.progress_tty = isatty(2);
+  d.progress = d.progress || (d.progress_tty && !d.quiet);
+  if (!d.progress_ms)
+    d.progress_ms = PROGRESS_MS;
 
   d.loop = uv_default_loop();
   d.loop->data = &d;
@@ -1267,28 +1450,41 @@ int main(int argc, char **argv) {
                      .taskset_failed = cb_taskset_failed,
                      .taskset_released = cb_taskset_released,
                      .executor_lost = cb_executor_lost,
-                     .revive_offers = cb_revive_offers};
+                     .revive_offers = cb_revive_offers,
+                     .kill_task = cb_kill_task};
   if (tl_scheduler_new(&cfg, &cb, &d.s) < 0)
     die_oom();
   if (tl_uv_start(d.s, d.loop, &d.uv) < 0)
     die_oom();
 
-  struct sockaddr_in addr;
-  uv_ip4_addr(host, d.port, &addr);
+  /* --listen: an IPv4 or IPv6 address. The spawned executors connect to it, or to the
+   * loopback address of its family when it is the wildcard. */
+  struct sockaddr_storage addr;
+  bool v6 = false;
+  if (uv_ip4_addr(host, d.port, (struct sockaddr_in *)&addr) != 0) {
+    if (uv_ip6_addr(host, d.port, (struct sockaddr_in6 *)&addr) != 0) {
+      fprintf(stderr, "tl-driver: --listen %s is not an IPv4 or IPv6 address\n", host);
+      return 2;
+    }
+    v6 = true;
+  }
+  d.listen_host = host;
+  d.connect_host = !strcmp(host, "0.0.0.0") ? "127.0.0.1" : !strcmp(host, "::") ? "::1" : host;
   uv_tcp_init(d.loop, &d.server);
   d.server.data = &d;
   int rc = uv_tcp_bind(&d.server, (const struct sockaddr *)&addr, 0);
   if (rc == 0)
     rc = uv_listen((uv_stream_t *)&d.server, 128, on_connection);
   if (rc < 0) {
-    fprintf(stderr, "tl-driver: listen on %s:%d: %s\n", host, d.port, uv_strerror(rc));
+    fprintf(stderr, "tl-driver: listen on %s port %d: %s\n", host, d.port, uv_strerror(rc));
     return 1;
   }
   struct sockaddr_storage bound;
   int blen = sizeof bound;
   uv_tcp_getsockname(&d.server, (struct sockaddr *)&bound, &blen);
-  d.port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
-  printf("listening on %s:%d\n", host, d.port);
+  d.port = v6 ? ntohs(((struct sockaddr_in6 *)&bound)->sin6_port)
+              : ntohs(((struct sockaddr_in *)&bound)->sin_port);
+  printf(v6 ? "listening on [%s]:%d\n" : "listening on %s:%d\n", host, d.port);
   fflush(stdout);
 
   uv_idle_init(d.loop, &d.revive);
@@ -1305,6 +1501,12 @@ int main(int argc, char **argv) {
   d.sigint.data = d.sigterm.data = &d;
   uv_signal_start(&d.sigint, on_signal, SIGINT);
   uv_signal_start(&d.sigterm, on_signal, SIGTERM);
+  uv_timer_init(d.loop, &d.progress_timer);
+  d.progress_timer.data = &d;
+  if (d.progress) {
+    d.progress_ns = uv_hrtime();
+    uv_timer_start(&d.progress_timer, on_progress, d.progress_ms, d.progress_ms);
+  }
 
   for (size_t i = 0; i < d.njobs; i++)
     if (submit_stage(&d, &d.jobs[i], 0) < 0)
@@ -1339,12 +1541,14 @@ int main(int argc, char **argv) {
       const stage *sg = &j->stages[k];
       tasks += sg->succeeded;
       printf("  stage %" PRIu32 ": %s x %" PRIu32 ": %s (%" PRIu32 " succeeded, %" PRIu32
-             " failed attempts, %" PRIu32 " counted; %" PRIu32 " finished as zombies)\n",
+             " failed attempts, %" PRIu32 " counted; %" PRIu32 " finished as zombies, %" PRIu32
+             " killed)\n",
              k + 1, sg->kind, sg->ntasks,
              sg->taskset == 0                                             ? "not submitted"
              : sg->released && !sg->failed && sg->succeeded == sg->ntasks ? "succeeded"
                                                                           : "FAILED",
-             sg->succeeded, sg->failed_attempts, sg->counted_failures, sg->zombie_finished);
+             sg->succeeded, sg->failed_attempts, sg->counted_failures, sg->zombie_finished,
+             sg->killed);
     }
     ok = ok && job_ok;
   }
@@ -1367,18 +1571,25 @@ int main(int argc, char **argv) {
   }
   for (uint32_t i = 0; i < d.nexecutors; i++)
     if (d.children[i].exit_status != 0 || d.children[i].term_signal != 0) {
-      printf("  %s: exit status %" PRId64 ", signal %d%s\n", d.children[i].id,
-             d.children[i].exit_status, d.children[i].term_signal,
-             d.children[i].killed && !d.gave_up ? " (killed by the driver)"
-             : d.children[i].injected           ? " (killed as from outside)"
-                                                : "");
-      ok = ok && (d.children[i].killed || d.children[i].injected) && !d.gave_up;
+      const child *ch = &d.children[i];
+      bool crashed = d.has_crash && ch->term_signal == 0 && ch->exit_status == CRASH_EXIT_CODE;
+      printf("  %s: exit status %" PRId64 ", signal %d%s\n", ch->id, ch->exit_status,
+             ch->term_signal,
+             ch->killed && !d.gave_up ? " (killed by the driver)"
+             : ch->injected           ? " (killed as from outside)"
+             : crashed                ? " (a crash task)"
+                                      : "");
+      ok = ok && (ch->killed || ch->injected || crashed) && !d.gave_up;
     }
+  printf("attempts: %" PRIu64 " launched, %" PRIu64 " retries; KILL frames sent: %" PRIu64 "\n",
+         d.launched, d.retries, d.kills_sent);
   printf("losses: %" PRIu64 " executors lost; reported: pending on close %" PRIu64
          ", heartbeat timeout %" PRIu64 ", exited %" PRIu64 ", killed by the driver %" PRIu64
+         " (of which removed for a protocol fault %" PRIu64 "), pending-loss timeout %" PRIu64
          "; frames refused after removal (TL_EGONE): %" PRIu64 "\n",
          d.executors_lost, d.losses[TL_LOSS_PENDING], d.losses[TL_LOSS_HEARTBEAT_TIMEOUT],
-         d.losses[TL_LOSS_EXITED], d.losses[TL_LOSS_KILLED], d.gone_frames);
+         d.losses[TL_LOSS_EXITED], d.losses[TL_LOSS_KILLED], d.violations,
+         st.pending_loss_timeouts, d.gone_frames);
   if (d.expect_losses != UINT64_MAX && d.executors_lost != d.expect_losses) {
     printf("expected %" PRIu64 " executors lost\n", d.expect_losses);
     ok = false;
@@ -1387,6 +1598,13 @@ int main(int argc, char **argv) {
          " updates, %" PRIu64 " connections\n",
          st.attempts_running + st.attempts_frozen, tasksets, tl_err_name(check), check ? ": " : "",
          why, d.refused_updates, d.refused_conns);
+  printf("ledger stats: launched %" PRIu64 ", succeeded %" PRIu64 ", failed %" PRIu64
+         ", killed %" PRIu64 ", stale updates %" PRIu64 ", rejected updates %" PRIu64
+         ", executors lost %" PRIu64 ", task sets released %" PRIu64
+         "; executors alive %zu, tombstones %zu; memory %zu bytes in %zu blocks\n",
+         st.launched, st.succeeded, st.failed, st.killed, st.stale_updates, st.rejected_updates,
+         st.executors_lost, st.tasksets_released, st.executors_alive, st.tombstones,
+         st.mem_live_bytes, st.mem_live_blocks);
   if (d.nbad > 0) { /* --bad-client: each refused for its reason, none changed the ledger */
     uint64_t want[BAD_NMODES] = {0};
     uint32_t clean_exits = 0;
@@ -1399,7 +1617,12 @@ int main(int argc, char **argv) {
                                 d.refused_frame[-TLC_ETOOBIG],
                                 d.refused_dup,
                                 d.refused_owner,
-                                d.refused_timeout};
+                                d.refused_timeout,
+                                d.refused_frame[-TLC_ETYPE],
+                                d.refused_frame[-TLC_ETRUNCATED],
+                                d.refused_early,
+                                d.refused_second,
+                                d.refused_unexpected};
     bool as_expected = d.bad_spawned && clean_exits == d.nbad;
     for (int m = 0; m < BAD_NMODES; m++)
       as_expected = as_expected && got[m] == want[m];
@@ -1407,17 +1630,29 @@ int main(int argc, char **argv) {
     uint64_t frames_refused = 0;
     for (int k = 0; k < 16; k++)
       frames_refused += d.refused_frame[k];
-    as_expected = as_expected && frames_refused == got[BAD_GARBAGE] + got[BAD_OVERSIZED] &&
+    /* foreign-status, second-register and driver-message clients register correctly first;
+     * the last two are then removed for their fault (TL_LOSS_KILLED at once), and nothing
+     * else may have been. */
+    uint64_t registering = want[BAD_FOREIGN_STATUS] + want[BAD_SECOND] + want[BAD_DRIVER_MSG];
+    uint64_t removed = want[BAD_SECOND] + want[BAD_DRIVER_MSG];
+    as_expected = as_expected &&
+                  frames_refused == got[BAD_GARBAGE] + got[BAD_OVERSIZED] + got[BAD_UNKNOWN] +
+                                        got[BAD_TRUNCATED] &&
                   d.refused_conns == d.nbad - want[BAD_FOREIGN_STATUS] &&
-                  d.max_alive <= d.nexecutors + want[BAD_FOREIGN_STATUS] &&
-                  d.registered == d.nexecutors + want[BAD_FOREIGN_STATUS];
+                  d.max_alive <= d.nexecutors + d.accept + registering &&
+                  d.registered == d.nexecutors + d.accept + registering &&
+                  d.violations == removed && d.losses[TL_LOSS_KILLED] == removed;
     printf("bad clients: %" PRIu32 " spawned, %" PRIu32 " exited 0; refused: wrong token %" PRIu64
            ", TLC_EVERSION %" PRIu64 ", TLC_ETOOBIG %" PRIu64 ", TL_EEXIST %" PRIu64
-           ", TL_EOWNER %" PRIu64 ", no REGISTER in time %" PRIu64
+           ", TL_EOWNER %" PRIu64 ", no REGISTER in time %" PRIu64 ", TLC_ETYPE %" PRIu64
+           ", TLC_ETRUNCATED %" PRIu64 ", before REGISTER %" PRIu64 ", second REGISTER %" PRIu64
+           ", driver's message %" PRIu64 "; removed for a fault %" PRIu64
            "; executors alive at most %zu; %s\n",
            d.bad_spawned ? d.nbad : 0, clean_exits, got[BAD_WRONG_TOKEN], got[BAD_GARBAGE],
            got[BAD_OVERSIZED], got[BAD_DUPLICATE_ID], got[BAD_FOREIGN_STATUS], got[BAD_SILENT],
-           d.max_alive, as_expected ? "as expected" : "NOT AS EXPECTED");
+           got[BAD_UNKNOWN], got[BAD_TRUNCATED], got[BAD_EARLY], got[BAD_SECOND],
+           got[BAD_DRIVER_MSG], d.violations, d.max_alive,
+           as_expected ? "as expected" : "NOT AS EXPECTED");
     ok = ok && as_expected;
   }
   tl_scheduler_free(d.s); /* hands back any payload still held (a failed run) */

@@ -4,7 +4,10 @@
  * libuv loop, one thread.
  *
  *   TL_CLUSTER_TOKEN=... tl-executor --port PORT [--host ADDR] [--id ID] [--cores N]
- *                                    [--heartbeat-ms MS]
+ *                                    [--heartbeat-ms MS] [--token-file PATH]
+ *
+ * ADDR is the driver's IPv4 or IPv6 address (127.0.0.1). The token comes from --token-file (its
+ * first line) or TL_CLUSTER_TOKEN, never from the command line, where ps would show it.
  *
  * Exit status: 0 after STOP, 1 when the connection closed or broke without one, 2 for bad
  * arguments, 42 for a `crash` task.
@@ -57,9 +60,11 @@ typedef struct executor {
   uv_prepare_t flush;           /* sends the updates of the last iteration before polling */
   bool connected;               /* the connection was made */
   bool closing;                 /* everything is being closed */
+  bool crashing;                /* a `crash` task ran: exit once the writes are out */
   int exit_code;                /* 0 after STOP, 1 otherwise */
   const char *id;               /* as registered */
-  const char *token;            /* from TL_CLUSTER_TOKEN ("" if unset) */
+  const char *token;            /* from --token-file or TL_CLUSTER_TOKEN ("" if neither) */
+  char hostname[TLC_HOST_MAX + 1]; /* this machine's name, sent in REGISTER */
   uint32_t cores;               /* as registered */
   uint64_t heartbeat_ms;        /* the heartbeat period */
   uint64_t heartbeat_seq;       /* heartbeats sent */
@@ -108,6 +113,8 @@ static void on_written(uv_write_t *req, int status) {
   executor *ex = req->data;
   free(w->data);
   free(w);
+  if (ex->crashing && (status < 0 || uv_stream_get_write_queue_size((uv_stream_t *)&ex->conn) == 0))
+    exit(CRASH_EXIT_CODE);
   if (status < 0 && status != UV_ECANCELED) {
     fprintf(stderr, "tl-executor %s: write: %s\n", ex->id, uv_strerror(status));
     shut_down(ex, 1);
@@ -153,6 +160,7 @@ static void send_heartbeat(executor *ex) {
 }
 
 static void on_heartbeat(uv_timer_t *t) { send_heartbeat(t->data); }
+
 
 /* Encodes the updates collected so far into one STATUS frame (or several if huge). */
 static void flush_statuses(executor *ex) {
@@ -313,8 +321,15 @@ static void run_task(executor *ex, const tlc_launch_item *it) {
     uv_timer_start(&task->timer, on_slept, arg, 0);
     report(ex, it->tid, TLC_TASK_RUNNING, 0, ""); /* a task that takes time says it runs */
   } else if (kind_is(it->kind, "crash")) {
+    /* As a real task would, it says it runs before it brings the process down: the RUNNING
+     * update (and every update before it) is written before the exit, so that the driver sees
+     * an attempt that reached RUNNING, whose loss counts when the exit is the app's doing. */
+    report(ex, it->tid, TLC_TASK_RUNNING, 0, "");
     fprintf(stderr, "tl-executor %s: task %" PRIu64 " crashes the process\n", ex->id, it->tid);
-    exit(CRASH_EXIT_CODE);
+    ex->crashing = true;
+    flush_statuses(ex); /* on_written exits once everything is written */
+    if (ex->closing)    /* the write failed at once: nothing to wait for */
+      exit(CRASH_EXIT_CODE);
   } else {
     report(ex, it->tid, TLC_TASK_FAILED, 0, "unknown task kind");
   }
@@ -379,7 +394,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   }
   const uint8_t *data = (const uint8_t *)buf->base;
   size_t len = (size_t)nread;
-  while (len > 0 && !ex->closing) {
+  while (len > 0 && !ex->closing && !ex->crashing) {
     size_t used;
     tlc_msg msg;
     int rc = tlc_decoder_feed(&ex->decoder, data, len, &used, &msg);
@@ -397,7 +412,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
       cache_binary(ex, &msg.u.binary);
       break;
     case TLC_MSG_LAUNCH:
-      for (size_t i = 0; i < msg.u.launch.count; i++)
+      for (size_t i = 0; i < msg.u.launch.count && !ex->crashing; i++)
         run_task(ex, &msg.u.launch.items[i]);
       if (ex->npending >= STATUS_FLUSH)
         flush_statuses(ex);
@@ -428,7 +443,7 @@ static void on_connect(uv_connect_t *req, int status) {
   uv_tcp_nodelay(&ex->conn, 1);
   tlc_msg reg = {.type = TLC_MSG_REGISTER,
                  .u.reg = {.executor_id = tlc_str(ex->id),
-                           .host = tlc_str("127.0.0.1"),
+                           .host = tlc_str(ex->hostname),
                            .cores = ex->cores,
                            .token = tlc_str(ex->token)}};
   encode(ex, &reg);
@@ -440,7 +455,7 @@ static void on_connect(uv_connect_t *req, int status) {
 
 static void usage(void) {
   fprintf(stderr, "usage: TL_CLUSTER_TOKEN=... tl-executor --port PORT [--host ADDR] [--id ID]\n"
-                  "       [--cores N] [--heartbeat-ms MS]\n");
+                  "       [--cores N] [--heartbeat-ms MS] [--token-file PATH]\n");
   exit(2);
 }
 
@@ -456,6 +471,7 @@ int main(int argc, char **argv) {
   static executor ex; /* large (its read buffer): static */
   const char *host = "127.0.0.1";
   int port = -1;
+  const char *token_file = NULL;
   ex.id = "exec-1";
   ex.cores = 1;
   ex.heartbeat_ms = 1000;
@@ -473,20 +489,43 @@ int main(int argc, char **argv) {
       ex.cores = (uint32_t)parse_u64(argv[++i], 1, 1u << 20);
     else if (strcmp(argv[i], "--heartbeat-ms") == 0)
       ex.heartbeat_ms = parse_u64(argv[++i], 1, 3600000);
+    else if (strcmp(argv[i], "--token-file") == 0)
+      token_file = argv[++i];
     else
       usage();
   }
   size_t idlen = strlen(ex.id);
   if (port < 0 || idlen == 0 || idlen > TLC_ID_MAX)
     usage();
-  ex.token = getenv("TL_CLUSTER_TOKEN");
+  static char token_buf[TLC_TOKEN_MAX + 2];
+  if (token_file) {
+    FILE *f = fopen(token_file, "rb");
+    size_t n = f ? fread(token_buf, 1, sizeof token_buf - 1, f) : 0;
+    if (f)
+      fclose(f);
+    size_t end = 0;
+    while (end < n && token_buf[end] != '\n' && token_buf[end] != '\r')
+      end++;
+    token_buf[end] = '\0';
+    if (!f || end == 0) {
+      fprintf(stderr, "tl-executor: cannot read a token from %s\n", token_file);
+      return 2;
+    }
+    ex.token = token_buf;
+  } else {
+    ex.token = getenv("TL_CLUSTER_TOKEN");
+  }
   if (!ex.token)
     ex.token = "";
   if (strlen(ex.token) > TLC_TOKEN_MAX)
     usage();
+  size_t hlen = sizeof ex.hostname;
+  if (uv_os_gethostname(ex.hostname, &hlen) != 0 || hlen == 0)
+    strcpy(ex.hostname, "localhost");
 
-  struct sockaddr_in addr;
-  if (uv_ip4_addr(host, port, &addr) < 0)
+  struct sockaddr_storage addr; /* the driver's: IPv4 or IPv6 */
+  if (uv_ip4_addr(host, port, (struct sockaddr_in *)&addr) != 0 &&
+      uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr) != 0)
     usage();
   ex.loop = uv_default_loop();
   ex.loop->data = &ex;
