@@ -7,9 +7,11 @@
  * connection closes, the real reason from its process's exit status (or, for an executor it did
  * not spawn, the pending-loss timeout); a stopped one is caught by heartbeat expiry. At the end
  * it stops the executors, waits for their exits, checks that the ledger drained and prints a
- * summary.
+ * summary. With --queue Q each executor is registered with Q task slots beyond its cores, so an
+ * offer round launches up to cores + Q tasks to it in one LAUNCH frame; the executor runs cores
+ * of them at once and queues the rest.
  *
- *   tl-driver [--executors N] [--accept N] [--cores C] [--job KIND:M[,KIND:M]...]...
+ *   tl-driver [--executors N] [--accept N] [--cores C] [--queue Q] [--job KIND:M[,KIND:M]...]...
  *             [--listen ADDR] [--port P] [--token-file PATH] [--executor PATH]
  *             [--heartbeat-ms MS] [--timeout-s S] [--bench [--tasks N]] [--quiet]
  *             [--progress] [--progress-ms MS] [--kill-on-job-failure]
@@ -165,6 +167,7 @@ typedef struct driver {
   uint32_t accept;                 /* --accept: executors started elsewhere to wait for */
   bool offering;                   /* nexecutors + accept registered: offers are made */
   uint32_t cores;                  /* cores each registers with */
+  uint32_t queue;                  /* --queue: task slots in the ledger beyond each one's cores */
   uint64_t heartbeat_ms;           /* the executors' heartbeat period */
   bool quiet;                      /* no log lines but errors */
   bool bench;                      /* --bench */
@@ -446,7 +449,9 @@ static void handle_register(conn *c, const tlc_register *r) {
   id[r->executor_id.len] = '\0';
   memcpy(host, r->host.ptr, r->host.len);
   host[r->host.len] = '\0';
-  tl_executor_desc desc = {.id = id, .host = host, .cores = r->cores};
+  /* The ledger counts task slots: the executor's cores plus the launches its queue may hold. */
+  uint32_t slots = r->cores > UINT32_MAX - d->queue ? UINT32_MAX : r->cores + d->queue;
+  tl_executor_desc desc = {.id = id, .host = host, .cores = slots};
   int rc = tl_executor_add(d->s, &desc);
   if (rc < 0) {
     char why[128];
@@ -457,19 +462,20 @@ static void handle_register(conn *c, const tlc_register *r) {
   memcpy(c->id, id, sizeof id);
   c->registered = true;
   uv_timer_stop(&c->register_timer);
-  if (r->cores > d->launch_cap) {
-    tl_launch *l = realloc(d->launch_buf, r->cores * sizeof *l);
+  if (slots > d->launch_cap) {
+    tl_launch *l = realloc(d->launch_buf, slots * sizeof *l);
     if (!l)
       die_oom();
     d->launch_buf = l;
-    tlc_launch_item *it = realloc(d->items, r->cores * sizeof *it);
+    tlc_launch_item *it = realloc(d->items, slots * sizeof *it);
     if (!it)
       die_oom();
     d->items = it;
-    d->launch_cap = r->cores;
+    d->launch_cap = slots;
   }
   d->registered++;
-  logf_(d, "executor %s registered (%s, %" PRIu32 " cores)", id, host, r->cores);
+  logf_(d, "executor %s registered (%s, %" PRIu32 " cores, queue %" PRIu32 ")", id, host, r->cores,
+        d->queue);
   if (d->offering) {
     offer(d, c);
   } else if (d->registered == d->nexecutors + d->accept) { /* everyone came: offers begin */
@@ -1135,7 +1141,8 @@ static void on_signal(uv_signal_t *s, int signum) {
 static void usage(void) __attribute__((noreturn));
 static void usage(void) {
   fprintf(stderr,
-          "usage: tl-driver [--executors N] [--accept N] [--cores C] [--job KIND:M[,KIND:M]...]...\n"
+          "usage: tl-driver [--executors N] [--accept N] [--cores C] [--queue Q]\n"
+          "                 [--job KIND:M[,KIND:M]...]...\n"
           "                 [--listen ADDR] [--port P] [--token-file PATH] [--executor PATH]\n"
           "                 [--heartbeat-ms MS] [--timeout-s S] [--bench [--tasks N]] [--quiet]\n"
           "                 [--progress] [--progress-ms MS] [--kill-on-job-failure]\n"
@@ -1147,7 +1154,8 @@ static void usage(void) {
           "  MODE: wrong-token | garbage | oversized | duplicate-id | foreign-status | silent |\n"
           "        unknown-message | truncated | early-frame | second-register | driver-message\n"
           "  KIND: noop | sleep:MS | spin:US | hash | crash; M tasks; a chain of stages runs in "
-          "order\n");
+          "order\n"
+          "  Q: launches each executor may queue beyond its C cores, 0..4096 (default 0)\n");
   exit(2);
 }
 
@@ -1372,7 +1380,9 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--cores")) {
       d.cores = (uint32_t)parse_u64(v, 1, 4096);
       cores_given = true;
-    } else if (!strcmp(a, "--job"))
+    } else if (!strcmp(a, "--queue"))
+      d.queue = (uint32_t)parse_u64(v, 0, 4096);
+    else if (!strcmp(a, "--job"))
       parse_job(&d, v);
     else if (!strcmp(a, "--port"))
       d.port = (int)parse_u64(v, 0, 65535);
@@ -1559,9 +1569,9 @@ int main(int argc, char **argv) {
   printf("tasks: %" PRIu64 " in %.3f s: %.0f tasks/s\n", tasks, secs,
          secs > 0 ? (double)tasks / secs : 0.0);
   printf("executors: %" PRIu32 " spawned, %" PRIu32 " registered, %" PRIu32
-         " cores each; frames: %" PRIu64 " in, %" PRIu64 " out; launches: %" PRIu64
-         "; binaries sent: %" PRIu64 "\n",
-         d.nexecutors, d.registered, d.cores, d.frames_in, d.frames_out, d.launched,
+         " cores each, queue %" PRIu32 "; frames: %" PRIu64 " in, %" PRIu64
+         " out; launches: %" PRIu64 "; binaries sent: %" PRIu64 "\n",
+         d.nexecutors, d.registered, d.cores, d.queue, d.frames_in, d.frames_out, d.launched,
          d.binaries_sent);
   for (size_t i = 0; i < d.nreports; i++) {
     bool once = d.reports[i].binaries <= d.reports[i].tasksets;

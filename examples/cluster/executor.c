@@ -1,7 +1,8 @@
 /* tl-executor: one executor process of the cluster example (docs/cluster.md). It connects to
  * tl-driver over TCP, registers, heartbeats, caches task binaries by task set id and runs the
- * built-in task kinds the driver launches, reporting their ends in batched STATUS frames. One
- * libuv loop, one thread.
+ * built-in task kinds the driver launches, reporting their ends in batched STATUS frames. It
+ * never runs more than --cores tasks at once: launches beyond that wait in a FIFO queue until a
+ * sleeping task ends (the driver's --queue). One libuv loop, one thread.
  *
  *   TL_CLUSTER_TOKEN=... tl-executor --port PORT [--host ADDR] [--id ID] [--cores N]
  *                                    [--heartbeat-ms MS] [--token-file PATH]
@@ -10,7 +11,8 @@
  * first line) or TL_CLUSTER_TOKEN, never from the command line, where ps would show it.
  *
  * Exit status: 0 after STOP, 1 when the connection closed or broke without one, 2 for bad
- * arguments, 42 for a `crash` task.
+ * arguments, 3 if it ever ran more than --cores tasks at once (a bug the queue exists to rule
+ * out; the tests depend on this check), 42 for a `crash` task.
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -23,10 +25,11 @@
 
 #include "proto.h"
 
-#define READ_CHUNK 65536   /* bytes of the connection's read buffer */
-#define STATUS_FLUSH 16384 /* updates in one STATUS frame at most (well under TLC_FRAME_MAX) */
-#define CRASH_EXIT_CODE 42 /* the exit status of a `crash` task */
-#define RESULT_BYTES 8     /* a task's result: a little-endian u64 */
+#define READ_CHUNK 65536       /* bytes of the connection's read buffer */
+#define STATUS_FLUSH 16384     /* updates in one STATUS frame at most (well under TLC_FRAME_MAX) */
+#define CRASH_EXIT_CODE 42     /* the exit status of a `crash` task */
+#define OVERCOMMIT_EXIT_CODE 3 /* the exit status when more tasks ran at once than cores */
+#define RESULT_BYTES 8         /* a task's result: a little-endian u64 */
 
 /* A task binary received by TASKSET_BINARY, cached for the task set's launches. */
 typedef struct cached_binary {
@@ -51,6 +54,17 @@ typedef struct sleeping_task {
   struct sleeping_task *next; /* the executor's list of sleeping tasks */
 } sleeping_task;
 
+/* A launch waiting for a core: a copy of its LAUNCH item, whose frame is not kept. */
+typedef struct queued_task {
+  uint64_t tid;               /* the attempt */
+  uint64_t taskset_id;        /* whose binary it runs */
+  uint32_t index;             /* its index in its task set */
+  uint32_t attempt;           /* the attempt number of that index */
+  uint8_t kind[TLC_KIND_MAX]; /* kind_len bytes, not NUL-terminated, as in the LAUNCH item */
+  size_t kind_len;            /* 1..TLC_KIND_MAX */
+  struct queued_task *next;   /* the next one to start, NULL for the newest */
+} queued_task;
+
 /* The executor: its connection, its cache and its batch of updates. */
 typedef struct executor {
   uv_loop_t *loop;              /* the one loop */
@@ -74,6 +88,14 @@ typedef struct executor {
   pending_status *pending;      /* updates not yet sent */
   size_t npending, pending_cap; /* used and allocated entries of pending */
   sleeping_task *sleeping;      /* tasks waiting on a timer */
+  uint32_t running;             /* tasks holding a core: the sleeping ones, plus one while an
+                                   inline task runs; never above cores (else exit 3) */
+  uint32_t running_peak;        /* the most running at once */
+  queued_task *queue_head;      /* launches waiting for a core, oldest first; NULL when none */
+  queued_task *queue_tail;      /* the newest of them; NULL when none */
+  uint32_t queued;              /* tasks in the queue */
+  uint32_t queued_peak;         /* the most in the queue at once */
+  uint64_t queued_total;        /* launches that waited in the queue */
   tlc_decoder decoder;          /* the driver's frames */
   tlc_buf out;                  /* frames encoded and not yet handed to uv_write */
   uint8_t read_buf[READ_CHUNK]; /* the read buffer, reused by every read */
@@ -106,6 +128,13 @@ static void shut_down(executor *ex, int exit_code) {
   for (sleeping_task *t = ex->sleeping; t; t = t->next)
     uv_close((uv_handle_t *)&t->timer, on_sleeping_closed);
   ex->sleeping = NULL;
+  while (ex->queue_head) { /* never started: they report nothing, like the sleeping ones */
+    queued_task *q = ex->queue_head;
+    ex->queue_head = q->next;
+    free(q);
+  }
+  ex->queue_tail = NULL;
+  ex->queued = 0;
 }
 
 static void on_written(uv_write_t *req, int status) {
@@ -278,6 +307,28 @@ static bool kind_is(tlc_view kind, const char *name) {
   return kind.len == strlen(name) && memcmp(kind.ptr, name, kind.len) == 0;
 }
 
+/* Takes a core for a task about to start. More running tasks than cores is a bug of the queue
+ * below, not a condition to survive: the process says so and exits 3, which fails the run. */
+static void take_core(executor *ex) {
+  ex->running++;
+  if (ex->running > ex->running_peak)
+    ex->running_peak = ex->running;
+  if (ex->running > ex->cores) {
+    fprintf(stderr, "tl-executor %s: %" PRIu32 " tasks running at once on %" PRIu32 " cores\n",
+            ex->id, ex->running, ex->cores);
+    exit(OVERCOMMIT_EXIT_CODE);
+  }
+}
+
+static void start_queued(executor *ex);
+
+/* A sleeping task's core is free again: it ended or was killed, and is off the list. */
+static void end_sleeping(executor *ex, sleeping_task *task) {
+  uv_close((uv_handle_t *)&task->timer, on_sleeping_closed);
+  ex->running--;
+  start_queued(ex);
+}
+
 static void on_slept(uv_timer_t *t) {
   sleeping_task *task = t->data;
   executor *ex = t->loop->data;
@@ -287,13 +338,28 @@ static void on_slept(uv_timer_t *t) {
       break;
     }
   report(ex, task->tid, TLC_TASK_FINISHED, task->index, "");
-  uv_close((uv_handle_t *)&task->timer, on_sleeping_closed);
+  end_sleeping(ex, task);
 }
 
-/* Runs one launched task: inline, except `sleep`, which waits on a timer and reports RUNNING
- * first. */
-static void run_task(executor *ex, const tlc_launch_item *it) {
+/* Starts one task on a free core: inline, except `sleep`, which holds its core until its timer
+ * fires and reports RUNNING first. An inline task gives its core back when it returns. */
+static void start_task(executor *ex, const tlc_launch_item *it) {
   uint64_t arg;
+  take_core(ex);
+  if (kind_arg(it->kind, "sleep:", &arg)) {
+    sleeping_task *task = malloc(sizeof *task);
+    if (!task)
+      die_oom();
+    task->tid = it->tid;
+    task->index = it->index;
+    task->next = ex->sleeping;
+    ex->sleeping = task;
+    uv_timer_init(ex->loop, &task->timer);
+    task->timer.data = task;
+    uv_timer_start(&task->timer, on_slept, arg, 0);
+    report(ex, it->tid, TLC_TASK_RUNNING, 0, ""); /* a task that takes time says it runs */
+    return;
+  }
   if (kind_is(it->kind, "noop")) {
     report(ex, it->tid, TLC_TASK_FINISHED, it->index, "");
   } else if (kind_is(it->kind, "hash")) {
@@ -308,18 +374,6 @@ static void run_task(executor *ex, const tlc_launch_item *it) {
       /* spin */
     }
     report(ex, it->tid, TLC_TASK_FINISHED, it->index, "");
-  } else if (kind_arg(it->kind, "sleep:", &arg)) {
-    sleeping_task *task = malloc(sizeof *task);
-    if (!task)
-      die_oom();
-    task->tid = it->tid;
-    task->index = it->index;
-    task->next = ex->sleeping;
-    ex->sleeping = task;
-    uv_timer_init(ex->loop, &task->timer);
-    task->timer.data = task;
-    uv_timer_start(&task->timer, on_slept, arg, 0);
-    report(ex, it->tid, TLC_TASK_RUNNING, 0, ""); /* a task that takes time says it runs */
   } else if (kind_is(it->kind, "crash")) {
     /* As a real task would, it says it runs before it brings the process down: the RUNNING
      * update (and every update before it) is written before the exit, so that the driver sees
@@ -333,16 +387,81 @@ static void run_task(executor *ex, const tlc_launch_item *it) {
   } else {
     report(ex, it->tid, TLC_TASK_FAILED, 0, "unknown task kind");
   }
+  ex->running--;
 }
 
-/* KILL: a sleeping task stops and reports KILLED; any other has already finished. */
+/* Starts queued tasks, oldest first, while a core is free. Inline ones give their core back at
+ * once, so one freed core may start several of them and then one sleeping task. */
+static void start_queued(executor *ex) {
+  while (ex->queue_head && ex->running < ex->cores && !ex->crashing) {
+    queued_task *q = ex->queue_head;
+    ex->queue_head = q->next;
+    if (!ex->queue_head)
+      ex->queue_tail = NULL;
+    ex->queued--;
+    tlc_launch_item it = {.tid = q->tid,
+                          .taskset_id = q->taskset_id,
+                          .index = q->index,
+                          .attempt = q->attempt,
+                          .kind = {q->kind, q->kind_len}};
+    start_task(ex, &it);
+    free(q);
+  }
+}
+
+/* One launched task: started now if a core is free and no older launch waits, else queued (the
+ * driver's --queue gives the ledger more task slots than cores). A queued task reports nothing
+ * until it starts. */
+static void launch_task(executor *ex, const tlc_launch_item *it) {
+  if (!ex->queue_head && ex->running < ex->cores) {
+    start_task(ex, it);
+    return;
+  }
+  queued_task *q = malloc(sizeof *q);
+  if (!q)
+    die_oom();
+  q->tid = it->tid;
+  q->taskset_id = it->taskset_id;
+  q->index = it->index;
+  q->attempt = it->attempt;
+  memcpy(q->kind, it->kind.ptr, it->kind.len); /* 1..TLC_KIND_MAX: the decoder checked */
+  q->kind_len = it->kind.len;
+  q->next = NULL;
+  if (ex->queue_tail)
+    ex->queue_tail->next = q;
+  else
+    ex->queue_head = q;
+  ex->queue_tail = q;
+  ex->queued++;
+  ex->queued_total++;
+  if (ex->queued > ex->queued_peak)
+    ex->queued_peak = ex->queued;
+}
+
+/* KILL: a queued task leaves the queue and a sleeping one stops, each reporting KILLED; any other
+ * has already finished. */
 static void kill_task(executor *ex, const tlc_kill *k) {
+  queued_task *prev = NULL;
+  for (queued_task *q = ex->queue_head; q; prev = q, q = q->next) {
+    if (q->tid == k->tid) {
+      if (prev)
+        prev->next = q->next;
+      else
+        ex->queue_head = q->next;
+      if (ex->queue_tail == q)
+        ex->queue_tail = prev;
+      ex->queued--;
+      report(ex, q->tid, TLC_TASK_KILLED, 0, "");
+      free(q);
+      return;
+    }
+  }
   for (sleeping_task **p = &ex->sleeping; *p; p = &(*p)->next) {
     sleeping_task *task = *p;
     if (task->tid == k->tid) {
       *p = task->next;
       report(ex, task->tid, TLC_TASK_KILLED, 0, "");
-      uv_close((uv_handle_t *)&task->timer, on_sleeping_closed);
+      end_sleeping(ex, task);
       return;
     }
   }
@@ -413,7 +532,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
       break;
     case TLC_MSG_LAUNCH:
       for (size_t i = 0; i < msg.u.launch.count && !ex->crashing; i++)
-        run_task(ex, &msg.u.launch.items[i]);
+        launch_task(ex, &msg.u.launch.items[i]);
       if (ex->npending >= STATUS_FLUSH)
         flush_statuses(ex);
       break;
@@ -543,6 +662,11 @@ int main(int argc, char **argv) {
     shut_down(&ex, 1);
   }
   uv_run(ex.loop, UV_RUN_DEFAULT);
+  if (ex.queued_total > 0) /* the queue was used: say how far, for the driver's tests */
+    fprintf(stderr,
+            "tl-executor %s: %" PRIu64 " tasks waited in the queue, at most %" PRIu32
+            " at once; at most %" PRIu32 " of %" PRIu32 " cores busy\n",
+            ex.id, ex.queued_total, ex.queued_peak, ex.running_peak, ex.cores);
   for (size_t i = 0; i < ex.ncache; i++)
     free(ex.cache[i].bytes);
   free(ex.cache);
