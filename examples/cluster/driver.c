@@ -1155,7 +1155,8 @@ static void usage(void) {
           "        unknown-message | truncated | early-frame | second-register | driver-message\n"
           "  KIND: noop | sleep:MS | spin:US | hash | crash; M tasks; a chain of stages runs in "
           "order\n"
-          "  Q: launches each executor may queue beyond its C cores, 0..4096 (default 0)\n");
+          "  Q: launches each executor may queue beyond its C cores, 0..4096 (default 0;\n"
+          "     1 with --bench)\n");
   exit(2);
 }
 
@@ -1333,6 +1334,7 @@ int main(int argc, char **argv) {
   uint64_t timeout_s = 60;
   uint32_t bench_tasks = BENCH_TASKS;
   bool executors_given = false, cores_given = false; /* --bench keeps what is given */
+  bool queue_given = false;
   d.nexecutors = 2;
   d.cores = 4;
   d.heartbeat_ms = 1000;
@@ -1380,8 +1382,10 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--cores")) {
       d.cores = (uint32_t)parse_u64(v, 1, 4096);
       cores_given = true;
-    } else if (!strcmp(a, "--queue"))
+    } else if (!strcmp(a, "--queue")) {
       d.queue = (uint32_t)parse_u64(v, 0, 4096);
+      queue_given = true;
+    }
     else if (!strcmp(a, "--job"))
       parse_job(&d, v);
     else if (!strcmp(a, "--port"))
@@ -1427,6 +1431,11 @@ int main(int argc, char **argv) {
       usage();
     d.nexecutors = executors_given ? d.nexecutors : 2;
     d.cores = cores_given ? d.cores : 1;
+    /* One launch waiting behind the running one on each single-core executor: what Dask does
+     * by default (worker-saturation 1.1: ceil(1.1 x 1 thread) = 2 tasks per worker), so that
+     * the comparison with Dask's figure is like for like. --queue 0 measures strictly one task
+     * in flight per core. */
+    d.queue = queue_given ? d.queue : 1;
     d.jobs[0].nstages = 1;
     d.jobs[0].stages[0] = (stage){.job = &d.jobs[0], .kind = "noop", .ntasks = bench_tasks};
     d.njobs = 1;
