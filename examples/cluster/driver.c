@@ -100,8 +100,9 @@ typedef struct conn {
   char id[TL_ID_MAX];           /* the executor id, once registered */
   uint64_t binaries;            /* the last HEARTBEAT's binaries count */
   uint64_t heartbeats;          /* HEARTBEAT frames received */
-  tl_taskset_id *sent;          /* task sets whose binary was sent here (nsent of them) */
+  tl_taskset_id *sent;          /* task sets whose binary it holds: sent, no FORGET yet */
   size_t nsent, sent_cap;       /* used and allocated entries of sent */
+  size_t tasksets_sent;         /* task sets whose binary was ever sent here */
   tlc_decoder decoder;          /* the executor's frames */
   tlc_buf out;                  /* frames encoded and not yet handed to uv_write */
   uint8_t read_buf[READ_CHUNK]; /* reused by every read */
@@ -227,6 +228,8 @@ typedef struct driver {
   uint64_t progress_done, progress_ns; /* tasks done and the time at the last line */
   uint64_t total_tasks;           /* of every stage of every job */
   uint64_t binaries_sent;         /* TASKSET_BINARY frames sent */
+  uint64_t forgets_sent;          /* FORGET frames sent */
+  uint64_t unforgotten;           /* binaries an executor still held at STOP (a bug) */
   tl_launch *launch_buf;          /* tl_resource_offers' output, launch_cap entries */
   size_t launch_cap;              /* the most cores an executor has */
   tlc_launch_item *items;         /* a LAUNCH frame's items, launch_cap entries */
@@ -297,7 +300,7 @@ static void keep_report(driver *d, conn *c) {
     return;
   memcpy(d->reports[d->nreports].id, c->id, sizeof c->id);
   d->reports[d->nreports].binaries = c->binaries;
-  d->reports[d->nreports].tasksets = c->nsent;
+  d->reports[d->nreports].tasksets = c->tasksets_sent;
   d->nreports++;
 }
 
@@ -424,7 +427,7 @@ static bool token_matches(const char *expected, tlc_view got) {
 }
 
 /* A frame of an executor the ledger removed (heartbeat expiry while it was stopped): refused
- * and counted; the executor is told to STOP, once. */
+ * and counted; the executor is told to FORGET every binary it holds and to STOP, once. */
 static void refuse_gone(conn *c, const char *what) {
   driver *d = c->d;
   d->gone_frames++;
@@ -433,6 +436,13 @@ static void refuse_gone(conn *c, const char *what) {
   c->gone = true;
   fprintf(stderr, "tl-driver: %s from %s refused: %s (removed); sending STOP\n", what, c->id,
           tl_err_name(TL_EGONE));
+  /* It will run nothing again: every binary it holds goes, whether or not its task set lives
+   * on elsewhere, so that after STOP no executor holds a binary (executor.c checks). */
+  while (c->nsent > 0) {
+    tlc_msg m = {.type = TLC_MSG_FORGET, .u.forget = {c->sent[--c->nsent]}};
+    encode(c, &m);
+    d->forgets_sent++;
+  }
   send_stop(c, "removed by the driver");
 }
 
@@ -682,6 +692,7 @@ static void offer(driver *d, conn *c) {
         c->sent_cap = cap;
       }
       c->sent[c->nsent++] = l->taskset;
+      c->tasksets_sent++;
       tlc_msg m = {.type = TLC_MSG_TASKSET_BINARY,
                    .u.binary = {.taskset_id = l->taskset,
                                 .payload = {(const uint8_t *)b->stage->kind, b->len}}};
@@ -817,6 +828,23 @@ static void cb_taskset_failed(void *ud, const tl_taskset_info *ts, const char *r
   }
 }
 
+/* A task set was released: no launch of it will come again, so every executor holding its
+ * binary is told to drop it (FORGET); an executor's cache then holds only live task sets. */
+static void forget_everywhere(driver *d, tl_taskset_id id) {
+  for (conn *c = d->conns; c; c = c->next)
+    for (size_t i = 0; i < c->nsent; i++)
+      if (c->sent[i] == id) {
+        c->sent[i] = c->sent[--c->nsent];
+        if (c->registered && !c->closing) {
+          tlc_msg m = {.type = TLC_MSG_FORGET, .u.forget = {id}};
+          encode(c, &m);
+          send_out(c);
+          d->forgets_sent++;
+        }
+        break;
+      }
+}
+
 /* A stage's task set is gone: the next stage is submitted if it succeeded, else the job fails;
  * once every job is done, the executors are stopped. */
 static void cb_taskset_released(void *ud, const tl_taskset_info *ts, void *payload) {
@@ -825,7 +853,7 @@ static void cb_taskset_released(void *ud, const tl_taskset_info *ts, void *paylo
   stage *st = b->stage;
   job *j = st->job;
   free(b);
-  (void)ts;
+  forget_everywhere(d, ts->id);
   st->released = true;
   uint32_t k = (uint32_t)(st - j->stages);
   if (st->failed || st->succeeded != st->ntasks) {
@@ -1102,6 +1130,8 @@ static void begin_stop(driver *d) {
   uv_idle_stop(&d->revive);
   on_resume(&d->resume); /* a stopped executor must run to take its STOP */
   for (conn *c = d->conns; c; c = c->next) {
+    if (!d->gave_up && c->registered && !c->closing)
+      d->unforgotten += c->nsent; /* every task set was released: none may be left */
     if (c->registered && !c->closing)
       send_stop(c, d->gave_up ? "the driver gives up" : "all jobs done");
     else
@@ -1579,9 +1609,11 @@ int main(int argc, char **argv) {
          secs > 0 ? (double)tasks / secs : 0.0);
   printf("executors: %" PRIu32 " spawned, %" PRIu32 " registered, %" PRIu32
          " cores each, queue %" PRIu32 "; frames: %" PRIu64 " in, %" PRIu64
-         " out; launches: %" PRIu64 "; binaries sent: %" PRIu64 "\n",
+         " out; launches: %" PRIu64 "; binaries sent: %" PRIu64 ", forgotten: %" PRIu64
+         "%s\n",
          d.nexecutors, d.registered, d.cores, d.queue, d.frames_in, d.frames_out, d.launched,
-         d.binaries_sent);
+         d.binaries_sent, d.forgets_sent, d.unforgotten ? " (SOME HELD AT STOP)" : "");
+  ok = ok && d.unforgotten == 0;
   for (size_t i = 0; i < d.nreports; i++) {
     bool once = d.reports[i].binaries <= d.reports[i].tasksets;
     printf("  %s: materialised %" PRIu64 " binaries for %zu task sets%s\n", d.reports[i].id,

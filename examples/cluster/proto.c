@@ -68,6 +68,8 @@ const char *tlc_msg_type_name(int type) {
     return "KILL";
   case TLC_MSG_STOP:
     return "STOP";
+  case TLC_MSG_FORGET:
+    return "FORGET";
   default:
     return "UNKNOWN";
   }
@@ -193,6 +195,8 @@ static int measure(const tlc_msg *msg, size_t *size) {
         (rc = check_string(msg->u.stop.reason, 0, TLC_TEXT_MAX)))
       return rc;
     return add_size(size, 2 + msg->u.stop.reason.len);
+  case TLC_MSG_FORGET:
+    return add_size(size, 8);
   default:
     return TLC_ETYPE;
   }
@@ -297,8 +301,11 @@ int tlc_encode(tlc_buf *buf, const tlc_msg *msg) {
     put_u8(&p, msg->u.kill.interrupt);
     put_string(&p, msg->u.kill.reason);
     break;
-  default: /* TLC_MSG_STOP: measure() refused every other type */
+  case TLC_MSG_STOP:
     put_string(&p, msg->u.stop.reason);
+    break;
+  default: /* TLC_MSG_FORGET: measure() refused every other type */
+    put_u64(&p, msg->u.forget.taskset_id);
     break;
   }
   buf->len += need;
@@ -475,6 +482,8 @@ static int parse_body(tlc_decoder *d, uint8_t type, reader *r, tlc_msg *msg) {
     return get_string(r, 0, TLC_TEXT_MAX, &msg->u.kill.reason);
   case TLC_MSG_STOP:
     return get_string(r, 0, TLC_TEXT_MAX, &msg->u.stop.reason);
+  case TLC_MSG_FORGET:
+    return get_u64(r, &msg->u.forget.taskset_id);
   default: /* tlc_decoder_feed refused other types when the type byte arrived */
     return TLC_ETYPE;
   }
@@ -504,7 +513,7 @@ static int fail(tlc_decoder *d, int err) {
   return err;
 }
 
-static int known_type(uint8_t type) { return type >= TLC_MSG_REGISTER && type <= TLC_MSG_STOP; }
+static int known_type(uint8_t type) { return type >= TLC_MSG_REGISTER && type <= TLC_MSG_FORGET; }
 
 /* The length prefix is complete: check it and make room for the frame. */
 static int start_frame(tlc_decoder *d) {

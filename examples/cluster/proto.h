@@ -91,7 +91,8 @@ typedef enum tlc_msg_type {
   TLC_MSG_LAUNCH = 4,         /* driver to executor */
   TLC_MSG_STATUS = 5,         /* executor to driver */
   TLC_MSG_KILL = 6,           /* driver to executor */
-  TLC_MSG_STOP = 7            /* driver to executor: finish and exit */
+  TLC_MSG_STOP = 7,           /* driver to executor: finish and exit */
+  TLC_MSG_FORGET = 8          /* driver to executor: a task set ended, drop its binary */
 } tlc_msg_type;
 
 /* "REGISTER", ...; "NONE" for 0 and "UNKNOWN" for other values. Never NULL; static. */
@@ -158,6 +159,10 @@ typedef struct tlc_stop {
   tlc_view reason; /* 0..TLC_TEXT_MAX bytes, no NUL */
 } tlc_stop;
 
+typedef struct tlc_forget {
+  uint64_t taskset_id; /* the task set whose binary is no longer needed */
+} tlc_forget;
+
 /* One message: type says which member of the union holds it. */
 typedef struct tlc_msg {
   tlc_msg_type type; /* TLC_MSG_NONE when tlc_decoder_feed yielded no message */
@@ -169,6 +174,7 @@ typedef struct tlc_msg {
     tlc_status status;
     tlc_kill kill;
     tlc_stop stop;
+    tlc_forget forget;
   } u;
 } tlc_msg;
 

@@ -58,6 +58,8 @@ static int msg_equal(const tlc_msg *a, const tlc_msg *b) {
            view_equal(a->u.kill.reason, b->u.kill.reason);
   case TLC_MSG_STOP:
     return view_equal(a->u.stop.reason, b->u.stop.reason);
+  case TLC_MSG_FORGET:
+    return a->u.forget.taskset_id == b->u.forget.taskset_id;
   default:
     return 0;
   }
@@ -265,6 +267,8 @@ static size_t sample_messages(tlc_msg *out) {
   out[n++] = (tlc_msg){.type = TLC_MSG_KILL, .u.kill = {0, 0, {NULL, 0}}};
   out[n++] = (tlc_msg){.type = TLC_MSG_STOP, .u.stop = {tlc_str("driver exiting")}};
   out[n++] = (tlc_msg){.type = TLC_MSG_STOP, .u.stop = {filled('r', TLC_TEXT_MAX)}};
+  out[n++] = (tlc_msg){.type = TLC_MSG_FORGET, .u.forget = {42}};
+  out[n++] = (tlc_msg){.type = TLC_MSG_FORGET, .u.forget = {UINT64_MAX}};
   return n;
 }
 
@@ -435,7 +439,7 @@ START_TEST(malformed_frame_heads_are_refused) {
   assert_raw_refused(raw_begin(0, TLC_MSG_STOP), TLC_EVERSION);
   assert_raw_refused(raw_begin(2, TLC_MSG_STOP), TLC_EVERSION);
   assert_raw_refused(raw_begin(1, 0), TLC_ETYPE);
-  assert_raw_refused(raw_begin(1, 8), TLC_ETYPE);
+  assert_raw_refused(raw_begin(1, 9), TLC_ETYPE);
   assert_raw_refused(raw_begin(1, 0xff), TLC_ETYPE);
 
   /* The version and the type are judged as soon as they arrive: a peer announcing a 1 MiB frame
@@ -479,8 +483,12 @@ START_TEST(short_and_trailing_bodies_are_refused) {
     tlc_buf_free(&buf);
   }
   /* Empty bodies. */
-  for (uint8_t type = TLC_MSG_REGISTER; type <= TLC_MSG_STOP; type++)
+  for (uint8_t type = TLC_MSG_REGISTER; type <= TLC_MSG_FORGET; type++)
     assert_raw_refused(raw_begin(1, type), TLC_ETRUNCATED);
+  /* A FORGET one byte short of its task set id. */
+  r = raw_begin(1, TLC_MSG_FORGET);
+  raw_fill(r, 1, 7);
+  assert_raw_refused(r, TLC_ETRUNCATED);
   /* A string whose length runs past the frame. */
   r = raw_begin(1, TLC_MSG_STOP);
   raw_u16(r, 10);
@@ -741,7 +749,7 @@ START_TEST(the_encoder_refuses_what_the_decoder_would) {
   assert_encode_refused(&(tlc_msg){.type = TLC_MSG_STOP, .u.stop = {bytes_view("a\0", 2)}},
                         TLC_ENUL);
   assert_encode_refused(&(tlc_msg){.type = TLC_MSG_NONE}, TLC_ETYPE);
-  assert_encode_refused(&(tlc_msg){.type = (tlc_msg_type)8}, TLC_ETYPE);
+  assert_encode_refused(&(tlc_msg){.type = (tlc_msg_type)9}, TLC_ETYPE);
 }
 END_TEST
 
@@ -770,7 +778,8 @@ START_TEST(arguments_and_names) {
   ck_assert_str_eq(tlc_msg_type_name(TLC_MSG_NONE), "NONE");
   ck_assert_str_eq(tlc_msg_type_name(TLC_MSG_TASKSET_BINARY), "TASKSET_BINARY");
   ck_assert_str_eq(tlc_msg_type_name(TLC_MSG_STOP), "STOP");
-  ck_assert_str_eq(tlc_msg_type_name(8), "UNKNOWN");
+  ck_assert_str_eq(tlc_msg_type_name(TLC_MSG_FORGET), "FORGET");
+  ck_assert_str_eq(tlc_msg_type_name(9), "UNKNOWN");
   ck_assert_uint_eq(tlc_str(NULL).len, 0);
 }
 END_TEST
