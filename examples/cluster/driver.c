@@ -25,6 +25,7 @@
  * than once; 1 otherwise; 2 for bad arguments.
  */
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -1486,6 +1487,10 @@ int main(int argc, char **argv) {
   if (!d.progress_ms)
     d.progress_ms = PROGRESS_MS;
 
+  /* A write to an executor that just died must fail with EPIPE (the connection then closes and
+   * the loss is reported), not kill the driver: libuv writes with write(2), which raises
+   * SIGPIPE. */
+  signal(SIGPIPE, SIG_IGN);
   d.loop = uv_default_loop();
   d.loop->data = &d;
   tl_config cfg;
