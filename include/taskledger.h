@@ -659,6 +659,27 @@ TL_EXTERN int tl_check(tl_scheduler *s, char *why, size_t len);
  * TL_EINVAL for s NULL, buf NULL or len 0. */
 TL_EXTERN int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len);
 
+/* Writes every field of tl_stats as Prometheus text (exposition format 0.0.4), in the struct's
+ * order: for each a "# HELP taskledger_NAME sentence" line, a "# TYPE taskledger_NAME gauge" (or
+ * "counter") line and the sample line "taskledger_NAME VALUE". A size_t field is a gauge named
+ * after it (taskledger_attempts_running); a uint64_t total is a counter named after it with the
+ * suffix _total (taskledger_launched_total). The values are one consistent snapshot, taken under
+ * the lock as tl_stats_get takes it. The text is ASCII and ends with a newline.
+ *
+ * Buffer: at most len bytes are written to buf, the NUL included, and when len > 0 the text is
+ * always NUL-terminated. *needed (needed may be NULL) gets the length of the whole text without
+ * its NUL, as snprintf counts it: the text fit iff *needed < len, and a buffer of *needed + 1
+ * bytes holds it (values can grow between two calls, so check again). A text that does not fit
+ * is truncated as tl_explain_taskset's is, ending in "...\n" when len >= 5 (no valid exposition
+ * line, so a scraper fed it fails instead of taking a partial scrape for a whole one), and the
+ * call still returns TL_OK: compare *needed with len. buf may be NULL only with len 0, which
+ * writes nothing and only sizes the text.
+ *
+ * TL_EINVAL for s NULL, or buf NULL with len > 0; *needed is 0 on any error. Allocates nothing,
+ * so never TL_ENOMEM. Runs no user code; blocks only on the scheduler's mutex; callable from any
+ * thread and from any callback, also during tl_scheduler_free. Not journaled (read-only). */
+TL_EXTERN int tl_metrics_text(tl_scheduler *s, char *buf, size_t len, size_t *needed);
+
 #ifdef __cplusplus
 }
 #endif

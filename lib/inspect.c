@@ -1,6 +1,7 @@
 /* Inspection: tl_check (every invariant of docs/design.md, recomputed from the records), tl_stats,
- * tl_explain_taskset, and the per-object snapshots. All of it runs under the scheduler's lock and
- * changes nothing but tl_check's visit stamps on shared strings.
+ * tl_explain_taskset, tl_metrics_text (tl_stats as Prometheus text), and the per-object snapshots.
+ * All of it runs under the scheduler's lock and changes nothing but tl_check's visit stamps on
+ * shared strings.
  *
  * tl_check walks every index and every list once, so it costs O(size of the ledger). Beyond the
  * numbered invariants it balances memory: the bytes and blocks the allocator has counted for the
@@ -952,5 +953,135 @@ int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len)
   }
   tl__exclude_explain(s, ts, explain_line, &t);
   tl__mutex_unlock(&s->lock);
+  return TL_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * tl_metrics_text: tl_stats as Prometheus text (exposition format 0.0.4).
+ *
+ * One table names every field of tl_stats, in the struct's order; the text is written from a
+ * tl_stats_get snapshot straight into the caller's buffer, counting what does not fit, so the
+ * call needs no memory of its own. A field added to tl_stats must be added here too: the
+ * assertion below the table fails the build until the table's last entry is the struct's last
+ * field, and the metrics suite compares every sample with its field.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct metric {
+  const char *name; /* after "taskledger_"; a counter's ends in _total */
+  const char *help; /* one sentence, no backslash or newline (HELP would need them escaped) */
+  size_t offset;    /* of its field in tl_stats */
+  bool counter;     /* a uint64_t total (a counter), else a size_t count (a gauge) */
+} metric;
+
+#define GAUGE(field, help)                                                                         \
+  { #field, help, offsetof(tl_stats, field), false }
+#define COUNTER(field, help)                                                                       \
+  { #field "_total", help, offsetof(tl_stats, field), true }
+
+static const metric metrics[] = {
+    GAUGE(executors_alive, "Executors in state ALIVE."),
+    GAUGE(executors_decommissioning, "Executors in state DECOMMISSIONING."),
+    GAUGE(executors_pending_loss,
+          "Executors in state PENDING_LOSS, waiting for the reason of their loss."),
+    GAUGE(tombstones, "Ids of removed executors remembered, so that late messages are refused."),
+    GAUGE(hosts, "Hosts with at least one live executor."),
+    GAUGE(racks, "Racks with at least one host that has a live executor."),
+    GAUGE(pools, "Scheduling pools, the default pool included."),
+    GAUGE(places, "Executor ids and host names that some task set not yet released prefers."),
+    GAUGE(tasksets_active, "Task sets that are not zombie."),
+    GAUGE(tasksets_zombie, "Zombie task sets, still draining their running attempts."),
+    GAUGE(attempts_running, "Task attempts in flight: entries of the tid index."),
+    GAUGE(attempts_frozen, "Task attempts frozen on pending-loss executors."),
+    GAUGE(tasks_pending, "Task indices of active task sets waiting to launch."),
+    GAUGE(tasks_speculatable, "Slow tasks whose speculative copy waits to launch."),
+    GAUGE(events_queued, "Events made and not yet delivered to the callbacks."),
+    GAUGE(mem_live_bytes, "Bytes of the scheduler's own live allocations."),
+    GAUGE(mem_live_blocks, "Number of the scheduler's own live allocations."),
+    COUNTER(launched, "Task attempts launched."),
+    COUNTER(succeeded, "FINISHED status updates taken."),
+    COUNTER(failed, "Task attempts ended by a failure or by their executor's loss."),
+    COUNTER(killed, "Task attempts ended killed."),
+    COUNTER(stale_updates, "Status updates answered TL_ESTALE."),
+    COUNTER(rejected_updates, "Status updates answered TL_EOWNER."),
+    COUNTER(rejected_offers, "Offers from executors that cannot take tasks."),
+    COUNTER(executors_lost, "Executors whose loss began."),
+    COUNTER(tasksets_released, "Task sets released."),
+    GAUGE(executors_excluded, "Executors excluded for the application (exclude on failure)."),
+    GAUGE(nodes_excluded, "Nodes excluded for the application (exclude on failure)."),
+    GAUGE(tasksets_with_failures, "Task sets holding counted failures (exclude on failure)."),
+    GAUGE(tasksets_unschedulable, "Task sets waiting out the unschedulable timeout."),
+    COUNTER(excluded_offers, "Offers from executors excluded for the application."),
+    COUNTER(tasksets_unschedulable_aborted,
+            "Task sets aborted because no executor may run one of their tasks."),
+    COUNTER(pending_loss_timeouts,
+            "Pending executor losses ended by the pending-loss timeout, no reason having come."),
+};
+
+#undef GAUGE
+#undef COUNTER
+
+_Static_assert(offsetof(tl_stats, pending_loss_timeouts) + sizeof(uint64_t) == sizeof(tl_stats),
+               "a field was added to tl_stats: add it to the metrics table of tl_metrics_text");
+
+/* The caller's buffer, written up to len - 1 bytes; used counts the whole text regardless. */
+typedef struct sink {
+  char *buf;
+  size_t len;
+  size_t used; /* bytes of the whole text so far, without the NUL */
+} sink;
+
+static void put(sink *k, const char *p, size_t n) {
+  if (k->used + 1 < k->len) {
+    size_t room = k->len - 1 - k->used;
+    memcpy(k->buf + k->used, p, n < room ? n : room);
+  }
+  k->used += n;
+}
+
+static void put_str(sink *k, const char *p) { put(k, p, strlen(p)); }
+
+int tl_metrics_text(tl_scheduler *s, char *buf, size_t len, size_t *needed) {
+  if (needed != NULL)
+    *needed = 0;
+  if (s == NULL || (buf == NULL && len > 0))
+    return TL_EINVAL;
+  tl_stats st;
+  tl_stats_get(s, &st); /* one snapshot, under the lock */
+  sink k = {buf, len, 0};
+  for (size_t i = 0; i < sizeof metrics / sizeof metrics[0]; i++) {
+    const metric *m = &metrics[i];
+    const char *field = (const char *)&st + m->offset;
+    uint64_t value;
+    if (m->counter)
+      memcpy(&value, field, sizeof value);
+    else {
+      size_t count;
+      memcpy(&count, field, sizeof count);
+      value = count;
+    }
+    char digits[24];
+    int n = snprintf(digits, sizeof digits, "%llu", (unsigned long long)value);
+    put_str(&k, "# HELP taskledger_");
+    put_str(&k, m->name);
+    put_str(&k, " ");
+    put_str(&k, m->help);
+    put_str(&k, "\n# TYPE taskledger_");
+    put_str(&k, m->name);
+    put_str(&k, m->counter ? " counter\ntaskledger_" : " gauge\ntaskledger_");
+    put_str(&k, m->name);
+    put_str(&k, " ");
+    put(&k, digits, (size_t)n);
+    put_str(&k, "\n");
+  }
+  if (len > 0) {
+    if (k.used < len)
+      buf[k.used] = '\0';
+    else if (len >= 5) /* cut: as tl_explain_taskset marks it */
+      memcpy(buf + len - 5, "...\n", 5);
+    else
+      buf[len - 1] = '\0';
+  }
+  if (needed != NULL)
+    *needed = k.used;
   return TL_OK;
 }

@@ -23,6 +23,7 @@ static const struct {
     {"locality", tl_locality_suite},
     {"exclude", tl_exclude_suite},
     {"uv", tl_uv_suite},
+    {"metrics", tl_metrics_suite},
 };
 
 int main(int argc, char **argv) {

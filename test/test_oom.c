@@ -3033,6 +3033,41 @@ START_TEST(oom_scheduler_free_allocates_nothing) {
 END_TEST
 
 /* ---------------------------------------------------------------------------------------------
+ * tl_metrics_text needs no memory: with every allocation failing it writes the same text as
+ * with memory to spare, sizes it the same, and allocates nothing (so it has no TL_ENOMEM).
+ * ------------------------------------------------------------------------------------------- */
+
+START_TEST(oom_metrics_text_allocates_nothing) {
+  tlt_alloc_install();
+  oom_ctx *c = ctx_new();
+  tlt_env *e = tlt_new(NULL);
+  build_many_frozen(e, c);
+  TLT_CHECK(e);
+  static char want[16384], got[16384];
+  size_t want_n = 0, got_n = 0, sized = 0;
+  ck_assert_int_eq(tl_metrics_text(e->s, want, sizeof want, &want_n), TL_OK);
+  ck_assert_uint_lt(want_n, sizeof want);
+  uint64_t calls = tlt_alloc_calls();
+  tlt_alloc_fail_from(1);
+  int rc = tl_metrics_text(e->s, got, sizeof got, &got_n);
+  int rc_sized = tl_metrics_text(e->s, NULL, 0, &sized);
+  bool hit = tlt_alloc_failed();
+  disarm();
+  ck_assert_int_eq(rc, TL_OK);
+  ck_assert_int_eq(rc_sized, TL_OK);
+  OOM_ASSERT(!hit && tlt_alloc_calls() == calls, "tl_metrics_text made %" PRIu64 " allocations",
+             tlt_alloc_calls() - calls);
+  ck_assert_uint_eq(got_n, want_n);
+  ck_assert_uint_eq(sized, want_n);
+  ck_assert_str_eq(got, want);
+  TLT_CHECK(e);
+  tlt_end(e);
+  ctx_free(c);
+  tlt_alloc_restore();
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
  * In-place sweeps (moved from test_errors.c): the k-th allocation of a call fails, for k = 1,
  * 2, ... until the call succeeds, all on the same scheduler, so every failure is made on top of
  * the earlier ones. Every failure must be TL_ENOMEM, deliver nothing and leave the ledger as it
@@ -4025,6 +4060,7 @@ Suite *tl_oom_suite(void) {
   tcase_add_test(tc, oom_policy_reentrant_with_a_full_queue);
   tcase_add_test(tc, oom_policy_reservations_at_every_queue_level);
   tcase_add_test(tc, oom_scheduler_free_allocates_nothing);
+  tcase_add_test(tc, oom_metrics_text_allocates_nothing);
   tc = tlt_tcase(s, "in_place");
   tcase_add_test(tc, in_place_sweep_executors_and_submissions);
   tcase_add_test(tc, in_place_sweep_offers_updates_and_kills);

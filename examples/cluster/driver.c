@@ -18,7 +18,7 @@
  *             [--heartbeat-timeout-ms MS] [--pending-loss-timeout-ms MS]
  *             [--max-task-failures N] [--kill-executor-after N] [--external-kill-after N]
  *             [--stop-executor-after N] [--expect-losses N] [--expect-job-failure]
- *             [--register-timeout-ms MS] [--bad-client MODE]...
+ *             [--register-timeout-ms MS] [--bad-client MODE]... [--metrics-port P]
  *
  * Exit status: 0 when every job succeeded (or, with --expect-job-failure, failed), the ledger
  * drained, the expected losses happened and no executor materialised a task set's binary more
@@ -36,6 +36,7 @@
 
 #include <uv.h>
 
+#include "metrics_http.h"
 #include "proto.h"
 #include "taskledger-uv.h"
 
@@ -157,6 +158,7 @@ typedef struct driver {
   tl_scheduler *s;             /* the ledger */
   tl_uv *uv;                   /* its libuv driver, until tl_uv_stop */
   uv_tcp_t server;             /* the listening socket */
+  metrics_http *metrics;       /* --metrics-port: GET /metrics, until maybe_finish */
   uv_idle_t revive;            /* runs an offer round for every executor when revive_offers came */
   uv_timer_t deadline;         /* gives up after --timeout-s */
   uv_signal_t sigint, sigterm; /* stop the children and give up */
@@ -1085,6 +1087,8 @@ static void maybe_finish(driver *d) {
   tl_uv_stop(d->uv, on_uv_stopped, NULL);
   d->uv = NULL;
   uv_close((uv_handle_t *)&d->server, on_handle_closed);
+  metrics_http_close(d->metrics);
+  d->metrics = NULL;
   uv_close((uv_handle_t *)&d->revive, on_handle_closed);
   uv_close((uv_handle_t *)&d->deadline, on_handle_closed);
   uv_close((uv_handle_t *)&d->resume, on_handle_closed);
@@ -1182,12 +1186,14 @@ static void usage(void) {
           "                 [--external-kill-after N] [--stop-executor-after N]\n"
           "                 [--expect-losses N] [--expect-job-failure]\n"
           "                 [--register-timeout-ms MS] [--bad-client MODE]...\n"
+          "                 [--metrics-port P]\n"
           "  MODE: wrong-token | garbage | oversized | duplicate-id | foreign-status | silent |\n"
           "        unknown-message | truncated | early-frame | second-register | driver-message\n"
           "  KIND: noop | sleep:MS | spin:US | hash | crash; M tasks; a chain of stages runs in "
           "order\n"
           "  Q: launches each executor may queue beyond its C cores, 0..4096 (default 0;\n"
-          "     1 with --bench)\n");
+          "     1 with --bench)\n"
+          "  P: serve GET /metrics (Prometheus text) on the --listen address, 0 = any free port\n");
   exit(2);
 }
 
@@ -1374,6 +1380,7 @@ int main(int argc, char **argv) {
   d.expect_losses = UINT64_MAX;
   uint64_t pending_loss_ms = 10000;
   uint32_t max_task_failures = 0; /* 0: the library's default */
+  int metrics_port = -1;          /* --metrics-port; -1: no metrics endpoint */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--bench")) {
@@ -1421,6 +1428,8 @@ int main(int argc, char **argv) {
       parse_job(&d, v);
     else if (!strcmp(a, "--port"))
       d.port = (int)parse_u64(v, 0, 65535);
+    else if (!strcmp(a, "--metrics-port"))
+      metrics_port = (int)parse_u64(v, 0, 65535);
     else if (!strcmp(a, "--executor"))
       d.executor_path = v;
     else if (!strcmp(a, "--heartbeat-ms"))
@@ -1540,6 +1549,16 @@ int main(int argc, char **argv) {
               : ntohs(((struct sockaddr_in *)&bound)->sin_port);
   printf(v6 ? "listening on [%s]:%d\n" : "listening on %s:%d\n", host, d.port);
   fflush(stdout);
+  if (metrics_port >= 0) {
+    rc = metrics_http_start(d.loop, host, metrics_port, d.s, &d.metrics);
+    if (rc < 0) {
+      fprintf(stderr, "tl-driver: metrics on %s port %d: %s\n", host, metrics_port,
+              uv_strerror(rc));
+      return 1;
+    }
+    printf(v6 ? "metrics on [%s]:%d\n" : "metrics on %s:%d\n", host, rc);
+    fflush(stdout);
+  }
 
   uv_idle_init(d.loop, &d.revive);
   d.revive.data = &d;
