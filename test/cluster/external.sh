@@ -15,7 +15,8 @@ set -u
 dir=$1
 addr=${2:-127.0.0.1}
 tmp=$(mktemp -d)
-drv= ext=
+drv='' ext=''
+# shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() {
   [ -n "$ext" ] && kill -9 "$ext" 2>/dev/null
   [ -n "$drv" ] && kill -9 "$drv" 2>/dev/null
@@ -64,10 +65,10 @@ wait_for "$tmp/err" 'executor ext-1 registered' || fail "ext-1 did not register"
 sleep 0.5
 kill -9 "$ext" 2>/dev/null || fail "ext-1 was not running when it was to be killed"
 wait "$ext" 2>/dev/null
-ext=
+ext=''
 wait "$drv"
 rc=$?
-drv=
+drv=''
 [ "$rc" -eq 0 ] || fail "the driver exited with status $rc"
 for want in 'job 1: succeeded' 'executors: 1 spawned, 2 registered' \
   'pending on close 1, heartbeat timeout 0, exited 0, killed by the driver 0' \
