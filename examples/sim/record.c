@@ -40,8 +40,8 @@ static void copy_name(char *dst, size_t len, const char *s) {
 
 int sim_record_exec(sim_record *r, const char *id, const char *host, const char *rack,
                     uint32_t cores, uint64_t joined_ns, uint32_t *index) {
-  if (r->nexecs >= SIM_NO_EXEC ||
-      reserve((void **)&r->execs, r->nexecs, &r->execs_cap, sizeof *r->execs) < 0)
+  if (r->nexecs >= SIM_NO_EXEC || reserve((void **)&r->execs, r->nexecs, &r->execs_cap,
+                                          sizeof *r->execs) < 0)
     return -1;
   sim_exec *e = &r->execs[r->nexecs];
   copy_name(e->id, sizeof e->id, id);
@@ -98,16 +98,9 @@ const char *sim_outcome_name(sim_outcome o) {
 }
 
 const char *sim_mark_name(sim_mark_kind k) {
-  static const char *const names[SIM_MARK_COUNT] = {"joined",
-                                                    "lost (pending)",
-                                                    "lost",
-                                                    "heartbeat timeout",
-                                                    "pending timeout",
-                                                    "decommissioning",
-                                                    "stage submitted",
-                                                    "stage failed",
-                                                    "stage resubmitted",
-                                                    "task set released",
-                                                    "job done"};
+  static const char *const names[SIM_MARK_COUNT] = {
+      "joined",          "lost (pending)",   "lost",           "heartbeat timeout",
+      "pending timeout", "decommissioning",  "stage submitted", "stage failed",
+      "stage resubmitted", "task set released", "job done"};
   return (unsigned)k < SIM_MARK_COUNT ? names[k] : "unknown";
 }
