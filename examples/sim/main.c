@@ -68,19 +68,19 @@ static void options_init(sim_options *o) {
   o->cores = 4;
   o->per_host = 2;
   o->hosts_per_rack = 3;
-  o->jobs = 10;
+  o->jobs = 20;
   o->stages = 3;
   o->tasks = 40;
   o->duration_s = 1.0;
-  o->job_interval_s = 4.0;
+  o->job_interval_s = 3.0;
   o->task_failure = 0.03;
-  o->crash_rate = 0.03;
-  o->crash2_rate = 0.03;
+  o->crash_rate = 0.05;
+  o->crash2_rate = 0.05;
   o->reason_delay_s = 2.0;
   o->reason_lost = 0.3;
-  o->hang_rate = 0.01;
-  o->decommission_rate = 0.01;
-  o->join_rate = 0.02;
+  o->hang_rate = 0.04;
+  o->decommission_rate = 0.04;
+  o->join_rate = 0.03;
   o->duplicate_rate = 0.02;
   o->late_rate = 0.02;
   o->stage_retries = 4;
@@ -1429,19 +1429,19 @@ static void usage(FILE *f) {
         "  --cores N            cores per executor (4)\n"
         "  --per-host N         executors per host (2)\n"
         "  --hosts-per-rack N   hosts per rack (3)\n"
-        "  --jobs N             jobs (10)\n"
+        "  --jobs N             jobs (20)\n"
         "  --stages N           stages per job, 1 to 16 (3)\n"
         "  --tasks N            mean tasks per stage (40)\n"
         "  --duration S         mean task duration in seconds (1)\n"
-        "  --job-interval S     seconds between job submissions (4)\n"
+        "  --job-interval S     seconds between job submissions (3)\n"
         "  --task-failure P     probability that an attempt throws (0.03)\n"
-        "  --crash R            one-phase executor crashes per second (0.03)\n"
-        "  --crash2 R           two-phase crashes per second (0.03)\n"
+        "  --crash R            one-phase executor crashes per second (0.05)\n"
+        "  --crash2 R           two-phase crashes per second (0.05)\n"
         "  --reason-delay S     mean delay of a two-phase crash's reason (2)\n"
         "  --reason-lost P      probability that the reason never comes (0.3)\n"
-        "  --hang R             silent hangs per second (0.01)\n"
-        "  --decommission R     decommissionings per second (0.01)\n"
-        "  --join R             late executor joins per second (0.02)\n"
+        "  --hang R             silent hangs per second (0.04)\n"
+        "  --decommission R     decommissionings per second (0.04)\n"
+        "  --join R             late executor joins per second (0.03)\n"
         "  --duplicate P        probability of a duplicate terminal update (0.02)\n"
         "  --late P             probability of a late update (0.02)\n"
         "  --no-faults          every fault rate and probability 0\n"
