@@ -260,10 +260,13 @@ typedef struct sim {
   bool have_sample;
   bool check_failed;
   char check_why[256];
-  uint64_t problems; /* contract violations the simulator saw */
-  bool faults_on;    /* fault processes run until every job is done */
-  bool stopping;     /* the run is over: the DAG layer submits nothing more */
-  bool progress;     /* a progress line on stderr */
+  uint64_t problems;      /* contract violations the simulator saw */
+  bool faults_on;         /* fault processes run until every job is done */
+  bool stopping;          /* the run is over: the DAG layer submits nothing more */
+  size_t retained;        /* task sets not released when the run ended */
+  size_t payloads_at_end; /* payloads not handed back before tl_scheduler_free */
+  size_t results_at_end;  /* results not freed before tl_scheduler_free */
+  bool progress;          /* a progress line on stderr */
   FILE *journal;
   int journal_err;
   counters c;
@@ -1372,9 +1375,15 @@ static void after_event(sim *m) {
                     .executors_alive = (uint32_t)m->st.executors_alive,
                     .executors_pending_loss = (uint32_t)m->st.executors_pending_loss,
                     .tasks_pending = (uint32_t)m->st.tasks_pending};
-  sim_sample cmp = m->last_sample;
-  cmp.t_ns = m->now;
-  if (!m->have_sample || memcmp(&cmp, &smp, sizeof smp) != 0) {
+  const sim_sample *last = &m->last_sample;
+  bool same = m->have_sample && last->attempts_running == smp.attempts_running &&
+              last->attempts_frozen == smp.attempts_frozen &&
+              last->tasksets_active == smp.tasksets_active &&
+              last->tasksets_zombie == smp.tasksets_zombie &&
+              last->executors_alive == smp.executors_alive &&
+              last->executors_pending_loss == smp.executors_pending_loss &&
+              last->tasks_pending == smp.tasks_pending;
+  if (!same) {
     if (sim_record_sample(&m->rec, &smp) < 0)
       oom();
     m->last_sample = smp;
@@ -1621,6 +1630,8 @@ static void summary(sim *m, double wall, bool drained) {
   if (m->o.check_every == 1)
     printf("tl_check            after every event: %" PRIu64 " checks, %s\n", c->checks,
            m->check_failed ? m->check_why : "all clean");
+  else if (m->o.check_every == 0)
+    printf("tl_check            at the end only: %s\n", m->check_failed ? m->check_why : "clean");
   else
     printf("tl_check            after every %" PRIu32 " events and at the end: %" PRIu64
            " checks, %s\n",
@@ -1633,8 +1644,15 @@ static void summary(sim *m, double wall, bool drained) {
     printf("verdict             DRAINED: every task set released, all %zu payloads and every "
            "result handed back, tl_check clean\n",
            m->nts);
+  else if (m->check_failed)
+    printf("verdict             BROKEN: tl_check failed: %s\n", m->check_why);
+  else if (!drained)
+    printf("verdict             RETAINED: %zu task sets were still held at %.3f s (explained "
+           "above); once the executors stopped, %zu payloads and %zu results came back only "
+           "through tl_scheduler_free\n",
+           m->retained, (double)m->now / 1e9, m->payloads_at_end, m->results_at_end);
   else
-    printf("verdict             RETAINED or BROKEN: see above\n");
+    printf("verdict             BROKEN: %" PRIu64 " problems (on stderr)\n", m->problems);
 }
 
 int main(int argc, char **argv) {
@@ -1729,6 +1747,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < m->nts; i++) {
       if (m->ts[i]->released)
         continue;
+      m->retained++;
       char buf[2048];
       if (tl_explain_taskset(m->s, m->ts[i]->id, buf, sizeof buf) == TL_OK)
         printf("%s", buf);
@@ -1758,6 +1777,10 @@ int main(int argc, char **argv) {
   }
   if (m->st.attempts_running || m->st.attempts_frozen || m->st.executors_pending_loss ||
       m->st.executors_alive)
+    drained = false;
+  m->payloads_at_end = m->payloads_live;
+  m->results_at_end = results_live;
+  if (m->payloads_live || results_live)
     drained = false;
   sim_record_finish(&m->rec, end_ns);
   double wall = wall_now() - wall0;
