@@ -20,7 +20,6 @@
 #include "sim.h"
 #include "taskledger.h"
 
-#define SEC UINT64_C(1000000000)
 #define MS UINT64_C(1000000)
 #define RESULT_DONE (-2)      /* a result stage's partition whose result reached the driver */
 #define MAX_STAGE_ATTEMPTS 64 /* a stage resubmitted this often fails its job whatever else */
@@ -130,6 +129,8 @@ typedef struct sim_stage {
   uint32_t failures;     /* attempts that failed (taskset_failed or fetch failure) */
   struct sim_ts *active; /* the attempt the simulator believes active, or NULL */
   const char *why;       /* why the next attempt is submitted (for its mark) */
+  bool lost_outputs;     /* the next attempt re-runs lost outputs (SIM_MARK_STAGE_RESUBMITTED);
+                            false: a retry after the stage's own failure (a submission mark) */
 } sim_stage;
 
 typedef enum jstate { J_WAITING, J_RUNNING, J_SUCCEEDED, J_FAILED } jstate;
@@ -195,7 +196,7 @@ enum ev_kind {
   EV_WAKE,         /* exec: a hung executor comes back, to find itself removed */
   EV_DECOMMISSION, /* an executor is decommissioned */
   EV_DECOM_REMOVE, /* exec: it is drained or its time is up */
-  EV_JOIN,         /* a late executor joins (flag 1: the Poisson process) */
+  EV_JOIN,         /* a late executor joins (the Poisson process of --join) */
   EV_REPLACE,      /* exec: a replacement for a lost executor joins on its host */
   EV_TICK          /* tl_tick is due */
 };
@@ -221,55 +222,69 @@ enum ev_kind {
   XX(mem_live_blocks)
 
 typedef struct counters {
-  uint64_t jobs_succeeded, jobs_failed;
-  uint64_t outcome[SIM_OUT_COUNT]; /* attempts by how they ended */
-  uint64_t resubmitted;            /* TL_END_RESUBMITTED: done map indices pending again */
-  uint64_t tasksets, stage_retries, parent_resubmits, output_resubmits;
-  uint64_t tasksets_failed, fetch_failures, partition_completed;
-  uint64_t crashes, crashes2, reasons, reasons_refused, hangs, hb_timeouts, pending_timeouts;
-  uint64_t decommissions, joins_late, joins_replace;
-  uint64_t bad_sent, bad_stale, bad_gone, bad_other;
-  uint64_t zombies_drained, zombie_attempts_drained, zombies_failed_drained;
-  uint64_t events, checks;
+  uint64_t jobs_succeeded, jobs_failed; /* jobs by how they ended */
+  uint64_t outcome[SIM_OUT_COUNT];      /* attempts by how they ended */
+  uint64_t resubmitted;                 /* TL_END_RESUBMITTED: done map indices pending again */
+  uint64_t stage_retries;               /* new attempts after a stage's own failure */
+  uint64_t parent_resubmits;            /* parents resubmitted after a child's fetch failure */
+  uint64_t output_resubmits;            /* complete stages resubmitted for lost outputs */
+  uint64_t tasksets_failed;             /* taskset_failed (cancellations of a failed job too) */
+  uint64_t fetch_failures;              /* TL_END_FETCH_FAILED attempts */
+  uint64_t partition_completed;         /* tl_partition_completed calls */
+  uint64_t crashes, crashes2;           /* one- and two-phase crashes */
+  uint64_t reasons;                     /* second phases the ledger took */
+  uint64_t reasons_refused;             /* second phases after the pending-loss timeout */
+  uint64_t hangs, hb_timeouts;          /* hangs, and heartbeat expiries that found them */
+  uint64_t pending_timeouts;            /* pending losses ended by the timeout */
+  uint64_t decommissions;               /* executors decommissioned */
+  uint64_t joins_late, joins_replace;   /* executors that joined after the start */
+  uint64_t bad_sent;                    /* duplicate or late updates and heartbeats sent */
+  uint64_t bad_stale, bad_gone;         /* of which refused with TL_ESTALE, TL_EGONE */
+  uint64_t bad_other;                   /* of which answered otherwise: a problem */
+  uint64_t zombies_drained;             /* task sets that became zombie with attempts in flight,
+                                           drained through updates and were released */
+  uint64_t zombies_failed_drained;      /* of which failed or fetch-failed */
+  uint64_t zombie_attempts_drained;     /* attempts that ended in them after they became zombie */
+  uint64_t events, checks;              /* events run; tl_check calls */
 } counters;
 
 typedef struct sim {
-  sim_options o;
-  sim_rng rng;
-  sim_queue q;
-  sim_record rec;
-  tl_scheduler *s;
-  uint64_t now;
-  sim_executor *execs;
-  size_t nexecs, execs_cap;
-  uint32_t hosts_made;   /* hosts named so far */
-  uint32_t late_on_host; /* late executors placed on the newest host */
-  sim_job *jobs;
-  uint32_t jobs_submitted;
-  uint32_t next_stage_id;
-  sim_ts **ts; /* every task set, in submission order */
-  size_t nts, ts_cap;
-  sim_attempt *attempts; /* by tid */
-  size_t attempts_cap;
-  uint64_t max_tid;
-  uint64_t tick_at; /* the earliest EV_TICK scheduled, or UINT64_MAX */
-  size_t payloads_live;
-  size_t stat_peak[32];
-  tl_stats st; /* after the last event */
-  sim_sample last_sample;
-  bool have_sample;
-  bool check_failed;
-  char check_why[256];
-  uint64_t problems;      /* contract violations the simulator saw */
-  bool faults_on;         /* fault processes run until every job is done */
-  bool stopping;          /* the run is over: the DAG layer submits nothing more */
-  size_t retained;        /* task sets not released when the run ended */
-  size_t payloads_at_end; /* payloads not handed back before tl_scheduler_free */
-  size_t results_at_end;  /* results not freed before tl_scheduler_free */
-  bool progress;          /* a progress line on stderr */
-  FILE *journal;
-  int journal_err;
-  counters c;
+  sim_options o;            /* as parsed */
+  sim_rng rng;              /* every random draw of the run */
+  sim_queue q;              /* the events to come */
+  sim_record rec;           /* what the trace is written from */
+  tl_scheduler *s;          /* the ledger under simulation */
+  uint64_t now;             /* virtual nanoseconds: the ledger's clock */
+  sim_executor *execs;      /* every executor ever, by index (exec-N is index N - 1) */
+  size_t nexecs, execs_cap; /* used and allocated */
+  uint32_t hosts_made;      /* hosts named so far */
+  uint32_t late_on_host;    /* late executors placed on the newest host */
+  sim_job *jobs;            /* --jobs entries; those not yet submitted are J_WAITING */
+  uint32_t jobs_submitted;  /* jobs that arrived */
+  uint32_t next_stage_id;   /* stage ids are global, from 0 */
+  sim_ts **ts;              /* every task set, in submission order, kept to the end */
+  size_t nts, ts_cap;       /* used and allocated */
+  sim_attempt *attempts;    /* by tid (dense from 1) */
+  size_t attempts_cap;      /* allocated */
+  uint64_t max_tid;         /* the highest tid launched */
+  uint64_t tick_at;         /* the earliest EV_TICK scheduled, or UINT64_MAX */
+  size_t payloads_live;     /* payloads submitted and not yet handed back */
+  size_t stat_peak[32];     /* the peak of each STAT_FIELDS size */
+  tl_stats st;              /* after the last event */
+  sim_sample last_sample;   /* the last one recorded */
+  bool have_sample;         /* one was recorded */
+  bool check_failed;        /* tl_check failed at least once */
+  char check_why[256];      /* its first violation */
+  uint64_t problems;        /* contract violations the simulator saw */
+  bool faults_on;           /* fault processes run until every job is done */
+  bool stopping;            /* the run is over: the DAG layer submits nothing more */
+  size_t retained;          /* task sets not released when the run ended */
+  size_t payloads_at_end;   /* payloads not handed back before tl_scheduler_free */
+  size_t results_at_end;    /* results not freed before tl_scheduler_free */
+  bool progress;            /* a progress line on stderr */
+  FILE *journal;            /* --journal's file, or NULL */
+  int journal_err;          /* the first write error, or 0 */
+  counters c;               /* what the summary reports */
 } sim;
 
 static size_t results_live; /* result buffers sent in FINISHED updates and not yet freed */
@@ -388,7 +403,7 @@ static uint64_t secs(double s) { return s <= 0 ? 0 : (uint64_t)(s * 1e9); }
 static void schedule_poisson(sim *m, uint8_t kind, double rate) {
   if (rate <= 0)
     return;
-  schedule(m, m->now + 1 + secs(sim_rng_exp(&m->rng, 1.0 / rate)), kind, 0, 1);
+  schedule(m, m->now + 1 + secs(sim_rng_exp(&m->rng, 1.0 / rate)), kind, 0, 0);
 }
 
 static uint64_t sim_clock(void *ud) { return ((sim *)ud)->now; }
@@ -551,13 +566,12 @@ static void submit_stage(sim *m, uint32_t j, uint32_t k) {
   m->payloads_live++;
   grow((void **)&m->ts, &m->ts_cap, m->nts + 1, sizeof *m->ts);
   m->ts[m->nts++] = ts;
-  m->c.tasksets++;
   st->active = ts;
   if (st->attempts == 0) {
     mark(m, SIM_NO_EXEC, SIM_MARK_STAGE_SUBMITTED,
          "job %" PRIu32 " stage %" PRIu32 ": %" PRIu32 " tasks", j, st->stage_id, ts->ntasks);
   } else {
-    mark(m, SIM_NO_EXEC, SIM_MARK_STAGE_RESUBMITTED,
+    mark(m, SIM_NO_EXEC, st->lost_outputs ? SIM_MARK_STAGE_RESUBMITTED : SIM_MARK_STAGE_SUBMITTED,
          "job %" PRIu32 " stage %" PRIu32 ".%" PRIu32 ": %" PRIu32 " tasks, %s", j, st->stage_id,
          st->attempts, ts->ntasks, st->why ? st->why : "outputs lost");
     logf_(m,
@@ -567,6 +581,7 @@ static void submit_stage(sim *m, uint32_t j, uint32_t k) {
   }
   st->attempts++;
   st->why = NULL;
+  st->lost_outputs = false;
 }
 
 static void job_fail(sim *m, uint32_t j, const char *why) {
@@ -663,9 +678,11 @@ static void dag_advance(sim *m, uint32_t j) {
               child_fetch = true;
         if (child_fetch) {
           st->why = "a child's fetch failed";
+          st->lost_outputs = true;
           m->c.parent_resubmits++;
         } else {
           st->why = "its outputs were lost";
+          st->lost_outputs = true;
           m->c.output_resubmits++;
         }
       }
