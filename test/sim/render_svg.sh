@@ -9,12 +9,14 @@
 # Two files made here prove the check can fail: a truncated SVG (must give "error") and a
 # valid but blank one (must give "painted=0").
 #
-#   render_svg.sh TESTS    TESTS is the tl-sim-svg-tests program
+#   render_svg.sh TESTS [SIM]    TESTS is the tl-sim-svg-tests program; SIM, tl-sim, whose
+#                                default run's --svg is rendered with them (tl-sim-default)
 #
 # Exit status: 0 when every verdict is the expected one; 77 (skipped) when Chromium (Debian
 # package chromium) is not installed; 1 otherwise.
 set -u
 tests=$1
+sim=${2:-}
 browser=
 for b in chromium chromium-browser google-chrome; do
   if command -v "$b" >/dev/null 2>&1; then
@@ -30,6 +32,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/svg"
 "$tests" "$tmp/svg" >/dev/null || { echo "render_svg.sh: $tests failed" >&2; exit 1; }
+if [ -n "$sim" ]; then
+  "$sim" --quiet --svg "$tmp/svg/tl-sim-default.svg" >/dev/null ||
+    { echo "render_svg.sh: $sim failed" >&2; exit 1; }
+fi
 size=$(wc -c <"$tmp/svg/spark18553.svg")
 head -c $((size / 2)) "$tmp/svg/spark18553.svg" >"$tmp/svg/broken-truncated.svg"
 printf '%s\n' '<?xml version="1.0" encoding="UTF-8"?>' \
