@@ -15,32 +15,18 @@ set -u
 dir=$1
 addr=${2:-127.0.0.1}
 tmp=$(mktemp -d)
+name=external.sh
 drv='' ext=''
+# shellcheck source=test/cluster/common.sh
+. "$(dirname "$0")/common.sh"
 # shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() {
-  [ -n "$ext" ] && kill -9 "$ext" 2>/dev/null
-  [ -n "$drv" ] && kill -9 "$drv" 2>/dev/null
+  if [ -n "$ext" ]; then kill -9 "$ext" 2>/dev/null; fi
+  stop_driver "$drv"
   wait 2>/dev/null
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-fail() {
-  echo "external.sh: $*" >&2
-  echo "--- driver stdout" >&2
-  cat "$tmp/out" >&2
-  echo "--- driver stderr" >&2
-  cat "$tmp/err" >&2
-  exit 1
-}
-# Waits up to 10 s for a line matching $2 in file $1.
-wait_for() {
-  i=0
-  while ! grep -q "$2" "$1" 2>/dev/null; do
-    i=$((i + 1))
-    [ "$i" -gt 200 ] && return 1
-    sleep 0.05
-  done
-}
 
 printf 'external-test-token-%s\n' "$$" >"$tmp/token"
 "$dir/tl-driver" --listen "$addr" --token-file "$tmp/token" --executors 1 --accept 1 \

@@ -15,38 +15,17 @@ set -u
 dir=$1
 tmp=$(mktemp -d)
 drv=
+name=metrics.sh
+# shellcheck source=test/cluster/common.sh
+. "$(dirname "$0")/common.sh"
 # shellcheck disable=SC2317 # run by the trap
 cleanup() {
   { exec 4<&-; } 2>/dev/null
-  if [ -n "$drv" ]; then
-    kill -TERM "$drv" 2>/dev/null # the driver kills its executors when signalled
-    for _ in $(seq 50); do
-      kill -0 "$drv" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -9 "$drv" 2>/dev/null
-  fi
+  stop_driver "$drv"
   wait 2>/dev/null
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-fail() {
-  echo "metrics.sh: $*" >&2
-  echo "--- driver stdout" >&2
-  cat "$tmp/out" >&2
-  echo "--- driver stderr" >&2
-  cat "$tmp/err" >&2
-  exit 1
-}
-# Waits up to 10 s for a line matching $2 in file $1.
-wait_for() {
-  local i=0
-  while ! grep -q "$2" "$1" 2>/dev/null; do
-    i=$((i + 1))
-    [ "$i" -gt 200 ] && return 1
-    sleep 0.05
-  done
-}
 # Sends $1 (with its backslash escapes, as printf %b reads them) to the metrics port and writes
 # the whole response to $2.
 fetch() {
