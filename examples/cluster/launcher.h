@@ -1,0 +1,84 @@
+/* How tl-driver gets its executors (docs/cluster.md, docs/slurm.md): one small interface, so
+ * that a launcher is one more file. A launcher starts executor processes that connect back to
+ * the driver, stops one or all of them, and tells the driver how each one ended, as soon as it
+ * learns it: for `local` (launcher_local.c) from the uv_spawn exit callback; for `slurm`
+ * (launcher_slurm.c) from Slurm's own account of the job step (squeue --json, scontrol), a
+ * little after the connection dropped. That end is the second phase of a two-phase loss.
+ *
+ * Everything runs on the driver's loop thread; no call blocks (a launcher that runs commands
+ * runs them with uv_spawn). The token reaches executors through the environment they inherit
+ * (TL_CLUSTER_TOKEN, which the driver sets before creating the launcher), never argv.
+ */
+#ifndef TLC_LAUNCHER_H
+#define TLC_LAUNCHER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "taskledger.h"
+
+/* How an executor ended, as its launcher learned it. Strings are valid during on_end only. */
+typedef struct launcher_end {
+  const char *executor_id; /* as given to start */
+  tl_loss_kind kind;       /* TL_LOSS_EXITED (exit_code), TL_LOSS_KILLED (the driver asked),
+                              TL_LOSS_PROCESS_LOST (gone, no reason: NODE_FAIL, PREEMPTED...) */
+  bool caused_by_app;      /* whether it counts toward max_task_failures */
+  int exit_code;           /* TL_LOSS_EXITED: the code, 128 + signal for a signal */
+  bool requested;          /* the driver stopped it (launcher_ops.stop/stop_all) */
+  const char *reason;      /* for a person: "exited 3", "CANCELLED", "OUT_OF_MEMORY", ... */
+  const char *source;      /* where the reason came from: "uv_spawn exit status",
+                              "squeue --json", "scontrol show job", ... */
+} launcher_end;
+
+typedef struct launcher_config {
+  uv_loop_t *loop;           /* the driver's loop */
+  const char *executor_path; /* the tl-executor binary */
+  const char *connect_host;  /* the address executors connect to (--advertise, or --listen) */
+  int port;                  /* the driver's port */
+  uint32_t cores;            /* --executor-cores: each executor's cores */
+  uint64_t heartbeat_ms;     /* the executors' heartbeat period */
+  /* slurm only (NULL / 0 otherwise) */
+  const char *partition;          /* --partition */
+  const char *time_limit;         /* --time-limit, Slurm's syntax */
+  const char *const *extra_args;  /* --slurm-arg, passed through to srun/sbatch */
+  size_t nextra;                  /* entries of extra_args */
+  uint64_t poll_ms;               /* the bounded period of Slurm queries */
+  /* Called once per executor started, when its end is known (never from inside a launcher_ops
+   * call). ud is passed back. */
+  void (*on_end)(void *ud, const launcher_end *end);
+  void *ud;
+} launcher_config;
+
+typedef struct launcher_ops {
+  const char *name; /* "local", "slurm": the --launcher value */
+  /* Makes a launcher; *state is its own. 0, or a negative uv error / -1 with a message on
+   * stderr. */
+  int (*create)(const launcher_config *cfg, void **state);
+  /* Starts one executor that registers as executor_id (1..63 bytes). 0, or < 0 when it could not
+   * even be asked for (the driver then treats it as never started). */
+  int (*start)(void *state, const char *executor_id);
+  /* Stops one executor it started: its end is reported with requested = true. signum is what a
+   * local process gets (SIGKILL, or SIGSTOP/SIGCONT for the tests' faults, which are not stops
+   * and report nothing by themselves); a launcher that cannot deliver a signal maps it as best it
+   * can (Slurm: scancel --signal). as_driver false: an injected fault that must look like a
+   * death from outside (its end is not requested). 0 or < 0. */
+  int (*signal)(void *state, const char *executor_id, int signum, bool as_driver);
+  /* Stops every executor it started and has not seen end (the clean end: on exit, on a failed
+   * job, on SIGINT/SIGTERM); their ends follow as requested. */
+  void (*stop_all)(void *state);
+  /* Executors started whose end has not been reported yet. */
+  size_t (*running)(void *state);
+  /* Asks for news of one executor sooner than the next poll (its connection just dropped). */
+  void (*query)(void *state, const char *executor_id);
+  /* Closes every handle once running() is 0 (or at once if it is), then calls done(ud); the
+   * state is freed. */
+  void (*close)(void *state, void (*done)(void *ud), void *ud);
+} launcher_ops;
+
+/* The launchers built in: launcher_find("local"), ...; NULL for an unknown name. */
+const launcher_ops *launcher_find(const char *name);
+
+#endif
