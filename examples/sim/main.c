@@ -1085,7 +1085,7 @@ static void ev_finish(sim *m, uint64_t tid, uint32_t x) {
   if (!attempt_live(m, a, x))
     return;
   if (a->throws)
-    terminal_update(m, tid, x, TL_TASK_FAILED, TL_END_EXCEPTION, "java.lang.RuntimeException");
+    terminal_update(m, tid, x, TL_TASK_FAILED, TL_END_EXCEPTION, "simulated task failure");
   else
     terminal_update(m, tid, x, TL_TASK_FINISHED, TL_END_SUCCESS, NULL);
 }
