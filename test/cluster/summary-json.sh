@@ -51,6 +51,7 @@ check "one job, succeeded" '.jobs == {"succeeded": 1, "failed": 0}'
 check "4000 tasks succeeded, some retried" '.tasks.succeeded == 4000 and .tasks.retries > 0'
 check "3 executors started, none released" '.executors.started == 3 and .executors.released == 0'
 check "one lost executor, exec-1" '(.lost_executors | length) == 1 and .lost_executors[0].id == "exec-1"'
+# shellcheck disable=SC2016 # $l is jq's
 check "its phases: pending then killed, or killed alone" \
   '.lost_executors[0] as $l |
    ($l.phases_seen == ["pending", "killed"] and $l.detected_by == "connection closed") or
