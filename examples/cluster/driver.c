@@ -1,17 +1,24 @@
 /* tl-driver: the driver process of the cluster example (docs/cluster.md). It embeds taskledger
- * on a libuv loop (taskledger-uv.h), listens on loopback TCP, spawns tl-executor processes,
- * registers them in the ledger once they present the shared token, and runs the jobs given on
- * its command line: offers each executor its free cores, sends each task set's binary once per
- * executor, batches an offer round's launches into one LAUNCH frame and applies the executors'
- * batched STATUS frames. A lost executor is reported in two phases: TL_LOSS_PENDING when its
- * connection closes, the real reason from its process's exit status (or, for an executor it did
- * not spawn, the pending-loss timeout); a stopped one is caught by heartbeat expiry. At the end
- * it stops the executors, waits for their exits, checks that the ledger drained and prints a
- * summary. With --queue Q each executor is registered with Q task slots beyond its cores, so an
- * offer round launches up to cores + Q tasks to it in one LAUNCH frame; the executor runs cores
- * of them at once and queues the rest.
+ * on a libuv loop (taskledger-uv.h), listens on TCP, has its launcher (launcher.h: local
+ * processes, or Slurm job steps) start tl-executor processes, registers them in the ledger once
+ * they present the shared token, and runs the jobs given on its command line: offers each
+ * executor its free cores, sends each task set's binary once per executor, batches an offer
+ * round's launches into one LAUNCH frame and applies the executors' batched STATUS frames. A
+ * lost executor is reported in two phases: TL_LOSS_PENDING when its connection closes, the real
+ * reason from its launcher's account of its end (or, for an executor no launcher started or one
+ * whose end never comes, the pending-loss timeout); a stopped one is caught by heartbeat expiry.
+ * With --min-executors/--max-executors the number of executors follows the backlog (dynamic
+ * allocation). At the end it stops the executors, has the launcher stop those that do not go,
+ * waits for every end, checks that the ledger drained and prints a summary (and, with
+ * --summary-json, writes it as JSON). With --queue Q each executor is registered with Q task
+ * slots beyond its cores, so an offer round launches up to cores + Q tasks to it in one LAUNCH
+ * frame; the executor runs cores of them at once and queues the rest.
  *
- *   tl-driver [--executors N] [--accept N] [--cores C] [--queue Q] [--job KIND:M[,KIND:M]...]...
+ *   tl-driver [--launcher local|slurm] [--executors N] [--accept N] [--executor-cores C]
+ *             [--cores C] [--queue Q] [--job KIND:M[,KIND:M]...]...
+ *             [--min-executors N] [--max-executors M] [--backlog-timeout MS]
+ *             [--idle-timeout MS] [--summary-json FILE] [--advertise ADDR]
+ *             [--partition P] [--time-limit T] [--slurm-arg ARG]... [--slurm-poll-ms MS]
  *             [--listen ADDR] [--port P] [--token-file PATH] [--executor PATH]
  *             [--heartbeat-ms MS] [--timeout-s S] [--bench [--tasks N]] [--quiet]
  *             [--progress] [--progress-ms MS] [--kill-on-job-failure]
@@ -21,8 +28,9 @@
  *             [--register-timeout-ms MS] [--bad-client MODE]... [--metrics-port P]
  *
  * Exit status: 0 when every job succeeded (or, with --expect-job-failure, failed), the ledger
- * drained, the expected losses happened and no executor materialised a task set's binary more
- * than once; 1 otherwise; 2 for bad arguments.
+ * drained, the expected losses happened, every executor ended as it should have and none
+ * materialised a task set's binary more than once; 1 otherwise; 2 for bad arguments (an unknown
+ * launcher, or one not built into this binary, included).
  */
 #include <inttypes.h>
 #include <signal.h>
@@ -36,13 +44,17 @@
 
 #include <uv.h>
 
+#include "launcher.h"
 #include "metrics_http.h"
 #include "proto.h"
 #include "taskledger-uv.h"
 
 #define MAX_JOBS 16              /* --job options at most */
 #define MAX_STAGES 8             /* stages in one job's chain at most */
-#define MAX_EXECUTORS 64         /* --executors at most */
+#define MAX_EXECUTORS 64         /* --executors, --max-executors at most */
+#define MAX_STARTED 256          /* executors a run may start in all (dynamic allocation) */
+#define MAX_SLURM_ARGS 32        /* --slurm-arg options at most */
+#define STOP_GRACE_MS 2000       /* after STOP, executors still running are stopped by force */
 #define TOKEN_BYTES 32           /* random bytes of a generated token (hex-encoded) */
 #define READ_CHUNK 65536         /* bytes of a connection's read buffer */
 #define LAUNCH_FRAME_MAX 16384   /* launches in one LAUNCH frame at most */
@@ -98,6 +110,8 @@ typedef struct conn {
   bool gone;                    /* the ledger removed it while connected: told to STOP */
   bool violated;                /* closed for a protocol fault after it registered */
   bool closing;                 /* uv_close was called */
+  bool released;                /* dynamic allocation released it: decommissioned, sent STOP */
+  uint64_t idle_since;          /* uv_hrtime when it last ran nothing; 0 while it runs tasks */
   int handles_open;             /* handles not yet closed (tcp, timer): freed at 0 */
   char id[TL_ID_MAX];           /* the executor id, once registered */
   uint64_t binaries;            /* the last HEARTBEAT's binaries count */
@@ -110,18 +124,39 @@ typedef struct conn {
   uint8_t read_buf[READ_CHUNK]; /* reused by every read */
 } conn;
 
-/* One spawned tl-executor process. */
-typedef struct child {
-  uv_process_t process; /* data is the driver */
-  char id[TL_ID_MAX];   /* the id it was told to register with */
-  bool running;         /* spawned and its exit callback not yet run */
-  int64_t exit_status;  /* as the exit callback gave it */
-  int term_signal;      /* likewise */
-  bool exited;          /* the exit callback ran */
-  bool killed;          /* the driver killed it (TL_LOSS_KILLED, not caused by the app) */
-  bool stopped;         /* --stop-executor-after sent it SIGSTOP */
-  bool injected;        /* --external-kill-after killed it, as something outside would */
-} child;
+/* One executor the launcher was asked to start, and how it ended. */
+typedef struct exec_rec {
+  char id[TL_ID_MAX]; /* "exec-N": the id it registers with */
+  bool started;       /* ops->start returned 0: its end will be reported */
+  bool ended;         /* on_end came */
+  bool released;      /* dynamic allocation released it: its end is requested, not a loss */
+  bool fault_killed;  /* --kill-executor-after killed it (as the driver) */
+  bool injected;      /* --external-kill-after killed it, as something outside would */
+  bool stopped;       /* --stop-executor-after stopped it (SIGSTOP), not yet resumed */
+  bool forced;        /* still running when the stop grace period ran out: stop_all got it */
+  tl_loss_kind kind;  /* the end: as launcher_end */
+  bool caused_by_app; /* likewise */
+  int exit_code;      /* likewise */
+  bool requested;     /* likewise */
+  char reason[160];   /* likewise, truncated */
+  char source[64];    /* likewise, truncated */
+} exec_rec;
+
+/* One lost executor (any executor the ledger lost, started by the launcher or not; not one
+ * released by dynamic allocation), for the summary: each report to the ledger in order. */
+#define MAX_PHASES 4
+typedef struct loss_rec {
+  char id[TL_ID_MAX];              /* the executor */
+  const char *detected_by;         /* how the loss began: "connection closed", ... (static) */
+  tl_loss_kind phases[MAX_PHASES]; /* the reasons reported, first phase first */
+  size_t nphases;                  /* used entries of phases */
+  bool final;                      /* a real reason came (kind ... below are it) */
+  tl_loss_kind kind;               /* the real reason's kind */
+  bool caused_by_app;              /* likewise */
+  int exit_code;                   /* likewise */
+  char reason[160];                /* its message */
+  char source[64];                 /* where it came from: the launcher's source, "driver", ... */
+} loss_rec;
 
 /* The bad-client modes of tl-badclient, and what the driver must refuse each one for. */
 typedef enum bad_mode {
@@ -140,7 +175,7 @@ typedef enum bad_mode {
 } bad_mode;
 
 static const char *const bad_mode_names[BAD_NMODES] = {
-    "wrong-token",    "garbage", "oversized",       "duplicate-id",  "foreign-status", "silent",
+    "wrong-token",     "garbage",   "oversized",   "duplicate-id",    "foreign-status", "silent",
     "unknown-message", "truncated", "early-frame", "second-register", "driver-message"};
 
 /* One spawned tl-badclient process (--bad-client). */
@@ -161,35 +196,61 @@ typedef struct driver {
   metrics_http *metrics;       /* --metrics-port: GET /metrics, until maybe_finish */
   uv_idle_t revive;            /* runs an offer round for every executor when revive_offers came */
   uv_timer_t deadline;         /* gives up after --timeout-s */
-  uv_signal_t sigint, sigterm; /* stop the children and give up */
-  char token[2 * TOKEN_BYTES + 1]; /* the shared token, NUL-terminated */
-  const char *executor_path;       /* the tl-executor binary */
-  const char *listen_host;         /* the address listened on (--listen) */
-  const char *connect_host;        /* the address the spawned executors connect to */
-  int port;                        /* the port listened on */
-  uint32_t nexecutors;             /* processes to spawn */
-  uint32_t accept;                 /* --accept: executors started elsewhere to wait for */
-  bool offering;                   /* nexecutors + accept registered: offers are made */
-  uint32_t cores;                  /* cores each registers with */
-  uint32_t queue;                  /* --queue: task slots in the ledger beyond each one's cores */
-  uint64_t heartbeat_ms;           /* the executors' heartbeat period */
-  bool quiet;                      /* no log lines but errors */
-  bool bench;                      /* --bench */
-  job jobs[MAX_JOBS];              /* the jobs of the command line */
-  size_t njobs;                    /* used entries of jobs */
-  child children[MAX_EXECUTORS];   /* nexecutors of them */
-  uint32_t children_running;       /* children whose exit callback has not run */
-  conn *conns;                     /* open connections */
-  uint32_t registered;             /* executors registered so far */
-  bool stopping;                   /* STOP sent: waiting for the executors to go */
-  bool gave_up;                    /* the deadline or a signal ended the run */
-  bool closed;                     /* everything is closing: no more offers */
-  uint64_t start_ns;               /* when offers began: every expected executor registered */
-  uint64_t end_ns;                 /* when the last job's last task set was released */
-  uint64_t refused_updates;        /* tl_status_update errors */
-  uint64_t gone_frames;            /* frames of an executor the ledger removed (TL_EGONE) */
+  uv_signal_t sigint, sigterm; /* stop the executors and give up */
+  uv_timer_t grace;            /* STOP_GRACE_MS after STOP: stop_all what has not ended */
+  uv_timer_t after_end;        /* runs, off on_end's stack, what an executor's end may lead to */
+  uv_timer_t alloc_timer;      /* dynamic allocation's periodic check */
+  const launcher_ops *ops;     /* --launcher */
+  void *launcher;              /* its state; NULL once closed */
+  launcher_config lcfg;        /* as given to ops->create */
+  char token[2 * TOKEN_BYTES + 1];  /* the shared token, NUL-terminated */
+  const char *executor_path;        /* the tl-executor binary */
+  const char *listen_host;          /* the address listened on (--listen) */
+  const char *connect_host;         /* the address executors connect to (--advertise) */
+  int port;                         /* the port listened on */
+  uint32_t nexecutors;              /* executors to start first (--executors) */
+  uint32_t accept;                  /* --accept: executors started elsewhere to wait for */
+  bool offering;                    /* nexecutors + accept registered: offers are made */
+  uint32_t cores;                   /* cores each registers with */
+  uint32_t queue;                   /* --queue: task slots in the ledger beyond each one's cores */
+  uint64_t heartbeat_ms;            /* the executors' heartbeat period */
+  bool quiet;                       /* no log lines but errors */
+  bool bench;                       /* --bench */
+  job jobs[MAX_JOBS];               /* the jobs of the command line */
+  size_t njobs;                     /* used entries of jobs */
+  exec_rec *execs;                  /* MAX_STARTED records: nexecs asked for, in order */
+  uint32_t nexecs;                  /* used entries of execs; execs[0] is exec-1 */
+  uint32_t started;                 /* of those, started (ops->start returned 0) */
+  uint32_t released;                /* of those, released by the driver (dynamic allocation) */
+  uint32_t forced;                  /* of those, stopped by force after the grace period */
+  uint32_t most_active;             /* the most executors active at once (started, not ended,
+                                       not released) */
+  uint32_t active_at_end;           /* active when the jobs ended */
+  loss_rec *loss_recs;              /* each lost executor, in the order the losses began */
+  size_t nloss_recs, loss_recs_cap; /* used and allocated entries */
+  const char *summary_json;         /* --summary-json: the file to write */
+  /* Dynamic allocation (--min-executors/--max-executors): Spark's ExecutorAllocationManager,
+   * simplified; see docs/cluster.md "Dynamic allocation". */
+  bool dynamic;             /* on */
+  uint32_t min_executors;   /* never release below this many active */
+  uint32_t max_executors;   /* never start beyond this many active */
+  uint64_t backlog_ns;      /* tasks pending this long: request more executors */
+  uint64_t idle_ns;         /* an executor that ran nothing this long is released */
+  uint64_t backlog_since;   /* uv_hrtime since tasks have been pending; 0: none pend */
+  uint64_t next_request;    /* uv_hrtime of the next request while the backlog lasts */
+  uint32_t to_add;          /* executors the next request adds: 1, 2, 4, ... */
+  conn *conns;              /* open connections */
+  uint32_t registered;      /* executors registered so far */
+  bool stopping;            /* STOP sent: waiting for the executors to go */
+  bool gave_up;             /* the deadline or a signal ended the run */
+  bool closed;              /* everything is closing: no more offers */
+  uint64_t start_ns;        /* when offers began: every expected executor registered */
+  uint64_t end_ns;          /* when the last job's last task set was released */
+  uint64_t refused_updates; /* tl_status_update errors */
+  uint64_t gone_frames;     /* frames of an executor the ledger removed (TL_EGONE) */
   uint64_t losses[TL_LOSS_PENDING_TIMEOUT + 1]; /* reports by kind: first phases and real ones */
   uint64_t tasks_finished;        /* task_ended with TL_END_SUCCESS, for the fault flags */
+  uint64_t executors_released;    /* executor_lost events for releases (TL_LOSS_DECOMMISSIONED) */
   uint64_t kill_after;            /* --kill-executor-after N (0: none) */
   uint64_t stop_after;            /* --stop-executor-after N (0: none) */
   uint64_t external_kill_after;   /* --external-kill-after N (0: none) */
@@ -224,18 +285,18 @@ typedef struct driver {
   bool kill_on_failure;           /* --kill-on-job-failure */
   bool has_crash;                 /* some stage runs `crash` tasks: exit 42 is expected */
   /* --progress: a line on stderr every progress_ms while the jobs run */
-  bool progress;                  /* on */
-  bool progress_tty;              /* stderr is a terminal: rewrite one line */
-  uint64_t progress_ms;           /* its period */
-  uv_timer_t progress_timer;      /* prints it */
+  bool progress;                       /* on */
+  bool progress_tty;                   /* stderr is a terminal: rewrite one line */
+  uint64_t progress_ms;                /* its period */
+  uv_timer_t progress_timer;           /* prints it */
   uint64_t progress_done, progress_ns; /* tasks done and the time at the last line */
-  uint64_t total_tasks;           /* of every stage of every job */
-  uint64_t binaries_sent;         /* TASKSET_BINARY frames sent */
-  uint64_t forgets_sent;          /* FORGET frames sent */
-  uint64_t unforgotten;           /* binaries an executor still held at STOP (a bug) */
-  tl_launch *launch_buf;          /* tl_resource_offers' output, launch_cap entries */
-  size_t launch_cap;              /* the most cores an executor has */
-  tlc_launch_item *items;         /* a LAUNCH frame's items, launch_cap entries */
+  uint64_t total_tasks;                /* of every stage of every job */
+  uint64_t binaries_sent;              /* TASKSET_BINARY frames sent */
+  uint64_t forgets_sent;               /* FORGET frames sent */
+  uint64_t unforgotten;                /* binaries an executor still held at STOP (a bug) */
+  tl_launch *launch_buf;               /* tl_resource_offers' output, launch_cap entries */
+  size_t launch_cap;                   /* the most cores an executor has */
+  tlc_launch_item *items;              /* a LAUNCH frame's items, launch_cap entries */
   /* What each executor reported last, kept after its connection closes, for the summary. */
   struct {
     char id[TL_ID_MAX];
@@ -307,15 +368,94 @@ static void keep_report(driver *d, conn *c) {
   d->nreports++;
 }
 
-/* Reports a loss to the ledger and counts it by kind. */
-static void report_loss(driver *d, const char *id, const tl_loss_reason *reason) {
+/* tl_loss_kind's names, for the JSON summary: the enum's and, lower case, a phase's. */
+static const char *const loss_kind_names[TL_LOSS_PENDING_TIMEOUT + 1] = {
+    "TL_LOSS_PENDING",           "TL_LOSS_EXITED", "TL_LOSS_PROCESS_LOST",
+    "TL_LOSS_HEARTBEAT_TIMEOUT", "TL_LOSS_KILLED", "TL_LOSS_DECOMMISSIONED",
+    "TL_LOSS_PENDING_TIMEOUT"};
+static const char *const phase_names[TL_LOSS_PENDING_TIMEOUT + 1] = {
+    "pending", "exited",         "process_lost",   "heartbeat_timeout",
+    "killed",  "decommissioned", "pending_timeout"};
+
+/* The record of an executor the launcher was asked to start; NULL for any other id. */
+static exec_rec *find_exec(driver *d, const char *id) {
+  for (uint32_t i = 0; i < d->nexecs; i++)
+    if (!strcmp(d->execs[i].id, id))
+      return &d->execs[i];
+  return NULL;
+}
+
+/* Executors started whose end has not come and that the driver did not release. */
+static uint32_t active_executors(driver *d) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < d->nexecs; i++)
+    n += d->execs[i].started && !d->execs[i].ended && !d->execs[i].released;
+  return n;
+}
+
+static void copy_text(char *dst, size_t len, const char *src) {
+  snprintf(dst, len, "%s", src ? src : "");
+}
+
+/* Notes a loss report the ledger took, for the summary: the first one makes the executor's
+ * record (detected_by says how the loss began), each one adds its phase, a real reason is
+ * kept with its source. */
+static void note_loss(driver *d, const char *id, const tl_loss_reason *r, const char *detected_by,
+                      const char *source) {
+  loss_rec *lr = NULL;
+  for (size_t i = 0; i < d->nloss_recs; i++)
+    if (!strcmp(d->loss_recs[i].id, id))
+      lr = &d->loss_recs[i];
+  if (!lr) {
+    if (d->nloss_recs == d->loss_recs_cap) {
+      size_t cap = d->loss_recs_cap ? 2 * d->loss_recs_cap : 8;
+      loss_rec *a = realloc(d->loss_recs, cap * sizeof *a);
+      if (!a)
+        die_oom();
+      d->loss_recs = a;
+      d->loss_recs_cap = cap;
+    }
+    lr = &d->loss_recs[d->nloss_recs++];
+    memset(lr, 0, sizeof *lr);
+    copy_text(lr->id, sizeof lr->id, id);
+    lr->detected_by = detected_by;
+  }
+  if (lr->nphases < MAX_PHASES)
+    lr->phases[lr->nphases++] = r->kind;
+  if (r->kind != TL_LOSS_PENDING) {
+    lr->final = true;
+    lr->kind = r->kind;
+    lr->caused_by_app = r->caused_by_app;
+    lr->exit_code = r->exit_code;
+    copy_text(lr->reason, sizeof lr->reason, r->message);
+    copy_text(lr->source, sizeof lr->source, source);
+  }
+}
+
+/* Reports a loss to the ledger and counts it by kind. detected_by: how the loss began, when this
+ * is its first report; source: where a real reason came from. */
+static void report_loss(driver *d, const char *id, const tl_loss_reason *reason,
+                        const char *detected_by, const char *source) {
   int rc = tl_executor_lost(d->s, id, reason);
   if (rc < 0) {
     fprintf(stderr, "tl-driver: tl_executor_lost %s: %s\n", id, tl_err_name(rc));
     return;
   }
   d->losses[reason->kind]++;
+  note_loss(d, id, reason, detected_by, source);
   logf_(d, "executor %s lost: %s", id, reason->message ? reason->message : "");
+}
+
+/* Removes a released executor from the ledger once it is gone (its connection closed after STOP,
+ * or its end came): TL_LOSS_DECOMMISSIONED, never the app's; not a loss (cb_executor_lost counts
+ * it as a release). */
+static void remove_released(driver *d, const char *id) {
+  tl_loss_reason r = {.kind = TL_LOSS_DECOMMISSIONED, .message = "released by the driver"};
+  int rc = tl_executor_lost(d->s, id, &r);
+  if (rc < 0)
+    fprintf(stderr, "tl-driver: tl_executor_lost %s: %s\n", id, tl_err_name(rc));
+  else
+    logf_(d, "executor %s released", id);
 }
 
 /* Whether the ledger holds id as an executor not yet removed; *state is its state. */
@@ -329,10 +469,12 @@ static bool in_ledger(driver *d, const char *id, tl_executor_state *state) {
 
 /* Closes a connection. A registered executor that goes before STOP, and that the ledger still
  * holds, is reported TL_LOSS_PENDING: its attempts freeze until the real reason comes from its
- * process's exit callback (on_child_exit), or, for an executor that is not our child, until
- * pending_loss_timeout_ns. When the exit callback came first, the real reason is already in.
- * One the driver closes for a protocol fault (c->violated) has a known reason at once: the
- * driver dropped it, TL_LOSS_KILLED, not the app's doing; its tasks run elsewhere now. */
+ * launcher (on_end), or, for an executor no launcher started (or whose end never comes), until
+ * pending_loss_timeout_ns. When the launcher's end came first, the real reason is already in;
+ * otherwise the launcher is asked for news now (ops->query). One the driver closes for a
+ * protocol fault (c->violated) has a known reason at once: the driver dropped it,
+ * TL_LOSS_KILLED, not the app's doing; its tasks run elsewhere now. One the driver released is
+ * removed as decommissioned: its end was asked for. */
 static void close_conn(conn *c, const char *why) {
   if (c->closing)
     return;
@@ -344,11 +486,19 @@ static void close_conn(conn *c, const char *why) {
   tl_executor_state state;
   if (c->registered && !d->stopping && in_ledger(d, c->id, &state) &&
       state != TL_EXECUTOR_PENDING_LOSS) {
-    tl_loss_reason reason = {.kind = TL_LOSS_PENDING, .message = "connection closed"};
-    if (c->violated)
-      reason = (tl_loss_reason){.kind = TL_LOSS_KILLED,
-                                .message = "closed by the driver for a protocol fault"};
-    report_loss(d, c->id, &reason);
+    if (c->released) {
+      remove_released(d, c->id);
+    } else if (c->violated) {
+      tl_loss_reason reason = {.kind = TL_LOSS_KILLED,
+                               .message = "closed by the driver for a protocol fault"};
+      report_loss(d, c->id, &reason, "protocol fault", "driver");
+    } else {
+      tl_loss_reason reason = {.kind = TL_LOSS_PENDING, .message = "connection closed"};
+      report_loss(d, c->id, &reason, "connection closed", NULL);
+      exec_rec *e = find_exec(d, c->id);
+      if (e && e->started && !e->ended && d->launcher)
+        d->ops->query(d->launcher, c->id);
+    }
   }
   uv_close((uv_handle_t *)&c->register_timer, on_conn_handle_closed);
   uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
@@ -474,6 +624,7 @@ static void handle_register(conn *c, const tlc_register *r) {
   }
   memcpy(c->id, id, sizeof id);
   c->registered = true;
+  c->idle_since = uv_hrtime();
   uv_timer_stop(&c->register_timer);
   if (slots > d->launch_cap) {
     tl_launch *l = realloc(d->launch_buf, slots * sizeof *l);
@@ -543,8 +694,13 @@ static void handle_status(conn *c, const tlc_status *st) {
       fprintf(stderr, "tl-driver: update of task %" PRIu64 " from %s refused: %s\n", it->tid, c->id,
               tl_err_name(rc));
   }
-  if (d->fault_armed && running && !strcmp(c->id, d->children[0].id))
+  if (d->fault_armed && running && !strcmp(c->id, d->execs[0].id))
     on_fault(&d->fault);
+  if (d->dynamic && c->idle_since == 0) { /* for --idle-timeout */
+    tl_executor_status es;
+    if (tl_executor_get(d->s, c->id, &es) == 0 && es.running == 0)
+      c->idle_since = uv_hrtime();
+  }
   offer(d, c);
 }
 
@@ -593,7 +749,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     case TLC_MSG_HEARTBEAT:
       c->binaries = msg.u.heartbeat.binaries;
       c->heartbeats++;
-      if (!c->d->stopping) {
+      if (!c->d->stopping && !c->released) {
         int hb = tl_executor_heartbeat(c->d->s, c->id);
         if (hb == TL_EGONE)
           refuse_gone(c, "heartbeat");
@@ -673,8 +829,10 @@ static void offer(driver *d, conn *c) {
     fprintf(stderr, "tl-driver: tl_resource_offers: %s\n", tl_err_name(rc));
     return;
   }
-  if (n > 0 && d->exec1_tid == 0 && !strcmp(c->id, d->children[0].id))
+  if (n > 0 && d->exec1_tid == 0 && !strcmp(c->id, d->execs[0].id))
     d->exec1_tid = d->launch_buf[0].tid;
+  if (n > 0)
+    c->idle_since = 0;
   size_t nitems = 0;
   for (size_t i = 0; i < n; i++) {
     const tl_launch *l = &d->launch_buf[i];
@@ -802,15 +960,21 @@ static void cb_kill_task(void *ud, tl_tid tid, const char *executor_id, bool int
 }
 
 /* Counts the executors lost (first reports: TL_LOSS_PENDING on a closed connection, or
- * TL_LOSS_HEARTBEAT_TIMEOUT from tl_tick). A stopped executor that expired is resumed soon
- * after, so that its frames come and are refused. */
+ * TL_LOSS_HEARTBEAT_TIMEOUT from tl_tick), and apart from them those released (removed as
+ * TL_LOSS_DECOMMISSIONED: not losses). A stopped executor that expired is resumed soon after,
+ * so that its frames come and are refused. */
 static void cb_executor_lost(void *ud, const char *id, const tl_loss_reason *reason) {
   driver *d = ud;
+  if (reason->kind == TL_LOSS_DECOMMISSIONED) {
+    d->executors_released++;
+    return;
+  }
   d->executors_lost++;
   if (reason->kind == TL_LOSS_HEARTBEAT_TIMEOUT) {
     d->losses[reason->kind]++;
+    note_loss(d, id, reason, "heartbeat timeout", "tl_tick (heartbeat expiry)");
     logf_(d, "executor %s lost: heartbeat timeout", id);
-    if (d->children[0].stopped && !strcmp(id, d->children[0].id))
+    if (d->execs[0].stopped && !strcmp(id, d->execs[0].id))
       uv_timer_start(&d->resume, on_resume, 100, 0);
   }
 }
@@ -889,75 +1053,95 @@ static void cb_revive_offers(void *ud) {
 
 static void on_handle_closed(uv_handle_t *h) { (void)h; }
 
-/* Without --accept nothing but the spawned executors can run the jobs: once every one of them
- * has exited and the ledger holds no executor that can take tasks, the jobs cannot finish, so
- * the run gives up now instead of waiting for --timeout-s (say, every executor died of `crash`
- * tasks whose failures did not yet reach max_task_failures). With --accept the driver waits:
- * executors started elsewhere may still come. */
+/* Without --accept nothing but the launcher's executors can run the jobs: once no executor it
+ * started is running and the ledger holds no executor that can take tasks, the jobs cannot
+ * finish, so the run gives up now instead of waiting for --timeout-s (say, every executor died
+ * of `crash` tasks whose failures did not yet reach max_task_failures). With --accept the
+ * driver waits: executors started elsewhere may still come; with dynamic allocation it starts
+ * new ones. */
 static void check_starved(driver *d) {
-  if (d->accept > 0 || d->stopping || d->closed || d->children_running > 0)
+  if (d->accept > 0 || d->dynamic || d->stopping || d->closed || !d->launcher ||
+      d->ops->running(d->launcher) > 0)
     return;
   tl_stats st;
   tl_stats_get(d->s, &st);
   if (st.executors_alive + st.executors_decommissioning == 0)
-    give_up(d, "no executor is left to run the jobs");
+    give_up(d, "no executor started by the launcher is running and none can take tasks");
 }
 
-static void on_child_closed(uv_handle_t *h) {
-  child *ch = h->data;
-  ch->running = false;
-  maybe_finish(ch->process.loop->data);
-}
-
-static void on_child_exit(uv_process_t *p, int64_t exit_status, int term_signal) {
-  child *ch = p->data;
-  driver *d = p->loop->data;
-  ch->exit_status = exit_status;
-  ch->term_signal = term_signal;
-  ch->exited = true;
-  d->children_running--;
-  if (exit_status != 0 || term_signal != 0 || !d->stopping)
-    logf_(d, "executor process %s exited: status %" PRId64 ", signal %d", ch->id, exit_status,
-          term_signal);
-  /* The real reason, whether the connection closed already (the executor is PENDING_LOSS) or
-   * not yet (ALIVE: both phases at once; the close then finds it removed). Killed by the driver:
-   * TL_LOSS_KILLED, not the app's doing; otherwise TL_LOSS_EXITED, the app's doing unless the
-   * exit code is 0 (a signal counts as exit code 128 + signal, as a shell reports it). */
-  tl_executor_state state;
-  if (!d->stopping && !d->closed && in_ledger(d, ch->id, &state)) {
-    char msg[96];
-    tl_loss_reason r;
-    if (ch->killed) {
-      r = (tl_loss_reason){.kind = TL_LOSS_KILLED, .message = "killed by the driver"};
-    } else {
-      int code = term_signal ? 128 + term_signal : (int)exit_status;
-      snprintf(msg, sizeof msg, "exited with status %" PRId64 ", signal %d", exit_status,
-               term_signal);
-      r = (tl_loss_reason){
-          .kind = TL_LOSS_EXITED, .caused_by_app = code != 0, .exit_code = code, .message = msg};
-    }
-    report_loss(d, ch->id, &r);
-  }
-  uv_close((uv_handle_t *)p, on_child_closed);
+/* What an executor's end may lead to, run off on_end's stack (a launcher's callback is never
+ * asked to bear calls back into it): giving up when nothing is left, finishing the run. */
+static void on_after_end(uv_timer_t *t) {
+  driver *d = t->data;
   check_starved(d);
+  maybe_finish(d);
 }
 
-static void kill_child(child *ch, int signum) {
-  if (ch->running && !ch->exited && !uv_is_closing((uv_handle_t *)&ch->process)) {
-    if (signum == SIGKILL)
-      ch->killed = true;
-    uv_process_kill(&ch->process, signum);
+/* The launcher's account of an executor's end: the second phase of its loss, whether its
+ * connection closed already (the executor is PENDING_LOSS) or not yet (ALIVE: both phases at
+ * once; the close then finds it removed). One the driver released is removed as decommissioned
+ * instead (not a loss); once the driver is stopping, nothing is reported. */
+static void on_end(void *ud, const launcher_end *end) {
+  driver *d = ud;
+  exec_rec *e = find_exec(d, end->executor_id);
+  if (!e || !e->started || e->ended) {
+    fprintf(stderr, "tl-driver: an end for %s, which is not running\n", end->executor_id);
+    return;
   }
+  e->ended = true;
+  e->kind = end->kind;
+  e->caused_by_app = end->caused_by_app;
+  e->exit_code = end->exit_code;
+  e->requested = end->requested;
+  copy_text(e->reason, sizeof e->reason, end->reason);
+  copy_text(e->source, sizeof e->source, end->source);
+  bool clean = end->kind == TL_LOSS_EXITED && end->exit_code == 0;
+  if (!clean || !d->stopping)
+    logf_(d, "executor %s ended: %s (%s)", e->id, e->reason, e->source);
+  tl_executor_state state;
+  if (!d->stopping && !d->closed && in_ledger(d, e->id, &state)) {
+    if (e->released) {
+      remove_released(d, e->id);
+    } else {
+      tl_loss_reason r = {.kind = end->kind,
+                          .caused_by_app = end->caused_by_app,
+                          .exit_code = end->exit_code,
+                          .message = end->reason};
+      report_loss(d, e->id, &r, "launcher end", end->source);
+    }
+  }
+  uv_timer_start(&d->after_end, on_after_end, 0, 0);
 }
 
-static void kill_children(driver *d) {
-  for (uint32_t i = 0; i < d->nexecutors; i++) {
-    kill_child(&d->children[i], SIGKILL);
-    kill_child(&d->children[i], SIGCONT); /* a stopped process dies only once continued */
-  }
+static void kill_bad_clients(driver *d) {
   for (uint32_t i = 0; i < d->nbad; i++)
     if (d->bad[i].running && !d->bad[i].exited && !uv_is_closing((uv_handle_t *)&d->bad[i].process))
       uv_process_kill(&d->bad[i].process, SIGKILL);
+}
+
+/* Stops by force what did not go: every executor the launcher still runs (their ends follow, as
+ * requested), every bad client, every connection. */
+static void force_stop(driver *d) {
+  if (d->launcher) {
+    for (uint32_t i = 0; i < d->nexecs; i++)
+      if (d->execs[i].started && !d->execs[i].ended) {
+        d->execs[i].forced = true;
+        d->forced++;
+      }
+    d->ops->stop_all(d->launcher);
+  }
+  kill_bad_clients(d);
+  for (conn *c = d->conns; c; c = c->next)
+    close_conn(c, NULL);
+}
+
+static void on_grace(uv_timer_t *t) {
+  driver *d = t->data;
+  size_t left = d->launcher ? d->ops->running(d->launcher) : 0;
+  if (left > 0)
+    fprintf(stderr, "tl-driver: %zu executors did not stop within %d ms: stopping them\n", left,
+            STOP_GRACE_MS);
+  force_stop(d);
 }
 
 static void on_bad_closed(uv_handle_t *h) {
@@ -1002,7 +1186,7 @@ static void spawn_bad_clients(driver *d) {
     bad_child *b = &d->bad[i];
     char *args[] = {path, "--port", port, (char *)bad_mode_names[b->mode], NULL, NULL};
     if (b->mode == BAD_DUPLICATE_ID)
-      args[4] = d->children[0].id;
+      args[4] = d->execs[0].id;
     else if (b->mode == BAD_FOREIGN_STATUS)
       args[4] = tid;
     uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE},
@@ -1024,10 +1208,12 @@ static void spawn_bad_clients(driver *d) {
 
 static void on_resume(uv_timer_t *t) {
   driver *d = t->data;
-  if (d->children[0].stopped) {
-    d->children[0].stopped = false;
-    logf_(d, "resuming %s (SIGCONT)", d->children[0].id);
-    kill_child(&d->children[0], SIGCONT);
+  exec_rec *e = &d->execs[0];
+  if (e->stopped) {
+    e->stopped = false;
+    logf_(d, "resuming %s (SIGCONT)", e->id);
+    if (e->started && !e->ended && d->launcher)
+      d->ops->signal(d->launcher, e->id, SIGCONT, false);
   }
 }
 
@@ -1039,25 +1225,29 @@ static void on_resume(uv_timer_t *t) {
  * operator) would make it, TL_LOSS_EXITED with exit code 137, caused by the app. */
 static void on_fault(uv_timer_t *t) {
   driver *d = t->data;
-  child *ch = &d->children[0];
+  exec_rec *e = &d->execs[0];
   if (!d->fault_armed)
     return;
   d->fault_armed = false;
   uv_timer_stop(&d->fault);
-  if (d->closed || d->stopping || !ch->running || ch->exited)
+  if (d->closed || d->stopping || !d->launcher || !e->started || e->ended)
     return;
+  int rc = 0;
   if (d->kill_after) {
-    logf_(d, "killing %s (SIGKILL)", ch->id);
-    kill_child(ch, SIGKILL);
+    logf_(d, "killing %s (SIGKILL)", e->id);
+    e->fault_killed = true;
+    rc = d->ops->signal(d->launcher, e->id, SIGKILL, true);
   } else if (d->external_kill_after) {
-    logf_(d, "killing %s (SIGKILL) as from outside the driver", ch->id);
-    ch->injected = true;
-    uv_process_kill(&ch->process, SIGKILL);
+    logf_(d, "killing %s (SIGKILL) as from outside the driver", e->id);
+    e->injected = true;
+    rc = d->ops->signal(d->launcher, e->id, SIGKILL, false);
   } else if (d->stop_after) {
-    logf_(d, "stopping %s (SIGSTOP)", ch->id);
-    ch->stopped = true;
-    uv_process_kill(&ch->process, SIGSTOP);
+    logf_(d, "stopping %s (SIGSTOP)", e->id);
+    e->stopped = true;
+    rc = d->ops->signal(d->launcher, e->id, SIGSTOP, false);
   }
+  if (rc < 0)
+    fprintf(stderr, "tl-driver: the fault on %s: %s\n", e->id, uv_strerror(rc));
 }
 
 static void inject_faults(driver *d) {
@@ -1073,17 +1263,27 @@ static void inject_faults(driver *d) {
 
 static void on_uv_stopped(void *ud) { (void)ud; }
 
-/* Once STOP is out, every connection closed and every child exited: closes the rest. */
+static void on_launcher_closed(void *ud) {
+  driver *d = ud;
+  d->launcher = NULL;
+}
+
+/* Once STOP is out, every connection closed, every executor's end came and every bad client
+ * exited: closes the rest, the launcher included. */
 static void maybe_finish(driver *d) {
   if (!d->stopping || d->closed || d->conns)
     return;
-  for (uint32_t i = 0; i < d->nexecutors; i++)
-    if (d->children[i].running)
-      return;
+  if (d->launcher && d->ops->running(d->launcher) > 0)
+    return;
   for (uint32_t i = 0; i < d->nbad; i++)
     if (d->bad[i].running)
       return;
   d->closed = true;
+  if (d->launcher)
+    d->ops->close(d->launcher, on_launcher_closed, d);
+  uv_close((uv_handle_t *)&d->grace, on_handle_closed);
+  uv_close((uv_handle_t *)&d->after_end, on_handle_closed);
+  uv_close((uv_handle_t *)&d->alloc_timer, on_handle_closed);
   tl_uv_stop(d->uv, on_uv_stopped, NULL);
   d->uv = NULL;
   uv_close((uv_handle_t *)&d->server, on_handle_closed);
@@ -1126,24 +1326,27 @@ static void end_progress(driver *d) {
   print_progress(d, true);
 }
 
-/* Every job is over (or the run gave up): STOP every executor and wait for them to go. */
+/* Every job is over, one failed, or the run gives up: STOP every connected executor (a
+ * released one has had its STOP), and STOP_GRACE_MS later have the launcher stop whatever has
+ * not ended (on_grace); maybe_finish then waits for every end. */
 static void begin_stop(driver *d) {
   if (d->stopping)
     return;
   end_progress(d);
   d->stopping = true;
+  d->active_at_end = active_executors(d);
   uv_idle_stop(&d->revive);
+  uv_timer_stop(&d->alloc_timer);
   on_resume(&d->resume); /* a stopped executor must run to take its STOP */
   for (conn *c = d->conns; c; c = c->next) {
     if (!d->gave_up && c->registered && !c->closing)
       d->unforgotten += c->nsent; /* every task set was released: none may be left */
-    if (c->registered && !c->closing)
+    if (c->registered && !c->closing && !c->released)
       send_stop(c, d->gave_up ? "the driver gives up" : "all jobs done");
-    else
+    else if (!c->registered)
       close_conn(c, NULL);
   }
-  if (d->gave_up)
-    kill_children(d);
+  uv_timer_start(&d->grace, on_grace, STOP_GRACE_MS, 0);
   maybe_finish(d);
 }
 
@@ -1152,14 +1355,124 @@ static void give_up(driver *d, const char *why) {
   fprintf(stderr, "tl-driver: giving up: %s\n", why);
   d->gave_up = true;
   if (d->stopping) { /* already stopping: the executors do not go, so make them */
-    kill_children(d);
-    for (conn *c = d->conns; c; c = c->next)
-      close_conn(c, NULL);
+    uv_timer_stop(&d->grace);
+    force_stop(d);
     return;
   }
   begin_stop(d);
-  for (conn *c = d->conns; c; c = c->next)
-    close_conn(c, NULL);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Dynamic allocation (--min-executors/--max-executors): Spark's ExecutorAllocationManager,
+ * simplified.
+ *
+ * Growing. While tasks have been pending (tl_stats.tasks_pending) for --backlog-timeout, each
+ * round (one every --backlog-timeout while the backlog lasts) starts to_add more executors and
+ * doubles to_add (1, 2, 4, ...), as Spark does, never beyond --max-executors active, nor beyond
+ * what the pending and running tasks could use (their count over each executor's task slots).
+ * Executors started and not yet registered count as active, so a slow start is not answered
+ * with more starts. When no task is pending, to_add is back to 1.
+ *
+ * Shrinking. An executor the launcher started that has run nothing for --idle-timeout is
+ * released, while more than --min-executors are active: tl_executor_decommission first (no
+ * launch reaches it any more), then, as it runs nothing, FORGET for every binary it holds and
+ * STOP. Its end is requested, not a loss: when its connection closes (or its end comes first)
+ * it is removed from the ledger as TL_LOSS_DECOMMISSIONED, which cb_executor_lost counts as a
+ * release.
+ *
+ * Replacing. Fewer than --min-executors active (some were lost): new ones are started at once.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Asks the launcher for n more executors, exec-<next> onwards; how many it started. */
+static uint32_t start_executors(driver *d, uint32_t n) {
+  uint32_t done = 0;
+  for (; done < n && d->nexecs < MAX_STARTED; done++) {
+    exec_rec *e = &d->execs[d->nexecs++];
+    snprintf(e->id, sizeof e->id, "exec-%" PRIu32, d->nexecs);
+    int rc = d->ops->start(d->launcher, e->id);
+    if (rc < 0) {
+      fprintf(stderr, "tl-driver: the %s launcher could not start %s: %s\n", d->ops->name, e->id,
+              rc == -1 ? "failed" : uv_strerror(rc));
+      break;
+    }
+    e->started = true;
+    d->started++;
+    logf_(d, "executor %s requested", e->id);
+  }
+  uint32_t active = active_executors(d);
+  if (active > d->most_active)
+    d->most_active = active;
+  return done;
+}
+
+/* Releases an idle executor (above). */
+static void release_executor(driver *d, conn *c, exec_rec *e) {
+  int rc = tl_executor_decommission(d->s, c->id, "idle: released by dynamic allocation");
+  if (rc < 0) {
+    fprintf(stderr, "tl-driver: tl_executor_decommission %s: %s\n", c->id, tl_err_name(rc));
+    return;
+  }
+  c->released = true;
+  e->released = true;
+  d->released++;
+  logf_(d, "releasing %s: idle", c->id);
+  while (c->nsent > 0) { /* it will run nothing again */
+    tlc_msg m = {.type = TLC_MSG_FORGET, .u.forget = {c->sent[--c->nsent]}};
+    encode(c, &m);
+    d->forgets_sent++;
+  }
+  send_stop(c, "released: idle");
+}
+
+static void on_alloc_tick(uv_timer_t *t) {
+  driver *d = t->data;
+  if (d->stopping || d->closed || !d->launcher)
+    return;
+  uint64_t now = uv_hrtime();
+  uint32_t active = active_executors(d);
+  if (active < d->min_executors) {
+    logf_(d, "%" PRIu32 " executors active, fewer than --min-executors: starting more", active);
+    if (start_executors(d, d->min_executors - active) < d->min_executors - active &&
+        active_executors(d) == 0)
+      give_up(d, "the launcher cannot start executors");
+    return;
+  }
+  if (!d->offering)
+    return;
+  tl_stats st;
+  tl_stats_get(d->s, &st);
+  if (st.tasks_pending == 0) {
+    d->backlog_since = 0;
+    d->to_add = 1;
+  } else if (d->backlog_since == 0) {
+    d->backlog_since = now;
+    d->next_request = now + d->backlog_ns;
+  } else if (now >= d->next_request) {
+    uint64_t slots = (uint64_t)d->cores + d->queue;
+    uint64_t needed = (st.tasks_pending + st.attempts_running + slots - 1) / slots;
+    uint32_t target = needed < d->max_executors ? (uint32_t)needed : d->max_executors;
+    if (target > active) {
+      uint32_t add = target - active < d->to_add ? target - active : d->to_add;
+      logf_(d, "tasks pending for %" PRIu64 " ms: requesting %" PRIu32 " more executors",
+            (now - d->backlog_since) / 1000000, add);
+      uint32_t got = start_executors(d, add);
+      d->to_add = got == d->to_add ? 2 * d->to_add : 1;
+      if (got < add && active_executors(d) == 0)
+        give_up(d, "the launcher cannot start executors");
+    }
+    d->next_request = now + d->backlog_ns;
+  }
+  for (conn *c = d->conns; c && !d->stopping; c = c->next) {
+    if (!c->registered || c->closing || c->released || c->idle_since == 0 ||
+        now - c->idle_since < d->idle_ns || active_executors(d) <= d->min_executors)
+      continue;
+    exec_rec *e = find_exec(d, c->id);
+    tl_executor_status es;
+    if (!e || !e->started || e->ended || tl_executor_get(d->s, c->id, &es) < 0 ||
+        es.state != TL_EXECUTOR_ALIVE || es.running != 0)
+      continue;
+    release_executor(d, c, e);
+  }
 }
 
 static void on_deadline(uv_timer_t *t) { give_up(t->data, "the run took longer than --timeout-s"); }
@@ -1176,8 +1489,13 @@ static void on_signal(uv_signal_t *s, int signum) {
 static void usage(void) __attribute__((noreturn));
 static void usage(void) {
   fprintf(stderr,
-          "usage: tl-driver [--executors N] [--accept N] [--cores C] [--queue Q]\n"
+          "usage: tl-driver [--launcher local|slurm] [--executors N] [--accept N]\n"
+          "                 [--executor-cores C | --cores C] [--queue Q]\n"
           "                 [--job KIND:M[,KIND:M]...]...\n"
+          "                 [--min-executors N] [--max-executors M] [--backlog-timeout MS]\n"
+          "                 [--idle-timeout MS] [--summary-json FILE] [--advertise ADDR]\n"
+          "                 [--partition P] [--time-limit T] [--slurm-arg ARG]...\n"
+          "                 [--slurm-poll-ms MS]\n"
           "                 [--listen ADDR] [--port P] [--token-file PATH] [--executor PATH]\n"
           "                 [--heartbeat-ms MS] [--timeout-s S] [--bench [--tasks N]] [--quiet]\n"
           "                 [--progress] [--progress-ms MS] [--kill-on-job-failure]\n"
@@ -1193,7 +1511,8 @@ static void usage(void) {
           "order\n"
           "  Q: launches each executor may queue beyond its C cores, 0..4096 (default 0;\n"
           "     1 with --bench)\n"
-          "  P: serve GET /metrics (Prometheus text) on the --listen address, 0 = any free port\n");
+          "  P: serve GET /metrics (Prometheus text) on the --listen address, 0 = any free port\n"
+          "  --partition, --time-limit, --slurm-arg, --slurm-poll-ms: --launcher slurm only\n");
   exit(2);
 }
 
@@ -1323,43 +1642,152 @@ static const char *default_executor_path(void) {
   return exe_dir_path;
 }
 
-static int spawn_children(driver *d) {
-  char port[16], cores[16], hb[24];
-  char *host = (char *)d->connect_host;
-  snprintf(port, sizeof port, "%d", d->port);
-  snprintf(cores, sizeof cores, "%" PRIu32, d->cores);
-  snprintf(hb, sizeof hb, "%" PRIu64, d->heartbeat_ms);
-  for (uint32_t i = 0; i < d->nexecutors; i++) {
-    child *ch = &d->children[i];
-    snprintf(ch->id, sizeof ch->id, "exec-%" PRIu32, i + 1);
-    char *args[] = {(char *)d->executor_path,
-                    "--host",
-                    host,
-                    "--port",
-                    port,
-                    "--id",
-                    ch->id,
-                    "--cores",
-                    cores,
-                    "--heartbeat-ms",
-                    hb,
-                    NULL};
-    uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE},
-                                     {.flags = UV_INHERIT_FD, .data.fd = 1},
-                                     {.flags = UV_INHERIT_FD, .data.fd = 2}};
-    uv_process_options_t opt = {.exit_cb = on_child_exit,
-                                .file = d->executor_path,
-                                .args = args,
-                                .stdio_count = 3,
-                                .stdio = stdio};
-    ch->process.data = ch;
-    int rc = uv_spawn(d->loop, &ch->process, &opt);
-    if (rc < 0) {
-      fprintf(stderr, "tl-driver: spawn %s: %s\n", d->executor_path, uv_strerror(rc));
-      return -1;
+/* ---------------------------------------------------------------------------------------------
+ * The summary as JSON (--summary-json; docs/cluster.md "The JSON summary")
+ * ------------------------------------------------------------------------------------------- */
+
+/* Writes s as a JSON string: quotes, backslashes and control characters escaped; other bytes
+ * as they are (the texts are ASCII or UTF-8). */
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    if (*p == '"' || *p == '\\')
+      fprintf(f, "\\%c", *p);
+    else if (*p == '\n')
+      fputs("\\n", f);
+    else if (*p == '\t')
+      fputs("\\t", f);
+    else if (*p < 0x20 || *p == 0x7f)
+      fprintf(f, "\\u%04x", *p);
+    else
+      fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+/* Every field of tl_stats, in the struct's order. */
+#define TL_STATS_FIELDS(X)                                                                         \
+  X(executors_alive)                                                                               \
+  X(executors_decommissioning)                                                                     \
+  X(executors_pending_loss)                                                                        \
+  X(tombstones)                                                                                    \
+  X(hosts)                                                                                         \
+  X(racks)                                                                                         \
+  X(pools)                                                                                         \
+  X(places)                                                                                        \
+  X(tasksets_active)                                                                               \
+  X(tasksets_zombie)                                                                               \
+  X(attempts_running)                                                                              \
+  X(attempts_frozen)                                                                               \
+  X(tasks_pending)                                                                                 \
+  X(tasks_speculatable)                                                                            \
+  X(events_queued)                                                                                 \
+  X(mem_live_bytes)                                                                                \
+  X(mem_live_blocks)                                                                               \
+  X(launched)                                                                                      \
+  X(succeeded)                                                                                     \
+  X(failed)                                                                                        \
+  X(killed)                                                                                        \
+  X(stale_updates)                                                                                 \
+  X(rejected_updates)                                                                              \
+  X(rejected_offers)                                                                               \
+  X(executors_lost)                                                                                \
+  X(tasksets_released)                                                                             \
+  X(executors_excluded)                                                                            \
+  X(nodes_excluded)                                                                                \
+  X(tasksets_with_failures)                                                                        \
+  X(tasksets_unschedulable)                                                                        \
+  X(excluded_offers)                                                                               \
+  X(tasksets_unschedulable_aborted)                                                                \
+  X(pending_loss_timeouts)
+
+/* The pending losses that no second phase ended, of executors the ledger has since removed:
+ * the pending-loss timeout ended them (TL_LOSS_PENDING_TIMEOUT, the app's, as tl_tick makes
+ * it). Called once the run is over. */
+static void settle_pending_timeouts(driver *d) {
+  for (size_t i = 0; i < d->nloss_recs; i++) {
+    loss_rec *lr = &d->loss_recs[i];
+    tl_executor_status es;
+    if (lr->final || tl_executor_get(d->s, lr->id, &es) != TL_EGONE)
+      continue;
+    tl_loss_reason r = {.kind = TL_LOSS_PENDING_TIMEOUT,
+                        .caused_by_app = true,
+                        .message = "no real reason came within the pending-loss timeout"};
+    note_loss(d, lr->id, &r, lr->detected_by, "pending-loss timeout");
+  }
+}
+
+/* --summary-json: what the summary says, as one JSON object (the format is in
+ * docs/cluster.md). 0, or -1 with a message on stderr. */
+static int write_summary_json(driver *d, const char *path, bool ok, const tl_stats *st,
+                              uint64_t tasks, uint32_t jobs_succeeded) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "tl-driver: cannot write %s\n", path);
+    return -1;
+  }
+  fprintf(f, "{\n  \"launcher\": ");
+  json_str(f, d->ops->name);
+  fprintf(f, ",\n  \"ok\": %s,\n  \"gave_up\": %s,\n", ok ? "true" : "false",
+          d->gave_up ? "true" : "false");
+  fprintf(f, "  \"jobs\": {\"succeeded\": %" PRIu32 ", \"failed\": %zu},\n", jobs_succeeded,
+          d->njobs - jobs_succeeded);
+  fprintf(f,
+          "  \"tasks\": {\"succeeded\": %" PRIu64 ", \"launched\": %" PRIu64
+          ", \"retries\": %" PRIu64 "},\n",
+          tasks, d->launched, d->retries);
+  fprintf(f,
+          "  \"executors\": {\"started\": %" PRIu32 ", \"registered\": %" PRIu32
+          ", \"released\": %" PRIu32 ", \"stopped_by_force\": %" PRIu32
+          ", \"most_active\": %" PRIu32 ", \"active_at_end\": %" PRIu32 ", \"lost\": %" PRIu64
+          "},\n",
+          d->started, d->registered, d->released, d->forced, d->most_active, d->active_at_end,
+          d->executors_lost);
+  fprintf(f, "  \"dynamic_allocation\": ");
+  if (d->dynamic)
+    fprintf(f,
+            "{\"min\": %" PRIu32 ", \"max\": %" PRIu32 ", \"backlog_timeout_ms\": %" PRIu64
+            ", \"idle_timeout_ms\": %" PRIu64 "},\n",
+            d->min_executors, d->max_executors, d->backlog_ns / 1000000, d->idle_ns / 1000000);
+  else
+    fprintf(f, "null,\n");
+  fprintf(f, "  \"lost_executors\": [");
+  for (size_t i = 0; i < d->nloss_recs; i++) {
+    const loss_rec *lr = &d->loss_recs[i];
+    fprintf(f, "%s\n    {\"id\": ", i ? "," : "");
+    json_str(f, lr->id);
+    fprintf(f, ", \"detected_by\": ");
+    json_str(f, lr->detected_by);
+    fprintf(f, ", \"phases_seen\": [");
+    for (size_t k = 0; k < lr->nphases; k++) {
+      fprintf(f, "%s", k ? ", " : "");
+      json_str(f, phase_names[lr->phases[k]]);
     }
-    ch->running = true;
-    d->children_running++;
+    fprintf(f, "], \"reason_kind\": ");
+    if (lr->final) {
+      json_str(f, loss_kind_names[lr->kind]);
+      fprintf(f, ", \"caused_by_app\": %s, \"exit_code\": %d, \"reason\": ",
+              lr->caused_by_app ? "true" : "false", lr->exit_code);
+      json_str(f, lr->reason);
+      fprintf(f, ", \"reason_source\": ");
+      json_str(f, lr->source);
+    } else { /* still pending when the run ended */
+      fprintf(f, "null, \"caused_by_app\": null, \"exit_code\": null, \"reason\": null, "
+                 "\"reason_source\": null");
+    }
+    fprintf(f, "}");
+  }
+  fprintf(f, "%s],\n  \"tl_stats\": {", d->nloss_recs ? "\n  " : "");
+  const char *sep = "\n    ";
+#define X(field)                                                                                   \
+  fprintf(f, "%s\"" #field "\": %" PRIuMAX, sep, (uintmax_t)st->field);                            \
+  sep = ",\n    ";
+  TL_STATS_FIELDS(X)
+#undef X
+  fprintf(f, "\n  }\n}\n");
+  if (fclose(f) != 0) {
+    fprintf(stderr, "tl-driver: cannot write %s\n", path);
+    return -1;
   }
   return 0;
 }
@@ -1381,6 +1809,15 @@ int main(int argc, char **argv) {
   uint64_t pending_loss_ms = 10000;
   uint32_t max_task_failures = 0; /* 0: the library's default */
   int metrics_port = -1;          /* --metrics-port; -1: no metrics endpoint */
+  const char *launcher_name = "local";
+  const char *advertise = NULL; /* --advertise */
+  const char *partition = NULL, *time_limit = NULL;
+  const char *slurm_args[MAX_SLURM_ARGS]; /* --slurm-arg, in order */
+  size_t nslurm_args = 0;
+  uint64_t slurm_poll_ms = 1000;
+  bool slurm_only_given = false; /* an option only --launcher slurm takes */
+  bool min_given = false, max_given = false;
+  uint64_t backlog_ms = 1000, idle_ms = 60000;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--bench")) {
@@ -1417,14 +1854,47 @@ int main(int argc, char **argv) {
       token_file = v;
     } else if (!strcmp(a, "--progress-ms")) {
       d.progress_ms = parse_u64(v, 1, 3600000);
-    } else if (!strcmp(a, "--cores")) {
+    } else if (!strcmp(a, "--cores") || !strcmp(a, "--executor-cores")) {
       d.cores = (uint32_t)parse_u64(v, 1, 4096);
       cores_given = true;
+    } else if (!strcmp(a, "--launcher")) {
+      if (strcmp(v, "local") != 0 && strcmp(v, "slurm") != 0) {
+        fprintf(stderr, "tl-driver: unknown launcher '%s'\n", v);
+        usage();
+      }
+      launcher_name = v;
+    } else if (!strcmp(a, "--min-executors")) {
+      d.min_executors = (uint32_t)parse_u64(v, 0, MAX_EXECUTORS);
+      min_given = true;
+    } else if (!strcmp(a, "--max-executors")) {
+      d.max_executors = (uint32_t)parse_u64(v, 1, MAX_EXECUTORS);
+      max_given = true;
+    } else if (!strcmp(a, "--backlog-timeout")) {
+      backlog_ms = parse_u64(v, 1, 3600000);
+    } else if (!strcmp(a, "--idle-timeout")) {
+      idle_ms = parse_u64(v, 1, 86400000);
+    } else if (!strcmp(a, "--summary-json")) {
+      d.summary_json = v;
+    } else if (!strcmp(a, "--advertise")) {
+      advertise = v;
+    } else if (!strcmp(a, "--partition")) {
+      partition = v;
+      slurm_only_given = true;
+    } else if (!strcmp(a, "--time-limit")) {
+      time_limit = v;
+      slurm_only_given = true;
+    } else if (!strcmp(a, "--slurm-arg")) {
+      if (nslurm_args == MAX_SLURM_ARGS)
+        usage();
+      slurm_args[nslurm_args++] = v;
+      slurm_only_given = true;
+    } else if (!strcmp(a, "--slurm-poll-ms")) {
+      slurm_poll_ms = parse_u64(v, 10, 3600000);
+      slurm_only_given = true;
     } else if (!strcmp(a, "--queue")) {
       d.queue = (uint32_t)parse_u64(v, 0, 4096);
       queue_given = true;
-    }
-    else if (!strcmp(a, "--job"))
+    } else if (!strcmp(a, "--job"))
       parse_job(&d, v);
     else if (!strcmp(a, "--port"))
       d.port = (int)parse_u64(v, 0, 65535);
@@ -1480,8 +1950,38 @@ int main(int argc, char **argv) {
     d.jobs[0].stages[0] = (stage){.job = &d.jobs[0], .kind = "noop", .ntasks = bench_tasks};
     d.njobs = 1;
   }
-  if (d.njobs == 0 || d.nexecutors + d.accept == 0)
+  if (slurm_only_given && strcmp(launcher_name, "slurm") != 0) {
+    fprintf(stderr, "tl-driver: --partition, --time-limit, --slurm-arg and --slurm-poll-ms are "
+                    "for --launcher slurm\n");
     usage();
+  }
+  /* Dynamic allocation: --executors is the initial count (default --min-executors), within
+   * [min, max]. */
+  d.dynamic = min_given || max_given;
+  if (d.dynamic) {
+    if (!max_given)
+      d.max_executors = MAX_EXECUTORS;
+    if (!executors_given)
+      d.nexecutors = d.min_executors;
+    if (d.min_executors > d.max_executors || d.nexecutors < d.min_executors ||
+        d.nexecutors > d.max_executors) {
+      fprintf(stderr, "tl-driver: want --min-executors <= --executors <= --max-executors\n");
+      usage();
+    }
+    d.backlog_ns = backlog_ms * UINT64_C(1000000);
+    d.idle_ns = idle_ms * UINT64_C(1000000);
+    d.to_add = 1;
+  }
+  if (d.njobs == 0 || (d.nexecutors + d.accept == 0 && !d.dynamic))
+    usage();
+  d.ops = launcher_find(launcher_name);
+  if (!d.ops) {
+    fprintf(stderr, "tl-driver: the %s launcher is not built into this tl-driver\n", launcher_name);
+    return 2;
+  }
+  d.execs = calloc(MAX_STARTED, sizeof *d.execs);
+  if (!d.execs)
+    die_oom();
   if (!d.executor_path)
     d.executor_path = default_executor_path();
   make_token(&d, token_file);
@@ -1532,7 +2032,10 @@ int main(int argc, char **argv) {
     v6 = true;
   }
   d.listen_host = host;
-  d.connect_host = !strcmp(host, "0.0.0.0") ? "127.0.0.1" : !strcmp(host, "::") ? "::1" : host;
+  d.connect_host = advertise                  ? advertise
+                   : !strcmp(host, "0.0.0.0") ? "127.0.0.1"
+                   : !strcmp(host, "::")      ? "::1"
+                                              : host;
   uv_tcp_init(d.loop, &d.server);
   d.server.data = &d;
   int rc = uv_tcp_bind(&d.server, (const struct sockaddr *)&addr, 0);
@@ -1576,6 +2079,12 @@ int main(int argc, char **argv) {
   uv_signal_start(&d.sigterm, on_signal, SIGTERM);
   uv_timer_init(d.loop, &d.progress_timer);
   d.progress_timer.data = &d;
+  uv_timer_init(d.loop, &d.grace);
+  d.grace.data = &d;
+  uv_timer_init(d.loop, &d.after_end);
+  d.after_end.data = &d;
+  uv_timer_init(d.loop, &d.alloc_timer);
+  d.alloc_timer.data = &d;
   if (d.progress) {
     d.progress_ns = uv_hrtime();
     uv_timer_start(&d.progress_timer, on_progress, d.progress_ms, d.progress_ms);
@@ -1584,11 +2093,39 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < d.njobs; i++)
     if (submit_stage(&d, &d.jobs[i], 0) < 0)
       return 1;
-  if (spawn_children(&d) < 0)
-    give_up(&d, "could not spawn the executors");
+  /* The launcher: the token is in the environment its executors inherit (make_token). */
+  d.lcfg = (launcher_config){.loop = d.loop,
+                             .executor_path = d.executor_path,
+                             .connect_host = d.connect_host,
+                             .port = d.port,
+                             .cores = d.cores,
+                             .heartbeat_ms = d.heartbeat_ms,
+                             .partition = partition,
+                             .time_limit = time_limit,
+                             .extra_args = nslurm_args ? slurm_args : NULL,
+                             .nextra = nslurm_args,
+                             .poll_ms = strcmp(launcher_name, "slurm") ? 0 : slurm_poll_ms,
+                             .on_end = on_end,
+                             .ud = &d};
+  rc = d.ops->create(&d.lcfg, &d.launcher);
+  if (rc < 0) {
+    fprintf(stderr, "tl-driver: the %s launcher: %s\n", d.ops->name,
+            rc == -1 ? "cannot be created" : uv_strerror(rc));
+    d.launcher = NULL;
+    give_up(&d, "no launcher");
+  } else if (start_executors(&d, d.nexecutors) < d.nexecutors) {
+    give_up(&d, "could not start the executors");
+  } else if (d.dynamic) {
+    uint64_t period = (backlog_ms < idle_ms ? backlog_ms : idle_ms) / 4;
+    period = period < 10 ? 10 : period > 250 ? 250 : period;
+    uv_timer_start(&d.alloc_timer, on_alloc_tick, period, period);
+    if (d.nexecutors + d.accept == 0) { /* nothing to wait for: offers begin at once */
+      d.offering = true;
+      d.start_ns = uv_hrtime();
+    }
+  }
 
   uv_run(d.loop, UV_RUN_DEFAULT);
-  kill_children(&d); /* none should be left; never leave one behind */
   int close_rc = uv_loop_close(d.loop);
 
   /* The verdict. */
@@ -1598,11 +2135,13 @@ int main(int argc, char **argv) {
   int check = tl_check(d.s, why, sizeof why);
   bool ok = !d.gave_up && check == TL_OK && close_rc == 0;
   uint64_t tasks = 0;
+  uint32_t jobs_succeeded = 0;
   for (size_t i = 0; i < d.njobs; i++) {
     const job *j = &d.jobs[i];
     bool job_ok = j->done && !j->failed;
     for (uint32_t k = 0; k < j->nstages; k++)
       job_ok = job_ok && j->stages[k].released && j->stages[k].succeeded == j->stages[k].ntasks;
+    jobs_succeeded += job_ok;
     printf("job %zu: %s\n", i + 1, job_ok ? "succeeded" : "FAILED");
     if (d.expect_failure) { /* expected: it failed, and every submitted stage was released */
       job_ok = j->done && j->failed;
@@ -1633,9 +2172,8 @@ int main(int argc, char **argv) {
          secs > 0 ? (double)tasks / secs : 0.0);
   printf("executors: %" PRIu32 " spawned, %" PRIu32 " registered, %" PRIu32
          " cores each, queue %" PRIu32 "; frames: %" PRIu64 " in, %" PRIu64
-         " out; launches: %" PRIu64 "; binaries sent: %" PRIu64 ", forgotten: %" PRIu64
-         "%s\n",
-         d.nexecutors, d.registered, d.cores, d.queue, d.frames_in, d.frames_out, d.launched,
+         " out; launches: %" PRIu64 "; binaries sent: %" PRIu64 ", forgotten: %" PRIu64 "%s\n",
+         d.started, d.registered, d.cores, d.queue, d.frames_in, d.frames_out, d.launched,
          d.binaries_sent, d.forgets_sent, d.unforgotten ? " (SOME HELD AT STOP)" : "");
   ok = ok && d.unforgotten == 0;
   for (size_t i = 0; i < d.nreports; i++) {
@@ -1644,27 +2182,47 @@ int main(int argc, char **argv) {
            d.reports[i].binaries, d.reports[i].tasksets, once ? "" : " (MORE THAN ONCE)");
     ok = ok && once;
   }
-  for (uint32_t i = 0; i < d.nexecutors; i++)
-    if (d.children[i].exit_status != 0 || d.children[i].term_signal != 0) {
-      const child *ch = &d.children[i];
-      bool crashed = d.has_crash && ch->term_signal == 0 && ch->exit_status == CRASH_EXIT_CODE;
-      printf("  %s: exit status %" PRId64 ", signal %d%s\n", ch->id, ch->exit_status,
-             ch->term_signal,
-             ch->killed && !d.gave_up ? " (killed by the driver)"
-             : ch->injected           ? " (killed as from outside)"
-             : crashed                ? " (a crash task)"
-                                      : "");
-      ok = ok && (ch->killed || ch->injected || crashed) && !d.gave_up;
+  /* How each executor ended, from its launcher: a clean end is an exit with code 0 (after STOP,
+   * or after its release); anything else must be the fault the driver injected or a `crash`
+   * task's exit. */
+  printf("allocation: %s", d.ops->name);
+  if (d.dynamic)
+    printf(", dynamic, min %" PRIu32 ", max %" PRIu32 ", initial %" PRIu32, d.min_executors,
+           d.max_executors, d.nexecutors);
+  printf("; executors started %" PRIu32 ", released %" PRIu32 ", most at once %" PRIu32
+         ", at the end of the jobs %" PRIu32 ", stopped by force %" PRIu32 "\n",
+         d.started, d.released, d.most_active, d.active_at_end, d.forced);
+  for (uint32_t i = 0; i < d.nexecs; i++) {
+    const exec_rec *e = &d.execs[i];
+    if (!e->started)
+      continue;
+    if (!e->ended) { /* cannot be: the loop ran until every end came */
+      printf("  %s: NO END REPORTED\n", e->id);
+      ok = false;
+      continue;
     }
+    if (e->kind == TL_LOSS_EXITED && e->exit_code == 0 && !e->forced)
+      continue;
+    bool crashed = d.has_crash && e->kind == TL_LOSS_EXITED && e->exit_code == CRASH_EXIT_CODE;
+    bool killed = e->fault_killed && e->kind == TL_LOSS_KILLED;
+    printf("  %s: exit code %d, %s: %s%s\n", e->id, e->exit_code, loss_kind_names[e->kind],
+           e->reason,
+           e->forced              ? " (stopped by force: it did not stop in time)"
+           : killed && !d.gave_up ? " (killed by the driver)"
+           : e->injected          ? " (killed as from outside)"
+           : crashed              ? " (a crash task)"
+                                  : "");
+    ok = ok && !e->forced && (killed || e->injected || crashed) && !d.gave_up;
+  }
   printf("attempts: %" PRIu64 " launched, %" PRIu64 " retries; KILL frames sent: %" PRIu64 "\n",
          d.launched, d.retries, d.kills_sent);
   printf("losses: %" PRIu64 " executors lost; reported: pending on close %" PRIu64
          ", heartbeat timeout %" PRIu64 ", exited %" PRIu64 ", killed by the driver %" PRIu64
          " (of which removed for a protocol fault %" PRIu64 "), pending-loss timeout %" PRIu64
-         "; frames refused after removal (TL_EGONE): %" PRIu64 "\n",
+         "; frames refused after removal (TL_EGONE): %" PRIu64 "; process lost %" PRIu64 "\n",
          d.executors_lost, d.losses[TL_LOSS_PENDING], d.losses[TL_LOSS_HEARTBEAT_TIMEOUT],
-         d.losses[TL_LOSS_EXITED], d.losses[TL_LOSS_KILLED], d.violations,
-         st.pending_loss_timeouts, d.gone_frames);
+         d.losses[TL_LOSS_EXITED], d.losses[TL_LOSS_KILLED], d.violations, st.pending_loss_timeouts,
+         d.gone_frames, d.losses[TL_LOSS_PROCESS_LOST]);
   if (d.expect_losses != UINT64_MAX && d.executors_lost != d.expect_losses) {
     printf("expected %" PRIu64 " executors lost\n", d.expect_losses);
     ok = false;
@@ -1730,9 +2288,14 @@ int main(int argc, char **argv) {
            as_expected ? "as expected" : "NOT AS EXPECTED");
     ok = ok && as_expected;
   }
+  settle_pending_timeouts(&d);
+  if (d.summary_json && write_summary_json(&d, d.summary_json, ok, &st, tasks, jobs_succeeded) < 0)
+    ok = false;
   tl_scheduler_free(d.s); /* hands back any payload still held (a failed run) */
   free(d.launch_buf);
   free(d.items);
+  free(d.execs);
+  free(d.loss_recs);
   printf("%s\n", ok ? "OK" : "FAILED");
   return ok ? 0 : 1;
 }

@@ -81,4 +81,10 @@ typedef struct launcher_ops {
 /* The launchers built in: launcher_find("local"), ...; NULL for an unknown name. */
 const launcher_ops *launcher_find(const char *name);
 
+/* Each launcher's operations, one per file, listed in launcher.c's table of built-in launchers:
+ * launcher_local.c defines launcher_local_ops, launcher_slurm.c launcher_slurm_ops. A launcher
+ * not built into this binary is simply absent from the table (launcher_find returns NULL). */
+extern const launcher_ops launcher_local_ops;
+extern const launcher_ops launcher_slurm_ops;
+
 #endif
