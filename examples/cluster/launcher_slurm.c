@@ -346,7 +346,11 @@ static void scancel_done(slurm_cmd *c, bool ok) {
   if (e == NULL)
     return;
   e->cancelling = false;
-  if (ok) {
+  /* A job that has just ended is no longer a valid target: scancel says so, and there is
+   * nothing left to cancel. */
+  bool gone = !ok && (strstr(c->ebuf, "Invalid job id specified") != NULL ||
+                      strstr(c->ebuf, "already completing or completed") != NULL);
+  if (ok || gone) {
     e->cancel_signal = 0;
     poll_now(c->l); /* the end is known at once: ask for it */
   } else if (!e->cancel_failed_logged) {

@@ -228,22 +228,30 @@ up() {
   say "up: node $node, $cpus CPUs, partition tl; environment in $envfile"
 }
 
+# True once squeue lists no job of this cluster that has not ended.
+no_live_jobs() {
+  [[ -z $(SLURM_CONF=$conf timeout 10 squeue -h -o %i -t PD,R,CG,CF,S 2>/dev/null) ]]
+}
+
 down_quiet() {
-  local d
+  local d p
   # Jobs first, while the controller can still cancel them (their processes are slurmd's).
   if [[ -n $(live_pid slurmctld) ]]; then
     SLURM_CONF=$conf timeout 20 scancel --full --signal=KILL --partition=tl >/dev/null 2>&1 || true
-    SLURM_CONF=$conf timeout 20 bash -c 'for _ in $(seq 100); do
-      [[ -z $(squeue -h -t all -o %i -t PD,R,CG,CF,S 2>/dev/null) ]] && exit 0; sleep 0.1; done' ||
-      true
+    for _ in $(seq 100); do
+      no_live_jobs && break
+      sleep 0.1
+    done
   fi
   for d in slurmd slurmctld munged; do
     stop_daemon "$d"
   done
-  # slurmstepd of a job still running when slurmd went: ours, since the cluster is ours.
-  local p
+  # A slurmstepd still running a job once slurmd is gone: ours if it has our SLURM_CONF (slurmd,
+  # started with it, passes it on).
   for p in $(pgrep -x slurmstepd || true); do
-    [[ $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null) == *"$dir"* ]] && kill -KILL "$p" || true
+    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SLURM_CONF=$conf"; then
+      kill -KILL "$p" 2>/dev/null || true
+    fi
   done
   rm -rf "$dir"
 }
