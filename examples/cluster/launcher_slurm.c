@@ -28,15 +28,18 @@
 #include "launcher.h"
 #include "slurm_parse.h"
 
-#define CMD_TIMEOUT_MS 30000u /* a Slurm command that runs longer is killed */
-#define CMD_OUT_MAX                                                                                \
-  ((size_t)64 << 20)      /* stdout kept per command (squeue --json of a big cluster) */
-#define CMD_ERR_MAX 1024u /* stderr kept per command, for messages */
-#define REQUERY_MS 200u   /* after query(): scontrol again this often ... */
-#define REQUERY_TRIES 25  /* ... this many times while the job still runs */
-#define STOP_ALL_WAIT_MS                                                                           \
-  30000u /* stop_all: ends Slurm has not confirmed by then are                                     \
-            reported as requested kills */
+/* A Slurm command that runs longer than this is killed. */
+#define CMD_TIMEOUT_MS 30000u
+/* The stdout kept per command: squeue --json of a big cluster. */
+#define CMD_OUT_MAX ((size_t)64 << 20)
+/* The stderr kept per command, for messages. */
+#define CMD_ERR_MAX 1024u
+/* After query(): scontrol again this often, this many times, while the job still runs. */
+#define REQUERY_MS 200u
+#define REQUERY_TRIES 25
+/* stop_all: ends Slurm has not confirmed by then are reported as requested kills. */
+#define STOP_ALL_WAIT_MS 30000u
+/* The squeue period when the config says 0. */
 #define DEFAULT_POLL_MS 1000u
 
 typedef struct slurm_launcher slurm_launcher;
@@ -45,6 +48,8 @@ typedef struct slurm_cmd slurm_cmd;
 /* One executor started by this launcher, until its end is reported. */
 typedef struct slurm_exec {
   char id[TL_ID_MAX];        /* the executor id given to start */
+  uint64_t serial;           /* unique in this launcher: a command's answer is applied only to
+                                the record it was run for, even if the id is started again */
   uint64_t job_id;           /* Slurm's job id; 0 while sbatch has not answered */
   bool requested;            /* the driver stopped it: its end is reported requested */
   int cancel_signal;         /* a scancel still to send (SIGKILL, SIGTERM), 0 for none */
@@ -61,25 +66,25 @@ typedef void (*cmd_done_fn)(slurm_cmd *c, bool ok);
 
 /* One Slurm command in flight: its process, its two output pipes, its time limit. */
 struct slurm_cmd {
-  slurm_launcher *l;           /* the owner */
-  uv_process_t proc;           /* the command */
-  uv_pipe_t out, err;          /* its stdout and stderr */
-  uv_timer_t timeout;          /* kills it after CMD_TIMEOUT_MS */
-  char *obuf;                  /* stdout so far (malloc'ed), NUL-terminated once done */
-  size_t olen, ocap;           /* bytes in obuf, bytes allocated */
-  char ebuf[CMD_ERR_MAX];      /* stderr so far, truncated, NUL-terminated */
-  size_t elen;                 /* bytes in ebuf */
-  bool overflow;               /* stdout went past CMD_OUT_MAX: killed, failed */
-  bool timed_out;              /* killed by its time limit */
-  bool exited;                 /* the exit callback came */
-  int64_t exit_status;         /* its exit status */
-  int term_signal;             /* the signal that ended it, 0 if none */
-  int eofs;                    /* pipes that reached EOF or failed (2: all read) */
-  int open_handles;            /* handles not yet closed: freed at 0 */
-  cmd_done_fn done;            /* called once it exited and its output is read */
-  char what[32];               /* "sbatch", "squeue --json", ...: for messages */
-  char executor_id[TL_ID_MAX]; /* the executor it is about, "" for squeue */
-  slurm_cmd *next;             /* on slurm_launcher.cmds */
+  slurm_launcher *l;      /* the owner */
+  uv_process_t proc;      /* the command */
+  uv_pipe_t out, err;     /* its stdout and stderr */
+  uv_timer_t timeout;     /* kills it after CMD_TIMEOUT_MS */
+  char *obuf;             /* stdout so far (malloc'ed), NUL-terminated once done */
+  size_t olen, ocap;      /* bytes in obuf, bytes allocated */
+  char ebuf[CMD_ERR_MAX]; /* stderr so far, truncated, NUL-terminated */
+  size_t elen;            /* bytes in ebuf */
+  bool overflow;          /* stdout went past CMD_OUT_MAX: killed, failed */
+  bool timed_out;         /* killed by its time limit */
+  bool exited;            /* the exit callback came */
+  int64_t exit_status;    /* its exit status */
+  int term_signal;        /* the signal that ended it, 0 if none */
+  int eofs;               /* pipes that reached EOF or failed (2: all read) */
+  int open_handles;       /* handles not yet closed: freed at 0 */
+  cmd_done_fn done;       /* called once it exited and its output is read */
+  char what[32];          /* "sbatch", "squeue --json", ...: for messages */
+  uint64_t exec_serial;   /* the executor it is about (slurm_exec.serial), 0 for none */
+  slurm_cmd *next;        /* on slurm_launcher.cmds */
 };
 
 struct slurm_launcher {
@@ -100,6 +105,7 @@ struct slurm_launcher {
   uv_timer_t requery_timer;     /* every REQUERY_MS while an executor has requery_left */
   slurm_exec *execs;            /* executors whose end has not been reported */
   size_t running;               /* entries of execs */
+  uint64_t next_serial;         /* the serial of the next executor started (from 1) */
   slurm_cmd *cmds;              /* commands in flight */
   size_t cmds_alive;            /* commands not yet freed (in flight, or their handles closing) */
   bool polling;                 /* an squeue --json is in flight */
@@ -114,6 +120,7 @@ struct slurm_launcher {
 };
 
 static void poll_now(slurm_launcher *l);
+static void query_one(slurm_launcher *l, struct slurm_exec *e);
 static void maybe_close(slurm_launcher *l);
 
 /* ---------------------------------------------------------------------------------------------
@@ -221,7 +228,7 @@ static void cmd_timeout(uv_timer_t *t) {
 
 /* Runs argv (argv[0] found through PATH), inheriting the environment (SLURM_CONF, and
  * TL_CLUSTER_TOKEN for sbatch --export=ALL). 0, or a negative uv error with nothing started. */
-static int cmd_run(slurm_launcher *l, char **argv, const char *what, const char *executor_id,
+static int cmd_run(slurm_launcher *l, char **argv, const char *what, uint64_t exec_serial,
                    cmd_done_fn done) {
   slurm_cmd *c = calloc(1, sizeof *c);
   if (c == NULL)
@@ -236,7 +243,7 @@ static int cmd_run(slurm_launcher *l, char **argv, const char *what, const char 
   l->cmds_alive++;
   c->done = done;
   snprintf(c->what, sizeof c->what, "%s", what);
-  snprintf(c->executor_id, sizeof c->executor_id, "%s", executor_id ? executor_id : "");
+  c->exec_serial = exec_serial;
   uv_pipe_init(l->loop, &c->out, 0);
   uv_pipe_init(l->loop, &c->err, 0);
   uv_timer_init(l->loop, &c->timeout);
@@ -299,6 +306,14 @@ static slurm_exec *find_exec(slurm_launcher *l, const char *id) {
   return NULL;
 }
 
+/* The executor a command was run for, NULL once its end was reported. */
+static slurm_exec *find_serial(slurm_launcher *l, uint64_t serial) {
+  for (slurm_exec *e = l->execs; e != NULL; e = e->next)
+    if (e->serial == serial)
+      return e;
+  return NULL;
+}
+
 static slurm_exec *find_job(slurm_launcher *l, uint64_t job_id) {
   for (slurm_exec *e = l->execs; e != NULL; e = e->next)
     if (e->job_id == job_id)
@@ -342,7 +357,7 @@ static void report_other(slurm_launcher *l, slurm_exec *e, const char *reason, c
  */
 
 static void scancel_done(slurm_cmd *c, bool ok) {
-  slurm_exec *e = find_exec(c->l, c->executor_id);
+  slurm_exec *e = find_serial(c->l, c->exec_serial);
   if (e == NULL)
     return;
   e->cancelling = false;
@@ -376,7 +391,7 @@ static void send_cancel(slurm_launcher *l, slurm_exec *e) {
     argv[1] = sig;
     argv[2] = job;
   }
-  if (cmd_run(l, argv, "scancel", e->id, scancel_done) == 0)
+  if (cmd_run(l, argv, "scancel", e->serial, scancel_done) == 0)
     e->cancelling = true;
 }
 
@@ -386,7 +401,7 @@ static void send_cancel(slurm_launcher *l, slurm_exec *e) {
 
 static void sbatch_done(slurm_cmd *c, bool ok) {
   slurm_launcher *l = c->l;
-  slurm_exec *e = find_exec(l, c->executor_id);
+  slurm_exec *e = find_serial(l, c->exec_serial);
   if (e == NULL)
     return;
   /* --parsable: "JOBID" or "JOBID;CLUSTER". */
@@ -494,7 +509,8 @@ static int slurm_start(void *state, const char *executor_id) {
     return UV_ENOMEM;
   }
   memcpy(e->id, executor_id, idlen + 1);
-  int rc = cmd_run(l, argv, "sbatch", executor_id, sbatch_done);
+  e->serial = ++l->next_serial;
+  int rc = cmd_run(l, argv, "sbatch", e->serial, sbatch_done);
   free(argv);
   if (rc < 0) {
     fprintf(stderr, "launcher slurm: cannot run sbatch: %s\n", uv_strerror(rc));
@@ -533,8 +549,15 @@ static void squeue_done(slurm_cmd *c, bool ok) {
               ok ? "unreadable JSON" : cmd_why(c, why, sizeof why));
       l->poll_failed_logged = true;
     }
-    for (slurm_exec *e = l->execs; e != NULL; e = e->next)
+    /* squeue --json lists every job of the cluster. Where that is more than this launcher reads
+     * (CMD_OUT_MAX), or a layout it cannot read, Slurm did answer: ask about each executor with
+     * scontrol instead. */
+    bool answered = c->overflow || (ok && rc < 0);
+    for (slurm_exec *e = l->execs; e != NULL; e = e->next) {
+      if (answered && e->in_poll)
+        query_one(l, e);
       e->in_poll = false;
+    }
   } else {
     if (l->poll_failed_logged)
       fprintf(stderr, "launcher slurm: squeue --json answers again\n");
@@ -569,7 +592,7 @@ static void poll_now(slurm_launcher *l) {
   if (!any)
     return;
   char *argv[] = {"squeue", "--json", NULL};
-  if (cmd_run(l, argv, "squeue --json", NULL, squeue_done) == 0)
+  if (cmd_run(l, argv, "squeue --json", 0, squeue_done) == 0)
     l->polling = true;
   else
     for (slurm_exec *e = l->execs; e != NULL; e = e->next)
@@ -600,7 +623,7 @@ static void poll_tick(uv_timer_t *t) {
 
 static void scontrol_done(slurm_cmd *c, bool ok) {
   slurm_launcher *l = c->l;
-  slurm_exec *e = find_exec(l, c->executor_id);
+  slurm_exec *e = find_serial(l, c->exec_serial);
   if (e == NULL)
     return;
   e->querying = false;
@@ -623,7 +646,7 @@ static void query_one(slurm_launcher *l, slurm_exec *e) {
   char job[24];
   snprintf(job, sizeof job, "%" PRIu64, e->job_id);
   char *argv[] = {"scontrol", "show", "job", "-o", job, NULL};
-  if (cmd_run(l, argv, "scontrol show job", e->id, scontrol_done) == 0)
+  if (cmd_run(l, argv, "scontrol show job", e->serial, scontrol_done) == 0)
     e->querying = true;
 }
 
@@ -677,7 +700,7 @@ static int slurm_signal(void *state, const char *executor_id, int signum, bool a
   snprintf(job, sizeof job, "%" PRIu64, e->job_id);
   snprintf(sig, sizeof sig, "--signal=%d", signum);
   char *argv[] = {"scancel", "--batch", sig, job, NULL};
-  return cmd_run(l, argv, "scancel --batch", NULL, NULL);
+  return cmd_run(l, argv, "scancel --batch", 0, NULL);
 }
 
 static void slurm_stop_all(void *state) {
