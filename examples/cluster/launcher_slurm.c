@@ -792,6 +792,12 @@ static int slurm_create(const launcher_config *cfg, void **state) {
     fprintf(stderr, "launcher slurm: incomplete configuration\n");
     return UV_EINVAL;
   }
+  /* They go into fixed buffers of start's sbatch options. */
+  if ((cfg->partition != NULL && strlen(cfg->partition) > 200) ||
+      (cfg->time_limit != NULL && strlen(cfg->time_limit) > 100)) {
+    fprintf(stderr, "launcher slurm: partition or time limit too long\n");
+    return UV_EINVAL;
+  }
   slurm_launcher *l = calloc(1, sizeof *l);
   if (l == NULL)
     return UV_ENOMEM;
