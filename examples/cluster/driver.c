@@ -2183,8 +2183,11 @@ int main(int argc, char **argv) {
     ok = ok && once;
   }
   /* How each executor ended, from its launcher: a clean end is an exit with code 0 (after STOP,
-   * or after its release); anything else must be the fault the driver injected or a `crash`
-   * task's exit. */
+   * or after its release). A death from outside the driver is a loss the run survives: killed by
+   * a signal (exit code above 128) or gone by the launcher's account (TL_LOSS_PROCESS_LOST: a
+   * job cancelled by someone else, NODE_FAIL, PREEMPTED...); --expect-losses can pin their
+   * number. An executor that exited with a code of its own (1: its connection broke; 3: it ran
+   * more tasks than cores) is a bug, unless a `crash` task explains it. */
   printf("allocation: %s", d.ops->name);
   if (d.dynamic)
     printf(", dynamic, min %" PRIu32 ", max %" PRIu32 ", initial %" PRIu32, d.min_executors,
@@ -2205,14 +2208,17 @@ int main(int argc, char **argv) {
       continue;
     bool crashed = d.has_crash && e->kind == TL_LOSS_EXITED && e->exit_code == CRASH_EXIT_CODE;
     bool killed = e->fault_killed && e->kind == TL_LOSS_KILLED;
+    bool outside = e->kind == TL_LOSS_PROCESS_LOST ||
+                   (e->kind == TL_LOSS_EXITED && e->exit_code > 128);
     printf("  %s: exit code %d, %s: %s%s\n", e->id, e->exit_code, loss_kind_names[e->kind],
            e->reason,
            e->forced              ? " (stopped by force: it did not stop in time)"
            : killed && !d.gave_up ? " (killed by the driver)"
            : e->injected          ? " (killed as from outside)"
            : crashed              ? " (a crash task)"
+           : outside              ? " (ended from outside the driver)"
                                   : "");
-    ok = ok && !e->forced && (killed || e->injected || crashed) && !d.gave_up;
+    ok = ok && !e->forced && (killed || e->injected || crashed || outside) && !d.gave_up;
   }
   printf("attempts: %" PRIu64 " launched, %" PRIu64 " retries; KILL frames sent: %" PRIu64 "\n",
          d.launched, d.retries, d.kills_sent);

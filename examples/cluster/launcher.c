@@ -6,6 +6,7 @@
 
 static const launcher_ops *const builtin[] = {
     &launcher_local_ops,
+    &launcher_slurm_ops,
 };
 
 const launcher_ops *launcher_find(const char *name) {
