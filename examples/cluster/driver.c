@@ -2229,6 +2229,21 @@ int main(int argc, char **argv) {
          d.executors_lost, d.losses[TL_LOSS_PENDING], d.losses[TL_LOSS_HEARTBEAT_TIMEOUT],
          d.losses[TL_LOSS_EXITED], d.losses[TL_LOSS_KILLED], d.violations, st.pending_loss_timeouts,
          d.gone_frames, d.losses[TL_LOSS_PROCESS_LOST]);
+  settle_pending_timeouts(&d);
+  /* Each lost executor: how its loss began, the phases reported, and the real reason with where
+   * it came from (the same records as --summary-json's lost_executors). */
+  for (size_t i = 0; i < d.nloss_recs; i++) {
+    const loss_rec *lr = &d.loss_recs[i];
+    printf("  lost %s: detected by %s; phases", lr->id, lr->detected_by);
+    for (size_t k = 0; k < lr->nphases; k++)
+      printf("%s %s", k ? "," : "", phase_names[lr->phases[k]]);
+    if (lr->final)
+      printf("; %s, %s, exit code %d: %s (from %s)\n", loss_kind_names[lr->kind],
+             lr->caused_by_app ? "caused by the app" : "not caused by the app", lr->exit_code,
+             lr->reason, lr->source);
+    else
+      printf("; no real reason when the run ended\n");
+  }
   if (d.expect_losses != UINT64_MAX && d.executors_lost != d.expect_losses) {
     printf("expected %" PRIu64 " executors lost\n", d.expect_losses);
     ok = false;
@@ -2294,7 +2309,6 @@ int main(int argc, char **argv) {
            as_expected ? "as expected" : "NOT AS EXPECTED");
     ok = ok && as_expected;
   }
-  settle_pending_timeouts(&d);
   if (d.summary_json && write_summary_json(&d, d.summary_json, ok, &st, tasks, jobs_succeeded) < 0)
     ok = false;
   tl_scheduler_free(d.s); /* hands back any payload still held (a failed run) */

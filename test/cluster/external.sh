@@ -58,7 +58,9 @@ drv=''
 [ "$rc" -eq 0 ] || fail "the driver exited with status $rc"
 for want in 'job 1: succeeded' 'executors: 1 spawned, 2 registered' \
   'pending on close 1, heartbeat timeout 0, exited 0, killed by the driver 0' \
-  'pending-loss timeout 1;' 'tl_check OK' '^OK$'; do
+  'pending-loss timeout 1;' \
+  'lost ext-1: detected by connection closed; phases pending, pending_timeout; TL_LOSS_PENDING_TIMEOUT, caused by the app' \
+  'tl_check OK' '^OK$'; do
   grep -q "$want" "$tmp/out" || fail "the summary lacks: $want"
 done
 # ext-1's tasks reran: some attempt after the first of its task.
