@@ -1646,12 +1646,43 @@ static const char *default_executor_path(void) {
  * The summary as JSON (--summary-json; docs/cluster.md "The JSON summary")
  * ------------------------------------------------------------------------------------------- */
 
-/* Writes s as a JSON string: quotes, backslashes and control characters escaped; other bytes
- * as they are (the texts are ASCII or UTF-8). */
+/* The length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong form, no surrogate,
+ * nothing above U+10FFFF), or 0 when the bytes there are not one. p is NUL-terminated. */
+static size_t utf8_len(const unsigned char *p) {
+  size_t n = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : 2;
+  unsigned lo = 0x80, hi = 0xbf; /* the allowed range of the second byte */
+  if (p[0] < 0xc2 || p[0] > 0xf4)
+    return 0;
+  if (p[0] == 0xe0)
+    lo = 0xa0;
+  else if (p[0] == 0xed)
+    hi = 0x9f;
+  else if (p[0] == 0xf0)
+    lo = 0x90;
+  else if (p[0] == 0xf4)
+    hi = 0x8f;
+  if (p[1] < lo || p[1] > hi)
+    return 0;
+  for (size_t i = 2; i < n; i++)
+    if (p[i] < 0x80 || p[i] > 0xbf)
+      return 0;
+  return n;
+}
+
+/* Writes s as a JSON string: quotes, backslashes and control characters escaped; well-formed
+ * UTF-8 as it is; any other byte (an executor id is whatever bytes its REGISTER held) as
+ * U+FFFD, so that the file is always valid JSON, which must be UTF-8 (RFC 8259). */
 static void json_str(FILE *f, const char *s) {
   fputc('"', f);
   for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    if (*p == '"' || *p == '\\')
+    if (*p >= 0x80) {
+      size_t n = utf8_len(p);
+      if (n == 0)
+        fputs("\\ufffd", f);
+      else
+        fwrite(p, 1, n, f);
+      p += n ? n - 1 : 0;
+    } else if (*p == '"' || *p == '\\')
       fprintf(f, "\\%c", *p);
     else if (*p == '\n')
       fputs("\\n", f);
