@@ -1124,7 +1124,7 @@ static void kill_bad_clients(driver *d) {
 static void force_stop(driver *d) {
   if (d->launcher) {
     for (uint32_t i = 0; i < d->nexecs; i++)
-      if (d->execs[i].started && !d->execs[i].ended) {
+      if (d->execs[i].started && !d->execs[i].ended && !d->execs[i].forced) {
         d->execs[i].forced = true;
         d->forced++;
       }
