@@ -1383,12 +1383,19 @@ static void give_up(driver *d, const char *why) {
  * Replacing. Fewer than --min-executors active (some were lost): new ones are started at once.
  * ------------------------------------------------------------------------------------------- */
 
-/* Asks the launcher for n more executors, exec-<next> onwards; how many it started. */
+/* Asks the launcher for n more executors, exec-<next> onwards; how many it started. An id the
+ * ledger already knows (an executor started elsewhere, --accept, registered under it) is
+ * skipped: the launcher's executor would be refused, and its end taken for the other's. */
 static uint32_t start_executors(driver *d, uint32_t n) {
   uint32_t done = 0;
-  for (; done < n && d->nexecs < MAX_STARTED; done++) {
+  while (done < n && d->nexecs < MAX_STARTED) {
     exec_rec *e = &d->execs[d->nexecs++];
     snprintf(e->id, sizeof e->id, "exec-%" PRIu32, d->nexecs);
+    tl_executor_status es;
+    if (tl_executor_get(d->s, e->id, &es) != TL_ENOENT) {
+      logf_(d, "%s is taken by an executor started elsewhere: not started", e->id);
+      continue;
+    }
     int rc = d->ops->start(d->launcher, e->id);
     if (rc < 0) {
       fprintf(stderr, "tl-driver: the %s launcher could not start %s: %s\n", d->ops->name, e->id,
@@ -1397,6 +1404,7 @@ static uint32_t start_executors(driver *d, uint32_t n) {
     }
     e->started = true;
     d->started++;
+    done++;
     logf_(d, "executor %s requested", e->id);
   }
   uint32_t active = active_executors(d);
