@@ -298,6 +298,8 @@ START_TEST(end_mapping) {
       {"FAILED", 0, 0, TL_LOSS_PROCESS_LOST, false, 0, "FAILED (x), no exit code"},
       {"CANCELLED", 0, 15, TL_LOSS_PROCESS_LOST, false, 143, "CANCELLED (not by the driver)"},
       {"OUT_OF_MEMORY", 0, 0, TL_LOSS_EXITED, true, 137, "OUT_OF_MEMORY"},
+      /* Slurm's own OOM mark (SIG_OOM 253 as a wait status: ExitCode=0:125) is not a signal. */
+      {"OUT_OF_MEMORY", 0, 125, TL_LOSS_EXITED, true, 137, "OUT_OF_MEMORY"},
       {"TIMEOUT", 0, 15, TL_LOSS_PROCESS_LOST, false, 143, "TIMEOUT"},
       {"NODE_FAIL", 0, 15, TL_LOSS_PROCESS_LOST, false, 143, "NODE_FAIL"},
       {"PREEMPTED", 0, 15, TL_LOSS_PROCESS_LOST, false, 143, "PREEMPTED"},
