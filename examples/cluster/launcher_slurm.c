@@ -475,7 +475,7 @@ static int slurm_start(void *state, const char *executor_id) {
     return UV_E2BIG;
   memcpy(wrap + n, tail, strlen(tail) + 1);
 
-  char name[TL_ID_MAX + 16], cpus[32], partition[256], time_limit[128];
+  char name[TL_ID_MAX + 32], cpus[32], partition[256], time_limit[128];
   snprintf(name, sizeof name, "--job-name=tl-exec-%s", executor_id);
   snprintf(cpus, sizeof cpus, "--cpus-per-task=%" PRIu32, l->cores);
   size_t argc = 0, max = 16 + l->nextra;
