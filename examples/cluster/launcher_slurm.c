@@ -562,8 +562,9 @@ static void squeue_done(slurm_cmd *c, bool ok) {
   l->polling = false;
   int rc = ok ? slurm_parse_squeue_json(c->obuf, c->olen, squeue_job, l) : 0;
   if (!ok || rc < 0) {
-    /* Slurm cannot answer: report nothing (the driver's pending-loss timeout decides). */
-    if (!l->poll_failed_logged) {
+    /* Slurm cannot answer: report nothing (the driver's pending-loss timeout decides). Not
+     * logged once close has nothing left to learn: then the failure is close's own kill. */
+    if (!l->poll_failed_logged && !(l->closing && l->running == 0)) {
       char why[160];
       fprintf(stderr, "launcher slurm: squeue --json failed: %s\n",
               ok ? "unreadable JSON" : cmd_why(c, why, sizeof why));
