@@ -163,12 +163,26 @@ static void cmd_maybe_finish(slurm_cmd *c) {
   uv_close((uv_handle_t *)&c->timeout, cmd_handle_closed);
 }
 
+/* A command killed for its time limit or its output has failed whatever it still writes: once
+ * it exited, its pipes are not waited for, since a process it started may hold them open
+ * (a wrapper script's child) and would keep the command, and the launcher's close, from ever
+ * finishing. */
+static void cmd_drop_output_if_killed(slurm_cmd *c) {
+  if (!c->exited || (!c->timed_out && !c->overflow) || c->eofs >= 2)
+    return;
+  uv_read_stop((uv_stream_t *)&c->out);
+  uv_read_stop((uv_stream_t *)&c->err);
+  c->eofs = 2;
+  cmd_maybe_finish(c);
+}
+
 static void cmd_exit(uv_process_t *p, int64_t status, int term_signal) {
   slurm_cmd *c = p->data;
   c->exited = true;
   c->exit_status = status;
   c->term_signal = term_signal;
   cmd_maybe_finish(c);
+  cmd_drop_output_if_killed(c);
 }
 
 static void cmd_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
@@ -204,7 +218,9 @@ static void cmd_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
       c->olen += (size_t)n;
       if (c->olen > CMD_OUT_MAX && !c->overflow) {
         c->overflow = true;
-        uv_process_kill(&c->proc, SIGKILL);
+        if (!c->exited)
+          uv_process_kill(&c->proc, SIGKILL);
+        cmd_drop_output_if_killed(c);
       }
     }
     return;
@@ -213,17 +229,21 @@ static void cmd_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
     return;
   if (n == UV_ENOBUFS && !c->overflow) {
     c->overflow = true;
-    uv_process_kill(&c->proc, SIGKILL);
+    if (!c->exited)
+      uv_process_kill(&c->proc, SIGKILL);
   }
   uv_read_stop(s);
   c->eofs++;
   cmd_maybe_finish(c);
+  cmd_drop_output_if_killed(c);
 }
 
 static void cmd_timeout(uv_timer_t *t) {
   slurm_cmd *c = t->data;
   c->timed_out = true;
-  uv_process_kill(&c->proc, SIGKILL);
+  if (!c->exited)
+    uv_process_kill(&c->proc, SIGKILL);
+  cmd_drop_output_if_killed(c);
 }
 
 /* Runs argv (argv[0] found through PATH), inheriting the environment (SLURM_CONF, and
@@ -475,7 +495,7 @@ static int slurm_start(void *state, const char *executor_id) {
     return UV_E2BIG;
   memcpy(wrap + n, tail, strlen(tail) + 1);
 
-  char name[TL_ID_MAX + 16], cpus[32], partition[256], time_limit[128];
+  char name[TL_ID_MAX + 32], cpus[32], partition[256], time_limit[128];
   snprintf(name, sizeof name, "--job-name=tl-exec-%s", executor_id);
   snprintf(cpus, sizeof cpus, "--cpus-per-task=%" PRIu32, l->cores);
   size_t argc = 0, max = 16 + l->nextra;
@@ -542,8 +562,9 @@ static void squeue_done(slurm_cmd *c, bool ok) {
   l->polling = false;
   int rc = ok ? slurm_parse_squeue_json(c->obuf, c->olen, squeue_job, l) : 0;
   if (!ok || rc < 0) {
-    /* Slurm cannot answer: report nothing (the driver's pending-loss timeout decides). */
-    if (!l->poll_failed_logged) {
+    /* Slurm cannot answer: report nothing (the driver's pending-loss timeout decides). Not
+     * logged once close has nothing left to learn: then the failure is close's own kill. */
+    if (!l->poll_failed_logged && !(l->closing && l->running == 0)) {
       char why[160];
       fprintf(stderr, "launcher slurm: squeue --json failed: %s\n",
               ok ? "unreadable JSON" : cmd_why(c, why, sizeof why));
@@ -753,7 +774,8 @@ static void maybe_close(slurm_launcher *l) {
     return;
   if (l->cmds_alive > 0) {
     for (slurm_cmd *c = l->cmds; c != NULL; c = c->next)
-      uv_process_kill(&c->proc, SIGKILL);
+      if (!c->exited) /* its pid may be another process's by now */
+        uv_process_kill(&c->proc, SIGKILL);
     return; /* each one's last close callback calls maybe_close again */
   }
   uv_close((uv_handle_t *)&l->poll_timer, timer_closed);

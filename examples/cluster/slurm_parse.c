@@ -176,11 +176,13 @@ void slurm_end_of(const slurm_job *j, bool requested, launcher_end *end, char *r
         snprintf(reason_buf, cap, "%s: exited %d", st, j->exit_status);
     }
   } else if (strcmp(st, "OUT_OF_MEMORY") == 0) {
-    /* The executor's tasks used more memory than the job was given: the app's doing. */
+    /* The executor's tasks used more memory than the job was given: the app's doing. Its exit
+     * code is 137 (SIGKILL, what the OOM killer sends) whatever Slurm records: Slurm marks an
+     * OOM end with its own SIG_OOM (253), shown as signal 125 (ExitCode=0:125), which is no
+     * signal the executor got. */
     end->kind = TL_LOSS_EXITED;
     end->caused_by_app = true;
-    if (end->exit_code == 0)
-      end->exit_code = 128 + 9;
+    end->exit_code = 128 + 9;
     snprintf(reason_buf, cap, "OUT_OF_MEMORY");
   } else {
     /* CANCELLED by someone else, TIMEOUT (the allocation's time limit, which is the

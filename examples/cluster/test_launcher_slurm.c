@@ -13,7 +13,9 @@
  *                      1:0: EXITED 1, the app's
  *              exec-4  sent STOP: it exits 0, COMPLETED: EXITED 0, not the app's
  *   phase 2  exec-5..12 started together (executors registered per second measured), then
- *            stop_all: every end KILLED and requested, running() 0, close's done called.
+ *            stop_all: every end KILLED and requested, running() 0, close's done called. The
+ *            last one's id is 63 bytes long (LONG_ID, the longest allowed): its job must be
+ *            named tl-exec-ID in full.
  *
  *   test_launcher_slurm TL_EXECUTOR [PARTITION]
  * Prints the figures (start rate, scancel to the connection's close, scancel to the end). Exit
@@ -35,6 +37,8 @@ extern const launcher_ops launcher_slurm_ops;
 #define NEXEC 12
 #define PHASE1 4
 #define TOKEN "test-launcher-slurm-token"
+/* Executor NEXEC's id: 63 bytes, exec_number reads 12 from it. */
+#define LONG_ID "exec-12-abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabc"
 
 typedef struct conn {
   uv_tcp_t tcp;       /* the executor's connection */
@@ -285,8 +289,10 @@ static void step(uv_timer_t *t) {
     check(ops->running(launcher) == 0, "running() is not 0 after phase 1", 0);
     t_start2 = uv_hrtime();
     for (int n = PHASE1 + 1; n <= NEXEC; n++) {
-      char id[16];
-      snprintf(id, sizeof id, "exec-%d", n);
+      char id[TL_ID_MAX];
+      snprintf(id, sizeof id, "%s", LONG_ID);
+      if (n < NEXEC)
+        snprintf(id, sizeof id, "exec-%d", n);
       check(ops->start(launcher, id) == 0, "start", n);
     }
     check(ops->running(launcher) == NEXEC - PHASE1, "running() after the starts", 0);
@@ -300,6 +306,7 @@ static void step(uv_timer_t *t) {
     printf("phase 2: %d executors started and registered in %.0f ms: %.1f executors/s\n",
            NEXEC - PHASE1, ms_since(t_start2, t_registered2),
            (NEXEC - PHASE1) / (ms_since(t_start2, t_registered2) / 1000));
+    check(job_of(LONG_ID) > 0, "no running job named tl-exec-" LONG_ID, NEXEC);
     t_stop_all = uv_hrtime();
     ops->stop_all(launcher);
     check(ops->start(launcher, "exec-late") < 0, "start after stop_all accepted", 0);

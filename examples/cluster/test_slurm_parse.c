@@ -8,8 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <uv.h>
 
 #include "json_reader.h"
+#include "launcher.h"
 #include "slurm_parse.h"
 
 #ifndef TL_SLURM_DATA_DIR
@@ -298,6 +303,8 @@ START_TEST(end_mapping) {
       {"FAILED", 0, 0, TL_LOSS_PROCESS_LOST, false, 0, "FAILED (x), no exit code"},
       {"CANCELLED", 0, 15, TL_LOSS_PROCESS_LOST, false, 143, "CANCELLED (not by the driver)"},
       {"OUT_OF_MEMORY", 0, 0, TL_LOSS_EXITED, true, 137, "OUT_OF_MEMORY"},
+      /* Slurm's own OOM mark (SIG_OOM 253 as a wait status: ExitCode=0:125) is not a signal. */
+      {"OUT_OF_MEMORY", 0, 125, TL_LOSS_EXITED, true, 137, "OUT_OF_MEMORY"},
       {"TIMEOUT", 0, 15, TL_LOSS_PROCESS_LOST, false, 143, "TIMEOUT"},
       {"NODE_FAIL", 0, 15, TL_LOSS_PROCESS_LOST, false, 143, "NODE_FAIL"},
       {"PREEMPTED", 0, 15, TL_LOSS_PROCESS_LOST, false, 143, "PREEMPTED"},
@@ -327,6 +334,92 @@ START_TEST(end_mapping) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------------------------------- */
+
+/* The launcher itself, with a fake Slurm on PATH (shell scripts in a temporary directory). */
+
+static int fake_ends;         /* on_end calls */
+static launcher_end fake_end; /* the last end, its strings copied below */
+static char fake_reason[160]; /* its reason */
+static char fake_source[32];  /* its source */
+
+static void fake_on_end(void *ud, const launcher_end *e) {
+  (void)ud;
+  fake_ends++;
+  fake_end = *e;
+  snprintf(fake_reason, sizeof fake_reason, "%s", e->reason);
+  snprintf(fake_source, sizeof fake_source, "%s", e->source);
+}
+
+static void fake_closed(void *ud) { *(bool *)ud = true; }
+
+static void write_script(const char *dir, const char *name, const char *body) {
+  char path[256];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "#!/bin/sh\n%s", body);
+  fclose(f);
+  ck_assert_int_eq(chmod(path, 0755), 0);
+}
+
+/* An squeue that is a wrapper script whose child writes past the launcher's 64 MiB bound: the
+ * script is killed, the child keeps the pipe open. The poll must still end (and fall back to
+ * scontrol, which gives the end), and close must still complete with no handle left. */
+START_TEST(launcher_killed_wrapper) {
+  char dir[] = "/tmp/tl-slurm-fake-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  write_script(dir, "sbatch", "echo 77\n");
+  write_script(dir, "squeue", "yes 0123456789abcdef | head -c 80000000\n");
+  write_script(dir, "scontrol",
+               "echo 'JobId=77 JobName=tl-exec-exec-1 JobState=COMPLETED Reason=None "
+               "ExitCode=0:0'\n");
+  char *old_path = strdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+  char path[512];
+  snprintf(path, sizeof path, "%s:/usr/bin:/bin", dir);
+  setenv("PATH", path, 1);
+
+  uv_loop_t loop;
+  ck_assert_int_eq(uv_loop_init(&loop), 0);
+  launcher_config cfg = {.loop = &loop,
+                         .executor_path = "/bin/true",
+                         .connect_host = "127.0.0.1",
+                         .port = 1,
+                         .cores = 1,
+                         .poll_ms = 50,
+                         .on_end = fake_on_end};
+  void *l;
+  fake_ends = 0;
+  ck_assert_int_eq(launcher_slurm_ops.create(&cfg, &l), 0);
+  ck_assert_int_eq(launcher_slurm_ops.start(l, "exec-1"), 0);
+  uint64_t t0 = uv_now(&loop);
+  while (fake_ends == 0 && uv_now(&loop) - t0 < 20000)
+    uv_run(&loop, UV_RUN_ONCE);
+  bool closed = false;
+  if (fake_ends == 1)
+    launcher_slurm_ops.close(l, fake_closed, &closed);
+  t0 = uv_now(&loop);
+  while (!closed && fake_ends == 1 && uv_now(&loop) - t0 < 20000)
+    uv_run(&loop, UV_RUN_ONCE);
+
+  setenv("PATH", old_path, 1);
+  free(old_path);
+  const char *names[] = {"sbatch", "squeue", "scontrol"};
+  for (size_t i = 0; i < 3; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    unlink(path);
+  }
+  rmdir(dir);
+  ck_assert_msg(fake_ends == 1, "no end within 20 s: the squeue poll never finished");
+  ck_assert_int_eq(fake_end.kind, TL_LOSS_EXITED);
+  ck_assert_int_eq(fake_end.exit_code, 0);
+  ck_assert_str_eq(fake_reason, "COMPLETED: exited 0");
+  ck_assert_str_eq(fake_source, "scontrol show job");
+  ck_assert_msg(closed, "close did not complete within 20 s");
+  ck_assert_int_eq(uv_loop_close(&loop), 0);
+}
+END_TEST
+
 static Suite *slurm_parse_suite(void) {
   Suite *s = suite_create("slurm_parse");
   TCase *tc = tcase_create("core");
@@ -339,6 +432,10 @@ static Suite *slurm_parse_suite(void) {
   tcase_add_test(tc, squeue_later_layout);
   tcase_add_test(tc, scontrol_samples);
   tcase_add_test(tc, end_mapping);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("launcher");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, launcher_killed_wrapper);
   suite_add_tcase(s, tc);
   return s;
 }
