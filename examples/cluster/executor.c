@@ -608,7 +608,7 @@ int main(int argc, char **argv) {
   const char *host = "127.0.0.1";
   int port = -1;
   const char *token_file = NULL;
-  ex.id = "exec-1";
+  ex.id = NULL; /* --id, or made from the host name and pid below */
   ex.cores = 1;
   ex.heartbeat_ms = 1000;
   ex.exit_code = 1;
@@ -629,6 +629,17 @@ int main(int argc, char **argv) {
       token_file = argv[++i];
     else
       usage();
+  }
+  size_t hlen = sizeof ex.hostname;
+  if (uv_os_gethostname(ex.hostname, &hlen) != 0 || hlen == 0)
+    strcpy(ex.hostname, "localhost");
+  /* Without --id: "HOST-PID", unlike the "exec-K" ids a driver's launcher gives, so that an
+   * executor started by hand does not take the id of one the driver is starting (REGISTER says
+   * nothing of which process sent it: the first to register under an id keeps it). */
+  static char default_id[TLC_ID_MAX + 1];
+  if (!ex.id) {
+    snprintf(default_id, sizeof default_id, "%.40s-%lu", ex.hostname, (unsigned long)uv_os_getpid());
+    ex.id = default_id;
   }
   size_t idlen = strlen(ex.id);
   if (port < 0 || idlen == 0 || idlen > TLC_ID_MAX)
@@ -655,10 +666,6 @@ int main(int argc, char **argv) {
     ex.token = "";
   if (strlen(ex.token) > TLC_TOKEN_MAX)
     usage();
-  size_t hlen = sizeof ex.hostname;
-  if (uv_os_gethostname(ex.hostname, &hlen) != 0 || hlen == 0)
-    strcpy(ex.hostname, "localhost");
-
   struct sockaddr_storage addr; /* the driver's: IPv4 or IPv6 */
   if (uv_ip4_addr(host, port, (struct sockaddr_in *)&addr) != 0 &&
       uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr) != 0)
