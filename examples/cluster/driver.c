@@ -297,13 +297,14 @@ typedef struct driver {
   tl_launch *launch_buf;               /* tl_resource_offers' output, launch_cap entries */
   size_t launch_cap;                   /* the most cores an executor has */
   tlc_launch_item *items;              /* a LAUNCH frame's items, launch_cap entries */
-  /* What each executor reported last, kept after its connection closes, for the summary. */
-  struct {
+  /* What each registered executor reported last, kept after its connection closes, for the
+   * summary: one per registration (executors started, released and replaced included). */
+  struct exec_report {
     char id[TL_ID_MAX];
     uint64_t binaries; /* materialisations it reported */
     size_t tasksets;   /* distinct task sets whose binary it was sent */
-  } reports[MAX_EXECUTORS];
-  size_t nreports;
+  } *reports;
+  size_t nreports, reports_cap; /* used and allocated entries of reports */
 } driver;
 
 static void die_oom(void) {
@@ -360,8 +361,16 @@ static void on_conn_handle_closed(uv_handle_t *h) {
 
 /* Keeps what an executor reported, for the summary. */
 static void keep_report(driver *d, conn *c) {
-  if (!c->registered || d->nreports == MAX_EXECUTORS)
+  if (!c->registered)
     return;
+  if (d->nreports == d->reports_cap) {
+    size_t cap = d->reports_cap ? 2 * d->reports_cap : 16;
+    struct exec_report *r = realloc(d->reports, cap * sizeof *r);
+    if (!r)
+      die_oom();
+    d->reports = r;
+    d->reports_cap = cap;
+  }
   memcpy(d->reports[d->nreports].id, c->id, sizeof c->id);
   d->reports[d->nreports].binaries = c->binaries;
   d->reports[d->nreports].tasksets = c->tasksets_sent;
@@ -2221,6 +2230,12 @@ int main(int argc, char **argv) {
            d.reports[i].binaries, d.reports[i].tasksets, once ? "" : " (MORE THAN ONCE)");
     ok = ok && once;
   }
+  /* Every registered executor's report was kept, so each one's binaries were checked. */
+  if (d.nreports != d.registered) {
+    printf("  reports kept for %zu of the %" PRIu32 " executors registered\n", d.nreports,
+           d.registered);
+    ok = false;
+  }
   /* How each executor ended, from its launcher: a clean end is an exit with code 0 (after STOP,
    * or after its release). A death from outside the driver is a loss the run survives: killed by
    * a signal (exit code above 128) or gone by the launcher's account (TL_LOSS_PROCESS_LOST: a
@@ -2353,6 +2368,7 @@ int main(int argc, char **argv) {
   tl_scheduler_free(d.s); /* hands back any payload still held (a failed run) */
   free(d.launch_buf);
   free(d.items);
+  free(d.reports);
   free(d.execs);
   free(d.loss_recs);
   printf("%s\n", ok ? "OK" : "FAILED");
