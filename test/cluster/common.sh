@@ -1,6 +1,7 @@
 # shellcheck shell=sh disable=SC2154 # $name and $tmp are set by the script that sources this
 # Shared by the cluster test scripts (sourced, not run). They set $tmp, whose out and err files
-# hold the driver's stdout and stderr, and $name, the script's name for messages.
+# hold the driver's stdout and stderr, $name, the script's name for messages, and, for cleanup,
+# $drv and $ext: the driver's pid and an executor's the script started itself ('' when none).
 
 # Says why the test failed, shows the driver's output, and exits 1 (the EXIT trap cleans up).
 fail() {
@@ -34,4 +35,14 @@ stop_driver() {
   done
   kill -9 "$1" 2>/dev/null
   return 0
+}
+
+# The usual EXIT trap: the script's own executor (SIGKILL), the driver (stop_driver), the
+# temporary directory. A script with more to undo defines its own.
+# shellcheck disable=SC2317 # called by the EXIT trap
+cleanup() {
+  if [ -n "${ext:-}" ]; then kill -9 "$ext" 2>/dev/null; fi
+  stop_driver "${drv:-}"
+  wait 2>/dev/null
+  rm -rf "$tmp"
 }

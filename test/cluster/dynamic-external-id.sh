@@ -16,13 +16,6 @@ name=dynamic-external-id.sh
 drv='' ext=''
 # shellcheck source=test/cluster/common.sh
 . "$(dirname "$0")/common.sh"
-# shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() {
-  if [ -n "$ext" ]; then kill -9 "$ext" 2>/dev/null; fi
-  stop_driver "$drv"
-  wait 2>/dev/null
-  rm -rf "$tmp"
-}
 trap cleanup EXIT
 
 printf 'dynamic-external-id-token-%s\n' "$$" >"$tmp/token"
