@@ -26,6 +26,7 @@
  *             [--max-task-failures N] [--kill-executor-after N] [--external-kill-after N]
  *             [--stop-executor-after N] [--expect-losses N] [--expect-job-failure]
  *             [--register-timeout-ms MS] [--bad-client MODE]... [--metrics-port P]
+ *             [--max-pending-connections N] [--max-connections N]
  *
  * Exit status: 0 when every job succeeded (or, with --expect-job-failure, failed), the ledger
  * drained, the expected losses happened, every executor ended as it should have and none
@@ -34,6 +35,8 @@
  */
 #include <inttypes.h>
 #include <signal.h>
+#include <arpa/inet.h>
+#include <sys/resource.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -48,6 +51,10 @@
 #include "metrics_http.h"
 #include "proto.h"
 #include "taskledger-uv.h"
+
+static void die_oom(void);
+#define uthash_fatal(msg) die_oom()
+#include <uthash.h>
 
 #define MAX_JOBS 16              /* --job options at most */
 #define MAX_STAGES 8             /* stages in one job's chain at most */
@@ -65,6 +72,24 @@
 #define LOG_LIMIT 20             /* refused updates logged one by one, then only counted */
 #define PROGRESS_MS 500          /* the progress line's period (default) */
 #define CRASH_EXIT_CODE 42       /* tl-executor's exit status after a `crash` task */
+
+/* The edge's limits (docs/cluster.md "Limits and hardening"): what a peer may cost the driver
+ * before and after it authenticates, and how failed authentications are slowed. */
+#define MAX_PENDING_CONNS 64          /* --max-pending-connections: waiting for REGISTER at once */
+#define MAX_CONNS 1024                /* --max-connections: open at once, registered or not */
+#define MAX_CONNS_LIMIT 65536         /* the largest --max-connections accepted */
+#define FD_HEADROOM 64                /* descriptors beyond the connections: files, pipes, ... */
+#define TOKEN_MIN 16                  /* bytes of the shared token at least */
+#define AUTH_FREE_FAILURES 3          /* wrong tokens from one address before it must wait */
+#define AUTH_WAIT_FIRST_MS 1000       /* the first wait; each further failure doubles it */
+#define AUTH_WAIT_MAX_MS 60000        /* the longest wait */
+#define AUTH_FORGET_MS 600000         /* an address with no failure for this long starts afresh */
+#define AUTH_TRACKED_MAX 4096         /* addresses remembered; the stalest is dropped for a new */
+#define EDGE_LOG_PER_S 10             /* edge log lines of one kind a second, then only counted */
+#define LOST_DETAIL_MAX 64            /* lost executors shown one by one in the summary */
+#define REPORT_DETAIL_MAX 64          /* executors' reports shown one by one in the summary */
+#define SETTLE_MS 1000                /* open loss records checked against the ledger this often */
+#define ESC_MAX (4 * TL_HOST_MAX + 1) /* an id or a host printed escaped, NUL included */
 
 /* One stage of a job: one task set of ntasks tasks of one kind. */
 typedef struct stage {
@@ -119,9 +144,12 @@ typedef struct conn {
   tl_taskset_id *sent;          /* task sets whose binary it holds: sent, no FORGET yet */
   size_t nsent, sent_cap;       /* used and allocated entries of sent */
   size_t tasksets_sent;         /* task sets whose binary was ever sent here */
-  tlc_decoder decoder;          /* the executor's frames */
+  tlc_decoder decoder;          /* the executor's frames: at most TLC_REGISTER_FRAME_MAX bytes
+                                   each until REGISTER is accepted, TLC_FRAME_MAX after */
   tlc_buf out;                  /* frames encoded and not yet handed to uv_write */
-  uint8_t read_buf[READ_CHUNK]; /* reused by every read */
+  uint32_t cores;               /* the cores it registered with */
+  uint8_t addr_key[16];         /* its peer address, the key of its auth record (auth_key) */
+  char peer[64];                /* its peer address and port, printable: "127.0.0.1:5000" */
 } conn;
 
 /* One executor the launcher was asked to start, and how it ended. */
@@ -145,9 +173,19 @@ typedef struct exec_rec {
 /* One lost executor (any executor the ledger lost, started by the launcher or not; not one
  * released by dynamic allocation), for the summary: each report to the ledger in order. */
 #define MAX_PHASES 4
+typedef enum detection {
+  DETECTED_CLOSE,     /* its connection closed */
+  DETECTED_FAULT,     /* the driver closed it for a protocol fault */
+  DETECTED_HEARTBEAT, /* tl_tick: heartbeat expiry */
+  DETECTED_END,       /* its launcher reported its end first */
+  DETECTED_N
+} detection;
+static const char *const detection_names[DETECTED_N] = {"connection closed", "protocol fault",
+                                                        "heartbeat timeout", "launcher end"};
 typedef struct loss_rec {
   char id[TL_ID_MAX];              /* the executor */
-  const char *detected_by;         /* how the loss began: "connection closed", ... (static) */
+  uint64_t seq;                    /* the order in which the losses began, from 1 */
+  detection detected_by;           /* how the loss began */
   tl_loss_kind phases[MAX_PHASES]; /* the reasons reported, first phase first */
   size_t nphases;                  /* used entries of phases */
   bool final;                      /* a real reason came (kind ... below are it) */
@@ -156,7 +194,35 @@ typedef struct loss_rec {
   int exit_code;                   /* likewise */
   char reason[160];                /* its message */
   char source[64];                 /* where it came from: the launcher's source, "driver", ... */
+  UT_hash_handle hh;               /* on driver.open_losses by id, while no real reason came */
 } loss_rec;
+
+/* One address that sent wrong tokens (auth_failed): IPv4 addresses by themselves, IPv6 ones by
+ * their /64, which one host may hold whole. */
+typedef struct auth_rec {
+  uint8_t key[16];      /* auth_key's */
+  uint32_t failures;    /* wrong tokens since it was first seen (or forgotten) */
+  uint64_t last_ns;     /* uv_hrtime of the last one */
+  uint64_t wait_until;  /* connections from it are refused at once until then */
+  UT_hash_handle hh;    /* on driver.auth by key */
+} auth_rec;
+
+/* A kind of edge log line, printed whatever --quiet says (an operator must see an attack), at
+ * most EDGE_LOG_PER_S a second; the rest are counted and said in one line. */
+typedef struct ratelog {
+  uint64_t window;     /* the second (uv_hrtime / 1e9) of the lines being counted */
+  uint32_t in_window;  /* lines printed in it */
+  uint64_t suppressed; /* lines not printed since the last one that was */
+  uint64_t total_suppressed; /* lines not printed in the whole run */
+} ratelog;
+
+/* What an executor reported last, kept after its connection closes, for the summary. */
+typedef struct exec_report {
+  char id[TL_ID_MAX];
+  uint32_t cores;    /* as it registered */
+  uint64_t binaries; /* materialisations it reported (shown, never trusted) */
+  size_t tasksets;   /* distinct task sets whose binary the driver sent it */
+} exec_report;
 
 /* The bad-client modes of tl-badclient, and what the driver must refuse each one for. */
 typedef enum bad_mode {
@@ -226,8 +292,15 @@ typedef struct driver {
   uint32_t most_active;             /* the most executors active at once (started, not ended,
                                        not released) */
   uint32_t active_at_end;           /* active when the jobs ended */
-  loss_rec *loss_recs;              /* each lost executor, in the order the losses began */
-  size_t nloss_recs, loss_recs_cap; /* used and allocated entries */
+  /* Lost executors: the records of losses still waiting for their real reason (by id), and
+   * the last LOST_DETAIL_MAX that got one; everything else only counted. */
+  loss_rec *open_losses;                     /* uthash by id; at most one per live executor */
+  loss_rec lost_detail[LOST_DETAIL_MAX];     /* a ring: the last ones that ended */
+  uint64_t lost_ended;                       /* records put in the ring: its next slot mod MAX */
+  uint64_t lost_total;                       /* loss records made (lost executors) */
+  uint64_t lost_by_detection[DETECTED_N];    /* of those, by how the loss began */
+  uint64_t lost_by_kind[TL_LOSS_PENDING_TIMEOUT + 1]; /* the real reasons that came, by kind */
+  uv_timer_t settle_timer;                   /* settle_open_losses every SETTLE_MS */
   const char *summary_json;         /* --summary-json: the file to write */
   /* Dynamic allocation (--min-executors/--max-executors): Spark's ExecutorAllocationManager,
    * simplified; see docs/cluster.md "Dynamic allocation". */
@@ -272,6 +345,26 @@ typedef struct driver {
   uint64_t refused_unexpected;    /* a message an executor may not send (LAUNCH, KILL, ...) */
   uint64_t violations;            /* of the refused: registered executors, removed for it */
   uint64_t register_timeout_ms;   /* --register-timeout-ms */
+  /* The edge (docs/cluster.md "Limits and hardening") */
+  uint32_t max_pending;           /* --max-pending-connections */
+  uint32_t max_conns;             /* --max-connections */
+  uint32_t nconns;                /* connections on conns (closing ones hold a descriptor too) */
+  uint32_t npending;              /* of those, not registered and not closing */
+  bool server_closed;             /* the listening socket is closing: nothing more is accepted */
+  uint64_t evicted_pending;       /* waiting connections closed for a newer one (the oldest) */
+  uint64_t refused_conn_cap;      /* connections refused at once: --max-connections open */
+  uint64_t refused_backoff;       /* connections refused at once: their address must wait */
+  uint64_t accept_emfile;         /* accepts that failed: EMFILE (the process's descriptors) */
+  uint64_t accept_enfile;         /* ENFILE (the system's) */
+  uint64_t accept_other;          /* any other accept error */
+  uint64_t auth_failures;         /* REGISTER frames with a wrong token */
+  uint64_t auth_addresses;        /* addresses (IPv6: /64s) that sent one, first seen */
+  auth_rec *auth;                 /* uthash by key: AUTH_TRACKED_MAX at most */
+  uint32_t nauth;                 /* entries of auth */
+  ratelog log_auth;               /* wrong tokens */
+  ratelog log_refused;            /* connections refused at once (caps, back-off) */
+  ratelog log_accept;             /* accept errors */
+  uint64_t registered_cores;      /* cores of every registration, summed */
   bad_child bad[MAX_BAD_CLIENTS]; /* --bad-client: nbad of them, spawned once all registered */
   uint32_t nbad;                  /* --bad-client options */
   bool bad_spawned;               /* spawn_bad_clients ran */
@@ -297,14 +390,12 @@ typedef struct driver {
   tl_launch *launch_buf;               /* tl_resource_offers' output, launch_cap entries */
   size_t launch_cap;                   /* the most cores an executor has */
   tlc_launch_item *items;              /* a LAUNCH frame's items, launch_cap entries */
-  /* What each registered executor reported last, kept after its connection closes, for the
-   * summary: one per registration (executors started, released and replaced included). */
-  struct exec_report {
-    char id[TL_ID_MAX];
-    uint64_t binaries; /* materialisations it reported */
-    size_t tasksets;   /* distinct task sets whose binary it was sent */
-  } *reports;
-  size_t nreports, reports_cap; /* used and allocated entries of reports */
+  /* What the last REPORT_DETAIL_MAX registered executors reported, kept after their
+   * connections closed, for the summary; the rest only counted. */
+  exec_report reports[REPORT_DETAIL_MAX]; /* a ring */
+  uint64_t nreports;                      /* reports kept: the ring's next slot mod MAX */
+  uint64_t reports_over;                  /* of those, reporting more binaries than it was sent */
+  uint8_t read_buf[READ_CHUNK];           /* every connection's reads: each is decoded at once */
 } driver;
 
 static void die_oom(void) {
@@ -322,6 +413,51 @@ static void logf_(driver *d, const char *fmt, ...) {
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
   va_end(ap);
+}
+
+/* Names are data: an executor id or a host came from the wire and may hold any byte but NUL.
+ * Printed, it is escaped so that no control byte or escape sequence reaches a terminal or the
+ * summary: printable ASCII stays as it is, a backslash becomes "\\", every other byte "\xNN".
+ * Returns buf (ESC_MAX bytes), which holds all of s that fits. */
+static const char *esc(char *buf, const char *s) {
+  static const char hex[] = "0123456789abcdef";
+  size_t n = 0;
+  for (const unsigned char *p = (const unsigned char *)s; *p && n + 5 <= ESC_MAX; p++) {
+    if (*p == '\\') {
+      buf[n++] = '\\';
+      buf[n++] = '\\';
+    } else if (*p >= 0x20 && *p < 0x7f) {
+      buf[n++] = (char)*p;
+    } else {
+      buf[n++] = '\\';
+      buf[n++] = 'x';
+      buf[n++] = hex[*p >> 4];
+      buf[n++] = hex[*p & 15];
+    }
+  }
+  buf[n] = '\0';
+  return buf;
+}
+
+/* Whether a line of kind r may be printed now (EDGE_LOG_PER_S a second); when a new second
+ * begins after lines were held back, says how many first. */
+static bool edge_log_ok(ratelog *r, const char *what) {
+  uint64_t second = uv_hrtime() / 1000000000u;
+  if (second != r->window) {
+    if (r->suppressed > 0)
+      fprintf(stderr, "tl-driver: %" PRIu64 " more %s not logged (at most %d lines a second)\n",
+              r->suppressed, what, EDGE_LOG_PER_S);
+    r->window = second;
+    r->in_window = 0;
+    r->suppressed = 0;
+  }
+  if (r->in_window < EDGE_LOG_PER_S) {
+    r->in_window++;
+    return true;
+  }
+  r->suppressed++;
+  r->total_suppressed++;
+  return false;
 }
 
 /* Samples the ledger's ALIVE executors, for the bad-client test. */
@@ -356,25 +492,22 @@ static void on_conn_handle_closed(uv_handle_t *h) {
   tlc_buf_free(&c->out);
   free(c->sent);
   free(c);
+  d->nconns--;
   maybe_finish(d);
 }
 
-/* Keeps what an executor reported, for the summary. */
+/* Keeps what an executor reported, for the summary: the last REPORT_DETAIL_MAX in the ring. The
+ * binaries count is the executor's word: shown, counted when it is more than the driver sent,
+ * never part of the verdict (the executor itself exits non-zero if it is sent a binary twice). */
 static void keep_report(driver *d, conn *c) {
   if (!c->registered)
     return;
-  if (d->nreports == d->reports_cap) {
-    size_t cap = d->reports_cap ? 2 * d->reports_cap : 16;
-    struct exec_report *r = realloc(d->reports, cap * sizeof *r);
-    if (!r)
-      die_oom();
-    d->reports = r;
-    d->reports_cap = cap;
-  }
-  memcpy(d->reports[d->nreports].id, c->id, sizeof c->id);
-  d->reports[d->nreports].binaries = c->binaries;
-  d->reports[d->nreports].tasksets = c->tasksets_sent;
-  d->nreports++;
+  exec_report *r = &d->reports[d->nreports++ % REPORT_DETAIL_MAX];
+  memcpy(r->id, c->id, sizeof c->id);
+  r->cores = c->cores;
+  r->binaries = c->binaries;
+  r->tasksets = c->tasksets_sent;
+  d->reports_over += c->binaries > c->tasksets_sent;
 }
 
 /* tl_loss_kind's names, for the JSON summary: the enum's and, lower case, a phase's. */
@@ -406,53 +539,80 @@ static void copy_text(char *dst, size_t len, const char *src) {
   snprintf(dst, len, "%s", src ? src : "");
 }
 
-/* Notes a loss report the ledger took, for the summary: the first one makes the executor's
- * record (detected_by says how the loss began), each one adds its phase, a real reason is
- * kept with its source. */
-static void note_loss(driver *d, const char *id, const tl_loss_reason *r, const char *detected_by,
+/* Notes a loss report the ledger took, for the summary, in O(1): the first one makes the
+ * executor's record (detected_by says how the loss began), each one adds its phase. A record
+ * whose real reason came is counted by kind and moved to the ring of the last LOST_DETAIL_MAX;
+ * one still waiting stays on open_losses, which holds at most one record per executor the
+ * ledger holds in PENDING_LOSS (settle_open_losses ends those that the pending-loss timeout
+ * ended), so memory follows live executors, not losses ever made. */
+static void note_loss(driver *d, const char *id, const tl_loss_reason *r, detection detected_by,
                       const char *source) {
   loss_rec *lr = NULL;
-  for (size_t i = 0; i < d->nloss_recs; i++)
-    if (!strcmp(d->loss_recs[i].id, id))
-      lr = &d->loss_recs[i];
+  HASH_FIND_STR(d->open_losses, id, lr);
   if (!lr) {
-    if (d->nloss_recs == d->loss_recs_cap) {
-      size_t cap = d->loss_recs_cap ? 2 * d->loss_recs_cap : 8;
-      loss_rec *a = realloc(d->loss_recs, cap * sizeof *a);
-      if (!a)
-        die_oom();
-      d->loss_recs = a;
-      d->loss_recs_cap = cap;
-    }
-    lr = &d->loss_recs[d->nloss_recs++];
-    memset(lr, 0, sizeof *lr);
+    lr = calloc(1, sizeof *lr);
+    if (!lr)
+      die_oom();
     copy_text(lr->id, sizeof lr->id, id);
+    lr->seq = ++d->lost_total;
     lr->detected_by = detected_by;
+    d->lost_by_detection[detected_by]++;
+    HASH_ADD_STR(d->open_losses, id, lr);
   }
   if (lr->nphases < MAX_PHASES)
     lr->phases[lr->nphases++] = r->kind;
-  if (r->kind != TL_LOSS_PENDING) {
-    lr->final = true;
-    lr->kind = r->kind;
-    lr->caused_by_app = r->caused_by_app;
-    lr->exit_code = r->exit_code;
-    copy_text(lr->reason, sizeof lr->reason, r->message);
-    copy_text(lr->source, sizeof lr->source, source);
+  if (r->kind == TL_LOSS_PENDING)
+    return;
+  lr->final = true;
+  lr->kind = r->kind;
+  lr->caused_by_app = r->caused_by_app;
+  lr->exit_code = r->exit_code;
+  copy_text(lr->reason, sizeof lr->reason, r->message);
+  copy_text(lr->source, sizeof lr->source, source);
+  d->lost_by_kind[r->kind]++;
+  HASH_DEL(d->open_losses, lr);
+  loss_rec *slot = &d->lost_detail[d->lost_ended++ % LOST_DETAIL_MAX];
+  *slot = *lr;
+  memset(&slot->hh, 0, sizeof slot->hh);
+  free(lr);
+}
+
+/* A pending loss that no second phase ended and that the ledger no longer holds as pending: the
+ * pending-loss timeout ended it (TL_LOSS_PENDING_TIMEOUT, the app's, as tl_tick makes it). */
+static void settle_pending_timeout(driver *d, loss_rec *lr) {
+  tl_loss_reason r = {.kind = TL_LOSS_PENDING_TIMEOUT,
+                      .caused_by_app = true,
+                      .message = "no real reason came within the pending-loss timeout"};
+  char id[TL_ID_MAX];
+  memcpy(id, lr->id, sizeof id);
+  note_loss(d, id, &r, lr->detected_by, "pending-loss timeout");
+}
+
+/* Ends every open record whose executor the ledger no longer holds as PENDING_LOSS. */
+static void settle_open_losses(driver *d) {
+  loss_rec *lr, *tmp;
+  HASH_ITER(hh, d->open_losses, lr, tmp) {
+    tl_executor_status es;
+    if (tl_executor_get(d->s, lr->id, &es) < 0 || es.state != TL_EXECUTOR_PENDING_LOSS)
+      settle_pending_timeout(d, lr);
   }
 }
+
+static void on_settle(uv_timer_t *t) { settle_open_losses(t->data); }
 
 /* Reports a loss to the ledger and counts it by kind. detected_by: how the loss began, when this
  * is its first report; source: where a real reason came from. */
 static void report_loss(driver *d, const char *id, const tl_loss_reason *reason,
-                        const char *detected_by, const char *source) {
+                        detection detected_by, const char *source) {
+  char e[ESC_MAX];
   int rc = tl_executor_lost(d->s, id, reason);
   if (rc < 0) {
-    fprintf(stderr, "tl-driver: tl_executor_lost %s: %s\n", id, tl_err_name(rc));
+    fprintf(stderr, "tl-driver: tl_executor_lost %s: %s\n", esc(e, id), tl_err_name(rc));
     return;
   }
   d->losses[reason->kind]++;
   note_loss(d, id, reason, detected_by, source);
-  logf_(d, "executor %s lost: %s", id, reason->message ? reason->message : "");
+  logf_(d, "executor %s lost: %s", esc(e, id), reason->message ? reason->message : "");
 }
 
 /* Removes a released executor from the ledger once it is gone (its connection closed after STOP,
@@ -460,11 +620,12 @@ static void report_loss(driver *d, const char *id, const tl_loss_reason *reason,
  * it as a release). */
 static void remove_released(driver *d, const char *id) {
   tl_loss_reason r = {.kind = TL_LOSS_DECOMMISSIONED, .message = "released by the driver"};
+  char e[ESC_MAX];
   int rc = tl_executor_lost(d->s, id, &r);
   if (rc < 0)
-    fprintf(stderr, "tl-driver: tl_executor_lost %s: %s\n", id, tl_err_name(rc));
+    fprintf(stderr, "tl-driver: tl_executor_lost %s: %s\n", esc(e, id), tl_err_name(rc));
   else
-    logf_(d, "executor %s released", id);
+    logf_(d, "executor %s released", esc(e, id));
 }
 
 /* Whether the ledger holds id as an executor not yet removed; *state is its state. */
@@ -488,9 +649,16 @@ static void close_conn(conn *c, const char *why) {
   if (c->closing)
     return;
   driver *d = c->d;
+  char e[ESC_MAX];
   c->closing = true;
-  if (why)
-    logf_(d, "closing connection%s%s: %s", c->registered ? " of " : "", c->id, why);
+  if (!c->registered)
+    d->npending--;
+  if (why) {
+    if (c->registered)
+      logf_(d, "closing connection of %s: %s", esc(e, c->id), why);
+    else
+      logf_(d, "closing connection from %s: %s", c->peer, why);
+  }
   keep_report(d, c);
   tl_executor_state state;
   if (c->registered && !d->stopping && in_ledger(d, c->id, &state) &&
@@ -500,12 +668,12 @@ static void close_conn(conn *c, const char *why) {
     } else if (c->violated) {
       tl_loss_reason reason = {.kind = TL_LOSS_KILLED,
                                .message = "closed by the driver for a protocol fault"};
-      report_loss(d, c->id, &reason, "protocol fault", "driver");
+      report_loss(d, c->id, &reason, DETECTED_FAULT, "driver");
     } else {
       tl_loss_reason reason = {.kind = TL_LOSS_PENDING, .message = "connection closed"};
-      report_loss(d, c->id, &reason, "connection closed", NULL);
-      exec_rec *e = find_exec(d, c->id);
-      if (e && e->started && !e->ended && d->launcher)
+      report_loss(d, c->id, &reason, DETECTED_CLOSE, NULL);
+      exec_rec *er = find_exec(d, c->id);
+      if (er && er->started && !er->ended && d->launcher)
         d->ops->query(d->launcher, c->id);
     }
   }
@@ -596,8 +764,9 @@ static void refuse_gone(conn *c, const char *what) {
   if (c->gone)
     return;
   c->gone = true;
-  fprintf(stderr, "tl-driver: %s from %s refused: %s (removed); sending STOP\n", what, c->id,
-          tl_err_name(TL_EGONE));
+  char e[ESC_MAX];
+  fprintf(stderr, "tl-driver: %s from %s refused: %s (removed); sending STOP\n", what,
+          esc(e, c->id), tl_err_name(TL_EGONE));
   /* It will run nothing again: every binary it holds goes, whether or not its task set lives
    * on elsewhere, so that after STOP no executor holds a binary (executor.c checks). */
   while (c->nsent > 0) {
@@ -608,15 +777,103 @@ static void refuse_gone(conn *c, const char *what) {
   send_stop(c, "removed by the driver");
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Failed authentications are slowed, by address.
+ *
+ * The first AUTH_FREE_FAILURES wrong tokens from an address cost it nothing more than their
+ * connections; after that each one makes the address wait, exponentially: AUTH_WAIT_FIRST_MS,
+ * then twice that, up to AUTH_WAIT_MAX_MS. While it waits, every connection from it is closed as
+ * soon as it is accepted, before a byte is read. So one address makes at most about one guess a
+ * minute once the back-off is at its cap: a 4-digit token (10,000 guesses) takes about a week,
+ * a 16-byte one never falls. An address with no failure for AUTH_FORGET_MS starts afresh. At
+ * most AUTH_TRACKED_MAX addresses are remembered (the one whose last failure is oldest makes
+ * room for a new one), so the table's memory is bounded whatever the attacker's addresses. An
+ * IPv6 address counts by its /64: one host may hold the whole prefix. The price: a real
+ * executor behind an address that is waiting is refused too until the wait ends (docs/cluster.md
+ * says so); an executor started by the launcher then exits and is reported lost.
+ * ------------------------------------------------------------------------------------------- */
+
+/* The key of a peer address: IPv4 as an IPv4-mapped IPv6 address, IPv6 by its first 64 bits. */
+static void auth_key(const struct sockaddr_storage *sa, uint8_t key[16]) {
+  memset(key, 0, 16);
+  if (sa->ss_family == AF_INET) {
+    key[10] = key[11] = 0xff;
+    memcpy(key + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+  } else if (sa->ss_family == AF_INET6) {
+    const uint8_t *a = (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (!memcmp(a, mapped, 12)) /* an IPv4 peer on a dual-stack socket */
+      memcpy(key, a, 16);
+    else
+      memcpy(key, a, 8);
+  }
+}
+
+/* The address's record, or NULL; a stale one is forgotten. */
+static auth_rec *auth_find(driver *d, const uint8_t key[16], uint64_t now) {
+  auth_rec *a = NULL;
+  HASH_FIND(hh, d->auth, key, 16, a);
+  if (a && now - a->last_ns > (uint64_t)AUTH_FORGET_MS * 1000000u && now >= a->wait_until) {
+    HASH_DEL(d->auth, a);
+    free(a);
+    d->nauth--;
+    a = NULL;
+  }
+  return a;
+}
+
+/* A wrong token from c's address: counted, logged (rate-limited, whatever --quiet says) with the
+ * address, and the address made to wait once it has had its free failures. */
+static void auth_failed(driver *d, conn *c) {
+  uint64_t now = uv_hrtime();
+  d->auth_failures++;
+  auth_rec *a = auth_find(d, c->addr_key, now);
+  if (!a) {
+    if (d->nauth == AUTH_TRACKED_MAX) { /* room: the stalest address goes */
+      auth_rec *stalest = d->auth, *it, *tmp;
+      HASH_ITER(hh, d->auth, it, tmp) {
+        if (it->last_ns < stalest->last_ns)
+          stalest = it;
+      }
+      HASH_DEL(d->auth, stalest);
+      free(stalest);
+      d->nauth--;
+    }
+    a = calloc(1, sizeof *a);
+    if (!a)
+      die_oom();
+    memcpy(a->key, c->addr_key, 16);
+    HASH_ADD(hh, d->auth, key, 16, a);
+    d->nauth++;
+    d->auth_addresses++;
+  }
+  a->failures++;
+  a->last_ns = now;
+  uint64_t wait_ms = 0;
+  if (a->failures > AUTH_FREE_FAILURES) {
+    uint32_t doublings = a->failures - AUTH_FREE_FAILURES - 1;
+    wait_ms = doublings >= 6 ? AUTH_WAIT_MAX_MS : (uint64_t)AUTH_WAIT_FIRST_MS << doublings;
+    if (wait_ms > AUTH_WAIT_MAX_MS)
+      wait_ms = AUTH_WAIT_MAX_MS;
+    a->wait_until = now + wait_ms * 1000000u;
+  }
+  if (edge_log_ok(&d->log_auth, "wrong-token lines"))
+    fprintf(stderr,
+            "tl-driver: REGISTER from %s with a wrong token: failure %" PRIu32
+            " from that address; it waits %" PRIu64 " ms\n",
+            c->peer, a->failures, wait_ms);
+}
+
 static void on_fault(uv_timer_t *t);
 
 static void handle_register(conn *c, const tlc_register *r) {
   driver *d = c->d;
   if (!token_matches(d->token, r->token)) {
+    auth_failed(d, c);
     refuse_conn(c, &d->refused_token, "REGISTER with a wrong token");
     return;
   }
-  char id[TL_ID_MAX], host[TL_HOST_MAX];
+  char id[TL_ID_MAX], host[TL_HOST_MAX], e[ESC_MAX], eh[ESC_MAX];
   memcpy(id, r->executor_id.ptr, r->executor_id.len);
   id[r->executor_id.len] = '\0';
   memcpy(host, r->host.ptr, r->host.len);
@@ -626,15 +883,26 @@ static void handle_register(conn *c, const tlc_register *r) {
   tl_executor_desc desc = {.id = id, .host = host, .cores = slots};
   int rc = tl_executor_add(d->s, &desc);
   if (rc < 0) {
-    char why[128];
-    snprintf(why, sizeof why, "REGISTER of %s refused: %s", id, tl_err_name(rc));
+    char why[ESC_MAX + 64];
+    snprintf(why, sizeof why, "REGISTER of %s refused: %s", esc(e, id), tl_err_name(rc));
     refuse_conn(c, rc == TL_EEXIST ? &d->refused_dup : NULL, why);
     return;
   }
+  /* A loss record of an earlier executor of this id that is still open: the ledger let the id
+   * register again, so that loss is over (the pending-loss timeout ended it). */
+  loss_rec *old = NULL;
+  HASH_FIND_STR(d->open_losses, id, old);
+  if (old)
+    settle_pending_timeout(d, old);
   memcpy(c->id, id, sizeof id);
   c->registered = true;
+  c->cores = r->cores;
+  d->npending--;
+  d->registered_cores += r->cores;
   c->idle_since = uv_hrtime();
   uv_timer_stop(&c->register_timer);
+  /* Authenticated: its frames may now be as large as the protocol allows. */
+  tlc_decoder_set_frame_max(&c->decoder, TLC_FRAME_MAX);
   if (slots > d->launch_cap) {
     tl_launch *l = realloc(d->launch_buf, slots * sizeof *l);
     if (!l)
@@ -647,8 +915,8 @@ static void handle_register(conn *c, const tlc_register *r) {
     d->launch_cap = slots;
   }
   d->registered++;
-  logf_(d, "executor %s registered (%s, %" PRIu32 " cores, queue %" PRIu32 ")", id, host, r->cores,
-        d->queue);
+  logf_(d, "executor %s registered from %s (host %s, %" PRIu32 " cores, queue %" PRIu32 ")",
+        esc(e, id), c->peer, esc(eh, host), r->cores, d->queue);
   if (d->offering) {
     offer(d, c);
   } else if (d->registered == d->nexecutors + d->accept) { /* everyone came: offers begin */
@@ -663,6 +931,7 @@ static void handle_register(conn *c, const tlc_register *r) {
 /* Applies a STATUS frame update by update, then offers the executor its freed cores. */
 static void handle_status(conn *c, const tlc_status *st) {
   driver *d = c->d;
+  char e[ESC_MAX];
   bool running = false;
   for (size_t i = 0; i < st->count; i++) {
     const tlc_status_item *it = &st->items[i];
@@ -700,8 +969,8 @@ static void handle_status(conn *c, const tlc_status *st) {
       sample_alive(d);
     }
     if (rc < 0 && d->refused_updates++ < LOG_LIMIT)
-      fprintf(stderr, "tl-driver: update of task %" PRIu64 " from %s refused: %s\n", it->tid, c->id,
-              tl_err_name(rc));
+      fprintf(stderr, "tl-driver: update of task %" PRIu64 " from %s refused: %s\n", it->tid,
+              esc(e, c->id), tl_err_name(rc));
   }
   if (d->fault_armed && running && !strcmp(c->id, d->execs[0].id))
     on_fault(&d->fault);
@@ -713,10 +982,12 @@ static void handle_status(conn *c, const tlc_status *st) {
   offer(d, c);
 }
 
+/* Every connection reads into the driver's one buffer: on_read decodes what came before the
+ * loop reads again (the decoder copies what it keeps), so a connection costs no read buffer. */
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   (void)suggested;
   conn *c = h->data;
-  *buf = uv_buf_init((char *)c->read_buf, sizeof c->read_buf);
+  *buf = uv_buf_init((char *)c->d->read_buf, sizeof c->d->read_buf);
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
@@ -762,8 +1033,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         int hb = tl_executor_heartbeat(c->d->s, c->id);
         if (hb == TL_EGONE)
           refuse_gone(c, "heartbeat");
-        else if (hb < 0)
-          fprintf(stderr, "tl-driver: heartbeat of %s: %s\n", c->id, tl_err_name(hb));
+        else if (hb < 0) {
+          char e[ESC_MAX];
+          fprintf(stderr, "tl-driver: heartbeat of %s: %s\n", esc(e, c->id), tl_err_name(hb));
+        }
       }
       break;
     case TLC_MSG_STATUS:
@@ -784,17 +1057,70 @@ static void on_register_timeout(uv_timer_t *t) {
   refuse_conn(c, &c->d->refused_timeout, "no REGISTER in time");
 }
 
+/* Its peer's address, printable and as its auth key. */
+static void name_peer(conn *c) {
+  struct sockaddr_storage sa;
+  int len = sizeof sa;
+  memset(&sa, 0, sizeof sa);
+  char ip[INET6_ADDRSTRLEN] = "?";
+  if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &len) != 0) {
+    snprintf(c->peer, sizeof c->peer, "an unknown address");
+  } else if (sa.ss_family == AF_INET6) {
+    const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&sa;
+    uv_ip6_name(a, ip, sizeof ip);
+    snprintf(c->peer, sizeof c->peer, "[%s]:%d", ip, ntohs(a->sin6_port));
+  } else {
+    const struct sockaddr_in *a = (const struct sockaddr_in *)&sa;
+    uv_ip4_name(a, ip, sizeof ip);
+    snprintf(c->peer, sizeof c->peer, "%s:%d", ip, ntohs(a->sin_port));
+  }
+  auth_key(&sa, c->addr_key);
+}
+
+/* Closes a connection just accepted, before a byte of it is read; *counter counts the reason. */
+static void refuse_at_accept(conn *c, uint64_t *counter, const char *why) {
+  driver *d = c->d;
+  (*counter)++;
+  if (edge_log_ok(&d->log_refused, "refused-connection lines"))
+    fprintf(stderr, "tl-driver: connection from %s refused: %s\n", c->peer, why);
+  close_conn(c, NULL);
+}
+
+/* The oldest connection still waiting for its REGISTER (the list is newest first). */
+static conn *oldest_pending(driver *d, conn *except) {
+  conn *oldest = NULL;
+  for (conn *o = d->conns; o; o = o->next)
+    if (o != except && !o->registered && !o->closing)
+      oldest = o;
+  return oldest;
+}
+
+/* A new connection. Before it has authenticated it costs a record, two handles and a decoder
+ * that holds at most TLC_REGISTER_FRAME_MAX bytes; its address is checked against the back-off,
+ * the connections against --max-connections (the newest is refused) and those waiting for
+ * REGISTER against --max-pending-connections (the oldest waiting one is closed to make room: a
+ * real executor sends REGISTER at once, so it is the slow or silent ones that go). */
 static void on_connection(uv_stream_t *server, int status) {
   driver *d = server->data;
   if (status < 0) {
-    fprintf(stderr, "tl-driver: accept: %s\n", uv_strerror(status));
+    uint64_t *n = status == UV_EMFILE   ? &d->accept_emfile
+                  : status == UV_ENFILE ? &d->accept_enfile
+                                        : &d->accept_other;
+    (*n)++;
+    if (edge_log_ok(&d->log_accept, "accept-error lines"))
+      fprintf(stderr, "tl-driver: accept: %s (%s)%s; a connection was refused (%" PRIu64 " so far)\n",
+              uv_strerror(status), uv_err_name(status),
+              status == UV_EMFILE   ? ": the open-file limit (ulimit -n) is reached"
+              : status == UV_ENFILE ? ": the system's file table is full"
+                                    : "",
+              *n);
     return;
   }
   conn *c = calloc(1, sizeof *c);
   if (!c)
     die_oom();
   c->d = d;
-  tlc_decoder_init(&c->decoder, TLC_FRAME_MAX);
+  tlc_decoder_init(&c->decoder, TLC_REGISTER_FRAME_MAX);
   tlc_buf_init(&c->out);
   uv_tcp_init(d->loop, &c->tcp);
   uv_timer_init(d->loop, &c->register_timer);
@@ -803,9 +1129,33 @@ static void on_connection(uv_stream_t *server, int status) {
   c->handles_open = 2;
   c->next = d->conns;
   d->conns = c;
+  d->nconns++;
+  d->npending++;
+  snprintf(c->peer, sizeof c->peer, "an unaccepted connection");
   if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0 || d->stopping) {
-    close_conn(c, "not accepted");
+    close_conn(c, NULL);
     return;
+  }
+  name_peer(c);
+  uint64_t now = uv_hrtime();
+  auth_rec *a = auth_find(d, c->addr_key, now);
+  if (a && now < a->wait_until) {
+    refuse_at_accept(c, &d->refused_backoff, "its address sent wrong tokens and must wait");
+    return;
+  }
+  if (d->nconns > d->max_conns) {
+    refuse_at_accept(c, &d->refused_conn_cap, "--max-connections are open");
+    return;
+  }
+  if (d->npending > d->max_pending) {
+    conn *oldest = oldest_pending(d, c);
+    d->evicted_pending++;
+    if (edge_log_ok(&d->log_refused, "refused-connection lines"))
+      fprintf(stderr,
+              "tl-driver: connection from %s closed: --max-pending-connections (%" PRIu32
+              ") wait for REGISTER and it waited longest\n",
+              oldest->peer, d->max_pending);
+    close_conn(oldest, NULL);
   }
   uv_tcp_nodelay(&c->tcp, 1);
   uv_timer_start(&c->register_timer, on_register_timeout, d->register_timeout_ms, 0);
@@ -981,8 +1331,9 @@ static void cb_executor_lost(void *ud, const char *id, const tl_loss_reason *rea
   d->executors_lost++;
   if (reason->kind == TL_LOSS_HEARTBEAT_TIMEOUT) {
     d->losses[reason->kind]++;
-    note_loss(d, id, reason, "heartbeat timeout", "tl_tick (heartbeat expiry)");
-    logf_(d, "executor %s lost: heartbeat timeout", id);
+    note_loss(d, id, reason, DETECTED_HEARTBEAT, "tl_tick (heartbeat expiry)");
+    char e[ESC_MAX];
+    logf_(d, "executor %s lost: heartbeat timeout", esc(e, id));
     if (d->execs[0].stopped && !strcmp(id, d->execs[0].id))
       uv_timer_start(&d->resume, on_resume, 100, 0);
   }
@@ -1116,7 +1467,7 @@ static void on_end(void *ud, const launcher_end *end) {
                           .caused_by_app = end->caused_by_app,
                           .exit_code = end->exit_code,
                           .message = end->reason};
-      report_loss(d, e->id, &r, "launcher end", end->source);
+      report_loss(d, e->id, &r, DETECTED_END, end->source);
     }
   }
   uv_timer_start(&d->after_end, on_after_end, 0, 0);
@@ -1272,6 +1623,15 @@ static void inject_faults(driver *d) {
 
 static void on_uv_stopped(void *ud) { (void)ud; }
 
+/* Closes the listening socket (once): from then on a connection attempt is refused by the
+ * kernel, so no flood of new connections can hold the driver's end back. */
+static void close_server(driver *d) {
+  if (d->server_closed)
+    return;
+  d->server_closed = true;
+  uv_close((uv_handle_t *)&d->server, on_handle_closed);
+}
+
 static void on_launcher_closed(void *ud) {
   driver *d = ud;
   d->launcher = NULL;
@@ -1295,7 +1655,8 @@ static void maybe_finish(driver *d) {
   uv_close((uv_handle_t *)&d->alloc_timer, on_handle_closed);
   tl_uv_stop(d->uv, on_uv_stopped, NULL);
   d->uv = NULL;
-  uv_close((uv_handle_t *)&d->server, on_handle_closed);
+  close_server(d);
+  uv_close((uv_handle_t *)&d->settle_timer, on_handle_closed);
   metrics_http_close(d->metrics);
   d->metrics = NULL;
   uv_close((uv_handle_t *)&d->revive, on_handle_closed);
@@ -1343,6 +1704,7 @@ static void begin_stop(driver *d) {
     return;
   end_progress(d);
   d->stopping = true;
+  close_server(d); /* nothing new comes in: the end is bounded by the STOP grace */
   d->active_at_end = active_executors(d);
   uv_idle_stop(&d->revive);
   uv_timer_stop(&d->alloc_timer);
@@ -1521,7 +1883,8 @@ static void usage(void) {
           "                 [--external-kill-after N] [--stop-executor-after N]\n"
           "                 [--expect-losses N] [--expect-job-failure]\n"
           "                 [--register-timeout-ms MS] [--bad-client MODE]...\n"
-          "                 [--metrics-port P]\n"
+          "                 [--metrics-port P] [--max-pending-connections N]\n"
+          "                 [--max-connections N]\n"
           "  MODE: wrong-token | garbage | oversized | duplicate-id | foreign-status | silent |\n"
           "        unknown-message | truncated | early-frame | second-register | driver-message\n"
           "  KIND: noop | sleep:MS | spin:US | hash | crash; M tasks; a chain of stages runs in "
@@ -1593,8 +1956,9 @@ static void parse_job(driver *d, const char *spec) {
     usage();
 }
 
-/* Reads a token file into buf (len bytes, NUL included): its first line, without the line end;
- * it must not be empty. Exits with status 2 when it cannot be read or is too long. */
+/* Reads a token file into buf (len bytes, NUL included): its first line, without the line end
+ * (check_token then wants TOKEN_MIN bytes of it). Exits with status 2 when it cannot be read or
+ * is too long. */
 static void read_token_file(const char *path, char *buf, size_t len) {
   FILE *f = fopen(path, "rb");
   if (!f) {
@@ -1606,20 +1970,33 @@ static void read_token_file(const char *path, char *buf, size_t len) {
   size_t end = 0;
   while (end < n && buf[end] != '\n' && buf[end] != '\r')
     end++;
-  if (end == 0 || end == len) {
-    fprintf(stderr, "tl-driver: the token file %s is empty or longer than %zu bytes\n", path,
-            len - 1);
+  if (end == len) {
+    fprintf(stderr, "tl-driver: the token file %s is longer than %zu bytes\n", path, len - 1);
     exit(2);
   }
   buf[end] = '\0';
 }
 
-/* The token: from --token-file, else TL_CLUSTER_TOKEN, else TOKEN_BYTES from /dev/urandom,
- * hex-encoded; put in the environment the executors inherit (never on their command line,
- * where ps would show it). */
+/* A token given by the user must be at least TOKEN_MIN bytes, from every source: an empty one
+ * would turn authentication off and a short one falls to guessing. Exits with status 2. */
+static void check_token(const char *token, const char *source) {
+  size_t n = strlen(token);
+  if (n >= TOKEN_MIN)
+    return;
+  fprintf(stderr,
+          "tl-driver: the token from %s is %zu bytes: at least %d are needed; make one with\n"
+          "  head -c 32 /dev/urandom | base64\n",
+          source, n, TOKEN_MIN);
+  exit(2);
+}
+
+/* The token: from --token-file, else TL_CLUSTER_TOKEN (set, even empty, it is the token), else
+ * TOKEN_BYTES from /dev/urandom, hex-encoded; put in the environment the executors inherit
+ * (never on their command line, where ps would show it). */
 static void make_token(driver *d, const char *token_file) {
   if (token_file) {
     read_token_file(token_file, d->token, sizeof d->token);
+    check_token(d->token, "--token-file");
     if (setenv("TL_CLUSTER_TOKEN", d->token, 1) != 0)
       die_oom();
     return;
@@ -1630,6 +2007,7 @@ static void make_token(driver *d, const char *token_file) {
       fprintf(stderr, "tl-driver: TL_CLUSTER_TOKEN is longer than %d bytes\n", 2 * TOKEN_BYTES);
       exit(2);
     }
+    check_token(env, "TL_CLUSTER_TOKEN");
     strcpy(d->token, env);
     return;
   }
@@ -1749,20 +2127,32 @@ static void json_str(FILE *f, const char *s) {
   X(tasksets_unschedulable_aborted)                                                                \
   X(pending_loss_timeouts)
 
-/* The pending losses that no second phase ended, of executors the ledger has since removed:
- * the pending-loss timeout ended them (TL_LOSS_PENDING_TIMEOUT, the app's, as tl_tick makes
- * it). Called once the run is over. */
-static void settle_pending_timeouts(driver *d) {
-  for (size_t i = 0; i < d->nloss_recs; i++) {
-    loss_rec *lr = &d->loss_recs[i];
-    tl_executor_status es;
-    if (lr->final || tl_executor_get(d->s, lr->id, &es) != TL_EGONE)
-      continue;
-    tl_loss_reason r = {.kind = TL_LOSS_PENDING_TIMEOUT,
-                        .caused_by_app = true,
-                        .message = "no real reason came within the pending-loss timeout"};
-    note_loss(d, lr->id, &r, lr->detected_by, "pending-loss timeout");
+static int by_seq(const void *a, const void *b) {
+  uint64_t x = (*(const loss_rec *const *)a)->seq, y = (*(const loss_rec *const *)b)->seq;
+  return x < y ? -1 : x > y;
+}
+
+/* The lost executors the summary shows one by one: the last LOST_DETAIL_MAX losses to begin,
+ * of those whose real reason came (the ring) and those still waiting for it, in the order the
+ * losses began. *shown is a malloc'd array the caller frees; returns its length. */
+static size_t shown_losses(driver *d, const loss_rec ***shown) {
+  size_t ended = d->lost_ended < LOST_DETAIL_MAX ? (size_t)d->lost_ended : LOST_DETAIL_MAX;
+  size_t n = ended + HASH_COUNT(d->open_losses);
+  const loss_rec **all = malloc((n ? n : 1) * sizeof *all);
+  if (!all)
+    die_oom();
+  size_t k = 0;
+  for (size_t i = 0; i < ended; i++)
+    all[k++] = &d->lost_detail[i];
+  for (loss_rec *lr = d->open_losses; lr; lr = lr->hh.next)
+    all[k++] = lr;
+  qsort(all, n, sizeof *all, by_seq);
+  if (n > LOST_DETAIL_MAX) {
+    memmove(all, all + (n - LOST_DETAIL_MAX), LOST_DETAIL_MAX * sizeof *all);
+    n = LOST_DETAIL_MAX;
   }
+  *shown = all;
+  return n;
 }
 
 /* --summary-json: what the summary says, as one JSON object (the format is in
@@ -1799,13 +2189,16 @@ static int write_summary_json(driver *d, const char *path, bool ok, const tl_sta
             d->min_executors, d->max_executors, d->backlog_ns / 1000000, d->idle_ns / 1000000);
   else
     fprintf(f, "null,\n");
+  const loss_rec **shown;
+  size_t nshown = shown_losses(d, &shown);
+  fprintf(f, "  \"lost_executors_total\": %" PRIu64 ",\n", d->lost_total);
   fprintf(f, "  \"lost_executors\": [");
-  for (size_t i = 0; i < d->nloss_recs; i++) {
-    const loss_rec *lr = &d->loss_recs[i];
+  for (size_t i = 0; i < nshown; i++) {
+    const loss_rec *lr = shown[i];
     fprintf(f, "%s\n    {\"id\": ", i ? "," : "");
     json_str(f, lr->id);
     fprintf(f, ", \"detected_by\": ");
-    json_str(f, lr->detected_by);
+    json_str(f, detection_names[lr->detected_by]);
     fprintf(f, ", \"phases_seen\": [");
     for (size_t k = 0; k < lr->nphases; k++) {
       fprintf(f, "%s", k ? ", " : "");
@@ -1825,7 +2218,15 @@ static int write_summary_json(driver *d, const char *path, bool ok, const tl_sta
     }
     fprintf(f, "}");
   }
-  fprintf(f, "%s],\n  \"tl_stats\": {", d->nloss_recs ? "\n  " : "");
+  fprintf(f, "%s],\n", nshown ? "\n  " : "");
+  free(shown);
+  fprintf(f, "  \"edge\": {\"auth_failures\": %" PRIu64 ", \"auth_addresses\": %" PRIu64
+             ", \"refused_backoff\": %" PRIu64 ", \"evicted_pending\": %" PRIu64
+             ", \"refused_connection_cap\": %" PRIu64 ", \"accept_emfile\": %" PRIu64
+             ", \"accept_enfile\": %" PRIu64 ", \"accept_other\": %" PRIu64 "},\n",
+          d->auth_failures, d->auth_addresses, d->refused_backoff, d->evicted_pending,
+          d->refused_conn_cap, d->accept_emfile, d->accept_enfile, d->accept_other);
+  fprintf(f, "  \"tl_stats\": {");
   const char *sep = "\n    ";
 #define X(field)                                                                                   \
   fprintf(f, "%s\"" #field "\": %" PRIuMAX, sep, (uintmax_t)st->field);                            \
@@ -1853,6 +2254,8 @@ int main(int argc, char **argv) {
   d.heartbeat_ms = 1000;
   d.heartbeat_timeout_ms = 5000;
   d.register_timeout_ms = REGISTER_TIMEOUT_MS;
+  d.max_pending = MAX_PENDING_CONNS;
+  d.max_conns = MAX_CONNS;
   d.expect_losses = UINT64_MAX;
   uint64_t pending_loss_ms = 10000;
   uint32_t max_task_failures = 0; /* 0: the library's default */
@@ -1968,6 +2371,10 @@ int main(int argc, char **argv) {
       d.expect_losses = parse_u64(v, 0, MAX_EXECUTORS);
     else if (!strcmp(a, "--register-timeout-ms"))
       d.register_timeout_ms = parse_u64(v, 1, 3600000);
+    else if (!strcmp(a, "--max-pending-connections"))
+      d.max_pending = (uint32_t)parse_u64(v, 1, MAX_CONNS_LIMIT);
+    else if (!strcmp(a, "--max-connections"))
+      d.max_conns = (uint32_t)parse_u64(v, 1, MAX_CONNS_LIMIT);
     else if (!strcmp(a, "--bad-client")) {
       if (d.nbad == MAX_BAD_CLIENTS)
         usage();
@@ -2033,6 +2440,17 @@ int main(int argc, char **argv) {
   if (!d.executor_path)
     d.executor_path = default_executor_path();
   make_token(&d, token_file);
+  if (d.max_pending > d.max_conns)
+    d.max_pending = d.max_conns;
+  /* Connections past the open-file limit fail with EMFILE (logged and counted when they do):
+   * say so now if --max-connections cannot be reached. */
+  struct rlimit nofile;
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
+      nofile.rlim_cur < (rlim_t)d.max_conns + FD_HEADROOM)
+    fprintf(stderr,
+            "tl-driver: the open-file limit (ulimit -n) is %ju, below --max-connections %" PRIu32
+            " + %d: connections past it will be refused with EMFILE\n",
+            (uintmax_t)nofile.rlim_cur, d.max_conns, FD_HEADROOM);
   for (size_t i = 0; i < d.njobs; i++)
     for (uint32_t k = 0; k < d.jobs[i].nstages; k++) {
       d.total_tasks += d.jobs[i].stages[k].ntasks;
@@ -2133,6 +2551,9 @@ int main(int argc, char **argv) {
   d.after_end.data = &d;
   uv_timer_init(d.loop, &d.alloc_timer);
   d.alloc_timer.data = &d;
+  uv_timer_init(d.loop, &d.settle_timer);
+  d.settle_timer.data = &d;
+  uv_timer_start(&d.settle_timer, on_settle, SETTLE_MS, SETTLE_MS);
   if (d.progress) {
     d.progress_ns = uv_hrtime();
     uv_timer_start(&d.progress_timer, on_progress, d.progress_ms, d.progress_ms);
@@ -2218,23 +2639,26 @@ int main(int argc, char **argv) {
   double secs = d.end_ns > d.start_ns ? (double)(d.end_ns - d.start_ns) / 1e9 : 0;
   printf("tasks: %" PRIu64 " in %.3f s: %.0f tasks/s\n", tasks, secs,
          secs > 0 ? (double)tasks / secs : 0.0);
-  printf("executors: %" PRIu32 " spawned, %" PRIu32 " registered, %" PRIu32
-         " cores each, queue %" PRIu32 "; frames: %" PRIu64 " in, %" PRIu64
-         " out; launches: %" PRIu64 "; binaries sent: %" PRIu64 ", forgotten: %" PRIu64 "%s\n",
-         d.started, d.registered, d.cores, d.queue, d.frames_in, d.frames_out, d.launched,
-         d.binaries_sent, d.forgets_sent, d.unforgotten ? " (SOME HELD AT STOP)" : "");
+  printf("executors: %" PRIu32 " spawned with %" PRIu32 " cores each, %" PRIu32
+         " registered with %" PRIu64 " cores in all, queue %" PRIu32 "; frames: %" PRIu64
+         " in, %" PRIu64 " out; launches: %" PRIu64 "; binaries sent: %" PRIu64
+         ", forgotten: %" PRIu64 "%s\n",
+         d.started, d.cores, d.registered, d.registered_cores, d.queue, d.frames_in, d.frames_out,
+         d.launched, d.binaries_sent, d.forgets_sent,
+         d.unforgotten ? " (SOME HELD AT STOP)" : "");
   ok = ok && d.unforgotten == 0;
-  for (size_t i = 0; i < d.nreports; i++) {
-    bool once = d.reports[i].binaries <= d.reports[i].tasksets;
-    printf("  %s: materialised %" PRIu64 " binaries for %zu task sets%s\n", d.reports[i].id,
-           d.reports[i].binaries, d.reports[i].tasksets, once ? "" : " (MORE THAN ONCE)");
-    ok = ok && once;
-  }
-  /* Every registered executor's report was kept, so each one's binaries were checked. */
-  if (d.nreports != d.registered) {
-    printf("  reports kept for %zu of the %" PRIu32 " executors registered\n", d.nreports,
-           d.registered);
-    ok = false;
+  /* What the last executors reported. Their binaries counts are their word: shown, never
+   * trusted (an executor sent a binary it holds exits non-zero, which its launcher reports). */
+  uint64_t first_report = d.nreports > REPORT_DETAIL_MAX ? d.nreports - REPORT_DETAIL_MAX : 0;
+  if (first_report > 0)
+    printf("  (%" PRIu64 " earlier executors' reports not shown)\n", first_report);
+  for (uint64_t i = first_report; i < d.nreports; i++) {
+    const exec_report *r = &d.reports[i % REPORT_DETAIL_MAX];
+    char e[ESC_MAX];
+    printf("  %s: %" PRIu32 " cores; reported %" PRIu64 " binaries materialised, for %zu task "
+           "sets sent%s\n",
+           esc(e, r->id), r->cores, r->binaries, r->tasksets,
+           r->binaries > r->tasksets ? " (more than it was sent: its word, not trusted)" : "");
   }
   /* How each executor ended, from its launcher: a clean end is an exit with code 0 (after STOP,
    * or after its release). A death from outside the driver is a loss the run survives: killed by
@@ -2283,21 +2707,46 @@ int main(int argc, char **argv) {
          d.executors_lost, d.losses[TL_LOSS_PENDING], d.losses[TL_LOSS_HEARTBEAT_TIMEOUT],
          d.losses[TL_LOSS_EXITED], d.losses[TL_LOSS_KILLED], d.violations, st.pending_loss_timeouts,
          d.gone_frames, d.losses[TL_LOSS_PROCESS_LOST]);
-  settle_pending_timeouts(&d);
-  /* Each lost executor: how its loss began, the phases reported, and the real reason with where
-   * it came from (the same records as --summary-json's lost_executors). */
-  for (size_t i = 0; i < d.nloss_recs; i++) {
-    const loss_rec *lr = &d.loss_recs[i];
-    printf("  lost %s: detected by %s; phases", lr->id, lr->detected_by);
+  settle_open_losses(&d);
+  /* The lost executors: counted by how each loss began and by its real reason, then the last
+   * LOST_DETAIL_MAX one by one: the phases reported and the real reason with where it came
+   * from (the same records as --summary-json's lost_executors). */
+  printf("  lost executors: %" PRIu64 "; detected by", d.lost_total);
+  for (int k = 0; k < DETECTED_N; k++)
+    printf("%s %s %" PRIu64, k ? "," : "", detection_names[k], d.lost_by_detection[k]);
+  printf("; real reasons");
+  for (int k = TL_LOSS_EXITED; k <= TL_LOSS_PENDING_TIMEOUT; k++)
+    printf("%s %s %" PRIu64, k > TL_LOSS_EXITED ? "," : "", phase_names[k], d.lost_by_kind[k]);
+  printf("\n");
+  const loss_rec **shown;
+  size_t nshown = shown_losses(&d, &shown);
+  if (d.lost_total > nshown)
+    printf("  (%" PRIu64 " earlier lost executors not shown)\n", d.lost_total - nshown);
+  for (size_t i = 0; i < nshown; i++) {
+    const loss_rec *lr = shown[i];
+    char e[ESC_MAX];
+    printf("  lost %s: detected by %s; phases", esc(e, lr->id), detection_names[lr->detected_by]);
     for (size_t k = 0; k < lr->nphases; k++)
       printf("%s %s", k ? "," : "", phase_names[lr->phases[k]]);
+    char er[ESC_MAX];
     if (lr->final)
       printf("; %s, %s, exit code %d: %s (from %s)\n", loss_kind_names[lr->kind],
              lr->caused_by_app ? "caused by the app" : "not caused by the app", lr->exit_code,
-             lr->reason, lr->source);
+             esc(er, lr->reason), lr->source);
     else
       printf("; no real reason when the run ended\n");
   }
+  free(shown);
+  /* The edge: every limit that refused something, and the accept errors (docs/cluster.md
+   * "Limits and hardening"). */
+  printf("edge: wrong tokens %" PRIu64 " from %" PRIu64 " addresses; refused at accept: %" PRIu64
+         " waiting out a back-off, %" PRIu64 " over --max-connections; %" PRIu64
+         " closed waiting for REGISTER over --max-pending-connections; accept errors: EMFILE "
+         "%" PRIu64 ", ENFILE %" PRIu64 ", other %" PRIu64 "; log lines not shown %" PRIu64 "\n",
+         d.auth_failures, d.auth_addresses, d.refused_backoff, d.refused_conn_cap,
+         d.evicted_pending, d.accept_emfile, d.accept_enfile, d.accept_other,
+         d.log_auth.total_suppressed + d.log_refused.total_suppressed +
+             d.log_accept.total_suppressed);
   if (d.expect_losses != UINT64_MAX && d.executors_lost != d.expect_losses) {
     printf("expected %" PRIu64 " executors lost\n", d.expect_losses);
     ok = false;
@@ -2368,9 +2817,17 @@ int main(int argc, char **argv) {
   tl_scheduler_free(d.s); /* hands back any payload still held (a failed run) */
   free(d.launch_buf);
   free(d.items);
-  free(d.reports);
   free(d.execs);
-  free(d.loss_recs);
+  loss_rec *lr, *lr_tmp;
+  HASH_ITER(hh, d.open_losses, lr, lr_tmp) {
+    HASH_DEL(d.open_losses, lr);
+    free(lr);
+  }
+  auth_rec *ar, *ar_tmp;
+  HASH_ITER(hh, d.auth, ar, ar_tmp) {
+    HASH_DEL(d.auth, ar);
+    free(ar);
+  }
   printf("%s\n", ok ? "OK" : "FAILED");
   return ok ? 0 : 1;
 }

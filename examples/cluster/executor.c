@@ -11,8 +11,11 @@
  * first line) or TL_CLUSTER_TOKEN, never from the command line, where ps would show it.
  *
  * Exit status: 0 after STOP, 1 when the connection closed or broke without one, 2 for bad
- * arguments, 3 if it ever ran more than --cores tasks at once (a bug the queue exists to rule
- * out; the tests depend on this check), 42 for a `crash` task.
+ * arguments (a token shorter than 16 bytes included), 3 if it ever ran more than --cores tasks
+ * at once (a bug the queue exists to rule out; the tests depend on this check), 4 if the driver
+ * ever sent it the binary of a task set it held already (materialised twice: the driver's bug,
+ * which its verdict sees in this exit status rather than trusting a count the executor reports),
+ * 42 for a `crash` task.
  */
 #include <inttypes.h>
 #include <signal.h>
@@ -30,6 +33,8 @@
 #define STATUS_FLUSH 16384     /* updates in one STATUS frame at most (well under TLC_FRAME_MAX) */
 #define CRASH_EXIT_CODE 42     /* the exit status of a `crash` task */
 #define OVERCOMMIT_EXIT_CODE 3 /* the exit status when more tasks ran at once than cores */
+#define TWICE_EXIT_CODE 4      /* the exit status when a binary it held was sent again */
+#define TOKEN_MIN 16           /* bytes of the token at least, as tl-driver wants */
 #define RESULT_BYTES 8         /* a task's result: a little-endian u64 */
 
 /* A task binary received by TASKSET_BINARY, cached for the task set's launches. */
@@ -84,6 +89,7 @@ typedef struct executor {
   uint64_t heartbeat_ms;        /* the heartbeat period */
   uint64_t heartbeat_seq;       /* heartbeats sent */
   uint64_t binaries;            /* task binaries materialised since start */
+  uint64_t twice;               /* of those, of a task set whose binary it held already */
   uint64_t forgotten;           /* of those, dropped on FORGET */
   cached_binary *cache;         /* ncache of them, by arrival */
   size_t ncache, cache_cap;     /* used and allocated entries of cache */
@@ -287,6 +293,7 @@ static void cache_binary(executor *ex, const tlc_taskset_binary *b) {
     c->taskset_id = b->taskset_id;
   } else {
     free(c->bytes);
+    ex->twice++;
   }
   c->bytes = bytes;
   c->len = b->payload.len;
@@ -622,7 +629,7 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--id") == 0)
       ex.id = argv[++i];
     else if (strcmp(argv[i], "--cores") == 0)
-      ex.cores = (uint32_t)parse_u64(argv[++i], 1, 1u << 20);
+      ex.cores = (uint32_t)parse_u64(argv[++i], 1, TLC_CORES_MAX);
     else if (strcmp(argv[i], "--heartbeat-ms") == 0)
       ex.heartbeat_ms = parse_u64(argv[++i], 1, 3600000);
     else if (strcmp(argv[i], "--token-file") == 0)
@@ -666,6 +673,13 @@ int main(int argc, char **argv) {
     ex.token = "";
   if (strlen(ex.token) > TLC_TOKEN_MAX)
     usage();
+  if (strlen(ex.token) < TOKEN_MIN) {
+    fprintf(stderr,
+            "tl-executor: the token (--token-file or TL_CLUSTER_TOKEN) is %zu bytes: at least %d "
+            "are needed; make one with\n  head -c 32 /dev/urandom | base64\n",
+            strlen(ex.token), TOKEN_MIN);
+    return 2;
+  }
   struct sockaddr_storage addr; /* the driver's: IPv4 or IPv6 */
   if (uv_ip4_addr(host, port, (struct sockaddr_in *)&addr) != 0 &&
       uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr) != 0)
@@ -697,6 +711,12 @@ int main(int argc, char **argv) {
   if (ex.exit_code == 0 && ex.ncache > 0)
     fprintf(stderr, "tl-executor %s: %zu task binaries still cached at exit (no FORGET)\n", ex.id,
             ex.ncache);
+  if (ex.twice > 0) {
+    fprintf(stderr, "tl-executor %s: %" PRIu64 " task binaries were sent while it held them\n",
+            ex.id, ex.twice);
+    if (ex.exit_code == 0)
+      ex.exit_code = TWICE_EXIT_CODE;
+  }
   for (size_t i = 0; i < ex.ncache; i++)
     free(ex.cache[i].bytes);
   free(ex.cache);

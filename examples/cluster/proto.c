@@ -136,7 +136,7 @@ static int measure(const tlc_msg *msg, size_t *size) {
     if ((rc = check_string(m->executor_id, 1, TLC_ID_MAX)) ||
         (rc = check_string(m->host, 1, TLC_HOST_MAX)))
       return rc;
-    if (m->cores == 0)
+    if (m->cores == 0 || m->cores > TLC_CORES_MAX)
       return TLC_ECORES;
     if (m->token.len > TLC_TOKEN_MAX)
       return TLC_ELENGTH;
@@ -429,7 +429,7 @@ static int parse_body(tlc_decoder *d, uint8_t type, reader *r, tlc_msg *msg) {
     if ((rc = get_string(r, 1, TLC_ID_MAX, &m->executor_id)) ||
         (rc = get_string(r, 1, TLC_HOST_MAX, &m->host)) || (rc = get_u32(r, &m->cores)))
       return rc;
-    if (m->cores == 0)
+    if (m->cores == 0 || m->cores > TLC_CORES_MAX)
       return TLC_ECORES;
     return get_bytes(r, TLC_TOKEN_MAX, &m->token);
   }
@@ -501,6 +501,13 @@ int tlc_decoder_init(tlc_decoder *d, size_t frame_max) {
   return TLC_OK;
 }
 
+int tlc_decoder_set_frame_max(tlc_decoder *d, size_t frame_max) {
+  if (d == NULL || frame_max < HEAD_BYTES || frame_max > TLC_FRAME_MAX)
+    return TLC_EINVAL;
+  d->frame_max = frame_max;
+  return TLC_OK;
+}
+
 void tlc_decoder_fini(tlc_decoder *d) {
   free(d->frame);
   free(d->items);
@@ -515,7 +522,8 @@ static int fail(tlc_decoder *d, int err) {
 
 static int known_type(uint8_t type) { return type >= TLC_MSG_REGISTER && type <= TLC_MSG_FORGET; }
 
-/* The length prefix is complete: check it and make room for the frame. */
+/* The length prefix is complete: check it. Room for the frame is made as its bytes come
+ * (reserve_frame), not here: a peer that announces a large frame and sends little costs little. */
 static int start_frame(tlc_decoder *d) {
   uint32_t len = 0;
   for (int i = 3; i >= 0; i--)
@@ -524,15 +532,29 @@ static int start_frame(tlc_decoder *d) {
     return TLC_ETOOBIG;
   if (len < HEAD_BYTES)
     return TLC_ESHORT;
-  if (d->frame_cap < len) {
-    uint8_t *grown = realloc(d->frame, len);
-    if (grown == NULL)
-      return TLC_ENOMEM;
-    d->frame = grown;
-    d->frame_cap = len;
-  }
   d->frame_len = len;
   d->frame_have = 0;
+  return TLC_OK;
+}
+
+/* The smallest frame buffer allocated: most frames fit, and a REGISTER always does. */
+#define FRAME_CAP_MIN 1024
+
+/* Makes room for need bytes of the current frame (need <= frame_len): the buffer doubles, from
+ * FRAME_CAP_MIN, up to the frame's length, so that it holds at most twice the bytes received. */
+static int reserve_frame(tlc_decoder *d, size_t need) {
+  if (d->frame_cap >= need)
+    return TLC_OK;
+  size_t cap = d->frame_cap > 0 ? d->frame_cap : FRAME_CAP_MIN;
+  while (cap < need)
+    cap *= 2; /* need <= TLC_FRAME_MAX: no overflow */
+  if (cap > d->frame_len)
+    cap = d->frame_len;
+  uint8_t *grown = realloc(d->frame, cap);
+  if (grown == NULL)
+    return TLC_ENOMEM;
+  d->frame = grown;
+  d->frame_cap = cap;
   return TLC_OK;
 }
 
@@ -561,6 +583,11 @@ int tlc_decoder_feed(tlc_decoder *d, const uint8_t *data, size_t len, size_t *us
     if (take > len - pos)
       take = len - pos;
     size_t before = d->frame_have;
+    int grown = reserve_frame(d, before + take);
+    if (grown != TLC_OK) {
+      *used = pos;
+      return fail(d, grown);
+    }
     memcpy(d->frame + before, data + pos, take);
     d->frame_have += take;
     pos += take;

@@ -29,6 +29,13 @@
 #define TLC_KIND_MAX 64      /* a launched task's kind and arguments ("sleep:5"), 1..64 */
 #define TLC_RESULT_MAX 65536 /* a task's result, 0..65536 */
 #define TLC_TEXT_MAX 1024    /* a status message or a kill or stop reason, 0..1024 */
+#define TLC_CORES_MAX 4096   /* a registration's cores, 1..4096 */
+
+/* The largest REGISTER frame after its length prefix: version, type, the id, the host, the cores
+ * and the token, each at its maximum. A driver decodes a connection's frames with this maximum
+ * until its REGISTER is accepted (tlc_decoder_set_frame_max then raises it), so that a peer that
+ * has not authenticated can make it hold no more than this many bytes. */
+#define TLC_REGISTER_FRAME_MAX (2 + 2 + TLC_ID_MAX + 2 + TLC_HOST_MAX + 4 + 4 + TLC_TOKEN_MAX)
 
 /* ---------------------------------------------------------------------------------------------
  * Errors
@@ -49,7 +56,7 @@
   XX(ECOUNT, -9, "A batch's count is zero, or more than its frame can hold.")                      \
   XX(ELENGTH, -10, "A string or byte field's length is outside its bounds (an empty id...).")      \
   XX(ENUL, -11, "A string holds a NUL byte.")                                                      \
-  XX(ECORES, -12, "A registration offers zero cores.")                                             \
+  XX(ECORES, -12, "A registration offers zero cores, or more than TLC_CORES_MAX.")                                             \
   XX(ESTATE, -13, "A status update's task state is not one of tlc_task_state.")                    \
   XX(EFLAG, -14, "A flag byte is neither 0 nor 1.")
 
@@ -109,12 +116,12 @@ typedef enum tlc_task_state {
 typedef struct tlc_register {
   tlc_view executor_id; /* 1..TLC_ID_MAX bytes, no NUL */
   tlc_view host;        /* 1..TLC_HOST_MAX bytes, no NUL */
-  uint32_t cores;       /* > 0 */
+  uint32_t cores;       /* 1..TLC_CORES_MAX */
   tlc_view token;       /* 0..TLC_TOKEN_MAX bytes, any */
 } tlc_register;
 
 typedef struct tlc_heartbeat {
-  uint64_t seq;      /* counts the executor's heartbeats from 0; the driver only logs gaps */
+  uint64_t seq;      /* counts the executor's heartbeats from 0; the driver does not use it */
   uint64_t binaries; /* task binaries the executor has materialised since it started (a running
                         total, so a lost heartbeat loses nothing) */
 } tlc_heartbeat;
@@ -208,8 +215,10 @@ int tlc_encode(tlc_buf *buf, const tlc_msg *msg);
  * ------------------------------------------------------------------------------------------- */
 
 /* An incremental decoder for one connection's byte stream. Its fields are private. It allocates
- * a frame buffer up to the largest frame it has received (never above frame_max) and, for
- * batches, an item array no larger than what that frame can describe. */
+ * a frame buffer as a frame's bytes arrive (doubling, never beyond the frame's announced length,
+ * itself at most frame_max), so that what it holds follows the bytes a peer has sent, not the
+ * length it announced; and, for batches, an item array no larger than what that frame can
+ * describe. */
 typedef struct tlc_decoder {
   size_t frame_max;   /* the largest length prefix accepted */
   uint8_t prefix[4];  /* the length prefix as it arrives */
@@ -227,6 +236,12 @@ typedef struct tlc_decoder {
  * (TLC_FRAME_MAX normally; tests use less): EINVAL unless 2 <= frame_max <= TLC_FRAME_MAX. It
  * allocates nothing. */
 int tlc_decoder_init(tlc_decoder *d, size_t frame_max);
+
+/* Changes the largest length prefix accepted from the next one checked on: a frame whose prefix
+ * is complete already keeps the maximum it was checked against. A driver decodes with
+ * TLC_REGISTER_FRAME_MAX until REGISTER is accepted, then raises it to TLC_FRAME_MAX. EINVAL
+ * (nothing changed) unless 2 <= frame_max <= TLC_FRAME_MAX. */
+int tlc_decoder_set_frame_max(tlc_decoder *d, size_t frame_max);
 
 /* Frees what d holds. The views of the last message decoded die with it. */
 void tlc_decoder_fini(tlc_decoder *d);

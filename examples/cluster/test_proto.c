@@ -250,7 +250,7 @@ static size_t sample_messages(tlc_msg *out) {
       .type = TLC_MSG_REGISTER,
       .u.reg = {tlc_str("exec-1"), tlc_str("host-1"), 4, bytes_view(token, sizeof token)}};
   out[n++] = (tlc_msg){.type = TLC_MSG_REGISTER,
-                       .u.reg = {filled('i', 1), filled('h', 1), UINT32_MAX, {NULL, 0}}};
+                       .u.reg = {filled('i', 1), filled('h', 1), TLC_CORES_MAX, {NULL, 0}}};
   out[n++] = (tlc_msg){
       .type = TLC_MSG_REGISTER,
       .u.reg = {filled('i', TLC_ID_MAX), filled('h', TLC_HOST_MAX), 1, filled(0, TLC_TOKEN_MAX)}};
@@ -420,6 +420,81 @@ START_TEST(a_frame_of_exactly_the_maximum_is_accepted) {
 }
 END_TEST
 
+/* The largest REGISTER fits TLC_REGISTER_FRAME_MAX exactly; a decoder limited to it refuses a
+ * larger announced length with the prefix, and tlc_decoder_set_frame_max raises the limit for
+ * the frames after REGISTER. */
+START_TEST(the_register_frame_maximum_and_raising_it) {
+  tlc_msg reg = {.type = TLC_MSG_REGISTER,
+                 .u.reg = {filled('i', TLC_ID_MAX), filled('h', TLC_HOST_MAX), TLC_CORES_MAX,
+                           filled('t', TLC_TOKEN_MAX)}};
+  tlc_buf buf;
+  tlc_buf_init(&buf);
+  ck_assert_int_eq(tlc_encode(&buf, &reg), TLC_OK);
+  ck_assert_uint_eq(buf.len, 4 + TLC_REGISTER_FRAME_MAX);
+  assert_decodes(buf.data, buf.len, TLC_REGISTER_FRAME_MAX, &reg, 1);
+  /* A STATUS a byte over the maximum: refused with its prefix, before a byte of its body. */
+  tlc_decoder d;
+  ck_assert_int_eq(tlc_decoder_init(&d, TLC_REGISTER_FRAME_MAX), TLC_OK);
+  size_t used;
+  tlc_msg m;
+  uint8_t prefix[4] = {(TLC_REGISTER_FRAME_MAX + 1) & 0xff, (TLC_REGISTER_FRAME_MAX + 1) >> 8, 0, 0};
+  ck_assert_int_eq(tlc_decoder_feed(&d, prefix, 4, &used, &m), TLC_ETOOBIG);
+  ck_assert_uint_eq(used, 4);
+  tlc_decoder_fini(&d);
+  /* REGISTER under the small maximum, then the maximum raised: a 1 MiB binary passes. */
+  ck_assert_int_eq(tlc_decoder_init(&d, TLC_REGISTER_FRAME_MAX), TLC_OK);
+  ck_assert_int_eq(tlc_decoder_feed(&d, buf.data, buf.len, &used, &m), TLC_OK);
+  ck_assert_int_eq(m.type, TLC_MSG_REGISTER);
+  ck_assert_int_eq(tlc_decoder_set_frame_max(&d, 1), TLC_EINVAL);
+  ck_assert_int_eq(tlc_decoder_set_frame_max(&d, TLC_FRAME_MAX + 1), TLC_EINVAL);
+  ck_assert_int_eq(tlc_decoder_set_frame_max(NULL, TLC_FRAME_MAX), TLC_EINVAL);
+  ck_assert_int_eq(tlc_decoder_set_frame_max(&d, TLC_FRAME_MAX), TLC_OK);
+  enum { BINARY_HEAD = 2 + 8 + 4 };
+  memset(big_payload, 0x5a, sizeof big_payload);
+  tlc_msg bin = {.type = TLC_MSG_TASKSET_BINARY,
+                 .u.binary = {7, bytes_view(big_payload, TLC_FRAME_MAX - BINARY_HEAD)}};
+  buf.len = 0;
+  ck_assert_int_eq(tlc_encode(&buf, &bin), TLC_OK);
+  ck_assert_int_eq(tlc_decoder_feed(&d, buf.data, buf.len, &used, &m), TLC_OK);
+  ck_assert_uint_eq(used, buf.len);
+  ck_assert(msg_equal(&m, &bin));
+  tlc_decoder_fini(&d);
+  tlc_buf_free(&buf);
+}
+END_TEST
+
+/* A peer that announces the largest frame and sends a few bytes of it makes the decoder hold
+ * about what it sent, not what it announced; as the bytes come the buffer grows, never past the
+ * frame's length. */
+START_TEST(the_frame_buffer_follows_the_bytes_received) {
+  tlc_decoder d;
+  ck_assert_int_eq(tlc_decoder_init(&d, TLC_FRAME_MAX), TLC_OK);
+  uint8_t head[4 + 2 + 8 + 4] = {0, 0, 0x10, 0, 1, TLC_MSG_TASKSET_BINARY}; /* 1 MiB announced */
+  uint32_t payload = TLC_FRAME_MAX - (2 + 8 + 4);
+  for (int i = 0; i < 4; i++)
+    head[4 + 2 + 8 + i] = (uint8_t)(payload >> (8 * i));
+  size_t used;
+  tlc_msg m;
+  ck_assert_int_eq(tlc_decoder_feed(&d, head, sizeof head, &used, &m), TLC_OK);
+  ck_assert_int_eq(m.type, TLC_MSG_NONE);
+  ck_assert_uint_le(d.frame_cap, 1024);
+  memset(big_payload, 0x11, sizeof big_payload);
+  size_t sent = 0, chunk = 4096;
+  while (sent + chunk < payload) {
+    ck_assert_int_eq(tlc_decoder_feed(&d, big_payload, chunk, &used, &m), TLC_OK);
+    ck_assert_int_eq(m.type, TLC_MSG_NONE);
+    sent += chunk;
+    ck_assert_uint_le(d.frame_cap, 2 * (2 + 8 + 4 + sent) + 1024);
+    ck_assert_uint_le(d.frame_cap, TLC_FRAME_MAX);
+  }
+  ck_assert_int_eq(tlc_decoder_feed(&d, big_payload, payload - sent, &used, &m), TLC_OK);
+  ck_assert_int_eq(m.type, TLC_MSG_TASKSET_BINARY);
+  ck_assert_uint_eq(m.u.binary.payload.len, payload);
+  ck_assert_uint_eq(d.frame_cap, TLC_FRAME_MAX);
+  tlc_decoder_fini(&d);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------------------------------
  * Malformed frames
  * ------------------------------------------------------------------------------------------- */
@@ -530,6 +605,8 @@ START_TEST(register_fields_out_of_bounds_are_refused) {
   assert_register_refused(4, 'i', TLC_HOST_MAX + 1, 'h', 1, 0, TLC_ELENGTH);
   assert_register_refused(4, 'i', 4, 'h', 1, TLC_TOKEN_MAX + 1, TLC_ELENGTH);
   assert_register_refused(4, 'i', 4, 'h', 0, 0, TLC_ECORES);
+  assert_register_refused(4, 'i', 4, 'h', TLC_CORES_MAX + 1, 0, TLC_ECORES);
+  assert_register_refused(4, 'i', 4, 'h', 0xffffffff, 0, TLC_ECORES);
   assert_register_refused(4, 0, 4, 'h', 1, 0, TLC_ENUL); /* "\0\0\0\0" */
   assert_register_refused(4, 'i', 4, 0, 1, 0, TLC_ENUL);
   /* A NUL inside an id: "a\0b" must not pass for "a". */
@@ -697,6 +774,9 @@ START_TEST(the_encoder_refuses_what_the_decoder_would) {
   assert_encode_refused(&(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {id, host, 0, {NULL, 0}}},
                         TLC_ECORES);
   assert_encode_refused(
+      &(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {id, host, TLC_CORES_MAX + 1, {NULL, 0}}},
+      TLC_ECORES);
+  assert_encode_refused(
       &(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {bytes_view("a\0b", 3), host, 1, {NULL, 0}}},
       TLC_ENUL);
   assert_encode_refused(
@@ -793,6 +873,8 @@ static Suite *proto_suite(void) {
   tcase_add_test(tc, frames_back_to_back_decode_in_order);
   tcase_add_test(tc, the_decoder_stops_at_the_end_of_a_frame);
   tcase_add_test(tc, a_frame_of_exactly_the_maximum_is_accepted);
+  tcase_add_test(tc, the_register_frame_maximum_and_raising_it);
+  tcase_add_test(tc, the_frame_buffer_follows_the_bytes_received);
   tcase_add_test(tc, malformed_frame_heads_are_refused);
   tcase_add_test(tc, short_and_trailing_bodies_are_refused);
   tcase_add_test(tc, register_fields_out_of_bounds_are_refused);

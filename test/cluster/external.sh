@@ -49,7 +49,7 @@ wait "$drv"
 rc=$?
 drv=''
 [ "$rc" -eq 0 ] || fail "the driver exited with status $rc"
-for want in 'job 1: succeeded' 'executors: 1 spawned, 2 registered' \
+for want in 'job 1: succeeded' 'executors: 1 spawned with [0-9]* cores each, 2 registered' \
   'pending on close 1, heartbeat timeout 0, exited 0, killed by the driver 0' \
   'pending-loss timeout 1;' \
   'lost ext-1: detected by connection closed; phases pending, pending_timeout; TL_LOSS_PENDING_TIMEOUT, caused by the app' \
