@@ -53,7 +53,7 @@ extern "C" {
 #define TL_ID_MAX 64
 #define TL_HOST_MAX 256
 
-/* tl_tick's answer when nothing is due, ever. */
+/* tl_tick's answer when nothing is due, ever (a deadline at or beyond UINT64_MAX never is). */
 #define TL_TICK_NEVER UINT64_MAX
 /* A per-level locality wait (tl_config.locality_wait_*_ns) that takes locality_wait_ns. */
 #define TL_WAIT_INHERIT UINT64_MAX
@@ -589,8 +589,9 @@ TL_EXTERN int tl_status_update(tl_scheduler *s, const char *executor_id, tl_tid 
  * ------------------------------------------------------------------------------------------- */
 
 /* Runs what is due at the config clock's now (a deadline is due when now reaches it: an
- * executor registered or heard from at t expires at t + heartbeat_timeout_ns): heartbeat
- * expiry (a one-phase loss with
+ * executor registered or heard from at t expires at t + heartbeat_timeout_ns; a deadline that
+ * would fall at or beyond UINT64_MAX never fires, not even at now == UINT64_MAX, and tl_tick
+ * reports TL_TICK_NEVER for it): heartbeat expiry (a one-phase loss with
  * TL_LOSS_HEARTBEAT_TIMEOUT, caused by the app), pending-loss deadlines (the second phase with
  * TL_LOSS_PENDING_TIMEOUT, caused by the app), tombstone expiry, speculation checks, locality
  * waits (one revive_offers when a wait ran out since the previous tick), application-level

@@ -26,7 +26,8 @@
  *
  * Timelines. Every application-level expiry is now + exclude_timeout_ns and every unschedulable
  * deadline now + unschedulable_timeout_ns, with a clock that never goes back, so appending keeps
- * each list sorted and tl_tick looks only at their heads.
+ * each list sorted and tl_tick looks only at their heads. One that saturates at UINT64_MAX is past
+ * the end of time and never comes, not even with the clock at UINT64_MAX (due below).
  *
  * Everything here runs under the scheduler's lock.
  */
@@ -106,6 +107,12 @@ typedef union xrec {
 } xrec;
 
 static uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+/* Whether an expiry or deadline (as add_sat made it) has come at now: when the time reaches it,
+ * unless it saturated at UINT64_MAX, which never comes (tl_tick answers TL_TICK_NEVER for it). */
+static bool due(uint64_t deadline, uint64_t now) {
+  return deadline <= now && deadline != UINT64_MAX;
+}
 
 static const char *host_of(const tl__str *names) { return tl__names_host(names); }
 static const char *id_of(const tl__str *names) { return names->text; }
@@ -489,8 +496,7 @@ static xfail *drop_expired(struct tl_scheduler *s, xfail *list, uint64_t now, ui
   xfail **pp = &list;
   while (*pp != NULL) {
     xfail *f = *pp;
-    if (f->time <= now && f->time != UINT64_MAX) { /* due when the time reaches it; a
-                                                      saturated expiry never comes */
+    if (due(f->time, now)) {
       *pp = f->next;
       free_record(s, f);
       (*n)--;
@@ -669,19 +675,19 @@ uint64_t tl__exclude_next(const struct tl_scheduler *s, uint64_t now) {
 uint64_t tl__exclude_tick(struct tl_scheduler *s, uint64_t now) {
   while (!tl__list_empty(&s->x.execs)) {
     xapp *a = tl__container_of(s->x.execs.next, xapp, on_timeline);
-    if (a->expiry > now)
+    if (!due(a->expiry, now))
       break;
     expire_exec(s, a);
   }
   while (!tl__list_empty(&s->x.node_timeline)) {
     xnode *n = tl__container_of(s->x.node_timeline.next, xnode, on_timeline);
-    if (n->expiry > now)
+    if (!due(n->expiry, now))
       break;
     expire_node(s, n);
   }
   while (!tl__list_empty(&s->x.timers)) {
     xset *x = tl__container_of(s->x.timers.next, xset, on_timer);
-    if (x->deadline > now)
+    if (!due(x->deadline, now))
       break;
     if (x->ts->zombie) { /* finished or aborted meanwhile: nothing to abort */
       timer_stop(s, x);

@@ -6,13 +6,22 @@
  * order its deadline comes: heartbeat_order (last heartbeat), pending_order (pending-loss
  * deadline), tombstone_order (removal time). The timeout of each list is the same for all its
  * members and the clock never goes back, so appending keeps a list sorted and tl_tick only ever
- * looks at the heads: expiry costs O(what expires), not O(executors).
+ * looks at the heads: expiry costs O(what expires), not O(executors). A deadline that would fall
+ * at or past UINT64_MAX saturates there and never comes, not even with the clock at UINT64_MAX:
+ * tl__executors_next_deadline answers TL_TICK_NEVER for it, so tl__executors_tick must not run
+ * it (due below).
  *
  * Everything here runs under the scheduler's lock.
  */
 #include "internal.h"
 
 static uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+/* Whether a deadline (as add_sat made it) has come at now: when the time reaches it, unless it
+ * saturated at UINT64_MAX, which is past the end of time and never comes. */
+static bool due(uint64_t deadline, uint64_t now) {
+  return deadline <= now && deadline != UINT64_MAX;
+}
 
 static size_t *state_count(struct tl_scheduler *s, uint8_t state) {
   switch (state) {
@@ -372,6 +381,9 @@ static const char heartbeat_message[] = "Executor heartbeat timed out.";
 static const char pending_timeout_message[] =
     "No loss reason arrived within the pending-loss timeout.";
 
+/* The time until the earliest head's deadline; one saturated at UINT64_MAX is none
+ * (tl__executors_tick never runs it), and a list's head is its earliest, so no later member comes
+ * either. */
 uint64_t tl__executors_next_deadline(struct tl_scheduler *s, uint64_t now) {
   uint64_t due = UINT64_MAX;
   if (s->cfg.heartbeat_timeout_ns != 0 && !tl__list_empty(&s->heartbeat_order)) {
@@ -399,7 +411,7 @@ uint64_t tl__executors_tick(struct tl_scheduler *s, uint64_t now) {
     tl_loss_reason reason = {TL_LOSS_HEARTBEAT_TIMEOUT, true, 0, NULL};
     while (!tl__list_empty(&s->heartbeat_order)) {
       tl__executor *ex = tl__container_of(s->heartbeat_order.next, tl__executor, on_timeline);
-      if (add_sat(ex->when, s->cfg.heartbeat_timeout_ns) > now)
+      if (!due(add_sat(ex->when, s->cfg.heartbeat_timeout_ns), now))
         break;
       if (lose(s, ex, &reason, NULL, heartbeat_message) != TL_OK)
         return 0; /* no memory for its events now: the next tick retries */
@@ -408,7 +420,7 @@ uint64_t tl__executors_tick(struct tl_scheduler *s, uint64_t now) {
   tl_loss_reason reason = {TL_LOSS_PENDING_TIMEOUT, true, 0, NULL};
   while (!tl__list_empty(&s->pending_order)) {
     tl__executor *ex = tl__container_of(s->pending_order.next, tl__executor, on_timeline);
-    if (ex->when > now)
+    if (!due(ex->when, now))
       break;
     if (lose(s, ex, &reason, NULL, pending_timeout_message) != TL_OK)
       return 0;
@@ -417,7 +429,7 @@ uint64_t tl__executors_tick(struct tl_scheduler *s, uint64_t now) {
   if (s->cfg.tombstone_ttl_ns != 0) {
     while (!tl__list_empty(&s->tombstone_order)) {
       tl__executor *ex = tl__container_of(s->tombstone_order.next, tl__executor, on_timeline);
-      if (add_sat(ex->when, s->cfg.tombstone_ttl_ns) > now)
+      if (!due(add_sat(ex->when, s->cfg.tombstone_ttl_ns), now))
         break;
       evict_tombstone(s, ex);
     }

@@ -696,7 +696,7 @@ struct tl_scheduler {
   bool revive_wanted;            /* the running call made pending work: push revive_offers */
   size_t nspeculatable;          /* indices on speculative stacks, all task sets together */
   uint64_t next_speculation;     /* when tl_tick looks for slow tasks next, unless past_end */
-  bool speculation_past_end;     /* the next check would come after UINT64_MAX: it never does */
+  bool speculation_past_end;     /* the next check would come at or after UINT64_MAX: never */
   uint64_t offer_round;          /* numbers offer rounds, for tl__executor.offer_round; from 1 */
   tl__exclude_state x;           /* exclude_on_failure's records (exclude.c) */
 

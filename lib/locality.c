@@ -27,12 +27,22 @@
  * is reset after a turn in an offer round that launched something with no offer rejected, if the
  * round offered every ALIVE executor or nothing was rejected since the last reset (SPARK-18886);
  * a rejection is an offer of the TL_ANY pass that launched nothing while tasks were pending.
+ * A wait whose end would fall at or past UINT64_MAX never ends, not even with the clock at
+ * UINT64_MAX: offers keep the level, and tl_tick answers TL_TICK_NEVER for it (wait_over below).
  *
  * Everything here runs under the scheduler's lock.
  */
 #include "internal.h"
 
 static uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+/* Whether a wait of wait ns from reset has run out at now: when the time reaches its end, unless
+ * that end saturated at UINT64_MAX, which is past the end of time and never comes. Offers,
+ * dormancy and tl_tick all ask this, so they agree. */
+static bool wait_over(uint64_t reset, uint64_t wait, uint64_t now) {
+  uint64_t end = add_sat(reset, wait);
+  return end <= now && end != UINT64_MAX;
+}
 
 /* ---------------------------------------------------------------------------------------------
  * Places
@@ -510,8 +520,8 @@ tl_locality tl__locality_allowed(struct tl_scheduler *s, tl__taskset *ts) {
     uint64_t wait = s->locality_wait[loc->level];
     if (!has_tasks_at(loc, loc->level))
       loc->reset_time = now; /* nothing to wait for (SPARK-4939) */
-    else if (now >= loc->reset_time && now - loc->reset_time >= wait)
-      loc->reset_time = add_sat(loc->reset_time, wait); /* the next wait starts where it ended */
+    else if (wait_over(loc->reset_time, wait, now))
+      loc->reset_time += wait; /* the next wait starts where it ended (at or before now) */
     else
       return (tl_locality)loc->level;
     loc->level = level_from(loc->levels, loc->level + 1u);
@@ -540,7 +550,7 @@ bool tl__locality_dormant(struct tl_scheduler *s, const tl__taskset *ts, size_t 
       !has_tasks_at(loc, l))
     return false;
   uint64_t now = s->last_now; /* tl__locality_allowed would move on: */
-  if (now >= loc->reset_time && now - loc->reset_time >= s->locality_wait[l])
+  if (wait_over(loc->reset_time, s->locality_wait[l], now))
     return false;
   for (uint32_t k = 1; k < loc->nkeys; k++)
     if (loc->keys[k].count > 0 && loc->keys[k].place->offer_round == s->offer_round)
@@ -549,8 +559,8 @@ bool tl__locality_dormant(struct tl_scheduler *s, const tl__taskset *ts, size_t 
 }
 
 /* The time the task set's wait at its level (and at the levels after it, if that one has
- * already passed) ends, after now; TL_TICK_NEVER if it waits for nothing. With fired, reports
- * whether a wait ended in (since, now]. */
+ * already passed) ends, after now; TL_TICK_NEVER if it waits for nothing or for a wait that
+ * never runs out. With fired, reports whether a wait ended in (since, now]. */
 static uint64_t wait_ends(struct tl_scheduler *s, const tl__taskset *ts, uint64_t now,
                           uint64_t since, bool *fired) {
   const tl__locality *loc = ts->loc;
@@ -561,8 +571,10 @@ static uint64_t wait_ends(struct tl_scheduler *s, const tl__taskset *ts, uint64_
     if (!has_tasks_at(loc, l))
       break; /* the next offer skips it, and the next wait starts then: no deadline yet */
     uint64_t end = add_sat(reset, s->locality_wait[l]);
+    if (end == UINT64_MAX)
+      return TL_TICK_NEVER; /* past the end of time: it never runs out (wait_over) */
     if (end > now)
-      return end == UINT64_MAX ? TL_TICK_NEVER : end;
+      return end;
     if (fired != NULL && end > since)
       *fired = true;
     reset = end;

@@ -260,8 +260,9 @@ uint64_t tl__speculation_tick(struct tl_scheduler *s, uint64_t now) {
     }
   }
   tl__event_push_revive(s);
-  /* A check due after the end of time never comes, like every deadline that saturates there. */
-  if (now > UINT64_MAX - s->cfg.speculation_interval_ns)
+  /* A check due at or after the end of time (UINT64_MAX) never comes, like every deadline that
+   * saturates there. */
+  if (now >= UINT64_MAX - s->cfg.speculation_interval_ns)
     s->speculation_past_end = true;
   else
     s->next_speculation = now + s->cfg.speculation_interval_ns;

@@ -378,6 +378,12 @@ static void *xrealloc(void *p, size_t size) {
 
 static uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
+/* Whether a deadline (saturated by add_sat) has come at now: when the time reaches it, unless it
+ * saturated at UINT64_MAX, which is past the end of time and never comes, not even then. */
+static bool due_at(uint64_t deadline, uint64_t now) {
+  return deadline <= now && deadline != UINT64_MAX;
+}
+
 static uint64_t splitmix64(uint64_t *x) {
   uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
   z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
@@ -922,7 +928,7 @@ static void xf_taskset_succeeded(tlo_run *r, uint32_t k) {
     }
     uint32_t w = 0;
     for (uint32_t e = 0; e < x->nappf; e++)
-      if (x->appf[e] > now || x->appf[e] == UINT64_MAX) /* saturated: it never expires */
+      if (!due_at(x->appf[e], now)) /* a saturated expiry never comes */
         x->appf[w++] = x->appf[e];
     x->nappf = w;
     if (x->nappf >= r->cfg.exclude_app_max_failed_tasks_per_executor && !x->xapp) {
@@ -1383,8 +1389,8 @@ static unsigned allowed_level(tlo_run *r, mts *t) {
     if (!has_at(r, t, l)) {
       t->reset = r->now;
       r->f_skips++;
-    } else if (r->now >= t->reset && r->now - t->reset >= r->wait_ns[l]) {
-      t->reset = add_sat(t->reset, r->wait_ns[l]);
+    } else if (due_at(add_sat(t->reset, r->wait_ns[l]), r->now)) {
+      t->reset += r->wait_ns[l];
       r->f_waits_out += l != TL_NO_PREF;
     } else {
       return l;
@@ -1450,8 +1456,10 @@ static uint64_t wait_end(const tlo_run *r, const mts *t, uint64_t since, bool *f
     if (!has_at(r, t, l))
       break;
     uint64_t end = add_sat(reset, r->wait_ns[l]);
+    if (end == UINT64_MAX)
+      return TL_TICK_NEVER; /* past the end of time: it never runs out */
     if (end > r->now)
-      return end == UINT64_MAX ? TL_TICK_NEVER : end;
+      return end;
     if (end > since)
       *fired = true;
     reset = end;
@@ -2753,8 +2761,9 @@ static void spec_check(tlo_run *r) {
     }
   }
   push_revive_if_wanted(r);
-  /* Past the end of time the next check never comes (a deadline saturated there never does). */
-  r->spec_never = r->now > UINT64_MAX - r->cfg.speculation_interval_ns;
+  /* At or past the end of time the next check never comes (a deadline saturated there never
+   * does). */
+  r->spec_never = r->now >= UINT64_MAX - r->cfg.speculation_interval_ns;
   r->next_spec = r->spec_never ? UINT64_MAX : r->now + r->cfg.speculation_interval_ns;
 }
 
@@ -2769,7 +2778,7 @@ static void do_tick(tlo_run *r) {
           if (live_state(x->state) && (head == NULL || x->hb_seq < head->hb_seq))
             head = x;
         }
-      if (head == NULL || add_sat(head->hb_when, r->cfg.heartbeat_timeout_ns) > r->now)
+      if (head == NULL || !due_at(add_sat(head->hb_when, r->cfg.heartbeat_timeout_ns), r->now))
         break;
       lose(r, head, TL_LOSS_HEARTBEAT_TIMEOUT, true, 0, "Executor heartbeat timed out.");
     }
@@ -2783,7 +2792,7 @@ static void do_tick(tlo_run *r) {
             (head == NULL || x->pend_seq < head->pend_seq))
           head = x;
       }
-    if (head == NULL || head->pend_deadline > r->now)
+    if (head == NULL || !due_at(head->pend_deadline, r->now))
       break;
     remove_executor(r, head, TL_LOSS_PENDING_TIMEOUT, true,
                     "No loss reason arrived within the pending-loss timeout.");
@@ -2793,7 +2802,8 @@ static void do_tick(tlo_run *r) {
     for (unsigned s = 0; s < NSLOTS; s++)
       for (uint32_t g = 0; g < r->ngen[s]; g++) {
         mexec *x = &r->ex[s][g];
-        if (x->state == MX_REMOVED && add_sat(x->tomb_when, r->cfg.tombstone_ttl_ns) <= r->now) {
+        if (x->state == MX_REMOVED &&
+            due_at(add_sat(x->tomb_when, r->cfg.tombstone_ttl_ns), r->now)) {
           x->state = MX_NONE;
           x->none_checked = false;
         }
@@ -2819,20 +2829,20 @@ static void do_tick(tlo_run *r) {
     for (unsigned s = 0; s < NSLOTS; s++)
       for (uint32_t g = 0; g < r->ngen[s]; g++) {
         mexec *x = &r->ex[s][g];
-        if (x->xapp && x->xapp_expiry <= r->now) {
+        if (x->xapp && due_at(x->xapp_expiry, r->now)) {
           x->xapp = false;
           r->f_x[TLO_XF_EXPIRED]++;
         }
       }
     for (unsigned h = 0; h < NHOSTS; h++)
-      if (r->node_excl[h] && r->node_expiry[h] <= r->now) {
+      if (r->node_excl[h] && due_at(r->node_expiry[h], r->now)) {
         r->node_excl[h] = false;
         r->f_x[TLO_XF_EXPIRED]++;
       }
     for (;;) {
       int due = -1;
       for (uint32_t k = 0; k < r->nts; k++)
-        if (r->ts[k].xdl && r->ts[k].xdl_at <= r->now &&
+        if (r->ts[k].xdl && due_at(r->ts[k].xdl_at, r->now) &&
             (due < 0 || r->ts[k].xdl_seq < r->ts[due].xdl_seq))
           due = (int)k;
       if (due < 0)

@@ -1,6 +1,7 @@
 /* Executor loss: the two phases (freeze, then end with TL_END_EXECUTOR_LOST), the counting rule
  * (caused by the app, reached RUNNING, not decommissioning), the pending-loss deadline and
- * heartbeat expiry driven by tl_tick with the manual clock, and what tl_tick answers.
+ * heartbeat expiry driven by tl_tick with the manual clock, and what tl_tick answers, up to the
+ * end of time (where every part's deadlines are tried, since tl_tick gives one answer for all).
  */
 #include "harness.h"
 
@@ -366,6 +367,314 @@ START_TEST(decommissioning_executors_expire_without_counting) {
 }
 END_TEST
 
+/* ---------------------------------------------------------------------------------------------
+ * The end of time. A deadline that would fall at or past UINT64_MAX saturates there and never
+ * comes, not even with the clock at UINT64_MAX, and tl_tick answers TL_TICK_NEVER for it; one
+ * that falls a nanosecond earlier comes like any other. An attacker-style review found tl_tick
+ * answering TL_TICK_NEVER and then, at UINT64_MAX, running the deadline it had called never.
+ * The drain of tlt_end runs at the end of time too, and every tombstone it makes would outlive
+ * it, so these tests keep none (max_tombstones 0) unless a tombstone is what they look at.
+ * ------------------------------------------------------------------------------------------- */
+
+/* The drain of a test that ends with n tombstones whose time to live runs past the end of time:
+ * they never expire, so tlt_end, which expires tombstones by moving the clock on, cannot empty
+ * the scheduler. Asserts that nothing else is left and that freeing the scheduler delivers
+ * nothing, then frees the env. With the counting allocator installed, the caller then checks
+ * that no block is left. */
+static void end_keeping_tombstones(tlt_env *e, size_t n) {
+  TLT_CHECK(e);
+  tl_stats st = tlt_stats(e);
+  ck_assert_uint_eq(st.tombstones, n);
+  ck_assert_uint_eq(st.executors_alive, 0);
+  ck_assert_uint_eq(st.executors_decommissioning, 0);
+  ck_assert_uint_eq(st.executors_pending_loss, 0);
+  ck_assert_uint_eq(st.hosts, 0);
+  ck_assert_uint_eq(st.racks, 0);
+  ck_assert_uint_eq(st.tasksets_active, 0);
+  ck_assert_uint_eq(st.tasksets_zombie, 0);
+  ck_assert_uint_eq(st.attempts_running, 0);
+  ck_assert_uint_eq(st.attempts_frozen, 0);
+  ck_assert_uint_eq(st.tasks_pending, 0);
+  ck_assert_uint_eq(st.events_queued, 0);
+  ck_assert_uint_eq(st.tasksets_released, e->nsubs);
+  size_t nev = e->nev;
+  ck_assert_int_eq(tl_scheduler_free(e->s), TL_OK);
+  ck_assert_uint_eq(e->nev, nev);
+  e->s = NULL;
+  tlt_end_freed(e);
+}
+
+/* The review's case: registered at UINT64_MAX - 5 with a heartbeat timeout of UINT64_MAX - 1,
+ * an executor's deadline saturates. tl_tick says TL_TICK_NEVER, and at UINT64_MAX nothing is
+ * lost (it was lost by heartbeat timeout there, and its tombstone evicted at once). */
+START_TEST(a_heartbeat_deadline_past_the_end_of_time_never_comes) {
+  tl_config cfg = tlt_config();
+  cfg.heartbeat_timeout_ns = UINT64_MAX - 1;
+  cfg.max_tombstones = 0;
+  tlt_env *e = tlt_new(&cfg);
+  e->now = UINT64_MAX - 5;
+  tl_launch l[2];
+  tl_taskset_id ts = two_on_e1(e, l);
+  ck_assert_uint_eq(tlt_advance_tick(e, 0), TL_TICK_NEVER);
+  size_t mark = tlt_mark(e);
+  ck_assert_uint_eq(tlt_advance_tick(e, 5), TL_TICK_NEVER);
+  ck_assert_uint_eq(e->now, UINT64_MAX);
+  ck_assert_str_eq(tlt_seq_all(e, mark), "");
+  tl_executor_status ex = tlt_ex(e, "e1");
+  ck_assert_int_eq(ex.state, TL_EXECUTOR_ALIVE);
+  ck_assert_uint_eq(ex.running, 2);
+  tl_stats st = tlt_stats(e);
+  ck_assert_uint_eq(st.executors_alive, 2);
+  ck_assert_uint_eq(st.executors_lost, 0);
+  ck_assert_uint_eq(tlt_ts(e, ts).running, 2);
+  /* A heartbeat at the end of time starts a deadline that never comes either. */
+  TLT_OK(e, tl_executor_heartbeat(e->s, "e1"));
+  ck_assert_uint_eq(tlt_advance_tick(e, 0), TL_TICK_NEVER);
+  ck_assert_str_eq(tlt_seq_all(e, mark), "");
+  tlt_end(e);
+}
+END_TEST
+
+/* A heartbeat deadline at UINT64_MAX - 1 comes then, and tl_tick counts down to it; e2, heard
+ * from later, has a deadline past the end of time and outlives it. */
+START_TEST(a_heartbeat_deadline_just_before_the_end_of_time_comes) {
+  tl_config cfg = tlt_config();
+  cfg.heartbeat_timeout_ns = 10;
+  cfg.max_tombstones = 0;
+  tlt_env *e = tlt_new(&cfg);
+  e->now = UINT64_MAX - 11;
+  tl_launch l[2];
+  two_on_e1(e, l);
+  ck_assert_uint_eq(tlt_advance_tick(e, 0), 10);
+  ck_assert_uint_eq(tlt_advance_tick(e, 9), 1);
+  TLT_OK(e, tl_executor_heartbeat(e->s, "e2")); /* at UINT64_MAX - 2: due at UINT64_MAX + 8 */
+  ck_assert_uint_eq(tlt_advance_tick(e, 0), 1);
+  size_t mark = tlt_mark(e);
+  ck_assert_uint_eq(tlt_advance_tick(e, 1), TL_TICK_NEVER);
+  ck_assert_uint_eq(e->now, UINT64_MAX - 1);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_LOST), 1);
+  const tlt_event *lost = tlt_last(e, TLT_EV_LOST);
+  ck_assert_str_eq(lost->executor, "e1");
+  ck_assert_int_eq(lost->loss.kind, TL_LOSS_HEARTBEAT_TIMEOUT);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_ENDED), 2);
+  ck_assert_int_eq(tlt_ex(e, "e2").state, TL_EXECUTOR_ALIVE);
+  mark = tlt_mark(e);
+  ck_assert_uint_eq(tlt_advance_tick(e, 1), TL_TICK_NEVER);
+  ck_assert_uint_eq(e->now, UINT64_MAX);
+  ck_assert_str_eq(tlt_seq_all(e, mark), "");
+  ck_assert_int_eq(tlt_ex(e, "e2").state, TL_EXECUTOR_ALIVE);
+  tlt_end(e);
+}
+END_TEST
+
+/* A pending loss begun at UINT64_MAX - 5 with a pending-loss timeout of UINT64_MAX - 1 waits
+ * for its reason past UINT64_MAX: its attempts stay frozen. */
+START_TEST(a_pending_loss_deadline_past_the_end_of_time_never_comes) {
+  tl_config cfg = tlt_config();
+  cfg.pending_loss_timeout_ns = UINT64_MAX - 1;
+  cfg.heartbeat_timeout_ns = 0;
+  cfg.max_tombstones = 0;
+  tlt_env *e = tlt_new(&cfg);
+  e->now = UINT64_MAX - 5;
+  tl_launch l[2];
+  two_on_e1(e, l);
+  tlt_lose(e, "e1", TL_LOSS_PENDING, false);
+  ck_assert_uint_eq(tlt_advance_tick(e, 0), TL_TICK_NEVER);
+  size_t mark = tlt_mark(e);
+  ck_assert_uint_eq(tlt_advance_tick(e, 5), TL_TICK_NEVER);
+  ck_assert_uint_eq(e->now, UINT64_MAX);
+  ck_assert_str_eq(tlt_seq_all(e, mark), "");
+  tl_executor_status ex = tlt_ex(e, "e1");
+  ck_assert_int_eq(ex.state, TL_EXECUTOR_PENDING_LOSS);
+  ck_assert_uint_eq(ex.frozen, 2);
+  tl_stats st = tlt_stats(e);
+  ck_assert_uint_eq(st.executors_pending_loss, 1);
+  ck_assert_uint_eq(st.pending_loss_timeouts, 0);
+  ck_assert_uint_eq(st.attempts_frozen, 2);
+  tlt_end(e);
+}
+END_TEST
+
+/* A pending-loss deadline at UINT64_MAX - 1 ends the loss then; one begun later waits on. */
+START_TEST(a_pending_loss_deadline_just_before_the_end_of_time_comes) {
+  tl_config cfg = tlt_config();
+  cfg.pending_loss_timeout_ns = 10;
+  cfg.heartbeat_timeout_ns = 0;
+  cfg.max_tombstones = 0;
+  tlt_env *e = tlt_new(&cfg);
+  e->now = UINT64_MAX - 11;
+  tl_launch l[2];
+  tl_taskset_id ts = two_on_e1(e, l);
+  tlt_lose(e, "e1", TL_LOSS_PENDING, false);
+  ck_assert_uint_eq(tlt_advance_tick(e, 0), 10);
+  ck_assert_uint_eq(tlt_advance_tick(e, 9), 1);
+  tlt_lose(e, "e2", TL_LOSS_PENDING, false); /* at UINT64_MAX - 2: due at UINT64_MAX + 8 */
+  ck_assert_uint_eq(tlt_advance_tick(e, 0), 1);
+  size_t mark = tlt_mark(e);
+  ck_assert_uint_eq(tlt_advance_tick(e, 1), TL_TICK_NEVER);
+  ck_assert_uint_eq(e->now, UINT64_MAX - 1);
+  tl_stats st = tlt_stats(e);
+  ck_assert_uint_eq(st.pending_loss_timeouts, 1);
+  ck_assert_uint_eq(st.executors_pending_loss, 1);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_ENDED), 2);
+  ck_assert_int_eq(tlt_ended_of(e, l[0].tid)->end_kind, TL_END_EXECUTOR_LOST);
+  ck_assert_uint_eq(tlt_ts(e, ts).pending, 4);
+  tl_executor_status ex;
+  TLT_ERR(e, TL_ENOENT, tl_executor_get(e->s, "e1", &ex)); /* max_tombstones 0 */
+  mark = tlt_mark(e);
+  ck_assert_uint_eq(tlt_advance_tick(e, 1), TL_TICK_NEVER);
+  ck_assert_uint_eq(e->now, UINT64_MAX);
+  ck_assert_str_eq(tlt_seq_all(e, mark), "");
+  ck_assert_int_eq(tlt_ex(e, "e2").state, TL_EXECUTOR_PENDING_LOSS);
+  ck_assert_uint_eq(tlt_stats(e).pending_loss_timeouts, 1);
+  tlt_end(e);
+}
+END_TEST
+
+/* A tombstone made at UINT64_MAX - 5 with a time to live of UINT64_MAX - 1 is still there at
+ * UINT64_MAX (it was evicted there), so its id is still answered TL_EGONE. */
+START_TEST(a_tombstone_ttl_past_the_end_of_time_never_ends) {
+  tl_config cfg = tlt_config();
+  cfg.tombstone_ttl_ns = UINT64_MAX - 1;
+  cfg.heartbeat_timeout_ns = 0;
+  tlt_alloc_install();
+  tlt_env *e = tlt_new(&cfg);
+  e->now = UINT64_MAX - 5;
+  tlt_add(e, "e1", "h1", NULL, 1);
+  tlt_lose(e, "e1", TL_LOSS_EXITED, false);
+  ck_assert_uint_eq(tlt_advance_tick(e, 0), TL_TICK_NEVER);
+  ck_assert_uint_eq(tlt_advance_tick(e, 5), TL_TICK_NEVER);
+  ck_assert_uint_eq(e->now, UINT64_MAX);
+  ck_assert_uint_eq(tlt_stats(e).tombstones, 1);
+  tl_executor_status ex;
+  TLT_ERR(e, TL_EGONE, tl_executor_get(e->s, "e1", &ex));
+  tl_executor_desc again = {.id = "e1", .host = "h1", .cores = 1};
+  TLT_ERR(e, TL_EGONE, tl_executor_add(e->s, &again));
+  end_keeping_tombstones(e, 1);
+  ck_assert_msg(tlt_alloc_live_blocks() == 0, "tl_scheduler_free left %zu blocks (%zu bytes)",
+                tlt_alloc_live_blocks(), tlt_alloc_live_bytes());
+  tlt_alloc_restore();
+}
+END_TEST
+
+/* A tombstone whose time to live ends at UINT64_MAX - 1 is evicted then, counted down to. */
+START_TEST(a_tombstone_ttl_just_before_the_end_of_time_ends) {
+  tl_config cfg = tlt_config();
+  cfg.tombstone_ttl_ns = 10;
+  cfg.heartbeat_timeout_ns = 0;
+  tlt_env *e = tlt_new(&cfg);
+  e->now = UINT64_MAX - 11;
+  tlt_add(e, "e1", "h1", NULL, 1);
+  tlt_lose(e, "e1", TL_LOSS_EXITED, false);
+  ck_assert_uint_eq(tlt_advance_tick(e, 0), 10);
+  ck_assert_uint_eq(tlt_advance_tick(e, 9), 1);
+  tl_executor_status ex;
+  TLT_ERR(e, TL_EGONE, tl_executor_get(e->s, "e1", &ex));
+  ck_assert_uint_eq(tlt_advance_tick(e, 1), TL_TICK_NEVER);
+  ck_assert_uint_eq(e->now, UINT64_MAX - 1);
+  ck_assert_uint_eq(tlt_stats(e).tombstones, 0);
+  TLT_ERR(e, TL_ENOENT, tl_executor_get(e->s, "e1", &ex));
+  tlt_end(e);
+}
+END_TEST
+
+/* Delay scheduling: a wait that would run out at UINT64_MAX never does. tl_tick makes no
+ * revive_offers for it there and an offer keeps the task set at its level (it moved to ANY). */
+START_TEST(a_locality_wait_ending_at_the_end_of_time_never_runs_out) {
+  tl_config cfg = tlt_config();
+  cfg.locality_wait_ns = 10;
+  cfg.heartbeat_timeout_ns = 0;
+  cfg.max_tombstones = 0;
+  tlt_env *e = tlt_new(&cfg);
+  e->now = UINT64_MAX - 10;
+  tlt_add(e, "e1", "host1", NULL, 1);
+  tlt_add(e, "e2", "host2", NULL, 1);
+  const tl_location host1 = {"host1", NULL};
+  tl_task_desc tasks[2] = {{.prefs = &host1, .nprefs = 1}, {.prefs = &host1, .nprefs = 1}};
+  tl_taskset_desc d = {.stage_id = 0, .ntasks = 2, .tasks = tasks};
+  tl_taskset_id ts = tlt_submit_desc(e, &d);
+  tl_offer both[2] = {{"e1", 1}, {"e2", 1}};
+  tl_launch l[2];
+  ck_assert_uint_eq(tlt_offers(e, both, 2, l, 2), 1); /* host1's one core; the wait restarts */
+  ck_assert_int_eq(l[0].locality, TL_NODE_LOCAL);
+  ck_assert_uint_eq(tlt_advance_tick(e, 0), TL_TICK_NEVER);
+  size_t mark = tlt_mark(e);
+  ck_assert_uint_eq(tlt_advance_tick(e, 10), TL_TICK_NEVER);
+  ck_assert_uint_eq(e->now, UINT64_MAX);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_REVIVE), 0);
+  ck_assert_uint_eq(tlt_offers(e, both + 1, 1, l + 1, 1), 0); /* e2 is not on host1 */
+  ck_assert_int_eq(tlt_ts(e, ts).locality, TL_NODE_LOCAL);
+  ck_assert_uint_eq(tlt_ts(e, ts).pending, 1);
+  tlt_end(e);
+}
+END_TEST
+
+/* Exclusion: an unschedulable deadline set at UINT64_MAX - 5 with a timeout of UINT64_MAX - 1
+ * never aborts the task set (it was aborted at UINT64_MAX). */
+START_TEST(an_unschedulable_deadline_past_the_end_of_time_never_comes) {
+  tl_config cfg = tlt_config();
+  cfg.exclude_on_failure = true;
+  cfg.unschedulable_timeout_ns = UINT64_MAX - 1;
+  cfg.heartbeat_timeout_ns = 0;
+  cfg.max_tombstones = 0;
+  tlt_env *e = tlt_new(&cfg);
+  e->now = UINT64_MAX - 5;
+  tlt_add(e, "e0", "h0", NULL, 1);
+  tl_taskset_id ts = tlt_submit(e, 0, 0, 0, 1);
+  tl_launch l;
+  ck_assert_uint_eq(tlt_offer(e, "e0", 1, &l, 1), 1);
+  tlt_fail(e, "e0", l.tid, TL_END_EXCEPTION);
+  ck_assert_uint_eq(tlt_offer(e, "e0", 1, &l, 1), 0); /* excluded on e0, the only executor */
+  ck_assert_uint_eq(tlt_stats(e).tasksets_unschedulable, 1);
+  ck_assert_uint_eq(tlt_advance_tick(e, 0), TL_TICK_NEVER);
+  size_t mark = tlt_mark(e);
+  ck_assert_uint_eq(tlt_advance_tick(e, 5), TL_TICK_NEVER);
+  ck_assert_uint_eq(e->now, UINT64_MAX);
+  ck_assert_str_eq(tlt_seq_all(e, mark), "");
+  ck_assert(!tlt_ts(e, ts).zombie);
+  tl_stats st = tlt_stats(e);
+  ck_assert_uint_eq(st.tasksets_unschedulable, 1);
+  ck_assert_uint_eq(st.tasksets_unschedulable_aborted, 0);
+  tlt_end(e);
+}
+END_TEST
+
+/* Speculation: a check made exactly one interval before UINT64_MAX has no next one (it came at
+ * UINT64_MAX, and tl_tick had answered the interval). */
+START_TEST(a_speculation_check_due_at_the_end_of_time_never_comes) {
+  tl_config cfg = tlt_config();
+  cfg.speculation = true;
+  cfg.speculation_quantile = 0.3;
+  cfg.speculation_multiplier = 1.0;
+  cfg.speculation_min_runtime_ns = 0;
+  cfg.heartbeat_timeout_ns = 0;
+  cfg.max_tombstones = 0;
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "h1", NULL, 3);
+  tlt_submit(e, 0, 0, 0, 3);
+  tl_launch l[3];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 3, l, 3), 3);
+  e->now += TLT_SEC / 100;
+  tlt_succeed(e, "e1", l[0].tid); /* the median: 10 ms */
+  e->now = UINT64_MAX - cfg.speculation_interval_ns;
+  ck_assert_uint_eq(tlt_advance_tick(e, 0), TL_TICK_NEVER);
+  ck_assert_uint_eq(tlt_stats(e).tasks_speculatable, 2);
+  /* Index 2 fails and runs again: slow after 10 ms, but no check looks at it any more. */
+  tlt_fail(e, "e1", l[2].tid, TL_END_EXCEPTION);
+  tl_launch again;
+  ck_assert_uint_eq(tlt_offer(e, "e1", 1, &again, 1), 1);
+  ck_assert_uint_eq(again.index, 2);
+  size_t mark = tlt_mark(e);
+  ck_assert_uint_eq(tlt_advance_tick(e, cfg.speculation_interval_ns), TL_TICK_NEVER);
+  ck_assert_uint_eq(e->now, UINT64_MAX);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_SPECULATIVE), 0);
+  ck_assert_uint_eq(tlt_stats(e).tasks_speculatable, 1);
+  tlt_succeed(e, "e1", again.tid);
+  tlt_succeed(e, "e1", l[1].tid);
+  tlt_end(e);
+}
+END_TEST
+
 Suite *tl_loss_suite(void) {
   Suite *s = suite_create("loss");
   TCase *tc = tlt_tcase(s, "two-phase");
@@ -385,5 +694,15 @@ Suite *tl_loss_suite(void) {
   tcase_add_test(tc, heartbeat_timeout_zero_never_expires);
   tcase_add_test(tc, a_pending_loss_executor_does_not_also_expire_by_heartbeat);
   tcase_add_test(tc, decommissioning_executors_expire_without_counting);
+  tc = tlt_tcase(s, "end-of-time");
+  tcase_add_test(tc, a_heartbeat_deadline_past_the_end_of_time_never_comes);
+  tcase_add_test(tc, a_heartbeat_deadline_just_before_the_end_of_time_comes);
+  tcase_add_test(tc, a_pending_loss_deadline_past_the_end_of_time_never_comes);
+  tcase_add_test(tc, a_pending_loss_deadline_just_before_the_end_of_time_comes);
+  tcase_add_test(tc, a_tombstone_ttl_past_the_end_of_time_never_ends);
+  tcase_add_test(tc, a_tombstone_ttl_just_before_the_end_of_time_ends);
+  tcase_add_test(tc, a_locality_wait_ending_at_the_end_of_time_never_runs_out);
+  tcase_add_test(tc, an_unschedulable_deadline_past_the_end_of_time_never_comes);
+  tcase_add_test(tc, a_speculation_check_due_at_the_end_of_time_never_comes);
   return s;
 }
