@@ -36,7 +36,11 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -76,6 +80,8 @@ static void die_oom(void);
 /* The edge's limits (docs/cluster.md "Limits and hardening"): what a peer may cost the driver
  * before and after it authenticates, and how failed authentications are slowed. */
 #define MAX_PENDING_CONNS 64          /* --max-pending-connections: waiting for REGISTER at once */
+#define LISTEN_BACKLOG 128            /* the listening socket's queue of connections not accepted */
+#define ACCEPT_BATCH 64               /* connections accepted in one turn of the loop at most */
 #define MAX_CONNS 1024                /* --max-connections: open at once, registered or not */
 #define MAX_CONNS_LIMIT 65536         /* the largest --max-connections accepted */
 #define FD_HEADROOM 64                /* descriptors beyond the connections: files, pipes, ... */
@@ -258,7 +264,10 @@ typedef struct driver {
   uv_loop_t *loop;             /* the one loop */
   tl_scheduler *s;             /* the ledger */
   tl_uv *uv;                   /* its libuv driver, until tl_uv_stop */
-  uv_tcp_t server;             /* the listening socket */
+  uv_poll_t server;            /* the listening socket's readiness (accept_ready) */
+  int server_fd;               /* the listening socket; -1 once closed */
+  int spare_fd;                /* /dev/null, held to be closed when accept fails for lack of
+                                  descriptors (accept_ready); -1 when none could be opened */
   metrics_http *metrics;       /* --metrics-port: GET /metrics, until maybe_finish */
   uv_idle_t revive;            /* runs an offer round for every executor when revive_offers came */
   uv_timer_t deadline;         /* gives up after --timeout-s */
@@ -301,6 +310,7 @@ typedef struct driver {
   uint64_t lost_by_detection[DETECTED_N];    /* of those, by how the loss began */
   uint64_t lost_by_kind[TL_LOSS_PENDING_TIMEOUT + 1]; /* the real reasons that came, by kind */
   uv_timer_t settle_timer;                   /* settle_open_losses every SETTLE_MS */
+  size_t settle_at;                          /* and when open_losses reaches this many */
   const char *summary_json;         /* --summary-json: the file to write */
   /* Dynamic allocation (--min-executors/--max-executors): Spark's ExecutorAllocationManager,
    * simplified; see docs/cluster.md "Dynamic allocation". */
@@ -545,6 +555,8 @@ static void copy_text(char *dst, size_t len, const char *src) {
  * one still waiting stays on open_losses, which holds at most one record per executor the
  * ledger holds in PENDING_LOSS (settle_open_losses ends those that the pending-loss timeout
  * ended), so memory follows live executors, not losses ever made. */
+static void settle_open_losses(driver *d);
+
 static void note_loss(driver *d, const char *id, const tl_loss_reason *r, detection detected_by,
                       const char *source) {
   loss_rec *lr = NULL;
@@ -558,6 +570,8 @@ static void note_loss(driver *d, const char *id, const tl_loss_reason *r, detect
     lr->detected_by = detected_by;
     d->lost_by_detection[detected_by]++;
     HASH_ADD_STR(d->open_losses, id, lr);
+    if (HASH_COUNT(d->open_losses) >= d->settle_at) /* a burst of losses: settle now */
+      settle_open_losses(d);
   }
   if (lr->nphases < MAX_PHASES)
     lr->phases[lr->nphases++] = r->kind;
@@ -588,14 +602,19 @@ static void settle_pending_timeout(driver *d, loss_rec *lr) {
   note_loss(d, id, &r, lr->detected_by, "pending-loss timeout");
 }
 
-/* Ends every open record whose executor the ledger no longer holds as PENDING_LOSS. */
+/* Ends every open record whose executor the ledger no longer holds as PENDING_LOSS: every
+ * SETTLE_MS, and whenever the table has doubled since the last time (at least 64), so that it
+ * holds at most about twice the executors the ledger holds pending, at O(1) a loss amortised. */
 static void settle_open_losses(driver *d) {
   loss_rec *lr, *tmp;
+  d->settle_at = SIZE_MAX; /* settle_pending_timeout must not start another */
   HASH_ITER(hh, d->open_losses, lr, tmp) {
     tl_executor_status es;
     if (tl_executor_get(d->s, lr->id, &es) < 0 || es.state != TL_EXECUTOR_PENDING_LOSS)
       settle_pending_timeout(d, lr);
   }
+  size_t left = HASH_COUNT(d->open_losses);
+  d->settle_at = left < 32 ? 64 : 2 * left;
 }
 
 static void on_settle(uv_timer_t *t) { settle_open_losses(t->data); }
@@ -731,8 +750,9 @@ static void send_stop(conn *c, const char *reason) {
   send_out(c);
 }
 
-/* Closes a connection for a protocol or registration fault; *counter counts its kind. A
- * registered executor closed so is removed from the ledger (close_conn). */
+/* Closes a connection for a protocol or registration fault; *counter counts its kind, why (NULL:
+ * already logged) says what it was. A registered executor closed so is removed from the ledger
+ * (close_conn). */
 static void refuse_conn(conn *c, uint64_t *counter, const char *why) {
   driver *d = c->d;
   d->refused_conns++;
@@ -743,7 +763,17 @@ static void refuse_conn(conn *c, uint64_t *counter, const char *why) {
     d->violations++;
   }
   sample_alive(d);
-  close_conn(c, why);
+  /* Logged whatever --quiet says, rate-limited: a peer that breaks the protocol may be an
+   * attack, and an operator must be able to see it. */
+  if (why && edge_log_ok(&d->log_refused, "refused-connection lines")) {
+    char e[ESC_MAX];
+    if (c->registered)
+      fprintf(stderr, "tl-driver: closing connection of %s (%s): %s\n", esc(e, c->id), c->peer,
+              why);
+    else
+      fprintf(stderr, "tl-driver: closing connection from %s: %s\n", c->peer, why);
+  }
+  close_conn(c, NULL);
 }
 
 /* Compares the whole of both tokens whatever they hold: the time taken depends only on the
@@ -869,8 +899,8 @@ static void on_fault(uv_timer_t *t);
 static void handle_register(conn *c, const tlc_register *r) {
   driver *d = c->d;
   if (!token_matches(d->token, r->token)) {
-    auth_failed(d, c);
-    refuse_conn(c, &d->refused_token, "REGISTER with a wrong token");
+    auth_failed(d, c); /* logs it, with the address */
+    refuse_conn(c, &d->refused_token, NULL);
     return;
   }
   char id[TL_ID_MAX], host[TL_HOST_MAX], e[ESC_MAX], eh[ESC_MAX];
@@ -1095,27 +1125,66 @@ static conn *oldest_pending(driver *d, conn *except) {
   return oldest;
 }
 
+/* An accept that failed: counted by error, logged (rate-limited) with what it means. For a lack
+ * of descriptors the connection is still taken off the queue and closed at once, with the spare
+ * descriptor (libuv's trick, done here because libuv's own accept loop does it silently: a real
+ * executor was reset and nothing said why), so that it is refused now rather than left to spin
+ * the loop. */
+static void accept_failed(driver *d, int err) {
+  uint64_t *n = err == UV_EMFILE   ? &d->accept_emfile
+                : err == UV_ENFILE ? &d->accept_enfile
+                                   : &d->accept_other;
+  (*n)++;
+  if (edge_log_ok(&d->log_accept, "accept-error lines"))
+    fprintf(stderr, "tl-driver: accept: %s (%s)%s; a connection was refused (%" PRIu64 " so far)\n",
+            uv_strerror(err), uv_err_name(err),
+            err == UV_EMFILE   ? ": the open-file limit (ulimit -n) is reached"
+            : err == UV_ENFILE ? ": the system's file table is full"
+                               : "",
+            *n);
+  if ((err == UV_EMFILE || err == UV_ENFILE) && d->spare_fd >= 0) {
+    close(d->spare_fd);
+    int fd = accept(d->server_fd, NULL, NULL);
+    if (fd >= 0)
+      close(fd);
+    d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  }
+}
+
+static void on_connection(driver *d, int fd);
+
+/* The listening socket is readable: accepts what is queued, at most ACCEPT_BATCH at a time (the
+ * poll is level-triggered, so the rest come on the next turn, after the other handles). */
+static void accept_ready(uv_poll_t *p, int status, int events) {
+  driver *d = p->data;
+  (void)events;
+  if (status < 0) {
+    accept_failed(d, status);
+    return;
+  }
+  for (int i = 0; i < ACCEPT_BATCH && !d->server_closed; i++) {
+    int fd = accept(d->server_fd, NULL, NULL); /* uv_tcp_open makes it non-blocking */
+    if (fd >= 0)
+      fcntl(fd, F_SETFD, FD_CLOEXEC); /* executors spawned later must not inherit it */
+    if (fd < 0) {
+      int err = -errno;
+      if (err == UV_EAGAIN || err == -EWOULDBLOCK || err == UV_EINTR)
+        return;
+      if (err == UV_ECONNABORTED)
+        continue;
+      accept_failed(d, err);
+      return;
+    }
+    on_connection(d, fd);
+  }
+}
+
 /* A new connection. Before it has authenticated it costs a record, two handles and a decoder
  * that holds at most TLC_REGISTER_FRAME_MAX bytes; its address is checked against the back-off,
  * the connections against --max-connections (the newest is refused) and those waiting for
  * REGISTER against --max-pending-connections (the oldest waiting one is closed to make room: a
  * real executor sends REGISTER at once, so it is the slow or silent ones that go). */
-static void on_connection(uv_stream_t *server, int status) {
-  driver *d = server->data;
-  if (status < 0) {
-    uint64_t *n = status == UV_EMFILE   ? &d->accept_emfile
-                  : status == UV_ENFILE ? &d->accept_enfile
-                                        : &d->accept_other;
-    (*n)++;
-    if (edge_log_ok(&d->log_accept, "accept-error lines"))
-      fprintf(stderr, "tl-driver: accept: %s (%s)%s; a connection was refused (%" PRIu64 " so far)\n",
-              uv_strerror(status), uv_err_name(status),
-              status == UV_EMFILE   ? ": the open-file limit (ulimit -n) is reached"
-              : status == UV_ENFILE ? ": the system's file table is full"
-                                    : "",
-              *n);
-    return;
-  }
+static void on_connection(driver *d, int fd) {
   conn *c = calloc(1, sizeof *c);
   if (!c)
     die_oom();
@@ -1132,7 +1201,12 @@ static void on_connection(uv_stream_t *server, int status) {
   d->nconns++;
   d->npending++;
   snprintf(c->peer, sizeof c->peer, "an unaccepted connection");
-  if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0 || d->stopping) {
+  if (uv_tcp_open(&c->tcp, fd) < 0) {
+    close(fd);
+    close_conn(c, NULL);
+    return;
+  }
+  if (d->stopping) {
     close_conn(c, NULL);
     return;
   }
@@ -1623,13 +1697,22 @@ static void inject_faults(driver *d) {
 
 static void on_uv_stopped(void *ud) { (void)ud; }
 
+static void on_server_closed(uv_handle_t *h) {
+  driver *d = h->data;
+  close(d->server_fd); /* after the poll is off the loop's epoll set */
+  d->server_fd = -1;
+  if (d->spare_fd >= 0)
+    close(d->spare_fd);
+  d->spare_fd = -1;
+}
+
 /* Closes the listening socket (once): from then on a connection attempt is refused by the
  * kernel, so no flood of new connections can hold the driver's end back. */
 static void close_server(driver *d) {
   if (d->server_closed)
     return;
   d->server_closed = true;
-  uv_close((uv_handle_t *)&d->server, on_handle_closed);
+  uv_close((uv_handle_t *)&d->server, on_server_closed);
 }
 
 static void on_launcher_closed(void *ud) {
@@ -1859,6 +1942,53 @@ static void on_deadline(uv_timer_t *t) { give_up(t->data, "the run took longer t
 static void on_signal(uv_signal_t *s, int signum) {
   (void)signum;
   give_up(s->data, "signalled");
+}
+
+/* The driver's own metrics after the ledger's on /metrics (Prometheus text 0.0.4): the edge's
+ * counters and connections, every one named in docs/cluster.md "Limits and hardening".
+ * snprintf-like: the bytes needed, at most cap written. */
+static int metrics_extra(void *ud, char *buf, size_t cap) {
+  driver *d = ud;
+  size_t n = 0;
+#define PUT(...)                                                                                   \
+  do {                                                                                             \
+    int k = snprintf(n < cap ? buf + n : NULL, n < cap ? cap - n : 0, __VA_ARGS__);              \
+    if (k < 0)                                                                                     \
+      return -1;                                                                                   \
+    n += (size_t)k;                                                                                \
+  } while (0)
+#define COUNTER(name, help, value)                                                                 \
+  PUT("# HELP taskledger_driver_" name " " help "\n# TYPE taskledger_driver_" name                \
+      " counter\ntaskledger_driver_" name " %" PRIu64 "\n",                                        \
+      (uint64_t)(value))
+#define GAUGE(name, help, value)                                                                   \
+  PUT("# HELP taskledger_driver_" name " " help "\n# TYPE taskledger_driver_" name                \
+      " gauge\ntaskledger_driver_" name " %" PRIu64 "\n",                                          \
+      (uint64_t)(value))
+  GAUGE("connections", "Connections open, registered or not.", d->nconns);
+  GAUGE("connections_pending", "Connections waiting for their REGISTER.", d->npending);
+  COUNTER("auth_failures_total", "REGISTER frames with a wrong token.", d->auth_failures);
+  COUNTER("auth_addresses_total", "Addresses (IPv6: /64s) that sent a wrong token.",
+          d->auth_addresses);
+  COUNTER("refused_backoff_total", "Connections refused at once: their address must wait.",
+          d->refused_backoff);
+  COUNTER("refused_connection_cap_total", "Connections refused at once: --max-connections open.",
+          d->refused_conn_cap);
+  COUNTER("evicted_pending_total",
+          "Waiting connections closed for a newer one over --max-pending-connections.",
+          d->evicted_pending);
+  COUNTER("refused_connections_total",
+          "Connections closed for a protocol or registration fault.", d->refused_conns);
+  PUT("# HELP taskledger_driver_accept_errors_total Accepts that failed, by error.\n"
+      "# TYPE taskledger_driver_accept_errors_total counter\n"
+      "taskledger_driver_accept_errors_total{error=\"EMFILE\"} %" PRIu64 "\n"
+      "taskledger_driver_accept_errors_total{error=\"ENFILE\"} %" PRIu64 "\n"
+      "taskledger_driver_accept_errors_total{error=\"other\"} %" PRIu64 "\n",
+      d->accept_emfile, d->accept_enfile, d->accept_other);
+#undef GAUGE
+#undef COUNTER
+#undef PUT
+  return n > INT32_MAX ? -1 : (int)n;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -2255,6 +2385,8 @@ int main(int argc, char **argv) {
   d.heartbeat_timeout_ms = 5000;
   d.register_timeout_ms = REGISTER_TIMEOUT_MS;
   d.max_pending = MAX_PENDING_CONNS;
+  d.settle_at = 64;
+  d.server_fd = d.spare_fd = -1;
   d.max_conns = MAX_CONNS;
   d.expect_losses = UINT64_MAX;
   uint64_t pending_loss_ms = 10000;
@@ -2502,18 +2634,34 @@ int main(int argc, char **argv) {
                    : !strcmp(host, "0.0.0.0") ? "127.0.0.1"
                    : !strcmp(host, "::")      ? "::1"
                                               : host;
-  uv_tcp_init(d.loop, &d.server);
-  d.server.data = &d;
-  int rc = uv_tcp_bind(&d.server, (const struct sockaddr *)&addr, 0);
+  /* The listening socket is the driver's own, watched with a uv_poll_t, so that an accept that
+   * fails reaches accept_failed (libuv's uv_listen hides EMFILE). Set up as uv_tcp_bind would:
+   * SO_REUSEADDR, dual-stack for "::". */
+  int rc = 0;
+  d.server_fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+  int on = 1, off = 0;
+  if (d.server_fd < 0 || fcntl(d.server_fd, F_SETFD, FD_CLOEXEC) != 0 ||
+      fcntl(d.server_fd, F_SETFL, fcntl(d.server_fd, F_GETFL) | O_NONBLOCK) != 0 ||
+      setsockopt(d.server_fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
+      (v6 && setsockopt(d.server_fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off) != 0) ||
+      bind(d.server_fd, (const struct sockaddr *)&addr,
+           v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in)) != 0 ||
+      listen(d.server_fd, LISTEN_BACKLOG) != 0)
+    rc = -errno;
   if (rc == 0)
-    rc = uv_listen((uv_stream_t *)&d.server, 128, on_connection);
+    rc = uv_poll_init_socket(d.loop, &d.server, d.server_fd);
+  if (rc == 0) {
+    d.server.data = &d;
+    rc = uv_poll_start(&d.server, UV_READABLE, accept_ready);
+  }
   if (rc < 0) {
     fprintf(stderr, "tl-driver: listen on %s port %d: %s\n", host, d.port, uv_strerror(rc));
     return 1;
   }
+  d.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   struct sockaddr_storage bound;
-  int blen = sizeof bound;
-  uv_tcp_getsockname(&d.server, (struct sockaddr *)&bound, &blen);
+  socklen_t blen = sizeof bound;
+  getsockname(d.server_fd, (struct sockaddr *)&bound, &blen);
   d.port = v6 ? ntohs(((struct sockaddr_in6 *)&bound)->sin6_port)
               : ntohs(((struct sockaddr_in *)&bound)->sin_port);
   printf(v6 ? "listening on [%s]:%d\n" : "listening on %s:%d\n", host, d.port);
@@ -2525,6 +2673,7 @@ int main(int argc, char **argv) {
               uv_strerror(rc));
       return 1;
     }
+    metrics_http_set_extra(d.metrics, metrics_extra, &d);
     printf(v6 ? "metrics on [%s]:%d\n" : "metrics on %s:%d\n", host, rc);
     fflush(stdout);
   }

@@ -23,8 +23,23 @@ typedef struct slurm_job {
   int signal;      /* the signal that ended it, 0 if none */
 } slurm_job;
 
+/* Why slurm_parse_squeue_json refused a document, negative as everywhere in taskledger. Jansson
+ * parses it (docs/slurm.md, "Reading squeue --json"); these say what kind of trouble it met. */
+#define JSON_DEPTH_MAX 64    /* nesting deeper than this is refused (JSON_EDEPTH) */
+#define JSON_ENOMEM (-1)     /* the document could not be held in memory */
+#define JSON_ESYNTAX (-2)    /* not JSON, cut short, or no "jobs" array in an object */
+#define JSON_EDEPTH (-3)     /* nesting deeper than JSON_DEPTH_MAX */
+#define JSON_ETRAILING (-4)  /* something other than white space after the value */
+#define JSON_ESTRING (-5)    /* a control character or bad escape in a string, \u0000 in a key */
+#define JSON_ETOOBIG (-6)    /* a text of 2^32 bytes or more */
+#define JSON_EDUPLICATE (-7) /* a key twice in one object: which one Slurm meant is unknown */
+#define JSON_ERANGE (-8)     /* an integer beyond int64_t, or a number beyond a double */
+
 /* Calls job(ud, j) for each job of an `squeue --json` document, in order. 0, or < 0 (a
- * JSON_E* code, or JSON_ESYNTAX for a document without a "jobs" array) with no call made. */
+ * JSON_E* code, or JSON_ESYNTAX for a document without a "jobs" array) with no call made.
+ * text[0..len) may hold any bytes (no NUL needed); bytes that are not UTF-8 read as '?'.
+ * Does no I/O; time and memory grow with len: Jansson's tree of the whole document, about five
+ * times len, is held until it returns (about 2 s at 64 MiB: docs/slurm.md). */
 int slurm_parse_squeue_json(const char *text, size_t len, void (*job)(void *ud, const slurm_job *j),
                             void *ud);
 

@@ -1,10 +1,14 @@
-/* The slurm launcher's readers (json_reader.c, slurm_parse.c) on the recorded answers of a real
+/* The slurm launcher's reading (slurm_parse.c, on Jansson) of the recorded answers of a real
  * Slurm 22.05 (test/slurm/data/: squeue --json and scontrol show job -o of jobs that exited 3,
  * were killed by a signal, completed, were cancelled, timed out, were pending, running, and
- * ended NODE_FAIL), on the later layout, on every truncation of a real answer, and on malformed
- * JSON; and the mapping of each final state to a loss reason (docs/slurm.md's table).
+ * ended NODE_FAIL), of the later layout, of every truncation of a real answer, and of hostile
+ * documents (malformed JSON, deep nesting, bytes that are not UTF-8, NULs, duplicate keys, wrong
+ * types, numbers out of range); and the mapping of each final state to a loss reason
+ * (docs/slurm.md's table).
  */
 #include <check.h>
+#include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +17,6 @@
 
 #include <uv.h>
 
-#include "json_reader.h"
 #include "launcher.h"
 #include "slurm_parse.h"
 
@@ -37,113 +40,6 @@ static char *read_sample(const char *name, size_t *len) {
   *len = (size_t)n;
   return buf;
 }
-
-/* ------------------------------------------------------------------------------------------- */
-
-START_TEST(json_values) {
-  const char *t = " {\"a\": [1, -2, 3.5e2, true, false, null, \"x\\n\\u00e9\\ud83d\\ude00\"],"
-                  " \"b\": {\"c\": {}}, \"d\": [], \"\\u0061b\": 9223372036854775807,"
-                  " \"m\": -9223372036854775808, \"o\": 9223372036854775808} ";
-  json_doc d;
-  ck_assert_int_eq(json_parse(&d, t, strlen(t)), 0);
-  ck_assert_int_eq(d.tok[0].type, JSON_OBJECT);
-  ck_assert_uint_eq(d.tok[0].count, 6);
-  size_t a = json_get(&d, 0, "a");
-  ck_assert_int_eq(d.tok[a].type, JSON_ARRAY);
-  ck_assert_uint_eq(d.tok[a].count, 7);
-  json_type want[] = {JSON_NUMBER, JSON_NUMBER, JSON_NUMBER, JSON_TRUE,
-                      JSON_FALSE,  JSON_NULL,   JSON_STRING};
-  int k = 0;
-  int64_t v;
-  size_t last = JSON_NONE;
-  for (size_t e = json_first(&d, a); e != JSON_NONE; e = json_next(&d, a, e), k++) {
-    ck_assert_int_eq(d.tok[e].type, want[k]);
-    last = e;
-  }
-  ck_assert_int_eq(k, 7);
-  ck_assert(json_int(&d, json_first(&d, a), &v) && v == 1);
-  ck_assert(json_int(&d, json_first(&d, a) + 1, &v) && v == -2);
-  ck_assert(!json_int(&d, json_first(&d, a) + 2, &v)); /* 3.5e2: not an integer */
-  char s[32];
-  ck_assert_int_eq(json_string(&d, last, s, sizeof s), 8);
-  ck_assert_str_eq(s, "x\n\xc3\xa9\xf0\x9f\x98\x80");
-  ck_assert_int_eq(json_string(&d, last, s, 4), 8); /* truncated, full length returned */
-  ck_assert_str_eq(s, "x\n\xc3");
-  size_t b = json_get(&d, 0, "b");
-  ck_assert_int_eq(d.tok[json_get(&d, b, "c")].type, JSON_OBJECT);
-  ck_assert_uint_eq(json_first(&d, json_get(&d, b, "c")), JSON_NONE);
-  ck_assert_uint_eq(json_first(&d, json_get(&d, 0, "d")), JSON_NONE);
-  ck_assert(json_int(&d, json_get(&d, 0, "ab"), &v) && v == INT64_MAX); /* escaped key */
-  ck_assert(json_int(&d, json_get(&d, 0, "m"), &v) && v == INT64_MIN);
-  ck_assert(!json_int(&d, json_get(&d, 0, "o"), &v)); /* overflow */
-  ck_assert_uint_eq(json_get(&d, 0, "zz"), JSON_NONE);
-  ck_assert_uint_eq(json_get(&d, a, "a"), JSON_NONE); /* not an object */
-  ck_assert(!json_streq(&d, a, "a"));
-  json_free(&d);
-}
-END_TEST
-
-START_TEST(json_malformed) {
-  static const struct {
-    const char *text;
-    int err;
-  } bad[] = {{"", JSON_ESYNTAX},
-             {" ", JSON_ESYNTAX},
-             {"{", JSON_ESYNTAX},
-             {"[1,]", JSON_ESYNTAX},
-             {"[1 2]", JSON_ESYNTAX},
-             {"{\"a\" 1}", JSON_ESYNTAX},
-             {"{\"a\":}", JSON_ESYNTAX},
-             {"{a:1}", JSON_ESYNTAX},
-             {"{\"a\":1,}", JSON_ESYNTAX},
-             {"01", JSON_ETRAILING},
-             {"1.", JSON_ESYNTAX},
-             {"-", JSON_ESYNTAX},
-             {"1e", JSON_ESYNTAX},
-             {"+1", JSON_ESYNTAX},
-             {".5", JSON_ESYNTAX},
-             {"tru", JSON_ESYNTAX},
-             {"nul", JSON_ESYNTAX},
-             {"1 2", JSON_ETRAILING},
-             {"{} x", JSON_ETRAILING},
-             {"\"abc", JSON_ESYNTAX},
-             {"\"\\x\"", JSON_ESTRING},
-             {"\"\x01\"", JSON_ESTRING},
-             {"\"\\u12\"", JSON_ESTRING},
-             {"\"\\ud800\"", JSON_ESTRING},
-             {"\"\\udc00\"", JSON_ESTRING},
-             {"\"\\ud800\\u0041\"", JSON_ESTRING},
-             {"\"\\", JSON_ESTRING},
-             {"[\"a\"", JSON_ESYNTAX}};
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    json_doc d;
-    int rc = json_parse(&d, bad[i].text, strlen(bad[i].text));
-    ck_assert_msg(rc == bad[i].err, "%s: %d (%s), expected %d", bad[i].text, rc, json_strerror(rc),
-                  bad[i].err);
-    ck_assert_ptr_null(d.tok);
-    ck_assert_uint_eq(d.ntok, 0);
-  }
-  /* A NUL inside the given length is refused (only "0" is a number). */
-  json_doc d;
-  ck_assert_int_eq(json_parse(&d, "0\0", 2), JSON_ETRAILING);
-}
-END_TEST
-
-START_TEST(json_depth) {
-  char t[2 * JSON_DEPTH_MAX + 3];
-  for (int depth = JSON_DEPTH_MAX; depth <= JSON_DEPTH_MAX + 1; depth++) {
-    size_t n = 0;
-    for (int i = 0; i < depth; i++)
-      t[n++] = '[';
-    for (int i = 0; i < depth; i++)
-      t[n++] = ']';
-    json_doc d;
-    int rc = json_parse(&d, t, n);
-    ck_assert_int_eq(rc, depth <= JSON_DEPTH_MAX ? 0 : JSON_EDEPTH);
-    json_free(&d);
-  }
-}
-END_TEST
 
 /* ------------------------------------------------------------------------------------------- */
 
@@ -175,6 +71,349 @@ static void assert_job(const collected *c, uint64_t id, const char *state, const
   ck_assert_int_eq(j->exit_status, status);
   ck_assert_int_eq(j->signal, sig);
 }
+
+/* One document, given with its length (it may hold NULs): its code, the jobs in *c. */
+#define PARSE(c, lit) slurm_parse_squeue_json((lit), sizeof(lit) - 1, collect, (c))
+
+/* Values of every JSON type where the reader wants one: escapes and surrogate pairs decoded,
+ * strings cut to their fields, integers to int64_t, and each wrong type read as absent. */
+START_TEST(squeue_values) {
+  collected c = {0};
+  ck_assert_int_eq(
+      PARSE(&c, " {\"jobs\": [{\"job_id\": 1, \"name\": \"x\\n\\u00e9\\ud83d\\ude00\\/\\\"\","
+                " \"job_state\": \"R\\u0055NNING\", \"state_reason\": [], \"exit_code\": 768},"
+                " {\"\\u006aob_id\": 9223372036854775807, \"job_state\": [7, \"FAILED\"],"
+                " \"exit_code\": 9223372036854775807},"
+                " {\"job_id\": 3, \"name\": \"0123456789012345678901234567890123456789012345678901"
+                "2345678901\\u00e9\", \"job_state\": [\"PENDING\", \"X\"], \"state_reason\": 5},"
+                " {\"job_id\": 4, \"exit_code\": -1, \"name\": null, \"job_state\": {}},"
+                " {\"job_id\": 5, \"exit_code\": 3.5}, {\"job_id\": 6, \"exit_code\": \"3\"},"
+                " {\"job_id\": 7, \"exit_code\": 9}, {\"job_id\": 8, \"exit_code\": [768]}] } "),
+      0);
+  ck_assert_int_eq(c.n, 8);
+  ck_assert_uint_eq(c.jobs[0].job_id, 1);
+  ck_assert_str_eq(c.jobs[0].name, "x\n\xc3\xa9\xf0\x9f\x98\x80/\"");
+  ck_assert_str_eq(c.jobs[0].state, "RUNNING");
+  ck_assert_str_eq(c.jobs[0].reason, ""); /* an empty list */
+  ck_assert(c.jobs[0].has_exit && c.jobs[0].exit_status == 3 && c.jobs[0].signal == 0);
+  /* An escaped key, the largest id, the first element of a list that is not a string. */
+  ck_assert_uint_eq(c.jobs[1].job_id, (uint64_t)INT64_MAX);
+  ck_assert_str_eq(c.jobs[1].state, "");
+  ck_assert(c.jobs[1].has_exit && c.jobs[1].exit_status == 255 && c.jobs[1].signal == 127);
+  /* 63 bytes kept of a longer name (62 + 2), cutting a two-byte character in half. */
+  ck_assert_uint_eq(strlen(c.jobs[2].name), sizeof c.jobs[2].name - 1);
+  ck_assert_int_eq(memcmp(c.jobs[2].name + 60, "01\xc3", 4), 0);
+  ck_assert_str_eq(c.jobs[2].state, "PENDING");
+  ck_assert_str_eq(c.jobs[2].reason, "");
+  ck_assert(!c.jobs[2].has_exit);
+  ck_assert(!c.jobs[3].has_exit);
+  ck_assert_str_eq(c.jobs[3].name, "");
+  ck_assert_str_eq(c.jobs[3].state, "");
+  ck_assert(!c.jobs[4].has_exit); /* 3.5: not an integer */
+  ck_assert(!c.jobs[5].has_exit); /* a string */
+  ck_assert(c.jobs[6].has_exit && c.jobs[6].exit_status == 0 && c.jobs[6].signal == 9);
+  ck_assert(!c.jobs[7].has_exit);
+
+  /* job_id: only a positive integer, bare or {"set": true or absent, "number": N}. */
+  c.n = 0;
+  ck_assert_int_eq(
+      PARSE(&c,
+            "{\"jobs\": [{\"job_id\": \"10\"}, {\"job_id\": 11.0}, {\"job_id\": 1e1},"
+            " {\"job_id\": true}, {\"job_id\": null}, {\"job_id\": [12]}, {\"job_id\": -13},"
+            " {\"job_id\": -9223372036854775808}, {\"job_id\": {\"set\": false, \"number\": 14}},"
+            " {\"job_id\": {\"set\": \"true\", \"number\": 15}}, {\"job_id\": {\"set\": true}},"
+            " {\"job_id\": {\"set\": true, \"number\": \"16\"}}, {\"job_id\": {}},"
+            " {\"job_id\": {\"set\": true, \"number\": 17}}, {\"job_id\": {\"number\": 18}},"
+            " {\"job_id\": {\"set\": true, \"number\": {\"set\": true, \"number\": 19}}},"
+            " [], \"job\", null, 20]}"),
+      0);
+  ck_assert_int_eq(c.n, 2);
+  ck_assert_uint_eq(c.jobs[0].job_id, 17);
+  ck_assert_uint_eq(c.jobs[1].job_id, 18);
+
+  /* exit_code objects: return_code and signal_id bare or wrapped, each in its range. */
+  c.n = 0;
+  ck_assert_int_eq(
+      PARSE(&c, "{\"jobs\": [{\"job_id\": 1, \"exit_code\": {\"return_code\": 300}},"
+                " {\"job_id\": 2, \"exit_code\": {\"signal\": {\"signal_id\": 0}}},"
+                " {\"job_id\": 3, \"exit_code\": {\"signal\": {\"signal_id\": 128}}},"
+                " {\"job_id\": 4, \"exit_code\": {\"signal\": 9}},"
+                " {\"job_id\": 5, \"exit_code\": {\"return_code\": {\"set\": false, \"number\": 3},"
+                " \"signal\": {\"signal_id\": {\"set\": true, \"number\": 6}}}},"
+                " {\"job_id\": 6, \"exit_code\": {\"return_code\": -2}},"
+                " {\"job_id\": 7, \"exit_code\": {}}, {\"job_id\": 8, \"exit_code\": null}]}"),
+      0);
+  ck_assert_int_eq(c.n, 8);
+  ck_assert(c.jobs[0].has_exit && c.jobs[0].exit_status == 44); /* 300 & 0xff */
+  ck_assert(!c.jobs[1].has_exit && !c.jobs[2].has_exit && !c.jobs[3].has_exit);
+  ck_assert(c.jobs[4].has_exit && c.jobs[4].exit_status == 0 && c.jobs[4].signal == 6);
+  ck_assert(c.jobs[5].has_exit && c.jobs[5].exit_status == 254);
+  ck_assert(!c.jobs[6].has_exit && !c.jobs[7].has_exit);
+}
+END_TEST
+
+/* Each malformed document is refused whole, with no job reported, with the kind of error. */
+START_TEST(squeue_malformed) {
+  static const struct {
+    const char *text;
+    int err;
+  } bad[] = {{"", JSON_ESYNTAX},
+             {" ", JSON_ESYNTAX},
+             {"{", JSON_ESYNTAX},
+             {"[1,]", JSON_ESYNTAX},
+             {"[1 2]", JSON_ESYNTAX},
+             {"{\"a\" 1}", JSON_ESYNTAX},
+             {"{\"a\":}", JSON_ESYNTAX},
+             {"{a:1}", JSON_ESYNTAX},
+             {"{\"a\":1,}", JSON_ESYNTAX},
+             {"{\"jobs\":[],}", JSON_ESYNTAX},
+             {"{'jobs':[]}", JSON_ESYNTAX},
+             {"{\"jobs\":[{\"job_id\":1}]", JSON_ESYNTAX},
+             {"01", JSON_ESYNTAX}, /* one bad number to Jansson, not 0 and a trailing 1 */
+             {"{\"jobs\":[{\"job_id\":01}]}", JSON_ESYNTAX},
+             {"1.", JSON_ESYNTAX},
+             {"-", JSON_ESYNTAX},
+             {"1e", JSON_ESYNTAX},
+             {"+1", JSON_ESYNTAX},
+             {".5", JSON_ESYNTAX},
+             {"tru", JSON_ESYNTAX},
+             {"nul", JSON_ESYNTAX},
+             {"NaN", JSON_ESYNTAX},
+             {"{\"jobs\":[{\"job_id\":Infinity}]}", JSON_ESYNTAX},
+             {"1 2", JSON_ETRAILING},
+             {"{} x", JSON_ETRAILING},
+             {"{\"jobs\":[]} {\"jobs\":[]}", JSON_ETRAILING},
+             {"\"abc", JSON_ESYNTAX},
+             {"\"\\x\"", JSON_ESTRING},
+             {"\"\x01\"", JSON_ESTRING},
+             {"\"a\nb\"", JSON_ESTRING},
+             {"\"\\u12\"", JSON_ESTRING},
+             {"\"\\ud800\"", JSON_ESTRING},
+             {"\"\\udc00\"", JSON_ESTRING},
+             {"\"\\ud800\\u0041\"", JSON_ESTRING},
+             {"\"\\", JSON_ESTRING},
+             {"{\"jobs\":[{\"job_id\":1,\"name\":\"\\q\"}]}", JSON_ESTRING},
+             {"[\"a\"", JSON_ESYNTAX},
+             /* Valid JSON that is no squeue answer. */
+             {"[]", JSON_ESYNTAX},
+             {"7", JSON_ESYNTAX},
+             {"\"jobs\"", JSON_ESYNTAX},
+             {"null", JSON_ESYNTAX},
+             {"{\"errors\": []}", JSON_ESYNTAX},
+             {"{\"jobs\": {}}", JSON_ESYNTAX},
+             {"{\"jobs\": null}", JSON_ESYNTAX},
+             {"{\"jobs\": \"[]\"}", JSON_ESYNTAX},
+             {"{\"meta\": {\"jobs\": []}}", JSON_ESYNTAX}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    collected c = {0};
+    int rc = slurm_parse_squeue_json(bad[i].text, strlen(bad[i].text), collect, &c);
+    ck_assert_msg(rc == bad[i].err, "%s: %d, expected %d", bad[i].text, rc, bad[i].err);
+    ck_assert_int_eq(c.n, 0);
+  }
+  collected c = {0};
+  ck_assert_int_eq(PARSE(&c, "{\"jobs\": []}"), 0);
+  ck_assert_int_eq(PARSE(&c, "\t\r\n{\"jobs\":[]}\n"), 0);
+  ck_assert_int_eq(slurm_parse_squeue_json(NULL, 0, collect, &c), JSON_ESYNTAX);
+  /* Refused on its length alone, before a byte is read. */
+  ck_assert_int_eq(slurm_parse_squeue_json("{}", (size_t)UINT32_MAX, collect, &c), JSON_ETOOBIG);
+  ck_assert_int_eq(c.n, 0);
+}
+END_TEST
+
+/* Nesting to JSON_DEPTH_MAX is read, deeper is refused (JSON_EDEPTH), whether the document is
+ * otherwise well formed or not: below Jansson's own bound (2,048 values deep) after it parsed,
+ * past it while it parses, so that nothing recurses without bound. A document cut short before
+ * Jansson's bound is refused for that (JSON_ESYNTAX), as it is met first. */
+START_TEST(squeue_depth) {
+  static const char pre[] = "{\"jobs\":[{\"job_id\":1,\"x\":", post[] = "}]}";
+  enum { deepest = 100000 };
+  char *t = malloc(sizeof pre + sizeof post + 2 * deepest);
+  ck_assert_ptr_nonnull(t);
+  /* The document, "jobs" and the job are 3 levels: x's innermost array is at depth 2 + arrays;
+   * to Jansson, which counts from 1 and counts scalars too, at 3 + arrays. */
+  const int arrays[] = {JSON_DEPTH_MAX - 3, JSON_DEPTH_MAX - 2, 2045, 2046, deepest};
+  for (size_t d = 0; d < sizeof arrays / sizeof arrays[0]; d++) {
+    for (int closed = 0; closed <= 1; closed++) {
+      size_t n = 0;
+      memcpy(t + n, pre, sizeof pre - 1);
+      n += sizeof pre - 1;
+      memset(t + n, '[', (size_t)arrays[d]);
+      n += (size_t)arrays[d];
+      if (closed) {
+        memset(t + n, ']', (size_t)arrays[d]);
+        n += (size_t)arrays[d];
+        memcpy(t + n, post, sizeof post - 1);
+        n += sizeof post - 1;
+      }
+      int want;
+      if (arrays[d] > 2045)
+        want = JSON_EDEPTH; /* Jansson's bound, met while parsing */
+      else if (!closed)
+        want = JSON_ESYNTAX;
+      else
+        want = arrays[d] <= JSON_DEPTH_MAX - 3 ? 0 : JSON_EDEPTH;
+      collected c = {0};
+      int rc = slurm_parse_squeue_json(t, n, collect, &c);
+      ck_assert_msg(rc == want, "%d arrays, %s: %d, expected %d", arrays[d],
+                    closed ? "closed" : "cut", rc, want);
+      ck_assert_int_eq(c.n, rc == 0 ? 1 : 0);
+    }
+  }
+  free(t);
+}
+END_TEST
+
+/* Bytes a C string or UTF-8 does not allow. A byte that is not UTF-8 (a stray continuation, an
+ * overlong form, a surrogate, past U+10FFFF, a sequence cut short) reads as '?' in a string (a
+ * foreign job named in Latin-1 must not hide the others), and is a syntax error outside one. A
+ * raw NUL is refused wherever it stands, as any control character; a \u0000 ends a field, and
+ * is refused in a key. */
+START_TEST(squeue_hostile_bytes) {
+  collected c = {0};
+  ck_assert_int_eq(PARSE(&c,
+                         "{\"jobs\": [{\"job_id\": 1, \"name\": \"\xff\xfe.\xc0\xaf.\xed\xa0\x80."
+                         "\xf4\x90\x80\x80.\xe2\x82\", \"job_state\": \"RUNNING\"},"
+                         " {\"job_id\": 2, \"name\": \"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\","
+                         " \"state_reason\": \"a\\u0000b\", \"job_state\": \"FAILED\"},"
+                         " {\"job_id\": 3, \"name\": \"\x80\"}]}"),
+                   0);
+  ck_assert_int_eq(c.n, 3);
+  ck_assert_str_eq(c.jobs[0].name, "??.??.???.????.??" /* no "?" "?-": a trigraph */);
+  ck_assert_str_eq(c.jobs[0].state, "RUNNING");
+  ck_assert_str_eq(c.jobs[1].name, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+  ck_assert_str_eq(c.jobs[1].reason, "a");
+  ck_assert_str_eq(c.jobs[1].state, "FAILED");
+  ck_assert_str_eq(c.jobs[2].name, "?");
+  /* After the value, a sequence cut by the end of the text or a whole one. */
+  c.n = 0;
+  ck_assert_int_eq(PARSE(&c, "{\"jobs\": []}\xe2\x82"), JSON_ETRAILING);
+  ck_assert_int_eq(PARSE(&c, "{\"jobs\": []}\xc3\xa9"), JSON_ETRAILING);
+  ck_assert_int_eq(PARSE(&c, "\xff{\"jobs\": []}"), JSON_ESYNTAX);
+  ck_assert_int_eq(PARSE(&c, "{\"jobs\": [{\"job_id\": 1\xff}]}"), JSON_ESYNTAX);
+  ck_assert_int_eq(PARSE(&c, "\xef\xbb\xbf{\"jobs\": []}"), JSON_ESYNTAX); /* a BOM: not JSON */
+  ck_assert_int_eq(PARSE(&c, "{\"jobs\": [{\"job_id\": 1, \"name\": \"a\0b\"}]}"), JSON_ESTRING);
+  ck_assert_int_eq(PARSE(&c, "{\"jobs\": [{\"job_id\": 1}]}\0"), JSON_ETRAILING);
+  ck_assert_int_eq(PARSE(&c, "{\"jobs\": [{\"job_id\": 1}\0]}"), JSON_ESYNTAX);
+  /* Jansson 2.14 alone would drop these NULs, after a number or a literal, and read the rest. */
+  ck_assert_int_eq(PARSE(&c, "{\"jobs\": [{\"job_id\": 1\0}]}"), JSON_ESYNTAX);
+  ck_assert_int_eq(PARSE(&c, "{\"jobs\": [{\"job_id\": 1, \"x\": true\0}]}"), JSON_ESYNTAX);
+  ck_assert_int_eq(PARSE(&c, "{\"jobs\": [{\"job_id\": 1, \"x\": null\0\0}]}"), JSON_ESYNTAX);
+  ck_assert_int_eq(PARSE(&c, "{\"jobs\": [{\"job_id\": 1, \"x\": 2.5e1\0}]}"), JSON_ESYNTAX);
+  ck_assert_int_eq(PARSE(&c, "\0{\"jobs\": []}"), JSON_ESYNTAX);
+  ck_assert_int_eq(PARSE(&c, "{\"jobs\": [{\"job_id\": 1, \"job_\\u0000id\": 2}]}"), JSON_ESTRING);
+  ck_assert_int_eq(c.n, 0);
+}
+END_TEST
+
+/* A key twice in one object, as written or once escaped, is refused: which value Slurm meant
+ * cannot be known, and readers disagree (the first, the last). */
+START_TEST(squeue_duplicate_keys) {
+  static const char *const dup[] = {
+      "{\"jobs\": [{\"job_id\": 1, \"job_id\": 2}]}",
+      "{\"jobs\": [{\"job_id\": 1, \"job_state\": \"RUNNING\", \"job_state\": \"FAILED\"}]}",
+      "{\"jobs\": [{\"job_id\": 1, \"\\u006aob_id\": 2}]}",
+      "{\"jobs\": [], \"jobs\": [{\"job_id\": 1}]}",
+      "{\"jobs\": [{\"job_id\": 1, \"exit_code\": {\"return_code\": 0, \"return_code\": 1}}]}",
+      "{\"meta\": {\"a\": 1, \"a\": 1}, \"jobs\": [{\"job_id\": 1}]}"};
+  for (size_t i = 0; i < sizeof dup / sizeof dup[0]; i++) {
+    collected c = {0};
+    ck_assert_msg(slurm_parse_squeue_json(dup[i], strlen(dup[i]), collect, &c) == JSON_EDUPLICATE,
+                  "%s", dup[i]);
+    ck_assert_int_eq(c.n, 0);
+  }
+  /* The same key in different objects is no duplicate. */
+  collected c = {0};
+  ck_assert_int_eq(PARSE(&c, "{\"jobs\": [{\"job_id\": 1}, {\"job_id\": 2}]}"), 0);
+  ck_assert_int_eq(c.n, 2);
+}
+END_TEST
+
+/* int64_t holds every integer Slurm writes (its data_t is int64_t), so one beyond it, or a number
+ * beyond a double, is refused with the document; a tiny one reads as 0. */
+START_TEST(squeue_huge_numbers) {
+  static const char *const huge[] = {
+      "{\"jobs\": [{\"job_id\": 9223372036854775808}]}",
+      "{\"jobs\": [{\"job_id\": -9223372036854775809}]}",
+      "{\"jobs\": [{\"job_id\": 1, \"exit_code\": 18446744073709551616}]}",
+      "{\"jobs\": [{\"job_id\": 1, \"x\": 1000000000000000000000000000000000000000000}]}",
+      "{\"jobs\": [{\"job_id\": 1, \"x\": 1e400}]}",
+      "{\"jobs\": [{\"job_id\": 1, \"x\": -1.5e309}]}"};
+  for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
+    collected c = {0};
+    ck_assert_msg(slurm_parse_squeue_json(huge[i], strlen(huge[i]), collect, &c) == JSON_ERANGE,
+                  "%s", huge[i]);
+    ck_assert_int_eq(c.n, 0);
+  }
+  collected c = {0};
+  ck_assert_int_eq(PARSE(&c, "{\"jobs\": [{\"job_id\": 9223372036854775807, \"x\": 1e-400,"
+                             " \"y\": -0, \"z\": 1.7976931348623157e308},"
+                             " {\"job_id\": 1e3}, {\"job_id\": 2, \"exit_code\": -0}]}"),
+                   0);
+  ck_assert_int_eq(c.n, 2);
+  ck_assert_uint_eq(c.jobs[0].job_id, (uint64_t)INT64_MAX);
+  ck_assert(c.jobs[1].has_exit && c.jobs[1].exit_status == 0 && c.jobs[1].signal == 0);
+}
+END_TEST
+
+/* Jansson's allocations, counted; the next one fails when alloc_budget reaches 0. */
+static long alloc_budget = -1; /* allocations left before one fails; -1: none fails */
+static long alloc_live;        /* blocks Jansson holds */
+
+static void *counting_malloc(size_t n) {
+  if (alloc_budget == 0)
+    return NULL;
+  if (alloc_budget > 0)
+    alloc_budget--;
+  void *p = malloc(n);
+  if (p != NULL)
+    alloc_live++;
+  return p;
+}
+
+static void counting_free(void *p) {
+  if (p != NULL)
+    alloc_live--;
+  free(p);
+}
+
+/* Every allocation Jansson makes for a document, failed in turn: each failure is an error with
+ * no job reported and nothing left allocated, until the budget suffices and the jobs are read.
+ * A document of both layouts, small enough to be parsed once per allocation under valgrind. */
+START_TEST(squeue_out_of_memory) {
+  static const char t[] =
+      "{\"meta\": {\"plugin\": {\"type\": \"openapi\\/v0.0.38\"}}, \"errors\": [], \"jobs\": ["
+      "{\"job_id\": 1, \"job_state\": \"FAILED\", \"state_reason\": \"NonZeroExitCode\", "
+      "\"name\": \"tl-exec-exec-1\", \"exit_code\": 768, \"flags\": [\"TRES_STR_CALC\"], "
+      "\"billable_tres\": 1.0, \"array_task_id\": null, \"batch_flag\": true}, "
+      "{\"job_id\": {\"set\": true, \"number\": 2}, \"job_state\": [\"CANCELLED\"], "
+      "\"exit_code\": {\"status\": [\"SIGNALED\"], \"return_code\": {\"set\": true, \"number\": "
+      "0}, "
+      "\"signal\": {\"signal_id\": {\"set\": true, \"number\": 9}, \"name\": \"KILL\"}}}]}";
+  json_set_alloc_funcs(counting_malloc, counting_free);
+  long failures = 0;
+  for (long budget = 0;; budget++) {
+    collected c = {0};
+    alloc_budget = budget;
+    alloc_live = 0;
+    int rc = slurm_parse_squeue_json(t, sizeof t - 1, collect, &c);
+    ck_assert_msg(alloc_live == 0, "budget %ld: %ld blocks left", budget, alloc_live);
+    if (rc == 0) {
+      ck_assert_int_eq(c.n, 2);
+      ck_assert_int_eq(c.jobs[1].signal, 9);
+      break;
+    }
+    /* Jansson reports a string it could not allocate as a bad token: JSON_ESYNTAX. */
+    ck_assert_msg(rc == JSON_ENOMEM || rc == JSON_ESYNTAX, "budget %ld: %d", budget, rc);
+    ck_assert_int_eq(c.n, 0);
+    failures++;
+  }
+  alloc_budget = -1;
+  json_set_alloc_funcs(malloc, free);
+  ck_assert_int_gt(failures, 50);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------------------------- */
 
 /* squeue --json of Slurm 22.05.8 while jobs 7 (pending) and 8, 9 (running) had not ended. */
 START_TEST(squeue_running) {
@@ -423,9 +662,13 @@ END_TEST
 static Suite *slurm_parse_suite(void) {
   Suite *s = suite_create("slurm_parse");
   TCase *tc = tcase_create("core");
-  tcase_add_test(tc, json_values);
-  tcase_add_test(tc, json_malformed);
-  tcase_add_test(tc, json_depth);
+  tcase_add_test(tc, squeue_values);
+  tcase_add_test(tc, squeue_malformed);
+  tcase_add_test(tc, squeue_depth);
+  tcase_add_test(tc, squeue_hostile_bytes);
+  tcase_add_test(tc, squeue_duplicate_keys);
+  tcase_add_test(tc, squeue_huge_numbers);
+  tcase_add_test(tc, squeue_out_of_memory);
   tcase_add_test(tc, squeue_running);
   tcase_add_test(tc, squeue_final);
   tcase_add_test(tc, squeue_truncated);
