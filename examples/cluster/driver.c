@@ -29,24 +29,28 @@
  *             [--max-pending-connections N] [--max-connections N]
  *
  * Exit status: 0 when every job succeeded (or, with --expect-job-failure, failed), the ledger
- * drained, the expected losses happened, every executor ended as it should have and none
- * materialised a task set's binary more than once; 1 otherwise; 2 for bad arguments (an unknown
- * launcher, or one not built into this binary, included).
+ * drained, the expected losses happened and every executor ended as it should have (one that
+ * was sent a task set's binary twice exits 4, which fails the run); 1 otherwise; 2 for bad
+ * arguments (an unknown launcher, or one not built into this binary, a token shorter than
+ * TOKEN_MIN, included).
+ *
+ * Everything that arrives on the listening port is hostile until REGISTER with the token is
+ * accepted, and bounded after: docs/cluster.md "Limits and hardening" has every limit.
  */
-#include <inttypes.h>
-#include <signal.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <netinet/in.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <uv.h>
@@ -206,19 +210,19 @@ typedef struct loss_rec {
 /* One address that sent wrong tokens (auth_failed): IPv4 addresses by themselves, IPv6 ones by
  * their /64, which one host may hold whole. */
 typedef struct auth_rec {
-  uint8_t key[16];      /* auth_key's */
-  uint32_t failures;    /* wrong tokens since it was first seen (or forgotten) */
-  uint64_t last_ns;     /* uv_hrtime of the last one */
-  uint64_t wait_until;  /* connections from it are refused at once until then */
-  UT_hash_handle hh;    /* on driver.auth by key */
+  uint8_t key[16];     /* auth_key's */
+  uint32_t failures;   /* wrong tokens since it was first seen (or forgotten) */
+  uint64_t last_ns;    /* uv_hrtime of the last one */
+  uint64_t wait_until; /* connections from it are refused at once until then */
+  UT_hash_handle hh;   /* on driver.auth by key */
 } auth_rec;
 
 /* A kind of edge log line, printed whatever --quiet says (an operator must see an attack), at
  * most EDGE_LOG_PER_S a second; the rest are counted and said in one line. */
 typedef struct ratelog {
-  uint64_t window;     /* the second (uv_hrtime / 1e9) of the lines being counted */
-  uint32_t in_window;  /* lines printed in it */
-  uint64_t suppressed; /* lines not printed since the last one that was */
+  uint64_t window;           /* the second (uv_hrtime / 1e9) of the lines being counted */
+  uint32_t in_window;        /* lines printed in it */
+  uint64_t suppressed;       /* lines not printed since the last one that was */
   uint64_t total_suppressed; /* lines not printed in the whole run */
 } ratelog;
 
@@ -303,14 +307,14 @@ typedef struct driver {
   uint32_t active_at_end;           /* active when the jobs ended */
   /* Lost executors: the records of losses still waiting for their real reason (by id), and
    * the last LOST_DETAIL_MAX that got one; everything else only counted. */
-  loss_rec *open_losses;                     /* uthash by id; at most one per live executor */
-  loss_rec lost_detail[LOST_DETAIL_MAX];     /* a ring: the last ones that ended */
-  uint64_t lost_ended;                       /* records put in the ring: its next slot mod MAX */
-  uint64_t lost_total;                       /* loss records made (lost executors) */
-  uint64_t lost_by_detection[DETECTED_N];    /* of those, by how the loss began */
+  loss_rec *open_losses;                  /* uthash by id; at most one per live executor */
+  loss_rec lost_detail[LOST_DETAIL_MAX];  /* a ring: the last ones that ended */
+  uint64_t lost_ended;                    /* records put in the ring: its next slot mod MAX */
+  uint64_t lost_total;                    /* loss records made (lost executors) */
+  uint64_t lost_by_detection[DETECTED_N]; /* of those, by how the loss began */
   uint64_t lost_by_kind[TL_LOSS_PENDING_TIMEOUT + 1]; /* the real reasons that came, by kind */
-  uv_timer_t settle_timer;                   /* settle_open_losses every SETTLE_MS */
-  size_t settle_at;                          /* and when open_losses reaches this many */
+  uv_timer_t settle_timer;                            /* settle_open_losses every SETTLE_MS */
+  size_t settle_at;                                   /* and when open_losses reaches this many */
   const char *summary_json;         /* --summary-json: the file to write */
   /* Dynamic allocation (--min-executors/--max-executors): Spark's ExecutorAllocationManager,
    * simplified; see docs/cluster.md "Dynamic allocation". */
@@ -1952,17 +1956,17 @@ static int metrics_extra(void *ud, char *buf, size_t cap) {
   size_t n = 0;
 #define PUT(...)                                                                                   \
   do {                                                                                             \
-    int k = snprintf(n < cap ? buf + n : NULL, n < cap ? cap - n : 0, __VA_ARGS__);              \
+    int k = snprintf(n < cap ? buf + n : NULL, n < cap ? cap - n : 0, __VA_ARGS__);                \
     if (k < 0)                                                                                     \
       return -1;                                                                                   \
     n += (size_t)k;                                                                                \
   } while (0)
 #define COUNTER(name, help, value)                                                                 \
-  PUT("# HELP taskledger_driver_" name " " help "\n# TYPE taskledger_driver_" name                \
+  PUT("# HELP taskledger_driver_" name " " help "\n# TYPE taskledger_driver_" name                 \
       " counter\ntaskledger_driver_" name " %" PRIu64 "\n",                                        \
       (uint64_t)(value))
 #define GAUGE(name, help, value)                                                                   \
-  PUT("# HELP taskledger_driver_" name " " help "\n# TYPE taskledger_driver_" name                \
+  PUT("# HELP taskledger_driver_" name " " help "\n# TYPE taskledger_driver_" name                 \
       " gauge\ntaskledger_driver_" name " %" PRIu64 "\n",                                          \
       (uint64_t)(value))
   GAUGE("connections", "Connections open, registered or not.", d->nconns);
@@ -1977,8 +1981,8 @@ static int metrics_extra(void *ud, char *buf, size_t cap) {
   COUNTER("evicted_pending_total",
           "Waiting connections closed for a newer one over --max-pending-connections.",
           d->evicted_pending);
-  COUNTER("refused_connections_total",
-          "Connections closed for a protocol or registration fault.", d->refused_conns);
+  COUNTER("refused_connections_total", "Connections closed for a protocol or registration fault.",
+          d->refused_conns);
   PUT("# HELP taskledger_driver_accept_errors_total Accepts that failed, by error.\n"
       "# TYPE taskledger_driver_accept_errors_total counter\n"
       "taskledger_driver_accept_errors_total{error=\"EMFILE\"} %" PRIu64 "\n"
@@ -2350,10 +2354,11 @@ static int write_summary_json(driver *d, const char *path, bool ok, const tl_sta
   }
   fprintf(f, "%s],\n", nshown ? "\n  " : "");
   free(shown);
-  fprintf(f, "  \"edge\": {\"auth_failures\": %" PRIu64 ", \"auth_addresses\": %" PRIu64
-             ", \"refused_backoff\": %" PRIu64 ", \"evicted_pending\": %" PRIu64
-             ", \"refused_connection_cap\": %" PRIu64 ", \"accept_emfile\": %" PRIu64
-             ", \"accept_enfile\": %" PRIu64 ", \"accept_other\": %" PRIu64 "},\n",
+  fprintf(f,
+          "  \"edge\": {\"auth_failures\": %" PRIu64 ", \"auth_addresses\": %" PRIu64
+          ", \"refused_backoff\": %" PRIu64 ", \"evicted_pending\": %" PRIu64
+          ", \"refused_connection_cap\": %" PRIu64 ", \"accept_emfile\": %" PRIu64
+          ", \"accept_enfile\": %" PRIu64 ", \"accept_other\": %" PRIu64 "},\n",
           d->auth_failures, d->auth_addresses, d->refused_backoff, d->evicted_pending,
           d->refused_conn_cap, d->accept_emfile, d->accept_enfile, d->accept_other);
   fprintf(f, "  \"tl_stats\": {");
@@ -2793,8 +2798,7 @@ int main(int argc, char **argv) {
          " in, %" PRIu64 " out; launches: %" PRIu64 "; binaries sent: %" PRIu64
          ", forgotten: %" PRIu64 "%s\n",
          d.started, d.cores, d.registered, d.registered_cores, d.queue, d.frames_in, d.frames_out,
-         d.launched, d.binaries_sent, d.forgets_sent,
-         d.unforgotten ? " (SOME HELD AT STOP)" : "");
+         d.launched, d.binaries_sent, d.forgets_sent, d.unforgotten ? " (SOME HELD AT STOP)" : "");
   ok = ok && d.unforgotten == 0;
   /* What the last executors reported. Their binaries counts are their word: shown, never
    * trusted (an executor sent a binary it holds exits non-zero, which its launcher reports). */

@@ -56,7 +56,7 @@
   XX(ECOUNT, -9, "A batch's count is zero, or more than its frame can hold.")                      \
   XX(ELENGTH, -10, "A string or byte field's length is outside its bounds (an empty id...).")      \
   XX(ENUL, -11, "A string holds a NUL byte.")                                                      \
-  XX(ECORES, -12, "A registration offers zero cores, or more than TLC_CORES_MAX.")                                             \
+  XX(ECORES, -12, "A registration offers zero cores, or more than TLC_CORES_MAX.")                 \
   XX(ESTATE, -13, "A status update's task state is not one of tlc_task_state.")                    \
   XX(EFLAG, -14, "A flag byte is neither 0 nor 1.")
 

@@ -437,7 +437,8 @@ START_TEST(the_register_frame_maximum_and_raising_it) {
   ck_assert_int_eq(tlc_decoder_init(&d, TLC_REGISTER_FRAME_MAX), TLC_OK);
   size_t used;
   tlc_msg m;
-  uint8_t prefix[4] = {(TLC_REGISTER_FRAME_MAX + 1) & 0xff, (TLC_REGISTER_FRAME_MAX + 1) >> 8, 0, 0};
+  uint8_t prefix[4] = {(TLC_REGISTER_FRAME_MAX + 1) & 0xff, (TLC_REGISTER_FRAME_MAX + 1) >> 8, 0,
+                       0};
   ck_assert_int_eq(tlc_decoder_feed(&d, prefix, 4, &used, &m), TLC_ETOOBIG);
   ck_assert_uint_eq(used, 4);
   tlc_decoder_fini(&d);
