@@ -1,0 +1,377 @@
+#!/bin/bash
+# The edge tests (ctest label `edge`, docs/cluster.md "Limits and hardening"): tl-driver attacked
+# from this host by test/edge/attack.py, one attack a mode, each asserting the bound the driver
+# promises against it. Every attack is bounded in time and count and talks only to loopback.
+#
+#   edge.sh MODE DIR    DIR holds tl-driver and tl-executor
+#
+# MODE:
+#   preauth    1,000 connections each announcing a 1 MiB frame and sending part of a REGISTER,
+#              no token, held 3 s (each is refused at its length prefix), then 1,000 that
+#              announce 500 bytes and send 100 (allowed, left unfinished): at most 64 of those
+#              are still open at the end (the oldest waiting ones are closed for newer ones), the
+#              driver's peak RSS grows by at most 4 MiB (the cap bounds it, not the attack), and
+#              the job then succeeds
+#   flood      connections opened and closed continuously (2 threads of 32 non-blocking
+#              connects at a time) for up to 30 s: the driver still ends within the STOP grace
+#              of its last job's end (10 s from its start in all); then SIGTERM while the
+#              executors spin and cannot take STOP: the listening socket refuses connections
+#              within 0.5 s of the signal, not at the end of the 2 s grace, and the driver ends
+#              within 4 s
+#   cores      REGISTER frames with the right token and cores 0xFFFFFFFF, 2^26 and 4097 are
+#              refused (TLC_ECORES) and the job succeeds on the real executors
+#   token      an empty and a short TL_CLUSTER_TOKEN, an empty and a short token file are
+#              refused at start (status 2, saying how to make one), by tl-driver and by
+#              tl-executor; 16 bytes are enough
+#   backoff    a 4-digit token guessed as fast as possible from 127.0.0.2 (all 10,000 guesses,
+#              for at most 8 s): the driver checks 3 free guesses, then makes the address wait
+#              1 s, 2 s, 4 s... (its connections refused at accept meanwhile): 4 to 7 wrong
+#              tokens are checked, each logged with the address and its wait (even with
+#              --quiet), the waits follow the schedule, at which 10,000 guesses take more than
+#              an hour; an executor from 127.0.0.1 is not slowed and the job succeeds
+#   escape     an executor registering as 'ev\x1b[31mil\nforged line' (then removed for a
+#              protocol fault): no control byte from it reaches stderr or the summary; its id is
+#              printed escaped
+#   cycles     3,000 register-then-close cycles, then 10,000 more: the driver's RSS after the
+#              last is within 2 MiB of its RSS after the first 1,000 of those (the records of
+#              executors that are gone are summarised; before, it grew by 16 MB and the cycles
+#              took 25 times as long), the summary stays under 160 lines whatever the number of
+#              cycles and says how many lost executors and reports it does not show, an
+#              external executor's report gives the cores it registered with, and the job
+#              succeeds
+#   heartbeat  a registered executor reports 2^64-1 binaries materialised: shown as its word,
+#              not trusted, and the run is OK
+#   emfile     the driver under `ulimit -n 40` and 60 idle connections: accept fails with EMFILE,
+#              which is logged (with the limit's name) and counted, and the driver warned at
+#              start; once they go, an executor registers and the job succeeds
+#
+# RSS bounds are not checked when TL_EDGE_SANITIZED=1 (ASan's shadow memory and quarantine make
+# RSS meaningless); everything else is. Exit status: 0 when the mode's assertions hold; 77
+# (skipped) without python3, or for backoff where 127.0.0.2 cannot be used; 1 otherwise. No
+# process is left behind on any path.
+set -u
+mode=$1
+dir=$2
+name="edge.sh $mode"
+here=$(cd "$(dirname "$0")" && pwd)
+attack="$here/attack.py"
+command -v python3 >/dev/null 2>&1 || {
+  echo "$name: python3 is not installed: skipped" >&2
+  exit 77
+}
+tmp=$(mktemp -d)
+drv='' ext='' bg=''
+# shellcheck source=test/cluster/common.sh
+. "$here/../cluster/common.sh"
+# shellcheck disable=SC2317 # run by the trap
+edge_cleanup() {
+  if [ -n "$bg" ]; then kill -9 "$bg" 2>/dev/null; fi
+  cleanup
+}
+trap edge_cleanup EXIT
+sanitized=${TL_EDGE_SANITIZED:-0}
+token=$(head -c 24 /dev/urandom | base64)
+export TL_CLUSTER_TOKEN=$token
+
+# Starts the driver with the given options (stdout and stderr to $tmp/out, $tmp/err) and sets
+# $drv and $port.
+start_driver() {
+  : >"$tmp/out" # emptied here, not by the child's redirection: wait_for must not read a
+  : >"$tmp/err" # previous driver's lines
+  "$dir/tl-driver" --quiet "$@" >"$tmp/out" 2>"$tmp/err" &
+  drv=$!
+  wait_for "$tmp/out" '^listening on ' || fail "the driver did not listen"
+  port=$(sed -n 's/^listening on .*:\([0-9][0-9]*\)$/\1/p' "$tmp/out")
+  [ -n "$port" ] || fail "no port in the driver's output"
+}
+
+# Waits for the driver and fails unless it exited 0 with OK.
+driver_ok() {
+  wait "$drv"
+  local rc=$?
+  drv=''
+  [ "$rc" -eq 0 ] || fail "the driver exited with status $rc"
+  grep -q '^OK$' "$tmp/out" || fail "the summary does not say OK"
+}
+
+# kB of the driver's VmRSS or VmHWM ($1).
+mem_kb() { sed -n "s/^$1:[[:space:]]*\\([0-9]*\\) kB/\\1/p" "/proc/$drv/status"; }
+
+# The value of key $2 in the result line of attack mode $1, from $tmp/attack.
+result() { sed -n "s/^$1:.* $2=\\([^ ]*\\).*/\\1/p; s/^$1: $2=\\([^ ]*\\).*/\\1/p" "$tmp/attack" | head -1; }
+
+# An external executor registering as ext-1 with $1 cores from 127.0.0.1.
+start_external() {
+  "$dir/tl-executor" --port "$port" --id ext-1 --cores "$1" --heartbeat-ms 100 \
+    2>"$tmp/ext-err" &
+  ext=$!
+}
+
+case $mode in
+preauth)
+  start_driver --executors 1 --accept 1 --cores 2 --job noop:20 --timeout-s 60
+  sleep 0.3
+  before=$(mem_kb VmRSS)
+  python3 "$attack" --port "$port" preauth --conns 1000 --hold-s 3 >"$tmp/attack" ||
+    fail "the attack did not run"
+  cat "$tmp/attack"
+  [ "$(result preauth opened)" -ge 900 ] || fail "the attack opened too few connections"
+  # The same with frames the REGISTER maximum allows, left unfinished: the connections stay
+  # open, waiting, and all but --max-pending-connections of them are closed for newer ones.
+  python3 "$attack" --port "$port" preauth --conns 1000 --announce 500 --send 100 --hold-s 3 \
+    >"$tmp/attack" || fail "the attack did not run"
+  peak=$(mem_kb VmHWM)
+  cat "$tmp/attack"
+  [ "$(result preauth opened)" -ge 900 ] || fail "the attack opened too few connections"
+  [ "$(result preauth open_at_end)" -le 64 ] || fail "more than 64 connections wait for REGISTER"
+  start_external 2
+  driver_ok
+  grep -q 'job 1: succeeded' "$tmp/out" || fail "the job did not succeed"
+  grep -Eq ' [1-9][0-9]* closed waiting for REGISTER over --max-pending-connections' "$tmp/out" ||
+    fail "no waiting connection was closed for a newer one"
+  echo "driver RSS before the attack ${before} kB, peak ${peak} kB"
+  if [ "$sanitized" != 1 ] && [ $((peak - before)) -gt 4096 ]; then
+    fail "1,000 hostile connections cost $((peak - before)) kB (more than 4 MiB)"
+  fi
+  ;;
+flood)
+  # 1. A job that ends under the flood: the driver ends within the STOP grace of its end.
+  start=$(date +%s%N)
+  start_driver --executors 2 --cores 2 --job sleep:50:160 --timeout-s 60
+  python3 "$attack" --port "$port" flood --seconds 30 --parallel 2 --burst 32 >"$tmp/attack" &
+  bg=$!
+  driver_ok
+  took=$((($(date +%s%N) - start) / 1000000))
+  wait "$bg"
+  bg=''
+  cat "$tmp/attack"
+  echo "the driver ended $took ms after it started, under the flood"
+  [ "$took" -le 10000 ] || fail "the driver took $took ms to end under a flood"
+  [ "$(result flood connections)" -ge 100 ] || fail "the flood made too few connections"
+  [ "$(result flood first_refused_after_s)" != -1 ] || fail "the listening socket never closed"
+  grep -q 'job 1: succeeded' "$tmp/out" || fail "the job did not succeed"
+  # 2. SIGTERM while the executors spin (3 s tasks: they cannot read STOP), under the flood: the
+  # listening socket refuses connections at once, not only when the driver exits at the end of
+  # the 2 s grace (when it stops the executors by force).
+  start_driver --executors 2 --cores 1 --job spin:3000000:4 --timeout-s 60
+  python3 "$attack" --port "$port" flood --seconds 30 --parallel 2 --burst 32 >"$tmp/attack" &
+  bg=$!
+  sleep 1 # python's start, then some flooding
+  term=$(date +%s%N)
+  kill -TERM "$drv"
+  wait "$drv"
+  rc=$?
+  drv=''
+  ended=$(date +%s%N)
+  wait "$bg"
+  bg=''
+  cat "$tmp/attack"
+  [ "$rc" -eq 1 ] || fail "the signalled driver exited with status $rc, not 1"
+  grep -q 'giving up: signalled' "$tmp/err" || fail "the driver did not give up on SIGTERM"
+  refused=$(result flood first_refused_epoch_ms)
+  [ "$refused" != -1 ] || fail "the listening socket never closed"
+  [ "$(result flood connections)" -ge 100 ] || fail "the flood made too few connections"
+  refused_ms=$((refused - term / 1000000))
+  stop_ms=$(((ended - term) / 1000000))
+  echo "after SIGTERM: connections refused from $refused_ms ms, the driver ended at $stop_ms ms"
+  [ "$stop_ms" -le 4000 ] || fail "the driver took $stop_ms ms to end after SIGTERM"
+  [ "$refused_ms" -le 500 ] || fail "connections were accepted for $refused_ms ms after SIGTERM"
+  ;;
+cores)
+  start_driver --executors 2 --cores 2 --job sleep:20:300 --timeout-s 60
+  sleep 0.2
+  for c in 0xFFFFFFFF 0x4000000 4097; do
+    python3 "$attack" --port "$port" register --id "fake-$c" --host fake --cores "$c" \
+      --token-env --then hold --hold-s 1 >"$tmp/attack" || fail "the attack did not run"
+    cat "$tmp/attack"
+    [ "$(result register closed_by_peer)" = 1 ] || fail "REGISTER with cores $c was not refused"
+  done
+  driver_ok
+  [ "$(grep -c 'bad frame: ECORES' "$tmp/err")" -eq 3 ] || fail "not 3 ECORES refusals"
+  grep -q ' 2 registered with 4 cores in all' "$tmp/out" || fail "a fake executor registered"
+  grep -q 'job 1: succeeded' "$tmp/out" || fail "the job did not succeed"
+  ;;
+token)
+  # tl-driver: each bad token source is refused at start, before listening.
+  : >"$tmp/empty"
+  printf 'fifteen-bytes!!\n' >"$tmp/short"
+  printf 'sixteen-bytes!!!\n' >"$tmp/ok"
+  try_driver() { # $1: what, then the command
+    local what=$1
+    shift
+    "$@" --quiet --executors 1 --cores 1 --job noop:1 --timeout-s 20 >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    [ "$rc" -eq 2 ] || fail "$what: status $rc, not 2"
+    grep -q 'at least 16 are needed; make one with' "$tmp/err" || fail "$what: no advice"
+    grep -q 'head -c 32 /dev/urandom | base64' "$tmp/err" || fail "$what: no command"
+    ! grep -q '^listening' "$tmp/out" || fail "$what: it listened"
+    echo "$what: refused"
+  }
+  try_driver "empty TL_CLUSTER_TOKEN" env TL_CLUSTER_TOKEN= "$dir/tl-driver"
+  try_driver "15-byte TL_CLUSTER_TOKEN" env TL_CLUSTER_TOKEN=fifteen-bytes!! "$dir/tl-driver"
+  try_driver "empty token file" env -u TL_CLUSTER_TOKEN "$dir/tl-driver" --token-file "$tmp/empty"
+  try_driver "15-byte token file" env -u TL_CLUSTER_TOKEN "$dir/tl-driver" --token-file "$tmp/short"
+  # tl-executor likewise (status 2 before it connects anywhere).
+  for t in '' 'fifteen-bytes!!'; do
+    TL_CLUSTER_TOKEN=$t "$dir/tl-executor" --port 9 --id x 2>"$tmp/err"
+    rc=$?
+    [ "$rc" -eq 2 ] || fail "tl-executor with a ${#t}-byte token: status $rc"
+    grep -q 'at least 16 are needed' "$tmp/err" || fail "tl-executor: no advice"
+  done
+  "$dir/tl-executor" --port 9 --id x --token-file "$tmp/short" 2>"$tmp/err"
+  [ $? -eq 2 ] || fail "tl-executor with a 15-byte token file was not refused"
+  # 16 bytes from the file: a run that succeeds.
+  env -u TL_CLUSTER_TOKEN "$dir/tl-driver" --quiet --executors 1 --cores 1 --job noop:5 \
+    --token-file "$tmp/ok" --timeout-s 20 >"$tmp/out" 2>"$tmp/err" ||
+    fail "a 16-byte token file was refused"
+  grep -q '^OK$' "$tmp/out" || fail "the run with a 16-byte token did not succeed"
+  ;;
+backoff)
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.2", 0))' 2>/dev/null || {
+    echo "$name: 127.0.0.2 cannot be bound here: skipped" >&2
+    exit 77
+  }
+  start_driver --executors 1 --accept 1 --cores 2 --job noop:20 --timeout-s 60
+  python3 "$attack" --port "$port" --source 127.0.0.2 guess --seconds 8 --digits 4 \
+    >"$tmp/attack" || fail "the attack did not run"
+  cat "$tmp/attack"
+  [ "$(result guess found)" = none ] || fail "the token was guessed"
+  start_external 2 # from 127.0.0.1: not slowed
+  driver_ok
+  failures=$(sed -n 's/^edge: wrong tokens \([0-9]*\) from \([0-9]*\) addresses.*/\1/p' "$tmp/out")
+  addresses=$(sed -n 's/^edge: wrong tokens \([0-9]*\) from \([0-9]*\) addresses.*/\2/p' "$tmp/out")
+  refused=$(sed -n 's/.*refused at accept: \([0-9]*\) waiting out a back-off.*/\1/p' "$tmp/out")
+  echo "from one address: $failures wrong tokens checked, $refused connections refused at accept"
+  [ "$addresses" = 1 ] || fail "wrong tokens from $addresses addresses, not 1"
+  if [ "$failures" -lt 4 ] || [ "$failures" -gt 7 ]; then
+    fail "$failures wrong tokens checked in 8 s"
+  fi
+  [ "$refused" -ge 1 ] || fail "no connection was refused during the back-off"
+  # The waits the driver logged, in order, must follow the documented schedule: 3 free, then
+  # 1 s doubling (to 60 s); with it, 10,000 guesses from one address need more than an hour.
+  waits=$(sed -n 's/.*REGISTER from 127\.0\.0\.2:[0-9]* with a wrong token: failure [0-9]* from that address; it waits \([0-9]*\) ms$/\1/p' "$tmp/err" | tr '\n' ' ')
+  echo "waits logged: $waits"
+  want=0 n=0 total_ms=0
+  for w in $waits; do
+    n=$((n + 1))
+    if [ "$n" -le 3 ]; then want=0; elif [ "$n" -eq 4 ]; then want=1000; else want=$((want * 2 > 60000 ? 60000 : want * 2)); fi
+    [ "$w" -eq "$want" ] || fail "wrong token $n waited $w ms, not $want"
+    total_ms=$((total_ms + w))
+  done
+  [ "$n" -eq "$failures" ] || fail "$n wrong-token lines for $failures wrong tokens"
+  guesses=$n
+  while [ "$total_ms" -le 3600000 ]; do
+    guesses=$((guesses + 1))
+    want=$((want * 2 > 60000 ? 60000 : want * 2))
+    total_ms=$((total_ms + want))
+  done
+  [ "$guesses" -lt 10000 ] || fail "the back-off lets 10,000 guesses through within an hour"
+  echo "at that schedule one address gets $guesses guesses in its first hour (10,000 needed)"
+  ;;
+escape)
+  start_driver --executors 2 --cores 2 --job sleep:20:300 --pending-loss-timeout-ms 200 \
+    --summary-json "$tmp/summary.json" --timeout-s 60
+  sleep 0.3
+  # --quiet hides the log lines that name executors; the unquiet ones are checked too.
+  python3 "$attack" --port "$port" register --id 'ev\x1b[31mil\nforged line' --host \
+    'h\x07\x1b]0;title\x07' --cores 1 --token-env --then launch >"$tmp/attack" ||
+    fail "the attack did not run"
+  cat "$tmp/attack"
+  driver_ok
+  if LC_ALL=C grep -q "$(printf '\033')" "$tmp/out" "$tmp/err"; then
+    fail "an escape byte reached the driver's output"
+  fi
+  ! grep -q '^forged line' "$tmp/out" "$tmp/err" || fail "a forged line reached the output"
+  grep -qF 'ev\x1b[31mil\x0aforged line' "$tmp/out" ||
+    fail "the summary does not show the id escaped"
+  # The same run, not quiet: every log line naming the executor or its host is escaped.
+  : >"$tmp/out"
+  : >"$tmp/err"
+  "$dir/tl-driver" --executors 2 --cores 2 --job sleep:20:300 --timeout-s 60 \
+    >"$tmp/out" 2>"$tmp/err" &
+  drv=$!
+  wait_for "$tmp/out" '^listening on ' || fail "the driver did not listen"
+  port=$(sed -n 's/^listening on .*:\([0-9][0-9]*\)$/\1/p' "$tmp/out")
+  sleep 0.3
+  python3 "$attack" --port "$port" register --id 'ev\x1b[31mil\nforged line' --host \
+    'h\x07\x1b]0;title\x07' --cores 1 --token-env --then launch >"$tmp/attack" ||
+    fail "the attack did not run"
+  driver_ok
+  if LC_ALL=C grep -q "$(printf '\033')\\|$(printf '\007')" "$tmp/out" "$tmp/err"; then
+    fail "a control byte reached the driver's output"
+  fi
+  ! grep -q '^forged line' "$tmp/out" "$tmp/err" || fail "a forged line reached the output"
+  grep -qF 'executor ev\x1b[31mil\x0aforged line registered from 127.0.0.1:' "$tmp/err" ||
+    fail "the registration line does not show the id escaped"
+  grep -qF 'host h\x07\x1b]0;title\x07,' "$tmp/err" ||
+    fail "the registration line does not show the host escaped"
+  ;;
+cycles)
+  start_driver --executors 0 --accept 1 --cores 2 --job noop:1 --max-task-failures 1000 \
+    --pending-loss-timeout-ms 100 --timeout-s 120
+  # 3,000 first, so that the pending losses, the tombstones (1,024 at most) and malloc's arenas
+  # reach their steady state; then 10,000 more, the driver's RSS read after each 1,000.
+  python3 "$attack" --port "$port" cycles --count 3000 --id-prefix warm >"$tmp/attack" ||
+    fail "the attack did not run"
+  python3 "$attack" --port "$port" --deadline-s 100 cycles --count 10000 --cores 1 \
+    --rss-pid "$drv" --rss-every 1000 >"$tmp/attack" || fail "the attack did not run"
+  cat "$tmp/attack"
+  [ "$(result cycles 'done')" = 10000 ] || fail "not 10,000 cycles"
+  first=$(result cycles rss_kb_first)
+  last=$(result cycles rss_kb_last)
+  start_external 3
+  driver_ok
+  lines=$(wc -l <"$tmp/out")
+  echo "driver RSS after 4,000 cycles ${first} kB, after 13,000 ${last} kB; summary $lines lines"
+  if [ "$sanitized" != 1 ] && [ $((last - first)) -gt 2048 ]; then
+    fail "the driver's RSS grew by $((last - first)) kB over 9,000 cycles"
+  fi
+  # 64 lost executors and 64 reports in detail, and about 20 other lines, however many cycles.
+  [ "$lines" -le 160 ] || fail "the summary has $lines lines"
+  grep -Eq '^  \([0-9]+ earlier lost executors not shown\)$' "$tmp/out" ||
+    fail "the summary does not say how many lost executors it does not show"
+  grep -Eq '^  \([0-9]+ earlier executors. reports not shown\)$' "$tmp/out" ||
+    fail "the summary does not say how many reports it does not show"
+  grep -Eq '^  lost executors: 1[23][0-9][0-9][0-9];' "$tmp/out" || fail "not every loss was counted"
+  grep -q '^  ext-1: 3 cores;' "$tmp/out" || fail "ext-1's cores are not as it registered"
+  grep -q 'job 1: succeeded' "$tmp/out" || fail "the job did not succeed"
+  ;;
+heartbeat)
+  start_driver --executors 2 --cores 2 --job sleep:20:300 --pending-loss-timeout-ms 200 \
+    --timeout-s 60
+  sleep 0.3
+  python3 "$attack" --port "$port" register --id liar --host liar --cores 1 --token-env \
+    --then heartbeat >"$tmp/attack" || fail "the attack did not run"
+  cat "$tmp/attack"
+  driver_ok
+  grep -q '^  liar: 1 cores; reported 18446744073709551615 binaries materialised, for [0-9]* task sets sent (more than it was sent: its word, not trusted)$' \
+    "$tmp/out" || fail "the liar's report is not shown as untrusted"
+  ;;
+emfile)
+  : >"$tmp/out"
+  : >"$tmp/err"
+  bash -c 'ulimit -n 40 && exec "$0" "$@"' "$dir/tl-driver" --quiet --executors 0 --accept 1 \
+    --cores 2 --job noop:20 --max-pending-connections 100 --timeout-s 60 \
+    >"$tmp/out" 2>"$tmp/err" &
+  drv=$!
+  wait_for "$tmp/out" '^listening on ' || fail "the driver did not listen"
+  port=$(sed -n 's/^listening on .*:\([0-9][0-9]*\)$/\1/p' "$tmp/out")
+  grep -q 'the open-file limit (ulimit -n) is 40, below --max-connections' "$tmp/err" ||
+    fail "no warning about the open-file limit at start"
+  python3 "$attack" --port "$port" hold --conns 60 --hold-s 2 >"$tmp/attack" ||
+    fail "the attack did not run"
+  cat "$tmp/attack"
+  start_external 2
+  driver_ok
+  grep -q 'accept: too many open files (EMFILE): the open-file limit (ulimit -n) is reached' \
+    "$tmp/err" || fail "EMFILE was not logged"
+  grep -Eq 'accept errors: EMFILE [1-9]' "$tmp/out" || fail "EMFILE was not counted"
+  grep -q 'job 1: succeeded' "$tmp/out" || fail "the job did not succeed"
+  ;;
+*)
+  echo "usage: edge.sh preauth|flood|cores|token|backoff|escape|cycles|heartbeat|emfile DIR" >&2
+  exit 2
+  ;;
+esac
+echo "$name: passed"
+exit 0
