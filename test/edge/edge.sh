@@ -28,7 +28,8 @@
 #              1 s, 2 s, 4 s... (its connections refused at accept meanwhile): 4 to 7 wrong
 #              tokens are checked, each logged with the address and its wait (even with
 #              --quiet), the waits follow the schedule, at which 10,000 guesses take more than
-#              an hour; an executor from 127.0.0.1 is not slowed and the job succeeds
+#              an hour, and /metrics counts them; an executor from 127.0.0.1 is not slowed and
+#              the job succeeds
 #   escape     an executor registering as 'ev\x1b[31mil\nforged line' (then removed for a
 #              protocol fault): no control byte from it reaches stderr or the summary; its id is
 #              printed escaped
@@ -41,6 +42,8 @@
 #              succeeds
 #   heartbeat  a registered executor reports 2^64-1 binaries materialised: shown as its word,
 #              not trusted, and the run is OK
+#   conncap    --max-connections 12 and 40 idle connections beside a registered executor: the
+#              newest are refused at once and counted, the executor is kept, the job succeeds
 #   emfile     the driver under `ulimit -n 40` and 60 idle connections: accept fails with EMFILE,
 #              which is logged (with the limit's name) and counted, and the driver warned at
 #              start; once they go, an executor registers and the job succeeds
@@ -231,11 +234,22 @@ backoff)
     echo "$name: 127.0.0.2 cannot be bound here: skipped" >&2
     exit 77
   }
-  start_driver --executors 1 --accept 1 --cores 2 --job noop:20 --timeout-s 60
+  start_driver --executors 1 --accept 1 --cores 2 --job noop:20 --metrics-port 0 --timeout-s 60
+  mport=$(sed -n 's/^metrics on .*:\([0-9][0-9]*\)$/\1/p' "$tmp/out")
   python3 "$attack" --port "$port" --source 127.0.0.2 guess --seconds 8 --digits 4 \
     >"$tmp/attack" || fail "the attack did not run"
   cat "$tmp/attack"
   [ "$(result guess found)" = none ] || fail "the token was guessed"
+  # The wrong tokens are on /metrics too.
+  python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(
+    "http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5).read().decode())' "$mport" \
+    >"$tmp/metrics" || fail "no answer from /metrics"
+  scraped=$(sed -n 's/^taskledger_driver_auth_failures_total \([0-9]*\)$/\1/p' "$tmp/metrics")
+  refused_scraped=$(sed -n 's/^taskledger_driver_refused_backoff_total \([0-9]*\)$/\1/p' "$tmp/metrics")
+  echo "on /metrics: auth failures $scraped, refused during the back-off $refused_scraped"
+  [ "${scraped:-0}" -ge 4 ] || fail "/metrics does not count the wrong tokens"
+  [ "${refused_scraped:-0}" -ge 1 ] ||
+    fail "/metrics does not count the connections refused during the back-off"
   start_external 2 # from 127.0.0.1: not slowed
   driver_ok
   failures=$(sed -n 's/^edge: wrong tokens \([0-9]*\) from \([0-9]*\) addresses.*/\1/p' "$tmp/out")
@@ -347,6 +361,22 @@ heartbeat)
   grep -q '^  liar: 1 cores; reported 18446744073709551615 binaries materialised, for [0-9]* task sets sent (more than it was sent: its word, not trusted)$' \
     "$tmp/out" || fail "the liar's report is not shown as untrusted"
   ;;
+conncap)
+  # --max-connections 12: one executor registered and 40 idle connections: all but 11 of them
+  # refused at once (the newest), counted in the summary; the registered one is not dropped.
+  start_driver --executors 1 --accept 1 --cores 2 --job noop:20 --max-connections 12 \
+    --max-pending-connections 64 --timeout-s 60
+  sleep 0.3
+  python3 "$attack" --port "$port" hold --conns 40 --hold-s 1 >"$tmp/attack" ||
+    fail "the attack did not run"
+  cat "$tmp/attack"
+  [ "$(result hold closed_by_peer)" -ge 29 ] || fail "fewer than 29 connections were refused"
+  start_external 2
+  driver_ok
+  capped=$(sed -n 's/.* \([0-9]*\) over --max-connections.*/\1/p' "$tmp/out")
+  [ "$capped" -ge 29 ] || fail "$capped connections counted over --max-connections"
+  grep -q 'job 1: succeeded' "$tmp/out" || fail "the job did not succeed"
+  ;;
 emfile)
   : >"$tmp/out"
   : >"$tmp/err"
@@ -369,7 +399,7 @@ emfile)
   grep -q 'job 1: succeeded' "$tmp/out" || fail "the job did not succeed"
   ;;
 *)
-  echo "usage: edge.sh preauth|flood|cores|token|backoff|escape|cycles|heartbeat|emfile DIR" >&2
+  echo "usage: edge.sh preauth|flood|cores|token|backoff|escape|cycles|heartbeat|conncap|emfile DIR" >&2
   exit 2
   ;;
 esac
