@@ -346,7 +346,13 @@ cycles)
     fail "the summary does not say how many lost executors it does not show"
   grep -Eq '^  \([0-9]+ earlier executors. reports not shown\)$' "$tmp/out" ||
     fail "the summary does not say how many reports it does not show"
-  grep -Eq '^  lost executors: 1[23][0-9][0-9][0-9];' "$tmp/out" || fail "not every loss was counted"
+  # Every cycler that registered was lost (some may have been closed before their REGISTER
+  # was read, when the driver is slow: those never registered); ext-1 was not.
+  registered=$(sed -n 's/^executors: .*, \([0-9]*\) registered with .*/\1/p' "$tmp/out")
+  lost=$(sed -n 's/^  lost executors: \([0-9]*\);.*/\1/p' "$tmp/out")
+  echo "$registered registered, $lost lost"
+  [ "${registered:-0}" -ge 1000 ] || fail "only $registered registered"
+  [ "${lost:-0}" -eq $((registered - 1)) ] || fail "$lost losses counted for $registered registered"
   grep -q '^  ext-1: 3 cores;' "$tmp/out" || fail "ext-1's cores are not as it registered"
   grep -q 'job 1: succeeded' "$tmp/out" || fail "the job did not succeed"
   ;;
