@@ -181,17 +181,18 @@ flood)
   [ "$refused_ms" -le 500 ] || fail "connections were accepted for $refused_ms ms after SIGTERM"
   ;;
 cores)
-  start_driver --executors 2 --cores 2 --job sleep:20:300 --timeout-s 60
-  sleep 0.2
+  # The job waits (--accept 1) until the attacks are over and ext-1 comes.
+  start_driver --executors 2 --cores 2 --accept 1 --job sleep:20:300 --timeout-s 60
   for c in 0xFFFFFFFF 0x4000000 4097; do
     python3 "$attack" --port "$port" register --id "fake-$c" --host fake --cores "$c" \
       --token-env --then hold --hold-s 1 >"$tmp/attack" || fail "the attack did not run"
     cat "$tmp/attack"
     [ "$(result register closed_by_peer)" = 1 ] || fail "REGISTER with cores $c was not refused"
   done
+  start_external 2
   driver_ok
   [ "$(grep -c 'bad frame: ECORES' "$tmp/err")" -eq 3 ] || fail "not 3 ECORES refusals"
-  grep -q ' 2 registered with 4 cores in all' "$tmp/out" || fail "a fake executor registered"
+  grep -q ' 3 registered with 6 cores in all' "$tmp/out" || fail "a fake executor registered"
   grep -q 'job 1: succeeded' "$tmp/out" || fail "the job did not succeed"
   ;;
 token)
@@ -283,14 +284,15 @@ backoff)
   echo "at that schedule one address gets $guesses guesses in its first hour (10,000 needed)"
   ;;
 escape)
-  start_driver --executors 2 --cores 2 --job sleep:20:300 --pending-loss-timeout-ms 200 \
-    --summary-json "$tmp/summary.json" --timeout-s 60
-  sleep 0.3
+  # Each driver waits (--accept 2) for the forged executor and ext-1, started after it.
+  start_driver --executors 2 --cores 2 --accept 2 --job sleep:20:300 \
+    --pending-loss-timeout-ms 200 --summary-json "$tmp/summary.json" --timeout-s 60
   # --quiet hides the log lines that name executors; the unquiet ones are checked too.
   python3 "$attack" --port "$port" register --id 'ev\x1b[31mil\nforged line' --host \
     'h\x07\x1b]0;title\x07' --cores 1 --token-env --then launch >"$tmp/attack" ||
     fail "the attack did not run"
   cat "$tmp/attack"
+  start_external 2
   driver_ok
   if LC_ALL=C grep -q "$(printf '\033')" "$tmp/out" "$tmp/err"; then
     fail "an escape byte reached the driver's output"
@@ -301,15 +303,15 @@ escape)
   # The same run, not quiet: every log line naming the executor or its host is escaped.
   : >"$tmp/out"
   : >"$tmp/err"
-  "$dir/tl-driver" --executors 2 --cores 2 --job sleep:20:300 --timeout-s 60 \
-    >"$tmp/out" 2>"$tmp/err" &
+  "$dir/tl-driver" --executors 2 --cores 2 --accept 2 --job sleep:20:300 \
+    --pending-loss-timeout-ms 200 --timeout-s 60 >"$tmp/out" 2>"$tmp/err" &
   drv=$!
   wait_for "$tmp/out" '^listening on ' || fail "the driver did not listen"
   port=$(sed -n 's/^listening on .*:\([0-9][0-9]*\)$/\1/p' "$tmp/out")
-  sleep 0.3
   python3 "$attack" --port "$port" register --id 'ev\x1b[31mil\nforged line' --host \
     'h\x07\x1b]0;title\x07' --cores 1 --token-env --then launch >"$tmp/attack" ||
     fail "the attack did not run"
+  start_external 2
   driver_ok
   if LC_ALL=C grep -q "$(printf '\033')\\|$(printf '\007')" "$tmp/out" "$tmp/err"; then
     fail "a control byte reached the driver's output"
@@ -357,12 +359,13 @@ cycles)
   grep -q 'job 1: succeeded' "$tmp/out" || fail "the job did not succeed"
   ;;
 heartbeat)
-  start_driver --executors 2 --cores 2 --job sleep:20:300 --pending-loss-timeout-ms 200 \
-    --timeout-s 60
-  sleep 0.3
+  # The driver waits (--accept 2) for the liar and ext-1, started after it.
+  start_driver --executors 2 --cores 2 --accept 2 --job sleep:20:300 \
+    --pending-loss-timeout-ms 200 --timeout-s 60
   python3 "$attack" --port "$port" register --id liar --host liar --cores 1 --token-env \
     --then heartbeat >"$tmp/attack" || fail "the attack did not run"
   cat "$tmp/attack"
+  start_external 2
   driver_ok
   grep -q '^  liar: 1 cores; reported 18446744073709551615 binaries materialised, for [0-9]* task sets sent (more than it was sent: its word, not trusted)$' \
     "$tmp/out" || fail "the liar's report is not shown as untrusted"
