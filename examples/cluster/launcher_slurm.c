@@ -2,7 +2,9 @@
  * `sbatch --wrap "exec tl-executor ..."`, and its end is Slurm's own account of that job, read
  * with `squeue --json` every poll_ms and with `scontrol show job -o ID` when the driver asks
  * (its connection just dropped). Every Slurm command runs through uv_spawn with its output read
- * from uv pipes, under a time limit; nothing here blocks the driver's loop.
+ * from uv pipes, under a time limit; nothing here blocks the driver's loop. The one costly step,
+ * the parse of an squeue --json answer (seconds, on a big cluster), runs on libuv's thread pool
+ * (squeue_parse, below); everything else, scontrol's small answers included, runs on the loop.
  *
  * Why one batch job per executor, not steps of one allocation: a job's state and exit code are
  * kept by slurmctld for MinJobAge after it ends, for anyone to ask (a step's are not, without
@@ -24,6 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h> /* malloc_trim */
+#endif
 
 #include "launcher.h"
 #include "slurm_parse.h"
@@ -44,6 +49,7 @@
 
 typedef struct slurm_launcher slurm_launcher;
 typedef struct slurm_cmd slurm_cmd;
+typedef struct squeue_parse squeue_parse;
 
 /* One executor started by this launcher, until its end is reported. */
 typedef struct slurm_exec {
@@ -108,8 +114,10 @@ struct slurm_launcher {
   uint64_t next_serial;         /* the serial of the next executor started (from 1) */
   slurm_cmd *cmds;              /* commands in flight */
   size_t cmds_alive;            /* commands not yet freed (in flight, or their handles closing) */
-  bool polling;                 /* an squeue --json is in flight */
+  bool polling;                 /* an squeue --json is in flight, or the parse of its answer */
   bool poll_again;              /* poll once more as soon as the one in flight ends */
+  squeue_parse *parse;          /* the parse on the thread pool, NULL for none (at most one: it
+                                   belongs to the poll in flight) */
   bool poll_failed_logged;      /* a failing squeue was logged (once until it works again) */
   bool stopping_all;            /* stop_all was called: start is refused from then on */
   uint64_t stop_deadline;       /* uv_now after which stop_all's unconfirmed ends are reported */
@@ -547,55 +555,206 @@ static int slurm_start(void *state, const char *executor_id) {
  * squeue --json, every poll_ms
  */
 
-static void squeue_job(void *ud, const slurm_job *j) {
-  slurm_launcher *l = ud;
-  slurm_exec *e = find_job(l, j->job_id);
-  if (e == NULL || !e->in_poll)
+/* The parse of one squeue --json answer, on libuv's thread pool.
+ *
+ * Why: Jansson builds the whole tree of the answer, which lists every job slurmctld holds; at the
+ * 64 MiB bound that is about 2 s and 340 MiB, and on the loop it would stall the driver (its
+ * heartbeats, status updates, every connection) for that long at every poll.
+ *
+ * What each side touches. The work callback (a pool thread) reads and writes only its own
+ * squeue_parse: text, taken over from the command (nothing else holds it), and wanted, a copy of
+ * the job ids the poll is for, are its input; jobs and rc its output. It never reads the launcher
+ * or an executor, calls nothing of libuv, and takes no lock of ours: libuv's queue orders it after
+ * uv_queue_work and before the after-work callback, which runs on the loop and alone applies the
+ * results (poll_listed, poll_failed) exactly as when the loop parsed the answer itself.
+ *
+ * At most one in flight. The parse is the end of its poll: `polling` stays true until its results
+ * are applied, so no squeue starts meanwhile, and a poll asked for meanwhile (a poll_ms tick, a
+ * scancel that worked) waits, merged with any other into the one poll_again starts as soon as
+ * the results are applied, as for an squeue that runs long. No parse ever waits for another.
+ *
+ * Close. The launcher is not freed while a parse is queued or running (maybe_close waits for
+ * `parse` to be NULL). While close waits for running() to reach 0 the results are applied, since
+ * they are how those ends are learnt; once nothing runs, a parse still queued is cancelled
+ * (uv_cancel; one already running cannot be) and the results of one that finishes are freed
+ * unread. */
+struct squeue_parse {
+  uv_work_t req;         /* on the thread pool; req.data is this */
+  slurm_launcher *l;     /* the owner: read by the after-work callback only, on the loop */
+  char *text;            /* the answer, taken over from squeue's command; freed by the work */
+  size_t len;            /* bytes of text */
+  uint64_t *wanted;      /* the job ids of the poll's executors (in_poll), sorted: a copy */
+  size_t nwanted;        /* entries of wanted */
+  slurm_job *jobs;       /* the answer's jobs whose id is in wanted, in its order (malloc'ed) */
+  size_t njobs, jobscap; /* entries of jobs, entries allocated */
+  bool nomem;            /* jobs could not grow: the answer is not read (rc JSON_ENOMEM) */
+  int rc;                /* slurm_parse_squeue_json's result: 0, or a JSON_E* code */
+  bool cancel_tried;     /* maybe_close has called uv_cancel (once is enough) */
+};
+
+static int cmp_job_id(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* On the pool: keeps a job of the answer if it is one of the poll's. */
+static void parse_keep_job(void *ud, const slurm_job *j) {
+  squeue_parse *p = ud;
+  if (p->nomem || bsearch(&j->job_id, p->wanted, p->nwanted, sizeof *p->wanted, cmp_job_id) == NULL)
     return;
-  e->seen = true;
-  if (slurm_state_is_final(j->state))
-    report_job(l, e, j, "squeue --json");
+  if (p->njobs == p->jobscap) {
+    size_t cap = p->jobscap ? 2 * p->jobscap : 16;
+    slurm_job *jobs = realloc(p->jobs, cap * sizeof *jobs);
+    if (jobs == NULL) {
+      p->nomem = true;
+      return;
+    }
+    p->jobs = jobs;
+    p->jobscap = cap;
+  }
+  p->jobs[p->njobs++] = *j;
+}
+
+/* On the pool: the parse itself. */
+static void parse_work(uv_work_t *req) {
+  squeue_parse *p = req->data;
+  p->rc = slurm_parse_squeue_json(p->text, p->len, parse_keep_job, p);
+  if (p->rc == 0 && p->nomem)
+    p->rc = JSON_ENOMEM;
+  free(p->text); /* up to 64 MiB: not held until the loop gets to the results */
+  p->text = NULL;
+#ifdef __GLIBC__
+  /* glibc gives each pool thread an arena of its own and keeps the tree's memory in it once
+   * freed (seen: 500 MiB after a 63 MiB answer): the parse's next turn may fall to another of
+   * libuv's threads, and the driver would hold one such peak per thread. Given back here, it is
+   * held between polls by none. */
+  malloc_trim(0);
+#endif
+}
+
+static void parse_free(squeue_parse *p) {
+  free(p->text);
+  free(p->wanted);
+  free(p->jobs);
+  free(p);
+}
+
+/* The end of a poll, whatever came of it: the next one may start. */
+static void poll_end(slurm_launcher *l) {
+  l->polling = false;
+  for (slurm_exec *e = l->execs; e != NULL; e = e->next)
+    e->in_poll = false;
+  if (l->poll_again && !l->closing)
+    poll_now(l);
+}
+
+/* Slurm did not answer (why says how), or its answer could not be read (answered). */
+static void poll_failed(slurm_launcher *l, const char *why, bool answered) {
+  /* Slurm cannot answer: report nothing (the driver's pending-loss timeout decides). Not logged
+   * once close has nothing left to learn: then the failure is close's own kill. */
+  if (!l->poll_failed_logged && !(l->closing && l->running == 0)) {
+    fprintf(stderr, "launcher slurm: squeue --json failed: %s\n", why);
+    l->poll_failed_logged = true;
+  }
+  /* squeue --json lists every job of the cluster. Where that is more than this launcher reads
+   * (CMD_OUT_MAX), or a layout it cannot read, Slurm did answer: ask about each executor with
+   * scontrol instead. */
+  for (slurm_exec *e = l->execs; e != NULL; e = e->next)
+    if (answered && e->in_poll)
+      query_one(l, e);
+}
+
+/* The answer was read: jobs[0..njobs) are those of its jobs this poll is about (and possibly
+ * some whose executor has ended since), in its order. */
+static void poll_listed(slurm_launcher *l, const slurm_job *jobs, size_t njobs) {
+  if (l->poll_failed_logged)
+    fprintf(stderr, "launcher slurm: squeue --json answers again\n");
+  l->poll_failed_logged = false;
+  for (size_t i = 0; i < njobs; i++) {
+    slurm_exec *e = find_job(l, jobs[i].job_id);
+    if (e == NULL || !e->in_poll)
+      continue;
+    e->seen = true;
+    if (slurm_state_is_final(jobs[i].state))
+      report_job(l, e, &jobs[i], "squeue --json");
+  }
+  /* A job squeue no longer lists has been purged (MinJobAge) or was never kept: its end is
+   * lost for good. */
+  slurm_exec *next;
+  for (slurm_exec *e = l->execs; e != NULL; e = next) {
+    next = e->next;
+    bool missing = e->in_poll && !e->seen;
+    e->in_poll = false;
+    if (missing)
+      report_other(l, e, "no longer known to Slurm", "squeue --json");
+  }
+}
+
+/* On the loop: the parse is over (status 0), or was cancelled before it began (UV_ECANCELED). */
+static void parse_done(uv_work_t *req, int status) {
+  squeue_parse *p = req->data;
+  slurm_launcher *l = p->l;
+  l->parse = NULL;
+  if (status != UV_ECANCELED && !(l->closing && l->running == 0)) {
+    if (p->rc < 0)
+      poll_failed(l, "unreadable JSON", true);
+    else
+      poll_listed(l, p->jobs, p->njobs);
+  }
+  parse_free(p);
+  poll_end(l);
+  maybe_close(l);
+}
+
+/* Hands squeue's answer, c->obuf, to the thread pool for the executors in the poll (in_poll).
+ * 0, or < 0 (UV_ENOMEM) with nothing queued and c->obuf left to c. */
+static int parse_start(slurm_launcher *l, slurm_cmd *c) {
+  squeue_parse *p = calloc(1, sizeof *p);
+  size_t n = 0;
+  for (slurm_exec *e = l->execs; e != NULL; e = e->next)
+    n += e->in_poll;
+  uint64_t *wanted = malloc((n ? n : 1) * sizeof *wanted);
+  if (p == NULL || wanted == NULL) {
+    free(p);
+    free(wanted);
+    return UV_ENOMEM;
+  }
+  n = 0;
+  for (slurm_exec *e = l->execs; e != NULL; e = e->next)
+    if (e->in_poll)
+      wanted[n++] = e->job_id;
+  qsort(wanted, n, sizeof *wanted, cmp_job_id);
+  p->req.data = p;
+  p->l = l;
+  p->wanted = wanted;
+  p->nwanted = n;
+  p->text = c->obuf;
+  p->len = c->olen;
+  int rc = uv_queue_work(l->loop, &p->req, parse_work, parse_done);
+  if (rc < 0) { /* only for a NULL callback: never */
+    p->text = NULL;
+    parse_free(p);
+    return rc;
+  }
+  c->obuf = NULL; /* the pool's now: cmd_handle_closed frees NULL */
+  c->olen = c->ocap = 0;
+  l->parse = p;
+  return 0;
 }
 
 static void squeue_done(slurm_cmd *c, bool ok) {
   slurm_launcher *l = c->l;
-  l->polling = false;
-  int rc = ok ? slurm_parse_squeue_json(c->obuf, c->olen, squeue_job, l) : 0;
-  if (!ok || rc < 0) {
-    /* Slurm cannot answer: report nothing (the driver's pending-loss timeout decides). Not
-     * logged once close has nothing left to learn: then the failure is close's own kill. */
-    if (!l->poll_failed_logged && !(l->closing && l->running == 0)) {
-      char why[160];
-      fprintf(stderr, "launcher slurm: squeue --json failed: %s\n",
-              ok ? "unreadable JSON" : cmd_why(c, why, sizeof why));
-      l->poll_failed_logged = true;
-    }
-    /* squeue --json lists every job of the cluster. Where that is more than this launcher reads
-     * (CMD_OUT_MAX), or a layout it cannot read, Slurm did answer: ask about each executor with
-     * scontrol instead. */
-    bool answered = c->overflow || (ok && rc < 0);
-    for (slurm_exec *e = l->execs; e != NULL; e = e->next) {
-      if (answered && e->in_poll)
-        query_one(l, e);
-      e->in_poll = false;
-    }
+  if (!ok) {
+    char why[160];
+    poll_failed(l, cmd_why(c, why, sizeof why), c->overflow);
+  } else if (l->closing && l->running == 0) {
+    /* Nothing left to learn: the answer is not read. */
+  } else if (parse_start(l, c) == 0) {
+    return; /* the poll ends in parse_done */
   } else {
-    if (l->poll_failed_logged)
-      fprintf(stderr, "launcher slurm: squeue --json answers again\n");
-    l->poll_failed_logged = false;
-    /* A job squeue no longer lists has been purged (MinJobAge) or was never kept: its end is
-     * lost for good. */
-    slurm_exec *next;
-    for (slurm_exec *e = l->execs; e != NULL; e = next) {
-      next = e->next;
-      bool missing = e->in_poll && !e->seen;
-      e->in_poll = false;
-      if (missing)
-        report_other(l, e, "no longer known to Slurm", "squeue --json");
-    }
+    poll_failed(l, "no memory to read it", true);
   }
-  if (l->poll_again && !l->closing)
-    poll_now(l);
+  poll_end(l);
 }
 
 static void poll_now(slurm_launcher *l) {
@@ -766,18 +925,24 @@ static void timer_closed(uv_handle_t *h) {
     done(ud);
 }
 
-/* Closing: once no executor runs, stop the commands still in flight (polls), wait for them to
- * go, then close the timers; their close callbacks free the launcher and call done. */
+/* Closing: once no executor runs, stop the commands still in flight (polls) and a parse not yet
+ * begun, wait for them to go (a parse that has begun runs to its end: the pool cannot stop it),
+ * then close the timers; their close callbacks free the launcher and call done. */
 static void maybe_close(slurm_launcher *l) {
   if (!l->closing || l->running > 0 || l->timers_open < 2 ||
       uv_is_closing((uv_handle_t *)&l->poll_timer))
     return;
+  if (l->parse != NULL && !l->parse->cancel_tried) {
+    l->parse->cancel_tried = true;
+    (void)uv_cancel((uv_req_t *)&l->parse->req); /* UV_EBUSY once it runs: parse_done waits */
+  }
   if (l->cmds_alive > 0) {
     for (slurm_cmd *c = l->cmds; c != NULL; c = c->next)
       if (!c->exited) /* its pid may be another process's by now */
         uv_process_kill(&c->proc, SIGKILL);
-    return; /* each one's last close callback calls maybe_close again */
   }
+  if (l->cmds_alive > 0 || l->parse != NULL)
+    return; /* each command's last close callback, and parse_done, call maybe_close again */
   uv_close((uv_handle_t *)&l->poll_timer, timer_closed);
   uv_close((uv_handle_t *)&l->requery_timer, timer_closed);
 }

@@ -39,7 +39,10 @@ typedef struct slurm_job {
  * JSON_E* code, or JSON_ESYNTAX for a document without a "jobs" array) with no call made.
  * text[0..len) may hold any bytes (no NUL needed); bytes that are not UTF-8 read as '?'.
  * Does no I/O; time and memory grow with len: Jansson's tree of the whole document, about five
- * times len, is held until it returns (about 2 s at 64 MiB: docs/slurm.md). */
+ * times len, is held until it returns (about 2 s at 64 MiB: docs/slurm.md). Touches nothing but
+ * its arguments (Jansson keeps no mutable state but its hash seed, set once with atomics): it may
+ * run on any thread, on several at once for different texts; the launcher runs it on libuv's
+ * thread pool, job called on that thread. */
 int slurm_parse_squeue_json(const char *text, size_t len, void (*job)(void *ud, const slurm_job *j),
                             void *ud);
 
