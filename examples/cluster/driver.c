@@ -574,25 +574,26 @@ static void note_loss(driver *d, const char *id, const tl_loss_reason *r, detect
     lr->detected_by = detected_by;
     d->lost_by_detection[detected_by]++;
     HASH_ADD_STR(d->open_losses, id, lr);
-    if (HASH_COUNT(d->open_losses) >= d->settle_at) /* a burst of losses: settle now */
-      settle_open_losses(d);
   }
   if (lr->nphases < MAX_PHASES)
     lr->phases[lr->nphases++] = r->kind;
-  if (r->kind == TL_LOSS_PENDING)
-    return;
-  lr->final = true;
-  lr->kind = r->kind;
-  lr->caused_by_app = r->caused_by_app;
-  lr->exit_code = r->exit_code;
-  copy_text(lr->reason, sizeof lr->reason, r->message);
-  copy_text(lr->source, sizeof lr->source, source);
-  d->lost_by_kind[r->kind]++;
-  HASH_DEL(d->open_losses, lr);
-  loss_rec *slot = &d->lost_detail[d->lost_ended++ % LOST_DETAIL_MAX];
-  *slot = *lr;
-  memset(&slot->hh, 0, sizeof slot->hh);
-  free(lr);
+  if (r->kind != TL_LOSS_PENDING) {
+    lr->final = true;
+    lr->kind = r->kind;
+    lr->caused_by_app = r->caused_by_app;
+    lr->exit_code = r->exit_code;
+    copy_text(lr->reason, sizeof lr->reason, r->message);
+    copy_text(lr->source, sizeof lr->source, source);
+    d->lost_by_kind[r->kind]++;
+    HASH_DEL(d->open_losses, lr);
+    loss_rec *slot = &d->lost_detail[d->lost_ended++ % LOST_DETAIL_MAX];
+    *slot = *lr;
+    memset(&slot->hh, 0, sizeof slot->hh);
+    free(lr);
+  }
+  /* A burst of losses: settle now, once lr is no longer used (settling may free any record). */
+  if (HASH_COUNT(d->open_losses) >= d->settle_at)
+    settle_open_losses(d);
 }
 
 /* A pending loss that no second phase ended and that the ledger no longer holds as pending: the

@@ -42,6 +42,8 @@
 #              succeeds
 #   heartbeat  a registered executor reports 2^64-1 binaries materialised: shown as its word,
 #              not trusted, and the run is OK
+#   burst      63 pending losses, then one final at once: the loss records' settling, started
+#              by that one, must not free it under its feet (an ASan finding); 64 counted
 #   conncap    --max-connections 12 and 40 idle connections beside a registered executor: the
 #              newest are refused at once and counted, the executor is kept, the job succeeds
 #   emfile     the driver under `ulimit -n 40` and 60 idle connections: accept fails with EMFILE,
@@ -370,6 +372,24 @@ heartbeat)
   grep -q '^  liar: 1 cores; reported 18446744073709551615 binaries materialised, for [0-9]* task sets sent (more than it was sent: its word, not trusted)$' \
     "$tmp/out" || fail "the liar's report is not shown as untrusted"
   ;;
+burst)
+  # 63 losses still pending (a 3 s pending-loss timeout), then a 64th that is final at once (a
+  # protocol fault): the open-loss table reaches its settling threshold on a record that is
+  # being ended, which must not be freed under note_loss (ASan saw it). All 64 are counted.
+  start_driver --executors 0 --accept 1 --cores 2 --job noop:1 --max-task-failures 1000 \
+    --pending-loss-timeout-ms 3000 --timeout-s 60
+  sleep 1.2 # after the first periodic settle, so the threshold is at its initial 64
+  python3 "$attack" --port "$port" cycles --count 63 --id-prefix burst >"$tmp/attack" ||
+    fail "the attack did not run"
+  python3 "$attack" --port "$port" register --id faulty --host h --cores 1 --token-env \
+    --then launch >>"$tmp/attack" || fail "the attack did not run"
+  cat "$tmp/attack"
+  start_external 2
+  driver_ok
+  grep -Eq '^  lost executors: 64; detected by connection closed 63, protocol fault 1,' \
+    "$tmp/out" || fail "not 63 + 1 losses counted"
+  grep -q 'job 1: succeeded' "$tmp/out" || fail "the job did not succeed"
+  ;;
 conncap)
   # --max-connections 12: one executor registered and 40 idle connections: all but 11 of them
   # refused at once (the newest), counted in the summary; the registered one is not dropped.
@@ -408,7 +428,7 @@ emfile)
   grep -q 'job 1: succeeded' "$tmp/out" || fail "the job did not succeed"
   ;;
 *)
-  echo "usage: edge.sh preauth|flood|cores|token|backoff|escape|cycles|heartbeat|conncap|emfile DIR" >&2
+  echo "usage: edge.sh preauth|flood|cores|token|backoff|escape|cycles|heartbeat|burst|conncap|emfile DIR" >&2
   exit 2
   ;;
 esac
