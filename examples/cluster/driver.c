@@ -408,7 +408,6 @@ typedef struct driver {
    * connections closed, for the summary; the rest only counted. */
   exec_report reports[REPORT_DETAIL_MAX]; /* a ring */
   uint64_t nreports;                      /* reports kept: the ring's next slot mod MAX */
-  uint64_t reports_over;                  /* of those, reporting more binaries than it was sent */
   uint8_t read_buf[READ_CHUNK];           /* every connection's reads: each is decoded at once */
 } driver;
 
@@ -511,8 +510,8 @@ static void on_conn_handle_closed(uv_handle_t *h) {
 }
 
 /* Keeps what an executor reported, for the summary: the last REPORT_DETAIL_MAX in the ring. The
- * binaries count is the executor's word: shown, counted when it is more than the driver sent,
- * never part of the verdict (the executor itself exits non-zero if it is sent a binary twice). */
+ * binaries count is the executor's word: shown, never part of the verdict (the executor itself
+ * exits non-zero if it is sent a binary twice). */
 static void keep_report(driver *d, conn *c) {
   if (!c->registered)
     return;
@@ -521,7 +520,6 @@ static void keep_report(driver *d, conn *c) {
   r->cores = c->cores;
   r->binaries = c->binaries;
   r->tasksets = c->tasksets_sent;
-  d->reports_over += c->binaries > c->tasksets_sent;
 }
 
 /* tl_loss_kind's names, for the JSON summary: the enum's and, lower case, a phase's. */
@@ -661,6 +659,18 @@ static bool in_ledger(driver *d, const char *id, tl_executor_state *state) {
   return true;
 }
 
+/* A connection, for a log line: "of ID (PEER)" once it registered, "from PEER" before (the id
+ * escaped). buf holds CONN_NAME_MAX bytes. */
+#define CONN_NAME_MAX (ESC_MAX + sizeof(((conn *)0)->peer) + 8)
+static const char *conn_name(const conn *c, char *buf) {
+  char e[ESC_MAX];
+  if (c->registered)
+    snprintf(buf, CONN_NAME_MAX, "of %s (%s)", esc(e, c->id), c->peer);
+  else
+    snprintf(buf, CONN_NAME_MAX, "from %s", c->peer);
+  return buf;
+}
+
 /* Closes a connection. A registered executor that goes before STOP, and that the ledger still
  * holds, is reported TL_LOSS_PENDING: its attempts freeze until the real reason comes from its
  * launcher (on_end), or, for an executor no launcher started (or whose end never comes), until
@@ -673,16 +683,12 @@ static void close_conn(conn *c, const char *why) {
   if (c->closing)
     return;
   driver *d = c->d;
-  char e[ESC_MAX];
+  char name[CONN_NAME_MAX];
   c->closing = true;
   if (!c->registered)
     d->npending--;
-  if (why) {
-    if (c->registered)
-      logf_(d, "closing connection of %s: %s", esc(e, c->id), why);
-    else
-      logf_(d, "closing connection from %s: %s", c->peer, why);
-  }
+  if (why)
+    logf_(d, "closing connection %s: %s", conn_name(c, name), why);
   keep_report(d, c);
   tl_executor_state state;
   if (c->registered && !d->stopping && in_ledger(d, c->id, &state) &&
@@ -770,14 +776,9 @@ static void refuse_conn(conn *c, uint64_t *counter, const char *why) {
   sample_alive(d);
   /* Logged whatever --quiet says, rate-limited: a peer that breaks the protocol may be an
    * attack, and an operator must be able to see it. */
-  if (why && edge_log_ok(&d->log_refused, "refused-connection lines")) {
-    char e[ESC_MAX];
-    if (c->registered)
-      fprintf(stderr, "tl-driver: closing connection of %s (%s): %s\n", esc(e, c->id), c->peer,
-              why);
-    else
-      fprintf(stderr, "tl-driver: closing connection from %s: %s\n", c->peer, why);
-  }
+  char name[CONN_NAME_MAX];
+  if (why && edge_log_ok(&d->log_refused, "refused-connection lines"))
+    fprintf(stderr, "tl-driver: closing connection %s: %s\n", conn_name(c, name), why);
   close_conn(c, NULL);
 }
 
@@ -1134,7 +1135,8 @@ static conn *oldest_pending(driver *d, conn *except) {
  * of descriptors the connection is still taken off the queue and closed at once, with the spare
  * descriptor (libuv's trick, done here because libuv's own accept loop does it silently: a real
  * executor was reset and nothing said why), so that it is refused now rather than left to spin
- * the loop. */
+ * the loop. Without a spare (only a start already out of descriptors leaves none) the
+ * level-triggered poll comes back at once until descriptors are freed. */
 static void accept_failed(driver *d, int err) {
   uint64_t *n = err == UV_EMFILE   ? &d->accept_emfile
                 : err == UV_ENFILE ? &d->accept_enfile
@@ -1184,11 +1186,12 @@ static void accept_ready(uv_poll_t *p, int status, int events) {
   }
 }
 
-/* A new connection. Before it has authenticated it costs a record, two handles and a decoder
- * that holds at most TLC_REGISTER_FRAME_MAX bytes; its address is checked against the back-off,
- * the connections against --max-connections (the newest is refused) and those waiting for
- * REGISTER against --max-pending-connections (the oldest waiting one is closed to make room: a
- * real executor sends REGISTER at once, so it is the slow or silent ones that go). */
+/* A new connection (never once stopping: begin_stop closes the listening socket). Before it has
+ * authenticated it costs a record, two handles and a decoder that holds at most
+ * TLC_REGISTER_FRAME_MAX bytes; its address is checked against the back-off, the connections
+ * against --max-connections (the newest is refused) and those waiting for REGISTER against
+ * --max-pending-connections (the oldest waiting one is closed to make room: a real executor
+ * sends REGISTER at once, so it is the slow or silent ones that go). */
 static void on_connection(driver *d, int fd) {
   conn *c = calloc(1, sizeof *c);
   if (!c)
@@ -1208,10 +1211,6 @@ static void on_connection(driver *d, int fd) {
   snprintf(c->peer, sizeof c->peer, "an unaccepted connection");
   if (uv_tcp_open(&c->tcp, fd) < 0) {
     close(fd);
-    close_conn(c, NULL);
-    return;
-  }
-  if (d->stopping) {
     close_conn(c, NULL);
     return;
   }
