@@ -620,6 +620,37 @@ static void assert_ownership_settled(tlt_env *e) {
                   e->results[i]->frees);
 }
 
+/* Every map of st is empty, tombstones aside (the caller checks those and the memory). */
+static void assert_drained_but_tombstones(const tl_stats *st) {
+  ck_assert_uint_eq(st->executors_alive, 0);
+  ck_assert_uint_eq(st->executors_decommissioning, 0);
+  ck_assert_uint_eq(st->executors_pending_loss, 0);
+  ck_assert_uint_eq(st->hosts, 0);
+  ck_assert_uint_eq(st->racks, 0);
+  ck_assert_uint_eq(st->tasksets_active, 0);
+  ck_assert_uint_eq(st->tasksets_zombie, 0);
+  ck_assert_uint_eq(st->attempts_running, 0);
+  ck_assert_uint_eq(st->attempts_frozen, 0);
+  ck_assert_uint_eq(st->tasks_pending, 0);
+  ck_assert_uint_eq(st->events_queued, 0);
+  ck_assert_uint_eq(st->executors_excluded, 0);
+  ck_assert_uint_eq(st->nodes_excluded, 0);
+  ck_assert_uint_eq(st->tasksets_with_failures, 0);
+  ck_assert_uint_eq(st->tasksets_unschedulable, 0);
+}
+
+/* Frees the drained scheduler of e, which must deliver nothing, and then e. */
+static void free_drained(tlt_env *e) {
+  assert_ownership_settled(e);
+  size_t nev = e->nev;
+  int rc = tl_scheduler_free(e->s);
+  ck_assert_msg(rc == TL_OK, "tl_scheduler_free: %s", tl_err_name(rc));
+  ck_assert_msg(e->nev == nev, "tl_scheduler_free of an empty scheduler delivered %zu events",
+                e->nev - nev);
+  e->s = NULL;
+  free_env(e);
+}
+
 void tlt_end(tlt_env *e) {
   TLT_SITE();
   TLT_CHECK(e);
@@ -674,21 +705,7 @@ void tlt_end(tlt_env *e) {
   }
 
   tl_stats_get(e->s, &st);
-  ck_assert_uint_eq(st.executors_alive, 0);
-  ck_assert_uint_eq(st.executors_decommissioning, 0);
-  ck_assert_uint_eq(st.executors_pending_loss, 0);
-  ck_assert_uint_eq(st.hosts, 0);
-  ck_assert_uint_eq(st.racks, 0);
-  ck_assert_uint_eq(st.tasksets_active, 0);
-  ck_assert_uint_eq(st.tasksets_zombie, 0);
-  ck_assert_uint_eq(st.attempts_running, 0);
-  ck_assert_uint_eq(st.attempts_frozen, 0);
-  ck_assert_uint_eq(st.tasks_pending, 0);
-  ck_assert_uint_eq(st.events_queued, 0);
-  ck_assert_uint_eq(st.executors_excluded, 0);
-  ck_assert_uint_eq(st.nodes_excluded, 0);
-  ck_assert_uint_eq(st.tasksets_with_failures, 0);
-  ck_assert_uint_eq(st.tasksets_unschedulable, 0);
+  assert_drained_but_tombstones(&st);
   if (e->cfg.tombstone_ttl_ns != 0 || e->cfg.max_tombstones == 0)
     ck_assert_msg(st.tombstones == 0, "drain: %zu tombstones outlived tombstone_ttl_ns",
                   st.tombstones);
@@ -698,15 +715,17 @@ void tlt_end(tlt_env *e) {
                   st.mem_live_bytes, st.mem_live_blocks, e->base_bytes, e->base_blocks);
   }
   ck_assert_uint_eq(st.tasksets_released, e->nsubs);
-  assert_ownership_settled(e);
+  free_drained(e);
+}
 
-  size_t nev = e->nev;
-  int rc = tl_scheduler_free(e->s);
-  ck_assert_msg(rc == TL_OK, "tl_scheduler_free: %s", tl_err_name(rc));
-  ck_assert_msg(e->nev == nev, "tl_scheduler_free of an empty scheduler delivered %zu events",
-                e->nev - nev);
-  e->s = NULL;
-  free_env(e);
+void tlt_end_keeping_tombstones(tlt_env *e, size_t n) {
+  TLT_CHECK(e);
+  tl_stats st;
+  tl_stats_get(e->s, &st);
+  assert_drained_but_tombstones(&st);
+  ck_assert_uint_eq(st.tombstones, n);
+  ck_assert_uint_eq(st.tasksets_released, e->nsubs);
+  free_drained(e);
 }
 
 void tlt_end_freed(tlt_env *e) {

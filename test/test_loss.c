@@ -373,36 +373,9 @@ END_TEST
  * that falls a nanosecond earlier comes like any other. An attacker-style review found tl_tick
  * answering TL_TICK_NEVER and then, at UINT64_MAX, running the deadline it had called never.
  * The drain of tlt_end runs at the end of time too, and every tombstone it makes would outlive
- * it, so these tests keep none (max_tombstones 0) unless a tombstone is what they look at.
+ * it, so these tests keep none (max_tombstones 0) unless a tombstone is what they look at
+ * (tlt_end_keeping_tombstones).
  * ------------------------------------------------------------------------------------------- */
-
-/* The drain of a test that ends with n tombstones whose time to live runs past the end of time:
- * they never expire, so tlt_end, which expires tombstones by moving the clock on, cannot empty
- * the scheduler. Asserts that nothing else is left and that freeing the scheduler delivers
- * nothing, then frees the env. With the counting allocator installed, the caller then checks
- * that no block is left. */
-static void end_keeping_tombstones(tlt_env *e, size_t n) {
-  TLT_CHECK(e);
-  tl_stats st = tlt_stats(e);
-  ck_assert_uint_eq(st.tombstones, n);
-  ck_assert_uint_eq(st.executors_alive, 0);
-  ck_assert_uint_eq(st.executors_decommissioning, 0);
-  ck_assert_uint_eq(st.executors_pending_loss, 0);
-  ck_assert_uint_eq(st.hosts, 0);
-  ck_assert_uint_eq(st.racks, 0);
-  ck_assert_uint_eq(st.tasksets_active, 0);
-  ck_assert_uint_eq(st.tasksets_zombie, 0);
-  ck_assert_uint_eq(st.attempts_running, 0);
-  ck_assert_uint_eq(st.attempts_frozen, 0);
-  ck_assert_uint_eq(st.tasks_pending, 0);
-  ck_assert_uint_eq(st.events_queued, 0);
-  ck_assert_uint_eq(st.tasksets_released, e->nsubs);
-  size_t nev = e->nev;
-  ck_assert_int_eq(tl_scheduler_free(e->s), TL_OK);
-  ck_assert_uint_eq(e->nev, nev);
-  e->s = NULL;
-  tlt_end_freed(e);
-}
 
 /* The review's case: registered at UINT64_MAX - 5 with a heartbeat timeout of UINT64_MAX - 1,
  * an executor's deadline saturates. tl_tick says TL_TICK_NEVER, and at UINT64_MAX nothing is
@@ -550,7 +523,7 @@ START_TEST(a_tombstone_ttl_past_the_end_of_time_never_ends) {
   TLT_ERR(e, TL_EGONE, tl_executor_get(e->s, "e1", &ex));
   tl_executor_desc again = {.id = "e1", .host = "h1", .cores = 1};
   TLT_ERR(e, TL_EGONE, tl_executor_add(e->s, &again));
-  end_keeping_tombstones(e, 1);
+  tlt_end_keeping_tombstones(e, 1);
   ck_assert_msg(tlt_alloc_live_blocks() == 0, "tl_scheduler_free left %zu blocks (%zu bytes)",
                 tlt_alloc_live_blocks(), tlt_alloc_live_bytes());
   tlt_alloc_restore();

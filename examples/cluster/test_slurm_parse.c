@@ -75,6 +75,14 @@ static void assert_job(const collected *c, uint64_t id, const char *state, const
 /* One document, given with its length (it may hold NULs): its code, the jobs in *c. */
 #define PARSE(c, lit) slurm_parse_squeue_json((lit), sizeof(lit) - 1, collect, (c))
 
+/* The NUL-terminated answer text is refused with err, and no job of it is reported. */
+static void assert_refused(const char *text, int err) {
+  collected c = {0};
+  int rc = slurm_parse_squeue_json(text, strlen(text), collect, &c);
+  ck_assert_msg(rc == err, "%s: %d, expected %d", text, rc, err);
+  ck_assert_int_eq(c.n, 0);
+}
+
 /* Values of every JSON type where the reader wants one: escapes and surrogate pairs decoded,
  * strings cut to their fields, integers to int64_t, and each wrong type read as absent. */
 START_TEST(squeue_values) {
@@ -204,12 +212,8 @@ START_TEST(squeue_malformed) {
              {"{\"jobs\": null}", JSON_ESYNTAX},
              {"{\"jobs\": \"[]\"}", JSON_ESYNTAX},
              {"{\"meta\": {\"jobs\": []}}", JSON_ESYNTAX}};
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    collected c = {0};
-    int rc = slurm_parse_squeue_json(bad[i].text, strlen(bad[i].text), collect, &c);
-    ck_assert_msg(rc == bad[i].err, "%s: %d, expected %d", bad[i].text, rc, bad[i].err);
-    ck_assert_int_eq(c.n, 0);
-  }
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    assert_refused(bad[i].text, bad[i].err);
   collected c = {0};
   ck_assert_int_eq(PARSE(&c, "{\"jobs\": []}"), 0);
   ck_assert_int_eq(PARSE(&c, "\t\r\n{\"jobs\":[]}\n"), 0);
@@ -315,12 +319,8 @@ START_TEST(squeue_duplicate_keys) {
       "{\"jobs\": [], \"jobs\": [{\"job_id\": 1}]}",
       "{\"jobs\": [{\"job_id\": 1, \"exit_code\": {\"return_code\": 0, \"return_code\": 1}}]}",
       "{\"meta\": {\"a\": 1, \"a\": 1}, \"jobs\": [{\"job_id\": 1}]}"};
-  for (size_t i = 0; i < sizeof dup / sizeof dup[0]; i++) {
-    collected c = {0};
-    ck_assert_msg(slurm_parse_squeue_json(dup[i], strlen(dup[i]), collect, &c) == JSON_EDUPLICATE,
-                  "%s", dup[i]);
-    ck_assert_int_eq(c.n, 0);
-  }
+  for (size_t i = 0; i < sizeof dup / sizeof dup[0]; i++)
+    assert_refused(dup[i], JSON_EDUPLICATE);
   /* The same key in different objects is no duplicate. */
   collected c = {0};
   ck_assert_int_eq(PARSE(&c, "{\"jobs\": [{\"job_id\": 1}, {\"job_id\": 2}]}"), 0);
@@ -338,12 +338,8 @@ START_TEST(squeue_huge_numbers) {
       "{\"jobs\": [{\"job_id\": 1, \"x\": 1000000000000000000000000000000000000000000}]}",
       "{\"jobs\": [{\"job_id\": 1, \"x\": 1e400}]}",
       "{\"jobs\": [{\"job_id\": 1, \"x\": -1.5e309}]}"};
-  for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
-    collected c = {0};
-    ck_assert_msg(slurm_parse_squeue_json(huge[i], strlen(huge[i]), collect, &c) == JSON_ERANGE,
-                  "%s", huge[i]);
-    ck_assert_int_eq(c.n, 0);
-  }
+  for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++)
+    assert_refused(huge[i], JSON_ERANGE);
   collected c = {0};
   ck_assert_int_eq(PARSE(&c, "{\"jobs\": [{\"job_id\": 9223372036854775807, \"x\": 1e-400,"
                              " \"y\": -0, \"z\": 1.7976931348623157e308},"

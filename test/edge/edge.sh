@@ -78,12 +78,17 @@ sanitized=${TL_EDGE_SANITIZED:-0}
 token=$(head -c 24 /dev/urandom | base64)
 export TL_CLUSTER_TOKEN=$token
 
-# Starts the driver with the given options (stdout and stderr to $tmp/out, $tmp/err) and sets
-# $drv and $port.
+# Starts the driver with the given options and --quiet (not with --loud first), stdout and
+# stderr to $tmp/out, $tmp/err, and sets $drv and $port.
 start_driver() {
+  local quiet=--quiet
+  if [ "$1" = --loud ]; then
+    quiet=''
+    shift
+  fi
   : >"$tmp/out" # emptied here, not by the child's redirection: wait_for must not read a
   : >"$tmp/err" # previous driver's lines
-  "$dir/tl-driver" --quiet "$@" >"$tmp/out" 2>"$tmp/err" &
+  "$dir/tl-driver" ${quiet:+"$quiet"} "$@" >"$tmp/out" 2>"$tmp/err" &
   drv=$!
   wait_for "$tmp/out" '^listening on ' || fail "the driver did not listen"
   port=$(sed -n 's/^listening on .*:\([0-9][0-9]*\)$/\1/p' "$tmp/out")
@@ -286,39 +291,31 @@ backoff)
   echo "at that schedule one address gets $guesses guesses in its first hour (10,000 needed)"
   ;;
 escape)
-  # Each driver waits (--accept 2) for the forged executor and ext-1, started after it.
+  # An executor registers with an id and a host full of control bytes, breaks the protocol and
+  # is removed; ext-1 then comes (the driver waits for both: --accept 2) and the job runs. No
+  # control byte from it may reach stderr or the summary, and no line be forged.
+  forge() {
+    python3 "$attack" --port "$port" register --id 'ev\x1b[31mil\nforged line' --host \
+      'h\x07\x1b]0;title\x07' --cores 1 --token-env --then launch >"$tmp/attack" ||
+      fail "the attack did not run"
+    cat "$tmp/attack"
+    start_external 2
+    driver_ok
+    if LC_ALL=C grep -q "$(printf '\033')\\|$(printf '\007')" "$tmp/out" "$tmp/err"; then
+      fail "a control byte reached the driver's output"
+    fi
+    ! grep -q '^forged line' "$tmp/out" "$tmp/err" || fail "a forged line reached the output"
+  }
+  # With --quiet: the summary shows the id escaped.
   start_driver --executors 2 --cores 2 --accept 2 --job sleep:20:300 \
     --pending-loss-timeout-ms 200 --summary-json "$tmp/summary.json" --timeout-s 60
-  # --quiet hides the log lines that name executors; the unquiet ones are checked too.
-  python3 "$attack" --port "$port" register --id 'ev\x1b[31mil\nforged line' --host \
-    'h\x07\x1b]0;title\x07' --cores 1 --token-env --then launch >"$tmp/attack" ||
-    fail "the attack did not run"
-  cat "$tmp/attack"
-  start_external 2
-  driver_ok
-  if LC_ALL=C grep -q "$(printf '\033')" "$tmp/out" "$tmp/err"; then
-    fail "an escape byte reached the driver's output"
-  fi
-  ! grep -q '^forged line' "$tmp/out" "$tmp/err" || fail "a forged line reached the output"
+  forge
   grep -qF 'ev\x1b[31mil\x0aforged line' "$tmp/out" ||
     fail "the summary does not show the id escaped"
-  # The same run, not quiet: every log line naming the executor or its host is escaped.
-  : >"$tmp/out"
-  : >"$tmp/err"
-  "$dir/tl-driver" --executors 2 --cores 2 --accept 2 --job sleep:20:300 \
-    --pending-loss-timeout-ms 200 --timeout-s 60 >"$tmp/out" 2>"$tmp/err" &
-  drv=$!
-  wait_for "$tmp/out" '^listening on ' || fail "the driver did not listen"
-  port=$(sed -n 's/^listening on .*:\([0-9][0-9]*\)$/\1/p' "$tmp/out")
-  python3 "$attack" --port "$port" register --id 'ev\x1b[31mil\nforged line' --host \
-    'h\x07\x1b]0;title\x07' --cores 1 --token-env --then launch >"$tmp/attack" ||
-    fail "the attack did not run"
-  start_external 2
-  driver_ok
-  if LC_ALL=C grep -q "$(printf '\033')\\|$(printf '\007')" "$tmp/out" "$tmp/err"; then
-    fail "a control byte reached the driver's output"
-  fi
-  ! grep -q '^forged line' "$tmp/out" "$tmp/err" || fail "a forged line reached the output"
+  # Without: every log line naming the executor or its host shows them escaped.
+  start_driver --loud --executors 2 --cores 2 --accept 2 --job sleep:20:300 \
+    --pending-loss-timeout-ms 200 --timeout-s 60
+  forge
   grep -qF 'executor ev\x1b[31mil\x0aforged line registered from 127.0.0.1:' "$tmp/err" ||
     fail "the registration line does not show the id escaped"
   grep -qF 'host h\x07\x1b]0;title\x07,' "$tmp/err" ||
