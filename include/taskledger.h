@@ -114,50 +114,92 @@ typedef struct tl_scheduler tl_scheduler; /* opaque */
 
 /* Locality of a launch, best first (Spark's TaskLocality). Tasks without preferred locations
  * launch at TL_NO_PREF. */
+#define TL_LOCALITY_MAP(XX)                                                                        \
+  XX(PROCESS_LOCAL, 0)                                                                             \
+  XX(NODE_LOCAL, 1)                                                                                \
+  XX(NO_PREF, 2)                                                                                   \
+  XX(RACK_LOCAL, 3)                                                                                \
+  XX(ANY, 4)
+
 typedef enum tl_locality {
-  TL_PROCESS_LOCAL = 0,
-  TL_NODE_LOCAL = 1,
-  TL_NO_PREF = 2,
-  TL_RACK_LOCAL = 3,
-  TL_ANY = 4
+#define TL__LOCALITY_ENUM(name, value) TL_##name = (value),
+  TL_LOCALITY_MAP(TL__LOCALITY_ENUM)
+#undef TL__LOCALITY_ENUM
 } tl_locality;
 
 /* How a task attempt ended, as task_ended reports it and a FAILED update names it. */
+/* XX(name, value): the table generates the enum and tl_end_kind_name.
+ *   SUCCESS           FINISHED; the result comes with it
+ *   EXCEPTION         the task threw: counts toward max_task_failures
+ *   FETCH_FAILED      a shuffle input is missing: makes the task set zombie, no count
+ *   KILLED            killed on request: does not count
+ *   COMMIT_DENIED     output commit refused: does not count
+ *   RESULT_LOST       the result could not be fetched: counts
+ *   EXECUTOR_LOST     its executor was lost: counts only if caused by the app and the attempt had
+ *                     reached RUNNING; never given in a status update
+ *   RESUBMITTED       a done index of an active shuffle-map task set whose output was on a lost
+ *                     executor: pending again (the task is the attempt that wrote it: its tid,
+ *                     attempt, locality and speculative flag); does not count; never given in an
+ *                     update
+ *   RESULT_TOO_LARGE  FINISHED, but the task set's results passed max_result_bytes: the library
+ *                     freed the result (result_free) and aborted the task set; does not count;
+ *                     never given in a status update */
+#define TL_END_KIND_MAP(XX)                                                                        \
+  XX(SUCCESS, 0)                                                                                   \
+  XX(EXCEPTION, 1)                                                                                 \
+  XX(FETCH_FAILED, 2)                                                                              \
+  XX(KILLED, 3)                                                                                    \
+  XX(COMMIT_DENIED, 4)                                                                             \
+  XX(RESULT_LOST, 5)                                                                               \
+  XX(EXECUTOR_LOST, 6)                                                                             \
+  XX(RESUBMITTED, 7)                                                                               \
+  XX(RESULT_TOO_LARGE, 8)
+
 typedef enum tl_end_kind {
-  TL_END_SUCCESS = 0,         /* FINISHED; the result comes with it */
-  TL_END_EXCEPTION = 1,       /* the task threw: counts toward max_task_failures */
-  TL_END_FETCH_FAILED = 2,    /* a shuffle input is missing: makes the task set zombie, no count */
-  TL_END_KILLED = 3,          /* killed on request: does not count */
-  TL_END_COMMIT_DENIED = 4,   /* output commit refused: does not count */
-  TL_END_RESULT_LOST = 5,     /* the result could not be fetched: counts */
-  TL_END_EXECUTOR_LOST = 6,   /* its executor was lost: counts only if caused by the app and the
-                                 attempt had reached RUNNING; never given in a status update */
-  TL_END_RESUBMITTED = 7,     /* a done index of an active shuffle-map task set whose output
-                                 was on a lost executor: pending again (the task is the attempt
-                                 that wrote it: its tid, attempt, locality and speculative
-                                 flag); does not count; never given in an update */
-  TL_END_RESULT_TOO_LARGE = 8 /* FINISHED, but the task set's results passed max_result_bytes:
-                                 the library freed the result (result_free) and aborted the task
-                                 set; does not count; never given in a status update */
+#define TL__END_KIND_ENUM(name, value) TL_END_##name = (value),
+  TL_END_KIND_MAP(TL__END_KIND_ENUM)
+#undef TL__END_KIND_ENUM
 } tl_end_kind;
 
-/* Executor states. */
+/* Executor states. XX(name, value): the table generates the enum and tl_executor_state_name.
+ *   ALIVE            runs tasks and takes new ones
+ *   DECOMMISSIONING  runs its tasks, takes no new ones
+ *   PENDING_LOSS     lost, reason pending: its attempts are frozen
+ *   REMOVED          a tombstone: its id (and host) remembered, nothing else */
+#define TL_EXECUTOR_STATE_MAP(XX)                                                                  \
+  XX(ALIVE, 0)                                                                                     \
+  XX(DECOMMISSIONING, 1)                                                                           \
+  XX(PENDING_LOSS, 2)                                                                              \
+  XX(REMOVED, 3)
+
 typedef enum tl_executor_state {
-  TL_EXECUTOR_ALIVE = 0,           /* runs tasks and takes new ones */
-  TL_EXECUTOR_DECOMMISSIONING = 1, /* runs its tasks, takes no new ones */
-  TL_EXECUTOR_PENDING_LOSS = 2,    /* lost, reason pending: its attempts are frozen */
-  TL_EXECUTOR_REMOVED = 3          /* a tombstone: its id (and host) remembered, nothing else */
+#define TL__EXECUTOR_STATE_ENUM(name, value) TL_EXECUTOR_##name = (value),
+  TL_EXECUTOR_STATE_MAP(TL__EXECUTOR_STATE_ENUM)
+#undef TL__EXECUTOR_STATE_ENUM
 } tl_executor_state;
 
-/* Why an executor was lost. TL_LOSS_PENDING is the first phase of a two-phase loss. */
+/* Why an executor was lost. TL_LOSS_PENDING is the first phase of a two-phase loss.
+ * XX(name, value): the table generates the enum and tl_loss_kind_name.
+ *   PENDING            lost, reason not yet known: freeze, do not reschedule
+ *   EXITED             the process exited (exit_code)
+ *   PROCESS_LOST       the process or its connection disappeared
+ *   HEARTBEAT_TIMEOUT  no heartbeat for heartbeat_timeout_ns (made by tl_tick)
+ *   KILLED             killed by the driver: never caused by the app
+ *   DECOMMISSIONED     removed after decommissioning: never caused by the app
+ *   PENDING_TIMEOUT    no real reason came within pending_loss_timeout_ns */
+#define TL_LOSS_KIND_MAP(XX)                                                                       \
+  XX(PENDING, 0)                                                                                   \
+  XX(EXITED, 1)                                                                                    \
+  XX(PROCESS_LOST, 2)                                                                              \
+  XX(HEARTBEAT_TIMEOUT, 3)                                                                         \
+  XX(KILLED, 4)                                                                                    \
+  XX(DECOMMISSIONED, 5)                                                                            \
+  XX(PENDING_TIMEOUT, 6)
+
 typedef enum tl_loss_kind {
-  TL_LOSS_PENDING = 0,           /* lost, reason not yet known: freeze, do not reschedule */
-  TL_LOSS_EXITED = 1,            /* the process exited (exit_code) */
-  TL_LOSS_PROCESS_LOST = 2,      /* the process or its connection disappeared */
-  TL_LOSS_HEARTBEAT_TIMEOUT = 3, /* no heartbeat for heartbeat_timeout_ns (made by tl_tick) */
-  TL_LOSS_KILLED = 4,            /* killed by the driver: never caused by the app */
-  TL_LOSS_DECOMMISSIONED = 5,    /* removed after decommissioning: never caused by the app */
-  TL_LOSS_PENDING_TIMEOUT = 6    /* no real reason came within pending_loss_timeout_ns */
+#define TL__LOSS_KIND_ENUM(name, value) TL_LOSS_##name = (value),
+  TL_LOSS_KIND_MAP(TL__LOSS_KIND_ENUM)
+#undef TL__LOSS_KIND_ENUM
 } tl_loss_kind;
 
 /* A loss reason. Zero-initialised: TL_LOSS_PENDING, not caused by the app. */
@@ -551,12 +593,31 @@ TL_EXTERN int tl_resource_offers(tl_scheduler *s, const tl_offer *offers, size_t
  * Status updates
  * ------------------------------------------------------------------------------------------- */
 
+/* XX(name, value): the table generates the enum and tl_task_state_name.
+ *   RUNNING   the launch succeeded: the attempt is no longer LAUNCHING
+ *   FINISHED  success, with a result
+ *   FAILED    failure of kind tl_update.failure
+ *   KILLED    killed as asked */
+#define TL_TASK_STATE_MAP(XX)                                                                      \
+  XX(RUNNING, 0)                                                                                   \
+  XX(FINISHED, 1)                                                                                  \
+  XX(FAILED, 2)                                                                                    \
+  XX(KILLED, 3)
+
 typedef enum tl_task_state {
-  TL_TASK_RUNNING = 0,  /* the launch succeeded: the attempt is no longer LAUNCHING */
-  TL_TASK_FINISHED = 1, /* success, with a result */
-  TL_TASK_FAILED = 2,   /* failure of kind tl_update.failure */
-  TL_TASK_KILLED = 3    /* killed as asked */
+#define TL__TASK_STATE_ENUM(name, value) TL_TASK_##name = (value),
+  TL_TASK_STATE_MAP(TL__TASK_STATE_ENUM)
+#undef TL__TASK_STATE_ENUM
 } tl_task_state;
+
+/* The names of the values above, without their prefix ("EXECUTOR_LOST", "NODE_LOCAL",
+ * "PENDING_LOSS"); "UNKNOWN" for a value outside the enum. Never NULL; the strings are static. The
+ * journal, tl_explain_taskset and the examples print these names. */
+TL_EXTERN const char *tl_end_kind_name(tl_end_kind kind);
+TL_EXTERN const char *tl_loss_kind_name(tl_loss_kind kind);
+TL_EXTERN const char *tl_locality_name(tl_locality level);
+TL_EXTERN const char *tl_task_state_name(tl_task_state state);
+TL_EXTERN const char *tl_executor_state_name(tl_executor_state state);
 
 /* Zero-initialised: a RUNNING update. */
 typedef struct tl_update {
@@ -642,8 +703,8 @@ typedef struct tl_stats {
   uint64_t excluded_offers;      /* offers from executors excluded for the application */
   uint64_t tasksets_unschedulable_aborted; /* task sets aborted because no executor may run
                                               one of their tasks */
-  uint64_t pending_loss_timeouts; /* pending losses that pending_loss_timeout_ns ended
-                                     (TL_LOSS_PENDING_TIMEOUT: no second phase came) */
+  uint64_t pending_loss_timeouts;          /* pending losses that pending_loss_timeout_ns ended
+                                              (TL_LOSS_PENDING_TIMEOUT: no second phase came) */
 } tl_stats;
 
 /* A consistent snapshot. s NULL: *out is zeroed. */

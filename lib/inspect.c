@@ -88,21 +88,6 @@ static void account_table(checker *c, const UT_hash_table *tbl) {
   }
 }
 
-static const char *state_name(uint8_t state) {
-  switch (state) {
-  case TL_EXECUTOR_ALIVE:
-    return "ALIVE";
-  case TL_EXECUTOR_DECOMMISSIONING:
-    return "DECOMMISSIONING";
-  case TL_EXECUTOR_PENDING_LOSS:
-    return "PENDING_LOSS";
-  case TL_EXECUTOR_REMOVED:
-    return "REMOVED";
-  default:
-    return "?";
-  }
-}
-
 /* Invariants 1, 2, 3 (executor side) and 5 (pending-loss executors run nothing). */
 static int check_executors(checker *c, size_t *running, size_t *frozen) {
   struct tl_scheduler *s = c->s;
@@ -119,14 +104,15 @@ static int check_executors(checker *c, size_t *running, size_t *frozen) {
     visit_str(c, ex->names);
     visit_str(c, ex->decommission_msg);
     bool live = ex->state == TL_EXECUTOR_ALIVE || ex->state == TL_EXECUTOR_DECOMMISSIONING;
-    CHECK(c, live == (ex->host != NULL), "executor %s (%s): host %s", id, state_name(ex->state),
-          ex->host != NULL ? "set" : "missing");
+    CHECK(c, live == (ex->host != NULL), "executor %s (%s): host %s", id,
+          tl_executor_state_name(ex->state), ex->host != NULL ? "set" : "missing");
     CHECK(c, live == tl__list_linked(&ex->on_host), "executor %s (%s): on a host list: %d", id,
-          state_name(ex->state), tl__list_linked(&ex->on_host));
+          tl_executor_state_name(ex->state), tl__list_linked(&ex->on_host));
     CHECK(c, live || tl__list_empty(&ex->running), "invariant 5: %s executor %s runs attempts",
-          state_name(ex->state), id);
+          tl_executor_state_name(ex->state), id);
     CHECK(c, ex->state == TL_EXECUTOR_PENDING_LOSS || tl__list_empty(&ex->frozen),
-          "invariant 2: executor %s (%s) has frozen attempts", id, state_name(ex->state));
+          "invariant 2: executor %s (%s) has frozen attempts", id,
+          tl_executor_state_name(ex->state));
 
     size_t n = 0, cpus = 0;
     for (tl__link *l = ex->running.next; l != &ex->running; l = l->next) {
@@ -214,7 +200,7 @@ static int check_executors(checker *c, size_t *running, size_t *frozen) {
           a->executor->state == TL_EXECUTOR_ALIVE ||
               a->executor->state == TL_EXECUTOR_DECOMMISSIONING,
           "invariant 1: tid %llu runs on %s executor %s", (unsigned long long)a->tid,
-          state_name(a->executor->state), tl__executor_id(a->executor));
+          tl_executor_state_name(a->executor->state), tl__executor_id(a->executor));
   }
   unsigned shift = 64;
   for (size_t cap = m->cap; cap > 1; cap >>= 1)
@@ -274,7 +260,7 @@ static int check_tasksets(checker *c, size_t running, size_t frozen) {
         nf++;
         CHECK(c, a->executor->state == TL_EXECUTOR_PENDING_LOSS,
               "invariant 2: tid %llu frozen on %s executor", (unsigned long long)a->tid,
-              state_name(a->executor->state));
+              tl_executor_state_name(a->executor->state));
       } else {
         CHECK(c, tl__attempt_find(s, a->tid) == a,
               "invariant 1: tid %llu of task set %llu is neither running nor frozen",
@@ -643,7 +629,7 @@ static int check_timeline(checker *c, const tl__link *head, uint8_t state, uint8
     const tl__executor *ex = tl__container_of(l, tl__executor, on_timeline);
     CHECK(c, ++n <= expected, "%s holds more than %zu executors", name, expected);
     CHECK(c, ex->state == state || ex->state == state2, "%s holds %s executor %s", name,
-          state_name(ex->state), tl__executor_id(ex));
+          tl_executor_state_name(ex->state), tl__executor_id(ex));
     CHECK(c, ex->when >= last, "%s is out of order at executor %s", name, tl__executor_id(ex));
     last = ex->when;
   }
@@ -919,14 +905,12 @@ int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len)
          ts->zombie ? "zombie" : "active", ts->failed ? ", failed" : "", ts->nrunning, ts->nfrozen,
          ts->npending, ts->nsucceeded);
   if (ts->loc != NULL && !ts->zombie) {
-    static const char *const level_names[] = {"PROCESS_LOCAL", "NODE_LOCAL", "NO_PREF",
-                                              "RACK_LOCAL", "ANY"};
     const tl__locality *loc = ts->loc;
-    append(&t, "locality: at %s, its wait began at %.3f s; levels", level_names[loc->level],
+    append(&t, "locality: at %s, its wait began at %.3f s; levels", tl_locality_name(loc->level),
            (double)loc->reset_time / 1e9);
     for (unsigned l = 0; l <= TL_ANY; l++)
       if (loc->levels & (1u << l))
-        append(&t, " %s", level_names[l]);
+        append(&t, " %s", tl_locality_name(l));
     append(&t, "\n");
   }
   if (ts->nrunning == 0)
@@ -939,7 +923,7 @@ int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len)
     append(&t, "  tid %llu (index %u, attempt %u, %s) %s executor %s on %s (%s",
            (unsigned long long)a->tid, a->index, a->attempt,
            a->state == TL__RUNNING ? "RUNNING" : "LAUNCHING", a->frozen ? "frozen on" : "on",
-           tl__executor_id(ex), tl__names_host(ex->names), state_name(ex->state));
+           tl__executor_id(ex), tl__names_host(ex->names), tl_executor_state_name(ex->state));
     if (ex->state == TL_EXECUTOR_PENDING_LOSS) {
       if (tl__list_linked(&ex->on_timeline))
         append(&t, ", loss reason due within %.1f s",

@@ -71,25 +71,6 @@ static void arg_str(tl__jw *w, const char *text) {
   tl__jw_str(w, text);
 }
 
-static const char *loss_name(tl_loss_kind kind) {
-  static const char *const names[] = {"PENDING",           "EXITED", "PROCESS_LOST",
-                                      "HEARTBEAT_TIMEOUT", "KILLED", "DECOMMISSIONED",
-                                      "PENDING_TIMEOUT"};
-  return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "?";
-}
-
-static const char *state_name(tl_task_state state) {
-  static const char *const names[] = {"RUNNING", "FINISHED", "FAILED", "KILLED"};
-  return (unsigned)state < sizeof names / sizeof names[0] ? names[state] : "?";
-}
-
-static const char *end_name(tl_end_kind kind) {
-  static const char *const names[] = {"SUCCESS",       "EXCEPTION",     "FETCH_FAILED",
-                                      "KILLED",        "COMMIT_DENIED", "RESULT_LOST",
-                                      "EXECUTOR_LOST", "RESUBMITTED"};
-  return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "?";
-}
-
 /* ---------------------------------------------------------------------------------------------
  * One format per journaled call (the argument list; the time comes before, the result after).
  * ------------------------------------------------------------------------------------------- */
@@ -106,7 +87,7 @@ void tl__jfmt_lost(tl__jw *w, const char *id, const tl_loss_reason *r) {
   tl__jw_lit(w, "lost");
   arg_str(w, id);
   tl__jw_lit(w, " ");
-  tl__jw_lit(w, loss_name(r->kind));
+  tl__jw_lit(w, tl_loss_kind_name(r->kind));
   key_u64(w, "app", r->caused_by_app);
   tl__jw_lit(w, " exit=");
   tl__jw_i64(w, r->exit_code);
@@ -198,9 +179,9 @@ void tl__jfmt_update(tl__jw *w, const char *id, tl_tid tid, const tl_update *u) 
   arg_str(w, id);
   key_u64(w, "tid", tid);
   tl__jw_lit(w, " ");
-  tl__jw_lit(w, state_name(u->state));
+  tl__jw_lit(w, tl_task_state_name(u->state));
   tl__jw_lit(w, " ");
-  tl__jw_lit(w, u->state == TL_TASK_FAILED ? end_name(u->failure) : "-");
+  tl__jw_lit(w, u->state == TL_TASK_FAILED ? tl_end_kind_name(u->failure) : "-");
   arg_str(w, u->message);
   key_u64(w, "result", u->result != NULL);
   key_u64(w, "size", u->result_size);

@@ -49,50 +49,6 @@ static void copy_str(char *dst, size_t cap, const char *src) {
   snprintf(dst, cap, "%s", src);
 }
 
-const char *tlt_end_name(tl_end_kind kind) {
-  switch (kind) {
-  case TL_END_SUCCESS:
-    return "SUCCESS";
-  case TL_END_EXCEPTION:
-    return "EXCEPTION";
-  case TL_END_FETCH_FAILED:
-    return "FETCH_FAILED";
-  case TL_END_KILLED:
-    return "KILLED";
-  case TL_END_COMMIT_DENIED:
-    return "COMMIT_DENIED";
-  case TL_END_RESULT_LOST:
-    return "RESULT_LOST";
-  case TL_END_EXECUTOR_LOST:
-    return "EXECUTOR_LOST";
-  case TL_END_RESUBMITTED:
-    return "RESUBMITTED";
-  case TL_END_RESULT_TOO_LARGE:
-    return "RESULT_TOO_LARGE";
-  }
-  return "BAD_END_KIND";
-}
-
-const char *tlt_loss_name(tl_loss_kind kind) {
-  switch (kind) {
-  case TL_LOSS_PENDING:
-    return "PENDING";
-  case TL_LOSS_EXITED:
-    return "EXITED";
-  case TL_LOSS_PROCESS_LOST:
-    return "PROCESS_LOST";
-  case TL_LOSS_HEARTBEAT_TIMEOUT:
-    return "HEARTBEAT_TIMEOUT";
-  case TL_LOSS_KILLED:
-    return "KILLED";
-  case TL_LOSS_DECOMMISSIONED:
-    return "DECOMMISSIONED";
-  case TL_LOSS_PENDING_TIMEOUT:
-    return "PENDING_TIMEOUT";
-  }
-  return "BAD_LOSS_KIND";
-}
-
 /* ---------------------------------------------------------------------------------------------
  * Stats comparison.
  * ------------------------------------------------------------------------------------------- */
@@ -308,13 +264,13 @@ static void cb_task_ended(void *ud, const tl_task_info *t, const tl_task_end *en
   ev->result_free = end->result_free;
   set_text(ev, end->message);
   snprintf(ev->line, sizeof ev->line, "ended tid=%" PRIu64 " kind=%s counts=%d", t->tid,
-           tlt_end_name(end->kind), end->counts_toward_failures ? 1 : 0);
+           tl_end_kind_name(end->kind), end->counts_toward_failures ? 1 : 0);
   if (end->kind != TL_END_SUCCESS) {
-    TLT_ASSERT(end->result == NULL, "task_ended %s carries a result", tlt_end_name(end->kind));
+    TLT_ASSERT(end->result == NULL, "task_ended %s carries a result", tl_end_kind_name(end->kind));
     TLT_ASSERT(!(end->counts_toward_failures &&
                  (end->kind == TL_END_KILLED || end->kind == TL_END_COMMIT_DENIED ||
                   end->kind == TL_END_FETCH_FAILED)),
-               "task_ended %s counted toward failures", tlt_end_name(end->kind));
+               "task_ended %s counted toward failures", tl_end_kind_name(end->kind));
   } else {
     TLT_ASSERT(!end->counts_toward_failures, "a success counted toward failures");
   }
@@ -408,7 +364,7 @@ static void cb_executor_lost(void *ud, const char *id, const tl_loss_reason *rea
   ev->loss = *reason;
   set_text(ev, reason->message);
   ev->loss.message = NULL;
-  snprintf(ev->line, sizeof ev->line, "lost %s kind=%s", id, tlt_loss_name(reason->kind));
+  snprintf(ev->line, sizeof ev->line, "lost %s kind=%s", id, tl_loss_kind_name(reason->kind));
   run_hook(e, e->nev - 1);
   leave(e);
 }
@@ -917,7 +873,7 @@ void tlt_lose_(int line, tlt_env *e, const char *exec, tl_loss_kind kind, bool a
   tlt_line = line;
   tl_loss_reason why = {.kind = kind, .caused_by_app = app, .message = "test loss"};
   int rc = tl_executor_lost(e->s, exec, &why);
-  TLT_ASSERT(rc == TL_OK, "tl_executor_lost(%s, %s): %s", exec, tlt_loss_name(kind),
+  TLT_ASSERT(rc == TL_OK, "tl_executor_lost(%s, %s): %s", exec, tl_loss_kind_name(kind),
              tl_err_name(rc));
   TLT_CHECK(e);
 }

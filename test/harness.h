@@ -349,10 +349,6 @@ unsigned tlt_released(const tlt_env *e, tl_taskset_id id);
 /* The submission of a task set id (asserts it exists). */
 tlt_submission *tlt_sub(tlt_env *e, tl_taskset_id id);
 
-/* Names for lines and messages. */
-const char *tlt_end_name(tl_end_kind kind);
-const char *tlt_loss_name(tl_loss_kind kind);
-
 /* ---------------------------------------------------------------------------------------------
  * Counting allocator (process-wide; install only while no scheduler exists).
  * ------------------------------------------------------------------------------------------- */

@@ -334,31 +334,6 @@ static const char *message_of(uint8_t m) {
   }
 }
 
-static const char *end_name(int kind) {
-  static const char *const names[] = {"SUCCESS",       "EXCEPTION",     "FETCH_FAILED",
-                                      "KILLED",        "COMMIT_DENIED", "RESULT_LOST",
-                                      "EXECUTOR_LOST", "RESUBMITTED",   "RESULT_TOO_LARGE"};
-  return kind >= 0 && kind < 9 ? names[kind] : "BAD_KIND";
-}
-
-static const char *loss_name(int kind) {
-  static const char *const names[] = {"PENDING",           "EXITED", "PROCESS_LOST",
-                                      "HEARTBEAT_TIMEOUT", "KILLED", "DECOMMISSIONED",
-                                      "PENDING_TIMEOUT"};
-  return kind >= 0 && kind < 7 ? names[kind] : "BAD_LOSS";
-}
-
-static const char *state_name(int state) {
-  static const char *const names[] = {"RUNNING", "FINISHED", "FAILED", "KILLED"};
-  return state >= 0 && state < 4 ? names[state] : "BAD_STATE";
-}
-
-static const char *loc_name(unsigned l) {
-  static const char *const names[] = {"PROCESS_LOCAL", "NODE_LOCAL", "NO_PREF", "RACK_LOCAL",
-                                      "ANY"};
-  return l < 5 ? names[l] : "BAD_LEVEL";
-}
-
 static const char *ev_name(ev_type t) {
   static const char *const names[] = {
       "task_started",     "task_ended",     "taskset_failed",
@@ -491,14 +466,15 @@ static void describe_ev(const tlo_run *r, const mevent *e, char *buf, size_t len
   switch (e->type) {
   case EV_STARTED:
     snprintf(buf, len, "task_started tid=%" PRIu64 " ts=%" PRIu64 " index=%u attempt=%u on %s %s%s",
-             e->tid, r->ts[e->ts].id, e->index, e->attempt, exid, loc_name(e->loc),
-             e->spec ? " speculative" : "");
+             e->tid, r->ts[e->ts].id, e->index, e->attempt, exid,
+             tl_locality_name((tl_locality)e->loc), e->spec ? " speculative" : "");
     break;
   case EV_ENDED:
     snprintf(buf, len,
              "task_ended tid=%" PRIu64 " ts=%" PRIu64 " index=%u attempt=%u on %s %s counts=%d "
              "msg=%.20s",
-             e->tid, r->ts[e->ts].id, e->index, e->attempt, exid, end_name((int)e->kind), e->counts,
+             e->tid, r->ts[e->ts].id, e->index, e->attempt, exid,
+             tl_end_kind_name((tl_end_kind)e->kind), e->counts,
              e->text != NULL ? e->text : "(null)");
     break;
   case EV_FAILED:
@@ -512,7 +488,8 @@ static void describe_ev(const tlo_run *r, const mevent *e, char *buf, size_t len
     break;
   case EV_LOST:
     snprintf(buf, len, "executor_lost %s %s app=%d exit=%d msg=%.20s", exid,
-             loss_name((int)e->loss), e->app, e->exit_code, e->text != NULL ? e->text : "(null)");
+             tl_loss_kind_name((tl_loss_kind)e->loss), e->app, e->exit_code,
+             e->text != NULL ? e->text : "(null)");
     break;
   case EV_REVIVE:
     snprintf(buf, len, "revive_offers");
@@ -1356,7 +1333,7 @@ static void recompute_levels(tlo_run *r, mts *t) {
   if (after != before || level != t->level) {
     r->f_recomputes++;
     trace(r, 2, "  task set %" PRIu64 " levels %#x -> %#x, at %s -> %s", t->id, before, after,
-          loc_name(t->level), loc_name(level));
+          tl_locality_name((tl_locality)t->level), tl_locality_name((tl_locality)level));
   }
   t->levels = after;
   t->level = (uint8_t)level;
@@ -1397,7 +1374,7 @@ static unsigned allowed_level(tlo_run *r, mts *t) {
     }
     t->level = (uint8_t)next_level(t->levels, l + 1);
     trace(r, 2, "  task set %" PRIu64 " moves to %s (reset %" PRIu64 " ms)", t->id,
-          loc_name(t->level), t->reset / 1000000);
+          tl_locality_name((tl_locality)t->level), t->reset / 1000000);
   }
   return TL_ANY;
 }
@@ -1873,8 +1850,8 @@ static void do_lose(tlo_run *r, mexec *x, unsigned kind, bool app, int exit_code
   if (want == TL_OK && !(x->state == MX_PENDING && kind == TL_LOSS_PENDING))
     lose(r, x, (tl_loss_kind)kind, app, exit_code, msg);
   char d[160];
-  snprintf(d, sizeof d, "lose %s %s app=%d exit=%d msg=%.12s", x->id, loss_name((int)kind), app,
-           exit_code, msg ? msg : "(null)");
+  snprintf(d, sizeof d, "lose %s %s app=%d exit=%d msg=%.12s", x->id,
+           tl_loss_kind_name((tl_loss_kind)kind), app, exit_code, msg ? msg : "(null)");
   tl_loss_reason why = {(tl_loss_kind)kind, app, exit_code, msg};
   note_call(r, d);
   int rc = tl_executor_lost(r->s, x->id, &why);
@@ -2538,7 +2515,8 @@ static void do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, si
           t->level = (uint8_t)next_level(t->levels, best);
           t->no_rejects = true;
           r->f_resets++;
-          trace(r, 2, "  task set %" PRIu64 " timer reset at %s", t->id, loc_name(t->level));
+          trace(r, 2, "  task set %" PRIu64 " timer reset at %s", t->id,
+                tl_locality_name((tl_locality)t->level));
         }
       }
     }
@@ -2696,8 +2674,8 @@ static void do_update(tlo_run *r, mexec *x, tl_tid tid, unsigned state, unsigned
   }
   char d[176];
   snprintf(d, sizeof d, "update %s tid=%" PRIu64 " %s%s%s result=%u size=%zu msg=%.12s", x->id, tid,
-           state_name((int)state), state == TL_TASK_FAILED ? "/" : "",
-           state == TL_TASK_FAILED ? end_name((int)failure) : "", resmode, rsize,
+           tl_task_state_name((tl_task_state)state), state == TL_TASK_FAILED ? "/" : "",
+           state == TL_TASK_FAILED ? tl_end_kind_name((tl_end_kind)failure) : "", resmode, rsize,
            msg ? msg : "(null)");
   tl_update u = {(tl_task_state)state, (tl_end_kind)failure, msg, res, rsize, rfree};
   note_call(r, d);

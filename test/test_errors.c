@@ -61,6 +61,54 @@ START_TEST(unknown_codes_get_a_name_and_a_sentence) {
 }
 END_TEST
 
+/* Each enum's names come from its map: every value named, in order from 0, distinct, and anything
+ * outside the enum is "UNKNOWN". A name written by hand would drift (the journal's copy once
+ * lacked RESULT_TOO_LARGE). */
+#define TLT_NAME_CHECK(fn, type, map, prefix)                                                      \
+  do {                                                                                             \
+    int n_ = 0;                                                                                    \
+    map(TLT_NAME_ROW_##prefix) ck_assert_str_eq(fn((type)n_), "UNKNOWN");                          \
+    ck_assert_str_eq(fn((type)-1), "UNKNOWN");                                                     \
+    for (int i_ = 0; i_ < n_; i_++)                                                                \
+      for (int j_ = i_ + 1; j_ < n_; j_++)                                                         \
+        ck_assert_str_ne(fn((type)i_), fn((type)j_));                                              \
+  } while (0)
+#define TLT_NAME_ROW(full, name, value)                                                            \
+  ck_assert_int_eq((int)(full), n_);                                                               \
+  ck_assert_int_eq((value), n_);                                                                   \
+  ck_assert_str_eq(fn_(full), #name);                                                              \
+  n_++;
+#define TLT_NAME_ROW_END(name, value) TLT_NAME_ROW(TL_END_##name, name, value)
+#define TLT_NAME_ROW_LOSS(name, value) TLT_NAME_ROW(TL_LOSS_##name, name, value)
+#define TLT_NAME_ROW_LOC(name, value) TLT_NAME_ROW(TL_##name, name, value)
+#define TLT_NAME_ROW_TASK(name, value) TLT_NAME_ROW(TL_TASK_##name, name, value)
+#define TLT_NAME_ROW_EXECUTOR(name, value) TLT_NAME_ROW(TL_EXECUTOR_##name, name, value)
+
+START_TEST(enum_names_come_from_their_maps) {
+#define fn_ tl_end_kind_name
+  TLT_NAME_CHECK(tl_end_kind_name, tl_end_kind, TL_END_KIND_MAP, END);
+#undef fn_
+#define fn_ tl_loss_kind_name
+  TLT_NAME_CHECK(tl_loss_kind_name, tl_loss_kind, TL_LOSS_KIND_MAP, LOSS);
+#undef fn_
+#define fn_ tl_locality_name
+  TLT_NAME_CHECK(tl_locality_name, tl_locality, TL_LOCALITY_MAP, LOC);
+#undef fn_
+#define fn_ tl_task_state_name
+  TLT_NAME_CHECK(tl_task_state_name, tl_task_state, TL_TASK_STATE_MAP, TASK);
+#undef fn_
+#define fn_ tl_executor_state_name
+  TLT_NAME_CHECK(tl_executor_state_name, tl_executor_state, TL_EXECUTOR_STATE_MAP, EXECUTOR);
+#undef fn_
+  /* The names the journal and tl_explain_taskset print. */
+  ck_assert_str_eq(tl_end_kind_name(TL_END_RESULT_TOO_LARGE), "RESULT_TOO_LARGE");
+  ck_assert_str_eq(tl_loss_kind_name(TL_LOSS_PENDING_TIMEOUT), "PENDING_TIMEOUT");
+  ck_assert_str_eq(tl_locality_name(TL_RACK_LOCAL), "RACK_LOCAL");
+  ck_assert_str_eq(tl_task_state_name(TL_TASK_KILLED), "KILLED");
+  ck_assert_str_eq(tl_executor_state_name(TL_EXECUTOR_PENDING_LOSS), "PENDING_LOSS");
+}
+END_TEST
+
 START_TEST(version_matches_the_header) {
   ck_assert_uint_eq(tl_version(), TL_VERSION_HEX);
   ck_assert_uint_eq(TL_VERSION_HEX, 0x000100);
@@ -270,6 +318,7 @@ Suite *tl_errors_suite(void) {
   tcase_add_test(tc, error_names_and_sentences_come_from_the_table);
   tcase_add_test(tc, error_codes_are_distinct_and_negative_and_ok_is_zero);
   tcase_add_test(tc, unknown_codes_get_a_name_and_a_sentence);
+  tcase_add_test(tc, enum_names_come_from_their_maps);
   tcase_add_test(tc, version_matches_the_header);
   tc = tlt_tcase(s, "config");
   tcase_add_test(tc, config_init_fills_the_documented_defaults);

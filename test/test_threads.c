@@ -610,7 +610,7 @@ static int lose(stress *st, uint32_t ex, tl_loss_kind kind, bool app, unsigned a
   tl_loss_reason why = {.kind = kind, .caused_by_app = app, .exit_code = 3, .message = who};
   int rc = tl_executor_lost(st->s, id, &why);
   char what[96];
-  snprintf(what, sizeof what, "%s: tl_executor_lost(%s, %s)", who, id, tlt_loss_name(kind));
+  snprintf(what, sizeof what, "%s: tl_executor_lost(%s, %s)", who, id, tl_loss_kind_name(kind));
   EXPECT_RC(st, rc, allowed, what);
   if (rc == TL_OK && kind != TL_LOSS_PENDING &&
       (!app || kind == TL_LOSS_KILLED || kind == TL_LOSS_DECOMMISSIONED)) {
@@ -798,11 +798,12 @@ static void cb_task_ended(void *ud, const tl_task_info *t, const tl_task_end *en
           next = advance(st, ts, false);
       }
     } else {
-      EXPECT(st, end->result == NULL, "task_ended %s carries a result", tlt_end_name(end->kind));
+      EXPECT(st, end->result == NULL, "task_ended %s carries a result",
+             tl_end_kind_name(end->kind));
       EXPECT(st,
              !end->counts_toward_failures || end->kind == TL_END_EXCEPTION ||
                  end->kind == TL_END_RESULT_LOST || end->kind == TL_END_EXECUTOR_LOST,
-             "task_ended %s counted toward failures", tlt_end_name(end->kind));
+             "task_ended %s counted toward failures", tl_end_kind_name(end->kind));
       if (end->kind == TL_END_EXECUTOR_LOST)
         EXPECT(st, st->execs[ex].lost == 1,
                "tid %" PRIu64 " ended by the loss of %s before its executor_lost", t->tid,
@@ -1507,11 +1508,11 @@ static void stress_end(stress *st) {
       ck_assert_msg(r->end_kind == r->ok_kind,
                     "tid %" PRIu64 ": the update taken said %s, "
                     "task_ended %s",
-                    tid, tlt_end_name(r->ok_kind), tlt_end_name(r->end_kind));
+                    tid, tl_end_kind_name(r->ok_kind), tl_end_kind_name(r->end_kind));
     else
       ck_assert_msg(r->end_kind == TL_END_EXECUTOR_LOST,
                     "tid %" PRIu64 " ended %s with no update taken", tid,
-                    tlt_end_name(r->end_kind));
+                    tl_end_kind_name(r->end_kind));
     if (r->end_kind == TL_END_EXECUTOR_LOST && r->end_counts) {
       const exec_rec *e = &st->execs[r->exec];
       ck_assert_msg(r->running_ok && !e->decommissioned && !e->removed_not_by_app,

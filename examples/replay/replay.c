@@ -204,13 +204,12 @@ static int name_index(const char *text, const char *const *names, int n) {
   return -1;
 }
 
-static const char *const loss_names[] = {"PENDING",           "EXITED", "PROCESS_LOST",
-                                         "HEARTBEAT_TIMEOUT", "KILLED", "DECOMMISSIONED",
-                                         "PENDING_TIMEOUT"};
-static const char *const state_names[] = {"RUNNING", "FINISHED", "FAILED", "KILLED"};
-static const char *const end_names[] = {"SUCCESS",       "EXCEPTION",     "FETCH_FAILED",
-                                        "KILLED",        "COMMIT_DENIED", "RESULT_LOST",
-                                        "EXECUTOR_LOST", "RESUBMITTED"};
+/* The names the journal writes, from the public header's maps (values 0, 1, ... in order). */
+#define NAME_STRING(name, value) #name,
+static const char *const loss_names[] = {TL_LOSS_KIND_MAP(NAME_STRING)};
+static const char *const state_names[] = {TL_TASK_STATE_MAP(NAME_STRING)};
+static const char *const end_names[] = {TL_END_KIND_MAP(NAME_STRING)};
+#undef NAME_STRING
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static bool parse_err(const char *text, int *out) {

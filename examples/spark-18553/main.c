@@ -201,50 +201,6 @@ static void must(int rc, const char *what) {
   exit(EXIT_FAILURE);
 }
 
-static const char *end_name(tl_end_kind kind) {
-  switch (kind) {
-  case TL_END_SUCCESS:
-    return "SUCCESS";
-  case TL_END_EXCEPTION:
-    return "EXCEPTION";
-  case TL_END_FETCH_FAILED:
-    return "FETCH_FAILED";
-  case TL_END_KILLED:
-    return "KILLED";
-  case TL_END_COMMIT_DENIED:
-    return "COMMIT_DENIED";
-  case TL_END_RESULT_LOST:
-    return "RESULT_LOST";
-  case TL_END_EXECUTOR_LOST:
-    return "EXECUTOR_LOST";
-  case TL_END_RESUBMITTED:
-    return "RESUBMITTED";
-  case TL_END_RESULT_TOO_LARGE:
-    return "RESULT_TOO_LARGE";
-  }
-  return "?";
-}
-
-static const char *loss_name(tl_loss_kind kind) {
-  switch (kind) {
-  case TL_LOSS_PENDING:
-    return "PENDING";
-  case TL_LOSS_EXITED:
-    return "EXITED";
-  case TL_LOSS_PROCESS_LOST:
-    return "PROCESS_LOST";
-  case TL_LOSS_HEARTBEAT_TIMEOUT:
-    return "HEARTBEAT_TIMEOUT";
-  case TL_LOSS_KILLED:
-    return "KILLED";
-  case TL_LOSS_DECOMMISSIONED:
-    return "DECOMMISSIONED";
-  case TL_LOSS_PENDING_TIMEOUT:
-    return "PENDING_TIMEOUT";
-  }
-  return "?";
-}
-
 /* One table cell for an executor: its running attempts, "-" while it is pending loss (its
  * attempts are then in the frozen column), "gone" for a tombstone, "none" once not even that. */
 static void executor_cell(demo *d, const char *id, char *buf, size_t len) {
@@ -388,7 +344,7 @@ static void on_task_ended(void *ud, const tl_task_info *task, const tl_task_end 
   char key[96];
   const char *dropped = end->kind == TL_END_SUCCESS && d->job_failed ? ", result dropped" : "";
   snprintf(key, sizeof key, "%-17s stage %" PRIu32 " %s%s%s", "task_ended", task->stage_id,
-           end_name(end->kind), end->counts_toward_failures ? ", counted" : "", dropped);
+           tl_end_kind_name(end->kind), end->counts_toward_failures ? ", counted" : "", dropped);
   note_tid(d, key, task->tid);
 
   /* Stage 0 is the shuffle map stage: when its last output lands, the job's result stage can
@@ -443,7 +399,7 @@ static void on_executor_added(void *ud, const char *executor_id, const char *hos
 }
 
 static void on_executor_lost(void *ud, const char *executor_id, const tl_loss_reason *reason) {
-  say(ud, "%-17s %s: %s%s", "executor_lost", executor_id, loss_name(reason->kind),
+  say(ud, "%-17s %s: %s%s", "executor_lost", executor_id, tl_loss_kind_name(reason->kind),
       reason->caused_by_app ? ", caused by the app" : "");
 }
 
