@@ -124,3 +124,10 @@ tl__str *tl__str_dup(struct tl_scheduler *s, const char *text, int *err) {
 }
 
 void tl__str_free(struct tl_scheduler *s, tl__str *str) { tl__free(s, str, tl__str_size(str)); }
+
+size_t tl__name_len(const char *name, size_t max) {
+  if (name == NULL)
+    return 0;
+  size_t n = strnlen(name, max);
+  return n == max ? 0 : n;
+}

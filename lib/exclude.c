@@ -106,14 +106,6 @@ typedef union xrec {
   xapp a;
 } xrec;
 
-static uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
-
-/* Whether an expiry or deadline (as add_sat made it) has come at now: when the time reaches it,
- * unless it saturated at UINT64_MAX, which never comes (tl_tick answers TL_TICK_NEVER for it). */
-static bool due(uint64_t deadline, uint64_t now) {
-  return deadline <= now && deadline != UINT64_MAX;
-}
-
 static const char *host_of(const tl__str *names) { return tl__names_host(names); }
 static const char *id_of(const tl__str *names) { return names->text; }
 
@@ -127,6 +119,7 @@ void tl__exclude_init(struct tl_scheduler *s) {
   tl__list_init(&s->x.execs);
   tl__list_init(&s->x.nodes);
   tl__list_init(&s->x.node_timeline);
+  tl__list_init(&s->x.aborts);
 }
 
 int tl__exclude_reserve(struct tl_scheduler *s, size_t n) {
@@ -352,8 +345,8 @@ bool tl__exclude_task_blocked(struct tl_scheduler *s, const tl__taskset *ts, uin
  * O(live executors).
  * ------------------------------------------------------------------------------------------- */
 
-size_t tl__exclude_round_events(const struct tl_scheduler *s) {
-  return s->cfg.exclude_on_failure ? 2 * s->x.ntasksets : 0; /* taskset_failed, _released */
+size_t tl__exclude_abort_candidates(const struct tl_scheduler *s) {
+  return s->cfg.exclude_on_failure ? s->x.ntasksets : 0;
 }
 
 static void timer_stop(struct tl_scheduler *s, xset *x) {
@@ -392,12 +385,31 @@ static bool some_executor_idle(struct tl_scheduler *s) {
   return false;
 }
 
-static void abort_unschedulable(struct tl_scheduler *s, xset *x, uint32_t index) {
-  tl__taskset *ts = x->ts;
+/* ts is to be aborted as unschedulable: its timer stops, it is counted, and the caller gets what
+ * the abort needs (which may release ts, and x with it). */
+static void unschedulable(struct tl_scheduler *s, xset *x, uint32_t index, tl__exclude_abort *out) {
   timer_stop(s, x);
   s->totals.tasksets_unschedulable_aborted++;
-  /* May release ts, and x with it. */
-  tl__taskset_abort(s, ts, TL__FAIL_UNSCHEDULABLE, index, 0, x->latest_msg, x->latest_static);
+  out->ts = x->ts;
+  out->index = index;
+  out->msg = x->latest_msg;
+  out->static_msg = x->latest_static;
+}
+
+/* Queues x on the round's aborts, through its timer's link (stopped first). */
+static void queue_abort(struct tl_scheduler *s, xset *x, uint32_t index) {
+  timer_stop(s, x);
+  x->timer_index = index;
+  tl__list_insert_tail(&s->x.aborts, &x->on_timer);
+}
+
+bool tl__exclude_take_abort(struct tl_scheduler *s, tl__exclude_abort *out) {
+  if (tl__list_empty(&s->x.aborts))
+    return false;
+  xset *x = tl__container_of(s->x.aborts.next, xset, on_timer);
+  tl__list_remove(&x->on_timer);
+  unschedulable(s, x, x->timer_index, out);
+  return true;
 }
 
 void tl__exclude_after_round(struct tl_scheduler *s, size_t launched) {
@@ -410,8 +422,7 @@ void tl__exclude_after_round(struct tl_scheduler *s, size_t launched) {
   if (s->hosts_by_name == NULL) /* no executor yet: nothing to decide (as Spark) */
     return;
   int idle = -1; /* not looked at yet */
-  for (tl__link *l = s->x.tasksets.next, *next; l != &s->x.tasksets; l = next) {
-    next = l->next; /* an abort may release this task set; no other */
+  for (tl__link *l = s->x.tasksets.next; l != &s->x.tasksets; l = l->next) {
     xset *x = tl__container_of(l, xset, on_scheduler);
     tl__taskset *ts = x->ts;
     if (ts->zombie || ts->npending == 0)
@@ -422,11 +433,11 @@ void tl__exclude_after_round(struct tl_scheduler *s, size_t launched) {
     if (idle < 0)
       idle = some_executor_idle(s);
     if (!idle) {
-      abort_unschedulable(s, x, index);
+      queue_abort(s, x, index);
     } else if (!x->timer) {
       x->timer = true;
       x->timer_index = index;
-      x->deadline = add_sat(s->last_now, s->cfg.unschedulable_timeout_ns);
+      x->deadline = tl__add_sat(s->last_now, s->cfg.unschedulable_timeout_ns);
       tl__list_insert_tail(&s->x.timers, &x->on_timer);
       s->x.ntimers++;
     }
@@ -496,7 +507,7 @@ static xfail *drop_expired(struct tl_scheduler *s, xfail *list, uint64_t now, ui
   xfail **pp = &list;
   while (*pp != NULL) {
     xfail *f = *pp;
-    if (due(f->time, now)) {
+    if (tl__due(f->time, now)) {
       *pp = f->next;
       free_record(s, f);
       (*n)--;
@@ -523,7 +534,7 @@ static void promote_exec(struct tl_scheduler *s, xset *x, xexec *e) {
     e->failures = f->next;
     f->stage_id = x->ts->stage_id;
     f->stage_attempt = x->ts->stage_attempt;
-    f->time = add_sat(f->time, c->exclude_timeout_ns);
+    f->time = tl__add_sat(f->time, c->exclude_timeout_ns);
     f->count = 0;
     f->next = list;
     list = f;
@@ -558,7 +569,7 @@ static void promote_exec(struct tl_scheduler *s, xset *x, xexec *e) {
   memset(a, 0, sizeof(xrec));
   a->names = names;
   a->node = node;
-  a->expiry = add_sat(now, c->exclude_timeout_ns);
+  a->expiry = tl__add_sat(now, c->exclude_timeout_ns);
   tl__list_insert_tail(&s->x.execs, &a->on_timeline);
   s->x.nexecs++;
   if (++node->nexcluded_execs >= c->exclude_app_max_failed_executors_per_node && !node->excluded) {
@@ -672,32 +683,38 @@ uint64_t tl__exclude_next(const struct tl_scheduler *s, uint64_t now) {
   return due > now ? due - now : 0;
 }
 
-uint64_t tl__exclude_tick(struct tl_scheduler *s, uint64_t now) {
+void tl__exclude_tick(struct tl_scheduler *s, uint64_t now) {
   while (!tl__list_empty(&s->x.execs)) {
     xapp *a = tl__container_of(s->x.execs.next, xapp, on_timeline);
-    if (!due(a->expiry, now))
+    if (!tl__due(a->expiry, now))
       break;
     expire_exec(s, a);
   }
   while (!tl__list_empty(&s->x.node_timeline)) {
     xnode *n = tl__container_of(s->x.node_timeline.next, xnode, on_timeline);
-    if (!due(n->expiry, now))
+    if (!tl__due(n->expiry, now))
       break;
     expire_node(s, n);
   }
+}
+
+bool tl__exclude_due_abort(struct tl_scheduler *s, uint64_t now, tl__exclude_abort *out) {
   while (!tl__list_empty(&s->x.timers)) {
     xset *x = tl__container_of(s->x.timers.next, xset, on_timer);
-    if (!due(x->deadline, now))
-      break;
-    if (x->ts->zombie) { /* finished or aborted meanwhile: nothing to abort */
-      timer_stop(s, x);
-      continue;
+    if (!tl__due(x->deadline, now))
+      return false;
+    if (!x->ts->zombie) {
+      out->ts = x->ts;
+      out->index = x->timer_index;
+      return true;
     }
-    if (tl__events_reserve(s, 2) != TL_OK)
-      return 0;
-    abort_unschedulable(s, x, x->timer_index);
+    timer_stop(s, x); /* finished or aborted meanwhile: nothing to abort */
   }
-  return tl__exclude_next(s, now);
+  return false;
+}
+
+void tl__exclude_aborting(struct tl_scheduler *s, tl__exclude_abort *ab) {
+  unschedulable(s, ab->ts->exclude, ab->index, ab);
 }
 
 void tl__exclude_destroy(struct tl_scheduler *s) {
@@ -825,6 +842,7 @@ int tl__exclude_check(struct tl_scheduler *s, char *why, size_t len, size_t *byt
                       size_t *blocks) {
   size_t records = 0, n = 0;
   XCHECK(s->x.spare == NULL && s->x.nspare == 0, "exclusion: records reserved between calls");
+  XCHECK(tl__list_empty(&s->x.aborts), "exclusion: aborts queued between calls");
   for (tl__link *l = s->x.tasksets.next; l != &s->x.tasksets; l = l->next, n++) {
     int err = check_xset(s, tl__container_of(l, xset, on_scheduler), &records, why, len);
     if (err != TL_OK)

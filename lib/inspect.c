@@ -1032,7 +1032,7 @@ int tl_metrics_text(tl_scheduler *s, char *buf, size_t len, size_t *needed) {
   tl_stats st;
   tl_stats_get(s, &st); /* one snapshot, under the lock */
   sink k = {buf, len, 0};
-  for (size_t i = 0; i < sizeof metrics / sizeof metrics[0]; i++) {
+  for (size_t i = 0; i < TL__ARRAY_SIZE(metrics); i++) {
     const metric *m = &metrics[i];
     const char *field = (const char *)&st + m->offset;
     uint64_t value;

@@ -39,6 +39,27 @@ void tl__schedulers_dec(void);
 #include "hash.h" /* after tl__malloc/tl__free: uthash allocates through them */
 
 /* ---------------------------------------------------------------------------------------------
+ * Small utilities (base).
+ * ------------------------------------------------------------------------------------------- */
+
+#define TL__ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* a + b, or UINT64_MAX when that does not fit: a deadline that saturates there is past the end
+ * of time and never comes (tl__due). */
+static inline uint64_t tl__add_sat(uint64_t a, uint64_t b) {
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* Whether a deadline (as tl__add_sat made it) has come at now: when the time reaches it, unless
+ * it saturated at UINT64_MAX, which never comes, not even with the clock at UINT64_MAX. */
+static inline bool tl__due(uint64_t deadline, uint64_t now) {
+  return deadline <= now && deadline != UINT64_MAX;
+}
+
+/* Length of a name of 1 to max-1 bytes, or 0 when NULL, empty or too long (alloc.c). */
+size_t tl__name_len(const char *name, size_t max);
+
+/* ---------------------------------------------------------------------------------------------
  * Intrusive circular doubly-linked lists (libuv's QUEUE, typed). An unlinked node points to
  * itself, so "is it on a list" is a test, and removing twice is harmless.
  * ------------------------------------------------------------------------------------------- */
@@ -464,13 +485,15 @@ typedef struct tl__event_array {
 
 #define TL__EVENTS_INITIAL 32 /* capacity of each event array, kept when the queue drains */
 
-/* Makes room for n more events in s->events, so that the pushes of a call cannot fail. */
+/* Makes room for n more events in s->events, so that the pushes of a call cannot fail
+ * (queue.c): tl__events_reserve is the check, tl__events_grow the allocation behind it. */
 int tl__events_grow(struct tl_scheduler *s, size_t n);
 static inline int tl__events_reserve(struct tl_scheduler *s, size_t n);
 /* A zeroed slot of the given kind at the queue's tail; room must have been reserved. */
 tl__event *tl__event_push(struct tl_scheduler *s, tl__event_kind kind);
-/* Pushes a revive_offers event if the call asked for one (s->revive_wanted); reserved by every
- * call that can set the flag. */
+/* Pushes a revive_offers event if the call asked for one (s->revive_wanted); reserved
+ * (TL__REVIVE_EVENTS) by every call that can set the flag. */
+#define TL__REVIVE_EVENTS 1
 void tl__event_push_revive(struct tl_scheduler *s);
 /* dispatch_state: some thread is delivering; more was queued for it meanwhile. */
 enum { TL__DISPATCHING = 1u, TL__MORE = 2u };
@@ -568,7 +591,19 @@ typedef struct tl__exclude_state {
                              calls */
   size_t nspare;          /* length of spare */
   size_t nrecords;        /* records allocated, spares included (tl_check's memory balance) */
+  tl__link aborts;        /* xsets an offer round found unschedulable, for its caller to abort
+                             (through their on_timer links); empty between calls */
 } tl__exclude_state;
+
+/* A task set exclusion finds unschedulable, for the caller to abort (tl__taskset_abort with
+ * TL__FAIL_UNSCHEDULABLE, index, 0 failures and the message of its latest counted failure):
+ * exclusion decides, the task set layer aborts. */
+typedef struct tl__exclude_abort {
+  struct tl__taskset *ts;
+  uint32_t index;
+  tl__str *msg;
+  const char *static_msg;
+} tl__exclude_abort;
 
 /* Records one counted failure may need (task set, executor, host, and the index on both). */
 #define TL__EXCLUDE_RECORDS_PER_FAILURE 5
@@ -602,11 +637,21 @@ bool tl__exclude_task_blocked(struct tl_scheduler *s, const tl__taskset *ts, uin
 static inline bool tl__exclude_app_blocked(const tl__executor *ex) {
   return ex->x_excluded || (ex->host != NULL && ex->host->x_excluded);
 }
-/* Events the end of an offer round may make (aborts of unschedulable task sets). */
-size_t tl__exclude_round_events(const struct tl_scheduler *s);
+/* The most task sets the end of an offer round may find unschedulable (its caller reserves
+ * TL__TASKSET_ABORT_EVENTS for each). */
+size_t tl__exclude_abort_candidates(const struct tl_scheduler *s);
 /* The end of a successful offer round that launched `launched` attempts: clears the
- * unschedulable timers, or, when nothing launched, looks at the task sets with exclusions. */
+ * unschedulable timers, or, when nothing launched, looks at the task sets with exclusions and
+ * queues those no executor may run while none is idle; the caller takes each with
+ * tl__exclude_take_abort (counted there) and aborts it. */
 void tl__exclude_after_round(struct tl_scheduler *s, size_t launched);
+bool tl__exclude_take_abort(struct tl_scheduler *s, tl__exclude_abort *out);
+/* tl_tick's aborts: the first task set whose unschedulable deadline came at now (ts and index
+ * filled; timers of task sets gone zombie meanwhile are stopped on the way), or false. Once the
+ * caller has room for the abort's events, tl__exclude_aborting stops its timer, counts it and
+ * fills the message. */
+bool tl__exclude_due_abort(struct tl_scheduler *s, uint64_t now, tl__exclude_abort *out);
+void tl__exclude_aborting(struct tl_scheduler *s, tl__exclude_abort *ab);
 /* A task set is being released: moves its failures to the application level if it succeeded
  * (Spark's updateExcludedForSuccessfulTaskSet; allocates nothing), then frees its records. */
 void tl__exclude_taskset_released(struct tl_scheduler *s, tl__taskset *ts);
@@ -616,9 +661,9 @@ void tl__exclude_taskset_free(struct tl_scheduler *s, tl__taskset *ts);
 void tl__exclude_executor_added(struct tl_scheduler *s, tl__executor *ex);
 /* An executor's loss began: its application-level failures are dropped (handleRemovedExecutor). */
 void tl__exclude_executor_removed(struct tl_scheduler *s, tl__executor *ex);
-/* Runs expiries and unschedulable aborts due at now; returns ns until the next (see tl_tick),
- * 0 when an abort could not get room for its events (the next tick retries). */
-uint64_t tl__exclude_tick(struct tl_scheduler *s, uint64_t now);
+/* Runs the application-level expiries due at now (the unschedulable aborts are
+ * tl__exclude_due_abort's). */
+void tl__exclude_tick(struct tl_scheduler *s, uint64_t now);
 uint64_t tl__exclude_next(const struct tl_scheduler *s, uint64_t now);
 /* Inspection: invariants and memory of the records (bytes and blocks are added to), every
  * string they hold (for the reference-count balance), the stats, and a task set's text. */
@@ -709,10 +754,14 @@ struct tl_scheduler {
   bool batch_dirty;              /* batch and journal_batch were delivered but still hold their
                                     references: the next lock holder drops them (events.c) */
   bool closing;                  /* tl_scheduler_free is releasing task sets */
-  struct tl_uv *uv;              /* the libuv driver attached (uv.c), or NULL: every mutating
-                                    call asks for the next deadline only while it is set (the
-                                    deadline its timer is armed for is the driver's, under this
-                                    lock too) */
+  /* The driver attached (tl__driver_attach: the libuv driver, uv.c), if any: every mutating call
+   * asks for the next deadline only while driver_wake is set. */
+  void (*driver_wake)(void *ud); /* under the lock: a call moved the next deadline earlier than
+                                    driver_armed_at (it must not call the library) */
+  const void *driver;            /* the driver's handle, its wake's argument */
+  uint64_t driver_armed_at;      /* the clock time the driver's timer is armed for, or will be
+                                    once the tick that chose it returns; UINT64_MAX: stopped;
+                                    0 while attaching (nothing is earlier: no wake) */
   tl__jline *journal;            /* journal lines queued, oldest first */
   tl__jline **journal_tail;      /* where the next line is linked */
   tl__jline *journal_batch;      /* lines the dispatcher is writing (the lock released) */
@@ -723,19 +772,25 @@ struct tl_scheduler {
   uint32_t check_epoch; /* tl_check's visit stamp for shared strings */
 };
 
+/* Room for n more events (queue.c); TL_ENOMEM, having changed nothing. A transition reserves,
+ * before it changes anything, the sum of the TL__*_EVENTS of the calls it makes. */
+static inline int tl__events_reserve(struct tl_scheduler *s, size_t n) {
+  return s->events.cap - s->events.n >= n ? TL_OK : tl__events_grow(s, n);
+}
+
 /* The time to the next deadline of every part (what tl_tick would answer now), under the lock:
- * ns from now, 0 when one is due, TL_TICK_NEVER when there is none. */
+ * ns from now, 0 when one is due, TL_TICK_NEVER when there is none (tick.c). */
 uint64_t tl__next_deadline(struct tl_scheduler *s, uint64_t now);
-/* tl_tick for the attached driver: the same, and under the lock it hands the answer to
- * tl__uv_armed while driver is still the one attached (scheduler.c). */
-uint64_t tl__tick_driver(struct tl_scheduler *s, const struct tl_uv *driver);
-/* Under the lock: the driver's tick answered next (ns from s->last_now); its timer will be armed
- * for that (uv.c). */
-void tl__uv_armed(struct tl_scheduler *s, uint64_t next);
-/* The driver's wake rule (uv.c), under the lock at the end of a mutating call while s->uv is
- * set: when the next deadline is earlier than the one the driver's timer is armed for, records
- * it as armed and wakes the loop (uv_async_send: thread-safe, and it runs no user code). */
-void tl__uv_wake(struct tl_scheduler *s);
+/* Runs every part's deadlines due at now and answers the same (tick.c). */
+uint64_t tl__tick_run(struct tl_scheduler *s, uint64_t now);
+/* The wake hook (scheduler.c). tl__driver_attach attaches a driver (TL_EBUSY when one is, or
+ * the scheduler is being freed): from then on every mutating call that moves the next deadline
+ * earlier than the one the driver's timer is armed for records it as armed and calls wake(driver)
+ * under the lock. tl__tick_driver is tl_tick for the driver: it records the answer as armed in
+ * the same lock section that computes it, while that driver is still attached. */
+int tl__driver_attach(struct tl_scheduler *s, void (*wake)(void *ud), const void *driver);
+void tl__driver_detach(struct tl_scheduler *s);
+uint64_t tl__tick_driver(struct tl_scheduler *s, const void *driver);
 
 /* Reads the configured clock; called before the lock is taken (the clock is user code). */
 uint64_t tl__clock_read(const struct tl_scheduler *s);
@@ -743,23 +798,21 @@ uint64_t tl__clock_read(const struct tl_scheduler *s);
 void tl__clock_set(struct tl_scheduler *s, uint64_t t);
 
 /* ---------------------------------------------------------------------------------------------
- * Ledger (ledger.c): the tid index and the one cleanup routine.
+ * Ledger (ledger.c): the tid index, attempt records, the one link and the one unlink.
  * ------------------------------------------------------------------------------------------- */
 
 tl__attempt *tl__attempt_find(const struct tl_scheduler *s, tl_tid tid);
 /* Makes room in attempts_by_tid for more attempts (TL_ENOMEM: nothing changed); then that many
- * tl__attempt_index calls cannot fail. */
+ * tl__attempt_link calls cannot fail. */
 int tl__attempts_reserve(struct tl_scheduler *s, size_t more);
 /* Gives back the array of an empty attempts_by_tid (a round that reserved room and launched
  * nothing). */
 void tl__attempts_unreserve(struct tl_scheduler *s);
-/* Enters a into attempts_by_tid (room reserved). */
-void tl__attempt_index(struct tl_scheduler *s, tl__attempt *a);
+/* Links a launched attempt (its executor, task set and tid set) into the scheduler-level
+ * indexes: attempts_by_tid (room reserved) and its executor's running list, and takes its
+ * cores. The one way in; tl__cleanup_task_state is the one way out. */
+void tl__attempt_link(struct tl_scheduler *s, tl__attempt *a);
 /* Whether any attempt is in attempts_by_tid. */
-static inline int tl__events_reserve(struct tl_scheduler *s, size_t n) {
-  return s->events.cap - s->events.n >= n ? TL_OK : tl__events_grow(s, n);
-}
-
 static inline bool tl__attempts_running(const struct tl_scheduler *s) {
   return s->attempts_by_tid.n != 0;
 }
@@ -783,8 +836,6 @@ void tl__attempts_trim(struct tl_scheduler *s);
  * Task sets (taskset.c).
  * ------------------------------------------------------------------------------------------- */
 
-tl__taskset *tl__taskset_find(struct tl_scheduler *s, tl_taskset_id id);
-tl__stage *tl__stage_find(struct tl_scheduler *s, uint32_t stage_id);
 int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out);
 /* Takes index i (which must be pending) off the pending stack. */
 void tl__taskset_take_pending(struct tl_scheduler *s, tl__taskset *ts, uint32_t i);
@@ -793,20 +844,24 @@ void tl__taskset_take_pending(struct tl_scheduler *s, tl__taskset *ts, uint32_t 
 bool tl__taskset_take_unblocked(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
                                 uint32_t *index);
 /* Aborts a task set (taskset_failed with why, index, failures and the message) and releases it
- * if nothing of it runs. Reserve 2 events. */
+ * if nothing of it runs: TL__TASKSET_ABORT_EVENTS. */
+#define TL__TASKSET_ABORT_EVENTS 2 /* taskset_failed, taskset_released */
 void tl__taskset_abort(struct tl_scheduler *s, tl__taskset *ts, uint8_t why, uint32_t index,
                        uint32_t failures, tl__str *msg, const char *static_msg);
 /* The end of an attempt: unlinks it from its task set, frees it, updates the index, queues
- * task_ended (and taskset_failed / taskset_released as they follow). The attempt must already
- * be out of the scheduler's indexes (tl__cleanup_task_state, or unfrozen). msg may be NULL;
- * the event takes its own reference. Reserve 3 events (plus revive) before calling. */
+ * task_ended (and kill_task of the other copy, or taskset_failed, and taskset_released, as they
+ * follow): at most TL__ATTEMPT_ENDED_EVENTS. It may ask for revive_offers (s->revive_wanted),
+ * which the transition pushes once at its end (TL__REVIVE_EVENTS). The attempt must already be
+ * out of the scheduler's indexes (tl__cleanup_task_state, or unfrozen). msg may be NULL; the
+ * event takes its own reference. */
+#define TL__ATTEMPT_ENDED_EVENTS 3 /* task_ended; kill_task or taskset_failed; taskset_released */
 void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind, bool counts,
                        tl__str *msg, const char *static_msg, const tl_update *u, tl__output *out);
 /* Whether a FINISHED update of a would leave a map output to remember (so the caller allocates
  * a tl__output before it changes anything and passes it to tl__attempt_ended). */
 bool tl__taskset_wants_output(const tl__taskset *ts, const tl__attempt *a);
 /* An executor's loss: its map outputs of active task sets are lost, their indices pending again
- * (one task_ended TL_END_RESUBMITTED each; the caller reserves the events). */
+ * (one task_ended TL_END_RESUBMITTED each: ex->noutputs events). */
 void tl__outputs_resubmit(struct tl_scheduler *s, tl__executor *ex);
 void tl__taskset_make_zombie(struct tl_scheduler *s, tl__taskset *ts);
 /* Speculation (speculation.c and taskset.c). */
@@ -827,10 +882,14 @@ void tl__speculation_grow(struct tl_scheduler *s, tl__taskset *ts, uint64_t *roo
 void tl__speculation_free(struct tl_scheduler *s, tl__taskset *ts);
 /* The median of the recorded run times (0 when there is none), Spark's MedianHeap. */
 uint64_t tl__speculation_median(const tl__taskset *ts);
-/* Marks slow tasks speculatable when the check is due; returns ns until the next check
- * (TL_TICK_NEVER when speculation is off). Fails only for lack of memory: then it does nothing
- * and returns 0. */
-uint64_t tl__speculation_tick(struct tl_scheduler *s, uint64_t now);
+/* Whether ts is looked at by the speculation check, and if so in *threshold the run time past
+ * which its attempts are slow (0 is a threshold like any other: then every attempt that has run
+ * at all is slow); and whether attempt a of ts is slow at now. */
+bool tl__speculation_slow_after(const struct tl_scheduler *s, const tl__taskset *ts,
+                                uint64_t *threshold);
+bool tl__speculation_slow(const tl__taskset *ts, const tl__attempt *a, uint64_t threshold,
+                          uint64_t now);
+/* ns until the next speculation check (TL_TICK_NEVER: none, or nothing runs). */
 uint64_t tl__speculation_next(const struct tl_scheduler *s, uint64_t now);
 /* Counts a FINISHED update's result toward max_result_bytes: TL_END_SUCCESS, or
  * TL_END_RESULT_TOO_LARGE when the task set's results pass the limit with it. */
@@ -873,11 +932,18 @@ tl_locality tl__locality_allowed(struct tl_scheduler *s, tl__taskset *ts);
  * executor. */
 void tl__locality_after_turn(struct tl_scheduler *s, tl__taskset *ts, bool rejects, int best,
                              bool full);
-/* Takes a pending index of ts to run on ex at a level no farther than allowed, the most local
- * first (Spark's dequeueTask: executor, host, no preference, rack, any); false if none. The
- * index is off the pending stack afterwards and *level says where it came from. */
-bool tl__locality_take(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
-                       tl_locality allowed, uint32_t *index, tl_locality *level);
+/* Whether index of ts may not run on ex (tl__exclude_task_blocked): a filter the caller hands
+ * to locality, which knows nothing of exclusion. */
+typedef bool tl__index_blocked_fn(struct tl_scheduler *s, const tl__taskset *ts, uint32_t index,
+                                  const tl__executor *ex);
+/* A pending index of ts to run on ex at a level no farther than allowed and below TL_ANY, the
+ * most local first (Spark's dequeueTask: executor, host, no preference, rack), skipping those
+ * blocked (NULL: none) says may not run on ex; false if none (at TL_ANY the caller takes the
+ * topmost pending index that may run). The index stays pending: the caller takes it. *level
+ * says where it came from. */
+bool tl__locality_pick(struct tl_scheduler *s, const tl__taskset *ts, const tl__executor *ex,
+                       tl_locality allowed, tl__index_blocked_fn *blocked, uint32_t *index,
+                       tl_locality *level);
 /* Whether ts certainly launches nothing in the running offer round and leaves its delay
  * scheduling as it is: it waits at PROCESS_LOCAL or NODE_LOCAL with time left, nothing without
  * preferences is pending, and no executor or host it prefers was offered (their places carry
@@ -922,25 +988,45 @@ int tl__partition_completed(struct tl_scheduler *s, uint32_t stage_id, uint32_t 
 void tl__taskset_destroy(struct tl_scheduler *s, tl__taskset *ts);
 
 /* ---------------------------------------------------------------------------------------------
- * Executors (executors.c).
+ * The registry (registry.c): executors, hosts, racks, task sets and stages by key, and the
+ * executor record's shared state changes.
  * ------------------------------------------------------------------------------------------- */
 
 tl__executor *tl__executor_find(struct tl_scheduler *s, const char *id);
 /* The same, for an id of len bytes (its length already known). */
 tl__executor *tl__executor_find_len(struct tl_scheduler *s, const char *id, size_t len);
-int tl__executor_add(struct tl_scheduler *s, const tl_executor_desc *d);
-int tl__executor_lost(struct tl_scheduler *s, const char *id, const tl_loss_reason *reason);
-int tl__executor_heartbeat(struct tl_scheduler *s, const char *id);
-int tl__executor_decommission(struct tl_scheduler *s, const char *id, const char *message);
-/* Runs due deadlines; returns ns until the next one (see tl_tick). */
-uint64_t tl__executors_tick(struct tl_scheduler *s, uint64_t now);
-uint64_t tl__executors_next_deadline(struct tl_scheduler *s, uint64_t now);
+tl__taskset *tl__taskset_find(struct tl_scheduler *s, tl_taskset_id id);
+tl__stage *tl__stage_find(struct tl_scheduler *s, uint32_t stage_id);
+/* Moves ex to state, keeping the scheduler's count of each state. */
+void tl__executor_set_state(struct tl_scheduler *s, tl__executor *ex, tl_executor_state state);
+/* Bytes of a host or rack record with a name of name_len bytes. */
+size_t tl__host_size(size_t name_len);
+size_t tl__rack_size(size_t name_len);
+/* ex leaves its host (the loss of a live executor); a host left empty is freed, and its rack
+ * when that is left empty too. */
+void tl__executor_leave_host(struct tl_scheduler *s, tl__executor *ex);
+/* ex becomes a tombstone (REMOVED, on tombstone_order, keeping only its names); the oldest
+ * tombstones past max_tombstones are evicted. */
+void tl__executor_bury(struct tl_scheduler *s, tl__executor *ex);
+/* Forgets a tombstone: off its timeline and executors_by_id, and freed. */
+void tl__tombstone_evict(struct tl_scheduler *s, tl__executor *ex);
 /* Frees an executor record (it must be out of every list but executors_by_id). */
 void tl__executor_free(struct tl_scheduler *s, tl__executor *ex);
 
 /* ---------------------------------------------------------------------------------------------
- * Offers (offers.c) and status updates (ledger.c).
+ * Transitions: membership (membership.c), offer rounds (offers.c), status updates (status.c),
+ * and the tick (tick.c, declared with the scheduler above). Each reserves the events it makes
+ * before it changes anything.
  * ------------------------------------------------------------------------------------------- */
+
+int tl__executor_add(struct tl_scheduler *s, const tl_executor_desc *d);
+int tl__executor_lost(struct tl_scheduler *s, const char *id, const tl_loss_reason *reason);
+int tl__executor_heartbeat(struct tl_scheduler *s, const char *id);
+int tl__executor_decommission(struct tl_scheduler *s, const char *id, const char *message);
+/* Runs the executors' due deadlines (heartbeats, pending losses, tombstones); returns ns until
+ * the next one (see tl_tick), 0 when a loss could not get room for its events. */
+uint64_t tl__executors_tick(struct tl_scheduler *s, uint64_t now);
+uint64_t tl__executors_next_deadline(struct tl_scheduler *s, uint64_t now);
 
 /* lens: the length of each offer's executor id, or NULL (then measured again). */
 int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t noffers,
@@ -948,12 +1034,5 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
 #define TL__ID_LENS 16 /* offers whose id lengths tl_resource_offers passes on */
 int tl__status_update(struct tl_scheduler *s, const char *executor_id, size_t id_len, tl_tid tid,
                       const tl_update *u);
-
-/* ---------------------------------------------------------------------------------------------
- * Validation helpers (scheduler.c).
- * ------------------------------------------------------------------------------------------- */
-
-/* Length of a name of 1 to max-1 bytes, or 0 when NULL, empty or too long. */
-size_t tl__name_len(const char *name, size_t max);
 
 #endif /* TL_INTERNAL_H */

@@ -34,14 +34,11 @@
  */
 #include "internal.h"
 
-static uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
-
 /* Whether a wait of wait ns from reset has run out at now: when the time reaches its end, unless
  * that end saturated at UINT64_MAX, which is past the end of time and never comes. Offers,
  * dormancy and tl_tick all ask this, so they agree. */
 static bool wait_over(uint64_t reset, uint64_t wait, uint64_t now) {
-  uint64_t end = add_sat(reset, wait);
-  return end <= now && end != UINT64_MAX;
+  return tl__due(tl__add_sat(reset, wait), now);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -570,7 +567,7 @@ static uint64_t wait_ends(struct tl_scheduler *s, const tl__taskset *ts, uint64_
   for (unsigned l = loc->level; l != TL_ANY; l = level_from(loc->levels, l + 1)) {
     if (!has_tasks_at(loc, l))
       break; /* the next offer skips it, and the next wait starts then: no deadline yet */
-    uint64_t end = add_sat(reset, s->locality_wait[l]);
+    uint64_t end = tl__add_sat(reset, s->locality_wait[l]);
     if (end == UINT64_MAX)
       return TL_TICK_NEVER; /* past the end of time: it never runs out (wait_over) */
     if (end > now)
@@ -624,12 +621,12 @@ static tl__tskey *key_of(const tl__locality *loc, const tl__place *place) {
 }
 
 /* The first index on a key's list that may run on ex (exclude on failure: Spark's
- * dequeueTaskFromList skips excluded indices). */
+ * dequeueTaskFromList skips excluded indices, which blocked names). */
 static bool take_key(struct tl_scheduler *s, const tl__taskset *ts, const tl__tskey *k,
-                     const tl__executor *ex, uint32_t *index) {
+                     const tl__executor *ex, tl__index_blocked_fn *blocked, uint32_t *index) {
   const tl__locality *loc = ts->loc;
   for (uint32_t p = k != NULL ? k->head : TL__NONE; p != TL__NONE; p = loc->pairs[p].next) {
-    if (!tl__exclude_task_blocked(s, ts, loc->pairs[p].index, ex)) {
+    if (blocked == NULL || !blocked(s, ts, loc->pairs[p].index, ex)) {
       *index = loc->pairs[p].index;
       return true;
     }
@@ -637,17 +634,19 @@ static bool take_key(struct tl_scheduler *s, const tl__taskset *ts, const tl__ts
   return false;
 }
 
-bool tl__locality_take(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
-                       tl_locality allowed, uint32_t *index, tl_locality *level) {
+bool tl__locality_pick(struct tl_scheduler *s, const tl__taskset *ts, const tl__executor *ex,
+                       tl_locality allowed, tl__index_blocked_fn *blocked, uint32_t *index,
+                       tl_locality *level) {
   const tl__locality *loc = ts->loc;
   const tl__host *host = ex->host;
   if (ts->npending == 0)
     return false;
-  if (take_key(s, ts, key_of(loc, ex->place), ex, index)) {
+  if (take_key(s, ts, key_of(loc, ex->place), ex, blocked, index)) {
     *level = TL_PROCESS_LOCAL;
-  } else if (allowed >= TL_NODE_LOCAL && take_key(s, ts, key_of(loc, host->place), ex, index)) {
+  } else if (allowed >= TL_NODE_LOCAL &&
+             take_key(s, ts, key_of(loc, host->place), ex, blocked, index)) {
     *level = TL_NODE_LOCAL;
-  } else if (allowed >= TL_NO_PREF && take_key(s, ts, &loc->keys[0], ex, index)) {
+  } else if (allowed >= TL_NO_PREF && take_key(s, ts, &loc->keys[0], ex, blocked, index)) {
     *level = TL_NO_PREF;
   } else {
     /* RACK_LOCAL: of the indices that prefer another live host of the rack, the one pushed
@@ -658,23 +657,17 @@ bool tl__locality_take(struct tl_scheduler *s, tl__taskset *ts, const tl__execut
       for (const tl__link *l = rack->hosts.next; l != &rack->hosts; l = l->next) {
         const tl__host *h = tl__container_of(l, tl__host, on_rack);
         uint32_t i;
-        if (h != host && h->nalive > 0 && take_key(s, ts, key_of(loc, h->place), ex, &i) &&
+        if (h != host && h->nalive > 0 && take_key(s, ts, key_of(loc, h->place), ex, blocked, &i) &&
             (!found || loc->pushed[i] > loc->pushed[*index])) {
           *index = i;
           found = true;
         }
       }
     }
-    if (found) {
-      *level = TL_RACK_LOCAL;
-    } else if (allowed == TL_ANY) {
-      *level = TL_ANY;
-      return tl__taskset_take_unblocked(s, ts, ex, index);
-    } else {
+    if (!found)
       return false;
-    }
+    *level = TL_RACK_LOCAL;
   }
-  tl__taskset_take_pending(s, ts, *index);
   return true;
 }
 

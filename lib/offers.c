@@ -62,10 +62,7 @@ static void launch(struct tl_scheduler *s, tl__taskset *ts, tl__executor *ex, tl
   a->launch_time = s->last_now;
   a->executor = ex;
   a->taskset = ts;
-  tl__attempt_index(s, a);
-  tl__list_insert_tail(&ex->running, &a->on_executor);
-  ex->nrunning++;
-  ex->free_cores -= ts->cpus;
+  tl__attempt_link(s, a);
   tl__list_insert_tail(&ts->running, &a->on_taskset);
   ts->nrunning++;
   ts->pool->running++; /* its place in a FAIR queue moves at the end of the round */
@@ -166,7 +163,15 @@ static size_t pass(struct tl_scheduler *s, round_state *r, tl__taskset *ts, tl_l
         if (now < allowed)
           allowed = now;
       }
-      found = tl__locality_take(s, ts, slot->ex, allowed, &index, &level);
+      found =
+          tl__locality_pick(s, ts, slot->ex, allowed,
+                            ts->exclude != NULL ? tl__exclude_task_blocked : NULL, &index, &level);
+      if (found) {
+        tl__taskset_take_pending(s, ts, index);
+      } else if (allowed == TL_ANY) { /* nothing preferred here: the topmost that may run */
+        level = TL_ANY;
+        found = ts->npending > 0 && tl__taskset_take_unblocked(s, ts, slot->ex, &index);
+      }
     }
     if (!found) {
       speculative = tl__taskset_take_speculative(s, ts, slot->ex, allowed, &index, &level);
@@ -344,7 +349,9 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
         goto undo;
   }
   /* Last, so that a round that fails never leaves attempts_by_tid grown. */
-  if (tl__events_reserve(s, most + tl__exclude_round_events(s)) != TL_OK ||
+  /* A task_started per launch, and the aborts of the task sets exclusion finds unschedulable. */
+  if (tl__events_reserve(s, most + TL__TASKSET_ABORT_EVENTS * tl__exclude_abort_candidates(s)) !=
+          TL_OK ||
       tl__attempts_reserve(s, most) != TL_OK)
     goto undo;
 
@@ -377,6 +384,8 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   s->totals.rejected_offers += rejected;
   s->totals.excluded_offers += excluded;
   tl__exclude_after_round(s, used);
+  for (tl__exclude_abort ab; tl__exclude_take_abort(s, &ab);) /* may release ab.ts */
+    tl__taskset_abort(s, ab.ts, TL__FAIL_UNSCHEDULABLE, ab.index, 0, ab.msg, ab.static_msg);
   err = TL_OK;
   goto done;
 

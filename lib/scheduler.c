@@ -42,13 +42,6 @@ void tl_config_init(tl_config *cfg) {
   cfg->unschedulable_timeout_ns = 120ull * 1000000000ull;
 }
 
-size_t tl__name_len(const char *name, size_t max) {
-  if (name == NULL)
-    return 0;
-  size_t n = strnlen(name, max);
-  return n == max ? 0 : n;
-}
-
 uint64_t tl__clock_read(const struct tl_scheduler *s) {
   return s->cfg.clock != NULL ? s->cfg.clock(s->cfg.clock_ud) : uv_hrtime();
 }
@@ -75,13 +68,52 @@ static int enter_at(tl_scheduler *s, uint64_t t) {
   return err;
 }
 
+/* The clock time next ns after now, UINT64_MAX for TL_TICK_NEVER (or past the end of time). */
+static uint64_t deadline_at(uint64_t now, uint64_t next) {
+  return next == TL_TICK_NEVER || next > UINT64_MAX - now ? UINT64_MAX : now + next;
+}
+
+/* The driver's wake rule, under the lock at the end of a mutating call while a driver is
+ * attached: when the next deadline is earlier than the one the driver's timer is armed for,
+ * records it as armed and wakes the driver (the libuv driver's uv_async_send: thread-safe, and
+ * it runs no user code). Later calls with the same or a later deadline wake nothing; a deadline
+ * that moves later needs no wake: the timer fires early, the tick finds nothing due and answers
+ * the rest. */
+static void wake_driver(tl_scheduler *s) {
+  uint64_t at = deadline_at(s->last_now, tl__next_deadline(s, s->last_now));
+  if (at < s->driver_armed_at) {
+    s->driver_armed_at = at;
+    s->driver_wake((void *)(uintptr_t)s->driver);
+  }
+}
+
+int tl__driver_attach(struct tl_scheduler *s, void (*wake)(void *ud), const void *driver) {
+  tl__lock(s);
+  if (s->driver_wake != NULL || s->closing) {
+    tl__mutex_unlock(&s->lock);
+    return TL_EBUSY;
+  }
+  s->driver_armed_at = 0; /* no wake until the driver's first tick */
+  s->driver = driver;
+  s->driver_wake = wake;
+  tl__mutex_unlock(&s->lock);
+  return TL_OK;
+}
+
+void tl__driver_detach(struct tl_scheduler *s) {
+  tl__lock(s);
+  s->driver_wake = NULL;
+  s->driver = NULL;
+  tl__mutex_unlock(&s->lock);
+}
+
 /* Ends a call that entered. A failed call has made no event; only its journal line, if any,
- * is written by the dispatch. With a libuv driver attached, a call that moved the next deadline
- * earlier than the driver's timer wakes its loop (tl__uv_wake); without one this is a load and
+ * is written by the dispatch. With a driver attached, a call that moved the next deadline
+ * earlier than the driver's timer wakes it (wake_driver); without one this is a load and
  * a branch. */
 static int leave(tl_scheduler *s, int err) {
-  if (s->uv != NULL)
-    tl__uv_wake(s);
+  if (s->driver_wake != NULL)
+    wake_driver(s);
   tl__unlock_and_dispatch(s);
   return err;
 }
@@ -230,7 +262,7 @@ int tl_scheduler_free(tl_scheduler *s) {
   if (s == NULL)
     return TL_EINVAL;
   tl__lock(s);
-  if (tl__dispatching(s) || s->closing || s->uv != NULL) {
+  if (tl__dispatching(s) || s->closing || s->driver_wake != NULL) {
     tl__mutex_unlock(&s->lock);
     return TL_EBUSY;
   }
@@ -456,23 +488,14 @@ int tl_status_update(tl_scheduler *s, const char *executor_id, tl_tid tid, const
  * Time
  * ------------------------------------------------------------------------------------------- */
 
-static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
-
-uint64_t tl__next_deadline(struct tl_scheduler *s, uint64_t now) {
-  uint64_t next = tl__executors_next_deadline(s, now);
-  next = min_u64(next, tl__speculation_next(s, now));
-  next = min_u64(next, tl__locality_next(s, now));
-  return min_u64(next, tl__exclude_next(s, now));
-}
-
 /* The driver's record of the deadline its tick answered. */
-static void tick_armed(tl_scheduler *s, const struct tl_uv *driver, uint64_t next) {
-  if (driver != NULL && s->uv == driver)
-    tl__uv_armed(s, next);
+static void tick_armed(tl_scheduler *s, const void *driver, uint64_t next) {
+  if (driver != NULL && s->driver_wake != NULL && s->driver == driver)
+    s->driver_armed_at = deadline_at(s->last_now, next);
 }
 
 /* tl_tick; driver is NULL for the public call (constant: the compiler drops tick_armed). */
-static inline uint64_t tick(tl_scheduler *s, const struct tl_uv *driver) {
+static inline uint64_t tick(tl_scheduler *s, const void *driver) {
   if (s == NULL)
     return TL_TICK_NEVER;
   uint64_t t = tl__clock_read(s);
@@ -489,10 +512,7 @@ static inline uint64_t tick(tl_scheduler *s, const struct tl_uv *driver) {
     tl__jw_lit(&w, "tick");
   }
   /* Each part runs what is due and answers the time to its next deadline. */
-  uint64_t next = tl__executors_tick(s, s->last_now);
-  next = min_u64(next, tl__speculation_tick(s, s->last_now));
-  next = min_u64(next, tl__locality_tick(s, s->last_now));
-  next = min_u64(next, tl__exclude_tick(s, s->last_now));
+  uint64_t next = tl__tick_run(s, s->last_now);
   tl__journal_close(s, j, &w, TL_OK, NULL);
   tick_armed(s, driver, next);
   if (tl__unlock_and_dispatch(s)) {
@@ -510,6 +530,4 @@ static inline uint64_t tick(tl_scheduler *s, const struct tl_uv *driver) {
 
 uint64_t tl_tick(tl_scheduler *s) { return tick(s, NULL); }
 
-uint64_t tl__tick_driver(struct tl_scheduler *s, const struct tl_uv *driver) {
-  return tick(s, driver);
-}
+uint64_t tl__tick_driver(struct tl_scheduler *s, const void *driver) { return tick(s, driver); }

@@ -6,7 +6,8 @@
  * running attempt is slow when it has run longer than max(speculation_multiplier x the median
  * run time, speculation_min_runtime_ns) and its index has exactly one copy running, is not done
  * and is not already speculatable. Each slow index goes on its task set's speculative stack, and
- * speculative_task_submitted and revive_offers tell the runtime (Spark's checkSpeculatableTasks).
+ * speculative_task_submitted and revive_offers tell the runtime (Spark's checkSpeculatableTasks;
+ * the check is the tick's, tick.c: this file answers what is slow).
  * An offer round launches speculative copies once a task set has nothing regular pending, never
  * on a host where an attempt of that index was launched before (taskset.c); when one copy
  * succeeds the other is killed and whatever it reports afterwards counts for nothing.
@@ -195,9 +196,8 @@ static uint64_t mul_floor(double m, uint64_t v) {
   return hi << (64 - right) | lo >> right;
 }
 
-/* Whether ts is looked at, and if so in *threshold the run time past which its attempts are
- * slow (0 is a threshold like any other: then every attempt that has run at all is slow). */
-static bool slow_after(const struct tl_scheduler *s, const tl__taskset *ts, uint64_t *threshold) {
+bool tl__speculation_slow_after(const struct tl_scheduler *s, const tl__taskset *ts,
+                                uint64_t *threshold) {
   if (ts->zombie || ts->heap == NULL || ts->ntasks < 2)
     return false;
   double wanted = s->cfg.speculation_quantile * (double)ts->ntasks;
@@ -212,7 +212,8 @@ static bool slow_after(const struct tl_scheduler *s, const tl__taskset *ts, uint
   return true;
 }
 
-static bool slow(const tl__taskset *ts, const tl__attempt *a, uint64_t threshold, uint64_t now) {
+bool tl__speculation_slow(const tl__taskset *ts, const tl__attempt *a, uint64_t threshold,
+                          uint64_t now) {
   const tl__index *ix = &ts->idx[a->index];
   return !a->frozen && !(ix->flags & (TL__IDX_SUCCESSFUL | TL__IDX_SPECULATABLE)) &&
          ix->copies_running == 1 && now > a->launch_time && now - a->launch_time > threshold;
@@ -222,49 +223,4 @@ uint64_t tl__speculation_next(const struct tl_scheduler *s, uint64_t now) {
   if (!s->cfg.speculation || s->speculation_past_end || !tl__attempts_running(s))
     return TL_TICK_NEVER; /* no next check, or nothing runs: nothing can be slow */
   return s->next_speculation > now ? s->next_speculation - now : 0;
-}
-
-uint64_t tl__speculation_tick(struct tl_scheduler *s, uint64_t now) {
-  if (!s->cfg.speculation || s->speculation_past_end)
-    return TL_TICK_NEVER;
-  if (now < s->next_speculation)
-    return tl__speculation_next(s, now);
-
-  /* Count first, to reserve the events: nothing changes unless all of them fit. */
-  size_t found = 0;
-  for (tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next) {
-    uint64_t threshold;
-    if (!slow_after(s, ts, &threshold))
-      continue;
-    for (tl__link *l = ts->running.next; l != &ts->running; l = l->next)
-      found += slow(ts, tl__container_of(l, tl__attempt, on_taskset), threshold, now);
-  }
-  if (tl__events_reserve(s, found + 1) != TL_OK)
-    return 0; /* the next tick tries again */
-  for (tl__taskset *ts = s->tasksets_by_id; found > 0 && ts != NULL; ts = ts->hh_by_id.next) {
-    uint64_t threshold;
-    if (!slow_after(s, ts, &threshold))
-      continue;
-    for (tl__link *l = ts->running.next; l != &ts->running; l = l->next) {
-      tl__attempt *a = tl__container_of(l, tl__attempt, on_taskset);
-      if (!slow(ts, a, threshold, now))
-        continue;
-      tl__taskset_speculate(s, ts, a->index);
-      tl__event *ev = tl__event_push(s, TL__EV_SPECULATIVE_SUBMITTED);
-      ev->u.ts.info.id = ts->id;
-      ev->u.ts.info.stage_id = ts->stage_id;
-      ev->u.ts.info.stage_attempt = ts->stage_attempt;
-      ev->u.ts.info.ntasks = ts->ntasks;
-      ev->u.ts.index = a->index;
-      s->revive_wanted = true;
-    }
-  }
-  tl__event_push_revive(s);
-  /* A check due at or after the end of time (UINT64_MAX) never comes, like every deadline that
-   * saturates there. */
-  if (now >= UINT64_MAX - s->cfg.speculation_interval_ns)
-    s->speculation_past_end = true;
-  else
-    s->next_speculation = now + s->cfg.speculation_interval_ns;
-  return tl__speculation_next(s, now);
 }

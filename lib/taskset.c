@@ -13,18 +13,6 @@
  */
 #include "internal.h"
 
-tl__taskset *tl__taskset_find(struct tl_scheduler *s, tl_taskset_id id) {
-  tl__taskset *ts;
-  HASH_FIND(hh_by_id, s->tasksets_by_id, &id, sizeof id, ts);
-  return ts;
-}
-
-tl__stage *tl__stage_find(struct tl_scheduler *s, uint32_t stage_id) {
-  tl__stage *st;
-  HASH_FIND(hh_by_id, s->stages_by_id, &stage_id, sizeof stage_id, st);
-  return st;
-}
-
 static tl_taskset_info taskset_info(const tl__taskset *ts) {
   tl_taskset_info info = {ts->id, ts->stage_id, ts->stage_attempt, ts->ntasks};
   return info;
@@ -238,10 +226,11 @@ void tl__taskset_make_zombie(struct tl_scheduler *s, tl__taskset *ts) {
 
 /* Aborts a task set once: zombie, and a taskset_failed event whose reason the dispatcher writes
  * from why/index/failures/msg. Its running attempts go on (Spark's abort does not kill them). */
-static void abort_taskset(struct tl_scheduler *s, tl__taskset *ts, uint8_t why, uint32_t index,
-                          uint32_t failures, tl__str *msg, const char *static_msg) {
+static tl__event *abort_taskset(struct tl_scheduler *s, tl__taskset *ts, uint8_t why,
+                                uint32_t index, uint32_t failures, tl__str *msg,
+                                const char *static_msg) {
   if (ts->failed)
-    return;
+    return NULL;
   ts->failed = true;
   tl__taskset_make_zombie(s, ts);
   tl__event *ev = tl__event_push(s, TL__EV_TASKSET_FAILED);
@@ -251,6 +240,7 @@ static void abort_taskset(struct tl_scheduler *s, tl__taskset *ts, uint8_t why, 
   ev->u.ts.failures = failures;
   ev->msg = tl__str_ref(msg);
   ev->static_msg = static_msg;
+  return ev;
 }
 
 void tl__taskset_abort(struct tl_scheduler *s, tl__taskset *ts, uint8_t why, uint32_t index,
@@ -385,10 +375,9 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
       push_kill(s, sibling, true, NULL, "another attempt succeeded");
     }
   } else if (kind == TL_END_RESULT_TOO_LARGE) {
-    if (!ts->failed) {
-      abort_taskset(s, ts, TL__FAIL_RESULT_SIZE, 0, ts->nresults, NULL, NULL);
-      s->events.ev[s->events.n - 1].u.ts.bytes = ts->result_bytes;
-    }
+    tl__event *failed = abort_taskset(s, ts, TL__FAIL_RESULT_SIZE, 0, ts->nresults, NULL, NULL);
+    if (failed != NULL)
+      failed->u.ts.bytes = ts->result_bytes;
   } else {
     /* Any failure in a barrier task set makes it zombie before the count is looked at, as in
      * Spark's handleFailedTask: the stage runs again as a whole, and nothing counts. */

@@ -2,25 +2,22 @@
  * handle through which calls on other threads wake the loop when they move that deadline
  * earlier.
  *
- * The wake rule. The driver keeps, under the scheduler's lock, the clock time its timer is armed
- * for (armed_at; UINT64_MAX when the timer is stopped). The driver's tick records it in the
- * same lock section that computes the answer (tl__tick_driver), so no call can fall
- * between the answer and the record. Every mutating call ends in scheduler.c's leave, which,
- * only while a driver is attached, asks the parts for their next deadline (tl__uv_wake below:
- * the heads of the executor timelines and of the exclusion timers, the speculation check, and
- * one look per task set that waits for locality) and, when it is earlier than armed_at,
- * lowers armed_at to it and sends on the async handle. Later calls with the same or a later
- * deadline send nothing, and the loop's thread ticks once for any number of sends (libuv
- * coalesces them). A deadline that moves later needs no wake: the timer fires early, the tick
- * finds nothing due and answers the rest. The timer is armed on the loop's thread after the
- * tick returns; a call that lowers armed_at in between sends, and the async callback comes
- * after the arming, so no deadline is missed.
+ * The driver stands on the public API and the scheduler's one wake hook (tl__driver_attach,
+ * scheduler.c). The wake rule lives there, under the scheduler's lock: the scheduler keeps the
+ * clock time the driver's timer is armed for; the driver's tick (tl__tick_driver) records it in
+ * the same lock section that computes the answer, so no call can fall between the answer and
+ * the record; every mutating call, only while a driver is attached, asks the parts for their
+ * next deadline and, when it is earlier than the armed time, lowers it and calls the hook,
+ * which sends on the async handle. Later calls with the same or a later deadline send nothing,
+ * and the loop's thread ticks once for any number of sends (libuv coalesces them). The timer is
+ * armed on the loop's thread after the tick returns; a call that lowers the armed time in
+ * between sends, and the async callback comes after the arming, so no deadline is missed.
  *
- * Lock: the scheduler's (s->lock) protects s->uv and the driver's armed_at. Attaching and detaching
- * happen under it, so a call never sends on a handle that tl_uv_stop has begun to close. While
- * the driver attaches, armed_at is 0, which no deadline is earlier than: no call sends before
- * the async handle exists; the first tick, after it, sees what those calls did. The handles and
- * the rest of struct tl_uv belong to the loop's thread.
+ * Attaching and detaching happen under the scheduler's lock, so a call never sends on a handle
+ * that tl_uv_stop has begun to close. While the driver attaches, the armed time is 0, which no
+ * deadline is earlier than: no call sends before the async handle exists; the first tick, after
+ * it, sees what those calls did. The handles and the rest of struct tl_uv belong to the loop's
+ * thread.
  */
 #include "taskledger-uv.h"
 
@@ -34,27 +31,13 @@ struct tl_uv {
   bool stopping;              /* tl_uv_stop was called: the callbacks arm nothing more */
   void (*close_cb)(void *ud); /* called once after both handles closed, or NULL */
   void *close_ud;             /* for close_cb */
-  uint64_t armed_at;          /* under the scheduler's lock: the clock time the timer is armed
-                                 for, or will be once the tick that chose it returns;
-                                 UINT64_MAX: stopped; 0 while attaching (nothing is earlier,
-                                 so no call sends before the async handle exists) */
 };
 
-/* The clock time next ns after now, UINT64_MAX for TL_TICK_NEVER (or past the end of time). */
-static uint64_t deadline_at(uint64_t now, uint64_t next) {
-  return next == TL_TICK_NEVER || next > UINT64_MAX - now ? UINT64_MAX : now + next;
-}
-
-void tl__uv_armed(struct tl_scheduler *s, uint64_t next) {
-  s->uv->armed_at = deadline_at(s->last_now, next);
-}
-
-void tl__uv_wake(struct tl_scheduler *s) {
-  uint64_t at = deadline_at(s->last_now, tl__next_deadline(s, s->last_now));
-  if (at < s->uv->armed_at) {
-    s->uv->armed_at = at;
-    uv_async_send(&s->uv->async); /* thread-safe; cannot fail on an open handle */
-  }
+/* The wake hook: called under the scheduler's lock by a call that moved the next deadline
+ * earlier. uv_async_send is thread-safe, runs no user code, and cannot fail on an open handle. */
+static void wake(void *ud) {
+  tl_uv *h = ud;
+  uv_async_send(&h->async);
 }
 
 static void on_timer(uv_timer_t *timer);
@@ -89,21 +72,14 @@ int tl_uv_start(tl_scheduler *s, uv_loop_t *loop, tl_uv **out) {
   tl_uv *h = tl__raw_calloc(1, sizeof *h);
   if (h == NULL)
     return TL_ENOMEM;
-  tl__lock(s);
-  if (s->uv != NULL || s->closing) {
-    tl__mutex_unlock(&s->lock);
+  /* Attached, nothing wakes it until its first tick below: the async handle exists by then. */
+  if (tl__driver_attach(s, wake, h) != TL_OK) {
     tl__raw_free(h);
     return TL_EBUSY;
   }
-  h->armed_at = 0; /* no wake until the async handle exists */
-  s->uv = h;
-  tl__mutex_unlock(&s->lock);
-
   /* uv_async_init registers nothing on the loop when it fails; uv_timer_init cannot fail. */
   if (uv_async_init(loop, &h->async, on_async) != 0) {
-    tl__lock(s);
-    s->uv = NULL;
-    tl__mutex_unlock(&s->lock);
+    tl__driver_detach(s);
     tl__raw_free(h);
     return TL_ENOMEM;
   }
@@ -135,9 +111,7 @@ int tl_uv_stop(tl_uv *h, void (*close_cb)(void *ud), void *ud) {
     return TL_EINVAL;
   if (h->stopping)
     return TL_ESTATE;
-  tl__lock(h->s);
-  h->s->uv = NULL;
-  tl__mutex_unlock(&h->s->lock);
+  tl__driver_detach(h->s);
   h->s = NULL;
   h->stopping = true;
   h->close_cb = close_cb;

@@ -1,4 +1,5 @@
-/* Executors, their hosts and racks, heartbeats, decommissioning, two-phase loss and tombstones.
+/* Membership: registration, heartbeats, decommissioning, two-phase loss and the executors'
+ * deadlines.
  *
  * An executor is ALIVE or DECOMMISSIONING while it runs; PENDING_LOSS after a loss whose reason
  * is not known yet; REMOVED (a tombstone) after the loss is complete, until it is evicted by
@@ -9,69 +10,11 @@
  * looks at the heads: expiry costs O(what expires), not O(executors). A deadline that would fall
  * at or past UINT64_MAX saturates there and never comes, not even with the clock at UINT64_MAX:
  * tl__executors_next_deadline answers TL_TICK_NEVER for it, so tl__executors_tick must not run
- * it (due below).
+ * it (tl__due).
  *
  * Everything here runs under the scheduler's lock.
  */
 #include "internal.h"
-
-static uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
-
-/* Whether a deadline (as add_sat made it) has come at now: when the time reaches it, unless it
- * saturated at UINT64_MAX, which is past the end of time and never comes. */
-static bool due(uint64_t deadline, uint64_t now) {
-  return deadline <= now && deadline != UINT64_MAX;
-}
-
-static size_t *state_count(struct tl_scheduler *s, uint8_t state) {
-  switch (state) {
-  case TL_EXECUTOR_ALIVE:
-    return &s->nalive;
-  case TL_EXECUTOR_DECOMMISSIONING:
-    return &s->ndecommissioning;
-  case TL_EXECUTOR_PENDING_LOSS:
-    return &s->npending_loss;
-  default:
-    return &s->ntombstones;
-  }
-}
-
-static void set_state(struct tl_scheduler *s, tl__executor *ex, tl_executor_state state) {
-  (*state_count(s, ex->state))--;
-  ex->state = (uint8_t)state;
-  (*state_count(s, ex->state))++;
-}
-
-/* The executor found last is tried first: a runtime's status update is usually followed by an
- * offer of the same executor (Spark's backend offers the executor that reported), and a
- * comparison is cheaper than hashing. */
-tl__executor *tl__executor_find_len(struct tl_scheduler *s, const char *id, size_t len) {
-  tl__executor *ex = s->last_executor;
-  const char *key = ex != NULL ? ex->hh_by_id.key : NULL;
-  /* The last byte first: ids of one cluster tend to differ at their end (exec-7, exec-8). */
-  if (ex != NULL && ex->hh_by_id.keylen == len && len > 0 && key[len - 1] == id[len - 1] &&
-      memcmp(key, id, len) == 0)
-    return ex;
-  HASH_FIND(hh_by_id, s->executors_by_id, id, len, ex);
-  if (ex != NULL)
-    s->last_executor = ex;
-  return ex;
-}
-
-tl__executor *tl__executor_find(struct tl_scheduler *s, const char *id) {
-  return tl__executor_find_len(s, id, strlen(id));
-}
-
-void tl__executor_free(struct tl_scheduler *s, tl__executor *ex) {
-  if (s->last_executor == ex)
-    s->last_executor = NULL;
-  tl__str_unref(s, ex->names);
-  tl__str_unref(s, ex->decommission_msg);
-  tl__free(s, ex, sizeof *ex);
-}
-
-static size_t host_size(size_t name_len) { return sizeof(tl__host) + name_len + 1; }
-static size_t rack_size(size_t name_len) { return sizeof(tl__rack) + name_len + 1; }
 
 static bool same_rack(const tl__rack *rack, const char *name) {
   if (rack == NULL || name == NULL)
@@ -108,9 +51,9 @@ int tl__executor_add(struct tl_scheduler *s, const tl_executor_desc *d) {
   memcpy(names_text + id_len + 1, d->host, host_len);
   tl__str *names = tl__str_new(s, names_text, id_len + 1 + host_len);
   ex = tl__calloc(s, 1, sizeof *ex);
-  tl__host *new_host = host == NULL ? tl__calloc(s, 1, host_size(host_len)) : NULL;
+  tl__host *new_host = host == NULL ? tl__calloc(s, 1, tl__host_size(host_len)) : NULL;
   tl__rack *new_rack = host == NULL && d->rack != NULL && rack == NULL
-                           ? tl__calloc(s, 1, rack_size(rack_len))
+                           ? tl__calloc(s, 1, tl__rack_size(rack_len))
                            : NULL;
   if (names == NULL || ex == NULL || (host == NULL && new_host == NULL) ||
       (host == NULL && d->rack != NULL && rack == NULL && new_rack == NULL) ||
@@ -179,8 +122,8 @@ fail_unindex_host:
 fail_unindex_ex:
   HASH_DELETE(hh_by_id, s->executors_by_id, ex);
 fail:
-  tl__free(s, new_rack, rack_size(rack_len));
-  tl__free(s, new_host, host_size(host_len));
+  tl__free(s, new_rack, tl__rack_size(rack_len));
+  tl__free(s, new_host, tl__host_size(host_len));
   tl__free(s, ex, sizeof *ex);
   tl__str_unref(s, names);
   return TL_ENOMEM;
@@ -204,31 +147,11 @@ fail:
  * two to a later call or to pending_loss_timeout_ns. executor_lost is made at phase one only.
  * ------------------------------------------------------------------------------------------- */
 
-static void leave_host(struct tl_scheduler *s, tl__executor *ex) {
-  tl__host *host = ex->host;
-  tl__list_remove(&ex->on_host);
-  ex->host = NULL;
-  if (--host->nexecutors != 0)
-    return;
-  tl__rack *rack = host->rack;
-  if (rack != NULL) {
-    tl__list_remove(&host->on_rack);
-    if (--rack->nhosts == 0) {
-      HASH_DELETE(hh_by_name, s->racks_by_name, rack);
-      tl__free(s, rack, rack_size(rack->name_len));
-      s->nracks--;
-    }
-  }
-  HASH_DELETE(hh_by_name, s->hosts_by_name, host);
-  tl__free(s, host, host_size(host->name_len));
-  s->nhosts--;
-}
-
-/* Events phase one makes: executor_lost; phase two: per frozen attempt task_ended, and per task
- * set at most taskset_failed and taskset_released; one revive_offers. */
+/* Events phase one makes: executor_lost; phase two: a resubmission per map output (first), the
+ * end of each frozen attempt, one revive_offers. */
 static size_t phase_one_events(void) { return 1; }
 static size_t phase_two_events(const tl__executor *ex, size_t nattempts) {
-  return ex->noutputs + 3 * nattempts + 1; /* a resubmission per map output, first */
+  return ex->noutputs + TL__ATTEMPT_ENDED_EVENTS * nattempts + TL__REVIVE_EVENTS;
 }
 
 static void freeze(struct tl_scheduler *s, tl__executor *ex, const tl_loss_reason *reason,
@@ -239,13 +162,13 @@ static void freeze(struct tl_scheduler *s, tl__executor *ex, const tl_loss_reaso
     tl__attempt_freeze(s, a);
   }
   tl__locality_executor_changed(s, ex, ex->state == TL_EXECUTOR_ALIVE, false);
-  leave_host(s, ex);
+  tl__executor_leave_host(s, ex);
   tl__exclude_executor_removed(s, ex);
   ex->was_decommissioning = ex->state == TL_EXECUTOR_DECOMMISSIONING;
   tl__list_remove(&ex->on_timeline);
-  set_state(s, ex, TL_EXECUTOR_PENDING_LOSS);
+  tl__executor_set_state(s, ex, TL_EXECUTOR_PENDING_LOSS);
   if (s->cfg.pending_loss_timeout_ns != 0) {
-    ex->when = add_sat(s->last_now, s->cfg.pending_loss_timeout_ns);
+    ex->when = tl__add_sat(s->last_now, s->cfg.pending_loss_timeout_ns);
     tl__list_insert_tail(&s->pending_order, &ex->on_timeline);
   }
   s->totals.executors_lost++;
@@ -257,13 +180,6 @@ static void freeze(struct tl_scheduler *s, tl__executor *ex, const tl_loss_reaso
   ev->u.loss.kind = (uint8_t)reason->kind;
   ev->u.loss.caused_by_app = reason->caused_by_app;
   ev->u.loss.exit_code = reason->exit_code;
-}
-
-static void evict_tombstone(struct tl_scheduler *s, tl__executor *ex) {
-  tl__list_remove(&ex->on_timeline);
-  HASH_DELETE(hh_by_id, s->executors_by_id, ex);
-  s->ntombstones--;
-  tl__executor_free(s, ex);
 }
 
 static void remove_executor(struct tl_scheduler *s, tl__executor *ex, const tl_loss_reason *reason,
@@ -284,14 +200,7 @@ static void remove_executor(struct tl_scheduler *s, tl__executor *ex, const tl_l
     tl__attempt_ended(s, a, TL_END_EXECUTOR_LOST, app_fault && a->state == TL__RUNNING, msg,
                       static_msg, NULL, NULL);
   }
-  tl__list_remove(&ex->on_timeline);
-  set_state(s, ex, TL_EXECUTOR_REMOVED);
-  tl__str_unref(s, ex->decommission_msg); /* a tombstone keeps its names and nothing else */
-  ex->decommission_msg = NULL;
-  ex->when = s->last_now;
-  tl__list_insert_tail(&s->tombstone_order, &ex->on_timeline);
-  while (s->ntombstones > s->cfg.max_tombstones)
-    evict_tombstone(s, tl__container_of(s->tombstone_order.next, tl__executor, on_timeline));
+  tl__executor_bury(s, ex);
   tl__event_push_revive(s);
 }
 
@@ -372,7 +281,7 @@ int tl__executor_decommission(struct tl_scheduler *s, const char *id, const char
   if (err != TL_OK)
     return err;
   ex->decommission_msg = msg;
-  set_state(s, ex, TL_EXECUTOR_DECOMMISSIONING);
+  tl__executor_set_state(s, ex, TL_EXECUTOR_DECOMMISSIONING);
   tl__locality_executor_changed(s, ex, true, false);
   return TL_OK;
 }
@@ -388,7 +297,7 @@ uint64_t tl__executors_next_deadline(struct tl_scheduler *s, uint64_t now) {
   uint64_t due = UINT64_MAX;
   if (s->cfg.heartbeat_timeout_ns != 0 && !tl__list_empty(&s->heartbeat_order)) {
     tl__executor *ex = tl__container_of(s->heartbeat_order.next, tl__executor, on_timeline);
-    due = add_sat(ex->when, s->cfg.heartbeat_timeout_ns);
+    due = tl__add_sat(ex->when, s->cfg.heartbeat_timeout_ns);
   }
   if (!tl__list_empty(&s->pending_order)) {
     tl__executor *ex = tl__container_of(s->pending_order.next, tl__executor, on_timeline);
@@ -397,7 +306,7 @@ uint64_t tl__executors_next_deadline(struct tl_scheduler *s, uint64_t now) {
   }
   if (s->cfg.tombstone_ttl_ns != 0 && !tl__list_empty(&s->tombstone_order)) {
     tl__executor *ex = tl__container_of(s->tombstone_order.next, tl__executor, on_timeline);
-    uint64_t t = add_sat(ex->when, s->cfg.tombstone_ttl_ns);
+    uint64_t t = tl__add_sat(ex->when, s->cfg.tombstone_ttl_ns);
     if (t < due)
       due = t;
   }
@@ -411,7 +320,7 @@ uint64_t tl__executors_tick(struct tl_scheduler *s, uint64_t now) {
     tl_loss_reason reason = {TL_LOSS_HEARTBEAT_TIMEOUT, true, 0, NULL};
     while (!tl__list_empty(&s->heartbeat_order)) {
       tl__executor *ex = tl__container_of(s->heartbeat_order.next, tl__executor, on_timeline);
-      if (!due(add_sat(ex->when, s->cfg.heartbeat_timeout_ns), now))
+      if (!tl__due(tl__add_sat(ex->when, s->cfg.heartbeat_timeout_ns), now))
         break;
       if (lose(s, ex, &reason, NULL, heartbeat_message) != TL_OK)
         return 0; /* no memory for its events now: the next tick retries */
@@ -420,7 +329,7 @@ uint64_t tl__executors_tick(struct tl_scheduler *s, uint64_t now) {
   tl_loss_reason reason = {TL_LOSS_PENDING_TIMEOUT, true, 0, NULL};
   while (!tl__list_empty(&s->pending_order)) {
     tl__executor *ex = tl__container_of(s->pending_order.next, tl__executor, on_timeline);
-    if (!due(ex->when, now))
+    if (!tl__due(ex->when, now))
       break;
     if (lose(s, ex, &reason, NULL, pending_timeout_message) != TL_OK)
       return 0;
@@ -429,9 +338,9 @@ uint64_t tl__executors_tick(struct tl_scheduler *s, uint64_t now) {
   if (s->cfg.tombstone_ttl_ns != 0) {
     while (!tl__list_empty(&s->tombstone_order)) {
       tl__executor *ex = tl__container_of(s->tombstone_order.next, tl__executor, on_timeline);
-      if (!due(add_sat(ex->when, s->cfg.tombstone_ttl_ns), now))
+      if (!tl__due(tl__add_sat(ex->when, s->cfg.tombstone_ttl_ns), now))
         break;
-      evict_tombstone(s, ex);
+      tl__tombstone_evict(s, ex);
     }
   }
   return tl__executors_next_deadline(s, now);
