@@ -22,6 +22,7 @@
  * anyone touches a batch the dispatcher left. batch_delivered is atomic.
  */
 #include "internal.h"
+#include "journal.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -138,7 +139,9 @@ static void deliver(struct tl_scheduler *s, const tl__event *ev) {
   }
 }
 
-void tl__events_settle(struct tl_scheduler *s) {
+/* Drops what a delivered batch still holds (its references, its journal lines); the lock held,
+ * nobody dispatching. */
+static void events_settle(struct tl_scheduler *s) {
   if (!s->batch_dirty)
     return;
   s->batch_dirty = false;
@@ -163,7 +166,7 @@ void tl__lock(struct tl_scheduler *s) {
   /* Acquire: pairs with the release that ended the last dispatch, whose batch this may drop.
    * While a thread is dispatching, the batch is its own. */
   if (atomic_load_explicit(&s->dispatch_state, memory_order_acquire) == 0)
-    tl__events_settle(s);
+    events_settle(s);
 }
 
 bool tl__dispatching(struct tl_scheduler *s) {
@@ -182,7 +185,7 @@ bool tl__unlock_and_dispatch(struct tl_scheduler *s) {
     return false;
   }
   /* Acquire, here and when the exchange fails: a dispatcher that gave up meanwhile left its
-   * batch for this call to drop (tl__events_settle below). */
+   * batch for this call to drop (events_settle below). */
   unsigned st = atomic_load_explicit(&s->dispatch_state, memory_order_acquire);
   while (st & TL__DISPATCHING) {
     /* Another thread (or this one, further up the stack) delivers these after its batch. If it
@@ -193,7 +196,7 @@ bool tl__unlock_and_dispatch(struct tl_scheduler *s) {
       return false;
     }
   }
-  tl__events_settle(s);
+  events_settle(s);
   atomic_store_explicit(&s->dispatch_state, TL__DISPATCHING, memory_order_relaxed);
   bool delivered = false;
   for (;;) {
@@ -224,7 +227,7 @@ bool tl__unlock_and_dispatch(struct tl_scheduler *s) {
     /* MORE: calls queued events behind the batch. Under the lock no call is between queuing
      * and setting MORE, so clearing it here loses nothing. */
     tl__mutex_lock(&s->lock);
-    tl__events_settle(s);
+    events_settle(s);
     atomic_store_explicit(&s->dispatch_state, TL__DISPATCHING, memory_order_relaxed);
     if (s->events.n == 0 && s->journal == NULL) { /* never: MORE comes with something queued */
       atomic_store_explicit(&s->dispatch_state, 0, memory_order_release);

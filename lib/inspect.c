@@ -10,6 +10,8 @@
  * the spot rather than at the end of a test.
  */
 #include "internal.h"
+#include "journal.h"
+#include "locality.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,5 +1,8 @@
-/* Private declarations of taskledger: record layouts, the tl__ functions shared between the
+/* Private declarations of taskledger: the core records, the tl__ functions shared between the
  * library's files, and small inline helpers. Nothing here is API; users include taskledger.h.
+ * Module-private layouts have their own headers: locality.h (locality's records), journal.h (the
+ * call journal's lines and writer), lock.h (the lock), hash.h (uthash). The files and the layer
+ * each belongs to are in docs/design.md "Files and layers"; test/layers.sh holds the code to it.
  *
  * The ledger is a set of records (attempt, executor, host, rack, task set, stage), each linked
  * into every index it belongs to: one uthash handle per map, one intrusive link per list. All of
@@ -37,6 +40,7 @@ void tl__schedulers_inc(void);
 void tl__schedulers_dec(void);
 
 #include "hash.h" /* after tl__malloc/tl__free: uthash allocates through them */
+#include "lock.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Small utilities (base).
@@ -276,77 +280,11 @@ typedef struct tl__pool {
   char name[];                                 /* NUL-terminated */
 } tl__pool;
 
-/* ---------------------------------------------------------------------------------------------
- * Locality (locality.c). A place is an executor id or a host name that some task set prefers;
- * each task set with preferences has one key per place it prefers (plus one for its indices
- * without preferences), and each (index, key) a pair on the key's list while the index is
- * pending. Everything is allocated at submission: no later call allocates for locality.
- * ------------------------------------------------------------------------------------------- */
-
-enum { TL__PLACE_EXECUTOR = 'e', TL__PLACE_HOST = 'h' }; /* tl__place.key[0] */
-
-typedef struct tl__place {
-  UT_hash_handle hh_by_key; /* scheduler's places_by_key */
-  tl__link keys;            /* the task sets' keys for it (tl__tskey.on_place); never empty */
-  uint32_t nkeys;           /* length of keys */
-  uint32_t stamp;           /* tl_submit's scratch: the submission that last numbered it */
-  uint32_t scratch;         /* and the key number it got there */
-  uint32_t mark;            /* and the last index that named it there */
-  uint64_t offer_round;     /* the offer round that last offered its executor or one of its
-                               host's (offers.c's scratch) */
-  bool alive;               /* executor: ALIVE; host: has an ALIVE executor */
-  bool racked;              /* host: alive, and its host is in a rack */
-  uint32_t key_len;         /* bytes of key */
-  char key[];               /* kind (TL__PLACE_*), then the name; NUL-terminated */
-} tl__place;
-
-static inline const char *tl__place_name(const tl__place *p) { return p->key + 1; }
-
-/* One list of a task set's pending indices: those preferring one place, or (place NULL) those
- * without preferences. */
-typedef struct tl__tskey {
-  UT_hash_handle hh_by_place;  /* its locality's keys_by_place (not the no-preference key) */
-  tl__link on_place;           /* place's keys */
-  struct tl__place *place;     /* NULL for the no-preference key */
-  struct tl__taskset *taskset; /* whose key it is */
-  uint32_t head;               /* its first pair, or TL__NONE */
-  uint32_t count;              /* pairs on its list: pending indices preferring the place */
-} tl__tskey;
-
-/* An (index, key) preference: on the key's list while the index is pending. */
-typedef struct tl__pair {
-  uint32_t key;   /* its key (tl__locality.keys) */
-  uint32_t index; /* the task index */
-  uint32_t prev;  /* the key's list, TL__NONE at the ends */
-  uint32_t next;
-} tl__pair;
-
-/* Levels with counts of live keys: tl__locality.nlive. */
-enum { TL__LIVE_PROCESS = 0, TL__LIVE_NODE = 1, TL__LIVE_RACK = 2 };
-
-/* A task set's locality: one block, NULL for task sets without any preference. */
-typedef struct tl__locality {
-  tl__tskey *keys_by_place; /* its keys, by place pointer (keys[0] excluded) */
-  tl__link on_scheduler;    /* scheduler's locality_tasksets while not zombie */
-  uint64_t reset_time;      /* delay scheduling: when the wait at level began (Spark's
-                               lastLocalityWaitResetTime) */
-  uint32_t ntasks;          /* entries of first_pair, less one */
-  uint32_t nkeys;           /* entries of keys; keys[0] is the no-preference key */
-  uint32_t npairs;          /* entries of pairs */
-  uint32_t nlive[3];        /* TL__LIVE_*: keys with pending pairs whose place is alive (rack:
-                               host keys whose host is alive and in a rack) */
-  uint8_t levels;           /* valid levels, bit (1 << tl_locality) (Spark's myLocalityLevels),
-                               recomputed at submission and when a place it prefers changes */
-  uint8_t level;            /* the level delay scheduling holds it at (currentLocalityIndex) */
-  bool no_rejects;          /* no offer was rejected for locality since the timer was reset
-                               (Spark's noRejectsSinceLastReset) */
-  uint64_t push_seq;        /* numbers the pushes of indices onto its lists */
-  uint64_t *pushed;         /* ntasks: when each index was last pushed (its place in the order
-                               Spark's per-rack list would have) */
-  uint32_t *first_pair;     /* index i's pairs are pairs[first_pair[i] .. first_pair[i + 1]) */
-  tl__pair *pairs;          /* npairs */
-  tl__tskey keys[];         /* nkeys */
-} tl__locality;
+/* Locality's records (tl__place, tl__tskey, tl__pair, tl__locality) are private to locality.c
+ * and laid out in locality.h; the rest of the library holds pointers to them. */
+typedef struct tl__place tl__place;
+typedef struct tl__locality tl__locality;
+enum { TL__PLACE_EXECUTOR = 'e', TL__PLACE_HOST = 'h' }; /* a place's kind (tl__place_find) */
 
 /* One attempt of one stage. */
 typedef struct tl__taskset {
@@ -388,7 +326,7 @@ typedef struct tl__taskset {
   uint32_t queue_running;   /* the nrunning its place in a FAIR queue was chosen by */
   uint64_t offer_round;     /* the offer round that last launched in it (offers.c's scratch) */
   struct tl__taskset *launched_next; /* offers.c's list of the task sets a round launched in */
-  tl__locality *loc;                 /* preferred locations, or NULL (locality.c) */
+  struct tl__locality *loc;          /* preferred locations, or NULL (locality.c) */
   bool zombie;                       /* launches nothing; released when nrunning reaches 0 */
   bool failed;                       /* aborted: taskset_failed was made */
   struct tl__xset *exclude;          /* exclude.c: its counted failures and exclusions, or NULL
@@ -419,7 +357,8 @@ typedef struct tl__stage {
 } tl__stage;
 
 /* ---------------------------------------------------------------------------------------------
- * Events (events.c): made under the lock, delivered after it by the serial dispatcher.
+ * Events: made under the lock into the queue (queue.c), delivered after it by the serial
+ * dispatcher (dispatch.c).
  * ------------------------------------------------------------------------------------------- */
 
 typedef enum tl__event_kind {
@@ -502,9 +441,6 @@ enum { TL__DISPATCHING = 1u, TL__MORE = 2u };
 void tl__lock(struct tl_scheduler *s);
 /* Whether a thread is delivering events (the lock held). */
 bool tl__dispatching(struct tl_scheduler *s);
-/* Drops what a delivered batch still holds (its references, its journal lines); the lock held,
- * nobody dispatching. tl_scheduler_free calls it before freeing everything. */
-void tl__events_settle(struct tl_scheduler *s);
 /* Takes the lock's end of a public call: releases the lock and, unless another thread (or this
  * one, further up the stack) is dispatching, delivers queued events until the queue is empty.
  * Returns true if it delivered any event (journal lines do not count). */
@@ -514,57 +450,8 @@ void tl__events_clear(struct tl_scheduler *s, tl__event_array *a, size_t from);
 /* Shrinks an event array back to TL__EVENTS_INITIAL after a burst (best effort). */
 void tl__events_shrink(struct tl_scheduler *s, tl__event_array *a);
 
-/* ---------------------------------------------------------------------------------------------
- * The call journal (journal.c). A call formats its line twice: once to measure it (the writer's
- * buf is NULL), once into the line allocated for it before the call changes anything. The line
- * is queued under the lock at the end of the call, in lock order, and handed to cfg.journal by
- * the dispatcher after the lock is released.
- * ------------------------------------------------------------------------------------------- */
-
-typedef struct tl__jline {
-  struct tl__jline *next; /* the next line in s->journal or the batch being written */
-  size_t cap;             /* bytes of text allocated, the NUL included */
-  size_t len;             /* bytes written */
-  char text[];
-} tl__jline;
-
-typedef struct tl__jw {
-  char *buf;  /* NULL while measuring */
-  size_t cap; /* bytes of buf */
-  size_t len; /* bytes written (or measured) so far */
-} tl__jw;
-
-static inline size_t tl__jline_size(const tl__jline *j) { return sizeof(tl__jline) + j->cap; }
-
-void tl__jw_lit(tl__jw *w, const char *text);
-void tl__jw_u64(tl__jw *w, uint64_t v);
-void tl__jw_i64(tl__jw *w, int64_t v);
-void tl__jw_str(tl__jw *w, const char *text); /* a quoted, escaped string, or - for NULL */
-/* Allocates the line measured by w (with room for the time and the result) and points w at
- * it, with the call's time written: NULL on TL_ENOMEM. */
-tl__jline *tl__journal_open(struct tl_scheduler *s, tl__jw *w);
-/* Writes the result of the call (" = OK" and the extra text, which may be NULL) and queues the
- * line. A NULL j (journal off) does nothing. */
-void tl__journal_close(struct tl_scheduler *s, tl__jline *j, tl__jw *w, int err, const char *extra);
-/* Frees a list of lines. */
-void tl__journal_free_list(struct tl_scheduler *s, tl__jline *j);
-/* The header and config lines tl_scheduler_new writes (directly: nothing is shared yet). */
-void tl__journal_start(struct tl_scheduler *s);
-
-/* Formats of the journaled calls (docs/journal.md). */
-void tl__jfmt_add(tl__jw *w, const tl_executor_desc *d);
-void tl__jfmt_lost(tl__jw *w, const char *id, const tl_loss_reason *r);
-void tl__jfmt_id(tl__jw *w, const char *op, const char *id);
-void tl__jfmt_decommission(tl__jw *w, const char *id, const char *message);
-void tl__jfmt_submit(tl__jw *w, const tl_taskset_desc *d);
-void tl__jfmt_pool_add(tl__jw *w, const char *name, tl_sched_mode mode, uint32_t weight,
-                       uint32_t min_share);
-void tl__jfmt_kill_task(tl__jw *w, tl_tid tid, bool interrupt, const char *reason);
-void tl__jfmt_kill_stage(tl__jw *w, uint32_t stage_id, bool interrupt, const char *reason);
-void tl__jfmt_cancel_stage(tl__jw *w, uint32_t stage_id, const char *reason);
-void tl__jfmt_partition_completed(tl__jw *w, uint32_t stage_id, uint32_t index);
-void tl__jfmt_offers(tl__jw *w, const tl_offer *offers, size_t noffers, size_t cap);
-void tl__jfmt_update(tl__jw *w, const char *id, tl_tid tid, const tl_update *u);
+/* The call journal's lines (journal.c; journal.h, for the entry layer and inspect.c). */
+struct tl__jline;
 
 /* ---------------------------------------------------------------------------------------------
  * Exclude on failure (exclude.c): Spark's TaskSetExcludelist (per task set) and HealthTracker
@@ -677,58 +564,34 @@ void tl__exclude_explain(struct tl_scheduler *s, const tl__taskset *ts,
  * The scheduler
  * ------------------------------------------------------------------------------------------- */
 
-/* The scheduler's lock (lock.c). */
-typedef struct tl__mutex {
-  atomic_uint state; /* 0 free, 1 held, 2 held and a thread may be asleep waiting */
-  uv_mutex_t wait;   /* what sleepers hold while they decide to sleep */
-  uv_cond_t wakeup;  /* signalled, under wait, by an unlock that found state 2 */
-} tl__mutex;
-
-int tl__mutex_init(tl__mutex *m);
-void tl__mutex_destroy(tl__mutex *m);
-void tl__mutex_lock_slow(tl__mutex *m);
-void tl__mutex_wake(tl__mutex *m);
-
-static inline void tl__mutex_lock(tl__mutex *m) {
-  unsigned expected = 0;
-  if (!atomic_compare_exchange_strong_explicit(&m->state, &expected, 1u, memory_order_acquire,
-                                               memory_order_relaxed))
-    tl__mutex_lock_slow(m);
-}
-
-static inline void tl__mutex_unlock(tl__mutex *m) {
-  if (atomic_exchange_explicit(&m->state, 0u, memory_order_release) == 2)
-    tl__mutex_wake(m);
-}
-
 struct tl_scheduler {
   tl__mutex lock;  /* protects everything below, except where a field says otherwise */
   tl_config cfg;   /* validated copy */
   tl_callbacks cb; /* copy */
 
   /* Indexes. */
-  tl__tidmap attempts_by_tid;    /* running attempts (not frozen) */
-  tl__attempt *spare_attempts;   /* freed records kept for the next launches, through sibling */
-  size_t nspare_attempts;        /* their number: none while nothing runs (ledger.c) */
-  tl__executor *executors_by_id; /* every executor record, tombstones included */
-  tl__executor *last_executor;   /* the one tl__executor_find found last, or NULL */
-  tl__host *hosts_by_name;       /* hosts with live executors */
-  tl__rack *racks_by_name;       /* racks with hosts */
-  tl__taskset *tasksets_by_id;   /* every task set not yet released */
-  tl__stage *stages_by_id;       /* stages with task sets */
-  tl__pool *pools_by_name;       /* every pool */
-  tl__place *places_by_key;      /* places some task set prefers */
-  size_t nplaces;                /* entries of places_by_key */
-  tl__link locality_tasksets;    /* task sets with preferences, not zombie (tl__locality) */
-  uint32_t locality_stamp;       /* numbers submissions for tl__place.stamp */
-  uint64_t locality_wait[5];     /* the wait at each tl_locality, inherits resolved */
-  uint64_t locality_ticked;      /* the time of the last tl_tick (locality waits) */
-  tl__link pools;                /* the same, in creation order */
-  tl__pool *default_pool;        /* "default": the one pool under TL_FIFO */
-  size_t npools;                 /* entries of pools_by_name */
-  tl__link heartbeat_order;      /* ALIVE/DECOMMISSIONING executors, oldest heartbeat first */
-  tl__link pending_order;        /* PENDING_LOSS executors with a deadline, earliest first */
-  tl__link tombstone_order;      /* REMOVED executors, oldest first */
+  tl__tidmap attempts_by_tid;      /* running attempts (not frozen) */
+  tl__attempt *spare_attempts;     /* freed records kept for the next launches, through sibling */
+  size_t nspare_attempts;          /* their number: none while nothing runs (ledger.c) */
+  tl__executor *executors_by_id;   /* every executor record, tombstones included */
+  tl__executor *last_executor;     /* the one tl__executor_find found last, or NULL */
+  tl__host *hosts_by_name;         /* hosts with live executors */
+  tl__rack *racks_by_name;         /* racks with hosts */
+  tl__taskset *tasksets_by_id;     /* every task set not yet released */
+  tl__stage *stages_by_id;         /* stages with task sets */
+  tl__pool *pools_by_name;         /* every pool */
+  struct tl__place *places_by_key; /* places some task set prefers */
+  size_t nplaces;                  /* entries of places_by_key */
+  tl__link locality_tasksets;      /* task sets with preferences, not zombie (tl__locality) */
+  uint32_t locality_stamp;         /* numbers submissions for tl__place.stamp */
+  uint64_t locality_wait[5];       /* the wait at each tl_locality, inherits resolved */
+  uint64_t locality_ticked;        /* the time of the last tl_tick (locality waits) */
+  tl__link pools;                  /* the same, in creation order */
+  tl__pool *default_pool;          /* "default": the one pool under TL_FIFO */
+  size_t npools;                   /* entries of pools_by_name */
+  tl__link heartbeat_order;        /* ALIVE/DECOMMISSIONING executors, oldest heartbeat first */
+  tl__link pending_order;          /* PENDING_LOSS executors with a deadline, earliest first */
+  tl__link tombstone_order;        /* REMOVED executors, oldest first */
 
   /* Counts kept with the indexes (tl_check recounts them). */
   size_t nalive, ndecommissioning, npending_loss, ntombstones, nhosts, nracks;
@@ -756,15 +619,15 @@ struct tl_scheduler {
   bool closing;                  /* tl_scheduler_free is releasing task sets */
   /* The driver attached (tl__driver_attach: the libuv driver, uv.c), if any: every mutating call
    * asks for the next deadline only while driver_wake is set. */
-  void (*driver_wake)(void *ud); /* under the lock: a call moved the next deadline earlier than
-                                    driver_armed_at (it must not call the library) */
-  const void *driver;            /* the driver's handle, its wake's argument */
-  uint64_t driver_armed_at;      /* the clock time the driver's timer is armed for, or will be
-                                    once the tick that chose it returns; UINT64_MAX: stopped;
-                                    0 while attaching (nothing is earlier: no wake) */
-  tl__jline *journal;            /* journal lines queued, oldest first */
-  tl__jline **journal_tail;      /* where the next line is linked */
-  tl__jline *journal_batch;      /* lines the dispatcher is writing (the lock released) */
+  void (*driver_wake)(void *ud);   /* under the lock: a call moved the next deadline earlier than
+                                      driver_armed_at (it must not call the library) */
+  const void *driver;              /* the driver's handle, its wake's argument */
+  uint64_t driver_armed_at;        /* the clock time the driver's timer is armed for, or will be
+                                      once the tick that chose it returns; UINT64_MAX: stopped;
+                                      0 while attaching (nothing is earlier: no wake) */
+  struct tl__jline *journal;       /* journal lines queued, oldest first */
+  struct tl__jline **journal_tail; /* where the next line is linked */
+  struct tl__jline *journal_batch; /* lines the dispatcher is writing (the lock released) */
 
   /* Memory accounting of this scheduler's allocations, struct tl_scheduler included. */
   size_t mem_bytes;
@@ -791,11 +654,6 @@ uint64_t tl__tick_run(struct tl_scheduler *s, uint64_t now);
 int tl__driver_attach(struct tl_scheduler *s, void (*wake)(void *ud), const void *driver);
 void tl__driver_detach(struct tl_scheduler *s);
 uint64_t tl__tick_driver(struct tl_scheduler *s, const void *driver);
-
-/* Reads the configured clock; called before the lock is taken (the clock is user code). */
-uint64_t tl__clock_read(const struct tl_scheduler *s);
-/* Under the lock: makes t the call's time, s->last_now, unless the clock went back. */
-void tl__clock_set(struct tl_scheduler *s, uint64_t t);
 
 /* ---------------------------------------------------------------------------------------------
  * Ledger (ledger.c): the tid index, attempt records, the one link and the one unlink.
@@ -837,6 +695,12 @@ void tl__attempts_trim(struct tl_scheduler *s);
  * ------------------------------------------------------------------------------------------- */
 
 int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out);
+int tl__kill_task(struct tl_scheduler *s, tl_tid tid, bool interrupt, const char *reason);
+int tl__kill_stage(struct tl_scheduler *s, uint32_t stage_id, bool interrupt, const char *reason);
+int tl__cancel_stage(struct tl_scheduler *s, uint32_t stage_id, const char *reason);
+int tl__partition_completed(struct tl_scheduler *s, uint32_t stage_id, uint32_t index);
+/* Frees a task set and whatever it still holds, without events (tl_scheduler_free). */
+void tl__taskset_destroy(struct tl_scheduler *s, tl__taskset *ts);
 /* Takes index i (which must be pending) off the pending stack. */
 void tl__taskset_take_pending(struct tl_scheduler *s, tl__taskset *ts, uint32_t i);
 /* Takes the topmost pending index that may run on ex (Spark's
@@ -863,7 +727,6 @@ bool tl__taskset_wants_output(const tl__taskset *ts, const tl__attempt *a);
 /* An executor's loss: its map outputs of active task sets are lost, their indices pending again
  * (one task_ended TL_END_RESUBMITTED each: ex->noutputs events). */
 void tl__outputs_resubmit(struct tl_scheduler *s, tl__executor *ex);
-void tl__taskset_make_zombie(struct tl_scheduler *s, tl__taskset *ts);
 /* Speculation (speculation.c and taskset.c). */
 void tl__taskset_speculate(struct tl_scheduler *s, tl__taskset *ts, uint32_t index);
 /* Takes a speculatable index whose copy may run on ex (no attempt of it was launched on ex's
@@ -880,8 +743,6 @@ size_t tl__speculation_room(const tl__taskset *ts, const tl__attempt *a);
 void tl__speculation_grow(struct tl_scheduler *s, tl__taskset *ts, uint64_t *room, size_t bytes);
 /* Frees the heap's own block, if it has one (a task set going away). */
 void tl__speculation_free(struct tl_scheduler *s, tl__taskset *ts);
-/* The median of the recorded run times (0 when there is none), Spark's MedianHeap. */
-uint64_t tl__speculation_median(const tl__taskset *ts);
 /* Whether ts is looked at by the speculation check, and if so in *threshold the run time past
  * which its attempts are slow (0 is a threshold like any other: then every attempt that has run
  * at all is slow); and whether attempt a of ts is slow at now. */
@@ -903,12 +764,13 @@ tl_end_kind tl__taskset_take_result(struct tl_scheduler *s, tl__taskset *ts, siz
  * its keys' index and the places it names that do not exist yet (TL_ENOMEM, nothing changed).
  * *out is NULL when no task has a preference. Nothing is visible until tl__locality_attach. */
 int tl__locality_check(const tl_taskset_desc *d);
-int tl__locality_prepare(struct tl_scheduler *s, const tl_taskset_desc *d, tl__locality **out);
+int tl__locality_prepare(struct tl_scheduler *s, const tl_taskset_desc *d,
+                         struct tl__locality **out);
 /* Undoes a prepared block that was not attached (a later step of the submission failed). */
-void tl__locality_discard(struct tl_scheduler *s, tl__locality *loc);
+void tl__locality_discard(struct tl_scheduler *s, struct tl__locality *loc);
 /* Links a prepared block to its new task set, every index pending (the task set's pending stack
  * already holds them). */
-void tl__locality_attach(struct tl_scheduler *s, tl__taskset *ts, tl__locality *loc);
+void tl__locality_attach(struct tl_scheduler *s, tl__taskset *ts, struct tl__locality *loc);
 /* An index entered or left the pending stack of a task set with locality. */
 void tl__locality_pending_added(tl__taskset *ts, uint32_t index);
 void tl__locality_pending_removed(tl__taskset *ts, uint32_t index);
@@ -922,7 +784,7 @@ void tl__locality_free(struct tl_scheduler *s, tl__taskset *ts);
 void tl__locality_executor_changed(struct tl_scheduler *s, tl__executor *ex, bool was_alive,
                                    bool is_alive);
 /* A new executor or host record: points it at its place, if any. */
-tl__place *tl__place_find(struct tl_scheduler *s, char kind, const char *name, size_t len);
+struct tl__place *tl__place_find(struct tl_scheduler *s, char kind, const char *name, size_t len);
 /* Delay scheduling (Spark's getAllowedLocalityLevel): the farthest level a task set may launch
  * at now, advancing its level past expired waits and levels with nothing to run. */
 tl_locality tl__locality_allowed(struct tl_scheduler *s, tl__taskset *ts);
@@ -950,6 +812,14 @@ bool tl__locality_pick(struct tl_scheduler *s, const tl__taskset *ts, const tl__
  * the round's number). Its turn then only records a rejection. O(its places), and false when
  * it has more places than the round has slots. */
 bool tl__locality_dormant(struct tl_scheduler *s, const tl__taskset *ts, size_t nslots);
+/* The levels ts may launch at, bit (1 << tl_locality), most local first (TL_NO_PREF alone
+ * without preferences). */
+unsigned tl__locality_levels(const tl__taskset *ts);
+/* ts (with preferences) turned down an offer for locality in the running round. */
+void tl__locality_rejected(tl__taskset *ts);
+/* The running offer round offers ex: its place and its host's carry the round's number (what
+ * tl__locality_dormant looks for). */
+void tl__locality_offered(struct tl_scheduler *s, const tl__executor *ex);
 /* The level index would run at on ex. */
 tl_locality tl__locality_of(struct tl_scheduler *s, const tl__taskset *ts, uint32_t index,
                             const tl__executor *ex);
@@ -979,13 +849,6 @@ void tl__queue_replace(tl__taskset *ts);
  * between pools; under TL_FIFO there is only "default"); returns how many. order must have
  * room for s->npools. */
 size_t tl__pools_in_order(struct tl_scheduler *s, tl__pool **order);
-void tl__taskset_finish_if_drained(struct tl_scheduler *s, tl__taskset *ts);
-int tl__kill_task(struct tl_scheduler *s, tl_tid tid, bool interrupt, const char *reason);
-int tl__kill_stage(struct tl_scheduler *s, uint32_t stage_id, bool interrupt, const char *reason);
-int tl__cancel_stage(struct tl_scheduler *s, uint32_t stage_id, const char *reason);
-int tl__partition_completed(struct tl_scheduler *s, uint32_t stage_id, uint32_t index);
-/* Frees a task set and whatever it still holds, without events (tl_scheduler_free). */
-void tl__taskset_destroy(struct tl_scheduler *s, tl__taskset *ts);
 
 /* ---------------------------------------------------------------------------------------------
  * The registry (registry.c): executors, hosts, racks, task sets and stages by key, and the

@@ -9,6 +9,7 @@
  * with the lock released.
  */
 #include "internal.h"
+#include "journal.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -24,13 +25,13 @@ static void put(tl__jw *w, const char *p, size_t n) {
 
 void tl__jw_lit(tl__jw *w, const char *text) { put(w, text, strlen(text)); }
 
-void tl__jw_u64(tl__jw *w, uint64_t v) {
+static void jw_u64(tl__jw *w, uint64_t v) {
   char tmp[24];
   int n = snprintf(tmp, sizeof tmp, "%" PRIu64, v);
   put(w, tmp, (size_t)n);
 }
 
-void tl__jw_i64(tl__jw *w, int64_t v) {
+static void jw_i64(tl__jw *w, int64_t v) {
   char tmp[24];
   int n = snprintf(tmp, sizeof tmp, "%" PRId64, v);
   put(w, tmp, (size_t)n);
@@ -38,7 +39,7 @@ void tl__jw_i64(tl__jw *w, int64_t v) {
 
 /* Strings go in double quotes; a backslash escapes a quote, a backslash, and (as \xHH) every
  * byte outside printable ASCII, so a line never holds a newline. NULL is a bare "-". */
-void tl__jw_str(tl__jw *w, const char *text) {
+static void jw_str(tl__jw *w, const char *text) {
   if (text == NULL) {
     put(w, "-", 1);
     return;
@@ -63,12 +64,12 @@ static void key_u64(tl__jw *w, const char *key, uint64_t v) {
   tl__jw_lit(w, " ");
   tl__jw_lit(w, key);
   tl__jw_lit(w, "=");
-  tl__jw_u64(w, v);
+  jw_u64(w, v);
 }
 
 static void arg_str(tl__jw *w, const char *text) {
   tl__jw_lit(w, " ");
-  tl__jw_str(w, text);
+  jw_str(w, text);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -90,7 +91,7 @@ void tl__jfmt_lost(tl__jw *w, const char *id, const tl_loss_reason *r) {
   tl__jw_lit(w, tl_loss_kind_name(r->kind));
   key_u64(w, "app", r->caused_by_app);
   tl__jw_lit(w, " exit=");
-  tl__jw_i64(w, r->exit_code);
+  jw_i64(w, r->exit_code);
   arg_str(w, r->message);
 }
 
@@ -170,7 +171,7 @@ void tl__jfmt_offers(tl__jw *w, const tl_offer *offers, size_t noffers, size_t c
   for (size_t i = 0; i < noffers; i++) {
     arg_str(w, offers[i].executor_id);
     tl__jw_lit(w, " ");
-    tl__jw_u64(w, offers[i].cores);
+    jw_u64(w, offers[i].cores);
   }
 }
 
@@ -203,7 +204,7 @@ tl__jline *tl__journal_open(struct tl_scheduler *s, tl__jw *w) {
   w->cap = cap;
   w->len = 0;
   tl__jw_lit(w, "@");
-  tl__jw_u64(w, s->last_now);
+  jw_u64(w, s->last_now);
   tl__jw_lit(w, " ");
   return j;
 }

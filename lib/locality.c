@@ -33,6 +33,7 @@
  * Everything here runs under the scheduler's lock.
  */
 #include "internal.h"
+#include "locality.h"
 
 /* Whether a wait of wait ns from reset has run out at now: when the time reaches its end, unless
  * that end saturated at UINT64_MAX, which is past the end of time and never comes. Offers,
@@ -692,4 +693,17 @@ tl_locality tl__locality_of(struct tl_scheduler *s, const tl__taskset *ts, uint3
     }
   }
   return best;
+}
+
+unsigned tl__locality_levels(const tl__taskset *ts) {
+  return ts->loc != NULL ? ts->loc->levels : 1u << TL_NO_PREF;
+}
+
+void tl__locality_rejected(tl__taskset *ts) { ts->loc->no_rejects = false; }
+
+void tl__locality_offered(struct tl_scheduler *s, const tl__executor *ex) {
+  if (ex->place != NULL)
+    ex->place->offer_round = s->offer_round;
+  if (ex->host->place != NULL)
+    ex->host->place->offer_round = s->offer_round;
 }

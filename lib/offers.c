@@ -227,11 +227,11 @@ static void take_turn(struct tl_scheduler *s, round_state *r, tl__taskset *ts) {
     /* Its passes would launch nothing, and its TL_ANY pass would turn down every slot that
      * fits a task: the rejection is all the turn does. */
     if (any_slot_fits(r, ts->cpus))
-      ts->loc->no_rejects = false;
+      tl__locality_rejected(ts);
     return;
   }
   turn_state t = {false, TL_ANY + 1};
-  unsigned levels = ts->loc != NULL ? ts->loc->levels : 1u << TL_NO_PREF;
+  unsigned levels = tl__locality_levels(ts);
   size_t before = r->used;
   for (; levels != 0; levels &= levels - 1) { /* each valid level, most local first */
     unsigned l = (unsigned)__builtin_ctz(levels);
@@ -317,13 +317,8 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   }
 
   /* The places of the offered executors and of their hosts: what held task sets look for. */
-  for (size_t i = 0; i < nslots; i++) {
-    tl__executor *ex = slots[i].ex;
-    if (ex->place != NULL)
-      ex->place->offer_round = s->offer_round;
-    if (ex->host->place != NULL)
-      ex->host->place->offer_round = s->offer_round;
-  }
+  for (size_t i = 0; i < nslots; i++)
+    tl__locality_offered(s, slots[i].ex);
 
   size_t most = cap;
   if (most > s->npending_tasks + s->nspeculatable)

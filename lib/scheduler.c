@@ -8,6 +8,7 @@
  * user code runs while it is held.
  */
 #include "internal.h"
+#include "journal.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -42,11 +43,13 @@ void tl_config_init(tl_config *cfg) {
   cfg->unschedulable_timeout_ns = 120ull * 1000000000ull;
 }
 
-uint64_t tl__clock_read(const struct tl_scheduler *s) {
+/* Reads the configured clock; called before the lock is taken (the clock is user code). */
+static uint64_t clock_read(const struct tl_scheduler *s) {
   return s->cfg.clock != NULL ? s->cfg.clock(s->cfg.clock_ud) : uv_hrtime();
 }
 
-void tl__clock_set(struct tl_scheduler *s, uint64_t t) {
+/* Under the lock: makes t the call's time, s->last_now, unless the clock went back. */
+static void clock_set(struct tl_scheduler *s, uint64_t t) {
   if (t > s->last_now)
     s->last_now = t;
 }
@@ -64,7 +67,7 @@ static int enter(tl_scheduler *s) {
 static int enter_at(tl_scheduler *s, uint64_t t) {
   int err = enter(s);
   if (err == TL_OK)
-    tl__clock_set(s, t);
+    clock_set(s, t);
   return err;
 }
 
@@ -219,7 +222,7 @@ int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler 
   atomic_init(&s->dispatch_state, 0u);
   s->next_tid = 1;
   s->next_taskset_id = 1;
-  s->last_now = tl__clock_read(s);
+  s->last_now = clock_read(s);
   if (s->cfg.journal != NULL)
     tl__journal_start(s); /* no lock yet: nothing is shared */
   *out = s;
@@ -304,7 +307,7 @@ int tl_executor_add(tl_scheduler *s, const tl_executor_desc *d) {
   if (s == NULL || d == NULL || !valid_id(d->id) || tl__name_len(d->host, TL_HOST_MAX) == 0 ||
       (d->rack != NULL && tl__name_len(d->rack, TL_HOST_MAX) == 0) || d->cores == 0)
     return TL_EINVAL;
-  uint64_t t = tl__clock_read(s);
+  uint64_t t = clock_read(s);
   int err = enter_at(s, t);
   if (err != TL_OK)
     return err;
@@ -317,7 +320,7 @@ int tl_executor_lost(tl_scheduler *s, const char *executor_id, const tl_loss_rea
   if (s == NULL || !valid_id(executor_id) || reason == NULL ||
       (unsigned)reason->kind > TL_LOSS_PENDING_TIMEOUT)
     return TL_EINVAL;
-  uint64_t t = tl__clock_read(s);
+  uint64_t t = clock_read(s);
   int err = enter_at(s, t);
   if (err != TL_OK)
     return err;
@@ -329,7 +332,7 @@ int tl_executor_lost(tl_scheduler *s, const char *executor_id, const tl_loss_rea
 int tl_executor_heartbeat(tl_scheduler *s, const char *executor_id) {
   if (s == NULL || !valid_id(executor_id))
     return TL_EINVAL;
-  uint64_t t = tl__clock_read(s);
+  uint64_t t = clock_read(s);
   int err = enter_at(s, t);
   if (err != TL_OK)
     return err;
@@ -449,7 +452,7 @@ int tl_resource_offers(tl_scheduler *s, const tl_offer *offers, size_t noffers, 
     if (i < TL__ID_LENS)
       lens[i] = len;
   }
-  uint64_t t = tl__clock_read(s);
+  uint64_t t = clock_read(s);
   int err = enter_at(s, t);
   if (err != TL_OK)
     return err;
@@ -475,8 +478,7 @@ int tl_status_update(tl_scheduler *s, const char *executor_id, tl_tid tid, const
     return TL_EINVAL;
   /* With speculation a success's run time is recorded, with exclusion a failure's time: the
    * update needs the clock. */
-  int err =
-      s->cfg.speculation || s->cfg.exclude_on_failure ? enter_at(s, tl__clock_read(s)) : enter(s);
+  int err = s->cfg.speculation || s->cfg.exclude_on_failure ? enter_at(s, clock_read(s)) : enter(s);
   if (err != TL_OK)
     return err;
   JOURNAL_OPEN(s, tl__jfmt_update(&w, executor_id, tid, u));
@@ -498,7 +500,7 @@ static void tick_armed(tl_scheduler *s, const void *driver, uint64_t next) {
 static inline uint64_t tick(tl_scheduler *s, const void *driver) {
   if (s == NULL)
     return TL_TICK_NEVER;
-  uint64_t t = tl__clock_read(s);
+  uint64_t t = clock_read(s);
   if (enter_at(s, t) != TL_OK)
     return TL_TICK_NEVER;
   tl__jline *j = NULL;
@@ -517,9 +519,9 @@ static inline uint64_t tick(tl_scheduler *s, const void *driver) {
   tick_armed(s, driver, next);
   if (tl__unlock_and_dispatch(s)) {
     /* Callbacks may have moved a deadline (a loss they reported starts a pending deadline). */
-    t = tl__clock_read(s);
+    t = clock_read(s);
     tl__lock(s);
-    tl__clock_set(s, t);
+    clock_set(s, t);
     if (next != 0)
       next = tl__next_deadline(s, s->last_now);
     tick_armed(s, driver, next);

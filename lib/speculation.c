@@ -148,7 +148,8 @@ void tl__speculation_record(tl__taskset *ts, uint64_t duration) {
     low_push(ts, high_pop(ts));
 }
 
-uint64_t tl__speculation_median(const tl__taskset *ts) {
+/* The median of the recorded run times (0 when there is none), Spark's MedianHeap. */
+static uint64_t median(const tl__taskset *ts) {
   if (ts->nheap_low == 0)
     return 0;
   if (ts->nheap_low > ts->nheap_high)
@@ -206,7 +207,7 @@ bool tl__speculation_slow_after(const struct tl_scheduler *s, const tl__taskset 
     return false;
   /* A run of n ns is longer than multiplier x median when n > floor(that); past UINT64_MAX no
    * run is. */
-  *threshold = mul_floor(s->cfg.speculation_multiplier, tl__speculation_median(ts));
+  *threshold = mul_floor(s->cfg.speculation_multiplier, median(ts));
   if (*threshold < s->cfg.speculation_min_runtime_ns)
     *threshold = s->cfg.speculation_min_runtime_ns;
   return true;

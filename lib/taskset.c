@@ -5,7 +5,7 @@
  * A task set's life: active (in the FIFO queue while it has pending indices) -> zombie (all done,
  * aborted, fetch failure, or superseded by a newer attempt of its stage; launches nothing) ->
  * released, the moment a zombie has no attempt running or frozen: taskset_released hands the
- * payload back and the record is freed. tl__taskset_finish_if_drained is called after every
+ * payload back and the record is freed. finish_if_drained is called after every
  * change that can make that moment come, so a zombie with nothing running never exists
  * (invariant 4: the SPARK-18553 leak, and the gap Spark leaves when a newer attempt arrives).
  *
@@ -203,7 +203,7 @@ static void output_add(tl__output *out, const tl__attempt *a) {
   tl__list_insert_tail(&a->taskset->outputs, &out->on_taskset);
 }
 
-void tl__taskset_make_zombie(struct tl_scheduler *s, tl__taskset *ts) {
+static void make_zombie(struct tl_scheduler *s, tl__taskset *ts) {
   if (ts->zombie)
     return;
   ts->zombie = true;
@@ -224,6 +224,10 @@ void tl__taskset_make_zombie(struct tl_scheduler *s, tl__taskset *ts) {
     ts->stage->active = NULL;
 }
 
+/* Releases a zombie task set once nothing of it runs: taskset_released, and every record it
+ * holds freed. */
+static void finish_if_drained(struct tl_scheduler *s, tl__taskset *ts);
+
 /* Aborts a task set once: zombie, and a taskset_failed event whose reason the dispatcher writes
  * from why/index/failures/msg. Its running attempts go on (Spark's abort does not kill them). */
 static tl__event *abort_taskset(struct tl_scheduler *s, tl__taskset *ts, uint8_t why,
@@ -232,7 +236,7 @@ static tl__event *abort_taskset(struct tl_scheduler *s, tl__taskset *ts, uint8_t
   if (ts->failed)
     return NULL;
   ts->failed = true;
-  tl__taskset_make_zombie(s, ts);
+  make_zombie(s, ts);
   tl__event *ev = tl__event_push(s, TL__EV_TASKSET_FAILED);
   ev->u.ts.info = taskset_info(ts);
   ev->u.ts.why = why;
@@ -246,7 +250,7 @@ static tl__event *abort_taskset(struct tl_scheduler *s, tl__taskset *ts, uint8_t
 void tl__taskset_abort(struct tl_scheduler *s, tl__taskset *ts, uint8_t why, uint32_t index,
                        uint32_t failures, tl__str *msg, const char *static_msg) {
   abort_taskset(s, ts, why, index, failures, msg, static_msg);
-  tl__taskset_finish_if_drained(s, ts);
+  finish_if_drained(s, ts);
 }
 
 static void stage_unlink(struct tl_scheduler *s, tl__taskset *ts) {
@@ -270,7 +274,7 @@ static void free_tried(struct tl_scheduler *s, tl__taskset *ts) {
   }
 }
 
-void tl__taskset_finish_if_drained(struct tl_scheduler *s, tl__taskset *ts) {
+static void finish_if_drained(struct tl_scheduler *s, tl__taskset *ts) {
   if (!ts->zombie || ts->nrunning != 0)
     return;
   tl__event *ev = tl__event_push(s, TL__EV_TASKSET_RELEASED);
@@ -297,7 +301,7 @@ static void mark_successful(struct tl_scheduler *s, tl__taskset *ts, uint32_t i)
   ix->flags |= TL__IDX_SUCCESSFUL;
   ix->failures = 0;
   if (++ts->nsucceeded == ts->ntasks)
-    tl__taskset_make_zombie(s, ts);
+    make_zombie(s, ts);
 }
 
 /* Spark's canFetchMoreResults: every result counts, dropped ones too, so once a task set's
@@ -382,7 +386,7 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
     /* Any failure in a barrier task set makes it zombie before the count is looked at, as in
      * Spark's handleFailedTask: the stage runs again as a whole, and nothing counts. */
     if (ts->barrier)
-      tl__taskset_make_zombie(s, ts);
+      make_zombie(s, ts);
     /* Nothing counts in a zombie, for an index already done, or from a copy that lost the race. */
     bool counted =
         counts && !ts->zombie && !(ix->flags & TL__IDX_SUCCESSFUL) && !a->killed_by_other;
@@ -392,7 +396,7 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
     if (kind == TL_END_FETCH_FAILED) {
       /* The stage's input is gone: the DAG layer resubmits the parent and a new attempt of this
        * stage; this one launches nothing more. */
-      tl__taskset_make_zombie(s, ts);
+      make_zombie(s, ts);
     } else if (counted && ++ix->failures >= s->cfg.max_task_failures) {
       abort_taskset(s, ts, TL__FAIL_MAX_FAILURES, a->index, ix->failures, msg, static_msg);
     }
@@ -408,7 +412,7 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
   if (out != NULL) /* asked for, but the attempt did not succeed after all */
     tl__free(s, out, sizeof *out);
   tl__attempt_free(s, a);
-  tl__taskset_finish_if_drained(s, ts);
+  finish_if_drained(s, ts);
 }
 
 void tl__outputs_resubmit(struct tl_scheduler *s, tl__executor *ex) {
@@ -532,11 +536,11 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
   tl__list_insert_tail(&st->attempts, &ts->on_stage);
   st->nattempts++;
   if (older != NULL)
-    tl__taskset_make_zombie(s, older); /* SPARK-27065: one active attempt per stage */
+    make_zombie(s, older); /* SPARK-27065: one active attempt per stage */
   st->active = ts;
   tl__queue_insert(ts);
   if (older != NULL)
-    tl__taskset_finish_if_drained(s, older);
+    finish_if_drained(s, older);
   s->revive_wanted = true;
   tl__event_push_revive(s);
   if (out != NULL)
@@ -635,7 +639,7 @@ int tl__cancel_stage(struct tl_scheduler *s, uint32_t stage_id, const char *reas
   for (uint32_t k = 0; k < n; k++) {
     tl__taskset *ts = tl__container_of(l, tl__taskset, on_stage);
     l = l->next;
-    tl__taskset_finish_if_drained(s, ts);
+    finish_if_drained(s, ts);
   }
   tl__str_unref(s, msg);
   return TL_OK;
@@ -655,7 +659,7 @@ int tl__partition_completed(struct tl_scheduler *s, uint32_t stage_id, uint32_t 
   if (tl__events_reserve(s, 1) != TL_OK)
     return TL_ENOMEM;
   mark_successful(s, ts, index);
-  tl__taskset_finish_if_drained(s, ts);
+  finish_if_drained(s, ts);
   return TL_OK;
 }
 
