@@ -55,6 +55,7 @@
 
 #include <uv.h>
 
+#include "conn.h"
 #include "launcher.h"
 #include "metrics_http.h"
 #include "proto.h"
@@ -137,29 +138,29 @@ struct driver;
 
 /* One accepted connection; once registered, one executor of the ledger. */
 typedef struct conn {
-  uv_tcp_t tcp;                 /* its socket; data is this record */
-  uv_timer_t register_timer;    /* closes it if REGISTER does not come in time */
-  struct driver *d;             /* the driver */
-  struct conn *next;            /* the driver's list of connections */
-  bool registered;              /* REGISTER passed: id is an executor of the ledger */
-  bool gone;                    /* the ledger removed it while connected: told to STOP */
-  bool violated;                /* closed for a protocol fault after it registered */
-  bool closing;                 /* uv_close was called */
-  bool released;                /* dynamic allocation released it: decommissioned, sent STOP */
-  uint64_t idle_since;          /* uv_hrtime when it last ran nothing; 0 while it runs tasks */
-  int handles_open;             /* handles not yet closed (tcp, timer): freed at 0 */
-  char id[TL_ID_MAX];           /* the executor id, once registered */
-  uint64_t binaries;            /* the last HEARTBEAT's binaries count */
-  uint64_t heartbeats;          /* HEARTBEAT frames received */
-  tl_taskset_id *sent;          /* task sets whose binary it holds: sent, no FORGET yet */
-  size_t nsent, sent_cap;       /* used and allocated entries of sent */
-  size_t tasksets_sent;         /* task sets whose binary was ever sent here */
-  tlc_decoder decoder;          /* the executor's frames: at most TLC_REGISTER_FRAME_MAX bytes
-                                   each until REGISTER is accepted, TLC_FRAME_MAX after */
-  tlc_buf out;                  /* frames encoded and not yet handed to uv_write */
-  uint32_t cores;               /* the cores it registered with */
-  uint8_t addr_key[16];         /* its peer address, the key of its auth record (auth_key) */
-  char peer[64];                /* its peer address and port, printable: "127.0.0.1:5000" */
+  uv_tcp_t tcp;              /* its socket; data is this record */
+  uv_timer_t register_timer; /* closes it if REGISTER does not come in time */
+  struct driver *d;          /* the driver */
+  struct conn *next;         /* the driver's list of connections */
+  bool registered;           /* REGISTER passed: id is an executor of the ledger */
+  bool gone;                 /* the ledger removed it while connected: told to STOP */
+  bool violated;             /* closed for a protocol fault after it registered */
+  bool closing;              /* uv_close was called */
+  bool released;             /* dynamic allocation released it: decommissioned, sent STOP */
+  uint64_t idle_since;       /* uv_hrtime when it last ran nothing; 0 while it runs tasks */
+  int handles_open;          /* handles not yet closed (tcp, timer): freed at 0 */
+  char id[TL_ID_MAX];        /* the executor id, once registered */
+  uint64_t binaries;         /* the last HEARTBEAT's binaries count */
+  uint64_t heartbeats;       /* HEARTBEAT frames received */
+  tl_taskset_id *sent;       /* task sets whose binary it holds: sent, no FORGET yet */
+  size_t nsent, sent_cap;    /* used and allocated entries of sent */
+  size_t tasksets_sent;      /* task sets whose binary was ever sent here */
+  tlc_decoder decoder;       /* the executor's frames: at most TLC_REGISTER_FRAME_MAX bytes
+                                each until REGISTER is accepted, TLC_FRAME_MAX after */
+  tlc_buf out;               /* frames encoded and not yet handed to uv_write */
+  uint32_t cores;            /* the cores it registered with */
+  uint8_t addr_key[16];      /* its peer address, the key of its auth record (auth_key) */
+  char peer[64];             /* its peer address and port, printable: "127.0.0.1:5000" */
 } conn;
 
 /* One executor the launcher was asked to start, and how it ended. */
@@ -282,29 +283,29 @@ typedef struct driver {
   const launcher_ops *ops;     /* --launcher */
   void *launcher;              /* its state; NULL once closed */
   launcher_config lcfg;        /* as given to ops->create */
-  char token[2 * TOKEN_BYTES + 1];  /* the shared token, NUL-terminated */
-  const char *executor_path;        /* the tl-executor binary */
-  const char *listen_host;          /* the address listened on (--listen) */
-  const char *connect_host;         /* the address executors connect to (--advertise) */
-  int port;                         /* the port listened on */
-  uint32_t nexecutors;              /* executors to start first (--executors) */
-  uint32_t accept;                  /* --accept: executors started elsewhere to wait for */
-  bool offering;                    /* nexecutors + accept registered: offers are made */
-  uint32_t cores;                   /* cores each registers with */
-  uint32_t queue;                   /* --queue: task slots in the ledger beyond each one's cores */
-  uint64_t heartbeat_ms;            /* the executors' heartbeat period */
-  bool quiet;                       /* no log lines but errors */
-  bool bench;                       /* --bench */
-  job jobs[MAX_JOBS];               /* the jobs of the command line */
-  size_t njobs;                     /* used entries of jobs */
-  exec_rec *execs;                  /* MAX_STARTED records: nexecs asked for, in order */
-  uint32_t nexecs;                  /* used entries of execs; execs[0] is exec-1 */
-  uint32_t started;                 /* of those, started (ops->start returned 0) */
-  uint32_t released;                /* of those, released by the driver (dynamic allocation) */
-  uint32_t forced;                  /* of those, stopped by force after the grace period */
-  uint32_t most_active;             /* the most executors active at once (started, not ended,
-                                       not released) */
-  uint32_t active_at_end;           /* active when the jobs ended */
+  char token[2 * TOKEN_BYTES + 1]; /* the shared token, NUL-terminated */
+  const char *executor_path;       /* the tl-executor binary */
+  const char *listen_host;         /* the address listened on (--listen) */
+  const char *connect_host;        /* the address executors connect to (--advertise) */
+  int port;                        /* the port listened on */
+  uint32_t nexecutors;             /* executors to start first (--executors) */
+  uint32_t accept;                 /* --accept: executors started elsewhere to wait for */
+  bool offering;                   /* nexecutors + accept registered: offers are made */
+  uint32_t cores;                  /* cores each registers with */
+  uint32_t queue;                  /* --queue: task slots in the ledger beyond each one's cores */
+  uint64_t heartbeat_ms;           /* the executors' heartbeat period */
+  bool quiet;                      /* no log lines but errors */
+  bool bench;                      /* --bench */
+  job jobs[MAX_JOBS];              /* the jobs of the command line */
+  size_t njobs;                    /* used entries of jobs */
+  exec_rec *execs;                 /* MAX_STARTED records: nexecs asked for, in order */
+  uint32_t nexecs;                 /* used entries of execs; execs[0] is exec-1 */
+  uint32_t started;                /* of those, started (ops->start returned 0) */
+  uint32_t released;               /* of those, released by the driver (dynamic allocation) */
+  uint32_t forced;                 /* of those, stopped by force after the grace period */
+  uint32_t most_active;            /* the most executors active at once (started, not ended,
+                                      not released) */
+  uint32_t active_at_end;          /* active when the jobs ended */
   /* Lost executors: the records of losses still waiting for their real reason (by id), and
    * the last LOST_DETAIL_MAX that got one; everything else only counted. */
   loss_rec *open_losses;                  /* uthash by id; at most one per live executor */
@@ -315,7 +316,7 @@ typedef struct driver {
   uint64_t lost_by_kind[TL_LOSS_PENDING_TIMEOUT + 1]; /* the real reasons that came, by kind */
   uv_timer_t settle_timer;                            /* settle_open_losses every SETTLE_MS */
   size_t settle_at;                                   /* and when open_losses reaches this many */
-  const char *summary_json;         /* --summary-json: the file to write */
+  const char *summary_json;                           /* --summary-json: the file to write */
   /* Dynamic allocation (--min-executors/--max-executors): Spark's ExecutorAllocationManager,
    * simplified; see docs/cluster.md "Dynamic allocation". */
   bool dynamic;             /* on */
@@ -336,29 +337,29 @@ typedef struct driver {
   uint64_t refused_updates; /* tl_status_update errors */
   uint64_t gone_frames;     /* frames of an executor the ledger removed (TL_EGONE) */
   uint64_t losses[TL_LOSS_PENDING_TIMEOUT + 1]; /* reports by kind: first phases and real ones */
-  uint64_t tasks_finished;        /* task_ended with TL_END_SUCCESS, for the fault flags */
-  uint64_t executors_released;    /* executor_lost events for releases (TL_LOSS_DECOMMISSIONED) */
-  uint64_t kill_after;            /* --kill-executor-after N (0: none) */
-  uint64_t stop_after;            /* --stop-executor-after N (0: none) */
-  uint64_t external_kill_after;   /* --external-kill-after N (0: none) */
-  bool expect_failure;            /* --expect-job-failure */
-  uint64_t executors_lost;        /* executor_lost events */
-  uint64_t expect_losses;         /* --expect-losses N: executors lost (UINT64_MAX: any) */
-  uint64_t heartbeat_timeout_ms;  /* --heartbeat-timeout-ms */
-  uv_timer_t fault;               /* runs the fault a fault flag asks for */
-  bool fault_armed;               /* its count was reached: act at exec-1's next RUNNING */
-  uv_timer_t resume;              /* SIGCONTs the stopped executor after the heartbeat expiry */
-  uint64_t refused_conns;         /* connections closed for a protocol or registration fault */
-  uint64_t refused_token;         /* of those: REGISTER with a wrong token */
-  uint64_t refused_dup;           /* REGISTER refused by tl_executor_add (TL_EEXIST) */
-  uint64_t refused_timeout;       /* no REGISTER within the registration timeout */
-  uint64_t refused_frame[16];     /* a frame the decoder refused, by -TLC_E* code */
-  uint64_t refused_owner;         /* status updates refused with TL_EOWNER */
-  uint64_t refused_early;         /* a frame before REGISTER */
-  uint64_t refused_second;        /* a second REGISTER */
-  uint64_t refused_unexpected;    /* a message an executor may not send (LAUNCH, KILL, ...) */
-  uint64_t violations;            /* of the refused: registered executors, removed for it */
-  uint64_t register_timeout_ms;   /* --register-timeout-ms */
+  uint64_t tasks_finished;       /* task_ended with TL_END_SUCCESS, for the fault flags */
+  uint64_t executors_released;   /* executor_lost events for releases (TL_LOSS_DECOMMISSIONED) */
+  uint64_t kill_after;           /* --kill-executor-after N (0: none) */
+  uint64_t stop_after;           /* --stop-executor-after N (0: none) */
+  uint64_t external_kill_after;  /* --external-kill-after N (0: none) */
+  bool expect_failure;           /* --expect-job-failure */
+  uint64_t executors_lost;       /* executor_lost events */
+  uint64_t expect_losses;        /* --expect-losses N: executors lost (UINT64_MAX: any) */
+  uint64_t heartbeat_timeout_ms; /* --heartbeat-timeout-ms */
+  uv_timer_t fault;              /* runs the fault a fault flag asks for */
+  bool fault_armed;              /* its count was reached: act at exec-1's next RUNNING */
+  uv_timer_t resume;             /* SIGCONTs the stopped executor after the heartbeat expiry */
+  uint64_t refused_conns;        /* connections closed for a protocol or registration fault */
+  uint64_t refused_token;        /* of those: REGISTER with a wrong token */
+  uint64_t refused_dup;          /* REGISTER refused by tl_executor_add (TL_EEXIST) */
+  uint64_t refused_timeout;      /* no REGISTER within the registration timeout */
+  uint64_t refused_frame[16];    /* a frame the decoder refused, by -TLC_E* code */
+  uint64_t refused_owner;        /* status updates refused with TL_EOWNER */
+  uint64_t refused_early;        /* a frame before REGISTER */
+  uint64_t refused_second;       /* a second REGISTER */
+  uint64_t refused_unexpected;   /* a message an executor may not send (LAUNCH, KILL, ...) */
+  uint64_t violations;           /* of the refused: registered executors, removed for it */
+  uint64_t register_timeout_ms;  /* --register-timeout-ms */
   /* The edge (docs/cluster.md "Limits and hardening") */
   uint32_t max_pending;           /* --max-pending-connections */
   uint32_t max_conns;             /* --max-connections */
@@ -711,37 +712,22 @@ static void close_conn(conn *c, const char *why) {
   uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
 }
 
-/* A write in flight: owns its bytes. */
-typedef struct write_req {
-  uv_write_t req; /* data is the connection */
-  uint8_t *data;  /* freed when it completes */
-} write_req;
-
-static void on_written(uv_write_t *req, int status) {
-  write_req *w = (write_req *)req;
-  conn *c = req->data;
-  free(w->data);
-  free(w);
+/* A write completed (conn_write): its bytes are freed. A connection closed meanwhile cancels it;
+ * it is still allocated then, its handles' close callbacks not having run. */
+static void on_written(void *data, int status) {
   if (status < 0 && status != UV_ECANCELED)
-    close_conn(c, uv_strerror(status));
+    close_conn(data, uv_strerror(status));
 }
 
+/* Hands the encoded frames to libuv; the write owns them from here. */
 static void send_out(conn *c) {
-  if (c->out.len == 0 || c->closing)
+  if (c->closing)
     return;
-  write_req *w = malloc(sizeof *w);
-  if (!w)
+  int rc = conn_write((uv_stream_t *)&c->tcp, &c->out, on_written, c);
+  if (rc == UV_ENOMEM)
     die_oom();
-  w->data = c->out.data;
-  w->req.data = c;
-  uv_buf_t buf = uv_buf_init((char *)c->out.data, (unsigned)c->out.len);
-  tlc_buf_init(&c->out);
-  int rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, on_written);
-  if (rc < 0) {
-    free(w->data);
-    free(w);
+  if (rc < 0)
     close_conn(c, uv_strerror(rc));
-  }
 }
 
 static void encode(conn *c, const tlc_msg *msg) {
@@ -2839,8 +2825,8 @@ int main(int argc, char **argv) {
       continue;
     bool crashed = d.has_crash && e->kind == TL_LOSS_EXITED && e->exit_code == CRASH_EXIT_CODE;
     bool killed = e->fault_killed && e->kind == TL_LOSS_KILLED;
-    bool outside = e->kind == TL_LOSS_PROCESS_LOST ||
-                   (e->kind == TL_LOSS_EXITED && e->exit_code > 128);
+    bool outside =
+        e->kind == TL_LOSS_PROCESS_LOST || (e->kind == TL_LOSS_EXITED && e->exit_code > 128);
     printf("  %s: exit code %d, %s: %s%s\n", e->id, e->exit_code, loss_kind_names[e->kind],
            e->reason,
            e->forced              ? " (stopped by force: it did not stop in time)"
