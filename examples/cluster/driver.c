@@ -28,6 +28,9 @@
  *             [--register-timeout-ms MS] [--bad-client MODE]... [--metrics-port P]
  *             [--max-pending-connections N] [--max-connections N]
  *
+ * (driver_opts.c parses the command line; main below sets the run up from it, runs the loop and
+ * gives the verdict.)
+ *
  * Exit status: 0 when every job succeeded (or, with --expect-job-failure, failed), the ledger
  * drained, the expected losses happened and every executor ended as it should have (one that
  * was sent a task set's binary twice exits 4, which fails the run); 1 otherwise; 2 for bad
@@ -55,6 +58,8 @@
 
 #include <uv.h>
 
+#include "conn.h"
+#include "driver_opts.h"
 #include "launcher.h"
 #include "metrics_http.h"
 #include "proto.h"
@@ -64,30 +69,19 @@ static void die_oom(void);
 #define uthash_fatal(msg) die_oom()
 #include <uthash.h>
 
-#define MAX_JOBS 16              /* --job options at most */
-#define MAX_STAGES 8             /* stages in one job's chain at most */
-#define MAX_EXECUTORS 64         /* --executors, --max-executors at most */
-#define MAX_STARTED 256          /* executors a run may start in all (dynamic allocation) */
-#define MAX_SLURM_ARGS 32        /* --slurm-arg options at most */
-#define STOP_GRACE_MS 2000       /* after STOP, executors still running are stopped by force */
-#define TOKEN_BYTES 32           /* random bytes of a generated token (hex-encoded) */
-#define READ_CHUNK 65536         /* bytes of a connection's read buffer */
-#define LAUNCH_FRAME_MAX 16384   /* launches in one LAUNCH frame at most */
-#define REGISTER_TIMEOUT_MS 5000 /* a connection must register within this (default) */
-#define MAX_BAD_CLIENTS 16       /* --bad-client options at most */
-#define BENCH_TASKS 100000       /* --bench's default size */
-#define FAULT_DELAY_MS 200       /* a fault flag acts at most this long after its count */
-#define LOG_LIMIT 20             /* refused updates logged one by one, then only counted */
-#define PROGRESS_MS 500          /* the progress line's period (default) */
-#define CRASH_EXIT_CODE 42       /* tl-executor's exit status after a `crash` task */
+#define MAX_STARTED 256        /* executors a run may start in all (dynamic allocation) */
+#define STOP_GRACE_MS 2000     /* after STOP, executors still running are stopped by force */
+#define TOKEN_BYTES 32         /* random bytes of a generated token (hex-encoded) */
+#define READ_CHUNK 65536       /* bytes of a connection's read buffer */
+#define LAUNCH_FRAME_MAX 16384 /* launches in one LAUNCH frame at most */
+#define FAULT_DELAY_MS 200     /* a fault flag acts at most this long after its count */
+#define LOG_LIMIT 20           /* refused updates logged one by one, then only counted */
+#define CRASH_EXIT_CODE 42     /* tl-executor's exit status after a `crash` task */
 
 /* The edge's limits (docs/cluster.md "Limits and hardening"): what a peer may cost the driver
  * before and after it authenticates, and how failed authentications are slowed. */
-#define MAX_PENDING_CONNS 64          /* --max-pending-connections: waiting for REGISTER at once */
 #define LISTEN_BACKLOG 128            /* the listening socket's queue of connections not accepted */
 #define ACCEPT_BATCH 64               /* connections accepted in one turn of the loop at most */
-#define MAX_CONNS 1024                /* --max-connections: open at once, registered or not */
-#define MAX_CONNS_LIMIT 65536         /* the largest --max-connections accepted */
 #define FD_HEADROOM 64                /* descriptors beyond the connections: files, pipes, ... */
 #define TOKEN_MIN 16                  /* bytes of the shared token at least */
 #define AUTH_FREE_FAILURES 3          /* wrong tokens from one address before it must wait */
@@ -137,29 +131,29 @@ struct driver;
 
 /* One accepted connection; once registered, one executor of the ledger. */
 typedef struct conn {
-  uv_tcp_t tcp;                 /* its socket; data is this record */
-  uv_timer_t register_timer;    /* closes it if REGISTER does not come in time */
-  struct driver *d;             /* the driver */
-  struct conn *next;            /* the driver's list of connections */
-  bool registered;              /* REGISTER passed: id is an executor of the ledger */
-  bool gone;                    /* the ledger removed it while connected: told to STOP */
-  bool violated;                /* closed for a protocol fault after it registered */
-  bool closing;                 /* uv_close was called */
-  bool released;                /* dynamic allocation released it: decommissioned, sent STOP */
-  uint64_t idle_since;          /* uv_hrtime when it last ran nothing; 0 while it runs tasks */
-  int handles_open;             /* handles not yet closed (tcp, timer): freed at 0 */
-  char id[TL_ID_MAX];           /* the executor id, once registered */
-  uint64_t binaries;            /* the last HEARTBEAT's binaries count */
-  uint64_t heartbeats;          /* HEARTBEAT frames received */
-  tl_taskset_id *sent;          /* task sets whose binary it holds: sent, no FORGET yet */
-  size_t nsent, sent_cap;       /* used and allocated entries of sent */
-  size_t tasksets_sent;         /* task sets whose binary was ever sent here */
-  tlc_decoder decoder;          /* the executor's frames: at most TLC_REGISTER_FRAME_MAX bytes
-                                   each until REGISTER is accepted, TLC_FRAME_MAX after */
-  tlc_buf out;                  /* frames encoded and not yet handed to uv_write */
-  uint32_t cores;               /* the cores it registered with */
-  uint8_t addr_key[16];         /* its peer address, the key of its auth record (auth_key) */
-  char peer[64];                /* its peer address and port, printable: "127.0.0.1:5000" */
+  uv_tcp_t tcp;              /* its socket; data is this record */
+  uv_timer_t register_timer; /* closes it if REGISTER does not come in time */
+  struct driver *d;          /* the driver */
+  struct conn *next;         /* the driver's list of connections */
+  bool registered;           /* REGISTER passed: id is an executor of the ledger */
+  bool gone;                 /* the ledger removed it while connected: told to STOP */
+  bool violated;             /* closed for a protocol fault after it registered */
+  bool closing;              /* uv_close was called */
+  bool released;             /* dynamic allocation released it: decommissioned, sent STOP */
+  uint64_t idle_since;       /* uv_hrtime when it last ran nothing; 0 while it runs tasks */
+  int handles_open;          /* handles not yet closed (tcp, timer): freed at 0 */
+  char id[TL_ID_MAX];        /* the executor id, once registered */
+  uint64_t binaries;         /* the last HEARTBEAT's binaries count */
+  uint64_t heartbeats;       /* HEARTBEAT frames received */
+  tl_taskset_id *sent;       /* task sets whose binary it holds: sent, no FORGET yet */
+  size_t nsent, sent_cap;    /* used and allocated entries of sent */
+  size_t tasksets_sent;      /* task sets whose binary was ever sent here */
+  tlc_decoder decoder;       /* the executor's frames: at most TLC_REGISTER_FRAME_MAX bytes
+                                each until REGISTER is accepted, TLC_FRAME_MAX after */
+  tlc_buf out;               /* frames encoded and not yet handed to uv_write */
+  uint32_t cores;            /* the cores it registered with */
+  uint8_t addr_key[16];      /* its peer address, the key of its auth record (auth_key) */
+  char peer[64];             /* its peer address and port, printable: "127.0.0.1:5000" */
 } conn;
 
 /* One executor the launcher was asked to start, and how it ended. */
@@ -234,26 +228,6 @@ typedef struct exec_report {
   size_t tasksets;   /* distinct task sets whose binary the driver sent it */
 } exec_report;
 
-/* The bad-client modes of tl-badclient, and what the driver must refuse each one for. */
-typedef enum bad_mode {
-  BAD_WRONG_TOKEN,    /* REGISTER with a wrong token: closed */
-  BAD_GARBAGE,        /* a frame of version 0xff: closed, TLC_EVERSION */
-  BAD_OVERSIZED,      /* a length prefix over TLC_FRAME_MAX: closed, TLC_ETOOBIG */
-  BAD_DUPLICATE_ID,   /* REGISTER as exec-1, alive: closed, TL_EEXIST */
-  BAD_FOREIGN_STATUS, /* a STATUS for exec-1's task: refused by the ledger, TL_EOWNER */
-  BAD_SILENT,         /* nothing: closed by the registration timeout */
-  BAD_UNKNOWN,        /* a frame of an unknown message type: closed, TLC_ETYPE */
-  BAD_TRUNCATED,      /* a REGISTER frame one byte short: closed, TLC_ETRUNCATED */
-  BAD_EARLY,          /* a HEARTBEAT before REGISTER: closed */
-  BAD_SECOND,         /* REGISTER, then REGISTER again: closed, its executor removed */
-  BAD_DRIVER_MSG,     /* REGISTER, then a LAUNCH (the driver's message): closed, removed */
-  BAD_NMODES
-} bad_mode;
-
-static const char *const bad_mode_names[BAD_NMODES] = {
-    "wrong-token",     "garbage",   "oversized",   "duplicate-id",    "foreign-status", "silent",
-    "unknown-message", "truncated", "early-frame", "second-register", "driver-message"};
-
 /* One spawned tl-badclient process (--bad-client). */
 typedef struct bad_child {
   uv_process_t process; /* data is this record */
@@ -282,29 +256,29 @@ typedef struct driver {
   const launcher_ops *ops;     /* --launcher */
   void *launcher;              /* its state; NULL once closed */
   launcher_config lcfg;        /* as given to ops->create */
-  char token[2 * TOKEN_BYTES + 1];  /* the shared token, NUL-terminated */
-  const char *executor_path;        /* the tl-executor binary */
-  const char *listen_host;          /* the address listened on (--listen) */
-  const char *connect_host;         /* the address executors connect to (--advertise) */
-  int port;                         /* the port listened on */
-  uint32_t nexecutors;              /* executors to start first (--executors) */
-  uint32_t accept;                  /* --accept: executors started elsewhere to wait for */
-  bool offering;                    /* nexecutors + accept registered: offers are made */
-  uint32_t cores;                   /* cores each registers with */
-  uint32_t queue;                   /* --queue: task slots in the ledger beyond each one's cores */
-  uint64_t heartbeat_ms;            /* the executors' heartbeat period */
-  bool quiet;                       /* no log lines but errors */
-  bool bench;                       /* --bench */
-  job jobs[MAX_JOBS];               /* the jobs of the command line */
-  size_t njobs;                     /* used entries of jobs */
-  exec_rec *execs;                  /* MAX_STARTED records: nexecs asked for, in order */
-  uint32_t nexecs;                  /* used entries of execs; execs[0] is exec-1 */
-  uint32_t started;                 /* of those, started (ops->start returned 0) */
-  uint32_t released;                /* of those, released by the driver (dynamic allocation) */
-  uint32_t forced;                  /* of those, stopped by force after the grace period */
-  uint32_t most_active;             /* the most executors active at once (started, not ended,
-                                       not released) */
-  uint32_t active_at_end;           /* active when the jobs ended */
+  char token[2 * TOKEN_BYTES + 1]; /* the shared token, NUL-terminated */
+  const char *executor_path;       /* the tl-executor binary */
+  const char *listen_host;         /* the address listened on (--listen) */
+  const char *connect_host;        /* the address executors connect to (--advertise) */
+  int port;                        /* the port listened on */
+  uint32_t nexecutors;             /* executors to start first (--executors) */
+  uint32_t accept;                 /* --accept: executors started elsewhere to wait for */
+  bool offering;                   /* nexecutors + accept registered: offers are made */
+  uint32_t cores;                  /* cores each registers with */
+  uint32_t queue;                  /* --queue: task slots in the ledger beyond each one's cores */
+  uint64_t heartbeat_ms;           /* the executors' heartbeat period */
+  bool quiet;                      /* no log lines but errors */
+  bool bench;                      /* --bench */
+  job jobs[MAX_JOBS];              /* the jobs of the command line */
+  size_t njobs;                    /* used entries of jobs */
+  exec_rec *execs;                 /* MAX_STARTED records: nexecs asked for, in order */
+  uint32_t nexecs;                 /* used entries of execs; execs[0] is exec-1 */
+  uint32_t started;                /* of those, started (ops->start returned 0) */
+  uint32_t released;               /* of those, released by the driver (dynamic allocation) */
+  uint32_t forced;                 /* of those, stopped by force after the grace period */
+  uint32_t most_active;            /* the most executors active at once (started, not ended,
+                                      not released) */
+  uint32_t active_at_end;          /* active when the jobs ended */
   /* Lost executors: the records of losses still waiting for their real reason (by id), and
    * the last LOST_DETAIL_MAX that got one; everything else only counted. */
   loss_rec *open_losses;                  /* uthash by id; at most one per live executor */
@@ -315,7 +289,7 @@ typedef struct driver {
   uint64_t lost_by_kind[TL_LOSS_PENDING_TIMEOUT + 1]; /* the real reasons that came, by kind */
   uv_timer_t settle_timer;                            /* settle_open_losses every SETTLE_MS */
   size_t settle_at;                                   /* and when open_losses reaches this many */
-  const char *summary_json;         /* --summary-json: the file to write */
+  const char *summary_json;                           /* --summary-json: the file to write */
   /* Dynamic allocation (--min-executors/--max-executors): Spark's ExecutorAllocationManager,
    * simplified; see docs/cluster.md "Dynamic allocation". */
   bool dynamic;             /* on */
@@ -336,29 +310,29 @@ typedef struct driver {
   uint64_t refused_updates; /* tl_status_update errors */
   uint64_t gone_frames;     /* frames of an executor the ledger removed (TL_EGONE) */
   uint64_t losses[TL_LOSS_PENDING_TIMEOUT + 1]; /* reports by kind: first phases and real ones */
-  uint64_t tasks_finished;        /* task_ended with TL_END_SUCCESS, for the fault flags */
-  uint64_t executors_released;    /* executor_lost events for releases (TL_LOSS_DECOMMISSIONED) */
-  uint64_t kill_after;            /* --kill-executor-after N (0: none) */
-  uint64_t stop_after;            /* --stop-executor-after N (0: none) */
-  uint64_t external_kill_after;   /* --external-kill-after N (0: none) */
-  bool expect_failure;            /* --expect-job-failure */
-  uint64_t executors_lost;        /* executor_lost events */
-  uint64_t expect_losses;         /* --expect-losses N: executors lost (UINT64_MAX: any) */
-  uint64_t heartbeat_timeout_ms;  /* --heartbeat-timeout-ms */
-  uv_timer_t fault;               /* runs the fault a fault flag asks for */
-  bool fault_armed;               /* its count was reached: act at exec-1's next RUNNING */
-  uv_timer_t resume;              /* SIGCONTs the stopped executor after the heartbeat expiry */
-  uint64_t refused_conns;         /* connections closed for a protocol or registration fault */
-  uint64_t refused_token;         /* of those: REGISTER with a wrong token */
-  uint64_t refused_dup;           /* REGISTER refused by tl_executor_add (TL_EEXIST) */
-  uint64_t refused_timeout;       /* no REGISTER within the registration timeout */
-  uint64_t refused_frame[16];     /* a frame the decoder refused, by -TLC_E* code */
-  uint64_t refused_owner;         /* status updates refused with TL_EOWNER */
-  uint64_t refused_early;         /* a frame before REGISTER */
-  uint64_t refused_second;        /* a second REGISTER */
-  uint64_t refused_unexpected;    /* a message an executor may not send (LAUNCH, KILL, ...) */
-  uint64_t violations;            /* of the refused: registered executors, removed for it */
-  uint64_t register_timeout_ms;   /* --register-timeout-ms */
+  uint64_t tasks_finished;       /* task_ended with TL_END_SUCCESS, for the fault flags */
+  uint64_t executors_released;   /* executor_lost events for releases (TL_LOSS_DECOMMISSIONED) */
+  uint64_t kill_after;           /* --kill-executor-after N (0: none) */
+  uint64_t stop_after;           /* --stop-executor-after N (0: none) */
+  uint64_t external_kill_after;  /* --external-kill-after N (0: none) */
+  bool expect_failure;           /* --expect-job-failure */
+  uint64_t executors_lost;       /* executor_lost events */
+  uint64_t expect_losses;        /* --expect-losses N: executors lost (UINT64_MAX: any) */
+  uint64_t heartbeat_timeout_ms; /* --heartbeat-timeout-ms */
+  uv_timer_t fault;              /* runs the fault a fault flag asks for */
+  bool fault_armed;              /* its count was reached: act at exec-1's next RUNNING */
+  uv_timer_t resume;             /* SIGCONTs the stopped executor after the heartbeat expiry */
+  uint64_t refused_conns;        /* connections closed for a protocol or registration fault */
+  uint64_t refused_token;        /* of those: REGISTER with a wrong token */
+  uint64_t refused_dup;          /* REGISTER refused by tl_executor_add (TL_EEXIST) */
+  uint64_t refused_timeout;      /* no REGISTER within the registration timeout */
+  uint64_t refused_frame[16];    /* a frame the decoder refused, by -TLC_E* code */
+  uint64_t refused_owner;        /* status updates refused with TL_EOWNER */
+  uint64_t refused_early;        /* a frame before REGISTER */
+  uint64_t refused_second;       /* a second REGISTER */
+  uint64_t refused_unexpected;   /* a message an executor may not send (LAUNCH, KILL, ...) */
+  uint64_t violations;           /* of the refused: registered executors, removed for it */
+  uint64_t register_timeout_ms;  /* --register-timeout-ms */
   /* The edge (docs/cluster.md "Limits and hardening") */
   uint32_t max_pending;           /* --max-pending-connections */
   uint32_t max_conns;             /* --max-connections */
@@ -711,37 +685,22 @@ static void close_conn(conn *c, const char *why) {
   uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
 }
 
-/* A write in flight: owns its bytes. */
-typedef struct write_req {
-  uv_write_t req; /* data is the connection */
-  uint8_t *data;  /* freed when it completes */
-} write_req;
-
-static void on_written(uv_write_t *req, int status) {
-  write_req *w = (write_req *)req;
-  conn *c = req->data;
-  free(w->data);
-  free(w);
+/* A write completed (conn_write): its bytes are freed. A connection closed meanwhile cancels it;
+ * it is still allocated then, its handles' close callbacks not having run. */
+static void on_written(void *data, int status) {
   if (status < 0 && status != UV_ECANCELED)
-    close_conn(c, uv_strerror(status));
+    close_conn(data, uv_strerror(status));
 }
 
+/* Hands the encoded frames to libuv; the write owns them from here. */
 static void send_out(conn *c) {
-  if (c->out.len == 0 || c->closing)
+  if (c->closing)
     return;
-  write_req *w = malloc(sizeof *w);
-  if (!w)
+  int rc = conn_write((uv_stream_t *)&c->tcp, &c->out, on_written, c);
+  if (rc == UV_ENOMEM)
     die_oom();
-  w->data = c->out.data;
-  w->req.data = c;
-  uv_buf_t buf = uv_buf_init((char *)c->out.data, (unsigned)c->out.len);
-  tlc_buf_init(&c->out);
-  int rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, on_written);
-  if (rc < 0) {
-    free(w->data);
-    free(w);
+  if (rc < 0)
     close_conn(c, uv_strerror(rc));
-  }
 }
 
 static void encode(conn *c, const tlc_msg *msg) {
@@ -1999,97 +1958,6 @@ static int metrics_extra(void *ud, char *buf, size_t cap) {
  * Setup
  * ------------------------------------------------------------------------------------------- */
 
-static void usage(void) __attribute__((noreturn));
-static void usage(void) {
-  fprintf(stderr,
-          "usage: tl-driver [--launcher local|slurm] [--executors N] [--accept N]\n"
-          "                 [--executor-cores C | --cores C] [--queue Q]\n"
-          "                 [--job KIND:M[,KIND:M]...]...\n"
-          "                 [--min-executors N] [--max-executors M] [--backlog-timeout MS]\n"
-          "                 [--idle-timeout MS] [--summary-json FILE] [--advertise ADDR]\n"
-          "                 [--partition P] [--time-limit T] [--slurm-arg ARG]...\n"
-          "                 [--slurm-poll-ms MS]\n"
-          "                 [--listen ADDR] [--port P] [--token-file PATH] [--executor PATH]\n"
-          "                 [--heartbeat-ms MS] [--timeout-s S] [--bench [--tasks N]] [--quiet]\n"
-          "                 [--progress] [--progress-ms MS] [--kill-on-job-failure]\n"
-          "                 [--heartbeat-timeout-ms MS] [--pending-loss-timeout-ms MS]\n"
-          "                 [--max-task-failures N] [--kill-executor-after N]\n"
-          "                 [--external-kill-after N] [--stop-executor-after N]\n"
-          "                 [--expect-losses N] [--expect-job-failure]\n"
-          "                 [--register-timeout-ms MS] [--bad-client MODE]...\n"
-          "                 [--metrics-port P] [--max-pending-connections N]\n"
-          "                 [--max-connections N]\n"
-          "  MODE: wrong-token | garbage | oversized | duplicate-id | foreign-status | silent |\n"
-          "        unknown-message | truncated | early-frame | second-register | driver-message\n"
-          "  KIND: noop | sleep:MS | spin:US | hash | crash; M tasks; a chain of stages runs in "
-          "order\n"
-          "  Q: launches each executor may queue beyond its C cores, 0..4096 (default 0;\n"
-          "     1 with --bench)\n"
-          "  P: serve GET /metrics (Prometheus text) on the --listen address, 0 = any free port\n"
-          "  --partition, --time-limit, --slurm-arg, --slurm-poll-ms: --launcher slurm only\n");
-  exit(2);
-}
-
-static uint64_t parse_u64(const char *s, uint64_t lo, uint64_t hi) {
-  char *end;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (*s == '\0' || *end != '\0' || v < lo || v > hi)
-    usage();
-  return (uint64_t)v;
-}
-
-/* Whether kind is one the executors run: noop, hash, crash, sleep:N or spin:N. */
-static bool valid_kind(const char *kind) {
-  if (!strcmp(kind, "noop") || !strcmp(kind, "hash") || !strcmp(kind, "crash"))
-    return true;
-  const char *arg = NULL;
-  if (!strncmp(kind, "sleep:", 6))
-    arg = kind + 6;
-  else if (!strncmp(kind, "spin:", 5))
-    arg = kind + 5;
-  if (!arg || !*arg || strlen(arg) > 9)
-    return false;
-  for (; *arg; arg++)
-    if (*arg < '0' || *arg > '9')
-      return false;
-  return true;
-}
-
-/* "KIND:M[,KIND:M]...": a chain of stages, each's count after its last colon. */
-static void parse_job(driver *d, const char *spec) {
-  if (d->njobs == MAX_JOBS)
-    usage();
-  job *j = &d->jobs[d->njobs];
-  j->id = (uint32_t)d->njobs++;
-  while (*spec) {
-    const char *end = strchr(spec, ',');
-    if (!end)
-      end = spec + strlen(spec);
-    char part[TLC_KIND_MAX + 16];
-    if (end == spec || (size_t)(end - spec) >= sizeof part || j->nstages == MAX_STAGES)
-      usage();
-    memcpy(part, spec, (size_t)(end - spec));
-    part[end - spec] = '\0';
-    char *colon = strrchr(part, ':');
-    if (!colon || colon == part || (size_t)(colon - part) > TLC_KIND_MAX)
-      usage();
-    *colon = '\0';
-    stage *st = &j->stages[j->nstages++];
-    st->job = j;
-    strcpy(st->kind, part);
-    st->ntasks = (uint32_t)parse_u64(colon + 1, 1, 10000000);
-    if (!valid_kind(st->kind)) {
-      fprintf(stderr, "tl-driver: unknown task kind '%s'\n", st->kind);
-      usage();
-    }
-    spec = *end ? end + 1 : end;
-    if (*end && !*spec)
-      usage();
-  }
-  if (j->nstages == 0)
-    usage();
-}
-
 /* Reads a token file into buf (len bytes, NUL included): its first line, without the line end
  * (check_token then wants TOKEN_MIN bytes of it). Exits with status 2 when it cannot be read or
  * is too long. */
@@ -2169,6 +2037,272 @@ static const char *default_executor_path(void) {
     return "tl-executor";
   strcpy(slash, "/tl-executor");
   return exe_dir_path;
+}
+
+/* The command line's values (driver_opts.h) in the driver's own fields, and what they imply:
+ * the token, the executor binary, the totals of the jobs and whether the progress line runs. */
+static void apply_options(driver *d, const driver_opts *o) {
+  d->nexecutors = o->executors;
+  d->accept = o->accept;
+  d->cores = o->cores;
+  d->queue = o->queue;
+  d->heartbeat_ms = o->heartbeat_ms;
+  d->heartbeat_timeout_ms = o->heartbeat_timeout_ms;
+  d->register_timeout_ms = o->register_timeout_ms;
+  d->max_pending = o->max_pending < o->max_conns ? o->max_pending : o->max_conns;
+  d->max_conns = o->max_conns;
+  d->port = o->port;
+  d->quiet = o->quiet;
+  d->bench = o->bench;
+  d->summary_json = o->summary_json;
+  d->kill_after = o->kill_after;
+  d->external_kill_after = o->external_kill_after;
+  d->stop_after = o->stop_after;
+  d->expect_losses = o->expect_losses;
+  d->expect_failure = o->expect_failure;
+  d->kill_on_failure = o->kill_on_failure;
+  d->dynamic = o->dynamic;
+  if (d->dynamic) {
+    d->min_executors = o->min_executors;
+    d->max_executors = o->max_executors;
+    d->backlog_ns = o->backlog_ms * UINT64_C(1000000);
+    d->idle_ns = o->idle_ms * UINT64_C(1000000);
+    d->to_add = 1;
+  }
+  for (uint32_t i = 0; i < o->nbad; i++)
+    d->bad[i].mode = o->bad[i];
+  d->nbad = o->nbad;
+  d->njobs = o->njobs;
+  for (size_t i = 0; i < o->njobs; i++) {
+    job *j = &d->jobs[i];
+    j->id = (uint32_t)i;
+    j->nstages = o->jobs[i].nstages;
+    for (uint32_t k = 0; k < j->nstages; k++) {
+      stage *st = &j->stages[k];
+      st->job = j;
+      strcpy(st->kind, o->jobs[i].stages[k].kind);
+      st->ntasks = o->jobs[i].stages[k].ntasks;
+      d->total_tasks += st->ntasks;
+      d->has_crash = d->has_crash || !strcmp(st->kind, "crash");
+    }
+  }
+  d->settle_at = 64;
+  d->server_fd = d->spare_fd = -1;
+  d->execs = calloc(MAX_STARTED, sizeof *d->execs);
+  if (!d->execs)
+    die_oom();
+  d->executor_path = o->executor_path ? o->executor_path : default_executor_path();
+  make_token(d, o->token_file);
+  /* Shown by default on a terminal; --progress forces it, --quiet silences the default. */
+  d->progress_tty = isatty(2);
+  d->progress = o->progress || (d->progress_tty && !d->quiet);
+  d->progress_ms = o->progress_ms;
+}
+
+/* Connections past the open-file limit fail with EMFILE (logged and counted when they do): says
+ * so at the start if --max-connections cannot be reached. */
+static void warn_nofile(const driver *d) {
+  struct rlimit nofile;
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
+      nofile.rlim_cur < (rlim_t)d->max_conns + FD_HEADROOM)
+    fprintf(stderr,
+            "tl-driver: the open-file limit (ulimit -n) is %ju, below --max-connections %" PRIu32
+            " + %d: connections past it will be refused with EMFILE\n",
+            (uintmax_t)nofile.rlim_cur, d->max_conns, FD_HEADROOM);
+}
+
+/* The loop and the ledger on it (tl_uv_start). */
+static void start_ledger(driver *d, const driver_opts *o) {
+  /* A write to an executor that just died must fail with EPIPE (the connection then closes and
+   * the loss is reported), not kill the driver: libuv writes with write(2), which raises
+   * SIGPIPE. */
+  signal(SIGPIPE, SIG_IGN);
+  d->loop = uv_default_loop();
+  d->loop->data = d;
+  tl_config cfg;
+  tl_config_init(&cfg);
+  cfg.heartbeat_timeout_ns = d->heartbeat_timeout_ms * UINT64_C(1000000);
+  cfg.pending_loss_timeout_ns = o->pending_loss_ms * UINT64_C(1000000);
+  if (o->max_task_failures)
+    cfg.max_task_failures = o->max_task_failures;
+  tl_callbacks cb = {.ud = d,
+                     .task_ended = cb_task_ended,
+                     .taskset_failed = cb_taskset_failed,
+                     .taskset_released = cb_taskset_released,
+                     .executor_lost = cb_executor_lost,
+                     .revive_offers = cb_revive_offers,
+                     .kill_task = cb_kill_task};
+  if (tl_scheduler_new(&cfg, &cb, &d->s) < 0)
+    die_oom();
+  if (tl_uv_start(d->s, d->loop, &d->uv) < 0)
+    die_oom();
+}
+
+/* Listens on host (--listen, an IPv4 or IPv6 address: *is_v6 says which) and d->port, and prints
+ * the address. Executors are told to connect to advertise, else to host, or to the loopback
+ * address of its family when it is the wildcard. Returns 0, or the exit status: 2 for an address
+ * that is neither, 1 when it cannot listen. */
+static int listen_on(driver *d, const char *host, const char *advertise, bool *is_v6) {
+  struct sockaddr_storage addr;
+  bool v6 = false;
+  if (uv_ip4_addr(host, d->port, (struct sockaddr_in *)&addr) != 0) {
+    if (uv_ip6_addr(host, d->port, (struct sockaddr_in6 *)&addr) != 0) {
+      fprintf(stderr, "tl-driver: --listen %s is not an IPv4 or IPv6 address\n", host);
+      return 2;
+    }
+    v6 = true;
+  }
+  *is_v6 = v6;
+  d->listen_host = host;
+  d->connect_host = advertise                  ? advertise
+                    : !strcmp(host, "0.0.0.0") ? "127.0.0.1"
+                    : !strcmp(host, "::")      ? "::1"
+                                               : host;
+  /* The listening socket is the driver's own, watched with a uv_poll_t, so that an accept that
+   * fails reaches accept_failed (libuv's uv_listen hides EMFILE). Set up as uv_tcp_bind would:
+   * SO_REUSEADDR, dual-stack for "::". */
+  int rc = 0;
+  d->server_fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+  int on = 1, off = 0;
+  if (d->server_fd < 0 || fcntl(d->server_fd, F_SETFD, FD_CLOEXEC) != 0 ||
+      fcntl(d->server_fd, F_SETFL, fcntl(d->server_fd, F_GETFL) | O_NONBLOCK) != 0 ||
+      setsockopt(d->server_fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
+      (v6 && setsockopt(d->server_fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off) != 0) ||
+      bind(d->server_fd, (const struct sockaddr *)&addr,
+           v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in)) != 0 ||
+      listen(d->server_fd, LISTEN_BACKLOG) != 0)
+    rc = -errno;
+  if (rc == 0)
+    rc = uv_poll_init_socket(d->loop, &d->server, d->server_fd);
+  if (rc == 0) {
+    d->server.data = d;
+    rc = uv_poll_start(&d->server, UV_READABLE, accept_ready);
+  }
+  if (rc < 0) {
+    fprintf(stderr, "tl-driver: listen on %s port %d: %s\n", host, d->port, uv_strerror(rc));
+    return 1;
+  }
+  d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  struct sockaddr_storage bound;
+  socklen_t blen = sizeof bound;
+  getsockname(d->server_fd, (struct sockaddr *)&bound, &blen);
+  d->port = v6 ? ntohs(((struct sockaddr_in6 *)&bound)->sin6_port)
+               : ntohs(((struct sockaddr_in *)&bound)->sin_port);
+  printf(v6 ? "listening on [%s]:%d\n" : "listening on %s:%d\n", host, d->port);
+  fflush(stdout);
+  return 0;
+}
+
+/* --metrics-port: GET /metrics on the --listen address (an IPv6 one when v6). Returns 0, or 1
+ * when it cannot start. */
+static int start_metrics(driver *d, int metrics_port, bool v6) {
+  const char *host = d->listen_host;
+  int rc = metrics_http_start(d->loop, host, metrics_port, d->s, &d->metrics);
+  if (rc < 0) {
+    fprintf(stderr, "tl-driver: metrics on %s port %d: %s\n", host, metrics_port, uv_strerror(rc));
+    return 1;
+  }
+  metrics_http_set_extra(d->metrics, metrics_extra, d);
+  printf(v6 ? "metrics on [%s]:%d\n" : "metrics on %s:%d\n", host, rc);
+  fflush(stdout);
+  return 0;
+}
+
+/* The driver's own handles: the deadline (--timeout-s), the signals, the timers the run uses
+ * later, the loss records' settling and the progress line. */
+static void init_handles(driver *d, uint64_t timeout_s) {
+  uv_idle_init(d->loop, &d->revive);
+  d->revive.data = d;
+  uv_timer_init(d->loop, &d->deadline);
+  d->deadline.data = d;
+  uv_timer_start(&d->deadline, on_deadline, timeout_s * 1000, 0);
+  uv_timer_init(d->loop, &d->resume);
+  uv_timer_init(d->loop, &d->fault);
+  d->fault.data = d;
+  d->resume.data = d;
+  uv_signal_init(d->loop, &d->sigint);
+  uv_signal_init(d->loop, &d->sigterm);
+  d->sigint.data = d->sigterm.data = d;
+  uv_signal_start(&d->sigint, on_signal, SIGINT);
+  uv_signal_start(&d->sigterm, on_signal, SIGTERM);
+  uv_timer_init(d->loop, &d->progress_timer);
+  d->progress_timer.data = d;
+  uv_timer_init(d->loop, &d->grace);
+  d->grace.data = d;
+  uv_timer_init(d->loop, &d->after_end);
+  d->after_end.data = d;
+  uv_timer_init(d->loop, &d->alloc_timer);
+  d->alloc_timer.data = d;
+  uv_timer_init(d->loop, &d->settle_timer);
+  d->settle_timer.data = d;
+  uv_timer_start(&d->settle_timer, on_settle, SETTLE_MS, SETTLE_MS);
+  if (d->progress) {
+    d->progress_ns = uv_hrtime();
+    uv_timer_start(&d->progress_timer, on_progress, d->progress_ms, d->progress_ms);
+  }
+}
+
+/* The launcher, and the first executors it starts; with dynamic allocation, its periodic check.
+ * The token is in the environment its executors inherit (make_token). o's strings must stay
+ * valid while the launcher runs. A launcher that cannot be created, or cannot start them, ends
+ * the run (give_up). */
+static void start_launcher(driver *d, const driver_opts *o) {
+  d->lcfg = (launcher_config){.loop = d->loop,
+                              .executor_path = d->executor_path,
+                              .connect_host = d->connect_host,
+                              .port = d->port,
+                              .cores = d->cores,
+                              .heartbeat_ms = d->heartbeat_ms,
+                              .partition = o->partition,
+                              .time_limit = o->time_limit,
+                              .extra_args = o->nslurm_args ? o->slurm_args : NULL,
+                              .nextra = o->nslurm_args,
+                              .poll_ms = strcmp(o->launcher, "slurm") ? 0 : o->slurm_poll_ms,
+                              .on_end = on_end,
+                              .ud = d};
+  int rc = d->ops->create(&d->lcfg, &d->launcher);
+  if (rc < 0) {
+    fprintf(stderr, "tl-driver: the %s launcher: %s\n", d->ops->name,
+            rc == -1 ? "cannot be created" : uv_strerror(rc));
+    d->launcher = NULL;
+    give_up(d, "no launcher");
+  } else if (start_executors(d, d->nexecutors) < d->nexecutors) {
+    give_up(d, "could not start the executors");
+  } else if (d->dynamic) {
+    uint64_t period = (o->backlog_ms < o->idle_ms ? o->backlog_ms : o->idle_ms) / 4;
+    period = period < 10 ? 10 : period > 250 ? 250 : period;
+    uv_timer_start(&d->alloc_timer, on_alloc_tick, period, period);
+    if (d->nexecutors + d->accept == 0) { /* nothing to wait for: offers begin at once */
+      d->offering = true;
+      d->start_ns = uv_hrtime();
+    }
+  }
+}
+
+/* Everything before the loop runs: the options applied, the ledger on the loop, the listening
+ * socket (and the metrics endpoint), the handles, the jobs' first stages submitted and the
+ * launcher started. Returns 0, or the exit status of a run that cannot begin. */
+static int set_up(driver *d, const driver_opts *o) {
+  d->ops = launcher_find(o->launcher);
+  if (!d->ops) {
+    fprintf(stderr, "tl-driver: the %s launcher is not built into this tl-driver\n", o->launcher);
+    return 2;
+  }
+  apply_options(d, o);
+  warn_nofile(d);
+  start_ledger(d, o);
+  bool v6;
+  int rc = listen_on(d, o->listen, o->advertise, &v6);
+  if (rc == 0 && o->metrics_port >= 0)
+    rc = start_metrics(d, o->metrics_port, v6);
+  if (rc != 0)
+    return rc;
+  init_handles(d, o->timeout_s);
+  for (size_t i = 0; i < d->njobs; i++)
+    if (submit_stage(d, &d->jobs[i], 0) < 0)
+      return 1;
+  start_launcher(d, o);
+  return 0;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -2376,397 +2510,25 @@ static int write_summary_json(driver *d, const char *path, bool ok, const tl_sta
   return 0;
 }
 
-int main(int argc, char **argv) {
-  static driver d; /* large: static */
-  const char *host = "127.0.0.1";
-  const char *token_file = NULL;
-  uint64_t timeout_s = 60;
-  uint32_t bench_tasks = BENCH_TASKS;
-  bool executors_given = false, cores_given = false; /* --bench keeps what is given */
-  bool queue_given = false;
-  d.nexecutors = 2;
-  d.cores = 4;
-  d.heartbeat_ms = 1000;
-  d.heartbeat_timeout_ms = 5000;
-  d.register_timeout_ms = REGISTER_TIMEOUT_MS;
-  d.max_pending = MAX_PENDING_CONNS;
-  d.settle_at = 64;
-  d.server_fd = d.spare_fd = -1;
-  d.max_conns = MAX_CONNS;
-  d.expect_losses = UINT64_MAX;
-  uint64_t pending_loss_ms = 10000;
-  uint32_t max_task_failures = 0; /* 0: the library's default */
-  int metrics_port = -1;          /* --metrics-port; -1: no metrics endpoint */
-  const char *launcher_name = "local";
-  const char *advertise = NULL; /* --advertise */
-  const char *partition = NULL, *time_limit = NULL;
-  const char *slurm_args[MAX_SLURM_ARGS]; /* --slurm-arg, in order */
-  size_t nslurm_args = 0;
-  uint64_t slurm_poll_ms = 1000;
-  bool slurm_only_given = false; /* an option only --launcher slurm takes */
-  bool min_given = false, max_given = false;
-  uint64_t backlog_ms = 1000, idle_ms = 60000;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--bench")) {
-      d.bench = true;
-      continue;
-    }
-    if (!strcmp(a, "--expect-job-failure")) {
-      d.expect_failure = true;
-      continue;
-    }
-    if (!strcmp(a, "--quiet")) {
-      d.quiet = true;
-      continue;
-    }
-    if (!strcmp(a, "--progress")) {
-      d.progress = true;
-      continue;
-    }
-    if (!strcmp(a, "--kill-on-job-failure")) {
-      d.kill_on_failure = true;
-      continue;
-    }
-    if (i + 1 >= argc)
-      usage();
-    const char *v = argv[++i];
-    if (!strcmp(a, "--executors")) {
-      d.nexecutors = (uint32_t)parse_u64(v, 0, MAX_EXECUTORS);
-      executors_given = true;
-    } else if (!strcmp(a, "--accept")) {
-      d.accept = (uint32_t)parse_u64(v, 0, MAX_EXECUTORS);
-    } else if (!strcmp(a, "--listen")) {
-      host = v;
-    } else if (!strcmp(a, "--token-file")) {
-      token_file = v;
-    } else if (!strcmp(a, "--progress-ms")) {
-      d.progress_ms = parse_u64(v, 1, 3600000);
-    } else if (!strcmp(a, "--cores") || !strcmp(a, "--executor-cores")) {
-      d.cores = (uint32_t)parse_u64(v, 1, 4096);
-      cores_given = true;
-    } else if (!strcmp(a, "--launcher")) {
-      if (strcmp(v, "local") != 0 && strcmp(v, "slurm") != 0) {
-        fprintf(stderr, "tl-driver: unknown launcher '%s'\n", v);
-        usage();
-      }
-      launcher_name = v;
-    } else if (!strcmp(a, "--min-executors")) {
-      d.min_executors = (uint32_t)parse_u64(v, 0, MAX_EXECUTORS);
-      min_given = true;
-    } else if (!strcmp(a, "--max-executors")) {
-      d.max_executors = (uint32_t)parse_u64(v, 1, MAX_EXECUTORS);
-      max_given = true;
-    } else if (!strcmp(a, "--backlog-timeout")) {
-      backlog_ms = parse_u64(v, 1, 3600000);
-    } else if (!strcmp(a, "--idle-timeout")) {
-      idle_ms = parse_u64(v, 1, 86400000);
-    } else if (!strcmp(a, "--summary-json")) {
-      d.summary_json = v;
-    } else if (!strcmp(a, "--advertise")) {
-      advertise = v;
-    } else if (!strcmp(a, "--partition")) {
-      partition = v;
-      slurm_only_given = true;
-    } else if (!strcmp(a, "--time-limit")) {
-      time_limit = v;
-      slurm_only_given = true;
-    } else if (!strcmp(a, "--slurm-arg")) {
-      if (nslurm_args == MAX_SLURM_ARGS)
-        usage();
-      slurm_args[nslurm_args++] = v;
-      slurm_only_given = true;
-    } else if (!strcmp(a, "--slurm-poll-ms")) {
-      slurm_poll_ms = parse_u64(v, 10, 3600000);
-      slurm_only_given = true;
-    } else if (!strcmp(a, "--queue")) {
-      d.queue = (uint32_t)parse_u64(v, 0, 4096);
-      queue_given = true;
-    } else if (!strcmp(a, "--job"))
-      parse_job(&d, v);
-    else if (!strcmp(a, "--port"))
-      d.port = (int)parse_u64(v, 0, 65535);
-    else if (!strcmp(a, "--metrics-port"))
-      metrics_port = (int)parse_u64(v, 0, 65535);
-    else if (!strcmp(a, "--executor"))
-      d.executor_path = v;
-    else if (!strcmp(a, "--heartbeat-ms"))
-      d.heartbeat_ms = parse_u64(v, 1, 3600000);
-    else if (!strcmp(a, "--heartbeat-timeout-ms"))
-      d.heartbeat_timeout_ms = parse_u64(v, 1, 3600000);
-    else if (!strcmp(a, "--pending-loss-timeout-ms"))
-      pending_loss_ms = parse_u64(v, 1, 3600000);
-    else if (!strcmp(a, "--max-task-failures"))
-      max_task_failures = (uint32_t)parse_u64(v, 1, 1000);
-    else if (!strcmp(a, "--kill-executor-after"))
-      d.kill_after = parse_u64(v, 1, UINT32_MAX);
-    else if (!strcmp(a, "--external-kill-after"))
-      d.external_kill_after = parse_u64(v, 1, UINT32_MAX);
-    else if (!strcmp(a, "--stop-executor-after"))
-      d.stop_after = parse_u64(v, 1, UINT32_MAX);
-    else if (!strcmp(a, "--expect-losses"))
-      d.expect_losses = parse_u64(v, 0, MAX_EXECUTORS);
-    else if (!strcmp(a, "--register-timeout-ms"))
-      d.register_timeout_ms = parse_u64(v, 1, 3600000);
-    else if (!strcmp(a, "--max-pending-connections"))
-      d.max_pending = (uint32_t)parse_u64(v, 1, MAX_CONNS_LIMIT);
-    else if (!strcmp(a, "--max-connections"))
-      d.max_conns = (uint32_t)parse_u64(v, 1, MAX_CONNS_LIMIT);
-    else if (!strcmp(a, "--bad-client")) {
-      if (d.nbad == MAX_BAD_CLIENTS)
-        usage();
-      int m = 0;
-      while (m < BAD_NMODES && strcmp(v, bad_mode_names[m]) != 0)
-        m++;
-      if (m == BAD_NMODES)
-        usage();
-      d.bad[d.nbad++].mode = (bad_mode)m;
-    } else if (!strcmp(a, "--timeout-s"))
-      timeout_s = parse_u64(v, 1, 86400);
-    else if (!strcmp(a, "--tasks"))
-      bench_tasks = (uint32_t)parse_u64(v, 1, 10000000);
-    else
-      usage();
-  }
-  if (d.bench) {
-    if (d.njobs > 0)
-      usage();
-    d.nexecutors = executors_given ? d.nexecutors : 2;
-    d.cores = cores_given ? d.cores : 1;
-    /* One launch waiting behind the running one on each single-core executor: what Dask does
-     * by default (worker-saturation 1.1: ceil(1.1 x 1 thread) = 2 tasks per worker), so that
-     * the comparison with Dask's figure is like for like. --queue 0 measures strictly one task
-     * in flight per core. */
-    d.queue = queue_given ? d.queue : 1;
-    d.jobs[0].nstages = 1;
-    d.jobs[0].stages[0] = (stage){.job = &d.jobs[0], .kind = "noop", .ntasks = bench_tasks};
-    d.njobs = 1;
-  }
-  if (slurm_only_given && strcmp(launcher_name, "slurm") != 0) {
-    fprintf(stderr, "tl-driver: --partition, --time-limit, --slurm-arg and --slurm-poll-ms are "
-                    "for --launcher slurm\n");
-    usage();
-  }
-  /* Dynamic allocation: --executors is the initial count (default --min-executors), within
-   * [min, max]. */
-  d.dynamic = min_given || max_given;
-  if (d.dynamic) {
-    if (!max_given)
-      d.max_executors = MAX_EXECUTORS;
-    if (!executors_given)
-      d.nexecutors = d.min_executors;
-    if (d.min_executors > d.max_executors || d.nexecutors < d.min_executors ||
-        d.nexecutors > d.max_executors) {
-      fprintf(stderr, "tl-driver: want --min-executors <= --executors <= --max-executors\n");
-      usage();
-    }
-    d.backlog_ns = backlog_ms * UINT64_C(1000000);
-    d.idle_ns = idle_ms * UINT64_C(1000000);
-    d.to_add = 1;
-  }
-  if (d.njobs == 0 || (d.nexecutors + d.accept == 0 && !d.dynamic))
-    usage();
-  d.ops = launcher_find(launcher_name);
-  if (!d.ops) {
-    fprintf(stderr, "tl-driver: the %s launcher is not built into this tl-driver\n", launcher_name);
-    return 2;
-  }
-  d.execs = calloc(MAX_STARTED, sizeof *d.execs);
-  if (!d.execs)
-    die_oom();
-  if (!d.executor_path)
-    d.executor_path = default_executor_path();
-  make_token(&d, token_file);
-  if (d.max_pending > d.max_conns)
-    d.max_pending = d.max_conns;
-  /* Connections past the open-file limit fail with EMFILE (logged and counted when they do):
-   * say so now if --max-connections cannot be reached. */
-  struct rlimit nofile;
-  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
-      nofile.rlim_cur < (rlim_t)d.max_conns + FD_HEADROOM)
-    fprintf(stderr,
-            "tl-driver: the open-file limit (ulimit -n) is %ju, below --max-connections %" PRIu32
-            " + %d: connections past it will be refused with EMFILE\n",
-            (uintmax_t)nofile.rlim_cur, d.max_conns, FD_HEADROOM);
-  for (size_t i = 0; i < d.njobs; i++)
-    for (uint32_t k = 0; k < d.jobs[i].nstages; k++) {
-      d.total_tasks += d.jobs[i].stages[k].ntasks;
-      d.has_crash = d.has_crash || !strcmp(d.jobs[i].stages[k].kind, "crash");
-    }
-  /* Shown by default on a terminal; --progress forces it, --quiet silences the default. */
-  d.progress_tty = isatty(2);
-  d.progress = d.progress || (d.progress_tty && !d.quiet);
-  if (!d.progress_ms)
-    d.progress_ms = PROGRESS_MS;
+/* ---------------------------------------------------------------------------------------------
+ * The verdict: the summary on stdout, and whether the run passed
+ * ------------------------------------------------------------------------------------------- */
 
-  /* A write to an executor that just died must fail with EPIPE (the connection then closes and
-   * the loss is reported), not kill the driver: libuv writes with write(2), which raises
-   * SIGPIPE. */
-  signal(SIGPIPE, SIG_IGN);
-  d.loop = uv_default_loop();
-  d.loop->data = &d;
-  tl_config cfg;
-  tl_config_init(&cfg);
-  cfg.heartbeat_timeout_ns = d.heartbeat_timeout_ms * UINT64_C(1000000);
-  cfg.pending_loss_timeout_ns = pending_loss_ms * UINT64_C(1000000);
-  if (max_task_failures)
-    cfg.max_task_failures = max_task_failures;
-  tl_callbacks cb = {.ud = &d,
-                     .task_ended = cb_task_ended,
-                     .taskset_failed = cb_taskset_failed,
-                     .taskset_released = cb_taskset_released,
-                     .executor_lost = cb_executor_lost,
-                     .revive_offers = cb_revive_offers,
-                     .kill_task = cb_kill_task};
-  if (tl_scheduler_new(&cfg, &cb, &d.s) < 0)
-    die_oom();
-  if (tl_uv_start(d.s, d.loop, &d.uv) < 0)
-    die_oom();
-
-  /* --listen: an IPv4 or IPv6 address. The spawned executors connect to it, or to the
-   * loopback address of its family when it is the wildcard. */
-  struct sockaddr_storage addr;
-  bool v6 = false;
-  if (uv_ip4_addr(host, d.port, (struct sockaddr_in *)&addr) != 0) {
-    if (uv_ip6_addr(host, d.port, (struct sockaddr_in6 *)&addr) != 0) {
-      fprintf(stderr, "tl-driver: --listen %s is not an IPv4 or IPv6 address\n", host);
-      return 2;
-    }
-    v6 = true;
-  }
-  d.listen_host = host;
-  d.connect_host = advertise                  ? advertise
-                   : !strcmp(host, "0.0.0.0") ? "127.0.0.1"
-                   : !strcmp(host, "::")      ? "::1"
-                                              : host;
-  /* The listening socket is the driver's own, watched with a uv_poll_t, so that an accept that
-   * fails reaches accept_failed (libuv's uv_listen hides EMFILE). Set up as uv_tcp_bind would:
-   * SO_REUSEADDR, dual-stack for "::". */
-  int rc = 0;
-  d.server_fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
-  int on = 1, off = 0;
-  if (d.server_fd < 0 || fcntl(d.server_fd, F_SETFD, FD_CLOEXEC) != 0 ||
-      fcntl(d.server_fd, F_SETFL, fcntl(d.server_fd, F_GETFL) | O_NONBLOCK) != 0 ||
-      setsockopt(d.server_fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
-      (v6 && setsockopt(d.server_fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off) != 0) ||
-      bind(d.server_fd, (const struct sockaddr *)&addr,
-           v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in)) != 0 ||
-      listen(d.server_fd, LISTEN_BACKLOG) != 0)
-    rc = -errno;
-  if (rc == 0)
-    rc = uv_poll_init_socket(d.loop, &d.server, d.server_fd);
-  if (rc == 0) {
-    d.server.data = &d;
-    rc = uv_poll_start(&d.server, UV_READABLE, accept_ready);
-  }
-  if (rc < 0) {
-    fprintf(stderr, "tl-driver: listen on %s port %d: %s\n", host, d.port, uv_strerror(rc));
-    return 1;
-  }
-  d.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  struct sockaddr_storage bound;
-  socklen_t blen = sizeof bound;
-  getsockname(d.server_fd, (struct sockaddr *)&bound, &blen);
-  d.port = v6 ? ntohs(((struct sockaddr_in6 *)&bound)->sin6_port)
-              : ntohs(((struct sockaddr_in *)&bound)->sin_port);
-  printf(v6 ? "listening on [%s]:%d\n" : "listening on %s:%d\n", host, d.port);
-  fflush(stdout);
-  if (metrics_port >= 0) {
-    rc = metrics_http_start(d.loop, host, metrics_port, d.s, &d.metrics);
-    if (rc < 0) {
-      fprintf(stderr, "tl-driver: metrics on %s port %d: %s\n", host, metrics_port,
-              uv_strerror(rc));
-      return 1;
-    }
-    metrics_http_set_extra(d.metrics, metrics_extra, &d);
-    printf(v6 ? "metrics on [%s]:%d\n" : "metrics on %s:%d\n", host, rc);
-    fflush(stdout);
-  }
-
-  uv_idle_init(d.loop, &d.revive);
-  d.revive.data = &d;
-  uv_timer_init(d.loop, &d.deadline);
-  d.deadline.data = &d;
-  uv_timer_start(&d.deadline, on_deadline, timeout_s * 1000, 0);
-  uv_timer_init(d.loop, &d.resume);
-  uv_timer_init(d.loop, &d.fault);
-  d.fault.data = &d;
-  d.resume.data = &d;
-  uv_signal_init(d.loop, &d.sigint);
-  uv_signal_init(d.loop, &d.sigterm);
-  d.sigint.data = d.sigterm.data = &d;
-  uv_signal_start(&d.sigint, on_signal, SIGINT);
-  uv_signal_start(&d.sigterm, on_signal, SIGTERM);
-  uv_timer_init(d.loop, &d.progress_timer);
-  d.progress_timer.data = &d;
-  uv_timer_init(d.loop, &d.grace);
-  d.grace.data = &d;
-  uv_timer_init(d.loop, &d.after_end);
-  d.after_end.data = &d;
-  uv_timer_init(d.loop, &d.alloc_timer);
-  d.alloc_timer.data = &d;
-  uv_timer_init(d.loop, &d.settle_timer);
-  d.settle_timer.data = &d;
-  uv_timer_start(&d.settle_timer, on_settle, SETTLE_MS, SETTLE_MS);
-  if (d.progress) {
-    d.progress_ns = uv_hrtime();
-    uv_timer_start(&d.progress_timer, on_progress, d.progress_ms, d.progress_ms);
-  }
-
-  for (size_t i = 0; i < d.njobs; i++)
-    if (submit_stage(&d, &d.jobs[i], 0) < 0)
-      return 1;
-  /* The launcher: the token is in the environment its executors inherit (make_token). */
-  d.lcfg = (launcher_config){.loop = d.loop,
-                             .executor_path = d.executor_path,
-                             .connect_host = d.connect_host,
-                             .port = d.port,
-                             .cores = d.cores,
-                             .heartbeat_ms = d.heartbeat_ms,
-                             .partition = partition,
-                             .time_limit = time_limit,
-                             .extra_args = nslurm_args ? slurm_args : NULL,
-                             .nextra = nslurm_args,
-                             .poll_ms = strcmp(launcher_name, "slurm") ? 0 : slurm_poll_ms,
-                             .on_end = on_end,
-                             .ud = &d};
-  rc = d.ops->create(&d.lcfg, &d.launcher);
-  if (rc < 0) {
-    fprintf(stderr, "tl-driver: the %s launcher: %s\n", d.ops->name,
-            rc == -1 ? "cannot be created" : uv_strerror(rc));
-    d.launcher = NULL;
-    give_up(&d, "no launcher");
-  } else if (start_executors(&d, d.nexecutors) < d.nexecutors) {
-    give_up(&d, "could not start the executors");
-  } else if (d.dynamic) {
-    uint64_t period = (backlog_ms < idle_ms ? backlog_ms : idle_ms) / 4;
-    period = period < 10 ? 10 : period > 250 ? 250 : period;
-    uv_timer_start(&d.alloc_timer, on_alloc_tick, period, period);
-    if (d.nexecutors + d.accept == 0) { /* nothing to wait for: offers begin at once */
-      d.offering = true;
-      d.start_ns = uv_hrtime();
-    }
-  }
-
-  uv_run(d.loop, UV_RUN_DEFAULT);
-  int close_rc = uv_loop_close(d.loop);
-
-  /* The verdict. */
-  tl_stats st;
-  tl_stats_get(d.s, &st);
-  char why[256] = "";
-  int check = tl_check(d.s, why, sizeof why);
-  bool ok = !d.gave_up && check == TL_OK && close_rc == 0;
-  uint64_t tasks = 0;
-  uint32_t jobs_succeeded = 0;
-  for (size_t i = 0; i < d.njobs; i++) {
-    const job *j = &d.jobs[i];
+/* Each job and its stages; *tasks gets the tasks that succeeded, *jobs_succeeded the jobs.
+ * Returns whether every job ended as it should have: succeeded, or with --expect-job-failure
+ * failed with every submitted stage released. */
+static bool print_jobs(const driver *d, uint64_t *tasks, uint32_t *jobs_succeeded) {
+  bool ok = true;
+  *tasks = 0;
+  *jobs_succeeded = 0;
+  for (size_t i = 0; i < d->njobs; i++) {
+    const job *j = &d->jobs[i];
     bool job_ok = j->done && !j->failed;
     for (uint32_t k = 0; k < j->nstages; k++)
       job_ok = job_ok && j->stages[k].released && j->stages[k].succeeded == j->stages[k].ntasks;
-    jobs_succeeded += job_ok;
+    *jobs_succeeded += job_ok;
     printf("job %zu: %s\n", i + 1, job_ok ? "succeeded" : "FAILED");
-    if (d.expect_failure) { /* expected: it failed, and every submitted stage was released */
+    if (d->expect_failure) { /* expected: it failed, and every submitted stage was released */
       job_ok = j->done && j->failed;
       for (uint32_t k = 0; k < j->nstages; k++)
         job_ok = job_ok && (j->stages[k].taskset == 0 || j->stages[k].released);
@@ -2774,7 +2536,7 @@ int main(int argc, char **argv) {
     }
     for (uint32_t k = 0; k < j->nstages; k++) {
       const stage *sg = &j->stages[k];
-      tasks += sg->succeeded;
+      *tasks += sg->succeeded;
       printf("  stage %" PRIu32 ": %s x %" PRIu32 ": %s (%" PRIu32 " succeeded, %" PRIu32
              " failed attempts, %" PRIu32 " counted; %" PRIu32 " finished as zombies, %" PRIu32
              " killed)\n",
@@ -2787,47 +2549,52 @@ int main(int argc, char **argv) {
     }
     ok = ok && job_ok;
   }
-  size_t tasksets = st.tasksets_active + st.tasksets_zombie;
-  bool drained = st.attempts_running == 0 && st.attempts_frozen == 0 && tasksets == 0;
-  ok = ok && drained;
-  double secs = d.end_ns > d.start_ns ? (double)(d.end_ns - d.start_ns) / 1e9 : 0;
-  printf("tasks: %" PRIu64 " in %.3f s: %.0f tasks/s\n", tasks, secs,
-         secs > 0 ? (double)tasks / secs : 0.0);
+  return ok;
+}
+
+/* The executors line and what the last executors reported. Their binaries counts are their
+ * word: shown, never trusted (an executor sent a binary it holds exits non-zero, which its
+ * launcher reports). Returns whether no executor still held a binary at STOP. */
+static bool print_executors(const driver *d) {
   printf("executors: %" PRIu32 " spawned with %" PRIu32 " cores each, %" PRIu32
          " registered with %" PRIu64 " cores in all, queue %" PRIu32 "; frames: %" PRIu64
          " in, %" PRIu64 " out; launches: %" PRIu64 "; binaries sent: %" PRIu64
          ", forgotten: %" PRIu64 "%s\n",
-         d.started, d.cores, d.registered, d.registered_cores, d.queue, d.frames_in, d.frames_out,
-         d.launched, d.binaries_sent, d.forgets_sent, d.unforgotten ? " (SOME HELD AT STOP)" : "");
-  ok = ok && d.unforgotten == 0;
-  /* What the last executors reported. Their binaries counts are their word: shown, never
-   * trusted (an executor sent a binary it holds exits non-zero, which its launcher reports). */
-  uint64_t first_report = d.nreports > REPORT_DETAIL_MAX ? d.nreports - REPORT_DETAIL_MAX : 0;
+         d->started, d->cores, d->registered, d->registered_cores, d->queue, d->frames_in,
+         d->frames_out, d->launched, d->binaries_sent, d->forgets_sent,
+         d->unforgotten ? " (SOME HELD AT STOP)" : "");
+  uint64_t first_report = d->nreports > REPORT_DETAIL_MAX ? d->nreports - REPORT_DETAIL_MAX : 0;
   if (first_report > 0)
     printf("  (%" PRIu64 " earlier executors' reports not shown)\n", first_report);
-  for (uint64_t i = first_report; i < d.nreports; i++) {
-    const exec_report *r = &d.reports[i % REPORT_DETAIL_MAX];
+  for (uint64_t i = first_report; i < d->nreports; i++) {
+    const exec_report *r = &d->reports[i % REPORT_DETAIL_MAX];
     char e[ESC_MAX];
     printf("  %s: %" PRIu32 " cores; reported %" PRIu64 " binaries materialised, for %zu task "
            "sets sent%s\n",
            esc(e, r->id), r->cores, r->binaries, r->tasksets,
            r->binaries > r->tasksets ? " (more than it was sent: its word, not trusted)" : "");
   }
-  /* How each executor ended, from its launcher: a clean end is an exit with code 0 (after STOP,
-   * or after its release). A death from outside the driver is a loss the run survives: killed by
-   * a signal (exit code above 128) or gone by the launcher's account (TL_LOSS_PROCESS_LOST: a
-   * job cancelled by someone else, NODE_FAIL, PREEMPTED...); --expect-losses can pin their
-   * number. An executor that exited with a code of its own (1: its connection broke; 3: it ran
-   * more tasks than cores) is a bug, unless a `crash` task explains it. */
-  printf("allocation: %s", d.ops->name);
-  if (d.dynamic)
-    printf(", dynamic, min %" PRIu32 ", max %" PRIu32 ", initial %" PRIu32, d.min_executors,
-           d.max_executors, d.nexecutors);
+  return d->unforgotten == 0;
+}
+
+/* The allocation line, and how each executor ended, from its launcher: a clean end is an exit
+ * with code 0 (after STOP, or after its release). A death from outside the driver is a loss the
+ * run survives: killed by a signal (exit code above 128) or gone by the launcher's account
+ * (TL_LOSS_PROCESS_LOST: a job cancelled by someone else, NODE_FAIL, PREEMPTED...);
+ * --expect-losses can pin their number. An executor that exited with a code of its own (1: its
+ * connection broke; 3: it ran more tasks than cores) is a bug, unless a `crash` task explains
+ * it. Returns whether every executor ended as it should have. */
+static bool print_allocation(const driver *d) {
+  bool ok = true;
+  printf("allocation: %s", d->ops->name);
+  if (d->dynamic)
+    printf(", dynamic, min %" PRIu32 ", max %" PRIu32 ", initial %" PRIu32, d->min_executors,
+           d->max_executors, d->nexecutors);
   printf("; executors started %" PRIu32 ", released %" PRIu32 ", most at once %" PRIu32
          ", at the end of the jobs %" PRIu32 ", stopped by force %" PRIu32 "\n",
-         d.started, d.released, d.most_active, d.active_at_end, d.forced);
-  for (uint32_t i = 0; i < d.nexecs; i++) {
-    const exec_rec *e = &d.execs[i];
+         d->started, d->released, d->most_active, d->active_at_end, d->forced);
+  for (uint32_t i = 0; i < d->nexecs; i++) {
+    const exec_rec *e = &d->execs[i];
     if (!e->started)
       continue;
     if (!e->ended) { /* cannot be: the loop ran until every end came */
@@ -2837,44 +2604,49 @@ int main(int argc, char **argv) {
     }
     if (e->kind == TL_LOSS_EXITED && e->exit_code == 0 && !e->forced)
       continue;
-    bool crashed = d.has_crash && e->kind == TL_LOSS_EXITED && e->exit_code == CRASH_EXIT_CODE;
+    bool crashed = d->has_crash && e->kind == TL_LOSS_EXITED && e->exit_code == CRASH_EXIT_CODE;
     bool killed = e->fault_killed && e->kind == TL_LOSS_KILLED;
-    bool outside = e->kind == TL_LOSS_PROCESS_LOST ||
-                   (e->kind == TL_LOSS_EXITED && e->exit_code > 128);
+    bool outside =
+        e->kind == TL_LOSS_PROCESS_LOST || (e->kind == TL_LOSS_EXITED && e->exit_code > 128);
     printf("  %s: exit code %d, %s: %s%s\n", e->id, e->exit_code, loss_kind_names[e->kind],
            e->reason,
-           e->forced              ? " (stopped by force: it did not stop in time)"
-           : killed && !d.gave_up ? " (killed by the driver)"
-           : e->injected          ? " (killed as from outside)"
-           : crashed              ? " (a crash task)"
-           : outside              ? " (ended from outside the driver)"
-                                  : "");
-    ok = ok && !e->forced && (killed || e->injected || crashed || outside) && !d.gave_up;
+           e->forced               ? " (stopped by force: it did not stop in time)"
+           : killed && !d->gave_up ? " (killed by the driver)"
+           : e->injected           ? " (killed as from outside)"
+           : crashed               ? " (a crash task)"
+           : outside               ? " (ended from outside the driver)"
+                                   : "");
+    ok = ok && !e->forced && (killed || e->injected || crashed || outside) && !d->gave_up;
   }
+  return ok;
+}
+
+/* The attempts and losses lines, then the lost executors: counted by how each loss began and by
+ * its real reason, then the last LOST_DETAIL_MAX one by one: the phases reported and the real
+ * reason with where it came from (the same records as --summary-json's lost_executors). The
+ * open loss records are settled first. */
+static void print_losses(driver *d, const tl_stats *st) {
   printf("attempts: %" PRIu64 " launched, %" PRIu64 " retries; KILL frames sent: %" PRIu64 "\n",
-         d.launched, d.retries, d.kills_sent);
+         d->launched, d->retries, d->kills_sent);
   printf("losses: %" PRIu64 " executors lost; reported: pending on close %" PRIu64
          ", heartbeat timeout %" PRIu64 ", exited %" PRIu64 ", killed by the driver %" PRIu64
          " (of which removed for a protocol fault %" PRIu64 "), pending-loss timeout %" PRIu64
          "; frames refused after removal (TL_EGONE): %" PRIu64 "; process lost %" PRIu64 "\n",
-         d.executors_lost, d.losses[TL_LOSS_PENDING], d.losses[TL_LOSS_HEARTBEAT_TIMEOUT],
-         d.losses[TL_LOSS_EXITED], d.losses[TL_LOSS_KILLED], d.violations, st.pending_loss_timeouts,
-         d.gone_frames, d.losses[TL_LOSS_PROCESS_LOST]);
-  settle_open_losses(&d);
-  /* The lost executors: counted by how each loss began and by its real reason, then the last
-   * LOST_DETAIL_MAX one by one: the phases reported and the real reason with where it came
-   * from (the same records as --summary-json's lost_executors). */
-  printf("  lost executors: %" PRIu64 "; detected by", d.lost_total);
+         d->executors_lost, d->losses[TL_LOSS_PENDING], d->losses[TL_LOSS_HEARTBEAT_TIMEOUT],
+         d->losses[TL_LOSS_EXITED], d->losses[TL_LOSS_KILLED], d->violations,
+         st->pending_loss_timeouts, d->gone_frames, d->losses[TL_LOSS_PROCESS_LOST]);
+  settle_open_losses(d);
+  printf("  lost executors: %" PRIu64 "; detected by", d->lost_total);
   for (int k = 0; k < DETECTED_N; k++)
-    printf("%s %s %" PRIu64, k ? "," : "", detection_names[k], d.lost_by_detection[k]);
+    printf("%s %s %" PRIu64, k ? "," : "", detection_names[k], d->lost_by_detection[k]);
   printf("; real reasons");
   for (int k = TL_LOSS_EXITED; k <= TL_LOSS_PENDING_TIMEOUT; k++)
-    printf("%s %s %" PRIu64, k > TL_LOSS_EXITED ? "," : "", phase_names[k], d.lost_by_kind[k]);
+    printf("%s %s %" PRIu64, k > TL_LOSS_EXITED ? "," : "", phase_names[k], d->lost_by_kind[k]);
   printf("\n");
   const loss_rec **shown;
-  size_t nshown = shown_losses(&d, &shown);
-  if (d.lost_total > nshown)
-    printf("  (%" PRIu64 " earlier lost executors not shown)\n", d.lost_total - nshown);
+  size_t nshown = shown_losses(d, &shown);
+  if (d->lost_total > nshown)
+    printf("  (%" PRIu64 " earlier lost executors not shown)\n", d->lost_total - nshown);
   for (size_t i = 0; i < nshown; i++) {
     const loss_rec *lr = shown[i];
     char e[ESC_MAX];
@@ -2890,97 +2662,151 @@ int main(int argc, char **argv) {
       printf("; no real reason when the run ended\n");
   }
   free(shown);
-  /* The edge: every limit that refused something, and the accept errors (docs/cluster.md
-   * "Limits and hardening"). */
+}
+
+/* The edge: every limit that refused something, and the accept errors (docs/cluster.md "Limits
+ * and hardening"). */
+static void print_edge(const driver *d) {
   printf("edge: wrong tokens %" PRIu64 " from %" PRIu64 " addresses; refused at accept: %" PRIu64
          " waiting out a back-off, %" PRIu64 " over --max-connections; %" PRIu64
          " closed waiting for REGISTER over --max-pending-connections; accept errors: EMFILE "
          "%" PRIu64 ", ENFILE %" PRIu64 ", other %" PRIu64 "; log lines not shown %" PRIu64 "\n",
-         d.auth_failures, d.auth_addresses, d.refused_backoff, d.refused_conn_cap,
-         d.evicted_pending, d.accept_emfile, d.accept_enfile, d.accept_other,
-         d.log_auth.total_suppressed + d.log_refused.total_suppressed +
-             d.log_accept.total_suppressed);
-  if (d.expect_losses != UINT64_MAX && d.executors_lost != d.expect_losses) {
-    printf("expected %" PRIu64 " executors lost\n", d.expect_losses);
-    ok = false;
-  }
+         d->auth_failures, d->auth_addresses, d->refused_backoff, d->refused_conn_cap,
+         d->evicted_pending, d->accept_emfile, d->accept_enfile, d->accept_other,
+         d->log_auth.total_suppressed + d->log_refused.total_suppressed +
+             d->log_accept.total_suppressed);
+}
+
+/* The ledger's state and its final stats. */
+static void print_ledger(const driver *d, const tl_stats *st, int check, const char *why) {
   printf("ledger: %zu attempts, %zu task sets, tl_check %s%s%s; refused: %" PRIu64
          " updates, %" PRIu64 " connections\n",
-         st.attempts_running + st.attempts_frozen, tasksets, tl_err_name(check), check ? ": " : "",
-         why, d.refused_updates, d.refused_conns);
+         st->attempts_running + st->attempts_frozen, st->tasksets_active + st->tasksets_zombie,
+         tl_err_name(check), check ? ": " : "", why, d->refused_updates, d->refused_conns);
   printf("ledger stats: launched %" PRIu64 ", succeeded %" PRIu64 ", failed %" PRIu64
          ", killed %" PRIu64 ", stale updates %" PRIu64 ", rejected updates %" PRIu64
          ", executors lost %" PRIu64 ", task sets released %" PRIu64
          "; executors alive %zu, tombstones %zu; memory %zu bytes in %zu blocks\n",
-         st.launched, st.succeeded, st.failed, st.killed, st.stale_updates, st.rejected_updates,
-         st.executors_lost, st.tasksets_released, st.executors_alive, st.tombstones,
-         st.mem_live_bytes, st.mem_live_blocks);
-  if (d.nbad > 0) { /* --bad-client: each refused for its reason, none changed the ledger */
-    uint64_t want[BAD_NMODES] = {0};
-    uint32_t clean_exits = 0;
-    for (uint32_t i = 0; i < d.nbad; i++) {
-      want[d.bad[i].mode]++;
-      clean_exits += d.bad[i].exited && d.bad[i].exit_status == 0 && d.bad[i].term_signal == 0;
-    }
-    uint64_t got[BAD_NMODES] = {d.refused_token,
-                                d.refused_frame[-TLC_EVERSION],
-                                d.refused_frame[-TLC_ETOOBIG],
-                                d.refused_dup,
-                                d.refused_owner,
-                                d.refused_timeout,
-                                d.refused_frame[-TLC_ETYPE],
-                                d.refused_frame[-TLC_ETRUNCATED],
-                                d.refused_early,
-                                d.refused_second,
-                                d.refused_unexpected};
-    bool as_expected = d.bad_spawned && clean_exits == d.nbad;
-    for (int m = 0; m < BAD_NMODES; m++)
-      as_expected = as_expected && got[m] == want[m];
-    /* Only a foreign-status client registers (that is its point); it is offered nothing. */
-    uint64_t frames_refused = 0;
-    for (int k = 0; k < 16; k++)
-      frames_refused += d.refused_frame[k];
-    /* foreign-status, second-register and driver-message clients register correctly first;
-     * the last two are then removed for their fault (TL_LOSS_KILLED at once), and nothing
-     * else may have been. */
-    uint64_t registering = want[BAD_FOREIGN_STATUS] + want[BAD_SECOND] + want[BAD_DRIVER_MSG];
-    uint64_t removed = want[BAD_SECOND] + want[BAD_DRIVER_MSG];
-    as_expected = as_expected &&
-                  frames_refused == got[BAD_GARBAGE] + got[BAD_OVERSIZED] + got[BAD_UNKNOWN] +
-                                        got[BAD_TRUNCATED] &&
-                  d.refused_conns == d.nbad - want[BAD_FOREIGN_STATUS] &&
-                  d.max_alive <= d.nexecutors + d.accept + registering &&
-                  d.registered == d.nexecutors + d.accept + registering &&
-                  d.violations == removed && d.losses[TL_LOSS_KILLED] == removed;
-    printf("bad clients: %" PRIu32 " spawned, %" PRIu32 " exited 0; refused: wrong token %" PRIu64
-           ", TLC_EVERSION %" PRIu64 ", TLC_ETOOBIG %" PRIu64 ", TL_EEXIST %" PRIu64
-           ", TL_EOWNER %" PRIu64 ", no REGISTER in time %" PRIu64 ", TLC_ETYPE %" PRIu64
-           ", TLC_ETRUNCATED %" PRIu64 ", before REGISTER %" PRIu64 ", second REGISTER %" PRIu64
-           ", driver's message %" PRIu64 "; removed for a fault %" PRIu64
-           "; executors alive at most %zu; %s\n",
-           d.bad_spawned ? d.nbad : 0, clean_exits, got[BAD_WRONG_TOKEN], got[BAD_GARBAGE],
-           got[BAD_OVERSIZED], got[BAD_DUPLICATE_ID], got[BAD_FOREIGN_STATUS], got[BAD_SILENT],
-           got[BAD_UNKNOWN], got[BAD_TRUNCATED], got[BAD_EARLY], got[BAD_SECOND],
-           got[BAD_DRIVER_MSG], d.violations, d.max_alive,
-           as_expected ? "as expected" : "NOT AS EXPECTED");
-    ok = ok && as_expected;
+         st->launched, st->succeeded, st->failed, st->killed, st->stale_updates,
+         st->rejected_updates, st->executors_lost, st->tasksets_released, st->executors_alive,
+         st->tombstones, st->mem_live_bytes, st->mem_live_blocks);
+}
+
+/* --bad-client: each refused for its reason, none changed the ledger. Prints the bad clients
+ * line and returns whether it says "as expected". */
+static bool bad_clients_verdict(const driver *d) {
+  uint64_t want[BAD_NMODES] = {0};
+  uint32_t clean_exits = 0;
+  for (uint32_t i = 0; i < d->nbad; i++) {
+    want[d->bad[i].mode]++;
+    clean_exits += d->bad[i].exited && d->bad[i].exit_status == 0 && d->bad[i].term_signal == 0;
   }
-  if (d.summary_json && write_summary_json(&d, d.summary_json, ok, &st, tasks, jobs_succeeded) < 0)
-    ok = false;
-  tl_scheduler_free(d.s); /* hands back any payload still held (a failed run) */
-  free(d.launch_buf);
-  free(d.items);
-  free(d.execs);
+  uint64_t got[BAD_NMODES] = {d->refused_token,
+                              d->refused_frame[-TLC_EVERSION],
+                              d->refused_frame[-TLC_ETOOBIG],
+                              d->refused_dup,
+                              d->refused_owner,
+                              d->refused_timeout,
+                              d->refused_frame[-TLC_ETYPE],
+                              d->refused_frame[-TLC_ETRUNCATED],
+                              d->refused_early,
+                              d->refused_second,
+                              d->refused_unexpected};
+  bool as_expected = d->bad_spawned && clean_exits == d->nbad;
+  for (int m = 0; m < BAD_NMODES; m++)
+    as_expected = as_expected && got[m] == want[m];
+  /* Only a foreign-status client registers (that is its point); it is offered nothing. */
+  uint64_t frames_refused = 0;
+  for (int k = 0; k < 16; k++)
+    frames_refused += d->refused_frame[k];
+  /* foreign-status, second-register and driver-message clients register correctly first; the
+   * last two are then removed for their fault (TL_LOSS_KILLED at once), and nothing else may
+   * have been. */
+  uint64_t registering = want[BAD_FOREIGN_STATUS] + want[BAD_SECOND] + want[BAD_DRIVER_MSG];
+  uint64_t removed = want[BAD_SECOND] + want[BAD_DRIVER_MSG];
+  as_expected = as_expected &&
+                frames_refused ==
+                    got[BAD_GARBAGE] + got[BAD_OVERSIZED] + got[BAD_UNKNOWN] + got[BAD_TRUNCATED] &&
+                d->refused_conns == d->nbad - want[BAD_FOREIGN_STATUS] &&
+                d->max_alive <= d->nexecutors + d->accept + registering &&
+                d->registered == d->nexecutors + d->accept + registering &&
+                d->violations == removed && d->losses[TL_LOSS_KILLED] == removed;
+  printf("bad clients: %" PRIu32 " spawned, %" PRIu32 " exited 0; refused: wrong token %" PRIu64
+         ", TLC_EVERSION %" PRIu64 ", TLC_ETOOBIG %" PRIu64 ", TL_EEXIST %" PRIu64
+         ", TL_EOWNER %" PRIu64 ", no REGISTER in time %" PRIu64 ", TLC_ETYPE %" PRIu64
+         ", TLC_ETRUNCATED %" PRIu64 ", before REGISTER %" PRIu64 ", second REGISTER %" PRIu64
+         ", driver's message %" PRIu64 "; removed for a fault %" PRIu64
+         "; executors alive at most %zu; %s\n",
+         d->bad_spawned ? d->nbad : 0, clean_exits, got[BAD_WRONG_TOKEN], got[BAD_GARBAGE],
+         got[BAD_OVERSIZED], got[BAD_DUPLICATE_ID], got[BAD_FOREIGN_STATUS], got[BAD_SILENT],
+         got[BAD_UNKNOWN], got[BAD_TRUNCATED], got[BAD_EARLY], got[BAD_SECOND], got[BAD_DRIVER_MSG],
+         d->violations, d->max_alive, as_expected ? "as expected" : "NOT AS EXPECTED");
+  return as_expected;
+}
+
+/* Frees what the driver still holds once the loop is closed: the ledger (which hands back any
+ * payload still held, in a failed run), the buffers and the records. */
+static void free_driver(driver *d) {
+  tl_scheduler_free(d->s);
+  free(d->launch_buf);
+  free(d->items);
+  free(d->execs);
   loss_rec *lr, *lr_tmp;
-  HASH_ITER(hh, d.open_losses, lr, lr_tmp) {
-    HASH_DEL(d.open_losses, lr);
+  HASH_ITER(hh, d->open_losses, lr, lr_tmp) {
+    HASH_DEL(d->open_losses, lr);
     free(lr);
   }
   auth_rec *ar, *ar_tmp;
-  HASH_ITER(hh, d.auth, ar, ar_tmp) {
-    HASH_DEL(d.auth, ar);
+  HASH_ITER(hh, d->auth, ar, ar_tmp) {
+    HASH_DEL(d->auth, ar);
     free(ar);
   }
+}
+
+/* After the loop: the summary (and --summary-json), the driver freed, and the exit status: 0
+ * when the run passed (it did not give up, the loop closed, the ledger is consistent and
+ * drained, every job, executor, loss and bad client was as expected), 1 otherwise. */
+static int verdict(driver *d, int close_rc) {
+  tl_stats st;
+  tl_stats_get(d->s, &st);
+  char why[256] = "";
+  int check = tl_check(d->s, why, sizeof why);
+  bool ok = !d->gave_up && check == TL_OK && close_rc == 0;
+  uint64_t tasks;
+  uint32_t jobs_succeeded;
+  ok = print_jobs(d, &tasks, &jobs_succeeded) && ok;
+  ok = ok && st.attempts_running == 0 && st.attempts_frozen == 0 &&
+       st.tasksets_active + st.tasksets_zombie == 0;
+  double secs = d->end_ns > d->start_ns ? (double)(d->end_ns - d->start_ns) / 1e9 : 0;
+  printf("tasks: %" PRIu64 " in %.3f s: %.0f tasks/s\n", tasks, secs,
+         secs > 0 ? (double)tasks / secs : 0.0);
+  ok = print_executors(d) && ok;
+  ok = print_allocation(d) && ok;
+  print_losses(d, &st);
+  print_edge(d);
+  if (d->expect_losses != UINT64_MAX && d->executors_lost != d->expect_losses) {
+    printf("expected %" PRIu64 " executors lost\n", d->expect_losses);
+    ok = false;
+  }
+  print_ledger(d, &st, check, why);
+  if (d->nbad > 0)
+    ok = bad_clients_verdict(d) && ok;
+  if (d->summary_json && write_summary_json(d, d->summary_json, ok, &st, tasks, jobs_succeeded) < 0)
+    ok = false;
+  free_driver(d);
   printf("%s\n", ok ? "OK" : "FAILED");
   return ok ? 0 : 1;
+}
+
+/* Parses the command line (driver_opts.c), sets the run up, runs the loop until every executor
+ * has ended and every handle is closed, then says how it went. */
+int main(int argc, char **argv) {
+  static driver d;  /* large: static */
+  driver_opts opts; /* its strings and arrays are the launcher's until the loop ends */
+  driver_opts_parse(argc, argv, &opts);
+  int rc = set_up(&d, &opts);
+  if (rc != 0)
+    return rc;
+  uv_run(d.loop, UV_RUN_DEFAULT);
+  return verdict(&d, uv_loop_close(d.loop));
 }

@@ -27,6 +27,7 @@
 
 #include <uv.h>
 
+#include "conn.h"
 #include "proto.h"
 
 #define READ_CHUNK 65536       /* bytes of the connection's read buffer */
@@ -73,47 +74,41 @@ typedef struct queued_task {
 
 /* The executor: its connection, its cache and its batch of updates. */
 typedef struct executor {
-  uv_loop_t *loop;              /* the one loop */
-  uv_tcp_t conn;                /* the connection to the driver */
-  uv_connect_t connect_req;     /* its connect request */
-  uv_timer_t heartbeat;         /* every heartbeat_ms once registered */
-  uv_prepare_t flush;           /* sends the updates of the last iteration before polling */
-  bool connected;               /* the connection was made */
-  bool closing;                 /* everything is being closed */
-  bool crashing;                /* a `crash` task ran: exit once the writes are out */
-  int exit_code;                /* 0 after STOP, 1 otherwise */
-  const char *id;               /* as registered */
-  const char *token;            /* from --token-file or TL_CLUSTER_TOKEN ("" if neither) */
+  uv_loop_t *loop;                 /* the one loop */
+  uv_tcp_t conn;                   /* the connection to the driver */
+  uv_connect_t connect_req;        /* its connect request */
+  uv_timer_t heartbeat;            /* every heartbeat_ms once registered */
+  uv_prepare_t flush;              /* sends the updates of the last iteration before polling */
+  bool connected;                  /* the connection was made */
+  bool closing;                    /* everything is being closed */
+  bool crashing;                   /* a `crash` task ran: exit once the writes are out */
+  int exit_code;                   /* 0 after STOP, 1 otherwise */
+  const char *id;                  /* as registered */
+  const char *token;               /* from --token-file or TL_CLUSTER_TOKEN ("" if neither) */
   char hostname[TLC_HOST_MAX + 1]; /* this machine's name, sent in REGISTER */
-  uint32_t cores;               /* as registered */
-  uint64_t heartbeat_ms;        /* the heartbeat period */
-  uint64_t heartbeat_seq;       /* heartbeats sent */
-  uint64_t binaries;            /* task binaries materialised since start */
-  uint64_t twice;               /* of those, of a task set whose binary it held already */
-  uint64_t forgotten;           /* of those, dropped on FORGET */
-  cached_binary *cache;         /* ncache of them, by arrival */
-  size_t ncache, cache_cap;     /* used and allocated entries of cache */
-  pending_status *pending;      /* updates not yet sent */
-  size_t npending, pending_cap; /* used and allocated entries of pending */
-  sleeping_task *sleeping;      /* tasks waiting on a timer */
-  uint32_t running;             /* tasks holding a core: the sleeping ones, plus one while an
-                                   inline task runs; never above cores (else exit 3) */
-  uint32_t running_peak;        /* the most running at once */
-  queued_task *queue_head;      /* launches waiting for a core, oldest first; NULL when none */
-  queued_task *queue_tail;      /* the newest of them; NULL when none */
-  uint32_t queued;              /* tasks in the queue */
-  uint32_t queued_peak;         /* the most in the queue at once */
-  uint64_t queued_total;        /* launches that waited in the queue */
-  tlc_decoder decoder;          /* the driver's frames */
-  tlc_buf out;                  /* frames encoded and not yet handed to uv_write */
-  uint8_t read_buf[READ_CHUNK]; /* the read buffer, reused by every read */
+  uint32_t cores;                  /* as registered */
+  uint64_t heartbeat_ms;           /* the heartbeat period */
+  uint64_t heartbeat_seq;          /* heartbeats sent */
+  uint64_t binaries;               /* task binaries materialised since start */
+  uint64_t twice;                  /* of those, of a task set whose binary it held already */
+  uint64_t forgotten;              /* of those, dropped on FORGET */
+  cached_binary *cache;            /* ncache of them, by arrival */
+  size_t ncache, cache_cap;        /* used and allocated entries of cache */
+  pending_status *pending;         /* updates not yet sent */
+  size_t npending, pending_cap;    /* used and allocated entries of pending */
+  sleeping_task *sleeping;         /* tasks waiting on a timer */
+  uint32_t running;                /* tasks holding a core: the sleeping ones, plus one while an
+                                      inline task runs; never above cores (else exit 3) */
+  uint32_t running_peak;           /* the most running at once */
+  queued_task *queue_head;         /* launches waiting for a core, oldest first; NULL when none */
+  queued_task *queue_tail;         /* the newest of them; NULL when none */
+  uint32_t queued;                 /* tasks in the queue */
+  uint32_t queued_peak;            /* the most in the queue at once */
+  uint64_t queued_total;           /* launches that waited in the queue */
+  tlc_decoder decoder;             /* the driver's frames */
+  tlc_buf out;                     /* frames encoded and not yet handed to uv_write */
+  uint8_t read_buf[READ_CHUNK];    /* the read buffer, reused by every read */
 } executor;
-
-/* A write in flight: owns the bytes it sends. */
-typedef struct write_req {
-  uv_write_t req; /* its data is the executor */
-  uint8_t *data;  /* freed when the write completes */
-} write_req;
 
 static void die_oom(void) {
   fprintf(stderr, "tl-executor: out of memory\n");
@@ -145,11 +140,9 @@ static void shut_down(executor *ex, int exit_code) {
   ex->queued = 0;
 }
 
-static void on_written(uv_write_t *req, int status) {
-  write_req *w = (write_req *)req;
-  executor *ex = req->data;
-  free(w->data);
-  free(w);
+/* A write completed (conn_write): its bytes are freed. */
+static void on_written(void *data, int status) {
+  executor *ex = data;
   if (ex->crashing && (status < 0 || uv_stream_get_write_queue_size((uv_stream_t *)&ex->conn) == 0))
     exit(CRASH_EXIT_CODE);
   if (status < 0 && status != UV_ECANCELED) {
@@ -160,19 +153,12 @@ static void on_written(uv_write_t *req, int status) {
 
 /* Hands the encoded frames to libuv; the write owns them from here. */
 static void send_out(executor *ex) {
-  if (ex->out.len == 0 || ex->closing)
+  if (ex->closing)
     return;
-  write_req *w = malloc(sizeof *w);
-  if (!w)
+  int rc = conn_write((uv_stream_t *)&ex->conn, &ex->out, on_written, ex);
+  if (rc == UV_ENOMEM)
     die_oom();
-  w->data = ex->out.data;
-  w->req.data = ex;
-  uv_buf_t buf = uv_buf_init((char *)ex->out.data, (unsigned)ex->out.len);
-  tlc_buf_init(&ex->out);
-  int rc = uv_write(&w->req, (uv_stream_t *)&ex->conn, &buf, 1, on_written);
   if (rc < 0) {
-    free(w->data);
-    free(w);
     fprintf(stderr, "tl-executor %s: write: %s\n", ex->id, uv_strerror(rc));
     shut_down(ex, 1);
   }
@@ -197,7 +183,6 @@ static void send_heartbeat(executor *ex) {
 }
 
 static void on_heartbeat(uv_timer_t *t) { send_heartbeat(t->data); }
-
 
 /* Encodes the updates collected so far into one STATUS frame (or several if huge). */
 static void flush_statuses(executor *ex) {
@@ -488,10 +473,9 @@ static void kill_task(executor *ex, const tlc_kill *k) {
   }
 }
 
-static void on_written_stop(uv_write_t *req, int status) {
-  executor *ex = req->data;
-  on_written(req, status);
-  shut_down(ex, 0);
+static void on_written_stop(void *data, int status) {
+  on_written(data, status);
+  shut_down(data, 0);
 }
 
 /* STOP: the updates pending and a last heartbeat (its binaries count is the final one) go out,
@@ -501,18 +485,11 @@ static void stop(executor *ex) {
   tlc_msg msg = {.type = TLC_MSG_HEARTBEAT,
                  .u.heartbeat = {.seq = ex->heartbeat_seq++, .binaries = ex->binaries}};
   encode(ex, &msg);
-  write_req *w = malloc(sizeof *w);
-  if (!w)
+  int rc = conn_write((uv_stream_t *)&ex->conn, &ex->out, on_written_stop, ex);
+  if (rc == UV_ENOMEM)
     die_oom();
-  w->data = ex->out.data;
-  w->req.data = ex;
-  uv_buf_t buf = uv_buf_init((char *)ex->out.data, (unsigned)ex->out.len);
-  tlc_buf_init(&ex->out);
-  if (uv_write(&w->req, (uv_stream_t *)&ex->conn, &buf, 1, on_written_stop) < 0) {
-    free(w->data);
-    free(w);
+  if (rc < 0)
     shut_down(ex, 0);
-  }
   uv_read_stop((uv_stream_t *)&ex->conn);
 }
 
@@ -645,7 +622,8 @@ int main(int argc, char **argv) {
    * nothing of which process sent it: the first to register under an id keeps it). */
   static char default_id[TLC_ID_MAX + 1];
   if (!ex.id) {
-    snprintf(default_id, sizeof default_id, "%.40s-%lu", ex.hostname, (unsigned long)uv_os_getpid());
+    snprintf(default_id, sizeof default_id, "%.40s-%lu", ex.hostname,
+             (unsigned long)uv_os_getpid());
     ex.id = default_id;
   }
   size_t idlen = strlen(ex.id);

@@ -1,0 +1,43 @@
+/* The write path of a cluster connection (conn.h): one uv_write per batch of encoded frames, its
+ * request owning the bytes until it completes.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "conn.h"
+
+/* A write in flight: owns the bytes it sends. */
+typedef struct write_req {
+  uv_write_t req;          /* the libuv request; its data is unused */
+  uint8_t *bytes;          /* the frames, taken from the tlc_buf; freed when the write ends */
+  conn_written_cb written; /* called after the bytes are freed */
+  void *data;              /* written's argument */
+} write_req;
+
+static void on_written(uv_write_t *req, int status) {
+  write_req *w = (write_req *)req;
+  conn_written_cb written = w->written;
+  void *data = w->data;
+  free(w->bytes);
+  free(w);
+  written(data, status);
+}
+
+int conn_write(uv_stream_t *stream, tlc_buf *out, conn_written_cb written, void *data) {
+  if (out->len == 0)
+    return 0;
+  write_req *w = malloc(sizeof *w);
+  if (!w)
+    return UV_ENOMEM;
+  w->bytes = out->data;
+  w->written = written;
+  w->data = data;
+  uv_buf_t buf = uv_buf_init((char *)out->data, (unsigned)out->len);
+  tlc_buf_init(out);
+  int rc = uv_write(&w->req, stream, &buf, 1, on_written);
+  if (rc < 0) {
+    free(w->bytes);
+    free(w);
+  }
+  return rc;
+}

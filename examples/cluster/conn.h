@@ -1,0 +1,26 @@
+/* The write path of a cluster connection, shared by tl-driver and tl-executor: the frames
+ * encoded into a tlc_buf go to one uv_write whose request owns their bytes, freed when the write
+ * completes. Everything here runs on the loop's thread.
+ */
+#ifndef TLC_CONN_H
+#define TLC_CONN_H
+
+#include <uv.h>
+
+#include "proto.h"
+
+/* Called once a write completes: data as given to conn_write, status as uv_write_cb's (0, or a
+ * negative libuv error: UV_ECANCELED when the stream was closed before the bytes went out). The
+ * bytes are already freed. */
+typedef void (*conn_written_cb)(void *data, int status);
+
+/* Hands out's bytes to one uv_write on stream and leaves out empty: from here the write owns the
+ * memory and frees it when it completes, then calls written(data, status). Does nothing, and
+ * returns 0, when out holds no bytes. Returns 0 when the write was queued; UV_ENOMEM when its
+ * request cannot be allocated, having changed nothing (out keeps its bytes; uv_write of one
+ * buffer allocates nothing, so this is the only UV_ENOMEM); or uv_write's error, with the bytes
+ * freed and written never to be called. It never blocks and may be called from inside any libuv
+ * callback on the loop's thread. */
+int conn_write(uv_stream_t *stream, tlc_buf *out, conn_written_cb written, void *data);
+
+#endif

@@ -1,0 +1,463 @@
+/* tl-driver's command line (driver_opts.h): the option table for getopt_long, the parsing of
+ * each value, and the defaults and checks that involve more than one option.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver_opts.h"
+
+#define MAX_CONNS_LIMIT 65536    /* the largest --max-connections and --max-pending-connections */
+#define BENCH_TASKS 100000       /* --bench's default size */
+#define REGISTER_TIMEOUT_MS 5000 /* --register-timeout-ms's default */
+#define MAX_PENDING_CONNS 64     /* --max-pending-connections' default */
+#define MAX_CONNS 1024           /* --max-connections' default */
+#define PROGRESS_MS 500          /* --progress-ms's default */
+
+const char *const bad_mode_names[BAD_NMODES] = {
+    "wrong-token",     "garbage",   "oversized",   "duplicate-id",    "foreign-status", "silent",
+    "unknown-message", "truncated", "early-frame", "second-register", "driver-message"};
+
+static void usage(void) __attribute__((noreturn));
+static void usage(void) {
+  fprintf(stderr,
+          "usage: tl-driver [--launcher local|slurm] [--executors N] [--accept N]\n"
+          "                 [--executor-cores C | --cores C] [--queue Q]\n"
+          "                 [--job KIND:M[,KIND:M]...]...\n"
+          "                 [--min-executors N] [--max-executors M] [--backlog-timeout MS]\n"
+          "                 [--idle-timeout MS] [--summary-json FILE] [--advertise ADDR]\n"
+          "                 [--partition P] [--time-limit T] [--slurm-arg ARG]...\n"
+          "                 [--slurm-poll-ms MS]\n"
+          "                 [--listen ADDR] [--port P] [--token-file PATH] [--executor PATH]\n"
+          "                 [--heartbeat-ms MS] [--timeout-s S] [--bench [--tasks N]] [--quiet]\n"
+          "                 [--progress] [--progress-ms MS] [--kill-on-job-failure]\n"
+          "                 [--heartbeat-timeout-ms MS] [--pending-loss-timeout-ms MS]\n"
+          "                 [--max-task-failures N] [--kill-executor-after N]\n"
+          "                 [--external-kill-after N] [--stop-executor-after N]\n"
+          "                 [--expect-losses N] [--expect-job-failure]\n"
+          "                 [--register-timeout-ms MS] [--bad-client MODE]...\n"
+          "                 [--metrics-port P] [--max-pending-connections N]\n"
+          "                 [--max-connections N]\n"
+          "  MODE: wrong-token | garbage | oversized | duplicate-id | foreign-status | silent |\n"
+          "        unknown-message | truncated | early-frame | second-register | driver-message\n"
+          "  KIND: noop | sleep:MS | spin:US | hash | crash; M tasks; a chain of stages runs in "
+          "order\n"
+          "  Q: launches each executor may queue beyond its C cores, 0..4096 (default 0;\n"
+          "     1 with --bench)\n"
+          "  P: serve GET /metrics (Prometheus text) on the --listen address, 0 = any free port\n"
+          "  --partition, --time-limit, --slurm-arg, --slurm-poll-ms: --launcher slurm only\n");
+  exit(2);
+}
+
+/* A decimal number in [lo, hi], the whole of s; anything else is a usage error. */
+static uint64_t parse_u64(const char *s, uint64_t lo, uint64_t hi) {
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (*s == '\0' || *end != '\0' || v < lo || v > hi)
+    usage();
+  return (uint64_t)v;
+}
+
+/* Whether kind is one the executors run: noop, hash, crash, sleep:N or spin:N. */
+static bool valid_kind(const char *kind) {
+  if (!strcmp(kind, "noop") || !strcmp(kind, "hash") || !strcmp(kind, "crash"))
+    return true;
+  const char *arg = NULL;
+  if (!strncmp(kind, "sleep:", 6))
+    arg = kind + 6;
+  else if (!strncmp(kind, "spin:", 5))
+    arg = kind + 5;
+  if (!arg || !*arg || strlen(arg) > 9)
+    return false;
+  for (; *arg; arg++)
+    if (*arg < '0' || *arg > '9')
+      return false;
+  return true;
+}
+
+/* "KIND:M[,KIND:M]...": a chain of stages, each's count after its last colon. */
+static void parse_job(driver_opts *o, const char *spec) {
+  if (o->njobs == MAX_JOBS)
+    usage();
+  job_spec *j = &o->jobs[o->njobs++];
+  while (*spec) {
+    const char *end = strchr(spec, ',');
+    if (!end)
+      end = spec + strlen(spec);
+    char part[TLC_KIND_MAX + 16];
+    if (end == spec || (size_t)(end - spec) >= sizeof part || j->nstages == MAX_STAGES)
+      usage();
+    memcpy(part, spec, (size_t)(end - spec));
+    part[end - spec] = '\0';
+    char *colon = strrchr(part, ':');
+    if (!colon || colon == part || (size_t)(colon - part) > TLC_KIND_MAX)
+      usage();
+    *colon = '\0';
+    stage_spec *st = &j->stages[j->nstages++];
+    strcpy(st->kind, part);
+    st->ntasks = (uint32_t)parse_u64(colon + 1, 1, 10000000);
+    if (!valid_kind(st->kind)) {
+      fprintf(stderr, "tl-driver: unknown task kind '%s'\n", st->kind);
+      usage();
+    }
+    spec = *end ? end + 1 : end;
+    if (*end && !*spec)
+      usage();
+  }
+  if (j->nstages == 0)
+    usage();
+}
+
+/* The options, as getopt_long returns them (values beyond any character's), in three groups:
+ * what runs where, the driver's own settings, and the tests' faults and expectations. */
+enum {
+  /* what runs where (take_run_option) */
+  OPT_LAUNCHER = 256,
+  OPT_EXECUTORS,
+  OPT_ACCEPT,
+  OPT_CORES, /* --executor-cores and --cores */
+  OPT_QUEUE,
+  OPT_JOB,
+  OPT_BENCH,
+  OPT_TASKS,
+  OPT_MIN_EXECUTORS,
+  OPT_MAX_EXECUTORS,
+  OPT_BACKLOG_TIMEOUT,
+  OPT_IDLE_TIMEOUT,
+  OPT_PARTITION,
+  OPT_TIME_LIMIT,
+  OPT_SLURM_ARG,
+  OPT_SLURM_POLL_MS,
+  /* the driver's own settings (take_driver_option) */
+  OPT_LISTEN,
+  OPT_PORT,
+  OPT_ADVERTISE,
+  OPT_METRICS_PORT,
+  OPT_TOKEN_FILE,
+  OPT_EXECUTOR,
+  OPT_HEARTBEAT_MS,
+  OPT_HEARTBEAT_TIMEOUT_MS,
+  OPT_PENDING_LOSS_TIMEOUT_MS,
+  OPT_MAX_TASK_FAILURES,
+  OPT_KILL_ON_JOB_FAILURE,
+  OPT_REGISTER_TIMEOUT_MS,
+  OPT_MAX_PENDING_CONNECTIONS,
+  OPT_MAX_CONNECTIONS,
+  OPT_TIMEOUT_S,
+  OPT_SUMMARY_JSON,
+  OPT_QUIET,
+  OPT_PROGRESS,
+  OPT_PROGRESS_MS,
+  /* the tests' faults and expectations (take_test_option) */
+  OPT_KILL_EXECUTOR_AFTER,
+  OPT_EXTERNAL_KILL_AFTER,
+  OPT_STOP_EXECUTOR_AFTER,
+  OPT_EXPECT_LOSSES,
+  OPT_EXPECT_JOB_FAILURE,
+  OPT_BAD_CLIENT,
+};
+
+static const struct option long_options[] = {
+    {"launcher", required_argument, NULL, OPT_LAUNCHER},
+    {"executors", required_argument, NULL, OPT_EXECUTORS},
+    {"accept", required_argument, NULL, OPT_ACCEPT},
+    {"executor-cores", required_argument, NULL, OPT_CORES},
+    {"cores", required_argument, NULL, OPT_CORES},
+    {"queue", required_argument, NULL, OPT_QUEUE},
+    {"job", required_argument, NULL, OPT_JOB},
+    {"bench", no_argument, NULL, OPT_BENCH},
+    {"tasks", required_argument, NULL, OPT_TASKS},
+    {"min-executors", required_argument, NULL, OPT_MIN_EXECUTORS},
+    {"max-executors", required_argument, NULL, OPT_MAX_EXECUTORS},
+    {"backlog-timeout", required_argument, NULL, OPT_BACKLOG_TIMEOUT},
+    {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
+    {"partition", required_argument, NULL, OPT_PARTITION},
+    {"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
+    {"slurm-arg", required_argument, NULL, OPT_SLURM_ARG},
+    {"slurm-poll-ms", required_argument, NULL, OPT_SLURM_POLL_MS},
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"port", required_argument, NULL, OPT_PORT},
+    {"advertise", required_argument, NULL, OPT_ADVERTISE},
+    {"metrics-port", required_argument, NULL, OPT_METRICS_PORT},
+    {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+    {"executor", required_argument, NULL, OPT_EXECUTOR},
+    {"heartbeat-ms", required_argument, NULL, OPT_HEARTBEAT_MS},
+    {"heartbeat-timeout-ms", required_argument, NULL, OPT_HEARTBEAT_TIMEOUT_MS},
+    {"pending-loss-timeout-ms", required_argument, NULL, OPT_PENDING_LOSS_TIMEOUT_MS},
+    {"max-task-failures", required_argument, NULL, OPT_MAX_TASK_FAILURES},
+    {"kill-on-job-failure", no_argument, NULL, OPT_KILL_ON_JOB_FAILURE},
+    {"register-timeout-ms", required_argument, NULL, OPT_REGISTER_TIMEOUT_MS},
+    {"max-pending-connections", required_argument, NULL, OPT_MAX_PENDING_CONNECTIONS},
+    {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+    {"timeout-s", required_argument, NULL, OPT_TIMEOUT_S},
+    {"summary-json", required_argument, NULL, OPT_SUMMARY_JSON},
+    {"quiet", no_argument, NULL, OPT_QUIET},
+    {"progress", no_argument, NULL, OPT_PROGRESS},
+    {"progress-ms", required_argument, NULL, OPT_PROGRESS_MS},
+    {"kill-executor-after", required_argument, NULL, OPT_KILL_EXECUTOR_AFTER},
+    {"external-kill-after", required_argument, NULL, OPT_EXTERNAL_KILL_AFTER},
+    {"stop-executor-after", required_argument, NULL, OPT_STOP_EXECUTOR_AFTER},
+    {"expect-losses", required_argument, NULL, OPT_EXPECT_LOSSES},
+    {"expect-job-failure", no_argument, NULL, OPT_EXPECT_JOB_FAILURE},
+    {"bad-client", required_argument, NULL, OPT_BAD_CLIENT},
+    {NULL, 0, NULL, 0},
+};
+
+/* What the command line gave beyond the options' values: which options that have a default
+ * depending on others were given, for resolve. */
+typedef struct given {
+  bool executors, cores, queue; /* --bench keeps what is given */
+  bool min, max;                /* dynamic allocation */
+  bool slurm_only;              /* an option only --launcher slurm takes */
+  uint32_t bench_tasks;         /* --tasks, or BENCH_TASKS */
+} given;
+
+static void set_defaults(driver_opts *o, given *g) {
+  *o = (driver_opts){.launcher = "local",
+                     .executors = 2,
+                     .cores = 4,
+                     .backlog_ms = 1000,
+                     .idle_ms = 60000,
+                     .slurm_poll_ms = 1000,
+                     .listen = "127.0.0.1",
+                     .metrics_port = -1,
+                     .heartbeat_ms = 1000,
+                     .heartbeat_timeout_ms = 5000,
+                     .pending_loss_ms = 10000,
+                     .expect_losses = UINT64_MAX,
+                     .register_timeout_ms = REGISTER_TIMEOUT_MS,
+                     .max_pending = MAX_PENDING_CONNS,
+                     .max_conns = MAX_CONNS,
+                     .timeout_s = 60,
+                     .progress_ms = PROGRESS_MS};
+  *g = (given){.bench_tasks = BENCH_TASKS};
+}
+
+/* An option of what runs where, and its value v (NULL for a flag). Returns false for an option
+ * of another group. */
+static bool take_run_option(driver_opts *o, given *g, int opt, const char *v) {
+  switch (opt) {
+  case OPT_LAUNCHER:
+    if (strcmp(v, "local") != 0 && strcmp(v, "slurm") != 0) {
+      fprintf(stderr, "tl-driver: unknown launcher '%s'\n", v);
+      usage();
+    }
+    o->launcher = v;
+    return true;
+  case OPT_EXECUTORS:
+    o->executors = (uint32_t)parse_u64(v, 0, MAX_EXECUTORS);
+    g->executors = true;
+    return true;
+  case OPT_ACCEPT:
+    o->accept = (uint32_t)parse_u64(v, 0, MAX_EXECUTORS);
+    return true;
+  case OPT_CORES:
+    o->cores = (uint32_t)parse_u64(v, 1, 4096);
+    g->cores = true;
+    return true;
+  case OPT_QUEUE:
+    o->queue = (uint32_t)parse_u64(v, 0, 4096);
+    g->queue = true;
+    return true;
+  case OPT_JOB:
+    parse_job(o, v);
+    return true;
+  case OPT_BENCH:
+    o->bench = true;
+    return true;
+  case OPT_TASKS:
+    g->bench_tasks = (uint32_t)parse_u64(v, 1, 10000000);
+    return true;
+  case OPT_MIN_EXECUTORS:
+    o->min_executors = (uint32_t)parse_u64(v, 0, MAX_EXECUTORS);
+    g->min = true;
+    return true;
+  case OPT_MAX_EXECUTORS:
+    o->max_executors = (uint32_t)parse_u64(v, 1, MAX_EXECUTORS);
+    g->max = true;
+    return true;
+  case OPT_BACKLOG_TIMEOUT:
+    o->backlog_ms = parse_u64(v, 1, 3600000);
+    return true;
+  case OPT_IDLE_TIMEOUT:
+    o->idle_ms = parse_u64(v, 1, 86400000);
+    return true;
+  case OPT_PARTITION:
+    o->partition = v;
+    g->slurm_only = true;
+    return true;
+  case OPT_TIME_LIMIT:
+    o->time_limit = v;
+    g->slurm_only = true;
+    return true;
+  case OPT_SLURM_ARG:
+    if (o->nslurm_args == MAX_SLURM_ARGS)
+      usage();
+    o->slurm_args[o->nslurm_args++] = v;
+    g->slurm_only = true;
+    return true;
+  case OPT_SLURM_POLL_MS:
+    o->slurm_poll_ms = parse_u64(v, 10, 3600000);
+    g->slurm_only = true;
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* An option of the driver's own settings, and its value v (NULL for a flag). Returns false for
+ * an option of another group. */
+static bool take_driver_option(driver_opts *o, int opt, const char *v) {
+  switch (opt) {
+  case OPT_LISTEN:
+    o->listen = v;
+    break;
+  case OPT_PORT:
+    o->port = (int)parse_u64(v, 0, 65535);
+    break;
+  case OPT_ADVERTISE:
+    o->advertise = v;
+    break;
+  case OPT_METRICS_PORT:
+    o->metrics_port = (int)parse_u64(v, 0, 65535);
+    break;
+  case OPT_TOKEN_FILE:
+    o->token_file = v;
+    break;
+  case OPT_EXECUTOR:
+    o->executor_path = v;
+    break;
+  case OPT_HEARTBEAT_MS:
+    o->heartbeat_ms = parse_u64(v, 1, 3600000);
+    break;
+  case OPT_HEARTBEAT_TIMEOUT_MS:
+    o->heartbeat_timeout_ms = parse_u64(v, 1, 3600000);
+    break;
+  case OPT_PENDING_LOSS_TIMEOUT_MS:
+    o->pending_loss_ms = parse_u64(v, 1, 3600000);
+    break;
+  case OPT_MAX_TASK_FAILURES:
+    o->max_task_failures = (uint32_t)parse_u64(v, 1, 1000);
+    break;
+  case OPT_KILL_ON_JOB_FAILURE:
+    o->kill_on_failure = true;
+    break;
+  case OPT_REGISTER_TIMEOUT_MS:
+    o->register_timeout_ms = parse_u64(v, 1, 3600000);
+    break;
+  case OPT_MAX_PENDING_CONNECTIONS:
+    o->max_pending = (uint32_t)parse_u64(v, 1, MAX_CONNS_LIMIT);
+    break;
+  case OPT_MAX_CONNECTIONS:
+    o->max_conns = (uint32_t)parse_u64(v, 1, MAX_CONNS_LIMIT);
+    break;
+  case OPT_TIMEOUT_S:
+    o->timeout_s = parse_u64(v, 1, 86400);
+    break;
+  case OPT_SUMMARY_JSON:
+    o->summary_json = v;
+    break;
+  case OPT_QUIET:
+    o->quiet = true;
+    break;
+  case OPT_PROGRESS:
+    o->progress = true;
+    break;
+  case OPT_PROGRESS_MS:
+    o->progress_ms = parse_u64(v, 1, 3600000);
+    break;
+  default:
+    return false;
+  }
+  return true;
+}
+
+/* An option of the tests' faults and expectations, and its value v (NULL for a flag). Returns
+ * false for an option of another group. */
+static bool take_test_option(driver_opts *o, int opt, const char *v) {
+  switch (opt) {
+  case OPT_KILL_EXECUTOR_AFTER:
+    o->kill_after = parse_u64(v, 1, UINT32_MAX);
+    break;
+  case OPT_EXTERNAL_KILL_AFTER:
+    o->external_kill_after = parse_u64(v, 1, UINT32_MAX);
+    break;
+  case OPT_STOP_EXECUTOR_AFTER:
+    o->stop_after = parse_u64(v, 1, UINT32_MAX);
+    break;
+  case OPT_EXPECT_LOSSES:
+    o->expect_losses = parse_u64(v, 0, MAX_EXECUTORS);
+    break;
+  case OPT_EXPECT_JOB_FAILURE:
+    o->expect_failure = true;
+    break;
+  case OPT_BAD_CLIENT: {
+    if (o->nbad == MAX_BAD_CLIENTS)
+      usage();
+    int m = 0;
+    while (m < BAD_NMODES && strcmp(v, bad_mode_names[m]) != 0)
+      m++;
+    if (m == BAD_NMODES)
+      usage();
+    o->bad[o->nbad++] = (bad_mode)m;
+    break;
+  }
+  default:
+    return false;
+  }
+  return true;
+}
+
+/* The defaults that depend on other options, and the checks across options. */
+static void resolve(driver_opts *o, const given *g) {
+  if (o->bench) {
+    if (o->njobs > 0)
+      usage();
+    o->executors = g->executors ? o->executors : 2;
+    o->cores = g->cores ? o->cores : 1;
+    /* One launch waiting behind the running one on each single-core executor: what Dask does
+     * by default (worker-saturation 1.1: ceil(1.1 x 1 thread) = 2 tasks per worker), so that
+     * the comparison with Dask's figure is like for like. --queue 0 measures strictly one task
+     * in flight per core. */
+    o->queue = g->queue ? o->queue : 1;
+    o->jobs[0] = (job_spec){.stages = {{.kind = "noop", .ntasks = g->bench_tasks}}, .nstages = 1};
+    o->njobs = 1;
+  }
+  if (g->slurm_only && strcmp(o->launcher, "slurm") != 0) {
+    fprintf(stderr, "tl-driver: --partition, --time-limit, --slurm-arg and --slurm-poll-ms are "
+                    "for --launcher slurm\n");
+    usage();
+  }
+  /* Dynamic allocation: --executors is the initial count (default --min-executors), within
+   * [min, max]. */
+  o->dynamic = g->min || g->max;
+  if (o->dynamic) {
+    if (!g->max)
+      o->max_executors = MAX_EXECUTORS;
+    if (!g->executors)
+      o->executors = o->min_executors;
+    if (o->min_executors > o->max_executors || o->executors < o->min_executors ||
+        o->executors > o->max_executors) {
+      fprintf(stderr, "tl-driver: want --min-executors <= --executors <= --max-executors\n");
+      usage();
+    }
+  }
+  if (o->njobs == 0 || (o->executors + o->accept == 0 && !o->dynamic))
+    usage();
+}
+
+void driver_opts_parse(int argc, char **argv, driver_opts *o) {
+  given g;
+  set_defaults(o, &g);
+  opterr = 0; /* a bad option gets the usage text, as every other mistake does */
+  int opt;
+  /* "+": stop at the first argument that is not an option (tl-driver takes none). */
+  while ((opt = getopt_long(argc, argv, "+", long_options, NULL)) != -1)
+    if (!take_run_option(o, &g, opt, optarg) && !take_driver_option(o, opt, optarg) &&
+        !take_test_option(o, opt, optarg))
+      usage(); /* '?': an unknown option, a missing value, or a value given to a flag */
+  if (optind < argc)
+    usage();
+  resolve(o, &g);
+}
