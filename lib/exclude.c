@@ -212,13 +212,8 @@ size_t tl__exclude_records_for_loss(struct tl_scheduler *s, const tl__executor *
                                     const tl_loss_reason *reason) {
   if (!s->cfg.exclude_on_failure)
     return 0;
-  /* As remove_executor decides: only a loss the app caused counts, never one of a
-   * decommissioning executor, and only for attempts that reached RUNNING. */
-  bool decommissioning = ex->state == TL_EXECUTOR_PENDING_LOSS
-                             ? ex->was_decommissioning
-                             : ex->state == TL_EXECUTOR_DECOMMISSIONING;
-  if (!reason->caused_by_app || decommissioning || reason->kind == TL_LOSS_KILLED ||
-      reason->kind == TL_LOSS_DECOMMISSIONED)
+  /* The loss's own rule (tl__loss_counts), and only attempts that reached RUNNING count. */
+  if (!tl__loss_counts(ex, reason))
     return 0;
   const tl__link *list = ex->state == TL_EXECUTOR_PENDING_LOSS ? &ex->frozen : &ex->running;
   size_t n = 0;

@@ -219,6 +219,18 @@ typedef struct tl__executor {
 } tl__executor;
 
 static inline const char *tl__executor_id(const tl__executor *ex) { return ex->names->text; }
+
+/* Whether a loss of ex with reason counts its attempts that reached RUNNING as task failures in
+ * its second phase: the app caused it, the executor was not decommissioning (when the loss began,
+ * or now if it has not begun), and the driver did not kill or decommission it. The one rule for
+ * the loss (membership.c) and for the exclusion records reserved before it (exclude.c). */
+static inline bool tl__loss_counts(const tl__executor *ex, const tl_loss_reason *reason) {
+  bool decommissioning = ex->state == TL_EXECUTOR_PENDING_LOSS
+                             ? ex->was_decommissioning
+                             : ex->state == TL_EXECUTOR_DECOMMISSIONING;
+  return reason->caused_by_app && !decommissioning && reason->kind != TL_LOSS_KILLED &&
+         reason->kind != TL_LOSS_DECOMMISSIONED;
+}
 static inline const char *tl__names_host(const tl__str *names) {
   return names->text + strlen(names->text) + 1;
 }

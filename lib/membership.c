@@ -184,8 +184,7 @@ static void freeze(struct tl_scheduler *s, tl__executor *ex, const tl_loss_reaso
 
 static void remove_executor(struct tl_scheduler *s, tl__executor *ex, const tl_loss_reason *reason,
                             tl__str *msg, const char *static_msg) {
-  bool app_fault = reason->caused_by_app && !ex->was_decommissioning &&
-                   reason->kind != TL_LOSS_KILLED && reason->kind != TL_LOSS_DECOMMISSIONED;
+  bool app_fault = tl__loss_counts(ex, reason); /* ex is PENDING_LOSS: was_decommissioning */
   /* As Spark's TaskSetManager.executorLost: first the completed map outputs it held, then the
    * attempts it was running. */
   tl__outputs_resubmit(s, ex);
