@@ -633,7 +633,7 @@ struct tl_scheduler {
    * asks for the next deadline only while driver_wake is set. */
   void (*driver_wake)(void *ud);   /* under the lock: a call moved the next deadline earlier than
                                       driver_armed_at (it must not call the library) */
-  const void *driver;              /* the driver's handle, its wake's argument */
+  void *driver;                    /* the driver's handle, its wake's argument */
   uint64_t driver_armed_at;        /* the clock time the driver's timer is armed for, or will be
                                       once the tick that chose it returns; UINT64_MAX: stopped;
                                       0 while attaching (nothing is earlier: no wake) */
@@ -663,7 +663,7 @@ uint64_t tl__tick_run(struct tl_scheduler *s, uint64_t now);
  * earlier than the one the driver's timer is armed for records it as armed and calls wake(driver)
  * under the lock. tl__tick_driver is tl_tick for the driver: it records the answer as armed in
  * the same lock section that computes it, while that driver is still attached. */
-int tl__driver_attach(struct tl_scheduler *s, void (*wake)(void *ud), const void *driver);
+int tl__driver_attach(struct tl_scheduler *s, void (*wake)(void *ud), void *driver);
 void tl__driver_detach(struct tl_scheduler *s);
 uint64_t tl__tick_driver(struct tl_scheduler *s, const void *driver);
 

@@ -86,11 +86,11 @@ static void wake_driver(tl_scheduler *s) {
   uint64_t at = deadline_at(s->last_now, tl__next_deadline(s, s->last_now));
   if (at < s->driver_armed_at) {
     s->driver_armed_at = at;
-    s->driver_wake((void *)(uintptr_t)s->driver);
+    s->driver_wake(s->driver);
   }
 }
 
-int tl__driver_attach(struct tl_scheduler *s, void (*wake)(void *ud), const void *driver) {
+int tl__driver_attach(struct tl_scheduler *s, void (*wake)(void *ud), void *driver) {
   tl__lock(s);
   if (s->driver_wake != NULL || s->closing) {
     tl__mutex_unlock(&s->lock);
