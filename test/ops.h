@@ -61,7 +61,7 @@ enum {
  *          order), 128-159 one frozen, 160-223 any tid launched, 224-255 a tid never launched
  *          (0 or past the last).
  *   stage: stage id modulo 6; for kill and cancel 6 names a stage never used.
- *   a, b, c, d, flags, msg: per kind, see ops.c (tlo_fields). msg: 0 none, 1-2 short, 3 long.
+ *   a, b, c, d, flags, msg: per kind, see ops_codec.c (tlo_fields). msg: 0 none, 1-2 short, 3 long.
  *   offer_exec, offer_cores, noffers: the offers of TLO_OFFER.
  *   reent, re_arg: re-entrant behaviour (TLO_RE_*) and its argument. */
 typedef struct tlo_op {

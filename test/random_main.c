@@ -1,6 +1,7 @@
 /* tl-random: replays one seed of the randomized runs with a trace, soaks many seeds, replays
  * byte programs (fuzzer inputs), and writes generated programs as a fuzzing corpus.
- * See docs/testing.md; the operations and the model are in ops.c.
+ * See docs/testing.md; the operations and the model are in ops_*.c (ops_internal.h says which
+ * file holds what).
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L

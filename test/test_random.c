@@ -1,4 +1,4 @@
-/* Seeded randomized runs: generated operation sequences (ops.c) checked call by call, event by
+/* Seeded randomized runs: generated operation sequences (ops.h) checked call by call, event by
  * event and counter by counter against a reference model, each run ending drained with memory
  * back to the empty scheduler's. A failing seed is printed with the command that replays it.
  *

@@ -1,6 +1,6 @@
-/* The libFuzzer harness: each input is a whole program for ops.c (two header bytes, then
- * operations), run on a fresh scheduler against the reference model and drained at the end.
- * A disagreement, a failed tl_check, a leak or a crash aborts with the model's message.
+/* The libFuzzer harness: each input is a whole program for the operation layer (ops.h: header
+ * bytes, then operations), run on a fresh scheduler against the reference model and drained at the
+ * end. A disagreement, a failed tl_check, a leak or a crash aborts with the model's message.
  */
 #include "ops.h"
 

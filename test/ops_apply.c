@@ -1,0 +1,536 @@
+/* The callbacks, which check each event against the expected one and then act re-entrantly as
+ * the operation asks, and the applier, which resolves an operation's bytes against the model
+ * and makes its calls.
+ */
+#include "ops_internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * Callbacks: compare with the expected event, then act re-entrantly as the operation asks.
+ * ------------------------------------------------------------------------------------------- */
+
+static tlo_run *cb_enter(void *ud) {
+  tlo_run *r = ud;
+  if (r->failed)
+    return NULL;
+  r->events++;
+  r->in_cb++;
+  return r;
+}
+
+/* The re-entrant actions any callback may take, once per operation. */
+static void cb_leave(tlo_run *r) {
+  if (!r->failed && !r->closing && !r->re_first_done && (r->reent & (TLO_RE_FREE | TLO_RE_TICK))) {
+    r->re_first_done = true;
+    if (r->reent & TLO_RE_FREE) {
+      tlo_note_call(r, "scheduler_free");
+      int rc = tl_scheduler_free(r->s);
+      tlo_expect_rc(r, "scheduler_free", rc, TL_EBUSY);
+    }
+    if ((r->reent & TLO_RE_TICK) && !r->failed)
+      tlo_do_tick(r);
+  }
+  r->in_cb--;
+}
+
+static void cmp_str(tlo_run *r, const char *what, const char *got, const char *want) {
+  if ((got == NULL) != (want == NULL) || (got != NULL && strcmp(got, want) != 0))
+    tlo_fail(r, "%s is \"%.60s\", the model says \"%.60s\"", what, got ? got : "(null)",
+             want ? want : "(null)");
+}
+
+static void cmp_task(tlo_run *r, const mevent *e, const tl_task_info *t) {
+  const mts *ts = &r->ts[e->ts];
+  CMP(r, "task.tid", t->tid, e->tid);
+  CMP(r, "task.taskset", t->taskset, ts->id);
+  CMP(r, "task.stage_id", t->stage_id, ts->stage);
+  CMP(r, "task.stage_attempt", t->stage_attempt, ts->sattempt);
+  CMP(r, "task.index", t->index, e->index);
+  CMP(r, "task.attempt", t->attempt, e->attempt);
+  CMP(r, "task.locality", t->locality, e->loc);
+  CMP(r, "task.speculative", t->speculative, e->spec);
+  cmp_str(r, "task.executor_id", t->executor_id, e->ex->id);
+  cmp_str(r, "task.host", t->host, tlo_host_names[e->ex->host]);
+  if (t->payload != ts)
+    tlo_fail(r, "task.payload is not its task set's");
+}
+
+void tlo_cb_task_started(void *ud, const tl_task_info *t) {
+  tlo_run *r = cb_enter(ud);
+  if (r == NULL)
+    return;
+  mevent *e = tlo_pop_ev(r, EV_STARTED);
+  if (e != NULL) {
+    cmp_task(r, e, t);
+    tlo_cb_check(r, (int)e->ts, e->ex);
+  }
+  if (!r->failed && (r->reent & TLO_RE_RUNNING))
+    tlo_do_update(r, tlo_exec_by_id(r, t->executor_id), t->tid, TL_TASK_RUNNING, 0, NULL, 0, 0);
+  if (!r->failed && (r->reent & TLO_RE_FINISH) && !r->re_finish_done) {
+    r->re_finish_done = true;
+    tlo_do_update(r, tlo_exec_by_id(r, t->executor_id), t->tid, TL_TASK_FINISHED, 0, "re-entrant",
+                  1, r->re_arg);
+  }
+  cb_leave(r);
+}
+
+void tlo_cb_task_ended(void *ud, const tl_task_info *t, const tl_task_end *end) {
+  tlo_run *r = cb_enter(ud);
+  if (r == NULL)
+    return;
+  mevent *e = tlo_pop_ev(r, EV_ENDED);
+  if (e != NULL) {
+    cmp_task(r, e, t);
+    CMP(r, "end.kind", end->kind, e->kind);
+    CMP(r, "end.counts_toward_failures", end->counts_toward_failures, e->counts);
+    cmp_str(r, "end.message", end->message, e->text);
+    CMP(r, "end.result_size", end->result_size, e->result_size);
+    if (end->result != e->result || end->result_free != e->result_free) {
+      tlo_fail(r, "end.result %p (free %s) is not the update's %p (free %s)", end->result,
+               end->result_free ? "set" : "NULL", e->result, e->result_free ? "set" : "NULL");
+    } else if (end->result != NULL) {
+      tlo_res *res = end->result;
+      if (res->magic != RES_MAGIC)
+        tlo_fail(r, "end.result is not a result of this run");
+      else if (end->result_free != NULL)
+        end->result_free(end->result);
+      else
+        tlo_res_free(res);
+    }
+    if (e->dropped != NULL) {
+      /* Withheld: the library has freed it with result_free; without one, nobody can (the
+       * callee gets NULL), so the run counts it freed here. */
+      tlo_res *res = e->dropped;
+      if (e->result_free == NULL)
+        tlo_res_free(res);
+      else if (res->frees != 1)
+        tlo_fail(r, "a withheld result was freed %u times before task_ended", res->frees);
+    }
+    tlo_cb_check(r, (int)e->ts, e->ex);
+  }
+  if (!r->failed && (r->reent & TLO_RE_POKE) && !r->re_lose_done) {
+    r->re_lose_done = true;
+    mexec *x = tlo_exec_by_id(r, t->executor_id);
+    if (x != NULL)
+      tlo_do_lose(r, x, TL_LOSS_PROCESS_LOST, true, 1, "lost re-entrantly");
+  }
+  if (!r->failed && (r->reent & TLO_RE_SUBMIT) && !r->re_submit_done) {
+    r->re_submit_done = true;
+    tlo_do_submit(r, r->re_arg % NSTAGES, -1, (r->re_arg >> 3) & 3, 1 + (r->re_arg >> 5), 0, 0,
+                  (r->re_arg & 4) != 0, false, NULL);
+  }
+  cb_leave(r);
+}
+
+void tlo_cb_speculative(void *ud, const tl_taskset_info *ts, uint32_t index) {
+  tlo_run *r = cb_enter(ud);
+  if (r == NULL)
+    return;
+  mevent *e = tlo_pop_ev(r, EV_SPEC);
+  if (e != NULL) {
+    const mts *t = &r->ts[e->ts];
+    CMP(r, "speculative.id", ts->id, t->id);
+    CMP(r, "speculative.stage_id", ts->stage_id, t->stage);
+    CMP(r, "speculative.stage_attempt", ts->stage_attempt, t->sattempt);
+    CMP(r, "speculative.ntasks", ts->ntasks, t->ntasks);
+    CMP(r, "speculative.index", index, e->index);
+    tlo_cb_check(r, (int)e->ts, NULL);
+  }
+  cb_leave(r);
+}
+
+void tlo_cb_taskset_failed(void *ud, const tl_taskset_info *ts, const char *reason) {
+  tlo_run *r = cb_enter(ud);
+  if (r == NULL)
+    return;
+  mevent *e = tlo_pop_ev(r, EV_FAILED);
+  if (e != NULL) {
+    const mts *t = &r->ts[e->ts];
+    CMP(r, "failed.id", ts->id, t->id);
+    CMP(r, "failed.stage_id", ts->stage_id, t->stage);
+    CMP(r, "failed.stage_attempt", ts->stage_attempt, t->sattempt);
+    CMP(r, "failed.ntasks", ts->ntasks, t->ntasks);
+    cmp_str(r, "failed.reason", reason, e->text);
+    tlo_cb_check(r, (int)e->ts, NULL);
+  }
+  cb_leave(r);
+}
+
+/* Inside a taskset_released that tl_scheduler_free makes: inspection works, every mutating call
+ * is TL_EBUSY (freeing again too, and whatever its arguments name) and tl_tick answers
+ * TL_TICK_NEVER. */
+static void while_closing(tlo_run *r) {
+  tlo_check_ledger(r);
+  tl_taskset_desc desc = {.stage_id = 0, .stage_attempt = 1000, .ntasks = 1};
+  tlo_note_call(r, "submit while freeing");
+  tlo_expect_rc(r, "submit while freeing", tl_submit(r->s, &desc, NULL), TL_EBUSY);
+  tl_offer offer = {r->ex[0][0].id, 1};
+  tl_launch out[1];
+  size_t nout = 99;
+  tlo_note_call(r, "offer while freeing");
+  tlo_expect_rc(r, "offer while freeing", tl_resource_offers(r->s, &offer, 1, out, 1, &nout),
+                TL_EBUSY);
+  if (nout != 0)
+    tlo_fail(r, "tl_resource_offers while freeing set *nout to %zu", nout);
+  const char *id = r->ex[0][0].id;
+  tl_executor_desc ed = {"busy", "h0", NULL, 1};
+  tl_loss_reason why = {TL_LOSS_KILLED, false, 0, NULL};
+  tl_update u = {TL_TASK_RUNNING, TL_END_SUCCESS, NULL, NULL, 0, NULL};
+  tlo_note_call(r, "every mutating call while freeing");
+  tlo_expect_rc(r, "add while freeing", tl_executor_add(r->s, &ed), TL_EBUSY);
+  tlo_expect_rc(r, "lose while freeing", tl_executor_lost(r->s, id, &why), TL_EBUSY);
+  tlo_expect_rc(r, "heartbeat while freeing", tl_executor_heartbeat(r->s, id), TL_EBUSY);
+  tlo_expect_rc(r, "decommission while freeing", tl_executor_decommission(r->s, id, NULL),
+                TL_EBUSY);
+  tlo_expect_rc(r, "kill_task while freeing", tl_kill_task(r->s, 1, false, NULL), TL_EBUSY);
+  tlo_expect_rc(r, "kill_stage while freeing", tl_kill_stage(r->s, 0, false, NULL), TL_EBUSY);
+  tlo_expect_rc(r, "cancel_stage while freeing", tl_cancel_stage(r->s, 0, NULL), TL_EBUSY);
+  tlo_expect_rc(r, "partition while freeing", tl_partition_completed(r->s, 0, 0), TL_EBUSY);
+  tlo_expect_rc(r, "pool_add while freeing", tl_pool_add(r->s, "busy", TL_FAIR, 1, 0), TL_EBUSY);
+  tlo_expect_rc(r, "update while freeing", tl_status_update(r->s, id, 1, &u), TL_EBUSY);
+  tlo_note_call(r, "scheduler_free while freeing");
+  tlo_expect_rc(r, "scheduler_free while freeing", tl_scheduler_free(r->s), TL_EBUSY);
+  uint64_t next = tl_tick(r->s);
+  if (next != TL_TICK_NEVER)
+    tlo_fail(r, "tl_tick while freeing returned %" PRIu64 ", not TL_TICK_NEVER", next);
+}
+
+void tlo_cb_taskset_released(void *ud, const tl_taskset_info *ts, void *payload) {
+  tlo_run *r = cb_enter(ud);
+  if (r == NULL)
+    return;
+  mevent *e = tlo_pop_ev(r, EV_RELEASED);
+  int k = tlo_ts_of_payload(r, payload);
+  if (k < 0) {
+    tlo_fail(r, "taskset_released of %" PRIu64 " hands back a payload that is no task set's",
+             ts->id);
+  } else if (++r->ts[k].released_seen > 1) {
+    tlo_fail(r, "task set %" PRIu64 " released a second time", r->ts[k].id);
+  } else if (e != NULL) {
+    const mts *t = &r->ts[e->ts];
+    if (k != (int)e->ts)
+      tlo_fail(r, "taskset_released of %" PRIu64 ", the model says %" PRIu64, r->ts[k].id, t->id);
+    CMP(r, "released.id", ts->id, t->id);
+    CMP(r, "released.stage_id", ts->stage_id, t->stage);
+    CMP(r, "released.stage_attempt", ts->stage_attempt, t->sattempt);
+    CMP(r, "released.ntasks", ts->ntasks, t->ntasks);
+    tlo_cb_check(r, (int)e->ts, NULL);
+  }
+  if (!r->failed && r->closing)
+    while_closing(r);
+  cb_leave(r);
+}
+
+void tlo_cb_executor_added(void *ud, const char *id, const char *host) {
+  tlo_run *r = cb_enter(ud);
+  if (r == NULL)
+    return;
+  mevent *e = tlo_pop_ev(r, EV_ADDED);
+  if (e != NULL) {
+    cmp_str(r, "added.executor_id", id, e->ex->id);
+    cmp_str(r, "added.host", host, tlo_host_names[e->ex->host]);
+    tlo_cb_check(r, -1, e->ex);
+  }
+  cb_leave(r);
+}
+
+void tlo_cb_executor_lost(void *ud, const char *id, const tl_loss_reason *why) {
+  tlo_run *r = cb_enter(ud);
+  if (r == NULL)
+    return;
+  mevent *e = tlo_pop_ev(r, EV_LOST);
+  if (e != NULL) {
+    cmp_str(r, "lost.executor_id", id, e->ex->id);
+    CMP(r, "lost.kind", why->kind, e->loss);
+    CMP(r, "lost.caused_by_app", why->caused_by_app, e->app);
+    CMP(r, "lost.exit_code", why->exit_code, e->exit_code);
+    cmp_str(r, "lost.message", why->message, e->text);
+    tlo_cb_check(r, -1, e->ex);
+  }
+  if (!r->failed && (r->reent & TLO_RE_POKE)) {
+    mexec *x = tlo_exec_by_id(r, id);
+    if (x != NULL)
+      tlo_do_heartbeat(r, x);
+  }
+  cb_leave(r);
+}
+
+void tlo_cb_revive(void *ud) {
+  tlo_run *r = cb_enter(ud);
+  if (r == NULL)
+    return;
+  if (tlo_pop_ev(r, EV_REVIVE) != NULL)
+    tlo_cb_check(r, -1, NULL);
+  if (!r->failed && (r->reent & TLO_RE_OFFER) && !r->re_offer_done) {
+    r->re_offer_done = true;
+    tlo_do_offer_alive(r, 64, 16, false);
+  }
+  cb_leave(r);
+}
+
+void tlo_cb_kill(void *ud, tl_tid tid, const char *id, bool interrupt, const char *reason) {
+  tlo_run *r = cb_enter(ud);
+  if (r == NULL)
+    return;
+  mevent *e = tlo_pop_ev(r, EV_KILL);
+  if (e != NULL) {
+    CMP(r, "kill.tid", tid, e->tid);
+    cmp_str(r, "kill.executor_id", id, e->ex->id);
+    CMP(r, "kill.interrupt", interrupt, e->interrupt);
+    cmp_str(r, "kill.reason", reason, e->text);
+    tlo_cb_check(r, -1, e->ex);
+  }
+  if (!r->failed && (r->reent & TLO_RE_KILLED)) {
+    mexec *x = tlo_exec_by_id(r, id);
+    if (x != NULL)
+      tlo_do_update(r, x, tid, TL_TASK_KILLED, 0, "killed as asked", 0, 0);
+  }
+  cb_leave(r);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Resolving an operation's bytes against the model, and applying it.
+ * ------------------------------------------------------------------------------------------- */
+
+/* TLO_CLOCK's steps; the last three are special: one speculation interval, back 3 s, and a
+ * jump to 20 s before the end of time, after which deadlines saturate and never come. 1 ns
+ * probes every "longer than". */
+static const uint64_t clock_steps[] = {0,
+                                       1,
+                                       SEC / 1000,
+                                       SEC / 2,
+                                       SEC,
+                                       2 * SEC,
+                                       4 * SEC,
+                                       5 * SEC,
+                                       6 * SEC,
+                                       10 * SEC,
+                                       11 * SEC,
+                                       31 * SEC,
+                                       0 /* one speculation interval */,
+                                       0 /* back */,
+                                       0 /* to the end of time */};
+#define NCLOCK_STEPS (sizeof clock_steps / sizeof clock_steps[0])
+#define CLOCK_BACK (3 * SEC)
+#define CLOCK_END (UINT64_MAX - 20 * SEC)
+
+static const char *message_of(uint8_t m) {
+  switch (m % 4) {
+  case 1:
+    return "m1";
+  case 2:
+    return "a second message";
+  case 3:
+    return tlo_long_message;
+  default:
+    return NULL;
+  }
+}
+
+mexec *tlo_resolve_exec(tlo_run *r, uint8_t v) {
+  unsigned slot = v & 7, back = (v >> 3) & 3;
+  if (back == 3 || back >= r->ngen[slot])
+    return &r->phantom[slot];
+  return &r->ex[slot][r->ngen[slot] - 1 - back];
+}
+
+tl_tid tlo_resolve_tid(tlo_run *r, uint8_t sel) {
+  tl_tid max = (tl_tid)r->natt;
+  if (sel < 160) {
+    int frozen = sel >= 128;
+    size_t n = 0;
+    for (size_t i = 0; i < r->ninflight; i++)
+      n += r->att[r->inflight[i] - 1].frozen == (frozen != 0);
+    if (n > 0) {
+      /* Spread over all of them, however many there are. */
+      size_t want = frozen ? (sel - 128u) % n : (size_t)sel * n / 128;
+      for (size_t i = 0; i < r->ninflight; i++)
+        if (r->att[r->inflight[i] - 1].frozen == (frozen != 0) && want-- == 0)
+          return r->inflight[i];
+    }
+    if (!frozen || max == 0)
+      return max + 1; /* nothing of that kind: a tid never launched */
+  }
+  if (sel < 224)
+    return max == 0 ? 1 : max - sel % max;
+  return (sel & 1) ? 0 : max + 1 + ((sel - 224u) >> 1);
+}
+
+/* A submission's preferences, from bits its other fields leave unused: flags bits 4-7 choose a
+ * pattern (0: tasks NULL, as before preferences existed), and with the high bits of a, b and d
+ * seed the choices, resolved against the model's executors now. Executors are chosen among
+ * each slot's latest id, the next one (not registered yet), an older one (dead, or evicted) and
+ * "p<slot>" (never registered); hosts mostly the one the executor was registered on. */
+static bool resolve_prefs(tlo_run *r, const tlo_op *op, mprefs *out) {
+  unsigned pattern = op->flags >> 4;
+  if (pattern == 0)
+    return false;
+  memset(out, 0, sizeof *out);
+  uint64_t seed = pattern | (uint64_t)(op->a >> 3) << 4 | (uint64_t)(op->b >> 2) << 9 |
+                  (uint64_t)(op->d >> 3) << 15;
+  uint64_t x = seed * UINT64_C(0x9e3779b97f4a7c15) + 1;
+  /* pattern bits: 1 every task prefers something; 2 executors and hosts from a narrow set (more
+   * contention, duplicates); 4 and 8 how many preferences a task has. */
+  bool all = pattern & 1, narrow = pattern & 2;
+  unsigned most = 1 + ((pattern >> 2) & 3); /* 1-4 */
+  for (uint32_t i = 0; i < MAXTASKS; i++) {
+    uint64_t v = tlo_splitmix64(&x);
+    if (!all && v % 4 == 0)
+      continue; /* no preference */
+    unsigned n = 1 + (unsigned)((v >> 2) % most);
+    for (unsigned j = 0; j < n; j++) {
+      uint64_t c = tlo_splitmix64(&x);
+      mpref *pf = &out->p[i][j];
+      unsigned slot = (unsigned)(c % (narrow ? 3 : NSLOTS));
+      unsigned which = (unsigned)((c >> 8) % 8);
+      mexec *ex = NULL;
+      if (which < 3) {
+        pf->host = (unsigned)((c >> 16) % (narrow ? 2 : NHOSTS));
+      } else {
+        uint32_t ng = r->ngen[slot];
+        if (which < 6)
+          ex = &r->ex[slot][ng > 0 ? ng - 1 : 0]; /* the latest */
+        else if (which == 6)
+          ex = ng < MAXGEN ? &r->ex[slot][ng] : &r->phantom[slot]; /* not registered yet */
+        else
+          ex = ng > 1 && (c >> 24) % 2 ? &r->ex[slot][(c >> 32) % (ng - 1)] : &r->phantom[slot];
+        bool registered = ex->state != MX_NONE || ex->cores != 0;
+        pf->host = registered && (c >> 40) % 4 != 0 ? ex->host : (unsigned)((c >> 48) % NHOSTS);
+      }
+      pf->ex = ex;
+    }
+    out->n[i] = (uint8_t)n;
+  }
+  /* One submission with preferences in 64 is invalid: an empty host name. */
+  out->bad = (seed >> 4) % 64 == 63 && out->n[0] > 0;
+  return true;
+}
+
+static void apply(tlo_run *r, const tlo_op *op) {
+  switch ((tlo_kind)(op->kind % TLO_NKINDS)) {
+  case TLO_ADD: {
+    unsigned slot = op->exec & 7;
+    mexec *x = tlo_resolve_exec(r, op->exec);
+    bool fresh = (op->flags & 1) || x == &r->phantom[slot];
+    if (fresh) {
+      if (r->ngen[slot] == MAXGEN)
+        return;
+      x = &r->ex[slot][r->ngen[slot]];
+    }
+    static const uint32_t cores[8] = {0, 1, 2, 3, 4, 2, 4, 64};
+    unsigned host = op->a % NHOSTS;
+    tlo_do_add(r, x, slot, fresh, host, op->b % 5, cores[op->c % 8]);
+    break;
+  }
+  case TLO_LOSE:
+    tlo_do_lose(r, tlo_resolve_exec(r, op->exec), op->a % 8, op->flags & 1, op->c % 4,
+                message_of(op->msg));
+    break;
+  case TLO_HEARTBEAT:
+    tlo_do_heartbeat(r, tlo_resolve_exec(r, op->exec));
+    break;
+  case TLO_HEARTBEAT_ALL:
+    for (unsigned s = 0; s < NSLOTS && !r->failed; s++)
+      for (uint32_t g = 0; g < r->ngen[s] && !r->failed; g++)
+        if (tlo_live_state(r->ex[s][g].state))
+          tlo_do_heartbeat(r, &r->ex[s][g]);
+    break;
+  case TLO_DECOMMISSION:
+    tlo_do_decommission(r, tlo_resolve_exec(r, op->exec), message_of(op->msg));
+    break;
+  case TLO_SUBMIT: {
+    mprefs prefs;
+    bool with = resolve_prefs(r, op, &prefs);
+    tlo_do_submit(r, op->stage % NSTAGES, op->a % 8 == 0 ? -1 : (int)(op->a % 8) - 1, op->b % 4,
+                  op->c % 13, (op->flags & 3) % 3, op->d % NPOOLNAMES, (op->flags & 4) != 0,
+                  (op->flags & 8) != 0, with ? &prefs : NULL);
+    break;
+  }
+  case TLO_KILL_TASK:
+    tlo_do_kill_task(r, tlo_resolve_tid(r, op->tid), op->flags & 1, message_of(op->msg));
+    break;
+  case TLO_KILL_STAGE:
+    tlo_do_kill_stage(r, op->stage % 7 == 6 ? 99 : op->stage % 7, op->flags & 1,
+                      message_of(op->msg));
+    break;
+  case TLO_CANCEL_STAGE:
+    tlo_do_cancel(r, op->stage % 7 == 6 ? 99 : op->stage % 7, message_of(op->msg));
+    break;
+  case TLO_PARTITION:
+    tlo_do_partition(r, op->stage % NSTAGES, op->a % 14);
+    break;
+  case TLO_OFFER: {
+    mexec *xs[TLO_MAX_OFFERS];
+    uint32_t cores[TLO_MAX_OFFERS];
+    size_t n = op->noffers % (TLO_MAX_OFFERS + 1);
+    for (size_t i = 0; i < n; i++) {
+      xs[i] = tlo_resolve_exec(r, op->offer_exec[i]);
+      cores[i] = op->offer_cores[i] % 5;
+    }
+    tlo_do_offer(r, xs, cores, n, op->a % 17, op->flags & 1);
+    break;
+  }
+  case TLO_OFFER_ALL:
+    tlo_do_offer_alive(r, 64, MAXCAP, true);
+    break;
+  case TLO_UPDATE: {
+    tl_tid tid = tlo_resolve_tid(r, op->tid);
+    matt *a = tlo_att_of(r, tid);
+    mexec *x = (op->flags & 1) || a == NULL ? tlo_resolve_exec(r, op->exec) : a->ex;
+    tlo_do_update(r, x, tid, op->a % 5, op->b % 8, message_of(op->msg), op->c % 4, op->d);
+    break;
+  }
+  case TLO_CLOCK: {
+    unsigned step = op->a % NCLOCK_STEPS;
+    if (step == NCLOCK_STEPS - 3)
+      r->raw_now = tlo_add_sat(r->raw_now, r->cfg.speculation_interval_ns);
+    else if (step == NCLOCK_STEPS - 2)
+      r->raw_now = r->raw_now > CLOCK_BACK ? r->raw_now - CLOCK_BACK : 0;
+    else if (step == NCLOCK_STEPS - 1)
+      r->raw_now = r->raw_now > CLOCK_END ? r->raw_now : CLOCK_END;
+    else
+      r->raw_now = tlo_add_sat(r->raw_now, clock_steps[step]);
+    snprintf(r->desc, sizeof r->desc, "clock to %" PRIu64 " ms", r->raw_now / 1000000);
+    tlo_trace(r, 1, "%s", r->desc);
+    break;
+  }
+  case TLO_TICK:
+    tlo_do_tick(r);
+    break;
+  case TLO_INSPECT:
+    tlo_do_inspect(r, tlo_resolve_exec(r, op->exec), op->a, op->b);
+    break;
+  case TLO_POOL_ADD: {
+    static const uint32_t weights[4] = {0, 1, 2, 5}, shares[4] = {0, 1, 2, 4};
+    tlo_do_pool_add(r, op->d % NPOOLNAMES, op->a % 3, weights[op->b % 4], shares[op->c % 4]);
+    break;
+  }
+  case TLO_NKINDS:
+    break;
+  }
+}
+
+/* One top-level operation and the checks that follow it. */
+void tlo_apply_top(tlo_run *r, const tlo_op *op) {
+  r->reent = op->reent;
+  r->re_arg = op->re_arg;
+  r->re_submit_done = r->re_offer_done = r->re_first_done = r->re_finish_done = false;
+  r->re_lose_done = false;
+  r->desc[0] = '\0'; /* until a call names itself; a failure before that describes the op */
+  r->op = op;
+  apply(r, op);
+  r->reent = 0;
+  if (!r->failed && r->qhead != r->qlen) {
+    char d[256];
+    tlo_describe_ev(r, &r->q[r->qhead], d, sizeof d);
+    tlo_fail(r, "%zu expected events were not delivered, the first: %s", r->qlen - r->qhead, d);
+  }
+  if (!r->failed) {
+    tlo_drop_events(r);
+    tlo_compare_all(r, true);
+  }
+  r->op = NULL;
+}

@@ -1,0 +1,689 @@
+/* The calls but the offer round (ops_offer.c): each predicts its answer and events from the
+ * model, applies the prediction, makes the call and checks its answer; and the results that
+ * FINISHED updates hand over.
+ */
+#include "ops_internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * Results.
+ * ------------------------------------------------------------------------------------------- */
+
+void tlo_res_free(void *p) { ((tlo_res *)p)->frees++; }
+
+static tlo_res *res_new(tlo_run *r) {
+  if (r->nres == r->rescap) {
+    r->rescap = r->rescap ? 2 * r->rescap : 64;
+    r->res = tlo_xrealloc(r->res, r->rescap * sizeof *r->res);
+  }
+  tlo_res *res = tlo_xrealloc(NULL, sizeof *res);
+  res->magic = RES_MAGIC;
+  res->frees = 0;
+  r->res[r->nres++] = res;
+  return res;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The calls: each predicts from the model, applies the prediction, calls, and compares.
+ * ------------------------------------------------------------------------------------------- */
+
+static const char *const rack_names[2] = {"r0", "r1"};
+
+void tlo_do_add(tlo_run *r, mexec *x, unsigned slot, bool fresh, unsigned host, unsigned rackc,
+                uint32_t cores) {
+  static const int canonical[NHOSTS] = {0, 1, 0, -1};
+  int rk = rackc == 0 ? canonical[host] : rackc == 1 ? 0 : rackc == 2 ? 1 : rackc == 3 ? -1 : -2;
+  const char *rack = rk == -2 ? "" : rk < 0 ? NULL : rack_names[rk];
+  int want;
+  if (cores == 0 || rk == -2) {
+    want = TL_EINVAL;
+  } else {
+    tlo_clock_read(r);
+    if (x->state == MX_REMOVED)
+      want = TL_EGONE;
+    else if (x->state != MX_NONE)
+      want = TL_EEXIST;
+    else if (r->host_live[host] > 0 && r->host_rack[host] != rk)
+      want = TL_EINVAL;
+    else
+      want = TL_OK;
+  }
+  if (want == TL_OK) {
+    if (fresh)
+      r->ngen[slot]++;
+    x->state = MX_ALIVE;
+    x->cores = x->free_cores = cores;
+    x->nrunning = x->nfrozen = 0;
+    x->host = host;
+    x->was_decom = false;
+    x->hb_when = r->now;
+    x->hb_seq = ++r->seq;
+    x->pend_timed = false;
+    r->host_live[host]++;
+    r->host_rack[host] = rk;
+    x->was_alive = false;
+    tlo_executor_changed(r, x);
+    tlo_push_ev(r, EV_ADDED)->ex = x;
+    tlo_clear_deadlines(r, TLO_XF_CLEARED_ADD); /* a task set may run there */
+  }
+  char d[160];
+  snprintf(d, sizeof d, "add %s host=%s rack=%s cores=%u", x->id, tlo_host_names[host],
+           rack == NULL ? "(none)"
+           : rack[0]    ? rack
+                        : "\"\"",
+           cores);
+  tl_executor_desc desc = {x->id, tlo_host_names[host], rack, cores};
+  tlo_note_call(r, d);
+  int rc = tl_executor_add(r->s, &desc);
+  tlo_expect_rc(r, d, rc, want);
+}
+
+void tlo_do_lose(tlo_run *r, mexec *x, unsigned kind, bool app, int exit_code, const char *msg) {
+  int want;
+  if (kind > TL_LOSS_PENDING_TIMEOUT) {
+    want = TL_EINVAL;
+  } else {
+    tlo_clock_read(r);
+    if (x->state == MX_NONE)
+      want = TL_ENOENT;
+    else if (x->state == MX_REMOVED)
+      want = TL_EGONE;
+    else
+      want = TL_OK;
+  }
+  if (want == TL_OK && !(x->state == MX_PENDING && kind == TL_LOSS_PENDING))
+    tlo_lose(r, x, (tl_loss_kind)kind, app, exit_code, msg);
+  char d[160];
+  snprintf(d, sizeof d, "lose %s %s app=%d exit=%d msg=%.12s", x->id,
+           tl_loss_kind_name((tl_loss_kind)kind), app, exit_code, msg ? msg : "(null)");
+  tl_loss_reason why = {(tl_loss_kind)kind, app, exit_code, msg};
+  tlo_note_call(r, d);
+  int rc = tl_executor_lost(r->s, x->id, &why);
+  tlo_expect_rc(r, d, rc, want);
+}
+
+void tlo_do_heartbeat(tlo_run *r, mexec *x) {
+  tlo_clock_read(r);
+  int want = x->state == MX_NONE      ? TL_ENOENT
+             : x->state == MX_REMOVED ? TL_EGONE
+             : x->state == MX_PENDING ? TL_ESTATE
+                                      : TL_OK;
+  if (want == TL_OK) {
+    x->hb_when = r->now;
+    x->hb_seq = ++r->seq;
+  }
+  char d[64];
+  snprintf(d, sizeof d, "heartbeat %s", x->id);
+  tlo_note_call(r, d);
+  int rc = tl_executor_heartbeat(r->s, x->id);
+  tlo_expect_rc(r, d, rc, want);
+}
+
+void tlo_do_decommission(tlo_run *r, mexec *x, const char *msg) {
+  int want = x->state == MX_NONE      ? TL_ENOENT
+             : x->state == MX_REMOVED ? TL_EGONE
+             : x->state == MX_PENDING ? TL_ESTATE
+                                      : TL_OK;
+  if (want == TL_OK && x->state == MX_ALIVE) {
+    x->state = MX_DECOM;
+    x->was_alive = true;
+    tlo_executor_changed(r, x);
+    x->was_alive = false;
+  }
+  char d[80];
+  snprintf(d, sizeof d, "decommission %s msg=%.12s", x->id, msg ? msg : "(null)");
+  tlo_note_call(r, d);
+  int rc = tl_executor_decommission(r->s, x->id, msg);
+  tlo_expect_rc(r, d, rc, want);
+}
+
+static bool pool_name_valid(const char *name) {
+  return name != NULL && name[0] != '\0' && strlen(name) < 256;
+}
+
+void tlo_do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio, uint32_t ntasks,
+                   uint32_t cpus, unsigned pool, bool shuffle, bool barrier, const mprefs *prefs) {
+  if (r->nts == MAXTS)
+    return; /* the model's table is full: the operation does nothing */
+  uint32_t sattempt = attempt_sel < 0 ? r->stage_next[stage] : (uint32_t)attempt_sel;
+  const char *pname = tlo_pool_names[pool];
+  unsigned in_pool = POOL_DEFAULT; /* TL_FIFO ignores the pool's name, as Spark does */
+  int want = TL_OK;
+  if (ntasks == 0 || (pname != NULL && !pool_name_valid(pname)) || (prefs != NULL && prefs->bad)) {
+    want = TL_EINVAL;
+  } else {
+    if (r->cfg.mode == TL_FAIR && pname != NULL) {
+      in_pool = pool;
+      if (!r->pools[pool].exists)
+        want = TL_ENOENT;
+    }
+    for (uint32_t k = 0; k < r->nts && want == TL_OK; k++)
+      if (!r->ts[k].released && r->ts[k].stage == stage && r->ts[k].sattempt == sattempt)
+        want = TL_EEXIST;
+  }
+  uint32_t k = r->nts;
+  mts *t = &r->ts[k];
+  if (want == TL_OK) {
+    int older = tlo_active_of(r, stage);
+    memset(t, 0, sizeof *t);
+    t->id = r->next_ts_id++;
+    t->stage = stage;
+    t->sattempt = sattempt;
+    t->prio = prio;
+    t->ntasks = ntasks;
+    t->cpus = cpus != 0 ? cpus : r->cfg.cpus_per_task;
+    t->pool = in_pool;
+    t->shuffle = shuffle;
+    t->barrier = barrier;
+    t->may_spec = r->cfg.speculation && !barrier;
+    for (uint32_t i = ntasks; i-- > 0;)
+      tlo_pend_push(t, i);
+    for (uint32_t i = 0; prefs != NULL && i < ntasks; i++) {
+      t->nprefs[i] = prefs->n[i];
+      memcpy(t->prefs[i], prefs->p[i], sizeof t->prefs[i]);
+      t->has_loc |= prefs->n[i] > 0;
+    }
+    if (t->has_loc) { /* delay scheduling starts at the most local valid level, now */
+      t->levels = tlo_valid_levels_of(r, t);
+      t->level = (uint8_t)tlo_next_level(t->levels, TL_PROCESS_LOCAL);
+      t->reset = r->now;
+      t->no_rejects = true;
+    }
+    r->nts++;
+    if (sattempt >= r->stage_next[stage])
+      r->stage_next[stage] = sattempt + 1;
+    if (older >= 0) {
+      tlo_make_zombie(r, (uint32_t)older);
+      tlo_finish_if_drained(r, (uint32_t)older);
+    }
+    r->revive_wanted = true;
+    tlo_push_revive_if_wanted(r);
+  }
+  char d[512];
+  snprintf(d, sizeof d, "submit stage=%u attempt=%u priority=%u ntasks=%u cpus=%u pool=%.8s%s%s",
+           stage, sattempt, prio, ntasks, cpus,
+           pname == NULL      ? "(null)"
+           : pname[0] == '\0' ? "\"\""
+                              : pname,
+           shuffle ? " shuffle_map" : "", barrier ? " barrier" : "");
+  tl_location locs[MAXTASKS][MAXPREFS];
+  tl_task_desc tasks[MAXTASKS];
+  int w = (int)strlen(d);
+  for (uint32_t i = 0; prefs != NULL && i < ntasks && i < MAXTASKS; i++) {
+    tasks[i].prefs = prefs->n[i] > 0 ? locs[i] : NULL;
+    tasks[i].nprefs = prefs->n[i];
+    if (w > 0 && (size_t)w < sizeof d)
+      w += snprintf(d + w, sizeof d - (size_t)w, " %u:", i);
+    for (unsigned j = 0; j < prefs->n[i]; j++) {
+      const mpref *pf = &prefs->p[i][j];
+      locs[i][j].host = i == 0 && j == 0 && prefs->bad ? "" : tlo_host_names[pf->host];
+      locs[i][j].executor_id = pf->ex != NULL ? pf->ex->id : NULL;
+      if (w > 0 && (size_t)w < sizeof d)
+        w += snprintf(d + w, sizeof d - (size_t)w, "%s%s%s", j ? "," : "", locs[i][j].host,
+                      pf->ex != NULL ? "/" : "");
+      if (pf->ex != NULL && w > 0 && (size_t)w < sizeof d)
+        w += snprintf(d + w, sizeof d - (size_t)w, "%s", pf->ex->id);
+    }
+  }
+  tl_taskset_desc desc = {.stage_id = stage,
+                          .stage_attempt = sattempt,
+                          .priority = prio,
+                          .ntasks = ntasks,
+                          .cpus_per_task = cpus,
+                          .payload = t,
+                          .shuffle_map = shuffle,
+                          .barrier = barrier,
+                          .pool = pname,
+                          .tasks = prefs != NULL ? tasks : NULL};
+  tl_taskset_id id = 0;
+  tlo_note_call(r, d);
+  int rc = tl_submit(r->s, &desc, &id);
+  tlo_expect_rc(r, d, rc, want);
+  if (rc == TL_OK && want == TL_OK && id != t->id)
+    tlo_fail(r, "tl_submit gave id %" PRIu64 ", the model says %" PRIu64, id, t->id);
+}
+
+/* tl_pool_add. A pool lives as long as the scheduler, so the memory it takes joins the empty
+ * scheduler's baseline. */
+void tlo_do_pool_add(tlo_run *r, unsigned pool, unsigned mode, uint32_t weight,
+                     uint32_t min_share) {
+  const char *name = tlo_pool_names[pool];
+  int want;
+  if (!pool_name_valid(name) || mode > TL_FAIR || weight == 0)
+    want = TL_EINVAL;
+  else if (r->cfg.mode != TL_FAIR)
+    want = TL_ESTATE;
+  else if (r->pools[pool].exists)
+    want = TL_EEXIST;
+  else
+    want = TL_OK;
+  if (want == TL_OK)
+    r->pools[pool] = (mpool){true, (tl_sched_mode)mode, weight, min_share};
+  char d[96];
+  snprintf(d, sizeof d, "pool_add %.8s mode=%u weight=%u min_share=%u",
+           name == NULL      ? "(null)"
+           : name[0] == '\0' ? "\"\""
+                             : name,
+           mode, weight, min_share);
+  tl_stats before, after;
+  tl_stats_get(r->s, &before);
+  tlo_note_call(r, d);
+  int rc = tl_pool_add(r->s, name, (tl_sched_mode)mode, weight, min_share);
+  tlo_expect_rc(r, d, rc, want);
+  tl_stats_get(r->s, &after);
+  if (rc == TL_OK && want == TL_OK && !r->in_cb) {
+    r->base_bytes += after.mem_live_bytes - before.mem_live_bytes;
+    r->base_blocks += after.mem_live_blocks - before.mem_live_blocks;
+  }
+}
+
+void tlo_do_kill_task(tlo_run *r, tl_tid tid, bool interrupt, const char *msg) {
+  matt *a = tlo_indexed(r, tid);
+  int want = a != NULL ? TL_OK : TL_ESTALE;
+  if (a != NULL) {
+    mevent *e = tlo_push_ev(r, EV_KILL);
+    e->tid = tid;
+    e->ex = a->ex;
+    e->interrupt = interrupt;
+    e->text = tlo_dup_text(msg);
+  }
+  char d[96];
+  snprintf(d, sizeof d, "kill_task tid=%" PRIu64 " interrupt=%d msg=%.12s", tid, interrupt,
+           msg ? msg : "(null)");
+  tlo_note_call(r, d);
+  int rc = tl_kill_task(r->s, tid, interrupt, msg);
+  tlo_expect_rc(r, d, rc, want);
+}
+
+/* kill_task for every attempt in the tid index of every task set of a stage. */
+static void kill_stage_model(tlo_run *r, uint32_t stage, bool interrupt, const char *msg) {
+  for (uint32_t k = 0; k < r->nts; k++) {
+    if (r->ts[k].released || r->ts[k].stage != stage)
+      continue;
+    tl_tid *v;
+    size_t n = tlo_inflight_where(r, &v, NULL, 0, (int)k);
+    for (size_t i = 0; i < n; i++) {
+      mevent *e = tlo_push_ev(r, EV_KILL);
+      e->tid = v[i];
+      e->ex = r->att[v[i] - 1].ex;
+      e->interrupt = interrupt;
+      e->text = tlo_dup_text(msg);
+    }
+    free(v);
+  }
+}
+
+void tlo_do_kill_stage(tlo_run *r, uint32_t stage, bool interrupt, const char *msg) {
+  int want = tlo_stage_exists(r, stage) ? TL_OK : TL_ENOENT;
+  if (want == TL_OK)
+    kill_stage_model(r, stage, interrupt, msg);
+  char d[96];
+  snprintf(d, sizeof d, "kill_stage stage=%u interrupt=%d msg=%.12s", stage, interrupt,
+           msg ? msg : "(null)");
+  tlo_note_call(r, d);
+  int rc = tl_kill_stage(r->s, stage, interrupt, msg);
+  tlo_expect_rc(r, d, rc, want);
+}
+
+void tlo_do_cancel(tlo_run *r, uint32_t stage, const char *msg) {
+  int want = tlo_stage_exists(r, stage) ? TL_OK : TL_ENOENT;
+  if (want == TL_OK) {
+    kill_stage_model(r, stage, false, msg);
+    int active = tlo_active_of(r, stage);
+    if (active >= 0)
+      tlo_abort_ts(r, (uint32_t)active, ABORT_CANCEL, 0, 0, msg);
+    for (uint32_t k = 0; k < r->nts; k++)
+      if (!r->ts[k].released && r->ts[k].stage == stage)
+        tlo_finish_if_drained(r, k);
+  }
+  char d[96];
+  snprintf(d, sizeof d, "cancel_stage stage=%u msg=%.12s", stage, msg ? msg : "(null)");
+  tlo_note_call(r, d);
+  int rc = tl_cancel_stage(r->s, stage, msg);
+  tlo_expect_rc(r, d, rc, want);
+}
+
+void tlo_do_partition(tlo_run *r, uint32_t stage, uint32_t index) {
+  int want = TL_OK;
+  int active = -1;
+  if (!tlo_stage_exists(r, stage)) {
+    want = TL_ENOENT;
+  } else if ((active = tlo_active_of(r, stage)) >= 0) {
+    mts *t = &r->ts[active];
+    if (index >= t->ntasks) {
+      want = TL_EINVAL;
+    } else if (!t->idx[index].done) {
+      tlo_mark_successful(r, (uint32_t)active, index);
+      tlo_finish_if_drained(r, (uint32_t)active);
+    }
+  }
+  char d[64];
+  snprintf(d, sizeof d, "partition_completed stage=%u index=%u", stage, index);
+  tlo_note_call(r, d);
+  int rc = tl_partition_completed(r->s, stage, index);
+  tlo_expect_rc(r, d, rc, want);
+}
+
+/* result_size choices of TLO_UPDATE (d): 0 the result mode's own (8 per mode, 0 for mode 3). */
+static const size_t result_sizes[8] = {0, 0, 1, 7, 13, 40, 1000, SIZE_MAX};
+
+void tlo_do_update(tlo_run *r, mexec *x, tl_tid tid, unsigned state, unsigned failure,
+                   const char *msg, unsigned resmode, unsigned sizesel) {
+  tlo_res *res = resmode != 0 ? res_new(r) : NULL;
+  void (*rfree)(void *) = resmode == 2 ? NULL : tlo_res_free;
+  size_t rsize = sizesel % 8 != 0 ? result_sizes[sizesel % 8] : resmode == 3 ? 0 : 8 * resmode;
+  int want;
+  matt *a = NULL;
+  if (state > TL_TASK_KILLED || (res != NULL && state != TL_TASK_FINISHED) ||
+      (state == TL_TASK_FAILED && (failure == TL_END_SUCCESS || failure == TL_END_EXECUTOR_LOST ||
+                                   failure > TL_END_RESULT_LOST))) {
+    want = TL_EINVAL;
+  } else {
+    /* A success's run time is recorded, a failure's time starts its expiry: the update reads
+     * the clock. */
+    if (r->cfg.speculation || tlo_xon(r))
+      tlo_clock_read(r);
+    if (x->state == MX_NONE) {
+      want = TL_ENOENT;
+    } else if (x->state == MX_REMOVED) {
+      want = TL_EGONE;
+    } else if ((a = tlo_indexed(r, tid)) == NULL) {
+      want = TL_ESTALE;
+      r->stale++;
+    } else if (a->ex != x) {
+      want = TL_EOWNER;
+      r->rejected_updates++;
+    } else {
+      want = TL_OK;
+    }
+  }
+  if (want == TL_OK) {
+    r->f_late_reports += a->killed_by_other;
+    if (state == TL_TASK_RUNNING) {
+      a->running = true;
+    } else {
+      mts *t = &r->ts[a->ts];
+      const mindex *ix = &t->idx[a->index];
+      mend m = {TL_END_SUCCESS, false, msg, NULL, 0, NULL, NULL, false};
+      if (state == TL_TASK_FINISHED) {
+        /* What the update gave is passed on (the result itself only with a success). */
+        m.result_size = rsize;
+        m.result_free = rfree;
+        if (a->killed_by_other && ix->done) {
+          /* Another copy won: the result is not taken, and counts for nothing. */
+          m.kind = TL_END_KILLED;
+          m.msg = "Finish but did not commit: another attempt succeeded.";
+          r->killed++;
+        } else {
+          /* Every result counts toward max_result_bytes, dropped ones too. */
+          t->nresults++;
+          t->result_bytes =
+              rsize > UINT64_MAX - t->result_bytes ? UINT64_MAX : t->result_bytes + rsize;
+          if (!t->shuffle && r->cfg.max_result_bytes != 0 &&
+              t->result_bytes > r->cfg.max_result_bytes) {
+            m.kind = TL_END_RESULT_TOO_LARGE;
+            r->failed_count++;
+          } else {
+            m.kind = TL_END_SUCCESS;
+            r->succeeded++;
+            /* The output of an active shuffle-map task set stays on its executor, unless this
+             * success completes the task set. */
+            m.output = t->shuffle && !t->zombie && !ix->done && t->nsucceeded + 1 < t->ntasks;
+          }
+        }
+        if (m.kind == TL_END_SUCCESS)
+          m.result = res;
+        else
+          m.dropped = res;
+      } else if (state == TL_TASK_KILLED) {
+        m.kind = TL_END_KILLED;
+        r->killed++;
+      } else {
+        m.kind = (tl_end_kind)failure;
+        m.counts = m.kind == TL_END_EXCEPTION || m.kind == TL_END_RESULT_LOST;
+        if (m.kind == TL_END_KILLED)
+          r->killed++;
+        else
+          r->failed_count++;
+      }
+      x->nrunning--;
+      x->free_cores += t->cpus;
+      tlo_attempt_ended(r, tid, &m);
+      tlo_push_revive_if_wanted(r);
+    }
+  }
+  char d[176];
+  snprintf(d, sizeof d, "update %s tid=%" PRIu64 " %s%s%s result=%u size=%zu msg=%.12s", x->id, tid,
+           tl_task_state_name((tl_task_state)state), state == TL_TASK_FAILED ? "/" : "",
+           state == TL_TASK_FAILED ? tl_end_kind_name((tl_end_kind)failure) : "", resmode, rsize,
+           msg ? msg : "(null)");
+  tl_update u = {(tl_task_state)state, (tl_end_kind)failure, msg, res, rsize, rfree};
+  tlo_note_call(r, d);
+  int rc = tl_status_update(r->s, x->id, tid, &u);
+  if (rc != TL_OK && res != NULL)
+    tlo_res_free(res); /* on error the result is still ours */
+  tlo_expect_rc(r, d, rc, want);
+}
+
+/* Whether task set t is looked at, and the run time past which its attempts are slow: only
+ * active task sets that may speculate and have more than one task, once at least
+ * max(floor(quantile x ntasks), 1) run times are recorded; then slow past
+ * max(multiplier x the median of those run times, min runtime). */
+static bool slow_after(const tlo_run *r, const mts *t, uint64_t *threshold) {
+  if (t->released || t->zombie || !t->may_spec || t->ntasks < 2)
+    return false;
+  double wanted = r->cfg.speculation_quantile * (double)t->ntasks;
+  uint64_t min_finished = wanted < 1.0 ? 1 : (uint64_t)wanted;
+  if (t->ndur < min_finished)
+    return false;
+  uint64_t median = tlo_median_of(t);
+  /* Exactly: a run of n ns is longer than multiplier x median when n > floor(that); past 2^64
+   * no run is. The configured multipliers are halves (k / 2). */
+  uint64_t k = (uint32_t)(2 * r->cfg.speculation_multiplier), half = median / 2,
+           odd = (median % 2) * k / 2;
+  /* floor(k x median / 2) = k x floor(median / 2) + floor(k x (median mod 2) / 2) */
+  *threshold = half != 0 && k > (UINT64_MAX - odd) / half ? UINT64_MAX : k * half + odd;
+  if (*threshold < r->cfg.speculation_min_runtime_ns)
+    *threshold = r->cfg.speculation_min_runtime_ns;
+  return true;
+}
+
+/* tl_tick's speculation check, every speculation_interval_ns: each attempt that has run longer
+ * than its task set's threshold, alone in flight for its index (which is neither done nor
+ * speculatable already) and not frozen, makes its index speculatable; task sets in submission
+ * order, attempts in launch order. */
+static void spec_check(tlo_run *r) {
+  if (!r->cfg.speculation || r->now < r->next_spec || r->spec_never)
+    return;
+  for (uint32_t k = 0; k < r->nts; k++) {
+    mts *t = &r->ts[k];
+    uint64_t threshold;
+    if (!slow_after(r, t, &threshold))
+      continue;
+    tlo_trace(r, 2,
+              "  speculation check: task set %" PRIu64 " slow past %" PRIu64 " ns (%u run times)",
+              t->id, threshold, t->ndur);
+    for (size_t j = 0; j < r->ninflight; j++) {
+      const matt *a = &r->att[r->inflight[j] - 1];
+      if (a->ts != k)
+        continue;
+      const mindex *ix = &t->idx[a->index];
+      if (a->frozen || ix->done || ix->spec || ix->copies != 1 || r->now <= a->launched_at ||
+          r->now - a->launched_at <= threshold)
+        continue;
+      tlo_spec_push(t, a->index);
+      r->f_spec_submitted++;
+      mevent *e = tlo_push_ev(r, EV_SPEC);
+      e->ts = k;
+      e->index = a->index;
+      r->revive_wanted = true;
+    }
+  }
+  tlo_push_revive_if_wanted(r);
+  /* At or past the end of time the next check never comes (a deadline saturated there never
+   * does). */
+  r->spec_never = r->now >= UINT64_MAX - r->cfg.speculation_interval_ns;
+  r->next_spec = r->spec_never ? UINT64_MAX : r->now + r->cfg.speculation_interval_ns;
+}
+
+void tlo_do_tick(tlo_run *r) {
+  tlo_clock_read(r);
+  if (r->cfg.heartbeat_timeout_ns != 0) {
+    for (;;) {
+      mexec *head = NULL;
+      for (unsigned s = 0; s < NSLOTS; s++)
+        for (uint32_t g = 0; g < r->ngen[s]; g++) {
+          mexec *x = &r->ex[s][g];
+          if (tlo_live_state(x->state) && (head == NULL || x->hb_seq < head->hb_seq))
+            head = x;
+        }
+      if (head == NULL ||
+          !tlo_due_at(tlo_add_sat(head->hb_when, r->cfg.heartbeat_timeout_ns), r->now))
+        break;
+      tlo_lose(r, head, TL_LOSS_HEARTBEAT_TIMEOUT, true, 0, "Executor heartbeat timed out.");
+    }
+  }
+  for (;;) {
+    mexec *head = NULL;
+    for (unsigned s = 0; s < NSLOTS; s++)
+      for (uint32_t g = 0; g < r->ngen[s]; g++) {
+        mexec *x = &r->ex[s][g];
+        if (x->state == MX_PENDING && x->pend_timed &&
+            (head == NULL || x->pend_seq < head->pend_seq))
+          head = x;
+      }
+    if (head == NULL || !tlo_due_at(head->pend_deadline, r->now))
+      break;
+    tlo_remove_executor(r, head, TL_LOSS_PENDING_TIMEOUT, true,
+                        "No loss reason arrived within the pending-loss timeout.");
+    r->pending_loss_timeouts++;
+  }
+  if (r->cfg.tombstone_ttl_ns != 0) {
+    for (unsigned s = 0; s < NSLOTS; s++)
+      for (uint32_t g = 0; g < r->ngen[s]; g++) {
+        mexec *x = &r->ex[s][g];
+        if (x->state == MX_REMOVED &&
+            tlo_due_at(tlo_add_sat(x->tomb_when, r->cfg.tombstone_ttl_ns), r->now)) {
+          x->state = MX_NONE;
+          x->none_checked = false;
+        }
+      }
+  }
+  spec_check(r);
+  /* Delay scheduling: one revive_offers when a wait ran out since the last tick. */
+  bool fired = false;
+  for (uint32_t k = 0; k < r->nts; k++)
+    (void)tlo_wait_end(r, &r->ts[k], r->loc_ticked, &fired);
+  if (fired) {
+    r->f_loc_revives++;
+    tlo_push_ev(r, EV_REVIVE);
+  }
+  r->loc_ticked = r->now;
+  /* The library takes each part's next deadline as it goes, the waits before the exclusion
+   * part's aborts: from a callback (no recomputation after delivery) the answer may still
+   * count the wait of a task set this tick aborted. */
+  uint64_t loc_before = tlo_loc_next_of(r);
+  if (tlo_xon(r)) {
+    /* Application-level exclusions whose time came end; then unschedulable deadlines that
+     * came abort their task sets, in the order they were set. */
+    for (unsigned s = 0; s < NSLOTS; s++)
+      for (uint32_t g = 0; g < r->ngen[s]; g++) {
+        mexec *x = &r->ex[s][g];
+        if (x->xapp && tlo_due_at(x->xapp_expiry, r->now)) {
+          x->xapp = false;
+          r->f_x[TLO_XF_EXPIRED]++;
+        }
+      }
+    for (unsigned h = 0; h < NHOSTS; h++)
+      if (r->node_excl[h] && tlo_due_at(r->node_expiry[h], r->now)) {
+        r->node_excl[h] = false;
+        r->f_x[TLO_XF_EXPIRED]++;
+      }
+    for (;;) {
+      int due = -1;
+      for (uint32_t k = 0; k < r->nts; k++)
+        if (r->ts[k].xdl && tlo_due_at(r->ts[k].xdl_at, r->now) &&
+            (due < 0 || r->ts[k].xdl_seq < r->ts[due].xdl_seq))
+          due = (int)k;
+      if (due < 0)
+        break;
+      mts *t = &r->ts[due];
+      t->xdl = false;
+      if (t->zombie) /* it became zombie while waiting: there is nothing left to abort */
+        continue;
+      r->unsched_aborted++;
+      r->f_x[TLO_XF_ABORT_TICK]++;
+      tlo_abort_ts(r, (uint32_t)due, ABORT_UNSCHEDULABLE, t->xdl_task, 0, t->xmsg);
+      tlo_finish_if_drained(r, (uint32_t)due);
+    }
+  }
+  bool nested = r->in_cb != 0;
+  uint64_t want_next = tlo_next_deadline(r);
+  if (loc_before < want_next)
+    want_next = loc_before;
+  char d[80];
+  snprintf(d, sizeof d, "tick at %" PRIu64 " ms", r->now / 1000000);
+  tlo_note_call(r, d);
+  uint64_t next = tl_tick(r->s);
+  tlo_expect_rc(r, d, TL_OK, TL_OK);
+  /* A top-level tick answers after its events are delivered, so re-entrant calls count (unless
+   * something was due again already: then 0 stands). */
+  if (!nested && want_next != 0)
+    want_next = tlo_next_deadline(r);
+  if (next != want_next)
+    tlo_fail(r, "tl_tick returned %" PRIu64 ", the model says %" PRIu64, next, want_next);
+}
+
+/* Inspection of one executor, one task set and its explanation. */
+void tlo_do_inspect(tlo_run *r, mexec *x, uint8_t tsref, uint8_t lensel) {
+  static const size_t lens[4] = {1, 8, 64, 4096};
+  snprintf(r->desc, sizeof r->desc, "inspect %s", x->id);
+  tlo_cmp_exec(r, x);
+  tl_taskset_id id;
+  int k = -1;
+  unsigned back = tsref % 16;
+  if (back == 15 || back >= r->nts)
+    id = tsref & 16 ? 0 : r->next_ts_id;
+  else
+    id = r->ts[(k = (int)(r->nts - 1 - back))].id;
+  if (k >= 0)
+    tlo_cmp_ts(r, (uint32_t)k);
+  size_t len = lens[lensel % 4];
+  char *buf = tlo_xrealloc(NULL, len);
+  char d[64];
+  snprintf(d, sizeof d, "explain %" PRIu64 " len=%zu", id, len);
+  tlo_note_call(r, d);
+  int rc = tl_explain_taskset(r->s, id, buf, len);
+  bool exists = k >= 0 && !r->ts[k].released;
+  tlo_expect_rc(r, d, rc, exists ? TL_OK : TL_ENOENT);
+  if (rc == TL_OK && exists) {
+    const mts *t = &r->ts[k];
+    char line[256];
+    snprintf(line, sizeof line,
+             "task set %" PRIu64 " (stage %u attempt %u, %u tasks): %s%s; %u running (%u frozen), "
+             "%u pending, %u succeeded\n",
+             t->id, t->stage, t->sattempt, t->ntasks, t->zombie ? "zombie" : "active",
+             t->failed ? ", failed" : "", t->nrunning, t->nfrozen, t->zombie ? 0 : t->npend,
+             t->nsucceeded);
+    /* The text always has more than its first line, so a buffer shorter than that line plus
+     * the cut marker holds a cut text: a prefix, then "...\n" when there is room for it. */
+    size_t blen = strnlen(buf, len);
+    size_t llen = strlen(line);
+    if (blen >= len)
+      tlo_fail(r, "tl_explain_taskset wrote %zu bytes without a NUL into %zu", blen, len);
+    else if (len >= llen + 5 && strncmp(buf, line, llen) != 0)
+      tlo_fail(r, "tl_explain_taskset begins \"%.*s\", the model says \"%s\"", (int)llen, buf,
+               line);
+    else if (len >= 5 && len < llen + 5 &&
+             (blen != len - 1 || strcmp(buf + len - 5, "...\n") != 0 ||
+              strncmp(buf, line, len - 5) != 0))
+      tlo_fail(r, "tl_explain_taskset cut to %zu is \"%s\"", len, buf);
+    else if (len < 5 && (blen != len - 1 || strncmp(buf, line, blen) != 0))
+      tlo_fail(r, "tl_explain_taskset cut to %zu is \"%s\"", len, buf);
+  }
+  free(buf);
+}

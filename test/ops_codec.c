@@ -1,0 +1,152 @@
+/* The operations' byte codec (tlo_encode_op, tlo_decode_op, tlo_op_describe): the fields each
+ * kind encodes and what they mean; and the encoder of the program a run makes.
+ */
+#include "ops_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * The codec.
+ * ------------------------------------------------------------------------------------------- */
+
+enum { F_EXEC, F_TID, F_STAGE, F_A, F_B, F_C, F_D, F_FLAGS, F_MSG, F_OFFERS, F_END };
+
+/* The fields each kind encodes, in order; reent and re_arg follow every operation. What they
+ * mean (each taken modulo its domain when the operation runs):
+ *   ADD       exec: slot (and, without fresh, which old id to register again); a: host h0-h3;
+ *             b: rack (0 the host's usual one, 1 r0, 2 r1, 3 none, 4 "" = invalid); c: cores
+ *             {0 = invalid, 1, 2, 3, 4, 2, 4, 64}; flags bit 0: a fresh id "e<slot>.<next>".
+ *   LOSE      exec; a: loss kind 0-6, 7 = invalid; flags bit 0: caused_by_app; c: exit code;
+ *             msg.
+ *   HEARTBEAT, DECOMMISSION (msg), INSPECT (a: task set, from the newest back, 15 = unknown;
+ *             b: explain buffer {1, 8, 64, 4096}): exec.
+ *   SUBMIT    stage; a: stage attempt (0 = the next fresh one, k = k - 1); b: priority 0-3;
+ *             c: ntasks 0-12 (0 invalid); flags bits 0-1: cpus per task 0-2 (0 = the
+ *             config's; 3 is 0), bit 2: shuffle_map, bit 3: barrier; d: pool (tlo_pool_names:
+ *             0 NULL, 1 "default", 2-4 "a"-"c", 5 255 bytes, 6 "" and 7 256 bytes invalid).
+ *   POOL_ADD  d: name (tlo_pool_names); a: mode (0 FIFO, 1 FAIR, 2 invalid); b: weight {0 =
+ *             invalid, 1, 2, 5}; c: min share {0, 1, 2, 4}.
+ *   KILL_TASK tid; flags bit 0: interrupt; msg.  KILL_STAGE, CANCEL_STAGE: stage (6 = 99),
+ *             flags, msg.  PARTITION: stage, a: index 0-13.
+ *   OFFER     noffers, then exec and cores (0-4) of each; a: cap 0-16; flags bit 0: one more
+ *             offer with an empty id (invalid).
+ *   UPDATE    tid; flags bit 0: from exec rather than the tid's own executor; a: state (4 =
+ *             invalid); b: failure kind 0-7 (0, 6, 7 invalid in an update); c: result (0 none,
+ *             1 with result_free, 2 without, 3 of size 0); d: result_size (result_sizes: 0
+ *             the mode's own, else 0, 1, 7, 13, 40, 1000, SIZE_MAX); msg.
+ *   CLOCK     a: step (see clock_steps).  HEARTBEAT_ALL, OFFER_ALL, TICK: nothing. */
+static const uint8_t tlo_fields[TLO_NKINDS][10] = {
+    [TLO_ADD] = {F_EXEC, F_A, F_B, F_C, F_FLAGS, F_END},
+    [TLO_LOSE] = {F_EXEC, F_A, F_FLAGS, F_C, F_MSG, F_END},
+    [TLO_HEARTBEAT] = {F_EXEC, F_END},
+    [TLO_HEARTBEAT_ALL] = {F_END},
+    [TLO_DECOMMISSION] = {F_EXEC, F_MSG, F_END},
+    [TLO_SUBMIT] = {F_STAGE, F_A, F_B, F_C, F_FLAGS, F_D, F_END},
+    [TLO_KILL_TASK] = {F_TID, F_FLAGS, F_MSG, F_END},
+    [TLO_KILL_STAGE] = {F_STAGE, F_FLAGS, F_MSG, F_END},
+    [TLO_CANCEL_STAGE] = {F_STAGE, F_MSG, F_END},
+    [TLO_PARTITION] = {F_STAGE, F_A, F_END},
+    [TLO_OFFER] = {F_OFFERS, F_A, F_FLAGS, F_END},
+    [TLO_OFFER_ALL] = {F_END},
+    [TLO_UPDATE] = {F_TID, F_FLAGS, F_EXEC, F_A, F_B, F_C, F_MSG, F_D, F_END},
+    [TLO_CLOCK] = {F_A, F_END},
+    [TLO_TICK] = {F_END},
+    [TLO_INSPECT] = {F_EXEC, F_A, F_B, F_END},
+    [TLO_POOL_ADD] = {F_D, F_A, F_B, F_C, F_END},
+};
+
+static uint8_t *field_of(tlo_op *op, int f) {
+  switch (f) {
+  case F_EXEC:
+    return &op->exec;
+  case F_TID:
+    return &op->tid;
+  case F_STAGE:
+    return &op->stage;
+  case F_A:
+    return &op->a;
+  case F_B:
+    return &op->b;
+  case F_C:
+    return &op->c;
+  case F_D:
+    return &op->d;
+  case F_FLAGS:
+    return &op->flags;
+  default:
+    return &op->msg;
+  }
+}
+
+size_t tlo_encode_op(const tlo_op *op, uint8_t *buf, size_t cap) {
+  uint8_t tmp[64];
+  size_t n = 0;
+  tlo_op copy = *op;
+  unsigned kind = op->kind % TLO_NKINDS;
+  tmp[n++] = op->kind;
+  for (const uint8_t *f = tlo_fields[kind]; *f != F_END; f++) {
+    if (*f == F_OFFERS) {
+      tmp[n++] = op->noffers;
+      for (unsigned i = 0; i < op->noffers % (TLO_MAX_OFFERS + 1u); i++) {
+        tmp[n++] = op->offer_exec[i];
+        tmp[n++] = op->offer_cores[i];
+      }
+    } else {
+      tmp[n++] = *field_of(&copy, *f);
+    }
+  }
+  tmp[n++] = op->reent;
+  tmp[n++] = op->re_arg;
+  if (n <= cap)
+    memcpy(buf, tmp, n);
+  return n;
+}
+
+size_t tlo_decode_op(const uint8_t *data, size_t size, tlo_op *op) {
+  size_t n = 0;
+  memset(op, 0, sizeof *op);
+  if (size < 1)
+    return 0;
+  op->kind = data[n++];
+  unsigned kind = op->kind % TLO_NKINDS;
+  for (const uint8_t *f = tlo_fields[kind]; *f != F_END; f++) {
+    if (*f == F_OFFERS) {
+      if (n >= size)
+        return 0;
+      op->noffers = data[n++];
+      for (unsigned i = 0; i < op->noffers % (TLO_MAX_OFFERS + 1u); i++) {
+        if (n + 2 > size)
+          return 0;
+        op->offer_exec[i] = data[n++];
+        op->offer_cores[i] = data[n++];
+      }
+    } else {
+      if (n >= size)
+        return 0;
+      *field_of(op, *f) = data[n++];
+    }
+  }
+  if (n + 2 > size)
+    return 0;
+  op->reent = data[n++];
+  op->re_arg = data[n++];
+  return n;
+}
+
+void tlo_op_describe(const tlo_op *op, char *buf, size_t len) {
+  static const char *const names[TLO_NKINDS] = {
+      "add",       "lose",       "heartbeat",    "heartbeat_all", "decommission", "submit",
+      "kill_task", "kill_stage", "cancel_stage", "partition",     "offer",        "offer_all",
+      "update",    "clock",      "tick",         "inspect",       "pool_add"};
+  snprintf(buf, len,
+           "%s exec=%u tid=%u stage=%u a=%u b=%u c=%u d=%u flags=%u msg=%u offers=%u reent=%#x",
+           names[op->kind % TLO_NKINDS], op->exec, op->tid, op->stage, op->a, op->b, op->c, op->d,
+           op->flags, op->msg, op->noffers % (TLO_MAX_OFFERS + 1u), op->reent);
+}
+
+void tlo_emit(tlo_run *r, const uint8_t *bytes, size_t n) {
+  if (r->opt.encoded != NULL && r->enc_len + n <= r->opt.encoded_cap)
+    memcpy(r->opt.encoded + r->enc_len, bytes, n);
+  r->enc_len += n;
+}

@@ -1,0 +1,486 @@
+/* The operation layer's private header, for test/ops_*.c only (test/ops.h is its public face):
+ * the reference model's types and what the layer's pieces share. The layer is a reference model
+ * of the scheduler that follows the header and docs and shares no code with lib/, the applier
+ * that predicts each call's answer and events from the model before making the call and then
+ * checks what the library did, the byte codec, and the generator.
+ *
+ * How a check works. Each call is first applied to the model, which decides the error the call
+ * must return (in the order the header documents) and, on success, changes its state and
+ * appends the events the call must make to an expected-event queue. Then the library is called.
+ * Every callback pops the head of that queue and compares each field; because the library
+ * delivers events in the one order they were made, and a callback's own calls make theirs after
+ * the current batch, a single FIFO describes re-entrant calls too: the model applies a call made
+ * from a callback at the moment it is made. After every top-level operation the queue must be
+ * empty, tl_check clean, and every counter of tl_stats, every executor and every task set equal
+ * to the model's. The model is also compared from inside each callback, since the ledger is
+ * ahead of the events and the model is kept in step with the ledger.
+ *
+ * The pieces: ops_model.c (the model's tables, verdicts and traces, expected events, the model's
+ * helpers, attempts ending and executors lost), ops_exclude.c (exclude on failure),
+ * ops_locality.c (locality, and tl_tick's answer), ops_compare.c (the library against the
+ * model), ops_calls.c and ops_offer.c (the calls), ops_apply.c (the callbacks, and resolving
+ * and applying an operation), ops_codec.c, ops_gen.c (the generator) and ops_run.c (a run).
+ * The functions and tables they share are named tlo_; every other function is static to its
+ * file.
+ */
+#ifndef TLO_OPS_INTERNAL_H
+#define TLO_OPS_INTERNAL_H
+
+#include "ops.h"
+
+#include "taskledger.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SEC UINT64_C(1000000000)
+#define NSLOTS 8        /* executor slots: ids "e<slot>.<generation>" */
+#define MAXGEN 32       /* generations per slot a run may register */
+#define NHOSTS 4        /* hosts h0..h3 */
+#define NSTAGES 6       /* stage ids 0..5 */
+#define MAXTS 256       /* task sets a run may submit */
+#define MAXTASKS 12     /* tasks per task set */
+#define MAXCAP 32       /* launches one offer round may return */
+#define REASON_MAX 4096 /* taskset_failed's reason buffer (api.md: at most 4,095 bytes) */
+#define LONG_MESSAGE 5000
+#define NPOOLNAMES 8 /* pool names an operation can give (tlo_pool_names) */
+#define MAXPREFS 4   /* preferred locations per task */
+#define NLEVELS 5    /* tl_locality: PROCESS_LOCAL .. ANY */
+
+/* ---------------------------------------------------------------------------------------------
+ * The model.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum mx_state { MX_NONE, MX_ALIVE, MX_DECOM, MX_PENDING, MX_REMOVED } mx_state;
+
+/* One executor id. MX_NONE: never registered, or its tombstone was evicted (then it may be
+ * registered again and this record describes the new executor). */
+typedef struct mexec {
+  char id[16];            /* "e<slot>.<generation>", or "p<slot>" for an id never registered */
+  mx_state state;         /* what the ledger must say about this id */
+  uint32_t cores;         /* as registered */
+  uint32_t free_cores;    /* cores minus its running attempts' cpus */
+  uint32_t nrunning;      /* attempts in the tid index on it */
+  uint32_t nfrozen;       /* attempts frozen on it (PENDING only) */
+  unsigned host;          /* 0..3, from registration on (events name it after the loss too) */
+  bool was_decom;         /* it was decommissioning when its loss began */
+  bool was_alive;         /* ALIVE until the change tlo_executor_changed is told about */
+  uint64_t hb_when;       /* last heartbeat (ALIVE, DECOM) */
+  uint64_t hb_seq;        /* its place on the heartbeat timeline */
+  bool pend_timed;        /* PENDING with a deadline */
+  uint64_t pend_deadline; /* when the pending loss times out */
+  uint64_t pend_seq;      /* its place on the pending-loss timeline */
+  uint64_t tomb_when;     /* removal time (REMOVED) */
+  uint64_t tomb_seq;      /* its place among the tombstones */
+  bool none_checked;      /* MX_NONE, and tl_executor_get has said TL_ENOENT since */
+  /* Application-level exclusion, by id (it outlives the executor's loss). */
+  uint64_t *appf;          /* expiries of its application-level failures (dropped at its loss) */
+  uint32_t nappf, appfcap; /* their number; room */
+  bool xapp;               /* excluded for the application */
+  uint64_t xapp_expiry;    /* until then */
+  unsigned xapp_host;      /* the node it counts toward */
+} mexec;
+
+typedef struct mindex {
+  uint32_t attempts; /* launched so far: the next attempt number */
+  uint32_t failures; /* counted failures since the last success */
+  uint32_t copies;   /* attempts in flight, frozen ones included */
+  bool done;         /* succeeded here or by tl_partition_completed */
+  bool pending;      /* on the pending stack */
+  bool spec;         /* speculatable: on the speculative stack, its copy waits for an offer */
+  uint8_t tried;     /* hosts (bit per host) an attempt of it was launched on (speculation) */
+} mindex;
+
+/* A preferred location: a host, or an executor id (and its host as named: the executor may be
+ * registered on another host, or not at all). */
+typedef struct mpref {
+  unsigned host; /* 0..3; a preference for an executor is one for this host too */
+  mexec *ex;     /* the executor id preferred; NULL: any executor of host */
+} mpref;
+
+/* A counted failure of a task set (exclusion): index failed on executor ex while it was on
+ * host, count times, the latest at last. */
+typedef struct mxf {
+  mexec *ex;
+  unsigned host;
+  uint32_t index, count;
+  uint64_t last;
+} mxf;
+
+typedef struct mts {
+  tl_taskset_id id;                             /* as tl_submit returns it */
+  uint32_t stage, sattempt, prio, ntasks, cpus; /* as submitted (cpus resolved) */
+  bool zombie, failed;                          /* launches nothing more; aborted */
+  bool released;            /* the model has released it (its event is expected or delivered) */
+  unsigned released_seen;   /* taskset_released deliveries with its payload */
+  bool gone_checked;        /* released, and tl_taskset_get has said TL_ENOENT since */
+  uint32_t nrunning;        /* attempts in flight, frozen ones included */
+  uint32_t nfrozen;         /* of which frozen */
+  uint32_t nsucceeded;      /* indices done */
+  uint32_t pend[MAXTASKS];  /* the pending stack: pend[npend - 1] launches next */
+  uint32_t npend;           /* its height (0 for a zombie) */
+  mindex idx[MAXTASKS];     /* per index */
+  unsigned pool;            /* its pool: an index of tlo_pool_names ("default" under TL_FIFO) */
+  bool shuffle, barrier;    /* as submitted */
+  bool may_spec;            /* speculation on and not barrier: it keeps run times and hosts */
+  uint32_t nresults;        /* FINISHED updates counted toward max_result_bytes */
+  uint64_t result_bytes;    /* their result_size, summed (saturating) */
+  uint32_t specs[MAXTASKS]; /* the speculative stack: specs[nspecs - 1] is its top */
+  uint32_t nspecs;          /* its height */
+  uint64_t *dur;            /* run times of first successes, ascending (the median heap) */
+  uint32_t ndur, durcap;    /* their number; room */
+  /* Locality (docs/locality.md). */
+  bool has_loc;                    /* some task has preferences: delay scheduling applies */
+  uint8_t nprefs[MAXTASKS];        /* per index; 0: no preference (TL_NO_PREF) */
+  mpref prefs[MAXTASKS][MAXPREFS]; /* as submitted, duplicates included */
+  uint8_t levels;                  /* valid levels, bit per tl_locality, as last computed */
+  uint8_t level;                   /* the level delay scheduling holds it at */
+  uint64_t reset;                  /* when its wait at that level began */
+  bool no_rejects;                 /* no delay-scheduling reject since the last reset */
+  /* Exclusion (exclude_on_failure): Spark's TaskSetExcludelist, as plain records. */
+  mxf *xf;             /* its counted failures; nxf > 0: it "has failures" */
+  uint32_t nxf, xfcap; /* their number; room */
+  char *xmsg;          /* the latest counted failure's message (NULL: none); malloc'd */
+  bool xdl;            /* an unschedulable deadline runs */
+  uint64_t xdl_at;     /* when it comes */
+  uint64_t xdl_seq;    /* the order deadlines were set in */
+  uint32_t xdl_task;   /* the index it names */
+  uint64_t xseq;       /* the order of task sets' first counted failures */
+} mts;
+
+/* A pool (tlo_pool_names[k] is its name). */
+typedef struct mpool {
+  bool exists;        /* added ("default": from the start) */
+  tl_sched_mode mode; /* between its task sets */
+  uint32_t weight, min_share;
+} mpool;
+
+/* A map output of an active shuffle-map task set, on the executor that wrote it. */
+typedef struct mout {
+  uint32_t ts;      /* model index of its task set */
+  uint32_t index;   /* the index it completes */
+  uint32_t attempt; /* the writer's attempt number */
+  tl_tid tid;       /* the writer */
+  bool spec;        /* the writer was a speculative copy */
+  uint8_t loc;      /* the writer's locality */
+  mexec *ex;        /* where it lives */
+} mout;
+
+typedef struct matt {
+  uint32_t ts;          /* model index of its task set */
+  uint32_t index;       /* task index */
+  uint32_t attempt;     /* attempt number of that index */
+  mexec *ex;            /* where it runs */
+  bool running;         /* a RUNNING update came (else LAUNCHING) */
+  bool live;            /* not ended */
+  bool frozen;          /* on a PENDING executor */
+  bool spec;            /* launched as a speculative copy */
+  bool killed_by_other; /* the other copy of its index succeeded: nothing it reports counts */
+  tl_tid sibling;       /* the other copy of its index in flight, 0 none */
+  uint64_t launched_at; /* the scheduler's time at launch */
+  uint8_t loc;          /* the tl_locality it was launched at */
+} matt;
+
+/* The callbacks, as the expected-event queue names them. */
+typedef enum ev_type {
+  EV_STARTED,
+  EV_ENDED,
+  EV_FAILED,
+  EV_RELEASED,
+  EV_ADDED,
+  EV_LOST,
+  EV_REVIVE,
+  EV_KILL,
+  EV_SPEC
+} ev_type;
+
+/* One event the library must deliver. */
+typedef struct mevent {
+  ev_type type;
+  tl_tid tid;                  /* started, ended, kill */
+  uint32_t ts;                 /* started, ended, failed, released, spec: its task set's index */
+  uint32_t index;              /* started, ended, spec */
+  uint32_t attempt;            /* started, ended */
+  mexec *ex;                   /* started, ended, added, lost, kill */
+  tl_end_kind kind;            /* ended */
+  bool counts;                 /* ended: counts_toward_failures */
+  void *result;                /* ended: the update's result, or NULL */
+  size_t result_size;          /* ended */
+  void (*result_free)(void *); /* ended */
+  char *text;        /* ended, lost, kill: the message (NULL: none); failed: the reason; malloc'd */
+  tl_loss_kind loss; /* lost */
+  bool app;          /* lost: caused_by_app */
+  int exit_code;     /* lost */
+  bool interrupt;    /* kill */
+  bool spec;         /* started, ended: the attempt is a speculative copy */
+  uint8_t loc;       /* started, ended: the attempt's locality */
+  void *dropped;     /* ended: a result the library must have freed (result_free) and withheld */
+} mevent;
+
+/* A result handed to a FINISHED update; kept until the end of the run so a second free is
+ * counted, not a crash. */
+typedef struct tlo_res {
+  uint32_t magic; /* RES_MAGIC */
+  unsigned frees; /* times result_free ran on it: must end at exactly 1 */
+} tlo_res;
+#define RES_MAGIC 0x7e5a17u
+
+/* One run: the scheduler under test, the model beside it, and the run's verdict. */
+typedef struct tlo_run {
+  tl_scheduler *s; /* NULL once freed */
+  tl_config cfg;   /* as given to tl_scheduler_new */
+  tlo_options opt; /* the caller's (zeroed if none) */
+  bool end_free;   /* end with tl_scheduler_free and work left instead of draining */
+
+  uint64_t raw_now; /* what the clock function answers */
+  uint64_t now;     /* the scheduler's time: the largest reading a call has taken */
+  uint64_t seq;     /* orders the timelines */
+
+  mexec ex[NSLOTS][MAXGEN];
+  mexec phantom[NSLOTS];      /* ids never registered: "p<slot>" */
+  uint32_t ngen[NSLOTS];      /* generations registered per slot */
+  int host_rack[NHOSTS];      /* the rack of a host while it has live executors: -1 none */
+  uint32_t host_live[NHOSTS]; /* live (ALIVE, DECOM) executors per host */
+
+  mts ts[MAXTS];                /* payload of ts[k] is &ts[k] */
+  mpool pools[NPOOLNAMES];      /* by name (tlo_pool_names) */
+  mout *outs;                   /* map outputs, in the order they were written */
+  size_t nouts, outcap;         /* their number; room */
+  uint64_t next_spec;           /* when tl_tick looks for slow tasks next */
+  bool spec_never;              /* it passed the end of time: it never comes */
+  uint32_t nts;                 /* task sets submitted */
+  tl_taskset_id next_ts_id;     /* the id the next submission gets */
+  uint32_t stage_next[NSTAGES]; /* the next fresh stage attempt per stage */
+
+  matt *att;                     /* att[tid - 1] */
+  size_t natt, attcap;           /* attempts launched; room */
+  tl_tid *inflight;              /* tids of attempts not ended, ascending */
+  size_t ninflight, inflightcap; /* their number; room */
+  bool revive_wanted;            /* an index went back to pending in this transition */
+
+  /* The totals of tl_stats. */
+  uint64_t launched, succeeded, failed_count, killed, stale, rejected_updates, rejected_offers,
+      executors_lost, tasksets_released, pending_loss_timeouts;
+
+  mevent *q; /* expected events: q[qhead .. qlen) */
+  size_t qhead, qlen, qcap;
+
+  tlo_res **res;       /* every result made, freed at the end of the run */
+  size_t nres, rescap; /* their number; room */
+
+  size_t base_bytes, base_blocks; /* memory of the empty scheduler, right after tl_scheduler_new */
+
+  /* Progress and verdict. */
+  size_t op_index;       /* the operation running (ops run for the end phase) */
+  bool failed;           /* a disagreement was seen: why says which; callbacks do nothing now */
+  char why[4096];        /* the first disagreement */
+  char desc[512];        /* the top-level operation, resolved */
+  int in_cb;             /* callbacks running (nested) */
+  bool closing;          /* tl_scheduler_free is handing payloads back */
+  bool has_final;        /* final was taken just before tl_scheduler_free */
+  tl_stats final;        /* for tlo_outcome */
+  uint8_t reent, re_arg; /* the running operation's TLO_RE_* bits and argument */
+  const tlo_op *op;      /* the running top-level operation */
+  bool re_submit_done, re_offer_done, re_first_done, re_finish_done, re_lose_done; /* once each */
+  uint64_t calls, events, reentrant, errors; /* figures for tlo_outcome */
+  uint64_t f_spec_submitted, f_spec_launches, f_lost_races, f_late_reports, f_too_large,
+      f_resubmitted, f_barrier_launches, f_fair_rounds; /* and the policy features' */
+  uint64_t f_loc_launches[NLEVELS]; /* launches per locality level, of task sets with prefs */
+  uint64_t f_waits_out, f_skips, f_resets, f_recomputes, f_loc_revives; /* delay scheduling */
+  uint64_t wait_ns[NLEVELS];             /* each level's wait (0 at TL_NO_PREF and TL_ANY) */
+  uint64_t loc_ticked;                   /* when tl_tick last looked at the waits (0 before) */
+  uint64_t journal_lines, journal_bytes; /* seen by the run's own journal sink */
+
+  /* Application-level exclusion of nodes, and the exclusion totals of tl_stats. */
+  bool node_excl[NHOSTS];       /* excluded for the application */
+  uint64_t node_expiry[NHOSTS]; /* until then */
+  uint64_t excluded_offers, unsched_aborted;
+  uint64_t f_x[TLO_XF_N]; /* exclusion features reached */
+
+  uint64_t rng;   /* the generator's splitmix64 state */
+  size_t enc_len; /* bytes of the program encoded so far */
+} tlo_run;
+
+/* How an attempt ends, as the caller decided it. */
+typedef struct mend {
+  tl_end_kind kind;
+  bool counts;                 /* the kind counts (before the zombie and done rules) */
+  const char *msg;             /* the event's message */
+  void *result;                /* handed to task_ended */
+  size_t result_size;          /* passed on */
+  void (*result_free)(void *); /* passed on */
+  void *dropped;               /* a result the library frees and withholds */
+  bool output;                 /* a success that leaves a map output on its executor */
+} mend;
+
+typedef enum abort_why {
+  ABORT_FAILURES,
+  ABORT_CANCEL,
+  ABORT_RESULT_SIZE,
+  ABORT_UNSCHEDULABLE /* index: the task that cannot run; msg: the latest counted failure's */
+} abort_why;
+
+/* Preferred locations of a submission (NULL: tasks NULL). */
+typedef struct mprefs {
+  uint8_t n[MAXTASKS];         /* per index */
+  mpref p[MAXTASKS][MAXPREFS]; /* as given */
+  bool bad;                    /* index 0's first preference names the host "" (TL_EINVAL) */
+} mprefs;
+
+/* Comparisons with the model: one that differs fails the run. */
+#define CMP(r, what, got, want)                                                                    \
+  do {                                                                                             \
+    uint64_t got_ = (uint64_t)(got), want_ = (uint64_t)(want);                                     \
+    if (got_ != want_)                                                                             \
+      tlo_fail((r), "%s is %" PRIu64 ", the model says %" PRIu64, (what), got_, want_);            \
+  } while (0)
+
+/* CMP for a field of a named object: the name is formatted only when they differ. */
+#define CMP_OF(r, kind, name, field, got, want)                                                    \
+  do {                                                                                             \
+    uint64_t got_ = (uint64_t)(got), want_ = (uint64_t)(want);                                     \
+    if (got_ != want_)                                                                             \
+      tlo_fail((r), "%s %s %s is %" PRIu64 ", the model says %" PRIu64, (kind), (name), (field),   \
+               got_, want_);                                                                       \
+  } while (0)
+
+/* ---------------------------------------------------------------------------------------------
+ * What the pieces share, by the file that defines it; each comment is at the definition.
+ * ------------------------------------------------------------------------------------------- */
+
+/* ops_model.c: the tables operations choose from. */
+extern char tlo_long_message[LONG_MESSAGE + 1];
+extern char tlo_pool_255[256], tlo_pool_256[257];
+extern const char *const tlo_host_names[NHOSTS];
+extern const char *const tlo_pool_names[NPOOLNAMES];
+#define POOL_DEFAULT 1
+
+/* ops_model.c: small helpers. */
+void *tlo_xrealloc(void *p, size_t size);
+uint64_t tlo_add_sat(uint64_t a, uint64_t b);
+bool tlo_due_at(uint64_t deadline, uint64_t now);
+uint64_t tlo_splitmix64(uint64_t *x);
+
+/* ops_model.c: verdicts and traces. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void tlo_fail(tlo_run *r, const char *fmt, ...);
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+void tlo_trace(const tlo_run *r, int level, const char *fmt, ...);
+void tlo_note_call(tlo_run *r, const char *desc);
+void tlo_expect_rc(tlo_run *r, const char *desc, int rc, int want);
+
+/* ops_model.c: expected events. */
+mevent *tlo_push_ev(tlo_run *r, ev_type type);
+char *tlo_dup_text(const char *s);
+void tlo_describe_ev(const tlo_run *r, const mevent *e, char *buf, size_t len);
+mevent *tlo_pop_ev(tlo_run *r, ev_type type);
+void tlo_drop_events(tlo_run *r);
+
+/* ops_model.c: the model's helpers. */
+void tlo_clock_read(tlo_run *r);
+bool tlo_live_state(mx_state st);
+matt *tlo_att_of(tlo_run *r, tl_tid tid);
+matt *tlo_indexed(tlo_run *r, tl_tid tid);
+size_t tlo_inflight_where(tlo_run *r, tl_tid **out, const mexec *ex, int frozen, int ts);
+void tlo_pend_push(mts *t, uint32_t i);
+void tlo_pend_remove(mts *t, uint32_t i);
+void tlo_spec_push(mts *t, uint32_t i);
+void tlo_spec_remove(mts *t, uint32_t i);
+void tlo_make_zombie(tlo_run *r, uint32_t k);
+void tlo_abort_ts(tlo_run *r, uint32_t k, abort_why why, uint32_t index, uint32_t failures,
+                  const char *msg);
+void tlo_finish_if_drained(tlo_run *r, uint32_t k);
+void tlo_mark_successful(tlo_run *r, uint32_t k, uint32_t i);
+uint64_t tlo_median_of(const mts *t);
+
+/* ops_model.c: attempts ending, executors lost, lookups. */
+void tlo_attempt_ended(tlo_run *r, tl_tid tid, const mend *m);
+void tlo_push_revive_if_wanted(tlo_run *r);
+size_t tlo_count_tombstones(const tlo_run *r);
+void tlo_remove_executor(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, const char *msg);
+void tlo_lose(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, int exit_code, const char *msg);
+mexec *tlo_exec_by_id(tlo_run *r, const char *id);
+int tlo_ts_of_payload(const tlo_run *r, const void *payload);
+int tlo_active_of(const tlo_run *r, uint32_t stage);
+bool tlo_stage_exists(const tlo_run *r, uint32_t stage);
+
+/* ops_exclude.c: exclude on failure. */
+bool tlo_xon(const tlo_run *r);
+bool tlo_offer_blocked(const tlo_run *r, const mts *t, const mexec *x);
+bool tlo_task_blocked(const tlo_run *r, const mts *t, uint32_t i, const mexec *x);
+bool tlo_app_blocked(const tlo_run *r, const mexec *x);
+void tlo_xf_record(tlo_run *r, uint32_t k, const matt *a, const char *msg);
+void tlo_clear_deadlines(tlo_run *r, int feature);
+void tlo_xf_taskset_succeeded(tlo_run *r, uint32_t k);
+uint64_t tlo_exclude_next_of(const tlo_run *r);
+
+/* ops_locality.c: locality, and tl_tick's answer. */
+bool tlo_host_alive(const tlo_run *r, unsigned h);
+uint8_t tlo_valid_levels_of(const tlo_run *r, const mts *t);
+unsigned tlo_next_level(uint8_t m, unsigned l);
+void tlo_executor_changed(tlo_run *r, const mexec *x);
+unsigned tlo_allowed_level(tlo_run *r, mts *t);
+unsigned tlo_locality_on(const tlo_run *r, const mts *t, uint32_t i, const mexec *x);
+int tlo_take_pending(tlo_run *r, const mts *t, const mexec *x, unsigned allowed, unsigned *level);
+uint64_t tlo_wait_end(const tlo_run *r, const mts *t, uint64_t since, bool *fired);
+uint64_t tlo_loc_next_of(const tlo_run *r);
+size_t tlo_count_places(const tlo_run *r);
+uint64_t tlo_next_deadline(tlo_run *r);
+
+/* ops_compare.c: the library compared with the model. */
+void tlo_check_ledger(tlo_run *r);
+void tlo_cmp_exec(tlo_run *r, mexec *x);
+void tlo_cmp_ts(tlo_run *r, uint32_t k);
+void tlo_compare_all(tlo_run *r, bool top);
+void tlo_cb_check(tlo_run *r, int k, mexec *x);
+
+/* ops_calls.c: results, and the calls. */
+void tlo_res_free(void *p);
+void tlo_do_add(tlo_run *r, mexec *x, unsigned slot, bool fresh, unsigned host, unsigned rackc,
+                uint32_t cores);
+void tlo_do_lose(tlo_run *r, mexec *x, unsigned kind, bool app, int exit_code, const char *msg);
+void tlo_do_heartbeat(tlo_run *r, mexec *x);
+void tlo_do_decommission(tlo_run *r, mexec *x, const char *msg);
+void tlo_do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio, uint32_t ntasks,
+                   uint32_t cpus, unsigned pool, bool shuffle, bool barrier, const mprefs *prefs);
+void tlo_do_pool_add(tlo_run *r, unsigned pool, unsigned mode, uint32_t weight, uint32_t min_share);
+void tlo_do_kill_task(tlo_run *r, tl_tid tid, bool interrupt, const char *msg);
+void tlo_do_kill_stage(tlo_run *r, uint32_t stage, bool interrupt, const char *msg);
+void tlo_do_cancel(tlo_run *r, uint32_t stage, const char *msg);
+void tlo_do_partition(tlo_run *r, uint32_t stage, uint32_t index);
+void tlo_do_update(tlo_run *r, mexec *x, tl_tid tid, unsigned state, unsigned failure,
+                   const char *msg, unsigned resmode, unsigned sizesel);
+void tlo_do_tick(tlo_run *r);
+void tlo_do_inspect(tlo_run *r, mexec *x, uint8_t tsref, uint8_t lensel);
+
+/* ops_offer.c: the offer round. */
+void tlo_do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, size_t cap, bool bad);
+void tlo_do_offer_alive(tlo_run *r, uint32_t cores, size_t cap, bool all);
+
+/* ops_apply.c: the callbacks, and resolving and applying an operation. */
+void tlo_cb_task_started(void *ud, const tl_task_info *t);
+void tlo_cb_task_ended(void *ud, const tl_task_info *t, const tl_task_end *end);
+void tlo_cb_speculative(void *ud, const tl_taskset_info *ts, uint32_t index);
+void tlo_cb_taskset_failed(void *ud, const tl_taskset_info *ts, const char *reason);
+void tlo_cb_taskset_released(void *ud, const tl_taskset_info *ts, void *payload);
+void tlo_cb_executor_added(void *ud, const char *id, const char *host);
+void tlo_cb_executor_lost(void *ud, const char *id, const tl_loss_reason *why);
+void tlo_cb_revive(void *ud);
+void tlo_cb_kill(void *ud, tl_tid tid, const char *id, bool interrupt, const char *reason);
+mexec *tlo_resolve_exec(tlo_run *r, uint8_t v);
+tl_tid tlo_resolve_tid(tlo_run *r, uint8_t sel);
+void tlo_apply_top(tlo_run *r, const tlo_op *op);
+
+/* ops_codec.c: the program's bytes. */
+void tlo_emit(tlo_run *r, const uint8_t *bytes, size_t n);
+
+/* ops_gen.c: the generator. */
+void tlo_gen_op(tlo_run *r, tlo_op *op);
+
+#endif /* TLO_OPS_INTERNAL_H */

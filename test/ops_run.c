@@ -1,0 +1,397 @@
+/* A run: the configuration from the program's header bytes, the scheduler and its callbacks,
+ * the end phase and the verdict (tlo_run_seed, tlo_run_bytes).
+ */
+#include "ops_internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * A run: set-up, the end phase, and the verdict.
+ * ------------------------------------------------------------------------------------------- */
+
+static uint64_t run_clock(void *ud) { return ((tlo_run *)ud)->raw_now; }
+
+static void journal_sink(void *ud, const char *line) {
+  tlo_run *r = ud;
+  r->journal_lines++;
+  r->journal_bytes += strlen(line);
+}
+
+/* The optional exclusion bytes after the header (TLO_EXCLUDE_BYTES, the first one at least
+ * TLO_EXCLUDE_MARK: no operation's kind byte written by the generator is), which turn
+ * exclude_on_failure on with small thresholds and timeouts. */
+static void exclusion_config(tlo_run *r, const uint8_t ext[TLO_EXCLUDE_BYTES]) {
+  static const uint32_t max_failures[4] = {2, 3, 4, 6};
+  static const uint64_t timeouts[4] = {SEC, 5 * SEC, 30 * SEC, UINT64_MAX - 1};
+  static const uint64_t unschedulable[8] = {0,       1,        SEC,       2 * SEC,
+                                            5 * SEC, 10 * SEC, 120 * SEC, UINT64_MAX};
+  uint8_t e0 = ext[0], e1 = ext[1];
+  tl_config *c = &r->cfg;
+  c->exclude_on_failure = true;
+  c->max_task_failures = max_failures[e0 & 3];
+  c->exclude_max_task_attempts_per_executor = 1 + ((e0 >> 2) & 1);
+  c->exclude_max_task_attempts_per_node = 1 + ((e0 >> 3) & 3) % (c->max_task_failures - 1);
+  c->exclude_stage_max_failed_tasks_per_executor = 1 + ((e0 >> 5) & 1);
+  c->exclude_stage_max_failed_executors_per_node = 1 + (e1 & 1);
+  c->exclude_app_max_failed_tasks_per_executor = 1 + ((e1 >> 1) & 1);
+  c->exclude_app_max_failed_executors_per_node = 1 + ((e1 >> 2) & 1);
+  c->exclude_timeout_ns = timeouts[(e1 >> 3) & 3];
+  c->unschedulable_timeout_ns = unschedulable[e1 >> 5];
+}
+
+static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *ext,
+                        const tlo_options *opt) {
+  if (tlo_long_message[0] == '\0') {
+    memset(tlo_long_message, 'x', LONG_MESSAGE);
+    tlo_long_message[LONG_MESSAGE] = '\0';
+    memset(tlo_pool_255, 'p', 255);
+    memset(tlo_pool_256, 'q', 256);
+  }
+  tlo_run *r = tlo_xrealloc(NULL, sizeof *r);
+  memset(r, 0, sizeof *r);
+  if (opt != NULL)
+    r->opt = *opt;
+  for (unsigned s = 0; s < NSLOTS; s++) {
+    for (unsigned g = 0; g < MAXGEN; g++)
+      snprintf(r->ex[s][g].id, sizeof r->ex[s][g].id, "e%u.%u", s, g);
+    snprintf(r->phantom[s].id, sizeof r->phantom[s].id, "p%u", s);
+  }
+  for (unsigned h = 0; h < NHOSTS; h++)
+    r->host_rack[h] = -1;
+  r->next_ts_id = 1;
+  r->raw_now = r->now = SEC;
+  r->pools[POOL_DEFAULT] = (mpool){true, TL_FIFO, 1, 0};
+
+  /* The configuration: small timeouts so that every expiry path is taken often. */
+  static const struct {
+    uint32_t max;
+    uint64_t ttl;
+  } tombs[5] = {{0, 0}, {1, 30 * SEC}, {4, 30 * SEC}, {4, 30 * SEC}, {64, 30 * SEC}};
+  uint8_t h0 = header[0], h1 = header[1];
+  tl_config_init(&r->cfg);
+  r->cfg.max_task_failures = 1 + h0 % 3u;
+  r->cfg.cpus_per_task = ((h0 >> 2) & 3) == 3 ? 2 : 1;
+  r->cfg.heartbeat_timeout_ns = ((h0 >> 4) & 3) == 0 ? 0 : 10 * SEC;
+  r->cfg.pending_loss_timeout_ns = ((h0 >> 6) & 3) == 0 ? 0 : 5 * SEC;
+  r->cfg.max_tombstones = tombs[h1 % 5].max;
+  r->cfg.tombstone_ttl_ns = tombs[h1 % 5].ttl;
+  r->end_free = ((h1 >> 4) & 7) == 0;
+  /* The scheduling policy: pools, speculation with small intervals and thresholds (so slow
+   * tasks, copies and their losers are common), small result limits. */
+  static const uint64_t limits[4] = {UINT64_C(1) << 30, 0, 20, 48};
+  static const uint64_t intervals[4] = {SEC / 1000, SEC / 10, SEC, 3 * SEC};
+  static const uint64_t min_runtimes[4] = {0, 0, SEC / 1000, 2 * SEC};
+  static const double multipliers[4] = {0, 1, 1.5, 3}; /* halves: see slow_after */
+  static const double quantiles[4] = {0.01, 0.25, 0.5, 1.0};
+  uint8_t h2 = header[2], h3 = header[3];
+  r->cfg.mode = (h2 & 1) ? TL_FAIR : TL_FIFO;
+  r->cfg.speculation = (h2 >> 1) & 1;
+  r->cfg.max_result_bytes = limits[(h2 >> 2) & 3];
+  r->cfg.speculation_interval_ns = intervals[(h2 >> 4) & 3];
+  r->cfg.speculation_min_runtime_ns = min_runtimes[(h2 >> 6) & 3];
+  r->cfg.speculation_multiplier = multipliers[h3 & 3];
+  r->cfg.speculation_quantile = quantiles[(h3 >> 2) & 3];
+  /* Locality waits (docs/locality.md): locality_wait_ns, then the per-level overrides
+   * (PROCESS_LOCAL, NODE_LOCAL, RACK_LOCAL; TL_WAIT_INHERIT takes the first). Programs from
+   * before preferences existed submit none, so these change nothing for them. */
+  static const uint64_t inherit = TL_WAIT_INHERIT, forever = UINT64_MAX - 1;
+  static const uint64_t waits[16][4] = {{3 * SEC, inherit, inherit, inherit},
+                                        {0, inherit, inherit, inherit},
+                                        {SEC, inherit, inherit, inherit},
+                                        {SEC / 2, inherit, inherit, inherit},
+                                        {2 * SEC, 0, inherit, inherit},
+                                        {SEC, inherit, 3 * SEC, 0},
+                                        {0, SEC, inherit, 2 * SEC},
+                                        {4 * SEC, 1, SEC, inherit},
+                                        {SEC, 0, 0, inherit},
+                                        {3 * SEC, inherit, forever, inherit},
+                                        {forever, inherit, inherit, inherit},
+                                        {2 * SEC, 5 * SEC, 0, SEC},
+                                        {SEC, inherit, inherit, 6 * SEC},
+                                        {0, inherit, inherit, inherit},
+                                        {SEC / 1000, inherit, inherit, inherit},
+                                        {6 * SEC, 2 * SEC, inherit, 0}};
+  const uint64_t *wv = waits[h3 >> 4];
+  r->cfg.locality_wait_ns = wv[0];
+  r->cfg.locality_wait_process_ns = wv[1];
+  r->cfg.locality_wait_node_ns = wv[2];
+  r->cfg.locality_wait_rack_ns = wv[3];
+  r->wait_ns[TL_PROCESS_LOCAL] = wv[1] == inherit ? wv[0] : wv[1];
+  r->wait_ns[TL_NODE_LOCAL] = wv[2] == inherit ? wv[0] : wv[2];
+  r->wait_ns[TL_RACK_LOCAL] = wv[3] == inherit ? wv[0] : wv[3];
+  if (ext != NULL)
+    exclusion_config(r, ext);
+  r->cfg.clock = run_clock;
+  r->cfg.clock_ud = r;
+  r->cfg.journal = r->opt.journal;
+  r->cfg.journal_ud = r->opt.journal_ud;
+  if (r->cfg.journal == NULL && (h1 & 0x80)) {
+    /* The journal's own sink: it reads every line (so ASan sees them) and keeps nothing. */
+    r->cfg.journal = journal_sink;
+    r->cfg.journal_ud = r;
+  }
+
+  tl_callbacks cb = {.ud = r,
+                     .task_started = tlo_cb_task_started,
+                     .task_ended = tlo_cb_task_ended,
+                     .taskset_failed = tlo_cb_taskset_failed,
+                     .taskset_released = tlo_cb_taskset_released,
+                     .executor_added = tlo_cb_executor_added,
+                     .executor_lost = tlo_cb_executor_lost,
+                     .revive_offers = tlo_cb_revive,
+                     .speculative_task_submitted = tlo_cb_speculative,
+                     .kill_task = tlo_cb_kill};
+  snprintf(r->desc, sizeof r->desc, "tl_scheduler_new");
+  int rc = tl_scheduler_new(&r->cfg, &cb, &r->s);
+  if (rc != TL_OK) {
+    tlo_fail(r, "tl_scheduler_new returned %s", tl_err_name(rc));
+    r->s = NULL;
+    return r;
+  }
+  tl_stats st;
+  tl_stats_get(r->s, &st);
+  r->base_bytes = st.mem_live_bytes;
+  r->base_blocks = st.mem_live_blocks;
+  tlo_trace(r, 1,
+            "config: max_task_failures=%u cpus_per_task=%u heartbeat=%" PRIu64
+            "s pending_loss=%" PRIu64 "s tombstones=%u ttl=%" PRIu64 "s end=%s journal=%s",
+            r->cfg.max_task_failures, r->cfg.cpus_per_task, r->cfg.heartbeat_timeout_ns / SEC,
+            r->cfg.pending_loss_timeout_ns / SEC, r->cfg.max_tombstones,
+            r->cfg.tombstone_ttl_ns / SEC, r->end_free ? "free with work left" : "drain",
+            r->cfg.journal != NULL ? "on" : "off");
+  tlo_trace(r, 1,
+            "policy: mode=%s max_result_bytes=%" PRIu64 " speculation=%s interval=%" PRIu64
+            "ms min_runtime=%" PRIu64 "ms multiplier=%g quantile=%g",
+            r->cfg.mode == TL_FAIR ? "FAIR" : "FIFO", r->cfg.max_result_bytes,
+            r->cfg.speculation ? "on" : "off", r->cfg.speculation_interval_ns / 1000000,
+            r->cfg.speculation_min_runtime_ns / 1000000, r->cfg.speculation_multiplier,
+            r->cfg.speculation_quantile);
+  tlo_trace(r, 1, "locality waits: process=%" PRIu64 "ns node=%" PRIu64 "ns rack=%" PRIu64 "ns",
+            r->wait_ns[TL_PROCESS_LOCAL], r->wait_ns[TL_NODE_LOCAL], r->wait_ns[TL_RACK_LOCAL]);
+  if (ext != NULL)
+    tlo_trace(r, 1,
+              "exclusion: max_task_failures=%u per executor=%u per node=%u stage per executor=%u "
+              "stage per node=%u app per executor=%u app per node=%u timeout=%" PRIu64
+              "ns unschedulable=%" PRIu64 "ns",
+              r->cfg.max_task_failures, r->cfg.exclude_max_task_attempts_per_executor,
+              r->cfg.exclude_max_task_attempts_per_node,
+              r->cfg.exclude_stage_max_failed_tasks_per_executor,
+              r->cfg.exclude_stage_max_failed_executors_per_node,
+              r->cfg.exclude_app_max_failed_tasks_per_executor,
+              r->cfg.exclude_app_max_failed_executors_per_node, r->cfg.exclude_timeout_ns,
+              r->cfg.unschedulable_timeout_ns);
+  tlo_emit(r, header, TLO_HEADER_BYTES);
+  if (ext != NULL)
+    tlo_emit(r, ext, TLO_EXCLUDE_BYTES);
+  return r;
+}
+
+/* Checks after an end-phase call, as after a top-level operation. */
+static void end_step(tlo_run *r) {
+  if (r->failed)
+    return;
+  if (r->qhead != r->qlen) {
+    char d[256];
+    tlo_describe_ev(r, &r->q[r->qhead], d, sizeof d);
+    tlo_fail(r, "%zu expected events were not delivered, the first: %s", r->qlen - r->qhead, d);
+    return;
+  }
+  tlo_drop_events(r);
+  tlo_compare_all(r, true);
+}
+
+static void check_payloads_and_results(tlo_run *r) {
+  for (uint32_t k = 0; k < r->nts && !r->failed; k++)
+    if (r->ts[k].released_seen != 1)
+      tlo_fail(r, "task set %" PRIu64 " was released %u times", r->ts[k].id,
+               r->ts[k].released_seen);
+  for (size_t i = 0; i < r->nres && !r->failed; i++)
+    if (r->res[i]->frees != 1)
+      tlo_fail(r, "result %zu was freed %u times", i, r->res[i]->frees);
+}
+
+/* The end phase: lose every executor, cancel what is left, expire the tombstones, and prove the
+ * scheduler is empty and its memory back to the baseline; or free it with work left. */
+static void finish(tlo_run *r) {
+  r->reent = 0;
+  snprintf(r->desc, sizeof r->desc, "end of run");
+  if (r->end_free) {
+    for (uint32_t k = 0; k < r->nts; k++)
+      if (!r->ts[k].released) {
+        r->ts[k].released = true;
+        tlo_push_ev(r, EV_RELEASED)->ts = k;
+      }
+    r->closing = true;
+    tlo_note_call(r, "scheduler_free with work left");
+    tl_stats_get(r->s, &r->final);
+    r->has_final = true;
+    int rc = tl_scheduler_free(r->s);
+    tlo_expect_rc(r, "scheduler_free with work left", rc, TL_OK);
+    if (rc == TL_OK)
+      r->s = NULL;
+    if (r->qhead != r->qlen)
+      tlo_fail(r, "tl_scheduler_free delivered %zu releases fewer than the model expects",
+               r->qlen - r->qhead);
+    tlo_drop_events(r);
+    check_payloads_and_results(r);
+    return;
+  }
+  for (unsigned s = 0; s < NSLOTS && !r->failed; s++)
+    for (uint32_t g = 0; g < r->ngen[s] && !r->failed; g++) {
+      mx_state st = r->ex[s][g].state;
+      if (st == MX_ALIVE || st == MX_DECOM || st == MX_PENDING) {
+        tlo_do_lose(r, &r->ex[s][g], TL_LOSS_KILLED, false, 0, NULL);
+        end_step(r);
+      }
+    }
+  for (uint32_t k = 0; k < r->nts && !r->failed; k++)
+    if (!r->ts[k].released) {
+      tlo_do_cancel(r, r->ts[k].stage, NULL);
+      end_step(r);
+    }
+  if (r->failed)
+    return;
+  r->raw_now = tlo_add_sat(r->raw_now, 100 * SEC);
+  tlo_do_tick(r);
+  end_step(r);
+  if (r->failed)
+    return;
+  tl_stats st;
+  tl_stats_get(r->s, &st);
+  /* Tombstones whose time to live saturated at the end of time never expire (the model agrees,
+   * see end_step); then only the memory balance of tl_check vouches for the bytes. */
+  size_t tombs = tlo_count_tombstones(r);
+  size_t left = st.executors_alive + st.executors_decommissioning + st.executors_pending_loss +
+                st.tombstones - tombs + st.hosts + st.racks + st.tasksets_active +
+                st.tasksets_zombie + st.attempts_running + st.attempts_frozen + st.tasks_pending +
+                st.events_queued + st.tasksets_with_failures + st.tasksets_unschedulable;
+  if (left != 0)
+    tlo_fail(r, "the drained scheduler still holds %zu things", left);
+  /* So do application-level exclusions whose expiry saturated (tlo_compare_all counted them). */
+  if (tombs == 0 && st.executors_excluded + st.nodes_excluded == 0) {
+    CMP(r, "drained mem_live_bytes", st.mem_live_bytes, r->base_bytes);
+    CMP(r, "drained mem_live_blocks", st.mem_live_blocks, r->base_blocks);
+  }
+  check_payloads_and_results(r);
+  if (r->failed)
+    return;
+  tlo_note_call(r, "scheduler_free");
+  tl_stats_get(r->s, &r->final);
+  r->has_final = true;
+  int rc = tl_scheduler_free(r->s);
+  tlo_expect_rc(r, "scheduler_free", rc, TL_OK);
+  if (rc == TL_OK)
+    r->s = NULL;
+}
+
+static void run_end(tlo_run *r, size_t nops, tlo_outcome *out) {
+  if (!r->failed) {
+    r->op_index = nops;
+    finish(r);
+  }
+  if (r->s != NULL) {
+    /* After a disagreement: free what is left; callbacks do nothing once the run failed. */
+    r->failed = true;
+    r->closing = true;
+    (void)tl_scheduler_free(r->s);
+  }
+  if (r->opt.encoded_len != NULL)
+    *r->opt.encoded_len = r->enc_len;
+  memset(out, 0, sizeof *out);
+  out->ok = !r->failed;
+  out->ops = r->failed ? r->op_index + 1 : nops;
+  out->failed_op = r->failed ? r->op_index : SIZE_MAX;
+  out->calls = r->calls;
+  out->events = r->events;
+  out->launched = r->launched;
+  out->reentrant = r->reentrant;
+  out->errors = r->errors;
+  out->spec_submitted = r->f_spec_submitted;
+  out->spec_launches = r->f_spec_launches;
+  out->lost_races = r->f_lost_races;
+  out->late_reports = r->f_late_reports;
+  out->too_large = r->f_too_large;
+  out->resubmitted = r->f_resubmitted;
+  out->barrier_launches = r->f_barrier_launches;
+  out->fair_rounds = r->f_fair_rounds;
+  memcpy(out->loc_launches, r->f_loc_launches, sizeof out->loc_launches);
+  out->waits_out = r->f_waits_out;
+  out->level_skips = r->f_skips;
+  out->timer_resets = r->f_resets;
+  out->recomputes = r->f_recomputes;
+  out->wait_revives = r->f_loc_revives;
+  memcpy(out->exclusion, r->f_x, sizeof out->exclusion);
+  snprintf(out->message, sizeof out->message, "%s", r->failed ? r->why : "ok");
+  out->has_final = r->has_final && !r->failed;
+  out->final = r->final;
+  tlo_drop_events(r);
+  free(r->q);
+  for (size_t i = 0; i < r->nres; i++)
+    free(r->res[i]);
+  free(r->res);
+  free(r->att);
+  free(r->inflight);
+  for (uint32_t k = 0; k < r->nts; k++) {
+    free(r->ts[k].dur);
+    free(r->ts[k].xf);
+    free(r->ts[k].xmsg);
+  }
+  for (unsigned s = 0; s < NSLOTS; s++)
+    for (unsigned g = 0; g < MAXGEN; g++)
+      free(r->ex[s][g].appf);
+  free(r->outs);
+  free(r);
+}
+
+void tlo_run_seed(uint64_t seed, size_t nops, const tlo_options *opt, tlo_outcome *out) {
+  uint64_t rng = seed;
+  uint8_t header[TLO_HEADER_BYTES];
+  uint64_t h = tlo_splitmix64(&rng);
+  for (unsigned k = 0; k < TLO_HEADER_BYTES; k++)
+    header[k] = (uint8_t)(h >> (8 * k));
+  /* Two seeds in five turn exclusion on, from bits the header leaves (so the operations of the
+   * others are what they were before exclusion existed). */
+  uint8_t ext[TLO_EXCLUDE_BYTES] = {(uint8_t)(TLO_EXCLUDE_MARK | ((h >> 40) & 0x3f)),
+                                    (uint8_t)(h >> 48)};
+  tlo_run *r = run_new(header, (h >> 32) % 5 < 2 ? ext : NULL, opt);
+  r->rng = rng;
+  size_t i = 0;
+  for (; i < nops && !r->failed; i++) {
+    tlo_op op;
+    tlo_gen_op(r, &op);
+    uint8_t bytes[64];
+    size_t n = tlo_encode_op(&op, bytes, sizeof bytes);
+    tlo_emit(r, bytes, n);
+    r->op_index = i;
+    tlo_apply_top(r, &op);
+  }
+  run_end(r, nops, out);
+}
+
+void tlo_run_bytes(const uint8_t *data, size_t size, const tlo_options *opt, tlo_outcome *out) {
+  uint8_t header[TLO_HEADER_BYTES] = {0};
+  for (size_t k = 0; k < TLO_HEADER_BYTES && k < size; k++)
+    header[k] = data[k];
+  size_t at = size < TLO_HEADER_BYTES ? size : TLO_HEADER_BYTES;
+  const uint8_t *ext = NULL;
+  if (size >= at + TLO_EXCLUDE_BYTES && data[at] >= TLO_EXCLUDE_MARK) {
+    ext = data + at;
+    at += TLO_EXCLUDE_BYTES;
+  }
+  tlo_run *r = run_new(header, ext, opt);
+  size_t i = 0;
+  while (i < TLO_MAX_OPS && !r->failed) {
+    tlo_op op;
+    size_t n = tlo_decode_op(data + at, size - at, &op);
+    if (n == 0)
+      break;
+    tlo_emit(r, data + at, n);
+    at += n;
+    r->op_index = i++;
+    tlo_apply_top(r, &op);
+  }
+  run_end(r, i, out);
+}
