@@ -8,7 +8,7 @@
  * queued under the scheduler's lock and written to cfg.journal by the dispatcher (events.c)
  * with the lock released.
  */
-#include "internal.h"
+#include "checker.h"
 #include "journal.h"
 
 #include <inttypes.h>
@@ -230,6 +230,13 @@ void tl__journal_free_list(struct tl_scheduler *s, tl__jline *j) {
     tl__free(s, j, tl__jline_size(j));
     j = next;
   }
+}
+
+void tl__journal_account(tl__checker *c) {
+  for (const tl__jline *j = c->s->journal; j != NULL; j = j->next)
+    tl__check_account(c, tl__jline_size(j));
+  for (const tl__jline *j = c->s->journal_batch; j != NULL; j = j->next)
+    tl__check_account(c, tl__jline_size(j));
 }
 
 void tl__journal_start(struct tl_scheduler *s) {

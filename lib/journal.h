@@ -1,6 +1,6 @@
 /* The call journal (journal.c, docs/journal.md): its line records, the writer its formats use,
- * and the formats of the journaled calls. For the entry layer (scheduler.c, dispatch.c) and the
- * memory check (inspect.c).
+ * and the formats of the journaled calls. For the entry layer (scheduler.c, dispatch.c) and
+ * tl_check (inspect.c), which asks tl__journal_account for the lines' memory.
  */
 #ifndef TL_JOURNAL_H
 #define TL_JOURNAL_H
@@ -40,6 +40,8 @@ void tl__journal_close(struct tl_scheduler *s, tl__jline *j, tl__jw *w, int err,
 void tl__journal_free_list(struct tl_scheduler *s, tl__jline *j);
 /* The header and config lines tl_scheduler_new writes (directly: nothing is shared yet). */
 void tl__journal_start(struct tl_scheduler *s);
+/* tl_check's part: the memory of the lines queued and of those being written. */
+void tl__journal_account(tl__checker *c);
 
 /* Formats of the journaled calls (docs/journal.md). */
 void tl__jfmt_add(tl__jw *w, const tl_executor_desc *d);

@@ -372,7 +372,7 @@ int tl_pool_add(tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t 
 int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out) {
   if (s == NULL || d == NULL || d->ntasks == 0 || d->ntasks == TL__NONE ||
       (d->pool != NULL && tl__name_len(d->pool, TL_HOST_MAX) == 0) ||
-      tl__locality_check(d) != TL_OK)
+      tl__locality_validate(d) != TL_OK)
     return TL_EINVAL;
   int err = enter(s);
   if (err != TL_OK)
