@@ -14,9 +14,6 @@
 #include "journal.h"
 #include "locality.h"
 
-#include <stdarg.h>
-#include <stdio.h>
-
 /* ---------------------------------------------------------------------------------------------
  * tl_check: each module checks its own records (its tl__*_check) and accounts their memory;
  * what is left here is what belongs to no module: the shared strings' reference counts, whose
@@ -186,41 +183,12 @@ int tl_taskset_get(tl_scheduler *s, tl_taskset_id id, tl_taskset_status *out) {
  * tl_explain_taskset: the heap dump's "nearest GC root", for a task set.
  * ------------------------------------------------------------------------------------------- */
 
-typedef struct text {
-  char *buf;
-  size_t len;
-  size_t used; /* bytes written, without the NUL */
-  bool cut;
-} text;
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void
-append(text *t, const char *fmt, ...) {
-  if (t->cut)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(t->buf + t->used, t->len - t->used, fmt, ap);
-  va_end(ap);
-  if (n < 0 || (size_t)n >= t->len - t->used) {
-    t->cut = true;
-    if (t->len >= 5)
-      memcpy(t->buf + t->len - 5, "...\n", 5);
-    else
-      t->buf[t->len - 1] = '\0';
-    return;
-  }
-  t->used += (size_t)n;
-}
-
-static void explain_line(void *ud, const char *line) { append(ud, "%s", line); }
+static void explain_line(void *ud, const char *line) { tl__text_str(ud, line); }
 
 int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len) {
   if (s == NULL || buf == NULL || len == 0)
     return TL_EINVAL;
-  text t = {buf, len, 0, false};
+  tl__text t = {buf, len, 0};
   buf[0] = '\0';
   tl__lock(s);
   tl__taskset *ts = tl__taskset_find(s, id);
@@ -229,45 +197,47 @@ int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len)
     return TL_ENOENT;
   }
   uint64_t now = s->last_now;
-  append(&t,
-         "task set %llu (stage %u attempt %u, %u tasks): %s%s; %u running (%u frozen), "
-         "%u pending, %u succeeded\n",
-         (unsigned long long)ts->id, ts->stage_id, ts->stage_attempt, ts->ntasks,
-         ts->zombie ? "zombie" : "active", ts->failed ? ", failed" : "", ts->nrunning, ts->nfrozen,
-         ts->npending, ts->nsucceeded);
+  tl__text_printf(&t,
+                  "task set %llu (stage %u attempt %u, %u tasks): %s%s; %u running (%u frozen), "
+                  "%u pending, %u succeeded\n",
+                  (unsigned long long)ts->id, ts->stage_id, ts->stage_attempt, ts->ntasks,
+                  ts->zombie ? "zombie" : "active", ts->failed ? ", failed" : "", ts->nrunning,
+                  ts->nfrozen, ts->npending, ts->nsucceeded);
   if (ts->loc != NULL && !ts->zombie) {
     const tl__locality *loc = ts->loc;
-    append(&t, "locality: at %s, its wait began at %.3f s; levels", tl_locality_name(loc->level),
-           (double)loc->reset_time / 1e9);
+    tl__text_printf(&t, "locality: at %s, its wait began at %.3f s; levels",
+                    tl_locality_name(loc->level), (double)loc->reset_time / 1e9);
     for (unsigned l = 0; l <= TL_ANY; l++)
       if (loc->levels & (1u << l))
-        append(&t, " %s", tl_locality_name(l));
-    append(&t, "\n");
+        tl__text_printf(&t, " %s", tl_locality_name(l));
+    tl__text_str(&t, "\n");
   }
   if (ts->nrunning == 0)
-    append(&t, "held by: nothing runs; it waits for offers for its pending tasks\n");
+    tl__text_str(&t, "held by: nothing runs; it waits for offers for its pending tasks\n");
   else
-    append(&t, "held by %s:\n", ts->zombie ? "(released when these end)" : "its attempts");
+    tl__text_printf(&t, "held by %s:\n", ts->zombie ? "(released when these end)" : "its attempts");
   for (tl__link *l = ts->running.next; l != &ts->running; l = l->next) {
     const tl__attempt *a = tl__container_of(l, tl__attempt, on_taskset);
     const tl__executor *ex = a->executor;
-    append(&t, "  tid %llu (index %u, attempt %u, %s) %s executor %s on %s (%s",
-           (unsigned long long)a->tid, a->index, a->attempt,
-           a->state == TL__RUNNING ? "RUNNING" : "LAUNCHING", a->frozen ? "frozen on" : "on",
-           tl__executor_id(ex), tl__names_host(ex->names), tl_executor_state_name(ex->state));
+    tl__text_printf(&t, "  tid %llu (index %u, attempt %u, %s) %s executor %s on %s (%s",
+                    (unsigned long long)a->tid, a->index, a->attempt,
+                    a->state == TL__RUNNING ? "RUNNING" : "LAUNCHING",
+                    a->frozen ? "frozen on" : "on", tl__executor_id(ex), tl__names_host(ex->names),
+                    tl_executor_state_name(ex->state));
     if (ex->state == TL_EXECUTOR_PENDING_LOSS) {
       if (tl__list_linked(&ex->on_timeline))
-        append(&t, ", loss reason due within %.1f s",
-               (double)(ex->when > now ? ex->when - now : 0) / 1e9);
+        tl__text_printf(&t, ", loss reason due within %.1f s",
+                        (double)(ex->when > now ? ex->when - now : 0) / 1e9);
       else
-        append(&t, ", waiting for the loss reason with no deadline");
+        tl__text_str(&t, ", waiting for the loss reason with no deadline");
     } else if (ex->decommission_msg != NULL) {
-      append(&t, ": %s", ex->decommission_msg->text);
+      tl__text_printf(&t, ": %s", ex->decommission_msg->text);
     }
-    append(&t, ")\n");
+    tl__text_str(&t, ")\n");
   }
   tl__exclude_explain(s, ts, explain_line, &t);
   tl__mutex_unlock(&s->lock);
+  tl__text_end(&t);
   return TL_OK;
 }
 
@@ -338,23 +308,6 @@ static const metric metrics[] = {
 _Static_assert(offsetof(tl_stats, pending_loss_timeouts) + sizeof(uint64_t) == sizeof(tl_stats),
                "a field was added to tl_stats: add it to the metrics table of tl_metrics_text");
 
-/* The caller's buffer, written up to len - 1 bytes; used counts the whole text regardless. */
-typedef struct sink {
-  char *buf;
-  size_t len;
-  size_t used; /* bytes of the whole text so far, without the NUL */
-} sink;
-
-static void put(sink *k, const char *p, size_t n) {
-  if (k->used + 1 < k->len) {
-    size_t room = k->len - 1 - k->used;
-    memcpy(k->buf + k->used, p, n < room ? n : room);
-  }
-  k->used += n;
-}
-
-static void put_str(sink *k, const char *p) { put(k, p, strlen(p)); }
-
 int tl_metrics_text(tl_scheduler *s, char *buf, size_t len, size_t *needed) {
   if (needed != NULL)
     *needed = 0;
@@ -362,7 +315,7 @@ int tl_metrics_text(tl_scheduler *s, char *buf, size_t len, size_t *needed) {
     return TL_EINVAL;
   tl_stats st;
   tl_stats_get(s, &st); /* one snapshot, under the lock */
-  sink k = {buf, len, 0};
+  tl__text k = {buf, len, 0};
   for (size_t i = 0; i < TL__ARRAY_SIZE(metrics); i++) {
     const metric *m = &metrics[i];
     const char *field = (const char *)&st + m->offset;
@@ -374,29 +327,20 @@ int tl_metrics_text(tl_scheduler *s, char *buf, size_t len, size_t *needed) {
       memcpy(&count, field, sizeof count);
       value = count;
     }
-    char digits[24];
-    int n = snprintf(digits, sizeof digits, "%llu", (unsigned long long)value);
-    put_str(&k, "# HELP taskledger_");
-    put_str(&k, m->name);
-    put_str(&k, " ");
-    put_str(&k, m->help);
-    put_str(&k, "\n# TYPE taskledger_");
-    put_str(&k, m->name);
-    put_str(&k, m->counter ? " counter\ntaskledger_" : " gauge\ntaskledger_");
-    put_str(&k, m->name);
-    put_str(&k, " ");
-    put(&k, digits, (size_t)n);
-    put_str(&k, "\n");
+    tl__text_str(&k, "# HELP taskledger_");
+    tl__text_str(&k, m->name);
+    tl__text_str(&k, " ");
+    tl__text_str(&k, m->help);
+    tl__text_str(&k, "\n# TYPE taskledger_");
+    tl__text_str(&k, m->name);
+    tl__text_str(&k, m->counter ? " counter\ntaskledger_" : " gauge\ntaskledger_");
+    tl__text_str(&k, m->name);
+    tl__text_str(&k, " ");
+    tl__text_printf(&k, "%llu", (unsigned long long)value);
+    tl__text_str(&k, "\n");
   }
-  if (len > 0) {
-    if (k.used < len)
-      buf[k.used] = '\0';
-    else if (len >= 5) /* cut: as tl_explain_taskset marks it */
-      memcpy(buf + len - 5, "...\n", 5);
-    else
-      buf[len - 1] = '\0';
-  }
+  tl__text_end(&k); /* cut: marked as tl_explain_taskset marks it */
   if (needed != NULL)
-    *needed = k.used;
+    *needed = k.len;
   return TL_OK;
 }

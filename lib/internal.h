@@ -63,6 +63,32 @@ static inline bool tl__due(uint64_t deadline, uint64_t now) {
 /* Length of a name of 1 to max-1 bytes, or 0 when NULL, empty or too long (alloc.c). */
 size_t tl__name_len(const char *name, size_t max);
 
+/* The text writer (text.c): writes a text into buf, cap bytes, or only measures it (buf NULL).
+ * len counts the whole text so far, whether it fit or not, so len + 1 is the room it needs;
+ * what is written is the text's first cap - 1 bytes at most. tl__text_end then NUL-terminates
+ * it and marks a text that did not fit: it ends in "...\n" (cap >= 5; a shorter buffer is just
+ * cut). */
+typedef struct tl__text {
+  char *buf;  /* NULL while measuring */
+  size_t cap; /* bytes of buf */
+  size_t len; /* bytes of the whole text so far, without the NUL */
+} tl__text;
+
+/* Inline: the journal writes its strings a byte at a time. */
+static inline void tl__text_put(tl__text *t, const char *p, size_t n) {
+  if (t->buf != NULL && t->len + 1 < t->cap) {
+    size_t room = t->cap - 1 - t->len;
+    memcpy(t->buf + t->len, p, n < room ? n : room);
+  }
+  t->len += n;
+}
+static inline void tl__text_str(tl__text *t, const char *p) { tl__text_put(t, p, strlen(p)); }
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void tl__text_printf(tl__text *t, const char *fmt, ...);
+void tl__text_end(tl__text *t);
+
 /* ---------------------------------------------------------------------------------------------
  * Intrusive circular doubly-linked lists (libuv's QUEUE, typed). An unlinked node points to
  * itself, so "is it on a list" is a test, and removing twice is harmless.

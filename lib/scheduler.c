@@ -126,7 +126,7 @@ static int leave(tl_scheduler *s, int err) {
  * changed, when the line cannot be allocated. Declares j and w for journal_leave. */
 #define JOURNAL_OPEN(s, FMT)                                                                       \
   tl__jline *j = NULL;                                                                             \
-  tl__jw w = {NULL, 0, 0};                                                                         \
+  tl__text w = {NULL, 0, 0};                                                                       \
   do {                                                                                             \
     if ((s)->cfg.journal != NULL) {                                                                \
       FMT;                                                                                         \
@@ -137,7 +137,7 @@ static int leave(tl_scheduler *s, int err) {
   } while (0)
 
 /* Ends a journaled call: its line gets the result, then leave. */
-static int journal_leave(tl_scheduler *s, tl__jline *j, tl__jw *w, int err, const char *extra) {
+static int journal_leave(tl_scheduler *s, tl__jline *j, tl__text *w, int err, const char *extra) {
   tl__journal_close(s, j, w, err, extra);
   return leave(s, err);
 }
@@ -504,14 +504,14 @@ static inline uint64_t tick(tl_scheduler *s, const void *driver) {
   if (enter_at(s, t) != TL_OK)
     return TL_TICK_NEVER;
   tl__jline *j = NULL;
-  tl__jw w = {NULL, 0, 0};
+  tl__text w = {NULL, 0, 0};
   if (s->cfg.journal != NULL) {
-    tl__jw_lit(&w, "tick");
+    tl__text_str(&w, "tick");
     if ((j = tl__journal_open(s, &w)) == NULL) {
       tl__mutex_unlock(&s->lock);
       return 0; /* nothing was done: the caller ticks again */
     }
-    tl__jw_lit(&w, "tick");
+    tl__text_str(&w, "tick");
   }
   /* Each part runs what is due and answers the time to its next deadline. */
   uint64_t next = tl__tick_run(s, s->last_now);
