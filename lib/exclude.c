@@ -31,9 +31,8 @@
  *
  * Everything here runs under the scheduler's lock.
  */
-#include "internal.h"
+#include "checker.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -741,41 +740,21 @@ void tl__exclude_stats(const struct tl_scheduler *s, tl_stats *out) {
   out->tasksets_unschedulable = s->x.ntimers;
 }
 
-void tl__exclude_each_str(struct tl_scheduler *s, void (*fn)(void *ud, tl__str *str), void *ud) {
+void tl__exclude_each_str(tl__checker *c, tl__str_fn *fn) {
+  struct tl_scheduler *s = c->s;
   for (tl__link *l = s->x.tasksets.next; l != &s->x.tasksets; l = l->next) {
     xset *x = tl__container_of(l, xset, on_scheduler);
     for (xexec *e = x->execs; e != NULL; e = e->next)
-      fn(ud, e->names);
+      fn(c, e->names, "an exclusion record");
     for (xhost *h = x->hosts; h != NULL; h = h->next)
-      fn(ud, h->names);
-    if (x->latest_msg != NULL)
-      fn(ud, x->latest_msg);
+      fn(c, h->names, "an exclusion record");
+    fn(c, x->latest_msg, "an exclusion record");
   }
   for (tl__link *l = s->x.execs.next; l != &s->x.execs; l = l->next)
-    fn(ud, tl__container_of(l, xapp, on_timeline)->names);
+    fn(c, tl__container_of(l, xapp, on_timeline)->names, "an exclusion record");
   for (tl__link *l = s->x.nodes.next; l != &s->x.nodes; l = l->next)
-    fn(ud, tl__container_of(l, xnode, on_list)->names);
+    fn(c, tl__container_of(l, xnode, on_list)->names, "an exclusion record");
 }
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static int
-broken(char *why, size_t len, const char *fmt, ...) {
-  if (why != NULL && len > 0) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, len, fmt, ap);
-    va_end(ap);
-  }
-  return TL_ECORRUPT;
-}
-
-#define XCHECK(cond, ...)                                                                          \
-  do {                                                                                             \
-    if (!(cond))                                                                                   \
-      return broken(why, len, __VA_ARGS__);                                                        \
-  } while (0)
 
 static size_t count_fails(const xfail *f) {
   size_t n = 0;
@@ -784,12 +763,12 @@ static size_t count_fails(const xfail *f) {
   return n;
 }
 
-static int check_xset(struct tl_scheduler *s, const xset *x, size_t *records, char *why,
-                      size_t len) {
-  const tl_config *c = &s->cfg;
+static int check_xset(tl__checker *c, const xset *x, size_t *records) {
+  struct tl_scheduler *s = c->s;
+  const tl_config *cfg = &s->cfg;
   const tl__taskset *ts = x->ts;
-  XCHECK(tl__taskset_find(s, ts->id) == ts && ts->exclude == x,
-         "exclusion: records of a released task set");
+  TL__CHECK(c, tl__taskset_find(s, ts->id) == ts && ts->exclude == x,
+            "exclusion: records of a released task set");
   uint32_t execs = 0, hosts = 0, blocked = 0;
   *records += 1;
   for (const xhost *h = x->hosts; h != NULL; h = h->next) {
@@ -797,68 +776,71 @@ static int check_xset(struct tl_scheduler *s, const xset *x, size_t *records, ch
     for (const xexec *e = x->execs; e != NULL; e = e->next)
       if (e->host == h && e->excluded)
         nex++;
-    XCHECK(nex == h->nexcluded_execs, "exclusion: task set %llu host %s counts %u excluded, %u",
-           (unsigned long long)ts->id, host_of(h->names), h->nexcluded_execs, nex);
-    XCHECK(h->excluded == (nex >= c->exclude_stage_max_failed_executors_per_node),
-           "exclusion: task set %llu host %s excluded %d with %u excluded executors",
-           (unsigned long long)ts->id, host_of(h->names), h->excluded, nex);
+    TL__CHECK(c, nex == h->nexcluded_execs,
+              "exclusion: task set %llu host %s counts %u excluded, %u", (unsigned long long)ts->id,
+              host_of(h->names), h->nexcluded_execs, nex);
+    TL__CHECK(c, h->excluded == (nex >= cfg->exclude_stage_max_failed_executors_per_node),
+              "exclusion: task set %llu host %s excluded %d with %u excluded executors",
+              (unsigned long long)ts->id, host_of(h->names), h->excluded, nex);
     hosts += h->excluded;
     *records += 1 + count_fails(h->indices);
     for (const xfail *f = h->indices; f != NULL; f = f->next) {
-      XCHECK(f->count >= 1 && f->index < ts->ntasks, "exclusion: a bad host failure record");
-      blocked += f->count >= c->exclude_max_task_attempts_per_node;
+      TL__CHECK(c, f->count >= 1 && f->index < ts->ntasks, "exclusion: a bad host failure record");
+      blocked += f->count >= cfg->exclude_max_task_attempts_per_node;
     }
   }
   for (const xexec *e = x->execs; e != NULL; e = e->next) {
-    XCHECK(find_host(x, host_of(e->names)) == e->host && e->host != NULL,
-           "exclusion: task set %llu executor %s is not linked to its host",
-           (unsigned long long)ts->id, id_of(e->names));
-    XCHECK(count_fails(e->failures) == e->nfailed && e->nfailed >= 1,
-           "exclusion: executor %s counts %u failed indices", id_of(e->names), e->nfailed);
-    XCHECK(e->excluded == (e->nfailed >= c->exclude_stage_max_failed_tasks_per_executor),
-           "exclusion: executor %s excluded %d with %u failed indices", id_of(e->names),
-           e->excluded, e->nfailed);
+    TL__CHECK(c, find_host(x, host_of(e->names)) == e->host && e->host != NULL,
+              "exclusion: task set %llu executor %s is not linked to its host",
+              (unsigned long long)ts->id, id_of(e->names));
+    TL__CHECK(c, count_fails(e->failures) == e->nfailed && e->nfailed >= 1,
+              "exclusion: executor %s counts %u failed indices", id_of(e->names), e->nfailed);
+    TL__CHECK(c, e->excluded == (e->nfailed >= cfg->exclude_stage_max_failed_tasks_per_executor),
+              "exclusion: executor %s excluded %d with %u failed indices", id_of(e->names),
+              e->excluded, e->nfailed);
     execs += e->excluded;
     *records += 1 + e->nfailed;
     for (const xfail *f = e->failures; f != NULL; f = f->next) {
-      XCHECK(f->count >= 1 && f->index < ts->ntasks, "exclusion: a bad failure record");
-      blocked += f->count >= c->exclude_max_task_attempts_per_executor;
+      TL__CHECK(c, f->count >= 1 && f->index < ts->ntasks, "exclusion: a bad failure record");
+      blocked += f->count >= cfg->exclude_max_task_attempts_per_executor;
     }
   }
-  XCHECK(execs == x->nexcluded_execs && hosts == x->nexcluded_hosts && blocked == x->nblocked,
-         "exclusion: task set %llu counts %u/%u/%u excluded executors/hosts/tasks, found %u/%u/%u",
-         (unsigned long long)ts->id, x->nexcluded_execs, x->nexcluded_hosts, x->nblocked, execs,
-         hosts, blocked);
-  XCHECK(x->timer == tl__list_linked(&x->on_timer), "exclusion: a timer flag is wrong");
+  TL__CHECK(
+      c, execs == x->nexcluded_execs && hosts == x->nexcluded_hosts && blocked == x->nblocked,
+      "exclusion: task set %llu counts %u/%u/%u excluded executors/hosts/tasks, found %u/%u/%u",
+      (unsigned long long)ts->id, x->nexcluded_execs, x->nexcluded_hosts, x->nblocked, execs, hosts,
+      blocked);
+  TL__CHECK(c, x->timer == tl__list_linked(&x->on_timer), "exclusion: a timer flag is wrong");
   return TL_OK;
 }
 
-int tl__exclude_check(struct tl_scheduler *s, char *why, size_t len, size_t *bytes,
-                      size_t *blocks) {
+int tl__exclude_check(tl__checker *c) {
+  struct tl_scheduler *s = c->s;
   size_t records = 0, n = 0;
-  XCHECK(s->x.spare == NULL && s->x.nspare == 0, "exclusion: records reserved between calls");
-  XCHECK(tl__list_empty(&s->x.aborts), "exclusion: aborts queued between calls");
+  TL__CHECK(c, s->x.spare == NULL && s->x.nspare == 0, "exclusion: records reserved between calls");
+  TL__CHECK(c, tl__list_empty(&s->x.aborts), "exclusion: aborts queued between calls");
   for (tl__link *l = s->x.tasksets.next; l != &s->x.tasksets; l = l->next, n++) {
-    int err = check_xset(s, tl__container_of(l, xset, on_scheduler), &records, why, len);
+    int err = check_xset(c, tl__container_of(l, xset, on_scheduler), &records);
     if (err != TL_OK)
       return err;
   }
-  XCHECK(n == s->x.ntasksets, "exclusion: %zu task sets listed, %zu counted", n, s->x.ntasksets);
+  TL__CHECK(c, n == s->x.ntasksets, "exclusion: %zu task sets listed, %zu counted", n,
+            s->x.ntasksets);
   n = 0;
   for (const tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next)
     n += ts->exclude != NULL;
-  XCHECK(n == s->x.ntasksets, "exclusion: %zu task sets hold records, %zu listed", n,
-         s->x.ntasksets);
-  XCHECK(s->cfg.exclude_on_failure || n + s->x.nexecs + s->x.nnodes == 0,
-         "exclusion: records with exclude_on_failure off");
+  TL__CHECK(c, n == s->x.ntasksets, "exclusion: %zu task sets hold records, %zu listed", n,
+            s->x.ntasksets);
+  TL__CHECK(c, s->cfg.exclude_on_failure || n + s->x.nexecs + s->x.nnodes == 0,
+            "exclusion: records with exclude_on_failure off");
   n = 0;
   uint64_t last = 0;
   for (tl__link *l = s->x.timers.next; l != &s->x.timers; l = l->next, n++) {
     const xset *x = tl__container_of(l, xset, on_timer);
-    XCHECK(x->timer && x->deadline >= last, "exclusion: timers out of order");
+    TL__CHECK(c, x->timer && x->deadline >= last, "exclusion: timers out of order");
     last = x->deadline;
   }
-  XCHECK(n == s->x.ntimers, "exclusion: %zu timers listed, %zu counted", n, s->x.ntimers);
+  TL__CHECK(c, n == s->x.ntimers, "exclusion: %zu timers listed, %zu counted", n, s->x.ntimers);
 
   /* Application level. */
   n = 0;
@@ -866,58 +848,57 @@ int tl__exclude_check(struct tl_scheduler *s, char *why, size_t len, size_t *byt
   for (tl__link *l = s->x.nodes.next; l != &s->x.nodes; l = l->next) {
     const xnode *node = tl__container_of(l, xnode, on_list);
     n++;
-    XCHECK(node->nexcluded_execs > 0 || node->excluded, "exclusion: an empty node record");
-    XCHECK(node->excluded == tl__list_linked(&node->on_timeline), "exclusion: node %s timeline",
-           host_of(node->names));
+    TL__CHECK(c, node->nexcluded_execs > 0 || node->excluded, "exclusion: an empty node record");
+    TL__CHECK(c, node->excluded == tl__list_linked(&node->on_timeline),
+              "exclusion: node %s timeline", host_of(node->names));
     tl__host *host = live_host(s, host_of(node->names));
-    XCHECK(host == NULL || host->x_excluded == node->excluded,
-           "exclusion: host %s flag disagrees with its record", host_of(node->names));
+    TL__CHECK(c, host == NULL || host->x_excluded == node->excluded,
+              "exclusion: host %s flag disagrees with its record", host_of(node->names));
   }
-  XCHECK(n == s->x.nnodes, "exclusion: %zu nodes listed, %zu counted", n, s->x.nnodes);
+  TL__CHECK(c, n == s->x.nnodes, "exclusion: %zu nodes listed, %zu counted", n, s->x.nnodes);
   records += n;
   n = 0;
   for (tl__link *l = s->x.node_timeline.next; l != &s->x.node_timeline; l = l->next, n++) {
     const xnode *node = tl__container_of(l, xnode, on_timeline);
-    XCHECK(node->excluded && node->expiry >= last, "exclusion: node timeline out of order");
+    TL__CHECK(c, node->excluded && node->expiry >= last, "exclusion: node timeline out of order");
     last = node->expiry;
   }
-  XCHECK(n == s->x.nnodes_excluded, "exclusion: %zu nodes excluded, %zu counted", n,
-         s->x.nnodes_excluded);
+  TL__CHECK(c, n == s->x.nnodes_excluded, "exclusion: %zu nodes excluded, %zu counted", n,
+            s->x.nnodes_excluded);
   for (const tl__host *host = s->hosts_by_name; host != NULL; host = host->hh_by_name.next) {
     const xnode *node = find_node(s, host->name);
-    XCHECK(host->x_excluded == (node != NULL && node->excluded),
-           "exclusion: host %s flag without a record", host->name);
+    TL__CHECK(c, host->x_excluded == (node != NULL && node->excluded),
+              "exclusion: host %s flag without a record", host->name);
   }
   n = 0;
   last = 0;
   for (tl__link *l = s->x.execs.next; l != &s->x.execs; l = l->next, n++) {
     const xapp *a = tl__container_of(l, xapp, on_timeline);
-    XCHECK(a->expiry >= last, "exclusion: executor timeline out of order");
+    TL__CHECK(c, a->expiry >= last, "exclusion: executor timeline out of order");
     last = a->expiry;
-    XCHECK(find_node(s, host_of(a->names)) == a->node, "exclusion: executor %s node record",
-           id_of(a->names));
+    TL__CHECK(c, find_node(s, host_of(a->names)) == a->node, "exclusion: executor %s node record",
+              id_of(a->names));
     size_t on_node = 0;
     for (tl__link *m = s->x.execs.next; m != &s->x.execs; m = m->next)
       on_node += tl__container_of(m, xapp, on_timeline)->node == a->node;
-    XCHECK(on_node == a->node->nexcluded_execs, "exclusion: node %s counts %u executors, %zu",
-           host_of(a->names), a->node->nexcluded_execs, on_node);
+    TL__CHECK(c, on_node == a->node->nexcluded_execs, "exclusion: node %s counts %u executors, %zu",
+              host_of(a->names), a->node->nexcluded_execs, on_node);
   }
-  XCHECK(n == s->x.nexecs, "exclusion: %zu executors excluded, %zu counted", n, s->x.nexecs);
+  TL__CHECK(c, n == s->x.nexecs, "exclusion: %zu executors excluded, %zu counted", n, s->x.nexecs);
   records += n;
   for (const tl__executor *ex = s->executors_by_id; ex != NULL; ex = ex->hh_by_id.next) {
-    XCHECK(count_fails(ex->x_failures) == ex->x_nfailures,
-           "exclusion: executor %s counts %u failures", tl__executor_id(ex), ex->x_nfailures);
-    XCHECK(alive(ex) || (ex->x_failures == NULL && !ex->x_excluded),
-           "exclusion: executor %s keeps exclusion state after its loss", tl__executor_id(ex));
+    TL__CHECK(c, count_fails(ex->x_failures) == ex->x_nfailures,
+              "exclusion: executor %s counts %u failures", tl__executor_id(ex), ex->x_nfailures);
+    TL__CHECK(c, alive(ex) || (ex->x_failures == NULL && !ex->x_excluded),
+              "exclusion: executor %s keeps exclusion state after its loss", tl__executor_id(ex));
     const xapp *a = alive(ex) ? find_app(s, tl__executor_id(ex)) : NULL;
-    XCHECK(!alive(ex) || ex->x_excluded == (a != NULL), "exclusion: executor %s flag disagrees",
-           tl__executor_id(ex));
+    TL__CHECK(c, !alive(ex) || ex->x_excluded == (a != NULL),
+              "exclusion: executor %s flag disagrees", tl__executor_id(ex));
     records += ex->x_nfailures;
   }
-  XCHECK(records == s->x.nrecords, "exclusion: %zu records allocated, %zu reachable", s->x.nrecords,
-         records);
-  *bytes += records * sizeof(xrec);
-  *blocks += records;
+  TL__CHECK(c, records == s->x.nrecords, "exclusion: %zu records allocated, %zu reachable",
+            s->x.nrecords, records);
+  tl__check_account_n(c, records, sizeof(xrec));
   return TL_OK;
 }
 

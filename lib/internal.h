@@ -63,6 +63,32 @@ static inline bool tl__due(uint64_t deadline, uint64_t now) {
 /* Length of a name of 1 to max-1 bytes, or 0 when NULL, empty or too long (alloc.c). */
 size_t tl__name_len(const char *name, size_t max);
 
+/* The text writer (text.c): writes a text into buf, cap bytes, or only measures it (buf NULL).
+ * len counts the whole text so far, whether it fit or not, so len + 1 is the room it needs;
+ * what is written is the text's first cap - 1 bytes at most. tl__text_end then NUL-terminates
+ * it and marks a text that did not fit: it ends in "...\n" (cap >= 5; a shorter buffer is just
+ * cut). */
+typedef struct tl__text {
+  char *buf;  /* NULL while measuring */
+  size_t cap; /* bytes of buf */
+  size_t len; /* bytes of the whole text so far, without the NUL */
+} tl__text;
+
+/* Inline: the journal writes its strings a byte at a time. */
+static inline void tl__text_put(tl__text *t, const char *p, size_t n) {
+  if (t->buf != NULL && t->len + 1 < t->cap) {
+    size_t room = t->cap - 1 - t->len;
+    memcpy(t->buf + t->len, p, n < room ? n : room);
+  }
+  t->len += n;
+}
+static inline void tl__text_str(tl__text *t, const char *p) { tl__text_put(t, p, strlen(p)); }
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void tl__text_printf(tl__text *t, const char *fmt, ...);
+void tl__text_end(tl__text *t);
+
 /* ---------------------------------------------------------------------------------------------
  * Intrusive circular doubly-linked lists (libuv's QUEUE, typed). An unlinked node points to
  * itself, so "is it on a list" is a test, and removing twice is harmless.
@@ -125,6 +151,16 @@ static inline void tl__str_unref(struct tl_scheduler *s, tl__str *str) {
   if (str != NULL && --str->refs == 0)
     tl__str_free(s, str);
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * Checking (checker.c; its context and helpers are laid out in checker.h). tl_check hands one
+ * checker to each module's tl__*_check, declared with the module below: each checks the
+ * invariants of its own records and accounts their memory. A module that holds shared strings
+ * walks them with a tl__str_fn (its tl__*_each_str), for their reference counts.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct tl__checker tl__checker;
+typedef void tl__str_fn(tl__checker *c, tl__str *str, const char *holder);
 
 /* ---------------------------------------------------------------------------------------------
  * Records
@@ -461,6 +497,9 @@ bool tl__unlock_and_dispatch(struct tl_scheduler *s);
 void tl__events_clear(struct tl_scheduler *s, tl__event_array *a, size_t from);
 /* Shrinks an event array back to TL__EVENTS_INITIAL after a burst (best effort). */
 void tl__events_shrink(struct tl_scheduler *s, tl__event_array *a);
+/* tl_check's part: both event arrays, by capacity; and the strings queued events hold. */
+int tl__queue_check(tl__checker *c);
+void tl__events_each_str(tl__checker *c, tl__str_fn *fn);
 
 /* The call journal's lines (journal.c; journal.h, for the entry layer and inspect.c). */
 struct tl__jline;
@@ -564,10 +603,10 @@ void tl__exclude_executor_removed(struct tl_scheduler *s, tl__executor *ex);
  * tl__exclude_due_abort's). */
 void tl__exclude_tick(struct tl_scheduler *s, uint64_t now);
 uint64_t tl__exclude_next(const struct tl_scheduler *s, uint64_t now);
-/* Inspection: invariants and memory of the records (bytes and blocks are added to), every
- * string they hold (for the reference-count balance), the stats, and a task set's text. */
-int tl__exclude_check(struct tl_scheduler *s, char *why, size_t len, size_t *bytes, size_t *blocks);
-void tl__exclude_each_str(struct tl_scheduler *s, void (*fn)(void *ud, tl__str *str), void *ud);
+/* Inspection: invariants and memory of the records, every string they hold (for the
+ * reference-count balance), the stats, and a task set's text. */
+int tl__exclude_check(tl__checker *c);
+void tl__exclude_each_str(tl__checker *c, tl__str_fn *fn);
 void tl__exclude_stats(const struct tl_scheduler *s, tl_stats *out);
 void tl__exclude_explain(struct tl_scheduler *s, const tl__taskset *ts,
                          void (*line)(void *ud, const char *text), void *ud);
@@ -701,6 +740,9 @@ void tl__attempt_unalloc(struct tl_scheduler *s, tl__attempt *a);
 void tl__attempt_free(struct tl_scheduler *s, tl__attempt *a);
 /* Frees every spare record. */
 void tl__attempts_trim(struct tl_scheduler *s);
+/* tl_check's part: the tid index against the running and frozen attempts the executors' lists
+ * hold (tl__registry_check counts them), the spare records, and the attempts' memory. */
+int tl__ledger_check(tl__checker *c, size_t running, size_t frozen);
 
 /* ---------------------------------------------------------------------------------------------
  * Task sets (taskset.c).
@@ -767,6 +809,11 @@ uint64_t tl__speculation_next(const struct tl_scheduler *s, uint64_t now);
 /* Counts a FINISHED update's result toward max_result_bytes: TL_END_SUCCESS, or
  * TL_END_RESULT_TOO_LARGE when the task set's results pass the limit with it. */
 tl_end_kind tl__taskset_take_result(struct tl_scheduler *s, tl__taskset *ts, size_t size);
+/* tl_check's part: map outputs, task sets and their index state, stacks and speculation arrays,
+ * the queues (through tl__pools_check) and stages; running and frozen are the attempts the
+ * executors' lists hold. And the strings of the hosts tried. */
+int tl__tasksets_check(tl__checker *c, size_t running, size_t frozen);
+void tl__tasksets_each_str(tl__checker *c, tl__str_fn *fn);
 
 /* ---------------------------------------------------------------------------------------------
  * Locality (locality.c).
@@ -775,7 +822,7 @@ tl_end_kind tl__taskset_take_result(struct tl_scheduler *s, tl__taskset *ts, siz
 /* Submission: validates d->tasks (TL_EINVAL), then allocates the task set's locality block,
  * its keys' index and the places it names that do not exist yet (TL_ENOMEM, nothing changed).
  * *out is NULL when no task has a preference. Nothing is visible until tl__locality_attach. */
-int tl__locality_check(const tl_taskset_desc *d);
+int tl__locality_validate(const tl_taskset_desc *d);
 int tl__locality_prepare(struct tl_scheduler *s, const tl_taskset_desc *d,
                          struct tl__locality **out);
 /* Undoes a prepared block that was not attached (a later step of the submission failed). */
@@ -839,6 +886,9 @@ tl_locality tl__locality_of(struct tl_scheduler *s, const tl__taskset *ts, uint3
  * until the next one (TL_TICK_NEVER if none). */
 uint64_t tl__locality_tick(struct tl_scheduler *s, uint64_t now);
 uint64_t tl__locality_next(struct tl_scheduler *s, uint64_t now);
+/* tl_check's part: places, the executors' and hosts' pointers to them, and every task set's
+ * locality block. */
+int tl__locality_check(tl__checker *c);
 
 /* ---------------------------------------------------------------------------------------------
  * Pools and their queues (pool.c).
@@ -847,7 +897,6 @@ uint64_t tl__locality_next(struct tl_scheduler *s, uint64_t now);
 int tl__pools_init(struct tl_scheduler *s);
 void tl__pools_destroy(struct tl_scheduler *s);
 tl__pool *tl__pool_find(struct tl_scheduler *s, const char *name);
-size_t tl__pool_bytes(const tl__pool *p);
 int tl__pool_add(struct tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
                  uint32_t min_share);
 /* The queue's order in pool p: FIFO (priority, stage id, id) or FAIR (queue_running, stage id,
@@ -861,6 +910,10 @@ void tl__queue_replace(tl__taskset *ts);
  * between pools; under TL_FIFO there is only "default"); returns how many. order must have
  * room for s->npools. */
 size_t tl__pools_in_order(struct tl_scheduler *s, tl__pool **order);
+/* tl_check's part (tl__tasksets_check calls it): the pools and their queues, against the queued
+ * task sets the task sets counted (queued, and per level queued_at) and the sums they left in
+ * each pool's check_running and check_tasksets. */
+int tl__pools_check(tl__checker *c, size_t queued, const size_t queued_at[TL__QUEUE_LEVELS]);
 
 /* ---------------------------------------------------------------------------------------------
  * The registry (registry.c): executors, hosts, racks, task sets and stages by key, and the
@@ -887,6 +940,11 @@ void tl__executor_bury(struct tl_scheduler *s, tl__executor *ex);
 void tl__tombstone_evict(struct tl_scheduler *s, tl__executor *ex);
 /* Frees an executor record (it must be out of every list but executors_by_id). */
 void tl__executor_free(struct tl_scheduler *s, tl__executor *ex);
+/* tl_check's part: executors (tombstones included) and their running and frozen lists, hosts,
+ * racks and the timelines; *running and *frozen count the attempts on those lists. And the
+ * strings executors hold. */
+int tl__registry_check(tl__checker *c, size_t *running, size_t *frozen);
+void tl__registry_each_str(tl__checker *c, tl__str_fn *fn);
 
 /* ---------------------------------------------------------------------------------------------
  * Transitions: membership (membership.c), offer rounds (offers.c), status updates (status.c),

@@ -8,7 +8,7 @@
  * queued under the scheduler's lock and written to cfg.journal by the dispatcher (events.c)
  * with the lock released.
  */
-#include "internal.h"
+#include "checker.h"
 #include "journal.h"
 
 #include <inttypes.h>
@@ -17,58 +17,50 @@
 #define PREFIX_MAX 24 /* "@" + 20 digits + " " and the NUL */
 #define RESULT_MAX 80 /* " = ECORRUPT" + " launched=<20 digits> tid=<20 digits>" */
 
-static void put(tl__jw *w, const char *p, size_t n) {
-  if (w->buf != NULL && w->len + n < w->cap)
-    memcpy(w->buf + w->len, p, n);
-  w->len += n;
-}
-
-void tl__jw_lit(tl__jw *w, const char *text) { put(w, text, strlen(text)); }
-
-static void jw_u64(tl__jw *w, uint64_t v) {
+static void jw_u64(tl__text *w, uint64_t v) {
   char tmp[24];
   int n = snprintf(tmp, sizeof tmp, "%" PRIu64, v);
-  put(w, tmp, (size_t)n);
+  tl__text_put(w, tmp, (size_t)n);
 }
 
-static void jw_i64(tl__jw *w, int64_t v) {
+static void jw_i64(tl__text *w, int64_t v) {
   char tmp[24];
   int n = snprintf(tmp, sizeof tmp, "%" PRId64, v);
-  put(w, tmp, (size_t)n);
+  tl__text_put(w, tmp, (size_t)n);
 }
 
 /* Strings go in double quotes; a backslash escapes a quote, a backslash, and (as \xHH) every
  * byte outside printable ASCII, so a line never holds a newline. NULL is a bare "-". */
-static void jw_str(tl__jw *w, const char *text) {
+static void jw_str(tl__text *w, const char *text) {
   if (text == NULL) {
-    put(w, "-", 1);
+    tl__text_put(w, "-", 1);
     return;
   }
-  put(w, "\"", 1);
+  tl__text_put(w, "\"", 1);
   for (const unsigned char *p = (const unsigned char *)text; *p != '\0'; p++) {
     if (*p == '"' || *p == '\\') {
       char esc[2] = {'\\', (char)*p};
-      put(w, esc, 2);
+      tl__text_put(w, esc, 2);
     } else if (*p < 0x20 || *p >= 0x7f) {
       char esc[5];
       snprintf(esc, sizeof esc, "\\x%02x", *p);
-      put(w, esc, 4);
+      tl__text_put(w, esc, 4);
     } else {
-      put(w, (const char *)p, 1);
+      tl__text_put(w, (const char *)p, 1);
     }
   }
-  put(w, "\"", 1);
+  tl__text_put(w, "\"", 1);
 }
 
-static void key_u64(tl__jw *w, const char *key, uint64_t v) {
-  tl__jw_lit(w, " ");
-  tl__jw_lit(w, key);
-  tl__jw_lit(w, "=");
+static void key_u64(tl__text *w, const char *key, uint64_t v) {
+  tl__text_str(w, " ");
+  tl__text_str(w, key);
+  tl__text_str(w, "=");
   jw_u64(w, v);
 }
 
-static void arg_str(tl__jw *w, const char *text) {
-  tl__jw_lit(w, " ");
+static void arg_str(tl__text *w, const char *text) {
+  tl__text_str(w, " ");
   jw_str(w, text);
 }
 
@@ -76,38 +68,38 @@ static void arg_str(tl__jw *w, const char *text) {
  * One format per journaled call (the argument list; the time comes before, the result after).
  * ------------------------------------------------------------------------------------------- */
 
-void tl__jfmt_add(tl__jw *w, const tl_executor_desc *d) {
-  tl__jw_lit(w, "add");
+void tl__jfmt_add(tl__text *w, const tl_executor_desc *d) {
+  tl__text_str(w, "add");
   arg_str(w, d->id);
   arg_str(w, d->host);
   arg_str(w, d->rack);
   key_u64(w, "cores", d->cores);
 }
 
-void tl__jfmt_lost(tl__jw *w, const char *id, const tl_loss_reason *r) {
-  tl__jw_lit(w, "lost");
+void tl__jfmt_lost(tl__text *w, const char *id, const tl_loss_reason *r) {
+  tl__text_str(w, "lost");
   arg_str(w, id);
-  tl__jw_lit(w, " ");
-  tl__jw_lit(w, tl_loss_kind_name(r->kind));
+  tl__text_str(w, " ");
+  tl__text_str(w, tl_loss_kind_name(r->kind));
   key_u64(w, "app", r->caused_by_app);
-  tl__jw_lit(w, " exit=");
+  tl__text_str(w, " exit=");
   jw_i64(w, r->exit_code);
   arg_str(w, r->message);
 }
 
-void tl__jfmt_id(tl__jw *w, const char *op, const char *id) {
-  tl__jw_lit(w, op);
+void tl__jfmt_id(tl__text *w, const char *op, const char *id) {
+  tl__text_str(w, op);
   arg_str(w, id);
 }
 
-void tl__jfmt_decommission(tl__jw *w, const char *id, const char *message) {
-  tl__jw_lit(w, "decommission");
+void tl__jfmt_decommission(tl__text *w, const char *id, const char *message) {
+  tl__text_str(w, "decommission");
   arg_str(w, id);
   arg_str(w, message);
 }
 
-void tl__jfmt_submit(tl__jw *w, const tl_taskset_desc *d) {
-  tl__jw_lit(w, "submit");
+void tl__jfmt_submit(tl__text *w, const tl_taskset_desc *d) {
+  tl__text_str(w, "submit");
   key_u64(w, "stage", d->stage_id);
   key_u64(w, "attempt", d->stage_attempt);
   key_u64(w, "priority", d->priority);
@@ -129,60 +121,60 @@ void tl__jfmt_submit(tl__jw *w, const tl_taskset_desc *d) {
   }
 }
 
-void tl__jfmt_pool_add(tl__jw *w, const char *name, tl_sched_mode mode, uint32_t weight,
+void tl__jfmt_pool_add(tl__text *w, const char *name, tl_sched_mode mode, uint32_t weight,
                        uint32_t min_share) {
-  tl__jw_lit(w, "pool_add");
+  tl__text_str(w, "pool_add");
   arg_str(w, name);
-  tl__jw_lit(w, mode == TL_FAIR ? " FAIR" : " FIFO");
+  tl__text_str(w, mode == TL_FAIR ? " FAIR" : " FIFO");
   key_u64(w, "weight", weight);
   key_u64(w, "min_share", min_share);
 }
 
-void tl__jfmt_kill_task(tl__jw *w, tl_tid tid, bool interrupt, const char *reason) {
-  tl__jw_lit(w, "kill_task");
+void tl__jfmt_kill_task(tl__text *w, tl_tid tid, bool interrupt, const char *reason) {
+  tl__text_str(w, "kill_task");
   key_u64(w, "tid", tid);
   key_u64(w, "interrupt", interrupt);
   arg_str(w, reason);
 }
 
-void tl__jfmt_kill_stage(tl__jw *w, uint32_t stage_id, bool interrupt, const char *reason) {
-  tl__jw_lit(w, "kill_stage");
+void tl__jfmt_kill_stage(tl__text *w, uint32_t stage_id, bool interrupt, const char *reason) {
+  tl__text_str(w, "kill_stage");
   key_u64(w, "stage", stage_id);
   key_u64(w, "interrupt", interrupt);
   arg_str(w, reason);
 }
 
-void tl__jfmt_cancel_stage(tl__jw *w, uint32_t stage_id, const char *reason) {
-  tl__jw_lit(w, "cancel_stage");
+void tl__jfmt_cancel_stage(tl__text *w, uint32_t stage_id, const char *reason) {
+  tl__text_str(w, "cancel_stage");
   key_u64(w, "stage", stage_id);
   arg_str(w, reason);
 }
 
-void tl__jfmt_partition_completed(tl__jw *w, uint32_t stage_id, uint32_t index) {
-  tl__jw_lit(w, "partition_completed");
+void tl__jfmt_partition_completed(tl__text *w, uint32_t stage_id, uint32_t index) {
+  tl__text_str(w, "partition_completed");
   key_u64(w, "stage", stage_id);
   key_u64(w, "index", index);
 }
 
-void tl__jfmt_offers(tl__jw *w, const tl_offer *offers, size_t noffers, size_t cap) {
-  tl__jw_lit(w, "offers");
+void tl__jfmt_offers(tl__text *w, const tl_offer *offers, size_t noffers, size_t cap) {
+  tl__text_str(w, "offers");
   key_u64(w, "cap", cap);
   key_u64(w, "n", noffers);
   for (size_t i = 0; i < noffers; i++) {
     arg_str(w, offers[i].executor_id);
-    tl__jw_lit(w, " ");
+    tl__text_str(w, " ");
     jw_u64(w, offers[i].cores);
   }
 }
 
-void tl__jfmt_update(tl__jw *w, const char *id, tl_tid tid, const tl_update *u) {
-  tl__jw_lit(w, "update");
+void tl__jfmt_update(tl__text *w, const char *id, tl_tid tid, const tl_update *u) {
+  tl__text_str(w, "update");
   arg_str(w, id);
   key_u64(w, "tid", tid);
-  tl__jw_lit(w, " ");
-  tl__jw_lit(w, tl_task_state_name(u->state));
-  tl__jw_lit(w, " ");
-  tl__jw_lit(w, u->state == TL_TASK_FAILED ? tl_end_kind_name(u->failure) : "-");
+  tl__text_str(w, " ");
+  tl__text_str(w, tl_task_state_name(u->state));
+  tl__text_str(w, " ");
+  tl__text_str(w, u->state == TL_TASK_FAILED ? tl_end_kind_name(u->failure) : "-");
   arg_str(w, u->message);
   key_u64(w, "result", u->result != NULL);
   key_u64(w, "size", u->result_size);
@@ -192,7 +184,7 @@ void tl__jfmt_update(tl__jw *w, const char *id, tl_tid tid, const tl_update *u) 
  * Lines
  * ------------------------------------------------------------------------------------------- */
 
-tl__jline *tl__journal_open(struct tl_scheduler *s, tl__jw *w) {
+tl__jline *tl__journal_open(struct tl_scheduler *s, tl__text *w) {
   size_t cap = PREFIX_MAX + w->len + RESULT_MAX;
   tl__jline *j = tl__malloc(s, sizeof *j + cap);
   if (j == NULL)
@@ -203,20 +195,20 @@ tl__jline *tl__journal_open(struct tl_scheduler *s, tl__jw *w) {
   w->buf = j->text;
   w->cap = cap;
   w->len = 0;
-  tl__jw_lit(w, "@");
+  tl__text_str(w, "@");
   jw_u64(w, s->last_now);
-  tl__jw_lit(w, " ");
+  tl__text_str(w, " ");
   return j;
 }
 
-void tl__journal_close(struct tl_scheduler *s, tl__jline *j, tl__jw *w, int err,
+void tl__journal_close(struct tl_scheduler *s, tl__jline *j, tl__text *w, int err,
                        const char *extra) {
   if (j == NULL)
     return;
-  tl__jw_lit(w, " = ");
-  tl__jw_lit(w, tl_err_name(err));
+  tl__text_str(w, " = ");
+  tl__text_str(w, tl_err_name(err));
   if (extra != NULL)
-    tl__jw_lit(w, extra);
+    tl__text_str(w, extra);
   /* The measure pass sized the line; a longer one would be a formatting bug: cut, not overrun. */
   j->len = w->len < j->cap ? w->len : j->cap - 1;
   j->text[j->len] = '\0';
@@ -230,6 +222,13 @@ void tl__journal_free_list(struct tl_scheduler *s, tl__jline *j) {
     tl__free(s, j, tl__jline_size(j));
     j = next;
   }
+}
+
+void tl__journal_account(tl__checker *c) {
+  for (const tl__jline *j = c->s->journal; j != NULL; j = j->next)
+    tl__check_account(c, tl__jline_size(j));
+  for (const tl__jline *j = c->s->journal_batch; j != NULL; j = j->next)
+    tl__check_account(c, tl__jline_size(j));
 }
 
 void tl__journal_start(struct tl_scheduler *s) {

@@ -1,6 +1,7 @@
-/* The call journal (journal.c, docs/journal.md): its line records, the writer its formats use,
- * and the formats of the journaled calls. For the entry layer (scheduler.c, dispatch.c) and the
- * memory check (inspect.c).
+/* The call journal (journal.c, docs/journal.md): its line records and the formats of the
+ * journaled calls, which write with the base layer's text writer (tl__text). For the entry layer
+ * (scheduler.c, dispatch.c) and tl_check (inspect.c), which asks tl__journal_account for the lines'
+ * memory.
  */
 #ifndef TL_JOURNAL_H
 #define TL_JOURNAL_H
@@ -8,9 +9,9 @@
 #include "internal.h"
 
 /* ---------------------------------------------------------------------------------------------
- * The call journal (journal.c). A call formats its line twice: once to measure it (the writer's
- * buf is NULL), once into the line allocated for it before the call changes anything. The line
- * is queued under the lock at the end of the call, in lock order, and handed to cfg.journal by
+ * The call journal (journal.c). A call formats its line twice: once to measure it (a tl__text
+ * whose buf is NULL), once into the line allocated for it before the call changes anything. The
+ * line is queued under the lock at the end of the call, in lock order, and handed to cfg.journal by
  * the dispatcher after the lock is released.
  * ------------------------------------------------------------------------------------------- */
 
@@ -21,39 +22,35 @@ typedef struct tl__jline {
   char text[];
 } tl__jline;
 
-typedef struct tl__jw {
-  char *buf;  /* NULL while measuring */
-  size_t cap; /* bytes of buf */
-  size_t len; /* bytes written (or measured) so far */
-} tl__jw;
-
 static inline size_t tl__jline_size(const tl__jline *j) { return sizeof(tl__jline) + j->cap; }
 
-void tl__jw_lit(tl__jw *w, const char *text);
 /* Allocates the line measured by w (with room for the time and the result) and points w at
  * it, with the call's time written: NULL on TL_ENOMEM. */
-tl__jline *tl__journal_open(struct tl_scheduler *s, tl__jw *w);
+tl__jline *tl__journal_open(struct tl_scheduler *s, tl__text *w);
 /* Writes the result of the call (" = OK" and the extra text, which may be NULL) and queues the
  * line. A NULL j (journal off) does nothing. */
-void tl__journal_close(struct tl_scheduler *s, tl__jline *j, tl__jw *w, int err, const char *extra);
+void tl__journal_close(struct tl_scheduler *s, tl__jline *j, tl__text *w, int err,
+                       const char *extra);
 /* Frees a list of lines. */
 void tl__journal_free_list(struct tl_scheduler *s, tl__jline *j);
 /* The header and config lines tl_scheduler_new writes (directly: nothing is shared yet). */
 void tl__journal_start(struct tl_scheduler *s);
+/* tl_check's part: the memory of the lines queued and of those being written. */
+void tl__journal_account(tl__checker *c);
 
 /* Formats of the journaled calls (docs/journal.md). */
-void tl__jfmt_add(tl__jw *w, const tl_executor_desc *d);
-void tl__jfmt_lost(tl__jw *w, const char *id, const tl_loss_reason *r);
-void tl__jfmt_id(tl__jw *w, const char *op, const char *id);
-void tl__jfmt_decommission(tl__jw *w, const char *id, const char *message);
-void tl__jfmt_submit(tl__jw *w, const tl_taskset_desc *d);
-void tl__jfmt_pool_add(tl__jw *w, const char *name, tl_sched_mode mode, uint32_t weight,
+void tl__jfmt_add(tl__text *w, const tl_executor_desc *d);
+void tl__jfmt_lost(tl__text *w, const char *id, const tl_loss_reason *r);
+void tl__jfmt_id(tl__text *w, const char *op, const char *id);
+void tl__jfmt_decommission(tl__text *w, const char *id, const char *message);
+void tl__jfmt_submit(tl__text *w, const tl_taskset_desc *d);
+void tl__jfmt_pool_add(tl__text *w, const char *name, tl_sched_mode mode, uint32_t weight,
                        uint32_t min_share);
-void tl__jfmt_kill_task(tl__jw *w, tl_tid tid, bool interrupt, const char *reason);
-void tl__jfmt_kill_stage(tl__jw *w, uint32_t stage_id, bool interrupt, const char *reason);
-void tl__jfmt_cancel_stage(tl__jw *w, uint32_t stage_id, const char *reason);
-void tl__jfmt_partition_completed(tl__jw *w, uint32_t stage_id, uint32_t index);
-void tl__jfmt_offers(tl__jw *w, const tl_offer *offers, size_t noffers, size_t cap);
-void tl__jfmt_update(tl__jw *w, const char *id, tl_tid tid, const tl_update *u);
+void tl__jfmt_kill_task(tl__text *w, tl_tid tid, bool interrupt, const char *reason);
+void tl__jfmt_kill_stage(tl__text *w, uint32_t stage_id, bool interrupt, const char *reason);
+void tl__jfmt_cancel_stage(tl__text *w, uint32_t stage_id, const char *reason);
+void tl__jfmt_partition_completed(tl__text *w, uint32_t stage_id, uint32_t index);
+void tl__jfmt_offers(tl__text *w, const tl_offer *offers, size_t noffers, size_t cap);
+void tl__jfmt_update(tl__text *w, const char *id, tl_tid tid, const tl_update *u);
 
 #endif /* TL_JOURNAL_H */

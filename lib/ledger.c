@@ -9,7 +9,7 @@
  *
  * Everything here runs under the scheduler's lock.
  */
-#include "internal.h"
+#include "checker.h"
 
 #include <stdlib.h>
 
@@ -198,4 +198,55 @@ void tl__attempt_free(struct tl_scheduler *s, tl__attempt *a) {
   tl__free(s, a, sizeof *a);
   if (!tl__attempts_running(s))
     tl__attempts_trim(s);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * tl_check's part: the tid index, the spare records and the attempt records' memory.
+ * ------------------------------------------------------------------------------------------- */
+
+int tl__ledger_check(tl__checker *c, size_t running, size_t frozen) {
+  struct tl_scheduler *s = c->s;
+  TL__CHECK(c, s->attempts_by_tid.n == running,
+            "invariant 3: attempts_by_tid holds %zu attempts, executors run %zu",
+            s->attempts_by_tid.n, running);
+  TL__CHECK(c, s->nfrozen == frozen, "invariant 3: %zu frozen attempts, count says %zu", frozen,
+            s->nfrozen);
+  const tl__tidmap *m = &s->attempts_by_tid;
+  size_t used = 0;
+  for (size_t i = 0; i < m->cap; i++) {
+    const tl__attempt *a = m->slot[i].a;
+    if (m->slot[i].tid == 0) {
+      TL__CHECK(c, a == NULL, "attempts_by_tid: free slot %zu holds a record", i);
+      continue;
+    }
+    used++;
+    TL__CHECK(c, a != NULL && a->tid == m->slot[i].tid && tl__attempt_find(s, a->tid) == a,
+              "attempts_by_tid: slot %zu (tid %llu) is not found by its tid", i,
+              (unsigned long long)m->slot[i].tid);
+    TL__CHECK(c,
+              a->executor->state == TL_EXECUTOR_ALIVE ||
+                  a->executor->state == TL_EXECUTOR_DECOMMISSIONING,
+              "invariant 1: tid %llu runs on %s executor %s", (unsigned long long)a->tid,
+              tl_executor_state_name(a->executor->state), tl__executor_id(a->executor));
+  }
+  unsigned shift = 64;
+  for (size_t cap = m->cap; cap > 1; cap >>= 1)
+    shift--;
+  TL__CHECK(c,
+            used == m->n && (m->cap == 0) == (m->n == 0) && (m->cap & (m->cap - 1)) == 0 &&
+                m->n <= m->cap / 4 * 3 && (m->cap == 0 || m->shift == shift),
+            "attempts_by_tid: %zu of %zu slots used, count says %zu, shift %u", used, m->cap, m->n,
+            m->shift);
+  if (m->cap != 0)
+    tl__check_account(c, m->cap * sizeof *m->slot);
+  size_t spare = 0;
+  for (const tl__attempt *a = s->spare_attempts; a != NULL && spare <= s->nspare_attempts;
+       a = a->sibling)
+    spare++;
+  TL__CHECK(c, spare == s->nspare_attempts, "%zu spare attempt records, count says %zu", spare,
+            s->nspare_attempts);
+  TL__CHECK(c, spare == 0 || tl__attempts_running(s) || s->nfrozen != 0,
+            "%zu spare attempt records while no attempt exists", spare);
+  tl__check_account_n(c, running + frozen + spare, sizeof(tl__attempt));
+  return TL_OK;
 }

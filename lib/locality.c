@@ -32,7 +32,7 @@
  *
  * Everything here runs under the scheduler's lock.
  */
-#include "internal.h"
+#include "checker.h"
 #include "locality.h"
 
 /* Whether a wait of wait ns from reset has run out at now: when the time reaches its end, unless
@@ -262,7 +262,7 @@ void tl__locality_zombie(struct tl_scheduler *s, tl__taskset *ts) {
  * Submission and release
  * ------------------------------------------------------------------------------------------- */
 
-int tl__locality_check(const tl_taskset_desc *d) {
+int tl__locality_validate(const tl_taskset_desc *d) {
   if (d->tasks == NULL)
     return TL_OK;
   uint64_t npairs = 0;
@@ -706,4 +706,115 @@ void tl__locality_offered(struct tl_scheduler *s, const tl__executor *ex) {
     ex->place->offer_round = s->offer_round;
   if (ex->host->place != NULL)
     ex->host->place->offer_round = s->offer_round;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * tl_check's part
+ * ------------------------------------------------------------------------------------------- */
+
+/* Places agree with the executors and hosts they name, and those point at their places; each
+ * key's list holds exactly the pairs of its pending indices; the live counts and levels follow
+ * from them. */
+int tl__locality_check(tl__checker *c) {
+  struct tl_scheduler *s = c->s;
+  size_t places = 0;
+  for (tl__place *p = s->places_by_key; p != NULL; p = p->hh_by_key.next) {
+    const char *name = tl__place_name(p);
+    tl__check_account(c, place_size(p->key_len));
+    places++;
+    size_t n = 0;
+    for (tl__link *l = p->keys.next; l != &p->keys; l = l->next) {
+      TL__CHECK(c, ++n <= p->nkeys, "place %s: key list does not end", name);
+      TL__CHECK(c, tl__container_of(l, tl__tskey, on_place)->place == p,
+                "place %s lists another place's key", name);
+    }
+    TL__CHECK(c, n == p->nkeys && n > 0, "place %s: %zu keys, count says %u", name, n, p->nkeys);
+    bool alive, racked = false;
+    if (p->key[0] == TL__PLACE_EXECUTOR) {
+      tl__executor *ex = tl__executor_find(s, name);
+      alive = ex != NULL && ex->state == TL_EXECUTOR_ALIVE;
+      TL__CHECK(c, ex == NULL || ex->place == p, "executor %s does not point at its place", name);
+    } else {
+      tl__host *h = host_find(s, name);
+      alive = h != NULL && h->nalive > 0;
+      racked = alive && h->rack != NULL;
+      TL__CHECK(c, h == NULL || h->place == p, "host %s does not point at its place", name);
+    }
+    TL__CHECK(c, p->alive == alive && p->racked == racked,
+              "place %s: alive %d racked %d, its executors say %d %d", name, p->alive, p->racked,
+              alive, racked);
+  }
+  TL__CHECK(c, places == s->nplaces, "%zu places, count says %zu", places, s->nplaces);
+  tl__check_account_table(c, s->places_by_key != NULL ? s->places_by_key->hh_by_key.tbl : NULL);
+  for (tl__executor *ex = s->executors_by_id; ex != NULL; ex = ex->hh_by_id.next)
+    TL__CHECK(c,
+              ex->place == NULL ||
+                  ex->place == tl__place_find(s, TL__PLACE_EXECUTOR, tl__executor_id(ex),
+                                              strlen(tl__executor_id(ex))),
+              "executor %s points at a place not its own", tl__executor_id(ex));
+  for (tl__host *h = s->hosts_by_name; h != NULL; h = h->hh_by_name.next)
+    TL__CHECK(c, h->place == tl__place_find(s, TL__PLACE_HOST, h->name, h->name_len),
+              "host %s does not point at its place", h->name);
+
+  size_t listed = 0;
+  for (tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next) {
+    tl__locality *loc = ts->loc;
+    if (loc == NULL)
+      continue;
+    unsigned long long id = (unsigned long long)ts->id;
+    tl__check_account(c, locality_bytes(loc));
+    tl__check_account_table(c, loc->keys_by_place != NULL ? loc->keys_by_place->hh_by_place.tbl
+                                                          : NULL);
+    TL__CHECK(c, loc->ntasks == ts->ntasks && loc->first_pair[ts->ntasks] == loc->npairs,
+              "task set %llu: locality block does not fit its tasks", id);
+    TL__CHECK(c, HASH_CNT(hh_by_place, loc->keys_by_place) + 1 == loc->nkeys,
+              "task set %llu: %u keys indexed of %u", id, HASH_CNT(hh_by_place, loc->keys_by_place),
+              loc->nkeys - 1);
+    TL__CHECK(c, tl__list_linked(&loc->on_scheduler) == !ts->zombie,
+              "task set %llu: on the locality list %d, zombie %d", id,
+              tl__list_linked(&loc->on_scheduler), ts->zombie);
+    listed += !ts->zombie;
+    uint32_t live[3] = {0, 0, 0};
+    size_t linked = 0;
+    for (uint32_t k = 0; k < loc->nkeys; k++) {
+      const tl__tskey *key = &loc->keys[k];
+      TL__CHECK(c, key->taskset == ts && (k == 0) == (key->place == NULL),
+                "task set %llu: key %u is not its own", id, k);
+      uint32_t n = 0, prev = TL__NONE;
+      for (uint32_t p = key->head; p != TL__NONE; p = loc->pairs[p].next) {
+        TL__CHECK(c, p < loc->npairs && ++n <= loc->npairs, "task set %llu: key %u list broken", id,
+                  k);
+        const tl__pair *pair = &loc->pairs[p];
+        TL__CHECK(c,
+                  pair->key == k && pair->prev == prev &&
+                      (ts->idx[pair->index].flags & TL__IDX_PENDING),
+                  "task set %llu: key %u lists index %u, which is not pending or not its", id, k,
+                  pair->index);
+        prev = p;
+      }
+      TL__CHECK(c, n == key->count, "task set %llu: key %u lists %u pairs, count says %u", id, k, n,
+                key->count);
+      linked += n;
+      if (n > 0 && key->place != NULL && key->place->alive) {
+        live[key->place->key[0] == TL__PLACE_EXECUTOR ? TL__LIVE_PROCESS : TL__LIVE_NODE]++;
+        live[TL__LIVE_RACK] += key->place->racked;
+      }
+    }
+    size_t want = 0;
+    for (uint32_t i = 0; i < ts->ntasks; i++)
+      if (ts->idx[i].flags & TL__IDX_PENDING)
+        want += loc->first_pair[i + 1] - loc->first_pair[i];
+    TL__CHECK(c, linked == want, "task set %llu: %zu pairs listed, its pending indices have %zu",
+              id, linked, want);
+    TL__CHECK(c, memcmp(live, loc->nlive, sizeof live) == 0,
+              "task set %llu: live keys %u/%u/%u, counts say %u/%u/%u", id, live[0], live[1],
+              live[2], loc->nlive[0], loc->nlive[1], loc->nlive[2]);
+    TL__CHECK(c, (loc->levels & (1u << TL_ANY)) && (loc->levels & (1u << loc->level)),
+              "task set %llu: level %u is not among its levels %#x", id, loc->level, loc->levels);
+  }
+  size_t n = 0;
+  for (tl__link *l = s->locality_tasksets.next; l != &s->locality_tasksets; l = l->next)
+    TL__CHECK(c, ++n <= listed, "the locality list holds more than %zu task sets", listed);
+  TL__CHECK(c, n == listed, "the locality list holds %zu task sets, %zu expected", n, listed);
+  return TL_OK;
 }

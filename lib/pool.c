@@ -21,7 +21,7 @@
  *
  * Everything here runs under the scheduler's lock.
  */
-#include "internal.h"
+#include "checker.h"
 
 #include <stdlib.h>
 
@@ -68,8 +68,6 @@ void tl__pools_destroy(struct tl_scheduler *s) {
     tl__free(s, p, pool_size(p->name_len));
   }
 }
-
-size_t tl__pool_bytes(const tl__pool *p) { return pool_size(p->name_len); }
 
 int tl__pool_add(struct tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
                  uint32_t min_share) {
@@ -197,4 +195,55 @@ size_t tl__pools_in_order(struct tl_scheduler *s, tl__pool **order) {
   if (n > 1)
     qsort(order, n, sizeof *order, fair_compare_qsort);
   return n;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * tl_check's part: the pools' records and their queues
+ * ------------------------------------------------------------------------------------------- */
+
+/* Every level of every queue in its pool's order, holding only task sets of that pool and, all
+ * levels together, exactly the queued task sets of more than l levels (queued, queued_at: what
+ * the task sets say); a FAIR queue's keys are current; every pool's running and task set counts
+ * agree with the sums its task sets left in check_running and check_tasksets. */
+int tl__pools_check(tl__checker *c, size_t queued, const size_t queued_at[TL__QUEUE_LEVELS]) {
+  struct tl_scheduler *s = c->s;
+  size_t walked_at[TL__QUEUE_LEVELS] = {0};
+  for (tl__pool *p = s->pools_by_name; p != NULL; p = p->hh_by_name.next) {
+    for (int level = 0; level < TL__QUEUE_LEVELS; level++) {
+      const tl__taskset *prev = NULL;
+      for (const tl__taskset *ts = p->queue[level]; ts != NULL; ts = ts->queue_next[level]) {
+        TL__CHECK(c, ++walked_at[level] <= queued,
+                  "queue level %d holds more than the %zu schedulable task sets", level, queued);
+        TL__CHECK(c, ts->pool == p, "pool %s queues task set %llu of pool %s", p->name,
+                  (unsigned long long)ts->id, ts->pool->name);
+        TL__CHECK(c, ts->queue_levels > level, "queue level %d holds task set %llu of %u levels",
+                  level, (unsigned long long)ts->id, ts->queue_levels);
+        TL__CHECK(c, p->mode != TL_FAIR || ts->queue_running == ts->nrunning,
+                  "FAIR pool %s places task set %llu by %u running attempts, it has %u", p->name,
+                  (unsigned long long)ts->id, ts->queue_running, ts->nrunning);
+        TL__CHECK(c, prev == NULL || tl__queue_before(p, prev, ts),
+                  "pool %s: queue level %d is out of order at task set %llu", p->name, level,
+                  (unsigned long long)ts->id);
+        prev = ts;
+      }
+    }
+  }
+  size_t npools = 0;
+  for (tl__pool *p = s->pools_by_name; p != NULL; p = p->hh_by_name.next) {
+    npools++;
+    tl__check_account(c, pool_size(p->name_len));
+    TL__CHECK(c, p->running == p->check_running && p->ntasksets == p->check_tasksets,
+              "pool %s: %u running in %u task sets, its task sets have %u in %u", p->name,
+              p->running, p->ntasksets, p->check_running, p->check_tasksets);
+  }
+  TL__CHECK(c,
+            npools == s->npools && s->default_pool != NULL &&
+                tl__pool_find(s, "default") == s->default_pool,
+            "%zu pools, count says %zu, or the default pool is lost", npools, s->npools);
+  for (int level = 0; level < TL__QUEUE_LEVELS; level++)
+    TL__CHECK(c, walked_at[level] == queued_at[level],
+              "queue level %d holds %zu task sets, %zu expected", level, walked_at[level],
+              queued_at[level]);
+  tl__check_account_table(c, s->pools_by_name != NULL ? s->pools_by_name->hh_by_name.tbl : NULL);
+  return TL_OK;
 }

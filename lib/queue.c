@@ -2,11 +2,12 @@
  * scheduler's lock, into s->events, with room reserved before it changes anything
  * (tl__events_reserve), so a push cannot fail halfway through a transition; dispatch.c delivers
  * them after the lock is released. Each transition reserves its room next to the calls that
- * push (the TL__*_EVENTS counts beside the functions that make them).
+ * push (the TL__*_EVENTS counts beside the functions that make them). tl_check's part here
+ * accounts both arrays and walks the strings queued events hold.
  *
  * Everything here runs under the scheduler's lock.
  */
-#include "internal.h"
+#include "checker.h"
 
 #include <stdlib.h>
 
@@ -71,4 +72,30 @@ void tl__events_shrink(struct tl_scheduler *s, tl__event_array *a) {
     a->ev = ev;
     a->cap = TL__EVENTS_INITIAL;
   }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * tl_check's part: both event arrays (by capacity) and the strings their events hold.
+ * ------------------------------------------------------------------------------------------- */
+
+int tl__queue_check(tl__checker *c) {
+  struct tl_scheduler *s = c->s;
+  TL__CHECK(c, s->events.n <= s->events.cap && s->batch.n <= s->batch.cap,
+            "event queue: %zu events in %zu slots, batch %zu in %zu", s->events.n, s->events.cap,
+            s->batch.n, s->batch.cap);
+  tl__check_account(c, s->events.cap * sizeof(tl__event));
+  tl__check_account(c, s->batch.cap * sizeof(tl__event));
+  return TL_OK;
+}
+
+static void events_each_str(tl__checker *c, const tl__event_array *a, tl__str_fn *fn) {
+  for (size_t i = 0; i < a->n; i++) {
+    fn(c, a->ev[i].names, "an event");
+    fn(c, a->ev[i].msg, "an event");
+  }
+}
+
+void tl__events_each_str(tl__checker *c, tl__str_fn *fn) {
+  events_each_str(c, &c->s->events, fn);
+  events_each_str(c, &c->s->batch, fn);
 }

@@ -126,7 +126,7 @@ static int leave(tl_scheduler *s, int err) {
  * changed, when the line cannot be allocated. Declares j and w for journal_leave. */
 #define JOURNAL_OPEN(s, FMT)                                                                       \
   tl__jline *j = NULL;                                                                             \
-  tl__jw w = {NULL, 0, 0};                                                                         \
+  tl__text w = {NULL, 0, 0};                                                                       \
   do {                                                                                             \
     if ((s)->cfg.journal != NULL) {                                                                \
       FMT;                                                                                         \
@@ -137,7 +137,7 @@ static int leave(tl_scheduler *s, int err) {
   } while (0)
 
 /* Ends a journaled call: its line gets the result, then leave. */
-static int journal_leave(tl_scheduler *s, tl__jline *j, tl__jw *w, int err, const char *extra) {
+static int journal_leave(tl_scheduler *s, tl__jline *j, tl__text *w, int err, const char *extra) {
   tl__journal_close(s, j, w, err, extra);
   return leave(s, err);
 }
@@ -372,7 +372,7 @@ int tl_pool_add(tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t 
 int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out) {
   if (s == NULL || d == NULL || d->ntasks == 0 || d->ntasks == TL__NONE ||
       (d->pool != NULL && tl__name_len(d->pool, TL_HOST_MAX) == 0) ||
-      tl__locality_check(d) != TL_OK)
+      tl__locality_validate(d) != TL_OK)
     return TL_EINVAL;
   int err = enter(s);
   if (err != TL_OK)
@@ -504,14 +504,14 @@ static inline uint64_t tick(tl_scheduler *s, const void *driver) {
   if (enter_at(s, t) != TL_OK)
     return TL_TICK_NEVER;
   tl__jline *j = NULL;
-  tl__jw w = {NULL, 0, 0};
+  tl__text w = {NULL, 0, 0};
   if (s->cfg.journal != NULL) {
-    tl__jw_lit(&w, "tick");
+    tl__text_str(&w, "tick");
     if ((j = tl__journal_open(s, &w)) == NULL) {
       tl__mutex_unlock(&s->lock);
       return 0; /* nothing was done: the caller ticks again */
     }
-    tl__jw_lit(&w, "tick");
+    tl__text_str(&w, "tick");
   }
   /* Each part runs what is due and answers the time to its next deadline. */
   uint64_t next = tl__tick_run(s, s->last_now);

@@ -11,7 +11,7 @@
  *
  * Everything here runs under the scheduler's lock, with event room reserved by the caller.
  */
-#include "internal.h"
+#include "checker.h"
 
 static tl_taskset_info taskset_info(const tl__taskset *ts) {
   tl_taskset_info info = {ts->id, ts->stage_id, ts->stage_attempt, ts->ntasks};
@@ -681,4 +681,282 @@ void tl__taskset_destroy(struct tl_scheduler *s, tl__taskset *ts) {
   stage_unlink(s, ts);
   HASH_DELETE(hh_by_id, s->tasksets_by_id, ts);
   tl__free(s, ts, tl__taskset_bytes(ts));
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * tl_check's part: map outputs, task sets with their per-index state, stacks and speculation
+ * arrays, their queue membership, and stages.
+ * ------------------------------------------------------------------------------------------- */
+
+/* The map outputs the executors hold: each of a done index of an active shuffle-map task set;
+ * *found counts them. */
+static int check_outputs(tl__checker *c, size_t *found) {
+  struct tl_scheduler *s = c->s;
+  *found = 0;
+  for (tl__executor *ex = s->executors_by_id; ex != NULL; ex = ex->hh_by_id.next) {
+    const char *id = tl__executor_id(ex);
+    size_t n = 0;
+    for (tl__link *l = ex->outputs.next; l != &ex->outputs; l = l->next) {
+      const tl__output *out = tl__container_of(l, tl__output, on_executor);
+      const tl__taskset *ts = out->taskset;
+      TL__CHECK(c, ++n <= ex->noutputs, "executor %s: output list does not end", id);
+      TL__CHECK(c, out->executor == ex && tl__taskset_find(s, ts->id) == ts,
+                "executor %s holds a map output of another executor or of a released task set", id);
+      TL__CHECK(c,
+                ts->shuffle_map && !ts->zombie && out->index < ts->ntasks &&
+                    (ts->idx[out->index].flags & TL__IDX_SUCCESSFUL),
+                "executor %s holds a map output of task set %llu index %u that is not a done "
+                "index of an active shuffle-map task set",
+                id, (unsigned long long)ts->id, out->index);
+      TL__CHECK(c, ex->state != TL_EXECUTOR_REMOVED, "tombstone %s holds map outputs", id);
+    }
+    TL__CHECK(c, n == ex->noutputs, "executor %s: %zu map outputs, count says %u", id, n,
+              ex->noutputs);
+    tl__check_account_n(c, n, sizeof(tl__output));
+    *found += n;
+  }
+  return TL_OK;
+}
+
+/* Each index is pending, running or done; the pending stack. */
+static int check_indices(tl__checker *c, const tl__taskset *ts) {
+  struct tl_scheduler *s = c->s;
+  unsigned long long id = (unsigned long long)ts->id;
+  size_t copies = 0, succeeded = 0, flagged = 0;
+  for (uint32_t i = 0; i < ts->ntasks; i++) {
+    const tl__index *ix = &ts->idx[i];
+    copies += ix->copies_running;
+    if (ix->flags & TL__IDX_SUCCESSFUL)
+      succeeded++;
+    if (ix->flags & TL__IDX_PENDING) {
+      flagged++;
+      TL__CHECK(c, !ts->zombie, "zombie task set %llu has index %u pending", id, i);
+      TL__CHECK(c, !(ix->flags & TL__IDX_SUCCESSFUL) && ix->copies_running == 0,
+                "task set %llu: index %u is pending but done or running", id, i);
+    } else if (!ts->zombie) {
+      TL__CHECK(c, (ix->flags & TL__IDX_SUCCESSFUL) || ix->copies_running > 0,
+                "task set %llu: index %u is neither pending, running nor done: it would never "
+                "run",
+                id, i);
+    }
+    TL__CHECK(c, ix->failures < s->cfg.max_task_failures || ts->zombie,
+              "task set %llu: index %u failed %u times and the set is not aborted", id, i,
+              ix->failures);
+  }
+  TL__CHECK(c, copies == ts->nrunning, "task set %llu: indices count %zu copies, %u running", id,
+            copies, ts->nrunning);
+  TL__CHECK(c, succeeded == ts->nsucceeded, "task set %llu: %zu indices done, count says %u", id,
+            succeeded, ts->nsucceeded);
+  TL__CHECK(c, succeeded < ts->ntasks || ts->zombie, "task set %llu: all done but not zombie", id);
+
+  size_t walked = 0;
+  uint32_t prev = TL__NONE;
+  for (uint32_t i = ts->pending_top; i != TL__NONE; i = ts->idx[i].next) {
+    TL__CHECK(c, i < ts->ntasks && ++walked <= ts->ntasks, "task set %llu: pending stack broken",
+              id);
+    TL__CHECK(c, (ts->idx[i].flags & TL__IDX_PENDING) && ts->idx[i].prev == prev,
+              "task set %llu: pending stack link of index %u broken", id, i);
+    prev = i;
+  }
+  TL__CHECK(c, walked == ts->npending && flagged == ts->npending,
+            "task set %llu: %zu on the pending stack, %zu flagged, count says %u", id, walked,
+            flagged, ts->npending);
+  return TL_OK;
+}
+
+/* Speculation: the speculative stack holds exactly the SPECULATABLE indices, each with one copy
+ * running; the copies of an index know each other; hosts tried are held. */
+static int check_speculation(tl__checker *c, const tl__taskset *ts) {
+  unsigned long long id = (unsigned long long)ts->id;
+  size_t walked = 0, flagged = 0;
+  uint32_t prev = TL__NONE;
+  for (uint32_t i = ts->speculative_top; i != TL__NONE; i = ts->idx[i].next) {
+    TL__CHECK(c, i < ts->ntasks && ++walked <= ts->ntasks,
+              "task set %llu: speculative stack broken", id);
+    const tl__index *ix = &ts->idx[i];
+    TL__CHECK(c, (ix->flags & TL__IDX_SPECULATABLE) && ix->prev == prev,
+              "task set %llu: speculative stack link of index %u broken", id, i);
+    TL__CHECK(c, !(ix->flags & (TL__IDX_SUCCESSFUL | TL__IDX_PENDING)) && ix->copies_running == 1,
+              "task set %llu: speculatable index %u is done, pending, or has %u copies", id, i,
+              ix->copies_running);
+    prev = i;
+  }
+  for (uint32_t i = 0; i < ts->ntasks; i++)
+    flagged += (ts->idx[i].flags & TL__IDX_SPECULATABLE) != 0;
+  TL__CHECK(c, walked == ts->nspeculatable && flagged == ts->nspeculatable,
+            "task set %llu: %zu on the speculative stack, %zu flagged, count says %u", id, walked,
+            flagged, ts->nspeculatable);
+  TL__CHECK(c, ts->heap != NULL || (ts->nspeculatable == 0 && ts->tried == NULL),
+            "task set %llu speculates without its arrays", id);
+  TL__CHECK(c,
+            ts->heap == NULL ||
+                (ts->heap_cap >= ts->ntasks && ts->nheap_low + ts->nheap_high <= ts->heap_cap &&
+                 ts->nheap_high <= ts->nheap_low && ts->nheap_low <= ts->nheap_high + 1),
+            "task set %llu: median heap of %u + %u run times in %u slots", id, ts->nheap_low,
+            ts->nheap_high, ts->heap_cap);
+  if (ts->heap != NULL && ts->heap_cap > ts->ntasks)
+    tl__check_account(c, (size_t)ts->heap_cap * sizeof *ts->heap);
+  for (tl__link *l = ts->running.next; l != &ts->running; l = l->next) {
+    const tl__attempt *a = tl__container_of(l, tl__attempt, on_taskset);
+    TL__CHECK(c,
+              a->sibling == NULL || (a->sibling->sibling == a && a->sibling->taskset == ts &&
+                                     a->sibling->index == a->index),
+              "tid %llu: its sibling copy does not point back", (unsigned long long)a->tid);
+    TL__CHECK(c, ts->first == NULL || ts->first[a->index] == a || ts->first[a->index] == a->sibling,
+              "task set %llu: index %u's running copy is not recorded", id, a->index);
+  }
+  for (uint32_t i = 0; ts->tried != NULL && i < ts->ntasks; i++) {
+    TL__CHECK(c, (ts->first[i] != NULL) == (ts->idx[i].copies_running > 0),
+              "task set %llu: index %u has %u copies but a recorded copy %p", id, i,
+              ts->idx[i].copies_running, (void *)ts->first[i]);
+    size_t ntried = 0;
+    for (const tl__tried *t = ts->tried[i]; t != NULL; t = t->next) {
+      TL__CHECK(c, ++ntried <= ts->idx[i].attempts,
+                "task set %llu: index %u tried on more hosts than its %u attempts", id, i,
+                ts->idx[i].attempts);
+      tl__check_account(c, sizeof *t);
+    }
+  }
+  return TL_OK;
+}
+
+/* Invariant 6: stages. */
+static int check_stages(tl__checker *c) {
+  struct tl_scheduler *s = c->s;
+  size_t attempts = 0;
+  for (tl__stage *st = s->stages_by_id; st != NULL; st = st->hh_by_id.next) {
+    tl__check_account(c, sizeof *st);
+    size_t k = 0, live = 0;
+    for (tl__link *l = st->attempts.next; l != &st->attempts; l = l->next) {
+      const tl__taskset *ts = tl__container_of(l, tl__taskset, on_stage);
+      TL__CHECK(c, ++k <= HASH_CNT(hh_by_id, s->tasksets_by_id),
+                "stage %u: attempt list does not end", st->stage_id);
+      TL__CHECK(c, ts->stage == st && ts->stage_id == st->stage_id,
+                "stage %u lists a task set of another stage", st->stage_id);
+      TL__CHECK(c, tl__taskset_find(s, ts->id) == ts, "stage %u lists released task set %llu",
+                st->stage_id, (unsigned long long)ts->id);
+      live += !ts->zombie;
+    }
+    TL__CHECK(c, k == st->nattempts && k > 0, "stage %u: %zu attempts, count says %u", st->stage_id,
+              k, st->nattempts);
+    TL__CHECK(c, live <= 1, "invariant 6: stage %u has %zu non-zombie attempts", st->stage_id,
+              live);
+    TL__CHECK(c, (live == 1) == (st->active != NULL),
+              "invariant 6: stage %u's active attempt is %s", st->stage_id,
+              st->active != NULL ? "set with none live" : "missing");
+    attempts += k;
+  }
+  TL__CHECK(c, attempts == HASH_CNT(hh_by_id, s->tasksets_by_id), "stages list %zu task sets of %u",
+            attempts, HASH_CNT(hh_by_id, s->tasksets_by_id));
+  tl__check_account_table(c, s->stages_by_id != NULL ? s->stages_by_id->hh_by_id.tbl : NULL);
+  return TL_OK;
+}
+
+/* Invariants 3 (task set side), 4 and 6, each task set's index state, and the queues. running
+ * and frozen are the attempts the executors' lists hold. */
+int tl__tasksets_check(tl__checker *c, size_t running, size_t frozen) {
+  struct tl_scheduler *s = c->s;
+  size_t outputs;
+  int err = check_outputs(c, &outputs);
+  if (err != TL_OK)
+    return err;
+  size_t nactive = 0, nzombie = 0, pending = 0, sum_running = 0, sum_frozen = 0, queued = 0;
+  size_t queued_at[TL__QUEUE_LEVELS] = {0};
+  size_t sum_outputs = 0, speculatable = 0;
+  for (tl__pool *p = s->pools_by_name; p != NULL; p = p->hh_by_name.next)
+    p->check_running = p->check_tasksets = 0;
+  for (tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next) {
+    unsigned long long id = (unsigned long long)ts->id;
+    tl__check_account(c, tl__taskset_bytes(ts));
+    TL__CHECK(c, tl__stage_find(s, ts->stage_id) == ts->stage, "task set %llu: stage entry lost",
+              id);
+    TL__CHECK(c, !ts->zombie || ts->nrunning > 0,
+              "invariant 4: zombie task set %llu has nothing running and was not released", id);
+    TL__CHECK(c, ts->zombie || ts->stage->active == ts,
+              "invariant 6: task set %llu (stage %u) is not zombie but not its stage's active "
+              "attempt",
+              id, ts->stage_id);
+    if (ts->zombie)
+      nzombie++;
+    else
+      nactive++;
+
+    size_t n = 0, nf = 0;
+    for (tl__link *l = ts->running.next; l != &ts->running; l = l->next) {
+      tl__attempt *a = tl__container_of(l, tl__attempt, on_taskset);
+      TL__CHECK(c, ++n <= running + frozen, "task set %llu: running list does not end", id);
+      TL__CHECK(c, a->taskset == ts,
+                "invariant 1: tid %llu on task set %llu's list points elsewhere",
+                (unsigned long long)a->tid, id);
+      TL__CHECK(c, a->index < ts->ntasks && ts->idx[a->index].copies_running > 0,
+                "task set %llu: tid %llu's index %u has no running copy", id,
+                (unsigned long long)a->tid, a->index);
+      if (a->frozen) {
+        nf++;
+        TL__CHECK(c, a->executor->state == TL_EXECUTOR_PENDING_LOSS,
+                  "invariant 2: tid %llu frozen on %s executor", (unsigned long long)a->tid,
+                  tl_executor_state_name(a->executor->state));
+      } else {
+        TL__CHECK(c, tl__attempt_find(s, a->tid) == a,
+                  "invariant 1: tid %llu of task set %llu is neither running nor frozen",
+                  (unsigned long long)a->tid, id);
+      }
+    }
+    TL__CHECK(c, n == ts->nrunning && nf == ts->nfrozen,
+              "task set %llu: %zu running (%zu frozen), counts say %u (%u)", id, n, nf,
+              ts->nrunning, ts->nfrozen);
+    sum_running += n;
+    sum_frozen += nf;
+    size_t nout = 0;
+    for (tl__link *l = ts->outputs.next; l != &ts->outputs; l = l->next) {
+      TL__CHECK(c, ++nout <= outputs, "task set %llu: output list does not end", id);
+      TL__CHECK(c, tl__container_of(l, tl__output, on_taskset)->taskset == ts,
+                "task set %llu lists a map output of another task set", id);
+    }
+    sum_outputs += nout;
+
+    err = check_indices(c, ts);
+    if (err == TL_OK)
+      err = check_speculation(c, ts);
+    if (err != TL_OK)
+      return err;
+    if (!ts->zombie)
+      pending += ts->npending;
+    speculatable += ts->nspeculatable;
+
+    bool is_schedulable = schedulable(ts);
+    TL__CHECK(c, is_schedulable == (ts->queue_levels > 0),
+              "task set %llu: in the queue %d, schedulable %d", id, ts->queue_levels > 0,
+              is_schedulable);
+    queued += is_schedulable;
+    ts->pool->check_running += ts->nrunning;
+    ts->pool->check_tasksets++;
+    for (int level = 0; level < ts->queue_levels && level < TL__QUEUE_LEVELS; level++)
+      queued_at[level]++;
+  }
+  TL__CHECK(c, nactive == s->nactive && nzombie == s->nzombie,
+            "task set counts disagree: active %zu/%zu, zombie %zu/%zu", nactive, s->nactive,
+            nzombie, s->nzombie);
+  TL__CHECK(c, sum_running == running + frozen && sum_frozen == frozen,
+            "invariant 3: task sets run %zu attempts (%zu frozen), executors %zu (%zu frozen)",
+            sum_running, sum_frozen, running + frozen, frozen);
+  TL__CHECK(c, pending == s->npending_tasks, "%zu tasks pending, count says %zu", pending,
+            s->npending_tasks);
+  TL__CHECK(c, speculatable == s->nspeculatable, "%zu speculatable, count says %zu", speculatable,
+            s->nspeculatable);
+  TL__CHECK(c, sum_outputs == outputs, "task sets list %zu map outputs, executors hold %zu",
+            sum_outputs, outputs);
+  tl__check_account_table(c, s->tasksets_by_id != NULL ? s->tasksets_by_id->hh_by_id.tbl : NULL);
+
+  err = tl__pools_check(c, queued, queued_at);
+  if (err == TL_OK)
+    err = check_stages(c);
+  return err;
+}
+
+void tl__tasksets_each_str(tl__checker *c, tl__str_fn *fn) {
+  for (const tl__taskset *ts = c->s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next)
+    for (uint32_t i = 0; ts->tried != NULL && i < ts->ntasks; i++)
+      for (const tl__tried *t = ts->tried[i]; t != NULL; t = t->next)
+        fn(c, t->names, "a host tried");
 }
