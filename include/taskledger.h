@@ -645,6 +645,18 @@ typedef struct tl_update {
 TL_EXTERN int tl_status_update(tl_scheduler *s, const char *executor_id, tl_tid tid,
                                const tl_update *u);
 
+/* n updates of one executor under one lock: updates[i] for tids[i], each applied in order
+ * exactly as tl_status_update would apply it (its result's ownership likewise: taken on its
+ * TL_OK, the caller's otherwise), with results[i] its code (results may be NULL). Returns TL_OK
+ * when it applied the batch, whatever each update's code; or an error that applies to the
+ * whole batch, having applied nothing and written no result: TL_EINVAL (s or executor_id bad,
+ * tids or updates NULL with n > 0, or any update that tl_status_update would refuse with
+ * TL_EINVAL), TL_ENOENT, TL_EGONE, TL_EBUSY. TL_ENOMEM for one update leaves it unapplied with
+ * that code and the rest applied. The callbacks of the whole batch come after it, in order.
+ * With a journal, each update is one `update` line, as if made by tl_status_update. */
+TL_EXTERN int tl_status_updates(tl_scheduler *s, const char *executor_id, const tl_tid *tids,
+                                const tl_update *updates, size_t n, int *results);
+
 /* ---------------------------------------------------------------------------------------------
  * Time
  * ------------------------------------------------------------------------------------------- */

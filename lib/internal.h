@@ -967,5 +967,10 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
 #define TL__ID_LENS 16 /* offers whose id lengths tl_resource_offers passes on */
 int tl__status_update(struct tl_scheduler *s, const char *executor_id, size_t id_len, tl_tid tid,
                       const tl_update *u);
+/* The two halves of tl__status_update, for a batch: the executor's checks (TL_ENOENT, TL_EGONE)
+ * once, then each update on it (its own code; TL_ENOMEM leaves it unapplied). */
+int tl__status_executor(struct tl_scheduler *s, const char *executor_id, size_t id_len,
+                        tl__executor **out);
+int tl__status_apply(struct tl_scheduler *s, tl__executor *ex, tl_tid tid, const tl_update *u);
 
 #endif /* TL_INTERNAL_H */

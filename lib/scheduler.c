@@ -467,23 +467,76 @@ int tl_resource_offers(tl_scheduler *s, const tl_offer *offers, size_t noffers, 
   return journal_leave(s, j, &w, err, err == TL_OK ? extra : NULL);
 }
 
+static bool valid_update(const tl_update *u) {
+  if ((unsigned)u->state > TL_TASK_KILLED || (u->result != NULL && u->state != TL_TASK_FINISHED))
+    return false;
+  return u->state != TL_TASK_FAILED ||
+         (u->failure != TL_END_SUCCESS && u->failure != TL_END_EXECUTOR_LOST &&
+          (unsigned)u->failure <= TL_END_RESULT_LOST);
+}
+
+/* Takes the lock for status updates. With speculation a success's run time is recorded, with
+ * exclusion a failure's time: then the updates need the clock. */
+static int enter_updates(tl_scheduler *s) {
+  return s->cfg.speculation || s->cfg.exclude_on_failure ? enter_at(s, clock_read(s)) : enter(s);
+}
+
 int tl_status_update(tl_scheduler *s, const char *executor_id, tl_tid tid, const tl_update *u) {
   size_t id_len = tl__name_len(executor_id, TL_ID_MAX);
-  if (s == NULL || id_len == 0 || u == NULL || (unsigned)u->state > TL_TASK_KILLED ||
-      (u->result != NULL && u->state != TL_TASK_FINISHED))
+  if (s == NULL || id_len == 0 || u == NULL || !valid_update(u))
     return TL_EINVAL;
-  if (u->state == TL_TASK_FAILED &&
-      (u->failure == TL_END_SUCCESS || u->failure == TL_END_EXECUTOR_LOST ||
-       (unsigned)u->failure > TL_END_RESULT_LOST))
-    return TL_EINVAL;
-  /* With speculation a success's run time is recorded, with exclusion a failure's time: the
-   * update needs the clock. */
-  int err = s->cfg.speculation || s->cfg.exclude_on_failure ? enter_at(s, clock_read(s)) : enter(s);
+  int err = enter_updates(s);
   if (err != TL_OK)
     return err;
   JOURNAL_OPEN(s, tl__jfmt_update(&w, executor_id, tid, u));
   err = tl__status_update(s, executor_id, id_len, tid, u);
   return journal_leave(s, j, &w, err, NULL);
+}
+
+/* One update of a batch, journaled as the single call it is equivalent to: a line that cannot
+ * be allocated leaves the update unapplied with TL_ENOMEM. */
+static int journaled_update(tl_scheduler *s, tl__executor *ex, const char *executor_id, tl_tid tid,
+                            const tl_update *u) {
+  tl__text w = {NULL, 0, 0};
+  tl__jfmt_update(&w, executor_id, tid, u);
+  tl__jline *j = tl__journal_open(s, &w);
+  if (j == NULL)
+    return TL_ENOMEM;
+  tl__jfmt_update(&w, executor_id, tid, u);
+  int err = tl__status_apply(s, ex, tid, u);
+  tl__journal_close(s, j, &w, err, NULL);
+  return err;
+}
+
+int tl_status_updates(tl_scheduler *s, const char *executor_id, const tl_tid *tids,
+                      const tl_update *updates, size_t n, int *results) {
+  size_t id_len = tl__name_len(executor_id, TL_ID_MAX);
+  if (s == NULL || id_len == 0 || (n > 0 && (tids == NULL || updates == NULL)))
+    return TL_EINVAL;
+  for (size_t i = 0; i < n; i++)
+    if (!valid_update(&updates[i]))
+      return TL_EINVAL;
+  int err = enter_updates(s);
+  if (err != TL_OK)
+    return err;
+  tl__executor *ex;
+  err = tl__status_executor(s, executor_id, id_len, &ex);
+  if (err != TL_OK) /* refused as a whole: nothing applied, nothing journaled */
+    return leave(s, err);
+  if (s->cfg.journal != NULL) {
+    for (size_t i = 0; i < n; i++) {
+      int rc = journaled_update(s, ex, executor_id, tids[i], &updates[i]);
+      if (results != NULL)
+        results[i] = rc;
+    }
+  } else {
+    for (size_t i = 0; i < n; i++) {
+      int rc = tl__status_apply(s, ex, tids[i], &updates[i]);
+      if (results != NULL)
+        results[i] = rc;
+    }
+  }
+  return leave(s, TL_OK);
 }
 
 /* ---------------------------------------------------------------------------------------------

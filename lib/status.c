@@ -1,4 +1,5 @@
-/* Status updates: the transition a report of an attempt's state makes.
+/* Status updates: the transition a report of an attempt's state makes, one at a time or in a
+ * batch of one executor's (the entry layer applies a batch under one lock, update by update).
  *
  * Everything here runs under the scheduler's lock.
  */
@@ -13,11 +14,23 @@
  * set, whose handler is the only place that decides success, retry or abort. */
 int tl__status_update(struct tl_scheduler *s, const char *executor_id, size_t id_len, tl_tid tid,
                       const tl_update *u) {
+  tl__executor *ex;
+  int err = tl__status_executor(s, executor_id, id_len, &ex);
+  return err != TL_OK ? err : tl__status_apply(s, ex, tid, u);
+}
+
+int tl__status_executor(struct tl_scheduler *s, const char *executor_id, size_t id_len,
+                        tl__executor **out) {
   tl__executor *ex = tl__executor_find_len(s, executor_id, id_len);
   if (ex == NULL)
     return TL_ENOENT;
   if (ex->state == TL_EXECUTOR_REMOVED)
     return TL_EGONE;
+  *out = ex;
+  return TL_OK;
+}
+
+int tl__status_apply(struct tl_scheduler *s, tl__executor *ex, tl_tid tid, const tl_update *u) {
   tl__attempt *a = tl__attempt_find(s, tid);
   if (a == NULL) {
     s->totals.stale_updates++;

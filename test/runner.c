@@ -24,6 +24,7 @@ static const struct {
     {"exclude", tl_exclude_suite},
     {"uv", tl_uv_suite},
     {"metrics", tl_metrics_suite},
+    {"batch", tl_batch_suite},
 };
 
 int main(int argc, char **argv) {

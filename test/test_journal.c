@@ -256,6 +256,60 @@ START_TEST(journals_replay_to_the_same_state) {
 }
 END_TEST
 
+/* A batch of status updates is journaled as the single updates it is equivalent to, one line
+ * each with its own code, in order; a batch refused as a whole writes nothing; the journal
+ * replays to the same state. */
+START_TEST(batched_updates_are_journaled_as_single_updates_and_replay) {
+  capture c;
+  tl_config cfg = tlt_config();
+  tlt_env *e = journaled(&c, &cfg);
+  tlt_add(e, "e1", "h1", NULL, 4);
+  tlt_add(e, "e2", "h2", NULL, 1);
+  tlt_submit(e, 0, 0, 0, 6);
+  tl_launch l[4], m[1];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 4, l, 4), 4);
+  ck_assert_uint_eq(tlt_offer(e, "e2", 1, m, 1), 1);
+  size_t before = c.n;
+  TLT_ERR(e, TL_ENOENT, tl_status_updates(e->s, "never", &l[0].tid, &(tl_update){0}, 1, NULL));
+  ck_assert_uint_eq(c.n, before); /* refused as a whole: no line */
+  tl_tid t[5] = {l[0].tid, l[0].tid, l[1].tid, m[0].tid, l[2].tid};
+  tl_update u[5] = {{.state = TL_TASK_RUNNING},
+                    {.state = TL_TASK_FINISHED, .message = "done"},
+                    {.state = TL_TASK_FAILED, .failure = TL_END_EXCEPTION},
+                    {.state = TL_TASK_FINISHED},
+                    {.state = TL_TASK_KILLED}};
+  int results[5];
+  TLT_OK(e, tl_status_updates(e->s, "e1", t, u, 5, results));
+  ck_assert_int_eq(results[3], TL_EOWNER);
+  ck_assert_uint_eq(c.n, before + 5);
+  const char *want[5] = {
+      "RUNNING - - result=0 size=0 = OK", "FINISHED - \"done\" result=0 size=0 = OK",
+      "FAILED EXCEPTION - result=0 size=0 = OK", "FINISHED - - result=0 size=0 = EOWNER",
+      "KILLED - - result=0 size=0 = OK"};
+  for (size_t i = 0; i < 5; i++) {
+    char head[64];
+    snprintf(head, sizeof head, " update \"e1\" tid=%llu ", (unsigned long long)t[i]);
+    const char *line = c.lines[before + i];
+    ck_assert_msg(strstr(line, head) != NULL && strstr(line, want[i]) != NULL, "line %zu: %s", i,
+                  line);
+  }
+  tl_stats mid = tlt_stats(e);
+  size_t mid_lines = c.n;
+  tl_launch more[8];
+  size_t n;
+  while ((n = tlt_offer(e, "e1", 4, more, 8)) > 0)
+    for (size_t i = 0; i < n; i++)
+      tlt_succeed(e, "e1", more[i].tid);
+  tlt_succeed(e, "e1", l[3].tid);
+  tlt_succeed(e, "e2", m[0].tid);
+  while ((n = tlt_offer(e, "e1", 4, more, 8)) > 0)
+    for (size_t i = 0; i < n; i++)
+      tlt_succeed(e, "e1", more[i].tid);
+  tlt_end(e);
+  assert_replays(&c, mid_lines, &mid);
+}
+END_TEST
+
 START_TEST(a_journal_that_does_not_match_is_reported_at_its_line) {
   capture c;
   tl_config cfg = tlt_config();
@@ -480,5 +534,6 @@ Suite *tl_journal_suite(void) {
   tcase_add_test(tc, journals_with_speculation_and_pools_replay_to_the_same_state);
   tcase_add_test(tc, journals_with_exclusion_replay_to_the_same_state);
   tcase_add_test(tc, journals_with_locality_replay_to_the_same_state);
+  tcase_add_test(tc, batched_updates_are_journaled_as_single_updates_and_replay);
   return s;
 }

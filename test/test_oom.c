@@ -603,6 +603,108 @@ START_TEST(oom_status_update) {
 END_TEST
 
 /* ---------------------------------------------------------------------------------------------
+ * tl_status_updates: TL_ENOMEM for one update leaves that update unapplied with its code and
+ * the rest applied, and the batch answers TL_OK; so the sweep's rule is per update. At every
+ * allocation point, in both modes, with and without a journal: the batch's state must equal
+ * that of a fresh scheduler given, one call each, exactly the updates whose code was not
+ * TL_ENOMEM (and each such call must answer that code); then the failed updates, made again one
+ * by one with nothing failing, are applied. Nothing failing, it answers the codes below.
+ * ------------------------------------------------------------------------------------------- */
+
+#define OOM_BATCH 6
+static void batch_of_e1(const oom_ctx *c, tl_tid t[OOM_BATCH], tl_update u[OOM_BATCH]) {
+  const tl_tid tids[OOM_BATCH] = {c->log[0].tid, c->log[1].tid, c->log[2].tid,
+                                  c->log[0].tid, c->log[3].tid, 424242};
+  const tl_update ups[OOM_BATCH] = {
+      {.state = TL_TASK_FINISHED, .message = "task 0 done"},
+      {.state = TL_TASK_FAILED, .failure = TL_END_EXCEPTION, .message = "java.lang.Error"},
+      {.state = TL_TASK_RUNNING},
+      {.state = TL_TASK_FINISHED, .message = "again: stale"},
+      {.state = TL_TASK_KILLED, .message = "killed"},
+      {.state = TL_TASK_FINISHED},
+  };
+  memcpy(t, tids, sizeof tids);
+  memcpy(u, ups, sizeof ups);
+}
+
+START_TEST(oom_status_updates) {
+  tlt_alloc_install();
+  const oom_scenario sc = {
+      "tl_status_updates", "a batch of six", NULL, build_four_on_e1, NULL, 0, 0};
+  const int want[OOM_BATCH] = {TL_OK, TL_OK, TL_OK, TL_ESTALE, TL_OK, TL_ESTALE};
+  uint64_t points = 0, enomem = 0;
+  for (int journal = 0; journal <= 1; journal++) {
+    oom_ctx *c = oom_ctx_new(), *cf = oom_ctx_new();
+    c->journal = cf->journal = journal != 0;
+    tl_tid t[OOM_BATCH];
+    tl_update u[OOM_BATCH];
+    int results[OOM_BATCH];
+    /* The reference: nothing failing. */
+    tlt_env *e = oom_fresh(&sc, c);
+    batch_of_e1(c, t, u);
+    uint64_t calls = tlt_alloc_calls();
+    ck_assert_int_eq(tl_status_updates(e->s, "e1", t, u, OOM_BATCH, results), TL_OK);
+    uint64_t allocs = tlt_alloc_calls() - calls;
+    ck_assert_uint_gt(allocs, 0);
+    for (size_t i = 0; i < OOM_BATCH; i++)
+      ck_assert_int_eq(results[i], want[i]);
+    TLT_CHECK(e);
+    oom_finish_env(e, "tl_status_updates, nothing failing");
+    for (int m = OOM_TRANSIENT; m <= OOM_PERSISTENT; m++) {
+      for (uint64_t k = 1; k <= allocs; k++) {
+        char what[160];
+        snprintf(what, sizeof what, "tl_status_updates%s, allocation %" PRIu64 " failing, %s",
+                 journal ? ", journaled" : "", k, oom_mode_name((oom_mode)m));
+        e = oom_fresh(&sc, c);
+        oom_arm((oom_mode)m, k);
+        int rc = tl_status_updates(e->s, "e1", t, u, OOM_BATCH, results);
+        bool hit = tlt_alloc_failed();
+        oom_disarm();
+        OOM_ASSERT(rc == TL_OK, "%s: returned %s", what, tl_err_name(rc));
+        OOM_ASSERT(hit, "%s: no allocation failed", what);
+        TLT_CHECK(e);
+        points++;
+        oom_state *got = oom_state_take(e, true);
+        /* The failed ones again, nothing failing: each is applied now (its code is what the
+         * ledger says of it then: a later update of the batch may have ended its attempt). */
+        for (size_t i = 0; i < OOM_BATCH; i++)
+          if (results[i] == TL_ENOMEM) {
+            int again = tl_status_update(e->s, "e1", t[i], &u[i]);
+            OOM_ASSERT(again != TL_ENOMEM, "%s: update %zu again: %s", what, i, tl_err_name(again));
+          }
+        TLT_CHECK(e);
+        oom_finish_env(e, what);
+        /* The same updates, one call each, but for those that ran out of memory. */
+        tlt_env *f = oom_fresh(&sc, cf);
+        for (size_t i = 0; i < OOM_BATCH; i++) {
+          if (results[i] == TL_ENOMEM) {
+            enomem++;
+            continue;
+          }
+          int one = tl_status_update(f->s, "e1", t[i], &u[i]);
+          OOM_ASSERT(one == results[i], "%s: update %zu alone: %s, in the batch %s", what, i,
+                     tl_err_name(one), tl_err_name(results[i]));
+        }
+        oom_state *alone = oom_state_take(f, true);
+        oom_state_assert_same(alone, got, what, false);
+        oom_state_free(alone);
+        oom_state_free(got);
+        oom_finish_env(f, what);
+      }
+    }
+    oom_ctx_free(c);
+    oom_ctx_free(cf);
+  }
+  ck_assert_uint_gt(enomem, 0);
+  ck_assert_uint_eq(tlt_alloc_live_blocks(), 0);
+  tlt_alloc_restore();
+  printf("oom tl_status_updates: %" PRIu64 " allocation points, %" PRIu64
+         " updates left unapplied with TL_ENOMEM\n",
+         points, enomem);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
  * tl_executor_lost.
  * ------------------------------------------------------------------------------------------- */
 
@@ -3307,6 +3409,7 @@ Suite *tl_oom_suite(void) {
   tcase_add_test(tc, oom_submit);
   tcase_add_test(tc, oom_resource_offers);
   tcase_add_test(tc, oom_status_update);
+  tcase_add_test(tc, oom_status_updates);
   tcase_add_test(tc, oom_executor_lost);
   tcase_add_test(tc, oom_heartbeat_and_decommission);
   tcase_add_test(tc, oom_kills_cancel_and_partitions);
