@@ -392,19 +392,95 @@ static void run_lifecycle(unsigned nexec, uint32_t cores, uint64_t ntasks, bool 
   free(ids);
 }
 
+/* The lifecycle with executors that report in batches: each executor's launches of one offer
+ * (up to its cores, 16) end together and are reported in one tl_status_updates, then its cores
+ * are offered again in one round. Paired with the floor like run_lifecycle. */
+static void run_lifecycle_batched(unsigned nexec, uint32_t cores, uint64_t ntasks, uint64_t segment,
+                                  pairs *p, lifecycle_run *out) {
+  tl_scheduler *s = new_scheduler();
+  add_executors(s, nexec, cores);
+  tl_taskset_desc d = {0};
+  d.ntasks = (uint32_t)ntasks;
+  ok(tl_submit(s, &d, NULL), "tl_submit");
+  char(*ids)[32] = malloc(nexec * sizeof *ids);
+  size_t *count = calloc(nexec, sizeof *count);
+  tl_tid *tids = malloc((size_t)nexec * cores * sizeof *tids);
+  tl_launch *l = malloc(cores * sizeof *l);
+  tl_update *done = calloc(cores, sizeof *done);
+  if (ids == NULL || count == NULL || tids == NULL || l == NULL || done == NULL)
+    die("malloc", TL_ENOMEM);
+  for (uint32_t k = 0; k < cores; k++)
+    done[k].state = TL_TASK_FINISHED;
+  floor_state fl;
+  floor_init(&fl, (unsigned)(nexec * cores));
+  uint64_t spent = 0, finished = 0, next_segment = segment;
+  uint64_t t0 = now_ns(), seg0 = t0;
+  size_t busy = 0;
+  for (unsigned e = 0; e < nexec; e++) {
+    exec_id(ids[e], sizeof ids[e], e);
+    tl_offer o = {ids[e], cores};
+    size_t n;
+    ok(tl_resource_offers(s, &o, 1, l, cores, &n), "tl_resource_offers");
+    for (size_t k = 0; k < n; k++)
+      tids[(size_t)e * cores + k] = l[k].tid;
+    count[e] = n;
+    busy += n != 0;
+  }
+  while (busy > 0) {
+    for (unsigned e = 0; e < nexec; e++) {
+      if (count[e] == 0)
+        continue;
+      ok(tl_status_updates(s, ids[e], &tids[(size_t)e * cores], done, count[e], NULL),
+         "tl_status_updates");
+      finished += count[e];
+      if (finished >= next_segment) {
+        uint64_t t = now_ns();
+        uint64_t tasks = finished - (next_segment - segment);
+        spent += t - seg0;
+        uint64_t base = floor_step(&fl, tasks);
+        pairs_add(p, (double)(t - seg0) / (double)tasks, (double)base / (double)tasks);
+        next_segment = finished + segment;
+        seg0 = now_ns();
+      }
+      tl_offer o = {ids[e], cores};
+      size_t n;
+      ok(tl_resource_offers(s, &o, 1, l, cores, &n), "tl_resource_offers");
+      for (size_t k = 0; k < n; k++)
+        tids[(size_t)e * cores + k] = l[k].tid;
+      count[e] = n;
+      busy -= n == 0;
+    }
+  }
+  spent += now_ns() - seg0;
+  floor_free(&fl);
+  tl_stats st;
+  tl_stats_get(s, &st);
+  out->per_task = (double)spent / (double)finished;
+  out->finished = finished;
+  out->launched = st.launched;
+  out->heard = 0;
+  tl_scheduler_free(s);
+  free(done);
+  free(l);
+  free(tids);
+  free(count);
+  free(ids);
+}
+
 static void bench_lifecycle(void) {
   const unsigned nexec = short_mode ? 4 : 100;
   const uint32_t cores = 16;
   const uint64_t ntasks = short_mode ? 20000 : 1000000;
   const uint64_t segment = short_mode ? 5000 : 100000;
   const int runs = short_mode ? 1 : 3;
-  pairs plain = {0}, running = {0}, all = {0};
-  lifecycle_run r, last_plain, last_all;
+  pairs plain = {0}, running = {0}, all = {0}, batched = {0};
+  lifecycle_run r, last_plain, last_all, last_batched;
   uint64_t all_heard = 0, all_finished = 0;
   for (int i = 0; i < runs; i++) {
     run_lifecycle(nexec, cores, ntasks, false, false, segment, &plain, &last_plain);
     run_lifecycle(nexec, cores, ntasks, false, true, segment, &running, &r);
     run_lifecycle(nexec, cores, ntasks, true, false, segment, &all, &last_all);
+    run_lifecycle_batched(nexec, cores, ntasks, segment, &batched, &last_batched);
     all_heard += last_all.heard;
     all_finished += last_all.finished;
   }
@@ -425,9 +501,17 @@ static void bench_lifecycle(void) {
          "executors=%u cores=%u callbacks_per_task=%.2f floor_ratio=%.2f pairs=%zu\n",
          median(all.life, all.n), plain_ns, all_ratio / plain_ratio, nexec, cores,
          (double)all_heard / (double)all_finished, all_ratio, all.n);
+  double batched_ratio = median(batched.ratio, batched.n);
+  double batched_ns = median(batched.life, batched.n);
+  printf("bench=lifecycle_batched value=%.1f unit=ns/task baseline=%.1f ratio=%.2f target=1.5 "
+         "batch=%u executors=%u cores=%u per_second=%.0f vs_lifecycle=%.2f launched=%" PRIu64
+         " pairs=%zu\n",
+         batched_ns, median(batched.base, batched.n), batched_ratio, cores, nexec, cores,
+         1e9 / batched_ns, batched_ratio / plain_ratio, last_batched.launched, batched.n);
   pairs_free(&plain);
   pairs_free(&running);
   pairs_free(&all);
+  pairs_free(&batched);
 }
 
 /* ---------------------------------------------------------------------------------------------
