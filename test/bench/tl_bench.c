@@ -4,13 +4,15 @@
  *
  *   bench=<name> value=<v> unit=<u> [baseline=<b> ratio=<v/b>] [key=value ...]
  *
- *   tl-bench [--short] [--only lifecycle|loss|heartbeat|memory|offers|threads|profile]
+ *   tl-bench [--short] [--only lifecycle|loss|heartbeat|memory|offers|threads|profile|
+ *                             profile-batched]
  *
  * Without --only every group runs, in that order (profile excepted). --short runs every figure
  * at a small size so CI can prove the program still works; its numbers mean nothing. Figures
  * are not tests: nothing here fails on a slow machine.
  *
- * --only profile runs the plain lifecycle once, 100,000 tasks, and nothing else: a target for
+ * --only profile runs the plain lifecycle once, 100,000 tasks, and nothing else (profile-batched
+ * the batched one, reported through tl_status_updates): a target for
  * valgrind --tool=callgrind, whose instruction counts (repeatable on a noisy machine) divided by
  * the calls give the cost of each entry point (docs/performance.md).
  */
@@ -1053,7 +1055,7 @@ int main(int argc, char **argv) {
     } else {
       fprintf(stderr,
               "usage: %s [--short] [--only "
-              "lifecycle|loss|heartbeat|memory|offers|threads|profile]\n",
+              "lifecycle|loss|heartbeat|memory|offers|threads|profile|profile-batched]\n",
               argv[0]);
       return 2;
     }
@@ -1076,6 +1078,13 @@ int main(int argc, char **argv) {
     run_lifecycle(100, 16, 100000, false, false, UINT64_MAX, NULL, &r); /* no floor chunks */
     printf("bench=lifecycle_profile value=%.1f unit=ns/task tasks=%" PRIu64 " executors=100 "
            "cores=16\n",
+           r.per_task, r.finished);
+  }
+  if (only != NULL && strcmp(only, "profile-batched") == 0) {
+    lifecycle_run r;
+    run_lifecycle_batched(100, 16, 100000, UINT64_MAX, NULL, &r);
+    printf("bench=lifecycle_batched_profile value=%.1f unit=ns/task tasks=%" PRIu64
+           " executors=100 cores=16 batch=16\n",
            r.per_task, r.finished);
   }
   return 0;
