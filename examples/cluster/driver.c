@@ -923,49 +923,77 @@ static void handle_register(conn *c, const tlc_register *r) {
   }
 }
 
-/* Applies a STATUS frame update by update, then offers the executor its freed cores. */
-static void handle_status(conn *c, const tlc_status *st) {
+/* Updates of a STATUS frame applied per tl_status_updates call (a frame may carry more: they go
+ * in chunks of this many), and their messages' NUL-terminated copies (the loop is one thread). */
+#define STATUS_CHUNK 32
+static char status_texts[STATUS_CHUNK][TLC_TEXT_MAX + 1];
+
+/* The library's update for one item of a STATUS frame; its message in text. */
+static tl_update status_update_of(const tlc_status_item *it, char *text) {
+  tl_update u = {0};
+  memcpy(text, it->text.ptr ? (const char *)it->text.ptr : "", it->text.len);
+  text[it->text.len] = '\0';
+  switch (it->state) {
+  case TLC_TASK_RUNNING:
+    u.state = TL_TASK_RUNNING;
+    break;
+  case TLC_TASK_FINISHED:
+    u.state = TL_TASK_FINISHED; /* the result's bytes are not kept: only their size */
+    u.result_size = it->result.len;
+    break;
+  case TLC_TASK_FAILED:
+    u.state = TL_TASK_FAILED;
+    u.failure = TL_END_EXCEPTION;
+    u.message = text;
+    break;
+  default:
+    u.state = TL_TASK_KILLED;
+    u.message = text;
+    break;
+  }
+  return u;
+}
+
+/* What the driver does with one update's refusal. */
+static void status_refused(conn *c, tl_tid tid, int rc) {
   driver *d = c->d;
   char e[ESC_MAX];
+  if (rc == TL_EGONE) {
+    d->refused_updates++;
+    refuse_gone(c, "status update");
+    return;
+  }
+  if (rc == TL_EOWNER) {
+    d->refused_owner++;
+    sample_alive(d);
+  }
+  if (d->refused_updates++ < LOG_LIMIT)
+    fprintf(stderr, "tl-driver: update of task %" PRIu64 " from %s refused: %s\n", tid,
+            esc(e, c->id), tl_err_name(rc));
+}
+
+/* Applies a STATUS frame, a chunk of updates per tl_status_updates call (one lock, one dispatch
+ * each), then offers the executor its freed cores. */
+static void handle_status(conn *c, const tlc_status *st) {
+  driver *d = c->d;
   bool running = false;
-  for (size_t i = 0; i < st->count; i++) {
-    const tlc_status_item *it = &st->items[i];
-    running = running || it->state == TLC_TASK_RUNNING;
-    tl_update u = {0};
-    char text[TLC_TEXT_MAX + 1];
-    memcpy(text, it->text.ptr ? (const char *)it->text.ptr : "", it->text.len);
-    text[it->text.len] = '\0';
-    switch (it->state) {
-    case TLC_TASK_RUNNING:
-      u.state = TL_TASK_RUNNING;
-      break;
-    case TLC_TASK_FINISHED:
-      u.state = TL_TASK_FINISHED; /* the result's bytes are not kept: only their size */
-      u.result_size = it->result.len;
-      break;
-    case TLC_TASK_FAILED:
-      u.state = TL_TASK_FAILED;
-      u.failure = TL_END_EXCEPTION;
-      u.message = text;
-      break;
-    default:
-      u.state = TL_TASK_KILLED;
-      u.message = text;
-      break;
+  for (size_t from = 0; from < st->count; from += STATUS_CHUNK) {
+    size_t n = st->count - from < STATUS_CHUNK ? st->count - from : STATUS_CHUNK;
+    tl_tid tids[STATUS_CHUNK];
+    tl_update ups[STATUS_CHUNK];
+    int results[STATUS_CHUNK];
+    for (size_t i = 0; i < n; i++) {
+      const tlc_status_item *it = &st->items[from + i];
+      running = running || it->state == TLC_TASK_RUNNING;
+      tids[i] = it->tid;
+      ups[i] = status_update_of(it, status_texts[i]);
     }
-    int rc = tl_status_update(d->s, c->id, it->tid, &u);
-    if (rc == TL_EGONE) {
-      d->refused_updates++;
-      refuse_gone(c, "status update");
-      continue;
+    int rc = tl_status_updates(d->s, c->id, tids, ups, n, results);
+    for (size_t i = 0; i < n; i++) {
+      int one = rc == TL_OK ? results[i] : rc; /* refused as a whole: each update was */
+      if (one < 0)
+        status_refused(c, tids[i], one);
     }
-    if (rc == TL_EOWNER) {
-      d->refused_owner++;
-      sample_alive(d);
-    }
-    if (rc < 0 && d->refused_updates++ < LOG_LIMIT)
-      fprintf(stderr, "tl-driver: update of task %" PRIu64 " from %s refused: %s\n", it->tid,
-              esc(e, c->id), tl_err_name(rc));
   }
   if (d->fault_armed && running && !strcmp(c->id, d->execs[0].id))
     on_fault(&d->fault);
