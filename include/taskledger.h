@@ -393,6 +393,8 @@ typedef struct tl_executor_desc {
   const char *host; /* 1 to 255 bytes */
   const char *rack; /* NULL: no rack; else 1 to 255 bytes, the same for every executor of a host */
   uint32_t cores;   /* at least 1 */
+  void *ud;         /* the caller's, never read: given back by tl_executor_get and
+                       tl_executor_list (NULL when not set) */
 } tl_executor_desc;
 
 /* Registers an executor (ALIVE; registration counts as a heartbeat). Event executor_added.
@@ -437,10 +439,30 @@ typedef struct tl_executor_status {
   uint32_t running;        /* attempts running here (in the tid index) */
   uint32_t frozen;         /* attempts frozen here while pending loss */
   char host[TL_HOST_MAX];  /* its host */
+  void *ud;                /* tl_executor_desc.ud as registered */
 } tl_executor_status;
 
 /* TL_ENOENT, TL_EGONE, TL_EINVAL. */
 TL_EXTERN int tl_executor_get(tl_scheduler *s, const char *executor_id, tl_executor_status *out);
+
+/* One executor as tl_executor_list describes it (a snapshot; nothing points into the
+ * scheduler). */
+typedef struct tl_executor_info {
+  char id[TL_ID_MAX];      /* its id */
+  char host[TL_HOST_MAX];  /* its host */
+  tl_executor_state state; /* ALIVE, DECOMMISSIONING or PENDING_LOSS: tombstones are not listed */
+  uint32_t cores;          /* as registered */
+  uint32_t free_cores;     /* cores minus running attempts x their cpus */
+  uint32_t running;        /* attempts running here */
+  uint32_t frozen;         /* attempts frozen here while pending loss */
+  void *ud;                /* tl_executor_desc.ud as registered */
+} tl_executor_info;
+
+/* Every executor the ledger holds but tombstones, in registration order: the first cap in
+ * out[0 .. cap), and in *n how many there are, however small cap is (cap 0 and out NULL ask only
+ * for the count; summing free_cores of the ALIVE ones gives what a round could offer). One lock,
+ * O(executors, tombstones included). TL_EINVAL: s or n NULL, or out NULL with cap > 0. */
+TL_EXTERN int tl_executor_list(tl_scheduler *s, tl_executor_info *out, size_t cap, size_t *n);
 
 /* ---------------------------------------------------------------------------------------------
  * Task sets
@@ -581,7 +603,9 @@ typedef struct tl_launch {
  * level by level, most local first, no farther than delay scheduling allows, and a round that
  * names every ALIVE executor counts as a full offer for its timer (docs/locality.md). Tasks
  * excluded after failures are skipped (exclude_on_failure). Never launches more than an
- * executor's free cores or cap launches. Launches are
+ * executor's free cores or cap launches; every launch takes at least one core of an offer, so a
+ * cap of the offers' cores summed always suffices (a round that stops at a smaller cap leaves
+ * the rest pending, launched by a later round). Launches are
  * written to out[0..*nout) and each makes a task_started event; *nout is 0 on any error. Offers
  * naming unknown, pending-loss, decommissioning or removed executors launch nothing and count in
  * rejected_offers. TL_EINVAL: s or nout NULL, offers NULL with noffers > 0, out NULL with

@@ -134,9 +134,37 @@ int tl_executor_get(tl_scheduler *s, const char *executor_id, tl_executor_status
     out->frozen = ex->nfrozen;
     const char *host = tl__names_host(ex->names);
     memcpy(out->host, host, strlen(host) + 1);
+    out->ud = ex->ud;
   }
   tl__mutex_unlock(&s->lock);
   return err;
+}
+
+int tl_executor_list(tl_scheduler *s, tl_executor_info *out, size_t cap, size_t *n) {
+  if (s == NULL || n == NULL || (out == NULL && cap > 0))
+    return TL_EINVAL;
+  tl__lock(s);
+  size_t k = 0;
+  for (const tl__executor *ex = s->executors_by_id; ex != NULL; ex = ex->hh_by_id.next) {
+    if (ex->state == TL_EXECUTOR_REMOVED)
+      continue;
+    if (k < cap) {
+      tl_executor_info *o = &out[k];
+      memcpy(o->id, tl__executor_id(ex), ex->hh_by_id.keylen + 1u);
+      const char *host = tl__names_host(ex->names);
+      memcpy(o->host, host, strlen(host) + 1);
+      o->state = (tl_executor_state)ex->state;
+      o->cores = ex->cores;
+      o->free_cores = ex->free_cores;
+      o->running = ex->nrunning;
+      o->frozen = ex->nfrozen;
+      o->ud = ex->ud;
+    }
+    k++;
+  }
+  tl__mutex_unlock(&s->lock);
+  *n = k;
+  return TL_OK;
 }
 
 int tl_pool_get(tl_scheduler *s, const char *name, tl_pool_status *out) {

@@ -252,6 +252,7 @@ typedef struct tl__executor {
   uint32_t x_nfailures;         /* length of x_failures */
   bool x_excluded;              /* exclude.c: excluded for the whole application */
   struct tl__place *place;      /* its place while some task set prefers it, else NULL */
+  void *ud;                     /* tl_executor_desc.ud: the caller's, never read */
 } tl__executor;
 
 static inline const char *tl__executor_id(const tl__executor *ex) { return ex->names->text; }

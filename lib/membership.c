@@ -103,6 +103,7 @@ int tl__executor_add(struct tl_scheduler *s, const tl_executor_desc *d) {
   tl__list_insert_tail(&host->executors, &ex->on_host);
   host->nexecutors++;
   ex->cores = ex->free_cores = d->cores;
+  ex->ud = d->ud;
   ex->state = TL_EXECUTOR_ALIVE;
   s->nalive++;
   ex->place = tl__place_find(s, TL__PLACE_EXECUTOR, d->id, id_len);

@@ -477,6 +477,63 @@ START_TEST(executor_lost_event_is_made_once_per_executor) {
 }
 END_TEST
 
+/* tl_executor_list: every executor but tombstones, in registration order, with its state,
+ * cores, attempts and user data; the count whatever cap is. */
+START_TEST(executor_list_lists_the_live_and_pending_ones_and_counts_past_cap) {
+  tlt_env *e = tlt_new(NULL);
+  int uds[4];
+  const char *ids[4] = {"e1", "e2", "e3", "e4"};
+  for (int i = 0; i < 4; i++) {
+    tl_executor_desc d = {.id = ids[i], .host = i < 2 ? "h1" : "h2", .cores = 2, .ud = &uds[i]};
+    TLT_OK(e, tl_executor_add(e->s, &d));
+  }
+  tlt_submit(e, 0, 0, 0, 4);
+  tl_launch l[2];
+  ck_assert_uint_eq(tlt_offer(e, "e2", 2, l, 2), 2);
+  TLT_OK(e, tl_executor_decommission(e->s, "e3", NULL));
+  tlt_lose(e, "e4", TL_LOSS_EXITED, false); /* a tombstone: not listed */
+  tlt_lose(e, "e2", TL_LOSS_PENDING, false);
+  size_t n = 99;
+  TLT_OK(e, tl_executor_list(e->s, NULL, 0, &n));
+  ck_assert_uint_eq(n, 3);
+  tl_executor_info info[4];
+  memset(info, 0xab, sizeof info);
+  TLT_OK(e, tl_executor_list(e->s, info, 2, &n));
+  ck_assert_uint_eq(n, 3);
+  ck_assert_str_eq(info[0].id, "e1");
+  ck_assert_str_eq(info[0].host, "h1");
+  ck_assert_int_eq(info[0].state, TL_EXECUTOR_ALIVE);
+  ck_assert_uint_eq(info[0].cores, 2);
+  ck_assert_uint_eq(info[0].free_cores, 2);
+  ck_assert_ptr_eq(info[0].ud, &uds[0]);
+  ck_assert_str_eq(info[1].id, "e2");
+  ck_assert_int_eq(info[1].state, TL_EXECUTOR_PENDING_LOSS);
+  ck_assert_uint_eq(info[1].frozen, 2);
+  ck_assert_uint_eq(info[1].running, 0);
+  ck_assert_ptr_eq(info[1].ud, &uds[1]);
+  ck_assert_uint_eq(info[2].cores, 0xabababab); /* past cap: untouched */
+  TLT_OK(e, tl_executor_list(e->s, info, 4, &n));
+  ck_assert_uint_eq(n, 3);
+  ck_assert_str_eq(info[2].id, "e3");
+  ck_assert_str_eq(info[2].host, "h2");
+  ck_assert_int_eq(info[2].state, TL_EXECUTOR_DECOMMISSIONING);
+  ck_assert_ptr_eq(info[2].ud, &uds[2]);
+  tl_executor_status st;
+  TLT_OK(e, tl_executor_get(e->s, "e3", &st));
+  ck_assert_ptr_eq(st.ud, &uds[2]);
+  ck_assert_int_eq(tl_executor_list(NULL, info, 4, &n), TL_EINVAL);
+  ck_assert_int_eq(tl_executor_list(e->s, info, 4, NULL), TL_EINVAL);
+  ck_assert_int_eq(tl_executor_list(e->s, NULL, 1, &n), TL_EINVAL);
+  tlt_lose(e, "e2", TL_LOSS_EXITED, false);
+  tlt_lose(e, "e1", TL_LOSS_KILLED, false);
+  tlt_lose(e, "e3", TL_LOSS_DECOMMISSIONED, false);
+  TLT_OK(e, tl_executor_list(e->s, info, 4, &n));
+  ck_assert_uint_eq(n, 0);
+  TLT_OK(e, tl_cancel_stage(e->s, 0, "done"));
+  tlt_end(e);
+}
+END_TEST
+
 Suite *tl_executors_suite(void) {
   Suite *s = suite_create("executors");
   TCase *tc = tlt_tcase(s, "registration");
@@ -503,5 +560,6 @@ Suite *tl_executors_suite(void) {
   tcase_add_test(tc, tombstones_with_ttl_zero_stay_until_evicted);
   tcase_add_test(tc, max_tombstones_zero_forgets_removed_executors);
   tcase_add_test(tc, executor_lost_event_is_made_once_per_executor);
+  tcase_add_test(tc, executor_list_lists_the_live_and_pending_ones_and_counts_past_cap);
   return s;
 }

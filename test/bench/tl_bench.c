@@ -94,7 +94,7 @@ static void add_executors(tl_scheduler *s, unsigned n, uint32_t cores) {
   for (unsigned i = 0; i < n; i++) {
     exec_id(id, sizeof id, i);
     snprintf(host, sizeof host, "host-%u", i / 4);
-    tl_executor_desc d = {id, host, NULL, cores};
+    tl_executor_desc d = {id, host, NULL, cores, NULL};
     ok(tl_executor_add(s, &d), "tl_executor_add");
   }
 }
@@ -552,7 +552,7 @@ static double loss_per_task(uint64_t elsewhere, bool two_phase, int reps, bool c
     char vid[VICTIMS][32], id[32];
     for (unsigned k = 0; k < VICTIMS; k++) {
       snprintf(vid[k], sizeof vid[k], "victim-%u", k);
-      tl_executor_desc v = {vid[k], "victim-host", NULL, victim_cores};
+      tl_executor_desc v = {vid[k], "victim-host", NULL, victim_cores, NULL};
       ok(tl_executor_add(s, &v), "add victim");
     }
     add_executors(s, others, other_cores);
@@ -786,7 +786,7 @@ static double round_per_launch(unsigned nexec, unsigned ntasksets, unsigned roun
 static double held_round_per_offer(unsigned nexec, unsigned ntasksets, unsigned rounds) {
   tl_scheduler *s = new_scheduler();
   add_executors(s, nexec, 1);
-  tl_executor_desc busy = {"busy", "busy-host", NULL, 1};
+  tl_executor_desc busy = {"busy", "busy-host", NULL, 1, NULL};
   ok(tl_executor_add(s, &busy), "tl_executor_add");
   tl_offer one = {"busy", 1};
   tl_launch l;
