@@ -139,8 +139,8 @@ typedef enum tl_locality {
  *                     reached RUNNING; never given in a status update
  *   RESUBMITTED       a done index of an active shuffle-map task set whose output was on a lost
  *                     executor: pending again (the task is the attempt that wrote it: its tid,
- *                     attempt, locality and speculative flag); does not count; never given in an
- *                     update
+ *                     attempt, locality and speculative flag, so that tid, which ended SUCCESS,
+ *                     ends a second time); does not count; never given in an update
  *   RESULT_TOO_LARGE  FINISHED, but the task set's results passed max_result_bytes: the library
  *                     freed the result (result_free) and aborted the task set; does not count;
  *                     never given in a status update */
@@ -343,7 +343,12 @@ typedef struct tl_callbacks {
   /* An attempt was launched by tl_resource_offers. */
   void (*task_started)(void *ud, const tl_task_info *task);
   /* An attempt ended: a status update, or the loss of its executor. With TL_END_SUCCESS the
-   * result is now the callee's (when this member is NULL, the library calls result_free). */
+   * result is now the callee's (when this member is NULL, the library calls result_free).
+   * Once per attempt, and once more for a success of an active shuffle-map task set whose map
+   * output is lost with its executor: the same tid then ends again, TL_END_RESUBMITTED, so a
+   * tid ends at most twice, SUCCESS then RESUBMITTED. A loss's second phase makes its
+   * RESUBMITTED ends first, in completion order (the order the outputs were recorded on the
+   * executor, not launch order), then the TL_END_EXECUTOR_LOST ends, in launch order. */
   void (*task_ended)(void *ud, const tl_task_info *task, const tl_task_end *end);
   /* A task set was aborted (too many failures, or its stage cancelled). It is zombie now and
    * is released once its running attempts end. Delivered at most once per task set. */
@@ -408,7 +413,8 @@ TL_EXTERN int tl_executor_add(tl_scheduler *s, const tl_executor_desc *d);
  *     from the tid index, status updates for them are TL_ESTALE), its cores and host released,
  *     state PENDING_LOSS until a second call or pending_loss_timeout_ns. Event executor_lost.
  *   ALIVE or DECOMMISSIONING, any other reason: the same, then the second phase at once.
- *   PENDING_LOSS, a real reason: the second phase: each frozen attempt ends with
+ *   PENDING_LOSS, a real reason: the second phase: first each map output it held ends again
+ *     with TL_END_RESUBMITTED, in completion order; then each frozen attempt ends with
  *     TL_END_EXECUTOR_LOST, in launch order (counting only if reason->caused_by_app, the attempt
  *     had reached RUNNING, the executor was not decommissioning and the task set is not zombie:
  *     once one counted failure aborts a task set, the rest no longer count), and the executor
@@ -708,7 +714,8 @@ typedef struct tl_stats {
   size_t executors_decommissioning; /* DECOMMISSIONING */
   size_t executors_pending_loss;    /* PENDING_LOSS */
   size_t tombstones;                /* removed ids remembered */
-  size_t hosts;                     /* hosts with at least one live executor */
+  size_t hosts;                     /* hosts with at least one live executor: ALIVE or
+                                       DECOMMISSIONING (a pending-loss one has left its host) */
   size_t racks;                     /* racks with at least one such host */
   size_t pools;                     /* pools, "default" included */
   size_t places;                    /* executors and hosts some task set prefers */
@@ -724,7 +731,8 @@ typedef struct tl_stats {
   uint64_t launched;                /* attempts launched since creation */
   uint64_t succeeded;               /* FINISHED updates taken */
   uint64_t failed;                  /* attempts ended by a failure or their executor's loss */
-  uint64_t killed;                  /* attempts ended killed (KILLED, or FAILED as TL_END_KILLED) */
+  uint64_t killed;                  /* attempts ended TL_END_KILLED (KILLED, FAILED so named, or
+                                       the FINISHED of a speculated index's losing copy) */
   uint64_t stale_updates;           /* updates answered TL_ESTALE */
   uint64_t rejected_updates;        /* updates answered TL_EOWNER */
   uint64_t rejected_offers;         /* offers from executors that cannot take tasks */

@@ -8,9 +8,13 @@
  * and is not already speculatable. Each slow index goes on its task set's speculative stack, and
  * speculative_task_submitted and revive_offers tell the runtime (Spark's checkSpeculatableTasks;
  * the check is the tick's, tick.c: this file answers what is slow).
- * An offer round launches speculative copies once a task set has nothing regular pending, never
- * on a host where an attempt of that index was launched before (taskset.c); when one copy
- * succeeds the other is killed and whatever it reports afterwards counts for nothing.
+ * An offer round launches a task set's copies in that task set's turn, regular tasks first, as
+ * Spark's dequeueTask: in each pass an offer takes a pending index that may run there, and only
+ * an offer no pending index can take (excluded there, or outside the locality level allowed)
+ * gets a copy (offers.c), so copies can launch while regular tasks are still pending. A copy
+ * never goes to a host where an attempt of that index was launched before, nor where the index
+ * is excluded (taskset.c); when one copy succeeds the other is killed and whatever it reports
+ * afterwards counts for nothing.
  *
  * Run times go into a median heap (Spark's MedianHeap): a max-heap of the lower half at the
  * front of an array and a min-heap of the upper half at its back, so recording is O(log n) and
