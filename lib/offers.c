@@ -10,7 +10,8 @@
  * it names every ALIVE executor (delay scheduling's timer rule), and it stamps the places of
  * the offered executors and their hosts (locality.c).
  *
- * Preparation. The round cannot launch more than min(cap, pending tasks, offered cores) tasks.
+ * Preparation. The round cannot launch more than min(cap, pending and speculatable tasks,
+ * offered cores) tasks.
  * That many attempt records are taken (spares first, ledger.c; their tids are the next ones in
  * order), and room for that many task_started events and entries of attempts_by_tid is
  * reserved, before anything visible changes. If any of that fails the round undoes it and
@@ -21,9 +22,11 @@
  * only task sets with something to launch are in the queue). Each fills the offers in passes,
  * one task per offer per pass, so a stage spreads over executors, level by level for one with
  * preferred locations (most local first, no farther than delay scheduling allows), until it
- * has nothing pending or a pass launches nothing; then the next task set gets what is left. A
- * task set held by its locality wait that none of the offers can serve only records that it
- * turned them down. Then exclusion's unschedulable check looks at the round (exclude.c).
+ * has nothing pending or speculatable or a pass launches nothing; then the next task set gets
+ * what is left. An offer takes a regular pending index first and a speculative copy only when
+ * none may run there. A task set held by its locality wait that none of the offers can serve
+ * only records that it turned them down. Then exclusion's unschedulable check finds the task
+ * sets no executor may run, and the round aborts them (exclude.c decides, taskset.c aborts).
  */
 #include "internal.h"
 
