@@ -2,11 +2,13 @@
 # Packaging test, run by ctest (test/package/CMakeLists.txt) after a normal build. It installs
 # the build into a scratch prefix and proves, from outside the source tree, that:
 #   - the installed tree holds the libraries, the public headers, the CMake package and the .pc
-#     file, and nothing private;
+#     file, and nothing private; the exported targets have no empty $<LINK_ONLY:> entry;
 #   - the shared library exports every TL_EXTERN function of the header and nothing but tl_*;
 #   - a consumer builds and runs with find_package(taskledger) against taskledger::taskledger
 #     and taskledger::taskledger_static, and with pkg-config (shared, and --static against a
-#     tree that holds only the static library), and a consumer of the libuv driver links;
+#     tree that holds only the static library); a consumer of the libuv driver (taskledger-uv.h,
+#     calling libuv itself) links against either target alone, or `pkg-config taskledger` alone,
+#     and runs;
 #   - all of that still works after the installed tree is moved somewhere else (relocatable).
 set -euo pipefail
 
@@ -118,6 +120,16 @@ if readelf -d "$prefix/$libdir/libtaskledger.so" | grep -Eq '\((RPATH|RUNPATH)\)
 fi
 ok "layout: libraries, header, CMake package, .pc file; SONAME $soname; no RPATH"
 
+# ---- exported targets ----
+# A static library's private $<BUILD_INTERFACE:...> dependency is exported as an empty
+# $<LINK_ONLY:>; no entry of an exported INTERFACE_LINK_LIBRARIES may be empty.
+exports=("$prefix/$libdir/cmake/taskledger/"taskledgerTargets*.cmake)
+if grep -nF '$<LINK_ONLY:>' "${exports[@]}" >"$work_dir/empty-entries.txt" ||
+  grep -nE 'INTERFACE_LINK_LIBRARIES "(;|.*;;|.*;")' "${exports[@]}" >>"$work_dir/empty-entries.txt"; then
+  fail "empty entries in the exported targets: $(cat "$work_dir/empty-entries.txt")"
+fi
+ok "exported targets: no empty \$<LINK_ONLY:> or empty entry ($(basename -a "${exports[@]}" | paste -sd ' '))"
+
 # ---- exported symbols ----
 nm -D --defined-only "$prefix/$libdir/libtaskledger.so" | awk 'NF >= 3 {print $3}' |
   sed 's/@.*//' | sort -u >"$work_dir/exported.txt"
@@ -140,7 +152,8 @@ check_consumers() {
   local pfx=$1 tag=$2 bdir dir pc_dir pc_flags static_only
   bdir=$work_dir/$tag
 
-  # CMake package, shared and static targets.
+  # CMake package, shared and static targets. The consumer's CMakeLists.txt also checks what
+  # the imported targets carry.
   run_logged "$tag-cmake-configure" "$cmake" -S "$consumer" -B "$bdir/cmake" -G "$generator" \
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER="$cc" -DCMAKE_PREFIX_PATH="$pfx" \
     -DCMAKE_C_FLAGS="${warn[*]} ${san[*]}" -DCMAKE_EXE_LINKER_FLAGS="${san[*]}" \
@@ -152,12 +165,17 @@ check_consumers() {
   run_program "$tag-cmake-shared" "$bdir/cmake/consumer_shared"
   run_program "$tag-cmake-static" "$bdir/cmake/consumer_static"
   run_program "$tag-cmake-uv" "$bdir/cmake/consumer_uv"
+  run_program "$tag-cmake-uv-static" "$bdir/cmake/consumer_uv_static"
   needs_libtaskledger "$bdir/cmake/consumer_shared" ||
     fail "$tag: consumer_shared does not link libtaskledger.so"
+  needs_libtaskledger "$bdir/cmake/consumer_uv" ||
+    fail "$tag: consumer_uv does not link libtaskledger.so"
   ! needs_libtaskledger "$bdir/cmake/consumer_static" ||
     fail "$tag: consumer_static links libtaskledger.so"
+  ! needs_libtaskledger "$bdir/cmake/consumer_uv_static" ||
+    fail "$tag: consumer_uv_static links libtaskledger.so"
   ok "$tag: find_package(taskledger $version) -> taskledger::taskledger and ::taskledger_static"
-  ok "$tag: the libuv driver (taskledger-uv.h) with taskledger::taskledger and libuv"
+  ok "$tag: the libuv driver (taskledger-uv.h, tl_uv_start on a loop) with either target alone"
 
   # pkg-config, shared library.
   pc_dir=$pfx/$libdir/pkgconfig
@@ -173,12 +191,13 @@ check_consumers() {
     fail "$tag: the pkg-config shared consumer does not link libtaskledger.so"
   ok "$tag: cc app.c \$(pkg-config --cflags --libs taskledger), run with LD_LIBRARY_PATH"
 
-  # pkg-config, the libuv driver: the program calls libuv itself, so it names libuv too.
-  read -ra pc_flags <<<"$(pc "$pc_dir" --cflags --libs taskledger libuv)"
+  # pkg-config, the libuv driver: the program calls libuv itself, and taskledger's .pc file
+  # Requires libuv, so taskledger alone names it.
+  read -ra pc_flags <<<"$(pc "$pc_dir" --cflags --libs taskledger)"
   run_logged "$tag-pc-uv-build" "$cc" "${warn[@]}" "${san[@]}" "$consumer/consumer_uv.c" \
     -o "$bdir/pc/consumer_uv" "${pc_flags[@]}"
   run_program "$tag-pc-uv" env LD_LIBRARY_PATH="$pfx/$libdir" "$bdir/pc/consumer_uv"
-  ok "$tag: cc app.c \$(pkg-config --cflags --libs taskledger libuv) with taskledger-uv.h"
+  ok "$tag: cc app.c \$(pkg-config --cflags --libs taskledger) with taskledger-uv.h"
 
   # pkg-config --static, against a copy of the tree without the shared library, so that
   # -ltaskledger can only mean the archive and its dependencies must come from the .pc file.
