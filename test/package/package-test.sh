@@ -14,7 +14,7 @@
 #     not add it;
 #   - all of that still works after the installed tree is moved somewhere else (relocatable);
 #   - the library's own build with the default options and TL_BUILD_TESTS=OFF,
-#     TL_BUILD_EXAMPLES=OFF compiles without -Werror.
+#     TL_BUILD_EXAMPLES=OFF compiles without -Werror and builds the libraries and nothing else.
 set -euo pipefail
 
 usage() {
@@ -258,7 +258,8 @@ check_consumers "$moved" relocated
 # ---- the library alone, with the default options ----
 # What a user who builds only the library gets: no TL_WERROR given (its default must be OFF),
 # no build type (the project's default), TL_BUILD_TESTS=OFF and TL_BUILD_EXAMPLES=OFF. Its
-# compiles must not have -Werror.
+# compiles must not have -Werror, and it must build the shared and static libraries and
+# nothing else: no test, example or test-helper executable or library.
 lib_build=$work_dir/lib-only
 run_logged lib-only-configure "$cmake" -S "$source_dir" -B "$lib_build" -G "$generator" \
   -DCMAKE_C_COMPILER="$cc" -DTL_BUILD_TESTS=OFF -DTL_BUILD_EXAMPLES=OFF \
@@ -272,6 +273,15 @@ grep -q -- '-Wall' "$lib_build/compile_commands.json" ||
 build_cmd=("$cmake" --build "$lib_build" --parallel 2)
 [[ -z $config ]] || build_cmd+=(--config "$config")
 run_logged lib-only-build "${build_cmd[@]}"
-ok "lib-only: default TL_WERROR OFF, no -Werror"
+# Every library and executable in the build tree (CMakeFiles/ holds only CMake's own probes).
+find "$lib_build" -path '*/CMakeFiles' -prune -o \( -type f -o -type l \) \
+  \( -name '*.a' -o -name '*.so' -o -name '*.so.*' -o -perm -u+x \) -printf '%f\n' |
+  sort >"$work_dir/lib-only-built.txt"
+printf '%s\n' libtaskledger.a libtaskledger.so "$soname" "libtaskledger.so.$version" |
+  sort -u >"$work_dir/lib-only-expected.txt"
+if ! cmp -s "$work_dir/lib-only-built.txt" "$work_dir/lib-only-expected.txt"; then
+  fail "lib-only: built $(paste -sd ' ' "$work_dir/lib-only-built.txt"), expected only $(paste -sd ' ' "$work_dir/lib-only-expected.txt")"
+fi
+ok "lib-only: default TL_WERROR OFF, no -Werror; built only $(paste -sd ' ' "$work_dir/lib-only-built.txt")"
 
 ok "package test passed"
