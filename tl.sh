@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Quick start for taskledger on Debian: checks (and, as root, installs) the Debian packages the
-# build needs, configures and builds in build/, then runs the SPARK-18553 demo or the test suite.
+# build needs, configures and builds in build/ (warnings as errors: -DTL_WERROR=ON), then runs
+# the SPARK-18553 demo or the test suite.
 #
 #   ./tl.sh demo    build, then run build/examples/spark-18553/tl-spark-18553
 #   ./tl.sh test    build, then run the whole test suite with ctest
@@ -78,7 +79,9 @@ ensure_packages() {
 }
 
 build() {
-  local configure=(cmake -S . -B "$build_dir" --log-level=WARNING)
+  # TL_WERROR=ON on every run, whatever the cache holds: the option's default is OFF (a user's
+  # build of a release), and the project's own builds must fail on any warning.
+  local configure=(cmake -S . -B "$build_dir" --log-level=WARNING -DTL_WERROR=ON)
   # The first configure picks the build type; later runs keep whatever the cache holds.
   [[ -f $build_dir/CMakeCache.txt ]] || configure+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
   "${configure[@]}"

@@ -2,28 +2,37 @@
 # Packaging test, run by ctest (test/package/CMakeLists.txt) after a normal build. It installs
 # the build into a scratch prefix and proves, from outside the source tree, that:
 #   - the installed tree holds the libraries, the public headers, the CMake package and the .pc
-#     file, and nothing private;
+#     file, and nothing private; the exported targets have no empty $<LINK_ONLY:> entry;
 #   - the shared library exports every TL_EXTERN function of the header and nothing but tl_*;
+#   - the installed headers compile without a warning in a strict C99 program (fatal with
+#     --werror 1, as the project's own builds have it);
 #   - a consumer builds and runs with find_package(taskledger) against taskledger::taskledger
 #     and taskledger::taskledger_static, and with pkg-config (shared, and --static against a
-#     tree that holds only the static library), and a consumer of the libuv driver links;
-#   - all of that still works after the installed tree is moved somewhere else (relocatable).
+#     tree that holds only the static library); a consumer of the libuv driver (taskledger-uv.h,
+#     calling libuv itself) links against either target alone, or `pkg-config taskledger` alone,
+#     and runs. Consumers are built as a user builds them, without -Werror, and the package must
+#     not add it;
+#   - all of that still works after the installed tree is moved somewhere else (relocatable);
+#   - the library's own build with the default options and TL_BUILD_TESTS=OFF,
+#     TL_BUILD_EXAMPLES=OFF compiles without -Werror and builds the libraries and nothing else.
 set -euo pipefail
 
 usage() {
   cat >&2 <<'EOF'
-usage: package-test.sh --build-dir DIR --work-dir DIR --consumer DIR --version X.Y.Z
-                       --soname libtaskledger.so.N --libdir lib --cc CC --cmake CMAKE --generator GEN [--config CFG]
-                       [--san-flags FLAGS]
+usage: package-test.sh --source-dir DIR --build-dir DIR --work-dir DIR --consumer DIR
+                       --version X.Y.Z --soname libtaskledger.so.N --libdir lib --cc CC
+                       --cmake CMAKE --generator GEN [--config CFG] [--san-flags FLAGS]
+                       [--werror 0|1]
 EOF
   exit 2
 }
 
-build_dir="" work_dir="" consumer="" version="" soname="" libdir="" cc="" cmake="" generator=""
-config="" san_flags=""
+source_dir="" build_dir="" work_dir="" consumer="" version="" soname="" libdir="" cc="" cmake=""
+generator="" config="" san_flags="" werror=0
 while (($# > 0)); do
   (($# >= 2)) || usage
   case $1 in
+    --source-dir) source_dir=$2 ;;
     --build-dir) build_dir=$2 ;;
     --work-dir) work_dir=$2 ;;
     --consumer) consumer=$2 ;;
@@ -35,17 +44,19 @@ while (($# > 0)); do
     --generator) generator=$2 ;;
     --config) config=$2 ;;
     --san-flags) san_flags=$2 ;;
+    --werror) werror=$2 ;;
     *) usage ;;
   esac
   shift 2
 done
-for v in build_dir work_dir consumer version soname libdir cc cmake generator; do
+for v in source_dir build_dir work_dir consumer version soname libdir cc cmake generator; do
   [[ -n ${!v} ]] || usage
 done
 
-# Flags for every consumer: the header must compile cleanly in a strict C99 program.
+# Flags for every consumer: a strict C99 program with warnings on, but not -Werror: a user's
+# build, which a warning must not break. The headers' own check below adds -Werror.
 read -ra san <<<"$san_flags"
-warn=(-std=c99 -Wall -Wextra -Wpedantic -Wstrict-prototypes -Werror)
+warn=(-std=c99 -Wall -Wextra -Wpedantic -Wstrict-prototypes)
 expected="taskledger $version"
 
 rm -rf "$work_dir"
@@ -118,6 +129,16 @@ if readelf -d "$prefix/$libdir/libtaskledger.so" | grep -Eq '\((RPATH|RUNPATH)\)
 fi
 ok "layout: libraries, header, CMake package, .pc file; SONAME $soname; no RPATH"
 
+# ---- exported targets ----
+# A static library's private $<BUILD_INTERFACE:...> dependency is exported as an empty
+# $<LINK_ONLY:>; no entry of an exported INTERFACE_LINK_LIBRARIES may be empty.
+exports=("$prefix/$libdir/cmake/taskledger/"taskledgerTargets*.cmake)
+if grep -nF '$<LINK_ONLY:>' "${exports[@]}" >"$work_dir/empty-entries.txt" ||
+  grep -nE 'INTERFACE_LINK_LIBRARIES "(;|.*;;|.*;")' "${exports[@]}" >>"$work_dir/empty-entries.txt"; then
+  fail "empty entries in the exported targets: $(cat "$work_dir/empty-entries.txt")"
+fi
+ok "exported targets: no empty \$<LINK_ONLY:> or empty entry ($(basename -a "${exports[@]}" | paste -sd ' '))"
+
 # ---- exported symbols ----
 nm -D --defined-only "$prefix/$libdir/libtaskledger.so" | awk 'NF >= 3 {print $3}' |
   sed 's/@.*//' | sort -u >"$work_dir/exported.txt"
@@ -134,30 +155,57 @@ missing=$(comm -23 "$work_dir/declared.txt" "$work_dir/exported.txt" | tr '\n' '
 [[ -z $missing ]] || fail "declared TL_EXTERN but not exported: $missing"
 ok "exports: $(wc -l <"$work_dir/declared.txt") TL_EXTERN functions, nothing but tl_*"
 
+# ---- the installed headers, strictly ----
+# Both consumers' sources, compiled only, with -Werror when the project's build has it: the
+# headers must not warn in a strict C99 program. Without --werror 1 (a user's build of the
+# tests) a warning is shown, not fatal.
+read -ra pc_flags <<<"$(pc "$prefix/$libdir/pkgconfig" --cflags taskledger)"
+strict=("${warn[@]}") strict_note="warnings not fatal"
+if ((werror)); then
+  strict+=(-Werror) strict_note=-Werror
+fi
+for src in consumer.c consumer_uv.c; do
+  run_logged "header-$src" "$cc" "${strict[@]}" -fsyntax-only "$consumer/$src" "${pc_flags[@]}"
+  if [[ -s $logs/header-$src.log ]]; then
+    printf 'warning: the installed headers warn in %s:\n' "$src" >&2
+    sed 's/^/    /' "$logs/header-$src.log" >&2
+  fi
+done
+ok "headers: taskledger.h and taskledger-uv.h compile in strict C99 ($strict_note)"
+
 # ---- consumers ----
 # check_consumers PREFIX TAG: builds and runs every consumer against the tree at PREFIX.
 check_consumers() {
   local pfx=$1 tag=$2 bdir dir pc_dir pc_flags static_only
   bdir=$work_dir/$tag
 
-  # CMake package, shared and static targets.
+  # CMake package, shared and static targets. The consumer's CMakeLists.txt also checks what
+  # the imported targets carry.
   run_logged "$tag-cmake-configure" "$cmake" -S "$consumer" -B "$bdir/cmake" -G "$generator" \
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER="$cc" -DCMAKE_PREFIX_PATH="$pfx" \
     -DCMAKE_C_FLAGS="${warn[*]} ${san[*]}" -DCMAKE_EXE_LINKER_FLAGS="${san[*]}" \
-    -DTL_EXPECT_VERSION="$version"
+    -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DTL_EXPECT_VERSION="$version"
   dir=$(sed -n 's/^taskledger_DIR:PATH=//p' "$bdir/cmake/CMakeCache.txt")
   [[ $(readlink -f "$dir") == $(readlink -f "$pfx/$libdir/cmake/taskledger") ]] ||
     fail "$tag: find_package found taskledger in '$dir', not under $pfx"
+  [[ -s $bdir/cmake/compile_commands.json ]] || fail "$tag: no compile_commands.json"
+  ! grep -q -- '-Werror' "$bdir/cmake/compile_commands.json" ||
+    fail "$tag: the package adds -Werror to its consumers' compiles"
   run_logged "$tag-cmake-build" "$cmake" --build "$bdir/cmake"
   run_program "$tag-cmake-shared" "$bdir/cmake/consumer_shared"
   run_program "$tag-cmake-static" "$bdir/cmake/consumer_static"
   run_program "$tag-cmake-uv" "$bdir/cmake/consumer_uv"
+  run_program "$tag-cmake-uv-static" "$bdir/cmake/consumer_uv_static"
   needs_libtaskledger "$bdir/cmake/consumer_shared" ||
     fail "$tag: consumer_shared does not link libtaskledger.so"
+  needs_libtaskledger "$bdir/cmake/consumer_uv" ||
+    fail "$tag: consumer_uv does not link libtaskledger.so"
   ! needs_libtaskledger "$bdir/cmake/consumer_static" ||
     fail "$tag: consumer_static links libtaskledger.so"
-  ok "$tag: find_package(taskledger $version) -> taskledger::taskledger and ::taskledger_static"
-  ok "$tag: the libuv driver (taskledger-uv.h) with taskledger::taskledger and libuv"
+  ! needs_libtaskledger "$bdir/cmake/consumer_uv_static" ||
+    fail "$tag: consumer_uv_static links libtaskledger.so"
+  ok "$tag: find_package(taskledger $version) -> taskledger::taskledger and ::taskledger_static, no -Werror"
+  ok "$tag: the libuv driver (taskledger-uv.h, tl_uv_start on a loop) with either target alone"
 
   # pkg-config, shared library.
   pc_dir=$pfx/$libdir/pkgconfig
@@ -173,12 +221,13 @@ check_consumers() {
     fail "$tag: the pkg-config shared consumer does not link libtaskledger.so"
   ok "$tag: cc app.c \$(pkg-config --cflags --libs taskledger), run with LD_LIBRARY_PATH"
 
-  # pkg-config, the libuv driver: the program calls libuv itself, so it names libuv too.
-  read -ra pc_flags <<<"$(pc "$pc_dir" --cflags --libs taskledger libuv)"
+  # pkg-config, the libuv driver: the program calls libuv itself, and taskledger's .pc file
+  # Requires libuv, so taskledger alone names it.
+  read -ra pc_flags <<<"$(pc "$pc_dir" --cflags --libs taskledger)"
   run_logged "$tag-pc-uv-build" "$cc" "${warn[@]}" "${san[@]}" "$consumer/consumer_uv.c" \
     -o "$bdir/pc/consumer_uv" "${pc_flags[@]}"
   run_program "$tag-pc-uv" env LD_LIBRARY_PATH="$pfx/$libdir" "$bdir/pc/consumer_uv"
-  ok "$tag: cc app.c \$(pkg-config --cflags --libs taskledger libuv) with taskledger-uv.h"
+  ok "$tag: cc app.c \$(pkg-config --cflags --libs taskledger) with taskledger-uv.h"
 
   # pkg-config --static, against a copy of the tree without the shared library, so that
   # -ltaskledger can only mean the archive and its dependencies must come from the .pc file.
@@ -205,5 +254,34 @@ if grep -rlF "$prefix" "$moved" >"$work_dir/mentions.txt"; then
 fi
 ok "moved the installed tree to $moved; no file in it names $prefix"
 check_consumers "$moved" relocated
+
+# ---- the library alone, with the default options ----
+# What a user who builds only the library gets: no TL_WERROR given (its default must be OFF),
+# no build type (the project's default), TL_BUILD_TESTS=OFF and TL_BUILD_EXAMPLES=OFF. Its
+# compiles must not have -Werror, and it must build the shared and static libraries and
+# nothing else: no test, example or test-helper executable or library.
+lib_build=$work_dir/lib-only
+run_logged lib-only-configure "$cmake" -S "$source_dir" -B "$lib_build" -G "$generator" \
+  -DCMAKE_C_COMPILER="$cc" -DTL_BUILD_TESTS=OFF -DTL_BUILD_EXAMPLES=OFF \
+  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
+grep -qx 'TL_WERROR:BOOL=OFF' "$lib_build/CMakeCache.txt" ||
+  fail "lib-only: TL_WERROR's default is $(sed -n 's/^TL_WERROR:BOOL=//p' "$lib_build/CMakeCache.txt"), not OFF"
+grep -q -- '-Wall' "$lib_build/compile_commands.json" ||
+  fail "lib-only: compile_commands.json has no -Wall: not the library's compiles?"
+! grep -q -- '-Werror' "$lib_build/compile_commands.json" ||
+  fail "lib-only: the default build compiles with -Werror"
+build_cmd=("$cmake" --build "$lib_build" --parallel 2)
+[[ -z $config ]] || build_cmd+=(--config "$config")
+run_logged lib-only-build "${build_cmd[@]}"
+# Every library and executable in the build tree (CMakeFiles/ holds only CMake's own probes).
+find "$lib_build" -path '*/CMakeFiles' -prune -o \( -type f -o -type l \) \
+  \( -name '*.a' -o -name '*.so' -o -name '*.so.*' -o -perm -u+x \) -printf '%f\n' |
+  sort >"$work_dir/lib-only-built.txt"
+printf '%s\n' libtaskledger.a libtaskledger.so "$soname" "libtaskledger.so.$version" |
+  sort -u >"$work_dir/lib-only-expected.txt"
+if ! cmp -s "$work_dir/lib-only-built.txt" "$work_dir/lib-only-expected.txt"; then
+  fail "lib-only: built $(paste -sd ' ' "$work_dir/lib-only-built.txt"), expected only $(paste -sd ' ' "$work_dir/lib-only-expected.txt")"
+fi
+ok "lib-only: default TL_WERROR OFF, no -Werror; built only $(paste -sd ' ' "$work_dir/lib-only-built.txt")"
 
 ok "package test passed"
