@@ -322,6 +322,16 @@ typedef enum abort_why {
   ABORT_UNSCHEDULABLE /* index: the task that cannot run; msg: the latest counted failure's */
 } abort_why;
 
+/* One status update as an operation gives it (tlo_do_update's arguments, for one tid). */
+typedef struct mupdate {
+  tl_tid tid;
+  unsigned state;   /* tl_task_state; past TL_TASK_KILLED invalid */
+  unsigned failure; /* tl_end_kind, for FAILED (0, 6, 7 invalid there) */
+  const char *msg;  /* the update's message */
+  unsigned resmode; /* its result: 0 none, 1 with result_free, 2 without, 3 of size 0 */
+  unsigned sizesel; /* its result_size: 0 the mode's own, else one of ops_calls.c's sizes */
+} mupdate;
+
 /* Preferred locations of a submission (NULL: tasks NULL). */
 typedef struct mprefs {
   uint8_t n[MAXTASKS];         /* per index */
