@@ -505,6 +505,88 @@ void tlo_do_update(tlo_run *r, mexec *x, tl_tid tid, unsigned state, unsigned fa
   tlo_expect_rc(r, d, rc, want);
 }
 
+/* What tl_status_updates must leave in a result it does not write. */
+#define RESULT_UNWRITTEN 0x5eed
+
+/* tl_status_updates: the batch is refused as a whole for any update tl_status_update would
+ * refuse with TL_EINVAL, or bad arguments, before the clock is read; then the clock is read
+ * once and the executor checked once (TL_ENOENT, TL_EGONE refuse the batch); then each update
+ * is predicted and applied to the model in order exactly as tl_status_update's, so its events
+ * are queued in order. Then the one call, its answer and each results[i]; a result whose update
+ * was not TL_OK stays ours, as with tl_status_update. */
+void tlo_do_updates(tlo_run *r, mexec *x, const mupdate *m, size_t n, unsigned flags) {
+  tl_tid tids[TLO_MAX_BATCH];
+  tl_update us[TLO_MAX_BATCH];
+  int want[TLO_MAX_BATCH], results[TLO_MAX_BATCH + 1];
+  bool no_tids = n > 0 && (flags & BATCH_NULL_ARRAY) && !(flags & BATCH_NULL_UPDATES);
+  bool no_updates = n > 0 && (flags & BATCH_NULL_ARRAY) && (flags & BATCH_NULL_UPDATES);
+  bool invalid = no_tids || no_updates || (flags & BATCH_EMPTY_ID);
+  for (size_t i = 0; i < n; i++) {
+    tids[i] = m[i].tid;
+    us[i] = update_of(r, &m[i]);
+    invalid |= update_invalid(&us[i]);
+  }
+  int want_rc = TL_EINVAL;
+  if (!invalid) {
+    update_clock(r);
+    want_rc = update_executor(x);
+  }
+  for (size_t i = 0; i < n; i++)
+    want[i] = want_rc == TL_OK ? update_apply(r, x, tids[i], &us[i]) : want_rc;
+  char d[512];
+  int w =
+      snprintf(d, sizeof d, "updates %s n=%zu%s%s%s%s:", (flags & BATCH_EMPTY_ID) ? "\"\"" : x->id,
+               n, no_tids ? " tids=NULL" : "", no_updates ? " updates=NULL" : "",
+               (flags & BATCH_NO_RESULTS) ? " results=NULL" : "", n == 0 ? " (none)" : "");
+  for (size_t i = 0; i < n && w > 0 && (size_t)w < sizeof d; i++) {
+    w += snprintf(d + w, sizeof d - (size_t)w, " [%zu] ", i);
+    if (w > 0 && (size_t)w < sizeof d)
+      w += update_describe(&m[i], &us[i], d + w, sizeof d - (size_t)w);
+  }
+  for (size_t i = 0; i <= n; i++)
+    results[i] = RESULT_UNWRITTEN;
+  tlo_note_call(r, d);
+  r->f_batches++;
+  r->f_batch_updates += n;
+  int *res_out = (flags & BATCH_NO_RESULTS) ? NULL : results;
+  int rc = tl_status_updates(r->s, (flags & BATCH_EMPTY_ID) ? "" : x->id, no_tids ? NULL : tids,
+                             no_updates ? NULL : us, n, res_out);
+  /* Whose each result is now: the library's on its update's TL_OK (as results[i] says it, or
+   * as the model does when there is no results array), ours otherwise. */
+  for (size_t i = 0; i < n; i++) {
+    int code = rc != TL_OK ? rc : res_out != NULL ? results[i] : want[i];
+    if (code != TL_OK && us[i].result != NULL)
+      tlo_res_free(us[i].result);
+  }
+  if (res_out != NULL && rc == TL_OK && r->opt.verbose >= 1) {
+    char line[160];
+    int k = snprintf(line, sizeof line, "  results:");
+    for (size_t i = 0; i < n && k > 0 && (size_t)k < sizeof line; i++)
+      k += snprintf(line + k, sizeof line - (size_t)k, " %s", tl_err_name(results[i]));
+    tlo_trace(r, 1, "%s", line);
+  }
+  tlo_expect_rc(r, d, rc, want_rc);
+  if (r->failed || res_out == NULL)
+    return;
+  for (size_t i = 0; i < n; i++) {
+    if (rc == TL_OK && results[i] != want[i]) {
+      char u[160];
+      update_describe(&m[i], &us[i], u, sizeof u);
+      tlo_fail(r, "tl_status_updates: update %zu of %zu (%s) answered %s, the model says %s", i, n,
+               u, tl_err_name(results[i]), tl_err_name(want[i]));
+      return;
+    }
+    if (rc != TL_OK && results[i] != RESULT_UNWRITTEN) {
+      tlo_fail(r, "tl_status_updates refused with %s, yet wrote results[%zu] = %d", tl_err_name(rc),
+               i, results[i]);
+      return;
+    }
+  }
+  if (results[n] != RESULT_UNWRITTEN)
+    tlo_fail(r, "tl_status_updates wrote results[%zu] = %d, past its %zu updates", n, results[n],
+             n);
+}
+
 /* Whether task set t is looked at, and the run time past which its attempts are slow: only
  * active task sets that may speculate and have more than one task, once at least
  * max(floor(quantile x ntasks), 1) run times are recorded; then slow past
