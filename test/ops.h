@@ -32,10 +32,12 @@ typedef enum tlo_kind {
   TLO_TICK = 14,         /* tl_tick, its answer checked */
   TLO_INSPECT = 15,      /* tl_executor_get, tl_taskset_get and tl_explain_taskset */
   TLO_POOL_ADD = 16,     /* tl_pool_add (TL_FAIR; TL_ESTATE under TL_FIFO) */
-  TLO_NKINDS = 17
+  TLO_UPDATES = 17,      /* tl_status_updates: a batch of one executor's updates */
+  TLO_NKINDS = 18
 } tlo_kind;
 
 #define TLO_MAX_OFFERS 4 /* offers one TLO_OFFER names */
+#define TLO_MAX_BATCH 8  /* updates one TLO_UPDATES makes */
 #define TLO_MAX_OPS 1024 /* operations a decoded input runs at most */
 
 /* Bits of tlo_op.reent: what the callbacks made while this operation runs do re-entrantly.
@@ -63,6 +65,7 @@ enum {
  *   stage: stage id modulo 6; for kill and cancel 6 names a stage never used.
  *   a, b, c, d, flags, msg: per kind, see ops_codec.c (tlo_fields). msg: 0 none, 1-2 short, 3 long.
  *   offer_exec, offer_cores, noffers: the offers of TLO_OFFER.
+ *   nupd, upd_tid, upd_how, upd_res: the updates of TLO_UPDATES (see ops_codec.c).
  *   reent, re_arg: re-entrant behaviour (TLO_RE_*) and its argument. */
 typedef struct tlo_op {
   uint8_t kind;                        /* tlo_kind, modulo TLO_NKINDS */
@@ -78,6 +81,10 @@ typedef struct tlo_op {
   uint8_t noffers;                     /* TLO_OFFER: offers, modulo TLO_MAX_OFFERS + 1 */
   uint8_t offer_exec[TLO_MAX_OFFERS];  /* their executors */
   uint8_t offer_cores[TLO_MAX_OFFERS]; /* their cores, modulo 5 */
+  uint8_t nupd;                        /* TLO_UPDATES: updates, modulo TLO_MAX_BATCH + 1 */
+  uint8_t upd_tid[TLO_MAX_BATCH];      /* each one's attempt, by the batch's executor */
+  uint8_t upd_how[TLO_MAX_BATCH];      /* each one's state, failure kind and message */
+  uint8_t upd_res[TLO_MAX_BATCH];      /* each one's result mode and size */
   uint8_t reent;                       /* TLO_RE_* bits */
   uint8_t re_arg;                      /* their argument */
 } tlo_op;
@@ -139,6 +146,9 @@ typedef struct tlo_outcome {
   uint64_t launched;  /* attempts launched */
   uint64_t reentrant; /* calls made from inside callbacks */
   uint64_t errors;    /* calls that returned an error the model expected */
+  /* Batches of status updates. */
+  uint64_t batches;       /* tl_status_updates calls */
+  uint64_t batch_updates; /* updates those calls carried */
   /* How often the policy features were reached (events predicted and then checked). */
   uint64_t spec_submitted;   /* speculative_task_submitted */
   uint64_t spec_launches;    /* speculative copies launched */

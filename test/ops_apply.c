@@ -191,6 +191,13 @@ static void while_closing(tlo_run *r) {
   tlo_expect_rc(r, "partition while freeing", tl_partition_completed(r->s, 0, 0), TL_EBUSY);
   tlo_expect_rc(r, "pool_add while freeing", tl_pool_add(r->s, "busy", TL_FAIR, 1, 0), TL_EBUSY);
   tlo_expect_rc(r, "update while freeing", tl_status_update(r->s, id, 1, &u), TL_EBUSY);
+  tl_tid tids[2] = {1, 2};
+  tl_update us[2] = {u, u};
+  int results[2] = {1, 1};
+  tlo_expect_rc(r, "updates while freeing", tl_status_updates(r->s, id, tids, us, 2, results),
+                TL_EBUSY);
+  if (results[0] != 1 || results[1] != 1)
+    tlo_fail(r, "tl_status_updates while freeing wrote its results");
   tlo_note_call(r, "scheduler_free while freeing");
   tlo_expect_rc(r, "scheduler_free while freeing", tl_scheduler_free(r->s), TL_EBUSY);
   uint64_t next = tl_tick(r->s);
@@ -359,6 +366,59 @@ tl_tid tlo_resolve_tid(tlo_run *r, uint8_t sel) {
   return (sel & 1) ? 0 : max + 1 + ((sel - 224u) >> 1);
 }
 
+/* The attempt of a TLO_UPDATES update (upd_tid), resolved against the batch's executor x and the
+ * i updates before it: 0-127 one of x's attempts in the tid index, sel/128 of the way along
+ * those no earlier update of the batch names (along all of them once each is named; a tid never
+ * launched when it has none), 128-143 the tid of an earlier update (with none before, as 0-127),
+ * 144-159 a frozen attempt (tlo_resolve_tid's 128-143), 160-191 an attempt of another executor
+ * in the tid index, 192-255 what tlo_resolve_tid makes of it (any tid launched, a tid never
+ * launched). */
+static tl_tid resolve_batch_tid(tlo_run *r, const mexec *x, uint8_t sel, const mupdate *before,
+                                size_t i) {
+  if (sel >= 128 && sel < 144) {
+    if (i > 0)
+      return before[(sel - 128u) % i].tid;
+    sel = (uint8_t)((sel - 128u) * 8);
+  }
+  if (sel >= 144 && sel < 160)
+    return tlo_resolve_tid(r, (uint8_t)(sel - 16));
+  if (sel >= 192)
+    return tlo_resolve_tid(r, sel);
+  bool own = sel < 128;
+  size_t n = 0, fresh = 0; /* candidates; of which not named yet (x's own only) */
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t k = 0; k < r->ninflight; k++) {
+      const matt *a = &r->att[r->inflight[k] - 1];
+      if (a->frozen || (a->ex == x) != own)
+        continue;
+      bool named = false;
+      for (size_t j = 0; own && j < i; j++)
+        named |= before[j].tid == r->inflight[k];
+      n += named == (pass == 1);
+    }
+    if (pass == 0)
+      fresh = n;
+  }
+  if (n == 0)
+    return (tl_tid)r->natt + 1; /* nothing of that kind: a tid never launched */
+  size_t want = !own        ? (size_t)(sel - 160u) * n / 32
+                : fresh > 0 ? (size_t)sel * fresh / 128
+                            : (size_t)sel * n / 128;
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t k = 0; k < r->ninflight; k++) {
+      const matt *a = &r->att[r->inflight[k] - 1];
+      if (a->frozen || (a->ex == x) != own)
+        continue;
+      bool named = false;
+      for (size_t j = 0; own && j < i; j++)
+        named |= before[j].tid == r->inflight[k];
+      if (named == (pass == 1) && want-- == 0)
+        return r->inflight[k];
+    }
+  }
+  return (tl_tid)r->natt + 1; /* not reached */
+}
+
 /* A submission's preferences, from bits its other fields leave unused: flags bits 4-7 choose a
  * pattern (0: tasks NULL, as before preferences existed), and with the high bits of a, b and d
  * seed the choices, resolved against the model's executors now. Executors are chosen among
@@ -481,6 +541,23 @@ static void apply(tlo_run *r, const tlo_op *op) {
     matt *a = tlo_att_of(r, tid);
     mexec *x = (op->flags & 1) || a == NULL ? tlo_resolve_exec(r, op->exec) : a->ex;
     tlo_do_update(r, x, tid, op->a % 5, op->b % 8, message_of(op->msg), op->c % 4, op->d);
+    break;
+  }
+  case TLO_UPDATES: {
+    /* Every tid is resolved before the batch changes anything, as a batch is written. */
+    mexec *x = tlo_resolve_exec(r, op->exec);
+    mupdate m[TLO_MAX_BATCH];
+    size_t n = op->nupd % (TLO_MAX_BATCH + 1u);
+    for (size_t i = 0; i < n; i++) {
+      uint8_t how = op->upd_how[i], res = op->upd_res[i];
+      m[i] = (mupdate){resolve_batch_tid(r, x, op->upd_tid[i], m, i),
+                       (how & 7u) % 5,
+                       (how >> 3) & 7u,
+                       message_of((uint8_t)(how >> 6)),
+                       res & 3u,
+                       (res >> 2) & 7u};
+    }
+    tlo_do_updates(r, x, m, n, op->flags);
     break;
   }
   case TLO_CLOCK: {

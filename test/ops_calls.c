@@ -371,102 +371,220 @@ void tlo_do_partition(tlo_run *r, uint32_t stage, uint32_t index) {
 /* result_size choices of TLO_UPDATE (d): 0 the result mode's own (8 per mode, 0 for mode 3). */
 static const size_t result_sizes[8] = {0, 0, 1, 7, 13, 40, 1000, SIZE_MAX};
 
+/* The tl_update an update makes: a new result for every mode but 0 (1 with result_free, 2
+ * without, 3 of size 0), its size, and the message. */
+static tl_update update_of(tlo_run *r, const mupdate *m) {
+  tlo_res *res = m->resmode != 0 ? res_new(r) : NULL;
+  void (*rfree)(void *) = m->resmode == 2 ? NULL : tlo_res_free;
+  size_t rsize = m->sizesel % 8 != 0 ? result_sizes[m->sizesel % 8]
+                 : m->resmode == 3   ? 0
+                                     : 8 * m->resmode;
+  return (tl_update){(tl_task_state)m->state, (tl_end_kind)m->failure, m->msg, res, rsize, rfree};
+}
+
+/* Whether tl_status_update refuses u with TL_EINVAL (the header: a state out of range, a result
+ * with a state other than FINISHED, a failure kind no update may give). */
+static bool update_invalid(const tl_update *u) {
+  unsigned state = (unsigned)u->state, failure = (unsigned)u->failure;
+  return state > TL_TASK_KILLED || (u->result != NULL && state != TL_TASK_FINISHED) ||
+         (state == TL_TASK_FAILED &&
+          (failure == TL_END_SUCCESS || failure == TL_END_EXECUTOR_LOST ||
+           failure > TL_END_RESULT_LOST));
+}
+
+/* A success's run time is recorded, a failure's time starts its expiry: with speculation or
+ * exclusion the updates read the clock, once per call (a batch's updates share one reading). */
+static void update_clock(tlo_run *r) {
+  if (r->cfg.speculation || tlo_xon(r))
+    tlo_clock_read(r);
+}
+
+/* The executor's part of a valid update's answer, the same for every update of a batch. */
+static int update_executor(const mexec *x) {
+  return x->state == MX_NONE ? TL_ENOENT : x->state == MX_REMOVED ? TL_EGONE : TL_OK;
+}
+
+/* The rest of a valid update's answer, from an executor that is known and not removed, as the
+ * model has it at that point (after the updates before it in its batch): TL_ESTALE or TL_EOWNER
+ * (each counted), or TL_OK with the update applied to the model and its events queued. */
+static int update_apply(tlo_run *r, mexec *x, tl_tid tid, const tl_update *u) {
+  unsigned state = (unsigned)u->state, failure = (unsigned)u->failure;
+  matt *a = tlo_indexed(r, tid);
+  if (a == NULL) {
+    r->stale++;
+    return TL_ESTALE;
+  }
+  if (a->ex != x) {
+    r->rejected_updates++;
+    return TL_EOWNER;
+  }
+  r->f_late_reports += a->killed_by_other;
+  if (state == TL_TASK_RUNNING) {
+    a->running = true;
+    return TL_OK;
+  }
+  mts *t = &r->ts[a->ts];
+  const mindex *ix = &t->idx[a->index];
+  mend m = {TL_END_SUCCESS, false, u->message, NULL, 0, NULL, NULL, false};
+  if (state == TL_TASK_FINISHED) {
+    /* What the update gave is passed on (the result itself only with a success). */
+    m.result_size = u->result_size;
+    m.result_free = u->result_free;
+    if (a->killed_by_other && ix->done) {
+      /* Another copy won: the result is not taken, and counts for nothing. */
+      m.kind = TL_END_KILLED;
+      m.msg = "Finish but did not commit: another attempt succeeded.";
+      r->killed++;
+    } else {
+      /* Every result counts toward max_result_bytes, dropped ones too. */
+      size_t rsize = u->result_size;
+      t->nresults++;
+      t->result_bytes = rsize > UINT64_MAX - t->result_bytes ? UINT64_MAX : t->result_bytes + rsize;
+      if (!t->shuffle && r->cfg.max_result_bytes != 0 &&
+          t->result_bytes > r->cfg.max_result_bytes) {
+        m.kind = TL_END_RESULT_TOO_LARGE;
+        r->failed_count++;
+      } else {
+        m.kind = TL_END_SUCCESS;
+        r->succeeded++;
+        /* The output of an active shuffle-map task set stays on its executor, unless this
+         * success completes the task set. */
+        m.output = t->shuffle && !t->zombie && !ix->done && t->nsucceeded + 1 < t->ntasks;
+      }
+    }
+    if (m.kind == TL_END_SUCCESS)
+      m.result = u->result;
+    else
+      m.dropped = u->result;
+  } else if (state == TL_TASK_KILLED) {
+    m.kind = TL_END_KILLED;
+    r->killed++;
+  } else {
+    m.kind = (tl_end_kind)failure;
+    m.counts = m.kind == TL_END_EXCEPTION || m.kind == TL_END_RESULT_LOST;
+    if (m.kind == TL_END_KILLED)
+      r->killed++;
+    else
+      r->failed_count++;
+  }
+  x->nrunning--;
+  x->free_cores += t->cpus;
+  tlo_attempt_ended(r, tid, &m);
+  tlo_push_revive_if_wanted(r);
+  return TL_OK;
+}
+
+/* What an update is, for the trace and the messages. */
+static int update_describe(const mupdate *m, const tl_update *u, char *buf, size_t len) {
+  return snprintf(buf, len, "tid=%" PRIu64 " %s%s%s result=%u size=%zu msg=%.12s", m->tid,
+                  tl_task_state_name(u->state), u->state == TL_TASK_FAILED ? "/" : "",
+                  u->state == TL_TASK_FAILED ? tl_end_kind_name(u->failure) : "", m->resmode,
+                  u->result_size, m->msg ? m->msg : "(null)");
+}
+
 void tlo_do_update(tlo_run *r, mexec *x, tl_tid tid, unsigned state, unsigned failure,
                    const char *msg, unsigned resmode, unsigned sizesel) {
-  tlo_res *res = resmode != 0 ? res_new(r) : NULL;
-  void (*rfree)(void *) = resmode == 2 ? NULL : tlo_res_free;
-  size_t rsize = sizesel % 8 != 0 ? result_sizes[sizesel % 8] : resmode == 3 ? 0 : 8 * resmode;
+  mupdate m = {tid, state, failure, msg, resmode, sizesel};
+  tl_update u = update_of(r, &m);
   int want;
-  matt *a = NULL;
-  if (state > TL_TASK_KILLED || (res != NULL && state != TL_TASK_FINISHED) ||
-      (state == TL_TASK_FAILED && (failure == TL_END_SUCCESS || failure == TL_END_EXECUTOR_LOST ||
-                                   failure > TL_END_RESULT_LOST))) {
+  if (update_invalid(&u)) {
     want = TL_EINVAL;
   } else {
-    /* A success's run time is recorded, a failure's time starts its expiry: the update reads
-     * the clock. */
-    if (r->cfg.speculation || tlo_xon(r))
-      tlo_clock_read(r);
-    if (x->state == MX_NONE) {
-      want = TL_ENOENT;
-    } else if (x->state == MX_REMOVED) {
-      want = TL_EGONE;
-    } else if ((a = tlo_indexed(r, tid)) == NULL) {
-      want = TL_ESTALE;
-      r->stale++;
-    } else if (a->ex != x) {
-      want = TL_EOWNER;
-      r->rejected_updates++;
-    } else {
-      want = TL_OK;
-    }
-  }
-  if (want == TL_OK) {
-    r->f_late_reports += a->killed_by_other;
-    if (state == TL_TASK_RUNNING) {
-      a->running = true;
-    } else {
-      mts *t = &r->ts[a->ts];
-      const mindex *ix = &t->idx[a->index];
-      mend m = {TL_END_SUCCESS, false, msg, NULL, 0, NULL, NULL, false};
-      if (state == TL_TASK_FINISHED) {
-        /* What the update gave is passed on (the result itself only with a success). */
-        m.result_size = rsize;
-        m.result_free = rfree;
-        if (a->killed_by_other && ix->done) {
-          /* Another copy won: the result is not taken, and counts for nothing. */
-          m.kind = TL_END_KILLED;
-          m.msg = "Finish but did not commit: another attempt succeeded.";
-          r->killed++;
-        } else {
-          /* Every result counts toward max_result_bytes, dropped ones too. */
-          t->nresults++;
-          t->result_bytes =
-              rsize > UINT64_MAX - t->result_bytes ? UINT64_MAX : t->result_bytes + rsize;
-          if (!t->shuffle && r->cfg.max_result_bytes != 0 &&
-              t->result_bytes > r->cfg.max_result_bytes) {
-            m.kind = TL_END_RESULT_TOO_LARGE;
-            r->failed_count++;
-          } else {
-            m.kind = TL_END_SUCCESS;
-            r->succeeded++;
-            /* The output of an active shuffle-map task set stays on its executor, unless this
-             * success completes the task set. */
-            m.output = t->shuffle && !t->zombie && !ix->done && t->nsucceeded + 1 < t->ntasks;
-          }
-        }
-        if (m.kind == TL_END_SUCCESS)
-          m.result = res;
-        else
-          m.dropped = res;
-      } else if (state == TL_TASK_KILLED) {
-        m.kind = TL_END_KILLED;
-        r->killed++;
-      } else {
-        m.kind = (tl_end_kind)failure;
-        m.counts = m.kind == TL_END_EXCEPTION || m.kind == TL_END_RESULT_LOST;
-        if (m.kind == TL_END_KILLED)
-          r->killed++;
-        else
-          r->failed_count++;
-      }
-      x->nrunning--;
-      x->free_cores += t->cpus;
-      tlo_attempt_ended(r, tid, &m);
-      tlo_push_revive_if_wanted(r);
-    }
+    update_clock(r);
+    want = update_executor(x);
+    if (want == TL_OK)
+      want = update_apply(r, x, tid, &u);
   }
   char d[176];
-  snprintf(d, sizeof d, "update %s tid=%" PRIu64 " %s%s%s result=%u size=%zu msg=%.12s", x->id, tid,
-           tl_task_state_name((tl_task_state)state), state == TL_TASK_FAILED ? "/" : "",
-           state == TL_TASK_FAILED ? tl_end_kind_name((tl_end_kind)failure) : "", resmode, rsize,
-           msg ? msg : "(null)");
-  tl_update u = {(tl_task_state)state, (tl_end_kind)failure, msg, res, rsize, rfree};
+  int w = snprintf(d, sizeof d, "update %s ", x->id);
+  update_describe(&m, &u, d + w, sizeof d - (size_t)w);
   tlo_note_call(r, d);
   int rc = tl_status_update(r->s, x->id, tid, &u);
-  if (rc != TL_OK && res != NULL)
-    tlo_res_free(res); /* on error the result is still ours */
+  if (rc != TL_OK && u.result != NULL)
+    tlo_res_free(u.result); /* on error the result is still ours */
   tlo_expect_rc(r, d, rc, want);
+}
+
+/* What tl_status_updates must leave in a result it does not write. */
+#define RESULT_UNWRITTEN 0x5eed
+
+/* tl_status_updates: the batch is refused as a whole for any update tl_status_update would
+ * refuse with TL_EINVAL, or bad arguments, before the clock is read; then the clock is read
+ * once and the executor checked once (TL_ENOENT, TL_EGONE refuse the batch); then each update
+ * is predicted and applied to the model in order exactly as tl_status_update's, so its events
+ * are queued in order. Then the one call, its answer and each results[i]; a result whose update
+ * was not TL_OK stays ours, as with tl_status_update. */
+void tlo_do_updates(tlo_run *r, mexec *x, const mupdate *m, size_t n, unsigned flags) {
+  tl_tid tids[TLO_MAX_BATCH];
+  tl_update us[TLO_MAX_BATCH];
+  int want[TLO_MAX_BATCH], results[TLO_MAX_BATCH + 1];
+  bool no_tids = n > 0 && (flags & BATCH_NULL_ARRAY) && !(flags & BATCH_NULL_UPDATES);
+  bool no_updates = n > 0 && (flags & BATCH_NULL_ARRAY) && (flags & BATCH_NULL_UPDATES);
+  bool invalid = no_tids || no_updates || (flags & BATCH_EMPTY_ID);
+  for (size_t i = 0; i < n; i++) {
+    tids[i] = m[i].tid;
+    us[i] = update_of(r, &m[i]);
+    invalid |= update_invalid(&us[i]);
+  }
+  int want_rc = TL_EINVAL;
+  if (!invalid) {
+    update_clock(r);
+    want_rc = update_executor(x);
+  }
+  for (size_t i = 0; i < n; i++)
+    want[i] = want_rc == TL_OK ? update_apply(r, x, tids[i], &us[i]) : want_rc;
+  char d[512];
+  int w =
+      snprintf(d, sizeof d, "updates %s n=%zu%s%s%s%s:", (flags & BATCH_EMPTY_ID) ? "\"\"" : x->id,
+               n, no_tids ? " tids=NULL" : "", no_updates ? " updates=NULL" : "",
+               (flags & BATCH_NO_RESULTS) ? " results=NULL" : "", n == 0 ? " (none)" : "");
+  for (size_t i = 0; i < n && w > 0 && (size_t)w < sizeof d; i++) {
+    w += snprintf(d + w, sizeof d - (size_t)w, " [%zu] ", i);
+    if (w > 0 && (size_t)w < sizeof d)
+      w += update_describe(&m[i], &us[i], d + w, sizeof d - (size_t)w);
+  }
+  for (size_t i = 0; i <= n; i++)
+    results[i] = RESULT_UNWRITTEN;
+  tlo_note_call(r, d);
+  r->f_batches++;
+  r->f_batch_updates += n;
+  int *res_out = (flags & BATCH_NO_RESULTS) ? NULL : results;
+  int rc = tl_status_updates(r->s, (flags & BATCH_EMPTY_ID) ? "" : x->id, no_tids ? NULL : tids,
+                             no_updates ? NULL : us, n, res_out);
+  /* Whose each result is now: the library's on its update's TL_OK (as results[i] says it, or
+   * as the model does when there is no results array), ours otherwise. */
+  for (size_t i = 0; i < n; i++) {
+    int code = rc != TL_OK ? rc : res_out != NULL ? results[i] : want[i];
+    if (code != TL_OK && us[i].result != NULL)
+      tlo_res_free(us[i].result);
+  }
+  if (res_out != NULL && rc == TL_OK && r->opt.verbose >= 1) {
+    char line[160];
+    int k = snprintf(line, sizeof line, "  results:");
+    for (size_t i = 0; i < n && k > 0 && (size_t)k < sizeof line; i++)
+      k += snprintf(line + k, sizeof line - (size_t)k, " %s", tl_err_name(results[i]));
+    tlo_trace(r, 1, "%s", line);
+  }
+  tlo_expect_rc(r, d, rc, want_rc);
+  if (r->failed || res_out == NULL)
+    return;
+  for (size_t i = 0; i < n; i++) {
+    if (rc == TL_OK && results[i] != want[i]) {
+      char u[160];
+      update_describe(&m[i], &us[i], u, sizeof u);
+      tlo_fail(r, "tl_status_updates: update %zu of %zu (%s) answered %s, the model says %s", i, n,
+               u, tl_err_name(results[i]), tl_err_name(want[i]));
+      return;
+    }
+    if (rc != TL_OK && results[i] != RESULT_UNWRITTEN) {
+      tlo_fail(r, "tl_status_updates refused with %s, yet wrote results[%zu] = %d", tl_err_name(rc),
+               i, results[i]);
+      return;
+    }
+  }
+  if (results[n] != RESULT_UNWRITTEN)
+    tlo_fail(r, "tl_status_updates wrote results[%zu] = %d, past its %zu updates", n, results[n],
+             n);
 }
 
 /* Whether task set t is looked at, and the run time past which its attempts are slow: only

@@ -10,7 +10,7 @@
  * The codec.
  * ------------------------------------------------------------------------------------------- */
 
-enum { F_EXEC, F_TID, F_STAGE, F_A, F_B, F_C, F_D, F_FLAGS, F_MSG, F_OFFERS, F_END };
+enum { F_EXEC, F_TID, F_STAGE, F_A, F_B, F_C, F_D, F_FLAGS, F_MSG, F_OFFERS, F_UPDATES, F_END };
 
 /* The fields each kind encodes, in order; reent and re_arg follow every operation. What they
  * mean (each taken modulo its domain when the operation runs):
@@ -35,7 +35,17 @@ enum { F_EXEC, F_TID, F_STAGE, F_A, F_B, F_C, F_D, F_FLAGS, F_MSG, F_OFFERS, F_E
  *             invalid); b: failure kind 0-7 (0, 6, 7 invalid in an update); c: result (0 none,
  *             1 with result_free, 2 without, 3 of size 0); d: result_size (result_sizes: 0
  *             the mode's own, else 0, 1, 7, 13, 40, 1000, SIZE_MAX); msg.
- *   CLOCK     a: step (see clock_steps).  HEARTBEAT_ALL, OFFER_ALL, TICK: nothing. */
+ *   CLOCK     a: step (see clock_steps).  HEARTBEAT_ALL, OFFER_ALL, TICK: nothing.
+ *   UPDATES   exec: the batch's executor; flags bit 0: results NULL, bit 1: tids (bit 2 clear)
+ *             or updates (bit 2 set) NULL, bit 3: the executor id "" (both invalid with n > 0,
+ *             the id always); nupd: n, modulo TLO_MAX_BATCH + 1; then three bytes per update:
+ *             upd_tid (0-127 one of the executor's attempts in the tid index, 128-143 the tid
+ *             of an earlier update of the batch, 144-159 a frozen attempt, 160-191 an attempt
+ *             of another executor in the tid index, 192-255 as an attempt reference's 192-255:
+ *             any launched, never launched), upd_how (bits 0-2: state modulo 5, 4 invalid;
+ *             bits 3-5: failure kind as UPDATE's b; bits 6-7: msg), upd_res (bits 0-1: result
+ *             as UPDATE's c; bits 2-4: result_size as UPDATE's d). Added after the others, so
+ *             the bytes of every program written before it mean what they meant. */
 static const uint8_t tlo_fields[TLO_NKINDS][10] = {
     [TLO_ADD] = {F_EXEC, F_A, F_B, F_C, F_FLAGS, F_END},
     [TLO_LOSE] = {F_EXEC, F_A, F_FLAGS, F_C, F_MSG, F_END},
@@ -54,6 +64,7 @@ static const uint8_t tlo_fields[TLO_NKINDS][10] = {
     [TLO_TICK] = {F_END},
     [TLO_INSPECT] = {F_EXEC, F_A, F_B, F_END},
     [TLO_POOL_ADD] = {F_D, F_A, F_B, F_C, F_END},
+    [TLO_UPDATES] = {F_EXEC, F_FLAGS, F_UPDATES, F_END},
 };
 
 static uint8_t *field_of(tlo_op *op, int f) {
@@ -92,6 +103,13 @@ size_t tlo_encode_op(const tlo_op *op, uint8_t *buf, size_t cap) {
         tmp[n++] = op->offer_exec[i];
         tmp[n++] = op->offer_cores[i];
       }
+    } else if (*f == F_UPDATES) {
+      tmp[n++] = op->nupd;
+      for (unsigned i = 0; i < op->nupd % (TLO_MAX_BATCH + 1u); i++) {
+        tmp[n++] = op->upd_tid[i];
+        tmp[n++] = op->upd_how[i];
+        tmp[n++] = op->upd_res[i];
+      }
     } else {
       tmp[n++] = *field_of(&copy, *f);
     }
@@ -121,6 +139,17 @@ size_t tlo_decode_op(const uint8_t *data, size_t size, tlo_op *op) {
         op->offer_exec[i] = data[n++];
         op->offer_cores[i] = data[n++];
       }
+    } else if (*f == F_UPDATES) {
+      if (n >= size)
+        return 0;
+      op->nupd = data[n++];
+      for (unsigned i = 0; i < op->nupd % (TLO_MAX_BATCH + 1u); i++) {
+        if (n + 3 > size)
+          return 0;
+        op->upd_tid[i] = data[n++];
+        op->upd_how[i] = data[n++];
+        op->upd_res[i] = data[n++];
+      }
     } else {
       if (n >= size)
         return 0;
@@ -138,11 +167,14 @@ void tlo_op_describe(const tlo_op *op, char *buf, size_t len) {
   static const char *const names[TLO_NKINDS] = {
       "add",       "lose",       "heartbeat",    "heartbeat_all", "decommission", "submit",
       "kill_task", "kill_stage", "cancel_stage", "partition",     "offer",        "offer_all",
-      "update",    "clock",      "tick",         "inspect",       "pool_add"};
+      "update",    "clock",      "tick",         "inspect",       "pool_add",     "updates"};
+  char batch[24] = "";
+  if (op->kind % TLO_NKINDS == TLO_UPDATES)
+    snprintf(batch, sizeof batch, " updates=%u", op->nupd % (TLO_MAX_BATCH + 1u));
   snprintf(buf, len,
-           "%s exec=%u tid=%u stage=%u a=%u b=%u c=%u d=%u flags=%u msg=%u offers=%u reent=%#x",
+           "%s exec=%u tid=%u stage=%u a=%u b=%u c=%u d=%u flags=%u msg=%u offers=%u%s reent=%#x",
            names[op->kind % TLO_NKINDS], op->exec, op->tid, op->stage, op->a, op->b, op->c, op->d,
-           op->flags, op->msg, op->noffers % (TLO_MAX_OFFERS + 1u), op->reent);
+           op->flags, op->msg, op->noffers % (TLO_MAX_OFFERS + 1u), batch, op->reent);
 }
 
 void tlo_emit(tlo_run *r, const uint8_t *bytes, size_t n) {

@@ -68,6 +68,92 @@ static uint8_t gen_msg(tlo_run *r) {
   return p < 55 ? 0 : p < 75 ? 1 : p < 97 ? 2 : 3;
 }
 
+/* A batch (TLO_UPDATES): mostly from an executor with attempts in the tid index, else any
+ * reference (some unknown or removed: TL_ENOENT, TL_EGONE); 1 to 8 updates (now and then none)
+ * mixing that executor's attempts in every state and result mode, a tid given twice, another
+ * executor's attempts (TL_EOWNER), ended, frozen and never launched ones (TL_ESTALE); one batch
+ * in 25 has one invalid update, and a few have bad arguments (TL_EINVAL as a whole). */
+static void gen_updates(tlo_run *r, tlo_op *op) {
+  uint8_t cand[NSLOTS * 3], gone[NSLOTS * 3];
+  size_t ncand = 0, ngone = 0;
+  for (unsigned s = 0; s < NSLOTS; s++)
+    for (unsigned back = 0; back < 3 && back < r->ngen[s]; back++) {
+      const mexec *x = &r->ex[s][r->ngen[s] - 1 - back];
+      if (x->nrunning > 0)
+        cand[ncand++] = (uint8_t)(s | back << 3);
+      if (x->state == MX_REMOVED)
+        gone[ngone++] = (uint8_t)(s | back << 3);
+    }
+  uint32_t p = rnd(r, 100);
+  if (p < 2 && ngone > 0)
+    op->exec = gone[rnd(r, (uint32_t)ngone)];
+  else if (p < 3)
+    op->exec = (uint8_t)(rnd(r, NSLOTS) | 3u << 3); /* never registered */
+  else if (ncand > 0 && chance(r, 85))
+    op->exec = cand[rnd(r, (uint32_t)ncand)];
+  else
+    op->exec = gen_exec(r, false);
+  op->flags = (uint8_t)(chance(r, 5) ? BATCH_NO_RESULTS : 0);
+  if (chance(r, 1))
+    op->flags |= (uint8_t)(BATCH_NULL_ARRAY | (chance(r, 50) ? BATCH_NULL_UPDATES : 0));
+  if (chance(r, 1))
+    op->flags |= BATCH_EMPTY_ID;
+  /* Mostly about as many updates as the executor has attempts to report (each one, or two of
+   * them for some), else any number. */
+  uint32_t most = 2 * tlo_resolve_exec(r, op->exec)->nrunning + 1;
+  unsigned n = chance(r, 1)    ? 0
+               : chance(r, 70) ? 1 + rnd(r, most < TLO_MAX_BATCH ? most : TLO_MAX_BATCH)
+                               : 1 + rnd(r, TLO_MAX_BATCH);
+  op->nupd = (uint8_t)n;
+  unsigned invalid = chance(r, 4) ? rnd(r, n > 0 ? n : 1) : TLO_MAX_BATCH;
+  static const uint8_t failures[] = {1, 1, 1, 2, 3, 4, 5, 5};
+  for (unsigned i = 0; i < n; i++) {
+    p = rnd(r, 100);
+    op->upd_tid[i] = (uint8_t)(p < 60   ? rnd(r, 128)
+                               : p < 70 ? (i > 0 ? 128 + rnd(r, 16) : rnd(r, 128))
+                               : p < 73 ? 144 + rnd(r, 16)
+                               : p < 83 ? 160 + rnd(r, 32)
+                               : p < 95 ? 192 + rnd(r, 32)
+                                        : 224 + rnd(r, 32));
+    p = rnd(r, 100);
+    unsigned state = p < 25   ? TL_TASK_RUNNING
+                     : p < 62 ? TL_TASK_FINISHED
+                     : p < 85 ? TL_TASK_FAILED
+                              : TL_TASK_KILLED;
+    unsigned failure = state == TL_TASK_FAILED ? failures[rnd(r, sizeof failures)] : rnd(r, 8);
+    unsigned resmode = 0, sizesel = 0;
+    if (state == TL_TASK_FINISHED) {
+      p = rnd(r, 100);
+      resmode = p < 60 ? 1 : p < 75 ? 2 : p < 85 ? 3 : 0;
+      p = rnd(r, 100);
+      sizesel = p < 50 ? 0 : p < 97 ? 1 + rnd(r, 6) : 7;
+      /* Exclusion wants counted failures. */
+      if (r->cfg.exclude_on_failure && chance(r, 25)) {
+        state = TL_TASK_FAILED;
+        failure = TL_END_EXCEPTION;
+        resmode = 0;
+      }
+    }
+    if (i == invalid) { /* what tl_status_update refuses with TL_EINVAL */
+      p = rnd(r, 3);
+      if (p == 0) {
+        state = 4;
+      } else if (p == 1) {
+        static const uint8_t bad[] = {TL_END_SUCCESS, TL_END_EXECUTOR_LOST, 7};
+        state = TL_TASK_FAILED;
+        failure = bad[rnd(r, sizeof bad)];
+      } else {
+        static const uint8_t not_finished[] = {TL_TASK_RUNNING, TL_TASK_FAILED, TL_TASK_KILLED};
+        state = not_finished[rnd(r, sizeof not_finished)];
+        failure = TL_END_EXCEPTION;
+        resmode = 1 + rnd(r, 3);
+      }
+    }
+    op->upd_how[i] = (uint8_t)(state | failure << 3 | gen_msg(r) << 6);
+    op->upd_res[i] = (uint8_t)(resmode | sizesel << 2);
+  }
+}
+
 void tlo_gen_op(tlo_run *r, tlo_op *op) {
   static const struct {
     tlo_kind kind;
@@ -76,7 +162,7 @@ void tlo_gen_op(tlo_run *r, tlo_op *op) {
               {TLO_DECOMMISSION, 2}, {TLO_SUBMIT, 8},    {TLO_KILL_TASK, 3}, {TLO_KILL_STAGE, 2},
               {TLO_CANCEL_STAGE, 1}, {TLO_PARTITION, 2}, {TLO_OFFER, 10},    {TLO_OFFER_ALL, 8},
               {TLO_UPDATE, 32},      {TLO_CLOCK, 5},     {TLO_TICK, 4},      {TLO_INSPECT, 2},
-              {TLO_POOL_ADD, 1}};
+              {TLO_POOL_ADD, 1},     {TLO_UPDATES, 8}};
   uint32_t weights[TLO_NKINDS];
   bool spec = r->cfg.speculation, fair = r->cfg.mode == TL_FAIR;
   unsigned npools = 0, alive = 0;
@@ -98,6 +184,8 @@ void tlo_gen_op(tlo_run *r, tlo_op *op) {
       weights[i] -= 2;
     if (fair && base[i].kind == TLO_POOL_ADD)
       weights[i] = npools < 4 ? 8 : 1;
+    if (base[i].kind == TLO_UPDATES && r->ninflight == 0)
+      weights[i] = 2; /* nothing runs: every update of a batch would be stale */
     total += weights[i];
   }
   uint32_t pick = rnd(r, total);
@@ -270,6 +358,9 @@ void tlo_gen_op(tlo_run *r, tlo_op *op) {
     }
     break;
   }
+  case TLO_UPDATES:
+    gen_updates(r, op);
+    break;
   case TLO_CLOCK: {
     static const uint8_t steps[] = {0, 1, 2, 3, 4, 4, 4, 5, 5, 6, 7, 8, 9, 10, 11, 13};
     static const uint8_t small[] = {1, 2, 2, 3, 12, 12, 12, 12};

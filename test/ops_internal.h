@@ -18,8 +18,9 @@
  * The pieces: ops_model.c (the model's tables, verdicts and traces, expected events, the model's
  * helpers, attempts ending and executors lost), ops_exclude.c (exclude on failure),
  * ops_locality.c (locality, and tl_tick's answer), ops_compare.c (the library against the
- * model), ops_calls.c and ops_offer.c (the calls), ops_apply.c (the callbacks, and resolving
- * and applying an operation), ops_codec.c, ops_gen.c (the generator) and ops_run.c (a run).
+ * model), ops_calls.c and ops_offer.c (the calls; single and batched status updates share one
+ * prediction), ops_apply.c (the callbacks, and resolving and applying an operation),
+ * ops_codec.c, ops_gen.c (the generator) and ops_run.c (a run).
  * The functions and tables they share are named tlo_; every other function is static to its
  * file.
  */
@@ -285,6 +286,7 @@ typedef struct tlo_run {
   const tlo_op *op;      /* the running top-level operation */
   bool re_submit_done, re_offer_done, re_first_done, re_finish_done, re_lose_done; /* once each */
   uint64_t calls, events, reentrant, errors; /* figures for tlo_outcome */
+  uint64_t f_batches, f_batch_updates;       /* tl_status_updates calls, their updates */
   uint64_t f_spec_submitted, f_spec_launches, f_lost_races, f_late_reports, f_too_large,
       f_resubmitted, f_barrier_launches, f_fair_rounds; /* and the policy features' */
   uint64_t f_loc_launches[NLEVELS]; /* launches per locality level, of task sets with prefs */
@@ -321,6 +323,24 @@ typedef enum abort_why {
   ABORT_RESULT_SIZE,
   ABORT_UNSCHEDULABLE /* index: the task that cannot run; msg: the latest counted failure's */
 } abort_why;
+
+/* One status update as an operation gives it (tlo_do_update's arguments, for one tid). */
+typedef struct mupdate {
+  tl_tid tid;
+  unsigned state;   /* tl_task_state; past TL_TASK_KILLED invalid */
+  unsigned failure; /* tl_end_kind, for FAILED (0, 6, 7 invalid there) */
+  const char *msg;  /* the update's message */
+  unsigned resmode; /* its result: 0 none, 1 with result_free, 2 without, 3 of size 0 */
+  unsigned sizesel; /* its result_size: 0 the mode's own, else one of ops_calls.c's sizes */
+} mupdate;
+
+/* TLO_UPDATES' flags: how the batch's call is made. */
+enum {
+  BATCH_NO_RESULTS = 1 << 0,   /* results NULL */
+  BATCH_NULL_ARRAY = 1 << 1,   /* tids NULL, or updates NULL with BATCH_NULL_UPDATES */
+  BATCH_NULL_UPDATES = 1 << 2, /* which of the two BATCH_NULL_ARRAY makes NULL */
+  BATCH_EMPTY_ID = 1 << 3      /* the executor id "" (TL_EINVAL) */
+};
 
 /* Preferred locations of a submission (NULL: tasks NULL). */
 typedef struct mprefs {
@@ -456,6 +476,7 @@ void tlo_do_cancel(tlo_run *r, uint32_t stage, const char *msg);
 void tlo_do_partition(tlo_run *r, uint32_t stage, uint32_t index);
 void tlo_do_update(tlo_run *r, mexec *x, tl_tid tid, unsigned state, unsigned failure,
                    const char *msg, unsigned resmode, unsigned sizesel);
+void tlo_do_updates(tlo_run *r, mexec *x, const mupdate *m, size_t n, unsigned flags);
 void tlo_do_tick(tlo_run *r);
 void tlo_do_inspect(tlo_run *r, mexec *x, uint8_t tsref, uint8_t lensel);
 

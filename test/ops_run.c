@@ -309,6 +309,8 @@ static void run_end(tlo_run *r, size_t nops, tlo_outcome *out) {
   out->launched = r->launched;
   out->reentrant = r->reentrant;
   out->errors = r->errors;
+  out->batches = r->f_batches;
+  out->batch_updates = r->f_batch_updates;
   out->spec_submitted = r->f_spec_submitted;
   out->spec_launches = r->f_spec_launches;
   out->lost_races = r->f_lost_races;

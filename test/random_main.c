@@ -250,8 +250,10 @@ int main(int argc, char **argv) {
     tlo_run_seed(seed, (size_t)nops, &opt, &out);
     printf("seed %" PRIu64 ": %s\n", seed, out.ok ? "ok" : out.message);
     printf("%zu ops, %" PRIu64 " calls (%" PRIu64 " re-entrant, %" PRIu64
-           " errors as expected), %" PRIu64 " events, %" PRIu64 " launches\n",
-           out.ops, out.calls, out.reentrant, out.errors, out.events, out.launched);
+           " errors as expected), %" PRIu64 " events, %" PRIu64 " launches, %" PRIu64
+           " batches (%" PRIu64 " updates)\n",
+           out.ops, out.calls, out.reentrant, out.errors, out.events, out.launched, out.batches,
+           out.batch_updates);
     print_features(&out);
     return out.ok ? 0 : 1;
   }
@@ -261,7 +263,7 @@ int main(int argc, char **argv) {
   }
 
   double started = seconds_now();
-  uint64_t failures = 0, calls = 0, events = 0, launched = 0;
+  uint64_t failures = 0, calls = 0, events = 0, launched = 0, batches = 0, batch_updates = 0;
   tlo_outcome features = {0};
   tlo_options opt = {0};
   opt.verbose = verbose;
@@ -271,6 +273,8 @@ int main(int argc, char **argv) {
     calls += out.calls;
     events += out.events;
     launched += out.launched;
+    batches += out.batches;
+    batch_updates += out.batch_updates;
     add_features(&features, &out);
     if (!out.ok) {
       failures++;
@@ -282,8 +286,9 @@ int main(int argc, char **argv) {
   }
   double took = seconds_now() - started;
   printf("%" PRIu64 " seeds from %" PRIu64 " x %" PRIu64 " ops: %" PRIu64 " failed; %" PRIu64
-         " calls, %" PRIu64 " events, %" PRIu64 " launches in %.1f s\n",
-         seeds, from, nops, failures, calls, events, launched, took);
+         " calls, %" PRIu64 " events, %" PRIu64 " launches, %" PRIu64 " batches (%" PRIu64
+         " updates) in %.1f s\n",
+         seeds, from, nops, failures, calls, events, launched, batches, batch_updates, took);
   print_features(&features);
   return failures == 0 ? 0 : 1;
 }
