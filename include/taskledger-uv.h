@@ -12,6 +12,13 @@
  * TL_TICK_NEVER stops it. With a clock that does not follow real time (a manual clock in
  * tests), deadlines are in that clock's time while the timer still waits real milliseconds.
  *
+ * With deferred delivery (tl_config.delivery = TL_DELIVER_DEFERRED) the driver also delivers:
+ * a call on any thread that queues events wakes the loop through the same async handle, and the
+ * loop's thread calls tl_dispatch after each tick and each wake-up, so every callback runs on
+ * the loop's thread whatever thread made the call (events_ready is not called meanwhile). After
+ * tl_uv_stop, events are delivered by tl_dispatch again (a wake-up the driver took and can no
+ * longer act on is made again through events_ready).
+ *
  * Include it after, or instead of, taskledger.h; it needs uv.h (link the program with libuv).
  */
 #ifndef TASKLEDGER_UV_H
@@ -28,8 +35,8 @@ extern "C" {
 typedef struct tl_uv tl_uv; /* opaque: one driver, attached to one scheduler and one loop */
 
 /* Attaches a driver to s on loop: initialises its timer and async handles on loop, calls
- * tl_tick once (events it makes are delivered during this call) and arms the timer for the
- * answer. *out gets the driver, for tl_uv_stop. At most one driver per scheduler.
+ * tl_tick once (events it makes are delivered during this call; with deferred delivery, so is
+ * everything queued before) and arms the timer for the answer. *out gets the driver, for tl_uv_stop. At most one driver per scheduler.
  * Errors, and then nothing changed (no handle is left on the loop, *out untouched):
  *   TL_EINVAL  s, loop or out NULL;
  *   TL_EBUSY   a driver is already attached to s, or s is being freed;

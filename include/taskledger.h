@@ -216,6 +216,13 @@ typedef enum tl_sched_mode {
   TL_FAIR = 1  /* by running attempts: below min share first, then running / weight, then name */
 } tl_sched_mode;
 
+/* Who delivers events (tl_callbacks) and on which thread (docs/api.md "Delivery"). */
+typedef enum tl_delivery {
+  TL_DELIVER_INLINE = 0,  /* the call that made them, outside the lock, before it returns (or the
+                             thread already delivering) */
+  TL_DELIVER_DEFERRED = 1 /* tl_dispatch, on the thread that calls it; no other call delivers */
+} tl_delivery;
+
 /* ---------------------------------------------------------------------------------------------
  * Configuration
  * ------------------------------------------------------------------------------------------- */
@@ -287,6 +294,19 @@ typedef struct tl_config {
    * journal may call the functions of taskledger.h except tl_scheduler_free. */
   void (*journal)(void *ud, const char *line);
   void *journal_ud; /* passed to journal */
+  /* Delivery (docs/api.md "Delivery"). TL_DELIVER_DEFERRED: calls queue their events (and
+   * journal lines) and return; tl_dispatch delivers them on its caller's thread, and with the
+   * libuv driver attached (taskledger-uv.h) the loop's thread does. TL_DELIVER_INLINE */
+  tl_delivery delivery;
+  /* Deferred delivery only (TL_EINVAL with TL_DELIVER_INLINE); NULL = none. Called outside the
+   * lock by the call that queued something to deliver when nothing was waiting for a wake-up:
+   * once, then not again until a tl_dispatch has taken what was queued (so once per wake-up,
+   * however many calls queue events meanwhile, from whatever thread). Typically it wakes the
+   * runtime's loop, which then calls tl_dispatch. It may call any function of taskledger.h but
+   * tl_scheduler_free. Not called while the libuv driver is attached (the driver wakes its loop
+   * instead). */
+  void (*events_ready)(void *ud);
+  void *events_ready_ud; /* passed to events_ready */
 } tl_config;
 
 /* Fills the defaults shown above. */
@@ -333,11 +353,12 @@ typedef struct tl_taskset_info {
 
 /* The runtime's side. Every member may be NULL; a task_started or revive_offers event whose
  * callback is NULL is not even made (the hot paths pay nothing for it). Events are delivered
- * exactly once, one at a
- * time, in the order they were made, never while the scheduler's lock is held, by whichever
- * thread's call made them unless another thread is already delivering (then that thread
- * delivers them, and the call may return before they are delivered). A callback may call any
- * function of this header; the events those calls make are delivered after it returns. */
+ * exactly once, one at a time, in the order they were made, never while the scheduler's lock is
+ * held. Who delivers is tl_config.delivery's: inline (the default), the thread whose call made
+ * them, unless another thread is already delivering (then that thread delivers them, and the
+ * call may return before they are delivered); deferred, the thread that calls tl_dispatch (the
+ * libuv driver's loop thread while it is attached). A callback may call any function of this
+ * header; the events those calls make are delivered after it returns. */
 typedef struct tl_callbacks {
   void *ud; /* passed to every callback */
   /* An attempt was launched by tl_resource_offers. */
@@ -383,11 +404,26 @@ TL_EXTERN int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_
 
 /* Releases every task set that still exists (taskset_released, in submission order, delivered
  * by this call, with no other event), then frees everything. Attempts still in flight are
- * forgotten. TL_EBUSY (nothing changes) when called from inside a callback, while another
- * thread is delivering events, or while a libuv driver is attached (taskledger-uv.h: stop it
- * first); TL_EINVAL for NULL. No other thread may use the scheduler once
- * this call has started; callbacks it makes may only inspect it (other calls are TL_EBUSY). */
+ * forgotten. With deferred delivery, the events still queued are delivered first, as tl_dispatch
+ * would deliver them (until none is left: their callbacks may call anything, and what those
+ * calls queue is delivered too), so no payload or result is lost. TL_EBUSY (nothing changes,
+ * though queued events may have been delivered) when called from inside a callback, while
+ * another thread is delivering events, or while a libuv driver is attached (taskledger-uv.h:
+ * stop it first); TL_EINVAL for NULL. No other thread may use the scheduler once this call has
+ * started; the taskset_released callbacks it makes may only inspect it (other calls are
+ * TL_EBUSY). */
 TL_EXTERN int tl_scheduler_free(tl_scheduler *s);
+
+/* Delivers, on the calling thread, every event queued when it takes the lock (and the journal
+ * lines queued with them), in order, outside the lock, and returns how many events it delivered.
+ * Events queued meanwhile (by its callbacks' calls or by other threads) wait for the next
+ * tl_dispatch, and with events_ready set the first of them wakes the runtime again. Meant for
+ * TL_DELIVER_DEFERRED; with inline delivery calls deliver their own events and this finds
+ * nothing (0). While another thread is delivering, that thread delivers them too, after its
+ * batch, and this returns 0. TL_EBUSY from inside a callback of s (nothing delivered: the
+ * events wait for the next tl_dispatch, after the callback returns), or while tl_scheduler_free
+ * runs; TL_EINVAL for NULL. */
+TL_EXTERN int tl_dispatch(tl_scheduler *s);
 
 /* ---------------------------------------------------------------------------------------------
  * Executors
@@ -702,7 +738,9 @@ TL_EXTERN int tl_status_updates(tl_scheduler *s, const char *executor_id, const 
  * the next deadline, 0 if something is due again already (a loss that could not get memory
  * is retried by the next call), TL_TICK_NEVER if nothing will ever be due (also for NULL). The
  * answer takes in what this call's callbacks did when it delivered them; called from inside a
- * callback (its events are then delivered after that callback), it does not. */
+ * callback (its events are then delivered after that callback), or with deferred delivery (a
+ * later tl_dispatch delivers them), it does not: tick again after that tl_dispatch, or let the
+ * libuv driver tick, which it wakes when a call brings the next deadline closer. */
 TL_EXTERN uint64_t tl_tick(tl_scheduler *s);
 
 /* ---------------------------------------------------------------------------------------------

@@ -11,6 +11,11 @@
  * lock. The references a delivered batch still holds are dropped by the next taking of the lock
  * (tl__lock).
  *
+ * With deferred delivery (tl_config.delivery) calls only queue: the first call to queue
+ * something after the queue was last taken makes the wake-up (events_ready, or the libuv
+ * driver's ready hook), and tl_dispatch becomes the dispatcher for what is queued when it takes
+ * the lock. Everything else is the same loop.
+ *
  * Journal lines (journal.c) travel the same way: queued under the lock, written by the
  * dispatcher before the events of the same round, so they keep the order the calls took the
  * lock. A failed call makes no event but may have a journal line; that is all it delivers.
@@ -25,6 +30,7 @@
 #include "journal.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -173,36 +179,29 @@ bool tl__dispatching(struct tl_scheduler *s) {
   return (atomic_load_explicit(&s->dispatch_state, memory_order_acquire) & TL__DISPATCHING) != 0;
 }
 
-/* The dispatcher. Becoming it happens under the lock, so two threads never both are; giving it up
- * happens without the lock, by one compare-and-swap from DISPATCHING to 0, which fails if a call
- * queued more meanwhile (it set MORE under the lock, finding a dispatcher): then the dispatcher
- * takes the lock and delivers that too. So a call whose events find no queue behind them takes
- * the lock once, and what its batch still holds is dropped by the next call to take the lock
- * (tl__lock), which does that anyway. */
-bool tl__unlock_and_dispatch(struct tl_scheduler *s) {
-  if (s->events.n == 0 && s->journal == NULL) {
-    tl__mutex_unlock(&s->lock);
-    return false;
-  }
-  /* Acquire, here and when the exchange fails: a dispatcher that gave up meanwhile left its
-   * batch for this call to drop (events_settle below). */
-  unsigned st = atomic_load_explicit(&s->dispatch_state, memory_order_acquire);
-  while (st & TL__DISPATCHING) {
-    /* Another thread (or this one, further up the stack) delivers these after its batch. If it
-     * gives up dispatching meanwhile, st reads 0 and this call becomes the dispatcher. */
-    if (atomic_compare_exchange_weak_explicit(&s->dispatch_state, &st, st | TL__MORE,
-                                              memory_order_acquire, memory_order_acquire)) {
-      tl__mutex_unlock(&s->lock);
-      return false;
-    }
-  }
+/* The scheduler whose events this thread is delivering, if any (the innermost: a callback may
+ * call into another scheduler, whose dispatcher then runs on this thread too). tl_dispatch
+ * refuses with it: a callback cannot deliver the events queued behind its own. */
+static _Thread_local const struct tl_scheduler *delivering;
+
+/* The dispatcher's loop, entered with the lock held by the thread that just became it
+ * (dispatch_state 0, nobody else can be it: that is decided under the lock). Returns how many
+ * events it delivered. Giving up dispatching happens without the lock, by one compare-and-swap
+ * from DISPATCHING to 0, which fails if a call queued more meanwhile (it set MORE under the lock,
+ * finding a dispatcher): then the dispatcher takes the lock and delivers that too. So a call
+ * whose events find no queue behind them takes the lock once, and what its batch still holds is
+ * dropped by the next call to take the lock (tl__lock), which does that anyway. */
+static size_t run_dispatcher(struct tl_scheduler *s) {
   events_settle(s);
   atomic_store_explicit(&s->dispatch_state, TL__DISPATCHING, memory_order_relaxed);
-  bool delivered = false;
+  const struct tl_scheduler *outer = delivering;
+  delivering = s;
+  size_t delivered = 0;
   for (;;) {
     tl__event_array batch = s->events; /* the batch is empty here: swap the arrays */
     s->events = s->batch;
     s->batch = batch;
+    s->ready_sent = false; /* deferred: what is queued from now on needs a wake-up of its own */
     atomic_store_explicit(&s->batch_delivered, 0, memory_order_release);
     tl__jline *lines = s->journal; /* the journal lines made so far, in lock order */
     s->journal = NULL;
@@ -217,13 +216,15 @@ bool tl__unlock_and_dispatch(struct tl_scheduler *s) {
       /* Release: tl_stats_get (under the lock) counts what is delivered; no fence needed. */
       atomic_store_explicit(&s->batch_delivered, i + 1, memory_order_release);
     }
-    delivered = delivered || batch.n != 0;
+    delivered += batch.n;
 
     s->batch_dirty = true;
     unsigned dispatching = TL__DISPATCHING;
     if (atomic_compare_exchange_strong_explicit(&s->dispatch_state, &dispatching, 0,
-                                                memory_order_release, memory_order_relaxed))
-      return delivered; /* nothing of s may be touched from here on */
+                                                memory_order_release, memory_order_relaxed)) {
+      delivering = outer; /* this thread's, not s's: s may be gone already */
+      return delivered;   /* nothing of s may be touched from here on */
+    }
     /* MORE: calls queued events behind the batch. Under the lock no call is between queuing
      * and setting MORE, so clearing it here loses nothing. */
     tl__mutex_lock(&s->lock);
@@ -232,7 +233,83 @@ bool tl__unlock_and_dispatch(struct tl_scheduler *s) {
     if (s->events.n == 0 && s->journal == NULL) { /* never: MORE comes with something queued */
       atomic_store_explicit(&s->dispatch_state, 0, memory_order_release);
       tl__mutex_unlock(&s->lock);
+      delivering = outer;
       return delivered;
     }
   }
+}
+
+/* Leaves the queue to the thread already dispatching, if there is one (this one further up the
+ * stack, or another): sets MORE, so that it delivers what is queued after its batch, and
+ * releases the lock. Returns false, the lock still held, when nobody dispatches. */
+static bool hand_to_dispatcher(struct tl_scheduler *s) {
+  /* Acquire, here and when the exchange fails: a dispatcher that gave up meanwhile left its
+   * batch for this call to drop (events_settle in run_dispatcher). */
+  unsigned st = atomic_load_explicit(&s->dispatch_state, memory_order_acquire);
+  while (st & TL__DISPATCHING) {
+    /* If it gives up dispatching meanwhile, st reads 0 and this call becomes the dispatcher. */
+    if (atomic_compare_exchange_weak_explicit(&s->dispatch_state, &st, st | TL__MORE,
+                                              memory_order_acquire, memory_order_acquire)) {
+      tl__mutex_unlock(&s->lock);
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Deferred delivery's end of a call that queued something: the first such call since the last
+ * tl_dispatch took the queue makes the wake-up, the driver's under the lock (uv_async_send runs
+ * no user code) or events_ready outside it; the others only release the lock. */
+static void unlock_and_ready(struct tl_scheduler *s) {
+  if (s->ready_sent) {
+    tl__mutex_unlock(&s->lock);
+    return;
+  }
+  s->ready_sent = true;
+  if (s->driver_ready != NULL) {
+    s->driver_ready(s->driver);
+    tl__mutex_unlock(&s->lock);
+    return;
+  }
+  void (*ready)(void *ud) = s->cfg.events_ready;
+  void *ud = s->cfg.events_ready_ud;
+  tl__mutex_unlock(&s->lock);
+  if (ready != NULL)
+    ready(ud);
+}
+
+bool tl__unlock_and_dispatch(struct tl_scheduler *s) {
+  if (s->events.n == 0 && s->journal == NULL) {
+    tl__mutex_unlock(&s->lock);
+    return false;
+  }
+  if (s->cfg.delivery == TL_DELIVER_DEFERRED) {
+    unlock_and_ready(s);
+    return false;
+  }
+  if (hand_to_dispatcher(s))
+    return false;
+  return run_dispatcher(s) != 0;
+}
+
+size_t tl__dispatch_locked(struct tl_scheduler *s) { return run_dispatcher(s); }
+
+int tl_dispatch(tl_scheduler *s) {
+  if (s == NULL)
+    return TL_EINVAL;
+  if (delivering == s) /* inside one of its callbacks: the queue behind it waits */
+    return TL_EBUSY;
+  tl__lock(s);
+  if (s->closing) {
+    tl__mutex_unlock(&s->lock);
+    return TL_EBUSY;
+  }
+  if (s->events.n == 0 && s->journal == NULL) {
+    tl__mutex_unlock(&s->lock);
+    return 0;
+  }
+  if (hand_to_dispatcher(s)) /* another thread delivers these after its batch */
+    return 0;
+  size_t n = run_dispatcher(s);
+  return n > INT_MAX ? INT_MAX : (int)n;
 }

@@ -494,6 +494,9 @@ bool tl__dispatching(struct tl_scheduler *s);
  * one, further up the stack) is dispatching, delivers queued events until the queue is empty.
  * Returns true if it delivered any event (journal lines do not count). */
 bool tl__unlock_and_dispatch(struct tl_scheduler *s);
+/* tl_dispatch's work with the lock held and nobody dispatching (tl_scheduler_free's use):
+ * releases the lock, delivers the queue and returns how many events it delivered. */
+size_t tl__dispatch_locked(struct tl_scheduler *s);
 /* Drops the references events hold (names, messages) and frees undelivered results. */
 void tl__events_clear(struct tl_scheduler *s, tl__event_array *a, size_t from);
 /* Shrinks an event array back to TL__EVENTS_INITIAL after a burst (best effort). */
@@ -669,10 +672,16 @@ struct tl_scheduler {
   bool batch_dirty;              /* batch and journal_batch were delivered but still hold their
                                     references: the next lock holder drops them (events.c) */
   bool closing;                  /* tl_scheduler_free is releasing task sets */
+  bool ready_sent;               /* deferred delivery: the wake-up for what is queued was made
+                                    (events_ready or the driver's), and no tl_dispatch has taken
+                                    the queue since (dispatch.c) */
   /* The driver attached (tl__driver_attach: the libuv driver, uv.c), if any: every mutating call
    * asks for the next deadline only while driver_wake is set. */
   void (*driver_wake)(void *ud);   /* under the lock: a call moved the next deadline earlier than
                                       driver_armed_at (it must not call the library) */
+  void (*driver_ready)(void *ud);  /* under the lock, deferred delivery: something was queued
+                                      to deliver (instead of events_ready; it must not call the
+                                      library) */
   void *driver;                    /* the driver's handle, its wake's argument */
   uint64_t driver_armed_at;        /* the clock time the driver's timer is armed for, or will be
                                       once the tick that chose it returns; UINT64_MAX: stopped;
@@ -701,9 +710,13 @@ uint64_t tl__tick_run(struct tl_scheduler *s, uint64_t now);
 /* The wake hook (scheduler.c). tl__driver_attach attaches a driver (TL_EBUSY when one is, or
  * the scheduler is being freed): from then on every mutating call that moves the next deadline
  * earlier than the one the driver's timer is armed for records it as armed and calls wake(driver)
- * under the lock. tl__tick_driver is tl_tick for the driver: it records the answer as armed in
- * the same lock section that computes it, while that driver is still attached. */
-int tl__driver_attach(struct tl_scheduler *s, void (*wake)(void *ud), void *driver);
+ * under the lock; with deferred delivery, a call that queues something to deliver when nothing
+ * was waiting for a wake-up calls ready(driver) under the lock (instead of events_ready).
+ * tl__tick_driver is tl_tick for the driver: it records the answer as armed in the same lock
+ * section that computes it, while that driver is still attached. tl__driver_detach makes the
+ * pending wake-up, if one is owed, through events_ready. */
+int tl__driver_attach(struct tl_scheduler *s, void (*wake)(void *ud), void (*ready)(void *ud),
+                      void *driver);
 void tl__driver_detach(struct tl_scheduler *s);
 uint64_t tl__tick_driver(struct tl_scheduler *s, const void *driver);
 

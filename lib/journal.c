@@ -268,5 +268,11 @@ void tl__journal_start(struct tl_scheduler *s) {
              c->exclude_app_max_failed_executors_per_node, c->exclude_timeout_ns,
              c->unschedulable_timeout_ns);
   }
+  /* Delivery changes who delivers, not what a call does: a replay delivers inline. Written only
+   * when deferred, like exclusion's fields. */
+  if (c->delivery == TL_DELIVER_DEFERRED) {
+    size_t used = strlen(line);
+    snprintf(line + used, sizeof line - used, " delivery=DEFERRED");
+  }
   s->cfg.journal(s->cfg.journal_ud, line);
 }

@@ -90,7 +90,8 @@ static void wake_driver(tl_scheduler *s) {
   }
 }
 
-int tl__driver_attach(struct tl_scheduler *s, void (*wake)(void *ud), void *driver) {
+int tl__driver_attach(struct tl_scheduler *s, void (*wake)(void *ud), void (*ready)(void *ud),
+                      void *driver) {
   tl__lock(s);
   if (s->driver_wake != NULL || s->closing) {
     tl__mutex_unlock(&s->lock);
@@ -99,6 +100,9 @@ int tl__driver_attach(struct tl_scheduler *s, void (*wake)(void *ud), void *driv
   s->driver_armed_at = 0; /* no wake until the driver's first tick */
   s->driver = driver;
   s->driver_wake = wake;
+  /* Deferred: what is queued now the driver's first tick and dispatch deliver; a wake-up already
+   * made through events_ready stays made (its tl_dispatch finds less, or nothing). */
+  s->driver_ready = s->cfg.delivery == TL_DELIVER_DEFERRED ? ready : NULL;
   tl__mutex_unlock(&s->lock);
   return TL_OK;
 }
@@ -106,8 +110,16 @@ int tl__driver_attach(struct tl_scheduler *s, void (*wake)(void *ud), void *driv
 void tl__driver_detach(struct tl_scheduler *s) {
   tl__lock(s);
   s->driver_wake = NULL;
+  s->driver_ready = NULL;
   s->driver = NULL;
+  /* A wake-up the driver took and will not act on any more (its loop may never run the async
+   * callback it sent) is made again through events_ready, so nothing queued waits unnoticed. */
+  bool owed = s->ready_sent && (s->events.n != 0 || s->journal != NULL);
+  if (owed)
+    s->ready_sent = s->cfg.events_ready != NULL;
   tl__mutex_unlock(&s->lock);
+  if (owed && s->cfg.events_ready != NULL)
+    s->cfg.events_ready(s->cfg.events_ready_ud);
 }
 
 /* Ends a call that entered. A failed call has made no event; only its journal line, if any,
@@ -160,7 +172,10 @@ static bool valid_exclusion(const tl_config *cfg) {
 }
 
 static int valid_config(const tl_config *cfg) {
-  return valid_exclusion(cfg) && cfg->cpus_per_task >= 1 && cfg->max_task_failures >= 1 &&
+  return valid_exclusion(cfg) &&
+         (cfg->delivery == TL_DELIVER_DEFERRED ||
+          (cfg->delivery == TL_DELIVER_INLINE && cfg->events_ready == NULL)) &&
+         cfg->cpus_per_task >= 1 && cfg->max_task_failures >= 1 &&
          cfg->max_task_failures <= UINT16_MAX && (cfg->mode == TL_FIFO || cfg->mode == TL_FAIR) &&
          (!cfg->speculation ||
           (cfg->speculation_interval_ns > 0 && cfg->speculation_multiplier >= 0.0 &&
@@ -265,9 +280,17 @@ int tl_scheduler_free(tl_scheduler *s) {
   if (s == NULL)
     return TL_EINVAL;
   tl__lock(s);
-  if (tl__dispatching(s) || s->closing || s->driver_wake != NULL) {
-    tl__mutex_unlock(&s->lock);
-    return TL_EBUSY;
+  for (;;) {
+    if (tl__dispatching(s) || s->closing || s->driver_wake != NULL) {
+      tl__mutex_unlock(&s->lock);
+      return TL_EBUSY;
+    }
+    if (s->events.n == 0 && s->journal == NULL)
+      break;
+    /* Deferred delivery: what is still queued is delivered first (its callbacks may call
+     * anything, attaching a driver included: hence the checks again). Inline: never. */
+    tl__dispatch_locked(s);
+    tl__lock(s);
   }
   s->closing = true;
   tl__mutex_unlock(&s->lock);

@@ -13,6 +13,13 @@
  * armed on the loop's thread after the tick returns; a call that lowers the armed time in
  * between sends, and the async callback comes after the arming, so no deadline is missed.
  *
+ * With deferred delivery (tl_config.delivery) the same async handle carries the scheduler's
+ * ready hook: the call that queues the first event since the loop last dispatched sends on it,
+ * and the loop's thread calls tl_dispatch after every tick and on every async callback, so every
+ * callback runs on the loop's thread. tick_due tells a wake (tick, then dispatch) from a ready
+ * (dispatch only). The delivery mode is read once, from the scheduler's config, which never
+ * changes.
+ *
  * Attaching and detaching happen under the scheduler's lock, so a call never sends on a handle
  * that tl_uv_stop has begun to close. While the driver attaches, the armed time is 0, which no
  * deadline is earlier than: no call sends before the async handle exists; the first tick, after
@@ -25,7 +32,11 @@
 
 struct tl_uv {
   uv_timer_t timer;           /* armed for the next deadline; stopped for TL_TICK_NEVER */
-  uv_async_t async;           /* woken by calls that move the next deadline earlier */
+  uv_async_t async;           /* woken by calls that move the next deadline earlier, and with
+                                 deferred delivery by calls that queue events */
+  atomic_bool tick_due;       /* a wake asked for a tick (set by any thread, taken by the loop's
+                                 async callback; a ready alone only delivers) */
+  bool deferred;              /* the scheduler delivers with tl_dispatch: the loop's thread does */
   tl_scheduler *s;            /* the scheduler driven; not touched after tl_uv_stop */
   unsigned open_handles;      /* handles not yet closed: the driver is freed at 0 */
   bool stopping;              /* tl_uv_stop was called: the callbacks arm nothing more */
@@ -37,10 +48,25 @@ struct tl_uv {
  * earlier. uv_async_send is thread-safe, runs no user code, and cannot fail on an open handle. */
 static void wake(void *ud) {
   tl_uv *h = ud;
+  atomic_store_explicit(&h->tick_due, true, memory_order_release);
+  uv_async_send(&h->async);
+}
+
+/* The ready hook, with deferred delivery: called under the lock by the call that queued the
+ * first event since the loop last dispatched. */
+static void ready(void *ud) {
+  tl_uv *h = ud;
   uv_async_send(&h->async);
 }
 
 static void on_timer(uv_timer_t *timer);
+
+/* With deferred delivery, the loop's thread delivers what is queued. A callback may stop the
+ * driver (h->s is then NULL). */
+static void dispatch(tl_uv *h) {
+  if (h->deferred && !h->stopping)
+    (void)tl_dispatch(h->s);
+}
 
 /* Ticks and arms the timer for the answer (rounded up to whole milliseconds). */
 static void tick_and_arm(tl_uv *h) {
@@ -60,9 +86,20 @@ static void tick_and_arm(tl_uv *h) {
   uv_timer_start(&h->timer, on_timer, ms, 0);
 }
 
-static void on_timer(uv_timer_t *timer) { tick_and_arm(timer->data); }
+static void on_timer(uv_timer_t *timer) {
+  tl_uv *h = timer->data;
+  tick_and_arm(h);
+  dispatch(h);
+}
 
-static void on_async(uv_async_t *async) { tick_and_arm(async->data); }
+static void on_async(uv_async_t *async) {
+  tl_uv *h = async->data;
+  /* Without deferred delivery every wake asks for a tick; with it, a ready asks only for the
+   * dispatch. Taken before the tick: a wake that comes later sends again. */
+  if (!h->deferred || atomic_exchange_explicit(&h->tick_due, false, memory_order_acq_rel))
+    tick_and_arm(h);
+  dispatch(h);
+}
 
 int tl_uv_start(tl_scheduler *s, uv_loop_t *loop, tl_uv **out) {
   if (s == NULL || loop == NULL || out == NULL)
@@ -73,7 +110,9 @@ int tl_uv_start(tl_scheduler *s, uv_loop_t *loop, tl_uv **out) {
   if (h == NULL)
     return TL_ENOMEM;
   /* Attached, nothing wakes it until its first tick below: the async handle exists by then. */
-  if (tl__driver_attach(s, wake, h) != TL_OK) {
+  h->deferred = s->cfg.delivery == TL_DELIVER_DEFERRED; /* fixed for the scheduler's life */
+  atomic_init(&h->tick_due, false);
+  if (tl__driver_attach(s, wake, ready, h) != TL_OK) {
     tl__raw_free(h);
     return TL_EBUSY;
   }
@@ -91,6 +130,7 @@ int tl_uv_start(tl_scheduler *s, uv_loop_t *loop, tl_uv **out) {
   tl__schedulers_inc();
   *out = h;
   tick_and_arm(h);
+  dispatch(h); /* deferred: what was queued before, and what the tick made */
   return TL_OK;
 }
 

@@ -607,8 +607,18 @@ static void free_drained(tlt_env *e) {
   free_env(e);
 }
 
+void tlt_dispatch_all(tlt_env *e) {
+  if (e->cfg.delivery != TL_DELIVER_DEFERRED)
+    return;
+  int n;
+  while ((n = tl_dispatch(e->s)) > 0)
+    TLT_CHECK(e);
+  TLT_ASSERT(n == 0, "tl_dispatch: %s", tl_err_name(n));
+}
+
 void tlt_end(tlt_env *e) {
   TLT_SITE();
+  tlt_dispatch_all(e);
   TLT_CHECK(e);
   tlt_hook hook = e->hook;
   e->hook = NULL; /* the drain is the harness's, not the test's */
@@ -621,6 +631,7 @@ void tlt_end(tlt_env *e) {
     int rc = tl_executor_lost(e->s, e->execs[i], &why);
     ck_assert_msg(rc == TL_OK || rc == TL_EGONE || rc == TL_ENOENT,
                   "drain: tl_executor_lost(%s): %s", e->execs[i], tl_err_name(rc));
+    tlt_dispatch_all(e);
     TLT_CHECK(e);
   }
   tl_stats st;
@@ -638,6 +649,7 @@ void tlt_end(tlt_env *e) {
     int rc = tl_cancel_stage(e->s, e->subs[i].stage_id, "test drain");
     ck_assert_msg(rc == TL_OK || (e->no_callbacks && rc == TL_ENOENT),
                   "drain: tl_cancel_stage(%u): %s", e->subs[i].stage_id, tl_err_name(rc));
+    tlt_dispatch_all(e);
     TLT_CHECK(e);
     if (!e->no_callbacks)
       ck_assert_msg(e->subs[i].released == 1,
@@ -650,6 +662,7 @@ void tlt_end(tlt_env *e) {
   if (e->cfg.exclude_on_failure) {
     e->now += e->cfg.exclude_timeout_ns;
     (void)tl_tick(e->s);
+    tlt_dispatch_all(e);
     TLT_CHECK(e);
   }
 
@@ -657,6 +670,7 @@ void tlt_end(tlt_env *e) {
   if (e->cfg.tombstone_ttl_ns != 0) {
     e->now += e->cfg.tombstone_ttl_ns + 1;
     (void)tl_tick(e->s);
+    tlt_dispatch_all(e);
     TLT_CHECK(e);
   }
 
@@ -812,7 +826,7 @@ size_t tlt_offers_(int line, tlt_env *e, const tl_offer *offers, size_t n, tl_la
   /* Every launch made exactly one task_started, in launch order, describing the same attempt.
    * From inside a callback the events are delivered only after it returns, so they can be
    * compared only for calls made outside callbacks. */
-  if (e->in_callback || e->no_callbacks)
+  if (e->in_callback || e->no_callbacks || e->cfg.delivery == TL_DELIVER_DEFERRED)
     return nout;
   TLT_ASSERT(tlt_count(e, mark, TLT_EV_STARTED) == nout, "%zu launches but %zu task_started events",
              nout, tlt_count(e, mark, TLT_EV_STARTED));

@@ -45,6 +45,7 @@ Suite *tl_exclude_suite(void);
 Suite *tl_uv_suite(void);
 Suite *tl_metrics_suite(void);
 Suite *tl_batch_suite(void);
+Suite *tl_deliver_suite(void);
 
 /* A test case with the project's per-test timeout. */
 TCase *tlt_tcase(Suite *suite, const char *name);
@@ -240,6 +241,9 @@ tl_callbacks tlt_callbacks(tlt_env *e);
  * baseline, every submission released exactly once and every result freed exactly once, then
  * frees the scheduler (which must deliver nothing) and the env. */
 void tlt_end(tlt_env *e);
+/* With deferred delivery, calls tl_dispatch until it delivers nothing (tl_check after each);
+ * with inline delivery, nothing. tlt_end does it after each call of its drain. */
+void tlt_dispatch_all(tlt_env *e);
 /* For a test that ends with n tombstones whose time to live runs past the end of time (they
  * never expire, so tlt_end cannot drain them): asserts every other map is empty and every
  * submission released, then frees the scheduler (which must deliver nothing) and the env. With

@@ -149,6 +149,8 @@ typedef struct tlo_outcome {
   /* Batches of status updates. */
   uint64_t batches;       /* tl_status_updates calls */
   uint64_t batch_updates; /* updates those calls carried */
+  uint64_t deferred;      /* 1 if the run delivered deferred (tl_dispatch after each call) */
+  uint64_t dispatched;    /* events tl_dispatch delivered in it */
   /* How often the policy features were reached (events predicted and then checked). */
   uint64_t spec_submitted;   /* speculative_task_submitted */
   uint64_t spec_launches;    /* speculative copies launched */

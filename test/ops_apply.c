@@ -590,6 +590,19 @@ static void apply(tlo_run *r, const tlo_op *op) {
   }
 }
 
+void tlo_dispatch_all(tlo_run *r) {
+  if (!r->deferred || r->s == NULL)
+    return;
+  int n;
+  while (!r->failed && (n = tl_dispatch(r->s)) != 0) {
+    if (n < 0) {
+      tlo_fail(r, "tl_dispatch returned %s", tl_err_name(n));
+      return;
+    }
+    r->dispatched += (uint64_t)n;
+  }
+}
+
 /* One top-level operation and the checks that follow it. */
 void tlo_apply_top(tlo_run *r, const tlo_op *op) {
   r->reent = op->reent;
@@ -599,6 +612,7 @@ void tlo_apply_top(tlo_run *r, const tlo_op *op) {
   r->desc[0] = '\0'; /* until a call names itself; a failure before that describes the op */
   r->op = op;
   apply(r, op);
+  tlo_dispatch_all(r);
   r->reent = 0;
   if (!r->failed && r->qhead != r->qlen) {
     char d[256];

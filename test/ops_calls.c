@@ -274,6 +274,8 @@ void tlo_do_pool_add(tlo_run *r, unsigned pool, unsigned mode, uint32_t weight,
   tlo_note_call(r, d);
   int rc = tl_pool_add(r->s, name, (tl_sched_mode)mode, weight, min_share);
   tlo_expect_rc(r, d, rc, want);
+  if (!r->in_cb)
+    tlo_dispatch_all(r); /* deferred: the journal line it queued is not the pool's */
   tl_stats_get(r->s, &after);
   if (rc == TL_OK && want == TL_OK && !r->in_cb) {
     r->base_bytes += after.mem_live_bytes - before.mem_live_bytes;
@@ -749,8 +751,9 @@ void tlo_do_tick(tlo_run *r) {
   uint64_t next = tl_tick(r->s);
   tlo_expect_rc(r, d, TL_OK, TL_OK);
   /* A top-level tick answers after its events are delivered, so re-entrant calls count (unless
-   * something was due again already: then 0 stands). */
-  if (!nested && want_next != 0)
+   * something was due again already: then 0 stands). With deferred delivery nothing is
+   * delivered before it answers: the answer is that of its own transition. */
+  if (!nested && want_next != 0 && !r->deferred)
     want_next = tlo_next_deadline(r);
   if (next != want_next)
     tlo_fail(r, "tl_tick returned %" PRIu64 ", the model says %" PRIu64, next, want_next);

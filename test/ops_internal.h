@@ -234,6 +234,7 @@ typedef struct tlo_run {
   tl_config cfg;   /* as given to tl_scheduler_new */
   tlo_options opt; /* the caller's (zeroed if none) */
   bool end_free;   /* end with tl_scheduler_free and work left instead of draining */
+  bool deferred;   /* TL_DELIVER_DEFERRED: tl_dispatch after each call delivers its events */
 
   uint64_t raw_now; /* what the clock function answers */
   uint64_t now;     /* the scheduler's time: the largest reading a call has taken */
@@ -286,6 +287,7 @@ typedef struct tlo_run {
   const tlo_op *op;      /* the running top-level operation */
   bool re_submit_done, re_offer_done, re_first_done, re_finish_done, re_lose_done; /* once each */
   uint64_t calls, events, reentrant, errors; /* figures for tlo_outcome */
+  uint64_t dispatched;                       /* events delivered by tlo_dispatch_all */
   uint64_t f_batches, f_batch_updates;       /* tl_status_updates calls, their updates */
   uint64_t f_spec_submitted, f_spec_launches, f_lost_races, f_late_reports, f_too_large,
       f_resubmitted, f_barrier_launches, f_fair_rounds; /* and the policy features' */
@@ -497,6 +499,9 @@ void tlo_cb_kill(void *ud, tl_tid tid, const char *id, bool interrupt, const cha
 mexec *tlo_resolve_exec(tlo_run *r, uint8_t v);
 tl_tid tlo_resolve_tid(tlo_run *r, uint8_t sel);
 void tlo_apply_top(tlo_run *r, const tlo_op *op);
+/* With deferred delivery, calls tl_dispatch until nothing is left (a callback's calls queue
+ * their events for the next one), as a top-level call's end; with inline delivery, nothing. */
+void tlo_dispatch_all(tlo_run *r);
 
 /* ops_codec.c: the program's bytes. */
 void tlo_emit(tlo_run *r, const uint8_t *bytes, size_t n);

@@ -79,6 +79,8 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *e
   r->cfg.max_tombstones = tombs[h1 % 5].max;
   r->cfg.tombstone_ttl_ns = tombs[h1 % 5].ttl;
   r->end_free = ((h1 >> 4) & 7) == 0;
+  /* Half the programs deliver deferred: the events must be the very same, in the same order. */
+  r->deferred = ((header[0] ^ header[1] ^ header[2] ^ header[3]) & 1) != 0;
   /* The scheduling policy: pools, speculation with small intervals and thresholds (so slow
    * tasks, copies and their losers are common), small result limits. */
   static const uint64_t limits[4] = {UINT64_C(1) << 30, 0, 20, 48};
@@ -124,6 +126,7 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *e
   r->wait_ns[TL_RACK_LOCAL] = wv[3] == inherit ? wv[0] : wv[3];
   if (ext != NULL)
     exclusion_config(r, ext);
+  r->cfg.delivery = r->deferred ? TL_DELIVER_DEFERRED : TL_DELIVER_INLINE;
   r->cfg.clock = run_clock;
   r->cfg.clock_ud = r;
   r->cfg.journal = r->opt.journal;
@@ -157,11 +160,12 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *e
   r->base_blocks = st.mem_live_blocks;
   tlo_trace(r, 1,
             "config: max_task_failures=%u cpus_per_task=%u heartbeat=%" PRIu64
-            "s pending_loss=%" PRIu64 "s tombstones=%u ttl=%" PRIu64 "s end=%s journal=%s",
+            "s pending_loss=%" PRIu64 "s tombstones=%u ttl=%" PRIu64
+            "s end=%s journal=%s delivery=%s",
             r->cfg.max_task_failures, r->cfg.cpus_per_task, r->cfg.heartbeat_timeout_ns / SEC,
             r->cfg.pending_loss_timeout_ns / SEC, r->cfg.max_tombstones,
             r->cfg.tombstone_ttl_ns / SEC, r->end_free ? "free with work left" : "drain",
-            r->cfg.journal != NULL ? "on" : "off");
+            r->cfg.journal != NULL ? "on" : "off", r->deferred ? "deferred" : "inline");
   tlo_trace(r, 1,
             "policy: mode=%s max_result_bytes=%" PRIu64 " speculation=%s interval=%" PRIu64
             "ms min_runtime=%" PRIu64 "ms multiplier=%g quantile=%g",
@@ -191,6 +195,7 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *e
 
 /* Checks after an end-phase call, as after a top-level operation. */
 static void end_step(tlo_run *r) {
+  tlo_dispatch_all(r);
   if (r->failed)
     return;
   if (r->qhead != r->qlen) {
@@ -311,6 +316,8 @@ static void run_end(tlo_run *r, size_t nops, tlo_outcome *out) {
   out->errors = r->errors;
   out->batches = r->f_batches;
   out->batch_updates = r->f_batch_updates;
+  out->deferred = r->deferred;
+  out->dispatched = r->dispatched;
   out->spec_submitted = r->f_spec_submitted;
   out->spec_launches = r->f_spec_launches;
   out->lost_races = r->f_lost_races;

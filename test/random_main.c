@@ -264,6 +264,7 @@ int main(int argc, char **argv) {
 
   double started = seconds_now();
   uint64_t failures = 0, calls = 0, events = 0, launched = 0, batches = 0, batch_updates = 0;
+  uint64_t deferred = 0, dispatched = 0;
   tlo_outcome features = {0};
   tlo_options opt = {0};
   opt.verbose = verbose;
@@ -275,6 +276,8 @@ int main(int argc, char **argv) {
     launched += out.launched;
     batches += out.batches;
     batch_updates += out.batch_updates;
+    deferred += out.deferred;
+    dispatched += out.dispatched;
     add_features(&features, &out);
     if (!out.ok) {
       failures++;
@@ -289,6 +292,8 @@ int main(int argc, char **argv) {
          " calls, %" PRIu64 " events, %" PRIu64 " launches, %" PRIu64 " batches (%" PRIu64
          " updates) in %.1f s\n",
          seeds, from, nops, failures, calls, events, launched, batches, batch_updates, took);
+  printf("  delivery: %" PRIu64 " runs deferred, %" PRIu64 " of their events by tl_dispatch\n",
+         deferred, dispatched);
   print_features(&features);
   return failures == 0 ? 0 : 1;
 }

@@ -25,6 +25,7 @@ static const struct {
     {"uv", tl_uv_suite},
     {"metrics", tl_metrics_suite},
     {"batch", tl_batch_suite},
+    {"deliver", tl_deliver_suite},
 };
 
 int main(int argc, char **argv) {

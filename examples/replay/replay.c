@@ -289,6 +289,12 @@ static int start_scheduler(replayer *r, token *tok, int n) {
         key_double(&tok[i], "speculation_multiplier", &cfg.speculation_multiplier) ||
         key_double(&tok[i], "speculation_quantile", &cfg.speculation_quantile))
       continue;
+    /* Who delivered the events does not change what the calls did: replayed inline. */
+    if (!tok[i].quoted && tok[i].text != NULL && strncmp(tok[i].text, "delivery=", 9) == 0) {
+      if (strcmp(tok[i].text + 9, "INLINE") != 0 && strcmp(tok[i].text + 9, "DEFERRED") != 0)
+        return stop(r, TLR_BAD_INPUT, "unknown delivery %s", tok[i].text + 9);
+      continue;
+    }
     if (!tok[i].quoted && tok[i].text != NULL && strncmp(tok[i].text, "mode=", 5) == 0) {
       if (strcmp(tok[i].text + 5, "FIFO") == 0)
         cfg.mode = TL_FIFO;
