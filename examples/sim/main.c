@@ -422,6 +422,11 @@ static uint32_t exec_of(const char *id) {
   return (uint32_t)strtoul(id + 5, NULL, 10) - 1;
 }
 
+/* An executor's ud is its index + 1 (m->execs moves as it grows, so no pointer into it):
+ * executor_lost finds the executor by it, without parsing its id. */
+static void *exec_ud(uint32_t x) { return (void *)(uintptr_t)(x + 1u); }
+static uint32_t exec_of_ud(const void *ud) { return (uint32_t)((uintptr_t)ud - 1u); }
+
 static sim_attempt *attempt_of(sim *m, uint64_t tid) {
   return tid >= 1 && tid <= m->max_tid ? &m->attempts[tid] : NULL;
 }
@@ -454,7 +459,8 @@ static void executor_join(sim *m, uint32_t host_index, const char *why) {
   uint32_t index;
   if (sim_record_exec(&m->rec, e->id, e->host, e->rack, m->o.cores, m->now, &index) < 0)
     oom();
-  tl_executor_desc d = {.id = e->id, .host = e->host, .rack = e->rack, .cores = m->o.cores};
+  tl_executor_desc d = {
+      .id = e->id, .host = e->host, .rack = e->rack, .cores = m->o.cores, .ud = exec_ud(x)};
   int rc = tl_executor_add(m->s, &d);
   if (rc != TL_OK)
     problem(m, "tl_executor_add(%s): %s", e->id, tl_err_name(rc));
@@ -924,10 +930,10 @@ static void cb_taskset_released(void *ud, const tl_taskset_info *info, void *pay
   }
 }
 
-static void cb_executor_lost(void *ud, const char *id, const tl_loss_reason *r) {
+static void cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss_reason *r) {
   sim *m = ud;
-  uint32_t x = exec_of(id);
-  if (x >= m->nexecs) {
+  uint32_t x = exec_of_ud(executor_ud);
+  if (x >= m->nexecs || strcmp(m->execs[x].id, id) != 0) {
     problem(m, "executor_lost for unknown %s", id);
     return;
   }
