@@ -50,8 +50,9 @@ extern "C" {
 #define TL_VERSION_PATCH 0
 #define TL_VERSION_HEX ((TL_VERSION_MAJOR << 16) | (TL_VERSION_MINOR << 8) | TL_VERSION_PATCH)
 
-/* Executor ids are 1 to TL_ID_MAX - 1 bytes; host and rack names 1 to TL_HOST_MAX - 1. */
-#define TL_ID_MAX 64
+/* Executor ids are 1 to TL_ID_MAX - 1 bytes; host and rack names 1 to TL_HOST_MAX - 1. The
+ * ledger keeps each id at its own length: a longer bound costs a short id nothing. */
+#define TL_ID_MAX 256
 #define TL_HOST_MAX 256
 
 /* tl_tick's answer when nothing is due, ever (a deadline at or beyond UINT64_MAX never is). */
@@ -397,7 +398,7 @@ TL_EXTERN int tl_scheduler_free(tl_scheduler *s);
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct tl_executor_desc {
-  const char *id;   /* 1 to 63 bytes, unique among executors ever known (tombstones) */
+  const char *id;   /* 1 to 255 bytes, unique among executors ever known (tombstones) */
   const char *host; /* 1 to 255 bytes */
   const char *rack; /* NULL: no rack; else 1 to 255 bytes, the same for every executor of a host */
   uint32_t cores;   /* at least 1 */
@@ -482,7 +483,7 @@ TL_EXTERN int tl_executor_list(tl_scheduler *s, tl_executor_info *out, size_t ca
  * cached copy of the input: TL_PROCESS_LOCAL there, TL_NODE_LOCAL on the rest of the host). */
 typedef struct tl_location {
   const char *host;        /* 1 to 255 bytes */
-  const char *executor_id; /* NULL: any executor of host; else 1 to 63 bytes */
+  const char *executor_id; /* NULL: any executor of host; else 1 to 255 bytes */
 } tl_location;
 
 /* One task's preferences. Zero-initialised: none (it launches at TL_NO_PREF). */

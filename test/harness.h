@@ -87,8 +87,8 @@ typedef struct tlt_event {
   bool interrupt;              /* kill */
   bool has_text;               /* text holds a message or reason (it was not NULL) */
   char text[512];              /* ended: message; failed: reason; lost: message; kill: reason */
-  char line[192];              /* one-line summary, e.g. "ended tid=3 kind=EXCEPTION counts=1" */
-  pthread_t thread;            /* the thread that delivered it */
+  char line[192 + TL_ID_MAX + TL_HOST_MAX]; /* one-line summary ("ended tid=3 kind=...") */
+  pthread_t thread;                         /* the thread that delivered it */
 } tlt_event;
 
 /* A result handed to FINISHED updates. result_free marks it freed; memory is kept until the end

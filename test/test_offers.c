@@ -284,13 +284,13 @@ START_TEST(offers_answer_every_documented_error) {
   tlt_env *e = tlt_new(NULL);
   tlt_add(e, "e1", "h1", NULL, 4);
   tlt_submit(e, 0, 0, 0, 4);
-  char id64[80];
-  memset(id64, 'x', 64);
-  id64[64] = '\0';
+  char id256[300];
+  memset(id256, 'x', 256);
+  id256[256] = '\0';
   tl_offer good = {"e1", 4};
   tl_offer null_id[2] = {{"e1", 4}, {NULL, 4}};
   tl_offer empty_id[2] = {{"e1", 4}, {"", 4}};
-  tl_offer long_id[2] = {{"e1", 4}, {id64, 4}};
+  tl_offer long_id[2] = {{"e1", 4}, {id256, 4}};
   tl_launch l[4];
   size_t n = 12345;
   /* *nout is 0 on any error. */
