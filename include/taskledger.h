@@ -15,7 +15,8 @@
  *   - No callback ever runs while that mutex is held. Events are queued under it and delivered
  *     after it is released by the serial dispatcher (see tl_callbacks), so any function may be
  *     called from inside a callback, except tl_scheduler_free, which then returns TL_EBUSY.
- *   - Strings passed in are copied; the caller may free them when the call returns. Strings
+ *   - Strings passed in are copied; the caller may free them when the call returns (the
+ *     launches of tl_resource_offers point at their offers' id strings, see tl_launch). Strings
  *     passed to a callback are valid until that callback returns.
  *   - No function blocks on anything but the scheduler's mutex.
  */
@@ -49,8 +50,9 @@ extern "C" {
 #define TL_VERSION_PATCH 0
 #define TL_VERSION_HEX ((TL_VERSION_MAJOR << 16) | (TL_VERSION_MINOR << 8) | TL_VERSION_PATCH)
 
-/* Executor ids are 1 to TL_ID_MAX - 1 bytes; host and rack names 1 to TL_HOST_MAX - 1. */
-#define TL_ID_MAX 64
+/* Executor ids are 1 to TL_ID_MAX - 1 bytes; host and rack names 1 to TL_HOST_MAX - 1. The
+ * ledger keeps each id at its own length: a longer bound costs a short id nothing. */
+#define TL_ID_MAX 256
 #define TL_HOST_MAX 256
 
 /* tl_tick's answer when nothing is due, ever (a deadline at or beyond UINT64_MAX never is). */
@@ -380,8 +382,10 @@ typedef struct tl_callbacks {
   /* An executor was registered by tl_executor_add. */
   void (*executor_added)(void *ud, const char *executor_id, const char *host);
   /* An executor was lost: once per executor, at its first loss (for a two-phase loss, with
-   * the TL_LOSS_PENDING reason; the second phase is not reported again). */
-  void (*executor_lost)(void *ud, const char *executor_id, const tl_loss_reason *reason);
+   * the TL_LOSS_PENDING reason; the second phase is not reported again). executor_ud is its
+   * tl_executor_desc.ud as registered: the runtime's record of it, found without a lookup. */
+  void (*executor_lost)(void *ud, const char *executor_id, void *executor_ud,
+                        const tl_loss_reason *reason);
   /* A running task was found slow (speculation): a copy of index is now waiting for an offer
    * (Spark's speculativeTaskSubmitted). */
   void (*speculative_task_submitted)(void *ud, const tl_taskset_info *ts, uint32_t index);
@@ -430,12 +434,13 @@ TL_EXTERN int tl_dispatch(tl_scheduler *s);
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct tl_executor_desc {
-  const char *id;   /* 1 to 63 bytes, unique among executors ever known (tombstones) */
+  const char *id;   /* 1 to 255 bytes, unique among executors ever known (tombstones) */
   const char *host; /* 1 to 255 bytes */
   const char *rack; /* NULL: no rack; else 1 to 255 bytes, the same for every executor of a host */
   uint32_t cores;   /* at least 1 */
   void *ud;         /* the caller's, never read: given back by tl_executor_get and
-                       tl_executor_list (NULL when not set) */
+                       tl_executor_list, in every tl_launch on it and to executor_lost
+                       (NULL when not set) */
 } tl_executor_desc;
 
 /* Registers an executor (ALIVE; registration counts as a heartbeat). Event executor_added.
@@ -514,7 +519,7 @@ TL_EXTERN int tl_executor_list(tl_scheduler *s, tl_executor_info *out, size_t ca
  * cached copy of the input: TL_PROCESS_LOCAL there, TL_NODE_LOCAL on the rest of the host). */
 typedef struct tl_location {
   const char *host;        /* 1 to 255 bytes */
-  const char *executor_id; /* NULL: any executor of host; else 1 to 63 bytes */
+  const char *executor_id; /* NULL: any executor of host; else 1 to 255 bytes */
 } tl_location;
 
 /* One task's preferences. Zero-initialised: none (it launches at TL_NO_PREF). */
@@ -625,17 +630,21 @@ typedef struct tl_offer {
 } tl_offer;
 
 typedef struct tl_launch {
-  tl_tid tid;                  /* the new attempt */
-  tl_taskset_id taskset;       /* its task set */
-  uint32_t stage_id;           /* its stage */
-  uint32_t stage_attempt;      /* the task set's stage attempt */
-  uint32_t index;              /* task index */
-  uint32_t attempt;            /* attempt number of this index, from 0 */
-  uint32_t cpus;               /* cores it takes */
-  char executor_id[TL_ID_MAX]; /* where to run it (a copy) */
-  tl_locality locality;        /* level it was launched at */
-  bool speculative;            /* a speculative copy of a slow task */
-  void *payload;               /* the task set's payload: valid until taskset_released */
+  tl_tid tid;              /* the new attempt */
+  tl_taskset_id taskset;   /* its task set */
+  uint32_t stage_id;       /* its stage */
+  uint32_t stage_attempt;  /* the task set's stage attempt */
+  uint32_t index;          /* task index */
+  uint32_t attempt;        /* attempt number of this index, from 0 */
+  uint32_t cpus;           /* cores it takes */
+  tl_locality locality;    /* level it was launched at */
+  size_t offer;            /* the offer it came from: its index in the call's offers array (the
+                              first offer naming the executor, when several do) */
+  const char *executor_id; /* where to run it: offers[offer].executor_id itself, the caller's
+                              string (no copy), valid as long as the caller keeps it */
+  void *executor_ud;       /* that executor's tl_executor_desc.ud as registered */
+  bool speculative;        /* a speculative copy of a slow task */
+  void *payload;           /* the task set's payload: valid until taskset_released */
 } tl_launch;
 
 /* Fills offers with pending tasks: pools in FAIR order (TL_FAIR), and in each pool task sets
@@ -648,7 +657,10 @@ typedef struct tl_launch {
  * executor's free cores or cap launches; every launch takes at least one core of an offer, so a
  * cap of the offers' cores summed always suffices (a round that stops at a smaller cap leaves
  * the rest pending, launched by a later round). Launches are
- * written to out[0..*nout) and each makes a task_started event; *nout is 0 on any error. Offers
+ * written to out[0..*nout) and each makes a task_started event; *nout is 0 on any error. Each
+ * names its offer (tl_launch.offer) and points at that offer's executor_id: keep the offers'
+ * strings while the launches are used. Several offers naming one executor are one offer of
+ * their cores summed (up to its free cores), named by the first of them. Offers
  * naming unknown, pending-loss, decommissioning or removed executors launch nothing and count in
  * rejected_offers. TL_EINVAL: s or nout NULL, offers NULL with noffers > 0, out NULL with
  * cap > 0, an offer id NULL or of bad length; TL_ENOMEM (nothing launched). */

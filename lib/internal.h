@@ -457,6 +457,7 @@ typedef struct tl__event {
       uint8_t kind;
       bool caused_by_app;
       int exit_code;
+      void *executor_ud; /* the executor's tl_executor_desc.ud */
     } loss;
     struct {
       tl_tid tid;

@@ -48,6 +48,9 @@ static bool wait_over(uint64_t reset, uint64_t wait, uint64_t now) {
 
 static size_t place_size(size_t key_len) { return sizeof(tl__place) + key_len + 1; }
 
+/* A place's key is its kind and a host name or an executor id: the longer of the two fits. */
+_Static_assert(TL_ID_MAX <= TL_HOST_MAX, "a place key holds an executor id");
+
 tl__place *tl__place_find(struct tl_scheduler *s, char kind, const char *name, size_t len) {
   char key[1 + TL_HOST_MAX];
   tl__place *p;

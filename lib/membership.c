@@ -181,6 +181,7 @@ static void freeze(struct tl_scheduler *s, tl__executor *ex, const tl_loss_reaso
   ev->u.loss.kind = (uint8_t)reason->kind;
   ev->u.loss.caused_by_app = reason->caused_by_app;
   ev->u.loss.exit_code = reason->exit_code;
+  ev->u.loss.executor_ud = ex->ud;
 }
 
 static void remove_executor(struct tl_scheduler *s, tl__executor *ex, const tl_loss_reason *reason,

@@ -34,6 +34,7 @@
 
 typedef struct offer_slot {
   tl__executor *ex; /* an ALIVE executor */
+  size_t offer;     /* the first offer naming it: what its launches name (tl_launch.offer) */
   uint32_t cores;   /* what is left of this offer */
 } offer_slot;
 
@@ -71,8 +72,13 @@ static void launch(struct tl_scheduler *s, tl__taskset *ts, tl__executor *ex, tl
   ts->pool->running++; /* its place in a FAIR queue moves at the end of the round */
 }
 
-static void describe_launch(const tl__attempt *a, tl_launch *l) {
+/* A launch names the offer whose slot it took: the executor's slot of this round (offer_slot,
+ * set for every executor that got one), so no attempt record has to remember it. */
+static void describe_launch(const tl__attempt *a, const offer_slot *slots, const tl_offer *offers,
+                            tl_launch *l) {
   const tl__taskset *ts = a->taskset;
+  const tl__executor *ex = a->executor;
+  size_t offer = slots[ex->offer_slot].offer;
   l->tid = a->tid;
   l->taskset = ts->id;
   l->stage_id = ts->stage_id;
@@ -80,8 +86,9 @@ static void describe_launch(const tl__attempt *a, tl_launch *l) {
   l->index = a->index;
   l->attempt = a->attempt;
   l->cpus = ts->cpus;
-  /* The id's length is its key length in executors_by_id (ids are shorter than TL_ID_MAX). */
-  memcpy(l->executor_id, tl__executor_id(a->executor), a->executor->hh_by_id.keylen + 1u);
+  l->offer = offer;
+  l->executor_id = offers[offer].executor_id; /* the caller's string: no copy per launch */
+  l->executor_ud = ex->ud;
   l->locality = (tl_locality)a->locality;
   l->speculative = a->speculative;
   l->payload = ts->payload;
@@ -314,6 +321,7 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
     ex->offer_round = s->offer_round;
     ex->offer_slot = (uint32_t)nslots;
     slots[nslots].ex = ex;
+    slots[nslots].offer = i;
     slots[nslots].cores = cores;
     nslots++;
     offered += cores;
@@ -373,7 +381,7 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
     tl__free(s, tried[k], sizeof *tried[k]);
   s->next_tid += used;
   for (size_t k = 0; k < used; k++)
-    describe_launch(pre[k], &out[k]);
+    describe_launch(pre[k], slots, offers, &out[k]);
   if (s->cb.task_started != NULL) /* an event nobody listens to is not made */
     for (size_t k = 0; k < used; k++)
       push_started(s, pre[k]);

@@ -213,6 +213,21 @@ static void enter(tlt_env *e, const char *what) {
 
 static void leave(tlt_env *e) { e->in_callback = false; }
 
+/* The harness's ud record ud is, or NULL when ud is not one (a test's own, or NULL). */
+static const tlt_exec_ud *harness_ud(const tlt_env *e, const void *ud) {
+  for (size_t i = 0; ud != NULL && i < e->nuds; i++)
+    if (e->uds[i] == ud)
+      return e->uds[i];
+  return NULL;
+}
+
+/* A ud handed back with executor id: if it is one of tlt_add's, it names that executor. */
+static void check_exec_ud(const tlt_env *e, const char *id, void *ud, const char *what) {
+  const tlt_exec_ud *x = harness_ud(e, ud);
+  TLT_ASSERT(x == NULL || strcmp(x->id, id) == 0, "%s on %s with the ud of %s", what, id,
+             x != NULL ? x->id : "");
+}
+
 static void check_task_info(tlt_env *e, const tl_task_info *t, const char *what) {
   TLT_ASSERT(t != NULL, "%s: NULL task", what);
   TLT_ASSERT(t->executor_id != NULL && t->host != NULL, "%s: NULL executor or host", what);
@@ -355,12 +370,15 @@ static void cb_executor_added(void *ud, const char *id, const char *host) {
   leave(e);
 }
 
-static void cb_executor_lost(void *ud, const char *id, const tl_loss_reason *reason) {
+static void cb_executor_lost(void *ud, const char *id, void *executor_ud,
+                             const tl_loss_reason *reason) {
   tlt_env *e = ud;
   enter(e, "executor_lost");
   TLT_ASSERT(id != NULL && reason != NULL, "executor_lost with NULL id or reason");
+  check_exec_ud(e, id, executor_ud, "executor_lost");
   tlt_event *ev = push_event(e, TLT_EV_LOST);
   copy_str(ev->executor, sizeof ev->executor, id);
+  ev->executor_ud = executor_ud;
   ev->loss = *reason;
   set_text(ev, reason->message);
   ev->loss.message = NULL;
@@ -560,6 +578,9 @@ static void free_env(tlt_env *e) {
   free(e->subs);
   free(e->results);
   free(e->execs);
+  for (size_t i = 0; i < e->nuds; i++)
+    free(e->uds[i]);
+  free(e->uds);
   free(e->ev);
   free(e->seqbuf);
   free(e);
@@ -710,11 +731,26 @@ void tlt_end_freed(tlt_env *e) {
 void tlt_add_(int line, tlt_env *e, const char *id, const char *host, const char *rack,
               uint32_t cores) {
   tlt_line = line;
-  tl_executor_desc d = {.id = id, .host = host, .rack = rack, .cores = cores};
+  tl_executor_desc d = {
+      .id = id, .host = host, .rack = rack, .cores = cores, .ud = tlt_ud_for(e, id)};
   int rc = tl_executor_add(e->s, &d);
   TLT_ASSERT(rc == TL_OK, "tl_executor_add(%s): %s", id, tl_err_name(rc));
   remember_exec(e, id);
   TLT_CHECK(e);
+}
+
+tlt_exec_ud *tlt_ud_for(tlt_env *e, const char *id) {
+  for (size_t i = 0; i < e->nuds; i++)
+    if (strcmp(e->uds[i]->id, id) == 0)
+      return e->uds[i];
+  if (e->nuds == e->udcap) {
+    e->udcap = e->udcap ? 2 * e->udcap : 16;
+    e->uds = xrealloc(e->uds, e->udcap * sizeof *e->uds);
+  }
+  tlt_exec_ud *x = xrealloc(NULL, sizeof *x);
+  copy_str(x->id, sizeof x->id, id);
+  e->uds[e->nuds++] = x;
+  return x;
 }
 
 static int submit_desc_impl(tlt_env *e, const tl_taskset_desc *desc, tl_taskset_id *out,
@@ -823,6 +859,22 @@ size_t tlt_offers_(int line, tlt_env *e, const tl_offer *offers, size_t n, tl_la
   TLT_ASSERT(rc == TL_OK, "tl_resource_offers: %s", tl_err_name(rc));
   TLT_ASSERT(nout <= cap, "tl_resource_offers wrote %zu launches, cap %zu", nout, cap);
   TLT_CHECK(e);
+  /* Every launch names the first offer of its executor, points at that offer's id, and carries
+   * the executor's ud as registered. */
+  for (size_t i = 0; i < nout; i++) {
+    const tl_launch *l = &out[i];
+    TLT_ASSERT(l->offer < n && l->executor_id == offers[l->offer].executor_id,
+               "launch %zu names offer %zu of %zu, its id not that offer's", i, l->offer, n);
+    for (size_t j = 0; j < l->offer; j++)
+      TLT_ASSERT(strcmp(offers[j].executor_id, l->executor_id) != 0,
+                 "launch %zu on %s names offer %zu, but offer %zu names it first", i,
+                 l->executor_id, l->offer, j);
+    check_exec_ud(e, l->executor_id, l->executor_ud, "a launch");
+    tl_executor_status st = {0}; /* a hook may have lost it since */
+    TLT_ASSERT(tl_executor_get(e->s, l->executor_id, &st) != TL_OK || st.ud == l->executor_ud,
+               "launch %zu on %s: executor_ud %p, registered %p", i, l->executor_id, l->executor_ud,
+               st.ud);
+  }
   /* Every launch made exactly one task_started, in launch order, describing the same attempt.
    * From inside a callback the events are delivered only after it returns, so they can be
    * compared only for calls made outside callbacks. */
@@ -840,10 +892,6 @@ size_t tlt_offers_(int line, tlt_env *e, const tl_offer *offers, size_t n, tl_la
                    ev->task.locality == l->locality,
                "launch %zu (tid %" PRIu64 ") disagrees with its task_started (tid %" PRIu64 ")", i,
                l->tid, ev->task.tid);
-    bool offered = false;
-    for (size_t j = 0; j < n; j++)
-      offered = offered || strcmp(offers[j].executor_id, l->executor_id) == 0;
-    TLT_ASSERT(offered, "launch %zu on %s, which was not offered", i, l->executor_id);
     const tlt_submission *sub = find_sub(e, l->taskset);
     TLT_ASSERT((sub != NULL && sub->prefs) || l->locality == TL_NO_PREF,
                "launch %zu without preferences at locality %d", i, (int)l->locality);

@@ -73,6 +73,7 @@ typedef struct tlt_event {
   tlt_ev_type type;
   tl_task_info task;           /* started, ended: executor_id and host are NULL in the copy */
   char executor[TL_ID_MAX];    /* started, ended, added, lost, kill: the executor id */
+  void *executor_ud;           /* lost: the executor's ud as delivered */
   char host[TL_HOST_MAX];      /* started, ended, added: its host */
   tl_end_kind end_kind;        /* ended */
   bool counts;                 /* ended: counts_toward_failures */
@@ -87,8 +88,8 @@ typedef struct tlt_event {
   bool interrupt;              /* kill */
   bool has_text;               /* text holds a message or reason (it was not NULL) */
   char text[512];              /* ended: message; failed: reason; lost: message; kill: reason */
-  char line[192];              /* one-line summary, e.g. "ended tid=3 kind=EXCEPTION counts=1" */
-  pthread_t thread;            /* the thread that delivered it */
+  char line[192 + TL_ID_MAX + TL_HOST_MAX]; /* one-line summary ("ended tid=3 kind=...") */
+  pthread_t thread;                         /* the thread that delivered it */
 } tlt_event;
 
 /* A result handed to FINISHED updates. result_free marks it freed; memory is kept until the end
@@ -137,6 +138,9 @@ struct tlt_env {
   char (*execs)[TL_ID_MAX]; /* every executor id seen in executor_added */
   size_t nexecs;
   size_t execcap;
+  struct tlt_exec_ud **uds; /* the uds tlt_add registered executors with, one per id */
+  size_t nuds;
+  size_t udcap;
   tlt_result **results; /* every result made by tlt_result_new */
   size_t nresults;
   size_t rescap;
@@ -257,9 +261,17 @@ void tlt_end_freed(tlt_env *e);
  * Calls that must succeed (each asserts TL_OK and tl_check).
  * ------------------------------------------------------------------------------------------- */
 
+/* Registers an executor with ud tlt_ud_for(e, id): the recorder checks that every ud handed
+ * back (launches, executor_lost) names the executor it comes with. */
 #define tlt_add(e, id, host, rack, cores) tlt_add_(__LINE__, e, id, host, rack, cores)
 void tlt_add_(int line, tlt_env *e, const char *id, const char *host, const char *rack,
               uint32_t cores);
+
+/* The ud tlt_add gives an executor: one record per id, kept until the env is freed. */
+typedef struct tlt_exec_ud {
+  char id[TL_ID_MAX]; /* the executor it stands for */
+} tlt_exec_ud;
+tlt_exec_ud *tlt_ud_for(tlt_env *e, const char *id);
 
 /* Submits a task set with a fresh harness payload; returns its id. */
 #define tlt_submit(e, stage, attempt, priority, ntasks)                                            \

@@ -244,13 +244,15 @@ void tlo_cb_executor_added(void *ud, const char *id, const char *host) {
   cb_leave(r);
 }
 
-void tlo_cb_executor_lost(void *ud, const char *id, const tl_loss_reason *why) {
+void tlo_cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss_reason *why) {
   tlo_run *r = cb_enter(ud);
   if (r == NULL)
     return;
   mevent *e = tlo_pop_ev(r, EV_LOST);
   if (e != NULL) {
     cmp_str(r, "lost.executor_id", id, e->ex->id);
+    if (executor_ud != e->ex)
+      tlo_fail(r, "lost.executor_ud is not the ud %s was registered with", e->ex->id);
     CMP(r, "lost.kind", why->kind, e->loss);
     CMP(r, "lost.caused_by_app", why->caused_by_app, e->app);
     CMP(r, "lost.exit_code", why->exit_code, e->exit_code);

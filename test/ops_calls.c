@@ -76,7 +76,8 @@ void tlo_do_add(tlo_run *r, mexec *x, unsigned slot, bool fresh, unsigned host, 
            : rack[0]    ? rack
                         : "\"\"",
            cores);
-  tl_executor_desc desc = {x->id, tlo_host_names[host], rack, cores, NULL};
+  /* Its ud is its record: launches and callbacks must hand back this one. */
+  tl_executor_desc desc = {x->id, tlo_host_names[host], rack, cores, x};
   tlo_note_call(r, d);
   int rc = tl_executor_add(r->s, &desc);
   tlo_expect_rc(r, d, rc, want);

@@ -42,6 +42,8 @@ void tlo_cmp_exec(tlo_run *r, mexec *x) {
   if (strcmp(st.host, tlo_host_names[x->host]) != 0)
     tlo_fail(r, "executor %s host is %s, the model says %s", x->id, st.host,
              tlo_host_names[x->host]);
+  if (st.ud != x)
+    tlo_fail(r, "executor %s ud is not the record it was registered with", x->id);
 }
 
 void tlo_cmp_ts(tlo_run *r, uint32_t k) {

@@ -493,7 +493,7 @@ void tlo_cb_speculative(void *ud, const tl_taskset_info *ts, uint32_t index);
 void tlo_cb_taskset_failed(void *ud, const tl_taskset_info *ts, const char *reason);
 void tlo_cb_taskset_released(void *ud, const tl_taskset_info *ts, void *payload);
 void tlo_cb_executor_added(void *ud, const char *id, const char *host);
-void tlo_cb_executor_lost(void *ud, const char *id, const tl_loss_reason *why);
+void tlo_cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss_reason *why);
 void tlo_cb_revive(void *ud);
 void tlo_cb_kill(void *ud, tl_tid tid, const char *id, bool interrupt, const char *reason);
 mexec *tlo_resolve_exec(tlo_run *r, uint8_t v);

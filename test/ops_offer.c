@@ -440,8 +440,19 @@ void tlo_do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, size_
     CMP_L(locality, a->loc);
     CMP_L(speculative, a->spec);
 #undef CMP_L
+    /* Its offer is the first naming its executor; its id is that offer's own string (each
+     * record's id, which outlives the offers array), its ud the record it was registered
+     * with. */
+    size_t offer = 0;
+    while (offer < n && xs[offer] != a->ex)
+      offer++;
+    CMP_OF(r, "launch", name, "offer", out[k].offer, offer);
+    if (out[k].offer < n && out[k].executor_id != xs[out[k].offer]->id)
+      tlo_fail(r, "launch %zu: executor_id is not its offer's string", k);
     if (strcmp(out[k].executor_id, a->ex->id) != 0)
       tlo_fail(r, "launch %zu on %s, the model says %s", k, out[k].executor_id, a->ex->id);
+    if (out[k].executor_ud != a->ex)
+      tlo_fail(r, "launch %zu: executor_ud is not the ud %s was registered with", k, a->ex->id);
     if (out[k].payload != t)
       tlo_fail(r, "launch %zu has another task set's payload", k);
   }

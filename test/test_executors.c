@@ -61,17 +61,17 @@ END_TEST
 
 START_TEST(add_rejects_bad_descriptors) {
   tlt_env *e = tlt_new(NULL);
-  char id64[80], host256[300], id63[80], host255[300];
-  repeat(id64, sizeof id64, 'i', 64);
+  char id256[300], host256[300], id255[300], host255[300];
+  repeat(id256, sizeof id256, 'i', 256);
   repeat(host256, sizeof host256, 'h', 256);
-  repeat(id63, sizeof id63, 'j', 63);
+  repeat(id255, sizeof id255, 'j', 255);
   repeat(host255, sizeof host255, 'g', 255);
   tl_executor_desc d = {.id = "e1", .host = "h1", .rack = NULL, .cores = 1};
   TLT_ERR(e, TL_EINVAL, tl_executor_add(NULL, &d));
   TLT_ERR(e, TL_EINVAL, tl_executor_add(e->s, NULL));
   TLT_ERR(e, TL_EINVAL, add(e, NULL, "h1", NULL, 1));
   TLT_ERR(e, TL_EINVAL, add(e, "", "h1", NULL, 1));
-  TLT_ERR(e, TL_EINVAL, add(e, id64, "h1", NULL, 1));
+  TLT_ERR(e, TL_EINVAL, add(e, id256, "h1", NULL, 1));
   TLT_ERR(e, TL_EINVAL, add(e, "e1", NULL, NULL, 1));
   TLT_ERR(e, TL_EINVAL, add(e, "e1", "", NULL, 1));
   TLT_ERR(e, TL_EINVAL, add(e, "e1", host256, NULL, 1));
@@ -79,10 +79,10 @@ START_TEST(add_rejects_bad_descriptors) {
   TLT_ERR(e, TL_EINVAL, add(e, "e1", "h1", host256, 1));
   TLT_ERR(e, TL_EINVAL, add(e, "e1", "h1", NULL, 0));
   /* The longest valid lengths are accepted. */
-  tlt_add(e, id63, host255, host255, 1);
-  tl_executor_status ex = tlt_ex(e, id63);
+  tlt_add(e, id255, host255, host255, 1);
+  tl_executor_status ex = tlt_ex(e, id255);
   ck_assert_str_eq(ex.host, host255);
-  TLT_ERR(e, TL_EINVAL, tl_executor_get(e->s, id64, &ex));
+  TLT_ERR(e, TL_EINVAL, tl_executor_get(e->s, id256, &ex));
   tlt_end(e);
 }
 END_TEST
@@ -195,8 +195,8 @@ END_TEST
 
 START_TEST(heartbeat_answers_every_documented_error) {
   tlt_env *e = tlt_new(NULL);
-  char id64[80];
-  repeat(id64, sizeof id64, 'x', 64);
+  char id256[300];
+  repeat(id256, sizeof id256, 'x', 256);
   tlt_add(e, "alive", "h1", NULL, 1);
   tlt_add(e, "decom", "h1", NULL, 1);
   tlt_add(e, "pending", "h1", NULL, 1);
@@ -209,7 +209,7 @@ START_TEST(heartbeat_answers_every_documented_error) {
   TLT_ERR(e, TL_EINVAL, tl_executor_heartbeat(NULL, "alive"));
   TLT_ERR(e, TL_EINVAL, tl_executor_heartbeat(e->s, NULL));
   TLT_ERR(e, TL_EINVAL, tl_executor_heartbeat(e->s, ""));
-  TLT_ERR(e, TL_EINVAL, tl_executor_heartbeat(e->s, id64));
+  TLT_ERR(e, TL_EINVAL, tl_executor_heartbeat(e->s, id256));
   TLT_ERR(e, TL_ENOENT, tl_executor_heartbeat(e->s, "never"));
   TLT_ERR(e, TL_EGONE, tl_executor_heartbeat(e->s, "gone"));
   TLT_ERR(e, TL_ESTATE, tl_executor_heartbeat(e->s, "pending"));
@@ -220,8 +220,8 @@ END_TEST
 
 START_TEST(executor_lost_answers_every_documented_error) {
   tlt_env *e = tlt_new(NULL);
-  char id64[80];
-  repeat(id64, sizeof id64, 'x', 64);
+  char id256[300];
+  repeat(id256, sizeof id256, 'x', 256);
   tlt_add(e, "e1", "h1", NULL, 1);
   tlt_add(e, "gone", "h1", NULL, 1);
   tlt_lose(e, "gone", TL_LOSS_EXITED, false);
@@ -232,7 +232,7 @@ START_TEST(executor_lost_answers_every_documented_error) {
   TLT_ERR(e, TL_EINVAL, tl_executor_lost(e->s, NULL, &ok));
   TLT_ERR(e, TL_EINVAL, tl_executor_lost(e->s, "e1", NULL));
   TLT_ERR(e, TL_EINVAL, tl_executor_lost(e->s, "", &ok));
-  TLT_ERR(e, TL_EINVAL, tl_executor_lost(e->s, id64, &ok));
+  TLT_ERR(e, TL_EINVAL, tl_executor_lost(e->s, id256, &ok));
   TLT_ERR(e, TL_EINVAL, tl_executor_lost(e->s, "e1", &bad));
   TLT_ERR(e, TL_EINVAL, tl_executor_lost(e->s, "e1", &worse));
   TLT_ERR(e, TL_ENOENT, tl_executor_lost(e->s, "never", &ok));
@@ -244,8 +244,8 @@ END_TEST
 
 START_TEST(executor_get_answers_every_documented_error) {
   tlt_env *e = tlt_new(NULL);
-  char id64[80];
-  repeat(id64, sizeof id64, 'x', 64);
+  char id256[300];
+  repeat(id256, sizeof id256, 'x', 256);
   tlt_add(e, "e1", "h1", NULL, 1);
   tlt_add(e, "gone", "h1", NULL, 1);
   tlt_lose(e, "gone", TL_LOSS_EXITED, false);
@@ -254,7 +254,7 @@ START_TEST(executor_get_answers_every_documented_error) {
   TLT_ERR(e, TL_EINVAL, tl_executor_get(e->s, NULL, &ex));
   TLT_ERR(e, TL_EINVAL, tl_executor_get(e->s, "e1", NULL));
   TLT_ERR(e, TL_EINVAL, tl_executor_get(e->s, "", &ex));
-  TLT_ERR(e, TL_EINVAL, tl_executor_get(e->s, id64, &ex));
+  TLT_ERR(e, TL_EINVAL, tl_executor_get(e->s, id256, &ex));
   TLT_ERR(e, TL_ENOENT, tl_executor_get(e->s, "never", &ex));
   TLT_ERR(e, TL_EGONE, tl_executor_get(e->s, "gone", &ex));
   tlt_end(e);
@@ -534,6 +534,116 @@ START_TEST(executor_list_lists_the_live_and_pending_ones_and_counts_past_cap) {
 }
 END_TEST
 
+/* Executor ids of 1 to 255 bytes (TL_ID_MAX - 1) work wherever ids go: registration,
+ * preferences, offers and launches, status updates single and batched, heartbeats,
+ * decommissioning, kills, both loss phases, tl_executor_get and tl_executor_list, and the texts
+ * of tl_explain_taskset (exclusion's part included); a 256-byte id is refused with TL_EINVAL by
+ * every call that takes one, changing nothing. */
+START_TEST(ids_of_255_bytes_work_everywhere_and_256_are_refused) {
+  tl_config cfg = tlt_config();
+  cfg.exclude_on_failure = true;
+  cfg.max_task_failures = 4;
+  tlt_env *e = tlt_new(&cfg);
+  char id[300], other[300], too_long[300], host[300];
+  for (size_t i = 0; i < 255; i++)
+    id[i] = (char)('a' + i % 26);
+  id[255] = '\0';
+  memcpy(other, id, 256);
+  other[254] = '#'; /* differs from id in its last bytes only */
+  repeat(too_long, sizeof too_long, 'z', 256);
+  repeat(host, sizeof host, 'h', 255);
+  tlt_add(e, id, host, NULL, 4);
+  tlt_add(e, other, host, NULL, 4);
+  ck_assert_uint_eq(tlt_stats(e).executors_alive, 2);
+
+  /* Index 0 prefers id, index 1 other: each launches PROCESS_LOCAL on its own. */
+  const tl_location p0[] = {{host, id}}, p1[] = {{host, other}};
+  tl_task_desc tasks[3] = {{p0, 1}, {p1, 1}, {NULL, 0}};
+  tl_taskset_desc d = {.stage_id = 0, .ntasks = 3, .tasks = tasks};
+  tl_taskset_id ts = tlt_submit_desc(e, &d);
+  tl_offer o[2] = {{other, 1}, {id, 2}};
+  tl_launch l[3];
+  ck_assert_uint_eq(tlt_offers(e, o, 2, l, 3), 3);
+  ck_assert_uint_eq(l[0].index, 1);
+  ck_assert_ptr_eq(l[0].executor_id, other);
+  ck_assert_int_eq(l[0].locality, TL_PROCESS_LOCAL);
+  ck_assert_uint_eq(l[1].index, 0);
+  ck_assert_ptr_eq(l[1].executor_id, id);
+  ck_assert_int_eq(l[1].locality, TL_PROCESS_LOCAL);
+  ck_assert_ptr_eq(l[2].executor_id, id);
+  const tlt_event *started = tlt_last(e, TLT_EV_STARTED);
+  ck_assert_str_eq(started->executor, id);
+
+  tlt_run(e, id, l[1].tid);
+  tl_tid tids[2] = {l[1].tid, l[2].tid};
+  tl_update ups[2] = {{.state = TL_TASK_RUNNING}, {.state = TL_TASK_RUNNING}};
+  int results[2];
+  TLT_OK(e, tl_status_updates(e->s, id, tids, ups, 2, results));
+  ck_assert_int_eq(results[0], TL_OK);
+  ck_assert_int_eq(results[1], TL_OK);
+  TLT_OK(e, tl_executor_heartbeat(e->s, id));
+  tlt_fail(e, id, l[2].tid, TL_END_EXCEPTION); /* a counted failure: exclusion records id */
+
+  tl_executor_status st = tlt_ex(e, id);
+  ck_assert_uint_eq(st.running, 1);
+  ck_assert_str_eq(st.host, host);
+  tl_executor_info info[2];
+  size_t n = 0;
+  TLT_OK(e, tl_executor_list(e->s, info, 2, &n));
+  ck_assert_uint_eq(n, 2);
+  ck_assert_str_eq(info[0].id, id);
+  ck_assert_str_eq(info[1].id, other);
+
+  /* The explanation names the executors in full, in its attempt and its exclusion lines. */
+  static char text[8192];
+  TLT_OK(e, tl_explain_taskset(e->s, ts, text, sizeof text));
+  char want[700];
+  snprintf(want, sizeof want, " on executor %s on %s (", id, host);
+  ck_assert_msg(strstr(text, want) != NULL, "no attempt line on the long id: %s", text);
+  snprintf(want, sizeof want, "  executor %s on %s: 1 indices failed", id, host);
+  ck_assert_msg(strstr(text, want) != NULL, "no exclusion line of the long id: %s", text);
+  ck_assert_ptr_null(strstr(text, "...\n"));
+
+  size_t mark = tlt_mark(e);
+  TLT_OK(e, tl_kill_task(e->s, l[1].tid, false, "by id"));
+  ck_assert_str_eq(tlt_nth(e, mark, TLT_EV_KILL, 0)->executor, id);
+  TLT_OK(e, tl_executor_decommission(e->s, other, "drain"));
+
+  /* 256 bytes: refused by every call that takes an id, nothing changed. */
+  tl_update running = {.state = TL_TASK_RUNNING};
+  tl_loss_reason pending = {.kind = TL_LOSS_PENDING};
+  tl_offer bad_offer = {too_long, 1};
+  const tl_location bad_pref[] = {{host, too_long}};
+  tl_task_desc bad_task[1] = {{bad_pref, 1}};
+  tl_taskset_desc bad_ts = {.stage_id = 9, .ntasks = 1, .tasks = bad_task};
+  TLT_ERR(e, TL_EINVAL, add(e, too_long, "h1", NULL, 1));
+  TLT_ERR(e, TL_EINVAL, tl_resource_offers(e->s, &bad_offer, 1, l, 1, &n));
+  TLT_ERR(e, TL_EINVAL, tl_status_update(e->s, too_long, l[1].tid, &running));
+  TLT_ERR(e, TL_EINVAL, tl_status_updates(e->s, too_long, tids, ups, 1, results));
+  TLT_ERR(e, TL_EINVAL, tl_executor_heartbeat(e->s, too_long));
+  TLT_ERR(e, TL_EINVAL, tl_executor_decommission(e->s, too_long, NULL));
+  TLT_ERR(e, TL_EINVAL, tl_executor_lost(e->s, too_long, &pending));
+  TLT_ERR(e, TL_EINVAL, tl_executor_get(e->s, too_long, &st));
+  TLT_ERR(e, TL_EINVAL, tl_submit(e->s, &bad_ts, NULL));
+
+  /* Both loss phases: executor_lost once, at the first; the frozen attempt ends at the second. */
+  mark = tlt_mark(e);
+  tlt_lose(e, id, TL_LOSS_PENDING, false);
+  ck_assert_str_eq(tlt_nth(e, mark, TLT_EV_LOST, 0)->executor, id);
+  ck_assert_int_eq(tlt_ex(e, id).state, TL_EXECUTOR_PENDING_LOSS);
+  tlt_lose(e, id, TL_LOSS_EXITED, true);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_LOST), 1);
+  const tlt_event *ended = tlt_ended_of(e, l[1].tid);
+  ck_assert_int_eq(ended->end_kind, TL_END_EXECUTOR_LOST);
+  ck_assert_str_eq(ended->executor, id);
+  TLT_ERR(e, TL_EGONE, tl_executor_get(e->s, id, &st));
+  TLT_ERR(e, TL_EGONE, add(e, id, host, NULL, 1)); /* its tombstone keeps the whole id */
+  tlt_add(e, too_long + 1, host, NULL, 1);         /* 255 bytes of z: another id */
+  TLT_OK(e, tl_cancel_stage(e->s, 0, "done"));
+  tlt_end(e);
+}
+END_TEST
+
 Suite *tl_executors_suite(void) {
   Suite *s = suite_create("executors");
   TCase *tc = tlt_tcase(s, "registration");
@@ -561,5 +671,7 @@ Suite *tl_executors_suite(void) {
   tcase_add_test(tc, max_tombstones_zero_forgets_removed_executors);
   tcase_add_test(tc, executor_lost_event_is_made_once_per_executor);
   tcase_add_test(tc, executor_list_lists_the_live_and_pending_ones_and_counts_past_cap);
+  tc = tlt_tcase(s, "long ids");
+  tcase_add_test(tc, ids_of_255_bytes_work_everywhere_and_256_are_refused);
   return s;
 }

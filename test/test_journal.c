@@ -523,6 +523,45 @@ START_TEST(journals_with_locality_replay_to_the_same_state) {
 }
 END_TEST
 
+/* A 255-byte executor id, with a quote and a backslash that the journal escapes, is journaled
+ * in full by every call that names it and replays to the same state (tl-replay's parser has no
+ * bound of its own). */
+START_TEST(journals_with_255_byte_ids_replay_to_the_same_state) {
+  capture c;
+  tl_config cfg = tlt_config();
+  tlt_env *e = journaled(&c, &cfg);
+  char id[256], esc[600];
+  size_t k = 0;
+  for (size_t i = 0; i < 255; i++) {
+    id[i] = i == 100 ? '"' : i == 200 ? '\\' : (char)('a' + i % 26);
+    if (id[i] == '"' || id[i] == '\\')
+      esc[k++] = '\\';
+    esc[k++] = id[i];
+  }
+  id[255] = '\0';
+  esc[k] = '\0';
+  tlt_add(e, id, "h1", NULL, 2);
+  char want[700];
+  snprintf(want, sizeof want, "add \"%s\" \"h1\" - cores=2", esc);
+  ck_assert_msg(strstr(c.lines[c.n - 1], want) != NULL, "line: %s", c.lines[c.n - 1]);
+  const tl_location p0[] = {{"h1", id}};
+  tl_task_desc tasks[2] = {{p0, 1}, {NULL, 0}};
+  tl_taskset_desc d = {.stage_id = 0, .ntasks = 2, .tasks = tasks};
+  tlt_submit_desc(e, &d);
+  tl_launch l[2];
+  ck_assert_uint_eq(tlt_offer(e, id, 2, l, 2), 2);
+  tlt_run(e, id, l[0].tid);
+  tlt_succeed(e, id, l[1].tid);
+  tlt_lose(e, id, TL_LOSS_PENDING, false);
+  tl_stats mid = tlt_stats(e);
+  size_t mid_lines = c.n;
+  tlt_lose(e, id, TL_LOSS_EXITED, true);
+  tlt_end(e);
+
+  assert_replays(&c, mid_lines, &mid);
+}
+END_TEST
+
 Suite *tl_journal_suite(void) {
   Suite *s = suite_create("journal");
   TCase *tc = tlt_tcase(s, "journal");
@@ -535,5 +574,6 @@ Suite *tl_journal_suite(void) {
   tcase_add_test(tc, journals_with_exclusion_replay_to_the_same_state);
   tcase_add_test(tc, journals_with_locality_replay_to_the_same_state);
   tcase_add_test(tc, batched_updates_are_journaled_as_single_updates_and_replay);
+  tcase_add_test(tc, journals_with_255_byte_ids_replay_to_the_same_state);
   return s;
 }

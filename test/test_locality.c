@@ -541,6 +541,13 @@ START_TEST(preferences_are_checked) {
   d.stage_id = 2;
   tlt_submit_desc(e, &d);
   ck_assert_uint_eq(tlt_stats(e).places, 2);
+  /* One byte shorter, TL_ID_MAX - 1, the id is valid: a place of its own. */
+  long_id[TL_ID_MAX - 1] = '\0';
+  t[0].prefs = long_exec;
+  t[0].nprefs = 1;
+  d.stage_id = 3;
+  tlt_submit_desc(e, &d);
+  ck_assert_uint_eq(tlt_stats(e).places, 3);
   tlt_end(e);
 }
 END_TEST

@@ -174,6 +174,59 @@ START_TEST(one_phase_loss_reports_the_loss_before_the_ended_attempts) {
 }
 END_TEST
 
+/* executor_lost hands back the executor's ud, once per executor: at the first phase of a
+ * two-phase loss (the second phase makes no executor_lost, only the ends of what the executor
+ * held), with the reason of a one-phase loss, and from tl_tick's heartbeat expiry. */
+START_TEST(executor_lost_hands_back_the_ud_once_at_the_first_phase) {
+  tl_config cfg = tlt_config();
+  cfg.heartbeat_timeout_ns = 10 * TLT_SEC;
+  tlt_env *e = tlt_new(&cfg);
+  int ud1, ud2;
+  TLT_OK(e, tl_executor_add(e->s, &(tl_executor_desc){"e1", "h1", NULL, 2, &ud1}));
+  TLT_OK(e, tl_executor_add(e->s, &(tl_executor_desc){"e2", "h2", NULL, 1, &ud2}));
+  tl_taskset_desc d = {.stage_id = 0, .ntasks = 3, .shuffle_map = true};
+  tlt_submit_desc(e, &d);
+  tl_offer o[2] = {{"e1", 2}, {"e2", 1}};
+  tl_launch l[3];
+  ck_assert_uint_eq(tlt_offers(e, o, 2, l, 3), 3); /* e1 e2 e1 */
+  tlt_succeed(e, "e1", l[0].tid);                  /* a map output on e1 */
+  tlt_run(e, "e1", l[2].tid);
+
+  size_t mark = tlt_mark(e);
+  tlt_lose(e, "e1", TL_LOSS_PENDING, false);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_LOST), 1);
+  const tlt_event *lost = tlt_nth(e, mark, TLT_EV_LOST, 0);
+  ck_assert_str_eq(lost->executor, "e1");
+  ck_assert_ptr_eq(lost->executor_ud, &ud1);
+  ck_assert_int_eq(lost->loss.kind, TL_LOSS_PENDING);
+  ck_assert_ptr_eq(tlt_ex(e, "e1").ud, &ud1); /* pending loss: still known */
+
+  mark = tlt_mark(e);
+  tlt_lose(e, "e1", TL_LOSS_EXITED, true);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_LOST), 0);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_ENDED), 2); /* RESUBMITTED, EXECUTOR_LOST */
+  ck_assert_int_eq(tlt_nth(e, mark, TLT_EV_ENDED, 0)->end_kind, TL_END_RESUBMITTED);
+  ck_assert_int_eq(tlt_nth(e, mark, TLT_EV_ENDED, 1)->end_kind, TL_END_EXECUTOR_LOST);
+
+  mark = tlt_mark(e);
+  tlt_lose(e, "e2", TL_LOSS_PROCESS_LOST, true); /* one phase */
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_LOST), 1);
+  ck_assert_ptr_eq(tlt_nth(e, mark, TLT_EV_LOST, 0)->executor_ud, &ud2);
+  ck_assert_int_eq(tlt_nth(e, mark, TLT_EV_LOST, 0)->loss.kind, TL_LOSS_PROCESS_LOST);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_ENDED), 1);
+
+  tlt_add(e, "e3", "h3", NULL, 1);
+  mark = tlt_mark(e);
+  tlt_advance_tick(e, 11 * TLT_SEC);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_LOST), 1);
+  lost = tlt_nth(e, mark, TLT_EV_LOST, 0);
+  ck_assert_int_eq(lost->loss.kind, TL_LOSS_HEARTBEAT_TIMEOUT);
+  ck_assert_ptr_eq(lost->executor_ud, tlt_ud_for(e, "e3"));
+  TLT_OK(e, tl_cancel_stage(e->s, 0, "done"));
+  tlt_end(e);
+}
+END_TEST
+
 /* Interpretation of "TL_LOSS_KILLED: never caused by the app" and "TL_LOSS_DECOMMISSIONED:
  * never caused by the app": a caller's caused_by_app = true does not make them count. */
 START_TEST(killed_and_decommissioned_losses_never_count_even_if_flagged) {
@@ -657,6 +710,7 @@ Suite *tl_loss_suite(void) {
   tcase_add_test(tc, second_phase_ends_in_launch_order_and_stops_counting_after_an_abort);
   tcase_add_test(tc, loss_not_caused_by_the_app_never_counts);
   tcase_add_test(tc, one_phase_loss_reports_the_loss_before_the_ended_attempts);
+  tcase_add_test(tc, executor_lost_hands_back_the_ud_once_at_the_first_phase);
   tcase_add_test(tc, killed_and_decommissioned_losses_never_count_even_if_flagged);
   tcase_add_test(tc, zombie_held_only_by_frozen_attempts_is_released_by_the_second_phase);
   tc = tlt_tcase(s, "time");

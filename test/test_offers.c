@@ -284,13 +284,13 @@ START_TEST(offers_answer_every_documented_error) {
   tlt_env *e = tlt_new(NULL);
   tlt_add(e, "e1", "h1", NULL, 4);
   tlt_submit(e, 0, 0, 0, 4);
-  char id64[80];
-  memset(id64, 'x', 64);
-  id64[64] = '\0';
+  char id256[300];
+  memset(id256, 'x', 256);
+  id256[256] = '\0';
   tl_offer good = {"e1", 4};
   tl_offer null_id[2] = {{"e1", 4}, {NULL, 4}};
   tl_offer empty_id[2] = {{"e1", 4}, {"", 4}};
-  tl_offer long_id[2] = {{"e1", 4}, {id64, 4}};
+  tl_offer long_id[2] = {{"e1", 4}, {id256, 4}};
   tl_launch l[4];
   size_t n = 12345;
   /* *nout is 0 on any error. */
@@ -448,6 +448,87 @@ START_TEST(spare_attempt_records_are_reused_and_given_back_when_nothing_runs) {
 }
 END_TEST
 
+/* Each launch names the offer it came from (its index in this call's array, the first offer
+ * of its executor when several name it), points at that offer's own id string, and carries the
+ * executor's ud as registered; rejected offers keep their place in the numbering. */
+START_TEST(launches_name_their_offer_point_at_its_id_and_carry_the_ud) {
+  tlt_env *e = tlt_new(NULL);
+  int uds[3];
+  const char *ids[3] = {"e1", "e2", "decom"};
+  for (int i = 0; i < 3; i++) {
+    tl_executor_desc d = {.id = ids[i], .host = "h1", .cores = i == 0 ? 4 : 2, .ud = &uds[i]};
+    TLT_OK(e, tl_executor_add(e->s, &d));
+  }
+  tlt_add(e, "gone", "h2", NULL, 2);
+  TLT_OK(e, tl_executor_decommission(e->s, "decom", NULL));
+  tlt_lose(e, "gone", TL_LOSS_EXITED, false);
+  tl_taskset_id ts = tlt_submit(e, 0, 0, 0, 7);
+  /* Two strings "e1": the launches must point at the first offer's, not the second's. */
+  char e1_first[] = "e1", e1_again[] = "e1", e2[] = "e2";
+  tl_offer o[6] = {{"never", 1}, {e1_first, 2}, {"decom", 2}, {e2, 2}, {e1_again, 1}, {"gone", 2}};
+  tl_stats before = tlt_stats(e);
+  size_t mark = tlt_mark(e);
+  tl_launch l[8];
+  /* e1's slot has 2 + 1 cores, e2's 2: passes e1 e2, e1 e2, e1. */
+  ck_assert_uint_eq(tlt_offers(e, o, 6, l, 8), 5);
+  const size_t want_offer[5] = {1, 3, 1, 3, 1};
+  for (size_t k = 0; k < 5; k++) {
+    ck_assert_uint_eq(l[k].index, k);
+    ck_assert_uint_eq(l[k].offer, want_offer[k]);
+    ck_assert_ptr_eq(l[k].executor_id, o[want_offer[k]].executor_id);
+    ck_assert_ptr_eq(l[k].executor_ud, want_offer[k] == 1 ? &uds[0] : &uds[1]);
+    const tlt_event *ev = tlt_nth(e, mark, TLT_EV_STARTED, k);
+    ck_assert_uint_eq(ev->task.tid, l[k].tid);
+    ck_assert_str_eq(ev->executor, want_offer[k] == 1 ? "e1" : "e2");
+  }
+  ck_assert_ptr_eq(l[0].executor_id, e1_first);
+  ck_assert_uint_eq(tlt_stats(e).rejected_offers, before.rejected_offers + 3);
+  ck_assert_ptr_eq(tlt_ex(e, "e1").ud, &uds[0]);
+  ck_assert_ptr_eq(tlt_ex(e, "e2").ud, &uds[1]);
+  ck_assert_ptr_eq(tlt_ex(e, "decom").ud, &uds[2]);
+
+  /* The numbering is this call's: with e2 first and e1 last, the same executors get other
+   * numbers. */
+  tlt_succeed(e, "e1", l[0].tid);
+  tlt_succeed(e, "e2", l[1].tid);
+  tl_offer again[3] = {{e2, 1}, {"decom", 1}, {e1_again, 1}};
+  tl_launch m[2];
+  ck_assert_uint_eq(tlt_offers(e, again, 3, m, 2), 2);
+  ck_assert_uint_eq(m[0].offer, 0);
+  ck_assert_ptr_eq(m[0].executor_id, e2);
+  ck_assert_ptr_eq(m[0].executor_ud, &uds[1]);
+  ck_assert_uint_eq(m[1].offer, 2);
+  ck_assert_ptr_eq(m[1].executor_id, e1_again);
+  ck_assert_ptr_eq(m[1].executor_ud, &uds[0]);
+  tlt_succeed(e, "e2", m[0].tid);
+  tlt_fail(e, "e1", m[1].tid, TL_END_EXCEPTION);
+  ck_assert_uint_eq(tlt_ts(e, ts).succeeded, 3);
+  TLT_OK(e, tl_cancel_stage(e->s, 0, "done"));
+  tlt_end(e);
+}
+END_TEST
+
+/* An executor registered without a ud hands back NULL everywhere; tlt_add's executors hand
+ * back theirs, and the harness checks every launch against tl_executor_get. */
+START_TEST(an_executor_without_ud_hands_back_null) {
+  tlt_env *e = tlt_new(NULL);
+  TLT_OK(e, tl_executor_add(e->s, &(tl_executor_desc){.id = "plain", .host = "h1", .cores = 1}));
+  tlt_add(e, "mine", "h1", NULL, 1);
+  tlt_submit(e, 0, 0, 0, 2);
+  tl_offer o[2] = {{"plain", 1}, {"mine", 1}};
+  tl_launch l[2];
+  ck_assert_uint_eq(tlt_offers(e, o, 2, l, 2), 2);
+  ck_assert_ptr_null(l[0].executor_ud);
+  ck_assert_ptr_null(tlt_ex(e, "plain").ud);
+  ck_assert_ptr_eq(l[1].executor_ud, tlt_ud_for(e, "mine"));
+  ck_assert_str_eq(((const tlt_exec_ud *)l[1].executor_ud)->id, "mine");
+  size_t mark = tlt_mark(e);
+  tlt_lose(e, "plain", TL_LOSS_EXITED, false);
+  ck_assert_ptr_null(tlt_nth(e, mark, TLT_EV_LOST, 0)->executor_ud);
+  tlt_end(e);
+}
+END_TEST
+
 Suite *tl_offers_suite(void) {
   Suite *s = suite_create("offers");
   TCase *tc = tlt_tcase(s, "order");
@@ -470,6 +551,9 @@ Suite *tl_offers_suite(void) {
   tcase_add_test(tc, offers_answer_every_documented_error);
   tcase_add_test(tc, zombie_task_sets_launch_nothing);
   tcase_add_test(tc, task_sets_returning_to_the_queue_keep_fifo_order);
+  tc = tlt_tcase(s, "launches");
+  tcase_add_test(tc, launches_name_their_offer_point_at_its_id_and_carry_the_ud);
+  tcase_add_test(tc, an_executor_without_ud_hands_back_null);
   tc = tlt_tcase(s, "records");
   tcase_add_test(tc, the_tid_index_stays_whole_through_growth_churn_and_shrinking);
   tcase_add_test(tc, spare_attempt_records_are_reused_and_given_back_when_nothing_runs);

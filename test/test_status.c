@@ -253,15 +253,15 @@ END_TEST
 START_TEST(bad_arguments_are_einval) {
   tlt_env *e = tlt_new(NULL);
   tl_tid tid = one_running(e, 1);
-  char id64[80];
-  memset(id64, 'x', 64);
-  id64[64] = '\0';
+  char id256[300];
+  memset(id256, 'x', 256);
+  id256[256] = '\0';
   tl_update running = {.state = TL_TASK_RUNNING};
   tlt_result *r = tlt_result_new(e, 3);
   TLT_UPDATE_ERR(e, TL_EINVAL, tl_status_update(NULL, "e1", tid, &running));
   TLT_UPDATE_ERR(e, TL_EINVAL, tl_status_update(e->s, NULL, tid, &running));
   TLT_UPDATE_ERR(e, TL_EINVAL, tl_status_update(e->s, "", tid, &running));
-  TLT_UPDATE_ERR(e, TL_EINVAL, tl_status_update(e->s, id64, tid, &running));
+  TLT_UPDATE_ERR(e, TL_EINVAL, tl_status_update(e->s, id256, tid, &running));
   TLT_UPDATE_ERR(e, TL_EINVAL, tl_status_update(e->s, "e1", tid, NULL));
   tl_update bad_state = {.state = (tl_task_state)4};
   TLT_UPDATE_ERR(e, TL_EINVAL, tl_status_update(e->s, "e1", tid, &bad_state));

@@ -301,6 +301,9 @@ static void list_push(work_list *w, tl_tid tid, uint32_t exec) {
 }
 
 static void exec_name(uint32_t ex, char id[16]) { snprintf(id, 16, "x%" PRIu32, ex); }
+/* The ud an executor is registered with: its registry index + 1 (the registry moves when it
+ * grows, so no pointer into it would do). */
+static void *exec_ud(uint32_t ex) { return (void *)(uintptr_t)(ex + 1u); }
 
 /* Executors of worker w live on host h<w % 3>; hosts h0 and h1 are on rack ra, h2 on none. */
 static void exec_host(unsigned owner, char host[16]) { snprintf(host, 16, "h%u", owner % 3); }
@@ -425,7 +428,8 @@ static uint32_t add_exec(stress *st, unsigned owner) {
   char id[16], host[16];
   exec_name(ex, id);
   exec_host(owner, host);
-  tl_executor_desc d = {.id = id, .host = host, .rack = exec_rack(owner), .cores = st->k.cores};
+  tl_executor_desc d = {
+      .id = id, .host = host, .rack = exec_rack(owner), .cores = st->k.cores, .ud = exec_ud(ex)};
   int rc = tl_executor_add(st->s, &d);
   EXPECT_RC(st, rc, RC(TL_OK), "tl_executor_add");
   pthread_mutex_lock(&st->mu);
@@ -535,8 +539,9 @@ static size_t offer(stress *st, uint32_t ex, work_list *list) {
     if (r == NULL)
       break;
     EXPECT(st, r->launched++ == 0, "tid %" PRIu64 " launched twice", l[i].tid);
-    EXPECT(st, strcmp(l[i].executor_id, id) == 0, "launch on %s from an offer of %s",
+    EXPECT(st, l[i].executor_id == id && l[i].offer == 0, "launch on %s from an offer of %s",
            l[i].executor_id, id);
+    EXPECT(st, l[i].executor_ud == exec_ud(ex), "launch on %s with the ud of another", id);
     EXPECT(st, l[i].cpus == st->k.cfg.cpus_per_task && l[i].locality == TL_NO_PREF,
            "launch of tid %" PRIu64 " with %u cpus at locality %d", l[i].tid, l[i].cpus,
            (int)l[i].locality);
@@ -876,7 +881,8 @@ static void cb_executor_added(void *ud, const char *id, const char *host) {
   leave_cb(st);
 }
 
-static void cb_executor_lost(void *ud, const char *id, const tl_loss_reason *reason) {
+static void cb_executor_lost(void *ud, const char *id, void *executor_ud,
+                             const tl_loss_reason *reason) {
   stress *st = ud;
   enter_cb(st, "executor_lost");
   pthread_mutex_lock(&st->mu);
@@ -885,6 +891,7 @@ static void cb_executor_lost(void *ud, const char *id, const tl_loss_reason *rea
   if (ex != NONE) {
     EXPECT(st, st->execs[ex].added == 1, "executor_lost of %s before its executor_added", id);
     EXPECT(st, st->execs[ex].lost++ == 0, "executor_lost twice for %s", id);
+    EXPECT(st, executor_ud == exec_ud(ex), "executor_lost of %s with the ud of another", id);
     EXPECT(st, reason != NULL && (unsigned)reason->kind <= TL_LOSS_PENDING_TIMEOUT,
            "executor_lost of %s with a bad reason", id);
   }

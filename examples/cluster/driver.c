@@ -1387,8 +1387,10 @@ static void cb_kill_task(void *ud, tl_tid tid, const char *executor_id, bool int
  * TL_LOSS_HEARTBEAT_TIMEOUT from tl_tick), and apart from them those released (removed as
  * TL_LOSS_DECOMMISSIONED: not losses). A stopped executor that expired is resumed soon after,
  * so that its frames come and are refused. */
-static void cb_executor_lost(void *ud, const char *id, const tl_loss_reason *reason) {
+static void cb_executor_lost(void *ud, const char *id, void *executor_ud,
+                             const tl_loss_reason *reason) {
   driver *d = ud;
+  (void)executor_ud; /* registered without one: a connection is freed before its executor is */
   if (reason->kind == TL_LOSS_DECOMMISSIONED) {
     d->executors_released++;
     return;

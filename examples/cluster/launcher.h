@@ -41,11 +41,11 @@ typedef struct launcher_config {
   uint32_t cores;            /* --executor-cores: each executor's cores */
   uint64_t heartbeat_ms;     /* the executors' heartbeat period */
   /* slurm only (NULL / 0 otherwise) */
-  const char *partition;          /* --partition */
-  const char *time_limit;         /* --time-limit, Slurm's syntax */
-  const char *const *extra_args;  /* --slurm-arg, passed through to srun/sbatch */
-  size_t nextra;                  /* entries of extra_args */
-  uint64_t poll_ms;               /* the bounded period of Slurm queries */
+  const char *partition;         /* --partition */
+  const char *time_limit;        /* --time-limit, Slurm's syntax */
+  const char *const *extra_args; /* --slurm-arg, passed through to srun/sbatch */
+  size_t nextra;                 /* entries of extra_args */
+  uint64_t poll_ms;              /* the bounded period of Slurm queries */
   /* Called once per executor started, when its end is known (never from inside a launcher_ops
    * call). ud is passed back. */
   void (*on_end)(void *ud, const launcher_end *end);
@@ -57,7 +57,7 @@ typedef struct launcher_ops {
   /* Makes a launcher; *state is its own. 0, or a negative uv error / -1 with a message on
    * stderr. */
   int (*create)(const launcher_config *cfg, void **state);
-  /* Starts one executor that registers as executor_id (1..63 bytes). 0, or < 0 when it could not
+  /* Starts one executor that registers as executor_id (1..255 bytes). 0, or < 0 when it could not
    * even be asked for (the driver then treats it as never started). */
   int (*start)(void *state, const char *executor_id);
   /* Stops one executor it started: its end is reported with requested = true. signum is what a

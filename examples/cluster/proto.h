@@ -23,7 +23,7 @@
 
 /* Bounds of the fields, in bytes. Strings are UTF-8 or anything else but never hold a NUL byte;
  * byte fields hold anything. */
-#define TLC_ID_MAX 63        /* executor id, 1..63: one less than TL_ID_MAX, its NUL */
+#define TLC_ID_MAX 255       /* executor id, 1..255: one less than TL_ID_MAX, its NUL */
 #define TLC_HOST_MAX 255     /* host, 1..255: one less than TL_HOST_MAX */
 #define TLC_TOKEN_MAX 256    /* auth token, 0..256 */
 #define TLC_KIND_MAX 64      /* a launched task's kind and arguments ("sleep:5"), 1..64 */

@@ -14,8 +14,8 @@
  *              exec-4  sent STOP: it exits 0, COMPLETED: EXITED 0, not the app's
  *   phase 2  exec-5..12 started together (executors registered per second measured), then
  *            stop_all: every end KILLED and requested, running() 0, close's done called. The
- *            last one's id is 63 bytes long (LONG_ID, the longest allowed): its job must be
- *            named tl-exec-ID in full.
+ *            last one's id is 63 bytes long (LONG_ID, a long one; ids may have up to 255): its
+ *            job must be named tl-exec-ID in full.
  *
  * Before them, without Slurm, the parse of a big squeue --json answer is shown to run off the
  * loop, and close to wait for it (fake_checks, below: fake Slurm commands).

@@ -60,8 +60,14 @@ typedef struct sim_options {
   const char *svg_path;       /* --svg */
   const char *metrics_path;   /* --metrics */
   const char *journal_path;   /* --journal */
+  const char *id_prefix;      /* executor ids are the prefix and a number: 1 to SIM_PREFIX_MAX
+                                 bytes ("exec-") */
   bool quiet;                 /* no progress line, no event log */
 } sim_options;
+
+/* The longest --id-prefix: with the up to 15 digits of an executor's number the id stays
+ * within the library's TL_ID_MAX - 1 bytes. */
+#define SIM_PREFIX_MAX (TL_ID_MAX - 1 - 15)
 
 static void options_init(sim_options *o) {
   memset(o, 0, sizeof *o);
@@ -90,6 +96,7 @@ static void options_init(sim_options *o) {
   o->heartbeat_timeout_s = 10.0;
   o->pending_timeout_s = 15.0;
   o->seed = 1;
+  o->id_prefix = "exec-";
   o->until_s = 3600.0;
   o->check_every = 1;
 }
@@ -104,7 +111,7 @@ typedef enum xstate { X_ALIVE, X_DECOM, X_PENDING, X_GONE } xstate;
 typedef enum pstate { P_RUNNING, P_HUNG, P_DEAD } pstate;
 
 typedef struct sim_executor {
-  char id[SIM_NAME_MAX];   /* "exec-N": N - 1 is its index here and in the record */
+  char id[SIM_NAME_MAX];   /* "exec-N" (--id-prefix): N - 1 is its index here and in the record */
   char host[SIM_NAME_MAX]; /* "host-H" */
   char rack[SIM_NAME_MAX]; /* "rack-R" */
   uint32_t host_index;     /* H - 1 */
@@ -416,11 +423,17 @@ static void journal_line(void *ud, const char *line) {
     m->journal_err = errno ? errno : EIO;
 }
 
-static uint32_t exec_of(const char *id) {
-  if (strncmp(id, "exec-", 5) != 0)
+static uint32_t exec_of(const sim *m, const char *id) {
+  size_t n = strlen(m->o.id_prefix);
+  if (strncmp(id, m->o.id_prefix, n) != 0)
     return UINT32_MAX;
-  return (uint32_t)strtoul(id + 5, NULL, 10) - 1;
+  return (uint32_t)strtoul(id + n, NULL, 10) - 1;
 }
+
+/* An executor's ud is its index + 1 (m->execs moves as it grows, so no pointer into it):
+ * executor_lost finds the executor by it, without parsing its id. */
+static void *exec_ud(uint32_t x) { return (void *)(uintptr_t)(x + 1u); }
+static uint32_t exec_of_ud(const void *ud) { return (uint32_t)((uintptr_t)ud - 1u); }
 
 static sim_attempt *attempt_of(sim *m, uint64_t tid) {
   return tid >= 1 && tid <= m->max_tid ? &m->attempts[tid] : NULL;
@@ -444,7 +457,7 @@ static void executor_join(sim *m, uint32_t host_index, const char *why) {
   grow((void **)&m->execs, &m->execs_cap, m->nexecs + 1, sizeof *m->execs);
   uint32_t x = (uint32_t)m->nexecs++;
   sim_executor *e = &m->execs[x];
-  snprintf(e->id, sizeof e->id, "exec-%" PRIu32, x + 1);
+  snprintf(e->id, sizeof e->id, "%s%" PRIu32, m->o.id_prefix, x + 1);
   snprintf(e->host, sizeof e->host, "host-%" PRIu32, host_index + 1);
   snprintf(e->rack, sizeof e->rack, "rack-%" PRIu32, host_index / m->o.hosts_per_rack + 1);
   e->host_index = host_index;
@@ -454,7 +467,8 @@ static void executor_join(sim *m, uint32_t host_index, const char *why) {
   uint32_t index;
   if (sim_record_exec(&m->rec, e->id, e->host, e->rack, m->o.cores, m->now, &index) < 0)
     oom();
-  tl_executor_desc d = {.id = e->id, .host = e->host, .rack = e->rack, .cores = m->o.cores};
+  tl_executor_desc d = {
+      .id = e->id, .host = e->host, .rack = e->rack, .cores = m->o.cores, .ud = exec_ud(x)};
   int rc = tl_executor_add(m->s, &d);
   if (rc != TL_OK)
     problem(m, "tl_executor_add(%s): %s", e->id, tl_err_name(rc));
@@ -729,7 +743,7 @@ static void output_landed(sim *m, sim_ts *from, uint32_t p, uint32_t x) {
 static void cb_task_started(void *ud, const tl_task_info *t) {
   sim *m = ud;
   task_binary *b = t->payload;
-  uint32_t x = exec_of(t->executor_id);
+  uint32_t x = exec_of(m, t->executor_id);
   if (x >= m->nexecs || !b) {
     problem(m, "task_started on unknown executor %s", t->executor_id);
     return;
@@ -924,10 +938,10 @@ static void cb_taskset_released(void *ud, const tl_taskset_info *info, void *pay
   }
 }
 
-static void cb_executor_lost(void *ud, const char *id, const tl_loss_reason *r) {
+static void cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss_reason *r) {
   sim *m = ud;
-  uint32_t x = exec_of(id);
-  if (x >= m->nexecs) {
+  uint32_t x = exec_of_ud(executor_ud);
+  if (x >= m->nexecs || strcmp(m->execs[x].id, id) != 0) {
     problem(m, "executor_lost for unknown %s", id);
     return;
   }
@@ -968,7 +982,7 @@ static void cb_kill_task(void *ud, tl_tid tid, const char *id, bool interrupt, c
   sim *m = ud;
   (void)interrupt;
   (void)reason;
-  uint32_t x = exec_of(id);
+  uint32_t x = exec_of(m, id);
   if (x < m->nexecs)
     schedule(m, m->now + 1 * MS, EV_KILL, x, tid);
 }
@@ -1507,6 +1521,7 @@ static void usage(FILE *f) {
         "  --svg FILE.svg       an SVG timeline: the ledger's sizes above the executor lanes\n"
         "  --metrics FILE       the ledger's final metrics (tl_metrics_text, Prometheus text)\n"
         "  --journal FILE       the library's call journal\n"
+        "  --id-prefix TEXT     executor ids are TEXT and a number (exec-)\n"
         "  --quiet              no event log, no progress line\n",
         f);
 }
@@ -1593,6 +1608,16 @@ static int parse_args(sim_options *o, int argc, char **argv) {
     }
     if (!strcmp(a, "--journal")) {
       o->journal_path = v;
+      continue;
+    }
+    if (!strcmp(a, "--id-prefix")) {
+      size_t n = strlen(v);
+      if (n == 0 || n > SIM_PREFIX_MAX || strchr("0123456789", v[n - 1]) != NULL) {
+        fprintf(stderr, "tl-sim: --id-prefix must be 1 to %d bytes, not ending in a digit\n",
+                SIM_PREFIX_MAX);
+        return -1;
+      }
+      o->id_prefix = v;
       continue;
     }
     bool found = false;

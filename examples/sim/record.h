@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define SIM_NAME_MAX 64      /* executor ids, hosts and racks: 1..63 bytes */
+#define SIM_NAME_MAX 256     /* executor ids, hosts and racks: 1..255 bytes, as the library's */
 #define SIM_TEXT_MAX 128     /* a mark's text: 0..127 bytes (longer is cut) */
 #define SIM_NEVER UINT64_MAX /* an executor that never left: its gone_ns */
 
@@ -73,10 +73,10 @@ typedef enum sim_mark_kind {
 #define SIM_NO_EXEC UINT32_MAX /* a mark about no executor */
 
 typedef struct sim_mark {
-  uint64_t t_ns;               /* when */
-  uint32_t exec;               /* index into sim_record.execs, or SIM_NO_EXEC */
-  uint8_t kind;                /* a sim_mark_kind */
-  char text[SIM_TEXT_MAX];     /* what a person reads: "exited 137, caused by the app" */
+  uint64_t t_ns;           /* when */
+  uint32_t exec;           /* index into sim_record.execs, or SIM_NO_EXEC */
+  uint8_t kind;            /* a sim_mark_kind */
+  char text[SIM_TEXT_MAX]; /* what a person reads: "exited 137, caused by the app" */
 } sim_mark;
 
 /* The ledger's sizes at one moment (tl_stats_get), taken after every change of them. */

@@ -449,7 +449,7 @@ static double last_point_y(const char *doc, const char *id) {
 /* Legend entries for exactly the outcomes used; a lane per executor, labelled with its id. */
 static void check_legend_and_lanes(const char *test, const char *doc, const sim_record *r,
                                    const char *const *escaped_ids) {
-  char needle[256];
+  char needle[6 * SIM_NAME_MAX + 64]; /* a lane label: an id, escaped (up to 6 bytes a byte) */
   for (int o = 0; o < SIM_OUT_COUNT; o++) {
     size_t used = 0;
     for (size_t i = 0; i < r->nslices; i++)

@@ -271,9 +271,11 @@ static taskset_record *find_taskset(demo *d, tl_taskset_id id) {
   return NULL;
 }
 
-static int executor_index(demo *d, const char *id) {
+/* The executor a launch names: its tl_executor_desc.ud is its model (no lookup by id); -1 for a
+ * ud that is none of them. */
+static int executor_index(demo *d, const void *executor_ud) {
   for (int i = 0; i < NEXECUTORS; i++)
-    if (strcmp(d->executors[i].id, id) == 0)
+    if (executor_ud == &d->executors[i])
       return i;
   return -1;
 }
@@ -398,7 +400,9 @@ static void on_executor_added(void *ud, const char *executor_id, const char *hos
   say(ud, "%-17s %s on %s", "executor_added", executor_id, host);
 }
 
-static void on_executor_lost(void *ud, const char *executor_id, const tl_loss_reason *reason) {
+static void on_executor_lost(void *ud, const char *executor_id, void *executor_ud,
+                             const tl_loss_reason *reason) {
+  (void)executor_ud;
   say(ud, "%-17s %s: %s%s", "executor_lost", executor_id, tl_loss_kind_name(reason->kind),
       reason->caused_by_app ? ", caused by the app" : "");
 }
@@ -444,7 +448,7 @@ static size_t offer(demo *d) {
   must(tl_resource_offers(d->s, offers, noffers, launches, NEXECUTORS * CORES, &nlaunched),
        "tl_resource_offers");
   for (size_t i = 0; i < nlaunched; i++) {
-    int executor = executor_index(d, launches[i].executor_id);
+    int executor = executor_index(d, launches[i].executor_ud);
     if (executor < 0 || d->nattempts == MAX_ATTEMPTS) {
       problem(d, "tid %" PRIu64 " launched on %s: %s", launches[i].tid, launches[i].executor_id,
               executor < 0 ? "an executor never offered" : "the demo's records are full");
@@ -597,7 +601,10 @@ static bool run_scenario(bool two_phase) {
   step(&d, "new scheduler (the baseline)");
 
   for (int i = 0; i < NEXECUTORS; i++) {
-    tl_executor_desc desc = {.id = d.executors[i].id, .host = d.executors[i].host, .cores = CORES};
+    tl_executor_desc desc = {.id = d.executors[i].id,
+                             .host = d.executors[i].host,
+                             .cores = CORES,
+                             .ud = &d.executors[i]};
     must(tl_executor_add(d.s, &desc), "tl_executor_add");
     d.executors[i].alive = true;
   }

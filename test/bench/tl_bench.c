@@ -219,9 +219,11 @@ static void heard_executor_added(void *ud, const char *id, const char *host) {
   heard++;
 }
 
-static void heard_executor_lost(void *ud, const char *id, const tl_loss_reason *r) {
+static void heard_executor_lost(void *ud, const char *id, void *executor_ud,
+                                const tl_loss_reason *r) {
   (void)ud;
   (void)id;
+  (void)executor_ud;
   (void)r;
   heard++;
 }
@@ -349,7 +351,7 @@ static void run_lifecycle(unsigned nexec, uint32_t cores, uint64_t ntasks, bool 
    * remembers its executor's index, so the loop copies no ids (its own cost stays small). */
   size_t inflight = n;
   for (size_t i = 0; i < n; i++)
-    slot_exec[i] = (unsigned)strtoul(l[i].executor_id + 5, NULL, 10); /* "exec-<i>" */
+    slot_exec[i] = (unsigned)l[i].offer; /* offers[i] is exec-<i> */
   uint64_t finished = 0;
   tl_update running = {0}, done = {0};
   done.state = TL_TASK_FINISHED;
@@ -664,12 +666,15 @@ static void bench_memory(void) {
   d.ntasks = ntasks;
   ok(tl_submit(s, &d, NULL), "tl_submit");
   tl_stats_get(s, &submitted);
-  char id[32];
+  /* The ids outlive the rounds: a launch points at its offer's id. */
+  char(*ids)[32] = malloc(nexec * sizeof *ids);
   tl_launch *l = malloc(cores * sizeof *l);
+  if (ids == NULL || l == NULL)
+    die("malloc", TL_ENOMEM);
   size_t n;
   for (unsigned i = 0; i < nexec; i++) {
-    exec_id(id, sizeof id, i);
-    tl_offer o = {id, cores};
+    exec_id(ids[i], sizeof ids[i], i);
+    tl_offer o = {ids[i], cores};
     ok(tl_resource_offers(s, &o, 1, l, cores, &n), "offer");
   }
   tl_stats_get(s, &running);
@@ -692,8 +697,7 @@ static void bench_memory(void) {
   tl_stats_get(s, &st);
   for (uint64_t tid = st.launched - st.attempts_running + 1; tid <= st.launched; tid++) {
     round[nround].tid = tid; /* the first launches: one executor each, in tid order */
-    exec_id(round[nround].executor_id, sizeof round[nround].executor_id,
-            (unsigned)((tid - 1) / cores));
+    round[nround].executor_id = ids[(tid - 1) / cores];
     nround++;
   }
   while (nround > 0) {
@@ -703,8 +707,7 @@ static void bench_memory(void) {
     }
     size_t next = 0;
     for (unsigned i = 0; i < nexec; i++) {
-      exec_id(id, sizeof id, i);
-      tl_offer o = {id, cores};
+      tl_offer o = {ids[i], cores};
       ok(tl_resource_offers(s, &o, 1, round + next, cores, &n), "offer");
       next += n;
     }
@@ -712,10 +715,8 @@ static void bench_memory(void) {
   }
   free(round);
   tl_loss_reason why = {TL_LOSS_KILLED, false, 0, NULL};
-  for (unsigned i = 0; i < nexec; i++) {
-    exec_id(id, sizeof id, i);
-    ok(tl_executor_lost(s, id, &why), "lost");
-  }
+  for (unsigned i = 0; i < nexec; i++)
+    ok(tl_executor_lost(s, ids[i], &why), "lost");
   manual_clock += 3600ull * 1000000000ull;
   (void)tl_tick(s);
   tl_stats_get(s, &st);
@@ -726,6 +727,7 @@ static void bench_memory(void) {
          empty.mem_live_blocks, churned);
   tl_scheduler_free(s);
   free(l);
+  free(ids);
   manual_clock = 0;
 }
 
