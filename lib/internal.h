@@ -171,9 +171,9 @@ typedef void tl__str_fn(tl__checker *c, tl__str *str, const char *holder);
 enum { TL__LAUNCHING = 0, TL__RUNNING = 1 }; /* tl__attempt.state */
 
 /* attempts_by_tid: the running attempts by tid, an open-addressing table with linear probing
- * (ledger.c). A slot holds its key beside the record, so a probe that misses reads no record;
- * tid 0 (never a launch's) marks a free slot. The capacity is 0 (no array: nothing runs) or a
- * power of two, at most three quarters full. */
+ * in Robin Hood order (ledger.c). A slot holds its key beside the record, so a probe that misses
+ * reads no record; tid 0 (never a launch's) marks a free slot. The capacity is 0 (no array:
+ * nothing runs) or a power of two, at most three quarters full. */
 typedef struct tl__tid_slot {
   tl_tid tid;
   struct tl__attempt *a;
