@@ -477,12 +477,17 @@ typedef struct tl__event_array {
  * (queue.c): tl__events_reserve is the check, tl__events_grow the allocation behind it. */
 int tl__events_grow(struct tl_scheduler *s, size_t n);
 static inline int tl__events_reserve(struct tl_scheduler *s, size_t n);
-/* A zeroed slot of the given kind at the queue's tail; room must have been reserved. */
-tl__event *tl__event_push(struct tl_scheduler *s, tl__event_kind kind);
+/* A zeroed slot of the given kind at the queue's tail; room must have been reserved (queue.c;
+ * inline, as every transition pushes). */
+static inline tl__event *tl__event_push(struct tl_scheduler *s, tl__event_kind kind);
+/* What a pushed event starts as: every field zero (queue.c). */
+extern const tl__event tl__event_blank;
+/* Stops the process: a push found no room, so a call reserved less than it pushes (queue.c). */
+_Noreturn void tl__events_overrun(void);
 /* Pushes a revive_offers event if the call asked for one (s->revive_wanted); reserved
  * (TL__REVIVE_EVENTS) by every call that can set the flag. */
 #define TL__REVIVE_EVENTS 1
-void tl__event_push_revive(struct tl_scheduler *s);
+static inline void tl__event_push_revive(struct tl_scheduler *s);
 /* dispatch_state: some thread is delivering; more was queued for it meanwhile. */
 enum { TL__DISPATCHING = 1u, TL__MORE = 2u };
 /* Takes the scheduler's lock, and drops what the last delivered batch still holds. Every taking
@@ -693,6 +698,28 @@ static inline int tl__events_reserve(struct tl_scheduler *s, size_t n) {
   return s->events.cap - s->events.n >= n ? TL_OK : tl__events_grow(s, n);
 }
 
+static inline tl__event *tl__event_push(struct tl_scheduler *s, tl__event_kind kind) {
+  tl__event_array *q = &s->events;
+  /* Room was reserved by the call before it changed anything; running out here is a bug in
+   * that call's count, and writing past the array would be worse than stopping. */
+  if (q->n == q->cap)
+    tl__events_overrun();
+  tl__event *ev = &q->ev[q->n++];
+  /* Copied from a blank event, not memset: gcc makes a memset of this size a rep stosq, whose
+   * start-up costs more than the copy's few vector moves. */
+  *ev = tl__event_blank;
+  ev->kind = (uint8_t)kind;
+  return ev;
+}
+
+static inline void tl__event_push_revive(struct tl_scheduler *s) {
+  if (s->revive_wanted) {
+    s->revive_wanted = false;
+    if (s->cb.revive_offers != NULL) /* an event nobody listens to is not made */
+      tl__event_push(s, TL__EV_REVIVE_OFFERS);
+  }
+}
+
 /* The time to the next deadline of every part (what tl_tick would answer now), under the lock:
  * ns from now, 0 when one is due, TL_TICK_NEVER when there is none (tick.c). */
 uint64_t tl__next_deadline(struct tl_scheduler *s, uint64_t now);
@@ -808,8 +835,18 @@ bool tl__speculation_slow(const tl__taskset *ts, const tl__attempt *a, uint64_t 
 /* ns until the next speculation check (TL_TICK_NEVER: none, or nothing runs). */
 uint64_t tl__speculation_next(const struct tl_scheduler *s, uint64_t now);
 /* Counts a FINISHED update's result toward max_result_bytes: TL_END_SUCCESS, or
- * TL_END_RESULT_TOO_LARGE when the task set's results pass the limit with it. */
-tl_end_kind tl__taskset_take_result(struct tl_scheduler *s, tl__taskset *ts, size_t size);
+ * TL_END_RESULT_TOO_LARGE when the task set's results pass the limit with it. Spark's
+ * canFetchMoreResults: every result counts, dropped ones too, so once a task set's results have
+ * passed the limit every later one is dropped as well. Inline: every FINISHED update asks. */
+static inline tl_end_kind tl__taskset_take_result(struct tl_scheduler *s, tl__taskset *ts,
+                                                  size_t size) {
+  ts->nresults++;
+  ts->result_bytes = size > UINT64_MAX - ts->result_bytes ? UINT64_MAX : ts->result_bytes + size;
+  if (ts->shuffle_map || s->cfg.max_result_bytes == 0 ||
+      ts->result_bytes <= s->cfg.max_result_bytes)
+    return TL_END_SUCCESS;
+  return TL_END_RESULT_TOO_LARGE;
+}
 /* tl_check's part: map outputs, task sets and their index state, stacks and speculation arrays,
  * the queues (through tl__pools_check) and stages; running and frozen are the attempts the
  * executors' lists hold. And the strings of the hosts tried. */

@@ -312,17 +312,6 @@ static inline void mark_successful(struct tl_scheduler *s, tl__taskset *ts, uint
     make_zombie(s, ts);
 }
 
-/* Spark's canFetchMoreResults: every result counts, dropped ones too, so once a task set's
- * results have passed the limit every later one is dropped as well. */
-tl_end_kind tl__taskset_take_result(struct tl_scheduler *s, tl__taskset *ts, size_t size) {
-  ts->nresults++;
-  ts->result_bytes = size > UINT64_MAX - ts->result_bytes ? UINT64_MAX : ts->result_bytes + size;
-  if (ts->shuffle_map || s->cfg.max_result_bytes == 0 ||
-      ts->result_bytes <= s->cfg.max_result_bytes)
-    return TL_END_SUCCESS;
-  return TL_END_RESULT_TOO_LARGE;
-}
-
 /* ---------------------------------------------------------------------------------------------
  * The end of an attempt
  *
