@@ -738,7 +738,25 @@ uint64_t tl__tick_driver(struct tl_scheduler *s, const void *driver);
  * Ledger (ledger.c): the tid index, attempt records, the one link and the one unlink.
  * ------------------------------------------------------------------------------------------- */
 
-tl__attempt *tl__attempt_find(const struct tl_scheduler *s, tl_tid tid);
+/* A tid's home slot in attempts_by_tid: its group of eight spread by Fibonacci hashing, then its
+ * place in the group (ledger.c says why). */
+static inline size_t tl__tid_home(const tl__tidmap *m, tl_tid tid) {
+  size_t group = (size_t)(((tid >> 3) * 0x9e3779b97f4a7c15ull) >> m->shift);
+  return (group + (size_t)(tid & 7)) & (m->cap - 1);
+}
+/* The running attempt with this tid, or NULL. Inline: every status update looks one up. */
+static inline tl__attempt *tl__attempt_find(const struct tl_scheduler *s, tl_tid tid) {
+  const tl__tidmap *m = &s->attempts_by_tid;
+  if (m->n == 0 || tid == 0)
+    return NULL;
+  for (size_t i = tl__tid_home(m, tid);; i = (i + 1) & (m->cap - 1)) {
+    const tl__tid_slot *slot = &m->slot[i];
+    if (slot->tid == tid)
+      return slot->a;
+    if (slot->tid == 0)
+      return NULL;
+  }
+}
 /* Makes room in attempts_by_tid for more attempts (TL_ENOMEM: nothing changed); then that many
  * tl__attempt_link calls cannot fail. */
 int tl__attempts_reserve(struct tl_scheduler *s, size_t more);
@@ -942,8 +960,14 @@ int tl__pool_add(struct tl_scheduler *s, const char *name, tl_sched_mode mode, u
 bool tl__queue_before(const tl__pool *p, const tl__taskset *a, const tl__taskset *b);
 void tl__queue_insert(tl__taskset *ts);
 void tl__queue_remove(tl__taskset *ts); /* a no-op when it is not queued */
-/* Moves a queued task set of a FAIR pool to the place its running count now gives it. */
-void tl__queue_replace(tl__taskset *ts);
+/* Moves a queued task set to the place its running count now gives it (pool.c). */
+void tl__queue_move(tl__taskset *ts);
+/* Moves a queued task set of a FAIR pool to the place its running count now gives it; nothing
+ * for any other (inline: every launch round and every attempt's end asks). */
+static inline void tl__queue_replace(tl__taskset *ts) {
+  if (ts->queue_levels != 0 && ts->pool->mode == TL_FAIR && ts->queue_running != ts->nrunning)
+    tl__queue_move(ts);
+}
 /* Writes the pools with something queued into order, in the order a round visits them (FAIR
  * between pools; under TL_FIFO there is only "default"); returns how many. order must have
  * room for s->npools. */

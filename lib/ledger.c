@@ -41,23 +41,9 @@
  * 268-284 ns per cleaned task with groups, 278-345 without; warm: 75-87 against 100-107).
  * Groups cost a little probing: 2.1 slots per lookup instead of 1.6 at the fullest, in a
  * simulation with random removals. */
-static size_t home(const tl__tidmap *m, tl_tid tid) {
-  size_t group = (size_t)(((tid >> 3) * 0x9e3779b97f4a7c15ull) >> m->shift);
-  return (group + (size_t)(tid & 7)) & (m->cap - 1);
-}
+static size_t home(const tl__tidmap *m, tl_tid tid) { return tl__tid_home(m, tid); }
 
-tl__attempt *tl__attempt_find(const struct tl_scheduler *s, tl_tid tid) {
-  const tl__tidmap *m = &s->attempts_by_tid;
-  if (m->n == 0 || tid == 0)
-    return NULL;
-  for (size_t i = home(m, tid);; i = (i + 1) & (m->cap - 1)) {
-    const tl__tid_slot *slot = &m->slot[i];
-    if (slot->tid == tid)
-      return slot->a;
-    if (slot->tid == 0)
-      return NULL;
-  }
-}
+/* tl__attempt_find, the lookup, is inline in internal.h: every status update makes one. */
 
 /* How far slot i is past the home slot of the tid it holds (not 0). */
 static size_t displacement(const tl__tidmap *m, size_t i) {
