@@ -440,6 +440,7 @@ typedef struct tl__event {
       bool counts;      /* task_ended */
       bool drop_result; /* task_ended: free the result with result_free, do not hand it over */
       bool speculative; /* task_started, task_ended: a speculative copy */
+      uint16_t host_at; /* where the host starts in names->text: the id's length + 1 */
       void *payload;
       void *result; /* task_ended success: owned by the event until delivered */
       size_t result_size;
@@ -710,6 +711,15 @@ static inline tl__event *tl__event_push(struct tl_scheduler *s, tl__event_kind k
   *ev = tl__event_blank;
   ev->kind = (uint8_t)kind;
   return ev;
+}
+
+_Static_assert(TL_ID_MAX <= UINT16_MAX, "an id's length + 1 fits tl__event's host_at");
+
+/* A task event's executor: its names (one ref) and where the host starts in them, so the
+ * dispatcher does not measure the id again for every task_started and task_ended. */
+static inline void tl__event_task_names(tl__event *ev, const tl__executor *ex) {
+  ev->names = tl__str_ref(ex->names);
+  ev->u.task.host_at = (uint16_t)(ex->hh_by_id.keylen + 1u); /* ids are shorter than TL_ID_MAX */
 }
 
 static inline void tl__event_push_revive(struct tl_scheduler *s) {

@@ -339,7 +339,7 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
     ts->first[a->index] = sibling;
 
   tl__event *ev = tl__event_push(s, TL__EV_TASK_ENDED);
-  ev->names = tl__str_ref(a->executor->names);
+  tl__event_task_names(ev, a->executor);
   ev->msg = tl__str_ref(msg);
   ev->static_msg = static_msg;
   ev->u.task.tid = a->tid;
@@ -421,7 +421,7 @@ void tl__outputs_resubmit(struct tl_scheduler *s, tl__executor *ex) {
     ix->flags &= (uint8_t)~TL__IDX_SUCCESSFUL;
     ts->nsucceeded--;
     tl__event *ev = tl__event_push(s, TL__EV_TASK_ENDED);
-    ev->names = tl__str_ref(ex->names);
+    tl__event_task_names(ev, ex);
     ev->static_msg = "Its map output was lost with its executor; the task runs again.";
     ev->u.task.tid = out->tid;
     ev->u.task.taskset = ts->id;
