@@ -46,7 +46,7 @@ static void task_info_of(const tl__event *ev, tl_task_info *info) {
   info->index = ev->u.task.index;
   info->attempt = ev->u.task.attempt;
   info->executor_id = ev->names->text;
-  info->host = tl__names_host(ev->names);
+  info->host = ev->names->text + ev->u.task.host_at;
   info->locality = (tl_locality)ev->u.task.locality;
   info->speculative = ev->u.task.speculative;
   info->payload = ev->u.task.payload;

@@ -171,9 +171,9 @@ typedef void tl__str_fn(tl__checker *c, tl__str *str, const char *holder);
 enum { TL__LAUNCHING = 0, TL__RUNNING = 1 }; /* tl__attempt.state */
 
 /* attempts_by_tid: the running attempts by tid, an open-addressing table with linear probing
- * (ledger.c). A slot holds its key beside the record, so a probe that misses reads no record;
- * tid 0 (never a launch's) marks a free slot. The capacity is 0 (no array: nothing runs) or a
- * power of two, at most three quarters full. */
+ * in Robin Hood order (ledger.c). A slot holds its key beside the record, so a probe that misses
+ * reads no record; tid 0 (never a launch's) marks a free slot. The capacity is 0 (no array:
+ * nothing runs) or a power of two, at most three quarters full. */
 typedef struct tl__tid_slot {
   tl_tid tid;
   struct tl__attempt *a;
@@ -440,6 +440,7 @@ typedef struct tl__event {
       bool counts;      /* task_ended */
       bool drop_result; /* task_ended: free the result with result_free, do not hand it over */
       bool speculative; /* task_started, task_ended: a speculative copy */
+      uint16_t host_at; /* where the host starts in names->text: the id's length + 1 */
       void *payload;
       void *result; /* task_ended success: owned by the event until delivered */
       size_t result_size;
@@ -478,12 +479,17 @@ typedef struct tl__event_array {
  * (queue.c): tl__events_reserve is the check, tl__events_grow the allocation behind it. */
 int tl__events_grow(struct tl_scheduler *s, size_t n);
 static inline int tl__events_reserve(struct tl_scheduler *s, size_t n);
-/* A zeroed slot of the given kind at the queue's tail; room must have been reserved. */
-tl__event *tl__event_push(struct tl_scheduler *s, tl__event_kind kind);
+/* A zeroed slot of the given kind at the queue's tail; room must have been reserved (queue.c;
+ * inline, as every transition pushes). */
+static inline tl__event *tl__event_push(struct tl_scheduler *s, tl__event_kind kind);
+/* What a pushed event starts as: every field zero (queue.c). */
+extern const tl__event tl__event_blank;
+/* Stops the process: a push found no room, so a call reserved less than it pushes (queue.c). */
+_Noreturn void tl__events_overrun(void);
 /* Pushes a revive_offers event if the call asked for one (s->revive_wanted); reserved
  * (TL__REVIVE_EVENTS) by every call that can set the flag. */
 #define TL__REVIVE_EVENTS 1
-void tl__event_push_revive(struct tl_scheduler *s);
+static inline void tl__event_push_revive(struct tl_scheduler *s);
 /* dispatch_state: some thread is delivering; more was queued for it meanwhile. */
 enum { TL__DISPATCHING = 1u, TL__MORE = 2u };
 /* Takes the scheduler's lock, and drops what the last delivered batch still holds. Every taking
@@ -703,6 +709,37 @@ static inline int tl__events_reserve(struct tl_scheduler *s, size_t n) {
   return s->events.cap - s->events.n >= n ? TL_OK : tl__events_grow(s, n);
 }
 
+static inline tl__event *tl__event_push(struct tl_scheduler *s, tl__event_kind kind) {
+  tl__event_array *q = &s->events;
+  /* Room was reserved by the call before it changed anything; running out here is a bug in
+   * that call's count, and writing past the array would be worse than stopping. */
+  if (q->n == q->cap)
+    tl__events_overrun();
+  tl__event *ev = &q->ev[q->n++];
+  /* Copied from a blank event, not memset: gcc makes a memset of this size a rep stosq, whose
+   * start-up costs more than the copy's few vector moves. */
+  *ev = tl__event_blank;
+  ev->kind = (uint8_t)kind;
+  return ev;
+}
+
+_Static_assert(TL_ID_MAX <= UINT16_MAX, "an id's length + 1 fits tl__event's host_at");
+
+/* A task event's executor: its names (one ref) and where the host starts in them, so the
+ * dispatcher does not measure the id again for every task_started and task_ended. */
+static inline void tl__event_task_names(tl__event *ev, const tl__executor *ex) {
+  ev->names = tl__str_ref(ex->names);
+  ev->u.task.host_at = (uint16_t)(ex->hh_by_id.keylen + 1u); /* ids are shorter than TL_ID_MAX */
+}
+
+static inline void tl__event_push_revive(struct tl_scheduler *s) {
+  if (s->revive_wanted) {
+    s->revive_wanted = false;
+    if (s->cb.revive_offers != NULL) /* an event nobody listens to is not made */
+      tl__event_push(s, TL__EV_REVIVE_OFFERS);
+  }
+}
+
 /* The time to the next deadline of every part (what tl_tick would answer now), under the lock:
  * ns from now, 0 when one is due, TL_TICK_NEVER when there is none (tick.c). */
 uint64_t tl__next_deadline(struct tl_scheduler *s, uint64_t now);
@@ -725,7 +762,25 @@ uint64_t tl__tick_driver(struct tl_scheduler *s, const void *driver);
  * Ledger (ledger.c): the tid index, attempt records, the one link and the one unlink.
  * ------------------------------------------------------------------------------------------- */
 
-tl__attempt *tl__attempt_find(const struct tl_scheduler *s, tl_tid tid);
+/* A tid's home slot in attempts_by_tid: its group of eight spread by Fibonacci hashing, then its
+ * place in the group (ledger.c says why). */
+static inline size_t tl__tid_home(const tl__tidmap *m, tl_tid tid) {
+  size_t group = (size_t)(((tid >> 3) * 0x9e3779b97f4a7c15ull) >> m->shift);
+  return (group + (size_t)(tid & 7)) & (m->cap - 1);
+}
+/* The running attempt with this tid, or NULL. Inline: every status update looks one up. */
+static inline tl__attempt *tl__attempt_find(const struct tl_scheduler *s, tl_tid tid) {
+  const tl__tidmap *m = &s->attempts_by_tid;
+  if (m->n == 0 || tid == 0)
+    return NULL;
+  for (size_t i = tl__tid_home(m, tid);; i = (i + 1) & (m->cap - 1)) {
+    const tl__tid_slot *slot = &m->slot[i];
+    if (slot->tid == tid)
+      return slot->a;
+    if (slot->tid == 0)
+      return NULL;
+  }
+}
 /* Makes room in attempts_by_tid for more attempts (TL_ENOMEM: nothing changed); then that many
  * tl__attempt_link calls cannot fail. */
 int tl__attempts_reserve(struct tl_scheduler *s, size_t more);
@@ -822,8 +877,18 @@ bool tl__speculation_slow(const tl__taskset *ts, const tl__attempt *a, uint64_t 
 /* ns until the next speculation check (TL_TICK_NEVER: none, or nothing runs). */
 uint64_t tl__speculation_next(const struct tl_scheduler *s, uint64_t now);
 /* Counts a FINISHED update's result toward max_result_bytes: TL_END_SUCCESS, or
- * TL_END_RESULT_TOO_LARGE when the task set's results pass the limit with it. */
-tl_end_kind tl__taskset_take_result(struct tl_scheduler *s, tl__taskset *ts, size_t size);
+ * TL_END_RESULT_TOO_LARGE when the task set's results pass the limit with it. Spark's
+ * canFetchMoreResults: every result counts, dropped ones too, so once a task set's results have
+ * passed the limit every later one is dropped as well. Inline: every FINISHED update asks. */
+static inline tl_end_kind tl__taskset_take_result(struct tl_scheduler *s, tl__taskset *ts,
+                                                  size_t size) {
+  ts->nresults++;
+  ts->result_bytes = size > UINT64_MAX - ts->result_bytes ? UINT64_MAX : ts->result_bytes + size;
+  if (ts->shuffle_map || s->cfg.max_result_bytes == 0 ||
+      ts->result_bytes <= s->cfg.max_result_bytes)
+    return TL_END_SUCCESS;
+  return TL_END_RESULT_TOO_LARGE;
+}
 /* tl_check's part: map outputs, task sets and their index state, stacks and speculation arrays,
  * the queues (through tl__pools_check) and stages; running and frozen are the attempts the
  * executors' lists hold. And the strings of the hosts tried. */
@@ -919,8 +984,14 @@ int tl__pool_add(struct tl_scheduler *s, const char *name, tl_sched_mode mode, u
 bool tl__queue_before(const tl__pool *p, const tl__taskset *a, const tl__taskset *b);
 void tl__queue_insert(tl__taskset *ts);
 void tl__queue_remove(tl__taskset *ts); /* a no-op when it is not queued */
-/* Moves a queued task set of a FAIR pool to the place its running count now gives it. */
-void tl__queue_replace(tl__taskset *ts);
+/* Moves a queued task set to the place its running count now gives it (pool.c). */
+void tl__queue_move(tl__taskset *ts);
+/* Moves a queued task set of a FAIR pool to the place its running count now gives it; nothing
+ * for any other (inline: every launch round and every attempt's end asks). */
+static inline void tl__queue_replace(tl__taskset *ts) {
+  if (ts->queue_levels != 0 && ts->pool->mode == TL_FAIR && ts->queue_running != ts->nrunning)
+    tl__queue_move(ts);
+}
 /* Writes the pools with something queued into order, in the order a round visits them (FAIR
  * between pools; under TL_FIFO there is only "default"); returns how many. order must have
  * room for s->npools. */

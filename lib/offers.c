@@ -97,7 +97,7 @@ static void describe_launch(const tl__attempt *a, const offer_slot *slots, const
 static void push_started(struct tl_scheduler *s, const tl__attempt *a) {
   const tl__taskset *ts = a->taskset;
   tl__event *ev = tl__event_push(s, TL__EV_TASK_STARTED);
-  ev->names = tl__str_ref(a->executor->names);
+  tl__event_task_names(ev, a->executor);
   ev->u.task.tid = a->tid;
   ev->u.task.taskset = ts->id;
   ev->u.task.stage_id = ts->stage_id;

@@ -148,11 +148,9 @@ void tl__queue_remove(tl__taskset *ts) {
   ts->queue_levels = 0;
 }
 
-void tl__queue_replace(tl__taskset *ts) {
-  if (ts->queue_levels != 0 && ts->pool->mode == TL_FAIR && ts->queue_running != ts->nrunning) {
-    tl__queue_remove(ts);
-    tl__queue_insert(ts);
-  }
+void tl__queue_move(tl__taskset *ts) {
+  tl__queue_remove(ts);
+  tl__queue_insert(ts);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -30,25 +30,9 @@ int tl__events_grow(struct tl_scheduler *s, size_t n) {
   return TL_OK;
 }
 
-tl__event *tl__event_push(struct tl_scheduler *s, tl__event_kind kind) {
-  tl__event_array *q = &s->events;
-  /* Room was reserved by the call before it changed anything; running out here is a bug in
-   * that call's count, and writing past the array would be worse than stopping. */
-  if (q->n == q->cap)
-    abort();
-  tl__event *ev = &q->ev[q->n++];
-  memset(ev, 0, sizeof *ev);
-  ev->kind = (uint8_t)kind;
-  return ev;
-}
+const tl__event tl__event_blank = {0};
 
-void tl__event_push_revive(struct tl_scheduler *s) {
-  if (s->revive_wanted) {
-    s->revive_wanted = false;
-    if (s->cb.revive_offers != NULL) /* an event nobody listens to is not made */
-      tl__event_push(s, TL__EV_REVIVE_OFFERS);
-  }
-}
+void tl__events_overrun(void) { abort(); }
 
 void tl__events_clear(struct tl_scheduler *s, tl__event_array *a, size_t from) {
   for (size_t i = 0; i < a->n; i++) {

@@ -80,15 +80,22 @@ static void pending_push(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
   follow_schedulable(ts, was);
 }
 
+/* Taking an index off a stack never makes a task set schedulable, and one that had it there was
+ * schedulable unless zombie (a zombie's stacks are empty): so it leaves its queue when this was
+ * the last thing it could launch. follow_schedulable's rule, without computing both sides. */
+static void leave_queue_if_done(tl__taskset *ts) {
+  if (!ts->zombie && ts->npending + ts->nspeculatable == 0)
+    tl__queue_remove(ts);
+}
+
 static void pending_remove(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
-  bool was = schedulable(ts);
   stack_remove(ts, &ts->pending_top, i);
   ts->idx[i].flags &= (uint8_t)~TL__IDX_PENDING;
   ts->npending--;
   s->npending_tasks--;
   if (ts->loc != NULL)
     tl__locality_pending_removed(ts, i);
-  follow_schedulable(ts, was);
+  leave_queue_if_done(ts);
 }
 
 /* Speculation: a slow index waits for its second copy on the speculative stack. */
@@ -102,12 +109,11 @@ void tl__taskset_speculate(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) 
 }
 
 static void speculative_remove(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
-  bool was = schedulable(ts);
   stack_remove(ts, &ts->speculative_top, i);
   ts->idx[i].flags &= (uint8_t)~TL__IDX_SPECULATABLE;
   ts->nspeculatable--;
   s->nspeculatable--;
-  follow_schedulable(ts, was);
+  leave_queue_if_done(ts);
 }
 
 static bool tried_on_host(const tl__taskset *ts, uint32_t i, const char *host) {
@@ -292,7 +298,9 @@ static void finish_if_drained(struct tl_scheduler *s, tl__taskset *ts) {
   tl__free(s, ts, tl__taskset_bytes(ts));
 }
 
-static void mark_successful(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
+/* Inline: every success comes here, and the usual one (neither pending nor speculatable, not
+ * the last) is a few stores. */
+static inline void mark_successful(struct tl_scheduler *s, tl__taskset *ts, uint32_t i) {
   tl__index *ix = &ts->idx[i];
   if (ix->flags & TL__IDX_PENDING)
     pending_remove(s, ts, i);
@@ -302,17 +310,6 @@ static void mark_successful(struct tl_scheduler *s, tl__taskset *ts, uint32_t i)
   ix->failures = 0;
   if (++ts->nsucceeded == ts->ntasks)
     make_zombie(s, ts);
-}
-
-/* Spark's canFetchMoreResults: every result counts, dropped ones too, so once a task set's
- * results have passed the limit every later one is dropped as well. */
-tl_end_kind tl__taskset_take_result(struct tl_scheduler *s, tl__taskset *ts, size_t size) {
-  ts->nresults++;
-  ts->result_bytes = size > UINT64_MAX - ts->result_bytes ? UINT64_MAX : ts->result_bytes + size;
-  if (ts->shuffle_map || s->cfg.max_result_bytes == 0 ||
-      ts->result_bytes <= s->cfg.max_result_bytes)
-    return TL_END_SUCCESS;
-  return TL_END_RESULT_TOO_LARGE;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -342,7 +339,7 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
     ts->first[a->index] = sibling;
 
   tl__event *ev = tl__event_push(s, TL__EV_TASK_ENDED);
-  ev->names = tl__str_ref(a->executor->names);
+  tl__event_task_names(ev, a->executor);
   ev->msg = tl__str_ref(msg);
   ev->static_msg = static_msg;
   ev->u.task.tid = a->tid;
@@ -424,7 +421,7 @@ void tl__outputs_resubmit(struct tl_scheduler *s, tl__executor *ex) {
     ix->flags &= (uint8_t)~TL__IDX_SUCCESSFUL;
     ts->nsucceeded--;
     tl__event *ev = tl__event_push(s, TL__EV_TASK_ENDED);
-    ev->names = tl__str_ref(ex->names);
+    tl__event_task_names(ev, ex);
     ev->static_msg = "Its map output was lost with its executor; the task runs again.";
     ev->u.task.tid = out->tid;
     ev->u.task.taskset = ts->id;

@@ -415,6 +415,46 @@ START_TEST(the_tid_index_stays_whole_through_growth_churn_and_shrinking) {
 }
 END_TEST
 
+/* Launch rounds of a few tasks interleaved with ends in a scrambled order: new tids land among
+ * the clusters that earlier ones left, so insertions pass entries and removals shift clusters
+ * back (Robin Hood order). tl_check (after every call) checks that order and finds every entry
+ * by its tid; an ended tid is stale at once. */
+START_TEST(the_tid_index_keeps_its_order_through_interleaved_launches_and_ends) {
+  enum { CORES = 600, STEPS = 6000 };
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "big", "h1", NULL, CORES);
+  tl_taskset_id ts = tlt_submit(e, 0, 0, 0, STEPS * 4);
+  tl_tid running[CORES];
+  size_t nrunning = 0;
+  uint32_t x = 12345;
+  for (int step = 0; step < STEPS; step++) {
+    x = x * 1103515245u + 12345u;
+    if (nrunning < CORES / 2 || (x >> 16) % 3 == 0) {
+      tl_launch l[7];
+      uint32_t want = 1 + (x >> 8) % 7;
+      if (want > CORES - nrunning)
+        want = (uint32_t)(CORES - nrunning);
+      size_t n = tlt_offer(e, "big", want, l, 7);
+      for (size_t k = 0; k < n; k++)
+        running[nrunning++] = l[k].tid;
+    } else {
+      size_t k = (x >> 4) % nrunning;
+      tl_tid tid = running[k];
+      running[k] = running[--nrunning];
+      tlt_succeed(e, "big", tid);
+      tl_update again = {.state = TL_TASK_FINISHED};
+      ck_assert_int_eq(tl_status_update(e->s, "big", tid, &again), TL_ESTALE);
+    }
+    ck_assert_uint_eq(tlt_stats(e).attempts_running, nrunning);
+  }
+  while (nrunning > 0)
+    tlt_succeed(e, "big", running[--nrunning]);
+  ck_assert_int_eq(tl_cancel_stage(e->s, 0, NULL), TL_OK);
+  ck_assert_uint_eq(tlt_released(e, ts), 1);
+  tlt_end(e);
+}
+END_TEST
+
 /* A record an attempt gives back is kept, while attempts run, for the next launch; once nothing
  * runs, every such spare is freed and the scheduler holds what it held before the first launch
  * (tlt_end: the drained scheduler holds what an empty one does). */
@@ -556,6 +596,7 @@ Suite *tl_offers_suite(void) {
   tcase_add_test(tc, an_executor_without_ud_hands_back_null);
   tc = tlt_tcase(s, "records");
   tcase_add_test(tc, the_tid_index_stays_whole_through_growth_churn_and_shrinking);
+  tcase_add_test(tc, the_tid_index_keeps_its_order_through_interleaved_launches_and_ends);
   tcase_add_test(tc, spare_attempt_records_are_reused_and_given_back_when_nothing_runs);
   return s;
 }
