@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 #define TL_VERSION_MAJOR 0
-#define TL_VERSION_MINOR 1
+#define TL_VERSION_MINOR 2
 #define TL_VERSION_PATCH 0
 #define TL_VERSION_HEX ((TL_VERSION_MAJOR << 16) | (TL_VERSION_MINOR << 8) | TL_VERSION_PATCH)
 
@@ -91,7 +91,7 @@ TL_EXTERN const char *tl_err_name(int err);
 /* A sentence describing the code; never NULL; static. Unknown codes get "Unknown error." */
 TL_EXTERN const char *tl_strerror(int err);
 
-/* TL_VERSION_HEX of the library linked in, and "0.1.0". */
+/* TL_VERSION_HEX of the library linked in, and "0.2.0". */
 TL_EXTERN unsigned int tl_version(void);
 TL_EXTERN const char *tl_version_string(void);
 

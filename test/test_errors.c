@@ -111,8 +111,8 @@ END_TEST
 
 START_TEST(version_matches_the_header) {
   ck_assert_uint_eq(tl_version(), TL_VERSION_HEX);
-  ck_assert_uint_eq(TL_VERSION_HEX, 0x000100);
-  ck_assert_str_eq(tl_version_string(), "0.1.0");
+  ck_assert_uint_eq(TL_VERSION_HEX, 0x000200);
+  ck_assert_str_eq(tl_version_string(), "0.2.0");
 }
 END_TEST
 

@@ -398,10 +398,20 @@ static void run_lifecycle(unsigned nexec, uint32_t cores, uint64_t ntasks, bool 
 
 /* The lifecycle with executors that report in batches: each executor's launches of one offer
  * (up to its cores, 16) end together and are reported in one tl_status_updates, then its cores
- * are offered again in one round. Paired with the floor like run_lifecycle. */
+ * are offered again in one round. Paired with the floor like run_lifecycle. deferred: the
+ * scheduler delivers with TL_DELIVER_DEFERRED, and tl_dispatch runs once per batch, after its
+ * tl_status_updates (the task_ended events of the batch). */
 static void run_lifecycle_batched(unsigned nexec, uint32_t cores, uint64_t ntasks, uint64_t segment,
-                                  pairs *p, lifecycle_run *out) {
-  tl_scheduler *s = new_scheduler();
+                                  bool deferred, pairs *p, lifecycle_run *out) {
+  tl_config cfg;
+  tl_config_init(&cfg);
+  cfg.clock = bench_clock;
+  cfg.heartbeat_timeout_ns = 0;
+  cfg.delivery = deferred ? TL_DELIVER_DEFERRED : TL_DELIVER_INLINE;
+  tl_callbacks cb = {0};
+  cb.task_ended = free_result;
+  tl_scheduler *s;
+  ok(tl_scheduler_new(&cfg, &cb, &s), "tl_scheduler_new");
   add_executors(s, nexec, cores);
   tl_taskset_desc d = {0};
   d.ntasks = (uint32_t)ntasks;
@@ -436,6 +446,8 @@ static void run_lifecycle_batched(unsigned nexec, uint32_t cores, uint64_t ntask
         continue;
       ok(tl_status_updates(s, ids[e], &tids[(size_t)e * cores], done, count[e], NULL),
          "tl_status_updates");
+      if (deferred && tl_dispatch(s) < 0)
+        die("tl_dispatch", TL_EBUSY);
       finished += count[e];
       if (finished >= next_segment) {
         uint64_t t = now_ns();
@@ -477,14 +489,15 @@ static void bench_lifecycle(void) {
   const uint64_t ntasks = short_mode ? 20000 : 1000000;
   const uint64_t segment = short_mode ? 5000 : 100000;
   const int runs = short_mode ? 1 : 3;
-  pairs plain = {0}, running = {0}, all = {0}, batched = {0};
+  pairs plain = {0}, running = {0}, all = {0}, batched = {0}, deferred = {0};
   lifecycle_run r, last_plain, last_all, last_batched;
   uint64_t all_heard = 0, all_finished = 0;
   for (int i = 0; i < runs; i++) {
     run_lifecycle(nexec, cores, ntasks, false, false, segment, &plain, &last_plain);
     run_lifecycle(nexec, cores, ntasks, false, true, segment, &running, &r);
     run_lifecycle(nexec, cores, ntasks, true, false, segment, &all, &last_all);
-    run_lifecycle_batched(nexec, cores, ntasks, segment, &batched, &last_batched);
+    run_lifecycle_batched(nexec, cores, ntasks, segment, false, &batched, &last_batched);
+    run_lifecycle_batched(nexec, cores, ntasks, segment, true, &deferred, &r);
     all_heard += last_all.heard;
     all_finished += last_all.finished;
   }
@@ -512,6 +525,13 @@ static void bench_lifecycle(void) {
          " pairs=%zu\n",
          batched_ns, median(batched.base, batched.n), batched_ratio, cores, nexec, cores,
          1e9 / batched_ns, batched_ratio / plain_ratio, last_batched.launched, batched.n);
+  /* Against the inline batched lifecycle, through the floor both were paired with. */
+  double deferred_ratio = median(deferred.ratio, deferred.n);
+  printf("bench=deliver_deferred value=%.1f unit=ns/task baseline=%.1f ratio=%.2f "
+         "dispatch_per=batch batch=%u executors=%u floor_ratio=%.2f pairs=%zu\n",
+         median(deferred.life, deferred.n), batched_ns, deferred_ratio / batched_ratio, cores,
+         nexec, deferred_ratio, deferred.n);
+  pairs_free(&deferred);
   pairs_free(&plain);
   pairs_free(&running);
   pairs_free(&all);
@@ -1084,7 +1104,7 @@ int main(int argc, char **argv) {
   }
   if (only != NULL && strcmp(only, "profile-batched") == 0) {
     lifecycle_run r;
-    run_lifecycle_batched(100, 16, 100000, UINT64_MAX, NULL, &r);
+    run_lifecycle_batched(100, 16, 100000, UINT64_MAX, false, NULL, &r);
     printf("bench=lifecycle_batched_profile value=%.1f unit=ns/task tasks=%" PRIu64
            " executors=100 cores=16 batch=16\n",
            r.per_task, r.finished);
