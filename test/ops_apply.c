@@ -375,6 +375,20 @@ tl_tid tlo_resolve_tid(tlo_run *r, uint8_t sel) {
  * 144-159 a frozen attempt (tlo_resolve_tid's 128-143), 160-191 an attempt of another executor
  * in the tid index, 192-255 what tlo_resolve_tid makes of it (any tid launched, a tid never
  * launched). */
+/* What the attempt inflight[k] is to resolve_batch_tid: -1 not a candidate (frozen, or x's when
+ * others' are wanted, or the other way round), 0 one no earlier update names, 1 one that an
+ * earlier update names (only x's own are looked up). */
+static int batch_candidate(const tlo_run *r, size_t k, const mexec *x, bool own,
+                           const mupdate *before, size_t i) {
+  const matt *a = &r->att[r->inflight[k] - 1];
+  if (a->frozen || (a->ex == x) != own)
+    return -1;
+  for (size_t j = 0; own && j < i; j++)
+    if (before[j].tid == r->inflight[k])
+      return 1;
+  return 0;
+}
+
 static tl_tid resolve_batch_tid(tlo_run *r, const mexec *x, uint8_t sel, const mupdate *before,
                                 size_t i) {
   if (sel >= 128 && sel < 144) {
@@ -389,15 +403,8 @@ static tl_tid resolve_batch_tid(tlo_run *r, const mexec *x, uint8_t sel, const m
   bool own = sel < 128;
   size_t n = 0, fresh = 0; /* candidates; of which not named yet (x's own only) */
   for (int pass = 0; pass < 2; pass++) {
-    for (size_t k = 0; k < r->ninflight; k++) {
-      const matt *a = &r->att[r->inflight[k] - 1];
-      if (a->frozen || (a->ex == x) != own)
-        continue;
-      bool named = false;
-      for (size_t j = 0; own && j < i; j++)
-        named |= before[j].tid == r->inflight[k];
-      n += named == (pass == 1);
-    }
+    for (size_t k = 0; k < r->ninflight; k++)
+      n += batch_candidate(r, k, x, own, before, i) == pass;
     if (pass == 0)
       fresh = n;
   }
@@ -406,18 +413,10 @@ static tl_tid resolve_batch_tid(tlo_run *r, const mexec *x, uint8_t sel, const m
   size_t want = !own        ? (size_t)(sel - 160u) * n / 32
                 : fresh > 0 ? (size_t)sel * fresh / 128
                             : (size_t)sel * n / 128;
-  for (int pass = 0; pass < 2; pass++) {
-    for (size_t k = 0; k < r->ninflight; k++) {
-      const matt *a = &r->att[r->inflight[k] - 1];
-      if (a->frozen || (a->ex == x) != own)
-        continue;
-      bool named = false;
-      for (size_t j = 0; own && j < i; j++)
-        named |= before[j].tid == r->inflight[k];
-      if (named == (pass == 1) && want-- == 0)
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t k = 0; k < r->ninflight; k++)
+      if (batch_candidate(r, k, x, own, before, i) == pass && want-- == 0)
         return r->inflight[k];
-    }
-  }
   return (tl_tid)r->natt + 1; /* not reached */
 }
 

@@ -336,7 +336,10 @@ static void crowd_destroy(crowd *c) {
   pthread_mutex_destroy(&c->mu);
 }
 
+/* A crowd and its scheduler: deferred, events_ready waking the dispatching thread, NTHREADS
+ * executors and one task set of NTASKS. */
 static tlt_env *crowd_env(crowd *c, tl_config *cfg) {
+  crowd_init(c, NULL);
   *cfg = tlt_config();
   cfg->delivery = TL_DELIVER_DEFERRED;
   cfg->events_ready = crowd_ready;
@@ -349,6 +352,7 @@ static tlt_env *crowd_env(crowd *c, tl_config *cfg) {
     tlt_add(e, id, host, NULL, CORES);
   }
   tlt_submit(e, 0, 0, 0, NTASKS);
+  c->e = e;
   return e;
 }
 
@@ -377,9 +381,7 @@ static void crowd_check_end(crowd *c, tlt_env *e) {
 START_TEST(four_threads_and_every_callback_on_the_dispatching_thread) {
   crowd c;
   tl_config cfg;
-  crowd_init(&c, NULL);
   tlt_env *e = crowd_env(&c, &cfg);
-  c.e = e;
   pthread_t th[NTHREADS];
   void *args[NTHREADS][2];
   start_workers(&c, th, args);
@@ -425,9 +427,7 @@ static void count_ends(tlt_env *e, const tlt_event *ev) {
 START_TEST(four_threads_and_the_libuv_driver_deliver_on_the_loop_thread) {
   crowd c;
   tl_config cfg;
-  crowd_init(&c, NULL);
   tlt_env *e = crowd_env(&c, &cfg);
-  c.e = e;
   e->hook = count_ends;
   e->hook_ud = &c;
   ck_assert_uint_eq(c.readies, 1); /* the registrations and the submission, before the driver */

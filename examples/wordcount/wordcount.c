@@ -55,7 +55,7 @@ static const char *const vocab[] = {
 typedef struct worker {
   struct job *job;
   unsigned index;
-  char id[16];
+  char id[24]; /* "worker-N" */
   pthread_t thread;
   pthread_mutex_t mu;   /* guards the queue and stop */
   pthread_cond_t cv;    /* a launch was queued, or stop */
