@@ -74,7 +74,7 @@ static void die_oom(void);
 #define TOKEN_BYTES 32         /* random bytes of a generated token (hex-encoded) */
 #define READ_CHUNK 65536       /* bytes of a connection's read buffer */
 #define LAUNCH_FRAME_MAX 16384 /* launches in one LAUNCH frame at most */
-#define FAULT_DELAY_MS 200     /* a fault flag acts at most this long after its count */
+#define FAULT_DELAY_MS 1000    /* a fault flag acts at most this long after its count */
 #define LOG_LIMIT 20           /* refused updates logged one by one, then only counted */
 #define CRASH_EXIT_CODE 42     /* tl-executor's exit status after a `crash` task */
 
