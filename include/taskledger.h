@@ -75,7 +75,11 @@ extern "C" {
   XX(EGONE, -7, "The executor has been removed; a restarted executor takes a new id.")             \
   XX(ESTATE, -8, "The operation is not valid in the object's current state.")                      \
   XX(EBUSY, -9, "The scheduler is busy: called from a callback, or in use elsewhere.")             \
-  XX(ECORRUPT, -10, "An invariant of the ledger is broken.")
+  XX(ECORRUPT, -10, "An invariant of the ledger is broken.")                                      \
+  XX(EIO, -11, "Reading or writing a snapshot failed.")                                            \
+  XX(ESNAPSHOT, -12, "The snapshot is truncated or corrupt.")                                      \
+  XX(EVERSION, -13, "The snapshot is of another format version.")                                  \
+  XX(ECONFIG, -14, "The snapshot was taken with another configuration.")
 
 typedef enum tl_errno {
   TL_OK = 0,
@@ -167,12 +171,16 @@ typedef enum tl_end_kind {
  *   ALIVE            runs tasks and takes new ones
  *   DECOMMISSIONING  runs its tasks, takes no new ones
  *   PENDING_LOSS     lost, reason pending: its attempts are frozen
- *   REMOVED          a tombstone: its id (and host) remembered, nothing else */
+ *   REMOVED          a tombstone: its id (and host) remembered, nothing else
+ *   RECOVERING       restored from a snapshot (tl_scheduler_restore) and not yet reconciled:
+ *                    its attempts are frozen, as in a pending loss, until
+ *                    tl_executor_reconcile or recovery_timeout_ns */
 #define TL_EXECUTOR_STATE_MAP(XX)                                                                  \
   XX(ALIVE, 0)                                                                                     \
   XX(DECOMMISSIONING, 1)                                                                           \
   XX(PENDING_LOSS, 2)                                                                              \
-  XX(REMOVED, 3)
+  XX(REMOVED, 3)                                                                                   \
+  XX(RECOVERING, 4)
 
 typedef enum tl_executor_state {
 #define TL__EXECUTOR_STATE_ENUM(name, value) TL_EXECUTOR_##name = (value),
@@ -188,7 +196,9 @@ typedef enum tl_executor_state {
  *   HEARTBEAT_TIMEOUT  no heartbeat for heartbeat_timeout_ns (made by tl_tick)
  *   KILLED             killed by the driver: never caused by the app
  *   DECOMMISSIONED     removed after decommissioning: never caused by the app
- *   PENDING_TIMEOUT    no real reason came within pending_loss_timeout_ns */
+ *   PENDING_TIMEOUT    no real reason came within pending_loss_timeout_ns
+ *   RECOVERY_TIMEOUT   a restored executor did not reconcile within recovery_timeout_ns (made by
+ *                      tl_tick; never caused by the app) */
 #define TL_LOSS_KIND_MAP(XX)                                                                       \
   XX(PENDING, 0)                                                                                   \
   XX(EXITED, 1)                                                                                    \
@@ -196,7 +206,8 @@ typedef enum tl_executor_state {
   XX(HEARTBEAT_TIMEOUT, 3)                                                                         \
   XX(KILLED, 4)                                                                                    \
   XX(DECOMMISSIONED, 5)                                                                            \
-  XX(PENDING_TIMEOUT, 6)
+  XX(PENDING_TIMEOUT, 6)                                                                           \
+  XX(RECOVERY_TIMEOUT, 7)
 
 typedef enum tl_loss_kind {
 #define TL__LOSS_KIND_ENUM(name, value) TL_LOSS_##name = (value),
@@ -238,6 +249,9 @@ typedef struct tl_config {
   uint64_t heartbeat_timeout_ns;    /* an executor silent this long is lost; 0 = never; 120 s */
   uint64_t pending_loss_timeout_ns; /* a pending loss with no real reason this long ends as
                                        TL_LOSS_PENDING_TIMEOUT; 0 = wait forever; 120 s */
+  uint64_t recovery_timeout_ns;     /* a restored executor that has not reconciled this long
+                                       after tl_scheduler_restore is lost with
+                                       TL_LOSS_RECOVERY_TIMEOUT; 0 = wait forever; 60 s */
   uint32_t max_tombstones;          /* removed executor ids remembered; 0 = none; 1024 */
   uint64_t tombstone_ttl_ns;        /* and for at most this long; 0 = until evicted; 10 min */
   uint64_t max_result_bytes;        /* results of one task set (result_size summed over its
@@ -396,6 +410,16 @@ typedef struct tl_callbacks {
    * one the call gave, NULL if it gave none. */
   void (*kill_task)(void *ud, tl_tid tid, const char *executor_id, bool interrupt,
                     const char *reason);
+  /* Resolvers, not events: tl_scheduler_restore calls them before it returns, on its caller's
+   * thread, once the whole snapshot has been read and checked (so a restore that fails calls
+   * neither), with no lock held; they may not call the library (the scheduler does not exist
+   * yet). taskset_restored is asked for each task set's payload, in submission order: it sets
+   * *payload and returns true, or returns false when the payload cannot be had (NULL member:
+   * every payload is NULL); such a task set is aborted (taskset_failed, "Payload not restored")
+   * and released once its attempts end, with a NULL payload. executor_restored gives the ud of
+   * each executor that is not a tombstone, in registration order (NULL member: NULL uds). */
+  bool (*taskset_restored)(void *ud, const tl_taskset_info *ts, void **payload);
+  void *(*executor_restored)(void *ud, const char *executor_id, const char *host);
 } tl_callbacks;
 
 /* ---------------------------------------------------------------------------------------------
@@ -428,6 +452,64 @@ TL_EXTERN int tl_scheduler_free(tl_scheduler *s);
  * events wait for the next tl_dispatch, after the callback returns), or while tl_scheduler_free
  * runs; TL_EINVAL for NULL. */
 TL_EXTERN int tl_dispatch(tl_scheduler *s);
+
+/* ---------------------------------------------------------------------------------------------
+ * Snapshot, restore, reconcile (docs/snapshot.md: the format and what each field becomes)
+ * ------------------------------------------------------------------------------------------- */
+
+/* Writes one consistent picture of everything the ledger holds: executors (state, cores, host,
+ * rack, deadlines), tombstones, pools, task sets with their per-index state, failure counts and
+ * pending order, running and frozen attempts, map outputs, locality waits, exclusion state,
+ * counters and the next tid. The image is built under the lock in O(state), then written after
+ * the lock is released through write(ud, buf, n), in order, in chunks of at most 64 KiB: write
+ * takes all n bytes and returns 0, or anything else to stop (TL_EIO). Calls of other threads go
+ * on meanwhile and are not in the image. Payloads and executors' uds are the caller's pointers
+ * and are not saved (tl_scheduler_restore asks for them again). Undelivered events are not
+ * saved either, so a snapshot is refused (TL_EBUSY, nothing written) while any event made
+ * before it is undelivered: from inside a callback, while another thread delivers, or with
+ * deferred delivery before tl_dispatch. Not journaled; makes no event; the ledger is unchanged.
+ * TL_EINVAL: s or write NULL; TL_ENOMEM; TL_EIO; TL_EBUSY (as above, and during
+ * tl_scheduler_free). */
+TL_EXTERN int tl_snapshot(tl_scheduler *s, int (*write)(void *ud, const void *buf, size_t n),
+                          void *ud);
+
+/* Creates a scheduler from a snapshot (driver failover). cfg and cb as tl_scheduler_new takes
+ * them; cfg must match the snapshot's config in the fields its fingerprint covers
+ * (docs/snapshot.md; the timeouts, clock, journal and delivery may differ). read(ud, buf, n)
+ * fills buf with 1 to n bytes and returns how many, 0 at the end of the input, or a negative
+ * value for an error (TL_EIO). Every saved time is moved by (now - the snapshot's now), so each
+ * deadline is as far away as it was when the snapshot was taken: time stops during the outage.
+ * Then every executor that was ALIVE or DECOMMISSIONING is RECOVERING: its attempts are frozen
+ * (not offered, not counted, their updates TL_ESTALE) until it reconciles
+ * (tl_executor_reconcile) or recovery_timeout_ns passes; PENDING_LOSS executors and tombstones
+ * stay as they were. The resolvers (tl_callbacks.taskset_restored, .executor_restored) give
+ * payloads and uds back. Events it makes (taskset_failed and taskset_released of task sets
+ * without a payload) are delivered as any call's: before it returns with inline delivery, by
+ * tl_dispatch with deferred delivery. With a journal, the journal begins with the header and
+ * config lines and a `restore` line (tl-replay does not replay it: the snapshot is not in the
+ * journal). Errors create nothing, call no callback, and leave *out NULL: TL_EINVAL (cfg
+ * invalid, read or out NULL); TL_EIO; TL_ESNAPSHOT (not a snapshot, truncated, a checksum that
+ * does not match, or contents no scheduler could hold); TL_EVERSION (another format version);
+ * TL_ECONFIG (another config); TL_ENOMEM. */
+TL_EXTERN int tl_scheduler_restore(const tl_config *cfg, const tl_callbacks *cb,
+                                   int (*read)(void *ud, void *buf, size_t n), void *ud,
+                                   tl_scheduler **out);
+
+/* A RECOVERING executor reconnected and says which attempts it has: running[0 .. n), in any
+ * order (duplicates count once), including those that ended while the driver was down and whose
+ * ends it still holds (their status updates, made after this call, then apply as usual). The
+ * reported attempts the ledger holds frozen on it run on; its frozen attempts it does not report
+ * end with TL_END_EXECUTOR_LOST, not counted toward failures, in launch order; the reported tids
+ * it does not hold there (unknown, ended, or another executor's) are written, in increasing
+ * order, to unknown[0 .. ucap) with their number in *nunknown (however small ucap is), and each
+ * gets a kill_task event naming this executor (interrupt true, reason "Unknown to the restored
+ * driver"). The executor is then ALIVE again (DECOMMISSIONING if it was), with a heartbeat now.
+ * Events: the ends, then the kills, then revive_offers when an index became pending.
+ * TL_EINVAL: s, executor_id or nunknown NULL, a bad id, running NULL with n > 0, unknown NULL
+ * with ucap > 0, a tid 0; TL_ENOENT; TL_EGONE; TL_ESTATE: not RECOVERING; TL_ENOMEM. */
+TL_EXTERN int tl_executor_reconcile(tl_scheduler *s, const char *executor_id,
+                                    const tl_tid *running, size_t n, tl_tid *unknown,
+                                    size_t ucap, size_t *nunknown);
 
 /* ---------------------------------------------------------------------------------------------
  * Executors
@@ -763,6 +845,7 @@ typedef struct tl_stats {
   size_t executors_alive;           /* ALIVE */
   size_t executors_decommissioning; /* DECOMMISSIONING */
   size_t executors_pending_loss;    /* PENDING_LOSS */
+  size_t executors_recovering;      /* RECOVERING: restored, not yet reconciled */
   size_t tombstones;                /* removed ids remembered */
   size_t hosts;                     /* hosts with at least one live executor: ALIVE or
                                        DECOMMISSIONING (a pending-loss one has left its host) */
@@ -772,7 +855,7 @@ typedef struct tl_stats {
   size_t tasksets_active;           /* not zombie */
   size_t tasksets_zombie;           /* zombie, still draining running attempts */
   size_t attempts_running;          /* entries of the tid index */
-  size_t attempts_frozen;           /* on PENDING_LOSS executors */
+  size_t attempts_frozen;           /* on PENDING_LOSS and RECOVERING executors */
   size_t tasks_pending;             /* indices of active task sets waiting to launch */
   size_t tasks_speculatable;        /* slow tasks whose speculative copy waits to launch */
   size_t events_queued;             /* made and not yet delivered */
@@ -799,6 +882,13 @@ typedef struct tl_stats {
                                               one of their tasks */
   uint64_t pending_loss_timeouts;          /* pending losses that pending_loss_timeout_ns ended
                                               (TL_LOSS_PENDING_TIMEOUT: no second phase came) */
+  uint64_t recovery_timeouts;              /* restored executors lost to recovery_timeout_ns
+                                              (TL_LOSS_RECOVERY_TIMEOUT) */
+  uint64_t reconciled;                     /* executors reconciled (tl_executor_reconcile) */
+  uint64_t reconcile_lost;                 /* attempts ended TL_END_EXECUTOR_LOST by a
+                                              reconciliation that did not report them */
+  uint64_t reconcile_unknown;              /* tids reconciliations reported that the ledger did
+                                              not hold there (each asked to be killed) */
 } tl_stats;
 
 /* A consistent snapshot. s NULL: *out is zeroed. */

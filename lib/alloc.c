@@ -60,6 +60,7 @@ void tl__schedulers_dec(void) {
 }
 
 void *tl__raw_calloc(size_t n, size_t size) { return allocator.calloc_fn(n, size); }
+void *tl__raw_realloc(void *p, size_t size) { return allocator.realloc_fn(p, size); }
 void tl__raw_free(void *p) { allocator.free_fn(p); }
 
 void *tl__malloc(struct tl_scheduler *s, size_t size) {

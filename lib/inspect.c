@@ -296,6 +296,8 @@ static const metric metrics[] = {
     GAUGE(executors_decommissioning, "Executors in state DECOMMISSIONING."),
     GAUGE(executors_pending_loss,
           "Executors in state PENDING_LOSS, waiting for the reason of their loss."),
+    GAUGE(executors_recovering,
+          "Executors in state RECOVERING: restored from a snapshot, not yet reconciled."),
     GAUGE(tombstones, "Ids of removed executors remembered, so that late messages are refused."),
     GAUGE(hosts, "Hosts with at least one live executor."),
     GAUGE(racks, "Racks with at least one host that has a live executor."),
@@ -304,7 +306,7 @@ static const metric metrics[] = {
     GAUGE(tasksets_active, "Task sets that are not zombie."),
     GAUGE(tasksets_zombie, "Zombie task sets, still draining their running attempts."),
     GAUGE(attempts_running, "Task attempts in flight: entries of the tid index."),
-    GAUGE(attempts_frozen, "Task attempts frozen on pending-loss executors."),
+    GAUGE(attempts_frozen, "Task attempts frozen on pending-loss and recovering executors."),
     GAUGE(tasks_pending, "Task indices of active task sets waiting to launch."),
     GAUGE(tasks_speculatable, "Slow tasks whose speculative copy waits to launch."),
     GAUGE(events_queued, "Events made and not yet delivered to the callbacks."),
@@ -328,12 +330,19 @@ static const metric metrics[] = {
             "Task sets aborted because no executor may run one of their tasks."),
     COUNTER(pending_loss_timeouts,
             "Pending executor losses ended by the pending-loss timeout, no reason having come."),
+    COUNTER(recovery_timeouts,
+            "Restored executors lost because they did not reconcile within the recovery timeout."),
+    COUNTER(reconciled, "Restored executors reconciled."),
+    COUNTER(reconcile_lost,
+            "Task attempts ended as lost because a reconciling executor did not report them."),
+    COUNTER(reconcile_unknown,
+            "Task ids reconciling executors reported that the ledger did not hold there."),
 };
 
 #undef GAUGE
 #undef COUNTER
 
-_Static_assert(offsetof(tl_stats, pending_loss_timeouts) + sizeof(uint64_t) == sizeof(tl_stats),
+_Static_assert(offsetof(tl_stats, reconcile_unknown) + sizeof(uint64_t) == sizeof(tl_stats),
                "a field was added to tl_stats: add it to the metrics table of tl_metrics_text");
 
 int tl_metrics_text(tl_scheduler *s, char *buf, size_t len, size_t *needed) {

@@ -34,6 +34,7 @@ void tl__free(struct tl_scheduler *s, void *p, size_t size);
 
 /* The raw process-wide functions, for the scheduler struct itself (counted by the caller). */
 void *tl__raw_calloc(size_t n, size_t size);
+void *tl__raw_realloc(void *p, size_t size); /* and snapshot images (codec.h), never counted */
 void tl__raw_free(void *p);
 /* Schedulers alive in the process; tl_replace_allocator needs zero. */
 void tl__schedulers_inc(void);
@@ -41,6 +42,7 @@ void tl__schedulers_dec(void);
 
 #include "hash.h" /* after tl__malloc/tl__free: uthash allocates through them */
 #include "lock.h"
+#include "codec.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Small utilities (base).
@@ -621,6 +623,36 @@ void tl__exclude_each_str(tl__checker *c, tl__str_fn *fn);
 void tl__exclude_stats(const struct tl_scheduler *s, tl_stats *out);
 void tl__exclude_explain(struct tl_scheduler *s, const tl__taskset *ts,
                          void (*line)(void *ud, const char *text), void *ud);
+
+/* ---------------------------------------------------------------------------------------------
+ * Snapshots (snapshot.c; docs/snapshot.md). snapshot.c frames the image and writes the records
+ * every module can see; a module with private records writes and reads its own part through
+ * these. Records are named by key (an executor by id, a task set by id, a host by name), never
+ * by address. A restore function reads exactly what its save wrote, validates every value
+ * before it uses it, and fails with TL_ENOMEM (an allocation) or TL_ESNAPSHOT (the bytes are
+ * not a part its save could have written); on failure it leaves its records so that freeing the
+ * scheduler (tl__taskset_destroy, tl__exclude_destroy, ...) frees whatever it allocated.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Locality (locality.c). Per task set: what ts->loc holds (ts->loc NULL included), written
+ * after the task set's own record. Restored after that record: ts is in tasksets_by_id with
+ * its index state, pending stack and zombie flag as saved (its attempts and outputs are not
+ * there yet), and every executor is registered in its saved state (hosts and racks joined).
+ * Sets ts->loc (NULL when it had none) and links it as a submission would (places, and
+ * locality_tasksets while not zombie), with the delay-scheduling state as saved. */
+void tl__locality_save(struct tl_scheduler *s, const tl__taskset *ts, tl__wbuf *w);
+int tl__locality_restore(struct tl_scheduler *s, tl__taskset *ts, tl__rbuf *r);
+/* The scheduler-wide part (locality_ticked and what else is not per task set), written after
+ * every task set and restored after every task set, attempt and output. */
+void tl__locality_save_global(struct tl_scheduler *s, tl__wbuf *w);
+int tl__locality_restore_global(struct tl_scheduler *s, tl__rbuf *r);
+
+/* Exclusion (exclude.c): all of exclude_on_failure's state (the application-level records,
+ * every task set's xset, executors' failure lists and flags, hosts' flags), restored after
+ * every executor, task set, attempt and output. Writes nothing of note when the option is off
+ * (the config fingerprint covers it). */
+void tl__exclude_save(struct tl_scheduler *s, tl__wbuf *w);
+int tl__exclude_restore(struct tl_scheduler *s, tl__rbuf *r);
 
 /* ---------------------------------------------------------------------------------------------
  * The scheduler
