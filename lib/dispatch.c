@@ -69,6 +69,8 @@ static void taskset_failed_reason(const struct tl_scheduler *s, const tl__event 
                  "executor exclusion (exclude_on_failure); most recent failure: %s",
                  ev->u.ts.info.stage_id, ev->u.ts.info.stage_attempt, ev->u.ts.index,
                  msg != NULL ? msg : "(no message)");
+  else if (ev->u.ts.why == TL__FAIL_NO_PAYLOAD)
+    n = snprintf(buf, len, "Payload not restored");
   else if (ev->u.ts.why == TL__FAIL_CANCELLED)
     n = snprintf(buf, len, "Stage %u cancelled%s%s", ev->u.ts.info.stage_id,
                  msg != NULL ? ": " : "", msg != NULL ? msg : "");

@@ -48,7 +48,9 @@ static int check_memory(tl__checker *c) {
 
   /* Invariant 7: with nothing submitted and no executor alive, every map is empty and what is
    * left is an empty scheduler plus its tombstones (the balance above covers the bytes). */
-  if (s->tasksets_by_id == NULL && s->nalive + s->ndecommissioning + s->npending_loss == 0)
+  if (s->tasksets_by_id == NULL && s->nalive + s->ndecommissioning + s->npending_loss +
+                                         s->nrecovering ==
+                                     0)
     TL__CHECK(c,
               !tl__attempts_running(s) && s->hosts_by_name == NULL && s->racks_by_name == NULL &&
                   s->stages_by_id == NULL && s->nfrozen == 0 && s->npending_tasks == 0 &&
@@ -101,6 +103,7 @@ void tl_stats_get(tl_scheduler *s, tl_stats *out) {
   out->executors_alive = s->nalive;
   out->executors_decommissioning = s->ndecommissioning;
   out->executors_pending_loss = s->npending_loss;
+  out->executors_recovering = s->nrecovering;
   out->tombstones = s->ntombstones;
   out->hosts = s->nhosts;
   out->racks = s->nracks;
@@ -258,6 +261,12 @@ int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len)
                         (double)(ex->when > now ? ex->when - now : 0) / 1e9);
       else
         tl__text_str(&t, ", waiting for the loss reason with no deadline");
+    } else if (ex->state == TL_EXECUTOR_RECOVERING) {
+      if (tl__list_linked(&ex->on_timeline))
+        tl__text_printf(&t, ", restored: waits for it to reconcile, lost in %.1f s",
+                        (double)(ex->when > now ? ex->when - now : 0) / 1e9);
+      else
+        tl__text_str(&t, ", restored: waits for it to reconcile, with no deadline");
     } else if (ex->decommission_msg != NULL) {
       tl__text_printf(&t, ": %s", ex->decommission_msg->text);
     }

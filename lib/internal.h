@@ -199,7 +199,8 @@ typedef struct tl__attempt {
   uint32_t index;                /* task index in the task set */
   uint32_t attempt;              /* attempt number of that index, from 0 */
   uint8_t state;                 /* TL__LAUNCHING until the first RUNNING update */
-  uint8_t frozen;                /* on a PENDING_LOSS executor's frozen list, not in the map */
+  uint8_t frozen;                /* on a PENDING_LOSS or RECOVERING executor's frozen list, not
+                                    in the map */
   uint8_t locality;              /* tl_locality it was launched at */
   uint8_t speculative;           /* launched as a speculative copy */
   uint8_t killed_by_other;       /* another copy of its index succeeded and it was asked to die:
@@ -236,17 +237,24 @@ typedef struct tl__executor {
   struct tl__host *host;        /* its host while ALIVE or DECOMMISSIONING, else NULL */
   tl__link on_host;             /* host's executor list while it has a host */
   tl__link running;             /* attempts in attempts_by_tid that run here */
-  tl__link frozen;              /* attempts frozen here; non-empty only while PENDING_LOSS */
+  tl__link frozen;              /* attempts frozen here; non-empty only while PENDING_LOSS or
+                                   RECOVERING */
   tl__link outputs;             /* map outputs of active shuffle-map task sets written here */
   uint32_t noutputs;            /* length of outputs */
-  tl__link on_timeline;         /* heartbeat_order, pending_order or tombstone_order by state */
-  uint64_t when;                /* last heartbeat / pending-loss deadline / removal time */
+  tl__link on_timeline;         /* heartbeat_order, pending_order, recovery_order or
+                                   tombstone_order by state */
+  uint64_t when;                /* last heartbeat / pending-loss or recovery deadline / removal
+                                   time */
+  tl__str *rack;                /* RECOVERING: the rack it rejoins when it reconciles (NULL: none);
+                                   NULL in every other state */
   uint32_t cores;               /* as registered */
   uint32_t free_cores;          /* cores - sum of cpus of running attempts */
   uint32_t nrunning;            /* length of running */
   uint32_t nfrozen;             /* length of frozen */
   uint8_t state;                /* tl_executor_state */
-  bool was_decommissioning;     /* the loss began while decommissioning: nothing counts */
+  bool was_decommissioning;     /* PENDING_LOSS, RECOVERING: the loss or the restore found it
+                                   decommissioning (nothing counts; it reconciles to
+                                   DECOMMISSIONING) */
   uint32_t offer_slot;          /* its slot in the offer round offer_round (offers.c's scratch) */
   uint64_t offer_round;         /* the round that last gave it a slot */
   struct tl__xfail *x_failures; /* exclude.c: its application-level failures, while ALIVE or
@@ -264,7 +272,8 @@ static inline const char *tl__executor_id(const tl__executor *ex) { return ex->n
  * or now if it has not begun), and the driver did not kill or decommission it. The one rule for
  * the loss (membership.c) and for the exclusion records reserved before it (exclude.c). */
 static inline bool tl__loss_counts(const tl__executor *ex, const tl_loss_reason *reason) {
-  bool decommissioning = ex->state == TL_EXECUTOR_PENDING_LOSS
+  bool decommissioning = ex->state == TL_EXECUTOR_PENDING_LOSS ||
+                                 ex->state == TL_EXECUTOR_RECOVERING
                              ? ex->was_decommissioning
                              : ex->state == TL_EXECUTOR_DECOMMISSIONING;
   return reason->caused_by_app && !decommissioning && reason->kind != TL_LOSS_KILLED &&
@@ -425,7 +434,13 @@ typedef enum tl__event_kind {
 } tl__event_kind;
 
 /* Why a task set failed. */
-enum { TL__FAIL_MAX_FAILURES, TL__FAIL_CANCELLED, TL__FAIL_RESULT_SIZE, TL__FAIL_UNSCHEDULABLE };
+enum {
+  TL__FAIL_MAX_FAILURES,
+  TL__FAIL_CANCELLED,
+  TL__FAIL_RESULT_SIZE,
+  TL__FAIL_UNSCHEDULABLE,
+  TL__FAIL_NO_PAYLOAD /* restored without its payload (tl_scheduler_restore) */
+};
 
 typedef struct tl__event {
   uint8_t kind;           /* tl__event_kind */
@@ -685,10 +700,11 @@ struct tl_scheduler {
   size_t npools;                   /* entries of pools_by_name */
   tl__link heartbeat_order;        /* ALIVE/DECOMMISSIONING executors, oldest heartbeat first */
   tl__link pending_order;          /* PENDING_LOSS executors with a deadline, earliest first */
+  tl__link recovery_order;         /* RECOVERING executors with a deadline, earliest first */
   tl__link tombstone_order;        /* REMOVED executors, oldest first */
 
   /* Counts kept with the indexes (tl_check recounts them). */
-  size_t nalive, ndecommissioning, npending_loss, ntombstones, nhosts, nracks;
+  size_t nalive, ndecommissioning, npending_loss, ntombstones, nrecovering, nhosts, nracks;
   size_t nactive, nzombie, nfrozen, npending_tasks;
   tl_stats totals; /* only its uint64_t totals are kept here */
 
@@ -771,6 +787,17 @@ static inline void tl__event_push_revive(struct tl_scheduler *s) {
       tl__event_push(s, TL__EV_REVIVE_OFFERS);
   }
 }
+
+/* Lifetime, for tl_scheduler_restore (scheduler.c): a new empty scheduler as tl_scheduler_new
+ * makes it (cfg validated by tl__config_valid) but without its journal's first lines, which
+ * tl__scheduler_start writes (with a `restore` line when restored is set); and the disposal of a
+ * scheduler that was never handed out: everything freed, no callback. */
+bool tl__config_valid(const tl_config *cfg);
+int tl__scheduler_create(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler **out);
+void tl__scheduler_start(struct tl_scheduler *s, bool restored);
+void tl__scheduler_discard(struct tl_scheduler *s);
+/* The clock's reading (user code: never under the lock). */
+uint64_t tl__clock_read(const struct tl_scheduler *s);
 
 /* The time to the next deadline of every part (what tl_tick would answer now), under the lock:
  * ns from now, 0 when one is due, TL_TICK_NEVER when there is none (tick.c). */
@@ -1074,7 +1101,21 @@ int tl__executor_add(struct tl_scheduler *s, const tl_executor_desc *d);
 int tl__executor_lost(struct tl_scheduler *s, const char *id, const tl_loss_reason *reason);
 int tl__executor_heartbeat(struct tl_scheduler *s, const char *id);
 int tl__executor_decommission(struct tl_scheduler *s, const char *id, const char *message);
-/* Runs the executors' due deadlines (heartbeats, pending losses, tombstones); returns ns until
+/* Restore (snapshot.c): a new executor record in a saved state, indexed by id (TL_EEXIST when
+ * the id is taken), ALIVE and DECOMMISSIONING ones joined to their host and rack (TL_EINVAL:
+ * the host is known with another rack); not on a timeline, no event, no place (locality's
+ * restore sets places), no exclusion flag (exclusion's restore sets them); TL_ENOMEM. */
+int tl__executor_restore_add(struct tl_scheduler *s, const char *id, size_t id_len,
+                             const char *host, size_t host_len, const char *rack, size_t rack_len,
+                             uint32_t cores, tl_executor_state state, tl__executor **out);
+/* Restore (snapshot.c): an ALIVE or DECOMMISSIONING executor becomes RECOVERING, its attempts
+ * frozen as in the first phase of a loss, with no event and no loss counted; its rack is kept
+ * for tl__executor_reconcile. Allocates (the rack's name): TL_ENOMEM, nothing changed. */
+int tl__executor_recover(struct tl_scheduler *s, tl__executor *ex);
+/* tl_executor_reconcile's transition (its arguments validated). */
+int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid *running, size_t n,
+                           tl_tid *unknown, size_t ucap, size_t *nunknown);
+/* Runs the executors' due deadlines (heartbeats, pending losses, recoveries, tombstones); returns ns until
  * the next one (see tl_tick), 0 when a loss could not get room for its events. */
 uint64_t tl__executors_tick(struct tl_scheduler *s, uint64_t now);
 uint64_t tl__executors_next_deadline(struct tl_scheduler *s, uint64_t now);

@@ -137,6 +137,28 @@ void tl__jfmt_kill_task(tl__text *w, tl_tid tid, bool interrupt, const char *rea
   arg_str(w, reason);
 }
 
+void tl__jfmt_reconcile(tl__text *w, const char *id, const tl_tid *running, size_t n,
+                        size_t ucap) {
+  tl__text_str(w, "reconcile");
+  arg_str(w, id);
+  key_u64(w, "ucap", ucap);
+  tl__text_str(w, " tids=");
+  for (size_t i = 0; i < n; i++) {
+    if (i != 0)
+      tl__text_str(w, ",");
+    jw_u64(w, running[i]);
+  }
+}
+
+void tl__journal_restored(struct tl_scheduler *s) {
+  char line[160];
+  snprintf(line, sizeof line,
+           "@%" PRIu64 " restore executors=%u tasksets=%u next_tid=%" PRIu64 " = OK", s->last_now,
+           HASH_CNT(hh_by_id, s->executors_by_id), HASH_CNT(hh_by_id, s->tasksets_by_id),
+           s->next_tid);
+  s->cfg.journal(s->cfg.journal_ud, line);
+}
+
 void tl__jfmt_kill_stage(tl__text *w, uint32_t stage_id, bool interrupt, const char *reason) {
   tl__text_str(w, "kill_stage");
   key_u64(w, "stage", stage_id);

@@ -16,6 +16,8 @@
  */
 #include "internal.h"
 
+#include <stdlib.h>
+
 static bool same_rack(const tl__rack *rack, const char *name) {
   if (rack == NULL || name == NULL)
     return rack == NULL && name == NULL;
@@ -26,6 +28,130 @@ static bool same_rack(const tl__rack *rack, const char *name) {
  * Registration
  * ------------------------------------------------------------------------------------------- */
 
+/* A host and rack for an executor to join: found, or allocated and indexed by host_prepare
+ * (host_unprepare undoes that), then linked by host_link. */
+typedef struct host_join {
+  tl__host *host;     /* found, or new_host */
+  tl__rack *rack;     /* the host's rack: found, new_rack, or NULL */
+  tl__host *new_host; /* allocated and indexed here, not yet linked */
+  tl__rack *new_rack;
+  size_t host_len, rack_len;
+} host_join;
+
+/* TL_EINVAL: the host is known with another rack; TL_ENOMEM. Nothing visible changes. */
+static int host_prepare(struct tl_scheduler *s, const char *host_name, size_t host_len,
+                        const char *rack_name, size_t rack_len, host_join *j) {
+  *j = (host_join){NULL, NULL, NULL, NULL, host_len, rack_len};
+  HASH_FIND(hh_by_name, s->hosts_by_name, host_name, host_len, j->host);
+  if (j->host != NULL) {
+    if (!same_rack(j->host->rack, rack_name))
+      return TL_EINVAL;
+    j->rack = j->host->rack;
+    return TL_OK;
+  }
+  if (rack_name != NULL)
+    HASH_FIND(hh_by_name, s->racks_by_name, rack_name, rack_len, j->rack);
+  j->new_host = tl__calloc(s, 1, tl__host_size(host_len));
+  if (j->new_host == NULL)
+    return TL_ENOMEM;
+  if (rack_name != NULL && j->rack == NULL &&
+      (j->new_rack = tl__calloc(s, 1, tl__rack_size(rack_len))) == NULL)
+    goto fail;
+  memcpy(j->new_host->name, host_name, host_len);
+  j->new_host->name[host_len] = '\0';
+  j->new_host->name_len = (uint32_t)host_len;
+  HASH_ADD_KEYPTR(hh_by_name, s->hosts_by_name, j->new_host->name, host_len, j->new_host);
+  if (!TL__HASH_ADDED(j->new_host, hh_by_name))
+    goto fail;
+  if (j->new_rack != NULL) {
+    memcpy(j->new_rack->name, rack_name, rack_len);
+    j->new_rack->name[rack_len] = '\0';
+    j->new_rack->name_len = (uint32_t)rack_len;
+    HASH_ADD_KEYPTR(hh_by_name, s->racks_by_name, j->new_rack->name, rack_len, j->new_rack);
+    if (!TL__HASH_ADDED(j->new_rack, hh_by_name)) {
+      HASH_DELETE(hh_by_name, s->hosts_by_name, j->new_host);
+      goto fail;
+    }
+  }
+  return TL_OK;
+fail:
+  tl__free(s, j->new_rack, tl__rack_size(rack_len));
+  tl__free(s, j->new_host, tl__host_size(host_len));
+  j->new_host = NULL;
+  j->new_rack = NULL;
+  return TL_ENOMEM;
+}
+
+static void host_unprepare(struct tl_scheduler *s, host_join *j) {
+  if (j->new_rack != NULL) {
+    HASH_DELETE(hh_by_name, s->racks_by_name, j->new_rack);
+    tl__free(s, j->new_rack, tl__rack_size(j->rack_len));
+  }
+  if (j->new_host != NULL) {
+    HASH_DELETE(hh_by_name, s->hosts_by_name, j->new_host);
+    tl__free(s, j->new_host, tl__host_size(j->host_len));
+  }
+  j->new_host = NULL;
+  j->new_rack = NULL;
+}
+
+/* Links ex to the prepared host (and rack): ex->host and the host's list; not its ALIVE count,
+ * which tl__locality_executor_changed keeps. */
+static void host_link(struct tl_scheduler *s, tl__executor *ex, host_join *j) {
+  tl__host *host = j->host;
+  if (j->new_rack != NULL) {
+    tl__list_init(&j->new_rack->hosts);
+    j->rack = j->new_rack;
+    s->nracks++;
+  }
+  if (j->new_host != NULL) {
+    host = j->new_host;
+    tl__list_init(&host->executors);
+    tl__list_init(&host->on_rack);
+    host->rack = j->rack;
+    host->place = tl__place_find(s, TL__PLACE_HOST, host->name, host->name_len);
+    if (j->rack != NULL) {
+      tl__list_insert_tail(&j->rack->hosts, &host->on_rack);
+      j->rack->nhosts++;
+    }
+    s->nhosts++;
+  }
+  ex->host = host;
+  tl__list_insert_tail(&host->executors, &ex->on_host);
+  host->nexecutors++;
+  j->new_host = NULL;
+  j->new_rack = NULL;
+}
+
+/* A new executor record with its names, indexed by id, its lists empty (not yet on a host or a
+ * timeline); TL_ENOMEM. */
+static tl__executor *executor_new(struct tl_scheduler *s, const char *id, size_t id_len,
+                                  const char *host, size_t host_len, uint32_t cores) {
+  char names_text[TL_ID_MAX + TL_HOST_MAX];
+  memcpy(names_text, id, id_len);
+  names_text[id_len] = '\0';
+  memcpy(names_text + id_len + 1, host, host_len);
+  tl__str *names = tl__str_new(s, names_text, id_len + 1 + host_len);
+  tl__executor *ex = tl__calloc(s, 1, sizeof *ex);
+  if (names == NULL || ex == NULL)
+    goto fail;
+  ex->names = names;
+  HASH_ADD_KEYPTR(hh_by_id, s->executors_by_id, names->text, id_len, ex);
+  if (!TL__HASH_ADDED(ex, hh_by_id))
+    goto fail;
+  tl__list_init(&ex->running);
+  tl__list_init(&ex->frozen);
+  tl__list_init(&ex->outputs);
+  tl__list_init(&ex->on_host);
+  tl__list_init(&ex->on_timeline);
+  ex->cores = ex->free_cores = cores;
+  return ex;
+fail:
+  tl__free(s, ex, sizeof *ex);
+  tl__str_unref(s, names);
+  return NULL;
+}
+
 int tl__executor_add(struct tl_scheduler *s, const tl_executor_desc *d) {
   size_t id_len = strlen(d->id), host_len = strlen(d->host);
   size_t rack_len = d->rack != NULL ? strlen(d->rack) : 0;
@@ -33,76 +159,18 @@ int tl__executor_add(struct tl_scheduler *s, const tl_executor_desc *d) {
   tl__executor *ex = tl__executor_find(s, d->id);
   if (ex != NULL)
     return ex->state == TL_EXECUTOR_REMOVED ? TL_EGONE : TL_EEXIST;
-  tl__host *host;
-  HASH_FIND(hh_by_name, s->hosts_by_name, d->host, host_len, host);
-  tl__rack *rack = NULL;
-  if (host != NULL) {
-    if (!same_rack(host->rack, d->rack))
-      return TL_EINVAL;
-    rack = host->rack;
-  } else if (d->rack != NULL) {
-    HASH_FIND(hh_by_name, s->racks_by_name, d->rack, rack_len, rack);
-  }
-
   /* Allocate everything, then index it (undoing on failure), then link: nothing visible
    * changes unless the whole registration succeeds. */
-  char names_text[TL_ID_MAX + TL_HOST_MAX];
-  memcpy(names_text, d->id, id_len + 1);
-  memcpy(names_text + id_len + 1, d->host, host_len);
-  tl__str *names = tl__str_new(s, names_text, id_len + 1 + host_len);
-  ex = tl__calloc(s, 1, sizeof *ex);
-  tl__host *new_host = host == NULL ? tl__calloc(s, 1, tl__host_size(host_len)) : NULL;
-  tl__rack *new_rack = host == NULL && d->rack != NULL && rack == NULL
-                           ? tl__calloc(s, 1, tl__rack_size(rack_len))
-                           : NULL;
-  if (names == NULL || ex == NULL || (host == NULL && new_host == NULL) ||
-      (host == NULL && d->rack != NULL && rack == NULL && new_rack == NULL) ||
-      tl__events_reserve(s, 1) != TL_OK)
-    goto fail;
-
-  ex->names = names;
-  HASH_ADD_KEYPTR(hh_by_id, s->executors_by_id, names->text, id_len, ex);
-  if (!TL__HASH_ADDED(ex, hh_by_id))
-    goto fail;
-  if (new_host != NULL) {
-    memcpy(new_host->name, d->host, host_len + 1);
-    new_host->name_len = (uint32_t)host_len;
-    HASH_ADD_KEYPTR(hh_by_name, s->hosts_by_name, new_host->name, host_len, new_host);
-    if (!TL__HASH_ADDED(new_host, hh_by_name))
-      goto fail_unindex_ex;
+  host_join j;
+  int err = host_prepare(s, d->host, host_len, d->rack, rack_len, &j);
+  if (err != TL_OK)
+    return err;
+  if (tl__events_reserve(s, 1) != TL_OK ||
+      (ex = executor_new(s, d->id, id_len, d->host, host_len, d->cores)) == NULL) {
+    host_unprepare(s, &j);
+    return TL_ENOMEM;
   }
-  if (new_rack != NULL) {
-    memcpy(new_rack->name, d->rack, rack_len + 1);
-    new_rack->name_len = (uint32_t)rack_len;
-    HASH_ADD_KEYPTR(hh_by_name, s->racks_by_name, new_rack->name, rack_len, new_rack);
-    if (!TL__HASH_ADDED(new_rack, hh_by_name))
-      goto fail_unindex_host;
-  }
-
-  if (new_rack != NULL) {
-    tl__list_init(&new_rack->hosts);
-    rack = new_rack;
-    s->nracks++;
-  }
-  if (new_host != NULL) {
-    tl__list_init(&new_host->executors);
-    tl__list_init(&new_host->on_rack);
-    new_host->rack = rack;
-    new_host->place = tl__place_find(s, TL__PLACE_HOST, d->host, host_len);
-    if (rack != NULL) {
-      tl__list_insert_tail(&rack->hosts, &new_host->on_rack);
-      rack->nhosts++;
-    }
-    host = new_host;
-    s->nhosts++;
-  }
-  tl__list_init(&ex->running);
-  tl__list_init(&ex->frozen);
-  tl__list_init(&ex->outputs);
-  ex->host = host;
-  tl__list_insert_tail(&host->executors, &ex->on_host);
-  host->nexecutors++;
-  ex->cores = ex->free_cores = d->cores;
+  host_link(s, ex, &j);
   ex->ud = d->ud;
   ex->state = TL_EXECUTOR_ALIVE;
   s->nalive++;
@@ -114,20 +182,38 @@ int tl__executor_add(struct tl_scheduler *s, const tl_executor_desc *d) {
   tl__exclude_executor_added(s, ex);
 
   tl__event *ev = tl__event_push(s, TL__EV_EXECUTOR_ADDED);
-  ev->names = tl__str_ref(names);
+  ev->names = tl__str_ref(ex->names);
   return TL_OK;
+}
 
-fail_unindex_host:
-  if (new_host != NULL)
-    HASH_DELETE(hh_by_name, s->hosts_by_name, new_host);
-fail_unindex_ex:
-  HASH_DELETE(hh_by_id, s->executors_by_id, ex);
-fail:
-  tl__free(s, new_rack, tl__rack_size(rack_len));
-  tl__free(s, new_host, tl__host_size(host_len));
-  tl__free(s, ex, sizeof *ex);
-  tl__str_unref(s, names);
-  return TL_ENOMEM;
+int tl__executor_restore_add(struct tl_scheduler *s, const char *id, size_t id_len,
+                             const char *host, size_t host_len, const char *rack, size_t rack_len,
+                             uint32_t cores, tl_executor_state state, tl__executor **out) {
+  if (tl__executor_find_len(s, id, id_len) != NULL)
+    return TL_EEXIST;
+  bool live = state == TL_EXECUTOR_ALIVE || state == TL_EXECUTOR_DECOMMISSIONING;
+  host_join j;
+  if (live) {
+    int err = host_prepare(s, host, host_len, rack, rack_len, &j);
+    if (err != TL_OK)
+      return err;
+  }
+  tl__executor *ex = executor_new(s, id, id_len, host, host_len, cores);
+  if (ex == NULL) {
+    if (live)
+      host_unprepare(s, &j);
+    return TL_ENOMEM;
+  }
+  ex->state = TL_EXECUTOR_REMOVED;
+  s->ntombstones++;
+  tl__executor_set_state(s, ex, state);
+  if (live) {
+    host_link(s, ex, &j);
+    if (state == TL_EXECUTOR_ALIVE)
+      tl__locality_executor_changed(s, ex, false, true); /* no place yet: the host's count */
+  }
+  *out = ex;
+  return TL_OK;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -155,8 +241,9 @@ static size_t phase_two_events(const tl__executor *ex, size_t nattempts) {
   return ex->noutputs + TL__ATTEMPT_ENDED_EVENTS * nattempts + TL__REVIVE_EVENTS;
 }
 
-static void freeze(struct tl_scheduler *s, tl__executor *ex, const tl_loss_reason *reason,
-                   tl__str *msg, const char *static_msg) {
+/* What the first phase of a loss and a restore's recovery share: the running attempts frozen,
+ * the executor out of its host, its place no longer alive, its exclusion failures dropped. */
+static void freeze_attempts(struct tl_scheduler *s, tl__executor *ex) {
   while (!tl__list_empty(&ex->running)) {
     tl__attempt *a = tl__container_of(ex->running.next, tl__attempt, on_executor);
     tl__cleanup_task_state(s, a);
@@ -166,6 +253,18 @@ static void freeze(struct tl_scheduler *s, tl__executor *ex, const tl_loss_reaso
   tl__executor_leave_host(s, ex);
   tl__exclude_executor_removed(s, ex);
   ex->was_decommissioning = ex->state == TL_EXECUTOR_DECOMMISSIONING;
+}
+
+/* Phase one: ALIVE, DECOMMISSIONING or RECOVERING (whose attempts are frozen already) to
+ * PENDING_LOSS, with the executor_lost event. */
+static void freeze(struct tl_scheduler *s, tl__executor *ex, const tl_loss_reason *reason,
+                   tl__str *msg, const char *static_msg) {
+  if (ex->state == TL_EXECUTOR_RECOVERING) {
+    tl__str_unref(s, ex->rack);
+    ex->rack = NULL;
+  } else {
+    freeze_attempts(s, ex);
+  }
   tl__list_remove(&ex->on_timeline);
   tl__executor_set_state(s, ex, TL_EXECUTOR_PENDING_LOSS);
   if (s->cfg.pending_loss_timeout_ns != 0) {
@@ -214,7 +313,7 @@ static int lose(struct tl_scheduler *s, tl__executor *ex, const tl_loss_reason *
   if (ex->state == TL_EXECUTOR_PENDING_LOSS)
     n = phase_two_events(ex, ex->nfrozen);
   else
-    n = phase_one_events() + (pending ? 0 : phase_two_events(ex, ex->nrunning));
+    n = phase_one_events() + (pending ? 0 : phase_two_events(ex, ex->nrunning + ex->nfrozen));
   /* The records the counted failures of phase two may need for exclusion. */
   size_t nx = pending ? 0 : tl__exclude_records_for_loss(s, ex, reason);
   if (tl__events_reserve(s, n) != TL_OK || tl__exclude_reserve(s, nx) != TL_OK) {
@@ -256,7 +355,7 @@ static int live_executor(struct tl_scheduler *s, const char *id, tl__executor **
     return TL_ENOENT;
   if (ex->state == TL_EXECUTOR_REMOVED)
     return TL_EGONE;
-  if (ex->state == TL_EXECUTOR_PENDING_LOSS)
+  if (ex->state == TL_EXECUTOR_PENDING_LOSS || ex->state == TL_EXECUTOR_RECOVERING)
     return TL_ESTATE;
   *out = ex;
   return TL_OK;
@@ -290,6 +389,8 @@ int tl__executor_decommission(struct tl_scheduler *s, const char *id, const char
 static const char heartbeat_message[] = "Executor heartbeat timed out.";
 static const char pending_timeout_message[] =
     "No loss reason arrived within the pending-loss timeout.";
+static const char recovery_timeout_message[] =
+    "The executor did not reconcile within the recovery timeout.";
 
 /* The time until the earliest head's deadline; one saturated at UINT64_MAX is none
  * (tl__executors_tick never runs it), and a list's head is its earliest, so no later member comes
@@ -302,6 +403,11 @@ uint64_t tl__executors_next_deadline(struct tl_scheduler *s, uint64_t now) {
   }
   if (!tl__list_empty(&s->pending_order)) {
     tl__executor *ex = tl__container_of(s->pending_order.next, tl__executor, on_timeline);
+    if (ex->when < due)
+      due = ex->when;
+  }
+  if (!tl__list_empty(&s->recovery_order)) {
+    tl__executor *ex = tl__container_of(s->recovery_order.next, tl__executor, on_timeline);
     if (ex->when < due)
       due = ex->when;
   }
@@ -336,6 +442,15 @@ uint64_t tl__executors_tick(struct tl_scheduler *s, uint64_t now) {
       return 0;
     s->totals.pending_loss_timeouts++;
   }
+  tl_loss_reason recovery = {TL_LOSS_RECOVERY_TIMEOUT, false, 0, NULL};
+  while (!tl__list_empty(&s->recovery_order)) {
+    tl__executor *ex = tl__container_of(s->recovery_order.next, tl__executor, on_timeline);
+    if (!tl__due(ex->when, now))
+      break;
+    if (lose(s, ex, &recovery, NULL, recovery_timeout_message) != TL_OK)
+      return 0;
+    s->totals.recovery_timeouts++;
+  }
   if (s->cfg.tombstone_ttl_ns != 0) {
     while (!tl__list_empty(&s->tombstone_order)) {
       tl__executor *ex = tl__container_of(s->tombstone_order.next, tl__executor, on_timeline);
@@ -345,4 +460,162 @@ uint64_t tl__executors_tick(struct tl_scheduler *s, uint64_t now) {
     }
   }
   return tl__executors_next_deadline(s, now);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Recovery after a restore, and reconciliation
+ *
+ * A restored executor that was running is RECOVERING: frozen as by the first phase of a loss,
+ * but silently (no executor_lost: nothing is lost yet) and with the rack it rejoins kept. Its
+ * reconciliation is a registration that keeps the attempts the executor still has: those go back
+ * into the tid index, the rest end as lost without counting (the executor did not fail them: the
+ * driver did), and what it has that the ledger does not is killed.
+ * ------------------------------------------------------------------------------------------- */
+
+int tl__executor_recover(struct tl_scheduler *s, tl__executor *ex) {
+  tl__str *rack = NULL;
+  const tl__rack *r = ex->host->rack;
+  if (r != NULL && (rack = tl__str_new(s, r->name, r->name_len)) == NULL)
+    return TL_ENOMEM;
+  freeze_attempts(s, ex);
+  tl__list_remove(&ex->on_timeline);
+  tl__executor_set_state(s, ex, TL_EXECUTOR_RECOVERING);
+  ex->rack = rack;
+  if (s->cfg.recovery_timeout_ns != 0) {
+    ex->when = tl__add_sat(s->last_now, s->cfg.recovery_timeout_ns);
+    tl__list_insert_tail(&s->recovery_order, &ex->on_timeline);
+  }
+  return TL_OK;
+}
+
+static int tid_cmp(const void *a, const void *b) {
+  tl_tid x = *(const tl_tid *)a, y = *(const tl_tid *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Whether tid is among the n sorted, distinct tids; *at its position. */
+static bool tid_search(const tl_tid *tids, size_t n, tl_tid tid, size_t *at) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (tids[mid] < tid)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  *at = lo;
+  return lo < n && tids[lo] == tid;
+}
+
+static const char reconcile_lost_message[] = "Not reported by the executor when it reconciled.";
+static const char reconcile_kill_message[] = "Unknown to the restored driver";
+
+int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid *running, size_t n,
+                           tl_tid *unknown, size_t ucap, size_t *nunknown) {
+  tl__executor *ex = tl__executor_find(s, id);
+  if (ex == NULL)
+    return TL_ENOENT;
+  if (ex->state == TL_EXECUTOR_REMOVED)
+    return TL_EGONE;
+  if (ex->state != TL_EXECUTOR_RECOVERING)
+    return TL_ESTATE;
+
+  /* The reported tids, sorted and distinct, each with a mark for "frozen here" (a byte after
+   * the array). */
+  tl_tid *tids = NULL;
+  size_t bytes = 0;
+  if (n != 0) {
+    if (n > SIZE_MAX / (sizeof *tids + 1))
+      return TL_ENOMEM;
+    bytes = n * (sizeof *tids + 1);
+    if ((tids = tl__malloc(s, bytes)) == NULL)
+      return TL_ENOMEM;
+    memcpy(tids, running, n * sizeof *tids);
+    qsort(tids, n, sizeof *tids, tid_cmp);
+  }
+  size_t distinct = 0;
+  for (size_t i = 0; i < n; i++)
+    if (distinct == 0 || tids[distinct - 1] != tids[i])
+      tids[distinct++] = tids[i];
+  uint8_t *found = n != 0 ? (uint8_t *)(tids + n) : NULL;
+  if (found != NULL)
+    memset(found, 0, distinct);
+  size_t kept = 0, lost = 0;
+  for (tl__link *l = ex->frozen.next; l != &ex->frozen; l = l->next) {
+    size_t at;
+    if (tid_search(tids, distinct, tl__container_of(l, tl__attempt, on_executor)->tid, &at)) {
+      found[at] = 1;
+      kept++;
+    } else {
+      lost++;
+    }
+  }
+  size_t nunk = distinct - kept;
+
+  host_join j;
+  const char *rack = ex->rack != NULL ? ex->rack->text : NULL;
+  const char *host = tl__names_host(ex->names);
+  int err = tl__events_reserve(s, TL__ATTEMPT_ENDED_EVENTS * lost + nunk + TL__REVIVE_EVENTS);
+  if (err == TL_OK)
+    err = tl__attempts_reserve(s, kept);
+  if (err == TL_OK)
+    err = host_prepare(s, host, strlen(host), rack, rack != NULL ? ex->rack->len : 0, &j);
+  if (err != TL_OK) {
+    tl__free(s, tids, bytes);
+    return err == TL_EINVAL ? TL_ENOMEM : err; /* a rack cannot disagree: it was the host's */
+  }
+
+  /* Back on its host, in its state of before the restore. */
+  host_link(s, ex, &j);
+  tl__str_unref(s, ex->rack);
+  ex->rack = NULL;
+  tl__list_remove(&ex->on_timeline);
+  tl_executor_state state =
+      ex->was_decommissioning ? TL_EXECUTOR_DECOMMISSIONING : TL_EXECUTOR_ALIVE;
+  tl__executor_set_state(s, ex, state);
+  ex->was_decommissioning = false;
+  tl__locality_executor_changed(s, ex, false, state == TL_EXECUTOR_ALIVE);
+  ex->when = s->last_now;
+  tl__list_insert_tail(&s->heartbeat_order, &ex->on_timeline);
+  tl__exclude_executor_added(s, ex);
+
+  /* Its attempts, in launch order: what it reported runs on, the rest ends. */
+  for (tl__link *l = ex->frozen.next, *next; l != &ex->frozen; l = next) {
+    next = l->next;
+    tl__attempt *a = tl__container_of(l, tl__attempt, on_executor);
+    tl__list_remove(&a->on_executor);
+    ex->nfrozen--;
+    a->frozen = 0;
+    a->taskset->nfrozen--;
+    s->nfrozen--;
+    size_t at;
+    if (tid_search(tids, distinct, a->tid, &at)) {
+      tl__attempt_link(s, a);
+    } else {
+      s->totals.failed++;
+      s->totals.reconcile_lost++;
+      tl__attempt_ended(s, a, TL_END_EXECUTOR_LOST, false, NULL, reconcile_lost_message, NULL,
+                        NULL);
+    }
+  }
+  /* What it has that the ledger does not hold there: killed. */
+  size_t k = 0;
+  for (size_t i = 0; i < distinct; i++) {
+    if (found[i])
+      continue;
+    if (k < ucap)
+      unknown[k] = tids[i];
+    k++;
+    tl__event *ev = tl__event_push(s, TL__EV_KILL_TASK);
+    ev->names = tl__str_ref(ex->names);
+    ev->static_msg = reconcile_kill_message;
+    ev->u.kill.tid = tids[i];
+    ev->u.kill.interrupt = true;
+  }
+  *nunknown = k;
+  s->totals.reconcile_unknown += k;
+  s->totals.reconciled++;
+  tl__event_push_revive(s);
+  tl__free(s, tids, bytes);
+  return TL_OK;
 }

@@ -33,6 +33,7 @@ void tl__executor_free(struct tl_scheduler *s, tl__executor *ex) {
     s->last_executor = NULL;
   tl__str_unref(s, ex->names);
   tl__str_unref(s, ex->decommission_msg);
+  tl__str_unref(s, ex->rack);
   tl__free(s, ex, sizeof *ex);
 }
 
@@ -44,6 +45,8 @@ static size_t *state_count(struct tl_scheduler *s, uint8_t state) {
     return &s->ndecommissioning;
   case TL_EXECUTOR_PENDING_LOSS:
     return &s->npending_loss;
+  case TL_EXECUTOR_RECOVERING:
+    return &s->nrecovering;
   default:
     return &s->ntombstones;
   }
@@ -117,14 +120,15 @@ tl__stage *tl__stage_find(struct tl_scheduler *s, uint32_t stage_id) {
  * *frozen are the attempts found on the executors' lists (the tid index's check compares). */
 static int check_executors(tl__checker *c, size_t *running, size_t *frozen) {
   struct tl_scheduler *s = c->s;
-  size_t count[4] = {0, 0, 0, 0};
+  size_t count[5] = {0, 0, 0, 0, 0};
   size_t limit = s->attempts_by_tid.n + s->nfrozen + 1; /* guards against cycles */
   *running = *frozen = 0;
   bool last_seen = s->last_executor == NULL;
   for (tl__executor *ex = s->executors_by_id; ex != NULL; ex = ex->hh_by_id.next) {
     last_seen = last_seen || ex == s->last_executor;
     const char *id = tl__executor_id(ex);
-    TL__CHECK(c, ex->state <= TL_EXECUTOR_REMOVED, "executor %s: bad state %u", id, ex->state);
+    TL__CHECK(c, ex->state <= TL_EXECUTOR_RECOVERING, "executor %s: bad state %u", id,
+              ex->state);
     count[ex->state]++;
     tl__check_account(c, sizeof *ex);
     bool live = ex->state == TL_EXECUTOR_ALIVE || ex->state == TL_EXECUTOR_DECOMMISSIONING;
@@ -134,7 +138,11 @@ static int check_executors(tl__checker *c, size_t *running, size_t *frozen) {
               tl_executor_state_name(ex->state), tl__list_linked(&ex->on_host));
     TL__CHECK(c, live || tl__list_empty(&ex->running), "invariant 5: %s executor %s runs attempts",
               tl_executor_state_name(ex->state), id);
-    TL__CHECK(c, ex->state == TL_EXECUTOR_PENDING_LOSS || tl__list_empty(&ex->frozen),
+    TL__CHECK(c, ex->rack == NULL || ex->state == TL_EXECUTOR_RECOVERING,
+              "executor %s (%s) keeps a rack name", id, tl_executor_state_name(ex->state));
+    TL__CHECK(c,
+              ex->state == TL_EXECUTOR_PENDING_LOSS || ex->state == TL_EXECUTOR_RECOVERING ||
+                  tl__list_empty(&ex->frozen),
               "invariant 2: executor %s (%s) has frozen attempts", id,
               tl_executor_state_name(ex->state));
 
@@ -177,11 +185,12 @@ static int check_executors(tl__checker *c, size_t *running, size_t *frozen) {
             count[TL_EXECUTOR_ALIVE] == s->nalive &&
                 count[TL_EXECUTOR_DECOMMISSIONING] == s->ndecommissioning &&
                 count[TL_EXECUTOR_PENDING_LOSS] == s->npending_loss &&
-                count[TL_EXECUTOR_REMOVED] == s->ntombstones,
+                count[TL_EXECUTOR_REMOVED] == s->ntombstones &&
+                count[TL_EXECUTOR_RECOVERING] == s->nrecovering,
             "executor counts disagree: alive %zu/%zu, decommissioning %zu/%zu, pending %zu/%zu, "
-            "tombstones %zu/%zu",
+            "tombstones %zu/%zu, recovering %zu/%zu",
             count[0], s->nalive, count[1], s->ndecommissioning, count[2], s->npending_loss,
-            count[3], s->ntombstones);
+            count[3], s->ntombstones, count[4], s->nrecovering);
   TL__CHECK(c, s->ntombstones <= s->cfg.max_tombstones, "%zu tombstones, at most %u allowed",
             s->ntombstones, s->cfg.max_tombstones);
   tl__check_account_table(c, s->executors_by_id != NULL ? s->executors_by_id->hh_by_id.tbl : NULL);
@@ -265,6 +274,9 @@ static int check_timelines(tl__checker *c) {
                          s->cfg.pending_loss_timeout_ns != 0 ? s->npending_loss : 0,
                          "pending-loss order");
   if (err == TL_OK)
+    err = check_timeline(c, &s->recovery_order, TL_EXECUTOR_RECOVERING, TL_EXECUTOR_RECOVERING,
+                         s->cfg.recovery_timeout_ns != 0 ? s->nrecovering : 0, "recovery order");
+  if (err == TL_OK)
     err = check_timeline(c, &s->tombstone_order, TL_EXECUTOR_REMOVED, TL_EXECUTOR_REMOVED,
                          s->ntombstones, "tombstone order");
   return err;
@@ -283,5 +295,6 @@ void tl__registry_each_str(tl__checker *c, tl__str_fn *fn) {
   for (tl__executor *ex = c->s->executors_by_id; ex != NULL; ex = ex->hh_by_id.next) {
     fn(c, ex->names, tl__executor_id(ex));
     fn(c, ex->decommission_msg, tl__executor_id(ex));
+    fn(c, ex->rack, tl__executor_id(ex));
   }
 }

@@ -22,6 +22,7 @@ void tl_config_init(tl_config *cfg) {
   cfg->max_task_failures = 4;
   cfg->heartbeat_timeout_ns = 120ull * 1000000000ull;
   cfg->pending_loss_timeout_ns = 120ull * 1000000000ull;
+  cfg->recovery_timeout_ns = 60ull * 1000000000ull;
   cfg->max_tombstones = 1024;
   cfg->tombstone_ttl_ns = 600ull * 1000000000ull;
   cfg->max_result_bytes = 1ull << 30;
@@ -47,6 +48,8 @@ void tl_config_init(tl_config *cfg) {
 static uint64_t clock_read(const struct tl_scheduler *s) {
   return s->cfg.clock != NULL ? s->cfg.clock(s->cfg.clock_ud) : uv_hrtime();
 }
+
+uint64_t tl__clock_read(const struct tl_scheduler *s) { return clock_read(s); }
 
 /* Under the lock: makes t the call's time, s->last_now, unless the clock went back. */
 static void clock_set(struct tl_scheduler *s, uint64_t t) {
@@ -171,7 +174,7 @@ static bool valid_exclusion(const tl_config *cfg) {
           cfg->exclude_app_max_failed_executors_per_node >= 1 && cfg->exclude_timeout_ns > 0);
 }
 
-static int valid_config(const tl_config *cfg) {
+bool tl__config_valid(const tl_config *cfg) {
   return valid_exclusion(cfg) &&
          (cfg->delivery == TL_DELIVER_DEFERRED ||
           (cfg->delivery == TL_DELIVER_INLINE && cfg->events_ready == NULL)) &&
@@ -190,9 +193,15 @@ int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler 
     tl_config_init(&defaults);
     cfg = &defaults;
   }
-  if (!valid_config(cfg))
+  if (!tl__config_valid(cfg))
     return TL_EINVAL;
+  int err = tl__scheduler_create(cfg, cb, out);
+  if (err == TL_OK)
+    tl__scheduler_start(*out, false);
+  return err;
+}
 
+int tl__scheduler_create(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler **out) {
   tl__schedulers_inc(); /* before the first allocation: the allocator cannot change now */
   tl_scheduler *s = tl__raw_calloc(1, sizeof *s);
   if (s == NULL) {
@@ -223,6 +232,7 @@ int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler 
     s->cb = *cb;
   tl__list_init(&s->heartbeat_order);
   tl__list_init(&s->pending_order);
+  tl__list_init(&s->recovery_order);
   tl__list_init(&s->tombstone_order);
   tl__list_init(&s->locality_tasksets);
   /* A level's wait; TL_NO_PREF and TL_ANY never wait (Spark's getLocalityWait). */
@@ -238,10 +248,16 @@ int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler 
   s->next_tid = 1;
   s->next_taskset_id = 1;
   s->last_now = clock_read(s);
-  if (s->cfg.journal != NULL)
-    tl__journal_start(s); /* no lock yet: nothing is shared */
   *out = s;
   return TL_OK;
+}
+
+void tl__scheduler_start(struct tl_scheduler *s, bool restored) {
+  if (s->cfg.journal == NULL)
+    return;
+  tl__journal_start(s); /* no lock yet: nothing is shared */
+  if (restored)
+    tl__journal_restored(s);
 }
 
 /* Frees every record. Attempts go with their task sets (frozen ones included), before the
@@ -274,6 +290,14 @@ static void destroy_all(tl_scheduler *s) {
   tl__events_clear(s, &s->batch, 0);
   tl__free(s, s->events.ev, s->events.cap * sizeof(tl__event));
   tl__free(s, s->batch.ev, s->batch.cap * sizeof(tl__event));
+}
+
+void tl__scheduler_discard(struct tl_scheduler *s) {
+  destroy_all(s);
+  assert(s->mem_bytes == sizeof *s && s->mem_blocks == 1);
+  tl__mutex_destroy(&s->lock);
+  tl__raw_free(s);
+  tl__schedulers_dec();
 }
 
 int tl_scheduler_free(tl_scheduler *s) {
@@ -325,6 +349,27 @@ int tl_scheduler_free(tl_scheduler *s) {
  * ------------------------------------------------------------------------------------------- */
 
 static bool valid_id(const char *id) { return tl__name_len(id, TL_ID_MAX) != 0; }
+
+int tl_executor_reconcile(tl_scheduler *s, const char *executor_id, const tl_tid *running,
+                          size_t n, tl_tid *unknown, size_t ucap, size_t *nunknown) {
+  if (nunknown != NULL)
+    *nunknown = 0;
+  if (s == NULL || !valid_id(executor_id) || nunknown == NULL || (running == NULL && n > 0) ||
+      (unknown == NULL && ucap > 0))
+    return TL_EINVAL;
+  for (size_t i = 0; i < n; i++)
+    if (running[i] == 0)
+      return TL_EINVAL;
+  uint64_t t = clock_read(s);
+  int err = enter_at(s, t);
+  if (err != TL_OK)
+    return err;
+  JOURNAL_OPEN(s, tl__jfmt_reconcile(&w, executor_id, running, n, ucap));
+  err = tl__executor_reconcile(s, executor_id, running, n, unknown, ucap, nunknown);
+  char extra[40];
+  snprintf(extra, sizeof extra, " unknown=%zu", *nunknown);
+  return journal_leave(s, j, &w, err, err == TL_OK ? extra : NULL);
+}
 
 int tl_executor_add(tl_scheduler *s, const tl_executor_desc *d) {
   if (s == NULL || d == NULL || !valid_id(d->id) || tl__name_len(d->host, TL_HOST_MAX) == 0 ||

@@ -890,7 +890,9 @@ int tl__tasksets_check(tl__checker *c, size_t running, size_t frozen) {
                 (unsigned long long)a->tid, a->index);
       if (a->frozen) {
         nf++;
-        TL__CHECK(c, a->executor->state == TL_EXECUTOR_PENDING_LOSS,
+        TL__CHECK(c,
+                  a->executor->state == TL_EXECUTOR_PENDING_LOSS ||
+                      a->executor->state == TL_EXECUTOR_RECOVERING,
                   "invariant 2: tid %llu frozen on %s executor", (unsigned long long)a->tid,
                   tl_executor_state_name(a->executor->state));
       } else {

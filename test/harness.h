@@ -46,6 +46,7 @@ Suite *tl_uv_suite(void);
 Suite *tl_metrics_suite(void);
 Suite *tl_batch_suite(void);
 Suite *tl_deliver_suite(void);
+Suite *tl_snapshot_suite(void);
 
 /* A test case with the project's per-test timeout. */
 TCase *tlt_tcase(Suite *suite, const char *name);

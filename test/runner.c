@@ -26,6 +26,7 @@ static const struct {
     {"metrics", tl_metrics_suite},
     {"batch", tl_batch_suite},
     {"deliver", tl_deliver_suite},
+    {"snapshot", tl_snapshot_suite},
 };
 
 int main(int argc, char **argv) {

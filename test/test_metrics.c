@@ -8,7 +8,7 @@
 #include <ctype.h>
 #include <inttypes.h>
 
-#define NMETRICS 33 /* fields of tl_stats */
+#define NMETRICS 38 /* fields of tl_stats */
 
 /* ---------------------------------------------------------------------------------------------
  * A parser for the exposition format, strict about what tl_metrics_text promises.
@@ -116,6 +116,7 @@ static void expected(const tl_stats *st, sample want[NMETRICS]) {
       G(executors_alive),
       G(executors_decommissioning),
       G(executors_pending_loss),
+      G(executors_recovering),
       G(tombstones),
       G(hosts),
       G(racks),
@@ -146,6 +147,10 @@ static void expected(const tl_stats *st, sample want[NMETRICS]) {
       C(excluded_offers),
       C(tasksets_unschedulable_aborted),
       C(pending_loss_timeouts),
+      C(recovery_timeouts),
+      C(reconciled),
+      C(reconcile_lost),
+      C(reconcile_unknown),
   };
 #undef G
 #undef C

@@ -2394,6 +2394,7 @@ static void json_str(FILE *f, const char *s) {
   X(executors_alive)                                                                               \
   X(executors_decommissioning)                                                                     \
   X(executors_pending_loss)                                                                        \
+  X(executors_recovering)                                                                          \
   X(tombstones)                                                                                    \
   X(hosts)                                                                                         \
   X(racks)                                                                                         \
@@ -2423,7 +2424,11 @@ static void json_str(FILE *f, const char *s) {
   X(tasksets_unschedulable)                                                                        \
   X(excluded_offers)                                                                               \
   X(tasksets_unschedulable_aborted)                                                                \
-  X(pending_loss_timeouts)
+  X(pending_loss_timeouts)                                                                         \
+  X(recovery_timeouts)                                                                             \
+  X(reconciled)                                                                                    \
+  X(reconcile_lost)                                                                                \
+  X(reconcile_unknown)
 
 static int by_seq(const void *a, const void *b) {
   uint64_t x = (*(const loss_rec *const *)a)->seq, y = (*(const loss_rec *const *)b)->seq;

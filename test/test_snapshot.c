@@ -1,0 +1,665 @@
+/* Snapshots, restore and reconciliation (docs/snapshot.md): an image taken and restored gives
+ * the same ledger (the same bytes again when nothing was running), restored executors are
+ * RECOVERING and reconcile or time out, payloads that cannot be had abort their task sets,
+ * times are rebased, and every bad image is refused with its own error and creates nothing;
+ * out of memory at every allocation of snapshot, restore and reconcile changes nothing.
+ */
+#include "harness.h"
+#include "oom_sweep.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * Images in memory.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct image {
+  uint8_t *p;
+  size_t n, cap;
+  size_t at;       /* read position */
+  size_t chunk;    /* the most a read hands back (0: all it is asked for) */
+  int fail_after;  /* writes (or reads) left before one fails; -1: never */
+  size_t max_write; /* largest chunk write was given */
+} image;
+
+static int image_write(void *ud, const void *buf, size_t n) {
+  image *im = ud;
+  if (im->fail_after == 0)
+    return -1;
+  if (im->fail_after > 0)
+    im->fail_after--;
+  if (n > im->max_write)
+    im->max_write = n;
+  if (im->n + n > im->cap) {
+    im->cap = (im->n + n) * 2;
+    im->p = realloc(im->p, im->cap);
+    ck_assert_ptr_nonnull(im->p);
+  }
+  memcpy(im->p + im->n, buf, n);
+  im->n += n;
+  return 0;
+}
+
+static int image_read(void *ud, void *buf, size_t n) {
+  image *im = ud;
+  if (im->fail_after == 0)
+    return -1;
+  if (im->fail_after > 0)
+    im->fail_after--;
+  size_t left = im->n - im->at;
+  if (n > left)
+    n = left;
+  if (im->chunk != 0 && n > im->chunk)
+    n = im->chunk;
+  memcpy(buf, im->p + im->at, n);
+  im->at += n;
+  return (int)n;
+}
+
+static image take(tlt_env *e) {
+  image im = {NULL, 0, 0, 0, 0, -1, 0};
+  int rc = tl_snapshot(e->s, image_write, &im);
+  ck_assert_msg(rc == TL_OK, "tl_snapshot: %s", tl_err_name(rc));
+  ck_assert_uint_ge(im.n, 40);
+  TLT_CHECK(e);
+  return im;
+}
+
+/* CRC-32C (Castagnoli, reflected), bit by bit: the test's own, not the library's. */
+static uint32_t crc32c(const uint8_t *p, size_t n) {
+  uint32_t c = 0xFFFFFFFFu;
+  while (n-- != 0) {
+    c ^= *p++;
+    for (int k = 0; k < 8; k++)
+      c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+  }
+  return ~c;
+}
+
+/* The header's checksum again, after a test changed its fields. */
+static void reseal_header(image *im) {
+  uint32_t crc = crc32c(im->p, 36);
+  for (int i = 0; i < 4; i++)
+    im->p[36 + i] = (uint8_t)(crc >> (8 * i));
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Restoring into a test's env: the old scheduler is freed (its releases are not the final
+ * ones: the payloads come back through the resolver) and the env goes on with the new one.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct resolver {
+  tlt_env *e;
+  tl_taskset_id refuse; /* this task set's payload "cannot be had"; 0: none */
+  unsigned tasksets, executors;
+} resolver;
+
+static resolver the_resolver;
+
+static bool resolve_taskset(void *ud, const tl_taskset_info *ts, void **payload) {
+  tlt_env *e = ud;
+  the_resolver.tasksets++;
+  for (size_t i = 0; i < e->nsubs; i++) {
+    if (e->subs[i].id == ts->id) {
+      ck_assert_uint_eq(e->subs[i].stage_id, ts->stage_id);
+      ck_assert_uint_eq(e->subs[i].ntasks, ts->ntasks);
+      if (ts->id == the_resolver.refuse) {
+        e->subs[i].payload = NULL; /* what its launches and its release carry from now on */
+        return false;
+      }
+      *payload = e->subs[i].payload;
+      return true;
+    }
+  }
+  ck_abort_msg("resolver asked for unknown task set %" PRIu64, ts->id);
+  return false;
+}
+
+static void *resolve_executor(void *ud, const char *id, const char *host) {
+  tlt_env *e = ud;
+  (void)host;
+  the_resolver.executors++;
+  return tlt_ud_for(e, id);
+}
+
+static tl_callbacks restore_callbacks(tlt_env *e) {
+  tl_callbacks cb = tlt_callbacks(e);
+  cb.taskset_restored = resolve_taskset;
+  cb.executor_restored = resolve_executor;
+  return cb;
+}
+
+/* Frees e's scheduler and restores im into it, with cfg (NULL: e's own). */
+static void restore_into(tlt_env *e, image *im, const tl_config *cfg) {
+  unsigned released[256];
+  ck_assert_uint_le(e->nsubs, 256);
+  for (size_t i = 0; i < e->nsubs; i++)
+    released[i] = e->subs[i].released;
+  size_t mark = e->nev;
+  ck_assert_int_eq(tl_scheduler_free(e->s), TL_OK);
+  for (size_t i = 0; i < e->nsubs; i++)
+    e->subs[i].released = released[i];
+  e->nev = mark; /* the releases of the free are not the task sets' */
+  e->s = NULL;
+  tl_callbacks cb = restore_callbacks(e);
+  im->at = 0;
+  the_resolver.tasksets = the_resolver.executors = 0;
+  int rc = tl_scheduler_restore(cfg != NULL ? cfg : &e->cfg, &cb, image_read, im, &e->s);
+  ck_assert_msg(rc == TL_OK, "tl_scheduler_restore: %s", tl_err_name(rc));
+  ck_assert_ptr_nonnull(e->s);
+  TLT_CHECK(e);
+}
+
+static tl_config snapshot_config(void) {
+  tl_config cfg = tlt_config();
+  cfg.speculation = true;
+  cfg.recovery_timeout_ns = 30 * TLT_SEC;
+  cfg.pending_loss_timeout_ns = 20 * TLT_SEC;
+  return cfg;
+}
+
+/* Executors on hosts and racks, two task sets (one a shuffle-map stage with outputs, one with
+ * preferred locations), attempts launched, running, finished and failed, a decommissioning
+ * executor with its message, a pending loss, a tombstone. Returns the launches. */
+static size_t build_state(tlt_env *e, tl_launch *out, tl_taskset_id *ts1, tl_taskset_id *ts2) {
+  tlt_add(e, "e1", "h1", "r1", 4);
+  tlt_add(e, "e2", "h1", "r1", 2);
+  tlt_add(e, "e3", "h2", NULL, 2);
+  tlt_add(e, "e4", "h3", "r2", 2);
+  tlt_add(e, "e5", "h4", NULL, 1);
+  tl_taskset_desc d = {.stage_id = 0, .ntasks = 6, .shuffle_map = true};
+  *ts1 = tlt_submit_desc(e, &d);
+  tl_location at_h1[] = {{"h1", NULL}}, at_e3[] = {{"h2", "e3"}};
+  tl_task_desc tasks[4] = {{at_h1, 1}, {at_e3, 1}, {NULL, 0}, {at_h1, 1}};
+  tl_taskset_desc d2 = {.stage_id = 1, .priority = 1, .ntasks = 4, .tasks = tasks};
+  *ts2 = tlt_submit_desc(e, &d2);
+  tl_offer offers[] = {{"e1", 4}, {"e2", 2}, {"e3", 2}, {"e4", 2}, {"e5", 1}};
+  size_t n = tlt_offers(e, offers, 5, out, 16);
+  ck_assert_uint_ge(n, 8);
+  for (size_t i = 0; i < n; i++)
+    tlt_run(e, out[i].executor_id, out[i].tid);
+  /* An output on e1 and one on e5 (which becomes a tombstone: its index runs again), a
+   * counted failure. */
+  for (size_t i = 0; i < n; i++) {
+    if (out[i].taskset == *ts1 && (strcmp(out[i].executor_id, "e1") == 0) && out[i].index == 0)
+      tlt_succeed(e, "e1", out[i].tid);
+    if (out[i].taskset == *ts1 && strcmp(out[i].executor_id, "e2") == 0)
+      tlt_fail(e, "e2", out[i].tid, TL_END_EXCEPTION);
+  }
+  ck_assert_int_eq(tl_executor_decommission(e->s, "e3", "scale-down"), TL_OK);
+  TLT_CHECK(e);
+  tlt_advance_tick(e, TLT_SEC);
+  tlt_lose(e, "e4", TL_LOSS_PENDING, true);
+  tlt_lose(e, "e5", TL_LOSS_EXITED, true);
+  return n;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Tests
+ * ------------------------------------------------------------------------------------------- */
+
+START_TEST(an_image_of_a_ledger_with_nothing_running_restores_to_the_same_bytes) {
+  tl_config cfg = snapshot_config();
+  tlt_env *e = tlt_new(&cfg);
+  tl_launch out[16];
+  tl_taskset_id ts1, ts2;
+  build_state(e, out, &ts1, &ts2);
+  /* Nothing ALIVE or DECOMMISSIONING: the restore's recovery has nothing to do, so the image of
+   * the restored ledger is the image it came from. */
+  tlt_lose(e, "e1", TL_LOSS_PENDING, true);
+  tlt_lose(e, "e2", TL_LOSS_PENDING, true);
+  tlt_lose(e, "e3", TL_LOSS_PENDING, false);
+  tl_stats before = tlt_stats(e);
+  image a = take(e);
+  ck_assert_uint_le(a.max_write, 65536);
+  tl_stats after = tlt_stats(e);
+  tlt_assert_stats_same(&before, &after, "tl_snapshot changed the ledger");
+
+  restore_into(e, &a, NULL);
+  ck_assert_uint_eq(the_resolver.tasksets, 2);
+  ck_assert_uint_eq(the_resolver.executors, 4); /* e5 is a tombstone */
+  tl_stats restored = tlt_stats(e);
+  tlt_assert_stats_same_but_memory(&before, &restored, "restored ledger");
+  image b = take(e);
+  ck_assert_uint_eq(a.n, b.n);
+  ck_assert_msg(memcmp(a.p, b.p, a.n) == 0, "the restored ledger's image differs");
+  free(a.p);
+  free(b.p);
+  tlt_end(e);
+}
+END_TEST
+
+START_TEST(restored_executors_recover_reconcile_or_time_out) {
+  tl_config cfg = snapshot_config();
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "h1", "r1", 2);
+  tlt_add(e, "e2", "h2", NULL, 2);
+  tl_taskset_id ts = tlt_submit(e, 0, 0, 0, 4);
+  tl_launch out[8];
+  tl_offer offers[] = {{"e1", 2}, {"e2", 2}};
+  size_t n = tlt_offers(e, offers, 2, out, 8);
+  ck_assert_uint_eq(n, 4);
+  tl_tid on_e1[2], on_e2[2];
+  size_t k1 = 0, k2 = 0;
+  for (size_t i = 0; i < n; i++) {
+    tlt_run(e, out[i].executor_id, out[i].tid);
+    if (strcmp(out[i].executor_id, "e1") == 0)
+      on_e1[k1++] = out[i].tid;
+    else
+      on_e2[k2++] = out[i].tid;
+  }
+  ck_assert_uint_eq(k1, 2);
+  ck_assert_uint_eq(k2, 2);
+  ck_assert_uint_ne(on_e2[0], on_e2[1]);
+  image im = take(e);
+  restore_into(e, &im, NULL);
+  free(im.p);
+
+  /* Both RECOVERING: frozen, no host, nothing offered, heartbeats and updates refused. */
+  tl_stats st = tlt_stats(e);
+  ck_assert_uint_eq(st.executors_recovering, 2);
+  ck_assert_uint_eq(st.executors_alive, 0);
+  ck_assert_uint_eq(st.hosts, 0);
+  ck_assert_uint_eq(st.attempts_running, 0);
+  ck_assert_uint_eq(st.attempts_frozen, 4);
+  ck_assert_uint_eq(st.executors_lost, 0);
+  tl_executor_status x = tlt_ex(e, "e1");
+  ck_assert_int_eq(x.state, TL_EXECUTOR_RECOVERING);
+  ck_assert_uint_eq(x.frozen, 2);
+  ck_assert_uint_eq(x.free_cores, 2);
+  ck_assert_ptr_eq(x.ud, tlt_ud_for(e, "e1"));
+  ck_assert_str_eq(x.host, "h1");
+  tl_taskset_status tss = tlt_ts(e, ts);
+  ck_assert_uint_eq(tss.running, 4);
+  ck_assert_uint_eq(tss.frozen, 4);
+  char why[512];
+  ck_assert_int_eq(tl_explain_taskset(e->s, ts, why, sizeof why), TL_OK);
+  ck_assert_msg(strstr(why, "RECOVERING") != NULL && strstr(why, "reconcile") != NULL, "%s", why);
+  ck_assert_uint_eq(tlt_offer(e, "e1", 2, out, 8), 0);
+  TLT_ERR(e, TL_ESTATE, tl_executor_heartbeat(e->s, "e1"));
+  TLT_ERR(e, TL_ESTATE, tl_executor_decommission(e->s, "e1", NULL));
+  tl_update run = {0};
+  TLT_UPDATE_ERR(e, TL_ESTALE, tl_status_update(e->s, "e1", on_e1[0], &run));
+
+  /* e1 reconciles: on_e1[0] twice and an unknown tid; on_e1[1] is not reported. */
+  tl_tid report[3] = {999, on_e1[0], on_e1[0]};
+  tl_tid unknown[4] = {0};
+  size_t nunknown = 7;
+  size_t mark = e->nev;
+  TLT_ERR(e, TL_EINVAL, tl_executor_reconcile(e->s, "e1", report, 3, NULL, 1, &nunknown));
+  TLT_ERR(e, TL_ENOENT, tl_executor_reconcile(e->s, "nope", report, 3, unknown, 4, &nunknown));
+  tl_tid zero = 0;
+  TLT_ERR(e, TL_EINVAL, tl_executor_reconcile(e->s, "e1", &zero, 1, unknown, 4, &nunknown));
+  TLT_OK(e, tl_executor_reconcile(e->s, "e1", report, 3, unknown, 4, &nunknown));
+  ck_assert_uint_eq(nunknown, 1);
+  ck_assert_uint_eq(unknown[0], 999);
+  ck_assert_uint_eq(e->nev - mark, 3);
+  ck_assert_int_eq(e->ev[mark].type, TLT_EV_ENDED);
+  ck_assert_uint_eq(e->ev[mark].task.tid, on_e1[1]);
+  ck_assert_int_eq(e->ev[mark].end_kind, TL_END_EXECUTOR_LOST);
+  ck_assert(!e->ev[mark].counts);
+  ck_assert_int_eq(e->ev[mark + 1].type, TLT_EV_KILL);
+  ck_assert_uint_eq(e->ev[mark + 1].kill_tid, 999);
+  ck_assert_str_eq(e->ev[mark + 1].executor, "e1");
+  ck_assert_int_eq(e->ev[mark + 2].type, TLT_EV_REVIVE);
+  TLT_ERR(e, TL_ESTATE, tl_executor_reconcile(e->s, "e1", NULL, 0, NULL, 0, &nunknown));
+  x = tlt_ex(e, "e1");
+  ck_assert_int_eq(x.state, TL_EXECUTOR_ALIVE);
+  ck_assert_uint_eq(x.running, 1);
+  ck_assert_uint_eq(x.free_cores, 1);
+  st = tlt_stats(e);
+  ck_assert_uint_eq(st.reconciled, 1);
+  ck_assert_uint_eq(st.reconcile_lost, 1);
+  ck_assert_uint_eq(st.reconcile_unknown, 1);
+  ck_assert_uint_eq(st.hosts, 1);
+  ck_assert_uint_eq(st.racks, 1);
+  tlt_succeed(e, "e1", on_e1[0]); /* it ended while the driver was down: applies now */
+  TLT_OK(e, tl_executor_heartbeat(e->s, "e1"));
+
+  /* e2 never comes back: lost to the recovery timeout, its attempts not counted. */
+  tlt_advance_tick(e, 29 * TLT_SEC);
+  TLT_OK(e, tl_executor_heartbeat(e->s, "e1"));
+  ck_assert_uint_eq(tlt_stats(e).executors_recovering, 1);
+  mark = e->nev;
+  tlt_advance_tick(e, TLT_SEC);
+  ck_assert_int_eq(e->ev[mark].type, TLT_EV_LOST);
+  ck_assert_str_eq(e->ev[mark].executor, "e2");
+  ck_assert_int_eq(e->ev[mark].loss.kind, TL_LOSS_RECOVERY_TIMEOUT);
+  ck_assert(!e->ev[mark].loss.caused_by_app);
+  ck_assert_ptr_eq(e->ev[mark].executor_ud, tlt_ud_for(e, "e2"));
+  size_t ended = 0;
+  for (size_t i = mark; i < e->nev; i++)
+    if (e->ev[i].type == TLT_EV_ENDED) {
+      ck_assert_int_eq(e->ev[i].end_kind, TL_END_EXECUTOR_LOST);
+      ck_assert(!e->ev[i].counts);
+      ended++;
+    }
+  ck_assert_uint_eq(ended, 2);
+  st = tlt_stats(e);
+  ck_assert_uint_eq(st.recovery_timeouts, 1);
+  ck_assert_uint_eq(st.executors_lost, 1);
+  ck_assert_uint_eq(st.tombstones, 1);
+  TLT_ERR(e, TL_EGONE, tl_executor_reconcile(e->s, "e2", NULL, 0, NULL, 0, &nunknown));
+
+  /* The run goes on: the three pending indices on e1 and a new executor. */
+  tlt_add(e, "e3", "h3", NULL, 4);
+  tl_offer again[] = {{"e1", 2}, {"e3", 4}};
+  n = tlt_offers(e, again, 2, out, 8);
+  ck_assert_uint_eq(n, 3);
+  for (size_t i = 0; i < n; i++)
+    tlt_succeed(e, out[i].executor_id, out[i].tid);
+  ck_assert_int_eq(e->ev[e->nev - 1].type, TLT_EV_RELEASED); /* all four indices done */
+  ck_assert_uint_eq(e->ev[e->nev - 1].ts.id, ts);
+  tlt_end(e);
+}
+END_TEST
+
+START_TEST(a_recovering_executor_lost_reports_its_loss_once) {
+  tl_config cfg = snapshot_config();
+  cfg.recovery_timeout_ns = 0; /* wait forever */
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "h1", NULL, 1);
+  tlt_add(e, "e2", "h1", NULL, 1);
+  tl_taskset_id ts = tlt_submit(e, 0, 0, 0, 2);
+  tl_launch out[4];
+  tl_offer offers[] = {{"e1", 1}, {"e2", 1}};
+  ck_assert_uint_eq(tlt_offers(e, offers, 2, out, 4), 2);
+  tlt_run(e, out[0].executor_id, out[0].tid);
+  tlt_run(e, out[1].executor_id, out[1].tid);
+  ck_assert_int_eq(tl_executor_decommission(e->s, "e2", "going"), TL_OK);
+  TLT_CHECK(e);
+  image im = take(e);
+  restore_into(e, &im, NULL);
+  free(im.p);
+  ck_assert_uint_eq(tlt_advance_tick(e, 1000 * TLT_SEC), TL_TICK_NEVER); /* no deadline */
+  ck_assert_uint_eq(tlt_stats(e).executors_recovering, 2);
+
+  /* e1: a two-phase loss: executor_lost once, then the second phase counts (caused by the app,
+   * RUNNING). e2 was decommissioning: its attempt does not count. */
+  size_t mark = e->nev;
+  tlt_lose(e, "e1", TL_LOSS_PENDING, false);
+  ck_assert_uint_eq(e->nev - mark, 1);
+  ck_assert_int_eq(e->ev[mark].type, TLT_EV_LOST);
+  ck_assert_int_eq(tlt_ex(e, "e1").state, TL_EXECUTOR_PENDING_LOSS);
+  tlt_lose(e, "e1", TL_LOSS_EXITED, true);
+  tlt_lose(e, "e2", TL_LOSS_EXITED, true);
+  size_t counted = 0, lost = 0;
+  for (size_t i = mark; i < e->nev; i++) {
+    lost += e->ev[i].type == TLT_EV_LOST;
+    if (e->ev[i].type == TLT_EV_ENDED)
+      counted += e->ev[i].counts;
+  }
+  ck_assert_uint_eq(lost, 2);
+  ck_assert_uint_eq(counted, 1);
+  ck_assert_uint_eq(tlt_stats(e).executors_lost, 2);
+  ck_assert_uint_eq(tlt_ts(e, ts).pending, 2);
+  tlt_end(e);
+}
+END_TEST
+
+START_TEST(a_task_set_whose_payload_cannot_be_had_is_aborted) {
+  tl_config cfg = snapshot_config();
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "h1", NULL, 1);
+  tl_taskset_id ts1 = tlt_submit(e, 0, 0, 0, 2);
+  tl_taskset_id ts2 = tlt_submit(e, 1, 0, 1, 1);
+  tl_launch out[2];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 1, out, 2), 1);
+  ck_assert_uint_eq(out[0].taskset, ts1);
+  image im = take(e);
+  the_resolver.refuse = ts1;
+  size_t mark = e->nev;
+  restore_into(e, &im, NULL);
+  the_resolver.refuse = 0;
+  free(im.p);
+  /* Aborted; released once its frozen attempt ends. ts2 untouched. */
+  ck_assert_uint_eq(e->nev - mark, 1);
+  ck_assert_int_eq(e->ev[mark].type, TLT_EV_FAILED);
+  ck_assert_str_eq(e->ev[mark].text, "Payload not restored");
+  tl_taskset_status st = tlt_ts(e, ts1);
+  ck_assert(st.zombie && st.failed);
+  ck_assert(!tlt_ts(e, ts2).zombie);
+  size_t nunknown;
+  TLT_OK(e, tl_executor_reconcile(e->s, "e1", &out[0].tid, 1, NULL, 0, &nunknown));
+  ck_assert_uint_eq(nunknown, 0);
+  tlt_succeed(e, "e1", out[0].tid);
+  ck_assert_int_eq(e->ev[e->nev - 1].type, TLT_EV_RELEASED);
+  ck_assert_ptr_null(e->ev[e->nev - 1].payload);
+  tlt_end(e);
+}
+END_TEST
+
+START_TEST(saved_times_are_rebased_to_the_restore) {
+  tl_config cfg = snapshot_config();
+  cfg.heartbeat_timeout_ns = 0;
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "h1", NULL, 1);
+  tlt_add(e, "e2", "h2", NULL, 1);
+  tlt_lose(e, "e2", TL_LOSS_PENDING, false); /* due 20 s from now */
+  tlt_advance_tick(e, 5 * TLT_SEC);
+  image im = take(e);
+  e->now += 1000 * TLT_SEC; /* the outage */
+  restore_into(e, &im, NULL);
+  free(im.p);
+  /* 15 s left of e2's pending loss, 30 s of e1's recovery, as at the snapshot. */
+  ck_assert_uint_eq(tl_tick(e->s), 15 * TLT_SEC);
+  tlt_advance_tick(e, 15 * TLT_SEC);
+  ck_assert_uint_eq(tlt_stats(e).pending_loss_timeouts, 1);
+  ck_assert_uint_eq(tlt_stats(e).tombstones, 1);
+  ck_assert_uint_eq(tl_tick(e->s), 15 * TLT_SEC);
+  tlt_end(e);
+}
+END_TEST
+
+START_TEST(bad_images_are_refused_with_their_own_error) {
+  tl_config cfg = snapshot_config();
+  tlt_env *e = tlt_new(&cfg);
+  tl_launch out[16];
+  tl_taskset_id ts1, ts2;
+  build_state(e, out, &ts1, &ts2);
+  image im = take(e);
+  tl_callbacks cb = restore_callbacks(e);
+  tl_scheduler *s = (tl_scheduler *)&im; /* must come back NULL */
+  the_resolver.tasksets = the_resolver.executors = 0;
+  size_t mark = e->nev;
+
+  /* Every truncation. */
+  size_t full = im.n;
+  for (size_t len = 0; len < full; len += len < 64 ? 1 : 37) {
+    im.n = len;
+    im.at = 0;
+    s = (tl_scheduler *)&im;
+    ck_assert_int_eq(tl_scheduler_restore(&e->cfg, &cb, image_read, &im, &s), TL_ESNAPSHOT);
+    ck_assert_ptr_null(s);
+  }
+  im.n = full;
+  /* A flipped byte anywhere: the checksums catch it. */
+  for (size_t i = 0; i < full; i += 1 + i / 8) {
+    im.p[i] ^= 0x20;
+    im.at = 0;
+    int rc = tl_scheduler_restore(&e->cfg, &cb, image_read, &im, &s);
+    ck_assert_msg(rc == TL_ESNAPSHOT, "byte %zu flipped: %s", i, tl_err_name(rc));
+    ck_assert_ptr_null(s);
+    im.p[i] ^= 0x20;
+  }
+  /* Another version, resealed: EVERSION; another config: ECONFIG; the reader's error: EIO. */
+  im.p[8] = 2;
+  reseal_header(&im);
+  im.at = 0;
+  ck_assert_int_eq(tl_scheduler_restore(&e->cfg, &cb, image_read, &im, &s), TL_EVERSION);
+  im.p[8] = 1;
+  reseal_header(&im);
+  tl_config other = e->cfg;
+  other.mode = TL_FAIR;
+  im.at = 0;
+  ck_assert_int_eq(tl_scheduler_restore(&other, &cb, image_read, &im, &s), TL_ECONFIG);
+  other = e->cfg;
+  other.speculation = false;
+  im.at = 0;
+  ck_assert_int_eq(tl_scheduler_restore(&other, &cb, image_read, &im, &s), TL_ECONFIG);
+  im.at = 0;
+  im.fail_after = 1; /* the header reads, the body's first read fails */
+  ck_assert_int_eq(tl_scheduler_restore(&e->cfg, &cb, image_read, &im, &s), TL_EIO);
+  im.fail_after = -1;
+  ck_assert_int_eq(tl_scheduler_restore(&e->cfg, &cb, NULL, &im, &s), TL_EINVAL);
+  ck_assert_int_eq(tl_scheduler_restore(&e->cfg, &cb, image_read, &im, NULL), TL_EINVAL);
+  /* A body whose checksum was made again over a change no scheduler could hold: the
+   * validation refuses it. The executors' count, 4 bytes after the EXEC section's header. */
+  size_t at = 40;
+  while (at + 12 <= full && memcmp(im.p + at, "EXEC", 4) != 0) {
+    uint64_t len = 0;
+    for (int i = 0; i < 8; i++)
+      len |= (uint64_t)im.p[at + 4 + i] << (8 * i);
+    at += 12 + len;
+  }
+  ck_assert_uint_lt(at + 16, full);
+  im.p[at + 12] += 1;
+  uint32_t crc = crc32c(im.p + 40, full - 40);
+  for (int i = 0; i < 4; i++)
+    im.p[32 + i] = (uint8_t)(crc >> (8 * i));
+  reseal_header(&im);
+  im.at = 0;
+  ck_assert_int_eq(tl_scheduler_restore(&e->cfg, &cb, image_read, &im, &s), TL_ESNAPSHOT);
+  ck_assert_ptr_null(s);
+  /* And a reader that hands back one byte at a time reads a good image fine (below). */
+  ck_assert_uint_eq(the_resolver.tasksets + the_resolver.executors, 0); /* nothing resolved */
+  ck_assert_uint_eq(e->nev, mark);                                       /* no callback */
+  free(im.p);
+
+  /* The writer's error: EIO; arguments: EINVAL. */
+  image w = {NULL, 0, 0, 0, 0, 0, 0};
+  ck_assert_int_eq(tl_snapshot(e->s, image_write, &w), TL_EIO);
+  ck_assert_int_eq(tl_snapshot(e->s, NULL, &w), TL_EINVAL);
+  ck_assert_int_eq(tl_snapshot(NULL, image_write, &w), TL_EINVAL);
+  free(w.p);
+
+  im = take(e);
+  im.chunk = 1;
+  restore_into(e, &im, NULL);
+  free(im.p);
+  tlt_end(e);
+}
+END_TEST
+
+/* A snapshot from inside a callback: refused, the batch being delivered is not in the ledger's
+ * past yet. */
+static int busy_rc;
+static void snapshot_in_callback(tlt_env *e, const tlt_event *ev) {
+  if (ev->type == TLT_EV_ADDED) {
+    image im = {NULL, 0, 0, 0, 0, -1, 0};
+    busy_rc = tl_snapshot(e->s, image_write, &im);
+    free(im.p);
+  }
+}
+
+START_TEST(a_snapshot_waits_for_undelivered_events) {
+  tl_config cfg = snapshot_config();
+  tlt_env *e = tlt_new(&cfg);
+  e->hook = snapshot_in_callback;
+  busy_rc = 0;
+  tlt_add(e, "e1", "h1", NULL, 1);
+  ck_assert_int_eq(busy_rc, TL_EBUSY);
+  e->hook = NULL;
+  tlt_end(e);
+}
+END_TEST
+
+/* Out of memory at each allocation: snapshot and reconcile change nothing, restore creates
+ * nothing; each eventually succeeds. */
+START_TEST(out_of_memory_anywhere_changes_nothing) {
+  tl_config cfg = snapshot_config();
+  tlt_env *e = tlt_new(&cfg);
+  tl_launch out[16];
+  tl_taskset_id ts1, ts2;
+  size_t nout = build_state(e, out, &ts1, &ts2);
+  tl_stats before = tlt_stats(e);
+  for (oom_mode mode = OOM_TRANSIENT; mode <= OOM_PERSISTENT; mode++) {
+    for (uint64_t k = 1;; k++) {
+      image im = {NULL, 0, 0, 0, 0, -1, 0};
+      oom_arm(mode, k);
+      int rc = tl_snapshot(e->s, image_write, &im);
+      oom_disarm();
+      free(im.p);
+      tl_stats now = tlt_stats(e);
+      tlt_assert_stats_same(&before, &now, "snapshot under OOM");
+      if (rc == TL_OK)
+        break;
+      ck_assert_int_eq(rc, TL_ENOMEM);
+    }
+  }
+  image im = take(e);
+  tl_callbacks cb = restore_callbacks(e);
+  for (oom_mode mode = OOM_TRANSIENT; mode <= OOM_PERSISTENT; mode++) {
+    for (uint64_t k = 1;; k++) {
+      tl_scheduler *s = NULL;
+      im.at = 0;
+      the_resolver.tasksets = 0;
+      oom_arm(mode, k);
+      int rc = tl_scheduler_restore(&e->cfg, &cb, image_read, &im, &s);
+      oom_disarm();
+      if (rc == TL_OK) {
+        ck_assert_int_eq(tl_check(s, NULL, 0), TL_OK);
+        /* Free it without counting its releases as the task sets'. */
+        unsigned released[256];
+        for (size_t i = 0; i < e->nsubs; i++)
+          released[i] = e->subs[i].released;
+        size_t mark = e->nev;
+        ck_assert_int_eq(tl_scheduler_free(s), TL_OK);
+        for (size_t i = 0; i < e->nsubs; i++)
+          e->subs[i].released = released[i];
+        e->nev = mark;
+        break;
+      }
+      ck_assert_int_eq(rc, TL_ENOMEM);
+      ck_assert_ptr_null(s);
+      ck_assert_uint_eq(the_resolver.tasksets, 0);
+    }
+  }
+  /* Reconcile, from a fresh restore for each mode. */
+  for (oom_mode mode = OOM_TRANSIENT; mode <= OOM_PERSISTENT; mode++) {
+    restore_into(e, &im, NULL);
+    tl_tid tids[8];
+    size_t nt = 0;
+    for (size_t i = 0; i < nout && nt < 6; i++)
+      if (strcmp(out[i].executor_id, "e1") == 0 && i % 2 == 0)
+        tids[nt++] = out[i].tid;
+    tids[nt++] = 12345;
+    ck_assert_uint_gt(tlt_ex(e, "e1").frozen, 0);
+    before = tlt_stats(e);
+    for (uint64_t k = 1;; k++) {
+      size_t nunknown, mark = e->nev;
+      tl_tid unknown[4];
+      oom_arm(mode, k);
+      int rc = tl_executor_reconcile(e->s, "e1", tids, nt, unknown, 4, &nunknown);
+      oom_disarm();
+      if (rc == TL_OK)
+        break;
+      ck_assert_int_eq(rc, TL_ENOMEM);
+      ck_assert_uint_eq(e->nev, mark);
+      tl_stats now = tlt_stats(e);
+      tlt_assert_stats_same_but_memory(&before, &now, "reconcile under OOM");
+      TLT_CHECK(e);
+    }
+    ck_assert_int_eq(tlt_ex(e, "e1").state, TL_EXECUTOR_ALIVE);
+  }
+  free(im.p);
+  tlt_end(e);
+}
+END_TEST
+
+Suite *tl_snapshot_suite(void) {
+  Suite *s = suite_create("snapshot");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, an_image_of_a_ledger_with_nothing_running_restores_to_the_same_bytes);
+  tcase_add_test(tc, restored_executors_recover_reconcile_or_time_out);
+  tcase_add_test(tc, a_recovering_executor_lost_reports_its_loss_once);
+  tcase_add_test(tc, a_task_set_whose_payload_cannot_be_had_is_aborted);
+  tcase_add_test(tc, saved_times_are_rebased_to_the_restore);
+  tcase_add_test(tc, bad_images_are_refused_with_their_own_error);
+  tcase_add_test(tc, a_snapshot_waits_for_undelivered_events);
+  tcase_add_test(tc, out_of_memory_anywhere_changes_nothing);
+  suite_add_tcase(s, tc);
+  return s;
+}
