@@ -544,6 +544,8 @@ TL_EXTERN int tl_executor_add(tl_scheduler *s, const tl_executor_desc *d);
  *     becomes a tombstone. A real reason is not reported by executor_lost again: the runtime
  *     that gives it already knows it; task_ended carries its message.
  *   PENDING_LOSS, TL_LOSS_PENDING again: nothing changes; TL_OK.
+ *   RECOVERING (restored, not yet reconciled; its attempts already frozen): executor_lost with
+ *     this reason, then as from ALIVE: PENDING_LOSS for TL_LOSS_PENDING, else the second phase.
  * TL_EINVAL: NULL argument, bad id, reason kind out of range; TL_ENOENT: never known;
  * TL_EGONE: already removed; TL_ENOMEM. */
 TL_EXTERN int tl_executor_lost(tl_scheduler *s, const char *executor_id,

@@ -419,7 +419,11 @@ static int restore_executors(restore_state *rs, tl__rbuf *r) {
     bool has_msg = tl__get_bool(r);
     size_t msg_len = 0;
     const char *msg = has_msg ? tl__get_str(r, 0, UINT32_MAX, &msg_len) : NULL;
-    if (r->bad || cores == 0 || (has_msg && state == TL_EXECUTOR_REMOVED) ||
+    /* A heartbeat or a removal lies in the past: later ones are appended after it. */
+    bool past = state == TL_EXECUTOR_ALIVE || state == TL_EXECUTOR_DECOMMISSIONING ||
+                state == TL_EXECUTOR_REMOVED;
+    if (r->bad || cores == 0 || (past && when > r->now) ||
+        (has_msg && state == TL_EXECUTOR_REMOVED) ||
         (rack_len != 0 && state == TL_EXECUTOR_REMOVED))
       return TL_ESNAPSHOT;
     tl__executor *ex;
@@ -454,7 +458,10 @@ static int restore_timelines(restore_state *rs, tl__rbuf *r) {
   for (int k = 0; k < 4; k++) {
     uint32_t n = tl__get_count(r, 4);
     for (uint32_t i = 0; i < n && !r->bad; i++) {
-      tl__executor *ex = rs->exs[tl__get_below(r, rs->nexs)];
+      uint32_t ordinal = tl__get_below(r, rs->nexs);
+      if (r->bad)
+        return TL_ESNAPSHOT;
+      tl__executor *ex = rs->exs[ordinal];
       bool fits = k == 0   ? ex->state == TL_EXECUTOR_ALIVE ||
                                  ex->state == TL_EXECUTOR_DECOMMISSIONING
                   : k == 1 ? ex->state == TL_EXECUTOR_PENDING_LOSS
@@ -476,7 +483,14 @@ static int restore_timelines(restore_state *rs, tl__rbuf *r) {
                                                              : 1;
     if (timeout == 0) {
       tl__list_remove(&ex->on_timeline);
-    } else if (!tl__list_linked(&ex->on_timeline)) {
+    } else if (tl__list_linked(&ex->on_timeline)) {
+      /* No later than this config's timeout from now: a deadline made later is appended with
+       * it, after this one. (Taking the smaller keeps the list in order.) */
+      uint64_t latest = tl__add_sat(s->last_now, timeout);
+      if ((ex->state == TL_EXECUTOR_PENDING_LOSS || ex->state == TL_EXECUTOR_RECOVERING) &&
+          ex->when > latest)
+        ex->when = latest;
+    } else {
       if (ex->state != TL_EXECUTOR_PENDING_LOSS && ex->state != TL_EXECUTOR_RECOVERING)
         return TL_ESNAPSHOT;
       ex->when = tl__add_sat(s->last_now, timeout);
@@ -651,8 +665,11 @@ static int restore_taskset(struct tl_scheduler *s, tl__rbuf *r) {
 
   if (speculation) {
     uint32_t cap = tl__get_u32(r), nlow = tl__get_u32(r), nhigh = tl__get_u32(r);
+    /* A heap grows only by doubling when full and never shrinks: one larger than the task set's
+     * own holds more than half its slots, which bounds its size by the bytes that follow. */
     if (r->bad || cap < ntasks || nlow > cap || nhigh > cap - nlow ||
-        (uint64_t)(nlow + nhigh) * 8 > r->len - r->at)
+        (uint64_t)(nlow + nhigh) * 8 > r->len - r->at ||
+        (cap > ntasks && (uint64_t)(nlow + nhigh) * 2 <= cap))
       return TL_ESNAPSHOT;
     if (cap > ntasks) {
       uint64_t *heap = tl__malloc(s, (size_t)cap * sizeof *heap);
@@ -727,6 +744,7 @@ static int restore_attempts(restore_state *rs, tl__rbuf *r) {
     uint8_t flags = tl__get_u8(r), locality = tl__get_enum(r, TL_ANY + 1);
     tl__executor *ex = r->bad ? NULL : rs->exs[ordinal];
     if (r->bad || ts == NULL || ex == NULL || tid == 0 || tid >= s->next_tid ||
+        launch_time > r->now ||
         index >= ts->ntasks || attempt >= ts->idx[index].attempts || flags >= 16 ||
         ts->idx[index].copies_running == UINT8_MAX)
       return TL_ESNAPSHOT;

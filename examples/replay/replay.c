@@ -536,6 +536,11 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
       return bad(r, op);
     (void)tl_tick(s);
     *err = TL_OK;
+  } else if (strcmp(op, "restore") == 0 || strcmp(op, "reconcile") == 0) {
+    return stop(r, TLR_BAD_INPUT,
+                "%s: the journal of a restored scheduler does not replay (its state came from a "
+                "snapshot, which the journal does not hold)",
+                op);
   } else {
     return stop(r, TLR_BAD_INPUT, "unknown call %s", op);
   }

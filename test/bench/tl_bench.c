@@ -1067,6 +1067,130 @@ static void bench_threads(void) {
          (double)two_other / (double)two_batches, runs);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Snapshots: tl_snapshot, tl_scheduler_restore and the reconciliation of every executor, with
+ * 10,000 attempts running on 16 executors, per running attempt; the baseline is the launch of
+ * those attempts (tl_resource_offers, per launch), measured in the same run.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct membuf {
+  uint8_t *p;
+  size_t n, cap, at;
+} membuf;
+
+static int membuf_write(void *ud, const void *buf, size_t n) {
+  membuf *m = ud;
+  if (m->n + n > m->cap) {
+    m->cap = (m->n + n) * 2;
+    if ((m->p = realloc(m->p, m->cap)) == NULL)
+      die("realloc", TL_ENOMEM);
+  }
+  memcpy(m->p + m->n, buf, n);
+  m->n += n;
+  return 0;
+}
+
+static int membuf_read(void *ud, void *buf, size_t n) {
+  membuf *m = ud;
+  if (n > m->n - m->at)
+    n = m->n - m->at;
+  memcpy(buf, m->p + m->at, n);
+  m->at += n;
+  return (int)n;
+}
+
+static bool restored_payload(void *ud, const tl_taskset_info *ts, void **payload) {
+  (void)ud;
+  (void)ts;
+  *payload = NULL;
+  return true;
+}
+
+static void bench_snapshot(void) {
+  const unsigned nexec = 16;
+  const uint32_t cores = short_mode ? 63 : 625;
+  const int reps = short_mode ? 3 : 15;
+  double *snap = malloc((size_t)reps * sizeof *snap), *rest = malloc((size_t)reps * sizeof *rest);
+  double *launch = malloc((size_t)reps * sizeof *launch);
+  char(*ids)[32] = malloc(nexec * sizeof *ids);
+  tl_launch *l = malloc(cores * sizeof *l);
+  tl_tid *tids = malloc(cores * sizeof *tids);
+  if (snap == NULL || rest == NULL || launch == NULL || ids == NULL || l == NULL || tids == NULL)
+    die("malloc", TL_ENOMEM);
+  tl_tid **by_exec = calloc(nexec, sizeof *by_exec);
+  size_t attempts = 0, bytes = 0;
+  for (int r = 0; r < reps; r++) {
+    tl_callbacks cb = {0};
+    cb.task_ended = free_result;
+    cb.taskset_restored = restored_payload;
+    tl_scheduler *s = new_scheduler_cb(&cb);
+    add_executors(s, nexec, cores);
+    tl_taskset_desc d = {0};
+    d.ntasks = nexec * cores;
+    ok(tl_submit(s, &d, NULL), "tl_submit");
+    uint64_t t0 = now_ns();
+    for (unsigned i = 0; i < nexec; i++) {
+      exec_id(ids[i], sizeof ids[i], i);
+      tl_offer o = {ids[i], cores};
+      size_t n;
+      ok(tl_resource_offers(s, &o, 1, l, cores, &n), "offer");
+      if (by_exec[i] == NULL && (by_exec[i] = malloc(cores * sizeof **by_exec)) == NULL)
+        die("malloc", TL_ENOMEM);
+      for (size_t k = 0; k < n; k++)
+        by_exec[i][k] = l[k].tid;
+    }
+    uint64_t t1 = now_ns();
+    tl_stats st;
+    tl_stats_get(s, &st);
+    attempts = st.attempts_running;
+    membuf m = {NULL, 0, 0, 0};
+    uint64_t t2 = now_ns();
+    ok(tl_snapshot(s, membuf_write, &m), "tl_snapshot");
+    uint64_t t3 = now_ns();
+    bytes = m.n;
+    ok(tl_scheduler_free(s), "tl_scheduler_free");
+    tl_config cfg;
+    tl_config_init(&cfg);
+    cfg.clock = bench_clock;
+    cfg.heartbeat_timeout_ns = 0;
+    uint64_t t4 = now_ns();
+    ok(tl_scheduler_restore(&cfg, &cb, membuf_read, &m, &s), "tl_scheduler_restore");
+    for (unsigned i = 0; i < nexec; i++) {
+      size_t nunknown;
+      ok(tl_executor_reconcile(s, ids[i], by_exec[i], cores, NULL, 0, &nunknown), "reconcile");
+    }
+    uint64_t t5 = now_ns();
+    tl_stats_get(s, &st);
+    if (st.attempts_running != attempts || st.executors_alive != nexec)
+      die("reconcile left attempts frozen", TL_ECORRUPT);
+    ok(tl_scheduler_free(s), "tl_scheduler_free");
+    free(m.p);
+    launch[r] = (double)(t1 - t0) / (double)attempts;
+    snap[r] = (double)(t3 - t2) / (double)attempts;
+    rest[r] = (double)(t5 - t4) / (double)attempts;
+  }
+  double base = median(launch, (size_t)reps), sv = median(snap, (size_t)reps),
+         rv = median(rest, (size_t)reps);
+  printf("bench=snapshot value=%.1f unit=ns/running_attempt baseline=%.1f ratio=%.2f target=200 "
+         "attempts=%zu executors=%u\n",
+         sv, base, sv / base, attempts, nexec);
+  printf("bench=snapshot_bytes value=%.1f unit=bytes/running_attempt target=64 attempts=%zu "
+         "image=%zu\n",
+         (double)bytes / (double)attempts, attempts, bytes);
+  printf("bench=restore_and_reconcile value=%.1f unit=ns/running_attempt baseline=%.1f "
+         "ratio=%.2f attempts=%zu executors=%u total_ms=%.2f\n",
+         rv, base, rv / base, attempts, nexec, rv * (double)attempts / 1e6);
+  for (unsigned i = 0; i < nexec; i++)
+    free(by_exec[i]);
+  free(by_exec);
+  free(snap);
+  free(rest);
+  free(launch);
+  free(ids);
+  free(l);
+  free(tids);
+}
+
 int main(int argc, char **argv) {
   const char *only = NULL;
   for (int i = 1; i < argc; i++) {
@@ -1077,7 +1201,7 @@ int main(int argc, char **argv) {
     } else {
       fprintf(stderr,
               "usage: %s [--short] [--only "
-              "lifecycle|loss|heartbeat|memory|offers|threads|profile|profile-batched]\n",
+              "lifecycle|loss|heartbeat|memory|offers|threads|snapshot|profile|profile-batched]\n",
               argv[0]);
       return 2;
     }
@@ -1095,6 +1219,8 @@ int main(int argc, char **argv) {
     bench_offers();
   if (only == NULL || strcmp(only, "threads") == 0)
     bench_threads();
+  if (only == NULL || strcmp(only, "snapshot") == 0)
+    bench_snapshot();
   if (only != NULL && strcmp(only, "profile") == 0) {
     lifecycle_run r;
     run_lifecycle(100, 16, 100000, false, false, UINT64_MAX, NULL, &r); /* no floor chunks */

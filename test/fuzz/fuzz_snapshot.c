@@ -1,0 +1,207 @@
+/* libFuzzer harness for tl_scheduler_restore (docs/snapshot.md): the input is an image. Unless
+ * its first byte is odd, the harness first makes its header right (magic, version, flags, this
+ * config's fingerprint, the body's length and both CRC-32C checksums), so that mutations reach
+ * the validation of the records instead of dying at a checksum. A restore must refuse with
+ * TL_ESNAPSHOT / TL_EVERSION / TL_ECONFIG (nothing created, no callback) or give a scheduler that
+ * passes tl_check after every step of a drain: every executor lost, a tick far in the future,
+ * then tl_scheduler_free, with ASan and UBSan watching and LeakSanitizer at exit.
+ *
+ *   tl-fuzz-snapshot -runs=0 test/fuzz/snapshot-corpus     the corpus once (ctest
+ *                                                          fuzz-snapshot-corpus)
+ *
+ * The seed images (a zero byte, then the image) are snapshots of schedulers with fuzz_config's
+ * settings: empty; executors on hosts and racks with a FAIR pool, a shuffle-map task set with
+ * preferred locations and another running; then with successes, counted failures, a
+ * decommission and a pending loss; then with a tombstone.
+ */
+#include "taskledger.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t fuzz_now = 1000000000ull;
+static uint64_t fuzz_clock(void *ud) {
+  (void)ud;
+  return fuzz_now;
+}
+
+static unsigned callbacks_made;
+static void on_failed(void *ud, const tl_taskset_info *ts, const char *reason) {
+  (void)ud;
+  (void)ts;
+  (void)reason;
+  callbacks_made++;
+}
+static void on_released(void *ud, const tl_taskset_info *ts, void *payload) {
+  (void)ud;
+  (void)ts;
+  (void)payload;
+  callbacks_made++;
+}
+static void on_ended(void *ud, const tl_task_info *t, const tl_task_end *e) {
+  (void)ud;
+  (void)t;
+  if (e->result != NULL && e->result_free != NULL)
+    e->result_free(e->result);
+  callbacks_made++;
+}
+static unsigned resolved;
+static bool on_restored(void *ud, const tl_taskset_info *ts, void **payload) {
+  (void)ud;
+  resolved++;
+  *payload = NULL;
+  return ts->id % 7 != 3; /* now and then a payload that cannot be had */
+}
+
+static tl_config fuzz_config(void) {
+  tl_config cfg;
+  tl_config_init(&cfg);
+  cfg.clock = fuzz_clock;
+  cfg.speculation = true;
+  cfg.exclude_on_failure = true;
+  cfg.mode = TL_FAIR;
+  return cfg;
+}
+
+static tl_callbacks fuzz_callbacks(void) {
+  tl_callbacks cb = {0};
+  cb.task_ended = on_ended;
+  cb.taskset_failed = on_failed;
+  cb.taskset_released = on_released;
+  cb.taskset_restored = on_restored;
+  return cb;
+}
+
+typedef struct buf {
+  uint8_t *p;
+  size_t n, cap, at;
+} buf;
+
+static int buf_write(void *ud, const void *p, size_t n) {
+  buf *b = ud;
+  if (b->n + n > b->cap) {
+    b->cap = (b->n + n) * 2;
+    if ((b->p = realloc(b->p, b->cap)) == NULL)
+      abort();
+  }
+  memcpy(b->p + b->n, p, n);
+  b->n += n;
+  return 0;
+}
+
+static int buf_read(void *ud, void *p, size_t n) {
+  buf *b = ud;
+  if (n > b->n - b->at)
+    n = b->n - b->at;
+  memcpy(p, b->p + b->at, n);
+  b->at += n;
+  return (int)n;
+}
+
+static void check(tl_scheduler *s, const char *after) {
+  char why[256];
+  if (tl_check(s, why, sizeof why) != TL_OK) {
+    fprintf(stderr, "tl_check after %s: %s\n", after, why);
+    abort();
+  }
+}
+
+static uint32_t crc32c(const uint8_t *p, size_t n) {
+  uint32_t c = 0xFFFFFFFFu;
+  while (n-- != 0) {
+    c ^= *p++;
+    for (int k = 0; k < 8; k++)
+      c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+  }
+  return ~c;
+}
+
+static void put_le(uint8_t *p, uint64_t v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* The fingerprint of fuzz_config, read off an empty scheduler's image. */
+static uint64_t fingerprint(void) {
+  static uint64_t fp;
+  static int have;
+  if (have)
+    return fp;
+  tl_config cfg = fuzz_config();
+  tl_scheduler *s;
+  buf b = {NULL, 0, 0, 0};
+  if (tl_scheduler_new(&cfg, NULL, &s) != TL_OK || tl_snapshot(s, buf_write, &b) != TL_OK)
+    abort();
+  tl_scheduler_free(s);
+  for (int i = 0; i < 8; i++)
+    fp |= (uint64_t)b.p[16 + i] << (8 * i);
+  free(b.p);
+  have = 1;
+  return fp;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < 1)
+    return 0;
+  bool raw = (data[0] & 1) != 0;
+  buf b = {malloc(size - 1 + 1), size - 1, size - 1, 0};
+  if (b.p == NULL)
+    abort();
+  memcpy(b.p, data + 1, size - 1);
+  if (!raw && b.n >= 40) {
+    memcpy(b.p, "TLSNAP\r\n", 8);
+    put_le(b.p + 8, 1, 4);
+    put_le(b.p + 12, 0, 4);
+    put_le(b.p + 16, fingerprint(), 8);
+    put_le(b.p + 24, b.n - 40, 8);
+    put_le(b.p + 32, crc32c(b.p + 40, b.n - 40), 4);
+    put_le(b.p + 36, crc32c(b.p, 36), 4);
+  }
+  fuzz_now = 1000000000ull;
+  tl_config cfg = fuzz_config();
+  tl_callbacks cb = fuzz_callbacks();
+  tl_scheduler *s = (tl_scheduler *)&b;
+  callbacks_made = resolved = 0;
+  int rc = tl_scheduler_restore(&cfg, &cb, buf_read, &b, &s);
+  free(b.p);
+  if (rc != TL_OK) {
+    if (s != NULL || callbacks_made != 0 || resolved != 0 ||
+        (rc != TL_ESNAPSHOT && rc != TL_EVERSION && rc != TL_ECONFIG && rc != TL_ENOMEM)) {
+      fprintf(stderr, "restore refused with %s but left something behind\n", tl_err_name(rc));
+      abort();
+    }
+    return 0;
+  }
+  check(s, "the restore");
+  /* Drive it to empty: lose every executor, then let every deadline pass. */
+  size_t n = 0;
+  if (tl_executor_list(s, NULL, 0, &n) != TL_OK)
+    abort();
+  tl_executor_info *list = calloc(n + 1, sizeof *list);
+  if (list == NULL || tl_executor_list(s, list, n, &n) != TL_OK)
+    abort();
+  for (size_t i = 0; i < n; i++) {
+    tl_loss_reason why = {TL_LOSS_KILLED, false, 0, "fuzz drain"};
+    int err = tl_executor_lost(s, list[i].id, &why);
+    if (err != TL_OK && err != TL_EGONE)
+      abort();
+    check(s, "a loss");
+  }
+  free(list);
+  fuzz_now += 1ull << 50;
+  (void)tl_tick(s);
+  check(s, "the tick");
+  tl_stats st;
+  tl_stats_get(s, &st);
+  if (st.attempts_running != 0 || st.attempts_frozen != 0 || st.tasksets_zombie != 0) {
+    fprintf(stderr, "the drain left %zu running, %zu frozen, %zu zombie\n", st.attempts_running,
+            st.attempts_frozen, st.tasksets_zombie);
+    abort();
+  }
+  if (tl_scheduler_free(s) != TL_OK)
+    abort();
+  return 0;
+}
