@@ -33,7 +33,9 @@ typedef enum tlo_kind {
   TLO_INSPECT = 15,      /* tl_executor_get, tl_taskset_get and tl_explain_taskset */
   TLO_POOL_ADD = 16,     /* tl_pool_add (TL_FAIR; TL_ESTATE under TL_FIFO) */
   TLO_UPDATES = 17,      /* tl_status_updates: a batch of one executor's updates */
-  TLO_NKINDS = 18
+  TLO_SNAPSHOT = 18,     /* tl_snapshot, tl_scheduler_free, tl_scheduler_restore: a failover */
+  TLO_RECONCILE = 19,    /* tl_executor_reconcile of a restored (RECOVERING) executor */
+  TLO_NKINDS = 20
 } tlo_kind;
 
 #define TLO_MAX_OFFERS 4 /* offers one TLO_OFFER names */
@@ -169,9 +171,19 @@ typedef struct tlo_outcome {
   uint64_t wait_revives;    /* revive_offers from tl_tick for a wait that ran out */
   /* Exclusion (exclude_on_failure), TLO_XF_*. */
   uint64_t exclusion[TLO_XF_N];
-  char message[4096]; /* the disagreement, with the operation that showed it */
-  bool has_final;     /* the run reached tl_scheduler_free: */
-  tl_stats final;     /* tl_stats just before it */
+  /* Failover (docs/snapshot.md). */
+  uint64_t restores;          /* snapshots restored into the scheduler the run went on with */
+  uint64_t restore_refusals;  /* restores refused as predicted (TL_EIO, TL_ESNAPSHOT, ...) */
+  uint64_t snapshot_errors;   /* tl_snapshot refused as predicted (TL_EIO, TL_EINVAL, TL_EBUSY) */
+  uint64_t recovering;        /* executors made RECOVERING by a restore */
+  uint64_t payloads_lost;     /* task sets whose payload the resolver did not give back */
+  uint64_t reconciles;        /* tl_executor_reconcile calls that succeeded */
+  uint64_t reconcile_lost;    /* attempts they ended (not reported) */
+  uint64_t reconcile_unknown; /* tids they answered unknown (each killed) */
+  uint64_t recovery_timeouts; /* restored executors tl_tick lost to recovery_timeout_ns */
+  char message[4096];         /* the disagreement, with the operation that showed it */
+  bool has_final;             /* the run reached tl_scheduler_free: */
+  tl_stats final;             /* tl_stats just before it */
 } tlo_outcome;
 
 /* Runs a generated program: seed picks the configuration and, step by step from the model's
@@ -192,5 +204,24 @@ size_t tlo_decode_op(const uint8_t *data, size_t size, tlo_op *op);
 
 /* A one-line description of an operation's bytes (not resolved against a model). */
 void tlo_op_describe(const tlo_op *op, char *buf, size_t len);
+
+/* The mutated-snapshot runs (tl-random --snapshot-fuzz, test_random.c): a generated run of nops
+ * operations that, at steps chosen from the seed, takes a snapshot, mutates a copy of it (bytes
+ * flipped, cut short, a field overwritten; half the time with both checksums made right again, so
+ * the semantic validation is what refuses it) and restores the copy with the run's config: the
+ * restore must refuse (TL_ESNAPSHOT, TL_EVERSION, TL_ECONFIG, TL_ENOMEM) with *out NULL and no
+ * callback, or give a scheduler that passes tl_check and drains to nothing (every executor lost,
+ * every stage cancelled, the tombstones expired) with its memory back to an empty scheduler's.
+ * The run itself goes on, checked against the model as tlo_run_seed's. */
+typedef struct tlo_fuzz_outcome {
+  bool ok;             /* every check held */
+  char message[4096];  /* the first failure, or "ok" */
+  uint64_t tries;      /* mutated images restored */
+  uint64_t fixed;      /* of which with the checksums made right */
+  uint64_t refused[5]; /* refusals: TL_ESNAPSHOT, TL_EVERSION, TL_ECONFIG, TL_ENOMEM, other */
+  uint64_t accepted;   /* restores that gave a scheduler (then drained) */
+} tlo_fuzz_outcome;
+
+void tlo_snapshot_fuzz(uint64_t seed, size_t nops, size_t mutations, tlo_fuzz_outcome *out);
 
 #endif /* TLO_OPS_H */

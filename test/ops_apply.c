@@ -6,6 +6,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------------------------------------
@@ -23,12 +24,17 @@ static tlo_run *cb_enter(void *ud) {
 
 /* The re-entrant actions any callback may take, once per operation. */
 static void cb_leave(tlo_run *r) {
-  if (!r->failed && !r->closing && !r->re_first_done && (r->reent & (TLO_RE_FREE | TLO_RE_TICK))) {
+  if (!r->failed && !r->closing && r->s != NULL && !r->re_first_done &&
+      (r->reent & (TLO_RE_FREE | TLO_RE_TICK))) {
     r->re_first_done = true;
     if (r->reent & TLO_RE_FREE) {
       tlo_note_call(r, "scheduler_free");
       int rc = tl_scheduler_free(r->s);
       tlo_expect_rc(r, "scheduler_free", rc, TL_EBUSY);
+      /* Nor is a snapshot taken while an event is undelivered (this one). */
+      tlo_note_call(r, "snapshot");
+      rc = tl_snapshot(r->s, tlo_discard_image, r);
+      tlo_expect_rc(r, "snapshot", rc, TL_EBUSY);
     }
     if ((r->reent & TLO_RE_TICK) && !r->failed)
       tlo_do_tick(r);
@@ -54,8 +60,8 @@ static void cmp_task(tlo_run *r, const mevent *e, const tl_task_info *t) {
   CMP(r, "task.speculative", t->speculative, e->spec);
   cmp_str(r, "task.executor_id", t->executor_id, e->ex->id);
   cmp_str(r, "task.host", t->host, tlo_host_names[e->ex->host]);
-  if (t->payload != ts)
-    tlo_fail(r, "task.payload is not its task set's");
+  if (t->payload != (ts->lost_payload ? NULL : ts))
+    tlo_fail(r, "task.payload is not its task set's%s", ts->lost_payload ? " (NULL)" : "");
 }
 
 void tlo_cb_task_started(void *ud, const tl_task_info *t) {
@@ -211,15 +217,21 @@ void tlo_cb_taskset_released(void *ud, const tl_taskset_info *ts, void *payload)
     return;
   mevent *e = tlo_pop_ev(r, EV_RELEASED);
   int k = tlo_ts_of_payload(r, payload);
-  if (k < 0) {
-    tlo_fail(r, "taskset_released of %" PRIu64 " hands back a payload that is no task set's",
-             ts->id);
-  } else if (++r->ts[k].released_seen > 1) {
-    tlo_fail(r, "task set %" PRIu64 " released a second time", r->ts[k].id);
-  } else if (e != NULL) {
+  if (e == NULL) {
+    /* the run has failed already */
+  } else if (payload != (r->ts[e->ts].lost_payload ? NULL : &r->ts[e->ts])) {
+    tlo_fail(r,
+             "taskset_released of %" PRIu64 " hands back %s, the model says task set %" PRIu64
+             "'s %s",
+             ts->id,
+             k >= 0    ? "another task set's payload"
+             : payload ? "no payload of the run"
+                       : "NULL",
+             r->ts[e->ts].id, r->ts[e->ts].lost_payload ? "NULL" : "payload");
+  } else if (!e->not_final && ++r->ts[e->ts].released_seen > 1) {
+    tlo_fail(r, "task set %" PRIu64 " released a second time", r->ts[e->ts].id);
+  } else {
     const mts *t = &r->ts[e->ts];
-    if (k != (int)e->ts)
-      tlo_fail(r, "taskset_released of %" PRIu64 ", the model says %" PRIu64, r->ts[k].id, t->id);
     CMP(r, "released.id", ts->id, t->id);
     CMP(r, "released.stage_id", ts->stage_id, t->stage);
     CMP(r, "released.stage_attempt", ts->stage_attempt, t->sattempt);
@@ -298,6 +310,80 @@ void tlo_cb_kill(void *ud, tl_tid tid, const char *id, bool interrupt, const cha
       tlo_do_update(r, x, tid, TL_TASK_KILLED, 0, "killed as asked", 0, 0);
   }
   cb_leave(r);
+}
+
+/* The resolvers of tl_scheduler_restore: asked in the order the model says (ask_ts, ask_ex), each
+ * once; a task set's payload is given back unless the operation withholds it (a payload already
+ * lost is NULL), an executor's ud is the record it was registered with. */
+static bool cb_taskset_restored(void *ud, const tl_taskset_info *ts, void **payload) {
+  tlo_run *r = ud;
+  *payload = NULL;
+  if (r->failed)
+    return false;
+  if (!r->resolvers_armed) {
+    tlo_fail(r, "taskset_restored(%" PRIu64 ") called where no restore may call it", ts->id);
+    return false;
+  }
+  if (r->next_ex != r->nask_ex) {
+    tlo_fail(r, "taskset_restored called before executor_restored was asked for every executor");
+    return false;
+  }
+  if (r->res_next_ts == r->nask_ts) {
+    tlo_fail(r, "taskset_restored(%" PRIu64 ") asked for more task sets than the model holds",
+             ts->id);
+    return false;
+  }
+  mts *t = &r->ts[r->ask_ts[r->res_next_ts++]];
+  CMP(r, "restored.id", ts->id, t->id);
+  CMP(r, "restored.stage_id", ts->stage_id, t->stage);
+  CMP(r, "restored.stage_attempt", ts->stage_attempt, t->sattempt);
+  CMP(r, "restored.ntasks", ts->ntasks, t->ntasks);
+  uint32_t k = (uint32_t)(t - r->ts);
+  if (r->withhold[k])
+    return false;
+  *payload = t->lost_payload ? NULL : t;
+  return true;
+}
+
+static void *cb_executor_restored(void *ud, const char *id, const char *host) {
+  tlo_run *r = ud;
+  if (r->failed)
+    return NULL;
+  if (!r->resolvers_armed) {
+    tlo_fail(r, "executor_restored(%s) called where no restore may call it", id);
+    return NULL;
+  }
+  if (r->next_ex == r->nask_ex) {
+    tlo_fail(r, "executor_restored(%s) asked for more executors than the model holds", id);
+    return NULL;
+  }
+  mexec *x = r->ask_ex[r->next_ex++];
+  cmp_str(r, "restored executor id", id, x->id);
+  cmp_str(r, "restored executor host", host, tlo_host_names[x->host]);
+  return x;
+}
+
+const tl_callbacks *tlo_callbacks(tlo_run *r) {
+  r->cb = (tl_callbacks){.ud = r,
+                         .task_started = tlo_cb_task_started,
+                         .task_ended = tlo_cb_task_ended,
+                         .taskset_failed = tlo_cb_taskset_failed,
+                         .taskset_released = tlo_cb_taskset_released,
+                         .executor_added = tlo_cb_executor_added,
+                         .executor_lost = tlo_cb_executor_lost,
+                         .revive_offers = tlo_cb_revive,
+                         .speculative_task_submitted = tlo_cb_speculative,
+                         .kill_task = tlo_cb_kill,
+                         .taskset_restored = cb_taskset_restored,
+                         .executor_restored = cb_executor_restored};
+  return &r->cb;
+}
+
+int tlo_discard_image(void *ud, const void *buf, size_t n) {
+  (void)ud;
+  (void)buf;
+  (void)n;
+  return 0;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -470,6 +556,60 @@ static bool resolve_prefs(tlo_run *r, const tlo_op *op, mprefs *out) {
   return true;
 }
 
+/* What a restored executor reports when it reconciles (TLO_RECONCILE), from the operation's
+ * bytes and the model now: of x's frozen attempts all (a % 4 == 0), none (1), or each with even
+ * odds (2, 3), seeded by a and d; b % 8 - 3 (when positive) unknown tids: an ended attempt, one
+ * in flight on another executor (in the tid index or frozen), a tid never launched; a duplicate
+ * (d bit 0), a tid 0 (flags bit 4, TL_EINVAL); then shuffled. Returns their number. */
+static size_t resolve_report(tlo_run *r, const tlo_op *op, const mexec *x, tl_tid *out,
+                             size_t cap) {
+  uint64_t rng = (uint64_t)op->a << 8 | op->d | (uint64_t)op->b << 16;
+  size_t n = 0;
+  tl_tid *frozen;
+  size_t nf = tlo_inflight_where(r, &frozen, x, 1, -1);
+  unsigned mode = op->a % 4;
+  for (size_t i = 0; i < nf && n < cap; i++)
+    if (mode == 0 || (mode >= 2 && tlo_splitmix64(&rng) % 2 == 0))
+      out[n++] = frozen[i];
+  free(frozen);
+  int extras = (int)(op->b % 8) - 3;
+  for (int j = 0; j < extras && n < cap; j++) {
+    uint64_t v = tlo_splitmix64(&rng);
+    tl_tid pick = 0;
+    if (v % 3 == 0 && r->natt > 0) { /* an attempt that ended */
+      for (size_t tries = 0; tries < 8 && pick == 0; tries++) {
+        tl_tid t = 1 + tlo_splitmix64(&rng) % r->natt;
+        if (!r->att[t - 1].live)
+          pick = t;
+      }
+    } else if (v % 3 == 1) { /* another executor's, in flight */
+      size_t m = 0;
+      for (size_t i = 0; i < r->ninflight; i++)
+        m += r->att[r->inflight[i] - 1].ex != x;
+      if (m > 0) {
+        size_t want = (size_t)(tlo_splitmix64(&rng) % m);
+        for (size_t i = 0; i < r->ninflight && pick == 0; i++)
+          if (r->att[r->inflight[i] - 1].ex != x && want-- == 0)
+            pick = r->inflight[i];
+      }
+    }
+    out[n++] = pick != 0 ? pick : (tl_tid)r->natt + 1 + (v >> 8) % 3; /* else never launched */
+  }
+  if ((op->d & 1) && n > 0 && n < cap) {
+    tl_tid dup = out[tlo_splitmix64(&rng) % n];
+    out[n++] = dup;
+  }
+  if ((op->flags & 16) && n < cap)
+    out[n++] = 0;
+  for (size_t i = n; i > 1; i--) {
+    size_t j = (size_t)(tlo_splitmix64(&rng) % i);
+    tl_tid t = out[i - 1];
+    out[i - 1] = out[j];
+    out[j] = t;
+  }
+  return n;
+}
+
 static void apply(tlo_run *r, const tlo_op *op) {
   switch ((tlo_kind)(op->kind % TLO_NKINDS)) {
   case TLO_ADD: {
@@ -584,6 +724,16 @@ static void apply(tlo_run *r, const tlo_op *op) {
   case TLO_POOL_ADD: {
     static const uint32_t weights[4] = {0, 1, 2, 5}, shares[4] = {0, 1, 2, 4};
     tlo_do_pool_add(r, op->d % NPOOLNAMES, op->a % 3, weights[op->b % 4], shares[op->c % 4]);
+    break;
+  }
+  case TLO_SNAPSHOT:
+    tlo_do_snapshot_restore(r, op);
+    break;
+  case TLO_RECONCILE: {
+    mexec *x = tlo_resolve_exec(r, op->exec);
+    tl_tid tids[128];
+    size_t n = resolve_report(r, op, x, tids, sizeof tids / sizeof tids[0]);
+    tlo_do_reconcile(r, x, tids, n, op->c % (n + 3), op->flags & 15);
     break;
   }
   case TLO_NKINDS:

@@ -63,6 +63,9 @@ void tlo_do_add(tlo_run *r, mexec *x, unsigned slot, bool fresh, unsigned host, 
     x->hb_when = r->now;
     x->hb_seq = ++r->seq;
     x->pend_timed = false;
+    x->rec_timed = false;
+    x->rack = rk;
+    x->reg_seq = ++r->seq;
     r->host_live[host]++;
     r->host_rack[host] = rk;
     x->was_alive = false;
@@ -109,10 +112,10 @@ void tlo_do_lose(tlo_run *r, mexec *x, unsigned kind, bool app, int exit_code, c
 
 void tlo_do_heartbeat(tlo_run *r, mexec *x) {
   tlo_clock_read(r);
-  int want = x->state == MX_NONE      ? TL_ENOENT
-             : x->state == MX_REMOVED ? TL_EGONE
-             : x->state == MX_PENDING ? TL_ESTATE
-                                      : TL_OK;
+  int want = x->state == MX_NONE                                   ? TL_ENOENT
+             : x->state == MX_REMOVED                              ? TL_EGONE
+             : x->state == MX_PENDING || x->state == MX_RECOVERING ? TL_ESTATE
+                                                                   : TL_OK;
   if (want == TL_OK) {
     x->hb_when = r->now;
     x->hb_seq = ++r->seq;
@@ -125,10 +128,10 @@ void tlo_do_heartbeat(tlo_run *r, mexec *x) {
 }
 
 void tlo_do_decommission(tlo_run *r, mexec *x, const char *msg) {
-  int want = x->state == MX_NONE      ? TL_ENOENT
-             : x->state == MX_REMOVED ? TL_EGONE
-             : x->state == MX_PENDING ? TL_ESTATE
-                                      : TL_OK;
+  int want = x->state == MX_NONE                                   ? TL_ENOENT
+             : x->state == MX_REMOVED                              ? TL_EGONE
+             : x->state == MX_PENDING || x->state == MX_RECOVERING ? TL_ESTATE
+                                                                   : TL_OK;
   if (want == TL_OK && x->state == MX_ALIVE) {
     x->state = MX_DECOM;
     x->was_alive = true;
@@ -683,6 +686,23 @@ void tlo_do_tick(tlo_run *r) {
                         "No loss reason arrived within the pending-loss timeout.");
     r->pending_loss_timeouts++;
   }
+  /* Restored executors that did not reconcile in time, in restore order: executor_lost, then
+   * the second phase at once, nothing counted. */
+  for (;;) {
+    mexec *head = NULL;
+    for (unsigned s = 0; s < NSLOTS; s++)
+      for (uint32_t g = 0; g < r->ngen[s]; g++) {
+        mexec *x = &r->ex[s][g];
+        if (x->state == MX_RECOVERING && x->rec_timed &&
+            (head == NULL || x->rec_seq < head->rec_seq))
+          head = x;
+      }
+    if (head == NULL || !tlo_due_at(head->rec_deadline, r->now))
+      break;
+    tlo_lose(r, head, TL_LOSS_RECOVERY_TIMEOUT, false, 0,
+             "The executor did not reconcile within the recovery timeout.");
+    r->recovery_timeouts++;
+  }
   if (r->cfg.tombstone_ttl_ns != 0) {
     for (unsigned s = 0; s < NSLOTS; s++)
       for (uint32_t g = 0; g < r->ngen[s]; g++) {
@@ -808,4 +828,315 @@ void tlo_do_inspect(tlo_run *r, mexec *x, uint8_t tsref, uint8_t lensel) {
       tlo_fail(r, "tl_explain_taskset cut to %zu is \"%s\"", len, buf);
   }
   free(buf);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Failover: reconciliation, and the snapshot-restore operation.
+ * ------------------------------------------------------------------------------------------- */
+
+/* What tl_executor_reconcile must leave where it writes nothing. */
+#define UNKNOWN_UNWRITTEN UINT64_C(0x5eed5eed5eed)
+
+/* tl_executor_reconcile(x, tids[0 .. n), ucap). flags (TLO_RECONCILE's, bits 0-3): running
+ * NULL, unknown NULL, nunknown NULL, the id "" (each TL_EINVAL where the header says so). */
+void tlo_do_reconcile(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, size_t ucap,
+                      unsigned flags) {
+  bool no_running = flags & 1, no_unknown = flags & 2, no_count = flags & 4, empty_id = flags & 8;
+  bool invalid = empty_id || no_count || (no_running && n > 0) || (no_unknown && ucap > 0);
+  for (size_t i = 0; i < n && !invalid; i++)
+    invalid = tids[i] == 0;
+  int want = TL_EINVAL;
+  if (!invalid) {
+    tlo_clock_read(r);
+    want = x->state == MX_NONE         ? TL_ENOENT
+           : x->state == MX_REMOVED    ? TL_EGONE
+           : x->state != MX_RECOVERING ? TL_ESTATE
+                                       : TL_OK;
+  }
+  char d[512];
+  int w = snprintf(d, sizeof d, "reconcile %s ucap=%zu%s%s%s n=%zu:", empty_id ? "\"\"" : x->id,
+                   ucap, no_running ? " running=NULL" : "", no_unknown ? " unknown=NULL" : "",
+                   no_count ? " nunknown=NULL" : "", n);
+  for (size_t i = 0; i < n && w > 0 && (size_t)w < sizeof d; i++)
+    w += snprintf(d + w, sizeof d - (size_t)w, " %" PRIu64, tids[i]);
+  /* A host's executors share one rack: one that registered on this host, with another rack,
+   * while x was off it would disagree with x's. The header gives reconcile no error for it. */
+  if (want == TL_OK && r->host_live[x->host] > 0 && r->host_rack[x->host] != x->rack) {
+    tlo_note_call(r, d);
+    tlo_fail(r,
+             "reconcile of %s: host %s has rack %d now, %s was registered with rack %d; the "
+             "header defines no answer (library: TL_ENOMEM, see the report)",
+             x->id, tlo_host_names[x->host], r->host_rack[x->host], x->id, x->rack);
+    return;
+  }
+  tl_tid *unk = NULL;
+  size_t nunk = 0;
+  if (want == TL_OK)
+    unk = tlo_reconciled(r, x, tids, n, &nunk);
+  tl_tid *out = tlo_xrealloc(NULL, (ucap + 1) * sizeof *out);
+  for (size_t i = 0; i <= ucap; i++)
+    out[i] = UNKNOWN_UNWRITTEN;
+  size_t count = SIZE_MAX;
+  tlo_note_call(r, d);
+  int rc = tl_executor_reconcile(r->s, empty_id ? "" : x->id, no_running ? NULL : tids, n,
+                                 no_unknown ? NULL : out, ucap, no_count ? NULL : &count);
+  tlo_expect_rc(r, d, rc, want);
+  if (rc == TL_OK && want == TL_OK && !r->failed) {
+    if (count != nunk)
+      tlo_fail(r, "reconcile of %s: *nunknown is %zu, the model says %zu", x->id, count, nunk);
+    for (size_t i = 0; i < ucap && !r->failed; i++) {
+      tl_tid want_tid = i < nunk ? unk[i] : UNKNOWN_UNWRITTEN;
+      if (out[i] != want_tid)
+        tlo_fail(r, "reconcile of %s: unknown[%zu] is %" PRIu64 ", the model says %" PRIu64, x->id,
+                 i, out[i], want_tid);
+    }
+    if (out[ucap] != UNKNOWN_UNWRITTEN)
+      tlo_fail(r, "reconcile of %s wrote unknown[%zu], past ucap", x->id, ucap);
+  }
+  free(out);
+  free(unk);
+}
+
+/* The image of the latest snapshot, and readers and writers of it. */
+typedef struct image_reader {
+  const uint8_t *p;
+  size_t len, at;
+  size_t step; /* at most this many bytes per read (1 .. ) */
+  int fail_at; /* -1: never; else the read that returns TL_EIO's trigger (-1) */
+  int reads;
+} image_reader;
+
+static int image_read(void *ud, void *buf, size_t n) {
+  image_reader *rd = ud;
+  if (rd->fail_at >= 0 && rd->reads++ == rd->fail_at)
+    return -1;
+  size_t left = rd->len - rd->at;
+  size_t k = n < left ? n : left;
+  if (k > rd->step)
+    k = rd->step;
+  memcpy(buf, rd->p + rd->at, k);
+  rd->at += k;
+  return (int)k;
+}
+
+static int image_write(void *ud, const void *buf, size_t n) {
+  tlo_run *r = ud;
+  if (r->image_len + n > r->image_cap) {
+    r->image_cap = (r->image_len + n) * 2;
+    r->image = tlo_xrealloc(r->image, r->image_cap);
+  }
+  memcpy(r->image + r->image_len, buf, n);
+  r->image_len += n;
+  return 0;
+}
+
+static int failing_write(void *ud, const void *buf, size_t n) {
+  (void)ud;
+  (void)buf;
+  (void)n;
+  return 1;
+}
+
+/* CRC-32C (Castagnoli, reflected 0x82F63B78), written here from its definition. */
+static uint32_t crc32c(const uint8_t *p, size_t n) {
+  uint32_t c = 0xffffffffu;
+  for (size_t i = 0; i < n; i++) {
+    c ^= p[i];
+    for (int k = 0; k < 8; k++)
+      c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1u)));
+  }
+  return ~c;
+}
+
+static void put_le32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* A restore that must refuse: *out NULL, no resolver or other callback (the expected-event
+ * queue is empty and the resolvers are not armed). */
+static void restore_refused(tlo_run *r, const char *what, const tl_config *cfg, image_reader *rd,
+                            int want) {
+  tl_scheduler *got = (tl_scheduler *)&r->cb; /* any non-NULL pointer: it must become NULL */
+  char d[96];
+  snprintf(d, sizeof d, "restore %s", what);
+  tlo_note_call(r, d);
+  r->restoring = true;
+  int rc = tl_scheduler_restore(cfg, &r->cb, image_read, rd, &got);
+  r->restoring = false;
+  tlo_expect_rc(r, d, rc, want);
+  if (rc == TL_OK && got != NULL && got != (tl_scheduler *)&r->cb) {
+    (void)tl_scheduler_free(got); /* the failure is recorded; do not leak it */
+  } else if (got != NULL && !r->failed) {
+    tlo_fail(r, "restore %s returned %s with *out not NULL", what, tl_err_name(rc));
+  }
+  if (rc != TL_OK)
+    r->f_restore_refusals++;
+}
+
+/* Whether the resolver withholds task set k's payload at the restore seeded so. */
+static bool withheld(uint64_t seed, uint32_t k) {
+  if (seed % 4 == 0)
+    return false; /* a quarter of the restores give every payload back */
+  uint64_t x = seed * 1000003u + k;
+  return tlo_splitmix64(&x) % 10 == 0;
+}
+
+/* TLO_SNAPSHOT: the driver fails over. The clock is first brought up to the scheduler's time
+ * (so the restore reads the snapshot's own time: nothing moves); flags try the refusals first
+ * (bit 0 a writer that fails: TL_EIO; bit 1 tl_snapshot's TL_EINVALs; bit 2 a reader that fails:
+ * TL_EIO; bit 3 the image cut at c: TL_ESNAPSHOT; bit 4 another max_task_failures: TL_ECONFIG;
+ * bit 5 another version with its header checksum right: TL_EVERSION); then the snapshot, the
+ * old scheduler freed (it hands every payload back: not a final release) and the restore, whose
+ * resolvers give the payloads (some withheld, by a) and the uds back. */
+void tlo_do_snapshot_restore(tlo_run *r, const tlo_op *op) {
+  if (r->raw_now < r->now) {
+    r->raw_now = r->now;
+    tlo_trace(r, 1, "clock to %" PRIu64 " ms for the snapshot", r->raw_now / 1000000);
+  }
+  tlo_clock_read(r); /* the image's time: the restore reads the same, so nothing moves */
+  unsigned flags = op->flags;
+  if (flags & 1) {
+    tlo_note_call(r, "snapshot to a failing writer");
+    tlo_expect_rc(r, "snapshot to a failing writer", tl_snapshot(r->s, failing_write, r), TL_EIO);
+    r->f_snapshot_errors++;
+  }
+  if (flags & 2) {
+    tlo_note_call(r, "snapshot NULL");
+    tlo_expect_rc(r, "snapshot of NULL", tl_snapshot(NULL, image_write, r), TL_EINVAL);
+    tlo_expect_rc(r, "snapshot with write NULL", tl_snapshot(r->s, NULL, r), TL_EINVAL);
+    r->f_snapshot_errors += 2;
+  }
+  r->image_len = 0;
+  tlo_note_call(r, "snapshot");
+  int rc = tl_snapshot(r->s, image_write, r);
+  tlo_expect_rc(r, "snapshot", rc, TL_OK);
+  if (r->failed || rc != TL_OK)
+    return;
+  tlo_trace(r, 1, "  image of %zu bytes", r->image_len);
+  tlo_compare_all(r, true); /* a snapshot changes nothing */
+  if (r->failed)
+    return;
+
+  /* Restores that must refuse. */
+  image_reader rd = {r->image, r->image_len, 0, SIZE_MAX, -1, 0};
+  if (flags & 4) {
+    rd.fail_at = op->c % 3;
+    rd.step = 1 + op->c % 64;
+    restore_refused(r, "from a failing reader", &r->cfg, &rd, TL_EIO);
+  }
+  if ((flags & 8) && !r->failed) {
+    rd = (image_reader){r->image, (size_t)op->c * r->image_len / 256, 0, SIZE_MAX, -1, 0};
+    restore_refused(r, "of a cut image", &r->cfg, &rd, TL_ESNAPSHOT);
+  }
+  if ((flags & 16) && !r->failed) {
+    tl_config other = r->cfg;
+    other.max_task_failures = r->cfg.max_task_failures + 1;
+    rd = (image_reader){r->image, r->image_len, 0, SIZE_MAX, -1, 0};
+    restore_refused(r, "with another config", &other, &rd, TL_ECONFIG);
+  }
+  if ((flags & 32) && !r->failed && r->image_len >= 40) {
+    uint8_t *copy = tlo_xrealloc(NULL, r->image_len);
+    memcpy(copy, r->image, r->image_len);
+    put_le32(copy + 8, 2 + op->c);
+    put_le32(copy + 36, crc32c(copy, 36));
+    rd = (image_reader){copy, r->image_len, 0, SIZE_MAX, -1, 0};
+    restore_refused(r, "of another version", &r->cfg, &rd, TL_EVERSION);
+    free(copy);
+  }
+  if (r->failed)
+    return;
+
+  /* The old scheduler goes: every task set it holds comes back, in submission order. */
+  for (uint32_t k = 0; k < r->nts; k++)
+    if (!r->ts[k].released) {
+      mevent *e = tlo_push_ev(r, EV_RELEASED);
+      e->ts = k;
+      e->not_final = true;
+    }
+  r->closing = true;
+  tlo_note_call(r, "scheduler_free for the failover");
+  rc = tl_scheduler_free(r->s);
+  tlo_expect_rc(r, "scheduler_free for the failover", rc, TL_OK);
+  r->closing = false;
+  if (rc != TL_OK)
+    return;
+  r->s = NULL;
+  if (!r->failed && r->qhead != r->qlen)
+    tlo_fail(r, "tl_scheduler_free delivered %zu releases fewer than the model expects",
+             r->qlen - r->qhead);
+  if (r->failed)
+    return;
+  tlo_drop_events(r);
+
+  /* Who the resolvers are asked for: every executor but tombstones in registration order, every
+   * task set in submission order. */
+  r->nask_ex = r->next_ex = 0;
+  for (;;) {
+    mexec *next = NULL;
+    for (unsigned s = 0; s < NSLOTS; s++)
+      for (uint32_t g = 0; g < r->ngen[s]; g++) {
+        mexec *x = &r->ex[s][g];
+        if (x->state != MX_NONE && x->state != MX_REMOVED &&
+            (r->nask_ex == 0 || x->reg_seq > r->ask_ex[r->nask_ex - 1]->reg_seq) &&
+            (next == NULL || x->reg_seq < next->reg_seq))
+          next = x;
+      }
+    if (next == NULL)
+      break;
+    r->ask_ex[r->nask_ex++] = next;
+  }
+  r->nask_ts = 0;
+  uint64_t seed = (uint64_t)op->a | (uint64_t)op->b << 8 | (uint64_t)op->c << 16;
+  for (uint32_t k = 0; k < r->nts; k++) {
+    r->withhold[k] = false;
+    if (!r->ts[k].released) {
+      r->ask_ts[r->nask_ts++] = k;
+      r->withhold[k] = withheld(seed, k);
+    }
+  }
+  /* The recovery transitions, in registration order; then the task sets without a payload are
+   * aborted (and released if nothing of theirs runs). */
+  for (uint32_t i = 0; i < r->nask_ex; i++)
+    if (tlo_live_state(r->ask_ex[i]->state))
+      tlo_recover(r, r->ask_ex[i]);
+  for (uint32_t i = 0; i < r->nask_ts; i++) {
+    uint32_t k = r->ask_ts[i];
+    if (!r->withhold[k])
+      continue;
+    r->ts[k].lost_payload = true;
+    r->f_payloads_lost++;
+    /* Only an active task set is aborted: a zombie launches nothing anyway, and is released
+     * (with NULL) once its attempts end, as it would have been. */
+    if (!r->ts[k].zombie)
+      tlo_abort_ts(r, k, ABORT_PAYLOAD, 0, 0, NULL);
+    tlo_finish_if_drained(r, k);
+  }
+  r->res_next_ts = 0;
+  r->resolvers_armed = true;
+  r->restoring = true;
+  rd = (image_reader){r->image, r->image_len, 0, 1 + (size_t)op->b * 97, -1, 0};
+  tl_scheduler *news = NULL;
+  char d[64];
+  snprintf(d, sizeof d, "restore (%u executors, %u task sets)", r->nask_ex, r->nask_ts);
+  tlo_note_call(r, d);
+  rc = tl_scheduler_restore(&r->cfg, &r->cb, image_read, &rd, &news);
+  r->restoring = false;
+  r->resolvers_armed = false;
+  tlo_expect_rc(r, d, rc, TL_OK);
+  if (rc != TL_OK || news == NULL) {
+    if (!r->failed)
+      tlo_fail(r, "restore returned TL_OK with *out NULL");
+    return;
+  }
+  r->s = news;
+  r->f_restores++;
+  if (r->failed)
+    return;
+  if (r->next_ex != r->nask_ex)
+    tlo_fail(r, "executor_restored was asked for %u executors, the model says %u", r->next_ex,
+             r->nask_ex);
+  else if (r->res_next_ts != r->nask_ts)
+    tlo_fail(r, "taskset_restored was asked for %u task sets, the model says %u", r->res_next_ts,
+             r->nask_ts);
 }

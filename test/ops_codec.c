@@ -45,7 +45,19 @@ enum { F_EXEC, F_TID, F_STAGE, F_A, F_B, F_C, F_D, F_FLAGS, F_MSG, F_OFFERS, F_U
  *             any launched, never launched), upd_how (bits 0-2: state modulo 5, 4 invalid;
  *             bits 3-5: failure kind as UPDATE's b; bits 6-7: msg), upd_res (bits 0-1: result
  *             as UPDATE's c; bits 2-4: result_size as UPDATE's d). Added after the others, so
- *             the bytes of every program written before it mean what they meant. */
+ *             the bytes of every program written before it mean what they meant.
+ *   SNAPSHOT  a failover (tlo_do_snapshot_restore): the clock brought up to the scheduler's
+ *             time, tl_snapshot, tl_scheduler_free, tl_scheduler_restore. flags: refusals tried
+ *             first (bit 0 a failing writer, bit 1 tl_snapshot's TL_EINVALs, bit 2 a failing
+ *             reader, bit 3 the image cut at c/256 of its length, bit 4 another config, bit 5
+ *             another version); a, b, c seed the payloads withheld (one task set in ten, in
+ *             three restores of four), b the reader's chunk size.
+ *   RECONCILE exec; the report (resolve_report): a % 4 which frozen attempts (all, none, each
+ *             with even odds), b % 8 - 3 unknown tids, d bit 0 a duplicate, a, b, d seed the
+ *             choices and the order; c: ucap, modulo the report's length + 3; flags bits 0-3:
+ *             running NULL, unknown NULL, nunknown NULL, the id "", bit 4: a tid 0.
+ *   SNAPSHOT and RECONCILE came after UPDATES (kinds 18, 19, the kind byte modulo 20): the
+ *   programs written before, whose kind bytes are below 18, decode as they did. */
 static const uint8_t tlo_fields[TLO_NKINDS][10] = {
     [TLO_ADD] = {F_EXEC, F_A, F_B, F_C, F_FLAGS, F_END},
     [TLO_LOSE] = {F_EXEC, F_A, F_FLAGS, F_C, F_MSG, F_END},
@@ -65,6 +77,8 @@ static const uint8_t tlo_fields[TLO_NKINDS][10] = {
     [TLO_INSPECT] = {F_EXEC, F_A, F_B, F_END},
     [TLO_POOL_ADD] = {F_D, F_A, F_B, F_C, F_END},
     [TLO_UPDATES] = {F_EXEC, F_FLAGS, F_UPDATES, F_END},
+    [TLO_SNAPSHOT] = {F_A, F_B, F_C, F_FLAGS, F_END},
+    [TLO_RECONCILE] = {F_EXEC, F_A, F_B, F_C, F_D, F_FLAGS, F_END},
 };
 
 static uint8_t *field_of(tlo_op *op, int f) {
@@ -165,9 +179,10 @@ size_t tlo_decode_op(const uint8_t *data, size_t size, tlo_op *op) {
 
 void tlo_op_describe(const tlo_op *op, char *buf, size_t len) {
   static const char *const names[TLO_NKINDS] = {
-      "add",       "lose",       "heartbeat",    "heartbeat_all", "decommission", "submit",
-      "kill_task", "kill_stage", "cancel_stage", "partition",     "offer",        "offer_all",
-      "update",    "clock",      "tick",         "inspect",       "pool_add",     "updates"};
+      "add",     "lose",      "heartbeat",  "heartbeat_all", "decommission",
+      "submit",  "kill_task", "kill_stage", "cancel_stage",  "partition",
+      "offer",   "offer_all", "update",     "clock",         "tick",
+      "inspect", "pool_add",  "updates",    "snapshot",      "reconcile"};
   char batch[24] = "";
   if (op->kind % TLO_NKINDS == TLO_UPDATES)
     snprintf(batch, sizeof batch, " updates=%u", op->nupd % (TLO_MAX_BATCH + 1u));

@@ -31,9 +31,10 @@ void tlo_cmp_exec(tlo_run *r, mexec *x) {
       x->none_checked = true;
     return;
   }
-  tl_executor_state ws = x->state == MX_ALIVE   ? TL_EXECUTOR_ALIVE
-                         : x->state == MX_DECOM ? TL_EXECUTOR_DECOMMISSIONING
-                                                : TL_EXECUTOR_PENDING_LOSS;
+  tl_executor_state ws = x->state == MX_ALIVE        ? TL_EXECUTOR_ALIVE
+                         : x->state == MX_DECOM      ? TL_EXECUTOR_DECOMMISSIONING
+                         : x->state == MX_RECOVERING ? TL_EXECUTOR_RECOVERING
+                                                     : TL_EXECUTOR_PENDING_LOSS;
   CMP_OF(r, "executor", x->id, "state", st.state, ws);
   CMP_OF(r, "executor", x->id, "cores", st.cores, x->cores);
   CMP_OF(r, "executor", x->id, "free_cores", st.free_cores, x->free_cores);
@@ -112,12 +113,59 @@ static void cmp_pool(tlo_run *r, unsigned p) {
 
 /* tl_check and every counter; between operations (top) also every executor and task set that
  * exists or has not been seen gone since it went. */
+/* tl_executor_list against the model: every executor but tombstones, in registration order. */
+static void cmp_list(tlo_run *r) {
+  mexec *want[NSLOTS * MAXGEN];
+  size_t n = 0;
+  for (unsigned s = 0; s < NSLOTS; s++)
+    for (uint32_t g = 0; g < r->ngen[s]; g++) {
+      mexec *x = &r->ex[s][g];
+      if (x->state == MX_NONE || x->state == MX_REMOVED)
+        continue;
+      size_t pos = n++;
+      while (pos > 0 && want[pos - 1]->reg_seq > x->reg_seq) {
+        want[pos] = want[pos - 1];
+        pos--;
+      }
+      want[pos] = x;
+    }
+  static tl_executor_info got[NSLOTS * MAXGEN + 1];
+  size_t count = SIZE_MAX;
+  int rc = tl_executor_list(r->s, got, n + 1, &count);
+  if (rc != TL_OK || count != n) {
+    tlo_fail(r, "tl_executor_list returned %s with %zu executors, the model says %zu",
+             tl_err_name(rc), count, n);
+    return;
+  }
+  for (size_t i = 0; i < n && !r->failed; i++) {
+    const mexec *x = want[i];
+    const tl_executor_info *e = &got[i];
+    if (strcmp(e->id, x->id) != 0 || strcmp(e->host, tlo_host_names[x->host]) != 0) {
+      tlo_fail(r, "tl_executor_list[%zu] is %s on %s, the model says %s on %s", i, e->id, e->host,
+               x->id, tlo_host_names[x->host]);
+      return;
+    }
+    tl_executor_state ws = x->state == MX_ALIVE        ? TL_EXECUTOR_ALIVE
+                           : x->state == MX_DECOM      ? TL_EXECUTOR_DECOMMISSIONING
+                           : x->state == MX_RECOVERING ? TL_EXECUTOR_RECOVERING
+                                                       : TL_EXECUTOR_PENDING_LOSS;
+    CMP_OF(r, "listed executor", x->id, "state", e->state, ws);
+    CMP_OF(r, "listed executor", x->id, "cores", e->cores, x->cores);
+    CMP_OF(r, "listed executor", x->id, "free_cores", e->free_cores, x->free_cores);
+    CMP_OF(r, "listed executor", x->id, "running", e->running, x->nrunning);
+    CMP_OF(r, "listed executor", x->id, "frozen", e->frozen, x->nfrozen);
+    if (e->ud != x)
+      tlo_fail(r, "listed executor %s: ud is not the record it was registered with", x->id);
+  }
+}
+
 void tlo_compare_all(tlo_run *r, bool top) {
-  if (r->failed || r->closing)
+  if (r->failed || r->closing || r->s == NULL)
     return;
   tlo_check_ledger(r);
   tl_stats st;
   tl_stats_get(r->s, &st);
+  size_t recovering = 0;
   size_t alive = 0, decom = 0, pending = 0, tombs = 0, hosts = 0, racks = 0, active = 0, zombie = 0,
          running = 0, frozen = 0, tasks_pending = 0, speculatable = 0, pools = 0;
   for (unsigned s = 0; s < NSLOTS; s++)
@@ -126,6 +174,7 @@ void tlo_compare_all(tlo_run *r, bool top) {
       alive += x->state == MX_ALIVE;
       decom += x->state == MX_DECOM;
       pending += x->state == MX_PENDING;
+      recovering += x->state == MX_RECOVERING;
       tombs += x->state == MX_REMOVED;
     }
   bool rack_used[2] = {false, false};
@@ -160,6 +209,7 @@ void tlo_compare_all(tlo_run *r, bool top) {
   CMP(r, "stats.executors_alive", st.executors_alive, alive);
   CMP(r, "stats.executors_decommissioning", st.executors_decommissioning, decom);
   CMP(r, "stats.executors_pending_loss", st.executors_pending_loss, pending);
+  CMP(r, "stats.executors_recovering", st.executors_recovering, recovering);
   CMP(r, "stats.tombstones", st.tombstones, tombs);
   CMP(r, "stats.hosts", st.hosts, hosts);
   CMP(r, "stats.racks", st.racks, racks);
@@ -184,6 +234,10 @@ void tlo_compare_all(tlo_run *r, bool top) {
   CMP(r, "stats.executors_lost", st.executors_lost, r->executors_lost);
   CMP(r, "stats.tasksets_released", st.tasksets_released, r->tasksets_released);
   CMP(r, "stats.pending_loss_timeouts", st.pending_loss_timeouts, r->pending_loss_timeouts);
+  CMP(r, "stats.recovery_timeouts", st.recovery_timeouts, r->recovery_timeouts);
+  CMP(r, "stats.reconciled", st.reconciled, r->reconciled);
+  CMP(r, "stats.reconcile_lost", st.reconcile_lost, r->reconcile_lost);
+  CMP(r, "stats.reconcile_unknown", st.reconcile_unknown, r->reconcile_unknown);
   size_t xexecs = 0, xnodes = 0, xsets = 0, xwaiting = 0;
   for (unsigned s = 0; s < NSLOTS; s++)
     for (uint32_t g = 0; g < r->ngen[s]; g++)
@@ -209,6 +263,8 @@ void tlo_compare_all(tlo_run *r, bool top) {
         tlo_cmp_exec(r, &r->ex[s][g]);
   if (!r->failed)
     tlo_cmp_exec(r, &r->phantom[r->op_index % NSLOTS]);
+  if (!r->failed)
+    cmp_list(r);
   /* Every pool that exists; and one other name in turn (unknown: TL_ENOENT; invalid). */
   for (unsigned p = 0; p < NPOOLNAMES && !r->failed; p++)
     if (r->pools[p].exists || p == r->op_index % NPOOLNAMES)
@@ -222,6 +278,8 @@ void tlo_compare_all(tlo_run *r, bool top) {
  * names (-1, NULL: none), before the callback acts re-entrantly. */
 void tlo_cb_check(tlo_run *r, int k, mexec *x) {
   tlo_compare_all(r, false);
+  if (r->s == NULL) /* inside tl_scheduler_restore: the scheduler is not known yet */
+    return;
   if (!r->failed && !r->closing && k >= 0)
     tlo_cmp_ts(r, (uint32_t)k);
   if (!r->failed && !r->closing && x != NULL)

@@ -162,15 +162,17 @@ void tlo_gen_op(tlo_run *r, tlo_op *op) {
               {TLO_DECOMMISSION, 2}, {TLO_SUBMIT, 8},    {TLO_KILL_TASK, 3}, {TLO_KILL_STAGE, 2},
               {TLO_CANCEL_STAGE, 1}, {TLO_PARTITION, 2}, {TLO_OFFER, 10},    {TLO_OFFER_ALL, 8},
               {TLO_UPDATE, 32},      {TLO_CLOCK, 5},     {TLO_TICK, 4},      {TLO_INSPECT, 2},
-              {TLO_POOL_ADD, 1},     {TLO_UPDATES, 8}};
+              {TLO_POOL_ADD, 1},     {TLO_UPDATES, 8},   {TLO_SNAPSHOT, 1},  {TLO_RECONCILE, 1}};
   uint32_t weights[TLO_NKINDS];
   bool spec = r->cfg.speculation, fair = r->cfg.mode == TL_FAIR;
-  unsigned npools = 0, alive = 0;
+  unsigned npools = 0, alive = 0, recovering = 0;
   for (unsigned p = 0; p < NPOOLNAMES; p++)
     npools += r->pools[p].exists;
   for (unsigned sl = 0; sl < NSLOTS; sl++)
-    for (uint32_t g = 0; g < r->ngen[sl]; g++)
+    for (uint32_t g = 0; g < r->ngen[sl]; g++) {
       alive += r->ex[sl][g].state == MX_ALIVE;
+      recovering += r->ex[sl][g].state == MX_RECOVERING;
+    }
   uint32_t total = 0;
   for (size_t i = 0; i < TLO_NKINDS; i++) {
     weights[i] = base[i].weight;
@@ -186,6 +188,9 @@ void tlo_gen_op(tlo_run *r, tlo_op *op) {
       weights[i] = npools < 4 ? 8 : 1;
     if (base[i].kind == TLO_UPDATES && r->ninflight == 0)
       weights[i] = 2; /* nothing runs: every update of a batch would be stale */
+    /* Restored executors reconcile soon, mostly: the rest time out or are lost. */
+    if (base[i].kind == TLO_RECONCILE && recovering > 0)
+      weights[i] = 6 + 2 * recovering;
     total += weights[i];
   }
   uint32_t pick = rnd(r, total);
@@ -375,6 +380,32 @@ void tlo_gen_op(tlo_run *r, tlo_op *op) {
     op->a = (uint8_t)rnd(r, 32);
     op->b = (uint8_t)rnd(r, 4);
     break;
+  case TLO_SNAPSHOT:
+    for (int bit = 0; bit < 6; bit++)
+      if (chance(r, 8))
+        op->flags |= (uint8_t)(1u << bit);
+    op->a = (uint8_t)rnd(r, 256);
+    op->b = (uint8_t)rnd(r, 256);
+    op->c = (uint8_t)rnd(r, 256);
+    break;
+  case TLO_RECONCILE: {
+    uint8_t cand[NSLOTS * 3];
+    size_t n = 0;
+    for (unsigned sl = 0; sl < NSLOTS; sl++)
+      for (unsigned back = 0; back < 3 && back < r->ngen[sl]; back++)
+        if (r->ex[sl][r->ngen[sl] - 1 - back].state == MX_RECOVERING)
+          cand[n++] = (uint8_t)(sl | back << 3);
+    op->exec = n > 0 && chance(r, 92) ? cand[rnd(r, (uint32_t)n)] : gen_exec(r, false);
+    op->a = (uint8_t)rnd(r, 256);
+    op->b = (uint8_t)(chance(r, 60) ? rnd(r, 4) : 4 + rnd(r, 4)) | (uint8_t)(rnd(r, 32) << 3);
+    op->c = (uint8_t)rnd(r, 256);
+    op->d = (uint8_t)rnd(r, 256);
+    if (chance(r, 4))
+      op->flags = (uint8_t)(1u << rnd(r, 4));
+    if (chance(r, 3))
+      op->flags |= 16;
+    break;
+  }
   case TLO_HEARTBEAT_ALL:
   case TLO_OFFER_ALL:
   case TLO_TICK:

@@ -54,7 +54,16 @@
  * The model.
  * ------------------------------------------------------------------------------------------- */
 
-typedef enum mx_state { MX_NONE, MX_ALIVE, MX_DECOM, MX_PENDING, MX_REMOVED } mx_state;
+/* MX_RECOVERING: restored from a snapshot while ALIVE or DECOMMISSIONING (was_decom says which)
+ * and not yet reconciled: its attempts frozen, off its host, as in a pending loss. */
+typedef enum mx_state {
+  MX_NONE,
+  MX_ALIVE,
+  MX_DECOM,
+  MX_PENDING,
+  MX_REMOVED,
+  MX_RECOVERING
+} mx_state;
 
 /* One executor id. MX_NONE: never registered, or its tombstone was evicted (then it may be
  * registered again and this record describes the new executor). */
@@ -64,15 +73,20 @@ typedef struct mexec {
   uint32_t cores;         /* as registered */
   uint32_t free_cores;    /* cores minus its running attempts' cpus */
   uint32_t nrunning;      /* attempts in the tid index on it */
-  uint32_t nfrozen;       /* attempts frozen on it (PENDING only) */
+  uint32_t nfrozen;       /* attempts frozen on it (PENDING, RECOVERING) */
   unsigned host;          /* 0..3, from registration on (events name it after the loss too) */
-  bool was_decom;         /* it was decommissioning when its loss began */
+  int rack;               /* its rack as registered: 0 r0, 1 r1, -1 none */
+  uint64_t reg_seq;       /* its place in registration order (tl_executor_list, restore) */
+  bool was_decom;         /* it was decommissioning when its loss (or its recovery) began */
   bool was_alive;         /* ALIVE until the change tlo_executor_changed is told about */
   uint64_t hb_when;       /* last heartbeat (ALIVE, DECOM) */
   uint64_t hb_seq;        /* its place on the heartbeat timeline */
   bool pend_timed;        /* PENDING with a deadline */
   uint64_t pend_deadline; /* when the pending loss times out */
   uint64_t pend_seq;      /* its place on the pending-loss timeline */
+  bool rec_timed;         /* RECOVERING with a deadline (recovery_timeout_ns not 0) */
+  uint64_t rec_deadline;  /* when tl_tick loses it, unless it reconciles first */
+  uint64_t rec_seq;       /* its place on the recovery timeline (restore order) */
   uint64_t tomb_when;     /* removal time (REMOVED) */
   uint64_t tomb_seq;      /* its place among the tombstones */
   bool none_checked;      /* MX_NONE, and tl_executor_get has said TL_ENOENT since */
@@ -115,7 +129,10 @@ typedef struct mts {
   uint32_t stage, sattempt, prio, ntasks, cpus; /* as submitted (cpus resolved) */
   bool zombie, failed;                          /* launches nothing more; aborted */
   bool released;            /* the model has released it (its event is expected or delivered) */
-  unsigned released_seen;   /* taskset_released deliveries with its payload */
+  unsigned released_seen;   /* final taskset_released deliveries (with its payload, or NULL once
+                               the payload was not restored); a tl_scheduler_free before a
+                               restore hands it back too, and is not counted */
+  bool lost_payload;        /* a restore's resolver did not give its payload: NULL from then */
   bool gone_checked;        /* released, and tl_taskset_get has said TL_ENOENT since */
   uint32_t nrunning;        /* attempts in flight, frozen ones included */
   uint32_t nfrozen;         /* of which frozen */
@@ -218,6 +235,7 @@ typedef struct mevent {
   bool spec;         /* started, ended: the attempt is a speculative copy */
   uint8_t loc;       /* started, ended: the attempt's locality */
   void *dropped;     /* ended: a result the library must have freed (result_free) and withheld */
+  bool not_final;    /* released: by the tl_scheduler_free before a restore (it comes back) */
 } mevent;
 
 /* A result handed to a FINISHED update; kept until the end of the run so a second free is
@@ -265,6 +283,24 @@ typedef struct tlo_run {
   /* The totals of tl_stats. */
   uint64_t launched, succeeded, failed_count, killed, stale, rejected_updates, rejected_offers,
       executors_lost, tasksets_released, pending_loss_timeouts;
+  uint64_t recovery_timeouts, reconciled, reconcile_lost, reconcile_unknown; /* failover's */
+
+  /* Failover (the snapshot-restore operation). */
+  bool restoring;         /* inside tl_scheduler_restore: r->s is not known yet, so its callbacks
+                             (inline delivery) check their events but not the scheduler */
+  uint32_t res_next_ts;   /* the task set taskset_restored must be asked for next (model index) */
+  uint64_t res_last_reg;  /* reg_seq of the executor executor_restored was last asked for */
+  uint64_t res_seed;      /* chooses the payloads the resolver does not give back */
+  bool resolvers_armed;   /* a restore that must call the resolvers is running */
+  uint32_t ask_ts[MAXTS]; /* the task sets taskset_restored is asked for, in order */
+  uint32_t nask_ts;       /* their number */
+  bool withhold[MAXTS];   /* by model index: the resolver gives no payload */
+  mexec *ask_ex[NSLOTS * MAXGEN]; /* the executors executor_restored is asked for */
+  uint32_t nask_ex, next_ex;      /* their number; the next one asked */
+  tl_callbacks cb;                /* the callbacks every scheduler of the run is given */
+  uint8_t *image;                 /* the latest snapshot (tl_snapshot's bytes) */
+  size_t image_len, image_cap;    /* its length; room */
+  uint64_t f_restores, f_restore_refusals, f_snapshot_errors, f_recovering, f_payloads_lost;
 
   mevent *q; /* expected events: q[qhead .. qlen) */
   size_t qhead, qlen, qcap;
@@ -323,7 +359,8 @@ typedef enum abort_why {
   ABORT_FAILURES,
   ABORT_CANCEL,
   ABORT_RESULT_SIZE,
-  ABORT_UNSCHEDULABLE /* index: the task that cannot run; msg: the latest counted failure's */
+  ABORT_UNSCHEDULABLE, /* index: the task that cannot run; msg: the latest counted failure's */
+  ABORT_PAYLOAD        /* a restore's resolver did not give its payload back */
 } abort_why;
 
 /* One status update as an operation gives it (tlo_do_update's arguments, for one tid). */
@@ -427,6 +464,8 @@ void tlo_push_revive_if_wanted(tlo_run *r);
 size_t tlo_count_tombstones(const tlo_run *r);
 void tlo_remove_executor(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, const char *msg);
 void tlo_lose(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, int exit_code, const char *msg);
+void tlo_recover(tlo_run *r, mexec *x);
+tl_tid *tlo_reconciled(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, size_t *nunknown);
 mexec *tlo_exec_by_id(tlo_run *r, const char *id);
 int tlo_ts_of_payload(const tlo_run *r, const void *payload);
 int tlo_active_of(const tlo_run *r, uint32_t stage);
@@ -481,6 +520,9 @@ void tlo_do_update(tlo_run *r, mexec *x, tl_tid tid, unsigned state, unsigned fa
 void tlo_do_updates(tlo_run *r, mexec *x, const mupdate *m, size_t n, unsigned flags);
 void tlo_do_tick(tlo_run *r);
 void tlo_do_inspect(tlo_run *r, mexec *x, uint8_t tsref, uint8_t lensel);
+void tlo_do_reconcile(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, size_t ucap,
+                      unsigned flags);
+void tlo_do_snapshot_restore(tlo_run *r, const tlo_op *op);
 
 /* ops_offer.c: the offer round. */
 void tlo_do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, size_t cap, bool bad);
@@ -502,6 +544,10 @@ void tlo_apply_top(tlo_run *r, const tlo_op *op);
 /* With deferred delivery, calls tl_dispatch until nothing is left (a callback's calls queue
  * their events for the next one), as a top-level call's end; with inline delivery, nothing. */
 void tlo_dispatch_all(tlo_run *r);
+/* The callbacks every scheduler of the run gets (r->cb), the resolvers included. */
+const tl_callbacks *tlo_callbacks(tlo_run *r);
+/* A tl_snapshot writer that keeps nothing. */
+int tlo_discard_image(void *ud, const void *buf, size_t n);
 
 /* ops_codec.c: the program's bytes. */
 void tlo_emit(tlo_run *r, const uint8_t *bytes, size_t n);

@@ -283,7 +283,7 @@ static uint64_t spec_next_of(const tlo_run *r) {
 /* tl_tick's answer from the model's timelines. */
 uint64_t tlo_next_deadline(tlo_run *r) {
   uint64_t due = UINT64_MAX;
-  const mexec *hb = NULL, *pend = NULL, *tomb = NULL;
+  const mexec *hb = NULL, *pend = NULL, *rec = NULL, *tomb = NULL;
   for (unsigned s = 0; s < NSLOTS; s++)
     for (uint32_t g = 0; g < r->ngen[s]; g++) {
       const mexec *x = &r->ex[s][g];
@@ -291,6 +291,8 @@ uint64_t tlo_next_deadline(tlo_run *r) {
         hb = x;
       if (x->state == MX_PENDING && x->pend_timed && (pend == NULL || x->pend_seq < pend->pend_seq))
         pend = x;
+      if (x->state == MX_RECOVERING && x->rec_timed && (rec == NULL || x->rec_seq < rec->rec_seq))
+        rec = x;
       if (x->state == MX_REMOVED && (tomb == NULL || x->tomb_seq < tomb->tomb_seq))
         tomb = x;
     }
@@ -298,6 +300,8 @@ uint64_t tlo_next_deadline(tlo_run *r) {
     due = tlo_add_sat(hb->hb_when, r->cfg.heartbeat_timeout_ns);
   if (pend != NULL && pend->pend_deadline < due)
     due = pend->pend_deadline;
+  if (rec != NULL && rec->rec_deadline < due)
+    due = rec->rec_deadline;
   if (r->cfg.tombstone_ttl_ns != 0 && tomb != NULL) {
     uint64_t t = tlo_add_sat(tomb->tomb_when, r->cfg.tombstone_ttl_ns);
     if (t < due)

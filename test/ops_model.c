@@ -343,7 +343,9 @@ void tlo_abort_ts(tlo_run *r, uint32_t k, abort_why why, uint32_t index, uint32_
   t->failed = true;
   tlo_make_zombie(r, k);
   char *full = tlo_xrealloc(NULL, LONG_MESSAGE + 256);
-  if (why == ABORT_CANCEL)
+  if (why == ABORT_PAYLOAD)
+    snprintf(full, LONG_MESSAGE + 256, "Payload not restored");
+  else if (why == ABORT_CANCEL)
     snprintf(full, LONG_MESSAGE + 256, "Stage %u cancelled%s%s", t->stage, msg ? ": " : "",
              msg ? msg : "");
   else if (why == ABORT_UNSCHEDULABLE)
@@ -531,9 +533,10 @@ static mexec *oldest_tombstone(tlo_run *r) {
   return best;
 }
 
-/* Phase one of a loss. */
-static void freeze(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, int exit_code,
-                   const char *msg) {
+/* What phase one of a loss and a restore's recovery share: the attempts in the tid index
+ * frozen, the executor off its host, its application-level failures dropped, its place no
+ * longer alive for locality; the state it goes to is st. */
+static void freeze_attempts(tlo_run *r, mexec *x, mx_state st) {
   tl_tid *v;
   size_t n = tlo_inflight_where(r, &v, x, 0, -1);
   for (size_t i = 0; i < n; i++) {
@@ -549,9 +552,21 @@ static void freeze(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, int exit_c
   x->nappf = 0; /* its application-level failures are dropped when its loss begins */
   x->was_decom = x->state == MX_DECOM;
   x->was_alive = x->state == MX_ALIVE;
-  x->state = MX_PENDING;
+  x->state = st;
   tlo_executor_changed(r, x);
   x->was_alive = false;
+}
+
+/* Phase one of a loss. A RECOVERING executor's attempts are frozen and it left its host at the
+ * restore already: it only changes state (and leaves the recovery timeline). */
+static void freeze(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, int exit_code,
+                   const char *msg) {
+  if (x->state == MX_RECOVERING) {
+    x->state = MX_PENDING;
+    x->rec_timed = false;
+  } else {
+    freeze_attempts(r, x, MX_PENDING);
+  }
   x->pend_timed = r->cfg.pending_loss_timeout_ns != 0;
   if (x->pend_timed) {
     x->pend_deadline = tlo_add_sat(r->now, r->cfg.pending_loss_timeout_ns);
@@ -619,6 +634,7 @@ void tlo_remove_executor(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, cons
   free(v);
   x->state = MX_REMOVED;
   x->pend_timed = false;
+  x->rec_timed = false;
   x->tomb_when = r->now;
   x->tomb_seq = ++r->seq;
   while (tlo_count_tombstones(r) > r->cfg.max_tombstones) {
@@ -631,10 +647,105 @@ void tlo_remove_executor(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, cons
 
 /* Both phases, or the one that is due. */
 void tlo_lose(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, int exit_code, const char *msg) {
-  if (tlo_live_state(x->state))
+  if (tlo_live_state(x->state) || x->state == MX_RECOVERING)
     freeze(r, x, kind, app, exit_code, msg);
   if (kind != TL_LOSS_PENDING)
     tlo_remove_executor(r, x, kind, app, msg);
+}
+
+/* A restore's recovery transition of an executor that was ALIVE or DECOMMISSIONING: frozen as
+ * in phase one of a loss, silently (no event, executors_lost unchanged), with a recovery
+ * deadline recovery_timeout_ns from now (none for 0), at the tail of the recovery timeline. */
+void tlo_recover(tlo_run *r, mexec *x) {
+  freeze_attempts(r, x, MX_RECOVERING);
+  x->rec_timed = r->cfg.recovery_timeout_ns != 0;
+  if (x->rec_timed) {
+    x->rec_deadline = tlo_add_sat(r->now, r->cfg.recovery_timeout_ns);
+    x->rec_seq = ++r->seq;
+  }
+  r->f_recovering++;
+}
+
+static int tid_cmp(const void *a, const void *b) {
+  tl_tid x = *(const tl_tid *)a, y = *(const tl_tid *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* A successful reconciliation of RECOVERING x that reported tids[0 .. n) (any order,
+ * duplicates): x back on its host and rack as at registration, ALIVE (DECOMMISSIONING if it
+ * was), a heartbeat now; its frozen attempts in launch order: the reported run on, the others
+ * end TL_END_EXECUTOR_LOST uncounted; then a kill_task for each reported tid not frozen on x,
+ * in increasing order, counted once; one revive_offers if an index became pending. Returns the
+ * unknown tids (sorted, distinct; malloc'd) and their number in *nunknown. */
+tl_tid *tlo_reconciled(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, size_t *nunknown) {
+  tl_tid *sorted = tlo_xrealloc(NULL, (n + 1) * sizeof *sorted);
+  if (n > 0)
+    memcpy(sorted, tids, n * sizeof *sorted);
+  qsort(sorted, n, sizeof *sorted, tid_cmp);
+  size_t distinct = 0;
+  for (size_t i = 0; i < n; i++)
+    if (distinct == 0 || sorted[distinct - 1] != sorted[i])
+      sorted[distinct++] = sorted[i];
+
+  r->host_live[x->host]++;
+  r->host_rack[x->host] = x->rack;
+  x->state = x->was_decom ? MX_DECOM : MX_ALIVE;
+  x->was_decom = false;
+  x->rec_timed = false;
+  x->was_alive = false;
+  tlo_executor_changed(r, x);
+  x->hb_when = r->now;
+  x->hb_seq = ++r->seq;
+  tlo_clear_deadlines(r, TLO_XF_CLEARED_ADD); /* as at registration: a task set may run there */
+
+  tl_tid *frozen;
+  size_t nf = tlo_inflight_where(r, &frozen, x, 1, -1);
+  for (size_t i = 0; i < nf; i++) {
+    matt *a = &r->att[frozen[i] - 1];
+    mts *t = &r->ts[a->ts];
+    a->frozen = false;
+    x->nfrozen--;
+    t->nfrozen--;
+    if (bsearch(&frozen[i], sorted, distinct, sizeof *sorted, tid_cmp) != NULL) {
+      x->nrunning++;
+      x->free_cores -= t->cpus;
+    } else {
+      r->failed_count++;
+      r->reconcile_lost++;
+      mend m = {TL_END_EXECUTOR_LOST,
+                false,
+                "Not reported by the executor when it reconciled.",
+                NULL,
+                0,
+                NULL,
+                NULL,
+                false};
+      tlo_attempt_ended(r, frozen[i], &m);
+    }
+  }
+  /* The unknown: what it reported that was not frozen on it (the kept ones are in the tid
+   * index on x now, and nothing else of x is). */
+  size_t k = 0;
+  for (size_t i = 0; i < distinct; i++) {
+    matt *a = tlo_indexed(r, sorted[i]);
+    bool kept = false;
+    for (size_t j = 0; j < nf && !kept; j++)
+      kept = frozen[j] == sorted[i] && a != NULL && a->ex == x;
+    if (kept)
+      continue;
+    sorted[k++] = sorted[i];
+    mevent *e = tlo_push_ev(r, EV_KILL);
+    e->tid = sorted[i];
+    e->ex = x;
+    e->interrupt = true;
+    e->text = tlo_dup_text("Unknown to the restored driver");
+  }
+  free(frozen);
+  r->reconcile_unknown += k;
+  r->reconciled++;
+  tlo_push_revive_if_wanted(r);
+  *nunknown = k;
+  return sorted;
 }
 
 mexec *tlo_exec_by_id(tlo_run *r, const char *id) {

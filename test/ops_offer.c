@@ -453,7 +453,7 @@ void tlo_do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, size_
       tlo_fail(r, "launch %zu on %s, the model says %s", k, out[k].executor_id, a->ex->id);
     if (out[k].executor_ud != a->ex)
       tlo_fail(r, "launch %zu: executor_ud is not the ud %s was registered with", k, a->ex->id);
-    if (out[k].payload != t)
+    if (out[k].payload != (t->lost_payload ? NULL : t))
       tlo_fail(r, "launch %zu has another task set's payload", k);
   }
 }
