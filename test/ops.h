@@ -113,6 +113,11 @@ typedef struct tlo_options {
   uint8_t *encoded;
   size_t encoded_cap;
   size_t *encoded_len;
+  /* The generator (not the byte programs) registers no executor on a host with a rack other
+   * than that of a restored executor of the host still RECOVERING: the header gives that
+   * executor's reconciliation no answer (the library answers TL_ENOMEM, docs/testing.md), so
+   * the model stops the run there. true lets the generator make them. */
+  bool rack_conflicts;
 } tlo_options;
 
 /* Exclusion features a run reached (tlo_outcome.exclusion). */

@@ -18,8 +18,8 @@
 #include <time.h>
 
 static void usage(FILE *f) {
-  fputs("usage: tl-random --seed N [--ops K] [--quiet]\n"
-        "       tl-random --seeds N [--from S] [--ops K] [--verbose]\n"
+  fputs("usage: tl-random --seed N [--ops K] [--quiet] [--rack-conflicts]\n"
+        "       tl-random --seeds N [--from S] [--ops K] [--verbose] [--rack-conflicts]\n"
         "       tl-random --replay FILE|DIR... [--verbose]\n"
         "       tl-random --write-corpus DIR --seeds N [--from S] [--ops K]\n"
         "  --seed N          run seed N, tracing every call and event (--quiet: verdict only)\n"
@@ -27,7 +27,9 @@ static void usage(FILE *f) {
         "  --ops K           operations per seed (default 100)\n"
         "  --replay ...      run byte programs (fuzzer inputs, corpus files), each file or every\n"
         "                    file of each directory\n"
-        "  --write-corpus D  write the programs of the seeds to D/seed-<N>\n",
+        "  --write-corpus D  write the programs of the seeds to D/seed-<N>\n"
+        "  --rack-conflicts  let executors register with another rack than a restored one of\n"
+        "                    their host that has not reconciled (docs/testing.md)\n",
         f);
 }
 
@@ -67,9 +69,24 @@ static void add_features(tlo_outcome *sum, const tlo_outcome *o) {
   sum->wait_revives += o->wait_revives;
   for (int f = 0; f < TLO_XF_N; f++)
     sum->exclusion[f] += o->exclusion[f];
+  sum->restores += o->restores;
+  sum->restore_refusals += o->restore_refusals;
+  sum->snapshot_errors += o->snapshot_errors;
+  sum->recovering += o->recovering;
+  sum->payloads_lost += o->payloads_lost;
+  sum->reconciles += o->reconciles;
+  sum->reconcile_lost += o->reconcile_lost;
+  sum->reconcile_unknown += o->reconcile_unknown;
+  sum->recovery_timeouts += o->recovery_timeouts;
 }
 
 static void print_features(const tlo_outcome *o) {
+  printf("  failover: %" PRIu64 " restores (%" PRIu64 " refused as predicted, %" PRIu64
+         " snapshots refused), %" PRIu64 " executors recovering, %" PRIu64
+         " payloads withheld; %" PRIu64 " reconciled (%" PRIu64 " attempts not reported, %" PRIu64
+         " unknown tids), %" PRIu64 " recovery timeouts\n",
+         o->restores, o->restore_refusals, o->snapshot_errors, o->recovering, o->payloads_lost,
+         o->reconciles, o->reconcile_lost, o->reconcile_unknown, o->recovery_timeouts);
   printf("  speculatable %" PRIu64 ", copies %" PRIu64 ", losers killed %" PRIu64
          ", late reports %" PRIu64 ", too large %" PRIu64 ", resubmitted %" PRIu64
          ", barrier sets launched %" PRIu64 ", rounds over several pools %" PRIu64 "\n",
@@ -189,6 +206,7 @@ static int write_corpus(const char *dir, uint64_t from, uint64_t count, uint64_t
 
 int main(int argc, char **argv) {
   bool have_seed = false, have_seeds = false, quiet = false, replay = false;
+  bool rack_conflicts = false;
   int verbose = 0;
   uint64_t seed = 0, seeds = 0, from = 1, nops = 100;
   const char *corpus = NULL;
@@ -205,6 +223,8 @@ int main(int argc, char **argv) {
       from = number(a, i + 1 < argc ? argv[++i] : NULL);
     } else if (strcmp(a, "--ops") == 0) {
       nops = number(a, i + 1 < argc ? argv[++i] : NULL);
+    } else if (strcmp(a, "--rack-conflicts") == 0) {
+      rack_conflicts = true;
     } else if (strcmp(a, "--quiet") == 0) {
       quiet = true;
     } else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) {
@@ -246,6 +266,7 @@ int main(int argc, char **argv) {
   if (have_seed) {
     tlo_options opt = {0};
     opt.verbose = quiet ? 0 : 2;
+    opt.rack_conflicts = rack_conflicts;
     tlo_outcome out;
     tlo_run_seed(seed, (size_t)nops, &opt, &out);
     printf("seed %" PRIu64 ": %s\n", seed, out.ok ? "ok" : out.message);
@@ -268,6 +289,7 @@ int main(int argc, char **argv) {
   tlo_outcome features = {0};
   tlo_options opt = {0};
   opt.verbose = verbose;
+  opt.rack_conflicts = rack_conflicts;
   for (uint64_t s = from; s < from + seeds; s++) {
     tlo_outcome out;
     tlo_run_seed(s, (size_t)nops, &opt, &out);
