@@ -17,9 +17,9 @@
 typedef struct image {
   uint8_t *p;
   size_t n, cap;
-  size_t at;       /* read position */
-  size_t chunk;    /* the most a read hands back (0: all it is asked for) */
-  int fail_after;  /* writes (or reads) left before one fails; -1: never */
+  size_t at;        /* read position */
+  size_t chunk;     /* the most a read hands back (0: all it is asked for) */
+  int fail_after;   /* writes (or reads) left before one fails; -1: never */
   size_t max_write; /* largest chunk write was given */
 } image;
 
@@ -105,7 +105,7 @@ static bool resolve_taskset(void *ud, const tl_taskset_info *ts, void **payload)
       ck_assert_uint_eq(e->subs[i].stage_id, ts->stage_id);
       ck_assert_uint_eq(e->subs[i].ntasks, ts->ntasks);
       if (ts->id == the_resolver.refuse) {
-        free(e->subs[i].payload); /* lost with the old driver, as far as the test goes */
+        free(e->subs[i].payload);  /* lost with the old driver, as far as the test goes */
         e->subs[i].payload = NULL; /* what its launches and its release carry from now on */
         return false;
       }
@@ -525,7 +525,7 @@ START_TEST(bad_images_are_refused_with_their_own_error) {
   ck_assert_ptr_null(s);
   /* And a reader that hands back one byte at a time reads a good image fine (below). */
   ck_assert_uint_eq(the_resolver.tasksets + the_resolver.executors, 0); /* nothing resolved */
-  ck_assert_uint_eq(e->nev, mark);                                       /* no callback */
+  ck_assert_uint_eq(e->nev, mark);                                      /* no callback */
   free(im.p);
 
   /* The writer's error: EIO; arguments: EINVAL. */
