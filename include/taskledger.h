@@ -75,7 +75,7 @@ extern "C" {
   XX(EGONE, -7, "The executor has been removed; a restarted executor takes a new id.")             \
   XX(ESTATE, -8, "The operation is not valid in the object's current state.")                      \
   XX(EBUSY, -9, "The scheduler is busy: called from a callback, or in use elsewhere.")             \
-  XX(ECORRUPT, -10, "An invariant of the ledger is broken.")                                      \
+  XX(ECORRUPT, -10, "An invariant of the ledger is broken.")                                       \
   XX(EIO, -11, "Reading or writing a snapshot failed.")                                            \
   XX(ESNAPSHOT, -12, "The snapshot is truncated or corrupt.")                                      \
   XX(EVERSION, -13, "The snapshot is of another format version.")                                  \
@@ -507,9 +507,8 @@ TL_EXTERN int tl_scheduler_restore(const tl_config *cfg, const tl_callbacks *cb,
  * Events: the ends, then the kills, then revive_offers when an index became pending.
  * TL_EINVAL: s, executor_id or nunknown NULL, a bad id, running NULL with n > 0, unknown NULL
  * with ucap > 0, a tid 0; TL_ENOENT; TL_EGONE; TL_ESTATE: not RECOVERING; TL_ENOMEM. */
-TL_EXTERN int tl_executor_reconcile(tl_scheduler *s, const char *executor_id,
-                                    const tl_tid *running, size_t n, tl_tid *unknown,
-                                    size_t ucap, size_t *nunknown);
+TL_EXTERN int tl_executor_reconcile(tl_scheduler *s, const char *executor_id, const tl_tid *running,
+                                    size_t n, tl_tid *unknown, size_t ucap, size_t *nunknown);
 
 /* ---------------------------------------------------------------------------------------------
  * Executors
@@ -581,7 +580,7 @@ TL_EXTERN int tl_executor_get(tl_scheduler *s, const char *executor_id, tl_execu
 typedef struct tl_executor_info {
   char id[TL_ID_MAX];      /* its id */
   char host[TL_HOST_MAX];  /* its host */
-  tl_executor_state state; /* ALIVE, DECOMMISSIONING or PENDING_LOSS: tombstones are not listed */
+  tl_executor_state state; /* any but REMOVED: tombstones are not listed */
   uint32_t cores;          /* as registered */
   uint32_t free_cores;     /* cores minus running attempts x their cpus */
   uint32_t running;        /* attempts running here */

@@ -205,8 +205,8 @@ uint32_t tl__crc32c(uint32_t crc, const void *p, size_t n) {
   const uint8_t *b = p;
   crc = ~crc;
   while (n >= 8) {
-    uint32_t lo = crc ^ ((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-                         (uint32_t)b[3] << 24);
+    uint32_t lo =
+        crc ^ ((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24);
     crc = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^
           crc_table[5][(lo >> 16) & 0xFF] ^ crc_table[4][lo >> 24] ^ crc_table[3][b[4]] ^
           crc_table[2][b[5]] ^ crc_table[1][b[6]] ^ crc_table[0][b[7]];

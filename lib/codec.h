@@ -41,8 +41,8 @@ void tl__wbuf_free(tl__wbuf *w);
 typedef struct tl__rbuf {
   const uint8_t *p;
   size_t len;
-  size_t at;         /* bytes read */
-  bool bad;          /* ran past the end, or a value was out of range */
+  size_t at;          /* bytes read */
+  bool bad;           /* ran past the end, or a value was out of range */
   uint64_t saved_now; /* the clock when the snapshot was taken */
   uint64_t now;       /* the clock when it is restored */
 } tl__rbuf;

@@ -1196,6 +1196,13 @@ static tl__str *get_names(struct tl_scheduler *s, tl__rbuf *r, int *err) {
 
 /* A failure list of a task set's host or executor record into *list (empty), in saved order;
  * *n counts it. seen has a bit per index of ts, clear on entry and on return. */
+/* A restored time no later than timeout from now: every later entry of its timeline is appended
+ * at now + timeout (the config's, which may be shorter than the snapshot's), after it. */
+static uint64_t no_later(uint64_t t, uint64_t now, uint64_t timeout) {
+  uint64_t latest = tl__add_sat(now, timeout);
+  return t < latest ? t : latest;
+}
+
 static int get_task_fails(struct tl_scheduler *s, tl__rbuf *r, const tl__taskset *ts, uint8_t *seen,
                           xfail **list, uint32_t *n) {
   uint32_t count = tl__get_count(r, SNAP_TASK_FAIL);
@@ -1204,7 +1211,7 @@ static int get_task_fails(struct tl_scheduler *s, tl__rbuf *r, const tl__taskset
   for (uint32_t i = 0; i < count && err == TL_OK; i++) {
     uint32_t index = tl__get_below(r, ts->ntasks);
     uint32_t failures = tl__get_u32(r);
-    uint64_t time = tl__get_time(r);
+    uint64_t time = no_later(tl__get_time(r), s->last_now, 0); /* a failure lies in the past */
     if (r->bad || failures == 0 || (seen[index / 8] & (1u << (index % 8))) != 0) {
       err = snap_bad(r);
       break;
@@ -1342,7 +1349,7 @@ static int restore_timers(struct tl_scheduler *s, tl__rbuf *r) {
   for (uint32_t i = 0; i < count; i++) {
     tl_taskset_id id = tl__get_u64(r);
     uint32_t index = tl__get_u32(r);
-    uint64_t deadline = tl__get_time(r);
+    uint64_t deadline = no_later(tl__get_time(r), s->last_now, s->cfg.unschedulable_timeout_ns);
     tl__taskset *ts = r->bad ? NULL : tl__taskset_find(s, id);
     xset *x = ts != NULL ? ts->exclude : NULL;
     if (x == NULL || x->timer || index >= ts->ntasks || deadline < last)
@@ -1390,7 +1397,7 @@ static int restore_nodes(struct tl_scheduler *s, tl__rbuf *r) {
     char host[TL_HOST_MAX];
     size_t len;
     get_name(r, host, sizeof host, &len);
-    uint64_t expiry = tl__get_time(r);
+    uint64_t expiry = no_later(tl__get_time(r), s->last_now, s->cfg.exclude_timeout_ns);
     xnode *n = r->bad ? NULL : find_node(s, host);
     if (n == NULL || !n->excluded || tl__list_linked(&n->on_timeline) || expiry < last)
       return snap_bad(r);
@@ -1410,7 +1417,7 @@ static int restore_apps(struct tl_scheduler *s, tl__rbuf *r) {
     tl__str *names = get_names(s, r, &err);
     if (names == NULL)
       return err;
-    uint64_t expiry = tl__get_time(r);
+    uint64_t expiry = no_later(tl__get_time(r), s->last_now, s->cfg.exclude_timeout_ns);
     xnode *node = find_node(s, host_of(names));
     if (r->bad || node == NULL || find_app(s, id_of(names)) != NULL || expiry < last) {
       tl__str_unref(s, names);
@@ -1453,7 +1460,7 @@ static int restore_app_failures(struct tl_scheduler *s, tl__rbuf *r, uint32_t *n
       uint32_t index = tl__get_u32(r);
       uint32_t stage_id = tl__get_u32(r);
       uint32_t stage_attempt = tl__get_u32(r);
-      uint64_t expiry = tl__get_time(r);
+      uint64_t expiry = no_later(tl__get_time(r), s->last_now, s->cfg.exclude_timeout_ns);
       if (r->bad)
         return TL_ESNAPSHOT;
       xfail *f = new_record(s);

@@ -48,9 +48,8 @@ static int check_memory(tl__checker *c) {
 
   /* Invariant 7: with nothing submitted and no executor alive, every map is empty and what is
    * left is an empty scheduler plus its tombstones (the balance above covers the bytes). */
-  if (s->tasksets_by_id == NULL && s->nalive + s->ndecommissioning + s->npending_loss +
-                                         s->nrecovering ==
-                                     0)
+  if (s->tasksets_by_id == NULL &&
+      s->nalive + s->ndecommissioning + s->npending_loss + s->nrecovering == 0)
     TL__CHECK(c,
               !tl__attempts_running(s) && s->hosts_by_name == NULL && s->racks_by_name == NULL &&
                   s->stages_by_id == NULL && s->nfrozen == 0 && s->npending_tasks == 0 &&

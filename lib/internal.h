@@ -272,10 +272,10 @@ static inline const char *tl__executor_id(const tl__executor *ex) { return ex->n
  * or now if it has not begun), and the driver did not kill or decommission it. The one rule for
  * the loss (membership.c) and for the exclusion records reserved before it (exclude.c). */
 static inline bool tl__loss_counts(const tl__executor *ex, const tl_loss_reason *reason) {
-  bool decommissioning = ex->state == TL_EXECUTOR_PENDING_LOSS ||
-                                 ex->state == TL_EXECUTOR_RECOVERING
-                             ? ex->was_decommissioning
-                             : ex->state == TL_EXECUTOR_DECOMMISSIONING;
+  bool decommissioning =
+      ex->state == TL_EXECUTOR_PENDING_LOSS || ex->state == TL_EXECUTOR_RECOVERING
+          ? ex->was_decommissioning
+          : ex->state == TL_EXECUTOR_DECOMMISSIONING;
   return reason->caused_by_app && !decommissioning && reason->kind != TL_LOSS_KILLED &&
          reason->kind != TL_LOSS_DECOMMISSIONED;
 }
@@ -1115,8 +1115,8 @@ int tl__executor_recover(struct tl_scheduler *s, tl__executor *ex);
 /* tl_executor_reconcile's transition (its arguments validated). */
 int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid *running, size_t n,
                            tl_tid *unknown, size_t ucap, size_t *nunknown);
-/* Runs the executors' due deadlines (heartbeats, pending losses, recoveries, tombstones); returns ns until
- * the next one (see tl_tick), 0 when a loss could not get room for its events. */
+/* Runs the executors' due deadlines (heartbeats, pending losses, recoveries, tombstones); returns
+ * ns until the next one (see tl_tick), 0 when a loss could not get room for its events. */
 uint64_t tl__executors_tick(struct tl_scheduler *s, uint64_t now);
 uint64_t tl__executors_next_deadline(struct tl_scheduler *s, uint64_t now);
 

@@ -137,8 +137,7 @@ void tl__jfmt_kill_task(tl__text *w, tl_tid tid, bool interrupt, const char *rea
   arg_str(w, reason);
 }
 
-void tl__jfmt_reconcile(tl__text *w, const char *id, const tl_tid *running, size_t n,
-                        size_t ucap) {
+void tl__jfmt_reconcile(tl__text *w, const char *id, const tl_tid *running, size_t n, size_t ucap) {
   tl__text_str(w, "reconcile");
   arg_str(w, id);
   key_u64(w, "ucap", ucap);

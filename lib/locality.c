@@ -380,6 +380,28 @@ static bool fill_pair(struct tl_scheduler *s, char kind, const char *name, size_
   return true;
 }
 
+/* A block of these sizes with its keys empty and unlinked (no place yet), or NULL. */
+static tl__locality *block_new(struct tl_scheduler *s, uint32_t ntasks, uint32_t nkeys,
+                               uint32_t npairs) {
+  tl__locality *loc = tl__malloc(s, locality_size(ntasks, nkeys, npairs));
+  if (loc == NULL)
+    return NULL;
+  memset(loc, 0, sizeof *loc);
+  loc->ntasks = ntasks;
+  loc->nkeys = nkeys;
+  loc->npairs = npairs;
+  loc->pushed = (uint64_t *)(void *)&loc->keys[nkeys];
+  loc->pairs = (tl__pair *)(void *)&loc->pushed[ntasks];
+  loc->first_pair = (uint32_t *)(void *)&loc->pairs[npairs];
+  tl__list_init(&loc->on_scheduler);
+  for (uint32_t k = 0; k < nkeys; k++) {
+    memset(&loc->keys[k], 0, sizeof loc->keys[k]);
+    loc->keys[k].head = TL__NONE;
+    tl__list_init(&loc->keys[k].on_place);
+  }
+  return loc;
+}
+
 int tl__locality_prepare(struct tl_scheduler *s, const tl_taskset_desc *d, tl__locality **out) {
   *out = NULL;
   uint32_t with_prefs = 0;
@@ -397,22 +419,9 @@ int tl__locality_prepare(struct tl_scheduler *s, const tl_taskset_desc *d, tl__l
     else if (!each_place(s, &d->tasks[i], i, number_place, &n))
       goto fail_places;
   }
-  tl__locality *loc = tl__malloc(s, locality_size(d->ntasks, n.nkeys, n.npairs));
+  tl__locality *loc = block_new(s, d->ntasks, n.nkeys, n.npairs);
   if (loc == NULL)
     goto fail_places;
-  memset(loc, 0, sizeof *loc);
-  loc->ntasks = d->ntasks;
-  loc->nkeys = n.nkeys;
-  loc->npairs = n.npairs;
-  loc->pushed = (uint64_t *)(void *)&loc->keys[n.nkeys];
-  loc->pairs = (tl__pair *)(void *)&loc->pushed[d->ntasks];
-  loc->first_pair = (uint32_t *)(void *)&loc->pairs[n.npairs];
-  tl__list_init(&loc->on_scheduler);
-  for (uint32_t k = 0; k < n.nkeys; k++) {
-    memset(&loc->keys[k], 0, sizeof loc->keys[k]);
-    loc->keys[k].head = TL__NONE;
-    tl__list_init(&loc->keys[k].on_place);
-  }
   filling f = {loc, 0};
   for (uint32_t i = 0; i < d->ntasks; i++)
     each_place(s, &d->tasks[i], i, unmark, NULL);
@@ -446,9 +455,13 @@ fail_places:
   return TL_ENOMEM;
 }
 
+/* Frees a block and the places only it used. A key without a place (a block that
+ * tl__locality_restore gave up on before reading that far) is skipped. */
 static void free_block(struct tl_scheduler *s, tl__locality *loc) {
   for (uint32_t k = 1; k < loc->nkeys; k++) {
     tl__place *p = loc->keys[k].place;
+    if (p == NULL)
+      continue;
     if (tl__list_linked(&loc->keys[k].on_place)) {
       tl__list_remove(&loc->keys[k].on_place);
       p->nkeys--;
@@ -709,6 +722,256 @@ void tl__locality_offered(struct tl_scheduler *s, const tl__executor *ex) {
     ex->place->offer_round = s->offer_round;
   if (ex->host->place != NULL)
     ex->host->place->offer_round = s->offer_round;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Snapshots
+ *
+ * A task set's part (tl__locality_save), little-endian, strings as tl__put_str writes them:
+ *
+ *   u8  present                  0: no locality (ts->loc NULL), nothing follows; 1: a block
+ *   u32 ntasks                   the task set's
+ *   u32 nplaces                  keys less the no-preference key: at least 1
+ *   u32 npairs
+ *   nplaces x {u8 kind, str name}        keys 1.. in key order: TL__PLACE_EXECUTOR ('e') and an
+ *                                        executor id, or TL__PLACE_HOST ('h') and a host name
+ *   ntasks x {u32 n, n x u32 key}        each index's pairs in pair order (pairs[] in order)
+ *   u64 reset_time (a clock time), u64 push_seq
+ *   u8 levels, u8 level, u8 no_rejects, 3 x u32 nlive
+ *   ntasks x u64 pushed
+ *   nkeys x {u32 count, count x u32 pair} each key's list, key 0 first, head first
+ *
+ * Everything is in key, index or list order, so the same ledger writes the same bytes. Restore
+ * accepts only what save could have written, for the task set as restored and the executors as
+ * registered: keys numbered in the order their places first appear in the pairs, each place
+ * named once per task set and once per index, the no-preference key the only pair of its
+ * index, each list of its own key's pairs of pending indices in push order (latest first),
+ * every pair of a pending index listed (none in a zombie), and the live counts those lists and
+ * the executors give. Places are found by kind and name, or made as a submission makes them.
+ *
+ * The scheduler's part (tl__locality_save_global) is u64 locality_ticked, a clock time. The
+ * submission stamp (locality_stamp) is not saved: places compare it only within a submission.
+ * ------------------------------------------------------------------------------------------- */
+
+void tl__locality_save(struct tl_scheduler *s, const tl__taskset *ts, tl__wbuf *w) {
+  (void)s;
+  const tl__locality *loc = ts->loc;
+  tl__put_u8(w, loc != NULL);
+  if (loc == NULL)
+    return;
+  tl__put_u32(w, loc->ntasks);
+  tl__put_u32(w, loc->nkeys - 1);
+  tl__put_u32(w, loc->npairs);
+  for (uint32_t k = 1; k < loc->nkeys; k++) {
+    const tl__place *p = loc->keys[k].place;
+    tl__put_u8(w, (uint8_t)p->key[0]);
+    tl__put_str(w, tl__place_name(p), p->key_len - 1);
+  }
+  for (uint32_t i = 0; i < loc->ntasks; i++) {
+    tl__put_u32(w, loc->first_pair[i + 1] - loc->first_pair[i]);
+    for (uint32_t p = loc->first_pair[i]; p < loc->first_pair[i + 1]; p++)
+      tl__put_u32(w, loc->pairs[p].key);
+  }
+  tl__put_u64(w, loc->reset_time);
+  tl__put_u64(w, loc->push_seq);
+  tl__put_u8(w, loc->levels);
+  tl__put_u8(w, loc->level);
+  tl__put_u8(w, loc->no_rejects);
+  for (unsigned l = 0; l < 3; l++)
+    tl__put_u32(w, loc->nlive[l]);
+  for (uint32_t i = 0; i < loc->ntasks; i++)
+    tl__put_u64(w, loc->pushed[i]);
+  for (uint32_t k = 0; k < loc->nkeys; k++) {
+    tl__put_u32(w, loc->keys[k].count);
+    for (uint32_t p = loc->keys[k].head; p != TL__NONE; p = loc->pairs[p].next)
+      tl__put_u32(w, p);
+  }
+}
+
+/* The fewest bytes a block of these counts takes after its counts: a truncated block is refused
+ * before anything is allocated for it. */
+static uint64_t least_bytes(uint32_t ntasks, uint32_t nplaces, uint32_t npairs) {
+  return (uint64_t)nplaces * (1 + 4 + 1) + (uint64_t)ntasks * (4 + 8) + (uint64_t)npairs * 4 + 8 +
+         8 + 3 + 3 * 4 + ((uint64_t)nplaces + 1) * 4;
+}
+
+/* Keys 1..: each a place of its own, found or made, linked to it and indexed as attach would. */
+static int read_places(struct tl_scheduler *s, tl__locality *loc, tl__rbuf *r) {
+  for (uint32_t k = 1; k < loc->nkeys; k++) {
+    tl__tskey *key = &loc->keys[k];
+    char kind = (char)tl__get_u8(r);
+    size_t len;
+    const char *name =
+        tl__get_str(r, 1, (kind == TL__PLACE_EXECUTOR ? TL_ID_MAX : TL_HOST_MAX) - 1, &len);
+    if (name == NULL || (kind != TL__PLACE_EXECUTOR && kind != TL__PLACE_HOST) ||
+        memchr(name, '\0', len) != NULL)
+      return TL_ESNAPSHOT;
+    tl__place *p = tl__place_find(s, kind, name, len);
+    if (p == NULL && (p = place_new(s, kind, name, len)) == NULL)
+      return TL_ENOMEM;
+    key->place = p; /* linked at once: free_block unlinks it, and frees p if it was new */
+    if (p->nkeys++ == 0)
+      place_point(s, p, true);
+    tl__list_insert_tail(&p->keys, &key->on_place);
+    if (key_of(loc, p) != NULL)
+      return TL_ESNAPSHOT; /* a place named by two keys */
+    HASH_ADD(hh_by_place, loc->keys_by_place, place, sizeof key->place, key);
+    if (!TL__HASH_ADDED(key, hh_by_place))
+      return TL_ENOMEM;
+  }
+  return TL_OK;
+}
+
+/* Each index's pairs, unlinked. */
+static int read_pairs(tl__locality *loc, tl__rbuf *r) {
+  uint32_t np = 0, fresh = 1; /* pairs read; the number a key named for the first time has */
+  for (uint32_t i = 0; i < loc->ntasks; i++) {
+    uint32_t n = tl__get_count(r, 4);
+    if (r->bad || n == 0 || n > loc->npairs - np)
+      return TL_ESNAPSHOT;
+    loc->first_pair[i] = np;
+    for (uint32_t j = np; j < np + n; j++) {
+      uint32_t k = tl__get_below(r, fresh < loc->nkeys ? fresh + 1 : loc->nkeys);
+      if (r->bad || (k == 0 && n != 1))
+        return TL_ESNAPSHOT;
+      fresh += k == fresh;
+      loc->pairs[j] = (tl__pair){k, i, TL__NONE, TL__NONE};
+    }
+    /* No two pairs of an index share a key (marks are tl_submit's scratch). */
+    for (uint32_t j = np; j < np + n; j++)
+      if (loc->pairs[j].key != 0)
+        loc->keys[loc->pairs[j].key].place->mark = TL__NONE;
+    for (uint32_t j = np; j < np + n; j++) {
+      if (loc->pairs[j].key == 0)
+        continue;
+      tl__place *p = loc->keys[loc->pairs[j].key].place;
+      if (p->mark == i)
+        return TL_ESNAPSHOT;
+      p->mark = i;
+    }
+    np += n;
+  }
+  loc->first_pair[loc->ntasks] = np;
+  return np == loc->npairs && fresh == loc->nkeys ? TL_OK : TL_ESNAPSHOT;
+}
+
+/* The delay-scheduling state and the push order. */
+static int read_state(tl__locality *loc, uint32_t nlive[3], tl__rbuf *r) {
+  loc->reset_time = tl__get_time(r);
+  loc->push_seq = tl__get_u64(r);
+  loc->levels = tl__get_u8(r);
+  loc->level = tl__get_enum(r, TL_ANY + 1);
+  loc->no_rejects = tl__get_bool(r);
+  for (unsigned l = 0; l < 3; l++)
+    nlive[l] = tl__get_u32(r);
+  if (r->bad || (loc->levels >> (TL_ANY + 1)) != 0 || !(loc->levels & (1u << TL_ANY)) ||
+      !(loc->levels & (1u << loc->level)))
+    return TL_ESNAPSHOT;
+  for (uint32_t i = 0; i < loc->ntasks; i++) {
+    loc->pushed[i] = tl__get_u64(r);
+    if (r->bad || loc->pushed[i] == 0 || loc->pushed[i] > loc->push_seq)
+      return TL_ESNAPSHOT; /* every index was pushed at submission */
+  }
+  return TL_OK;
+}
+
+/* The lists, checked against the pending stack: a key's list holds its own pairs of pending
+ * indices, latest push first (so none twice), and every pair of a pending index is on one. */
+static int read_lists(const tl__taskset *ts, tl__locality *loc, tl__rbuf *r) {
+  uint64_t listed = 0, pending = 0;
+  for (uint32_t k = 0; k < loc->nkeys; k++) {
+    tl__tskey *key = &loc->keys[k];
+    uint32_t n = tl__get_count(r, 4), last = TL__NONE;
+    for (uint32_t j = 0; j < n; j++) {
+      uint32_t p = tl__get_below(r, loc->npairs);
+      if (r->bad)
+        return TL_ESNAPSHOT;
+      tl__pair *pair = &loc->pairs[p];
+      if (pair->key != k || ts->zombie || !(ts->idx[pair->index].flags & TL__IDX_PENDING) ||
+          (last != TL__NONE && loc->pushed[pair->index] >= loc->pushed[loc->pairs[last].index]))
+        return TL_ESNAPSHOT;
+      pair->prev = last;
+      if (last == TL__NONE)
+        key->head = p;
+      else
+        loc->pairs[last].next = p;
+      last = p;
+    }
+    key->count = n;
+    listed += n;
+  }
+  for (uint32_t i = 0; i < loc->ntasks; i++)
+    if (ts->idx[i].flags & TL__IDX_PENDING)
+      pending += loc->first_pair[i + 1] - loc->first_pair[i];
+  return !r->bad && listed == pending ? TL_OK : TL_ESNAPSHOT;
+}
+
+/* The live counts the lists and the places give, as share keeps them. */
+static void count_live(const tl__locality *loc, uint32_t live[3]) {
+  live[0] = live[1] = live[2] = 0;
+  for (uint32_t k = 1; k < loc->nkeys; k++) {
+    const tl__place *p = loc->keys[k].place;
+    if (loc->keys[k].count > 0 && p->alive) {
+      live[p->key[0] == TL__PLACE_EXECUTOR ? TL__LIVE_PROCESS : TL__LIVE_NODE]++;
+      live[TL__LIVE_RACK] += p->racked;
+    }
+  }
+}
+
+int tl__locality_restore(struct tl_scheduler *s, tl__taskset *ts, tl__rbuf *r) {
+  ts->loc = NULL;
+  bool present = tl__get_bool(r);
+  if (r->bad)
+    return TL_ESNAPSHOT;
+  if (!present)
+    return TL_OK;
+  uint32_t ntasks = tl__get_u32(r);
+  uint32_t nplaces = tl__get_count(r, 1 + 4 + 1);
+  uint32_t npairs = tl__get_count(r, 4);
+  if (r->bad || ntasks != ts->ntasks || nplaces == 0 || nplaces >= TL__NONE - 1 ||
+      npairs < ntasks || npairs < nplaces || npairs >= TL__NONE ||
+      r->len - r->at < least_bytes(ntasks, nplaces, npairs))
+    return TL_ESNAPSHOT;
+
+  tl__locality *loc = block_new(s, ntasks, nplaces + 1, npairs);
+  if (loc == NULL)
+    return TL_ENOMEM;
+  for (uint32_t k = 0; k < loc->nkeys; k++)
+    loc->keys[k].taskset = ts;
+  uint32_t nlive[3], live[3];
+  int err = read_places(s, loc, r);
+  if (err == TL_OK)
+    err = read_pairs(loc, r);
+  if (err == TL_OK)
+    err = read_state(loc, nlive, r);
+  if (err == TL_OK)
+    err = read_lists(ts, loc, r);
+  if (err == TL_OK) {
+    count_live(loc, live);
+    if (memcmp(live, nlive, sizeof live) != 0)
+      err = TL_ESNAPSHOT; /* not what these executors give */
+  }
+  if (err != TL_OK) {
+    free_block(s, loc);
+    return err;
+  }
+  memcpy(loc->nlive, live, sizeof live);
+  ts->loc = loc;
+  if (!ts->zombie)
+    tl__list_insert_tail(&s->locality_tasksets, &loc->on_scheduler);
+  return TL_OK;
+}
+
+void tl__locality_save_global(struct tl_scheduler *s, tl__wbuf *w) {
+  tl__put_u64(w, s->locality_ticked);
+}
+
+int tl__locality_restore_global(struct tl_scheduler *s, tl__rbuf *r) {
+  uint64_t ticked = tl__get_time(r);
+  if (r->bad)
+    return TL_ESNAPSHOT;
+  s->locality_ticked = ticked;
+  return TL_OK;
 }
 
 /* ---------------------------------------------------------------------------------------------

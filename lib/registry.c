@@ -127,8 +127,7 @@ static int check_executors(tl__checker *c, size_t *running, size_t *frozen) {
   for (tl__executor *ex = s->executors_by_id; ex != NULL; ex = ex->hh_by_id.next) {
     last_seen = last_seen || ex == s->last_executor;
     const char *id = tl__executor_id(ex);
-    TL__CHECK(c, ex->state <= TL_EXECUTOR_RECOVERING, "executor %s: bad state %u", id,
-              ex->state);
+    TL__CHECK(c, ex->state <= TL_EXECUTOR_RECOVERING, "executor %s: bad state %u", id, ex->state);
     count[ex->state]++;
     tl__check_account(c, sizeof *ex);
     bool live = ex->state == TL_EXECUTOR_ALIVE || ex->state == TL_EXECUTOR_DECOMMISSIONING;

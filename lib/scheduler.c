@@ -350,8 +350,8 @@ int tl_scheduler_free(tl_scheduler *s) {
 
 static bool valid_id(const char *id) { return tl__name_len(id, TL_ID_MAX) != 0; }
 
-int tl_executor_reconcile(tl_scheduler *s, const char *executor_id, const tl_tid *running,
-                          size_t n, tl_tid *unknown, size_t ucap, size_t *nunknown) {
+int tl_executor_reconcile(tl_scheduler *s, const char *executor_id, const tl_tid *running, size_t n,
+                          tl_tid *unknown, size_t ucap, size_t *nunknown) {
   if (nunknown != NULL)
     *nunknown = 0;
   if (s == NULL || !valid_id(executor_id) || nunknown == NULL || (running == NULL && n > 0) ||

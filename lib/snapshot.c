@@ -208,10 +208,10 @@ static void save_attempts(struct tl_scheduler *s, tl__wbuf *w) {
         tl__put_u32(w, a->index);
         tl__put_u32(w, a->attempt);
         tl__put_u64(w, a->launch_time);
-        tl__put_u8(w, (uint8_t)((a->state == TL__RUNNING ? AT_RUNNING : 0) |
-                                (a->frozen ? AT_FROZEN : 0) |
-                                (a->speculative ? AT_SPECULATIVE : 0) |
-                                (a->killed_by_other ? AT_KILLED_BY_OTHER : 0)));
+        tl__put_u8(w,
+                   (uint8_t)((a->state == TL__RUNNING ? AT_RUNNING : 0) |
+                             (a->frozen ? AT_FROZEN : 0) | (a->speculative ? AT_SPECULATIVE : 0) |
+                             (a->killed_by_other ? AT_KILLED_BY_OTHER : 0)));
         tl__put_u8(w, a->locality);
       }
     }
@@ -427,8 +427,8 @@ static int restore_executors(restore_state *rs, tl__rbuf *r) {
         (rack_len != 0 && state == TL_EXECUTOR_REMOVED))
       return TL_ESNAPSHOT;
     tl__executor *ex;
-    int err = tl__executor_restore_add(s, id, id_len, host, host_len,
-                                       rack_len != 0 ? rack : NULL, rack_len, cores, state, &ex);
+    int err = tl__executor_restore_add(s, id, id_len, host, host_len, rack_len != 0 ? rack : NULL,
+                                       rack_len, cores, state, &ex);
     if (err != TL_OK)
       return err == TL_ENOMEM ? err : TL_ESNAPSHOT;
     rs->exs[rs->nexs++] = ex;
@@ -446,7 +446,8 @@ static int restore_executors(restore_state *rs, tl__rbuf *r) {
 /* Inserts ex on a timeline in deadline order (from the tail: restored deadlines come in order). */
 static void timeline_insert(tl__link *head, tl__executor *ex) {
   tl__link *pos = head;
-  while (pos->prev != head && tl__container_of(pos->prev, tl__executor, on_timeline)->when > ex->when)
+  while (pos->prev != head &&
+         tl__container_of(pos->prev, tl__executor, on_timeline)->when > ex->when)
     pos = pos->prev;
   tl__list_insert_before(pos, &ex->on_timeline);
 }
@@ -462,8 +463,8 @@ static int restore_timelines(restore_state *rs, tl__rbuf *r) {
       if (r->bad)
         return TL_ESNAPSHOT;
       tl__executor *ex = rs->exs[ordinal];
-      bool fits = k == 0   ? ex->state == TL_EXECUTOR_ALIVE ||
-                                 ex->state == TL_EXECUTOR_DECOMMISSIONING
+      bool fits = k == 0
+                      ? ex->state == TL_EXECUTOR_ALIVE || ex->state == TL_EXECUTOR_DECOMMISSIONING
                   : k == 1 ? ex->state == TL_EXECUTOR_PENDING_LOSS
                   : k == 2 ? ex->state == TL_EXECUTOR_RECOVERING
                            : ex->state == TL_EXECUTOR_REMOVED;
@@ -494,9 +495,8 @@ static int restore_timelines(restore_state *rs, tl__rbuf *r) {
       if (ex->state != TL_EXECUTOR_PENDING_LOSS && ex->state != TL_EXECUTOR_RECOVERING)
         return TL_ESNAPSHOT;
       ex->when = tl__add_sat(s->last_now, timeout);
-      timeline_insert(ex->state == TL_EXECUTOR_PENDING_LOSS ? &s->pending_order
-                                                            : &s->recovery_order,
-                      ex);
+      timeline_insert(
+          ex->state == TL_EXECUTOR_PENDING_LOSS ? &s->pending_order : &s->recovery_order, ex);
     }
   }
   return TL_OK;
@@ -520,8 +520,7 @@ static bool valid_names(const char *p, size_t len) {
 }
 
 /* A stack (pending or speculative) as saved, top first: each index once, with flag. */
-static void read_stack(tl__rbuf *r, tl__taskset *ts, uint32_t *top, uint32_t *count,
-                       uint8_t flag) {
+static void read_stack(tl__rbuf *r, tl__taskset *ts, uint32_t *top, uint32_t *count, uint8_t flag) {
   uint32_t n = tl__get_count(r, 4);
   uint32_t prev = TL__NONE;
   *top = TL__NONE;
@@ -744,9 +743,8 @@ static int restore_attempts(restore_state *rs, tl__rbuf *r) {
     uint8_t flags = tl__get_u8(r), locality = tl__get_enum(r, TL_ANY + 1);
     tl__executor *ex = r->bad ? NULL : rs->exs[ordinal];
     if (r->bad || ts == NULL || ex == NULL || tid == 0 || tid >= s->next_tid ||
-        launch_time > r->now ||
-        index >= ts->ntasks || attempt >= ts->idx[index].attempts || flags >= 16 ||
-        ts->idx[index].copies_running == UINT8_MAX)
+        launch_time > r->now || index >= ts->ntasks || attempt >= ts->idx[index].attempts ||
+        flags >= 16 || ts->idx[index].copies_running == UINT8_MAX)
       return TL_ESNAPSHOT;
     bool frozen = (flags & AT_FROZEN) != 0;
     bool live = ex->state == TL_EXECUTOR_ALIVE || ex->state == TL_EXECUTOR_DECOMMISSIONING;
@@ -896,8 +894,7 @@ static int restore_body(restore_state *rs, tl__rbuf *body) {
 }
 
 /* Fills buf with n bytes from read: TL_OK, TL_EIO, or TL_ESNAPSHOT when the input ends first. */
-static int read_full(int (*read)(void *ud, void *buf, size_t n), void *ud, uint8_t *buf,
-                     size_t n) {
+static int read_full(int (*read)(void *ud, void *buf, size_t n), void *ud, uint8_t *buf, size_t n) {
   while (n > 0) {
     int got = read(ud, buf, n);
     if (got < 0)
@@ -975,8 +972,7 @@ static tl_taskset_info taskset_info(const tl__taskset *ts) {
 }
 
 int tl_scheduler_restore(const tl_config *cfg, const tl_callbacks *cb,
-                         int (*read)(void *ud, void *buf, size_t n), void *ud,
-                         tl_scheduler **out) {
+                         int (*read)(void *ud, void *buf, size_t n), void *ud, tl_scheduler **out) {
   tl_config defaults;
   if (out != NULL)
     *out = NULL;

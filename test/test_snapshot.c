@@ -17,9 +17,9 @@
 typedef struct image {
   uint8_t *p;
   size_t n, cap;
-  size_t at;       /* read position */
-  size_t chunk;    /* the most a read hands back (0: all it is asked for) */
-  int fail_after;  /* writes (or reads) left before one fails; -1: never */
+  size_t at;        /* read position */
+  size_t chunk;     /* the most a read hands back (0: all it is asked for) */
+  int fail_after;   /* writes (or reads) left before one fails; -1: never */
   size_t max_write; /* largest chunk write was given */
 } image;
 
@@ -105,7 +105,7 @@ static bool resolve_taskset(void *ud, const tl_taskset_info *ts, void **payload)
       ck_assert_uint_eq(e->subs[i].stage_id, ts->stage_id);
       ck_assert_uint_eq(e->subs[i].ntasks, ts->ntasks);
       if (ts->id == the_resolver.refuse) {
-        free(e->subs[i].payload); /* lost with the old driver, as far as the test goes */
+        free(e->subs[i].payload);  /* lost with the old driver, as far as the test goes */
         e->subs[i].payload = NULL; /* what its launches and its release carry from now on */
         return false;
       }
@@ -453,6 +453,50 @@ START_TEST(saved_times_are_rebased_to_the_restore) {
 }
 END_TEST
 
+/* A config with shorter timeouts: the restored deadlines come no later than the new timeout from
+ * the restore, so the deadlines made afterwards still come after them (their lists stay in
+ * order); a config without the timeout drops them. */
+START_TEST(a_shorter_timeout_brings_restored_deadlines_closer) {
+  tl_config cfg = snapshot_config();
+  cfg.heartbeat_timeout_ns = 0;
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "h1", NULL, 1);
+  tlt_add(e, "e2", "h2", NULL, 1);
+  tlt_add(e, "e3", "h3", NULL, 1);
+  tlt_lose(e, "e1", TL_LOSS_PENDING, false); /* due in 20 s */
+  image im = take(e);
+  tl_config shorter = e->cfg;
+  shorter.pending_loss_timeout_ns = 5 * TLT_SEC;
+  shorter.recovery_timeout_ns = 2 * TLT_SEC;
+  e->cfg = shorter;
+  restore_into(e, &im, &shorter);
+  ck_assert_uint_eq(tl_tick(e->s), 2 * TLT_SEC); /* e2 and e3 recovering, 2 s */
+  size_t n;
+  TLT_OK(e, tl_executor_reconcile(e->s, "e2", NULL, 0, NULL, 0, &n));
+  tlt_lose(e, "e2", TL_LOSS_PENDING, false); /* due in 5 s, after e1's (clamped to 5 s) */
+  tlt_advance_tick(e, 2 * TLT_SEC);
+  ck_assert_uint_eq(tlt_stats(e).recovery_timeouts, 1);
+  tlt_advance_tick(e, 3 * TLT_SEC);
+  ck_assert_uint_eq(tlt_stats(e).pending_loss_timeouts, 2);
+  free(im.p);
+
+  /* Without the timeouts: no deadline at all. */
+  tlt_add(e, "e4", "h4", NULL, 1);
+  tlt_lose(e, "e4", TL_LOSS_PENDING, false);
+  tlt_add(e, "e5", "h5", NULL, 1);
+  im = take(e);
+  tl_config none = e->cfg;
+  none.pending_loss_timeout_ns = 0;
+  none.recovery_timeout_ns = 0;
+  none.tombstone_ttl_ns = 0;
+  e->cfg = none;
+  restore_into(e, &im, &none);
+  ck_assert_uint_eq(tl_tick(e->s), TL_TICK_NEVER);
+  free(im.p);
+  tlt_end(e);
+}
+END_TEST
+
 START_TEST(bad_images_are_refused_with_their_own_error) {
   tl_config cfg = snapshot_config();
   tlt_env *e = tlt_new(&cfg);
@@ -525,7 +569,7 @@ START_TEST(bad_images_are_refused_with_their_own_error) {
   ck_assert_ptr_null(s);
   /* And a reader that hands back one byte at a time reads a good image fine (below). */
   ck_assert_uint_eq(the_resolver.tasksets + the_resolver.executors, 0); /* nothing resolved */
-  ck_assert_uint_eq(e->nev, mark);                                       /* no callback */
+  ck_assert_uint_eq(e->nev, mark);                                      /* no callback */
   free(im.p);
 
   /* The writer's error: EIO; arguments: EINVAL. */
@@ -658,6 +702,7 @@ Suite *tl_snapshot_suite(void) {
   tcase_add_test(tc, a_recovering_executor_lost_reports_its_loss_once);
   tcase_add_test(tc, a_task_set_whose_payload_cannot_be_had_is_aborted);
   tcase_add_test(tc, saved_times_are_rebased_to_the_restore);
+  tcase_add_test(tc, a_shorter_timeout_brings_restored_deadlines_closer);
   tcase_add_test(tc, bad_images_are_refused_with_their_own_error);
   tcase_add_test(tc, a_snapshot_waits_for_undelivered_events);
   tcase_add_test(tc, out_of_memory_anywhere_changes_nothing);
