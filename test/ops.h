@@ -118,6 +118,8 @@ typedef struct tlo_options {
    * executor's reconciliation no answer (the library answers TL_ENOMEM, docs/testing.md), so
    * the model stops the run there. true lets the generator make them. */
   bool rack_conflicts;
+  /* The generator makes no TLO_SNAPSHOT or TLO_RECONCILE (runs whose journals must replay). */
+  bool no_failover;
 } tlo_options;
 
 /* Exclusion features a run reached (tlo_outcome.exclusion). */
@@ -182,6 +184,7 @@ typedef struct tlo_outcome {
   uint64_t snapshot_errors;   /* tl_snapshot refused as predicted (TL_EIO, TL_EINVAL, TL_EBUSY) */
   uint64_t recovering;        /* executors made RECOVERING by a restore */
   uint64_t payloads_lost;     /* task sets whose payload the resolver did not give back */
+  uint64_t reconcile_calls;   /* tl_executor_reconcile calls, whatever they answered */
   uint64_t reconciles;        /* tl_executor_reconcile calls that succeeded */
   uint64_t reconcile_lost;    /* attempts they ended (not reported) */
   uint64_t reconcile_unknown; /* tids they answered unknown (each killed) */
@@ -225,6 +228,8 @@ typedef struct tlo_fuzz_outcome {
   uint64_t fixed;      /* of which with the checksums made right */
   uint64_t refused[5]; /* refusals: TL_ESNAPSHOT, TL_EVERSION, TL_ECONFIG, TL_ENOMEM, other */
   uint64_t accepted;   /* restores that gave a scheduler (then drained) */
+  uint64_t tasksets;   /* task sets those held (taskset_restored calls) */
+  uint64_t lost;       /* executors they held, lost by the drain */
 } tlo_fuzz_outcome;
 
 void tlo_snapshot_fuzz(uint64_t seed, size_t nops, size_t mutations, tlo_fuzz_outcome *out);

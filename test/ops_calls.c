@@ -878,6 +878,7 @@ void tlo_do_reconcile(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, size_t
     out[i] = UNKNOWN_UNWRITTEN;
   size_t count = SIZE_MAX;
   tlo_note_call(r, d);
+  r->f_reconcile_calls++;
   int rc = tl_executor_reconcile(r->s, empty_id ? "" : x->id, no_running ? NULL : tids, n,
                                  no_unknown ? NULL : out, ucap, no_count ? NULL : &count);
   tlo_expect_rc(r, d, rc, want);

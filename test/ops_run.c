@@ -332,6 +332,7 @@ static void run_end(tlo_run *r, size_t nops, tlo_outcome *out) {
   out->snapshot_errors = r->f_snapshot_errors;
   out->recovering = r->f_recovering;
   out->payloads_lost = r->f_payloads_lost;
+  out->reconcile_calls = r->f_reconcile_calls;
   out->reconciles = r->reconciled;
   out->reconcile_lost = r->reconcile_lost;
   out->reconcile_unknown = r->reconcile_unknown;
@@ -359,8 +360,21 @@ static void run_end(tlo_run *r, size_t nops, tlo_outcome *out) {
   free(r);
 }
 
+/* The mutated-snapshot part of a run: called between operations, with nothing undelivered. */
+typedef struct fuzz_state fuzz_state;
+static void fuzz_point(tlo_run *r, fuzz_state *f);
+
+static void run_seed(uint64_t seed, size_t nops, const tlo_options *opt, tlo_outcome *out,
+                     fuzz_state *f, size_t points);
+
 void tlo_run_seed(uint64_t seed, size_t nops, const tlo_options *opt, tlo_outcome *out) {
+  run_seed(seed, nops, opt, out, NULL, 0);
+}
+
+static void run_seed(uint64_t seed, size_t nops, const tlo_options *opt, tlo_outcome *out,
+                     fuzz_state *f, size_t points) {
   uint64_t rng = seed;
+  uint64_t frng = seed ^ UINT64_C(0x5a17f00d5a17f00d); /* the snapshot points' own draws */
   uint8_t header[TLO_HEADER_BYTES];
   uint64_t h = tlo_splitmix64(&rng);
   for (unsigned k = 0; k < TLO_HEADER_BYTES; k++)
@@ -380,6 +394,8 @@ void tlo_run_seed(uint64_t seed, size_t nops, const tlo_options *opt, tlo_outcom
     tlo_emit(r, bytes, n);
     r->op_index = i;
     tlo_apply_top(r, &op);
+    if (f != NULL && !r->failed && r->s != NULL && tlo_splitmix64(&frng) % nops < points)
+      fuzz_point(r, f);
   }
   run_end(r, nops, out);
 }
@@ -407,4 +423,461 @@ void tlo_run_bytes(const uint8_t *data, size_t size, const tlo_options *opt, tlo
     tlo_apply_top(r, &op);
   }
   run_end(r, i, out);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Mutated snapshots (tlo_snapshot_fuzz): at chosen points of a run its scheduler's image is taken,
+ * mutated, and restored beside it with the run's config; the restore refuses, or gives a
+ * scheduler that is then drained to nothing. The run itself goes on against its model.
+ * ------------------------------------------------------------------------------------------- */
+
+struct fuzz_state {
+  tlo_run *r;
+  tlo_fuzz_outcome *out;
+  uint64_t rng;
+  uint64_t clock; /* the restored scheduler's own clock */
+  unsigned calls; /* callbacks of the restored scheduler (none for a refused restore) */
+  /* What taskset_restored gave, by task set id: its payload (NULL: withheld), released yet. */
+  tl_taskset_id *ids;
+  void **payloads;
+  unsigned *releases;
+  uint32_t *stages;
+  size_t n, cap;
+  unsigned tags[1]; /* payloads are addresses just past it, numbered, never read */
+  uint8_t *image;
+  size_t len, imcap;
+  char why[1024]; /* the first thing the callbacks saw wrong */
+};
+
+static uint64_t fuzz_clock(void *ud) { return ((fuzz_state *)ud)->clock; }
+
+static int fuzz_write(void *ud, const void *buf, size_t n) {
+  fuzz_state *f = ud;
+  if (f->len + n > f->imcap) {
+    f->imcap = (f->len + n) * 2;
+    f->image = tlo_xrealloc(f->image, f->imcap);
+  }
+  memcpy(f->image + f->len, buf, n);
+  f->len += n;
+  return 0;
+}
+
+typedef struct fuzz_reader {
+  const uint8_t *p;
+  size_t len, at;
+} fuzz_reader;
+
+static int fuzz_read(void *ud, void *buf, size_t n) {
+  fuzz_reader *rd = ud;
+  size_t k = rd->len - rd->at < n ? rd->len - rd->at : n;
+  memcpy(buf, rd->p + rd->at, k);
+  rd->at += k;
+  return (int)k;
+}
+
+static void fuzz_wrong(fuzz_state *f, const char *what) {
+  size_t n = strlen(what);
+  if (f->why[0] == '\0') {
+    if (n >= sizeof f->why)
+      n = sizeof f->why - 1;
+    memcpy(f->why, what, n);
+    f->why[n] = '\0';
+  }
+}
+
+static bool fz_taskset_restored(void *ud, const tl_taskset_info *ts, void **payload) {
+  fuzz_state *f = ud;
+  *payload = NULL;
+  f->calls++;
+  for (size_t i = 0; i < f->n; i++)
+    if (f->ids[i] == ts->id)
+      fuzz_wrong(f, "taskset_restored asked twice for one task set");
+  if (f->n == f->cap) {
+    f->cap = f->cap ? 2 * f->cap : 64;
+    f->ids = tlo_xrealloc(f->ids, f->cap * sizeof *f->ids);
+    f->payloads = tlo_xrealloc(f->payloads, f->cap * sizeof *f->payloads);
+    f->releases = tlo_xrealloc(f->releases, f->cap * sizeof *f->releases);
+    f->stages = tlo_xrealloc(f->stages, f->cap * sizeof *f->stages);
+  }
+  bool give = tlo_splitmix64(&f->rng) % 8 != 0;
+  f->ids[f->n] = ts->id;
+  /* A payload is a distinct address the run owns: one past tags, numbered (never read). */
+  f->payloads[f->n] = give ? (void *)((char *)f->tags + 1 + f->n) : NULL;
+  f->releases[f->n] = 0;
+  f->stages[f->n] = ts->stage_id;
+  *payload = f->payloads[f->n];
+  f->n++;
+  return give;
+}
+
+static void *fz_executor_restored(void *ud, const char *id, const char *host) {
+  fuzz_state *f = ud;
+  (void)id;
+  (void)host;
+  f->calls++;
+  return f;
+}
+
+static void fz_released(void *ud, const tl_taskset_info *ts, void *payload) {
+  fuzz_state *f = ud;
+  f->calls++;
+  for (size_t i = 0; i < f->n; i++)
+    if (f->ids[i] == ts->id) {
+      if (payload != f->payloads[i])
+        fuzz_wrong(f, "taskset_released hands back another payload than the resolver gave");
+      if (++f->releases[i] > 1)
+        fuzz_wrong(f, "a task set released twice");
+      return;
+    }
+  fuzz_wrong(f, "taskset_released of a task set the resolver was not asked for");
+}
+
+static void fz_task_ended(void *ud, const tl_task_info *t, const tl_task_end *end) {
+  fuzz_state *f = ud;
+  (void)t;
+  f->calls++;
+  if (end->result != NULL)
+    fuzz_wrong(f, "task_ended with a result no update gave");
+}
+
+static void fz_other(fuzz_state *f) { f->calls++; }
+static void fz_failed(void *ud, const tl_taskset_info *ts, const char *reason) {
+  (void)ts;
+  (void)reason;
+  fz_other(ud);
+}
+static void fz_lost(void *ud, const char *id, void *exud, const tl_loss_reason *why) {
+  (void)id;
+  (void)why;
+  if (exud != ud)
+    fuzz_wrong(ud, "executor_lost with another ud than executor_restored gave");
+  fz_other(ud);
+}
+static void fz_kill(void *ud, tl_tid tid, const char *id, bool interrupt, const char *reason) {
+  (void)tid;
+  (void)id;
+  (void)interrupt;
+  (void)reason;
+  fz_other(ud);
+}
+static void fz_started(void *ud, const tl_task_info *t) {
+  (void)t;
+  fz_other(ud);
+  fuzz_wrong(ud, "task_started: nothing launches while the restored scheduler drains");
+}
+static void fz_added(void *ud, const char *id, const char *host) {
+  (void)id;
+  (void)host;
+  fz_other(ud);
+  fuzz_wrong(ud, "executor_added: nothing registers");
+}
+static void fz_revive(void *ud) { fz_other(ud); }
+static void fz_spec(void *ud, const tl_taskset_info *ts, uint32_t index) {
+  (void)ts;
+  (void)index;
+  fz_other(ud);
+}
+
+static uint64_t le_get(const uint8_t *p, int n) {
+  uint64_t v = 0;
+  for (int i = n; i-- > 0;)
+    v = v << 8 | p[i];
+  return v;
+}
+
+static void le_put(uint8_t *p, uint64_t v, int n) {
+  for (int i = 0; i < n; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t crc32c_of(const uint8_t *p, size_t n) {
+  uint32_t c = 0xffffffffu;
+  for (size_t i = 0; i < n; i++) {
+    c ^= p[i];
+    for (int k = 0; k < 8; k++)
+      c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1u)));
+  }
+  return ~c;
+}
+
+/* Mutates img[0 .. *len) in place (it has room for 16 more bytes); returns what it did. */
+static const char *mutate(fuzz_state *f, uint8_t *img, size_t *len) {
+  uint64_t v = tlo_splitmix64(&f->rng);
+  size_t n = *len;
+  switch (v % 6) {
+  case 0: { /* flip bits of 1 to 8 bytes, anywhere */
+    unsigned k = 1 + (unsigned)((v >> 8) % 8);
+    for (unsigned i = 0; i < k; i++) {
+      uint64_t w = tlo_splitmix64(&f->rng);
+      img[w % n] ^= (uint8_t)(1u << ((w >> 32) % 8));
+    }
+    return "bytes flipped";
+  }
+  case 1: /* cut short, or a few bytes too many */
+    if ((v >> 8) % 4 == 0) {
+      size_t extra = 1 + (size_t)((v >> 16) % 16);
+      for (size_t i = 0; i < extra; i++)
+        img[n + i] = (uint8_t)(v >> (i % 8));
+      *len = n + extra;
+      return "bytes appended";
+    }
+    *len = (size_t)((v >> 8) % n);
+    return "cut short";
+  case 2: { /* a body section's count (its first u32) or length (its u64) overwritten */
+    size_t secs[16], nsec = 0;
+    for (size_t at = 40; at + 12 <= n && nsec < 16;) {
+      secs[nsec++] = at;
+      uint64_t sl = le_get(img + at + 4, 8);
+      if (sl > n - at - 12)
+        break;
+      at += 12 + (size_t)sl;
+    }
+    if (nsec == 0)
+      return "nothing (no section)";
+    size_t at = secs[(v >> 8) % nsec];
+    static const uint64_t values[] = {0, 1, 2, 3, 255, 0xffffffffu, 0x7fffffffu, UINT64_MAX};
+    uint64_t val = values[(v >> 16) % 8];
+    if ((v >> 24) % 3 == 0) {
+      le_put(img + at + 4, val, 8);
+      return "a section's length overwritten";
+    }
+    if (at + 16 <= n) {
+      uint64_t old = le_get(img + at + 12, 4);
+      le_put(img + at + 12, (v >> 28) % 2 ? val : old + 1 - 2 * ((v >> 29) % 2), 4);
+    }
+    return "a section's count overwritten";
+  }
+  case 3: { /* an aligned u32 of the body overwritten with a small or extreme value */
+    if (n < 48)
+      return "nothing (no body)";
+    size_t at = 40 + 4 * (size_t)(((v >> 8) % ((n - 44) / 4)));
+    static const uint32_t values[] = {0, 1, 2, 5, 0xff, 0xffff, 0x7fffffff, 0xffffffff};
+    le_put(img + at, values[(v >> 40) % 8], 4);
+    return "a body word overwritten";
+  }
+  case 4: { /* a byte of the body set: flags, states, localities, small counts */
+    if (n <= 40)
+      return "nothing (no body)";
+    img[40 + (v >> 8) % (n - 40)] = (uint8_t)((v >> 40) % 9);
+    return "a body byte set";
+  }
+  default: { /* a header field: version, flags, fingerprint, body length */
+    static const int offsets[4] = {8, 12, 16, 24}, widths[4] = {4, 4, 8, 8};
+    unsigned which = (unsigned)((v >> 8) % 4);
+    if (n >= 32)
+      le_put(img + offsets[which], le_get(img + offsets[which], widths[which]) + 1 + (v >> 16) % 3,
+             widths[which]);
+    return which == 0   ? "the version"
+           : which == 1 ? "the flags"
+           : which == 2 ? "the fingerprint"
+                        : "the body length";
+  }
+  }
+}
+
+/* Loses every executor, cancels every stage, ticks far ahead: the restored scheduler must then
+ * hold nothing. */
+static void fuzz_drain(fuzz_state *f, tl_scheduler *s, const tl_config *cfg, const char *how) {
+  tlo_run *r = f->r;
+  char msg[2048];
+  tl_executor_info *list = NULL;
+  for (int round = 0; round < 4; round++) {
+    size_t n = 0;
+    if (tl_executor_list(s, NULL, 0, &n) != TL_OK) {
+      fuzz_wrong(f, "tl_executor_list failed");
+      break;
+    }
+    if (n == 0)
+      break;
+    list = tlo_xrealloc(list, n * sizeof *list);
+    size_t m = 0;
+    tl_executor_list(s, list, n, &m);
+    tl_loss_reason why = {TL_LOSS_KILLED, false, 0, "drained"};
+    for (size_t i = 0; i < m && i < n; i++) {
+      f->out->lost++;
+      int rc = tl_executor_lost(s, list[i].id, &why);
+      if (rc != TL_OK) {
+        snprintf(msg, sizeof msg, "tl_executor_lost(%.40s) of a restored executor: %s", list[i].id,
+                 tl_err_name(rc));
+        fuzz_wrong(f, msg);
+      }
+      if (cfg->delivery == TL_DELIVER_DEFERRED)
+        while (tl_dispatch(s) > 0) {
+        }
+    }
+  }
+  free(list);
+  for (size_t i = 0; i < f->n; i++) {
+    int rc = tl_cancel_stage(s, f->stages[i], NULL);
+    if (rc != TL_OK && rc != TL_ENOENT) {
+      snprintf(msg, sizeof msg, "tl_cancel_stage(%u): %s", f->stages[i], tl_err_name(rc));
+      fuzz_wrong(f, msg);
+    }
+    if (cfg->delivery == TL_DELIVER_DEFERRED)
+      while (tl_dispatch(s) > 0) {
+      }
+  }
+  for (int k = 0; k < 3; k++) {
+    f->clock = tlo_add_sat(f->clock, UINT64_C(100000) * SEC);
+    (void)tl_tick(s);
+    if (cfg->delivery == TL_DELIVER_DEFERRED)
+      while (tl_dispatch(s) > 0) {
+      }
+  }
+  char why[512] = "";
+  if (tl_check(s, why, sizeof why) != TL_OK) {
+    snprintf(msg, sizeof msg, "tl_check of the drained restored scheduler: %s", why);
+    fuzz_wrong(f, msg);
+  }
+  tl_stats st;
+  tl_stats_get(s, &st);
+  size_t left = st.executors_alive + st.executors_decommissioning + st.executors_pending_loss +
+                st.executors_recovering + st.hosts + st.racks + st.tasksets_active +
+                st.tasksets_zombie + st.attempts_running + st.attempts_frozen + st.tasks_pending +
+                st.tasks_speculatable + st.events_queued + st.tasksets_with_failures +
+                st.tasksets_unschedulable + st.places;
+  if (left != 0) {
+    snprintf(msg, sizeof msg,
+             "the drained restored scheduler still holds %zu things (alive %zu, pending %zu, "
+             "recovering %zu, task sets %zu + %zu zombie, attempts %zu + %zu frozen)",
+             left, st.executors_alive, st.executors_pending_loss, st.executors_recovering,
+             st.tasksets_active, st.tasksets_zombie, st.attempts_running, st.attempts_frozen);
+    fuzz_wrong(f, msg);
+  }
+  for (size_t i = 0; i < f->n; i++)
+    if (f->releases[i] != 1)
+      fuzz_wrong(f, "a restored task set was not released once while draining");
+  /* Memory: an empty scheduler of this config with the run's pools, unless a tombstone or an
+   * application-level exclusion is left whose time saturated (they never expire), or the image's
+   * pools are not the run's. */
+  size_t npools = 0;
+  for (unsigned p = 0; p < NPOOLNAMES; p++)
+    npools += r->pools[p].exists;
+  if (st.tombstones == 0 && st.executors_excluded + st.nodes_excluded == 0 && st.pools == npools) {
+    tl_scheduler *empty;
+    if (tl_scheduler_new(cfg, NULL, &empty) == TL_OK) {
+      for (unsigned p = 0; p < NPOOLNAMES; p++)
+        if (r->pools[p].exists && p != POOL_DEFAULT)
+          (void)tl_pool_add(empty, tlo_pool_names[p], r->pools[p].mode, r->pools[p].weight,
+                            r->pools[p].min_share);
+      tl_stats e;
+      tl_stats_get(empty, &e);
+      if (e.mem_live_bytes != st.mem_live_bytes || e.mem_live_blocks != st.mem_live_blocks) {
+        snprintf(msg, sizeof msg,
+                 "the drained restored scheduler (%s) holds %zu bytes in %zu blocks, an empty one "
+                 "%zu in %zu",
+                 how, st.mem_live_bytes, st.mem_live_blocks, e.mem_live_bytes, e.mem_live_blocks);
+        fuzz_wrong(f, msg);
+      }
+      tl_scheduler_free(empty);
+    }
+  }
+  int rc = tl_scheduler_free(s);
+  if (rc != TL_OK)
+    fuzz_wrong(f, "tl_scheduler_free of the drained restored scheduler failed");
+}
+
+static void fuzz_point(tlo_run *r, fuzz_state *f) {
+  tlo_fuzz_outcome *out = f->out;
+  f->r = r;
+  f->len = 0;
+  int rc = tl_snapshot(r->s, fuzz_write, f);
+  if (rc != TL_OK) {
+    tlo_fail(r, "tl_snapshot for a mutated image returned %s", tl_err_name(rc));
+    return;
+  }
+  size_t len = f->len;
+  uint8_t *img = tlo_xrealloc(NULL, len + 16);
+  memcpy(img, f->image, len);
+  const char *how = mutate(f, img, &len);
+  bool fix = tlo_splitmix64(&f->rng) % 2 == 0;
+  if (fix && len >= 40) {
+    /* The checksums made right again (the body length too, unless that was the mutation). */
+    if (strcmp(how, "the body length") != 0)
+      le_put(img + 24, len - 40, 8);
+    le_put(img + 32, crc32c_of(img + 40, len - 40), 4);
+    le_put(img + 36, crc32c_of(img, 36), 4);
+    out->fixed++;
+  }
+  out->tries++;
+  tl_config cfg = r->cfg;
+  cfg.journal = NULL;
+  cfg.journal_ud = NULL;
+  cfg.clock = fuzz_clock;
+  cfg.clock_ud = f;
+  cfg.events_ready = NULL;
+  f->clock = r->raw_now > r->now ? r->raw_now : r->now;
+  tl_callbacks cb = {.ud = f,
+                     .task_started = fz_started,
+                     .task_ended = fz_task_ended,
+                     .taskset_failed = fz_failed,
+                     .taskset_released = fz_released,
+                     .executor_added = fz_added,
+                     .executor_lost = fz_lost,
+                     .revive_offers = fz_revive,
+                     .kill_task = fz_kill,
+                     .speculative_task_submitted = fz_spec,
+                     .taskset_restored = fz_taskset_restored,
+                     .executor_restored = fz_executor_restored};
+  f->n = 0;
+  f->why[0] = '\0';
+  f->calls = 0;
+  fuzz_reader rd = {img, len, 0};
+  tl_scheduler *s = (tl_scheduler *)f; /* must become NULL on error */
+  rc = tl_scheduler_restore(&cfg, &cb, fuzz_read, &rd, &s);
+  char msg[4096];
+  if (rc != TL_OK) {
+    int slot = rc == TL_ESNAPSHOT  ? 0
+               : rc == TL_EVERSION ? 1
+               : rc == TL_ECONFIG  ? 2
+               : rc == TL_ENOMEM   ? 3
+                                   : 4;
+    out->refused[slot]++;
+    if (slot == 4)
+      snprintf(msg, sizeof msg, "restore of a mutated image (%s%s) returned %s", how,
+               fix ? ", checksums fixed" : "", tl_err_name(rc));
+    else if (s != NULL)
+      snprintf(msg, sizeof msg, "restore refused a mutated image (%s) with %s, *out not NULL", how,
+               tl_err_name(rc));
+    else if (f->calls > 0)
+      snprintf(msg, sizeof msg, "restore refused a mutated image (%s) with %s after callbacks", how,
+               tl_err_name(rc));
+    else
+      msg[0] = '\0';
+    if (msg[0] != '\0')
+      tlo_fail(r, "%s", msg);
+  } else {
+    out->accepted++;
+    char why[512] = "";
+    if (tl_check(s, why, sizeof why) != TL_OK) {
+      snprintf(msg, sizeof msg, "the restored scheduler of a mutated image (%s) fails tl_check: %s",
+               how, why);
+      fuzz_wrong(f, msg);
+    }
+    if (cfg.delivery == TL_DELIVER_DEFERRED)
+      while (tl_dispatch(s) > 0) {
+      }
+    out->tasksets += f->n;
+    fuzz_drain(f, s, &cfg, how);
+    if (f->why[0] != '\0')
+      tlo_fail(r, "mutated image (%s%s) accepted: %s", how, fix ? ", checksums fixed" : "", f->why);
+  }
+  free(img);
+}
+
+void tlo_snapshot_fuzz(uint64_t seed, size_t nops, size_t mutations, tlo_fuzz_outcome *out) {
+  memset(out, 0, sizeof *out);
+  fuzz_state f = {0};
+  f.out = out;
+  f.rng = seed * UINT64_C(0x9e3779b97f4a7c15) + 17;
+  tlo_outcome run;
+  /* r is known only inside the run: fuzz_point gets it. */
+  run_seed(seed, nops == 0 ? 1 : nops, NULL, &run, &f, mutations);
+  out->ok = run.ok;
+  snprintf(out->message, sizeof out->message, "%s", run.message);
+  free(f.image);
+  free(f.ids);
+  free(f.payloads);
+  free(f.releases);
+  free(f.stages);
 }

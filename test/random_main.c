@@ -21,6 +21,7 @@ static void usage(FILE *f) {
   fputs("usage: tl-random --seed N [--ops K] [--quiet] [--rack-conflicts]\n"
         "       tl-random --seeds N [--from S] [--ops K] [--verbose] [--rack-conflicts]\n"
         "       tl-random --replay FILE|DIR... [--verbose]\n"
+        "       tl-random --snapshot-fuzz N [--from S] [--ops K] [--points P]\n"
         "       tl-random --write-corpus DIR --seeds N [--from S] [--ops K]\n"
         "  --seed N          run seed N, tracing every call and event (--quiet: verdict only)\n"
         "  --seeds N         soak: run N seeds from S (default 1); exit 1 if any fails\n"
@@ -28,6 +29,8 @@ static void usage(FILE *f) {
         "  --replay ...      run byte programs (fuzzer inputs, corpus files), each file or every\n"
         "                    file of each directory\n"
         "  --write-corpus D  write the programs of the seeds to D/seed-<N>\n"
+        "  --snapshot-fuzz N run N seeds from S (--ops K each), restoring a mutated snapshot at\n"
+        "                    --points P (default 4) points of each (docs/testing.md)\n"
         "  --rack-conflicts  let executors register with another rack than a restored one of\n"
         "                    their host that has not reconciled (docs/testing.md)\n",
         f);
@@ -204,9 +207,44 @@ static int write_corpus(const char *dir, uint64_t from, uint64_t count, uint64_t
   return 0;
 }
 
+/* --snapshot-fuzz: mutated images restored at points of seeded runs (tlo_snapshot_fuzz). */
+static int snapshot_fuzz(uint64_t from, uint64_t count, uint64_t nops, uint64_t points) {
+  double started = seconds_now();
+  uint64_t failures = 0;
+  tlo_fuzz_outcome sum = {0};
+  for (uint64_t seed = from; seed < from + count; seed++) {
+    tlo_fuzz_outcome o;
+    tlo_snapshot_fuzz(seed, (size_t)nops, (size_t)points, &o);
+    sum.tries += o.tries;
+    sum.fixed += o.fixed;
+    sum.accepted += o.accepted;
+    sum.tasksets += o.tasksets;
+    sum.lost += o.lost;
+    for (int k = 0; k < 5; k++)
+      sum.refused[k] += o.refused[k];
+    if (!o.ok) {
+      failures++;
+      printf("seed %" PRIu64 " FAILED: %s\n  replay: tl-random --snapshot-fuzz 1 --from %" PRIu64
+             " --ops %" PRIu64 " --points %" PRIu64 "\n",
+             seed, o.message, seed, nops, points);
+      fflush(stdout);
+    }
+  }
+  printf("%" PRIu64 " seeds from %" PRIu64 " x %" PRIu64 " ops, %" PRIu64
+         " mutated images (%" PRIu64 " with their checksums fixed): %" PRIu64
+         " failed; refused: TL_ESNAPSHOT %" PRIu64 ", TL_EVERSION %" PRIu64 ", TL_ECONFIG %" PRIu64
+         ", TL_ENOMEM %" PRIu64 ", other %" PRIu64 "; accepted and drained %" PRIu64 " (%" PRIu64
+         " task sets, %" PRIu64 " executors) in %.1f s\n",
+         count, from, nops, sum.tries, sum.fixed, failures, sum.refused[0], sum.refused[1],
+         sum.refused[2], sum.refused[3], sum.refused[4], sum.accepted, sum.tasksets, sum.lost,
+         seconds_now() - started);
+  return failures == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   bool have_seed = false, have_seeds = false, quiet = false, replay = false;
   bool rack_conflicts = false;
+  uint64_t fuzz_seeds = 0, fuzz_points = 4;
   int verbose = 0;
   uint64_t seed = 0, seeds = 0, from = 1, nops = 100;
   const char *corpus = NULL;
@@ -223,6 +261,10 @@ int main(int argc, char **argv) {
       from = number(a, i + 1 < argc ? argv[++i] : NULL);
     } else if (strcmp(a, "--ops") == 0) {
       nops = number(a, i + 1 < argc ? argv[++i] : NULL);
+    } else if (strcmp(a, "--snapshot-fuzz") == 0) {
+      fuzz_seeds = number(a, i + 1 < argc ? argv[++i] : NULL);
+    } else if (strcmp(a, "--points") == 0) {
+      fuzz_points = number(a, i + 1 < argc ? argv[++i] : NULL);
     } else if (strcmp(a, "--rack-conflicts") == 0) {
       rack_conflicts = true;
     } else if (strcmp(a, "--quiet") == 0) {
@@ -248,6 +290,8 @@ int main(int argc, char **argv) {
     }
   }
 
+  if (fuzz_seeds > 0)
+    return snapshot_fuzz(from, fuzz_seeds, nops, fuzz_points);
   if (replay) {
     size_t files = 0;
     int bad = 0;
