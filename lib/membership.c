@@ -558,11 +558,20 @@ int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid 
   int err = tl__events_reserve(s, TL__ATTEMPT_ENDED_EVENTS * lost + nunk + TL__REVIVE_EVENTS);
   if (err == TL_OK)
     err = tl__attempts_reserve(s, kept);
+  /* An executor registered on its host during the recovery decided the host's rack: it joins
+   * that one (a host has one rack). */
+  size_t host_len = strlen(host), rack_len = rack != NULL ? ex->rack->len : 0;
+  tl__host *known;
+  HASH_FIND(hh_by_name, s->hosts_by_name, host, host_len, known);
+  if (known != NULL) {
+    rack = known->rack != NULL ? known->rack->name : NULL;
+    rack_len = known->rack != NULL ? known->rack->name_len : 0;
+  }
   if (err == TL_OK)
-    err = host_prepare(s, host, strlen(host), rack, rack != NULL ? ex->rack->len : 0, &j);
+    err = host_prepare(s, host, host_len, rack, rack_len, &j);
   if (err != TL_OK) {
     tl__free(s, tids, bytes);
-    return err == TL_EINVAL ? TL_ENOMEM : err; /* a rack cannot disagree: it was the host's */
+    return err; /* TL_ENOMEM: the rack agrees with the host's by now */
   }
 
   /* Back on its host, in its state of before the restore. */

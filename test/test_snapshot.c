@@ -399,6 +399,26 @@ START_TEST(a_recovering_executor_lost_reports_its_loss_once) {
 }
 END_TEST
 
+/* During the recovery another executor registers on the host with another rack: the host's
+ * rack is the newcomer's, and the reconciling executor joins it. */
+START_TEST(a_reconciling_executor_joins_its_host_as_it_is_now) {
+  tl_config cfg = snapshot_config();
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "h1", "r1", 1);
+  image im = take(e);
+  restore_into(e, &im, NULL);
+  free(im.p);
+  tlt_add(e, "e2", "h1", "r2", 1);
+  size_t n;
+  TLT_OK(e, tl_executor_reconcile(e->s, "e1", NULL, 0, NULL, 0, &n));
+  tl_stats st = tlt_stats(e);
+  ck_assert_uint_eq(st.hosts, 1);
+  ck_assert_uint_eq(st.racks, 1);
+  ck_assert_uint_eq(st.executors_alive, 2);
+  tlt_end(e);
+}
+END_TEST
+
 START_TEST(a_task_set_whose_payload_cannot_be_had_is_aborted) {
   tl_config cfg = snapshot_config();
   tlt_env *e = tlt_new(&cfg);
@@ -700,6 +720,7 @@ Suite *tl_snapshot_suite(void) {
   tcase_add_test(tc, an_image_of_a_ledger_with_nothing_running_restores_to_the_same_bytes);
   tcase_add_test(tc, restored_executors_recover_reconcile_or_time_out);
   tcase_add_test(tc, a_recovering_executor_lost_reports_its_loss_once);
+  tcase_add_test(tc, a_reconciling_executor_joins_its_host_as_it_is_now);
   tcase_add_test(tc, a_task_set_whose_payload_cannot_be_had_is_aborted);
   tcase_add_test(tc, saved_times_are_rebased_to_the_restore);
   tcase_add_test(tc, a_shorter_timeout_brings_restored_deadlines_closer);
