@@ -503,10 +503,12 @@ TL_EXTERN int tl_scheduler_restore(const tl_config *cfg, const tl_callbacks *cb,
  * it does not hold there (unknown, ended, or another executor's) are written, in increasing
  * order, to unknown[0 .. ucap) with their number in *nunknown (however small ucap is), and each
  * gets a kill_task event naming this executor (interrupt true, reason "Unknown to the restored
- * driver"). The executor is then ALIVE again (DECOMMISSIONING if it was), with a heartbeat now.
- * Events: the ends, then the kills, then revive_offers when an index became pending.
- * TL_EINVAL: s, executor_id or nunknown NULL, a bad id, running NULL with n > 0, unknown NULL
- * with ucap > 0, a tid 0; TL_ENOENT; TL_EGONE; TL_ESTATE: not RECOVERING; TL_ENOMEM. */
+ * driver"). The executor is then ALIVE again (DECOMMISSIONING if it was), with a heartbeat now,
+ * on its host and rack; if another executor registered on that host meanwhile with another
+ * rack, it joins that rack (a host has one rack). Events: the ends, then the kills, then
+ * revive_offers when an index became pending. TL_EINVAL: s, executor_id or nunknown NULL, a bad id,
+ * running NULL with n > 0, unknown NULL with ucap > 0, a tid 0; TL_ENOENT; TL_EGONE; TL_ESTATE: not
+ * RECOVERING; TL_ENOMEM. */
 TL_EXTERN int tl_executor_reconcile(tl_scheduler *s, const char *executor_id, const tl_tid *running,
                                     size_t n, tl_tid *unknown, size_t ucap, size_t *nunknown);
 

@@ -113,11 +113,6 @@ typedef struct tlo_options {
   uint8_t *encoded;
   size_t encoded_cap;
   size_t *encoded_len;
-  /* The generator (not the byte programs) registers no executor on a host with a rack other
-   * than that of a restored executor of the host still RECOVERING: the header gives that
-   * executor's reconciliation no answer (the library answers TL_ENOMEM, docs/testing.md), so
-   * the model stops the run there. true lets the generator make them. */
-  bool rack_conflicts;
   /* The generator makes no TLO_SNAPSHOT or TLO_RECONCILE (runs whose journals must replay). */
   bool no_failover;
 } tlo_options;
@@ -188,6 +183,7 @@ typedef struct tlo_outcome {
   uint64_t reconciles;        /* tl_executor_reconcile calls that succeeded */
   uint64_t reconcile_lost;    /* attempts they ended (not reported) */
   uint64_t reconcile_unknown; /* tids they answered unknown (each killed) */
+  uint64_t reracks;           /* reconciled onto the rack another executor gave their host */
   uint64_t recovery_timeouts; /* restored executors tl_tick lost to recovery_timeout_ns */
   char message[4096];         /* the disagreement, with the operation that showed it */
   bool has_final;             /* the run reached tl_scheduler_free: */

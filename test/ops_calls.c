@@ -859,16 +859,6 @@ void tlo_do_reconcile(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, size_t
                    no_count ? " nunknown=NULL" : "", n);
   for (size_t i = 0; i < n && w > 0 && (size_t)w < sizeof d; i++)
     w += snprintf(d + w, sizeof d - (size_t)w, " %" PRIu64, tids[i]);
-  /* A host's executors share one rack: one that registered on this host, with another rack,
-   * while x was off it would disagree with x's. The header gives reconcile no error for it. */
-  if (want == TL_OK && r->host_live[x->host] > 0 && r->host_rack[x->host] != x->rack) {
-    tlo_note_call(r, d);
-    tlo_fail(r,
-             "reconcile of %s: host %s has rack %d now, %s was registered with rack %d; the "
-             "header defines no answer (library: TL_ENOMEM, see the report)",
-             x->id, tlo_host_names[x->host], r->host_rack[x->host], x->id, x->rack);
-    return;
-  }
   tl_tid *unk = NULL;
   size_t nunk = 0;
   if (want == TL_OK)

@@ -223,20 +223,6 @@ void tlo_gen_op(tlo_run *r, tlo_op *op) {
     op->flags = fresh;
     op->a = (uint8_t)rnd(r, NHOSTS);
     op->b = chance(r, 92) ? 0 : (uint8_t)rnd(r, 5);
-    if (!r->opt.rack_conflicts) {
-      /* The rack a restored executor of the host rejoins with (tlo_options.rack_conflicts). */
-      static const int canonical[NHOSTS] = {0, 1, 0, -1};
-      static const int by_choice[5] = {-3, 0, 1, -1, -2}; /* -3: the host's canonical one */
-      int rk = by_choice[op->b] == -3 ? canonical[op->a] : by_choice[op->b];
-      for (unsigned sl = 0; sl < NSLOTS && rk != -2; sl++)
-        for (uint32_t g = 0; g < r->ngen[sl]; g++) {
-          const mexec *x = &r->ex[sl][g];
-          if (x->state == MX_RECOVERING && x->host == op->a && x->rack != rk) {
-            op->b = (uint8_t)(x->rack == 0 ? 1 : x->rack == 1 ? 2 : 3);
-            rk = x->rack;
-          }
-        }
-    }
     op->c = chance(r, 3) ? 0 : chance(r, spec ? 25 : 3) ? 7 : (uint8_t)(1 + rnd(r, 4));
     break;
   }

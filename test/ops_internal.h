@@ -301,6 +301,7 @@ typedef struct tlo_run {
   uint8_t *image;                 /* the latest snapshot (tl_snapshot's bytes) */
   size_t image_len, image_cap;    /* its length; room */
   uint64_t f_reconcile_calls;     /* tl_executor_reconcile calls made */
+  uint64_t f_reracks;             /* reconciliations onto the rack another executor gave the host */
   uint64_t f_restores, f_restore_refusals, f_snapshot_errors, f_recovering, f_payloads_lost;
 
   mevent *q; /* expected events: q[qhead .. qlen) */

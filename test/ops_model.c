@@ -672,7 +672,8 @@ static int tid_cmp(const void *a, const void *b) {
 }
 
 /* A successful reconciliation of RECOVERING x that reported tids[0 .. n) (any order,
- * duplicates): x back on its host and rack as at registration, ALIVE (DECOMMISSIONING if it
+ * duplicates): x back on its host (on the host's rack if another executor is live there, else
+ * on its own as at registration), ALIVE (DECOMMISSIONING if it
  * was), a heartbeat now; its frozen attempts in launch order: the reported run on, the others
  * end TL_END_EXECUTOR_LOST uncounted; then a kill_task for each reported tid not frozen on x,
  * in increasing order, counted once; one revive_offers if an index became pending. Returns the
@@ -687,6 +688,11 @@ tl_tid *tlo_reconciled(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, size_
     if (distinct == 0 || sorted[distinct - 1] != sorted[i])
       sorted[distinct++] = sorted[i];
 
+  /* A host has one rack: one that registered there during the recovery decided it. */
+  if (r->host_live[x->host] > 0 && r->host_rack[x->host] != x->rack) {
+    x->rack = r->host_rack[x->host];
+    r->f_reracks++;
+  }
   r->host_live[x->host]++;
   r->host_rack[x->host] = x->rack;
   x->state = x->was_decom ? MX_DECOM : MX_ALIVE;

@@ -333,6 +333,7 @@ static void run_end(tlo_run *r, size_t nops, tlo_outcome *out) {
   out->recovering = r->f_recovering;
   out->payloads_lost = r->f_payloads_lost;
   out->reconcile_calls = r->f_reconcile_calls;
+  out->reracks = r->f_reracks;
   out->reconciles = r->reconciled;
   out->reconcile_lost = r->reconcile_lost;
   out->reconcile_unknown = r->reconcile_unknown;

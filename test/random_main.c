@@ -18,8 +18,8 @@
 #include <time.h>
 
 static void usage(FILE *f) {
-  fputs("usage: tl-random --seed N [--ops K] [--quiet] [--rack-conflicts]\n"
-        "       tl-random --seeds N [--from S] [--ops K] [--verbose] [--rack-conflicts]\n"
+  fputs("usage: tl-random --seed N [--ops K] [--quiet]\n"
+        "       tl-random --seeds N [--from S] [--ops K] [--verbose]\n"
         "       tl-random --replay FILE|DIR... [--verbose]\n"
         "       tl-random --snapshot-fuzz N [--from S] [--ops K] [--points P]\n"
         "       tl-random --write-corpus DIR --seeds N [--from S] [--ops K]\n"
@@ -30,9 +30,7 @@ static void usage(FILE *f) {
         "                    file of each directory\n"
         "  --write-corpus D  write the programs of the seeds to D/seed-<N>\n"
         "  --snapshot-fuzz N run N seeds from S (--ops K each), restoring a mutated snapshot at\n"
-        "                    --points P (default 4) points of each (docs/testing.md)\n"
-        "  --rack-conflicts  let executors register with another rack than a restored one of\n"
-        "                    their host that has not reconciled (docs/testing.md)\n",
+        "                    --points P (default 4) points of each (docs/testing.md)\n",
         f);
 }
 
@@ -80,6 +78,7 @@ static void add_features(tlo_outcome *sum, const tlo_outcome *o) {
   sum->reconciles += o->reconciles;
   sum->reconcile_lost += o->reconcile_lost;
   sum->reconcile_unknown += o->reconcile_unknown;
+  sum->reracks += o->reracks;
   sum->recovery_timeouts += o->recovery_timeouts;
 }
 
@@ -87,9 +86,9 @@ static void print_features(const tlo_outcome *o) {
   printf("  failover: %" PRIu64 " restores (%" PRIu64 " refused as predicted, %" PRIu64
          " snapshots refused), %" PRIu64 " executors recovering, %" PRIu64
          " payloads withheld; %" PRIu64 " reconciled (%" PRIu64 " attempts not reported, %" PRIu64
-         " unknown tids), %" PRIu64 " recovery timeouts\n",
+         " unknown tids, %" PRIu64 " onto another rack), %" PRIu64 " recovery timeouts\n",
          o->restores, o->restore_refusals, o->snapshot_errors, o->recovering, o->payloads_lost,
-         o->reconciles, o->reconcile_lost, o->reconcile_unknown, o->recovery_timeouts);
+         o->reconciles, o->reconcile_lost, o->reconcile_unknown, o->reracks, o->recovery_timeouts);
   printf("  speculatable %" PRIu64 ", copies %" PRIu64 ", losers killed %" PRIu64
          ", late reports %" PRIu64 ", too large %" PRIu64 ", resubmitted %" PRIu64
          ", barrier sets launched %" PRIu64 ", rounds over several pools %" PRIu64 "\n",
@@ -243,7 +242,6 @@ static int snapshot_fuzz(uint64_t from, uint64_t count, uint64_t nops, uint64_t 
 
 int main(int argc, char **argv) {
   bool have_seed = false, have_seeds = false, quiet = false, replay = false;
-  bool rack_conflicts = false;
   uint64_t fuzz_seeds = 0, fuzz_points = 4;
   int verbose = 0;
   uint64_t seed = 0, seeds = 0, from = 1, nops = 100;
@@ -265,8 +263,6 @@ int main(int argc, char **argv) {
       fuzz_seeds = number(a, i + 1 < argc ? argv[++i] : NULL);
     } else if (strcmp(a, "--points") == 0) {
       fuzz_points = number(a, i + 1 < argc ? argv[++i] : NULL);
-    } else if (strcmp(a, "--rack-conflicts") == 0) {
-      rack_conflicts = true;
     } else if (strcmp(a, "--quiet") == 0) {
       quiet = true;
     } else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) {
@@ -310,7 +306,6 @@ int main(int argc, char **argv) {
   if (have_seed) {
     tlo_options opt = {0};
     opt.verbose = quiet ? 0 : 2;
-    opt.rack_conflicts = rack_conflicts;
     tlo_outcome out;
     tlo_run_seed(seed, (size_t)nops, &opt, &out);
     printf("seed %" PRIu64 ": %s\n", seed, out.ok ? "ok" : out.message);
@@ -333,7 +328,6 @@ int main(int argc, char **argv) {
   tlo_outcome features = {0};
   tlo_options opt = {0};
   opt.verbose = verbose;
-  opt.rack_conflicts = rack_conflicts;
   for (uint64_t s = from; s < from + seeds; s++) {
     tlo_outcome out;
     tlo_run_seed(s, (size_t)nops, &opt, &out);

@@ -173,7 +173,8 @@ START_TEST(journals_of_seeded_runs_replay_to_the_same_state) {
 END_TEST
 
 /* The failover operations reach what they are for: restores (and refused ones), executors
- * recovering, payloads withheld, reconciliations that keep, lose and kill, recovery timeouts. */
+ * recovering, payloads withheld, reconciliations that keep, lose and kill (and one that joins
+ * the rack another executor gave its host), recovery timeouts. */
 START_TEST(seeded_runs_fail_over) {
   tlo_outcome sum = {0};
   for (uint64_t seed = 1; seed <= 300; seed++) {
@@ -188,6 +189,7 @@ START_TEST(seeded_runs_fail_over) {
     sum.reconciles += out.reconciles;
     sum.reconcile_lost += out.reconcile_lost;
     sum.reconcile_unknown += out.reconcile_unknown;
+    sum.reracks += out.reracks;
     sum.recovery_timeouts += out.recovery_timeouts;
   }
   ck_assert_uint_gt(sum.restores, 100);
@@ -198,6 +200,7 @@ START_TEST(seeded_runs_fail_over) {
   ck_assert_uint_gt(sum.reconciles, 100);
   ck_assert_uint_gt(sum.reconcile_lost, 0);
   ck_assert_uint_gt(sum.reconcile_unknown, 0);
+  ck_assert_uint_gt(sum.reracks, 0);
   ck_assert_uint_gt(sum.recovery_timeouts, 0);
 }
 END_TEST
