@@ -35,13 +35,14 @@ Modes:
       (closed_by_peer: connections that got EOF or a reset after connecting; connect_failed
       also counts sockets it could not create, EMFILE.)
 
-  flood [--seconds S] [--parallel K] [--burst B]
+  flood [--seconds S] [--parallel K] [--burst B] [--ready-file PATH]
       K threads (default 4) open and close connections as fast as they can for at most S
       seconds (default 10); each connection sends the first 12 bytes of a REGISTER frame (no
       garbage) and closes. Stops early once every connect has been refused (ECONNREFUSED)
       for 0.5 s in a row: the listener is closed. With --burst B each thread opens B
       non-blocking connections at once, sends the same bytes on those that connected and
       closes them all, so that the driver always has connections queued (as from many hosts).
+      --ready-file PATH is created at the first connection made.
       flood: connections=N refused=R seconds=T first_refused_after_s=X
              first_refused_epoch_ms=Y errors=E
       (X and Y, the same moment as milliseconds since the Unix epoch, are -1 when nothing was
@@ -504,6 +505,14 @@ def mode_flood(a, addr, deadline):
     kinds = {}  # errno name of each other error, told on stderr
     stop = threading.Event()
 
+    def note_connected():
+        # Under the lock: one more connection; the first creates --ready-file.
+        st["connections"] += 1
+        st["streak_start"] = None
+        if st["connections"] == 1 and a.ready_file:
+            with open(a.ready_file, "w") as f:
+                f.write("connected\n")
+
     def note_refused(now):
         st["refused"] += 1
         if st["first_refused"] < 0:
@@ -542,8 +551,7 @@ def mode_flood(a, addr, deadline):
                 err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
                 with lock:
                     if err == 0:
-                        st["connections"] += 1
-                        st["streak_start"] = None
+                        note_connected()
                     elif err == errno.ECONNREFUSED:
                         note_refused(time.monotonic())
                     else:
@@ -577,8 +585,7 @@ def mode_flood(a, addr, deadline):
                     time.sleep(0.001)  # EADDRNOTAVAIL and the like: do not spin
                 continue
             with lock:
-                st["connections"] += 1
-                st["streak_start"] = None
+                note_connected()
             try:
                 send_all(s, partial)  # False: the driver closed it first; still a connection
             except OSError as e:
@@ -935,6 +942,8 @@ def build_parser():
     p = sub.add_parser("flood", parents=[common], help="connect and close, fast")
     p.add_argument("--seconds", type=non_negative_float, default=10.0)
     p.add_argument("--parallel", type=positive_int, default=4)
+    p.add_argument("--ready-file", default=None,
+                   help="created once the first connection is made (a test waits for it)")
     p.add_argument("--burst", type=positive_int, default=1,
                    help="connections each thread opens at once, non-blocking (default 1)")
 

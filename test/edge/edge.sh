@@ -164,9 +164,16 @@ flood)
   # listening socket refuses connections at once, not only when the driver exits at the end of
   # the 2 s grace (when it stops the executors by force).
   start_driver --executors 2 --cores 1 --job spin:3000000:4 --timeout-s 60
-  python3 "$attack" --port "$port" flood --seconds 30 --parallel 2 --burst 32 >"$tmp/attack" &
+  python3 "$attack" --port "$port" flood --seconds 30 --parallel 2 --burst 32 \
+    --ready-file "$tmp/flooding" >"$tmp/attack" &
   bg=$!
-  sleep 1 # python's start, then some flooding
+  # The flood's first connection (python starts slowly on a loaded machine), then some flooding.
+  for _ in $(seq 200); do
+    [ -e "$tmp/flooding" ] && break
+    sleep 0.1
+  done
+  [ -e "$tmp/flooding" ] || fail "the flood made no connection in 20 s"
+  sleep 0.5
   term=$(date +%s%N)
   kill -TERM "$drv"
   wait "$drv"
