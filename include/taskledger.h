@@ -252,6 +252,12 @@ typedef struct tl_config {
   uint64_t recovery_timeout_ns;     /* a restored executor that has not reconciled this long
                                        after tl_scheduler_restore is lost with
                                        TL_LOSS_RECOVERY_TIMEOUT; 0 = wait forever; 60 s */
+  uint64_t restore_tid_floor;       /* tl_scheduler_restore only (tl_scheduler_new ignores it):
+                                       the restored scheduler gives no tid below this, when it is
+                                       above the snapshot's next tid. A driver that launched
+                                       attempts after its last snapshot passes one more than the
+                                       highest tid it may have launched, so that no tid is given
+                                       twice (docs/snapshot.md "Tids after a restore"); 0 */
   uint32_t max_tombstones;          /* removed executor ids remembered; 0 = none; 1024 */
   uint64_t tombstone_ttl_ns;        /* and for at most this long; 0 = until evicted; 10 min */
   uint64_t max_result_bytes;        /* results of one task set (result_size summed over its

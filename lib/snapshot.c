@@ -1004,6 +1004,9 @@ int tl_scheduler_restore(const tl_config *cfg, const tl_callbacks *cb,
   tl__raw_free(body);
   if (err == TL_OK && tl_check(s, NULL, 0) != TL_OK)
     err = TL_ESNAPSHOT;
+  /* Tids the caller may have launched after the snapshot are never given again. */
+  if (err == TL_OK && cfg->restore_tid_floor > s->next_tid)
+    s->next_tid = cfg->restore_tid_floor;
   /* Room for what follows, so nothing after it can fail: the aborts' events, and each running
    * executor's rack name (tl__executor_recover). */
   if (err == TL_OK)

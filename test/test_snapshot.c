@@ -451,6 +451,61 @@ START_TEST(a_task_set_whose_payload_cannot_be_had_is_aborted) {
 }
 END_TEST
 
+/* The tids a driver launched after its last snapshot are not given again: restore_tid_floor
+ * moves the next tid up, never down, and tl_scheduler_new ignores it. */
+START_TEST(the_tid_floor_keeps_tids_launched_after_the_snapshot_unique) {
+  tl_config cfg = snapshot_config();
+  cfg.restore_tid_floor = 5; /* below what the image will hold: no effect on new or restore */
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "h1", NULL, 2);
+  tl_taskset_id ts = tlt_submit(e, 0, 0, 0, 8);
+  tl_launch out[8];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 2, out, 8), 2);
+  ck_assert_uint_eq(out[0].tid, 1); /* tl_scheduler_new ignored the floor */
+  tl_tid kept = out[0].tid, lost = out[1].tid;
+  tlt_run(e, "e1", kept);
+  for (int i = 0; i < 5; i++) { /* tids 3..7 launched and ended: next tid 8 at the snapshot */
+    tlt_succeed(e, "e1", lost);
+    ck_assert_uint_eq(tlt_offer(e, "e1", 1, out, 8), 1);
+    lost = out[0].tid;
+  }
+  ck_assert_uint_eq(lost, 7);
+  image im = take(e);
+  cfg = e->cfg; /* the harness's clock */
+  ck_assert_uint_eq(cfg.restore_tid_floor, 5);
+  restore_into(e, &im, &cfg); /* a floor of 5, below 8: unchanged */
+  size_t nunknown;
+  TLT_OK(e, tl_executor_reconcile(e->s, "e1", &kept, 1, NULL, 0, &nunknown));
+  ck_assert_uint_eq(tlt_offer(e, "e1", 1, out, 8), 1);
+  ck_assert_uint_eq(out[0].tid, 8);
+  /* Again from the same image, as a driver that may have launched up to tid 99 after it. */
+  cfg.restore_tid_floor = 100;
+  im.at = 0;
+  restore_into(e, &im, &cfg);
+  free(im.p);
+  tl_tid report[] = {kept, 50}; /* 50: launched after the snapshot, unknown here */
+  tl_tid unknown[2];
+  TLT_OK(e, tl_executor_reconcile(e->s, "e1", report, 2, unknown, 2, &nunknown));
+  ck_assert_uint_eq(nunknown, 1);
+  ck_assert_uint_eq(unknown[0], 50);
+  ck_assert_uint_eq(tlt_offer(e, "e1", 1, out, 8), 1);
+  ck_assert_uint_eq(out[0].tid, 100);
+  ck_assert_uint_eq(out[0].taskset, ts);
+  tlt_succeed(e, "e1", out[0].tid);
+  tlt_succeed(e, "e1", kept);
+  for (;;) { /* the rest of the task set */
+    size_t n = tlt_offer(e, "e1", 2, out, 8);
+    if (n == 0)
+      break;
+    for (size_t i = 0; i < n; i++) {
+      ck_assert_uint_gt(out[i].tid, 100);
+      tlt_succeed(e, "e1", out[i].tid);
+    }
+  }
+  tlt_end(e);
+}
+END_TEST
+
 START_TEST(saved_times_are_rebased_to_the_restore) {
   tl_config cfg = snapshot_config();
   cfg.heartbeat_timeout_ns = 0;
@@ -722,6 +777,7 @@ Suite *tl_snapshot_suite(void) {
   tcase_add_test(tc, a_recovering_executor_lost_reports_its_loss_once);
   tcase_add_test(tc, a_reconciling_executor_joins_its_host_as_it_is_now);
   tcase_add_test(tc, a_task_set_whose_payload_cannot_be_had_is_aborted);
+  tcase_add_test(tc, the_tid_floor_keeps_tids_launched_after_the_snapshot_unique);
   tcase_add_test(tc, saved_times_are_rebased_to_the_restore);
   tcase_add_test(tc, a_shorter_timeout_brings_restored_deadlines_closer);
   tcase_add_test(tc, bad_images_are_refused_with_their_own_error);
