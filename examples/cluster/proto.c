@@ -70,6 +70,10 @@ const char *tlc_msg_type_name(int type) {
     return "STOP";
   case TLC_MSG_FORGET:
     return "FORGET";
+  case TLC_MSG_RECONCILE:
+    return "RECONCILE";
+  case TLC_MSG_SYNCED:
+    return "SYNCED";
   default:
     return "UNKNOWN";
   }
@@ -197,6 +201,14 @@ static int measure(const tlc_msg *msg, size_t *size) {
     return add_size(size, 2 + msg->u.stop.reason.len);
   case TLC_MSG_FORGET:
     return add_size(size, 8);
+  case TLC_MSG_RECONCILE:
+    if (msg->u.reconcile.count > 0 && msg->u.reconcile.tids == NULL)
+      return TLC_EINVAL;
+    if (msg->u.reconcile.count > TLC_RECONCILE_MAX)
+      return TLC_ETOOBIG;
+    return add_size(size, 4 + 8 * msg->u.reconcile.count);
+  case TLC_MSG_SYNCED:
+    return add_size(size, 8);
   default:
     return TLC_ETYPE;
   }
@@ -303,6 +315,14 @@ int tlc_encode(tlc_buf *buf, const tlc_msg *msg) {
     break;
   case TLC_MSG_STOP:
     put_string(&p, msg->u.stop.reason);
+    break;
+  case TLC_MSG_RECONCILE:
+    put_u32(&p, (uint32_t)msg->u.reconcile.count);
+    for (size_t i = 0; i < msg->u.reconcile.count; i++)
+      put_u64(&p, msg->u.reconcile.tids[i]);
+    break;
+  case TLC_MSG_SYNCED:
+    put_u64(&p, msg->u.synced.frames);
     break;
   default: /* TLC_MSG_FORGET: measure() refused every other type */
     put_u64(&p, msg->u.forget.taskset_id);
@@ -484,6 +504,24 @@ static int parse_body(tlc_decoder *d, uint8_t type, reader *r, tlc_msg *msg) {
     return get_string(r, 0, TLC_TEXT_MAX, &msg->u.stop.reason);
   case TLC_MSG_FORGET:
     return get_u64(r, &msg->u.forget.taskset_id);
+  case TLC_MSG_RECONCILE: {
+    uint32_t n;
+    if ((rc = get_u32(r, &n)))
+      return rc;
+    if (n > left(r) / 8) /* 0 is allowed; more than the frame holds is not */
+      return TLC_ECOUNT;
+    if (n > 0 && (rc = reserve_items(d, n * sizeof(uint64_t))))
+      return rc;
+    uint64_t *tids = n > 0 ? d->items : NULL;
+    for (size_t i = 0; i < n; i++)
+      if ((rc = get_u64(r, &tids[i])))
+        return rc;
+    msg->u.reconcile.count = n;
+    msg->u.reconcile.tids = tids;
+    return TLC_OK;
+  }
+  case TLC_MSG_SYNCED:
+    return get_u64(r, &msg->u.synced.frames);
   default: /* tlc_decoder_feed refused other types when the type byte arrived */
     return TLC_ETYPE;
   }
@@ -520,7 +558,7 @@ static int fail(tlc_decoder *d, int err) {
   return err;
 }
 
-static int known_type(uint8_t type) { return type >= TLC_MSG_REGISTER && type <= TLC_MSG_FORGET; }
+static int known_type(uint8_t type) { return type >= TLC_MSG_REGISTER && type <= TLC_MSG_SYNCED; }
 
 /* The length prefix is complete: check it. Room for the frame is made as its bytes come
  * (reserve_frame), not here: a peer that announces a large frame and sends little costs little. */

@@ -53,7 +53,7 @@
   XX(ETYPE, -6, "The message type is unknown.")                                                    \
   XX(ETRUNCATED, -7, "The frame ends inside the message.")                                         \
   XX(ETRAILING, -8, "The frame has bytes after the end of the message.")                           \
-  XX(ECOUNT, -9, "A batch's count is zero, or more than its frame can hold.")                      \
+  XX(ECOUNT, -9, "A batch's count is zero (a RECONCILE's may be), or more than its frame holds.")  \
   XX(ELENGTH, -10, "A string or byte field's length is outside its bounds (an empty id...).")      \
   XX(ENUL, -11, "A string holds a NUL byte.")                                                      \
   XX(ECORES, -12, "A registration offers zero cores, or more than TLC_CORES_MAX.")                 \
@@ -99,7 +99,9 @@ typedef enum tlc_msg_type {
   TLC_MSG_STATUS = 5,         /* executor to driver */
   TLC_MSG_KILL = 6,           /* driver to executor */
   TLC_MSG_STOP = 7,           /* driver to executor: finish and exit */
-  TLC_MSG_FORGET = 8          /* driver to executor: a task set ended, drop its binary */
+  TLC_MSG_FORGET = 8,         /* driver to executor: a task set ended, drop its binary */
+  TLC_MSG_RECONCILE = 9,      /* executor to driver, right after REGISTER on a reconnection */
+  TLC_MSG_SYNCED = 10         /* driver to executor: its STATUS frames so far are durable */
 } tlc_msg_type;
 
 /* "REGISTER", ...; "NONE" for 0 and "UNKNOWN" for other values. Never NULL; static. */
@@ -170,6 +172,23 @@ typedef struct tlc_forget {
   uint64_t taskset_id; /* the task set whose binary is no longer needed */
 } tlc_forget;
 
+/* An executor that reconnects (after its driver's connection dropped) names every tid it runs
+ * or queues, and every tid whose end it holds unacknowledged (not yet covered by a SYNCED), each
+ * once, in any order. count may be 0. At most TLC_RECONCILE_MAX tids: what one frame holds. */
+#define TLC_RECONCILE_MAX ((TLC_FRAME_MAX - 2 - 4) / 8)
+typedef struct tlc_reconcile {
+  size_t count;         /* 0..TLC_RECONCILE_MAX */
+  const uint64_t *tids; /* count of them (NULL when count is 0); 0 is not a tid, but the
+                           codec passes it on: the driver refuses it */
+} tlc_reconcile;
+
+/* The driver has made durable what the first `frames` STATUS frames it read on this connection
+ * carried (counting from 1 on each connection): the executor may drop the ends it sent in
+ * them. frames is never more than the STATUS frames the executor sent on the connection. */
+typedef struct tlc_synced {
+  uint64_t frames;
+} tlc_synced;
+
 /* One message: type says which member of the union holds it. */
 typedef struct tlc_msg {
   tlc_msg_type type; /* TLC_MSG_NONE when tlc_decoder_feed yielded no message */
@@ -182,6 +201,8 @@ typedef struct tlc_msg {
     tlc_kill kill;
     tlc_stop stop;
     tlc_forget forget;
+    tlc_reconcile reconcile;
+    tlc_synced synced;
   } u;
 } tlc_msg;
 

@@ -6,6 +6,7 @@
 #include "proto.h"
 
 #include <check.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,15 @@ static int msg_equal(const tlc_msg *a, const tlc_msg *b) {
     return view_equal(a->u.stop.reason, b->u.stop.reason);
   case TLC_MSG_FORGET:
     return a->u.forget.taskset_id == b->u.forget.taskset_id;
+  case TLC_MSG_RECONCILE:
+    if (a->u.reconcile.count != b->u.reconcile.count)
+      return 0;
+    for (size_t i = 0; i < a->u.reconcile.count; i++)
+      if (a->u.reconcile.tids[i] != b->u.reconcile.tids[i])
+        return 0;
+    return 1;
+  case TLC_MSG_SYNCED:
+    return a->u.synced.frames == b->u.synced.frames;
   default:
     return 0;
   }
@@ -269,6 +279,11 @@ static size_t sample_messages(tlc_msg *out) {
   out[n++] = (tlc_msg){.type = TLC_MSG_STOP, .u.stop = {filled('r', TLC_TEXT_MAX)}};
   out[n++] = (tlc_msg){.type = TLC_MSG_FORGET, .u.forget = {42}};
   out[n++] = (tlc_msg){.type = TLC_MSG_FORGET, .u.forget = {UINT64_MAX}};
+  static const uint64_t tids[] = {7, 1, UINT64_MAX, 0x0102030405060708u};
+  out[n++] = (tlc_msg){.type = TLC_MSG_RECONCILE, .u.reconcile = {0, NULL}};
+  out[n++] = (tlc_msg){.type = TLC_MSG_RECONCILE, .u.reconcile = {4, tids}};
+  out[n++] = (tlc_msg){.type = TLC_MSG_SYNCED, .u.synced = {0}};
+  out[n++] = (tlc_msg){.type = TLC_MSG_SYNCED, .u.synced = {UINT64_MAX}};
   return n;
 }
 
@@ -311,6 +326,18 @@ START_TEST(big_batches_and_bounds_round_trip) {
     ck_assert_int_eq(tlc_encode(&buf, &big[i]), TLC_OK);
   assert_decodes(buf.data, buf.len, TLC_FRAME_MAX, big, 3);
   tlc_buf_free(&buf);
+  /* The most tids one RECONCILE holds: its frame is within 8 bytes of the maximum. */
+  uint64_t *tids = malloc(TLC_RECONCILE_MAX * sizeof *tids);
+  ck_assert_ptr_nonnull(tids);
+  for (size_t i = 0; i < TLC_RECONCILE_MAX; i++)
+    tids[i] = 3 * i + 1;
+  tlc_msg most = {.type = TLC_MSG_RECONCILE, .u.reconcile = {TLC_RECONCILE_MAX, tids}};
+  tlc_buf_init(&buf);
+  ck_assert_int_eq(tlc_encode(&buf, &most), TLC_OK);
+  ck_assert_uint_gt(buf.len - 4, TLC_FRAME_MAX - 8);
+  assert_decodes(buf.data, buf.len, TLC_FRAME_MAX, &most, 1);
+  tlc_buf_free(&buf);
+  free(tids);
 }
 END_TEST
 
@@ -515,7 +542,7 @@ START_TEST(malformed_frame_heads_are_refused) {
   assert_raw_refused(raw_begin(0, TLC_MSG_STOP), TLC_EVERSION);
   assert_raw_refused(raw_begin(2, TLC_MSG_STOP), TLC_EVERSION);
   assert_raw_refused(raw_begin(1, 0), TLC_ETYPE);
-  assert_raw_refused(raw_begin(1, 9), TLC_ETYPE);
+  assert_raw_refused(raw_begin(1, 11), TLC_ETYPE);
   assert_raw_refused(raw_begin(1, 0xff), TLC_ETYPE);
 
   /* The version and the type are judged as soon as they arrive: a peer announcing a 1 MiB frame
@@ -551,7 +578,10 @@ START_TEST(short_and_trailing_bodies_are_refused) {
     buf.data[0] = (uint8_t)(body - 1);
     buf.data[1] = (uint8_t)((body - 1) >> 8);
     buf.data[2] = (uint8_t)((body - 1) >> 16);
-    assert_refused(buf.data, len - 1, TLC_FRAME_MAX, TLC_ETRUNCATED);
+    /* A RECONCILE's tids are all 8 bytes: a byte short, its count is more than the frame
+     * holds. */
+    bool counted = msgs[i].type == TLC_MSG_RECONCILE && msgs[i].u.reconcile.count > 0;
+    assert_refused(buf.data, len - 1, TLC_FRAME_MAX, counted ? TLC_ECOUNT : TLC_ETRUNCATED);
     buf.data[0] = (uint8_t)(body + 1);
     buf.data[1] = (uint8_t)((body + 1) >> 8);
     buf.data[2] = (uint8_t)((body + 1) >> 16);
@@ -559,8 +589,27 @@ START_TEST(short_and_trailing_bodies_are_refused) {
     tlc_buf_free(&buf);
   }
   /* Empty bodies. */
-  for (uint8_t type = TLC_MSG_REGISTER; type <= TLC_MSG_FORGET; type++)
+  for (uint8_t type = TLC_MSG_REGISTER; type <= TLC_MSG_SYNCED; type++)
     assert_raw_refused(raw_begin(1, type), TLC_ETRUNCATED);
+  /* A RECONCILE whose count is cut; one that announces more tids than its frame holds (a
+   * count of 2^32 - 1 in a 6-byte frame: refused before anything is allocated for it); one
+   * whose last tid is cut short of the count it announced. */
+  r = raw_begin(1, TLC_MSG_RECONCILE);
+  raw_fill(r, 0, 3);
+  assert_raw_refused(r, TLC_ETRUNCATED);
+  r = raw_begin(1, TLC_MSG_RECONCILE);
+  raw_u32(r, UINT32_MAX);
+  assert_raw_refused(r, TLC_ECOUNT);
+  r = raw_begin(1, TLC_MSG_RECONCILE);
+  raw_u32(r, 3);
+  raw_u64(r, 1);
+  raw_u64(r, 2);
+  raw_fill(r, 3, 7);
+  assert_raw_refused(r, TLC_ECOUNT);
+  /* A SYNCED one byte short. */
+  r = raw_begin(1, TLC_MSG_SYNCED);
+  raw_fill(r, 1, 7);
+  assert_raw_refused(r, TLC_ETRUNCATED);
   /* A FORGET one byte short of its task set id. */
   r = raw_begin(1, TLC_MSG_FORGET);
   raw_fill(r, 1, 7);
@@ -830,7 +879,13 @@ START_TEST(the_encoder_refuses_what_the_decoder_would) {
   assert_encode_refused(&(tlc_msg){.type = TLC_MSG_STOP, .u.stop = {bytes_view("a\0", 2)}},
                         TLC_ENUL);
   assert_encode_refused(&(tlc_msg){.type = TLC_MSG_NONE}, TLC_ETYPE);
-  assert_encode_refused(&(tlc_msg){.type = (tlc_msg_type)9}, TLC_ETYPE);
+  assert_encode_refused(&(tlc_msg){.type = (tlc_msg_type)11}, TLC_ETYPE);
+  assert_encode_refused(&(tlc_msg){.type = TLC_MSG_RECONCILE, .u.reconcile = {1, NULL}},
+                        TLC_EINVAL);
+  static const uint64_t one_tid = 1;
+  assert_encode_refused(
+      &(tlc_msg){.type = TLC_MSG_RECONCILE, .u.reconcile = {TLC_RECONCILE_MAX + 1, &one_tid}},
+      TLC_ETOOBIG);
 }
 END_TEST
 
@@ -860,7 +915,9 @@ START_TEST(arguments_and_names) {
   ck_assert_str_eq(tlc_msg_type_name(TLC_MSG_TASKSET_BINARY), "TASKSET_BINARY");
   ck_assert_str_eq(tlc_msg_type_name(TLC_MSG_STOP), "STOP");
   ck_assert_str_eq(tlc_msg_type_name(TLC_MSG_FORGET), "FORGET");
-  ck_assert_str_eq(tlc_msg_type_name(9), "UNKNOWN");
+  ck_assert_str_eq(tlc_msg_type_name(TLC_MSG_RECONCILE), "RECONCILE");
+  ck_assert_str_eq(tlc_msg_type_name(TLC_MSG_SYNCED), "SYNCED");
+  ck_assert_str_eq(tlc_msg_type_name(11), "UNKNOWN");
   ck_assert_uint_eq(tlc_str(NULL).len, 0);
 }
 END_TEST
