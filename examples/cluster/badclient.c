@@ -7,7 +7,8 @@
  *   wrong-token         REGISTER with a token that is not the driver's
  *   garbage             bytes that are no frame (a version byte of 0xff)
  *   oversized           a length prefix of TLC_FRAME_MAX + 1
- *   duplicate-id ID     REGISTER, with the right token, under an id already alive
+ *   duplicate-id ID     REGISTER, with the right token, under an id already alive; then STOP
+ *                       may come before the close
  *   foreign-status TID  REGISTER correctly as a new executor, then a STATUS (FINISHED) for TID,
  *                       a task it was never given; then wait for STOP
  *   silent              connect and send nothing
@@ -19,8 +20,8 @@
  *
  * The token is TL_CLUSTER_TOKEN, which the driver puts in its children's environment.
  * Exit status: 0 when the driver closed the connection without sending a frame (or, for
- * foreign-status, after sending nothing but STOP); 1 for anything else (a LAUNCH, no close
- * within 10 s, a socket error); 2 for bad arguments.
+ * foreign-status and duplicate-id, after sending nothing but STOP); 1 for anything else (a LAUNCH,
+ * no close within 10 s, a socket error); 2 for bad arguments.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -166,6 +167,7 @@ int main(int argc, char **argv) {
     rc = send_all(fd, p, sizeof p);
   } else if (!strcmp(mode, "duplicate-id")) {
     rc = send_register(fd, arg, token);
+    allow_stop = 1; /* a REGISTER the ledger refuses is told to STOP, then closed */
   } else if (!strcmp(mode, "foreign-status")) {
     uint64_t tid = strtoull(arg, &end, 10);
     if (*arg == '\0' || *end)
@@ -202,8 +204,8 @@ int main(int argc, char **argv) {
     if (rc == 0)
       rc = send_register(fd, "bad-second", token);
   } else if (!strcmp(mode, "driver-message")) {
-    tlc_launch_item it = {.tid = 1, .taskset_id = 1, .index = 0, .attempt = 0,
-                          .kind = tlc_str("noop")};
+    tlc_launch_item it = {
+        .tid = 1, .taskset_id = 1, .index = 0, .attempt = 0, .kind = tlc_str("noop")};
     tlc_msg launch = {.type = TLC_MSG_LAUNCH, .u.launch = {1, &it}};
     rc = send_register(fd, "bad-driver-msg", token);
     if (rc == 0)

@@ -27,6 +27,13 @@
  *             [--stop-executor-after N] [--expect-losses N] [--expect-job-failure]
  *             [--register-timeout-ms MS] [--bad-client MODE]... [--metrics-port P]
  *             [--max-pending-connections N] [--max-connections N]
+ *             [--state-dir DIR] [--snapshot-ms MS] [--recovery-timeout-ms MS]
+ *             [--crash-in-state-write N:P]
+ *
+ * With --state-dir it keeps a durable record of the run there (every --snapshot-ms, at stage
+ * boundaries, at registrations and before launches pass the tid reservation), and a driver started
+ * on a directory that holds one recovers the run: the ledger restored, its executors reconnecting
+ * and reconciling (docs/cluster.md "Driver failover").
  *
  * (driver_opts.c parses the command line; main below sets the run up from it, runs the loop and
  * gives the verdict.)
@@ -54,6 +61,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <uv.h>
@@ -63,6 +71,7 @@
 #include "launcher.h"
 #include "metrics_http.h"
 #include "proto.h"
+#include "state.h"
 #include "taskledger-uv.h"
 
 static void die_oom(void);
@@ -94,6 +103,14 @@ static void die_oom(void);
 #define REPORT_DETAIL_MAX 64          /* executors' reports shown one by one in the summary */
 #define SETTLE_MS 1000                /* open loss records checked against the ledger this often */
 #define ESC_MAX (4 * TL_HOST_MAX + 1) /* an id or a host printed escaped, NUL included */
+#define LOSS_KINDS (TL_LOSS_RECOVERY_TIMEOUT + 1) /* tl_loss_kind's values */
+
+/* Failover (--state-dir; docs/cluster.md "Driver failover"). */
+#define TID_BLOCK 65536 /* tids reserved by one state write: the next write comes before more */
+#define FALLBACK_TID_GAP                                                                           \
+  (UINT64_C(1) << 32)        /* tids skipped when the newest record was bad: more                  \
+                                than one write can have reserved */
+#define STATE_BODY_VERSION 1 /* of the driver's record, inside the state file's version */
 
 /* One stage of a job: one task set of ntasks tasks of one kind. */
 typedef struct stage {
@@ -140,6 +157,11 @@ typedef struct conn {
   bool violated;             /* closed for a protocol fault after it registered */
   bool closing;              /* uv_close was called */
   bool released;             /* dynamic allocation released it: decommissioned, sent STOP */
+  bool recovering;           /* registered as an executor the restored ledger holds RECOVERING:
+                                RECONCILE must come before anything but HEARTBEAT */
+  uint64_t status_frames;    /* STATUS frames read on this connection */
+  uint64_t synced;           /* of those, acknowledged durable by the last SYNCED sent */
+  bool reconciled;           /* it reconciled with the restored ledger (handle_reconcile) */
   uint64_t idle_since;       /* uv_hrtime when it last ran nothing; 0 while it runs tasks */
   int handles_open;          /* handles not yet closed (tcp, timer): freed at 0 */
   char id[TL_ID_MAX];        /* the executor id, once registered */
@@ -166,6 +188,7 @@ typedef struct exec_rec {
   bool injected;      /* --external-kill-after killed it, as something outside would */
   bool stopped;       /* --stop-executor-after stopped it (SIGSTOP), not yet resumed */
   bool forced;        /* still running when the stop grace period ran out: stop_all got it */
+  bool adopted;       /* started by the driver before a crash: its end is not reported here */
   tl_loss_kind kind;  /* the end: as launcher_end */
   bool caused_by_app; /* likewise */
   int exit_code;      /* likewise */
@@ -182,10 +205,11 @@ typedef enum detection {
   DETECTED_FAULT,     /* the driver closed it for a protocol fault */
   DETECTED_HEARTBEAT, /* tl_tick: heartbeat expiry */
   DETECTED_END,       /* its launcher reported its end first */
+  DETECTED_RECOVERY,  /* tl_tick: restored, it did not reconcile in time */
   DETECTED_N
 } detection;
-static const char *const detection_names[DETECTED_N] = {"connection closed", "protocol fault",
-                                                        "heartbeat timeout", "launcher end"};
+static const char *const detection_names[DETECTED_N] = {
+    "connection closed", "protocol fault", "heartbeat timeout", "launcher end", "recovery timeout"};
 typedef struct loss_rec {
   char id[TL_ID_MAX];              /* the executor */
   uint64_t seq;                    /* the order in which the losses began, from 1 */
@@ -227,6 +251,15 @@ typedef struct exec_report {
   uint64_t binaries; /* materialisations it reported (shown, never trusted) */
   size_t tasksets;   /* distinct task sets whose binary the driver sent it */
 } exec_report;
+
+/* One executor that reconciled with the restored driver, for the summary. */
+typedef struct recon_rec {
+  char id[TL_ID_MAX];
+  uint64_t reported; /* tids its RECONCILE named */
+  uint64_t unknown;  /* of those, unknown to the restored ledger: killed */
+  uint64_t lost;     /* attempts the ledger held on it that it did not name */
+  uint64_t ms;       /* from the restart */
+} recon_rec;
 
 /* One spawned tl-badclient process (--bad-client). */
 typedef struct bad_child {
@@ -286,30 +319,30 @@ typedef struct driver {
   uint64_t lost_ended;                    /* records put in the ring: its next slot mod MAX */
   uint64_t lost_total;                    /* loss records made (lost executors) */
   uint64_t lost_by_detection[DETECTED_N]; /* of those, by how the loss began */
-  uint64_t lost_by_kind[TL_LOSS_PENDING_TIMEOUT + 1]; /* the real reasons that came, by kind */
-  uv_timer_t settle_timer;                            /* settle_open_losses every SETTLE_MS */
-  size_t settle_at;                                   /* and when open_losses reaches this many */
-  const char *summary_json;                           /* --summary-json: the file to write */
+  uint64_t lost_by_kind[LOSS_KINDS];      /* the real reasons that came, by kind */
+  uv_timer_t settle_timer;                /* settle_open_losses every SETTLE_MS */
+  size_t settle_at;                       /* and when open_losses reaches this many */
+  const char *summary_json;               /* --summary-json: the file to write */
   /* Dynamic allocation (--min-executors/--max-executors): Spark's ExecutorAllocationManager,
    * simplified; see docs/cluster.md "Dynamic allocation". */
-  bool dynamic;             /* on */
-  uint32_t min_executors;   /* never release below this many active */
-  uint32_t max_executors;   /* never start beyond this many active */
-  uint64_t backlog_ns;      /* tasks pending this long: request more executors */
-  uint64_t idle_ns;         /* an executor that ran nothing this long is released */
-  uint64_t backlog_since;   /* uv_hrtime since tasks have been pending; 0: none pend */
-  uint64_t next_request;    /* uv_hrtime of the next request while the backlog lasts */
-  uint32_t to_add;          /* executors the next request adds: 1, 2, 4, ... */
-  conn *conns;              /* open connections */
-  uint32_t registered;      /* executors registered so far */
-  bool stopping;            /* STOP sent: waiting for the executors to go */
-  bool gave_up;             /* the deadline or a signal ended the run */
-  bool closed;              /* everything is closing: no more offers */
-  uint64_t start_ns;        /* when offers began: every expected executor registered */
-  uint64_t end_ns;          /* when the last job's last task set was released */
-  uint64_t refused_updates; /* tl_status_update errors */
-  uint64_t gone_frames;     /* frames of an executor the ledger removed (TL_EGONE) */
-  uint64_t losses[TL_LOSS_PENDING_TIMEOUT + 1]; /* reports by kind: first phases and real ones */
+  bool dynamic;                  /* on */
+  uint32_t min_executors;        /* never release below this many active */
+  uint32_t max_executors;        /* never start beyond this many active */
+  uint64_t backlog_ns;           /* tasks pending this long: request more executors */
+  uint64_t idle_ns;              /* an executor that ran nothing this long is released */
+  uint64_t backlog_since;        /* uv_hrtime since tasks have been pending; 0: none pend */
+  uint64_t next_request;         /* uv_hrtime of the next request while the backlog lasts */
+  uint32_t to_add;               /* executors the next request adds: 1, 2, 4, ... */
+  conn *conns;                   /* open connections */
+  uint32_t registered;           /* executors registered so far */
+  bool stopping;                 /* STOP sent: waiting for the executors to go */
+  bool gave_up;                  /* the deadline or a signal ended the run */
+  bool closed;                   /* everything is closing: no more offers */
+  uint64_t start_ns;             /* when offers began: every expected executor registered */
+  uint64_t end_ns;               /* when the last job's last task set was released */
+  uint64_t refused_updates;      /* tl_status_update errors */
+  uint64_t gone_frames;          /* frames of an executor the ledger removed (TL_EGONE) */
+  uint64_t losses[LOSS_KINDS];   /* reports by kind: first phases and real ones */
   uint64_t tasks_finished;       /* task_ended with TL_END_SUCCESS, for the fault flags */
   uint64_t executors_released;   /* executor_lost events for releases (TL_LOSS_DECOMMISSIONED) */
   uint64_t kill_after;           /* --kill-executor-after N (0: none) */
@@ -382,7 +415,42 @@ typedef struct driver {
    * connections closed, for the summary; the rest only counted. */
   exec_report reports[REPORT_DETAIL_MAX]; /* a ring */
   uint64_t nreports;                      /* reports kept: the ring's next slot mod MAX */
-  uint8_t read_buf[READ_CHUNK];           /* every connection's reads: each is decoded at once */
+  /* Failover (--state-dir): the state record, written every snapshot_ms and at stage
+   * boundaries; a run started on a record recovers it. */
+  const char *state_dir;       /* --state-dir; NULL: none */
+  uint64_t snapshot_ms;        /* --snapshot-ms */
+  uv_timer_t state_timer;      /* writes the record */
+  uint8_t *state_body;         /* the last record's body, for a write that only reserves tids */
+  size_t state_len, state_cap; /* its bytes, and those allocated */
+  uint8_t *state_spare;        /* the next body is encoded here, then swapped with it */
+  size_t state_spare_cap;      /* bytes allocated */
+  uint64_t tid_reserved;       /* no tid above it is sent before a write reserves more */
+  uint64_t tid_max;            /* the highest tid launched */
+  uint64_t state_writes;       /* records written */
+  uint64_t state_reserves;     /* of those, written for a tid reservation with the last body */
+  uint64_t state_busy;         /* writes put off: the ledger had undelivered events */
+  uint64_t state_failed;       /* writes that failed (logged) */
+  uint64_t state_ns;           /* time spent writing, in all */
+  uint64_t state_bytes;        /* the last record's body */
+  uint64_t synced_sent;        /* SYNCED frames sent */
+  bool recovered;              /* this run began from a previous run's record */
+  bool fell_back;              /* and it was state.prev: state was missing or bad */
+  char fell_back_why[STATE_WHY_MAX]; /* why */
+  uint64_t recover_start_ns;         /* uv_hrtime at the restart */
+  uint64_t recover_end_ns;           /* when no executor was RECOVERING any more; 0 until then */
+  uint64_t recovered_elapsed;        /* ns the run had been offering before the crash */
+  uint32_t recovering_at_start;      /* executors RECOVERING after the restore */
+  uint64_t recovery_timeouts;        /* of those, lost to the recovery timeout */
+  uint64_t reconciled;               /* RECONCILE frames of recovering executors */
+  uint64_t reconciled_tids;          /* tids they named */
+  uint64_t reconcile_unknown;        /* of those, unknown to the restored ledger: KILL sent */
+  uint64_t reconcile_lost;           /* attempts held on them they did not name: run again */
+  uint64_t stray_reconciles;         /* RECONCILE from an executor that was not recovering */
+  uint64_t stray_kills;              /* its tids, each sent a KILL */
+  uint64_t resent_unknown;           /* updates of reconciled executors for tids the restored ledger
+                                        did not hold (their ends, held and sent again): not refusals */
+  recon_rec recons[REPORT_DETAIL_MAX]; /* the first REPORT_DETAIL_MAX reconciliations */
+  uint8_t read_buf[READ_CHUNK];        /* every connection's reads: each is decoded at once */
 } driver;
 
 static void die_oom(void) {
@@ -497,13 +565,13 @@ static void keep_report(driver *d, conn *c) {
 }
 
 /* tl_loss_kind's names, for the JSON summary: the enum's and, lower case, a phase's. */
-static const char *const loss_kind_names[TL_LOSS_PENDING_TIMEOUT + 1] = {
-    "TL_LOSS_PENDING",           "TL_LOSS_EXITED", "TL_LOSS_PROCESS_LOST",
-    "TL_LOSS_HEARTBEAT_TIMEOUT", "TL_LOSS_KILLED", "TL_LOSS_DECOMMISSIONED",
-    "TL_LOSS_PENDING_TIMEOUT"};
-static const char *const phase_names[TL_LOSS_PENDING_TIMEOUT + 1] = {
-    "pending", "exited",         "process_lost",   "heartbeat_timeout",
-    "killed",  "decommissioned", "pending_timeout"};
+static const char *const loss_kind_names[LOSS_KINDS] = {
+    "TL_LOSS_PENDING",           "TL_LOSS_EXITED",          "TL_LOSS_PROCESS_LOST",
+    "TL_LOSS_HEARTBEAT_TIMEOUT", "TL_LOSS_KILLED",          "TL_LOSS_DECOMMISSIONED",
+    "TL_LOSS_PENDING_TIMEOUT",   "TL_LOSS_RECOVERY_TIMEOUT"};
+static const char *const phase_names[LOSS_KINDS] = {
+    "pending", "exited",         "process_lost",    "heartbeat_timeout",
+    "killed",  "decommissioned", "pending_timeout", "recovery_timeout"};
 
 /* The record of an executor the launcher was asked to start; NULL for any other id. */
 static exec_rec *find_exec(driver *d, const char *id) {
@@ -860,6 +928,9 @@ static void auth_failed(driver *d, conn *c) {
 }
 
 static void on_fault(uv_timer_t *t);
+static void check_recovery(driver *d);
+static void reserve_tids(driver *d, uint64_t max);
+static void state_due(driver *d);
 
 static void handle_register(conn *c, const tlc_register *r) {
   driver *d = c->d;
@@ -876,13 +947,24 @@ static void handle_register(conn *c, const tlc_register *r) {
   /* The ledger counts task slots: the executor's cores plus the launches its queue may hold. */
   uint32_t slots = r->cores > UINT32_MAX - d->queue ? UINT32_MAX : r->cores + d->queue;
   tl_executor_desc desc = {.id = id, .host = host, .cores = slots};
-  int rc = tl_executor_add(d->s, &desc);
+  /* An executor of the run before a crash, back: the restored ledger holds it RECOVERING, and
+   * its RECONCILE comes next (handle_reconcile). It is not added again. */
+  tl_executor_status es;
+  bool recovering = tl_executor_get(d->s, id, &es) == TL_OK && es.state == TL_EXECUTOR_RECOVERING;
+  for (conn *o = d->conns; recovering && o; o = o->next)
+    if (o != c && o->registered && !o->closing && !strcmp(o->id, id))
+      recovering = false; /* a second connection for it: a duplicate */
+  int rc = recovering ? (es.cores == slots ? TL_OK : TL_EINVAL) : tl_executor_add(d->s, &desc);
   if (rc < 0) {
     char why[ESC_MAX + 64];
     snprintf(why, sizeof why, "REGISTER of %s refused: %s", esc(e, id), tl_err_name(rc));
+    /* Told to STOP first: an executor that reconnects after a crash and is not known as
+     * recovering (its loss was begun before the crash) stops at once instead of retrying. */
+    send_stop(c, why);
     refuse_conn(c, rc == TL_EEXIST ? &d->refused_dup : NULL, why);
     return;
   }
+  c->recovering = recovering;
   /* A loss record of an earlier executor of this id that is still open: the ledger let the id
    * register again, so that loss is over (the pending-loss timeout ended it). */
   loss_rec *old = NULL;
@@ -910,8 +992,11 @@ static void handle_register(conn *c, const tlc_register *r) {
     d->launch_cap = slots;
   }
   d->registered++;
-  logf_(d, "executor %s registered from %s (host %s, %" PRIu32 " cores, queue %" PRIu32 ")",
-        esc(e, id), c->peer, esc(eh, host), r->cores, d->queue);
+  logf_(d, "executor %s %s from %s (host %s, %" PRIu32 " cores, queue %" PRIu32 ")", esc(e, id),
+        recovering ? "reconnected" : "registered", c->peer, esc(eh, host), r->cores, d->queue);
+  if (recovering)
+    return;     /* offers once it reconciled */
+  state_due(d); /* a record that knows it: after a crash it reconciles instead of starting over */
   if (d->offering) {
     offer(d, c);
   } else if (d->registered == d->nexecutors + d->accept) { /* everyone came: offers begin */
@@ -967,6 +1052,10 @@ static void status_refused(conn *c, tl_tid tid, int rc) {
     d->refused_owner++;
     sample_alive(d);
   }
+  if (rc == TL_ESTALE && c->reconciled) { /* an end it held of a tid the restored ledger does */
+    d->resent_unknown++;                  /* not hold (it was told to kill it): expected */
+    return;
+  }
   if (d->refused_updates++ < LOG_LIMIT)
     fprintf(stderr, "tl-driver: update of task %" PRIu64 " from %s refused: %s\n", tid,
             esc(e, c->id), tl_err_name(rc));
@@ -1002,6 +1091,75 @@ static void handle_status(conn *c, const tlc_status *st) {
     if (tl_executor_get(d->s, c->id, &es) == 0 && es.running == 0)
       c->idle_since = uv_hrtime();
   }
+  offer(d, c);
+}
+
+static void on_after_end(uv_timer_t *t);
+
+/* RECONCILE: an executor that reconnected names the tids it runs, queues, or holds the ends
+ * of. From one the restored ledger holds RECOVERING, it is the reconciliation
+ * (tl_executor_reconcile): what it names and the ledger holds runs on, what the ledger holds
+ * and it does not name ends EXECUTOR_LOST (run again), and what it names that the ledger does
+ * not hold gets a KILL (the kill_task events, cb_kill_task); then it is offered its cores. From
+ * any other registered executor (one that was not recovering: it registered afresh), every tid
+ * it names is unknown here, and each gets a KILL, so nothing runs that nobody tracks. */
+static void handle_reconcile(conn *c, const tlc_reconcile *rc_msg) {
+  driver *d = c->d;
+  char e[ESC_MAX];
+  if (!c->recovering) {
+    d->stray_reconciles++;
+    for (size_t i = 0; i < rc_msg->count; i++) {
+      tlc_msg m = {.type = TLC_MSG_KILL,
+                   .u.kill = {.tid = rc_msg->tids[i],
+                              .interrupt = 1,
+                              .reason = tlc_str("Unknown to the restored driver")}};
+      encode(c, &m);
+      d->stray_kills++;
+      d->kills_sent++;
+    }
+    send_out(c);
+    logf_(d, "executor %s reconciled %zu tids, but it was not recovering: each sent a KILL",
+          esc(e, c->id), rc_msg->count);
+    return;
+  }
+  tl_stats before;
+  tl_stats_get(d->s, &before);
+  size_t nunknown = 0;
+  /* tl_tid is uint64_t: the decoded tids are passed as they are. */
+  int rc = tl_executor_reconcile(d->s, c->id, (const tl_tid *)rc_msg->tids, rc_msg->count, NULL, 0,
+                                 &nunknown);
+  if (rc == TL_EINVAL) { /* a tid 0: the executor's fault */
+    refuse_conn(c, &d->refused_unexpected, "RECONCILE with a tid 0");
+    return;
+  }
+  if (rc < 0) { /* lost meanwhile (the recovery timeout): it may register afresh */
+    fprintf(stderr, "tl-driver: tl_executor_reconcile %s: %s\n", esc(e, c->id), tl_err_name(rc));
+    c->recovering = false;
+    refuse_gone(c, "reconciliation");
+    return;
+  }
+  tl_stats after;
+  tl_stats_get(d->s, &after);
+  c->recovering = false;
+  c->reconciled = true;
+  uint64_t lost = after.reconcile_lost - before.reconcile_lost;
+  if (d->reconciled < REPORT_DETAIL_MAX) {
+    recon_rec *r = &d->recons[d->reconciled];
+    copy_text(r->id, sizeof r->id, c->id);
+    r->reported = rc_msg->count;
+    r->unknown = nunknown;
+    r->lost = lost;
+    r->ms = (uv_hrtime() - d->recover_start_ns) / 1000000;
+  }
+  d->reconciled++;
+  d->reconciled_tids += rc_msg->count;
+  d->reconcile_unknown += nunknown;
+  d->reconcile_lost += lost;
+  logf_(d,
+        "executor %s reconciled: %zu tids named, %zu unknown (killed), %" PRIu64
+        " not named (run again)",
+        esc(e, c->id), rc_msg->count, nunknown, lost);
+  check_recovery(d);
   offer(d, c);
 }
 
@@ -1041,6 +1199,12 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
       refuse_conn(c, &c->d->refused_early, "a frame before REGISTER");
       return;
     }
+    if (c->recovering && msg.type != TLC_MSG_RECONCILE && msg.type != TLC_MSG_HEARTBEAT) {
+      char why[96];
+      snprintf(why, sizeof why, "%s before RECONCILE", tlc_msg_type_name(msg.type));
+      refuse_conn(c, &c->d->refused_unexpected, why);
+      return;
+    }
     switch (msg.type) {
     case TLC_MSG_REGISTER:
       if (c->registered) {
@@ -1052,7 +1216,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     case TLC_MSG_HEARTBEAT:
       c->binaries = msg.u.heartbeat.binaries;
       c->heartbeats++;
-      if (!c->d->stopping && !c->released) {
+      if (!c->d->stopping && !c->released && !c->recovering) {
         int hb = tl_executor_heartbeat(c->d->s, c->id);
         if (hb == TL_EGONE)
           refuse_gone(c, "heartbeat");
@@ -1063,7 +1227,11 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
       }
       break;
     case TLC_MSG_STATUS:
+      c->status_frames++;
       handle_status(c, &msg.u.status);
+      break;
+    case TLC_MSG_RECONCILE:
+      handle_reconcile(c, &msg.u.reconcile);
       break;
     default: {
       char why[96];
@@ -1255,6 +1423,10 @@ static void offer(driver *d, conn *c) {
   }
   if (n > 0 && d->exec1_tid == 0 && !strcmp(c->id, d->execs[0].id))
     d->exec1_tid = d->launch_buf[0].tid;
+  tl_tid max_tid = 0;
+  for (size_t i = 0; i < n; i++)
+    max_tid = d->launch_buf[i].tid > max_tid ? d->launch_buf[i].tid : max_tid;
+  reserve_tids(d, max_tid); /* before a LAUNCH names them */
   if (n > 0)
     c->idle_since = 0;
   size_t nitems = 0;
@@ -1396,6 +1568,14 @@ static void cb_executor_lost(void *ud, const char *id, void *executor_ud,
     return;
   }
   d->executors_lost++;
+  if (reason->kind == TL_LOSS_RECOVERY_TIMEOUT) { /* both phases at once, from tl_tick */
+    d->losses[reason->kind]++;
+    d->recovery_timeouts++;
+    note_loss(d, id, reason, DETECTED_RECOVERY, "tl_tick (recovery timeout)");
+    char e[ESC_MAX];
+    logf_(d, "executor %s lost: it did not reconcile in time", esc(e, id));
+    uv_timer_start(&d->after_end, on_after_end, 0, 0); /* check_recovery, off this stack */
+  }
   if (reason->kind == TL_LOSS_HEARTBEAT_TIMEOUT) {
     d->losses[reason->kind]++;
     note_loss(d, id, reason, DETECTED_HEARTBEAT, "tl_tick (heartbeat expiry)");
@@ -1459,6 +1639,7 @@ static void cb_taskset_released(void *ud, const tl_taskset_info *ts, void *paylo
   } else {
     j->done = true;
   }
+  state_due(d); /* a stage boundary */
   bool all = true;
   for (size_t i = 0; i < d->njobs; i++)
     all = all && d->jobs[i].done;
@@ -1475,6 +1656,498 @@ static void cb_revive_offers(void *ud) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Failover (--state-dir; docs/cluster.md "Driver failover"): the run's record, written with
+ * state.c, and the recovery of a run from it.
+ *
+ * The record's body, every integer little-endian, every string a u16 length and its bytes:
+ *   u32 STATE_BODY_VERSION; the token; u32 the port; u8 offering; u64 ns offering so far;
+ *   u32 jobs, and for each: u32 stages, u32 current, u8 failed, u8 done, and for each stage:
+ *     the kind, u32 ntasks, u64 taskset, u32 succeeded, failed attempts, counted failures,
+ *     killed, finished as zombies, u8 failed, u8 released;
+ *   u32 executors started (exec_rec), and for each: the id, u8 started, ended, released,
+ *     fault_killed, injected, forced, caused_by_app, requested, kind, i32 exit code, the reason
+ *     and the source;
+ *   u64 counters (STATE_COUNTERS below);
+ *   u64 the ledger's snapshot length, then tl_snapshot's bytes (docs/snapshot.md).
+ * The record and the ledger are taken at one moment of the loop, between two calls: what the
+ * jobs counted is exactly what the ledger holds.
+ * ------------------------------------------------------------------------------------------- */
+
+#define STATE_COUNTERS(XX)                                                                         \
+  XX(started)                                                                                      \
+  XX(registered) XX(registered_cores) XX(launched) XX(retries) XX(tasks_finished) XX(kills_sent)   \
+      XX(binaries_sent) XX(forgets_sent) XX(executors_lost) XX(executors_released)                 \
+          XX(refused_updates) XX(frames_in) XX(frames_out) XX(most_active)
+
+typedef struct wbuf {
+  uint8_t *p;
+  size_t len, cap;
+} wbuf;
+
+static void w_bytes(wbuf *w, const void *src, size_t n) {
+  if (w->len + n > w->cap) {
+    size_t cap = w->cap ? w->cap : 4096;
+    while (cap < w->len + n)
+      cap *= 2;
+    uint8_t *p = realloc(w->p, cap);
+    if (!p)
+      die_oom();
+    w->p = p;
+    w->cap = cap;
+  }
+  memcpy(w->p + w->len, src, n);
+  w->len += n;
+}
+
+static void w_le(wbuf *w, uint64_t v, int n) {
+  uint8_t b[8];
+  for (int i = 0; i < n; i++)
+    b[i] = (uint8_t)(v >> (8 * i));
+  w_bytes(w, b, (size_t)n);
+}
+
+static void w_str(wbuf *w, const char *s) {
+  size_t n = strlen(s);
+  w_le(w, n, 2);
+  w_bytes(w, s, n);
+}
+
+typedef struct rbuf {
+  const uint8_t *p;
+  size_t len, at;
+  bool bad; /* read past the end, or a field out of its bounds */
+} rbuf;
+
+static uint64_t r_le(rbuf *r, int n) {
+  if (r->bad || r->len - r->at < (size_t)n) {
+    r->bad = true;
+    return 0;
+  }
+  uint64_t v = 0;
+  for (int i = 0; i < n; i++)
+    v |= (uint64_t)r->p[r->at + (size_t)i] << (8 * i);
+  r->at += (size_t)n;
+  return v;
+}
+
+/* A string into dst[0..cap): longer ones, or ones holding a NUL, make the record bad. */
+static void r_str(rbuf *r, char *dst, size_t cap) {
+  size_t n = (size_t)r_le(r, 2);
+  if (r->bad || n >= cap || r->len - r->at < n || memchr(r->p + r->at, 0, n)) {
+    r->bad = true;
+    dst[0] = '\0';
+    return;
+  }
+  memcpy(dst, r->p + r->at, n);
+  dst[n] = '\0';
+  r->at += n;
+}
+
+static int snapshot_to_wbuf(void *ud, const void *buf, size_t n) {
+  w_bytes(ud, buf, n);
+  return 0;
+}
+
+/* The record's body into w: TL_OK, or tl_snapshot's error (TL_EBUSY: events undelivered). */
+static int encode_state(driver *d, wbuf *w) {
+  w->len = 0;
+  w_le(w, STATE_BODY_VERSION, 4);
+  w_str(w, d->token);
+  w_le(w, (uint64_t)d->port, 4);
+  w_le(w, d->offering, 1);
+  w_le(w, d->offering ? d->recovered_elapsed + (uv_hrtime() - d->start_ns) : 0, 8);
+  w_le(w, d->njobs, 4);
+  for (size_t i = 0; i < d->njobs; i++) {
+    const job *j = &d->jobs[i];
+    w_le(w, j->nstages, 4);
+    w_le(w, j->current, 4);
+    w_le(w, j->failed, 1);
+    w_le(w, j->done, 1);
+    for (uint32_t k = 0; k < j->nstages; k++) {
+      const stage *st = &j->stages[k];
+      w_str(w, st->kind);
+      w_le(w, st->ntasks, 4);
+      w_le(w, st->taskset, 8);
+      w_le(w, st->succeeded, 4);
+      w_le(w, st->failed_attempts, 4);
+      w_le(w, st->counted_failures, 4);
+      w_le(w, st->killed, 4);
+      w_le(w, st->zombie_finished, 4);
+      w_le(w, st->failed, 1);
+      w_le(w, st->released, 1);
+    }
+  }
+  w_le(w, d->nexecs, 4);
+  for (uint32_t i = 0; i < d->nexecs; i++) {
+    const exec_rec *e = &d->execs[i];
+    w_str(w, e->id);
+    /* An adopted executor is still running as far as the run knows: started, its end not in. */
+    w_le(w, e->started || e->adopted, 1);
+    w_le(w, e->ended, 1);
+    w_le(w, e->released, 1);
+    w_le(w, e->fault_killed, 1);
+    w_le(w, e->injected, 1);
+    w_le(w, e->forced, 1);
+    w_le(w, e->caused_by_app, 1);
+    w_le(w, e->requested, 1);
+    w_le(w, (uint64_t)e->kind, 1);
+    w_le(w, (uint32_t)e->exit_code, 4);
+    w_str(w, e->reason);
+    w_str(w, e->source);
+  }
+#define PUT_COUNTER(f) w_le(w, d->f, 8);
+  STATE_COUNTERS(PUT_COUNTER)
+#undef PUT_COUNTER
+  size_t at = w->len;
+  w_le(w, 0, 8);
+  int rc = tl_snapshot(d->s, snapshot_to_wbuf, w);
+  if (rc != TL_OK)
+    return rc;
+  uint64_t n = w->len - at - 8;
+  for (int i = 0; i < 8; i++)
+    w->p[at + (size_t)i] = (uint8_t)(n >> (8 * i));
+  return TL_OK;
+}
+
+/* Writes the record (the last body again when fresh is false, for a tid reservation), then
+ * tells every connection how many of its STATUS frames it holds durably (SYNCED): their ends
+ * need not be kept by the executor any more. Returns 0, or -1 (logged; the last record
+ * stays). */
+static int write_state(driver *d, bool fresh) {
+  if (!d->state_dir)
+    return 0;
+  uint64_t t0 = uv_hrtime();
+  if (fresh) {
+    /* Into the spare buffer: the last good body stays for reservations until this one is. */
+    wbuf w = {d->state_spare, 0, d->state_spare_cap};
+    int rc = encode_state(d, &w);
+    d->state_spare = w.p;
+    d->state_spare_cap = w.cap;
+    if (rc != TL_OK) {
+      if (rc == TL_EBUSY) {
+        d->state_busy++;
+      } else {
+        fprintf(stderr, "tl-driver: tl_snapshot: %s\n", tl_err_name(rc));
+        d->state_failed++;
+      }
+      return -1;
+    }
+    uint8_t *p = d->state_body;
+    size_t cap = d->state_cap;
+    d->state_body = d->state_spare;
+    d->state_cap = d->state_spare_cap;
+    d->state_len = w.len;
+    d->state_spare = p;
+    d->state_spare_cap = cap;
+  } else if (d->state_len == 0) {
+    return -1;
+  } else {
+    d->state_reserves++;
+  }
+  /* Every tid launched so far, and a block beyond it, may be sent before the next write. */
+  uint64_t reserve = (d->tid_max > d->tid_reserved ? d->tid_max : d->tid_reserved) + TID_BLOCK;
+  char why[512];
+  if (state_write(d->state_dir, reserve, d->state_body, d->state_len, why, sizeof why) != 0) {
+    fprintf(stderr, "tl-driver: writing the state: %s\n", why);
+    d->state_failed++;
+    return -1;
+  }
+  d->tid_reserved = reserve;
+  d->state_writes++;
+  d->state_bytes = d->state_len;
+  d->state_ns += uv_hrtime() - t0;
+  if (fresh)
+    for (conn *c = d->conns; c; c = c->next)
+      if (c->registered && !c->closing && !c->recovering && c->status_frames > c->synced) {
+        tlc_msg m = {.type = TLC_MSG_SYNCED, .u.synced = {c->status_frames}};
+        encode(c, &m);
+        send_out(c);
+        c->synced = c->status_frames;
+        d->synced_sent++;
+      }
+  return 0;
+}
+
+static void on_state_timer(uv_timer_t *t) {
+  driver *d = t->data;
+  if (d->stopping || d->closed)
+    return;
+  uint64_t busy = d->state_busy;
+  if (write_state(d, true) != 0 && d->state_busy > busy) /* undelivered events: soon again */
+    uv_timer_start(&d->state_timer, on_state_timer, 1, d->snapshot_ms);
+}
+
+/* A stage boundary (from a callback, where a snapshot is refused): the record is written at the
+ * next turn of the loop. */
+static void state_due(driver *d) {
+  if (d->state_dir && !d->stopping && !d->closed)
+    uv_timer_start(&d->state_timer, on_state_timer, 0, d->snapshot_ms);
+}
+
+/* Launches up to tid max are about to be sent: past the reservation, a record reserves more
+ * first (the last one's body again when no fresh one can be had), so that a restored driver
+ * never gives a tid an executor may hold. Exits when neither can be written: sending would
+ * break the promise. */
+static void reserve_tids(driver *d, uint64_t max) {
+  if (max > d->tid_max)
+    d->tid_max = max;
+  if (!d->state_dir || max <= d->tid_reserved)
+    return;
+  if (write_state(d, true) != 0 && write_state(d, false) != 0) {
+    fprintf(stderr, "tl-driver: cannot reserve tids in %s/state: giving up\n", d->state_dir);
+    exit(1);
+  }
+}
+
+/* Whether recovery is over: no executor the restore made RECOVERING is left. */
+static void check_recovery(driver *d) {
+  if (!d->recovered || d->recover_end_ns)
+    return;
+  tl_stats st;
+  tl_stats_get(d->s, &st);
+  if (st.executors_recovering > 0)
+    return;
+  d->recover_end_ns = uv_hrtime();
+  logf_(d,
+        "recovery done in %.3f s: %" PRIu64 " executors reconciled, %" PRIu64
+        " lost to the recovery timeout",
+        (double)(d->recover_end_ns - d->recover_start_ns) / 1e9, d->reconciled,
+        d->recovery_timeouts);
+}
+
+/* The resolver of tl_scheduler_restore: a task set's payload is its stage's binary. */
+static bool cb_taskset_restored(void *ud, const tl_taskset_info *ts, void **payload) {
+  stage *st = stage_of(ud, ts->id);
+  if (!st)
+    return false; /* aborted by the restore; its release then carries NULL */
+  stage_binary *b = malloc(sizeof *b);
+  if (!b)
+    die_oom();
+  b->stage = st;
+  b->len = strlen(st->kind);
+  *payload = b;
+  return true;
+}
+
+/* Reads the run's part of a record into d, checking it against the command line's jobs.
+ * Returns 0 with the snapshot's bytes in *snap, or 1 (the message printed). */
+static int read_state_body(driver *d, const state_record *rec, const uint8_t **snap,
+                           size_t *snap_len) {
+  rbuf r = {rec->body, rec->len, 0, false};
+  const char *bad = NULL;
+  char token[sizeof d->token];
+  if (r_le(&r, 4) != STATE_BODY_VERSION)
+    bad = "its body is of another version";
+  r_str(&r, token, sizeof token);
+  uint64_t port = r_le(&r, 4);
+  bool offering = r_le(&r, 1) != 0;
+  uint64_t elapsed = r_le(&r, 8);
+  if (!bad && (r.bad || port == 0 || port > 65535 || strlen(token) < TOKEN_MIN))
+    bad = "its token or port is bad";
+  if (!bad && r_le(&r, 4) != d->njobs)
+    bad = "its jobs differ from the command line's";
+  for (size_t i = 0; i < d->njobs && !bad; i++) {
+    job *j = &d->jobs[i];
+    if (r_le(&r, 4) != j->nstages) {
+      bad = "its jobs differ from the command line's";
+      break;
+    }
+    j->current = (uint32_t)r_le(&r, 4);
+    j->failed = r_le(&r, 1) != 0;
+    j->done = r_le(&r, 1) != 0;
+    if (j->current >= j->nstages)
+      r.bad = true;
+    for (uint32_t k = 0; k < j->nstages && !bad; k++) {
+      stage *st = &j->stages[k];
+      char kind[TLC_KIND_MAX + 1];
+      r_str(&r, kind, sizeof kind);
+      if (strcmp(kind, st->kind) != 0 || r_le(&r, 4) != st->ntasks)
+        bad = "its jobs differ from the command line's";
+      st->taskset = r_le(&r, 8);
+      st->succeeded = (uint32_t)r_le(&r, 4);
+      st->failed_attempts = (uint32_t)r_le(&r, 4);
+      st->counted_failures = (uint32_t)r_le(&r, 4);
+      st->killed = (uint32_t)r_le(&r, 4);
+      st->zombie_finished = (uint32_t)r_le(&r, 4);
+      st->failed = r_le(&r, 1) != 0;
+      st->released = r_le(&r, 1) != 0;
+      if (st->succeeded > st->ntasks)
+        r.bad = true;
+    }
+  }
+  uint64_t nexecs = bad ? 0 : r_le(&r, 4);
+  if (nexecs > MAX_STARTED)
+    r.bad = true;
+  for (uint32_t i = 0; i < nexecs && !r.bad && !bad; i++) {
+    exec_rec *e = &d->execs[i];
+    r_str(&r, e->id, sizeof e->id);
+    bool started = r_le(&r, 1) != 0;
+    e->ended = r_le(&r, 1) != 0;
+    e->released = r_le(&r, 1) != 0;
+    e->fault_killed = r_le(&r, 1) != 0;
+    e->injected = r_le(&r, 1) != 0;
+    e->forced = r_le(&r, 1) != 0;
+    e->caused_by_app = r_le(&r, 1) != 0;
+    e->requested = r_le(&r, 1) != 0;
+    uint64_t kind = r_le(&r, 1);
+    e->exit_code = (int)(int32_t)(uint32_t)r_le(&r, 4);
+    r_str(&r, e->reason, sizeof e->reason);
+    r_str(&r, e->source, sizeof e->source);
+    if (kind >= LOSS_KINDS)
+      r.bad = true;
+    e->kind = (tl_loss_kind)kind;
+    /* Still running when the driver died: this process did not start it, so its launcher
+     * will not report its end; the connection and the pending-loss timeout will. */
+    e->started = started && e->ended;
+    e->adopted = started && !e->ended;
+  }
+#define GET_COUNTER(f) d->f = (__typeof__(d->f))r_le(&r, 8);
+  if (!bad)
+    STATE_COUNTERS(GET_COUNTER)
+#undef GET_COUNTER
+  uint64_t n = bad ? 0 : r_le(&r, 8);
+  if (!bad && !r.bad && n != r.len - r.at)
+    r.bad = true;
+  if (!bad && r.bad)
+    bad = "its body does not parse";
+  if (bad) {
+    fprintf(stderr, "tl-driver: the state in %s cannot be recovered: %s\n", d->state_dir, bad);
+    return 1;
+  }
+  d->nexecs = (uint32_t)nexecs;
+  strcpy(d->token, token);
+  if (setenv("TL_CLUSTER_TOKEN", d->token, 1) != 0)
+    die_oom();
+  d->port = (int)port;
+  /* Offers go on at once: the executors that registered before the crash come back by
+   * themselves, and one that never registered may register now. */
+  (void)offering;
+  d->offering = true;
+  d->recovered_elapsed = elapsed;
+  *snap = r.p + r.at;
+  *snap_len = (size_t)n;
+  return 0;
+}
+
+typedef struct snap_reader {
+  const uint8_t *p;
+  size_t len, at;
+} snap_reader;
+
+static int snap_read(void *ud, void *buf, size_t n) {
+  snap_reader *sr = ud;
+  size_t left = sr->len - sr->at;
+  if (n > left)
+    n = left;
+  memcpy(buf, sr->p + sr->at, n);
+  sr->at += n;
+  return (int)n;
+}
+
+/* --state-dir: reads the record there, if any, and restores the ledger from it (*restored true),
+ * or prepares a fresh run's directory. Returns 0, or the exit status of a run that cannot begin:
+ * 1 for a record that cannot be had or recovered (the message says why; nothing is changed in
+ * the directory, so that it can be looked at). */
+static int recover_state(driver *d, const tl_config *cfg, const tl_callbacks *cb, bool *restored) {
+  *restored = false;
+  if (mkdir(d->state_dir, 0700) != 0 && errno != EEXIST) {
+    fprintf(stderr, "tl-driver: --state-dir %s: %s\n", d->state_dir, strerror(errno));
+    return 1;
+  }
+  state_record rec;
+  char why[2 * STATE_WHY_MAX + 8];
+  int rc = state_read(d->state_dir, &rec, why, sizeof why);
+  if (rc == 0)
+    return 0;
+  if (rc < 0) {
+    fprintf(stderr, "tl-driver: the state in %s cannot be read, and recovery is refused: %s\n",
+            d->state_dir, why);
+    return 1;
+  }
+  const uint8_t *snap;
+  size_t snap_len;
+  if (read_state_body(d, &rec, &snap, &snap_len) != 0) {
+    free(rec.body);
+    return 1;
+  }
+  tl_config rcfg = *cfg;
+  /* No tid the crashed driver may have sent is given again (docs/snapshot.md). With the older
+   * record, the newer one's reservation is unknown: far beyond what one write reserves. */
+  rcfg.restore_tid_floor = rec.tid_reserved + 1 + (rec.fell_back ? FALLBACK_TID_GAP : 0);
+  snap_reader sr = {snap, snap_len, 0};
+  rc = tl_scheduler_restore(&rcfg, cb, snap_read, &sr, &d->s);
+  if (rc < 0) {
+    fprintf(stderr, "tl-driver: the state in %s cannot be recovered: tl_scheduler_restore: %s\n",
+            d->state_dir, tl_err_name(rc));
+    free(rec.body);
+    return 1;
+  }
+  d->recovered = true;
+  d->fell_back = rec.fell_back;
+  copy_text(d->fell_back_why, sizeof d->fell_back_why, rec.why_newest);
+  d->tid_reserved = rcfg.restore_tid_floor - 1;
+  d->tid_max = d->tid_reserved;
+  d->recover_start_ns = uv_hrtime();
+  tl_stats st;
+  tl_stats_get(d->s, &st);
+  d->recovering_at_start = (uint32_t)st.executors_recovering;
+  if (rec.fell_back)
+    fprintf(stderr, "tl-driver: %s; recovering from %s/state.prev\n", rec.why_newest, d->state_dir);
+  logf_(d, "recovering from %s: %zu bytes, %u executors to reconcile, %zu attempts frozen",
+        d->state_dir, rec.len, d->recovering_at_start, st.attempts_frozen);
+  free(rec.body);
+  *restored = true;
+  check_recovery(d); /* none to reconcile: done at once */
+  return 0;
+}
+
+/* The summary's recovery lines (a recovered run only). */
+static void print_recovery(const driver *d) {
+  if (d->state_dir)
+    printf("state: %" PRIu64 " records written (%" PRIu64 " for tids only, %" PRIu64
+           " put off while events were undelivered, %" PRIu64 " failed), %.3f ms each, last "
+           "%" PRIu64 " bytes; SYNCED frames: %" PRIu64 "\n",
+           d->state_writes, d->state_reserves, d->state_busy, d->state_failed,
+           d->state_writes ? (double)d->state_ns / 1e6 / (double)d->state_writes : 0.0,
+           d->state_bytes, d->synced_sent);
+  if (!d->recovered)
+    return;
+  printf("recovered: from %s%s; %" PRIu32 " executors to reconcile, recovery %s%.3f s; "
+         "reconciled %" PRIu64 " (%" PRIu64 " tids named, %" PRIu64 " unknown and killed), "
+         "%" PRIu64 " attempts lost to the outage, %" PRIu64 " executors lost to the recovery "
+         "timeout; stray reconciliations %" PRIu64 " (%" PRIu64 " KILLs); updates of unknown tids "
+         "%" PRIu64 "\n",
+         d->state_dir, d->fell_back ? "/state.prev (the newest record was bad)" : "/state",
+         d->recovering_at_start, d->recover_end_ns ? "" : "NOT DONE after ",
+         (double)((d->recover_end_ns ? d->recover_end_ns : uv_hrtime()) - d->recover_start_ns) /
+             1e9,
+         d->reconciled, d->reconciled_tids, d->reconcile_unknown, d->reconcile_lost,
+         d->recovery_timeouts, d->stray_reconciles, d->stray_kills, d->resent_unknown);
+  if (d->fell_back)
+    printf("  the newest record: %s\n", d->fell_back_why);
+  for (uint64_t i = 0; i < d->reconciled && i < REPORT_DETAIL_MAX; i++) {
+    const recon_rec *r = &d->recons[i];
+    char e[ESC_MAX];
+    printf("  %s: reconciled after %" PRIu64 " ms: %" PRIu64 " tids named, %" PRIu64
+           " unknown (killed), %" PRIu64 " not named (run again)\n",
+           esc(e, r->id), r->ms, r->reported, r->unknown, r->lost);
+  }
+}
+
+/* A run that ended (well or not, but not by a crash) leaves no record to recover. */
+static void remove_state(driver *d) {
+  if (!d->state_dir)
+    return;
+  char path[4096];
+  static const char *const names[] = {"state", "state.prev", "state.tmp"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    snprintf(path, sizeof path, "%s/%s", d->state_dir, names[i]);
+    if (unlink(path) != 0 && errno != ENOENT)
+      fprintf(stderr, "tl-driver: unlink %s: %s\n", path, strerror(errno));
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Processes and the end of the run
  * ------------------------------------------------------------------------------------------- */
 
@@ -1487,7 +2160,7 @@ static void on_handle_closed(uv_handle_t *h) { (void)h; }
  * driver waits: executors started elsewhere may still come; with dynamic allocation it starts
  * new ones. */
 static void check_starved(driver *d) {
-  if (d->accept > 0 || d->dynamic || d->stopping || d->closed || !d->launcher ||
+  if (d->accept > 0 || d->dynamic || d->recovered || d->stopping || d->closed || !d->launcher ||
       d->ops->running(d->launcher) > 0)
     return;
   tl_stats st;
@@ -1500,6 +2173,7 @@ static void check_starved(driver *d) {
  * asked to bear calls back into it): giving up when nothing is left, finishing the run. */
 static void on_after_end(uv_timer_t *t) {
   driver *d = t->data;
+  check_recovery(d);
   check_starved(d);
   maybe_finish(d);
 }
@@ -1729,6 +2403,7 @@ static void maybe_finish(driver *d) {
   uv_close((uv_handle_t *)&d->grace, on_handle_closed);
   uv_close((uv_handle_t *)&d->after_end, on_handle_closed);
   uv_close((uv_handle_t *)&d->alloc_timer, on_handle_closed);
+  uv_close((uv_handle_t *)&d->state_timer, on_handle_closed);
   tl_uv_stop(d->uv, on_uv_stopped, NULL);
   d->uv = NULL;
   close_server(d);
@@ -1784,7 +2459,8 @@ static void begin_stop(driver *d) {
   d->active_at_end = active_executors(d);
   uv_idle_stop(&d->revive);
   uv_timer_stop(&d->alloc_timer);
-  on_resume(&d->resume); /* a stopped executor must run to take its STOP */
+  uv_timer_stop(&d->state_timer); /* the record stays as the jobs' end left it */
+  on_resume(&d->resume);          /* a stopped executor must run to take its STOP */
   for (conn *c = d->conns; c; c = c->next) {
     if (!d->gave_up && c->registered && !c->closing)
       d->unforgotten += c->nsent; /* every task set was released: none may be left */
@@ -2127,6 +2803,10 @@ static void apply_options(driver *d, const driver_opts *o) {
   d->progress_tty = isatty(2);
   d->progress = o->progress || (d->progress_tty && !d->quiet);
   d->progress_ms = o->progress_ms;
+  d->state_dir = o->state_dir;
+  d->snapshot_ms = o->snapshot_ms;
+  state_crash_write = o->crash_write;
+  state_crash_point = o->crash_point;
 }
 
 /* Connections past the open-file limit fail with EMFILE (logged and counted when they do): says
@@ -2141,8 +2821,9 @@ static void warn_nofile(const driver *d) {
             (uintmax_t)nofile.rlim_cur, d->max_conns, FD_HEADROOM);
 }
 
-/* The loop and the ledger on it (tl_uv_start). */
-static void start_ledger(driver *d, const driver_opts *o) {
+/* The loop and the ledger on it (tl_uv_start): a new one, or, with --state-dir holding a
+ * record, the one it restores (*restored). Returns 0 or the exit status. */
+static int start_ledger(driver *d, const driver_opts *o, bool *restored) {
   /* A write to an executor that just died must fail with EPIPE (the connection then closes and
    * the loss is reported), not kill the driver: libuv writes with write(2), which raises
    * SIGPIPE. */
@@ -2162,10 +2843,19 @@ static void start_ledger(driver *d, const driver_opts *o) {
                      .executor_lost = cb_executor_lost,
                      .revive_offers = cb_revive_offers,
                      .kill_task = cb_kill_task};
-  if (tl_scheduler_new(&cfg, &cb, &d->s) < 0)
+  cfg.recovery_timeout_ns = o->recovery_timeout_ms * UINT64_C(1000000);
+  cb.taskset_restored = cb_taskset_restored;
+  *restored = false;
+  if (d->state_dir) {
+    int rc = recover_state(d, &cfg, &cb, restored);
+    if (rc != 0)
+      return rc;
+  }
+  if (!*restored && tl_scheduler_new(&cfg, &cb, &d->s) < 0)
     die_oom();
   if (tl_uv_start(d->s, d->loop, &d->uv) < 0)
     die_oom();
+  return 0;
 }
 
 /* Listens on host (--listen, an IPv4 or IPv6 address: *is_v6 says which) and d->port, and prints
@@ -2265,6 +2955,8 @@ static void init_handles(driver *d, uint64_t timeout_s) {
   d->alloc_timer.data = d;
   uv_timer_init(d->loop, &d->settle_timer);
   d->settle_timer.data = d;
+  uv_timer_init(d->loop, &d->state_timer);
+  d->state_timer.data = d;
   uv_timer_start(&d->settle_timer, on_settle, SETTLE_MS, SETTLE_MS);
   if (d->progress) {
     d->progress_ns = uv_hrtime();
@@ -2276,7 +2968,7 @@ static void init_handles(driver *d, uint64_t timeout_s) {
  * The token is in the environment its executors inherit (make_token). o's strings must stay
  * valid while the launcher runs. A launcher that cannot be created, or cannot start them, ends
  * the run (give_up). */
-static void start_launcher(driver *d, const driver_opts *o) {
+static void start_launcher(driver *d, const driver_opts *o, bool restored) {
   d->lcfg = (launcher_config){.loop = d->loop,
                               .executor_path = d->executor_path,
                               .connect_host = d->connect_host,
@@ -2296,6 +2988,9 @@ static void start_launcher(driver *d, const driver_opts *o) {
             rc == -1 ? "cannot be created" : uv_strerror(rc));
     d->launcher = NULL;
     give_up(d, "no launcher");
+  } else if (restored) {
+    /* The executors of the run before the crash are adopted (exec_rec.adopted): they reconnect
+     * by themselves; none is started. */
   } else if (start_executors(d, d->nexecutors) < d->nexecutors) {
     give_up(d, "could not start the executors");
   } else if (d->dynamic) {
@@ -2320,7 +3015,10 @@ static int set_up(driver *d, const driver_opts *o) {
   }
   apply_options(d, o);
   warn_nofile(d);
-  start_ledger(d, o);
+  bool restored;
+  int rs = start_ledger(d, o, &restored);
+  if (rs != 0)
+    return rs;
   bool v6;
   int rc = listen_on(d, o->listen, o->advertise, &v6);
   if (rc == 0 && o->metrics_port >= 0)
@@ -2328,10 +3026,19 @@ static int set_up(driver *d, const driver_opts *o) {
   if (rc != 0)
     return rc;
   init_handles(d, o->timeout_s);
-  for (size_t i = 0; i < d->njobs; i++)
-    if (submit_stage(d, &d->jobs[i], 0) < 0)
+  if (restored) { /* the jobs go on where the record left them */
+    d->start_ns = uv_hrtime();
+  } else {
+    for (size_t i = 0; i < d->njobs; i++)
+      if (submit_stage(d, &d->jobs[i], 0) < 0)
+        return 1;
+  }
+  start_launcher(d, o, restored);
+  if (d->state_dir && !d->stopping) {
+    if (write_state(d, true) != 0) /* the first record: a crash from here on is recovered */
       return 1;
-  start_launcher(d, o);
+    uv_timer_start(&d->state_timer, on_state_timer, d->snapshot_ms, d->snapshot_ms);
+  }
   return 0;
 }
 
@@ -2490,6 +3197,21 @@ static int write_summary_json(driver *d, const char *path, bool ok, const tl_sta
             "{\"min\": %" PRIu32 ", \"max\": %" PRIu32 ", \"backlog_timeout_ms\": %" PRIu64
             ", \"idle_timeout_ms\": %" PRIu64 "},\n",
             d->min_executors, d->max_executors, d->backlog_ns / 1000000, d->idle_ns / 1000000);
+  else
+    fprintf(f, "null,\n");
+  fprintf(f, "  \"recovery\": ");
+  if (d->recovered)
+    fprintf(f,
+            "{\"from\": \"%s\", \"executors_to_reconcile\": %" PRIu32
+            ", \"done\": %s, \"seconds\": %.3f, \"reconciled\": %" PRIu64
+            ", \"tids_named\": %" PRIu64 ", \"unknown_killed\": %" PRIu64
+            ", \"attempts_lost\": %" PRIu64 ", \"recovery_timeouts\": %" PRIu64
+            ", \"stray_reconciles\": %" PRIu64 "},\n",
+            d->fell_back ? "state.prev" : "state", d->recovering_at_start,
+            d->recover_end_ns ? "true" : "false",
+            d->recover_end_ns ? (double)(d->recover_end_ns - d->recover_start_ns) / 1e9 : 0.0,
+            d->reconciled, d->reconciled_tids, d->reconcile_unknown, d->reconcile_lost,
+            d->recovery_timeouts, d->stray_reconciles);
   else
     fprintf(f, "null,\n");
   const loss_rec **shown;
@@ -2675,7 +3397,7 @@ static void print_losses(driver *d, const tl_stats *st) {
   for (int k = 0; k < DETECTED_N; k++)
     printf("%s %s %" PRIu64, k ? "," : "", detection_names[k], d->lost_by_detection[k]);
   printf("; real reasons");
-  for (int k = TL_LOSS_EXITED; k <= TL_LOSS_PENDING_TIMEOUT; k++)
+  for (int k = TL_LOSS_EXITED; k < LOSS_KINDS; k++)
     printf("%s %s %" PRIu64, k > TL_LOSS_EXITED ? "," : "", phase_names[k], d->lost_by_kind[k]);
   printf("\n");
   const loss_rec **shown;
@@ -2786,6 +3508,8 @@ static void free_driver(driver *d) {
   free(d->launch_buf);
   free(d->items);
   free(d->execs);
+  free(d->state_body);
+  free(d->state_spare);
   loss_rec *lr, *lr_tmp;
   HASH_ITER(hh, d->open_losses, lr, lr_tmp) {
     HASH_DEL(d->open_losses, lr);
@@ -2812,7 +3536,9 @@ static int verdict(driver *d, int close_rc) {
   ok = print_jobs(d, &tasks, &jobs_succeeded) && ok;
   ok = ok && st.attempts_running == 0 && st.attempts_frozen == 0 &&
        st.tasksets_active + st.tasksets_zombie == 0;
-  double secs = d->end_ns > d->start_ns ? (double)(d->end_ns - d->start_ns) / 1e9 : 0;
+  /* A recovered run: the time before the crash and the time since the restart. */
+  double secs =
+      d->end_ns > d->start_ns ? (double)(d->end_ns - d->start_ns + d->recovered_elapsed) / 1e9 : 0;
   printf("tasks: %" PRIu64 " in %.3f s: %.0f tasks/s\n", tasks, secs,
          secs > 0 ? (double)tasks / secs : 0.0);
   ok = print_executors(d) && ok;
@@ -2824,6 +3550,10 @@ static int verdict(driver *d, int close_rc) {
     ok = false;
   }
   print_ledger(d, &st, check, why);
+  print_recovery(d);
+  if (d->recovered && !d->recover_end_ns)
+    ok = false;
+  remove_state(d);
   if (d->nbad > 0)
     ok = bad_clients_verdict(d) && ok;
   if (d->summary_json && write_summary_json(d, d->summary_json, ok, &st, tasks, jobs_succeeded) < 0)

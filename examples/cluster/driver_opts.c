@@ -38,7 +38,8 @@ static void usage(void) {
           "                 [--expect-losses N] [--expect-job-failure]\n"
           "                 [--register-timeout-ms MS] [--bad-client MODE]...\n"
           "                 [--metrics-port P] [--max-pending-connections N]\n"
-          "                 [--max-connections N]\n"
+          "                 [--max-connections N] [--state-dir DIR] [--snapshot-ms MS]\n"
+          "                 [--recovery-timeout-ms MS] [--crash-in-state-write N:P]\n"
           "  MODE: wrong-token | garbage | oversized | duplicate-id | foreign-status | silent |\n"
           "        unknown-message | truncated | early-frame | second-register | driver-message\n"
           "  KIND: noop | sleep:MS | spin:US | hash | crash; M tasks; a chain of stages runs in "
@@ -46,7 +47,9 @@ static void usage(void) {
           "  Q: launches each executor may queue beyond its C cores, 0..4096 (default 0;\n"
           "     1 with --bench)\n"
           "  P: serve GET /metrics (Prometheus text) on the --listen address, 0 = any free port\n"
-          "  --partition, --time-limit, --slurm-arg, --slurm-poll-ms: --launcher slurm only\n");
+          "  --partition, --time-limit, --slurm-arg, --slurm-poll-ms: --launcher slurm only\n"
+          "  --state-dir: keep the run's state there and recover it after a crash (local\n"
+          "     launcher, no dynamic allocation); P of --crash-in-state-write: torn | renamed\n");
   exit(2);
 }
 
@@ -156,6 +159,10 @@ enum {
   OPT_EXPECT_LOSSES,
   OPT_EXPECT_JOB_FAILURE,
   OPT_BAD_CLIENT,
+  OPT_STATE_DIR,
+  OPT_SNAPSHOT_MS,
+  OPT_RECOVERY_TIMEOUT_MS,
+  OPT_CRASH_IN_STATE_WRITE,
 };
 
 static const struct option long_options[] = {
@@ -201,6 +208,10 @@ static const struct option long_options[] = {
     {"expect-losses", required_argument, NULL, OPT_EXPECT_LOSSES},
     {"expect-job-failure", no_argument, NULL, OPT_EXPECT_JOB_FAILURE},
     {"bad-client", required_argument, NULL, OPT_BAD_CLIENT},
+    {"state-dir", required_argument, NULL, OPT_STATE_DIR},
+    {"snapshot-ms", required_argument, NULL, OPT_SNAPSHOT_MS},
+    {"recovery-timeout-ms", required_argument, NULL, OPT_RECOVERY_TIMEOUT_MS},
+    {"crash-in-state-write", required_argument, NULL, OPT_CRASH_IN_STATE_WRITE},
     {NULL, 0, NULL, 0},
 };
 
@@ -230,7 +241,9 @@ static void set_defaults(driver_opts *o, given *g) {
                      .max_pending = MAX_PENDING_CONNS,
                      .max_conns = MAX_CONNS,
                      .timeout_s = 60,
-                     .progress_ms = PROGRESS_MS};
+                     .progress_ms = PROGRESS_MS,
+                     .snapshot_ms = 200,
+                     .recovery_timeout_ms = 30000};
   *g = (given){.bench_tasks = BENCH_TASKS};
 }
 
@@ -367,6 +380,17 @@ static bool take_driver_option(driver_opts *o, int opt, const char *v) {
   case OPT_PROGRESS_MS:
     o->progress_ms = parse_u64(v, 1, 3600000);
     break;
+  case OPT_STATE_DIR:
+    if (!*v)
+      usage();
+    o->state_dir = v;
+    break;
+  case OPT_SNAPSHOT_MS:
+    o->snapshot_ms = parse_u64(v, 1, 3600000);
+    break;
+  case OPT_RECOVERY_TIMEOUT_MS:
+    o->recovery_timeout_ms = parse_u64(v, 1, 3600000);
+    break;
   default:
     return false;
   }
@@ -392,6 +416,22 @@ static bool take_test_option(driver_opts *o, int opt, const char *v) {
   case OPT_EXPECT_JOB_FAILURE:
     o->expect_failure = true;
     break;
+  case OPT_CRASH_IN_STATE_WRITE: {
+    const char *colon = strchr(v, ':');
+    if (!colon || colon == v || colon - v > 10)
+      usage();
+    char n[11];
+    memcpy(n, v, (size_t)(colon - v));
+    n[colon - v] = '\0';
+    o->crash_write = parse_u64(n, 1, UINT32_MAX);
+    if (!strcmp(colon + 1, "torn"))
+      o->crash_point = 1;
+    else if (!strcmp(colon + 1, "renamed"))
+      o->crash_point = 2;
+    else
+      usage();
+    break;
+  }
   case OPT_BAD_CLIENT: {
     if (o->nbad == MAX_BAD_CLIENTS)
       usage();
@@ -444,6 +484,13 @@ static void resolve(driver_opts *o, const given *g) {
     }
   }
   if (o->njobs == 0 || (o->executors + o->accept == 0 && !o->dynamic))
+    usage();
+  if (o->state_dir && (o->dynamic || strcmp(o->launcher, "local") != 0)) {
+    fprintf(stderr, "tl-driver: --state-dir is for the local launcher without dynamic "
+                    "allocation\n");
+    usage();
+  }
+  if (o->crash_write && !o->state_dir)
     usage();
 }
 

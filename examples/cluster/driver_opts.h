@@ -96,6 +96,11 @@ typedef struct driver_opts {
   bool quiet;                             /* --quiet */
   bool progress;                          /* --progress (forced on; else the terminal decides) */
   uint64_t progress_ms;                   /* --progress-ms */
+  const char *state_dir;                  /* --state-dir; NULL: no failover */
+  uint64_t snapshot_ms;                   /* --snapshot-ms */
+  uint64_t recovery_timeout_ms;           /* --recovery-timeout-ms */
+  uint64_t crash_write;                   /* --crash-in-state-write N (0: none) */
+  int crash_point;                        /* and its P: 1 torn, 2 renamed (state.h) */
 } driver_opts;
 
 /* Parses argv into *o, by getopt_long's rules: the long options of the usage text, each value as

@@ -6,11 +6,21 @@
  *
  *   TL_CLUSTER_TOKEN=... tl-executor --port PORT [--host ADDR] [--id ID] [--cores N]
  *                                    [--heartbeat-ms MS] [--token-file PATH]
+ *                                    [--reconnect-s S]
+ *
+ * When the connection drops without a STOP (the driver died: docs/cluster.md "Driver
+ * failover"), its tasks run on and it reconnects, with a back-off from RECONNECT_FIRST_MS
+ * doubling to RECONNECT_MAX_MS, for up to --reconnect-s seconds (60; 0: it exits at once, as
+ * before). Back, it sends REGISTER, RECONCILE (every tid it runs, queues, or holds an end of) and
+ * the ends it holds, as STATUS. It holds every end it reported until the driver's SYNCED says a
+ * durable record covers the frame that carried it (at most RETAINED_MAX, the oldest dropped
+ * first). When the time is up, it stops its tasks and exits 1.
  *
  * ADDR is the driver's IPv4 or IPv6 address (127.0.0.1). The token comes from --token-file (its
  * first line) or TL_CLUSTER_TOKEN, never from the command line, where ps would show it.
  *
- * Exit status: 0 after STOP, 1 when the connection closed or broke without one, 2 for bad
+ * Exit status: 0 after STOP, 1 when the connection closed or broke without one and could not be
+ * made again within --reconnect-s (or a bad frame came), 2 for bad
  * arguments (a token shorter than 16 bytes included), 3 if it ever ran more than --cores tasks
  * at once (a bug the queue exists to rule out; the tests depend on this check), 4 if the driver
  * ever sent it the binary of a task set it held already (materialised twice: the driver's bug,
@@ -37,10 +47,14 @@
 #define TWICE_EXIT_CODE 4      /* the exit status when a binary it held was sent again */
 #define TOKEN_MIN 16           /* bytes of the token at least, as tl-driver wants */
 #define RESULT_BYTES 8         /* a task's result: a little-endian u64 */
+#define RETAINED_MAX 65536     /* ends held for a driver that may have to be told them again */
+#define RECONNECT_FIRST_MS 100 /* the first reconnection comes this long after the drop */
+#define RECONNECT_MAX_MS 2000  /* each wait doubles, up to this */
 
 /* A task binary received by TASKSET_BINARY, cached for the task set's launches. */
 typedef struct cached_binary {
   uint64_t taskset_id; /* the task set it belongs to */
+  uint64_t epoch;      /* the connection it came on (executor.epoch) */
   uint8_t *bytes;      /* owned; NULL when len is 0 */
   size_t len;          /* its size */
 } cached_binary;
@@ -52,6 +66,16 @@ typedef struct pending_status {
   uint8_t result[RESULT_BYTES]; /* for FINISHED */
   const char *text;             /* static: why it failed, or "" */
 } pending_status;
+
+/* An end reported and not yet acknowledged by the driver's SYNCED. */
+typedef struct retained_end {
+  uint64_t tid;
+  uint8_t state;                /* FINISHED, FAILED or KILLED */
+  uint8_t result[RESULT_BYTES]; /* for FINISHED */
+  const char *text;             /* static */
+  uint64_t frame;               /* the STATUS frame of this connection that carried it; 0: not
+                                   sent on it yet */
+} retained_end;
 
 /* A `sleep:MS` task waiting on its timer. */
 typedef struct sleeping_task {
@@ -74,9 +98,23 @@ typedef struct queued_task {
 
 /* The executor: its connection, its cache and its batch of updates. */
 typedef struct executor {
-  uv_loop_t *loop;                 /* the one loop */
-  uv_tcp_t conn;                   /* the connection to the driver */
-  uv_connect_t connect_req;        /* its connect request */
+  uv_loop_t *loop;              /* the one loop */
+  uv_tcp_t conn;                /* the connection to the driver */
+  bool conn_open;               /* conn is initialised and not closed */
+  uv_connect_t connect_req;     /* its connect request */
+  struct sockaddr_storage addr; /* the driver's address */
+  uint64_t reconnect_ms;        /* --reconnect-s, in ms; 0: never */
+  uv_timer_t reconnect;         /* the next try while the connection is down */
+  bool down;                    /* the connection dropped without STOP: reconnecting */
+  uint64_t down_since;          /* uv_now of the drop */
+  uint64_t backoff_ms;          /* the wait before the next try */
+  uint64_t epoch;               /* connections made so far (1 for the first) */
+  uint64_t reconnects;          /* of those, reconnections */
+  uint64_t status_frames;       /* STATUS frames sent on this connection */
+  retained_end *retained;       /* a ring of RETAINED_MAX at most, oldest at retained_head */
+  size_t retained_head, nretained, retained_cap;
+  uint64_t ends_resent;            /* ends sent again after a reconnection */
+  uint64_t ends_dropped;           /* ends dropped unacknowledged from a full ring */
   uv_timer_t heartbeat;            /* every heartbeat_ms once registered */
   uv_prepare_t flush;              /* sends the updates of the last iteration before polling */
   bool connected;                  /* the connection was made */
@@ -90,7 +128,9 @@ typedef struct executor {
   uint64_t heartbeat_ms;           /* the heartbeat period */
   uint64_t heartbeat_seq;          /* heartbeats sent */
   uint64_t binaries;               /* task binaries materialised since start */
-  uint64_t twice;                  /* of those, of a task set whose binary it held already */
+  uint64_t twice;                  /* of those, of a task set whose binary it held already, sent on
+                                      the connection that sent it (a new connection's driver
+                                      cannot know what the one before sent) */
   uint64_t forgotten;              /* of those, dropped on FORGET */
   cached_binary *cache;            /* ncache of them, by arrival */
   size_t ncache, cache_cap;        /* used and allocated entries of cache */
@@ -127,7 +167,10 @@ static void shut_down(executor *ex, int exit_code) {
   ex->exit_code = exit_code;
   uv_close((uv_handle_t *)&ex->heartbeat, on_closed_handle);
   uv_close((uv_handle_t *)&ex->flush, on_closed_handle);
-  uv_close((uv_handle_t *)&ex->conn, on_closed_handle);
+  uv_close((uv_handle_t *)&ex->reconnect, on_closed_handle);
+  if (ex->conn_open)
+    uv_close((uv_handle_t *)&ex->conn, on_closed_handle);
+  ex->conn_open = false;
   for (sleeping_task *t = ex->sleeping; t; t = t->next)
     uv_close((uv_handle_t *)&t->timer, on_sleeping_closed);
   ex->sleeping = NULL;
@@ -140,27 +183,34 @@ static void shut_down(executor *ex, int exit_code) {
   ex->queued = 0;
 }
 
+static void lose_connection(executor *ex);
+
 /* A write completed (conn_write): its bytes are freed. */
 static void on_written(void *data, int status) {
   executor *ex = data;
   if (ex->crashing && (status < 0 || uv_stream_get_write_queue_size((uv_stream_t *)&ex->conn) == 0))
     exit(CRASH_EXIT_CODE);
-  if (status < 0 && status != UV_ECANCELED) {
+  if (status < 0 && status != UV_ECANCELED && !ex->down && !ex->closing) {
     fprintf(stderr, "tl-executor %s: write: %s\n", ex->id, uv_strerror(status));
-    shut_down(ex, 1);
+    lose_connection(ex);
   }
 }
 
-/* Hands the encoded frames to libuv; the write owns them from here. */
+/* Hands the encoded frames to libuv; the write owns them from here. While the connection is
+ * down they are dropped: what matters of them (the ends) is retained. */
 static void send_out(executor *ex) {
   if (ex->closing)
     return;
+  if (ex->down) {
+    ex->out.len = 0;
+    return;
+  }
   int rc = conn_write((uv_stream_t *)&ex->conn, &ex->out, on_written, ex);
   if (rc == UV_ENOMEM)
     die_oom();
   if (rc < 0) {
     fprintf(stderr, "tl-executor %s: write: %s\n", ex->id, uv_strerror(rc));
-    shut_down(ex, 1);
+    lose_connection(ex);
   }
 }
 
@@ -184,10 +234,72 @@ static void send_heartbeat(executor *ex) {
 
 static void on_heartbeat(uv_timer_t *t) { send_heartbeat(t->data); }
 
-/* Encodes the updates collected so far into one STATUS frame (or several if huge). */
+/* The i-th retained end, oldest first. */
+static retained_end *retained_at(executor *ex, size_t i) {
+  return &ex->retained[(ex->retained_head + i) % ex->retained_cap];
+}
+
+/* Entries from the oldest that were sent on this connection (frame != 0): a prefix, since ends
+ * are sent in the order they were reported. */
+static size_t retained_sent(executor *ex) {
+  size_t n = 0;
+  while (n < ex->nretained && retained_at(ex, n)->frame != 0)
+    n++;
+  return n;
+}
+
+/* Holds an end until a SYNCED covers it; the oldest goes when RETAINED_MAX are held. */
+static void retain_end(executor *ex, uint64_t tid, uint8_t state, const uint8_t *result,
+                       const char *text) {
+  if (ex->nretained == ex->retained_cap && ex->retained_cap < RETAINED_MAX) {
+    size_t cap = ex->retained_cap ? 2 * ex->retained_cap : 256;
+    retained_end *r = malloc(cap * sizeof *r);
+    if (!r)
+      die_oom();
+    for (size_t i = 0; i < ex->nretained; i++)
+      r[i] = *retained_at(ex, i);
+    free(ex->retained);
+    ex->retained = r;
+    ex->retained_cap = cap;
+    ex->retained_head = 0;
+  }
+  if (ex->nretained == ex->retained_cap) { /* full: the oldest is dropped */
+    ex->retained_head = (ex->retained_head + 1) % ex->retained_cap;
+    ex->nretained--;
+    ex->ends_dropped++;
+  }
+  retained_end *e = retained_at(ex, ex->nretained++);
+  e->tid = tid;
+  e->state = state;
+  memcpy(e->result, result, RESULT_BYTES);
+  e->text = text;
+  e->frame = 0;
+}
+
+/* SYNCED: the driver holds the first `frames` STATUS frames of this connection durably; the ends
+ * they carried are dropped. More frames than were sent is the driver's fault: false. */
+static bool synced(executor *ex, uint64_t frames) {
+  if (frames > ex->status_frames)
+    return false;
+  while (ex->nretained > 0 && retained_at(ex, 0)->frame != 0 &&
+         retained_at(ex, 0)->frame <= frames) {
+    ex->retained_head = (ex->retained_head + 1) % ex->retained_cap;
+    ex->nretained--;
+  }
+  return true;
+}
+
+/* Encodes the updates collected so far into one STATUS frame (or several if huge). Each end in
+ * them is marked with the frame that carries it. While the connection is down nothing is sent:
+ * the ends wait in the retained ring, the RUNNING updates are dropped (RECONCILE says it). */
 static void flush_statuses(executor *ex) {
   if (ex->npending == 0 || ex->closing)
     return;
+  if (ex->down) {
+    ex->npending = 0;
+    return;
+  }
+  size_t next_end = retained_sent(ex);
   tlc_status_item *items = malloc(ex->npending * sizeof *items);
   if (!items)
     die_oom();
@@ -204,6 +316,10 @@ static void flush_statuses(executor *ex) {
     size_t n = ex->npending - at < STATUS_FLUSH ? ex->npending - at : STATUS_FLUSH;
     tlc_msg msg = {.type = TLC_MSG_STATUS, .u.status = {n, items + at}};
     encode(ex, &msg);
+    ex->status_frames++;
+    for (size_t i = at; i < at + n; i++)
+      if (items[i].state != TLC_TASK_RUNNING && next_end < ex->nretained)
+        retained_at(ex, next_end++)->frame = ex->status_frames;
   }
   free(items);
   ex->npending = 0;
@@ -232,6 +348,8 @@ static void report(executor *ex, uint64_t tid, uint8_t state, uint64_t result, c
   p->state = state;
   put_u64(p->result, result);
   p->text = text;
+  if (state != TLC_TASK_RUNNING && ex->reconnect_ms > 0)
+    retain_end(ex, tid, state, p->result, text);
 }
 
 /* FORGET: the task set ended, so no launch of it will come; its binary is dropped (the last
@@ -278,8 +396,10 @@ static void cache_binary(executor *ex, const tlc_taskset_binary *b) {
     c->taskset_id = b->taskset_id;
   } else {
     free(c->bytes);
-    ex->twice++;
+    if (c->epoch == ex->epoch)
+      ex->twice++;
   }
+  c->epoch = ex->epoch;
   c->bytes = bytes;
   c->len = b->payload.len;
 }
@@ -506,12 +626,12 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
       fprintf(stderr, "tl-executor %s: read: %s\n", ex->id, uv_strerror((int)nread));
     else
       fprintf(stderr, "tl-executor %s: the driver closed the connection\n", ex->id);
-    shut_down(ex, 1);
+    lose_connection(ex);
     return;
   }
   const uint8_t *data = (const uint8_t *)buf->base;
   size_t len = (size_t)nread;
-  while (len > 0 && !ex->closing && !ex->crashing) {
+  while (len > 0 && !ex->closing && !ex->crashing && !ex->down) {
     size_t used;
     tlc_msg msg;
     int rc = tlc_decoder_feed(&ex->decoder, data, len, &used, &msg);
@@ -543,6 +663,14 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     case TLC_MSG_STOP:
       stop(ex);
       return;
+    case TLC_MSG_SYNCED:
+      if (!synced(ex, msg.u.synced.frames)) {
+        fprintf(stderr, "tl-executor %s: SYNCED of %" PRIu64 " frames, but %" PRIu64 " were sent\n",
+                ex->id, msg.u.synced.frames, ex->status_frames);
+        shut_down(ex, 1);
+        return;
+      }
+      break;
     default:
       fprintf(stderr, "tl-executor %s: unexpected %s from the driver\n", ex->id,
               tlc_msg_type_name(msg.type));
@@ -552,14 +680,139 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   }
 }
 
-static void on_connect(uv_connect_t *req, int status) {
-  executor *ex = req->data;
-  if (status < 0) {
-    fprintf(stderr, "tl-executor %s: connect: %s\n", ex->id, uv_strerror(status));
+static void on_connect(uv_connect_t *req, int status);
+static void on_reconnect(uv_timer_t *t);
+
+/* Closes the connection's handle; a reconnection initialises it again. */
+static void close_conn(executor *ex) {
+  if (ex->conn_open)
+    uv_close((uv_handle_t *)&ex->conn, on_closed_handle);
+  ex->conn_open = false;
+}
+
+/* The next try after the back-off (doubling up to RECONNECT_MAX_MS), and no later than the
+ * deadline, where on_reconnect gives up. */
+static void schedule_reconnect(executor *ex) {
+  uint64_t waited = uv_now(ex->loop) - ex->down_since;
+  uint64_t left = waited < ex->reconnect_ms ? ex->reconnect_ms - waited : 0;
+  uv_timer_start(&ex->reconnect, on_reconnect, ex->backoff_ms < left ? ex->backoff_ms : left, 0);
+  ex->backoff_ms = 2 * ex->backoff_ms > RECONNECT_MAX_MS ? RECONNECT_MAX_MS : 2 * ex->backoff_ms;
+}
+
+/* The connection dropped (or broke) without STOP: with --reconnect-s, the tasks run on and the
+ * executor tries to come back (schedule_reconnect); without, it exits 1 as it always did. What
+ * was encoded and not written is dropped, and so are the RUNNING updates not sent; the ends
+ * stay retained, to be sent again, all of them, on the next connection. */
+static void lose_connection(executor *ex) {
+  if (ex->closing || ex->down)
+    return;
+  if (ex->reconnect_ms == 0) {
     shut_down(ex, 1);
     return;
   }
+  ex->down = true;
+  ex->down_since = uv_now(ex->loop);
+  ex->backoff_ms = RECONNECT_FIRST_MS;
+  uv_timer_stop(&ex->heartbeat);
+  close_conn(ex);
+  ex->out.len = 0;
+  ex->npending = 0;
+  for (size_t i = 0; i < ex->nretained; i++)
+    retained_at(ex, i)->frame = 0;
+  tlc_decoder_fini(&ex->decoder);
+  tlc_decoder_init(&ex->decoder, TLC_FRAME_MAX);
+  fprintf(stderr,
+          "tl-executor %s: the connection is down: %" PRIu32 " tasks run on and %" PRIu32
+          " wait; reconnecting for up to %" PRIu64 " s\n",
+          ex->id, ex->running, ex->queued, ex->reconnect_ms / 1000);
+  schedule_reconnect(ex);
+}
+
+static void on_reconnect(uv_timer_t *t) {
+  executor *ex = t->data;
+  if (ex->closing)
+    return;
+  if (uv_now(ex->loop) - ex->down_since >= ex->reconnect_ms) {
+    fprintf(stderr,
+            "tl-executor %s: gave up reconnecting after %" PRIu64 " s: %" PRIu32
+            " running and %" PRIu32 " queued tasks stop\n",
+            ex->id, ex->reconnect_ms / 1000, ex->running, ex->queued);
+    shut_down(ex, 1);
+    return;
+  }
+  uv_tcp_init(ex->loop, &ex->conn);
+  ex->conn_open = true;
+  int rc =
+      uv_tcp_connect(&ex->connect_req, &ex->conn, (const struct sockaddr *)&ex->addr, on_connect);
+  if (rc < 0) {
+    close_conn(ex);
+    schedule_reconnect(ex);
+  }
+}
+
+/* RECONCILE, right after REGISTER on a reconnection: every tid it runs or queues, and every end
+ * it holds; then those ends again, as STATUS frames of this connection. */
+static void send_reconcile(executor *ex) {
+  size_t n = 0, cap = ex->queued + ex->nretained + 1;
+  for (sleeping_task *t = ex->sleeping; t; t = t->next)
+    cap++;
+  uint64_t *tids = malloc(cap * sizeof *tids);
+  if (!tids)
+    die_oom();
+  for (sleeping_task *t = ex->sleeping; t; t = t->next)
+    tids[n++] = t->tid;
+  for (queued_task *q = ex->queue_head; q; q = q->next)
+    tids[n++] = q->tid;
+  for (size_t i = 0; i < ex->nretained; i++)
+    tids[n++] = retained_at(ex, i)->tid;
+  tlc_msg m = {.type = TLC_MSG_RECONCILE, .u.reconcile = {n, tids}};
+  encode(ex, &m);
+  free(tids);
+  if (ex->nretained > 0) {
+    tlc_status_item *items = malloc(ex->nretained * sizeof *items);
+    if (!items)
+      die_oom();
+    for (size_t i = 0; i < ex->nretained; i++) {
+      retained_end *e = retained_at(ex, i);
+      bool finished = e->state == TLC_TASK_FINISHED;
+      items[i] =
+          (tlc_status_item){.tid = e->tid,
+                            .state = e->state,
+                            .result = {finished ? e->result : NULL, finished ? RESULT_BYTES : 0},
+                            .text = tlc_str(e->text)};
+    }
+    for (size_t at = 0; at < ex->nretained; at += STATUS_FLUSH) {
+      size_t k = ex->nretained - at < STATUS_FLUSH ? ex->nretained - at : STATUS_FLUSH;
+      tlc_msg st = {.type = TLC_MSG_STATUS, .u.status = {k, items + at}};
+      encode(ex, &st);
+      ex->status_frames++;
+      for (size_t i = at; i < at + k; i++)
+        retained_at(ex, i)->frame = ex->status_frames;
+    }
+    free(items);
+    ex->ends_resent += ex->nretained;
+  }
+}
+
+static void on_connect(uv_connect_t *req, int status) {
+  executor *ex = req->data;
+  if (ex->closing)
+    return;
+  if (status < 0) {
+    if (!ex->down) { /* the first connection: nobody to come back to */
+      fprintf(stderr, "tl-executor %s: connect: %s\n", ex->id, uv_strerror(status));
+      shut_down(ex, 1);
+      return;
+    }
+    close_conn(ex);
+    schedule_reconnect(ex);
+    return;
+  }
+  bool again = ex->down;
+  ex->down = false;
   ex->connected = true;
+  ex->epoch++;
+  ex->status_frames = 0;
   uv_tcp_nodelay(&ex->conn, 1);
   tlc_msg reg = {.type = TLC_MSG_REGISTER,
                  .u.reg = {.executor_id = tlc_str(ex->id),
@@ -567,15 +820,25 @@ static void on_connect(uv_connect_t *req, int status) {
                            .cores = ex->cores,
                            .token = tlc_str(ex->token)}};
   encode(ex, &reg);
+  if (again) {
+    ex->reconnects++;
+    fprintf(stderr,
+            "tl-executor %s: reconnected after %.3f s: reconciling %" PRIu32 " running, %" PRIu32
+            " queued, %zu ends held\n",
+            ex->id, (double)(uv_now(ex->loop) - ex->down_since) / 1000, ex->running, ex->queued,
+            ex->nretained);
+    send_reconcile(ex);
+  }
   send_heartbeat(ex);
   uv_timer_start(&ex->heartbeat, on_heartbeat, ex->heartbeat_ms, ex->heartbeat_ms);
-  uv_prepare_start(&ex->flush, on_flush);
+  if (!again)
+    uv_prepare_start(&ex->flush, on_flush);
   uv_read_start((uv_stream_t *)&ex->conn, on_alloc, on_read);
 }
 
 static void usage(void) {
   fprintf(stderr, "usage: TL_CLUSTER_TOKEN=... tl-executor --port PORT [--host ADDR] [--id ID]\n"
-                  "       [--cores N] [--heartbeat-ms MS] [--token-file PATH]\n");
+                  "       [--cores N] [--heartbeat-ms MS] [--token-file PATH] [--reconnect-s S]\n");
   exit(2);
 }
 
@@ -596,6 +859,7 @@ int main(int argc, char **argv) {
   ex.cores = 1;
   ex.heartbeat_ms = 1000;
   ex.exit_code = 1;
+  ex.reconnect_ms = 60000;
   for (int i = 1; i < argc; i++) {
     if (i + 1 >= argc)
       usage();
@@ -611,6 +875,8 @@ int main(int argc, char **argv) {
       ex.heartbeat_ms = parse_u64(argv[++i], 1, 3600000);
     else if (strcmp(argv[i], "--token-file") == 0)
       token_file = argv[++i];
+    else if (strcmp(argv[i], "--reconnect-s") == 0)
+      ex.reconnect_ms = parse_u64(argv[++i], 0, 86400) * 1000;
     else
       usage();
   }
@@ -658,9 +924,9 @@ int main(int argc, char **argv) {
             strlen(ex.token), TOKEN_MIN);
     return 2;
   }
-  struct sockaddr_storage addr; /* the driver's: IPv4 or IPv6 */
-  if (uv_ip4_addr(host, port, (struct sockaddr_in *)&addr) != 0 &&
-      uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr) != 0)
+  struct sockaddr_storage *addr = &ex.addr; /* the driver's: IPv4 or IPv6 */
+  if (uv_ip4_addr(host, port, (struct sockaddr_in *)addr) != 0 &&
+      uv_ip6_addr(host, port, (struct sockaddr_in6 *)addr) != 0)
     usage();
   signal(SIGPIPE, SIG_IGN); /* a write to a driver that went fails with EPIPE instead */
   ex.loop = uv_default_loop();
@@ -668,12 +934,15 @@ int main(int argc, char **argv) {
   tlc_decoder_init(&ex.decoder, TLC_FRAME_MAX);
   tlc_buf_init(&ex.out);
   uv_tcp_init(ex.loop, &ex.conn);
+  ex.conn_open = true;
+  uv_timer_init(ex.loop, &ex.reconnect);
+  ex.reconnect.data = &ex;
   uv_timer_init(ex.loop, &ex.heartbeat);
   ex.heartbeat.data = &ex;
   uv_prepare_init(ex.loop, &ex.flush);
   ex.flush.data = &ex;
   ex.connect_req.data = &ex;
-  int rc = uv_tcp_connect(&ex.connect_req, &ex.conn, (const struct sockaddr *)&addr, on_connect);
+  int rc = uv_tcp_connect(&ex.connect_req, &ex.conn, (const struct sockaddr *)addr, on_connect);
   if (rc < 0) {
     fprintf(stderr, "tl-executor %s: connect: %s\n", ex.id, uv_strerror(rc));
     shut_down(&ex, 1);
@@ -686,9 +955,17 @@ int main(int argc, char **argv) {
             ex.id, ex.queued_total, ex.queued_peak, ex.running_peak, ex.cores);
   /* After STOP every task set has ended, and the driver says FORGET for each one it sent: a
    * binary still cached is one it forgot to (the tests fail on this line). */
-  if (ex.exit_code == 0 && ex.ncache > 0)
+  size_t held = 0; /* by this connection: the one before may have ended before its FORGETs */
+  for (size_t i = 0; i < ex.ncache; i++)
+    held += ex.cache[i].epoch == ex.epoch;
+  if (ex.exit_code == 0 && held > 0)
     fprintf(stderr, "tl-executor %s: %zu task binaries still cached at exit (no FORGET)\n", ex.id,
-            ex.ncache);
+            held);
+  if (ex.reconnects > 0 || ex.ends_dropped > 0)
+    fprintf(stderr,
+            "tl-executor %s: %" PRIu64 " reconnections, %" PRIu64 " ends sent again, %" PRIu64
+            " ends dropped unacknowledged (more than %d held)\n",
+            ex.id, ex.reconnects, ex.ends_resent, ex.ends_dropped, RETAINED_MAX);
   if (ex.twice > 0) {
     fprintf(stderr, "tl-executor %s: %" PRIu64 " task binaries were sent while it held them\n",
             ex.id, ex.twice);
@@ -699,6 +976,7 @@ int main(int argc, char **argv) {
     free(ex.cache[i].bytes);
   free(ex.cache);
   free(ex.pending);
+  free(ex.retained);
   tlc_buf_free(&ex.out);
   tlc_decoder_fini(&ex.decoder);
   uv_loop_close(ex.loop);

@@ -1,0 +1,210 @@
+/* tl-driver's state files: state.h says what they are. */
+#include "state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char magic[8] = {'T', 'L', 'D', 'S', 'T', 'A', 'T', 'E'};
+
+uint64_t state_crash_write;
+int state_crash_point;
+static uint64_t writes; /* state_write calls so far */
+
+static void put_le(uint8_t *p, uint64_t v, int n) {
+  for (int i = 0; i < n; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *p, int n) {
+  uint64_t v = 0;
+  for (int i = 0; i < n; i++)
+    v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
+static uint64_t fnv1a(uint64_t h, const uint8_t *p, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    h ^= p[i];
+    h *= UINT64_C(0x100000001b3);
+  }
+  return h;
+}
+
+#define FNV_BASIS UINT64_C(0xcbf29ce484222325)
+
+static void crash_at(int point) {
+  if (state_crash_write != 0 && writes == state_crash_write && state_crash_point == point)
+    raise(SIGKILL);
+}
+
+/* Writes all n bytes at p to fd; 0, or -1 with errno. */
+static int write_all(int fd, const uint8_t *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w < 0)
+      return -1;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+static int fail(char *why, size_t whylen, const char *what, const char *path) {
+  snprintf(why, whylen, "%s %.*s: %s", what, STATE_PATH_MAX, path, strerror(errno));
+  return -1;
+}
+
+int state_write(const char *dir, uint64_t tid_reserved, const void *body, size_t len, char *why,
+                size_t whylen) {
+  char tmp[STATE_PATH_MAX], cur[STATE_PATH_MAX], prev[STATE_PATH_MAX];
+  if (strlen(dir) > STATE_DIR_MAX) {
+    snprintf(why, whylen, "the directory's name is longer than %d bytes", STATE_DIR_MAX);
+    return -1;
+  }
+  snprintf(tmp, sizeof tmp, "%.*s/state.tmp", STATE_DIR_MAX, dir);
+  snprintf(cur, sizeof cur, "%.*s/state", STATE_DIR_MAX, dir);
+  snprintf(prev, sizeof prev, "%.*s/state.prev", STATE_DIR_MAX, dir);
+  writes++;
+  uint8_t h[STATE_HEADER];
+  memcpy(h, magic, sizeof magic);
+  put_le(h + 8, STATE_VERSION, 4);
+  put_le(h + 12, 0, 4);
+  put_le(h + 16, tid_reserved, 8);
+  put_le(h + 24, len, 8);
+  put_le(h + 32, fnv1a(fnv1a(FNV_BASIS, h, 32), body, len), 8);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return fail(why, whylen, "open", tmp);
+  size_t half = len / 2;
+  int rc = write_all(fd, h, sizeof h);
+  if (rc == 0)
+    rc = write_all(fd, body, half);
+  if (rc == 0) {
+    crash_at(STATE_CRASH_TORN);
+    rc = write_all(fd, (const uint8_t *)body + half, len - half);
+  }
+  if (rc == 0)
+    rc = fsync(fd);
+  if (rc != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return fail(why, whylen, "write", tmp);
+  }
+  if (close(fd) != 0)
+    return fail(why, whylen, "close", tmp);
+  if (rename(cur, prev) != 0 && errno != ENOENT)
+    return fail(why, whylen, "rename", cur);
+  crash_at(STATE_CRASH_RENAMED);
+  if (rename(tmp, cur) != 0)
+    return fail(why, whylen, "rename", tmp);
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    return fail(why, whylen, "open", dir);
+  rc = fsync(dfd);
+  int e = errno;
+  close(dfd);
+  errno = e;
+  return rc == 0 ? 0 : fail(why, whylen, "fsync", dir);
+}
+
+/* Reads one file: 1 with *out's body, len and reservation set; 0 when it does not exist; -1 with
+ * why when it is bad. */
+static int read_one(const char *path, state_record *out, char *why, size_t whylen) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT)
+      return 0;
+    return fail(why, whylen, "open", path);
+  }
+  struct stat sb;
+  if (fstat(fd, &sb) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return fail(why, whylen, "stat", path);
+  }
+  uint8_t h[STATE_HEADER];
+  size_t size = (size_t)sb.st_size;
+  ssize_t got = size >= sizeof h ? read(fd, h, sizeof h) : 0;
+  const char *bad = NULL;
+  uint64_t len = 0;
+  if (got != (ssize_t)sizeof h)
+    bad = "shorter than its header";
+  else if (memcmp(h, magic, sizeof magic) != 0)
+    bad = "not a tl-driver state file";
+  else if (get_le(h + 8, 4) != STATE_VERSION)
+    bad = "of another version";
+  else if ((len = get_le(h + 24, 8)) > STATE_BODY_MAX || len > size - sizeof h)
+    bad = "truncated: its body is shorter than its header says";
+  else if (len < size - sizeof h)
+    bad = "longer than its header says";
+  uint8_t *body = NULL;
+  if (!bad) {
+    body = malloc(len ? len : 1);
+    if (!body) {
+      close(fd);
+      snprintf(why, whylen, "%.*s: out of memory", STATE_PATH_MAX, path);
+      return -1;
+    }
+    size_t have = 0;
+    while (have < len) {
+      ssize_t r = read(fd, body + have, len - have);
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r <= 0)
+        break;
+      have += (size_t)r;
+    }
+    if (have != len)
+      bad = "truncated while it was read";
+    else if (fnv1a(fnv1a(FNV_BASIS, h, 32), body, len) != get_le(h + 32, 8))
+      bad = "corrupt: its checksum does not match";
+  }
+  close(fd);
+  if (bad) {
+    free(body);
+    snprintf(why, whylen, "%.*s is %s", STATE_PATH_MAX, path, bad);
+    return -1;
+  }
+  out->body = body;
+  out->len = len;
+  out->tid_reserved = get_le(h + 16, 8);
+  return 1;
+}
+
+int state_read(const char *dir, state_record *out, char *why, size_t whylen) {
+  char cur[STATE_PATH_MAX], prev[STATE_PATH_MAX], why_cur[STATE_WHY_MAX], why_prev[STATE_WHY_MAX];
+  memset(out, 0, sizeof *out);
+  if (strlen(dir) > STATE_DIR_MAX) {
+    snprintf(why, whylen, "the directory's name is longer than %d bytes", STATE_DIR_MAX);
+    return -1;
+  }
+  snprintf(cur, sizeof cur, "%.*s/state", STATE_DIR_MAX, dir);
+  snprintf(prev, sizeof prev, "%.*s/state.prev", STATE_DIR_MAX, dir);
+  int rc = read_one(cur, out, why_cur, sizeof why_cur);
+  if (rc == 1)
+    return 1;
+  if (rc == 0)
+    snprintf(why_cur, sizeof why_cur, "%.*s does not exist", STATE_PATH_MAX, cur);
+  int rp = read_one(prev, out, why_prev, sizeof why_prev);
+  if (rp == 1) {
+    out->fell_back = 1;
+    memcpy(out->why_newest, why_cur, sizeof why_cur);
+    return 1;
+  }
+  if (rc == 0 && rp == 0)
+    return 0;
+  if (rp == 0)
+    snprintf(why_prev, sizeof why_prev, "%.*s does not exist", STATE_PATH_MAX, prev);
+  snprintf(why, whylen, "%s; %s", why_cur, why_prev);
+  return -1;
+}

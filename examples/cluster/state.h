@@ -1,0 +1,62 @@
+/* tl-driver's state files (docs/cluster.md "Driver failover"): one durable record of the run in a
+ * directory, written so that a crash at any moment leaves a file that reads back whole or is
+ * refused, never one read as good that is not. It knows nothing of what the record holds.
+ *
+ * DIR/state is the newest record, DIR/state.prev the one before. A write goes to DIR/state.tmp
+ * (mode 0600: the record holds the shared token), is fsynced, then state becomes state.prev and
+ * state.tmp becomes state (two renames), and the directory is fsynced. A crash between the two
+ * renames leaves no state: the reader takes state.prev. Each file is a 40-byte header then the
+ * body:
+ *
+ *   offset  size  field
+ *        0     8  magic "TLDSTATE"
+ *        8     4  version (STATE_VERSION), little-endian like every field
+ *       12     4  0
+ *       16     8  tid reservation: no tid above it was sent to an executor while this was the
+ *                 newest record
+ *       24     8  body length
+ *       32     8  FNV-1a 64 of bytes 0..32 and of the body
+ */
+#ifndef TLC_STATE_H
+#define TLC_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STATE_VERSION 1
+#define STATE_HEADER 40                     /* bytes of a file's header */
+#define STATE_BODY_MAX (UINT64_C(1) << 32)  /* a longer body is refused as corrupt */
+#define STATE_DIR_MAX 1000                  /* bytes of the directory's name at most */
+#define STATE_PATH_MAX (STATE_DIR_MAX + 16) /* a file's path in it, NUL included */
+#define STATE_WHY_MAX (STATE_PATH_MAX + 64) /* a sentence on one file */
+
+/* A record read back. */
+typedef struct state_record {
+  uint8_t *body;                  /* malloc'ed; the caller frees it */
+  size_t len;                     /* bytes of body */
+  uint64_t tid_reserved;          /* the header's reservation */
+  int fell_back;                  /* 1: state was missing or bad, this is state.prev */
+  char why_newest[STATE_WHY_MAX]; /* with fell_back: why state was not taken */
+} state_record;
+
+/* Fault injection for tests (tl-driver --crash-in-state-write N:P): when state_crash_write is
+ * the number of the write (counting this process's writes from 1), the process kills itself
+ * with SIGKILL at point state_crash_point of it: STATE_CRASH_TORN halfway through the body of
+ * state.tmp, STATE_CRASH_RENAMED between the two renames. 0: never. */
+enum { STATE_CRASH_TORN = 1, STATE_CRASH_RENAMED = 2 };
+extern uint64_t state_crash_write;
+extern int state_crash_point;
+
+/* Writes a record as above (dir: at most STATE_DIR_MAX bytes). Returns 0, or -1 with why (a
+ * sentence with the file and errno's text) in why[0..whylen); DIR/state and DIR/state.prev are then
+ * as they were or as the renames left them, each whole. */
+int state_write(const char *dir, uint64_t tid_reserved, const void *body, size_t len, char *why,
+                size_t whylen);
+
+/* Reads DIR/state, or DIR/state.prev when state is missing or bad (too short, another magic or
+ * version, a body length beyond the file or STATE_BODY_MAX, trailing bytes, a checksum that does
+ * not match). Returns 1 with *out filled, 0 when neither file exists (a first run), -1 when no
+ * good record can be had, why saying what is wrong with each. */
+int state_read(const char *dir, state_record *out, char *why, size_t whylen);
+
+#endif

@@ -1,0 +1,153 @@
+/* tl-driver's state files (state.h): a record reads back whole; a torn, truncated, flipped or
+ * foreign newest file is refused and the previous one is read instead; neither good is refused
+ * with both faults named; no file at all is a first run. ctest runs it as cluster-state.
+ */
+#include "state.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/tl-state-test-XXXXXX";
+
+static void setup(void) { ck_assert_ptr_nonnull(mkdtemp(dir)); }
+
+static void teardown(void) {
+  char path[256];
+  static const char *const names[] = {"state", "state.prev", "state.tmp"};
+  for (size_t i = 0; i < 3; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    unlink(path);
+  }
+  rmdir(dir);
+  strcpy(dir, "/tmp/tl-state-test-XXXXXX");
+}
+
+static void put(const char *body, uint64_t reserve) {
+  char why[256];
+  int rc = state_write(dir, reserve, body, strlen(body), why, sizeof why);
+  ck_assert_msg(rc == 0, "state_write: %s", why);
+}
+
+static void expect(const char *body, uint64_t reserve, int fell_back) {
+  state_record r;
+  char why[1024];
+  int rc = state_read(dir, &r, why, sizeof why);
+  ck_assert_msg(rc == 1, "state_read: %d %s", rc, rc < 0 ? why : "");
+  ck_assert_uint_eq(r.len, strlen(body));
+  ck_assert(memcmp(r.body, body, r.len) == 0);
+  ck_assert_uint_eq(r.tid_reserved, reserve);
+  ck_assert_int_eq(r.fell_back, fell_back);
+  free(r.body);
+}
+
+/* Changes the file: a byte at `at` xor'ed with x (x 0: none), then cut to `len` (-1: not). */
+static void damage(const char *name, long at, int x, long len) {
+  char path[256];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "r+b");
+  ck_assert_ptr_nonnull(f);
+  if (x) {
+    fseek(f, at, SEEK_SET);
+    int c = fgetc(f);
+    fseek(f, at, SEEK_SET);
+    fputc(c ^ x, f);
+  }
+  fclose(f);
+  if (len >= 0)
+    ck_assert_int_eq(truncate(path, len), 0);
+}
+
+static void expect_refused(const char *part1, const char *part2) {
+  state_record r;
+  char why[1024];
+  ck_assert_int_eq(state_read(dir, &r, why, sizeof why), -1);
+  ck_assert_msg(strstr(why, part1) && strstr(why, part2), "why: %s", why);
+}
+
+START_TEST(a_record_reads_back_and_the_previous_one_is_kept) {
+  state_record r;
+  char why[256];
+  ck_assert_int_eq(state_read(dir, &r, why, sizeof why), 0); /* a first run */
+  put("first", 10);
+  expect("first", 10, 0);
+  put("second record", 20);
+  expect("second record", 20, 0);
+  char path[256];
+  snprintf(path, sizeof path, "%s/state.prev", dir);
+  struct stat sb;
+  ck_assert_int_eq(stat(path, &sb), 0);
+  ck_assert_uint_eq(sb.st_size, STATE_HEADER + 5);
+  ck_assert_uint_eq(sb.st_mode & 0777, 0600); /* it holds the token */
+}
+END_TEST
+
+START_TEST(every_damage_to_the_newest_falls_back_to_the_previous) {
+  put("older", 1);
+  put("newer body", 2);
+  /* A flipped byte in the body, in the header's length, in its checksum, its magic. */
+  const long ats[] = {STATE_HEADER + 3, 24, 33, 0, 8};
+  for (size_t i = 0; i < sizeof ats / sizeof ats[0]; i++) {
+    damage("state", ats[i], 0x10, -1);
+    expect("older", 1, 1);
+    damage("state", ats[i], 0x10, -1); /* undone: good again */
+    expect("newer body", 2, 0);
+  }
+  damage("state", 0, 0, STATE_HEADER + 4); /* truncated body */
+  expect("older", 1, 1);
+  damage("state", 0, 0, 10); /* shorter than its header */
+  expect("older", 1, 1);
+  char path[256];
+  snprintf(path, sizeof path, "%s/state", dir);
+  unlink(path); /* a crash between the renames */
+  expect("older", 1, 1);
+}
+END_TEST
+
+START_TEST(neither_good_is_refused_with_both_faults) {
+  put("older", 1);
+  put("newer", 2);
+  damage("state", STATE_HEADER + 1, 1, -1);
+  damage("state.prev", 0, 0, STATE_HEADER + 2);
+  expect_refused("state is corrupt", "state.prev is truncated");
+  char path[256];
+  snprintf(path, sizeof path, "%s/state.prev", dir);
+  unlink(path);
+  expect_refused("state is corrupt", "state.prev does not exist");
+}
+END_TEST
+
+START_TEST(a_longer_file_or_another_version_is_refused) {
+  put("x", 1);
+  put("y", 2);
+  char path[256];
+  snprintf(path, sizeof path, "%s/state", dir);
+  FILE *f = fopen(path, "ab");
+  fputc('z', f);
+  fclose(f);
+  expect("x", 1, 1);
+  damage("state", 0, 0, STATE_HEADER + 1); /* good again */
+  expect("y", 2, 0);
+  damage("state", 8, 2, -1); /* version 3 */
+  expect("x", 1, 1);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("state");
+  TCase *tc = tcase_create("core");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, a_record_reads_back_and_the_previous_one_is_kept);
+  tcase_add_test(tc, every_damage_to_the_newest_falls_back_to_the_previous);
+  tcase_add_test(tc, neither_good_is_refused_with_both_faults);
+  tcase_add_test(tc, a_longer_file_or_another_version_is_refused);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}

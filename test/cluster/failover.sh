@@ -1,0 +1,173 @@
+#!/bin/sh
+# Driver failover (docs/cluster.md "Driver failover"): tl-driver --state-dir runs a 3-stage job of
+# 22,000 `sleep` tasks on 3 executors; the script kills it with SIGKILL at a moment drawn from
+# SEED, then starts it again with the same command line and state directory. The executors keep
+# running their tasks, reconnect and reconcile; the restarted driver must finish the job (every
+# index succeeded exactly once as the driver's DAG layer counts: its summary says "OK" only then),
+# say that it recovered, drain the ledger, and leave no tl-executor behind.
+#
+#   failover.sh DIR SEED MOMENTS [MODE]   DIR holds tl-driver and tl-executor; MOMENTS kills, one
+#                                         run each; MODE:
+#     plain         the driver alone is killed (the default)
+#     executor      an executor is killed too, during the outage: the restarted driver loses it
+#                   to the recovery timeout and runs its tasks again elsewhere
+#     torn          the driver kills itself halfway through writing a record (its 20th), so that
+#                   state.tmp is torn: recovery reads state, never state.tmp
+#     renamed       the driver kills itself between the renames of a write: state is missing,
+#                   recovery falls back to state.prev
+#     corrupt       after the kill a byte of state is flipped: recovery falls back to state.prev
+#     refused       after the kill both records are cut short: the restart refuses, with its
+#                   message, and starts nothing
+#     unknown       records only at stage boundaries and tid reservations (--snapshot-ms of an
+#                   hour): the executors name many tids the restored ledger does not know, which
+#                   it kills and runs again
+#
+# Exit status: 0 when every run was as it must be, 1 otherwise. No process is left behind.
+set -u
+dir=$1
+seed=$2
+moments=$3
+mode=${4:-plain}
+tmp=$(mktemp -d)
+name="failover.sh ($mode)"
+drv='' ext=''
+# shellcheck source=test/cluster/common.sh
+. "$(dirname "$0")/common.sh"
+
+# Every tl-executor that connects to $1 (its command line names the port).
+executors_of() {
+  pgrep -f "tl-executor --host [^ ]* --port $1 " 2>/dev/null
+}
+
+# shellcheck disable=SC2317 # called by the EXIT trap
+cleanup_all() {
+  if [ -n "${port:-}" ]; then
+    for p in $(executors_of "$port"); do kill -9 "$p" 2>/dev/null; done
+  fi
+  cleanup
+}
+trap cleanup_all EXIT
+
+# The n-th number of a small linear congruential sequence from the seed, in [0, $2).
+draw() {
+  echo $(((seed * 1103515245 + $1 * 12345 + 7919) % 2147483648 % $2))
+}
+
+state="$tmp/state"
+args="--executors 3 --cores 4 --job sleep:2:8000,sleep:1:8000,sleep:2:6000 --state-dir $state
+  --snapshot-ms 100 --heartbeat-ms 200 --recovery-timeout-ms 3000 --pending-loss-timeout-ms 2000
+  --timeout-s 120"
+
+run=0
+while [ "$run" -lt "$moments" ]; do
+  run=$((run + 1))
+  rm -rf "$state"
+  : >"$tmp/out"
+  : >"$tmp/err"
+  extra=''
+  case $mode in
+  torn) extra='--crash-in-state-write 20:torn' ;;
+  unknown) extra='--snapshot-ms 3600000' ;;
+  renamed) extra='--crash-in-state-write 20:renamed' ;;
+  esac
+  # shellcheck disable=SC2086 # the arguments are split on purpose
+  "$dir/tl-driver" $args $extra >"$tmp/out" 2>"$tmp/err" &
+  drv=$!
+  wait_for "$tmp/out" '^listening on ' || fail "run $run: the driver did not listen"
+  port=$(sed -n 's/^listening on .*:\([0-9][0-9]*\)$/\1/p' "$tmp/out")
+  wait_for "$tmp/err" 'executor exec-3 registered' || fail "run $run: exec-3 did not register"
+  case $mode in
+  torn | renamed)
+    wait "$drv"
+    rc=$?
+    [ "$rc" -eq 137 ] || fail "run $run: the driver did not kill itself in its write ($rc)"
+    ;;
+  *)
+    # A moment 0.2 to 2.7 s after the executors registered: within any of the three stages (the
+    # job takes 3.5 s here).
+    ms=$((200 + $(draw "$run" 2500)))
+    sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
+    kill -0 "$drv" 2>/dev/null || fail "run $run: the driver ended before the kill at $ms ms"
+    kill -9 "$drv"
+    wait "$drv" 2>/dev/null
+    ;;
+  esac
+  drv=''
+  n=$(executors_of "$port" | wc -l)
+  [ "$n" -eq 3 ] || fail "run $run: $n executors survived the driver, not 3"
+  first_err=$(cat "$tmp/err")
+  case $mode in
+  executor)
+    victim=$(executors_of "$port" | head -n 1)
+    kill -9 "$victim"
+    ;;
+  corrupt)
+    size=$(wc -c <"$state/state")
+    at=$(($(draw "$run" $((size - 40))) + 40))
+    byte=$(od -An -tu1 -j "$at" -N1 "$state/state" | tr -d ' ')
+    oct=$(printf '%03o' $(((byte + 1) % 256)))
+    printf '%b' "\\0$oct" |
+      dd of="$state/state" bs=1 seek="$at" conv=notrunc 2>/dev/null
+    ;;
+  refused)
+    for f in state state.prev; do
+      size=$(wc -c <"$state/$f")
+      dd if=/dev/null of="$state/$f" bs=1 seek=$((size - 1)) 2>/dev/null
+    done
+    ;;
+  esac
+  [ -f "$state/state" ] || [ -f "$state/state.prev" ] || fail "run $run: no record was left"
+  before=$(ls "$state")
+
+  # The restart: the same command line, the same directory.
+  : >"$tmp/out"
+  : >"$tmp/err"
+  [ "$mode" = unknown ] || extra='' # the fault was the first run's
+  # shellcheck disable=SC2086
+  "$dir/tl-driver" $args $extra >"$tmp/out" 2>"$tmp/err" &
+  drv=$!
+  wait "$drv"
+  rc=$?
+  drv=''
+  if [ "$mode" = refused ]; then
+    [ "$rc" -eq 1 ] || fail "run $run: the restart on cut records exited $rc, not 1"
+    grep -q 'cannot be read, and recovery is refused: .*state is truncated.*state.prev is truncated' \
+      "$tmp/err" || fail "run $run: the refusal does not say why"
+    [ "$(ls "$state")" = "$before" ] || fail "run $run: the refusal changed the directory"
+    grep -q '^listening' "$tmp/out" && fail "run $run: the refused restart listened"
+    for p in $(executors_of "$port"); do kill -9 "$p" 2>/dev/null; done
+    echo "run $run: refused as it must be"
+    continue
+  fi
+  [ "$rc" -eq 0 ] || fail "run $run: the restarted driver exited $rc (first run's stderr:
+$first_err)"
+  grep -q '^OK$' "$tmp/out" || fail "run $run: no OK"
+  grep -q '^recovered: from ' "$tmp/out" || fail "run $run: the summary does not say it recovered"
+  grep -q 'job 1: succeeded' "$tmp/out" || fail "run $run: the job did not succeed"
+  case $mode in
+  executor)
+    grep -q 'executors lost to the recovery timeout' "$tmp/out" || fail "run $run: no line"
+    grep -Eq ' 1 executors lost to the recovery timeout' "$tmp/out" ||
+      fail "run $run: the killed executor was not lost to the recovery timeout"
+    ;;
+  unknown)
+    grep -Eq ' [1-9][0-9]* unknown and killed' "$tmp/out" ||
+      fail "run $run: no tid was unknown to the restored driver"
+    ;;
+  corrupt | renamed)
+    grep -q 'recovered: from .*/state.prev' "$tmp/out" ||
+      fail "run $run: recovery did not fall back to state.prev"
+    ;;
+  torn)
+    grep -q 'recovered: from .*/state;' "$tmp/out" ||
+      fail "run $run: recovery did not read state"
+    ;;
+  esac
+  [ -e "$state/state" ] && fail "run $run: the finished run left its record"
+  sleep 0.2
+  left=$(executors_of "$port" | wc -l)
+  [ "$left" -eq 0 ] || fail "run $run: $left tl-executor processes left"
+  printf 'run %s: %s\n' "$run" "$(grep '^recovered: ' "$tmp/out")"
+  grep '^attempts: ' "$tmp/out"
+done
+exit 0
