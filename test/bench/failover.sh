@@ -3,8 +3,8 @@
 # runs 10,000 long `sleep` tasks at once on 16 executors (625 task slots each: 25 cores, a queue
 # of 600), is killed with SIGKILL once every task runs, and is started again at once on the same
 # directory. Printed: the time from the restart to the last executor's reconciliation, as the
-# restarted driver measures it, and the record the crashed driver left (its size, per running
-# attempt). The figures are measurements, not tests: nothing here fails on a slow machine.
+# restarted driver measures it, the record the crashed driver left (its size, per running
+# attempt), and the restarted driver's writes of its records (each holds the 10,000 attempts). The figures are measurements, not tests: nothing here fails on a slow machine.
 #
 #   failover.sh DIR [ROUNDS]   DIR holds tl-driver and tl-executor; ROUNDS kills (3)
 set -u
@@ -63,6 +63,8 @@ while [ "$r" -lt "$rounds" ]; do
   wait "$drv" 2>/dev/null
   drv=''
   echo "round $r: record $bytes bytes for $frozen running attempts ($((bytes / (frozen > 0 ? frozen : 1))) B each); ${line#tl-driver: }"
+  grep '^state: ' "$tmp/out2" | sed 's/^/  restarted driver: /'
+  grep '^  exec-[0-9]*: reconciled' "$tmp/out2" | sort -t' ' -k5 -n | tail -n 1 | sed 's/^ */  last: /'
   sleep 0.5
   port=''
 done
