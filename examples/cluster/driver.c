@@ -108,9 +108,10 @@ static void die_oom(void);
 /* Failover (--state-dir; docs/cluster.md "Driver failover"). */
 #define TID_BLOCK 65536 /* tids reserved by one state write: the next write comes before more */
 #define FALLBACK_TID_GAP                                                                           \
-  (UINT64_C(1) << 32)        /* tids skipped when the newest record was bad: more                  \
-                                than one write can have reserved */
-#define STATE_BODY_VERSION 1 /* of the driver's record, inside the state file's version */
+  (UINT64_C(1) << 32)           /* tids skipped when the newest record was bad: more               \
+                                   than one write can have reserved */
+#define STATE_BODY_VERSION 1    /* of the driver's record, inside the state file's version */
+#define EXECUTOR_RECONNECT_S 60 /* its executors' --reconnect-s with --state-dir (else 0) */
 
 /* One stage of a job: one task set of ntasks tasks of one kind. */
 typedef struct stage {
@@ -1216,6 +1217,14 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     case TLC_MSG_HEARTBEAT:
       c->binaries = msg.u.heartbeat.binaries;
       c->heartbeats++;
+      if (!c->d->state_dir && c->status_frames > c->synced && !c->closing) {
+        /* Nothing is recovered after a crash without --state-dir: what the executor holds
+         * for a restarted driver may go, once a heartbeat. */
+        tlc_msg m = {.type = TLC_MSG_SYNCED, .u.synced = {c->status_frames}};
+        encode(c, &m);
+        send_out(c);
+        c->synced = c->status_frames;
+      }
       if (!c->d->stopping && !c->released && !c->recovering) {
         int hb = tl_executor_heartbeat(c->d->s, c->id);
         if (hb == TL_EGONE)
@@ -1675,7 +1684,8 @@ static void cb_revive_offers(void *ud) {
 
 #define STATE_COUNTERS(XX)                                                                         \
   XX(started)                                                                                      \
-  XX(registered) XX(registered_cores) XX(launched) XX(retries) XX(tasks_finished) XX(kills_sent)   \
+  XX(registered)                                                                                   \
+  XX(registered_cores) XX(launched) XX(retries) XX(tasks_finished) XX(kills_sent)                  \
       XX(binaries_sent) XX(forgets_sent) XX(executors_lost) XX(executors_released)                 \
           XX(refused_updates) XX(frames_in) XX(frames_out) XX(most_active)
 
@@ -2975,6 +2985,7 @@ static void start_launcher(driver *d, const driver_opts *o, bool restored) {
                               .port = d->port,
                               .cores = d->cores,
                               .heartbeat_ms = d->heartbeat_ms,
+                              .reconnect_s = d->state_dir ? EXECUTOR_RECONNECT_S : 0,
                               .partition = o->partition,
                               .time_limit = o->time_limit,
                               .extra_args = o->nslurm_args ? o->slurm_args : NULL,

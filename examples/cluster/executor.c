@@ -113,16 +113,18 @@ typedef struct executor {
   uint64_t status_frames;       /* STATUS frames sent on this connection */
   retained_end *retained;       /* a ring of RETAINED_MAX at most, oldest at retained_head */
   size_t retained_head, nretained, retained_cap;
-  uint64_t ends_resent;            /* ends sent again after a reconnection */
-  uint64_t ends_dropped;           /* ends dropped unacknowledged from a full ring */
-  uv_timer_t heartbeat;            /* every heartbeat_ms once registered */
-  uv_prepare_t flush;              /* sends the updates of the last iteration before polling */
-  bool connected;                  /* the connection was made */
-  bool closing;                    /* everything is being closed */
-  bool crashing;                   /* a `crash` task ran: exit once the writes are out */
-  int exit_code;                   /* 0 after STOP, 1 otherwise */
-  const char *id;                  /* as registered */
-  const char *token;               /* from --token-file or TL_CLUSTER_TOKEN ("" if neither) */
+  size_t retained_sent;  /* of those, from the oldest, sent on this connection (frame != 0):
+                            a prefix, since ends are sent in the order they are reported */
+  uint64_t ends_resent;  /* ends sent again after a reconnection */
+  uint64_t ends_dropped; /* ends dropped unacknowledged from a full ring */
+  uv_timer_t heartbeat;  /* every heartbeat_ms once registered */
+  uv_prepare_t flush;    /* sends the updates of the last iteration before polling */
+  bool connected;        /* the connection was made */
+  bool closing;          /* everything is being closed */
+  bool crashing;         /* a `crash` task ran: exit once the writes are out */
+  int exit_code;         /* 0 after STOP, 1 otherwise */
+  const char *id;        /* as registered */
+  const char *token;     /* from --token-file or TL_CLUSTER_TOKEN ("" if neither) */
   char hostname[TLC_HOST_MAX + 1]; /* this machine's name, sent in REGISTER */
   uint32_t cores;                  /* as registered */
   uint64_t heartbeat_ms;           /* the heartbeat period */
@@ -239,15 +241,6 @@ static retained_end *retained_at(executor *ex, size_t i) {
   return &ex->retained[(ex->retained_head + i) % ex->retained_cap];
 }
 
-/* Entries from the oldest that were sent on this connection (frame != 0): a prefix, since ends
- * are sent in the order they were reported. */
-static size_t retained_sent(executor *ex) {
-  size_t n = 0;
-  while (n < ex->nretained && retained_at(ex, n)->frame != 0)
-    n++;
-  return n;
-}
-
 /* Holds an end until a SYNCED covers it; the oldest goes when RETAINED_MAX are held. */
 static void retain_end(executor *ex, uint64_t tid, uint8_t state, const uint8_t *result,
                        const char *text) {
@@ -264,6 +257,8 @@ static void retain_end(executor *ex, uint64_t tid, uint8_t state, const uint8_t 
     ex->retained_head = 0;
   }
   if (ex->nretained == ex->retained_cap) { /* full: the oldest is dropped */
+    if (ex->retained_sent > 0)
+      ex->retained_sent--;
     ex->retained_head = (ex->retained_head + 1) % ex->retained_cap;
     ex->nretained--;
     ex->ends_dropped++;
@@ -285,6 +280,7 @@ static bool synced(executor *ex, uint64_t frames) {
          retained_at(ex, 0)->frame <= frames) {
     ex->retained_head = (ex->retained_head + 1) % ex->retained_cap;
     ex->nretained--;
+    ex->retained_sent--;
   }
   return true;
 }
@@ -299,7 +295,6 @@ static void flush_statuses(executor *ex) {
     ex->npending = 0;
     return;
   }
-  size_t next_end = retained_sent(ex);
   tlc_status_item *items = malloc(ex->npending * sizeof *items);
   if (!items)
     die_oom();
@@ -318,8 +313,8 @@ static void flush_statuses(executor *ex) {
     encode(ex, &msg);
     ex->status_frames++;
     for (size_t i = at; i < at + n; i++)
-      if (items[i].state != TLC_TASK_RUNNING && next_end < ex->nretained)
-        retained_at(ex, next_end++)->frame = ex->status_frames;
+      if (items[i].state != TLC_TASK_RUNNING && ex->retained_sent < ex->nretained)
+        retained_at(ex, ex->retained_sent++)->frame = ex->status_frames;
   }
   free(items);
   ex->npending = 0;
@@ -719,6 +714,7 @@ static void lose_connection(executor *ex) {
   ex->npending = 0;
   for (size_t i = 0; i < ex->nretained; i++)
     retained_at(ex, i)->frame = 0;
+  ex->retained_sent = 0;
   tlc_decoder_fini(&ex->decoder);
   tlc_decoder_init(&ex->decoder, TLC_FRAME_MAX);
   fprintf(stderr,
@@ -789,6 +785,7 @@ static void send_reconcile(executor *ex) {
       for (size_t i = at; i < at + k; i++)
         retained_at(ex, i)->frame = ex->status_frames;
     }
+    ex->retained_sent = ex->nretained;
     free(items);
     ex->ends_resent += ex->nretained;
   }

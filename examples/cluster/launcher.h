@@ -40,6 +40,9 @@ typedef struct launcher_config {
   int port;                  /* the driver's port */
   uint32_t cores;            /* --executor-cores: each executor's cores */
   uint64_t heartbeat_ms;     /* the executors' heartbeat period */
+  uint64_t reconnect_s;      /* their --reconnect-s: how long one whose driver went tries to
+                                come back (0: it exits at once; a driver without --state-dir
+                                recovers nothing, so it asks for 0) */
   /* slurm only (NULL / 0 otherwise) */
   const char *partition;         /* --partition */
   const char *time_limit;        /* --time-limit, Slurm's syntax */

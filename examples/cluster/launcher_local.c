@@ -30,6 +30,7 @@ typedef struct local_launcher {
   char port[16];          /* cfg.port, as an argument */
   char cores[16];         /* cfg.cores, likewise */
   char heartbeat[24];     /* cfg.heartbeat_ms, likewise */
+  char reconnect[24];     /* cfg.reconnect_s, likewise */
   local_proc *procs;      /* every process whose handle is not closed yet */
   size_t running;         /* spawned, end not reported yet */
   bool closing;           /* close was called: done runs once procs is empty */
@@ -91,6 +92,7 @@ static int local_create(const launcher_config *cfg, void **state) {
   snprintf(l->port, sizeof l->port, "%d", cfg->port);
   snprintf(l->cores, sizeof l->cores, "%" PRIu32, cfg->cores);
   snprintf(l->heartbeat, sizeof l->heartbeat, "%" PRIu64, cfg->heartbeat_ms);
+  snprintf(l->reconnect, sizeof l->reconnect, "%" PRIu64, cfg->reconnect_s);
   *state = l;
   return 0;
 }
@@ -116,6 +118,8 @@ static int local_start(void *state, const char *executor_id) {
                   l->cores,
                   "--heartbeat-ms",
                   l->heartbeat,
+                  "--reconnect-s",
+                  l->reconnect,
                   NULL};
   uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE},
                                    {.flags = UV_INHERIT_FD, .data.fd = 1},

@@ -100,6 +100,7 @@ struct slurm_launcher {
   int port;                                          /* the driver's port */
   uint32_t cores;                                    /* each executor's cores */
   uint64_t heartbeat_ms;                             /* the executors' heartbeat period */
+  uint64_t reconnect_s;                              /* their --reconnect-s */
   char *partition;                                   /* copied, NULL for Slurm's default */
   char *time_limit;                                  /* copied, NULL for none */
   char **extra_args;                                 /* copied, nextra entries */
@@ -496,8 +497,9 @@ static int slurm_start(void *state, const char *executor_id) {
     n += strlen(tail);
     fits = put_quoted(wrap, sizeof wrap, &n, executor_id);
   }
-  snprintf(tail, sizeof tail, " --cores %" PRIu32 " --heartbeat-ms %" PRIu64, l->cores,
-           l->heartbeat_ms);
+  snprintf(tail, sizeof tail,
+           " --cores %" PRIu32 " --heartbeat-ms %" PRIu64 " --reconnect-s %" PRIu64, l->cores,
+           l->heartbeat_ms, l->reconnect_s);
   fits = fits && n + strlen(tail) < sizeof wrap;
   if (!fits)
     return UV_E2BIG;
@@ -992,6 +994,7 @@ static int slurm_create(const launcher_config *cfg, void **state) {
   l->port = cfg->port;
   l->cores = cfg->cores;
   l->heartbeat_ms = cfg->heartbeat_ms ? cfg->heartbeat_ms : 1000;
+  l->reconnect_s = cfg->reconnect_s;
   l->poll_ms = cfg->poll_ms ? cfg->poll_ms : DEFAULT_POLL_MS;
   l->on_end = cfg->on_end;
   l->ud = cfg->ud;
