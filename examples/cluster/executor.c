@@ -285,6 +285,31 @@ static bool synced(executor *ex, uint64_t frames) {
   return true;
 }
 
+/* One update as a STATUS item (its views point into result and text). */
+static tlc_status_item status_item(uint64_t tid, uint8_t state, const uint8_t *result,
+                                   const char *text) {
+  bool finished = state == TLC_TASK_FINISHED;
+  return (tlc_status_item){.tid = tid,
+                           .state = state,
+                           .result = {finished ? result : NULL, finished ? RESULT_BYTES : 0},
+                           .text = tlc_str(text)};
+}
+
+/* Encodes items[0 .. n) as STATUS frames of up to STATUS_FLUSH updates, counted on this
+ * connection. The ends among them are the retained ones not yet sent, in order: each is marked
+ * with the frame that carries it. */
+static void encode_statuses(executor *ex, const tlc_status_item *items, size_t n) {
+  for (size_t at = 0; at < n; at += STATUS_FLUSH) {
+    size_t k = n - at < STATUS_FLUSH ? n - at : STATUS_FLUSH;
+    tlc_msg msg = {.type = TLC_MSG_STATUS, .u.status = {k, items + at}};
+    encode(ex, &msg);
+    ex->status_frames++;
+    for (size_t i = at; i < at + k; i++)
+      if (items[i].state != TLC_TASK_RUNNING && ex->retained_sent < ex->nretained)
+        retained_at(ex, ex->retained_sent++)->frame = ex->status_frames;
+  }
+}
+
 /* Encodes the updates collected so far into one STATUS frame (or several if huge). Each end in
  * them is marked with the frame that carries it. While the connection is down nothing is sent:
  * the ends wait in the retained ring, the RUNNING updates are dropped (RECONCILE says it). */
@@ -300,22 +325,9 @@ static void flush_statuses(executor *ex) {
     die_oom();
   for (size_t i = 0; i < ex->npending; i++) {
     pending_status *p = &ex->pending[i];
-    bool finished = p->state == TLC_TASK_FINISHED;
-    items[i] =
-        (tlc_status_item){.tid = p->tid,
-                          .state = p->state,
-                          .result = {finished ? p->result : NULL, finished ? RESULT_BYTES : 0},
-                          .text = tlc_str(p->text)};
+    items[i] = status_item(p->tid, p->state, p->result, p->text);
   }
-  for (size_t at = 0; at < ex->npending; at += STATUS_FLUSH) {
-    size_t n = ex->npending - at < STATUS_FLUSH ? ex->npending - at : STATUS_FLUSH;
-    tlc_msg msg = {.type = TLC_MSG_STATUS, .u.status = {n, items + at}};
-    encode(ex, &msg);
-    ex->status_frames++;
-    for (size_t i = at; i < at + n; i++)
-      if (items[i].state != TLC_TASK_RUNNING && ex->retained_sent < ex->nretained)
-        retained_at(ex, ex->retained_sent++)->frame = ex->status_frames;
-  }
+  encode_statuses(ex, items, ex->npending);
   free(items);
   ex->npending = 0;
   send_out(ex);
@@ -749,6 +761,7 @@ static void on_reconnect(uv_timer_t *t) {
 /* RECONCILE, right after REGISTER on a reconnection: every tid it runs or queues, and every end
  * it holds; then those ends again, as STATUS frames of this connection. */
 static void send_reconcile(executor *ex) {
+  ex->npending = 0; /* made since the drop: RECONCILE names the running, the ends are retained */
   size_t n = 0, cap = ex->queued + ex->nretained + 1;
   for (sleeping_task *t = ex->sleeping; t; t = t->next)
     cap++;
@@ -770,22 +783,10 @@ static void send_reconcile(executor *ex) {
       die_oom();
     for (size_t i = 0; i < ex->nretained; i++) {
       retained_end *e = retained_at(ex, i);
-      bool finished = e->state == TLC_TASK_FINISHED;
-      items[i] =
-          (tlc_status_item){.tid = e->tid,
-                            .state = e->state,
-                            .result = {finished ? e->result : NULL, finished ? RESULT_BYTES : 0},
-                            .text = tlc_str(e->text)};
+      items[i] = status_item(e->tid, e->state, e->result, e->text);
     }
-    for (size_t at = 0; at < ex->nretained; at += STATUS_FLUSH) {
-      size_t k = ex->nretained - at < STATUS_FLUSH ? ex->nretained - at : STATUS_FLUSH;
-      tlc_msg st = {.type = TLC_MSG_STATUS, .u.status = {k, items + at}};
-      encode(ex, &st);
-      ex->status_frames++;
-      for (size_t i = at; i < at + k; i++)
-        retained_at(ex, i)->frame = ex->status_frames;
-    }
-    ex->retained_sent = ex->nretained;
+    ex->retained_sent = 0; /* lose_connection unmarked them all: each is marked again here */
+    encode_statuses(ex, items, ex->nretained);
     free(items);
     ex->ends_resent += ex->nretained;
   }
