@@ -124,7 +124,7 @@ while [ "$run" -lt "$moments" ]; do
   : >"$tmp/err"
   [ "$mode" = unknown ] || extra='' # the fault was the first run's
   # shellcheck disable=SC2086
-  "$dir/tl-driver" $args $extra >"$tmp/out" 2>"$tmp/err" &
+  "$dir/tl-driver" $args $extra --summary-json "$tmp/summary.json" >"$tmp/out" 2>"$tmp/err" &
   drv=$!
   wait "$drv"
   rc=$?
@@ -163,6 +163,11 @@ $first_err)"
       fail "run $run: recovery did not read state"
     ;;
   esac
+  if command -v jq >/dev/null 2>&1; then # the JSON summary's recovery, where jq is
+    jq -e '.ok and .recovery.done and .recovery.executors_to_reconcile == 3 and
+      (.recovery.reconciled + .recovery.recovery_timeouts) == 3' "$tmp/summary.json" >/dev/null ||
+      fail "run $run: the JSON summary's recovery is wrong: $(jq -c .recovery "$tmp/summary.json")"
+  fi
   [ -e "$state/state" ] && fail "run $run: the finished run left its record"
   sleep 0.2
   left=$(executors_of "$port" | wc -l)
