@@ -16,8 +16,8 @@
 #     renamed       the driver kills itself between the renames of a write: state is missing,
 #                   recovery falls back to state.prev
 #     corrupt       after the kill a byte of state is flipped: recovery falls back to state.prev
-#     refused       after the kill both records are cut short: the restart refuses, with its
-#                   message, and starts nothing
+#     refused       after the kill a restart with other jobs is refused, then both records
+#                   are cut short: the restart refuses, with its message, and starts nothing
 #     unknown       records only at stage boundaries and tid reservations (--snapshot-ms of an
 #                   hour): the executors name many tids the restored ledger does not know, which
 #                   it kills and runs again
@@ -110,6 +110,16 @@ while [ "$run" -lt "$moments" ]; do
       dd of="$state/state" bs=1 seek="$at" conv=notrunc 2>/dev/null
     ;;
   refused)
+    # First a restart with other jobs: refused with its message, the directory unchanged.
+    listing=$(ls -l "$state")
+    rc=0
+    other=$(echo "$args" | sed 's/sleep:2:6000/sleep:2:6001/')
+    # shellcheck disable=SC2086
+    "$dir/tl-driver" $other >"$tmp/out" 2>"$tmp/err" || rc=$?
+    [ "$rc" -eq 1 ] || fail "run $run: a restart with other jobs exited $rc, not 1"
+    grep -q 'cannot be recovered: its jobs differ' "$tmp/err" ||
+      fail "run $run: a restart with other jobs does not say why it is refused"
+    [ "$(ls -l "$state")" = "$listing" ] || fail "run $run: the refusal changed the directory"
     for f in state state.prev; do
       size=$(wc -c <"$state/$f")
       dd if=/dev/null of="$state/$f" bs=1 seek=$((size - 1)) 2>/dev/null
