@@ -432,7 +432,6 @@ typedef struct driver {
   uint64_t state_busy;         /* writes put off: the ledger had undelivered events */
   uint64_t state_failed;       /* writes that failed (logged) */
   uint64_t state_ns;           /* time spent writing, in all */
-  uint64_t state_bytes;        /* the last record's body */
   uint64_t synced_sent;        /* SYNCED frames sent */
   bool recovered;              /* this run began from a previous run's record */
   bool fell_back;              /* and it was state.prev: state was missing or bad */
@@ -1432,17 +1431,15 @@ static void offer(driver *d, conn *c) {
   }
   if (n > 0 && d->exec1_tid == 0 && !strcmp(c->id, d->execs[0].id))
     d->exec1_tid = d->launch_buf[0].tid;
-  tl_tid max_tid = 0;
-  for (size_t i = 0; i < n; i++)
-    max_tid = d->launch_buf[i].tid > max_tid ? d->launch_buf[i].tid : max_tid;
-  reserve_tids(d, max_tid); /* before a LAUNCH names them */
   if (n > 0)
     c->idle_since = 0;
   size_t nitems = 0;
+  tl_tid max_tid = 0;
   for (size_t i = 0; i < n; i++) {
     const tl_launch *l = &d->launch_buf[i];
     stage_binary *b = l->payload;
     d->retries += l->attempt > 0;
+    max_tid = l->tid > max_tid ? l->tid : max_tid;
     if (!binary_sent(c, l->taskset)) {
       if (nitems > 0) { /* launches already batched go first, keeping the order simple */
         tlc_msg m = {.type = TLC_MSG_LAUNCH, .u.launch = {nitems, d->items}};
@@ -1481,6 +1478,7 @@ static void offer(driver *d, conn *c) {
     encode(c, &m);
   }
   d->launched += n;
+  reserve_tids(d, max_tid); /* durable before the LAUNCH frames that name them go out */
   send_out(c);
 }
 
@@ -1669,7 +1667,7 @@ static void cb_revive_offers(void *ud) {
  * state.c, and the recovery of a run from it.
  *
  * The record's body, every integer little-endian, every string a u16 length and its bytes:
- *   u32 STATE_BODY_VERSION; the token; u32 the port; u8 offering; u64 ns offering so far;
+ *   u32 STATE_BODY_VERSION; the token; u32 the port; u64 ns offering so far;
  *   u32 jobs, and for each: u32 stages, u32 current, u8 failed, u8 done, and for each stage:
  *     the kind, u32 ntasks, u64 taskset, u32 succeeded, failed attempts, counted failures,
  *     killed, finished as zombies, u8 failed, u8 released;
@@ -1685,9 +1683,19 @@ static void cb_revive_offers(void *ud) {
 #define STATE_COUNTERS(XX)                                                                         \
   XX(started)                                                                                      \
   XX(registered)                                                                                   \
-  XX(registered_cores) XX(launched) XX(retries) XX(tasks_finished) XX(kills_sent)                  \
-      XX(binaries_sent) XX(forgets_sent) XX(executors_lost) XX(executors_released)                 \
-          XX(refused_updates) XX(frames_in) XX(frames_out) XX(most_active)
+  XX(registered_cores)                                                                             \
+  XX(launched)                                                                                     \
+  XX(retries)                                                                                      \
+  XX(tasks_finished)                                                                               \
+  XX(kills_sent)                                                                                   \
+  XX(binaries_sent)                                                                                \
+  XX(forgets_sent)                                                                                 \
+  XX(executors_lost)                                                                               \
+  XX(executors_released)                                                                           \
+  XX(refused_updates)                                                                              \
+  XX(frames_in)                                                                                    \
+  XX(frames_out)                                                                                   \
+  XX(most_active)
 
 typedef struct wbuf {
   uint8_t *p;
@@ -1711,8 +1719,7 @@ static void w_bytes(wbuf *w, const void *src, size_t n) {
 
 static void w_le(wbuf *w, uint64_t v, int n) {
   uint8_t b[8];
-  for (int i = 0; i < n; i++)
-    b[i] = (uint8_t)(v >> (8 * i));
+  state_put_le(b, v, n);
   w_bytes(w, b, (size_t)n);
 }
 
@@ -1733,9 +1740,7 @@ static uint64_t r_le(rbuf *r, int n) {
     r->bad = true;
     return 0;
   }
-  uint64_t v = 0;
-  for (int i = 0; i < n; i++)
-    v |= (uint64_t)r->p[r->at + (size_t)i] << (8 * i);
+  uint64_t v = state_get_le(r->p + r->at, n);
   r->at += (size_t)n;
   return v;
 }
@@ -1764,7 +1769,6 @@ static int encode_state(driver *d, wbuf *w) {
   w_le(w, STATE_BODY_VERSION, 4);
   w_str(w, d->token);
   w_le(w, (uint64_t)d->port, 4);
-  w_le(w, d->offering, 1);
   w_le(w, d->offering ? d->recovered_elapsed + (uv_hrtime() - d->start_ns) : 0, 8);
   w_le(w, d->njobs, 4);
   for (size_t i = 0; i < d->njobs; i++) {
@@ -1864,7 +1868,6 @@ static int write_state(driver *d, bool fresh) {
   }
   d->tid_reserved = reserve;
   d->state_writes++;
-  d->state_bytes = d->state_len;
   d->state_ns += uv_hrtime() - t0;
   if (fresh)
     for (conn *c = d->conns; c; c = c->next)
@@ -1950,7 +1953,6 @@ static int read_state_body(driver *d, const state_record *rec, const uint8_t **s
     bad = "its body is of another version";
   r_str(&r, token, sizeof token);
   uint64_t port = r_le(&r, 4);
-  bool offering = r_le(&r, 1) != 0;
   uint64_t elapsed = r_le(&r, 8);
   if (!bad && (r.bad || port == 0 || port > 65535 || strlen(token) < TOKEN_MIN))
     bad = "its token or port is bad";
@@ -2031,7 +2033,6 @@ static int read_state_body(driver *d, const state_record *rec, const uint8_t **s
   d->port = (int)port;
   /* Offers go on at once: the executors that registered before the crash come back by
    * themselves, and one that never registered may register now. */
-  (void)offering;
   d->offering = true;
   d->recovered_elapsed = elapsed;
   *snap = r.p + r.at;
@@ -2119,7 +2120,7 @@ static void print_recovery(const driver *d) {
            "%" PRIu64 " bytes; SYNCED frames: %" PRIu64 "\n",
            d->state_writes, d->state_reserves, d->state_busy, d->state_failed,
            d->state_writes ? (double)d->state_ns / 1e6 / (double)d->state_writes : 0.0,
-           d->state_bytes, d->synced_sent);
+           (uint64_t)d->state_len, d->synced_sent);
   if (!d->recovered)
     return;
   printf("recovered: from %s%s; %" PRIu32 " executors to reconcile, recovery %s%.3f s; "

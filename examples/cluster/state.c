@@ -16,12 +16,12 @@ uint64_t state_crash_write;
 int state_crash_point;
 static uint64_t writes; /* state_write calls so far */
 
-static void put_le(uint8_t *p, uint64_t v, int n) {
+void state_put_le(uint8_t *p, uint64_t v, int n) {
   for (int i = 0; i < n; i++)
     p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static uint64_t get_le(const uint8_t *p, int n) {
+uint64_t state_get_le(const uint8_t *p, int n) {
   uint64_t v = 0;
   for (int i = 0; i < n; i++)
     v |= (uint64_t)p[i] << (8 * i);
@@ -75,11 +75,11 @@ int state_write(const char *dir, uint64_t tid_reserved, const void *body, size_t
   writes++;
   uint8_t h[STATE_HEADER];
   memcpy(h, magic, sizeof magic);
-  put_le(h + 8, STATE_VERSION, 4);
-  put_le(h + 12, 0, 4);
-  put_le(h + 16, tid_reserved, 8);
-  put_le(h + 24, len, 8);
-  put_le(h + 32, fnv1a(fnv1a(FNV_BASIS, h, 32), body, len), 8);
+  state_put_le(h + 8, STATE_VERSION, 4);
+  state_put_le(h + 12, 0, 4);
+  state_put_le(h + 16, tid_reserved, 8);
+  state_put_le(h + 24, len, 8);
+  state_put_le(h + 32, fnv1a(fnv1a(FNV_BASIS, h, 32), body, len), 8);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0)
     return fail(why, whylen, "open", tmp);
@@ -141,9 +141,9 @@ static int read_one(const char *path, state_record *out, char *why, size_t whyle
     bad = "shorter than its header";
   else if (memcmp(h, magic, sizeof magic) != 0)
     bad = "not a tl-driver state file";
-  else if (get_le(h + 8, 4) != STATE_VERSION)
+  else if (state_get_le(h + 8, 4) != STATE_VERSION)
     bad = "of another version";
-  else if ((len = get_le(h + 24, 8)) > STATE_BODY_MAX || len > size - sizeof h)
+  else if ((len = state_get_le(h + 24, 8)) > STATE_BODY_MAX || len > size - sizeof h)
     bad = "truncated: its body is shorter than its header says";
   else if (len < size - sizeof h)
     bad = "longer than its header says";
@@ -166,7 +166,7 @@ static int read_one(const char *path, state_record *out, char *why, size_t whyle
     }
     if (have != len)
       bad = "truncated while it was read";
-    else if (fnv1a(fnv1a(FNV_BASIS, h, 32), body, len) != get_le(h + 32, 8))
+    else if (fnv1a(fnv1a(FNV_BASIS, h, 32), body, len) != state_get_le(h + 32, 8))
       bad = "corrupt: its checksum does not match";
   }
   close(fd);
@@ -177,7 +177,7 @@ static int read_one(const char *path, state_record *out, char *why, size_t whyle
   }
   out->body = body;
   out->len = len;
-  out->tid_reserved = get_le(h + 16, 8);
+  out->tid_reserved = state_get_le(h + 16, 8);
   return 1;
 }
 
