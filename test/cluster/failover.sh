@@ -173,10 +173,19 @@ $first_err)"
       fail "run $run: recovery did not read state"
     ;;
   esac
+  # From the newest record, every attempt it holds on an executor that came back is named by
+  # that executor (it runs it, or holds its end): none is lost to the outage. From state.prev,
+  # ends the newer record covered may have been dropped.
+  lost=0
+  case $mode in corrupt | renamed) lost='.recovery.attempts_lost' ;; esac
   if command -v jq >/dev/null 2>&1; then # the JSON summary's recovery, where jq is
-    jq -e '.ok and .recovery.done and .recovery.executors_to_reconcile == 3 and
-      (.recovery.reconciled + .recovery.recovery_timeouts) == 3' "$tmp/summary.json" >/dev/null ||
+    jq -e ".ok and .recovery.done and .recovery.executors_to_reconcile == 3 and
+      (.recovery.reconciled + .recovery.recovery_timeouts) == 3 and
+      .recovery.attempts_lost == $lost" "$tmp/summary.json" >/dev/null ||
       fail "run $run: the JSON summary's recovery is wrong: $(jq -c .recovery "$tmp/summary.json")"
+  elif [ "$lost" = 0 ]; then
+    grep -q ' 0 attempts lost to the outage' "$tmp/out" ||
+      fail "run $run: attempts were lost to the outage"
   fi
   [ -e "$state/state" ] && fail "run $run: the finished run left its record"
   sleep 0.2
