@@ -108,9 +108,9 @@ static void die_oom(void);
 /* Failover (--state-dir; docs/cluster.md "Driver failover"). */
 #define TID_BLOCK 65536 /* tids reserved by one state write: the next write comes before more */
 #define FALLBACK_TID_GAP                                                                           \
-  (UINT64_C(1) << 32)           /* tids skipped when the newest record was bad: more               \
-                                   than one write can have reserved */
-#define STATE_BODY_VERSION 1    /* of the driver's record, inside the state file's version */
+  (UINT64_C(1) << 32)           /* tids skipped when recovery read state.prev: more than           \
+                                   one write can have reserved */
+#define STATE_BODY_VERSION 2    /* of the driver's record, inside the state file's version */
 #define EXECUTOR_RECONNECT_S 60 /* its executors' --reconnect-s with --state-dir (else 0) */
 
 /* One stage of a job: one task set of ntasks tasks of one kind. */
@@ -163,6 +163,8 @@ typedef struct conn {
   uint64_t status_frames;    /* STATUS frames read on this connection */
   uint64_t synced;           /* of those, acknowledged durable by the last SYNCED sent */
   bool reconciled;           /* it reconciled with the restored ledger (handle_reconcile) */
+  bool held;                 /* out holds launches no record holds yet: nothing is sent until
+                                one does (hold_launches) */
   uint64_t idle_since;       /* uv_hrtime when it last ran nothing; 0 while it runs tasks */
   int handles_open;          /* handles not yet closed (tcp, timer): freed at 0 */
   char id[TL_ID_MAX];        /* the executor id, once registered */
@@ -190,12 +192,15 @@ typedef struct exec_rec {
   bool stopped;       /* --stop-executor-after stopped it (SIGSTOP), not yet resumed */
   bool forced;        /* still running when the stop grace period ran out: stop_all got it */
   bool adopted;       /* started by the driver before a crash: its end is not reported here */
-  tl_loss_kind kind;  /* the end: as launcher_end */
-  bool caused_by_app; /* likewise */
-  int exit_code;      /* likewise */
-  bool requested;     /* likewise */
-  char reason[160];   /* likewise, truncated */
-  char source[64];    /* likewise, truncated */
+  char handle[LAUNCHER_HANDLE_MAX]; /* its launcher's handle (slurm: the job id), kept in the
+                                       record so that the launcher can take it back after a
+                                       crash (launcher_ops.adopt); "" for none */
+  tl_loss_kind kind;                /* the end: as launcher_end */
+  bool caused_by_app;               /* likewise */
+  int exit_code;                    /* likewise */
+  bool requested;                   /* likewise */
+  char reason[160];                 /* likewise, truncated */
+  char source[64];                  /* likewise, truncated */
 } exec_rec;
 
 /* One lost executor (any executor the ledger lost, started by the launcher or not; not one
@@ -416,25 +421,36 @@ typedef struct driver {
    * connections closed, for the summary; the rest only counted. */
   exec_report reports[REPORT_DETAIL_MAX]; /* a ring */
   uint64_t nreports;                      /* reports kept: the ring's next slot mod MAX */
-  /* Failover (--state-dir): the state record, written every snapshot_ms and at stage
-   * boundaries; a run started on a record recovers it. */
-  const char *state_dir;       /* --state-dir; NULL: none */
-  uint64_t snapshot_ms;        /* --snapshot-ms */
-  uv_timer_t state_timer;      /* writes the record */
-  uint8_t *state_body;         /* the last record's body, for a write that only reserves tids */
-  size_t state_len, state_cap; /* its bytes, and those allocated */
-  uint8_t *state_spare;        /* the next body is encoded here, then swapped with it */
-  size_t state_spare_cap;      /* bytes allocated */
-  uint64_t tid_reserved;       /* no tid above it is sent before a write reserves more */
-  uint64_t tid_max;            /* the highest tid launched */
-  uint64_t state_writes;       /* records written */
-  uint64_t state_reserves;     /* of those, written for a tid reservation with the last body */
-  uint64_t state_busy;         /* writes put off: the ledger had undelivered events */
-  uint64_t state_failed;       /* writes that failed (logged) */
-  uint64_t state_ns;           /* time spent writing, in all */
-  uint64_t synced_sent;        /* SYNCED frames sent */
-  bool recovered;              /* this run began from a previous run's record */
-  bool fell_back;              /* and it was state.prev: state was missing or bad */
+  /* Failover (--state-dir): the state record, written every snapshot_ms, at stage boundaries
+   * and before held launches go out (hold_launches); a run started on a record recovers it. */
+  const char *state_dir;         /* --state-dir; NULL: none */
+  uint64_t snapshot_ms;          /* --snapshot-ms */
+  uv_timer_t state_timer;        /* writes the record */
+  uint8_t *state_body;           /* the last record's body, for a write that only reserves tids */
+  size_t state_len, state_cap;   /* its bytes, and those allocated */
+  uint8_t *state_spare;          /* the next body is encoded here, then swapped with it */
+  size_t state_spare_cap;        /* bytes allocated */
+  uint64_t tid_reserved;         /* no tid above it is sent before a write reserves more */
+  uint64_t tid_max;              /* the highest tid launched */
+  uint64_t state_writes;         /* records written */
+  uint64_t state_reserves;       /* of those, written for a tid reservation with the last body */
+  uint64_t state_busy;           /* writes put off: the ledger had undelivered events */
+  uint64_t state_failed;         /* writes that failed (logged) */
+  uint64_t state_ns;             /* time spent writing, in all */
+  uint64_t synced_sent;          /* SYNCED frames sent */
+  bool launch_early;             /* --launch-before-record: launches are not held for a record */
+  uv_idle_t commit;              /* writes the record that held launches wait for */
+  bool commit_due;               /* some connection holds launches: commit is started */
+  uint64_t commit_since;         /* uv_hrtime of the first launch held since the last record */
+  uint64_t held_now;             /* launches held since the last record */
+  uint64_t held_launches;        /* launches that waited for a record, in all */
+  uint64_t held_rounds;          /* times launches waited (each ended by one record) */
+  uint64_t held_ns, held_max_ns; /* how long they waited: in all, and the longest */
+  uint64_t unrecorded;           /* launches sent without a record: the write failed */
+  uint32_t launcher_adopted;     /* executors of the crashed run its launcher took back */
+  bool recovered;                /* this run began from a previous run's record */
+  bool fell_back;                /* and state was missing or bad */
+  const char *state_file;        /* the file it read: "state", "state.tmp" or "state.prev" */
   char fell_back_why[STATE_WHY_MAX]; /* why */
   uint64_t recover_start_ns;         /* uv_hrtime at the restart */
   uint64_t recover_end_ns;           /* when no executor was RECOVERING any more; 0 until then */
@@ -524,6 +540,9 @@ static void sample_alive(driver *d) {
 }
 
 static void offer(driver *d, conn *c);
+static void hold_launches(driver *d, conn *c, size_t n);
+static void on_commit(uv_idle_t *idle);
+static void release_held(driver *d);
 static void begin_stop(driver *d);
 static void spawn_bad_clients(driver *d);
 static void give_up(driver *d, const char *why);
@@ -760,9 +779,10 @@ static void on_written(void *data, int status) {
     close_conn(data, uv_strerror(status));
 }
 
-/* Hands the encoded frames to libuv; the write owns them from here. */
+/* Hands the encoded frames to libuv; the write owns them from here. A connection that holds
+ * launches for a record keeps them, and what follows them, until one holds them. */
 static void send_out(conn *c) {
-  if (c->closing)
+  if (c->closing || c->held)
     return;
   int rc = conn_write((uv_stream_t *)&c->tcp, &c->out, on_written, c);
   if (rc == UV_ENOMEM)
@@ -1478,6 +1498,7 @@ static void offer(driver *d, conn *c) {
     encode(c, &m);
   }
   d->launched += n;
+  hold_launches(d, c, n);
   reserve_tids(d, max_tid); /* durable before the LAUNCH frames that name them go out */
   send_out(c);
 }
@@ -1793,7 +1814,7 @@ static int encode_state(driver *d, wbuf *w) {
   }
   w_le(w, d->nexecs, 4);
   for (uint32_t i = 0; i < d->nexecs; i++) {
-    const exec_rec *e = &d->execs[i];
+    exec_rec *e = &d->execs[i];
     w_str(w, e->id);
     /* An adopted executor is still running as far as the run knows: started, its end not in. */
     w_le(w, e->started || e->adopted, 1);
@@ -1808,6 +1829,11 @@ static int encode_state(driver *d, wbuf *w) {
     w_le(w, (uint32_t)e->exit_code, 4);
     w_str(w, e->reason);
     w_str(w, e->source);
+    char h[LAUNCHER_HANDLE_MAX];
+    if (e->started && !e->ended && d->launcher && d->ops->handle &&
+        d->ops->handle(d->launcher, e->id, h, sizeof h) > 0)
+      copy_text(e->handle, sizeof e->handle, h);
+    w_str(w, e->handle);
   }
 #define PUT_COUNTER(f) w_le(w, d->f, 8);
   STATE_COUNTERS(PUT_COUNTER)
@@ -1878,7 +1904,61 @@ static int write_state(driver *d, bool fresh) {
         c->synced = c->status_frames;
         d->synced_sent++;
       }
+  if (fresh)
+    release_held(d);
   return 0;
+}
+
+/* With --state-dir, a LAUNCH goes out only once a record holds its attempt: then a crash can
+ * lose no launch that an executor got (it is in the record the restart reads, and the executor
+ * names it when it reconciles), and a launch the crash kept from going out is offered again.
+ * offer() calls this for the n launches it just encoded into c's frames: they, and whatever
+ * is encoded for c after them, wait for the next record, which commit writes at the next turn
+ * of the loop, so the launches of one turn share one write. */
+static void hold_launches(driver *d, conn *c, size_t n) {
+  if (!d->state_dir || d->launch_early || n == 0)
+    return;
+  c->held = true;
+  d->held_now += n;
+  if (!d->commit_due) {
+    d->commit_due = true;
+    d->commit_since = uv_hrtime();
+    uv_idle_start(&d->commit, on_commit);
+  }
+}
+
+/* A record holds every launch encoded so far (or none could be written, or the run ends): the
+ * held frames go out. */
+static void release_held(driver *d) {
+  if (!d->commit_due)
+    return;
+  d->commit_due = false;
+  uv_idle_stop(&d->commit);
+  uint64_t waited = uv_hrtime() - d->commit_since;
+  d->held_ns += waited;
+  d->held_max_ns = waited > d->held_max_ns ? waited : d->held_max_ns;
+  d->held_rounds++;
+  d->held_launches += d->held_now;
+  d->held_now = 0;
+  for (conn *c = d->conns; c; c = c->next)
+    if (c->held) {
+      c->held = false;
+      send_out(c);
+    }
+}
+
+/* The loop turned with launches held: the record that holds them. A write put off for
+ * undelivered events is tried at the next turn; one that failed (logged, counted) sends them
+ * anyway, as --launch-before-record would: a crash before the next record reruns them, and the
+ * tid reservation (reserve_tids) still keeps their tids from being given again. */
+static void on_commit(uv_idle_t *idle) {
+  driver *d = idle->data;
+  uint64_t busy = d->state_busy;
+  if (write_state(d, true) == 0 || d->state_busy > busy)
+    return;
+  d->unrecorded += d->held_now;
+  logf_(d, "no record holds %" PRIu64 " launches: sending them anyway", d->held_now);
+  release_held(d);
 }
 
 static void on_state_timer(uv_timer_t *t) {
@@ -2005,6 +2085,7 @@ static int read_state_body(driver *d, const state_record *rec, const uint8_t **s
     e->exit_code = (int)(int32_t)(uint32_t)r_le(&r, 4);
     r_str(&r, e->reason, sizeof e->reason);
     r_str(&r, e->source, sizeof e->source);
+    r_str(&r, e->handle, sizeof e->handle);
     if (kind >= LOSS_KINDS)
       r.bad = true;
     e->kind = (tl_loss_kind)kind;
@@ -2066,7 +2147,7 @@ static int recover_state(driver *d, const tl_config *cfg, const tl_callbacks *cb
     return 1;
   }
   state_record rec;
-  char why[2 * STATE_WHY_MAX + 8];
+  char why[3 * STATE_WHY_MAX + 8];
   int rc = state_read(d->state_dir, &rec, why, sizeof why);
   if (rc == 0)
     return 0;
@@ -2084,7 +2165,8 @@ static int recover_state(driver *d, const tl_config *cfg, const tl_callbacks *cb
   tl_config rcfg = *cfg;
   /* No tid the crashed driver may have sent is given again (docs/snapshot.md). With the older
    * record, the newer one's reservation is unknown: far beyond what one write reserves. */
-  rcfg.restore_tid_floor = rec.tid_reserved + 1 + (rec.fell_back ? FALLBACK_TID_GAP : 0);
+  bool older = !strcmp(rec.name, "state.prev");
+  rcfg.restore_tid_floor = rec.tid_reserved + 1 + (older ? FALLBACK_TID_GAP : 0);
   snap_reader sr = {snap, snap_len, 0};
   rc = tl_scheduler_restore(&rcfg, cb, snap_read, &sr, &d->s);
   if (rc < 0) {
@@ -2095,6 +2177,7 @@ static int recover_state(driver *d, const tl_config *cfg, const tl_callbacks *cb
   }
   d->recovered = true;
   d->fell_back = rec.fell_back;
+  d->state_file = rec.name;
   copy_text(d->fell_back_why, sizeof d->fell_back_why, rec.why_newest);
   d->tid_reserved = rcfg.restore_tid_floor - 1;
   d->tid_max = d->tid_reserved;
@@ -2103,7 +2186,8 @@ static int recover_state(driver *d, const tl_config *cfg, const tl_callbacks *cb
   tl_stats_get(d->s, &st);
   d->recovering_at_start = (uint32_t)st.executors_recovering;
   if (rec.fell_back)
-    fprintf(stderr, "tl-driver: %s; recovering from %s/state.prev\n", rec.why_newest, d->state_dir);
+    fprintf(stderr, "tl-driver: %s; recovering from %s/%s\n", rec.why_newest, d->state_dir,
+            rec.name);
   logf_(d, "recovering from %s: %zu bytes, %u executors to reconcile, %zu attempts frozen",
         d->state_dir, rec.len, d->recovering_at_start, st.attempts_frozen);
   free(rec.body);
@@ -2114,28 +2198,41 @@ static int recover_state(driver *d, const tl_config *cfg, const tl_callbacks *cb
 
 /* The summary's recovery lines (a recovered run only). */
 static void print_recovery(const driver *d) {
-  if (d->state_dir)
+  if (d->state_dir) {
     printf("state: %" PRIu64 " records written (%" PRIu64 " for tids only, %" PRIu64
            " put off while events were undelivered, %" PRIu64 " failed), %.3f ms each, last "
            "%" PRIu64 " bytes; SYNCED frames: %" PRIu64 "\n",
            d->state_writes, d->state_reserves, d->state_busy, d->state_failed,
            d->state_writes ? (double)d->state_ns / 1e6 / (double)d->state_writes : 0.0,
            (uint64_t)d->state_len, d->synced_sent);
+    if (d->launch_early)
+      printf("launches: sent before a record holds them (--launch-before-record)\n");
+    else
+      printf("launches: %" PRIu64 " held until a record held them, in %" PRIu64
+             " waits of %.3f ms on average, %.3f ms at most; %" PRIu64 " sent unrecorded\n",
+             d->held_launches, d->held_rounds,
+             d->held_rounds ? (double)d->held_ns / 1e6 / (double)d->held_rounds : 0.0,
+             (double)d->held_max_ns / 1e6, d->unrecorded);
+  }
   if (!d->recovered)
     return;
-  printf("recovered: from %s%s; %" PRIu32 " executors to reconcile, recovery %s%.3f s; "
+  printf("recovered: from %s/%s%s; %" PRIu32 " executors to reconcile, recovery %s%.3f s; "
          "reconciled %" PRIu64 " (%" PRIu64 " tids named, %" PRIu64 " unknown and killed), "
          "%" PRIu64 " attempts lost to the outage, %" PRIu64 " executors lost to the recovery "
          "timeout; stray reconciliations %" PRIu64 " (%" PRIu64 " KILLs); updates of unknown tids "
          "%" PRIu64 "\n",
-         d->state_dir, d->fell_back ? "/state.prev (the newest record was bad)" : "/state",
+         d->state_dir, d->state_file, d->fell_back ? " (state was missing or bad)" : "",
          d->recovering_at_start, d->recover_end_ns ? "" : "NOT DONE after ",
          (double)((d->recover_end_ns ? d->recover_end_ns : uv_hrtime()) - d->recover_start_ns) /
              1e9,
          d->reconciled, d->reconciled_tids, d->reconcile_unknown, d->reconcile_lost,
          d->recovery_timeouts, d->stray_reconciles, d->stray_kills, d->resent_unknown);
   if (d->fell_back)
-    printf("  the newest record: %s\n", d->fell_back_why);
+    printf("  state was not read: %s\n", d->fell_back_why);
+  if (d->launcher_adopted)
+    printf("  the %s launcher took back %" PRIu32 " executors of the crashed run, by the "
+           "handles in the record\n",
+           d->ops->name, d->launcher_adopted);
   for (uint64_t i = 0; i < d->reconciled && i < REPORT_DETAIL_MAX; i++) {
     const recon_rec *r = &d->recons[i];
     char e[ESC_MAX];
@@ -2150,7 +2247,7 @@ static void remove_state(driver *d) {
   if (!d->state_dir)
     return;
   char path[4096];
-  static const char *const names[] = {"state", "state.prev", "state.tmp"};
+  static const char *const names[] = {"state", "state.prev", "state.tmp", "state.prev.tmp"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     snprintf(path, sizeof path, "%s/%s", d->state_dir, names[i]);
     if (unlink(path) != 0 && errno != ENOENT)
@@ -2422,6 +2519,7 @@ static void maybe_finish(driver *d) {
   metrics_http_close(d->metrics);
   d->metrics = NULL;
   uv_close((uv_handle_t *)&d->revive, on_handle_closed);
+  uv_close((uv_handle_t *)&d->commit, on_handle_closed);
   uv_close((uv_handle_t *)&d->deadline, on_handle_closed);
   uv_close((uv_handle_t *)&d->resume, on_handle_closed);
   uv_close((uv_handle_t *)&d->fault, on_handle_closed);
@@ -2469,6 +2567,7 @@ static void begin_stop(driver *d) {
   close_server(d); /* nothing new comes in: the end is bounded by the STOP grace */
   d->active_at_end = active_executors(d);
   uv_idle_stop(&d->revive);
+  release_held(d); /* no record now: the run ends and removes it */
   uv_timer_stop(&d->alloc_timer);
   uv_timer_stop(&d->state_timer); /* the record stays as the jobs' end left it */
   on_resume(&d->resume);          /* a stopped executor must run to take its STOP */
@@ -2816,6 +2915,7 @@ static void apply_options(driver *d, const driver_opts *o) {
   d->progress_ms = o->progress_ms;
   d->state_dir = o->state_dir;
   d->snapshot_ms = o->snapshot_ms;
+  d->launch_early = o->launch_early;
   state_crash_write = o->crash_write;
   state_crash_point = o->crash_point;
 }
@@ -2944,6 +3044,8 @@ static int start_metrics(driver *d, int metrics_port, bool v6) {
 static void init_handles(driver *d, uint64_t timeout_s) {
   uv_idle_init(d->loop, &d->revive);
   d->revive.data = d;
+  uv_idle_init(d->loop, &d->commit);
+  d->commit.data = d;
   uv_timer_init(d->loop, &d->deadline);
   d->deadline.data = d;
   uv_timer_start(&d->deadline, on_deadline, timeout_s * 1000, 0);
@@ -3002,7 +3104,23 @@ static void start_launcher(driver *d, const driver_opts *o, bool restored) {
     give_up(d, "no launcher");
   } else if (restored) {
     /* The executors of the run before the crash are adopted (exec_rec.adopted): they reconnect
-     * by themselves; none is started. */
+     * by themselves; none is started. A launcher that can take them back by the handle the
+     * record kept (slurm: the job id) does, and reports their ends from then on. */
+    for (uint32_t i = 0; i < d->nexecs && d->ops->adopt; i++) {
+      exec_rec *e = &d->execs[i];
+      if (!e->adopted || !e->handle[0])
+        continue;
+      int arc = d->ops->adopt(d->launcher, e->id, e->handle);
+      if (arc < 0) {
+        fprintf(stderr, "tl-driver: the %s launcher cannot take back %s (%s): %s\n", d->ops->name,
+                e->id, e->handle, uv_strerror(arc));
+        continue;
+      }
+      e->adopted = false;
+      e->started = true;
+      d->launcher_adopted++;
+      logf_(d, "executor %s: taken back by the %s launcher (%s)", e->id, d->ops->name, e->handle);
+    }
   } else if (start_executors(d, d->nexecutors) < d->nexecutors) {
     give_up(d, "could not start the executors");
   } else if (d->dynamic) {
@@ -3211,6 +3329,17 @@ static int write_summary_json(driver *d, const char *path, bool ok, const tl_sta
             d->min_executors, d->max_executors, d->backlog_ns / 1000000, d->idle_ns / 1000000);
   else
     fprintf(f, "null,\n");
+  fprintf(f, "  \"state\": ");
+  if (d->state_dir)
+    fprintf(f,
+            "{\"records\": %" PRIu64 ", \"failed\": %" PRIu64
+            ", \"launch_before_record\": %s, \"launches_held\": %" PRIu64
+            ", \"held_mean_ms\": %.3f, \"held_max_ms\": %.3f, \"unrecorded\": %" PRIu64 "},\n",
+            d->state_writes, d->state_failed, d->launch_early ? "true" : "false", d->held_launches,
+            d->held_rounds ? (double)d->held_ns / 1e6 / (double)d->held_rounds : 0.0,
+            (double)d->held_max_ns / 1e6, d->unrecorded);
+  else
+    fprintf(f, "null,\n");
   fprintf(f, "  \"recovery\": ");
   if (d->recovered)
     fprintf(f,
@@ -3218,12 +3347,12 @@ static int write_summary_json(driver *d, const char *path, bool ok, const tl_sta
             ", \"done\": %s, \"seconds\": %.3f, \"reconciled\": %" PRIu64
             ", \"tids_named\": %" PRIu64 ", \"unknown_killed\": %" PRIu64
             ", \"attempts_lost\": %" PRIu64 ", \"recovery_timeouts\": %" PRIu64
-            ", \"stray_reconciles\": %" PRIu64 "},\n",
-            d->fell_back ? "state.prev" : "state", d->recovering_at_start,
-            d->recover_end_ns ? "true" : "false",
+            ", \"stray_reconciles\": %" PRIu64 ", \"updates_unknown\": %" PRIu64
+            ", \"launcher_adopted\": %" PRIu32 "},\n",
+            d->state_file, d->recovering_at_start, d->recover_end_ns ? "true" : "false",
             d->recover_end_ns ? (double)(d->recover_end_ns - d->recover_start_ns) / 1e9 : 0.0,
             d->reconciled, d->reconciled_tids, d->reconcile_unknown, d->reconcile_lost,
-            d->recovery_timeouts, d->stray_reconciles);
+            d->recovery_timeouts, d->stray_reconciles, d->resent_unknown, d->launcher_adopted);
   else
     fprintf(f, "null,\n");
   const loss_rec **shown;

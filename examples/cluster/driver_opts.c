@@ -39,7 +39,8 @@ static void usage(void) {
           "                 [--register-timeout-ms MS] [--bad-client MODE]...\n"
           "                 [--metrics-port P] [--max-pending-connections N]\n"
           "                 [--max-connections N] [--state-dir DIR] [--snapshot-ms MS]\n"
-          "                 [--recovery-timeout-ms MS] [--crash-in-state-write N:P]\n"
+          "                 [--recovery-timeout-ms MS] [--launch-before-record]\n"
+          "                 [--crash-in-state-write N:P]\n"
           "  MODE: wrong-token | garbage | oversized | duplicate-id | foreign-status | silent |\n"
           "        unknown-message | truncated | early-frame | second-register | driver-message\n"
           "  KIND: noop | sleep:MS | spin:US | hash | crash; M tasks; a chain of stages runs in "
@@ -48,8 +49,10 @@ static void usage(void) {
           "     1 with --bench)\n"
           "  P: serve GET /metrics (Prometheus text) on the --listen address, 0 = any free port\n"
           "  --partition, --time-limit, --slurm-arg, --slurm-poll-ms: --launcher slurm only\n"
-          "  --state-dir: keep the run's state there and recover it after a crash (local\n"
-          "     launcher, no dynamic allocation); P of --crash-in-state-write: torn | renamed\n");
+          "  --state-dir: keep the run's state there and recover it after a crash (no\n"
+          "     dynamic allocation); a launch goes out once a record holds it,\n"
+          "     at once with --launch-before-record; P of --crash-in-state-write: torn |\n"
+          "     linked\n");
   exit(2);
 }
 
@@ -163,6 +166,7 @@ enum {
   OPT_SNAPSHOT_MS,
   OPT_RECOVERY_TIMEOUT_MS,
   OPT_CRASH_IN_STATE_WRITE,
+  OPT_LAUNCH_BEFORE_RECORD,
 };
 
 static const struct option long_options[] = {
@@ -212,6 +216,7 @@ static const struct option long_options[] = {
     {"snapshot-ms", required_argument, NULL, OPT_SNAPSHOT_MS},
     {"recovery-timeout-ms", required_argument, NULL, OPT_RECOVERY_TIMEOUT_MS},
     {"crash-in-state-write", required_argument, NULL, OPT_CRASH_IN_STATE_WRITE},
+    {"launch-before-record", no_argument, NULL, OPT_LAUNCH_BEFORE_RECORD},
     {NULL, 0, NULL, 0},
 };
 
@@ -391,6 +396,9 @@ static bool take_driver_option(driver_opts *o, int opt, const char *v) {
   case OPT_RECOVERY_TIMEOUT_MS:
     o->recovery_timeout_ms = parse_u64(v, 1, 3600000);
     break;
+  case OPT_LAUNCH_BEFORE_RECORD:
+    o->launch_early = true;
+    break;
   default:
     return false;
   }
@@ -426,7 +434,7 @@ static bool take_test_option(driver_opts *o, int opt, const char *v) {
     o->crash_write = parse_u64(n, 1, UINT32_MAX);
     if (!strcmp(colon + 1, "torn"))
       o->crash_point = 1;
-    else if (!strcmp(colon + 1, "renamed"))
+    else if (!strcmp(colon + 1, "linked"))
       o->crash_point = 2;
     else
       usage();
@@ -485,12 +493,11 @@ static void resolve(driver_opts *o, const given *g) {
   }
   if (o->njobs == 0 || (o->executors + o->accept == 0 && !o->dynamic))
     usage();
-  if (o->state_dir && (o->dynamic || strcmp(o->launcher, "local") != 0)) {
-    fprintf(stderr, "tl-driver: --state-dir is for the local launcher without dynamic "
-                    "allocation\n");
+  if (o->state_dir && o->dynamic) {
+    fprintf(stderr, "tl-driver: --state-dir does not go with dynamic allocation\n");
     usage();
   }
-  if (o->crash_write && !o->state_dir)
+  if ((o->crash_write || o->launch_early) && !o->state_dir)
     usage();
 }
 

@@ -99,8 +99,9 @@ typedef struct driver_opts {
   const char *state_dir;                  /* --state-dir; NULL: no failover */
   uint64_t snapshot_ms;                   /* --snapshot-ms */
   uint64_t recovery_timeout_ms;           /* --recovery-timeout-ms */
+  bool launch_early;                      /* --launch-before-record */
   uint64_t crash_write;                   /* --crash-in-state-write N (0: none) */
-  int crash_point;                        /* and its P: 1 torn, 2 renamed (state.h) */
+  int crash_point;                        /* and its P: 1 torn, 2 linked (state.h) */
 } driver_opts;
 
 /* Parses argv into *o, by getopt_long's rules: the long options of the usage text, each value as

@@ -110,6 +110,7 @@ typedef struct executor {
   uint64_t backoff_ms;          /* the wait before the next try */
   uint64_t epoch;               /* connections made so far (1 for the first) */
   uint64_t reconnects;          /* of those, reconnections */
+  uint64_t started;             /* tasks started, over every connection */
   uint64_t status_frames;       /* STATUS frames sent on this connection */
   retained_end *retained;       /* a ring of RETAINED_MAX at most, oldest at retained_head */
   size_t retained_head, nretained, retained_cap;
@@ -444,6 +445,7 @@ static bool kind_is(tlc_view kind, const char *name) {
  * below, not a condition to survive: the process says so and exits 3, which fails the run. */
 static void take_core(executor *ex) {
   ex->running++;
+  ex->started++;
   if (ex->running > ex->running_peak)
     ex->running_peak = ex->running;
   if (ex->running > ex->cores) {
@@ -962,8 +964,8 @@ int main(int argc, char **argv) {
   if (ex.reconnects > 0 || ex.ends_dropped > 0)
     fprintf(stderr,
             "tl-executor %s: %" PRIu64 " reconnections, %" PRIu64 " ends sent again, %" PRIu64
-            " ends dropped unacknowledged (more than %d held)\n",
-            ex.id, ex.reconnects, ex.ends_resent, ex.ends_dropped, RETAINED_MAX);
+            " ends dropped unacknowledged (more than %d held); %" PRIu64 " tasks started\n",
+            ex.id, ex.reconnects, ex.ends_resent, ex.ends_dropped, RETAINED_MAX, ex.started);
   if (ex.twice > 0) {
     fprintf(stderr, "tl-executor %s: %" PRIu64 " task binaries were sent while it held them\n",
             ex.id, ex.twice);

@@ -79,7 +79,24 @@ typedef struct launcher_ops {
   /* Closes every handle once running() is 0 (or at once if it is), then calls done(ud); the
    * state is freed. */
   void (*close)(void *state, void (*done)(void *ud), void *ud);
+  /* Driver failover (docs/cluster.md "Driver failover"). NULL both in a launcher that cannot
+   * adopt (local: the crashed driver's processes are no children of the next one). */
+  /* The handle the driver's record keeps of a started executor so that a driver started after a
+   * crash can adopt it (slurm: its job id in decimal): written NUL-terminated into buf (cap
+   * bytes, at least LAUNCHER_HANDLE_MAX); returns its length, 0 when there is none yet (its
+   * sbatch has not answered) or it is not running. */
+  size_t (*handle)(void *state, const char *executor_id, char *buf, size_t cap);
+  /* Takes as its own an executor that a crashed driver started, by the handle its record kept:
+   * from now on its end is reported through on_end as any other's (slurm: its job is polled,
+   * so an end during the outage comes as Slurm's account has it, and a job Slurm no longer
+   * knows ends as vanished). 0, or < 0: UV_EINVAL (an id of 0 or TL_ID_MAX bytes or more, a
+   * handle this launcher does not make), UV_EEXIST (the id or the job is one of its already),
+   * UV_ECANCELED (stop_all or close was called), UV_ENOMEM. */
+  int (*adopt)(void *state, const char *executor_id, const char *handle);
 } launcher_ops;
+
+/* Bytes a launcher's handle takes at most, its NUL included. */
+#define LAUNCHER_HANDLE_MAX 32
 
 /* The launchers built in: launcher_find("local"), ...; NULL for an unknown name. */
 const launcher_ops *launcher_find(const char *name);

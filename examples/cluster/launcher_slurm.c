@@ -468,15 +468,22 @@ static bool put_quoted(char *buf, size_t cap, size_t *n, const char *s) {
   return true;
 }
 
-static int slurm_start(void *state, const char *executor_id) {
-  slurm_launcher *l = state;
+/* Whether executor_id may become a new executor of l (start, adopt): 0, or the error. */
+static int new_id_check(slurm_launcher *l, const char *executor_id) {
   size_t idlen = strlen(executor_id);
   if (l->closing || l->stopping_all)
     return UV_ECANCELED;
   if (idlen == 0 || idlen >= TL_ID_MAX)
     return UV_EINVAL;
-  if (find_exec(l, executor_id) != NULL)
-    return UV_EEXIST;
+  return find_exec(l, executor_id) != NULL ? UV_EEXIST : 0;
+}
+
+static int slurm_start(void *state, const char *executor_id) {
+  slurm_launcher *l = state;
+  size_t idlen = strlen(executor_id);
+  int bad = new_id_check(l, executor_id);
+  if (bad < 0)
+    return bad;
   /* The job script: exec, so that the batch step is the executor itself and a signal to it
    * (or its exit status) is the executor's. */
   char wrap[4096], tail[96];
@@ -1027,6 +1034,57 @@ static int slurm_create(const launcher_config *cfg, void **state) {
   return 0;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Failover: a job id kept in the driver's record, and the job taken back by the next driver
+ */
+
+static size_t slurm_handle(void *state, const char *executor_id, char *buf, size_t cap) {
+  slurm_exec *e = find_exec(state, executor_id);
+  if (cap == 0)
+    return 0;
+  buf[0] = '\0';
+  if (e == NULL || e->job_id == 0)
+    return 0;
+  int n = snprintf(buf, cap, "%" PRIu64, e->job_id);
+  if (n < 0 || (size_t)n >= cap) {
+    buf[0] = '\0';
+    return 0;
+  }
+  return (size_t)n;
+}
+
+static int slurm_adopt(void *state, const char *executor_id, const char *handle) {
+  slurm_launcher *l = state;
+  size_t idlen = strlen(executor_id);
+  int bad = new_id_check(l, executor_id);
+  if (bad < 0)
+    return bad;
+  /* A job id as slurm_handle writes it: decimal digits, no sign or leading zero, not 0. */
+  uint64_t job_id = 0;
+  size_t len = strlen(handle);
+  if (len == 0 || len > 20 || handle[0] == '0')
+    return UV_EINVAL;
+  for (size_t i = 0; i < len; i++) {
+    unsigned d = (unsigned)(unsigned char)handle[i] - '0';
+    if (d > 9 || job_id > (UINT64_MAX - d) / 10)
+      return UV_EINVAL;
+    job_id = job_id * 10 + d;
+  }
+  if (find_job(l, job_id) != NULL)
+    return UV_EEXIST;
+  slurm_exec *e = calloc(1, sizeof *e);
+  if (e == NULL)
+    return UV_ENOMEM;
+  memcpy(e->id, executor_id, idlen + 1);
+  e->serial = ++l->next_serial;
+  e->job_id = job_id;
+  e->next = l->execs;
+  l->execs = e;
+  l->running++;
+  poll_now(l); /* an end during the outage is learnt at once, not at the next tick */
+  return 0;
+}
+
 const launcher_ops launcher_slurm_ops = {.name = "slurm",
                                          .create = slurm_create,
                                          .start = slurm_start,
@@ -1034,4 +1092,6 @@ const launcher_ops launcher_slurm_ops = {.name = "slurm",
                                          .stop_all = slurm_stop_all,
                                          .running = slurm_running,
                                          .query = slurm_query,
-                                         .close = slurm_close};
+                                         .close = slurm_close,
+                                         .handle = slurm_handle,
+                                         .adopt = slurm_adopt};

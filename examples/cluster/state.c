@@ -14,7 +14,7 @@ static const char magic[8] = {'T', 'L', 'D', 'S', 'T', 'A', 'T', 'E'};
 
 uint64_t state_crash_write;
 int state_crash_point;
-static uint64_t writes; /* state_write calls so far */
+uint64_t state_write_count;
 
 void state_put_le(uint8_t *p, uint64_t v, int n) {
   for (int i = 0; i < n; i++)
@@ -39,7 +39,8 @@ static uint64_t fnv1a(uint64_t h, const uint8_t *p, size_t n) {
 #define FNV_BASIS UINT64_C(0xcbf29ce484222325)
 
 static void crash_at(int point) {
-  if (state_crash_write != 0 && writes == state_crash_write && state_crash_point == point)
+  if (state_crash_write != 0 && state_write_count == state_crash_write &&
+      state_crash_point == point)
     raise(SIGKILL);
 }
 
@@ -64,7 +65,7 @@ static int fail(char *why, size_t whylen, const char *what, const char *path) {
 
 int state_write(const char *dir, uint64_t tid_reserved, const void *body, size_t len, char *why,
                 size_t whylen) {
-  char tmp[STATE_PATH_MAX], cur[STATE_PATH_MAX], prev[STATE_PATH_MAX];
+  char tmp[STATE_PATH_MAX], cur[STATE_PATH_MAX], prev[STATE_PATH_MAX], link_tmp[STATE_PATH_MAX];
   if (strlen(dir) > STATE_DIR_MAX) {
     snprintf(why, whylen, "the directory's name is longer than %d bytes", STATE_DIR_MAX);
     return -1;
@@ -72,7 +73,8 @@ int state_write(const char *dir, uint64_t tid_reserved, const void *body, size_t
   snprintf(tmp, sizeof tmp, "%.*s/state.tmp", STATE_DIR_MAX, dir);
   snprintf(cur, sizeof cur, "%.*s/state", STATE_DIR_MAX, dir);
   snprintf(prev, sizeof prev, "%.*s/state.prev", STATE_DIR_MAX, dir);
-  writes++;
+  snprintf(link_tmp, sizeof link_tmp, "%.*s/state.prev.tmp", STATE_DIR_MAX, dir);
+  state_write_count++;
   uint8_t h[STATE_HEADER];
   memcpy(h, magic, sizeof magic);
   state_put_le(h + 8, STATE_VERSION, 4);
@@ -101,9 +103,22 @@ int state_write(const char *dir, uint64_t tid_reserved, const void *body, size_t
   }
   if (close(fd) != 0)
     return fail(why, whylen, "close", tmp);
-  if (rename(cur, prev) != 0 && errno != ENOENT)
-    return fail(why, whylen, "rename", cur);
-  crash_at(STATE_CRASH_RENAMED);
+  /* The record in state gets a second name, which replaces state.prev in one rename; then
+   * state.tmp replaces state in one rename: at no point is either name missing or torn. Where
+   * the file system has no hard links, state is renamed to state.prev instead, and a crash
+   * before the next rename leaves no state (the reader takes state.prev). */
+  if (unlink(link_tmp) != 0 && errno != ENOENT)
+    return fail(why, whylen, "unlink", link_tmp);
+  if (link(cur, link_tmp) == 0) {
+    if (rename(link_tmp, prev) != 0)
+      return fail(why, whylen, "rename", link_tmp);
+  } else if (errno != ENOENT) { /* ENOENT: the first record */
+    if (errno != EPERM && errno != EOPNOTSUPP && errno != EMLINK)
+      return fail(why, whylen, "link", cur);
+    if (rename(cur, prev) != 0)
+      return fail(why, whylen, "rename", cur);
+  }
+  crash_at(STATE_CRASH_LINKED);
   if (rename(tmp, cur) != 0)
     return fail(why, whylen, "rename", tmp);
   int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -182,29 +197,45 @@ static int read_one(const char *path, state_record *out, char *why, size_t whyle
 }
 
 int state_read(const char *dir, state_record *out, char *why, size_t whylen) {
-  char cur[STATE_PATH_MAX], prev[STATE_PATH_MAX], why_cur[STATE_WHY_MAX], why_prev[STATE_WHY_MAX];
+  char cur[STATE_PATH_MAX], prev[STATE_PATH_MAX], tmp[STATE_PATH_MAX];
+  char why_cur[STATE_WHY_MAX], why_prev[STATE_WHY_MAX], why_tmp[STATE_WHY_MAX];
   memset(out, 0, sizeof *out);
+  out->name = "state";
   if (strlen(dir) > STATE_DIR_MAX) {
     snprintf(why, whylen, "the directory's name is longer than %d bytes", STATE_DIR_MAX);
     return -1;
   }
   snprintf(cur, sizeof cur, "%.*s/state", STATE_DIR_MAX, dir);
   snprintf(prev, sizeof prev, "%.*s/state.prev", STATE_DIR_MAX, dir);
+  snprintf(tmp, sizeof tmp, "%.*s/state.tmp", STATE_DIR_MAX, dir);
   int rc = read_one(cur, out, why_cur, sizeof why_cur);
   if (rc == 1)
     return 1;
   if (rc == 0)
     snprintf(why_cur, sizeof why_cur, "%.*s does not exist", STATE_PATH_MAX, cur);
-  int rp = read_one(prev, out, why_prev, sizeof why_prev);
-  if (rp == 1) {
-    out->fell_back = 1;
-    memcpy(out->why_newest, why_cur, sizeof why_cur);
+  memcpy(out->why_newest, why_cur, sizeof why_cur);
+  out->fell_back = 1;
+  /* A whole state.tmp is a write's record, fsynced, that a crash kept from being renamed: newer
+   * than state.prev (and than state, which may be the same file as state.prev then). */
+  int rt = read_one(tmp, out, why_tmp, sizeof why_tmp);
+  if (rt == 1) {
+    out->name = "state.tmp";
     return 1;
   }
-  if (rc == 0 && rp == 0)
+  int rp = read_one(prev, out, why_prev, sizeof why_prev);
+  if (rp == 1) {
+    out->name = "state.prev";
+    return 1;
+  }
+  out->fell_back = 0;
+  out->why_newest[0] = '\0';
+  if (rc == 0 && rp == 0 && rt == 0)
     return 0;
   if (rp == 0)
     snprintf(why_prev, sizeof why_prev, "%.*s does not exist", STATE_PATH_MAX, prev);
-  snprintf(why, whylen, "%s; %s", why_cur, why_prev);
+  if (rt == 0)
+    snprintf(why, whylen, "%s; %s", why_cur, why_prev);
+  else
+    snprintf(why, whylen, "%s; %s; %s", why_cur, why_prev, why_tmp);
   return -1;
 }

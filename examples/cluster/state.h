@@ -3,9 +3,12 @@
  * refused, never one read as good that is not. It knows nothing of what the record holds.
  *
  * DIR/state is the newest record, DIR/state.prev the one before. A write goes to DIR/state.tmp
- * (mode 0600: the record holds the shared token), is fsynced, then state becomes state.prev and
- * state.tmp becomes state (two renames), and the directory is fsynced. A crash between the two
- * renames leaves no state: the reader takes state.prev. Each file is a 40-byte header then the
+ * (mode 0600: the record holds the shared token), is fsynced, then the record in state gets a
+ * second name, DIR/state.prev.tmp, renamed to state.prev, then state.tmp is renamed to state,
+ * and the directory is fsynced: at every moment state is a whole record, the newest written or
+ * the one before it, and state.prev the one before that or older. (Where the file system has no
+ * hard links, state is renamed to state.prev instead, and a crash before the second rename
+ * leaves no state: the reader takes state.prev.) Each file is a 40-byte header then the
  * body:
  *
  *   offset  size  field
@@ -35,7 +38,8 @@ typedef struct state_record {
   uint8_t *body;                  /* malloc'ed; the caller frees it */
   size_t len;                     /* bytes of body */
   uint64_t tid_reserved;          /* the header's reservation */
-  int fell_back;                  /* 1: state was missing or bad, this is state.prev */
+  const char *name;               /* the file read: "state", "state.tmp" or "state.prev" */
+  int fell_back;                  /* 1: state was missing or bad (name says what was read) */
   char why_newest[STATE_WHY_MAX]; /* with fell_back: why state was not taken */
 } state_record;
 
@@ -47,21 +51,25 @@ uint64_t state_get_le(const uint8_t *p, int n);
 /* Fault injection for tests (tl-driver --crash-in-state-write N:P): when state_crash_write is
  * the number of the write (counting this process's writes from 1), the process kills itself
  * with SIGKILL at point state_crash_point of it: STATE_CRASH_TORN halfway through the body of
- * state.tmp, STATE_CRASH_RENAMED between the two renames. 0: never. */
-enum { STATE_CRASH_TORN = 1, STATE_CRASH_RENAMED = 2 };
+ * state.tmp, STATE_CRASH_LINKED once state.prev names the older record and before state.tmp is
+ * renamed to state. 0: never. */
+enum { STATE_CRASH_TORN = 1, STATE_CRASH_LINKED = 2 };
 extern uint64_t state_crash_write;
 extern int state_crash_point;
+extern uint64_t state_write_count; /* state_write calls this process made */
 
 /* Writes a record as above (dir: at most STATE_DIR_MAX bytes). Returns 0, or -1 with why (a
  * sentence with the file and errno's text) in why[0..whylen); DIR/state and DIR/state.prev are then
- * as they were or as the renames left them, each whole. */
+ * as they were or as the link and rename left them, each whole. */
 int state_write(const char *dir, uint64_t tid_reserved, const void *body, size_t len, char *why,
                 size_t whylen);
 
-/* Reads DIR/state, or DIR/state.prev when state is missing or bad (too short, another magic or
- * version, a body length beyond the file or STATE_BODY_MAX, trailing bytes, a checksum that does
- * not match). Returns 1 with *out filled, 0 when neither file exists (a first run), -1 when no
- * good record can be had, why saying what is wrong with each. */
+/* Reads DIR/state; when it is missing or bad (too short, another magic or version, a body
+ * length beyond the file or STATE_BODY_MAX, trailing bytes, a checksum that does not match),
+ * DIR/state.tmp if it is whole (a write that a crash stopped before its last rename: the newest
+ * record), else DIR/state.prev. Returns 1 with *out filled, 0 when none of them exists (a first
+ * run), -1 when no good record can be had, why (3 * STATE_WHY_MAX bytes are enough) saying what
+ * is wrong with each. */
 int state_read(const char *dir, state_record *out, char *why, size_t whylen);
 
 #endif

@@ -1,6 +1,8 @@
 /* tl-driver's state files (state.h): a record reads back whole; a torn, truncated, flipped or
  * foreign newest file is refused and the previous one is read instead; neither good is refused
- * with both faults named; no file at all is a first run. ctest runs it as cluster-state.
+ * with both faults named; no file at all is a first run; a writer killed inside a write, or
+ * between its link and its rename, leaves the older record as state. ctest runs it as
+ * cluster-state.
  */
 #include "state.h"
 
@@ -8,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char dir[] = "/tmp/tl-state-test-XXXXXX";
@@ -17,8 +21,8 @@ static void setup(void) { ck_assert_ptr_nonnull(mkdtemp(dir)); }
 
 static void teardown(void) {
   char path[256];
-  static const char *const names[] = {"state", "state.prev", "state.tmp"};
-  for (size_t i = 0; i < 3; i++) {
+  static const char *const names[] = {"state", "state.prev", "state.tmp", "state.prev.tmp"};
+  for (size_t i = 0; i < 4; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
     unlink(path);
   }
@@ -102,8 +106,66 @@ START_TEST(every_damage_to_the_newest_falls_back_to_the_previous) {
   expect("older", 1, 1);
   char path[256];
   snprintf(path, sizeof path, "%s/state", dir);
-  unlink(path); /* a crash between the renames */
+  unlink(path); /* removed (or a crash between the renames where there are no hard links) */
   expect("older", 1, 1);
+}
+END_TEST
+
+/* A writer killed (SIGKILL, as a crash would) at `point` of its third write: state is the
+ * second record, whole; with state damaged, the reader takes the whole new record a crash left
+ * in state.tmp, else state.prev; the next write goes on from there. */
+static void crash_in_third_write(int point) {
+  put("zeroth", 5);
+  put("first", 10);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    state_crash_write = state_write_count + 1;
+    state_crash_point = point;
+    char why[256];
+    state_write(dir, 20, "second, not renamed", 19, why, sizeof why);
+    _exit(0); /* not reached: the write kills the process */
+  }
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  expect("first", 10, 0);
+  char path[256];
+  snprintf(path, sizeof path, "%s/state.tmp", dir);
+  struct stat sb;
+  ck_assert_int_eq(stat(path, &sb), 0); /* the new record was there, torn or whole */
+  ck_assert_uint_eq(sb.st_size, point == STATE_CRASH_TORN ? STATE_HEADER + 9 : STATE_HEADER + 19);
+  damage("state", STATE_HEADER, 1, -1);
+  if (point == STATE_CRASH_TORN) {
+    expect("zeroth", 5, 1); /* state.tmp is torn: state.prev */
+    damage("state.prev", STATE_HEADER, 1, -1);
+    expect_refused("state is corrupt", "state.tmp is truncated");
+    damage("state.prev", STATE_HEADER, 1, -1);
+  } else {
+    /* state.prev is the first record's second name: damaged with state. state.tmp is whole. */
+    char prev[256];
+    struct stat sp;
+    snprintf(path, sizeof path, "%s/state", dir);
+    snprintf(prev, sizeof prev, "%s/state.prev", dir);
+    ck_assert_int_eq(stat(path, &sb), 0);
+    ck_assert_int_eq(stat(prev, &sp), 0);
+    ck_assert(sb.st_ino == sp.st_ino);
+    expect("second, not renamed", 20, 1);
+  }
+  damage("state", STATE_HEADER, 1, -1); /* undone */
+  put("third", 30);
+  expect("third", 30, 0);
+  damage("state", STATE_HEADER, 1, -1);
+  expect("first", 10, 1); /* state.prev: the first record; state.tmp is gone */
+}
+
+START_TEST(a_crash_inside_a_write_leaves_the_older_record_whole) {
+  crash_in_third_write(STATE_CRASH_TORN);
+}
+END_TEST
+
+START_TEST(a_crash_between_link_and_rename_leaves_the_older_record_as_state) {
+  crash_in_third_write(STATE_CRASH_LINKED);
 }
 END_TEST
 
@@ -142,6 +204,8 @@ int main(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, a_record_reads_back_and_the_previous_one_is_kept);
   tcase_add_test(tc, every_damage_to_the_newest_falls_back_to_the_previous);
+  tcase_add_test(tc, a_crash_inside_a_write_leaves_the_older_record_whole);
+  tcase_add_test(tc, a_crash_between_link_and_rename_leaves_the_older_record_as_state);
   tcase_add_test(tc, neither_good_is_refused_with_both_faults);
   tcase_add_test(tc, a_longer_file_or_another_version_is_refused);
   suite_add_tcase(s, tc);

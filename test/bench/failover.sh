@@ -6,6 +6,11 @@
 # restarted driver measures it, the record the crashed driver left (its size, per running
 # attempt), and the restarted driver's writes of its records (each holds the 10,000 attempts). The figures are measurements, not tests: nothing here fails on a slow machine.
 #
+# Then what holding launches for a record costs: one job of short `sleep` tasks (3 executors of 4
+# cores) run without --state-dir, with it, and with it and --launch-before-record, interleaved,
+# ROUNDS times for tasks of 2 ms and of 20 ms; printed are each run's wall time as a ratio to the
+# run without --state-dir of the same round, and how long launches waited.
+#
 #   failover.sh DIR [ROUNDS]   DIR holds tl-driver and tl-executor; ROUNDS kills (3)
 set -u
 dir=$1
@@ -67,4 +72,30 @@ while [ "$r" -lt "$rounds" ]; do
   grep '^  exec-[0-9]*: reconciled' "$tmp/out2" | sort -t' ' -k5 -n | tail -n 1 | sed 's/^ */  last: /'
   sleep 0.5
   port=''
+done
+
+# Wall milliseconds of one run of job $1 with the options after it (none: no --state-dir).
+job_ms() {
+  _job=$1
+  shift
+  rm -rf "$tmp/jstate"
+  _t0=$(date +%s%N)
+  # shellcheck disable=SC2086 # split on purpose
+  "$dir/tl-driver" --quiet --executors 3 --cores 4 --job "$_job" "$@" >"$tmp/jout" 2>&1 ||
+    { echo "failover.sh: the job $_job $* failed" >&2; cat "$tmp/jout" >&2; exit 1; }
+  echo $((($(date +%s%N) - _t0) / 1000000))
+}
+
+for job in sleep:2:4000,sleep:2:4000 sleep:20:600,sleep:20:600; do
+  r=0
+  while [ "$r" -lt "$rounds" ]; do
+    r=$((r + 1))
+    base=$(job_ms "$job")
+    early=$(job_ms "$job" --state-dir "$tmp/jstate" --launch-before-record)
+    held=$(job_ms "$job" --state-dir "$tmp/jstate")
+    wait_line=$(sed -n 's/^launches: //p' "$tmp/jout")
+    echo "$job round $r: no --state-dir $base ms; --launch-before-record" \
+      "$(awk "BEGIN { printf \"%.2f\", $early / $base }")x; held for a record" \
+      "$(awk "BEGIN { printf \"%.2f\", $held / $base }")x ($wait_line)"
+  done
 done
