@@ -18,7 +18,8 @@
  *            job must be named tl-exec-ID in full.
  *
  * Before them, without Slurm, the parse of a big squeue --json answer is shown to run off the
- * loop, and close to wait for it (fake_checks, below: fake Slurm commands).
+ * loop, and close to wait for it, and adopt and handle (driver failover) are checked
+ * (fake_checks, adopt_checks, below: fake Slurm commands).
  *
  *   test_launcher_slurm TL_EXECUTOR [PARTITION]
  *   test_launcher_slurm --fake-only       the fake-command checks alone (no cluster needed)
@@ -586,7 +587,71 @@ static void fake_tick(uv_timer_t *t) {
   }
 }
 
-/* Runs the three steps above on the loop; failures counts what went wrong. */
+/* Driver failover: adopt and handle. Bad ids and handles are refused before anything runs; an
+ * adopted job is one of the launcher's (its handle, running(), duplicates refused) and its end
+ * comes from the poll: job 4242 is not in the fake answer, so it ends "no longer known to
+ * Slurm", and close, waiting for it, then finishes. */
+static int adopt_ends;
+static bool adopt_closed;
+
+static void adopt_check(bool ok, const char *what) {
+  if (!ok) {
+    fprintf(stderr, "FAIL: fake Slurm, adopt: %s\n", what);
+    failures++;
+  }
+}
+
+static void adopt_on_end(void *ud, const launcher_end *end) {
+  (void)ud;
+  printf("fake adopt end: %s: kind %d, reason \"%s\", source \"%s\"\n", end->executor_id,
+         (int)end->kind, end->reason, end->source);
+  adopt_ends++;
+  adopt_check(strcmp(end->executor_id, "taken") == 0, "the end of another executor");
+  adopt_check(end->kind == TL_LOSS_PROCESS_LOST && !end->requested && !end->caused_by_app,
+              "the end's kind");
+  adopt_check(strstr(end->reason, "no longer known to Slurm") != NULL, "the end's reason");
+}
+
+static void adopt_close_done(void *ud) {
+  (void)ud;
+  adopt_closed = true;
+}
+
+static void adopt_checks(void) {
+  launcher_config cfg = {.loop = loop,
+                         .executor_path = "/bin/false",
+                         .connect_host = "127.0.0.1",
+                         .port = 9,
+                         .cores = 1,
+                         .poll_ms = 50,
+                         .on_end = adopt_on_end};
+  void *l = NULL;
+  if (ops->create(&cfg, &l) != 0) {
+    adopt_check(false, "cannot create the launcher");
+    return;
+  }
+  static const char *const bad[] = {
+      "", "0", "007", "12x", "-5", " 5", "18446744073709551616", "123456789012345678901"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    adopt_check(ops->adopt(l, "taken", bad[i]) == UV_EINVAL, "a bad handle accepted");
+  adopt_check(ops->adopt(l, "", "4242") == UV_EINVAL, "an empty id accepted");
+  adopt_check(ops->running(l) == 0, "a refused adopt counted");
+  char h[LAUNCHER_HANDLE_MAX];
+  adopt_check(ops->handle(l, "taken", h, sizeof h) == 0 && h[0] == '\0', "a handle for no one");
+  adopt_check(ops->adopt(l, "taken", "4242") == 0, "a good handle refused");
+  adopt_check(ops->handle(l, "taken", h, sizeof h) == 4 && strcmp(h, "4242") == 0,
+              "the handle of the adopted job");
+  adopt_check(ops->adopt(l, "taken", "4243") == UV_EEXIST, "the same id adopted twice");
+  adopt_check(ops->adopt(l, "other", "4242") == UV_EEXIST, "the same job adopted twice");
+  adopt_check(ops->start(l, "taken") == UV_EEXIST, "an adopted id started again");
+  adopt_check(ops->running(l) == 1, "running() does not count the adopted job");
+  ops->close(l, adopt_close_done, NULL);
+  uv_run(loop, UV_RUN_DEFAULT);
+  adopt_check(adopt_ends == 1 && adopt_closed, "no end, or close never done");
+}
+
+/* Runs the three steps above on the loop, then the adopt checks; failures counts what went
+ * wrong. */
 static void fake_checks(void) {
   static const char *const names[] = {"sbatch", "squeue",   "scontrol",    "scancel",
                                       "next",   "big.json", "squeue-runs", NULL};
@@ -622,6 +687,7 @@ static void fake_checks(void) {
     uv_timer_start(&fake_timer, fake_tick, FAKE_TICK_MS, FAKE_TICK_MS);
     fake_begin(1);
     uv_run(loop, UV_RUN_DEFAULT);
+    adopt_checks();
   }
   setenv("PATH", saved, 1);
   free(saved);
