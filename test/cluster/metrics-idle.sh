@@ -56,8 +56,9 @@ scrape() {
   return $rc
 }
 
-# 4 cores, 80 tasks of 600 ms: 12 s of job, longer than the 60 scrapes take.
-"$dir/tl-driver" --quiet --executors 2 --cores 2 --job sleep:600:80 --metrics-port 0 \
+# 4 cores, 120 tasks of 600 ms: 18 s of job, longer than the 60 scrapes take even under TSan on
+# a loaded machine (with 12 s, a run there saw the job end before the last 4 scrapes).
+"$dir/tl-driver" --quiet --executors 2 --cores 2 --job sleep:600:120 --metrics-port 0 \
   --timeout-s 60 >"$tmp/out" 2>"$tmp/err" &
 drv=$!
 wait_for "$tmp/out" '^metrics on ' || fail "the driver did not print its metrics port"
