@@ -31,9 +31,10 @@
  *             [--crash-in-state-write N:P]
  *
  * With --state-dir it keeps a durable record of the run there (every --snapshot-ms, at stage
- * boundaries, at registrations and before launches pass the tid reservation), and a driver started
- * on a directory that holds one recovers the run: the ledger restored, its executors reconnecting
- * and reconciling (docs/cluster.md "Driver failover").
+ * boundaries, at registrations, before the launches and releases of a turn of the loop go out and
+ * before launches pass the tid reservation), and a driver started on a directory that holds one
+ * recovers the run: the ledger restored, its executors reconnecting and reconciling, dynamic
+ * allocation going on (docs/cluster.md "Driver failover").
  *
  * (driver_opts.c parses the command line; main below sets the run up from it, runs the loop and
  * gives the verdict.)
@@ -440,7 +441,8 @@ typedef struct driver {
   uint64_t synced_sent;          /* SYNCED frames sent */
   bool launch_early;             /* --launch-before-record: launches are not held for a record */
   uv_idle_t commit;              /* writes the record that held launches wait for */
-  bool commit_due;               /* some connection holds launches: commit is started */
+  bool commit_due;               /* some connection holds frames for a record (launches, a
+                                    release's STOP): commit is started */
   uint64_t commit_since;         /* uv_hrtime of the first launch held since the last record */
   uint64_t held_now;             /* launches held since the last record */
   uint64_t held_launches;        /* launches that waited for a record, in all */
@@ -600,14 +602,6 @@ static exec_rec *find_exec(driver *d, const char *id) {
   return NULL;
 }
 
-/* Executors started whose end has not come and that the driver did not release. */
-static uint32_t active_executors(driver *d) {
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < d->nexecs; i++)
-    n += d->execs[i].started && !d->execs[i].ended && !d->execs[i].released;
-  return n;
-}
-
 static void copy_text(char *dst, size_t len, const char *src) {
   snprintf(dst, len, "%s", src ? src : "");
 }
@@ -718,6 +712,24 @@ static bool in_ledger(driver *d, const char *id, tl_executor_state *state) {
     return false;
   *state = es.state;
   return true;
+}
+
+/* Whether e is active: its end has not come and the driver did not release it, and it was
+ * started by this process or, adopted after a crash, the ledger still holds it (an adopted
+ * executor's end is not reported here: its removal from the ledger is that end). */
+static bool exec_active(driver *d, const exec_rec *e) {
+  tl_executor_state state;
+  if (e->ended || e->released)
+    return false;
+  return e->started || (e->adopted && in_ledger(d, e->id, &state));
+}
+
+/* Executors active (exec_active). */
+static uint32_t active_executors(driver *d) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < d->nexecs; i++)
+    n += exec_active(d, &d->execs[i]);
+  return n;
 }
 
 /* A connection, for a log line: "of ID (PEER)" once it registered, "from PEER" before (the id
@@ -1909,22 +1921,28 @@ static int write_state(driver *d, bool fresh) {
   return 0;
 }
 
-/* With --state-dir, a LAUNCH goes out only once a record holds its attempt: then a crash can
- * lose no launch that an executor got (it is in the record the restart reads, and the executor
- * names it when it reconciles), and a launch the crash kept from going out is offered again.
- * offer() calls this for the n launches it just encoded into c's frames: they, and whatever
- * is encoded for c after them, wait for the next record, which commit writes at the next turn
- * of the loop, so the launches of one turn share one write. */
-static void hold_launches(driver *d, conn *c, size_t n) {
-  if (!d->state_dir || d->launch_early || n == 0)
-    return;
+/* With --state-dir (unless --launch-before-record), c's frames, those encoded so far and those
+ * after them, wait for the next record, which on_commit writes at the next turn of the loop, so
+ * that what is held in one turn shares one write. Returns whether they wait. */
+static bool hold_for_record(driver *d, conn *c) {
+  if (!d->state_dir || d->launch_early)
+    return false;
   c->held = true;
-  d->held_now += n;
   if (!d->commit_due) {
     d->commit_due = true;
     d->commit_since = uv_hrtime();
     uv_idle_start(&d->commit, on_commit);
   }
+  return true;
+}
+
+/* A LAUNCH goes out only once a record holds its attempt: then a crash can lose no launch that
+ * an executor got (it is in the record the restart reads, and the executor names it when it
+ * reconciles), and a launch the crash kept from going out is offered again. offer() calls this
+ * for the n launches it just encoded into c's frames. */
+static void hold_launches(driver *d, conn *c, size_t n) {
+  if (n > 0 && hold_for_record(d, c))
+    d->held_now += n;
 }
 
 /* A record holds every launch encoded so far (or none could be written, or the run ends): the
@@ -1934,12 +1952,14 @@ static void release_held(driver *d) {
     return;
   d->commit_due = false;
   uv_idle_stop(&d->commit);
-  uint64_t waited = uv_hrtime() - d->commit_since;
-  d->held_ns += waited;
-  d->held_max_ns = waited > d->held_max_ns ? waited : d->held_max_ns;
-  d->held_rounds++;
-  d->held_launches += d->held_now;
-  d->held_now = 0;
+  if (d->held_now > 0) { /* a turn that held only a release's STOP is not a launches' wait */
+    uint64_t waited = uv_hrtime() - d->commit_since;
+    d->held_ns += waited;
+    d->held_max_ns = waited > d->held_max_ns ? waited : d->held_max_ns;
+    d->held_rounds++;
+    d->held_launches += d->held_now;
+    d->held_now = 0;
+  }
   for (conn *c = d->conns; c; c = c->next)
     if (c->held) {
       c->held = false;
@@ -2108,6 +2128,9 @@ static int read_state_body(driver *d, const state_record *rec, const uint8_t **s
     return 1;
   }
   d->nexecs = (uint32_t)nexecs;
+  d->released = 0;
+  for (uint32_t i = 0; i < d->nexecs; i++)
+    d->released += d->execs[i].released;
   strcpy(d->token, token);
   if (setenv("TL_CLUSTER_TOKEN", d->token, 1) != 0)
     die_oom();
@@ -2181,6 +2204,15 @@ static int recover_state(driver *d, const tl_config *cfg, const tl_callbacks *cb
   copy_text(d->fell_back_why, sizeof d->fell_back_why, rec.why_newest);
   d->tid_reserved = rcfg.restore_tid_floor - 1;
   d->tid_max = d->tid_reserved;
+  /* An executor dynamic allocation released before the crash runs nothing and was sent STOP
+   * (or would have been, had the crash not come first): it is not waited for. Its end is
+   * requested, so it is removed as decommissioned; if it comes back, its REGISTER is refused
+   * and answered with STOP. */
+  for (uint32_t i = 0; i < d->nexecs; i++) {
+    tl_executor_state state;
+    if (d->execs[i].released && !d->execs[i].ended && in_ledger(d, d->execs[i].id, &state))
+      remove_released(d, d->execs[i].id);
+  }
   d->recover_start_ns = uv_hrtime();
   tl_stats st;
   tl_stats_get(d->s, &st);
@@ -2643,6 +2675,8 @@ static uint32_t start_executors(driver *d, uint32_t n) {
   uint32_t active = active_executors(d);
   if (active > d->most_active)
     d->most_active = active;
+  if (done > 0)
+    state_due(d); /* a record soon holds them (and a Slurm job's id), for a crash to find */
   return done;
 }
 
@@ -2657,6 +2691,9 @@ static void release_executor(driver *d, conn *c, exec_rec *e) {
   e->released = true;
   d->released++;
   logf_(d, "releasing %s: idle", c->id);
+  /* Its STOP waits for a record that holds the release (and the ends that left it idle): a
+   * crash cannot then make it exit with ends the restored ledger does not have. */
+  hold_for_record(d, c);
   while (c->nsent > 0) { /* it will run nothing again */
     tlc_msg m = {.type = TLC_MSG_FORGET, .u.forget = {c->sent[--c->nsent]}};
     encode(c, &m);
@@ -2678,7 +2715,9 @@ static void on_alloc_tick(uv_timer_t *t) {
       give_up(d, "the launcher cannot start executors");
     return;
   }
-  if (!d->offering)
+  /* While executors are still to reconcile after a crash, their frozen attempts and the tasks
+   * that wait for them are no backlog to start executors for, and none is idle yet. */
+  if (!d->offering || (d->recovered && !d->recover_end_ns))
     return;
   tl_stats st;
   tl_stats_get(d->s, &st);
@@ -2709,7 +2748,7 @@ static void on_alloc_tick(uv_timer_t *t) {
       continue;
     exec_rec *e = find_exec(d, c->id);
     tl_executor_status es;
-    if (!e || !e->started || e->ended || tl_executor_get(d->s, c->id, &es) < 0 ||
+    if (!e || !exec_active(d, e) || tl_executor_get(d->s, c->id, &es) < 0 ||
         es.state != TL_EXECUTOR_ALIVE || es.running != 0)
       continue;
     release_executor(d, c, e);
@@ -3123,11 +3162,13 @@ static void start_launcher(driver *d, const driver_opts *o, bool restored) {
     }
   } else if (start_executors(d, d->nexecutors) < d->nexecutors) {
     give_up(d, "could not start the executors");
-  } else if (d->dynamic) {
+    return;
+  }
+  if (d->dynamic) {
     uint64_t period = (o->backlog_ms < o->idle_ms ? o->backlog_ms : o->idle_ms) / 4;
     period = period < 10 ? 10 : period > 250 ? 250 : period;
     uv_timer_start(&d->alloc_timer, on_alloc_tick, period, period);
-    if (d->nexecutors + d->accept == 0) { /* nothing to wait for: offers begin at once */
+    if (!restored && d->nexecutors + d->accept == 0) { /* nothing to wait for: offers begin */
       d->offering = true;
       d->start_ns = uv_hrtime();
     }

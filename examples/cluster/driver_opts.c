@@ -49,10 +49,9 @@ static void usage(void) {
           "     1 with --bench)\n"
           "  P: serve GET /metrics (Prometheus text) on the --listen address, 0 = any free port\n"
           "  --partition, --time-limit, --slurm-arg, --slurm-poll-ms: --launcher slurm only\n"
-          "  --state-dir: keep the run's state there and recover it after a crash (no\n"
-          "     dynamic allocation); a launch goes out once a record holds it,\n"
-          "     at once with --launch-before-record; P of --crash-in-state-write: torn |\n"
-          "     linked\n");
+          "  --state-dir: keep the run's state there and recover it after a crash; a\n"
+          "     launch (and a release's STOP) goes out once a record holds it, at once\n"
+          "     with --launch-before-record; P of --crash-in-state-write: torn | linked\n");
   exit(2);
 }
 
@@ -493,10 +492,6 @@ static void resolve(driver_opts *o, const given *g) {
   }
   if (o->njobs == 0 || (o->executors + o->accept == 0 && !o->dynamic))
     usage();
-  if (o->state_dir && o->dynamic) {
-    fprintf(stderr, "tl-driver: --state-dir does not go with dynamic allocation\n");
-    usage();
-  }
   if ((o->crash_write || o->launch_early) && !o->state_dir)
     usage();
 }

@@ -23,6 +23,10 @@
 #                   records only at stage boundaries and tid reservations (--snapshot-ms of an
 #                   hour): the executors name many tids the restored ledger does not know, which
 #                   it kills and runs again
+#     dynamic       dynamic allocation (1 to 4 executors, 2 at first) on a 5-stage job of 22,002
+#                   tasks whose first and last stages are one 800 ms task each: executors are
+#                   released while it runs and started for the backlog of the middle stages,
+#                   before the kill and after the restart; no task runs twice
 #
 # Launches wait for the record that holds them (the default): recovered from the newest record,
 # with no executor killed, no task runs twice: the executors start exactly the job's 22,000.
@@ -59,9 +63,19 @@ draw() {
 }
 
 state="$tmp/state"
-args="--executors 3 --cores 4 --job sleep:2:8000,sleep:1:8000,sleep:2:6000 --state-dir $state
-  --snapshot-ms 100 --heartbeat-ms 200 --recovery-timeout-ms 3000 --pending-loss-timeout-ms 2000
-  --timeout-s 120"
+executors='--executors 3'
+jobs='sleep:2:8000,sleep:1:8000,sleep:2:6000'
+tasks=22000
+last=exec-3 # the executor whose registration starts the clock of the kill
+if [ "$mode" = dynamic ]; then
+  executors='--min-executors 1 --executors 2 --max-executors 4 --backlog-timeout 150
+    --idle-timeout 300'
+  jobs="sleep:800:1,$jobs,sleep:800:1"
+  tasks=22002
+  last=exec-2
+fi
+args="$executors --cores 4 --job $jobs --state-dir $state --snapshot-ms 100 --heartbeat-ms 200
+  --recovery-timeout-ms 3000 --pending-loss-timeout-ms 2000 --timeout-s 120"
 
 run=0
 while [ "$run" -lt "$moments" ]; do
@@ -81,7 +95,7 @@ while [ "$run" -lt "$moments" ]; do
   drv=$!
   wait_for "$tmp/out" '^listening on ' || fail "run $run: the driver did not listen"
   port=$(sed -n 's/^listening on .*:\([0-9][0-9]*\)$/\1/p' "$tmp/out")
-  wait_for "$tmp/err1" 'executor exec-3 registered' || fail "run $run: exec-3 did not register"
+  wait_for "$tmp/err1" "executor $last registered" || fail "run $run: $last did not register"
   case $mode in
   torn | linked)
     wait "$drv"
@@ -93,6 +107,8 @@ while [ "$run" -lt "$moments" ]; do
     # job takes 6 s here, 3.5 s with --launch-before-record, longer under a sanitizer).
     ms=$((200 + $(draw "$run" 4300)))
     [ "$mode" = unknown ] && ms=$((200 + $(draw "$run" 2500)))
+    # dynamic: within its first stage, the release, the growth or the middle stages (5 s)
+    [ "$mode" = dynamic ] && ms=$((200 + $(draw "$run" 3000)))
     sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
     kill -0 "$drv" 2>/dev/null || fail "run $run: the driver ended before the kill at $ms ms"
     kill -9 "$drv"
@@ -101,7 +117,11 @@ while [ "$run" -lt "$moments" ]; do
   esac
   drv=''
   n=$(executors_of "$port" | wc -l)
-  [ "$n" -eq 3 ] || fail "run $run: $n executors survived the driver, not 3"
+  if [ "$mode" = dynamic ]; then
+    [ "$n" -ge 1 ] || fail "run $run: no executor survived the driver"
+  else
+    [ "$n" -eq 3 ] || fail "run $run: $n executors survived the driver, not 3"
+  fi
   first_err=$(cat "$tmp/err1")
   case $mode in
   executor)
@@ -186,7 +206,16 @@ $first_err)"
   if command -v jq >/dev/null 2>&1; then # the JSON summary's recovery, where jq is
     jq -e '.ok and .recovery.done and .recovery.executors_to_reconcile == 3 and
       (.recovery.reconciled + .recovery.recovery_timeouts) == 3' "$tmp/summary.json" >/dev/null ||
+      [ "$mode" = dynamic ] ||
       fail "run $run: the JSON summary's recovery is wrong: $(jq -c .recovery "$tmp/summary.json")"
+    # dynamic: every executor that was running is reconciled (none is killed), one at least was
+    # released (the last stage's single task leaves the others idle), never more than 4 at once
+    jq -e '.ok and .recovery.done and .recovery.executors_to_reconcile >= 1 and
+      .recovery.reconciled == .recovery.executors_to_reconcile and
+      .recovery.recovery_timeouts == 0 and .executors.released >= 1 and
+      .executors.most_active <= 4 and .executors.lost == 0' "$tmp/summary.json" >/dev/null ||
+      [ "$mode" != dynamic ] ||
+      fail "run $run: the JSON summary is wrong: $(jq -c '{recovery, executors}' "$tmp/summary.json")"
   fi
   [ -e "$state/state" ] && fail "run $run: the finished run left its record"
   sleep 0.2
@@ -198,20 +227,25 @@ $first_err)"
   # lost to the outage), an end the record holds and the executor kept is named and unknown (a
   # KILL for a task that ended). Neither runs a task twice: the executors, which all lived, started
   # exactly the job's 22,000 tasks. With --launch-before-record a task can run twice.
+  # Every executor says it at its exit: those the first driver started in err1, those the
+  # restarted one started (dynamic) in err.
   n=$(grep -ac ' tasks started$' "$tmp/err1")
-  started=$(grep -ao '[0-9]* tasks started$' "$tmp/err1" | awk '{ n += $1 } END { print n + 0 }')
+  started=$(cat "$tmp/err1" "$tmp/err" | grep -ao '[0-9]* tasks started$' |
+    awk '{ n += $1 } END { print n + 0 }')
   case $mode in
-  plain | torn | linked)
-    [ "$n" -eq 3 ] || fail "run $run: $n executors said how many tasks they started, not 3"
-    [ "$started" -eq 22000 ] ||
-      fail "run $run: the executors started $started tasks, not the job's 22000"
+  plain | torn | linked | dynamic)
+    [ "$mode" = dynamic ] || [ "$n" -eq 3 ] ||
+      fail "run $run: $n executors said how many tasks they started, not 3"
+    [ "$started" -eq "$tasks" ] ||
+      fail "run $run: the executors started $started tasks, not the job's $tasks"
     ;;
   unknown)
-    [ "$started" -gt 22000 ] || fail "run $run: no task ran twice ($started started)"
+    [ "$started" -gt "$tasks" ] || fail "run $run: no task ran twice ($started started)"
     ;;
   esac
   printf 'run %s: %s; the executors started %s tasks\n' "$run" "$(grep '^recovered: ' "$tmp/out")" \
     "$started"
   grep '^attempts: ' "$tmp/out"
+  [ "$mode" = dynamic ] && grep '^allocation: ' "$tmp/out"
 done
 exit 0
