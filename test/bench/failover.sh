@@ -8,8 +8,9 @@
 #
 # Then what holding launches for a record costs: one job of short `sleep` tasks (3 executors of 4
 # cores) run without --state-dir, with it, and with it and --launch-before-record, interleaved,
-# ROUNDS times for tasks of 2 ms and of 20 ms; printed are each run's wall time as a ratio to the
-# run without --state-dir of the same round, and how long launches waited.
+# ROUNDS times for tasks of 2 ms, of 20 ms, and of 2 ms with --queue 2; printed are each run's
+# wall time as a ratio to the run without --state-dir of the same round, and how long launches
+# waited.
 #
 #   failover.sh DIR [ROUNDS]   DIR holds tl-driver and tl-executor; ROUNDS kills (3)
 set -u
@@ -86,15 +87,24 @@ job_ms() {
   echo $((($(date +%s%N) - _t0) / 1000000))
 }
 
-for job in sleep:2:4000,sleep:2:4000 sleep:20:600,sleep:20:600; do
+# The last: the 2 ms job again with --queue 2 (each executor holds 2 launches beyond its cores, in
+# every run of the round, the baseline's included), so that the wait for a record overlaps the
+# tasks still running.
+for spec in sleep:2:4000,sleep:2:4000 sleep:20:600,sleep:20:600 sleep:2:4000,sleep:2:4000:q2; do
+  job=${spec%:q2}
+  queue=''
+  [ "$job" = "$spec" ] || queue='--queue 2'
   r=0
   while [ "$r" -lt "$rounds" ]; do
     r=$((r + 1))
-    base=$(job_ms "$job")
-    early=$(job_ms "$job" --state-dir "$tmp/jstate" --launch-before-record)
-    held=$(job_ms "$job" --state-dir "$tmp/jstate")
+    # shellcheck disable=SC2086 # $queue: split on purpose
+    base=$(job_ms "$job" $queue)
+    # shellcheck disable=SC2086
+    early=$(job_ms "$job" $queue --state-dir "$tmp/jstate" --launch-before-record)
+    # shellcheck disable=SC2086
+    held=$(job_ms "$job" $queue --state-dir "$tmp/jstate")
     wait_line=$(sed -n 's/^launches: //p' "$tmp/jout")
-    echo "$job round $r: no --state-dir $base ms; --launch-before-record" \
+    echo "$job${queue:+ $queue} round $r: no --state-dir $base ms; --launch-before-record" \
       "$(awk "BEGIN { printf \"%.2f\", $early / $base }")x; held for a record" \
       "$(awk "BEGIN { printf \"%.2f\", $held / $base }")x ($wait_line)"
   done
