@@ -2715,9 +2715,7 @@ static void on_alloc_tick(uv_timer_t *t) {
       give_up(d, "the launcher cannot start executors");
     return;
   }
-  /* While executors are still to reconcile after a crash, their frozen attempts and the tasks
-   * that wait for them are no backlog to start executors for, and none is idle yet. */
-  if (!d->offering || (d->recovered && !d->recover_end_ns))
+  if (!d->offering)
     return;
   tl_stats st;
   tl_stats_get(d->s, &st);
