@@ -440,6 +440,10 @@ typedef struct driver {
   uint64_t state_ns;             /* time spent writing, in all */
   uint64_t synced_sent;          /* SYNCED frames sent */
   bool launch_early;             /* --launch-before-record: launches are not held for a record */
+  bool crash_after_release;      /* --crash-in-state-write release[+K]:P: the write that holds
+                                    the first release (K more writes after it) kills the driver
+                                    (a test's fault) */
+  uint64_t crash_release_skip;   /* that K */
   uv_idle_t commit;              /* writes the record that held launches wait for */
   bool commit_due;               /* some connection holds frames for a record (launches, a
                                     release's STOP): commit is started */
@@ -2680,26 +2684,30 @@ static uint32_t start_executors(driver *d, uint32_t n) {
   return done;
 }
 
-/* Releases an idle executor (above). */
-static void release_executor(driver *d, conn *c, exec_rec *e) {
+/* Releases an idle executor (above); returns whether it did. */
+static bool release_executor(driver *d, conn *c, exec_rec *e) {
   int rc = tl_executor_decommission(d->s, c->id, "idle: released by dynamic allocation");
   if (rc < 0) {
     fprintf(stderr, "tl-driver: tl_executor_decommission %s: %s\n", c->id, tl_err_name(rc));
-    return;
+    return false;
   }
   c->released = true;
   e->released = true;
   d->released++;
   logf_(d, "releasing %s: idle", c->id);
-  /* Its STOP waits for a record that holds the release (and the ends that left it idle): a
-   * crash cannot then make it exit with ends the restored ledger does not have. */
+  /* Its STOP waits for a record that holds the release. Sent before, a crash could make it exit
+   * while the newest record holds it running: the restart would wait for it, lose it to the
+   * recovery timeout, and run again any task whose end no record covered yet. */
   hold_for_record(d, c);
+  if (d->crash_after_release && state_crash_write == 0)
+    state_crash_write = state_write_count + 1 + d->crash_release_skip;
   while (c->nsent > 0) { /* it will run nothing again */
     tlc_msg m = {.type = TLC_MSG_FORGET, .u.forget = {c->sent[--c->nsent]}};
     encode(c, &m);
     d->forgets_sent++;
   }
   send_stop(c, "released: idle");
+  return true;
 }
 
 static void on_alloc_tick(uv_timer_t *t) {
@@ -2740,16 +2748,18 @@ static void on_alloc_tick(uv_timer_t *t) {
     }
     d->next_request = now + d->backlog_ns;
   }
-  for (conn *c = d->conns; c && !d->stopping; c = c->next) {
+  active = active_executors(d);
+  for (conn *c = d->conns; c && !d->stopping && active > d->min_executors; c = c->next) {
     if (!c->registered || c->closing || c->released || c->idle_since == 0 ||
-        now - c->idle_since < d->idle_ns || active_executors(d) <= d->min_executors)
+        now - c->idle_since < d->idle_ns)
       continue;
     exec_rec *e = find_exec(d, c->id);
     tl_executor_status es;
     if (!e || !exec_active(d, e) || tl_executor_get(d->s, c->id, &es) < 0 ||
         es.state != TL_EXECUTOR_ALIVE || es.running != 0)
       continue;
-    release_executor(d, c, e);
+    if (release_executor(d, c, e))
+      active--;
   }
 }
 
@@ -2955,6 +2965,8 @@ static void apply_options(driver *d, const driver_opts *o) {
   d->launch_early = o->launch_early;
   state_crash_write = o->crash_write;
   state_crash_point = o->crash_point;
+  d->crash_after_release = o->crash_after_release;
+  d->crash_release_skip = o->crash_release_skip;
 }
 
 /* Connections past the open-file limit fail with EMFILE (logged and counted when they do): says

@@ -51,7 +51,9 @@ static void usage(void) {
           "  --partition, --time-limit, --slurm-arg, --slurm-poll-ms: --launcher slurm only\n"
           "  --state-dir: keep the run's state there and recover it after a crash; a\n"
           "     launch (and a release's STOP) goes out once a record holds it, at once\n"
-          "     with --launch-before-record; P of --crash-in-state-write: torn | linked\n");
+          "     with --launch-before-record; --crash-in-state-write N:P: N a write's\n"
+          "     number, or release[+K] (the (K+1)-th write after the first release);\n"
+          "     P torn | linked\n");
   exit(2);
 }
 
@@ -430,7 +432,15 @@ static bool take_test_option(driver_opts *o, int opt, const char *v) {
     char n[11];
     memcpy(n, v, (size_t)(colon - v));
     n[colon - v] = '\0';
-    o->crash_write = parse_u64(n, 1, UINT32_MAX);
+    if (!strncmp(n, "release", 7)) {
+      o->crash_after_release = true;
+      if (n[7] == '+')
+        o->crash_release_skip = parse_u64(n + 8, 0, 99);
+      else if (n[7] != '\0')
+        usage();
+    } else {
+      o->crash_write = parse_u64(n, 1, UINT32_MAX);
+    }
     if (!strcmp(colon + 1, "torn"))
       o->crash_point = 1;
     else if (!strcmp(colon + 1, "linked"))
@@ -492,7 +502,9 @@ static void resolve(driver_opts *o, const given *g) {
   }
   if (o->njobs == 0 || (o->executors + o->accept == 0 && !o->dynamic))
     usage();
-  if ((o->crash_write || o->launch_early) && !o->state_dir)
+  if ((o->crash_write || o->crash_after_release || o->launch_early) && !o->state_dir)
+    usage();
+  if (o->crash_after_release && !o->dynamic) /* nothing is released without it */
     usage();
 }
 

@@ -101,6 +101,9 @@ typedef struct driver_opts {
   uint64_t recovery_timeout_ms;           /* --recovery-timeout-ms */
   bool launch_early;                      /* --launch-before-record */
   uint64_t crash_write;                   /* --crash-in-state-write N (0: none) */
+  bool crash_after_release;               /* its N was `release[+K]`: the (K+1)-th write after
+                                             the first release (dynamic allocation) */
+  uint64_t crash_release_skip;            /* that K */
   int crash_point;                        /* and its P: 1 torn, 2 linked (state.h) */
 } driver_opts;
 

@@ -27,6 +27,13 @@
 #                   tasks whose first and last stages are one 800 ms task each: executors are
 #                   released while it runs and started for the backlog of the middle stages,
 #                   before the kill and after the restart; no task runs twice
+#     release       the same job and allocation; the driver kills itself inside the write of
+#                   the record that holds its first release, before the release's STOP went
+#                   out: the released executor runs on, and the restart, from the record before,
+#                   reconciles it (it loses no executor to the recovery timeout)
+#     released      the same, the kill inside the write after that one: the release is in the
+#                   record and its STOP went out, so the executor is gone; the restart removes it
+#                   as released at once (again, no executor lost to the recovery timeout)
 #
 # Launches wait for the record that holds them (the default): recovered from the newest record,
 # with no executor killed, no task runs twice: the executors start exactly the job's 22,000.
@@ -67,7 +74,9 @@ executors='--executors 3'
 jobs='sleep:2:8000,sleep:1:8000,sleep:2:6000'
 tasks=22000
 last=exec-3 # the executor whose registration starts the clock of the kill
-if [ "$mode" = dynamic ]; then
+dynamic=0 # dynamic allocation, and its job
+case $mode in dynamic | release | released) dynamic=1 ;; esac
+if [ "$dynamic" -eq 1 ]; then
   executors='--min-executors 1 --executors 2 --max-executors 4 --backlog-timeout 150
     --idle-timeout 300'
   jobs="sleep:800:1,$jobs,sleep:800:1"
@@ -88,6 +97,8 @@ while [ "$run" -lt "$moments" ]; do
   torn) extra='--crash-in-state-write 20:torn' ;;
   unknown) extra='--snapshot-ms 3600000 --launch-before-record' ;;
   linked) extra='--crash-in-state-write 20:linked' ;;
+  release) extra='--crash-in-state-write release:torn' ;;
+  released) extra='--crash-in-state-write release+1:torn' ;;
   esac
   # shellcheck disable=SC2086 # the arguments are split on purpose
   # Its executors write to err1 too, to the end: the restarted driver writes to err.
@@ -97,7 +108,7 @@ while [ "$run" -lt "$moments" ]; do
   port=$(sed -n 's/^listening on .*:\([0-9][0-9]*\)$/\1/p' "$tmp/out")
   wait_for "$tmp/err1" "executor $last registered" || fail "run $run: $last did not register"
   case $mode in
-  torn | linked)
+  torn | linked | release | released)
     wait "$drv"
     rc=$?
     [ "$rc" -eq 137 ] || fail "run $run: the driver did not kill itself in its write ($rc)"
@@ -117,7 +128,7 @@ while [ "$run" -lt "$moments" ]; do
   esac
   drv=''
   n=$(executors_of "$port" | wc -l)
-  if [ "$mode" = dynamic ]; then
+  if [ "$dynamic" -eq 1 ]; then
     [ "$n" -ge 1 ] || fail "run $run: no executor survived the driver"
   else
     [ "$n" -eq 3 ] || fail "run $run: $n executors survived the driver, not 3"
@@ -198,23 +209,26 @@ $first_err)"
     grep -Eq 'recovered: from .*/state\.(prev|tmp) ' "$tmp/out" ||
       fail "run $run: recovery did not fall back to state.prev or state.tmp"
     ;;
-  torn | linked)
+  torn | linked | release | released)
     grep -q 'recovered: from .*/state;' "$tmp/out" ||
       fail "run $run: recovery did not read state"
     ;;
   esac
-  if command -v jq >/dev/null 2>&1; then # the JSON summary's recovery, where jq is
-    jq -e '.ok and .recovery.done and .recovery.executors_to_reconcile == 3 and
-      (.recovery.reconciled + .recovery.recovery_timeouts) == 3' "$tmp/summary.json" >/dev/null ||
-      [ "$mode" = dynamic ] ||
-      fail "run $run: the JSON summary's recovery is wrong: $(jq -c .recovery "$tmp/summary.json")"
-    # dynamic: every executor that was running is reconciled (none is killed), one at least was
-    # released (the last stage's single task leaves the others idle), never more than 4 at once
-    jq -e '.ok and .recovery.done and .recovery.executors_to_reconcile >= 1 and
-      .recovery.reconciled == .recovery.executors_to_reconcile and
-      .recovery.recovery_timeouts == 0 and .executors.released >= 1 and
-      .executors.most_active <= 4 and .executors.lost == 0' "$tmp/summary.json" >/dev/null ||
-      [ "$mode" != dynamic ] ||
+  # The JSON summary's recovery, where jq is. dynamic: every executor that was running is
+  # reconciled (none is killed), one at least was released (the last stage's single task leaves
+  # the others idle), never more than 4 at once.
+  expect='.recovery.executors_to_reconcile == 3 and
+    (.recovery.reconciled + .recovery.recovery_timeouts) == 3'
+  [ "$dynamic" -eq 1 ] && expect='.recovery.executors_to_reconcile >= 1 and
+    .recovery.reconciled == .recovery.executors_to_reconcile and
+    .recovery.recovery_timeouts == 0 and .executors.released >= 1 and
+    .executors.most_active <= 4 and .executors.lost == 0'
+  # The adopted executors are active: the restart is never short of --min-executors.
+  if [ "$dynamic" -eq 1 ] && grep -q 'fewer than --min-executors' "$tmp/err"; then
+    fail "run $run: the restarted driver did not count the adopted executors as active"
+  fi
+  if command -v jq >/dev/null 2>&1; then
+    jq -e ".ok and .recovery.done and $expect" "$tmp/summary.json" >/dev/null ||
       fail "run $run: the JSON summary is wrong: $(jq -c '{recovery, executors}' "$tmp/summary.json")"
   fi
   [ -e "$state/state" ] && fail "run $run: the finished run left its record"
@@ -233,8 +247,8 @@ $first_err)"
   started=$(cat "$tmp/err1" "$tmp/err" | grep -ao '[0-9]* tasks started$' |
     awk '{ n += $1 } END { print n + 0 }')
   case $mode in
-  plain | torn | linked | dynamic)
-    [ "$mode" = dynamic ] || [ "$n" -eq 3 ] ||
+  plain | torn | linked | dynamic | release | released)
+    [ "$dynamic" -eq 1 ] || [ "$n" -eq 3 ] ||
       fail "run $run: $n executors said how many tasks they started, not 3"
     [ "$started" -eq "$tasks" ] ||
       fail "run $run: the executors started $started tasks, not the job's $tasks"
@@ -246,6 +260,6 @@ $first_err)"
   printf 'run %s: %s; the executors started %s tasks\n' "$run" "$(grep '^recovered: ' "$tmp/out")" \
     "$started"
   grep '^attempts: ' "$tmp/out"
-  [ "$mode" = dynamic ] && grep '^allocation: ' "$tmp/out"
+  [ "$dynamic" -eq 0 ] || grep '^allocation: ' "$tmp/out"
 done
 exit 0
