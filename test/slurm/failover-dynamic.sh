@@ -54,8 +54,11 @@ grep -q '^recovered: from ' "$tmp/out" || fail "the summary does not say it reco
 check "recovered from the newest record, every executor reconciled" \
   '.recovery.from == "state" and .recovery.done and .recovery.executors_to_reconcile >= 2 and
    .recovery.reconciled == .recovery.executors_to_reconcile and .recovery.recovery_timeouts == 0'
+# Taken back: every executor's job the record holds, those submitted but not registered yet at the
+# kill included (they register with the restarted driver afresh, nothing to reconcile).
 check "the slurm launcher took back the job of every executor to reconcile" \
-  '.recovery.launcher_adopted == .recovery.executors_to_reconcile'
+  '.recovery.launcher_adopted >= .recovery.executors_to_reconcile and
+   .recovery.launcher_adopted <= 4'
 check "the job succeeded" '.jobs == {"succeeded": 1, "failed": 0}'
 check "3002 tasks succeeded" '.tasks.succeeded == 3002'
 check "no executor lost" '.executors.lost == 0 and (.lost_executors | length) == 0'
