@@ -144,6 +144,28 @@ check_drained() {
      .tasksets_zombie == 0 and .executors_pending_loss == 0'
 }
 
+# Failover tests: kills the driver with SIGKILL, as a crash would; it must leave its record.
+crash_driver() {
+  kill -9 "$drv"
+  wait "$drv" 2>/dev/null
+  drv=''
+  [ -f "$tmp/state/state" ] || fail "the killed driver left no record"
+}
+
+# Failover tests: with the crashed run's output put aside (out1, err1), starts the driver again
+# (the script's run_driver, on the same state directory), waits for it and checks its verdict
+# and that it says it recovered.
+restart_driver() {
+  mv "$tmp/out" "$tmp/out1"
+  mv "$tmp/err" "$tmp/err1"
+  run_driver
+  wait "$drv"
+  _rc=$?
+  drv=''
+  check_verdict_allowing_outside_losses "$_rc"
+  grep -q '^recovered: from ' "$tmp/out" || fail "the summary does not say it recovered"
+}
+
 # The common driver options of these tests.
 slurm_driver_args() {
   echo "--launcher slurm --partition $partition --slurm-arg --comment=$tag --slurm-poll-ms 200" \

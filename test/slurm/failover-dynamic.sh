@@ -36,21 +36,10 @@ read_port
 wait_for "$tmp/err" 'releasing exec-[12]: idle' 600 || fail "no executor was released"
 wait_registered 3 || fail "no third executor registered"
 sleep 0.5
-kill -9 "$drv"
-wait "$drv" 2>/dev/null
-drv=''
-[ -f "$tmp/state/state" ] || fail "the killed driver left no record"
-running=$(run_jobs R | wc -l)
-[ "$running" -ge 1 ] || fail "no executor's job runs on without a driver"
-mv "$tmp/out" "$tmp/out1"
-mv "$tmp/err" "$tmp/err1"
+crash_driver
+[ "$(run_jobs R | wc -l)" -ge 1 ] || fail "no executor's job runs on without a driver"
 
-run_driver
-wait "$drv"
-rc=$?
-drv=''
-check_verdict_allowing_outside_losses "$rc"
-grep -q '^recovered: from ' "$tmp/out" || fail "the summary does not say it recovered"
+restart_driver
 check "recovered from the newest record, every executor reconciled" \
   '.recovery.from == "state" and .recovery.done and .recovery.executors_to_reconcile >= 2 and
    .recovery.reconciled == .recovery.executors_to_reconcile and .recovery.recovery_timeouts == 0'

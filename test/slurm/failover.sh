@@ -34,23 +34,13 @@ run_driver
 read_port
 wait_registered 4 || fail "4 executors did not register"
 sleep 1
-kill -9 "$drv"
-wait "$drv" 2>/dev/null
-drv=''
-[ -f "$tmp/state/state" ] || fail "the killed driver left no record"
+crash_driver
 [ "$(run_jobs R | wc -l)" -eq 4 ] || fail "the 4 executors' jobs do not run on without a driver"
 job=$(job_of exec-2)
 [ -n "$job" ] || fail "no running job for exec-2 in squeue"
 scancel --signal=KILL "$job" || fail "scancel of job $job failed"
-mv "$tmp/out" "$tmp/out1"
-mv "$tmp/err" "$tmp/err1"
 
-run_driver
-wait "$drv"
-rc=$?
-drv=''
-check_verdict_allowing_outside_losses "$rc"
-grep -q '^recovered: from ' "$tmp/out" || fail "the summary does not say it recovered"
+restart_driver
 check "recovered from the newest record, every executor reconciled or lost" \
   '.recovery.from == "state" and .recovery.done and .recovery.executors_to_reconcile == 4 and
    .recovery.reconciled == 3'
