@@ -25,6 +25,7 @@
  * MHD_stop_daemon. metrics_http_close stops watching MHD's epoll descriptor (uv_close removes it
  * from the loop's epoll set at once) before MHD_stop_daemon closes it.
  */
+
 #include "metrics_http.h"
 
 #include <arpa/inet.h>

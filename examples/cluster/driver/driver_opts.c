@@ -1,6 +1,7 @@
 /* tl-driver's command line (driver_opts.h): the option table for getopt_long, the parsing of
  * each value, and the defaults and checks that involve more than one option.
  */
+
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,5 @@
 /* tl-driver's state files: state.h says what they are. */
+
 #include "state.h"
 
 #include <errno.h>

@@ -1,0 +1,422 @@
+/* The executors' connections: the frames an executor sends (REGISTER, HEARTBEAT, STATUS,
+ * RECONCILE) read, decoded and applied to the ledger, protocol faults refused, and what a
+ * closing connection means for its executor (a loss, or a release). */
+
+#include "driver.h"
+
+/* Keeps what an executor reported, for the summary: the last REPORT_DETAIL_MAX in the ring. The
+ * binaries count is the executor's word: shown, never part of the verdict (the executor itself
+ * exits non-zero if it is sent a binary twice). */
+static void keep_report(driver *d, conn *c) {
+  if (!c->registered)
+    return;
+  exec_report *r = &d->reports[d->nreports++ % REPORT_DETAIL_MAX];
+  memcpy(r->id, c->id, sizeof c->id);
+  r->cores = c->cores;
+  r->binaries = c->binaries;
+  r->tasksets = c->tasksets_sent;
+}
+
+/* Closes a connection. A registered executor that goes before STOP, and that the ledger still
+ * holds, is reported TL_LOSS_PENDING: its attempts freeze until the real reason comes from its
+ * launcher (on_end), or, for an executor no launcher started (or whose end never comes), until
+ * pending_loss_timeout_ns. When the launcher's end came first, the real reason is already in;
+ * otherwise the launcher is asked for news now (ops->query). One the driver closes for a
+ * protocol fault (c->violated) has a known reason at once: the driver dropped it,
+ * TL_LOSS_KILLED, not the app's doing; its tasks run elsewhere now. One the driver released is
+ * removed as decommissioned: its end was asked for. */
+void close_conn(conn *c, const char *why) {
+  if (c->closing)
+    return;
+  driver *d = c->d;
+  char name[CONN_NAME_MAX];
+  c->closing = true;
+  if (!c->registered)
+    d->npending--;
+  if (why)
+    logf_(d, "closing connection %s: %s", conn_name(c, name), why);
+  keep_report(d, c);
+  tl_executor_state state;
+  if (c->registered && !d->stopping && in_ledger(d, c->id, &state) &&
+      state != TL_EXECUTOR_PENDING_LOSS) {
+    if (c->released) {
+      remove_released(d, c->id);
+    } else if (c->violated) {
+      tl_loss_reason reason = {.kind = TL_LOSS_KILLED,
+                               .message = "closed by the driver for a protocol fault"};
+      report_loss(d, c->id, &reason, DETECTED_FAULT, "driver");
+    } else {
+      tl_loss_reason reason = {.kind = TL_LOSS_PENDING, .message = "connection closed"};
+      report_loss(d, c->id, &reason, DETECTED_CLOSE, NULL);
+      exec_rec *er = find_exec(d, c->id);
+      if (er && er->started && !er->ended && d->launcher)
+        d->ops->query(d->launcher, c->id);
+    }
+  }
+  uv_close((uv_handle_t *)&c->register_timer, on_conn_handle_closed);
+  uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
+}
+
+/* Closes a connection for a protocol or registration fault; *counter counts its kind, why (NULL:
+ * already logged) says what it was. A registered executor closed so is removed from the ledger
+ * (close_conn). */
+static void refuse_conn(conn *c, uint64_t *counter, const char *why) {
+  driver *d = c->d;
+  d->refused_conns++;
+  if (counter)
+    (*counter)++;
+  if (c->registered) {
+    c->violated = true;
+    d->violations++;
+  }
+  sample_alive(d);
+  /* Logged whatever --quiet says, rate-limited: a peer that breaks the protocol may be an
+   * attack, and an operator must be able to see it. */
+  char name[CONN_NAME_MAX];
+  if (why && edge_log_ok(&d->log_refused, "refused-connection lines"))
+    fprintf(stderr, "tl-driver: closing connection %s: %s\n", conn_name(c, name), why);
+  close_conn(c, NULL);
+}
+
+/* A frame of an executor the ledger removed (heartbeat expiry while it was stopped): refused
+ * and counted; the executor is told to FORGET every binary it holds and to STOP, once. */
+static void refuse_gone(conn *c, const char *what) {
+  driver *d = c->d;
+  d->gone_frames++;
+  if (c->gone)
+    return;
+  c->gone = true;
+  char e[ESC_MAX];
+  fprintf(stderr, "tl-driver: %s from %s refused: %s (removed); sending STOP\n", what,
+          esc(e, c->id), tl_err_name(TL_EGONE));
+  /* It will run nothing again: every binary it holds goes, whether or not its task set lives
+   * on elsewhere, so that after STOP no executor holds a binary (executor.c checks). */
+  while (c->nsent > 0) {
+    tlc_msg m = {.type = TLC_MSG_FORGET, .u.forget = {c->sent[--c->nsent]}};
+    encode(c, &m);
+    d->forgets_sent++;
+  }
+  send_stop(c, "removed by the driver");
+}
+
+static void handle_register(conn *c, const tlc_register *r) {
+  driver *d = c->d;
+  if (!token_matches(d->token, r->token)) {
+    auth_failed(d, c); /* logs it, with the address */
+    refuse_conn(c, &d->refused_token, NULL);
+    return;
+  }
+  char id[TL_ID_MAX], host[TL_HOST_MAX], e[ESC_MAX], eh[ESC_MAX];
+  memcpy(id, r->executor_id.ptr, r->executor_id.len);
+  id[r->executor_id.len] = '\0';
+  memcpy(host, r->host.ptr, r->host.len);
+  host[r->host.len] = '\0';
+  /* The ledger counts task slots: the executor's cores plus the launches its queue may hold. */
+  uint32_t slots = r->cores > UINT32_MAX - d->queue ? UINT32_MAX : r->cores + d->queue;
+  tl_executor_desc desc = {.id = id, .host = host, .cores = slots};
+  /* An executor of the run before a crash, back: the restored ledger holds it RECOVERING, and
+   * its RECONCILE comes next (handle_reconcile). It is not added again. */
+  tl_executor_status es;
+  bool recovering = tl_executor_get(d->s, id, &es) == TL_OK && es.state == TL_EXECUTOR_RECOVERING;
+  for (conn *o = d->conns; recovering && o; o = o->next)
+    if (o != c && o->registered && !o->closing && !strcmp(o->id, id))
+      recovering = false; /* a second connection for it: a duplicate */
+  int rc = recovering ? (es.cores == slots ? TL_OK : TL_EINVAL) : tl_executor_add(d->s, &desc);
+  if (rc < 0) {
+    char why[ESC_MAX + 64];
+    snprintf(why, sizeof why, "REGISTER of %s refused: %s", esc(e, id), tl_err_name(rc));
+    /* Told to STOP first: an executor that reconnects after a crash and is not known as
+     * recovering (its loss was begun before the crash) stops at once instead of retrying. */
+    send_stop(c, why);
+    refuse_conn(c, rc == TL_EEXIST ? &d->refused_dup : NULL, why);
+    return;
+  }
+  c->recovering = recovering;
+  /* A loss record of an earlier executor of this id that is still open: the ledger let the id
+   * register again, so that loss is over (the pending-loss timeout ended it). */
+  loss_rec *old = NULL;
+  HASH_FIND_STR(d->open_losses, id, old);
+  if (old)
+    settle_pending_timeout(d, old);
+  memcpy(c->id, id, sizeof id);
+  c->registered = true;
+  c->cores = r->cores;
+  d->npending--;
+  d->registered_cores += r->cores;
+  c->idle_since = uv_hrtime();
+  uv_timer_stop(&c->register_timer);
+  /* Authenticated: its frames may now be as large as the protocol allows. */
+  tlc_decoder_set_frame_max(&c->decoder, TLC_FRAME_MAX);
+  if (slots > d->launch_cap) {
+    tl_launch *l = realloc(d->launch_buf, slots * sizeof *l);
+    if (!l)
+      die_oom();
+    d->launch_buf = l;
+    tlc_launch_item *it = realloc(d->items, slots * sizeof *it);
+    if (!it)
+      die_oom();
+    d->items = it;
+    d->launch_cap = slots;
+  }
+  d->registered++;
+  logf_(d, "executor %s %s from %s (host %s, %" PRIu32 " cores, queue %" PRIu32 ")", esc(e, id),
+        recovering ? "reconnected" : "registered", c->peer, esc(eh, host), r->cores, d->queue);
+  if (recovering)
+    return;     /* offers once it reconciled */
+  state_due(d); /* a record that knows it: after a crash it reconciles instead of starting over */
+  if (d->offering) {
+    offer(d, c);
+  } else if (d->registered == d->nexecutors + d->accept) { /* everyone came: offers begin */
+    d->offering = true;
+    d->start_ns = uv_hrtime();
+    for (conn *o = d->conns; o; o = o->next)
+      offer(d, o);
+    spawn_bad_clients(d);
+  }
+}
+
+/* Updates of a STATUS frame applied per tl_status_updates call (a frame may carry more: they go
+ * in chunks of this many), and their messages' NUL-terminated copies (the loop is one thread). */
+#define STATUS_CHUNK 32
+static char status_texts[STATUS_CHUNK][TLC_TEXT_MAX + 1];
+
+/* The library's update for one item of a STATUS frame; its message in text. */
+static tl_update status_update_of(const tlc_status_item *it, char *text) {
+  tl_update u = {0};
+  memcpy(text, it->text.ptr ? (const char *)it->text.ptr : "", it->text.len);
+  text[it->text.len] = '\0';
+  switch (it->state) {
+  case TLC_TASK_RUNNING:
+    u.state = TL_TASK_RUNNING;
+    break;
+  case TLC_TASK_FINISHED:
+    u.state = TL_TASK_FINISHED; /* the result's bytes are not kept: only their size */
+    u.result_size = it->result.len;
+    break;
+  case TLC_TASK_FAILED:
+    u.state = TL_TASK_FAILED;
+    u.failure = TL_END_EXCEPTION;
+    u.message = text;
+    break;
+  default:
+    u.state = TL_TASK_KILLED;
+    u.message = text;
+    break;
+  }
+  return u;
+}
+
+/* What the driver does with one update's refusal. */
+static void status_refused(conn *c, tl_tid tid, int rc) {
+  driver *d = c->d;
+  char e[ESC_MAX];
+  if (rc == TL_EGONE) {
+    d->refused_updates++;
+    refuse_gone(c, "status update");
+    return;
+  }
+  if (rc == TL_EOWNER) {
+    d->refused_owner++;
+    sample_alive(d);
+  }
+  if (rc == TL_ESTALE && c->reconciled) { /* an end it held of a tid the restored ledger does */
+    d->resent_unknown++;                  /* not hold (it was told to kill it): expected */
+    return;
+  }
+  if (d->refused_updates++ < LOG_LIMIT)
+    fprintf(stderr, "tl-driver: update of task %" PRIu64 " from %s refused: %s\n", tid,
+            esc(e, c->id), tl_err_name(rc));
+}
+
+/* Applies a STATUS frame, a chunk of updates per tl_status_updates call (one lock, one dispatch
+ * each), then offers the executor its freed cores. */
+static void handle_status(conn *c, const tlc_status *st) {
+  driver *d = c->d;
+  bool running = false;
+  for (size_t from = 0; from < st->count; from += STATUS_CHUNK) {
+    size_t n = st->count - from < STATUS_CHUNK ? st->count - from : STATUS_CHUNK;
+    tl_tid tids[STATUS_CHUNK];
+    tl_update ups[STATUS_CHUNK];
+    int results[STATUS_CHUNK];
+    for (size_t i = 0; i < n; i++) {
+      const tlc_status_item *it = &st->items[from + i];
+      running = running || it->state == TLC_TASK_RUNNING;
+      tids[i] = it->tid;
+      ups[i] = status_update_of(it, status_texts[i]);
+    }
+    int rc = tl_status_updates(d->s, c->id, tids, ups, n, results);
+    for (size_t i = 0; i < n; i++) {
+      int one = rc == TL_OK ? results[i] : rc; /* refused as a whole: each update was */
+      if (one < 0)
+        status_refused(c, tids[i], one);
+    }
+  }
+  if (d->fault_armed && running && !strcmp(c->id, d->execs[0].id))
+    on_fault(&d->fault);
+  if (d->dynamic && c->idle_since == 0) { /* for --idle-timeout */
+    tl_executor_status es;
+    if (tl_executor_get(d->s, c->id, &es) == 0 && es.running == 0)
+      c->idle_since = uv_hrtime();
+  }
+  offer(d, c);
+}
+
+/* RECONCILE: an executor that reconnected names the tids it runs, queues, or holds the ends
+ * of. From one the restored ledger holds RECOVERING, it is the reconciliation
+ * (tl_executor_reconcile): what it names and the ledger holds runs on, what the ledger holds
+ * and it does not name ends EXECUTOR_LOST (run again), and what it names that the ledger does
+ * not hold gets a KILL (the kill_task events, cb_kill_task); then it is offered its cores. From
+ * any other registered executor (one that was not recovering: it registered afresh), every tid
+ * it names is unknown here, and each gets a KILL, so nothing runs that nobody tracks. */
+static void handle_reconcile(conn *c, const tlc_reconcile *rc_msg) {
+  driver *d = c->d;
+  char e[ESC_MAX];
+  if (!c->recovering) {
+    d->stray_reconciles++;
+    for (size_t i = 0; i < rc_msg->count; i++) {
+      tlc_msg m = {.type = TLC_MSG_KILL,
+                   .u.kill = {.tid = rc_msg->tids[i],
+                              .interrupt = 1,
+                              .reason = tlc_str("Unknown to the restored driver")}};
+      encode(c, &m);
+      d->stray_kills++;
+      d->kills_sent++;
+    }
+    send_out(c);
+    logf_(d, "executor %s reconciled %zu tids, but it was not recovering: each sent a KILL",
+          esc(e, c->id), rc_msg->count);
+    return;
+  }
+  tl_stats before;
+  tl_stats_get(d->s, &before);
+  size_t nunknown = 0;
+  /* tl_tid is uint64_t: the decoded tids are passed as they are. */
+  int rc = tl_executor_reconcile(d->s, c->id, (const tl_tid *)rc_msg->tids, rc_msg->count, NULL, 0,
+                                 &nunknown);
+  if (rc == TL_EINVAL) { /* a tid 0: the executor's fault */
+    refuse_conn(c, &d->refused_unexpected, "RECONCILE with a tid 0");
+    return;
+  }
+  if (rc < 0) { /* lost meanwhile (the recovery timeout): it may register afresh */
+    fprintf(stderr, "tl-driver: tl_executor_reconcile %s: %s\n", esc(e, c->id), tl_err_name(rc));
+    c->recovering = false;
+    refuse_gone(c, "reconciliation");
+    return;
+  }
+  tl_stats after;
+  tl_stats_get(d->s, &after);
+  c->recovering = false;
+  c->reconciled = true;
+  uint64_t lost = after.reconcile_lost - before.reconcile_lost;
+  if (d->reconciled < REPORT_DETAIL_MAX) {
+    recon_rec *r = &d->recons[d->reconciled];
+    copy_text(r->id, sizeof r->id, c->id);
+    r->reported = rc_msg->count;
+    r->unknown = nunknown;
+    r->lost = lost;
+    r->ms = (uv_hrtime() - d->recover_start_ns) / 1000000;
+  }
+  d->reconciled++;
+  d->reconciled_tids += rc_msg->count;
+  d->reconcile_unknown += nunknown;
+  d->reconcile_lost += lost;
+  logf_(d,
+        "executor %s reconciled: %zu tids named, %zu unknown (killed), %" PRIu64
+        " not named (run again)",
+        esc(e, c->id), rc_msg->count, nunknown, lost);
+  check_recovery(d);
+  offer(d, c);
+}
+
+/* Every connection reads into the driver's one buffer: on_read decodes what came before the
+ * loop reads again (the decoder copies what it keeps), so a connection costs no read buffer. */
+void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  (void)suggested;
+  conn *c = h->data;
+  *buf = uv_buf_init((char *)c->d->read_buf, sizeof c->d->read_buf);
+}
+
+void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+  conn *c = s->data;
+  if (nread < 0) {
+    close_conn(c, nread == UV_EOF ? (c->d->stopping ? NULL : "closed by the peer")
+                                  : uv_strerror((int)nread));
+    return;
+  }
+  const uint8_t *data = (const uint8_t *)buf->base;
+  size_t len = (size_t)nread;
+  while (len > 0 && !c->closing) {
+    size_t used;
+    tlc_msg msg;
+    int rc = tlc_decoder_feed(&c->decoder, data, len, &used, &msg);
+    if (rc < 0) {
+      char why[96];
+      snprintf(why, sizeof why, "bad frame: %s", tlc_err_name(rc));
+      refuse_conn(c, -rc < 16 ? &c->d->refused_frame[-rc] : NULL, why);
+      return;
+    }
+    data += used;
+    len -= used;
+    if (msg.type == TLC_MSG_NONE)
+      continue;
+    c->d->frames_in++;
+    if (!c->registered && msg.type != TLC_MSG_REGISTER) {
+      refuse_conn(c, &c->d->refused_early, "a frame before REGISTER");
+      return;
+    }
+    if (c->recovering && msg.type != TLC_MSG_RECONCILE && msg.type != TLC_MSG_HEARTBEAT) {
+      char why[96];
+      snprintf(why, sizeof why, "%s before RECONCILE", tlc_msg_type_name(msg.type));
+      refuse_conn(c, &c->d->refused_unexpected, why);
+      return;
+    }
+    switch (msg.type) {
+    case TLC_MSG_REGISTER:
+      if (c->registered) {
+        refuse_conn(c, &c->d->refused_second, "a second REGISTER");
+        return;
+      }
+      handle_register(c, &msg.u.reg);
+      break;
+    case TLC_MSG_HEARTBEAT:
+      c->binaries = msg.u.heartbeat.binaries;
+      c->heartbeats++;
+      if (!c->d->state_dir && c->status_frames > c->synced && !c->closing) {
+        /* Nothing is recovered after a crash without --state-dir: what the executor holds
+         * for a restarted driver may go, once a heartbeat. */
+        tlc_msg m = {.type = TLC_MSG_SYNCED, .u.synced = {c->status_frames}};
+        encode(c, &m);
+        send_out(c);
+        c->synced = c->status_frames;
+      }
+      if (!c->d->stopping && !c->released && !c->recovering) {
+        int hb = tl_executor_heartbeat(c->d->s, c->id);
+        if (hb == TL_EGONE)
+          refuse_gone(c, "heartbeat");
+        else if (hb < 0) {
+          char e[ESC_MAX];
+          fprintf(stderr, "tl-driver: heartbeat of %s: %s\n", esc(e, c->id), tl_err_name(hb));
+        }
+      }
+      break;
+    case TLC_MSG_STATUS:
+      c->status_frames++;
+      handle_status(c, &msg.u.status);
+      break;
+    case TLC_MSG_RECONCILE:
+      handle_reconcile(c, &msg.u.reconcile);
+      break;
+    default: {
+      char why[96];
+      snprintf(why, sizeof why, "unexpected %s", tlc_msg_type_name(msg.type));
+      refuse_conn(c, &c->d->refused_unexpected, why);
+      return;
+    }
+    }
+  }
+}
+
+void on_register_timeout(uv_timer_t *t) {
+  conn *c = t->data;
+  refuse_conn(c, &c->d->refused_timeout, "no REGISTER in time");
+}

@@ -1,0 +1,521 @@
+/* tl-driver: the driver process of the cluster example (docs/cluster.md). It embeds taskledger
+ * on a libuv loop (taskledger-uv.h), listens on TCP, has its launcher (launcher.h: local
+ * processes, or Slurm job steps) start tl-executor processes, registers them in the ledger once
+ * they present the shared token, and runs the jobs given on its command line: offers each
+ * executor its free cores, sends each task set's binary once per executor, batches an offer
+ * round's launches into one LAUNCH frame and applies the executors' batched STATUS frames. A
+ * lost executor is reported in two phases: TL_LOSS_PENDING when its connection closes, the real
+ * reason from its launcher's account of its end (or, for an executor no launcher started or one
+ * whose end never comes, the pending-loss timeout); a stopped one is caught by heartbeat expiry.
+ * With --min-executors/--max-executors the number of executors follows the backlog (dynamic
+ * allocation). At the end it stops the executors, has the launcher stop those that do not go,
+ * waits for every end, checks that the ledger drained and prints a summary (and, with
+ * --summary-json, writes it as JSON). With --queue Q each executor is registered with Q task
+ * slots beyond its cores, so an offer round launches up to cores + Q tasks to it in one LAUNCH
+ * frame; the executor runs cores of them at once and queues the rest.
+ *
+ *   tl-driver [--launcher local|slurm] [--executors N] [--accept N] [--executor-cores C]
+ *             [--cores C] [--queue Q] [--job KIND:M[,KIND:M]...]...
+ *             [--min-executors N] [--max-executors M] [--backlog-timeout MS]
+ *             [--idle-timeout MS] [--summary-json FILE] [--advertise ADDR]
+ *             [--partition P] [--time-limit T] [--slurm-arg ARG]... [--slurm-poll-ms MS]
+ *             [--listen ADDR] [--port P] [--token-file PATH] [--executor PATH]
+ *             [--heartbeat-ms MS] [--timeout-s S] [--bench [--tasks N]] [--quiet]
+ *             [--progress] [--progress-ms MS] [--kill-on-job-failure]
+ *             [--heartbeat-timeout-ms MS] [--pending-loss-timeout-ms MS]
+ *             [--max-task-failures N] [--kill-executor-after N] [--external-kill-after N]
+ *             [--stop-executor-after N] [--expect-losses N] [--expect-job-failure]
+ *             [--register-timeout-ms MS] [--bad-client MODE]... [--metrics-port P]
+ *             [--max-pending-connections N] [--max-connections N]
+ *             [--state-dir DIR] [--snapshot-ms MS] [--recovery-timeout-ms MS]
+ *             [--crash-in-state-write N:P]
+ *
+ * With --state-dir it keeps a durable record of the run there (every --snapshot-ms, at stage
+ * boundaries, at registrations, before the launches and releases of a turn of the loop go out and
+ * before launches pass the tid reservation), and a driver started on a directory that holds one
+ * recovers the run: the ledger restored, its executors reconnecting and reconciling, dynamic
+ * allocation going on (docs/cluster.md "Driver failover").
+ *
+ * (driver_opts.c parses the command line; main below sets the run up from it, runs the loop and
+ * gives the verdict.)
+ *
+ * Exit status: 0 when every job succeeded (or, with --expect-job-failure, failed), the ledger
+ * drained, the expected losses happened and every executor ended as it should have (one that
+ * was sent a task set's binary twice exits 4, which fails the run); 1 otherwise; 2 for bad
+ * arguments (an unknown launcher, or one not built into this binary, a token shorter than
+ * TOKEN_MIN, included).
+ *
+ * Everything that arrives on the listening port is hostile until REGISTER with the token is
+ * accepted, and bounded after: docs/cluster.md "Limits and hardening" has every limit.
+ */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include "driver.h"
+
+static void on_handle_closed(uv_handle_t *h) { (void)h; }
+
+/* What an executor's end may lead to, run off on_end's stack (a launcher's callback is never
+ * asked to bear calls back into it): giving up when nothing is left, finishing the run. */
+void on_after_end(uv_timer_t *t) {
+  driver *d = t->data;
+  check_recovery(d);
+  check_starved(d);
+  maybe_finish(d);
+}
+
+/* Stops by force what did not go: every executor the launcher still runs (their ends follow, as
+ * requested), every bad client, every connection. */
+static void force_stop(driver *d) {
+  if (d->launcher) {
+    for (uint32_t i = 0; i < d->nexecs; i++)
+      if (d->execs[i].started && !d->execs[i].ended && !d->execs[i].forced) {
+        d->execs[i].forced = true;
+        d->forced++;
+      }
+    d->ops->stop_all(d->launcher);
+  }
+  kill_bad_clients(d);
+  for (conn *c = d->conns; c; c = c->next)
+    close_conn(c, NULL);
+}
+
+static void on_grace(uv_timer_t *t) {
+  driver *d = t->data;
+  size_t left = d->launcher ? d->ops->running(d->launcher) : 0;
+  if (left > 0)
+    fprintf(stderr, "tl-driver: %zu executors did not stop within %d ms: stopping them\n", left,
+            STOP_GRACE_MS);
+  force_stop(d);
+}
+
+static void on_uv_stopped(void *ud) { (void)ud; }
+
+static void on_launcher_closed(void *ud) {
+  driver *d = ud;
+  d->launcher = NULL;
+}
+
+/* Once STOP is out, every connection closed, every executor's end came and every bad client
+ * exited: closes the rest, the launcher included. */
+void maybe_finish(driver *d) {
+  if (!d->stopping || d->closed || d->conns)
+    return;
+  if (d->launcher && d->ops->running(d->launcher) > 0)
+    return;
+  for (uint32_t i = 0; i < d->nbad; i++)
+    if (d->bad[i].running)
+      return;
+  d->closed = true;
+  if (d->launcher)
+    d->ops->close(d->launcher, on_launcher_closed, d);
+  uv_close((uv_handle_t *)&d->grace, on_handle_closed);
+  uv_close((uv_handle_t *)&d->after_end, on_handle_closed);
+  uv_close((uv_handle_t *)&d->alloc_timer, on_handle_closed);
+  uv_close((uv_handle_t *)&d->state_timer, on_handle_closed);
+  tl_uv_stop(d->uv, on_uv_stopped, NULL);
+  d->uv = NULL;
+  close_server(d);
+  uv_close((uv_handle_t *)&d->settle_timer, on_handle_closed);
+  metrics_http_close(d->metrics);
+  d->metrics = NULL;
+  uv_close((uv_handle_t *)&d->revive, on_handle_closed);
+  uv_close((uv_handle_t *)&d->commit, on_handle_closed);
+  uv_close((uv_handle_t *)&d->deadline, on_handle_closed);
+  uv_close((uv_handle_t *)&d->resume, on_handle_closed);
+  uv_close((uv_handle_t *)&d->fault, on_handle_closed);
+  uv_close((uv_handle_t *)&d->sigint, on_handle_closed);
+  uv_close((uv_handle_t *)&d->sigterm, on_handle_closed);
+  uv_close((uv_handle_t *)&d->progress_timer, on_handle_closed);
+}
+
+/* Every job is over, one failed, or the run gives up: STOP every connected executor (a
+ * released one has had its STOP), and STOP_GRACE_MS later have the launcher stop whatever has
+ * not ended (on_grace); maybe_finish then waits for every end. */
+void begin_stop(driver *d) {
+  if (d->stopping)
+    return;
+  end_progress(d);
+  d->stopping = true;
+  close_server(d); /* nothing new comes in: the end is bounded by the STOP grace */
+  d->active_at_end = active_executors(d);
+  uv_idle_stop(&d->revive);
+  release_held(d); /* no record now: the run ends and removes it */
+  uv_timer_stop(&d->alloc_timer);
+  uv_timer_stop(&d->state_timer); /* the record stays as the jobs' end left it */
+  on_resume(&d->resume);          /* a stopped executor must run to take its STOP */
+  for (conn *c = d->conns; c; c = c->next) {
+    if (!d->gave_up && c->registered && !c->closing)
+      d->unforgotten += c->nsent; /* every task set was released: none may be left */
+    if (c->registered && !c->closing && !c->released)
+      send_stop(c, d->gave_up ? "the driver gives up" : "all jobs done");
+    else if (!c->registered)
+      close_conn(c, NULL);
+  }
+  uv_timer_start(&d->grace, on_grace, STOP_GRACE_MS, 0);
+  maybe_finish(d);
+}
+
+void give_up(driver *d, const char *why) {
+  end_progress(d);
+  fprintf(stderr, "tl-driver: giving up: %s\n", why);
+  d->gave_up = true;
+  if (d->stopping) { /* already stopping: the executors do not go, so make them */
+    uv_timer_stop(&d->grace);
+    force_stop(d);
+    return;
+  }
+  begin_stop(d);
+}
+
+static void on_deadline(uv_timer_t *t) { give_up(t->data, "the run took longer than --timeout-s"); }
+
+static void on_signal(uv_signal_t *s, int signum) {
+  (void)signum;
+  give_up(s->data, "signalled");
+}
+
+/* The tl-executor next to this program, unless --executor named one. */
+static char exe_dir_path[4096];
+static const char *default_executor_path(void) {
+  size_t len = sizeof exe_dir_path;
+  if (uv_exepath(exe_dir_path, &len) < 0)
+    return "tl-executor";
+  char *slash = strrchr(exe_dir_path, '/');
+  if (!slash || (size_t)(slash - exe_dir_path) + sizeof "/tl-executor" > sizeof exe_dir_path)
+    return "tl-executor";
+  strcpy(slash, "/tl-executor");
+  return exe_dir_path;
+}
+
+/* The command line's values (driver_opts.h) in the driver's own fields, and what they imply:
+ * the token, the executor binary, the totals of the jobs and whether the progress line runs. */
+static void apply_options(driver *d, const driver_opts *o) {
+  d->nexecutors = o->executors;
+  d->accept = o->accept;
+  d->cores = o->cores;
+  d->queue = o->queue;
+  d->heartbeat_ms = o->heartbeat_ms;
+  d->heartbeat_timeout_ms = o->heartbeat_timeout_ms;
+  d->register_timeout_ms = o->register_timeout_ms;
+  d->max_pending = o->max_pending < o->max_conns ? o->max_pending : o->max_conns;
+  d->max_conns = o->max_conns;
+  d->port = o->port;
+  d->quiet = o->quiet;
+  d->bench = o->bench;
+  d->summary_json = o->summary_json;
+  d->kill_after = o->kill_after;
+  d->external_kill_after = o->external_kill_after;
+  d->stop_after = o->stop_after;
+  d->expect_losses = o->expect_losses;
+  d->expect_failure = o->expect_failure;
+  d->kill_on_failure = o->kill_on_failure;
+  d->dynamic = o->dynamic;
+  if (d->dynamic) {
+    d->min_executors = o->min_executors;
+    d->max_executors = o->max_executors;
+    d->backlog_ns = o->backlog_ms * UINT64_C(1000000);
+    d->idle_ns = o->idle_ms * UINT64_C(1000000);
+    d->to_add = 1;
+  }
+  for (uint32_t i = 0; i < o->nbad; i++)
+    d->bad[i].mode = o->bad[i];
+  d->nbad = o->nbad;
+  d->njobs = o->njobs;
+  for (size_t i = 0; i < o->njobs; i++) {
+    job *j = &d->jobs[i];
+    j->id = (uint32_t)i;
+    j->nstages = o->jobs[i].nstages;
+    for (uint32_t k = 0; k < j->nstages; k++) {
+      stage *st = &j->stages[k];
+      st->job = j;
+      strcpy(st->kind, o->jobs[i].stages[k].kind);
+      st->ntasks = o->jobs[i].stages[k].ntasks;
+      d->total_tasks += st->ntasks;
+      d->has_crash = d->has_crash || !strcmp(st->kind, "crash");
+    }
+  }
+  d->settle_at = 64;
+  d->server_fd = d->spare_fd = -1;
+  d->execs = calloc(MAX_STARTED, sizeof *d->execs);
+  if (!d->execs)
+    die_oom();
+  d->executor_path = o->executor_path ? o->executor_path : default_executor_path();
+  make_token(d, o->token_file);
+  /* Shown by default on a terminal; --progress forces it, --quiet silences the default. */
+  d->progress_tty = isatty(2);
+  d->progress = o->progress || (d->progress_tty && !d->quiet);
+  d->progress_ms = o->progress_ms;
+  d->state_dir = o->state_dir;
+  d->snapshot_ms = o->snapshot_ms;
+  d->launch_early = o->launch_early;
+  state_crash_write = o->crash_write;
+  state_crash_point = o->crash_point;
+  d->crash_after_release = o->crash_after_release;
+  d->crash_release_skip = o->crash_release_skip;
+}
+
+/* The loop and the ledger on it (tl_uv_start): a new one, or, with --state-dir holding a
+ * record, the one it restores (*restored). Returns 0 or the exit status. */
+static int start_ledger(driver *d, const driver_opts *o, bool *restored) {
+  /* A write to an executor that just died must fail with EPIPE (the connection then closes and
+   * the loss is reported), not kill the driver: libuv writes with write(2), which raises
+   * SIGPIPE. */
+  signal(SIGPIPE, SIG_IGN);
+  d->loop = uv_default_loop();
+  d->loop->data = d;
+  tl_config cfg;
+  tl_config_init(&cfg);
+  cfg.heartbeat_timeout_ns = d->heartbeat_timeout_ms * UINT64_C(1000000);
+  cfg.pending_loss_timeout_ns = o->pending_loss_ms * UINT64_C(1000000);
+  if (o->max_task_failures)
+    cfg.max_task_failures = o->max_task_failures;
+  tl_callbacks cb = {.ud = d,
+                     .task_ended = cb_task_ended,
+                     .taskset_failed = cb_taskset_failed,
+                     .taskset_released = cb_taskset_released,
+                     .executor_lost = cb_executor_lost,
+                     .revive_offers = cb_revive_offers,
+                     .kill_task = cb_kill_task};
+  cfg.recovery_timeout_ns = o->recovery_timeout_ms * UINT64_C(1000000);
+  cb.taskset_restored = cb_taskset_restored;
+  *restored = false;
+  if (d->state_dir) {
+    int rc = recover_state(d, &cfg, &cb, restored);
+    if (rc != 0)
+      return rc;
+  }
+  if (!*restored && tl_scheduler_new(&cfg, &cb, &d->s) < 0)
+    die_oom();
+  if (tl_uv_start(d->s, d->loop, &d->uv) < 0)
+    die_oom();
+  return 0;
+}
+
+/* The driver's own handles: the deadline (--timeout-s), the signals, the timers the run uses
+ * later, the loss records' settling and the progress line. */
+static void init_handles(driver *d, uint64_t timeout_s) {
+  uv_idle_init(d->loop, &d->revive);
+  d->revive.data = d;
+  uv_idle_init(d->loop, &d->commit);
+  d->commit.data = d;
+  uv_timer_init(d->loop, &d->deadline);
+  d->deadline.data = d;
+  uv_timer_start(&d->deadline, on_deadline, timeout_s * 1000, 0);
+  uv_timer_init(d->loop, &d->resume);
+  uv_timer_init(d->loop, &d->fault);
+  d->fault.data = d;
+  d->resume.data = d;
+  uv_signal_init(d->loop, &d->sigint);
+  uv_signal_init(d->loop, &d->sigterm);
+  d->sigint.data = d->sigterm.data = d;
+  uv_signal_start(&d->sigint, on_signal, SIGINT);
+  uv_signal_start(&d->sigterm, on_signal, SIGTERM);
+  uv_timer_init(d->loop, &d->progress_timer);
+  d->progress_timer.data = d;
+  uv_timer_init(d->loop, &d->grace);
+  d->grace.data = d;
+  uv_timer_init(d->loop, &d->after_end);
+  d->after_end.data = d;
+  uv_timer_init(d->loop, &d->alloc_timer);
+  d->alloc_timer.data = d;
+  uv_timer_init(d->loop, &d->settle_timer);
+  d->settle_timer.data = d;
+  uv_timer_init(d->loop, &d->state_timer);
+  d->state_timer.data = d;
+  uv_timer_start(&d->settle_timer, on_settle, SETTLE_MS, SETTLE_MS);
+  if (d->progress) {
+    d->progress_ns = uv_hrtime();
+    uv_timer_start(&d->progress_timer, on_progress, d->progress_ms, d->progress_ms);
+  }
+}
+
+/* The launcher, and the first executors it starts; with dynamic allocation, its periodic check.
+ * The token is in the environment its executors inherit (make_token). o's strings must stay
+ * valid while the launcher runs. A launcher that cannot be created, or cannot start them, ends
+ * the run (give_up). */
+static void start_launcher(driver *d, const driver_opts *o, bool restored) {
+  d->lcfg = (launcher_config){.loop = d->loop,
+                              .executor_path = d->executor_path,
+                              .connect_host = d->connect_host,
+                              .port = d->port,
+                              .cores = d->cores,
+                              .heartbeat_ms = d->heartbeat_ms,
+                              .reconnect_s = d->state_dir ? EXECUTOR_RECONNECT_S : 0,
+                              .partition = o->partition,
+                              .time_limit = o->time_limit,
+                              .extra_args = o->nslurm_args ? o->slurm_args : NULL,
+                              .nextra = o->nslurm_args,
+                              .poll_ms = strcmp(o->launcher, "slurm") ? 0 : o->slurm_poll_ms,
+                              .on_end = on_end,
+                              .ud = d};
+  int rc = d->ops->create(&d->lcfg, &d->launcher);
+  if (rc < 0) {
+    fprintf(stderr, "tl-driver: the %s launcher: %s\n", d->ops->name,
+            rc == -1 ? "cannot be created" : uv_strerror(rc));
+    d->launcher = NULL;
+    give_up(d, "no launcher");
+  } else if (restored) {
+    /* The executors of the run before the crash are adopted (exec_rec.adopted): they reconnect
+     * by themselves; none is started. A launcher that can take them back by the handle the
+     * record kept (slurm: the job id) does, and reports their ends from then on. */
+    for (uint32_t i = 0; i < d->nexecs && d->ops->adopt; i++) {
+      exec_rec *e = &d->execs[i];
+      if (!e->adopted || !e->handle[0])
+        continue;
+      int arc = d->ops->adopt(d->launcher, e->id, e->handle);
+      if (arc < 0) {
+        fprintf(stderr, "tl-driver: the %s launcher cannot take back %s (%s): %s\n", d->ops->name,
+                e->id, e->handle, uv_strerror(arc));
+        continue;
+      }
+      e->adopted = false;
+      e->started = true;
+      d->launcher_adopted++;
+      logf_(d, "executor %s: taken back by the %s launcher (%s)", e->id, d->ops->name, e->handle);
+    }
+  } else if (start_executors(d, d->nexecutors) < d->nexecutors) {
+    give_up(d, "could not start the executors");
+    return;
+  }
+  if (d->dynamic) {
+    uint64_t period = (o->backlog_ms < o->idle_ms ? o->backlog_ms : o->idle_ms) / 4;
+    period = period < 10 ? 10 : period > 250 ? 250 : period;
+    uv_timer_start(&d->alloc_timer, on_alloc_tick, period, period);
+    if (!restored && d->nexecutors + d->accept == 0) { /* nothing to wait for: offers begin */
+      d->offering = true;
+      d->start_ns = uv_hrtime();
+    }
+  }
+}
+
+/* Everything before the loop runs: the options applied, the ledger on the loop, the listening
+ * socket (and the metrics endpoint), the handles, the jobs' first stages submitted and the
+ * launcher started. Returns 0, or the exit status of a run that cannot begin. */
+static int set_up(driver *d, const driver_opts *o) {
+  d->ops = launcher_find(o->launcher);
+  if (!d->ops) {
+    fprintf(stderr, "tl-driver: the %s launcher is not built into this tl-driver\n", o->launcher);
+    return 2;
+  }
+  apply_options(d, o);
+  warn_nofile(d);
+  bool restored;
+  int rs = start_ledger(d, o, &restored);
+  if (rs != 0)
+    return rs;
+  bool v6;
+  int rc = listen_on(d, o->listen, o->advertise, &v6);
+  if (rc == 0 && o->metrics_port >= 0)
+    rc = start_metrics(d, o->metrics_port, v6);
+  if (rc != 0)
+    return rc;
+  init_handles(d, o->timeout_s);
+  if (restored) { /* the jobs go on where the record left them */
+    d->start_ns = uv_hrtime();
+  } else {
+    for (size_t i = 0; i < d->njobs; i++)
+      if (submit_stage(d, &d->jobs[i], 0) < 0)
+        return 1;
+  }
+  start_launcher(d, o, restored);
+  if (d->state_dir && !d->stopping) {
+    if (write_state(d, true) != 0) /* the first record: a crash from here on is recovered */
+      return 1;
+    uv_timer_start(&d->state_timer, on_state_timer, d->snapshot_ms, d->snapshot_ms);
+  }
+  return 0;
+}
+
+/* Frees what the driver still holds once the loop is closed: the ledger (which hands back any
+ * payload still held, in a failed run), the buffers and the records. */
+static void free_driver(driver *d) {
+  tl_scheduler_free(d->s);
+  free(d->launch_buf);
+  free(d->items);
+  free(d->execs);
+  free(d->state_body);
+  free(d->state_spare);
+  loss_rec *lr, *lr_tmp;
+  HASH_ITER(hh, d->open_losses, lr, lr_tmp) {
+    HASH_DEL(d->open_losses, lr);
+    free(lr);
+  }
+  auth_rec *ar, *ar_tmp;
+  HASH_ITER(hh, d->auth, ar, ar_tmp) {
+    HASH_DEL(d->auth, ar);
+    free(ar);
+  }
+}
+
+/* After the loop: the summary (and --summary-json), the driver freed, and the exit status: 0
+ * when the run passed (it did not give up, the loop closed, the ledger is consistent and
+ * drained, every job, executor, loss and bad client was as expected), 1 otherwise. */
+static int verdict(driver *d, int close_rc) {
+  tl_stats st;
+  tl_stats_get(d->s, &st);
+  char why[256] = "";
+  int check = tl_check(d->s, why, sizeof why);
+  bool ok = !d->gave_up && check == TL_OK && close_rc == 0;
+  uint64_t tasks;
+  uint32_t jobs_succeeded;
+  ok = print_jobs(d, &tasks, &jobs_succeeded) && ok;
+  ok = ok && st.attempts_running == 0 && st.attempts_frozen == 0 &&
+       st.tasksets_active + st.tasksets_zombie == 0;
+  /* A recovered run: the time before the crash and the time since the restart. */
+  double secs =
+      d->end_ns > d->start_ns ? (double)(d->end_ns - d->start_ns + d->recovered_elapsed) / 1e9 : 0;
+  printf("tasks: %" PRIu64 " in %.3f s: %.0f tasks/s\n", tasks, secs,
+         secs > 0 ? (double)tasks / secs : 0.0);
+  ok = print_executors(d) && ok;
+  ok = print_allocation(d) && ok;
+  print_losses(d, &st);
+  print_edge(d);
+  if (d->expect_losses != UINT64_MAX && d->executors_lost != d->expect_losses) {
+    printf("expected %" PRIu64 " executors lost\n", d->expect_losses);
+    ok = false;
+  }
+  print_ledger(d, &st, check, why);
+  print_recovery(d);
+  if (d->recovered && !d->recover_end_ns)
+    ok = false;
+  remove_state(d);
+  if (d->nbad > 0)
+    ok = bad_clients_verdict(d) && ok;
+  if (d->summary_json && write_summary_json(d, d->summary_json, ok, &st, tasks, jobs_succeeded) < 0)
+    ok = false;
+  free_driver(d);
+  printf("%s\n", ok ? "OK" : "FAILED");
+  return ok ? 0 : 1;
+}
+
+/* Parses the command line (driver_opts.c), sets the run up, runs the loop until every executor
+ * has ended and every handle is closed, then says how it went. */
+int main(int argc, char **argv) {
+  static driver d;  /* large: static */
+  driver_opts opts; /* its strings and arrays are the launcher's until the loop ends */
+  driver_opts_parse(argc, argv, &opts);
+  int rc = set_up(&d, &opts);
+  if (rc != 0)
+    return rc;
+  uv_run(d.loop, UV_RUN_DEFAULT);
+  return verdict(&d, uv_loop_close(d.loop));
+}

@@ -1,0 +1,190 @@
+/* The test faults of tl-driver's command line: --kill-executor-after, --external-kill-after,
+ * --stop-executor-after (exec-1 killed or stopped once N tasks finished), --bad-client (the
+ * tl-badclient processes and their verdict), and the samples the verdict uses. */
+
+#include <signal.h>
+
+#include "driver.h"
+
+/* Samples the ledger's ALIVE executors, for the bad-client test. */
+void sample_alive(driver *d) {
+  tl_stats st;
+  tl_stats_get(d->s, &st);
+  if (st.executors_alive > d->max_alive)
+    d->max_alive = st.executors_alive;
+}
+
+void kill_bad_clients(driver *d) {
+  for (uint32_t i = 0; i < d->nbad; i++)
+    if (d->bad[i].running && !d->bad[i].exited && !uv_is_closing((uv_handle_t *)&d->bad[i].process))
+      uv_process_kill(&d->bad[i].process, SIGKILL);
+}
+
+static void on_bad_closed(uv_handle_t *h) {
+  bad_child *b = h->data;
+  b->running = false;
+  maybe_finish(h->loop->data);
+}
+
+static void on_bad_exit(uv_process_t *p, int64_t exit_status, int term_signal) {
+  bad_child *b = p->data;
+  driver *d = p->loop->data;
+  b->exited = true;
+  b->exit_status = exit_status;
+  b->term_signal = term_signal;
+  if (!d->stopping)
+    sample_alive(d);
+  logf_(d, "bad client %s exited: status %" PRId64 ", signal %d", bad_mode_names[b->mode],
+        exit_status, term_signal);
+  uv_close((uv_handle_t *)p, on_bad_closed);
+}
+
+/* --bad-client: once every executor registered, spawn the tl-badclient next to the executor
+ * binary once per option, with the port, the mode and what the mode needs (exec-1's id, a tid
+ * running on exec-1); the token is in the environment they inherit. */
+void spawn_bad_clients(driver *d) {
+  if (d->bad_spawned || d->nbad == 0)
+    return;
+  d->bad_spawned = true;
+  char path[4096];
+  const char *slash = strrchr(d->executor_path, '/');
+  size_t dir = slash ? (size_t)(slash - d->executor_path) + 1 : 0;
+  if (dir + sizeof "tl-badclient" > sizeof path) {
+    give_up(d, "the executor's path is too long");
+    return;
+  }
+  memcpy(path, d->executor_path, dir);
+  strcpy(path + dir, "tl-badclient");
+  char port[16], tid[24];
+  snprintf(port, sizeof port, "%d", d->port);
+  snprintf(tid, sizeof tid, "%" PRIu64, d->exec1_tid);
+  for (uint32_t i = 0; i < d->nbad; i++) {
+    bad_child *b = &d->bad[i];
+    char *args[] = {path, "--port", port, (char *)bad_mode_names[b->mode], NULL, NULL};
+    if (b->mode == BAD_DUPLICATE_ID)
+      args[4] = d->execs[0].id;
+    else if (b->mode == BAD_FOREIGN_STATUS)
+      args[4] = tid;
+    uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE},
+                                     {.flags = UV_INHERIT_FD, .data.fd = 1},
+                                     {.flags = UV_INHERIT_FD, .data.fd = 2}};
+    uv_process_options_t opt = {
+        .exit_cb = on_bad_exit, .file = path, .args = args, .stdio_count = 3, .stdio = stdio};
+    b->process.data = b;
+    int rc = uv_spawn(d->loop, &b->process, &opt);
+    if (rc < 0) {
+      fprintf(stderr, "tl-driver: spawn %s: %s\n", path, uv_strerror(rc));
+      give_up(d, "could not spawn a bad client");
+      return;
+    }
+    b->running = true;
+    logf_(d, "bad client %s spawned", bad_mode_names[b->mode]);
+  }
+}
+
+void on_resume(uv_timer_t *t) {
+  driver *d = t->data;
+  exec_rec *e = &d->execs[0];
+  if (e->stopped) {
+    e->stopped = false;
+    logf_(d, "resuming %s (SIGCONT)", e->id);
+    if (e->started && !e->ended && d->launcher)
+      d->ops->signal(d->launcher, e->id, SIGCONT, false);
+  }
+}
+
+/* --kill-executor-after, --external-kill-after and --stop-executor-after: once N tasks have
+ * finished, at the first STATUS frame from exec-1 that reports a task RUNNING (so that the loss
+ * finds attempts that reached RUNNING), or FAULT_DELAY_MS later at the latest, SIGKILL or
+ * SIGSTOP the first executor, once. An external kill is not recorded as the
+ * driver's: the exit callback reports it as something outside the driver (the OOM killer, an
+ * operator) would make it, TL_LOSS_EXITED with exit code 137, caused by the app. */
+void on_fault(uv_timer_t *t) {
+  driver *d = t->data;
+  exec_rec *e = &d->execs[0];
+  if (!d->fault_armed)
+    return;
+  d->fault_armed = false;
+  uv_timer_stop(&d->fault);
+  if (d->closed || d->stopping || !d->launcher || !e->started || e->ended)
+    return;
+  int rc = 0;
+  if (d->kill_after) {
+    logf_(d, "killing %s (SIGKILL)", e->id);
+    e->fault_killed = true;
+    rc = d->ops->signal(d->launcher, e->id, SIGKILL, true);
+  } else if (d->external_kill_after) {
+    logf_(d, "killing %s (SIGKILL) as from outside the driver", e->id);
+    e->injected = true;
+    rc = d->ops->signal(d->launcher, e->id, SIGKILL, false);
+  } else if (d->stop_after) {
+    logf_(d, "stopping %s (SIGSTOP)", e->id);
+    e->stopped = true;
+    rc = d->ops->signal(d->launcher, e->id, SIGSTOP, false);
+  }
+  if (rc < 0)
+    fprintf(stderr, "tl-driver: the fault on %s: %s\n", e->id, uv_strerror(rc));
+}
+
+void inject_faults(driver *d) {
+  uint64_t n = d->kill_after            ? d->kill_after
+               : d->external_kill_after ? d->external_kill_after
+                                        : d->stop_after;
+  if (n && d->tasks_finished == n) {
+    logf_(d, "%" PRIu64 " tasks finished: injecting the fault", n);
+    d->fault_armed = true;
+    uv_timer_start(&d->fault, on_fault, FAULT_DELAY_MS, 0);
+  }
+}
+
+/* --bad-client: each refused for its reason, none changed the ledger. Prints the bad clients
+ * line and returns whether it says "as expected". */
+bool bad_clients_verdict(const driver *d) {
+  uint64_t want[BAD_NMODES] = {0};
+  uint32_t clean_exits = 0;
+  for (uint32_t i = 0; i < d->nbad; i++) {
+    want[d->bad[i].mode]++;
+    clean_exits += d->bad[i].exited && d->bad[i].exit_status == 0 && d->bad[i].term_signal == 0;
+  }
+  uint64_t got[BAD_NMODES] = {d->refused_token,
+                              d->refused_frame[-TLC_EVERSION],
+                              d->refused_frame[-TLC_ETOOBIG],
+                              d->refused_dup,
+                              d->refused_owner,
+                              d->refused_timeout,
+                              d->refused_frame[-TLC_ETYPE],
+                              d->refused_frame[-TLC_ETRUNCATED],
+                              d->refused_early,
+                              d->refused_second,
+                              d->refused_unexpected};
+  bool as_expected = d->bad_spawned && clean_exits == d->nbad;
+  for (int m = 0; m < BAD_NMODES; m++)
+    as_expected = as_expected && got[m] == want[m];
+  /* Only a foreign-status client registers (that is its point); it is offered nothing. */
+  uint64_t frames_refused = 0;
+  for (int k = 0; k < 16; k++)
+    frames_refused += d->refused_frame[k];
+  /* foreign-status, second-register and driver-message clients register correctly first; the
+   * last two are then removed for their fault (TL_LOSS_KILLED at once), and nothing else may
+   * have been. */
+  uint64_t registering = want[BAD_FOREIGN_STATUS] + want[BAD_SECOND] + want[BAD_DRIVER_MSG];
+  uint64_t removed = want[BAD_SECOND] + want[BAD_DRIVER_MSG];
+  as_expected = as_expected &&
+                frames_refused ==
+                    got[BAD_GARBAGE] + got[BAD_OVERSIZED] + got[BAD_UNKNOWN] + got[BAD_TRUNCATED] &&
+                d->refused_conns == d->nbad - want[BAD_FOREIGN_STATUS] &&
+                d->max_alive <= d->nexecutors + d->accept + registering &&
+                d->registered == d->nexecutors + d->accept + registering &&
+                d->violations == removed && d->losses[TL_LOSS_KILLED] == removed;
+  printf("bad clients: %" PRIu32 " spawned, %" PRIu32 " exited 0; refused: wrong token %" PRIu64
+         ", TLC_EVERSION %" PRIu64 ", TLC_ETOOBIG %" PRIu64 ", TL_EEXIST %" PRIu64
+         ", TL_EOWNER %" PRIu64 ", no REGISTER in time %" PRIu64 ", TLC_ETYPE %" PRIu64
+         ", TLC_ETRUNCATED %" PRIu64 ", before REGISTER %" PRIu64 ", second REGISTER %" PRIu64
+         ", driver's message %" PRIu64 "; removed for a fault %" PRIu64
+         "; executors alive at most %zu; %s\n",
+         d->bad_spawned ? d->nbad : 0, clean_exits, got[BAD_WRONG_TOKEN], got[BAD_GARBAGE],
+         got[BAD_OVERSIZED], got[BAD_DUPLICATE_ID], got[BAD_FOREIGN_STATUS], got[BAD_SILENT],
+         got[BAD_UNKNOWN], got[BAD_TRUNCATED], got[BAD_EARLY], got[BAD_SECOND], got[BAD_DRIVER_MSG],
+         d->violations, d->max_alive, as_expected ? "as expected" : "NOT AS EXPECTED");
+  return as_expected;
+}

@@ -1,0 +1,93 @@
+/* Offers and launches: an executor's free cores offered to the ledger, each task set's binary
+ * sent once per executor, the launches batched into LAUNCH frames; revive_offers. */
+
+#include "driver.h"
+
+static bool binary_sent(conn *c, tl_taskset_id id) {
+  for (size_t i = 0; i < c->nsent; i++)
+    if (c->sent[i] == id)
+      return true;
+  return false;
+}
+
+/* Offers one executor its free cores and sends what launched: each task set's binary the first
+ * time it runs there, then the launches in LAUNCH frames of up to LAUNCH_FRAME_MAX. */
+void offer(driver *d, conn *c) {
+  if (d->closed || d->stopping || !d->offering || !c->registered || c->closing)
+    return;
+  tl_executor_status es;
+  if (tl_executor_get(d->s, c->id, &es) < 0 || es.state != TL_EXECUTOR_ALIVE || es.free_cores == 0)
+    return;
+  tl_offer o = {.executor_id = c->id, .cores = es.free_cores};
+  size_t n = 0;
+  int rc = tl_resource_offers(d->s, &o, 1, d->launch_buf, d->launch_cap, &n);
+  if (rc < 0) {
+    fprintf(stderr, "tl-driver: tl_resource_offers: %s\n", tl_err_name(rc));
+    return;
+  }
+  if (n > 0 && d->exec1_tid == 0 && !strcmp(c->id, d->execs[0].id))
+    d->exec1_tid = d->launch_buf[0].tid;
+  if (n > 0)
+    c->idle_since = 0;
+  size_t nitems = 0;
+  tl_tid max_tid = 0;
+  for (size_t i = 0; i < n; i++) {
+    const tl_launch *l = &d->launch_buf[i];
+    stage_binary *b = l->payload;
+    d->retries += l->attempt > 0;
+    max_tid = l->tid > max_tid ? l->tid : max_tid;
+    if (!binary_sent(c, l->taskset)) {
+      if (nitems > 0) { /* launches already batched go first, keeping the order simple */
+        tlc_msg m = {.type = TLC_MSG_LAUNCH, .u.launch = {nitems, d->items}};
+        encode(c, &m);
+        nitems = 0;
+      }
+      if (c->nsent == c->sent_cap) {
+        size_t cap = c->sent_cap ? 2 * c->sent_cap : 8;
+        tl_taskset_id *sent = realloc(c->sent, cap * sizeof *sent);
+        if (!sent)
+          die_oom();
+        c->sent = sent;
+        c->sent_cap = cap;
+      }
+      c->sent[c->nsent++] = l->taskset;
+      c->tasksets_sent++;
+      tlc_msg m = {.type = TLC_MSG_TASKSET_BINARY,
+                   .u.binary = {.taskset_id = l->taskset,
+                                .payload = {(const uint8_t *)b->stage->kind, b->len}}};
+      encode(c, &m);
+      d->binaries_sent++;
+    }
+    d->items[nitems++] = (tlc_launch_item){.tid = l->tid,
+                                           .taskset_id = l->taskset,
+                                           .index = l->index,
+                                           .attempt = l->attempt,
+                                           .kind = tlc_str(b->stage->kind)};
+    if (nitems == LAUNCH_FRAME_MAX) {
+      tlc_msg m = {.type = TLC_MSG_LAUNCH, .u.launch = {nitems, d->items}};
+      encode(c, &m);
+      nitems = 0;
+    }
+  }
+  if (nitems > 0) {
+    tlc_msg m = {.type = TLC_MSG_LAUNCH, .u.launch = {nitems, d->items}};
+    encode(c, &m);
+  }
+  d->launched += n;
+  hold_launches(d, c, n);
+  reserve_tids(d, max_tid); /* durable before the LAUNCH frames that name them go out */
+  send_out(c);
+}
+
+static void on_revive(uv_idle_t *idle) {
+  driver *d = idle->data;
+  uv_idle_stop(idle);
+  for (conn *c = d->conns; c; c = c->next)
+    offer(d, c);
+}
+
+void cb_revive_offers(void *ud) {
+  driver *d = ud;
+  if (!d->closed && !d->stopping)
+    uv_idle_start(&d->revive, on_revive);
+}

@@ -1,0 +1,214 @@
+/* The executors the launcher starts: their records and ends (on_end), the ones active now,
+ * starting more and releasing idle ones (dynamic allocation), and whether the run is starved. */
+
+#include "driver.h"
+
+/* The record of an executor the launcher was asked to start; NULL for any other id. */
+exec_rec *find_exec(driver *d, const char *id) {
+  for (uint32_t i = 0; i < d->nexecs; i++)
+    if (!strcmp(d->execs[i].id, id))
+      return &d->execs[i];
+  return NULL;
+}
+
+/* Whether e is active: its end has not come and the driver did not release it, and it was
+ * started by this process or, adopted after a crash, the ledger still holds it (an adopted
+ * executor's end is not reported here: its removal from the ledger is that end). */
+static bool exec_active(driver *d, const exec_rec *e) {
+  tl_executor_state state;
+  if (e->ended || e->released)
+    return false;
+  return e->started || (e->adopted && in_ledger(d, e->id, &state));
+}
+
+/* Executors active (exec_active). */
+uint32_t active_executors(driver *d) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < d->nexecs; i++)
+    n += exec_active(d, &d->execs[i]);
+  return n;
+}
+
+/* Without --accept nothing but the launcher's executors can run the jobs: once no executor it
+ * started is running and the ledger holds no executor that can take tasks, the jobs cannot
+ * finish, so the run gives up now instead of waiting for --timeout-s (say, every executor died
+ * of `crash` tasks whose failures did not yet reach max_task_failures). With --accept the
+ * driver waits: executors started elsewhere may still come; with dynamic allocation it starts
+ * new ones. */
+void check_starved(driver *d) {
+  if (d->accept > 0 || d->dynamic || d->recovered || d->stopping || d->closed || !d->launcher ||
+      d->ops->running(d->launcher) > 0)
+    return;
+  tl_stats st;
+  tl_stats_get(d->s, &st);
+  if (st.executors_alive + st.executors_decommissioning == 0)
+    give_up(d, "no executor started by the launcher is running and none can take tasks");
+}
+
+/* The launcher's account of an executor's end: the second phase of its loss, whether its
+ * connection closed already (the executor is PENDING_LOSS) or not yet (ALIVE: both phases at
+ * once; the close then finds it removed). One the driver released is removed as decommissioned
+ * instead (not a loss); once the driver is stopping, nothing is reported. */
+void on_end(void *ud, const launcher_end *end) {
+  driver *d = ud;
+  exec_rec *e = find_exec(d, end->executor_id);
+  if (!e || !e->started || e->ended) {
+    fprintf(stderr, "tl-driver: an end for %s, which is not running\n", end->executor_id);
+    return;
+  }
+  e->ended = true;
+  e->kind = end->kind;
+  e->caused_by_app = end->caused_by_app;
+  e->exit_code = end->exit_code;
+  e->requested = end->requested;
+  copy_text(e->reason, sizeof e->reason, end->reason);
+  copy_text(e->source, sizeof e->source, end->source);
+  bool clean = end->kind == TL_LOSS_EXITED && end->exit_code == 0;
+  if (!clean || !d->stopping)
+    logf_(d, "executor %s ended: %s (%s)", e->id, e->reason, e->source);
+  tl_executor_state state;
+  if (!d->stopping && !d->closed && in_ledger(d, e->id, &state)) {
+    if (e->released) {
+      remove_released(d, e->id);
+    } else {
+      tl_loss_reason r = {.kind = end->kind,
+                          .caused_by_app = end->caused_by_app,
+                          .exit_code = end->exit_code,
+                          .message = end->reason};
+      report_loss(d, e->id, &r, DETECTED_END, end->source);
+    }
+  }
+  uv_timer_start(&d->after_end, on_after_end, 0, 0);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Dynamic allocation (--min-executors/--max-executors): Spark's ExecutorAllocationManager,
+ * simplified.
+ *
+ * Growing. While tasks have been pending (tl_stats.tasks_pending) for --backlog-timeout, each
+ * round (one every --backlog-timeout while the backlog lasts) starts to_add more executors and
+ * doubles to_add (1, 2, 4, ...), as Spark does, never beyond --max-executors active, nor beyond
+ * what the pending and running tasks could use (their count over each executor's task slots).
+ * Executors started and not yet registered count as active, so a slow start is not answered
+ * with more starts. When no task is pending, to_add is back to 1.
+ *
+ * Shrinking. An executor the launcher started that has run nothing for --idle-timeout is
+ * released, while more than --min-executors are active: tl_executor_decommission first (no
+ * launch reaches it any more), then, as it runs nothing, FORGET for every binary it holds and
+ * STOP. Its end is requested, not a loss: when its connection closes (or its end comes first)
+ * it is removed from the ledger as TL_LOSS_DECOMMISSIONED, which cb_executor_lost counts as a
+ * release.
+ *
+ * Replacing. Fewer than --min-executors active (some were lost): new ones are started at once.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Asks the launcher for n more executors, exec-<next> onwards; how many it started. An id the
+ * ledger already knows (an executor started elsewhere, --accept, registered under it) is
+ * skipped: the launcher's executor would be refused, and its end taken for the other's. */
+uint32_t start_executors(driver *d, uint32_t n) {
+  uint32_t done = 0;
+  while (done < n && d->nexecs < MAX_STARTED) {
+    exec_rec *e = &d->execs[d->nexecs++];
+    snprintf(e->id, sizeof e->id, "exec-%" PRIu32, d->nexecs);
+    tl_executor_status es;
+    if (tl_executor_get(d->s, e->id, &es) != TL_ENOENT) {
+      logf_(d, "%s is taken by an executor started elsewhere: not started", e->id);
+      continue;
+    }
+    int rc = d->ops->start(d->launcher, e->id);
+    if (rc < 0) {
+      fprintf(stderr, "tl-driver: the %s launcher could not start %s: %s\n", d->ops->name, e->id,
+              rc == -1 ? "failed" : uv_strerror(rc));
+      break;
+    }
+    e->started = true;
+    d->started++;
+    done++;
+    logf_(d, "executor %s requested", e->id);
+  }
+  uint32_t active = active_executors(d);
+  if (active > d->most_active)
+    d->most_active = active;
+  if (done > 0)
+    state_due(d); /* a record soon holds them (and a Slurm job's id), for a crash to find */
+  return done;
+}
+
+/* Releases an idle executor (above); returns whether it did. */
+static bool release_executor(driver *d, conn *c, exec_rec *e) {
+  int rc = tl_executor_decommission(d->s, c->id, "idle: released by dynamic allocation");
+  if (rc < 0) {
+    fprintf(stderr, "tl-driver: tl_executor_decommission %s: %s\n", c->id, tl_err_name(rc));
+    return false;
+  }
+  c->released = true;
+  e->released = true;
+  d->released++;
+  logf_(d, "releasing %s: idle", c->id);
+  /* Its STOP waits for a record that holds the release. Sent before, a crash could make it exit
+   * while the newest record holds it running: the restart would wait for it, lose it to the
+   * recovery timeout, and run again any task whose end no record covered yet. */
+  hold_for_record(d, c);
+  if (d->crash_after_release && state_crash_write == 0)
+    state_crash_write = state_write_count + 1 + d->crash_release_skip;
+  while (c->nsent > 0) { /* it will run nothing again */
+    tlc_msg m = {.type = TLC_MSG_FORGET, .u.forget = {c->sent[--c->nsent]}};
+    encode(c, &m);
+    d->forgets_sent++;
+  }
+  send_stop(c, "released: idle");
+  return true;
+}
+
+void on_alloc_tick(uv_timer_t *t) {
+  driver *d = t->data;
+  if (d->stopping || d->closed || !d->launcher)
+    return;
+  uint64_t now = uv_hrtime();
+  uint32_t active = active_executors(d);
+  if (active < d->min_executors) {
+    logf_(d, "%" PRIu32 " executors active, fewer than --min-executors: starting more", active);
+    if (start_executors(d, d->min_executors - active) < d->min_executors - active &&
+        active_executors(d) == 0)
+      give_up(d, "the launcher cannot start executors");
+    return;
+  }
+  if (!d->offering)
+    return;
+  tl_stats st;
+  tl_stats_get(d->s, &st);
+  if (st.tasks_pending == 0) {
+    d->backlog_since = 0;
+    d->to_add = 1;
+  } else if (d->backlog_since == 0) {
+    d->backlog_since = now;
+    d->next_request = now + d->backlog_ns;
+  } else if (now >= d->next_request) {
+    uint64_t slots = (uint64_t)d->cores + d->queue;
+    uint64_t needed = (st.tasks_pending + st.attempts_running + slots - 1) / slots;
+    uint32_t target = needed < d->max_executors ? (uint32_t)needed : d->max_executors;
+    if (target > active) {
+      uint32_t add = target - active < d->to_add ? target - active : d->to_add;
+      logf_(d, "tasks pending for %" PRIu64 " ms: requesting %" PRIu32 " more executors",
+            (now - d->backlog_since) / 1000000, add);
+      uint32_t got = start_executors(d, add);
+      d->to_add = got == d->to_add ? 2 * d->to_add : 1;
+      if (got < add && active_executors(d) == 0)
+        give_up(d, "the launcher cannot start executors");
+    }
+    d->next_request = now + d->backlog_ns;
+  }
+  active = active_executors(d);
+  for (conn *c = d->conns; c && !d->stopping && active > d->min_executors; c = c->next) {
+    if (!c->registered || c->closing || c->released || c->idle_since == 0 ||
+        now - c->idle_since < d->idle_ns)
+      continue;
+    exec_rec *e = find_exec(d, c->id);
+    tl_executor_status es;
+    if (!e || !exec_active(d, e) || tl_executor_get(d->s, c->id, &es) < 0 ||
+        es.state != TL_EXECUTOR_ALIVE || es.running != 0)
+      continue;
+    if (release_executor(d, c, e))
+      active--;
+  }
+}

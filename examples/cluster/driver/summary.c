@@ -1,0 +1,468 @@
+/* What the run says: the progress line while it runs, and at its end the summary on stdout and,
+ * with --summary-json, the same as JSON (docs/cluster.md "The JSON summary"). */
+
+#include "driver.h"
+
+/* The summary's recovery lines (a recovered run only). */
+void print_recovery(const driver *d) {
+  if (d->state_dir) {
+    printf("state: %" PRIu64 " records written (%" PRIu64 " for tids only, %" PRIu64
+           " put off while events were undelivered, %" PRIu64 " failed), %.3f ms each, last "
+           "%" PRIu64 " bytes; SYNCED frames: %" PRIu64 "\n",
+           d->state_writes, d->state_reserves, d->state_busy, d->state_failed,
+           d->state_writes ? (double)d->state_ns / 1e6 / (double)d->state_writes : 0.0,
+           (uint64_t)d->state_len, d->synced_sent);
+    if (d->launch_early)
+      printf("launches: sent before a record holds them (--launch-before-record)\n");
+    else
+      printf("launches: %" PRIu64 " held until a record held them, in %" PRIu64
+             " waits of %.3f ms on average, %.3f ms at most; %" PRIu64 " sent unrecorded\n",
+             d->held_launches, d->held_rounds,
+             d->held_rounds ? (double)d->held_ns / 1e6 / (double)d->held_rounds : 0.0,
+             (double)d->held_max_ns / 1e6, d->unrecorded);
+  }
+  if (!d->recovered)
+    return;
+  printf("recovered: from %s/%s%s; %" PRIu32 " executors to reconcile, recovery %s%.3f s; "
+         "reconciled %" PRIu64 " (%" PRIu64 " tids named, %" PRIu64 " unknown and killed), "
+         "%" PRIu64 " attempts lost to the outage, %" PRIu64 " executors lost to the recovery "
+         "timeout; stray reconciliations %" PRIu64 " (%" PRIu64 " KILLs); updates of unknown tids "
+         "%" PRIu64 "\n",
+         d->state_dir, d->state_file, d->fell_back ? " (state was missing or bad)" : "",
+         d->recovering_at_start, d->recover_end_ns ? "" : "NOT DONE after ",
+         (double)((d->recover_end_ns ? d->recover_end_ns : uv_hrtime()) - d->recover_start_ns) /
+             1e9,
+         d->reconciled, d->reconciled_tids, d->reconcile_unknown, d->reconcile_lost,
+         d->recovery_timeouts, d->stray_reconciles, d->stray_kills, d->resent_unknown);
+  if (d->fell_back)
+    printf("  state was not read: %s\n", d->fell_back_why);
+  if (d->launcher_adopted)
+    printf("  the %s launcher took back %" PRIu32 " executors of the crashed run, by the "
+           "handles in the record\n",
+           d->ops->name, d->launcher_adopted);
+  for (uint64_t i = 0; i < d->reconciled && i < REPORT_DETAIL_MAX; i++) {
+    const recon_rec *r = &d->recons[i];
+    char e[ESC_MAX];
+    printf("  %s: reconciled after %" PRIu64 " ms: %" PRIu64 " tids named, %" PRIu64
+           " unknown (killed), %" PRIu64 " not named (run again)\n",
+           esc(e, r->id), r->ms, r->reported, r->unknown, r->lost);
+  }
+}
+
+/* --progress: tasks done of all, executors alive, and the rate since the last line. On a
+ * terminal the line is rewritten in place; otherwise each is a line of its own. */
+static void print_progress(driver *d, bool last) {
+  uint64_t done = 0, now = uv_hrtime();
+  for (size_t i = 0; i < d->njobs; i++)
+    for (uint32_t k = 0; k < d->jobs[i].nstages; k++)
+      done += d->jobs[i].stages[k].succeeded;
+  tl_stats st;
+  tl_stats_get(d->s, &st);
+  double secs = (double)(now - d->progress_ns) / 1e9;
+  double rate = secs > 0 && d->offering ? (double)(done - d->progress_done) / secs : 0;
+  d->progress_done = done;
+  d->progress_ns = now;
+  fprintf(stderr, "%sprogress: %" PRIu64 "/%" PRIu64 " tasks, %zu executors alive, %.0f tasks/s%s",
+          d->progress_tty ? "\r" : "", done, d->total_tasks, st.executors_alive, rate,
+          d->progress_tty ? (last ? "\033[K\n" : "\033[K") : "\n");
+}
+
+void on_progress(uv_timer_t *t) { print_progress(t->data, false); }
+
+/* The last progress line, once: the jobs are over or the run gives up. */
+void end_progress(driver *d) {
+  if (!d->progress || !uv_is_active((uv_handle_t *)&d->progress_timer))
+    return;
+  uv_timer_stop(&d->progress_timer);
+  print_progress(d, true);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The summary as JSON (--summary-json; docs/cluster.md "The JSON summary")
+ * ------------------------------------------------------------------------------------------- */
+
+/* The length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong form, no surrogate,
+ * nothing above U+10FFFF), or 0 when the bytes there are not one. p is NUL-terminated. */
+static size_t utf8_len(const unsigned char *p) {
+  size_t n = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : 2;
+  unsigned lo = 0x80, hi = 0xbf; /* the allowed range of the second byte */
+  if (p[0] < 0xc2 || p[0] > 0xf4)
+    return 0;
+  if (p[0] == 0xe0)
+    lo = 0xa0;
+  else if (p[0] == 0xed)
+    hi = 0x9f;
+  else if (p[0] == 0xf0)
+    lo = 0x90;
+  else if (p[0] == 0xf4)
+    hi = 0x8f;
+  if (p[1] < lo || p[1] > hi)
+    return 0;
+  for (size_t i = 2; i < n; i++)
+    if (p[i] < 0x80 || p[i] > 0xbf)
+      return 0;
+  return n;
+}
+
+/* Writes s as a JSON string: quotes, backslashes and control characters escaped; well-formed
+ * UTF-8 as it is; any other byte (an executor id is whatever bytes its REGISTER held) as
+ * U+FFFD, so that the file is always valid JSON, which must be UTF-8 (RFC 8259). */
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    if (*p >= 0x80) {
+      size_t n = utf8_len(p);
+      if (n == 0)
+        fputs("\\ufffd", f);
+      else
+        fwrite(p, 1, n, f);
+      p += n ? n - 1 : 0;
+    } else if (*p == '"' || *p == '\\')
+      fprintf(f, "\\%c", *p);
+    else if (*p == '\n')
+      fputs("\\n", f);
+    else if (*p == '\t')
+      fputs("\\t", f);
+    else if (*p < 0x20 || *p == 0x7f)
+      fprintf(f, "\\u%04x", *p);
+    else
+      fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+/* Every field of tl_stats, in the struct's order. */
+#define TL_STATS_FIELDS(X)                                                                         \
+  X(executors_alive)                                                                               \
+  X(executors_decommissioning)                                                                     \
+  X(executors_pending_loss)                                                                        \
+  X(executors_recovering)                                                                          \
+  X(tombstones)                                                                                    \
+  X(hosts)                                                                                         \
+  X(racks)                                                                                         \
+  X(pools)                                                                                         \
+  X(places)                                                                                        \
+  X(tasksets_active)                                                                               \
+  X(tasksets_zombie)                                                                               \
+  X(attempts_running)                                                                              \
+  X(attempts_frozen)                                                                               \
+  X(tasks_pending)                                                                                 \
+  X(tasks_speculatable)                                                                            \
+  X(events_queued)                                                                                 \
+  X(mem_live_bytes)                                                                                \
+  X(mem_live_blocks)                                                                               \
+  X(launched)                                                                                      \
+  X(succeeded)                                                                                     \
+  X(failed)                                                                                        \
+  X(killed)                                                                                        \
+  X(stale_updates)                                                                                 \
+  X(rejected_updates)                                                                              \
+  X(rejected_offers)                                                                               \
+  X(executors_lost)                                                                                \
+  X(tasksets_released)                                                                             \
+  X(executors_excluded)                                                                            \
+  X(nodes_excluded)                                                                                \
+  X(tasksets_with_failures)                                                                        \
+  X(tasksets_unschedulable)                                                                        \
+  X(excluded_offers)                                                                               \
+  X(tasksets_unschedulable_aborted)                                                                \
+  X(pending_loss_timeouts)                                                                         \
+  X(recovery_timeouts)                                                                             \
+  X(reconciled)                                                                                    \
+  X(reconcile_lost)                                                                                \
+  X(reconcile_unknown)
+
+/* --summary-json: what the summary says, as one JSON object (the format is in
+ * docs/cluster.md). 0, or -1 with a message on stderr. */
+int write_summary_json(driver *d, const char *path, bool ok, const tl_stats *st, uint64_t tasks,
+                       uint32_t jobs_succeeded) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "tl-driver: cannot write %s\n", path);
+    return -1;
+  }
+  fprintf(f, "{\n  \"launcher\": ");
+  json_str(f, d->ops->name);
+  fprintf(f, ",\n  \"ok\": %s,\n  \"gave_up\": %s,\n", ok ? "true" : "false",
+          d->gave_up ? "true" : "false");
+  fprintf(f, "  \"jobs\": {\"succeeded\": %" PRIu32 ", \"failed\": %zu},\n", jobs_succeeded,
+          d->njobs - jobs_succeeded);
+  fprintf(f,
+          "  \"tasks\": {\"succeeded\": %" PRIu64 ", \"launched\": %" PRIu64
+          ", \"retries\": %" PRIu64 "},\n",
+          tasks, d->launched, d->retries);
+  fprintf(f,
+          "  \"executors\": {\"started\": %" PRIu32 ", \"registered\": %" PRIu32
+          ", \"released\": %" PRIu32 ", \"stopped_by_force\": %" PRIu32
+          ", \"most_active\": %" PRIu32 ", \"active_at_end\": %" PRIu32 ", \"lost\": %" PRIu64
+          "},\n",
+          d->started, d->registered, d->released, d->forced, d->most_active, d->active_at_end,
+          d->executors_lost);
+  fprintf(f, "  \"dynamic_allocation\": ");
+  if (d->dynamic)
+    fprintf(f,
+            "{\"min\": %" PRIu32 ", \"max\": %" PRIu32 ", \"backlog_timeout_ms\": %" PRIu64
+            ", \"idle_timeout_ms\": %" PRIu64 "},\n",
+            d->min_executors, d->max_executors, d->backlog_ns / 1000000, d->idle_ns / 1000000);
+  else
+    fprintf(f, "null,\n");
+  fprintf(f, "  \"state\": ");
+  if (d->state_dir)
+    fprintf(f,
+            "{\"records\": %" PRIu64 ", \"failed\": %" PRIu64
+            ", \"launch_before_record\": %s, \"launches_held\": %" PRIu64
+            ", \"held_mean_ms\": %.3f, \"held_max_ms\": %.3f, \"unrecorded\": %" PRIu64 "},\n",
+            d->state_writes, d->state_failed, d->launch_early ? "true" : "false", d->held_launches,
+            d->held_rounds ? (double)d->held_ns / 1e6 / (double)d->held_rounds : 0.0,
+            (double)d->held_max_ns / 1e6, d->unrecorded);
+  else
+    fprintf(f, "null,\n");
+  fprintf(f, "  \"recovery\": ");
+  if (d->recovered)
+    fprintf(f,
+            "{\"from\": \"%s\", \"executors_to_reconcile\": %" PRIu32
+            ", \"done\": %s, \"seconds\": %.3f, \"reconciled\": %" PRIu64
+            ", \"tids_named\": %" PRIu64 ", \"unknown_killed\": %" PRIu64
+            ", \"attempts_lost\": %" PRIu64 ", \"recovery_timeouts\": %" PRIu64
+            ", \"stray_reconciles\": %" PRIu64 ", \"updates_unknown\": %" PRIu64
+            ", \"launcher_adopted\": %" PRIu32 "},\n",
+            d->state_file, d->recovering_at_start, d->recover_end_ns ? "true" : "false",
+            d->recover_end_ns ? (double)(d->recover_end_ns - d->recover_start_ns) / 1e9 : 0.0,
+            d->reconciled, d->reconciled_tids, d->reconcile_unknown, d->reconcile_lost,
+            d->recovery_timeouts, d->stray_reconciles, d->resent_unknown, d->launcher_adopted);
+  else
+    fprintf(f, "null,\n");
+  const loss_rec **shown;
+  size_t nshown = shown_losses(d, &shown);
+  fprintf(f, "  \"lost_executors_total\": %" PRIu64 ",\n", d->lost_total);
+  fprintf(f, "  \"lost_executors\": [");
+  for (size_t i = 0; i < nshown; i++) {
+    const loss_rec *lr = shown[i];
+    fprintf(f, "%s\n    {\"id\": ", i ? "," : "");
+    json_str(f, lr->id);
+    fprintf(f, ", \"detected_by\": ");
+    json_str(f, detection_names[lr->detected_by]);
+    fprintf(f, ", \"phases_seen\": [");
+    for (size_t k = 0; k < lr->nphases; k++) {
+      fprintf(f, "%s", k ? ", " : "");
+      json_str(f, phase_names[lr->phases[k]]);
+    }
+    fprintf(f, "], \"reason_kind\": ");
+    if (lr->final) {
+      json_str(f, loss_kind_names[lr->kind]);
+      fprintf(f, ", \"caused_by_app\": %s, \"exit_code\": %d, \"reason\": ",
+              lr->caused_by_app ? "true" : "false", lr->exit_code);
+      json_str(f, lr->reason);
+      fprintf(f, ", \"reason_source\": ");
+      json_str(f, lr->source);
+    } else { /* still pending when the run ended */
+      fprintf(f, "null, \"caused_by_app\": null, \"exit_code\": null, \"reason\": null, "
+                 "\"reason_source\": null");
+    }
+    fprintf(f, "}");
+  }
+  fprintf(f, "%s],\n", nshown ? "\n  " : "");
+  free(shown);
+  fprintf(f,
+          "  \"edge\": {\"auth_failures\": %" PRIu64 ", \"auth_addresses\": %" PRIu64
+          ", \"refused_backoff\": %" PRIu64 ", \"evicted_pending\": %" PRIu64
+          ", \"refused_connection_cap\": %" PRIu64 ", \"accept_emfile\": %" PRIu64
+          ", \"accept_enfile\": %" PRIu64 ", \"accept_other\": %" PRIu64 "},\n",
+          d->auth_failures, d->auth_addresses, d->refused_backoff, d->evicted_pending,
+          d->refused_conn_cap, d->accept_emfile, d->accept_enfile, d->accept_other);
+  fprintf(f, "  \"tl_stats\": {");
+  const char *sep = "\n    ";
+#define X(field)                                                                                   \
+  fprintf(f, "%s\"" #field "\": %" PRIuMAX, sep, (uintmax_t)st->field);                            \
+  sep = ",\n    ";
+  TL_STATS_FIELDS(X)
+#undef X
+  fprintf(f, "\n  }\n}\n");
+  if (fclose(f) != 0) {
+    fprintf(stderr, "tl-driver: cannot write %s\n", path);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The verdict: the summary on stdout, and whether the run passed
+ * ------------------------------------------------------------------------------------------- */
+
+/* Each job and its stages; *tasks gets the tasks that succeeded, *jobs_succeeded the jobs.
+ * Returns whether every job ended as it should have: succeeded, or with --expect-job-failure
+ * failed with every submitted stage released. */
+bool print_jobs(const driver *d, uint64_t *tasks, uint32_t *jobs_succeeded) {
+  bool ok = true;
+  *tasks = 0;
+  *jobs_succeeded = 0;
+  for (size_t i = 0; i < d->njobs; i++) {
+    const job *j = &d->jobs[i];
+    bool job_ok = j->done && !j->failed;
+    for (uint32_t k = 0; k < j->nstages; k++)
+      job_ok = job_ok && j->stages[k].released && j->stages[k].succeeded == j->stages[k].ntasks;
+    *jobs_succeeded += job_ok;
+    printf("job %zu: %s\n", i + 1, job_ok ? "succeeded" : "FAILED");
+    if (d->expect_failure) { /* expected: it failed, and every submitted stage was released */
+      job_ok = j->done && j->failed;
+      for (uint32_t k = 0; k < j->nstages; k++)
+        job_ok = job_ok && (j->stages[k].taskset == 0 || j->stages[k].released);
+      printf("  (expected to fail: %s)\n", job_ok ? "as expected" : "NOT AS EXPECTED");
+    }
+    for (uint32_t k = 0; k < j->nstages; k++) {
+      const stage *sg = &j->stages[k];
+      *tasks += sg->succeeded;
+      printf("  stage %" PRIu32 ": %s x %" PRIu32 ": %s (%" PRIu32 " succeeded, %" PRIu32
+             " failed attempts, %" PRIu32 " counted; %" PRIu32 " finished as zombies, %" PRIu32
+             " killed)\n",
+             k + 1, sg->kind, sg->ntasks,
+             sg->taskset == 0                                             ? "not submitted"
+             : sg->released && !sg->failed && sg->succeeded == sg->ntasks ? "succeeded"
+                                                                          : "FAILED",
+             sg->succeeded, sg->failed_attempts, sg->counted_failures, sg->zombie_finished,
+             sg->killed);
+    }
+    ok = ok && job_ok;
+  }
+  return ok;
+}
+
+/* The executors line and what the last executors reported. Their binaries counts are their
+ * word: shown, never trusted (an executor sent a binary it holds exits non-zero, which its
+ * launcher reports). Returns whether no executor still held a binary at STOP. */
+bool print_executors(const driver *d) {
+  printf("executors: %" PRIu32 " spawned with %" PRIu32 " cores each, %" PRIu32
+         " registered with %" PRIu64 " cores in all, queue %" PRIu32 "; frames: %" PRIu64
+         " in, %" PRIu64 " out; launches: %" PRIu64 "; binaries sent: %" PRIu64
+         ", forgotten: %" PRIu64 "%s\n",
+         d->started, d->cores, d->registered, d->registered_cores, d->queue, d->frames_in,
+         d->frames_out, d->launched, d->binaries_sent, d->forgets_sent,
+         d->unforgotten ? " (SOME HELD AT STOP)" : "");
+  uint64_t first_report = d->nreports > REPORT_DETAIL_MAX ? d->nreports - REPORT_DETAIL_MAX : 0;
+  if (first_report > 0)
+    printf("  (%" PRIu64 " earlier executors' reports not shown)\n", first_report);
+  for (uint64_t i = first_report; i < d->nreports; i++) {
+    const exec_report *r = &d->reports[i % REPORT_DETAIL_MAX];
+    char e[ESC_MAX];
+    printf("  %s: %" PRIu32 " cores; reported %" PRIu64 " binaries materialised, for %zu task "
+           "sets sent%s\n",
+           esc(e, r->id), r->cores, r->binaries, r->tasksets,
+           r->binaries > r->tasksets ? " (more than it was sent: its word, not trusted)" : "");
+  }
+  return d->unforgotten == 0;
+}
+
+/* The allocation line, and how each executor ended, from its launcher: a clean end is an exit
+ * with code 0 (after STOP, or after its release). A death from outside the driver is a loss the
+ * run survives: killed by a signal (exit code above 128) or gone by the launcher's account
+ * (TL_LOSS_PROCESS_LOST: a job cancelled by someone else, NODE_FAIL, PREEMPTED...);
+ * --expect-losses can pin their number. An executor that exited with a code of its own (1: its
+ * connection broke; 3: it ran more tasks than cores) is a bug, unless a `crash` task explains
+ * it. Returns whether every executor ended as it should have. */
+bool print_allocation(const driver *d) {
+  bool ok = true;
+  printf("allocation: %s", d->ops->name);
+  if (d->dynamic)
+    printf(", dynamic, min %" PRIu32 ", max %" PRIu32 ", initial %" PRIu32, d->min_executors,
+           d->max_executors, d->nexecutors);
+  printf("; executors started %" PRIu32 ", released %" PRIu32 ", most at once %" PRIu32
+         ", at the end of the jobs %" PRIu32 ", stopped by force %" PRIu32 "\n",
+         d->started, d->released, d->most_active, d->active_at_end, d->forced);
+  for (uint32_t i = 0; i < d->nexecs; i++) {
+    const exec_rec *e = &d->execs[i];
+    if (!e->started)
+      continue;
+    if (!e->ended) { /* cannot be: the loop ran until every end came */
+      printf("  %s: NO END REPORTED\n", e->id);
+      ok = false;
+      continue;
+    }
+    if (e->kind == TL_LOSS_EXITED && e->exit_code == 0 && !e->forced)
+      continue;
+    bool crashed = d->has_crash && e->kind == TL_LOSS_EXITED && e->exit_code == CRASH_EXIT_CODE;
+    bool killed = e->fault_killed && e->kind == TL_LOSS_KILLED;
+    bool outside =
+        e->kind == TL_LOSS_PROCESS_LOST || (e->kind == TL_LOSS_EXITED && e->exit_code > 128);
+    printf("  %s: exit code %d, %s: %s%s\n", e->id, e->exit_code, loss_kind_names[e->kind],
+           e->reason,
+           e->forced               ? " (stopped by force: it did not stop in time)"
+           : killed && !d->gave_up ? " (killed by the driver)"
+           : e->injected           ? " (killed as from outside)"
+           : crashed               ? " (a crash task)"
+           : outside               ? " (ended from outside the driver)"
+                                   : "");
+    ok = ok && !e->forced && (killed || e->injected || crashed || outside) && !d->gave_up;
+  }
+  return ok;
+}
+
+/* The attempts and losses lines, then the lost executors: counted by how each loss began and by
+ * its real reason, then the last LOST_DETAIL_MAX one by one: the phases reported and the real
+ * reason with where it came from (the same records as --summary-json's lost_executors). The
+ * open loss records are settled first. */
+void print_losses(driver *d, const tl_stats *st) {
+  printf("attempts: %" PRIu64 " launched, %" PRIu64 " retries; KILL frames sent: %" PRIu64 "\n",
+         d->launched, d->retries, d->kills_sent);
+  printf("losses: %" PRIu64 " executors lost; reported: pending on close %" PRIu64
+         ", heartbeat timeout %" PRIu64 ", exited %" PRIu64 ", killed by the driver %" PRIu64
+         " (of which removed for a protocol fault %" PRIu64 "), pending-loss timeout %" PRIu64
+         "; frames refused after removal (TL_EGONE): %" PRIu64 "; process lost %" PRIu64 "\n",
+         d->executors_lost, d->losses[TL_LOSS_PENDING], d->losses[TL_LOSS_HEARTBEAT_TIMEOUT],
+         d->losses[TL_LOSS_EXITED], d->losses[TL_LOSS_KILLED], d->violations,
+         st->pending_loss_timeouts, d->gone_frames, d->losses[TL_LOSS_PROCESS_LOST]);
+  settle_open_losses(d);
+  printf("  lost executors: %" PRIu64 "; detected by", d->lost_total);
+  for (int k = 0; k < DETECTED_N; k++)
+    printf("%s %s %" PRIu64, k ? "," : "", detection_names[k], d->lost_by_detection[k]);
+  printf("; real reasons");
+  for (int k = TL_LOSS_EXITED; k < LOSS_KINDS; k++)
+    printf("%s %s %" PRIu64, k > TL_LOSS_EXITED ? "," : "", phase_names[k], d->lost_by_kind[k]);
+  printf("\n");
+  const loss_rec **shown;
+  size_t nshown = shown_losses(d, &shown);
+  if (d->lost_total > nshown)
+    printf("  (%" PRIu64 " earlier lost executors not shown)\n", d->lost_total - nshown);
+  for (size_t i = 0; i < nshown; i++) {
+    const loss_rec *lr = shown[i];
+    char e[ESC_MAX];
+    printf("  lost %s: detected by %s; phases", esc(e, lr->id), detection_names[lr->detected_by]);
+    for (size_t k = 0; k < lr->nphases; k++)
+      printf("%s %s", k ? "," : "", phase_names[lr->phases[k]]);
+    char er[ESC_MAX];
+    if (lr->final)
+      printf("; %s, %s, exit code %d: %s (from %s)\n", loss_kind_names[lr->kind],
+             lr->caused_by_app ? "caused by the app" : "not caused by the app", lr->exit_code,
+             esc(er, lr->reason), lr->source);
+    else
+      printf("; no real reason when the run ended\n");
+  }
+  free(shown);
+}
+
+/* The edge: every limit that refused something, and the accept errors (docs/cluster.md "Limits
+ * and hardening"). */
+void print_edge(const driver *d) {
+  printf("edge: wrong tokens %" PRIu64 " from %" PRIu64 " addresses; refused at accept: %" PRIu64
+         " waiting out a back-off, %" PRIu64 " over --max-connections; %" PRIu64
+         " closed waiting for REGISTER over --max-pending-connections; accept errors: EMFILE "
+         "%" PRIu64 ", ENFILE %" PRIu64 ", other %" PRIu64 "; log lines not shown %" PRIu64 "\n",
+         d->auth_failures, d->auth_addresses, d->refused_backoff, d->refused_conn_cap,
+         d->evicted_pending, d->accept_emfile, d->accept_enfile, d->accept_other,
+         d->log_auth.total_suppressed + d->log_refused.total_suppressed +
+             d->log_accept.total_suppressed);
+}
+
+/* The ledger's state and its final stats. */
+void print_ledger(const driver *d, const tl_stats *st, int check, const char *why) {
+  printf("ledger: %zu attempts, %zu task sets, tl_check %s%s%s; refused: %" PRIu64
+         " updates, %" PRIu64 " connections\n",
+         st->attempts_running + st->attempts_frozen, st->tasksets_active + st->tasksets_zombie,
+         tl_err_name(check), check ? ": " : "", why, d->refused_updates, d->refused_conns);
+  printf("ledger stats: launched %" PRIu64 ", succeeded %" PRIu64 ", failed %" PRIu64
+         ", killed %" PRIu64 ", stale updates %" PRIu64 ", rejected updates %" PRIu64
+         ", executors lost %" PRIu64 ", task sets released %" PRIu64
+         "; executors alive %zu, tombstones %zu; memory %zu bytes in %zu blocks\n",
+         st->launched, st->succeeded, st->failed, st->killed, st->stale_updates,
+         st->rejected_updates, st->executors_lost, st->tasksets_released, st->executors_alive,
+         st->tombstones, st->mem_live_bytes, st->mem_live_blocks);
+}
