@@ -51,11 +51,11 @@ void auth_key(const struct sockaddr_storage *sa, uint8_t key[16]) {
 /* The address's record, or NULL; a stale one is forgotten. */
 auth_rec *auth_find(driver *d, const uint8_t key[16], uint64_t now) {
   auth_rec *a = NULL;
-  HASH_FIND(hh, d->auth, key, 16, a);
+  HASH_FIND(hh, d->auth.addrs, key, 16, a);
   if (a && now - a->last_ns > (uint64_t)AUTH_FORGET_MS * 1000000u && now >= a->wait_until) {
-    HASH_DEL(d->auth, a);
+    HASH_DEL(d->auth.addrs, a);
     free(a);
-    d->nauth--;
+    d->auth.nauth--;
     a = NULL;
   }
   return a;
@@ -65,26 +65,26 @@ auth_rec *auth_find(driver *d, const uint8_t key[16], uint64_t now) {
  * address, and the address made to wait once it has had its free failures. */
 void auth_failed(driver *d, conn *c) {
   uint64_t now = uv_hrtime();
-  d->auth_failures++;
+  d->auth.auth_failures++;
   auth_rec *a = auth_find(d, c->addr_key, now);
   if (!a) {
-    if (d->nauth == AUTH_TRACKED_MAX) { /* room: the stalest address goes */
-      auth_rec *stalest = d->auth, *it, *tmp;
-      HASH_ITER(hh, d->auth, it, tmp) {
+    if (d->auth.nauth == AUTH_TRACKED_MAX) { /* room: the stalest address goes */
+      auth_rec *stalest = d->auth.addrs, *it, *tmp;
+      HASH_ITER(hh, d->auth.addrs, it, tmp) {
         if (it->last_ns < stalest->last_ns)
           stalest = it;
       }
-      HASH_DEL(d->auth, stalest);
+      HASH_DEL(d->auth.addrs, stalest);
       free(stalest);
-      d->nauth--;
+      d->auth.nauth--;
     }
     a = calloc(1, sizeof *a);
     if (!a)
       die_oom();
     memcpy(a->key, c->addr_key, 16);
-    HASH_ADD(hh, d->auth, key, 16, a);
-    d->nauth++;
-    d->auth_addresses++;
+    HASH_ADD(hh, d->auth.addrs, key, 16, a);
+    d->auth.nauth++;
+    d->auth.auth_addresses++;
   }
   a->failures++;
   a->last_ns = now;
@@ -96,7 +96,7 @@ void auth_failed(driver *d, conn *c) {
       wait_ms = AUTH_WAIT_MAX_MS;
     a->wait_until = now + wait_ms * 1000000u;
   }
-  if (edge_log_ok(&d->log_auth, "wrong-token lines"))
+  if (edge_log_ok(&d->log.auth, "wrong-token lines"))
     fprintf(stderr,
             "tl-driver: REGISTER from %s with a wrong token: failure %" PRIu32
             " from that address; it waits %" PRIu64 " ms\n",
@@ -142,9 +142,9 @@ static void check_token(const char *token, const char *source) {
  * (never on their command line, where ps would show it). */
 void make_token(driver *d, const char *token_file) {
   if (token_file) {
-    read_token_file(token_file, d->token, sizeof d->token);
-    check_token(d->token, "--token-file");
-    if (setenv("TL_CLUSTER_TOKEN", d->token, 1) != 0)
+    read_token_file(token_file, d->auth.token, sizeof d->auth.token);
+    check_token(d->auth.token, "--token-file");
+    if (setenv("TL_CLUSTER_TOKEN", d->auth.token, 1) != 0)
       die_oom();
     return;
   }
@@ -155,7 +155,7 @@ void make_token(driver *d, const char *token_file) {
       exit(2);
     }
     check_token(env, "TL_CLUSTER_TOKEN");
-    strcpy(d->token, env);
+    strcpy(d->auth.token, env);
     return;
   }
   uint8_t raw[TOKEN_BYTES];
@@ -166,7 +166,7 @@ void make_token(driver *d, const char *token_file) {
   }
   fclose(f);
   for (size_t i = 0; i < TOKEN_BYTES; i++)
-    snprintf(d->token + 2 * i, 3, "%02x", raw[i]);
-  if (setenv("TL_CLUSTER_TOKEN", d->token, 1) != 0)
+    snprintf(d->auth.token + 2 * i, 3, "%02x", raw[i]);
+  if (setenv("TL_CLUSTER_TOKEN", d->auth.token, 1) != 0)
     die_oom();
 }

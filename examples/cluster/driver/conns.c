@@ -10,7 +10,7 @@
 static void keep_report(driver *d, conn *c) {
   if (!c->registered)
     return;
-  exec_report *r = &d->reports[d->nreports++ % REPORT_DETAIL_MAX];
+  exec_report *r = &d->conns.reports[d->conns.nreports++ % REPORT_DETAIL_MAX];
   memcpy(r->id, c->id, sizeof c->id);
   r->cores = c->cores;
   r->binaries = c->binaries;
@@ -32,12 +32,12 @@ void close_conn(conn *c, const char *why) {
   char name[CONN_NAME_MAX];
   c->closing = true;
   if (!c->registered)
-    d->npending--;
+    d->link.npending--;
   if (why)
     logf_(d, "closing connection %s: %s", conn_name(c, name), why);
   keep_report(d, c);
   tl_executor_state state;
-  if (c->registered && !d->stopping && in_ledger(d, c->id, &state) &&
+  if (c->registered && !d->run.stopping && in_ledger(d, c->id, &state) &&
       state != TL_EXECUTOR_PENDING_LOSS) {
     if (c->released) {
       remove_released(d, c->id);
@@ -49,8 +49,8 @@ void close_conn(conn *c, const char *why) {
       tl_loss_reason reason = {.kind = TL_LOSS_PENDING, .message = "connection closed"};
       report_loss(d, c->id, &reason, DETECTED_CLOSE, NULL);
       exec_rec *er = find_exec(d, c->id);
-      if (er && er->started && !er->ended && d->launcher)
-        d->ops->query(d->launcher, c->id);
+      if (er && er->started && !er->ended && d->run.launcher)
+        d->run.ops->query(d->run.launcher, c->id);
     }
   }
   uv_close((uv_handle_t *)&c->register_timer, on_conn_handle_closed);
@@ -62,18 +62,18 @@ void close_conn(conn *c, const char *why) {
  * (close_conn). */
 static void refuse_conn(conn *c, uint64_t *counter, const char *why) {
   driver *d = c->d;
-  d->refused_conns++;
+  d->conns.refused_conns++;
   if (counter)
     (*counter)++;
   if (c->registered) {
     c->violated = true;
-    d->violations++;
+    d->conns.violations++;
   }
   sample_alive(d);
   /* Logged whatever --quiet says, rate-limited: a peer that breaks the protocol may be an
    * attack, and an operator must be able to see it. */
   char name[CONN_NAME_MAX];
-  if (why && edge_log_ok(&d->log_refused, "refused-connection lines"))
+  if (why && edge_log_ok(&d->log.refused, "refused-connection lines"))
     fprintf(stderr, "tl-driver: closing connection %s: %s\n", conn_name(c, name), why);
   close_conn(c, NULL);
 }
@@ -82,7 +82,7 @@ static void refuse_conn(conn *c, uint64_t *counter, const char *why) {
  * and counted; the executor is told to FORGET every binary it holds and to STOP, once. */
 static void refuse_gone(conn *c, const char *what) {
   driver *d = c->d;
-  d->gone_frames++;
+  d->conns.gone_frames++;
   if (c->gone)
     return;
   c->gone = true;
@@ -94,16 +94,16 @@ static void refuse_gone(conn *c, const char *what) {
   while (c->nsent > 0) {
     tlc_msg m = {.type = TLC_MSG_FORGET, .u.forget = {c->sent[--c->nsent]}};
     encode(c, &m);
-    d->forgets_sent++;
+    d->link.forgets_sent++;
   }
   send_stop(c, "removed by the driver");
 }
 
 static void handle_register(conn *c, const tlc_register *r) {
   driver *d = c->d;
-  if (!token_matches(d->token, r->token)) {
+  if (!token_matches(d->auth.token, r->token)) {
     auth_failed(d, c); /* logs it, with the address */
-    refuse_conn(c, &d->refused_token, NULL);
+    refuse_conn(c, &d->conns.refused_token, NULL);
     return;
   }
   char id[TL_ID_MAX], host[TL_HOST_MAX], e[ESC_MAX], eh[ESC_MAX];
@@ -112,64 +112,66 @@ static void handle_register(conn *c, const tlc_register *r) {
   memcpy(host, r->host.ptr, r->host.len);
   host[r->host.len] = '\0';
   /* The ledger counts task slots: the executor's cores plus the launches its queue may hold. */
-  uint32_t slots = r->cores > UINT32_MAX - d->queue ? UINT32_MAX : r->cores + d->queue;
+  uint32_t slots = r->cores > UINT32_MAX - d->run.queue ? UINT32_MAX : r->cores + d->run.queue;
   tl_executor_desc desc = {.id = id, .host = host, .cores = slots};
   /* An executor of the run before a crash, back: the restored ledger holds it RECOVERING, and
    * its RECONCILE comes next (handle_reconcile). It is not added again. */
   tl_executor_status es;
-  bool recovering = tl_executor_get(d->s, id, &es) == TL_OK && es.state == TL_EXECUTOR_RECOVERING;
-  for (conn *o = d->conns; recovering && o; o = o->next)
+  bool recovering =
+      tl_executor_get(d->run.s, id, &es) == TL_OK && es.state == TL_EXECUTOR_RECOVERING;
+  for (conn *o = d->link.list; recovering && o; o = o->next)
     if (o != c && o->registered && !o->closing && !strcmp(o->id, id))
       recovering = false; /* a second connection for it: a duplicate */
-  int rc = recovering ? (es.cores == slots ? TL_OK : TL_EINVAL) : tl_executor_add(d->s, &desc);
+  int rc = recovering ? (es.cores == slots ? TL_OK : TL_EINVAL) : tl_executor_add(d->run.s, &desc);
   if (rc < 0) {
     char why[ESC_MAX + 64];
     snprintf(why, sizeof why, "REGISTER of %s refused: %s", esc(e, id), tl_err_name(rc));
     /* Told to STOP first: an executor that reconnects after a crash and is not known as
      * recovering (its loss was begun before the crash) stops at once instead of retrying. */
     send_stop(c, why);
-    refuse_conn(c, rc == TL_EEXIST ? &d->refused_dup : NULL, why);
+    refuse_conn(c, rc == TL_EEXIST ? &d->conns.refused_dup : NULL, why);
     return;
   }
   c->recovering = recovering;
   /* A loss record of an earlier executor of this id that is still open: the ledger let the id
    * register again, so that loss is over (the pending-loss timeout ended it). */
   loss_rec *old = NULL;
-  HASH_FIND_STR(d->open_losses, id, old);
+  HASH_FIND_STR(d->losses.open_losses, id, old);
   if (old)
     settle_pending_timeout(d, old);
   memcpy(c->id, id, sizeof id);
   c->registered = true;
   c->cores = r->cores;
-  d->npending--;
-  d->registered_cores += r->cores;
+  d->link.npending--;
+  d->conns.registered_cores += r->cores;
   c->idle_since = uv_hrtime();
   uv_timer_stop(&c->register_timer);
   /* Authenticated: its frames may now be as large as the protocol allows. */
   tlc_decoder_set_frame_max(&c->decoder, TLC_FRAME_MAX);
-  if (slots > d->launch_cap) {
-    tl_launch *l = realloc(d->launch_buf, slots * sizeof *l);
+  if (slots > d->offers.launch_cap) {
+    tl_launch *l = realloc(d->offers.launch_buf, slots * sizeof *l);
     if (!l)
       die_oom();
-    d->launch_buf = l;
-    tlc_launch_item *it = realloc(d->items, slots * sizeof *it);
+    d->offers.launch_buf = l;
+    tlc_launch_item *it = realloc(d->offers.items, slots * sizeof *it);
     if (!it)
       die_oom();
-    d->items = it;
-    d->launch_cap = slots;
+    d->offers.items = it;
+    d->offers.launch_cap = slots;
   }
-  d->registered++;
+  d->conns.registered++;
   logf_(d, "executor %s %s from %s (host %s, %" PRIu32 " cores, queue %" PRIu32 ")", esc(e, id),
-        recovering ? "reconnected" : "registered", c->peer, esc(eh, host), r->cores, d->queue);
+        recovering ? "reconnected" : "registered", c->peer, esc(eh, host), r->cores, d->run.queue);
   if (recovering)
     return;     /* offers once it reconciled */
   state_due(d); /* a record that knows it: after a crash it reconciles instead of starting over */
-  if (d->offering) {
+  if (d->run.offering) {
     offer(d, c);
-  } else if (d->registered == d->nexecutors + d->accept) { /* everyone came: offers begin */
-    d->offering = true;
-    d->start_ns = uv_hrtime();
-    for (conn *o = d->conns; o; o = o->next)
+  } else if (d->conns.registered ==
+             d->run.nexecutors + d->run.accept) { /* everyone came: offers begin */
+    d->run.offering = true;
+    d->run.start_ns = uv_hrtime();
+    for (conn *o = d->link.list; o; o = o->next)
       offer(d, o);
     spawn_bad_clients(d);
   }
@@ -211,19 +213,19 @@ static void status_refused(conn *c, tl_tid tid, int rc) {
   driver *d = c->d;
   char e[ESC_MAX];
   if (rc == TL_EGONE) {
-    d->refused_updates++;
+    d->conns.refused_updates++;
     refuse_gone(c, "status update");
     return;
   }
   if (rc == TL_EOWNER) {
-    d->refused_owner++;
+    d->conns.refused_owner++;
     sample_alive(d);
   }
   if (rc == TL_ESTALE && c->reconciled) { /* an end it held of a tid the restored ledger does */
-    d->resent_unknown++;                  /* not hold (it was told to kill it): expected */
+    d->conns.resent_unknown++;            /* not hold (it was told to kill it): expected */
     return;
   }
-  if (d->refused_updates++ < LOG_LIMIT)
+  if (d->conns.refused_updates++ < LOG_LIMIT)
     fprintf(stderr, "tl-driver: update of task %" PRIu64 " from %s refused: %s\n", tid,
             esc(e, c->id), tl_err_name(rc));
 }
@@ -244,18 +246,18 @@ static void handle_status(conn *c, const tlc_status *st) {
       tids[i] = it->tid;
       ups[i] = status_update_of(it, status_texts[i]);
     }
-    int rc = tl_status_updates(d->s, c->id, tids, ups, n, results);
+    int rc = tl_status_updates(d->run.s, c->id, tids, ups, n, results);
     for (size_t i = 0; i < n; i++) {
       int one = rc == TL_OK ? results[i] : rc; /* refused as a whole: each update was */
       if (one < 0)
         status_refused(c, tids[i], one);
     }
   }
-  if (d->fault_armed && running && !strcmp(c->id, d->execs[0].id))
-    on_fault(&d->fault);
-  if (d->dynamic && c->idle_since == 0) { /* for --idle-timeout */
+  if (d->faults.fault_armed && running && !strcmp(c->id, d->scaling.execs[0].id))
+    on_fault(&d->faults.fault);
+  if (d->scaling.dynamic && c->idle_since == 0) { /* for --idle-timeout */
     tl_executor_status es;
-    if (tl_executor_get(d->s, c->id, &es) == 0 && es.running == 0)
+    if (tl_executor_get(d->run.s, c->id, &es) == 0 && es.running == 0)
       c->idle_since = uv_hrtime();
   }
   offer(d, c);
@@ -272,15 +274,15 @@ static void handle_reconcile(conn *c, const tlc_reconcile *rc_msg) {
   driver *d = c->d;
   char e[ESC_MAX];
   if (!c->recovering) {
-    d->stray_reconciles++;
+    d->conns.stray_reconciles++;
     for (size_t i = 0; i < rc_msg->count; i++) {
       tlc_msg m = {.type = TLC_MSG_KILL,
                    .u.kill = {.tid = rc_msg->tids[i],
                               .interrupt = 1,
                               .reason = tlc_str("Unknown to the restored driver")}};
       encode(c, &m);
-      d->stray_kills++;
-      d->kills_sent++;
+      d->conns.stray_kills++;
+      d->link.kills_sent++;
     }
     send_out(c);
     logf_(d, "executor %s reconciled %zu tids, but it was not recovering: each sent a KILL",
@@ -288,13 +290,13 @@ static void handle_reconcile(conn *c, const tlc_reconcile *rc_msg) {
     return;
   }
   tl_stats before;
-  tl_stats_get(d->s, &before);
+  tl_stats_get(d->run.s, &before);
   size_t nunknown = 0;
   /* tl_tid is uint64_t: the decoded tids are passed as they are. */
-  int rc = tl_executor_reconcile(d->s, c->id, (const tl_tid *)rc_msg->tids, rc_msg->count, NULL, 0,
-                                 &nunknown);
+  int rc = tl_executor_reconcile(d->run.s, c->id, (const tl_tid *)rc_msg->tids, rc_msg->count, NULL,
+                                 0, &nunknown);
   if (rc == TL_EINVAL) { /* a tid 0: the executor's fault */
-    refuse_conn(c, &d->refused_unexpected, "RECONCILE with a tid 0");
+    refuse_conn(c, &d->conns.refused_unexpected, "RECONCILE with a tid 0");
     return;
   }
   if (rc < 0) { /* lost meanwhile (the recovery timeout): it may register afresh */
@@ -304,22 +306,22 @@ static void handle_reconcile(conn *c, const tlc_reconcile *rc_msg) {
     return;
   }
   tl_stats after;
-  tl_stats_get(d->s, &after);
+  tl_stats_get(d->run.s, &after);
   c->recovering = false;
   c->reconciled = true;
   uint64_t lost = after.reconcile_lost - before.reconcile_lost;
-  if (d->reconciled < REPORT_DETAIL_MAX) {
-    recon_rec *r = &d->recons[d->reconciled];
+  if (d->conns.reconciled < REPORT_DETAIL_MAX) {
+    recon_rec *r = &d->conns.recons[d->conns.reconciled];
     copy_text(r->id, sizeof r->id, c->id);
     r->reported = rc_msg->count;
     r->unknown = nunknown;
     r->lost = lost;
-    r->ms = (uv_hrtime() - d->recover_start_ns) / 1000000;
+    r->ms = (uv_hrtime() - d->recovery.recover_start_ns) / 1000000;
   }
-  d->reconciled++;
-  d->reconciled_tids += rc_msg->count;
-  d->reconcile_unknown += nunknown;
-  d->reconcile_lost += lost;
+  d->conns.reconciled++;
+  d->conns.reconciled_tids += rc_msg->count;
+  d->conns.reconcile_unknown += nunknown;
+  d->conns.reconcile_lost += lost;
   logf_(d,
         "executor %s reconciled: %zu tids named, %zu unknown (killed), %" PRIu64
         " not named (run again)",
@@ -333,13 +335,13 @@ static void handle_reconcile(conn *c, const tlc_reconcile *rc_msg) {
 void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   (void)suggested;
   conn *c = h->data;
-  *buf = uv_buf_init((char *)c->d->read_buf, sizeof c->d->read_buf);
+  *buf = uv_buf_init((char *)c->d->conns.read_buf, sizeof c->d->conns.read_buf);
 }
 
 void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   conn *c = s->data;
   if (nread < 0) {
-    close_conn(c, nread == UV_EOF ? (c->d->stopping ? NULL : "closed by the peer")
+    close_conn(c, nread == UV_EOF ? (c->d->run.stopping ? NULL : "closed by the peer")
                                   : uv_strerror((int)nread));
     return;
   }
@@ -352,28 +354,28 @@ void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     if (rc < 0) {
       char why[96];
       snprintf(why, sizeof why, "bad frame: %s", tlc_err_name(rc));
-      refuse_conn(c, -rc < 16 ? &c->d->refused_frame[-rc] : NULL, why);
+      refuse_conn(c, -rc < 16 ? &c->d->conns.refused_frame[-rc] : NULL, why);
       return;
     }
     data += used;
     len -= used;
     if (msg.type == TLC_MSG_NONE)
       continue;
-    c->d->frames_in++;
+    c->d->conns.frames_in++;
     if (!c->registered && msg.type != TLC_MSG_REGISTER) {
-      refuse_conn(c, &c->d->refused_early, "a frame before REGISTER");
+      refuse_conn(c, &c->d->conns.refused_early, "a frame before REGISTER");
       return;
     }
     if (c->recovering && msg.type != TLC_MSG_RECONCILE && msg.type != TLC_MSG_HEARTBEAT) {
       char why[96];
       snprintf(why, sizeof why, "%s before RECONCILE", tlc_msg_type_name(msg.type));
-      refuse_conn(c, &c->d->refused_unexpected, why);
+      refuse_conn(c, &c->d->conns.refused_unexpected, why);
       return;
     }
     switch (msg.type) {
     case TLC_MSG_REGISTER:
       if (c->registered) {
-        refuse_conn(c, &c->d->refused_second, "a second REGISTER");
+        refuse_conn(c, &c->d->conns.refused_second, "a second REGISTER");
         return;
       }
       handle_register(c, &msg.u.reg);
@@ -381,7 +383,7 @@ void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     case TLC_MSG_HEARTBEAT:
       c->binaries = msg.u.heartbeat.binaries;
       c->heartbeats++;
-      if (!c->d->state_dir && c->status_frames > c->synced && !c->closing) {
+      if (!c->d->record.state_dir && c->status_frames > c->synced && !c->closing) {
         /* Nothing is recovered after a crash without --state-dir: what the executor holds
          * for a restarted driver may go, once a heartbeat. */
         tlc_msg m = {.type = TLC_MSG_SYNCED, .u.synced = {c->status_frames}};
@@ -389,8 +391,8 @@ void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         send_out(c);
         c->synced = c->status_frames;
       }
-      if (!c->d->stopping && !c->released && !c->recovering) {
-        int hb = tl_executor_heartbeat(c->d->s, c->id);
+      if (!c->d->run.stopping && !c->released && !c->recovering) {
+        int hb = tl_executor_heartbeat(c->d->run.s, c->id);
         if (hb == TL_EGONE)
           refuse_gone(c, "heartbeat");
         else if (hb < 0) {
@@ -409,7 +411,7 @@ void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     default: {
       char why[96];
       snprintf(why, sizeof why, "unexpected %s", tlc_msg_type_name(msg.type));
-      refuse_conn(c, &c->d->refused_unexpected, why);
+      refuse_conn(c, &c->d->conns.refused_unexpected, why);
       return;
     }
     }
@@ -418,5 +420,5 @@ void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
 
 void on_register_timeout(uv_timer_t *t) {
   conn *c = t->data;
-  refuse_conn(c, &c->d->refused_timeout, "no REGISTER in time");
+  refuse_conn(c, &c->d->conns.refused_timeout, "no REGISTER in time");
 }

@@ -85,22 +85,23 @@ void on_after_end(uv_timer_t *t) {
 /* Stops by force what did not go: every executor the launcher still runs (their ends follow, as
  * requested), every bad client, every connection. */
 static void force_stop(driver *d) {
-  if (d->launcher) {
-    for (uint32_t i = 0; i < d->nexecs; i++)
-      if (d->execs[i].started && !d->execs[i].ended && !d->execs[i].forced) {
-        d->execs[i].forced = true;
-        d->forced++;
+  if (d->run.launcher) {
+    for (uint32_t i = 0; i < d->scaling.nexecs; i++)
+      if (d->scaling.execs[i].started && !d->scaling.execs[i].ended &&
+          !d->scaling.execs[i].forced) {
+        d->scaling.execs[i].forced = true;
+        d->scaling.forced++;
       }
-    d->ops->stop_all(d->launcher);
+    d->run.ops->stop_all(d->run.launcher);
   }
   kill_bad_clients(d);
-  for (conn *c = d->conns; c; c = c->next)
+  for (conn *c = d->link.list; c; c = c->next)
     close_conn(c, NULL);
 }
 
 static void on_grace(uv_timer_t *t) {
   driver *d = t->data;
-  size_t left = d->launcher ? d->ops->running(d->launcher) : 0;
+  size_t left = d->run.launcher ? d->run.ops->running(d->run.launcher) : 0;
   if (left > 0)
     fprintf(stderr, "tl-driver: %zu executors did not stop within %d ms: stopping them\n", left,
             STOP_GRACE_MS);
@@ -111,75 +112,75 @@ static void on_uv_stopped(void *ud) { (void)ud; }
 
 static void on_launcher_closed(void *ud) {
   driver *d = ud;
-  d->launcher = NULL;
+  d->run.launcher = NULL;
 }
 
 /* Once STOP is out, every connection closed, every executor's end came and every bad client
  * exited: closes the rest, the launcher included. */
 void maybe_finish(driver *d) {
-  if (!d->stopping || d->closed || d->conns)
+  if (!d->run.stopping || d->run.closed || d->link.list)
     return;
-  if (d->launcher && d->ops->running(d->launcher) > 0)
+  if (d->run.launcher && d->run.ops->running(d->run.launcher) > 0)
     return;
-  for (uint32_t i = 0; i < d->nbad; i++)
-    if (d->bad[i].running)
+  for (uint32_t i = 0; i < d->faults.nbad; i++)
+    if (d->faults.bad[i].running)
       return;
-  d->closed = true;
-  if (d->launcher)
-    d->ops->close(d->launcher, on_launcher_closed, d);
-  uv_close((uv_handle_t *)&d->grace, on_handle_closed);
-  uv_close((uv_handle_t *)&d->after_end, on_handle_closed);
-  uv_close((uv_handle_t *)&d->alloc_timer, on_handle_closed);
-  uv_close((uv_handle_t *)&d->state_timer, on_handle_closed);
-  tl_uv_stop(d->uv, on_uv_stopped, NULL);
-  d->uv = NULL;
+  d->run.closed = true;
+  if (d->run.launcher)
+    d->run.ops->close(d->run.launcher, on_launcher_closed, d);
+  uv_close((uv_handle_t *)&d->run.grace, on_handle_closed);
+  uv_close((uv_handle_t *)&d->run.after_end, on_handle_closed);
+  uv_close((uv_handle_t *)&d->scaling.alloc_timer, on_handle_closed);
+  uv_close((uv_handle_t *)&d->record.state_timer, on_handle_closed);
+  tl_uv_stop(d->run.uv, on_uv_stopped, NULL);
+  d->run.uv = NULL;
   close_server(d);
-  uv_close((uv_handle_t *)&d->settle_timer, on_handle_closed);
-  metrics_http_close(d->metrics);
-  d->metrics = NULL;
-  uv_close((uv_handle_t *)&d->revive, on_handle_closed);
-  uv_close((uv_handle_t *)&d->commit, on_handle_closed);
-  uv_close((uv_handle_t *)&d->deadline, on_handle_closed);
-  uv_close((uv_handle_t *)&d->resume, on_handle_closed);
-  uv_close((uv_handle_t *)&d->fault, on_handle_closed);
-  uv_close((uv_handle_t *)&d->sigint, on_handle_closed);
-  uv_close((uv_handle_t *)&d->sigterm, on_handle_closed);
-  uv_close((uv_handle_t *)&d->progress_timer, on_handle_closed);
+  uv_close((uv_handle_t *)&d->losses.settle_timer, on_handle_closed);
+  metrics_http_close(d->edge.metrics);
+  d->edge.metrics = NULL;
+  uv_close((uv_handle_t *)&d->offers.revive, on_handle_closed);
+  uv_close((uv_handle_t *)&d->record.commit, on_handle_closed);
+  uv_close((uv_handle_t *)&d->run.deadline, on_handle_closed);
+  uv_close((uv_handle_t *)&d->faults.resume, on_handle_closed);
+  uv_close((uv_handle_t *)&d->faults.fault, on_handle_closed);
+  uv_close((uv_handle_t *)&d->run.sigint, on_handle_closed);
+  uv_close((uv_handle_t *)&d->run.sigterm, on_handle_closed);
+  uv_close((uv_handle_t *)&d->summary.progress_timer, on_handle_closed);
 }
 
 /* Every job is over, one failed, or the run gives up: STOP every connected executor (a
  * released one has had its STOP), and STOP_GRACE_MS later have the launcher stop whatever has
  * not ended (on_grace); maybe_finish then waits for every end. */
 void begin_stop(driver *d) {
-  if (d->stopping)
+  if (d->run.stopping)
     return;
   end_progress(d);
-  d->stopping = true;
+  d->run.stopping = true;
   close_server(d); /* nothing new comes in: the end is bounded by the STOP grace */
-  d->active_at_end = active_executors(d);
-  uv_idle_stop(&d->revive);
+  d->run.active_at_end = active_executors(d);
+  uv_idle_stop(&d->offers.revive);
   release_held(d); /* no record now: the run ends and removes it */
-  uv_timer_stop(&d->alloc_timer);
-  uv_timer_stop(&d->state_timer); /* the record stays as the jobs' end left it */
-  on_resume(&d->resume);          /* a stopped executor must run to take its STOP */
-  for (conn *c = d->conns; c; c = c->next) {
-    if (!d->gave_up && c->registered && !c->closing)
-      d->unforgotten += c->nsent; /* every task set was released: none may be left */
+  uv_timer_stop(&d->scaling.alloc_timer);
+  uv_timer_stop(&d->record.state_timer); /* the record stays as the jobs' end left it */
+  on_resume(&d->faults.resume);          /* a stopped executor must run to take its STOP */
+  for (conn *c = d->link.list; c; c = c->next) {
+    if (!d->run.gave_up && c->registered && !c->closing)
+      d->run.unforgotten += c->nsent; /* every task set was released: none may be left */
     if (c->registered && !c->closing && !c->released)
-      send_stop(c, d->gave_up ? "the driver gives up" : "all jobs done");
+      send_stop(c, d->run.gave_up ? "the driver gives up" : "all jobs done");
     else if (!c->registered)
       close_conn(c, NULL);
   }
-  uv_timer_start(&d->grace, on_grace, STOP_GRACE_MS, 0);
+  uv_timer_start(&d->run.grace, on_grace, STOP_GRACE_MS, 0);
   maybe_finish(d);
 }
 
 void give_up(driver *d, const char *why) {
   end_progress(d);
   fprintf(stderr, "tl-driver: giving up: %s\n", why);
-  d->gave_up = true;
-  if (d->stopping) { /* already stopping: the executors do not go, so make them */
-    uv_timer_stop(&d->grace);
+  d->run.gave_up = true;
+  if (d->run.stopping) { /* already stopping: the executors do not go, so make them */
+    uv_timer_stop(&d->run.grace);
     force_stop(d);
     return;
   }
@@ -209,39 +210,39 @@ static const char *default_executor_path(void) {
 /* The command line's values (driver_opts.h) in the driver's own fields, and what they imply:
  * the token, the executor binary, the totals of the jobs and whether the progress line runs. */
 static void apply_options(driver *d, const driver_opts *o) {
-  d->nexecutors = o->executors;
-  d->accept = o->accept;
-  d->cores = o->cores;
-  d->queue = o->queue;
-  d->heartbeat_ms = o->heartbeat_ms;
-  d->heartbeat_timeout_ms = o->heartbeat_timeout_ms;
-  d->register_timeout_ms = o->register_timeout_ms;
-  d->max_pending = o->max_pending < o->max_conns ? o->max_pending : o->max_conns;
-  d->max_conns = o->max_conns;
-  d->port = o->port;
-  d->quiet = o->quiet;
-  d->bench = o->bench;
-  d->summary_json = o->summary_json;
-  d->kill_after = o->kill_after;
-  d->external_kill_after = o->external_kill_after;
-  d->stop_after = o->stop_after;
-  d->expect_losses = o->expect_losses;
-  d->expect_failure = o->expect_failure;
-  d->kill_on_failure = o->kill_on_failure;
-  d->dynamic = o->dynamic;
-  if (d->dynamic) {
-    d->min_executors = o->min_executors;
-    d->max_executors = o->max_executors;
-    d->backlog_ns = o->backlog_ms * UINT64_C(1000000);
-    d->idle_ns = o->idle_ms * UINT64_C(1000000);
-    d->to_add = 1;
+  d->run.nexecutors = o->executors;
+  d->run.accept = o->accept;
+  d->run.cores = o->cores;
+  d->run.queue = o->queue;
+  d->run.heartbeat_ms = o->heartbeat_ms;
+  d->run.heartbeat_timeout_ms = o->heartbeat_timeout_ms;
+  d->edge.register_timeout_ms = o->register_timeout_ms;
+  d->edge.max_pending = o->max_pending < o->max_conns ? o->max_pending : o->max_conns;
+  d->edge.max_conns = o->max_conns;
+  d->edge.port = o->port;
+  d->log.quiet = o->quiet;
+  d->run.bench = o->bench;
+  d->summary.summary_json = o->summary_json;
+  d->faults.kill_after = o->kill_after;
+  d->faults.external_kill_after = o->external_kill_after;
+  d->faults.stop_after = o->stop_after;
+  d->run.expect_losses = o->expect_losses;
+  d->run.expect_failure = o->expect_failure;
+  d->jobs.kill_on_failure = o->kill_on_failure;
+  d->scaling.dynamic = o->dynamic;
+  if (d->scaling.dynamic) {
+    d->scaling.min_executors = o->min_executors;
+    d->scaling.max_executors = o->max_executors;
+    d->scaling.backlog_ns = o->backlog_ms * UINT64_C(1000000);
+    d->scaling.idle_ns = o->idle_ms * UINT64_C(1000000);
+    d->scaling.to_add = 1;
   }
   for (uint32_t i = 0; i < o->nbad; i++)
-    d->bad[i].mode = o->bad[i];
-  d->nbad = o->nbad;
-  d->njobs = o->njobs;
+    d->faults.bad[i].mode = o->bad[i];
+  d->faults.nbad = o->nbad;
+  d->jobs.njobs = o->njobs;
   for (size_t i = 0; i < o->njobs; i++) {
-    job *j = &d->jobs[i];
+    job *j = &d->jobs.list[i];
     j->id = (uint32_t)i;
     j->nstages = o->jobs[i].nstages;
     for (uint32_t k = 0; k < j->nstages; k++) {
@@ -249,28 +250,28 @@ static void apply_options(driver *d, const driver_opts *o) {
       st->job = j;
       strcpy(st->kind, o->jobs[i].stages[k].kind);
       st->ntasks = o->jobs[i].stages[k].ntasks;
-      d->total_tasks += st->ntasks;
-      d->has_crash = d->has_crash || !strcmp(st->kind, "crash");
+      d->jobs.total_tasks += st->ntasks;
+      d->jobs.has_crash = d->jobs.has_crash || !strcmp(st->kind, "crash");
     }
   }
-  d->settle_at = 64;
-  d->server_fd = d->spare_fd = -1;
-  d->execs = calloc(MAX_STARTED, sizeof *d->execs);
-  if (!d->execs)
+  d->losses.settle_at = 64;
+  d->edge.server_fd = d->edge.spare_fd = -1;
+  d->scaling.execs = calloc(MAX_STARTED, sizeof *d->scaling.execs);
+  if (!d->scaling.execs)
     die_oom();
-  d->executor_path = o->executor_path ? o->executor_path : default_executor_path();
+  d->run.executor_path = o->executor_path ? o->executor_path : default_executor_path();
   make_token(d, o->token_file);
   /* Shown by default on a terminal; --progress forces it, --quiet silences the default. */
-  d->progress_tty = isatty(2);
-  d->progress = o->progress || (d->progress_tty && !d->quiet);
-  d->progress_ms = o->progress_ms;
-  d->state_dir = o->state_dir;
-  d->snapshot_ms = o->snapshot_ms;
-  d->launch_early = o->launch_early;
+  d->summary.progress_tty = isatty(2);
+  d->summary.progress = o->progress || (d->summary.progress_tty && !d->log.quiet);
+  d->summary.progress_ms = o->progress_ms;
+  d->record.state_dir = o->state_dir;
+  d->record.snapshot_ms = o->snapshot_ms;
+  d->record.launch_early = o->launch_early;
   state_crash_write = o->crash_write;
   state_crash_point = o->crash_point;
-  d->crash_after_release = o->crash_after_release;
-  d->crash_release_skip = o->crash_release_skip;
+  d->faults.crash_after_release = o->crash_after_release;
+  d->faults.crash_release_skip = o->crash_release_skip;
 }
 
 /* The loop and the ledger on it (tl_uv_start): a new one, or, with --state-dir holding a
@@ -280,11 +281,11 @@ static int start_ledger(driver *d, const driver_opts *o, bool *restored) {
    * the loss is reported), not kill the driver: libuv writes with write(2), which raises
    * SIGPIPE. */
   signal(SIGPIPE, SIG_IGN);
-  d->loop = uv_default_loop();
-  d->loop->data = d;
+  d->run.loop = uv_default_loop();
+  d->run.loop->data = d;
   tl_config cfg;
   tl_config_init(&cfg);
-  cfg.heartbeat_timeout_ns = d->heartbeat_timeout_ms * UINT64_C(1000000);
+  cfg.heartbeat_timeout_ns = d->run.heartbeat_timeout_ms * UINT64_C(1000000);
   cfg.pending_loss_timeout_ns = o->pending_loss_ms * UINT64_C(1000000);
   if (o->max_task_failures)
     cfg.max_task_failures = o->max_task_failures;
@@ -298,14 +299,14 @@ static int start_ledger(driver *d, const driver_opts *o, bool *restored) {
   cfg.recovery_timeout_ns = o->recovery_timeout_ms * UINT64_C(1000000);
   cb.taskset_restored = cb_taskset_restored;
   *restored = false;
-  if (d->state_dir) {
+  if (d->record.state_dir) {
     int rc = recover_state(d, &cfg, &cb, restored);
     if (rc != 0)
       return rc;
   }
-  if (!*restored && tl_scheduler_new(&cfg, &cb, &d->s) < 0)
+  if (!*restored && tl_scheduler_new(&cfg, &cb, &d->run.s) < 0)
     die_oom();
-  if (tl_uv_start(d->s, d->loop, &d->uv) < 0)
+  if (tl_uv_start(d->run.s, d->run.loop, &d->run.uv) < 0)
     die_oom();
   return 0;
 }
@@ -313,38 +314,39 @@ static int start_ledger(driver *d, const driver_opts *o, bool *restored) {
 /* The driver's own handles: the deadline (--timeout-s), the signals, the timers the run uses
  * later, the loss records' settling and the progress line. */
 static void init_handles(driver *d, uint64_t timeout_s) {
-  uv_idle_init(d->loop, &d->revive);
-  d->revive.data = d;
-  uv_idle_init(d->loop, &d->commit);
-  d->commit.data = d;
-  uv_timer_init(d->loop, &d->deadline);
-  d->deadline.data = d;
-  uv_timer_start(&d->deadline, on_deadline, timeout_s * 1000, 0);
-  uv_timer_init(d->loop, &d->resume);
-  uv_timer_init(d->loop, &d->fault);
-  d->fault.data = d;
-  d->resume.data = d;
-  uv_signal_init(d->loop, &d->sigint);
-  uv_signal_init(d->loop, &d->sigterm);
-  d->sigint.data = d->sigterm.data = d;
-  uv_signal_start(&d->sigint, on_signal, SIGINT);
-  uv_signal_start(&d->sigterm, on_signal, SIGTERM);
-  uv_timer_init(d->loop, &d->progress_timer);
-  d->progress_timer.data = d;
-  uv_timer_init(d->loop, &d->grace);
-  d->grace.data = d;
-  uv_timer_init(d->loop, &d->after_end);
-  d->after_end.data = d;
-  uv_timer_init(d->loop, &d->alloc_timer);
-  d->alloc_timer.data = d;
-  uv_timer_init(d->loop, &d->settle_timer);
-  d->settle_timer.data = d;
-  uv_timer_init(d->loop, &d->state_timer);
-  d->state_timer.data = d;
-  uv_timer_start(&d->settle_timer, on_settle, SETTLE_MS, SETTLE_MS);
-  if (d->progress) {
-    d->progress_ns = uv_hrtime();
-    uv_timer_start(&d->progress_timer, on_progress, d->progress_ms, d->progress_ms);
+  uv_idle_init(d->run.loop, &d->offers.revive);
+  d->offers.revive.data = d;
+  uv_idle_init(d->run.loop, &d->record.commit);
+  d->record.commit.data = d;
+  uv_timer_init(d->run.loop, &d->run.deadline);
+  d->run.deadline.data = d;
+  uv_timer_start(&d->run.deadline, on_deadline, timeout_s * 1000, 0);
+  uv_timer_init(d->run.loop, &d->faults.resume);
+  uv_timer_init(d->run.loop, &d->faults.fault);
+  d->faults.fault.data = d;
+  d->faults.resume.data = d;
+  uv_signal_init(d->run.loop, &d->run.sigint);
+  uv_signal_init(d->run.loop, &d->run.sigterm);
+  d->run.sigint.data = d->run.sigterm.data = d;
+  uv_signal_start(&d->run.sigint, on_signal, SIGINT);
+  uv_signal_start(&d->run.sigterm, on_signal, SIGTERM);
+  uv_timer_init(d->run.loop, &d->summary.progress_timer);
+  d->summary.progress_timer.data = d;
+  uv_timer_init(d->run.loop, &d->run.grace);
+  d->run.grace.data = d;
+  uv_timer_init(d->run.loop, &d->run.after_end);
+  d->run.after_end.data = d;
+  uv_timer_init(d->run.loop, &d->scaling.alloc_timer);
+  d->scaling.alloc_timer.data = d;
+  uv_timer_init(d->run.loop, &d->losses.settle_timer);
+  d->losses.settle_timer.data = d;
+  uv_timer_init(d->run.loop, &d->record.state_timer);
+  d->record.state_timer.data = d;
+  uv_timer_start(&d->losses.settle_timer, on_settle, SETTLE_MS, SETTLE_MS);
+  if (d->summary.progress) {
+    d->summary.progress_ns = uv_hrtime();
+    uv_timer_start(&d->summary.progress_timer, on_progress, d->summary.progress_ms,
+                   d->summary.progress_ms);
   }
 }
 
@@ -353,56 +355,58 @@ static void init_handles(driver *d, uint64_t timeout_s) {
  * valid while the launcher runs. A launcher that cannot be created, or cannot start them, ends
  * the run (give_up). */
 static void start_launcher(driver *d, const driver_opts *o, bool restored) {
-  d->lcfg = (launcher_config){.loop = d->loop,
-                              .executor_path = d->executor_path,
-                              .connect_host = d->connect_host,
-                              .port = d->port,
-                              .cores = d->cores,
-                              .heartbeat_ms = d->heartbeat_ms,
-                              .reconnect_s = d->state_dir ? EXECUTOR_RECONNECT_S : 0,
-                              .partition = o->partition,
-                              .time_limit = o->time_limit,
-                              .extra_args = o->nslurm_args ? o->slurm_args : NULL,
-                              .nextra = o->nslurm_args,
-                              .poll_ms = strcmp(o->launcher, "slurm") ? 0 : o->slurm_poll_ms,
-                              .on_end = on_end,
-                              .ud = d};
-  int rc = d->ops->create(&d->lcfg, &d->launcher);
+  d->run.lcfg = (launcher_config){.loop = d->run.loop,
+                                  .executor_path = d->run.executor_path,
+                                  .connect_host = d->edge.connect_host,
+                                  .port = d->edge.port,
+                                  .cores = d->run.cores,
+                                  .heartbeat_ms = d->run.heartbeat_ms,
+                                  .reconnect_s = d->record.state_dir ? EXECUTOR_RECONNECT_S : 0,
+                                  .partition = o->partition,
+                                  .time_limit = o->time_limit,
+                                  .extra_args = o->nslurm_args ? o->slurm_args : NULL,
+                                  .nextra = o->nslurm_args,
+                                  .poll_ms = strcmp(o->launcher, "slurm") ? 0 : o->slurm_poll_ms,
+                                  .on_end = on_end,
+                                  .ud = d};
+  int rc = d->run.ops->create(&d->run.lcfg, &d->run.launcher);
   if (rc < 0) {
-    fprintf(stderr, "tl-driver: the %s launcher: %s\n", d->ops->name,
+    fprintf(stderr, "tl-driver: the %s launcher: %s\n", d->run.ops->name,
             rc == -1 ? "cannot be created" : uv_strerror(rc));
-    d->launcher = NULL;
+    d->run.launcher = NULL;
     give_up(d, "no launcher");
   } else if (restored) {
     /* The executors of the run before the crash are adopted (exec_rec.adopted): they reconnect
      * by themselves; none is started. A launcher that can take them back by the handle the
      * record kept (slurm: the job id) does, and reports their ends from then on. */
-    for (uint32_t i = 0; i < d->nexecs && d->ops->adopt; i++) {
-      exec_rec *e = &d->execs[i];
+    for (uint32_t i = 0; i < d->scaling.nexecs && d->run.ops->adopt; i++) {
+      exec_rec *e = &d->scaling.execs[i];
       if (!e->adopted || !e->handle[0])
         continue;
-      int arc = d->ops->adopt(d->launcher, e->id, e->handle);
+      int arc = d->run.ops->adopt(d->run.launcher, e->id, e->handle);
       if (arc < 0) {
-        fprintf(stderr, "tl-driver: the %s launcher cannot take back %s (%s): %s\n", d->ops->name,
-                e->id, e->handle, uv_strerror(arc));
+        fprintf(stderr, "tl-driver: the %s launcher cannot take back %s (%s): %s\n",
+                d->run.ops->name, e->id, e->handle, uv_strerror(arc));
         continue;
       }
       e->adopted = false;
       e->started = true;
-      d->launcher_adopted++;
-      logf_(d, "executor %s: taken back by the %s launcher (%s)", e->id, d->ops->name, e->handle);
+      d->recovery.launcher_adopted++;
+      logf_(d, "executor %s: taken back by the %s launcher (%s)", e->id, d->run.ops->name,
+            e->handle);
     }
-  } else if (start_executors(d, d->nexecutors) < d->nexecutors) {
+  } else if (start_executors(d, d->run.nexecutors) < d->run.nexecutors) {
     give_up(d, "could not start the executors");
     return;
   }
-  if (d->dynamic) {
+  if (d->scaling.dynamic) {
     uint64_t period = (o->backlog_ms < o->idle_ms ? o->backlog_ms : o->idle_ms) / 4;
     period = period < 10 ? 10 : period > 250 ? 250 : period;
-    uv_timer_start(&d->alloc_timer, on_alloc_tick, period, period);
-    if (!restored && d->nexecutors + d->accept == 0) { /* nothing to wait for: offers begin */
-      d->offering = true;
-      d->start_ns = uv_hrtime();
+    uv_timer_start(&d->scaling.alloc_timer, on_alloc_tick, period, period);
+    if (!restored &&
+        d->run.nexecutors + d->run.accept == 0) { /* nothing to wait for: offers begin */
+      d->run.offering = true;
+      d->run.start_ns = uv_hrtime();
     }
   }
 }
@@ -411,8 +415,8 @@ static void start_launcher(driver *d, const driver_opts *o, bool restored) {
  * socket (and the metrics endpoint), the handles, the jobs' first stages submitted and the
  * launcher started. Returns 0, or the exit status of a run that cannot begin. */
 static int set_up(driver *d, const driver_opts *o) {
-  d->ops = launcher_find(o->launcher);
-  if (!d->ops) {
+  d->run.ops = launcher_find(o->launcher);
+  if (!d->run.ops) {
     fprintf(stderr, "tl-driver: the %s launcher is not built into this tl-driver\n", o->launcher);
     return 2;
   }
@@ -430,17 +434,18 @@ static int set_up(driver *d, const driver_opts *o) {
     return rc;
   init_handles(d, o->timeout_s);
   if (restored) { /* the jobs go on where the record left them */
-    d->start_ns = uv_hrtime();
+    d->run.start_ns = uv_hrtime();
   } else {
-    for (size_t i = 0; i < d->njobs; i++)
-      if (submit_stage(d, &d->jobs[i], 0) < 0)
+    for (size_t i = 0; i < d->jobs.njobs; i++)
+      if (submit_stage(d, &d->jobs.list[i], 0) < 0)
         return 1;
   }
   start_launcher(d, o, restored);
-  if (d->state_dir && !d->stopping) {
+  if (d->record.state_dir && !d->run.stopping) {
     if (write_state(d, true) != 0) /* the first record: a crash from here on is recovered */
       return 1;
-    uv_timer_start(&d->state_timer, on_state_timer, d->snapshot_ms, d->snapshot_ms);
+    uv_timer_start(&d->record.state_timer, on_state_timer, d->record.snapshot_ms,
+                   d->record.snapshot_ms);
   }
   return 0;
 }
@@ -448,20 +453,20 @@ static int set_up(driver *d, const driver_opts *o) {
 /* Frees what the driver still holds once the loop is closed: the ledger (which hands back any
  * payload still held, in a failed run), the buffers and the records. */
 static void free_driver(driver *d) {
-  tl_scheduler_free(d->s);
-  free(d->launch_buf);
-  free(d->items);
-  free(d->execs);
-  free(d->state_body);
-  free(d->state_spare);
+  tl_scheduler_free(d->run.s);
+  free(d->offers.launch_buf);
+  free(d->offers.items);
+  free(d->scaling.execs);
+  free(d->record.state_body);
+  free(d->record.state_spare);
   loss_rec *lr, *lr_tmp;
-  HASH_ITER(hh, d->open_losses, lr, lr_tmp) {
-    HASH_DEL(d->open_losses, lr);
+  HASH_ITER(hh, d->losses.open_losses, lr, lr_tmp) {
+    HASH_DEL(d->losses.open_losses, lr);
     free(lr);
   }
   auth_rec *ar, *ar_tmp;
-  HASH_ITER(hh, d->auth, ar, ar_tmp) {
-    HASH_DEL(d->auth, ar);
+  HASH_ITER(hh, d->auth.addrs, ar, ar_tmp) {
+    HASH_DEL(d->auth.addrs, ar);
     free(ar);
   }
 }
@@ -471,36 +476,38 @@ static void free_driver(driver *d) {
  * drained, every job, executor, loss and bad client was as expected), 1 otherwise. */
 static int verdict(driver *d, int close_rc) {
   tl_stats st;
-  tl_stats_get(d->s, &st);
+  tl_stats_get(d->run.s, &st);
   char why[256] = "";
-  int check = tl_check(d->s, why, sizeof why);
-  bool ok = !d->gave_up && check == TL_OK && close_rc == 0;
+  int check = tl_check(d->run.s, why, sizeof why);
+  bool ok = !d->run.gave_up && check == TL_OK && close_rc == 0;
   uint64_t tasks;
   uint32_t jobs_succeeded;
   ok = print_jobs(d, &tasks, &jobs_succeeded) && ok;
   ok = ok && st.attempts_running == 0 && st.attempts_frozen == 0 &&
        st.tasksets_active + st.tasksets_zombie == 0;
   /* A recovered run: the time before the crash and the time since the restart. */
-  double secs =
-      d->end_ns > d->start_ns ? (double)(d->end_ns - d->start_ns + d->recovered_elapsed) / 1e9 : 0;
+  double secs = d->run.end_ns > d->run.start_ns
+                    ? (double)(d->run.end_ns - d->run.start_ns + d->record.recovered_elapsed) / 1e9
+                    : 0;
   printf("tasks: %" PRIu64 " in %.3f s: %.0f tasks/s\n", tasks, secs,
          secs > 0 ? (double)tasks / secs : 0.0);
   ok = print_executors(d) && ok;
   ok = print_allocation(d) && ok;
   print_losses(d, &st);
   print_edge(d);
-  if (d->expect_losses != UINT64_MAX && d->executors_lost != d->expect_losses) {
-    printf("expected %" PRIu64 " executors lost\n", d->expect_losses);
+  if (d->run.expect_losses != UINT64_MAX && d->losses.executors_lost != d->run.expect_losses) {
+    printf("expected %" PRIu64 " executors lost\n", d->run.expect_losses);
     ok = false;
   }
   print_ledger(d, &st, check, why);
   print_recovery(d);
-  if (d->recovered && !d->recover_end_ns)
+  if (d->recovery.recovered && !d->recovery.recover_end_ns)
     ok = false;
   remove_state(d);
-  if (d->nbad > 0)
+  if (d->faults.nbad > 0)
     ok = bad_clients_verdict(d) && ok;
-  if (d->summary_json && write_summary_json(d, d->summary_json, ok, &st, tasks, jobs_succeeded) < 0)
+  if (d->summary.summary_json &&
+      write_summary_json(d, d->summary.summary_json, ok, &st, tasks, jobs_succeeded) < 0)
     ok = false;
   free_driver(d);
   printf("%s\n", ok ? "OK" : "FAILED");
@@ -516,6 +523,6 @@ int main(int argc, char **argv) {
   int rc = set_up(&d, &opts);
   if (rc != 0)
     return rc;
-  uv_run(d.loop, UV_RUN_DEFAULT);
-  return verdict(&d, uv_loop_close(d.loop));
+  uv_run(d.run.loop, UV_RUN_DEFAULT);
+  return verdict(&d, uv_loop_close(d.run.loop));
 }

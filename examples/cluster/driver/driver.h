@@ -59,37 +59,36 @@ void die_oom(void);
 #define STATE_BODY_VERSION 2    /* of the driver's record, inside the state file's version */
 #define EXECUTOR_RECONNECT_S 60 /* its executors' --reconnect-s with --state-dir (else 0) */
 
-/* One stage of a job: one task set of ntasks tasks of one kind. */
-typedef struct stage {
-  struct job *job;             /* the job it belongs to */
-  char kind[TLC_KIND_MAX + 1]; /* "noop", "sleep:5", ...: the tasks' kind and the binary */
-  uint32_t ntasks;             /* tasks in its task set */
-  tl_taskset_id taskset;       /* as tl_submit gave it; 0 until submitted */
-  uint32_t succeeded;          /* task_ended with TL_END_SUCCESS */
-  uint32_t failed_attempts;    /* task_ended with anything else */
-  uint32_t counted_failures;   /* of those, counted toward max_task_failures */
-  uint32_t killed;             /* of those, ended TL_END_KILLED (--kill-on-job-failure) */
-  uint32_t zombie_finished;    /* attempts that succeeded after taskset_failed (zombie tasks) */
-  bool failed;                 /* taskset_failed arrived */
-  bool released;               /* taskset_released arrived */
-} stage;
+typedef struct driver driver;
 
-/* One job: a chain of stages, each submitted when the one before it succeeded (a tiny DAG
- * layer). A failed stage fails the job; the stages after it are never submitted. */
-typedef struct job {
-  uint32_t id;              /* from 0: its priority, and its stage ids' high part */
-  stage stages[MAX_STAGES]; /* nstages of them, in order */
-  uint32_t nstages;         /* at least 1 */
-  uint32_t current;         /* the stage submitted last */
-  bool failed;              /* a stage failed, or could not be submitted */
-  bool done;                /* its last task set was released, or it failed */
-} job;
+/* ---------------------------------------------------------------------------------------------
+ * Logging (log.c).
+ * ------------------------------------------------------------------------------------------- */
 
-/* A task set's payload: its binary (the kind string), shared by all its launches. */
-typedef struct stage_binary {
-  stage *stage; /* whose task set */
-  size_t len;   /* bytes of the binary: strlen(stage->kind) */
-} stage_binary;
+/* A kind of edge log line, printed whatever --quiet says (an operator must see an attack), at
+ * most EDGE_LOG_PER_S a second; the rest are counted and said in one line. */
+typedef struct ratelog {
+  uint64_t window;           /* the second (uv_hrtime / 1e9) of the lines being counted */
+  uint32_t in_window;        /* lines printed in it */
+  uint64_t suppressed;       /* lines not printed since the last one that was */
+  uint64_t total_suppressed; /* lines not printed in the whole run */
+} ratelog;
+
+typedef struct log_state {
+  bool quiet;      /* no log lines but errors */
+  ratelog auth;    /* wrong tokens */
+  ratelog refused; /* connections refused at once (caps, back-off) */
+  ratelog accept;  /* accept errors */
+} log_state;
+
+void logf_(driver *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *esc(char *buf, const char *s);
+bool edge_log_ok(ratelog *r, const char *what);
+void copy_text(char *dst, size_t len, const char *src);
+
+/* ---------------------------------------------------------------------------------------------
+ * Links (link.c): a connection, its frames out and its closing.
+ * ------------------------------------------------------------------------------------------- */
 
 /* One accepted connection; once registered, one executor of the ledger. */
 typedef struct conn {
@@ -125,27 +124,143 @@ typedef struct conn {
   char peer[64];             /* its peer address and port, printable: "127.0.0.1:5000" */
 } conn;
 
-/* One executor the launcher was asked to start, and how it ended. */
-typedef struct exec_rec {
-  char id[TL_ID_MAX]; /* "exec-N": the id it registers with */
-  bool started;       /* ops->start returned 0: its end will be reported */
-  bool ended;         /* on_end came */
-  bool released;      /* dynamic allocation released it: its end is requested, not a loss */
-  bool fault_killed;  /* --kill-executor-after killed it (as the driver) */
-  bool injected;      /* --external-kill-after killed it, as something outside would */
-  bool stopped;       /* --stop-executor-after stopped it (SIGSTOP), not yet resumed */
-  bool forced;        /* still running when the stop grace period ran out: stop_all got it */
-  bool adopted;       /* started by the driver before a crash: its end is not reported here */
-  char handle[LAUNCHER_HANDLE_MAX]; /* its launcher's handle (slurm: the job id), kept in the
-                                       record so that the launcher can take it back after a
-                                       crash (launcher_ops.adopt); "" for none */
-  tl_loss_kind kind;                /* the end: as launcher_end */
-  bool caused_by_app;               /* likewise */
-  int exit_code;                    /* likewise */
-  bool requested;                   /* likewise */
-  char reason[160];                 /* likewise, truncated */
-  char source[64];                  /* likewise, truncated */
-} exec_rec;
+/* A connection, for a log line: "of ID (PEER)" once it registered, "from PEER" before (the id
+ * escaped). buf holds CONN_NAME_MAX bytes. */
+#define CONN_NAME_MAX (ESC_MAX + sizeof(((conn *)0)->peer) + 8)
+
+typedef struct link_state {
+  conn *list;            /* open connections */
+  uint32_t nconns;       /* connections on list (closing ones hold a descriptor too) */
+  uint32_t npending;     /* of those, not registered and not closing */
+  uint64_t frames_out;   /* frames sent */
+  uint64_t kills_sent;   /* KILL frames sent (kill_task) */
+  uint64_t forgets_sent; /* FORGET frames sent */
+} link_state;
+
+void on_conn_handle_closed(uv_handle_t *h);
+const char *conn_name(const conn *c, char *buf);
+void send_out(conn *c);
+void encode(conn *c, const tlc_msg *msg);
+void send_stop(conn *c, const char *reason);
+
+/* ---------------------------------------------------------------------------------------------
+ * Authentication (auth.c): the token and the back-off of wrong ones.
+ * ------------------------------------------------------------------------------------------- */
+
+/* One address that sent wrong tokens (auth_failed): IPv4 addresses by themselves, IPv6 ones by
+ * their /64, which one host may hold whole. */
+typedef struct auth_rec {
+  uint8_t key[16];     /* auth_key's */
+  uint32_t failures;   /* wrong tokens since it was first seen (or forgotten) */
+  uint64_t last_ns;    /* uv_hrtime of the last one */
+  uint64_t wait_until; /* connections from it are refused at once until then */
+  UT_hash_handle hh;   /* on driver.auth.addrs by key */
+} auth_rec;
+
+typedef struct auth_state {
+  char token[2 * TOKEN_BYTES + 1]; /* the shared token, NUL-terminated */
+  uint64_t auth_failures;          /* REGISTER frames with a wrong token */
+  uint64_t auth_addresses;         /* addresses (IPv6: /64s) that sent one, first seen */
+  auth_rec *addrs;                 /* uthash by key: AUTH_TRACKED_MAX at most */
+  uint32_t nauth;                  /* entries of addrs */
+} auth_state;
+
+bool token_matches(const char *expected, tlc_view got);
+void auth_key(const struct sockaddr_storage *sa, uint8_t key[16]);
+auth_rec *auth_find(driver *d, const uint8_t key[16], uint64_t now);
+void auth_failed(driver *d, conn *c);
+void make_token(driver *d, const char *token_file);
+
+/* ---------------------------------------------------------------------------------------------
+ * The record (record.c): the state written for a restart (--state-dir).
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct record_state {
+  const char *state_dir;      /* --state-dir; NULL: none */
+  uint64_t snapshot_ms;       /* --snapshot-ms */
+  uv_timer_t state_timer;     /* writes the record */
+  uint8_t *state_body;        /* the last record's body, for a write that only reserves tids */
+  size_t state_len;           /* its bytes */
+  size_t state_cap;           /* bytes allocated */
+  uint8_t *state_spare;       /* the next body is encoded here, then swapped with it */
+  size_t state_spare_cap;     /* bytes allocated */
+  uint64_t tid_reserved;      /* no tid above it is sent before a write reserves more */
+  uint64_t tid_max;           /* the highest tid launched */
+  uint64_t state_writes;      /* records written */
+  uint64_t state_reserves;    /* of those, written for a tid reservation with the last body */
+  uint64_t state_busy;        /* writes put off: the ledger had undelivered events */
+  uint64_t state_failed;      /* writes that failed (logged) */
+  uint64_t state_ns;          /* time spent writing, in all */
+  uint64_t synced_sent;       /* SYNCED frames sent */
+  bool launch_early;          /* --launch-before-record: launches are not held for a record */
+  uv_idle_t commit;           /* writes the record that held launches wait for */
+  bool commit_due;            /* some connection holds frames for a record (launches, a
+                                               release's STOP): commit is started */
+  uint64_t commit_since;      /* uv_hrtime of the first launch held since the last record */
+  uint64_t held_now;          /* launches held since the last record */
+  uint64_t held_launches;     /* launches that waited for a record, in all */
+  uint64_t held_rounds;       /* times launches waited (each ended by one record) */
+  uint64_t held_ns;           /* how long they waited, in all */
+  uint64_t held_max_ns;       /* the longest wait */
+  uint64_t unrecorded;        /* launches sent without a record: the write failed */
+  uint64_t recovered_elapsed; /* ns the run had been offering before the crash */
+} record_state;
+
+int write_state(driver *d, bool fresh);
+bool hold_for_record(driver *d, conn *c);
+void hold_launches(driver *d, conn *c, size_t n);
+void release_held(driver *d);
+void on_state_timer(uv_timer_t *t);
+void state_due(driver *d);
+void reserve_tids(driver *d, uint64_t max);
+int read_state_body(driver *d, const state_record *rec, const uint8_t **snap, size_t *snap_len);
+void remove_state(driver *d);
+
+/* ---------------------------------------------------------------------------------------------
+ * Test faults (faults.c): the fault flags and the bad clients.
+ * ------------------------------------------------------------------------------------------- */
+
+/* One spawned tl-badclient process (--bad-client). */
+typedef struct bad_child {
+  uv_process_t process; /* data is this record */
+  bad_mode mode;
+  bool running;        /* spawned and its handle not yet closed */
+  bool exited;         /* the exit callback ran */
+  int64_t exit_status; /* as the exit callback gave it */
+  int term_signal;     /* likewise */
+} bad_child;
+
+typedef struct faults_state {
+  uint64_t tasks_finished;        /* task_ended with TL_END_SUCCESS, for the fault flags */
+  uint64_t kill_after;            /* --kill-executor-after N (0: none) */
+  uint64_t stop_after;            /* --stop-executor-after N (0: none) */
+  uint64_t external_kill_after;   /* --external-kill-after N (0: none) */
+  uv_timer_t fault;               /* runs the fault a fault flag asks for */
+  bool fault_armed;               /* its count was reached: act at exec-1's next RUNNING */
+  uv_timer_t resume;              /* SIGCONTs the stopped executor after the heartbeat expiry */
+  bad_child bad[MAX_BAD_CLIENTS]; /* --bad-client: nbad of them, spawned once all registered */
+  uint32_t nbad;                  /* --bad-client options */
+  bool bad_spawned;               /* spawn_bad_clients ran */
+  tl_tid exec1_tid;               /* the first tid launched on exec-1: foreign-status's target */
+  size_t max_alive;               /* the most executors ALIVE in the ledger, sampled at each
+                                                   refusal and at each bad client's exit */
+  bool crash_after_release;       /* --crash-in-state-write release[+K]:P: the write that holds
+                                          the first release (K more writes after it) kills the driver
+                                          (a test's fault) */
+  uint64_t crash_release_skip;    /* that K */
+} faults_state;
+
+void sample_alive(driver *d);
+void kill_bad_clients(driver *d);
+void spawn_bad_clients(driver *d);
+void on_resume(uv_timer_t *t);
+void on_fault(uv_timer_t *t);
+void inject_faults(driver *d);
+bool bad_clients_verdict(const driver *d);
+
+/* ---------------------------------------------------------------------------------------------
+ * Losses (losses.c): every lost executor, reported and recorded.
+ * ------------------------------------------------------------------------------------------- */
 
 /* One lost executor (any executor the ledger lost, started by the launcher or not; not one
  * released by dynamic allocation), for the summary: each report to the ledger in order. */
@@ -170,27 +285,179 @@ typedef struct loss_rec {
   int exit_code;                   /* likewise */
   char reason[160];                /* its message */
   char source[64];                 /* where it came from: the launcher's source, "driver", ... */
-  UT_hash_handle hh;               /* on driver.open_losses by id, while no real reason came */
+  UT_hash_handle hh; /* on driver.losses.open_losses by id, while no real reason came */
 } loss_rec;
 
-/* One address that sent wrong tokens (auth_failed): IPv4 addresses by themselves, IPv6 ones by
- * their /64, which one host may hold whole. */
-typedef struct auth_rec {
-  uint8_t key[16];     /* auth_key's */
-  uint32_t failures;   /* wrong tokens since it was first seen (or forgotten) */
-  uint64_t last_ns;    /* uv_hrtime of the last one */
-  uint64_t wait_until; /* connections from it are refused at once until then */
-  UT_hash_handle hh;   /* on driver.auth by key */
-} auth_rec;
+typedef struct losses_state {
+  loss_rec *open_losses;                  /* uthash by id; at most one per live executor */
+  loss_rec lost_detail[LOST_DETAIL_MAX];  /* a ring: the last ones that ended */
+  uint64_t lost_ended;                    /* records put in the ring: its next slot mod MAX */
+  uint64_t lost_total;                    /* loss records made (lost executors) */
+  uint64_t lost_by_detection[DETECTED_N]; /* of those, by how the loss began */
+  uint64_t lost_by_kind[LOSS_KINDS];      /* the real reasons that came, by kind */
+  uv_timer_t settle_timer;                /* settle_open_losses every SETTLE_MS */
+  size_t settle_at;                       /* and when open_losses reaches this many */
+  uint64_t reports[LOSS_KINDS];           /* reports by kind: first phases and real ones */
+  uint64_t executors_released; /* executor_lost events for releases (TL_LOSS_DECOMMISSIONED) */
+  uint64_t executors_lost;     /* executor_lost events */
+  uint64_t recovery_timeouts;  /* of those, lost to the recovery timeout */
+} losses_state;
 
-/* A kind of edge log line, printed whatever --quiet says (an operator must see an attack), at
- * most EDGE_LOG_PER_S a second; the rest are counted and said in one line. */
-typedef struct ratelog {
-  uint64_t window;           /* the second (uv_hrtime / 1e9) of the lines being counted */
-  uint32_t in_window;        /* lines printed in it */
-  uint64_t suppressed;       /* lines not printed since the last one that was */
-  uint64_t total_suppressed; /* lines not printed in the whole run */
-} ratelog;
+extern const char *const loss_kind_names[LOSS_KINDS];
+extern const char *const phase_names[LOSS_KINDS];
+void settle_pending_timeout(driver *d, loss_rec *lr);
+void settle_open_losses(driver *d);
+void on_settle(uv_timer_t *t);
+void report_loss(driver *d, const char *id, const tl_loss_reason *reason, detection detected_by,
+                 const char *source);
+void remove_released(driver *d, const char *id);
+bool in_ledger(driver *d, const char *id, tl_executor_state *state);
+void cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss_reason *reason);
+size_t shown_losses(driver *d, const loss_rec ***shown);
+extern const char *const detection_names[DETECTED_N];
+
+/* ---------------------------------------------------------------------------------------------
+ * Jobs (jobs.c): the jobs of the command line and their stages.
+ * ------------------------------------------------------------------------------------------- */
+
+/* One stage of a job: one task set of ntasks tasks of one kind. */
+typedef struct stage {
+  struct job *job;             /* the job it belongs to */
+  char kind[TLC_KIND_MAX + 1]; /* "noop", "sleep:5", ...: the tasks' kind and the binary */
+  uint32_t ntasks;             /* tasks in its task set */
+  tl_taskset_id taskset;       /* as tl_submit gave it; 0 until submitted */
+  uint32_t succeeded;          /* task_ended with TL_END_SUCCESS */
+  uint32_t failed_attempts;    /* task_ended with anything else */
+  uint32_t counted_failures;   /* of those, counted toward max_task_failures */
+  uint32_t killed;             /* of those, ended TL_END_KILLED (--kill-on-job-failure) */
+  uint32_t zombie_finished;    /* attempts that succeeded after taskset_failed (zombie tasks) */
+  bool failed;                 /* taskset_failed arrived */
+  bool released;               /* taskset_released arrived */
+} stage;
+
+/* One job: a chain of stages, each submitted when the one before it succeeded (a tiny DAG
+ * layer). A failed stage fails the job; the stages after it are never submitted. */
+typedef struct job {
+  uint32_t id;              /* from 0: its priority, and its stage ids' high part */
+  stage stages[MAX_STAGES]; /* nstages of them, in order */
+  uint32_t nstages;         /* at least 1 */
+  uint32_t current;         /* the stage submitted last */
+  bool failed;              /* a stage failed, or could not be submitted */
+  bool done;                /* its last task set was released, or it failed */
+} job;
+
+/* A task set's payload: its binary (the kind string), shared by all its launches. */
+typedef struct stage_binary {
+  stage *stage; /* whose task set */
+  size_t len;   /* bytes of the binary: strlen(stage->kind) */
+} stage_binary;
+
+typedef struct jobs_state {
+  job list[MAX_JOBS];   /* the jobs of the command line */
+  size_t njobs;         /* used entries of jobs */
+  bool kill_on_failure; /* --kill-on-job-failure */
+  bool has_crash;       /* some stage runs `crash` tasks: exit 42 is expected */
+  uint64_t total_tasks; /* of every stage of every job */
+} jobs_state;
+
+int submit_stage(driver *d, job *j, uint32_t k);
+void cb_task_ended(void *ud, const tl_task_info *task, const tl_task_end *end);
+void cb_kill_task(void *ud, tl_tid tid, const char *executor_id, bool interrupt,
+                  const char *reason);
+void cb_taskset_failed(void *ud, const tl_taskset_info *ts, const char *reason);
+void cb_taskset_released(void *ud, const tl_taskset_info *ts, void *payload);
+bool cb_taskset_restored(void *ud, const tl_taskset_info *ts, void **payload);
+
+/* ---------------------------------------------------------------------------------------------
+ * Recovery (recovery.c): a run restarted from its record.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct recovery_state {
+  uint32_t launcher_adopted;         /* executors of the crashed run its launcher took back */
+  bool recovered;                    /* this run began from a previous run's record */
+  bool fell_back;                    /* and state was missing or bad */
+  const char *state_file;            /* the file it read: "state", "state.tmp" or "state.prev" */
+  char fell_back_why[STATE_WHY_MAX]; /* why */
+  uint64_t recover_start_ns;         /* uv_hrtime at the restart */
+  uint64_t recover_end_ns;           /* when no executor was RECOVERING any more; 0 until then */
+  uint32_t recovering_at_start;      /* executors RECOVERING after the restore */
+} recovery_state;
+
+void check_recovery(driver *d);
+int recover_state(driver *d, const tl_config *cfg, const tl_callbacks *cb, bool *restored);
+
+/* ---------------------------------------------------------------------------------------------
+ * Scaling (scaling.c): the executors the launcher starts, and dynamic allocation.
+ * ------------------------------------------------------------------------------------------- */
+
+/* One executor the launcher was asked to start, and how it ended. */
+typedef struct exec_rec {
+  char id[TL_ID_MAX]; /* "exec-N": the id it registers with */
+  bool started;       /* ops->start returned 0: its end will be reported */
+  bool ended;         /* on_end came */
+  bool released;      /* dynamic allocation released it: its end is requested, not a loss */
+  bool fault_killed;  /* --kill-executor-after killed it (as the driver) */
+  bool injected;      /* --external-kill-after killed it, as something outside would */
+  bool stopped;       /* --stop-executor-after stopped it (SIGSTOP), not yet resumed */
+  bool forced;        /* still running when the stop grace period ran out: stop_all got it */
+  bool adopted;       /* started by the driver before a crash: its end is not reported here */
+  char handle[LAUNCHER_HANDLE_MAX]; /* its launcher's handle (slurm: the job id), kept in the
+                                       record so that the launcher can take it back after a
+                                       crash (launcher_ops.adopt); "" for none */
+  tl_loss_kind kind;                /* the end: as launcher_end */
+  bool caused_by_app;               /* likewise */
+  int exit_code;                    /* likewise */
+  bool requested;                   /* likewise */
+  char reason[160];                 /* likewise, truncated */
+  char source[64];                  /* likewise, truncated */
+} exec_rec;
+
+typedef struct scaling_state {
+  uv_timer_t alloc_timer; /* dynamic allocation's periodic check */
+  exec_rec *execs;        /* MAX_STARTED records: nexecs asked for, in order */
+  uint32_t nexecs;        /* used entries of execs; execs[0] is exec-1 */
+  uint32_t started;       /* of those, started (ops->start returned 0) */
+  uint32_t released;      /* of those, released by the driver (dynamic allocation) */
+  uint32_t forced;        /* of those, stopped by force after the grace period */
+  uint32_t most_active;   /* the most executors active at once (started, not ended,
+                                        not released) */
+  bool dynamic;           /* on */
+  uint32_t min_executors; /* never release below this many active */
+  uint32_t max_executors; /* never start beyond this many active */
+  uint64_t backlog_ns;    /* tasks pending this long: request more executors */
+  uint64_t idle_ns;       /* an executor that ran nothing this long is released */
+  uint64_t backlog_since; /* uv_hrtime since tasks have been pending; 0: none pend */
+  uint64_t next_request;  /* uv_hrtime of the next request while the backlog lasts */
+  uint32_t to_add;        /* executors the next request adds: 1, 2, 4, ... */
+} scaling_state;
+
+exec_rec *find_exec(driver *d, const char *id);
+uint32_t active_executors(driver *d);
+void check_starved(driver *d);
+void on_end(void *ud, const launcher_end *end);
+uint32_t start_executors(driver *d, uint32_t n);
+void on_alloc_tick(uv_timer_t *t);
+
+/* ---------------------------------------------------------------------------------------------
+ * Offers (offers.c): offer rounds and the LAUNCH frames they make.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct offers_state {
+  uv_idle_t revive;       /* runs an offer round for every executor when revive_offers came */
+  uint64_t launched;      /* launches sent */
+  uint64_t retries;       /* of those, attempts after the first of their task */
+  uint64_t binaries_sent; /* TASKSET_BINARY frames sent */
+  tl_launch *launch_buf;  /* tl_resource_offers' output, launch_cap entries */
+  size_t launch_cap;      /* the most cores an executor has */
+  tlc_launch_item *items; /* a LAUNCH frame's items, launch_cap entries */
+} offers_state;
+
+void offer(driver *d, conn *c);
+void cb_revive_offers(void *ud);
+
+/* ---------------------------------------------------------------------------------------------
+ * The executors' connections (conns.c): their frames read and applied.
+ * ------------------------------------------------------------------------------------------- */
 
 /* What an executor reported last, kept after its connection closes, for the summary. */
 typedef struct exec_report {
@@ -209,309 +476,86 @@ typedef struct recon_rec {
   uint64_t ms;       /* from the restart */
 } recon_rec;
 
-/* One spawned tl-badclient process (--bad-client). */
-typedef struct bad_child {
-  uv_process_t process; /* data is this record */
-  bad_mode mode;
-  bool running;        /* spawned and its handle not yet closed */
-  bool exited;         /* the exit callback ran */
-  int64_t exit_status; /* as the exit callback gave it */
-  int term_signal;     /* likewise */
-} bad_child;
-
-typedef struct driver {
-  uv_loop_t *loop;             /* the one loop */
-  tl_scheduler *s;             /* the ledger */
-  tl_uv *uv;                   /* its libuv driver, until tl_uv_stop */
-  uv_poll_t server;            /* the listening socket's readiness (accept_ready) */
-  int server_fd;               /* the listening socket; -1 once closed */
-  int spare_fd;                /* /dev/null, held to be closed when accept fails for lack of
-                                  descriptors (accept_ready); -1 when none could be opened */
-  metrics_http *metrics;       /* --metrics-port: GET /metrics, until maybe_finish */
-  uv_idle_t revive;            /* runs an offer round for every executor when revive_offers came */
-  uv_timer_t deadline;         /* gives up after --timeout-s */
-  uv_signal_t sigint, sigterm; /* stop the executors and give up */
-  uv_timer_t grace;            /* STOP_GRACE_MS after STOP: stop_all what has not ended */
-  uv_timer_t after_end;        /* runs, off on_end's stack, what an executor's end may lead to */
-  uv_timer_t alloc_timer;      /* dynamic allocation's periodic check */
-  const launcher_ops *ops;     /* --launcher */
-  void *launcher;              /* its state; NULL once closed */
-  launcher_config lcfg;        /* as given to ops->create */
-  char token[2 * TOKEN_BYTES + 1]; /* the shared token, NUL-terminated */
-  const char *executor_path;       /* the tl-executor binary */
-  const char *listen_host;         /* the address listened on (--listen) */
-  const char *connect_host;        /* the address executors connect to (--advertise) */
-  int port;                        /* the port listened on */
-  uint32_t nexecutors;             /* executors to start first (--executors) */
-  uint32_t accept;                 /* --accept: executors started elsewhere to wait for */
-  bool offering;                   /* nexecutors + accept registered: offers are made */
-  uint32_t cores;                  /* cores each registers with */
-  uint32_t queue;                  /* --queue: task slots in the ledger beyond each one's cores */
-  uint64_t heartbeat_ms;           /* the executors' heartbeat period */
-  bool quiet;                      /* no log lines but errors */
-  bool bench;                      /* --bench */
-  job jobs[MAX_JOBS];              /* the jobs of the command line */
-  size_t njobs;                    /* used entries of jobs */
-  exec_rec *execs;                 /* MAX_STARTED records: nexecs asked for, in order */
-  uint32_t nexecs;                 /* used entries of execs; execs[0] is exec-1 */
-  uint32_t started;                /* of those, started (ops->start returned 0) */
-  uint32_t released;               /* of those, released by the driver (dynamic allocation) */
-  uint32_t forced;                 /* of those, stopped by force after the grace period */
-  uint32_t most_active;            /* the most executors active at once (started, not ended,
-                                      not released) */
-  uint32_t active_at_end;          /* active when the jobs ended */
-  /* Lost executors: the records of losses still waiting for their real reason (by id), and
-   * the last LOST_DETAIL_MAX that got one; everything else only counted. */
-  loss_rec *open_losses;                  /* uthash by id; at most one per live executor */
-  loss_rec lost_detail[LOST_DETAIL_MAX];  /* a ring: the last ones that ended */
-  uint64_t lost_ended;                    /* records put in the ring: its next slot mod MAX */
-  uint64_t lost_total;                    /* loss records made (lost executors) */
-  uint64_t lost_by_detection[DETECTED_N]; /* of those, by how the loss began */
-  uint64_t lost_by_kind[LOSS_KINDS];      /* the real reasons that came, by kind */
-  uv_timer_t settle_timer;                /* settle_open_losses every SETTLE_MS */
-  size_t settle_at;                       /* and when open_losses reaches this many */
-  const char *summary_json;               /* --summary-json: the file to write */
-  /* Dynamic allocation (--min-executors/--max-executors): Spark's ExecutorAllocationManager,
-   * simplified; see docs/cluster.md "Dynamic allocation". */
-  bool dynamic;                  /* on */
-  uint32_t min_executors;        /* never release below this many active */
-  uint32_t max_executors;        /* never start beyond this many active */
-  uint64_t backlog_ns;           /* tasks pending this long: request more executors */
-  uint64_t idle_ns;              /* an executor that ran nothing this long is released */
-  uint64_t backlog_since;        /* uv_hrtime since tasks have been pending; 0: none pend */
-  uint64_t next_request;         /* uv_hrtime of the next request while the backlog lasts */
-  uint32_t to_add;               /* executors the next request adds: 1, 2, 4, ... */
-  conn *conns;                   /* open connections */
-  uint32_t registered;           /* executors registered so far */
-  bool stopping;                 /* STOP sent: waiting for the executors to go */
-  bool gave_up;                  /* the deadline or a signal ended the run */
-  bool closed;                   /* everything is closing: no more offers */
-  uint64_t start_ns;             /* when offers began: every expected executor registered */
-  uint64_t end_ns;               /* when the last job's last task set was released */
-  uint64_t refused_updates;      /* tl_status_update errors */
-  uint64_t gone_frames;          /* frames of an executor the ledger removed (TL_EGONE) */
-  uint64_t losses[LOSS_KINDS];   /* reports by kind: first phases and real ones */
-  uint64_t tasks_finished;       /* task_ended with TL_END_SUCCESS, for the fault flags */
-  uint64_t executors_released;   /* executor_lost events for releases (TL_LOSS_DECOMMISSIONED) */
-  uint64_t kill_after;           /* --kill-executor-after N (0: none) */
-  uint64_t stop_after;           /* --stop-executor-after N (0: none) */
-  uint64_t external_kill_after;  /* --external-kill-after N (0: none) */
-  bool expect_failure;           /* --expect-job-failure */
-  uint64_t executors_lost;       /* executor_lost events */
-  uint64_t expect_losses;        /* --expect-losses N: executors lost (UINT64_MAX: any) */
-  uint64_t heartbeat_timeout_ms; /* --heartbeat-timeout-ms */
-  uv_timer_t fault;              /* runs the fault a fault flag asks for */
-  bool fault_armed;              /* its count was reached: act at exec-1's next RUNNING */
-  uv_timer_t resume;             /* SIGCONTs the stopped executor after the heartbeat expiry */
-  uint64_t refused_conns;        /* connections closed for a protocol or registration fault */
-  uint64_t refused_token;        /* of those: REGISTER with a wrong token */
-  uint64_t refused_dup;          /* REGISTER refused by tl_executor_add (TL_EEXIST) */
-  uint64_t refused_timeout;      /* no REGISTER within the registration timeout */
-  uint64_t refused_frame[16];    /* a frame the decoder refused, by -TLC_E* code */
-  uint64_t refused_owner;        /* status updates refused with TL_EOWNER */
-  uint64_t refused_early;        /* a frame before REGISTER */
-  uint64_t refused_second;       /* a second REGISTER */
-  uint64_t refused_unexpected;   /* a message an executor may not send (LAUNCH, KILL, ...) */
-  uint64_t violations;           /* of the refused: registered executors, removed for it */
-  uint64_t register_timeout_ms;  /* --register-timeout-ms */
-  /* The edge (docs/cluster.md "Limits and hardening") */
-  uint32_t max_pending;           /* --max-pending-connections */
-  uint32_t max_conns;             /* --max-connections */
-  uint32_t nconns;                /* connections on conns (closing ones hold a descriptor too) */
-  uint32_t npending;              /* of those, not registered and not closing */
-  bool server_closed;             /* the listening socket is closing: nothing more is accepted */
-  uint64_t evicted_pending;       /* waiting connections closed for a newer one (the oldest) */
-  uint64_t refused_conn_cap;      /* connections refused at once: --max-connections open */
-  uint64_t refused_backoff;       /* connections refused at once: their address must wait */
-  uint64_t accept_emfile;         /* accepts that failed: EMFILE (the process's descriptors) */
-  uint64_t accept_enfile;         /* ENFILE (the system's) */
-  uint64_t accept_other;          /* any other accept error */
-  uint64_t auth_failures;         /* REGISTER frames with a wrong token */
-  uint64_t auth_addresses;        /* addresses (IPv6: /64s) that sent one, first seen */
-  auth_rec *auth;                 /* uthash by key: AUTH_TRACKED_MAX at most */
-  uint32_t nauth;                 /* entries of auth */
-  ratelog log_auth;               /* wrong tokens */
-  ratelog log_refused;            /* connections refused at once (caps, back-off) */
-  ratelog log_accept;             /* accept errors */
-  uint64_t registered_cores;      /* cores of every registration, summed */
-  bad_child bad[MAX_BAD_CLIENTS]; /* --bad-client: nbad of them, spawned once all registered */
-  uint32_t nbad;                  /* --bad-client options */
-  bool bad_spawned;               /* spawn_bad_clients ran */
-  tl_tid exec1_tid;               /* the first tid launched on exec-1: foreign-status's target */
-  size_t max_alive;               /* the most executors ALIVE in the ledger, sampled at each
-                                     refusal and at each bad client's exit */
-  uint64_t frames_in, frames_out; /* frames received and sent */
-  uint64_t launched;              /* launches sent */
-  uint64_t retries;               /* of those, attempts after the first of their task */
-  uint64_t kills_sent;            /* KILL frames sent (kill_task) */
-  bool kill_on_failure;           /* --kill-on-job-failure */
-  bool has_crash;                 /* some stage runs `crash` tasks: exit 42 is expected */
-  /* --progress: a line on stderr every progress_ms while the jobs run */
-  bool progress;                       /* on */
-  bool progress_tty;                   /* stderr is a terminal: rewrite one line */
-  uint64_t progress_ms;                /* its period */
-  uv_timer_t progress_timer;           /* prints it */
-  uint64_t progress_done, progress_ns; /* tasks done and the time at the last line */
-  uint64_t total_tasks;                /* of every stage of every job */
-  uint64_t binaries_sent;              /* TASKSET_BINARY frames sent */
-  uint64_t forgets_sent;               /* FORGET frames sent */
-  uint64_t unforgotten;                /* binaries an executor still held at STOP (a bug) */
-  tl_launch *launch_buf;               /* tl_resource_offers' output, launch_cap entries */
-  size_t launch_cap;                   /* the most cores an executor has */
-  tlc_launch_item *items;              /* a LAUNCH frame's items, launch_cap entries */
-  /* What the last REPORT_DETAIL_MAX registered executors reported, kept after their
-   * connections closed, for the summary; the rest only counted. */
+typedef struct conns_state {
+  uint32_t registered;         /* executors registered so far */
+  uint64_t refused_updates;    /* tl_status_update errors */
+  uint64_t gone_frames;        /* frames of an executor the ledger removed (TL_EGONE) */
+  uint64_t refused_conns;      /* connections closed for a protocol or registration fault */
+  uint64_t refused_token;      /* of those: REGISTER with a wrong token */
+  uint64_t refused_dup;        /* REGISTER refused by tl_executor_add (TL_EEXIST) */
+  uint64_t refused_timeout;    /* no REGISTER within the registration timeout */
+  uint64_t refused_frame[16];  /* a frame the decoder refused, by -TLC_E* code */
+  uint64_t refused_owner;      /* status updates refused with TL_EOWNER */
+  uint64_t refused_early;      /* a frame before REGISTER */
+  uint64_t refused_second;     /* a second REGISTER */
+  uint64_t refused_unexpected; /* a message an executor may not send (LAUNCH, KILL, ...) */
+  uint64_t violations;         /* of the refused: registered executors, removed for it */
+  uint64_t registered_cores;   /* cores of every registration, summed */
+  uint64_t frames_in;          /* frames received */
   exec_report reports[REPORT_DETAIL_MAX]; /* a ring */
   uint64_t nreports;                      /* reports kept: the ring's next slot mod MAX */
-  /* Failover (--state-dir): the state record, written every snapshot_ms, at stage boundaries
-   * and before held launches go out (hold_launches); a run started on a record recovers it. */
-  const char *state_dir;         /* --state-dir; NULL: none */
-  uint64_t snapshot_ms;          /* --snapshot-ms */
-  uv_timer_t state_timer;        /* writes the record */
-  uint8_t *state_body;           /* the last record's body, for a write that only reserves tids */
-  size_t state_len, state_cap;   /* its bytes, and those allocated */
-  uint8_t *state_spare;          /* the next body is encoded here, then swapped with it */
-  size_t state_spare_cap;        /* bytes allocated */
-  uint64_t tid_reserved;         /* no tid above it is sent before a write reserves more */
-  uint64_t tid_max;              /* the highest tid launched */
-  uint64_t state_writes;         /* records written */
-  uint64_t state_reserves;       /* of those, written for a tid reservation with the last body */
-  uint64_t state_busy;           /* writes put off: the ledger had undelivered events */
-  uint64_t state_failed;         /* writes that failed (logged) */
-  uint64_t state_ns;             /* time spent writing, in all */
-  uint64_t synced_sent;          /* SYNCED frames sent */
-  bool launch_early;             /* --launch-before-record: launches are not held for a record */
-  bool crash_after_release;      /* --crash-in-state-write release[+K]:P: the write that holds
-                                    the first release (K more writes after it) kills the driver
-                                    (a test's fault) */
-  uint64_t crash_release_skip;   /* that K */
-  uv_idle_t commit;              /* writes the record that held launches wait for */
-  bool commit_due;               /* some connection holds frames for a record (launches, a
-                                    release's STOP): commit is started */
-  uint64_t commit_since;         /* uv_hrtime of the first launch held since the last record */
-  uint64_t held_now;             /* launches held since the last record */
-  uint64_t held_launches;        /* launches that waited for a record, in all */
-  uint64_t held_rounds;          /* times launches waited (each ended by one record) */
-  uint64_t held_ns, held_max_ns; /* how long they waited: in all, and the longest */
-  uint64_t unrecorded;           /* launches sent without a record: the write failed */
-  uint32_t launcher_adopted;     /* executors of the crashed run its launcher took back */
-  bool recovered;                /* this run began from a previous run's record */
-  bool fell_back;                /* and state was missing or bad */
-  const char *state_file;        /* the file it read: "state", "state.tmp" or "state.prev" */
-  char fell_back_why[STATE_WHY_MAX]; /* why */
-  uint64_t recover_start_ns;         /* uv_hrtime at the restart */
-  uint64_t recover_end_ns;           /* when no executor was RECOVERING any more; 0 until then */
-  uint64_t recovered_elapsed;        /* ns the run had been offering before the crash */
-  uint32_t recovering_at_start;      /* executors RECOVERING after the restore */
-  uint64_t recovery_timeouts;        /* of those, lost to the recovery timeout */
-  uint64_t reconciled;               /* RECONCILE frames of recovering executors */
-  uint64_t reconciled_tids;          /* tids they named */
-  uint64_t reconcile_unknown;        /* of those, unknown to the restored ledger: KILL sent */
-  uint64_t reconcile_lost;           /* attempts held on them they did not name: run again */
-  uint64_t stray_reconciles;         /* RECONCILE from an executor that was not recovering */
-  uint64_t stray_kills;              /* its tids, each sent a KILL */
-  uint64_t resent_unknown;           /* updates of reconciled executors for tids the restored ledger
-                                        did not hold (their ends, held and sent again): not refusals */
+  uint64_t reconciled;                    /* RECONCILE frames of recovering executors */
+  uint64_t reconciled_tids;               /* tids they named */
+  uint64_t reconcile_unknown;             /* of those, unknown to the restored ledger: KILL sent */
+  uint64_t reconcile_lost;                /* attempts held on them they did not name: run again */
+  uint64_t stray_reconciles;              /* RECONCILE from an executor that was not recovering */
+  uint64_t stray_kills;                   /* its tids, each sent a KILL */
+  uint64_t
+      resent_unknown; /* updates of reconciled executors for tids the restored ledger
+                                   did not hold (their ends, held and sent again): not refusals */
   recon_rec recons[REPORT_DETAIL_MAX]; /* the first REPORT_DETAIL_MAX reconciliations */
   uint8_t read_buf[READ_CHUNK];        /* every connection's reads: each is decoded at once */
-} driver;
+} conns_state;
 
-/* A connection, for a log line: "of ID (PEER)" once it registered, "from PEER" before (the id
- * escaped). buf holds CONN_NAME_MAX bytes. */
-#define CONN_NAME_MAX (ESC_MAX + sizeof(((conn *)0)->peer) + 8)
-
-/* log.c */
-void logf_(driver *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-const char *esc(char *buf, const char *s);
-bool edge_log_ok(ratelog *r, const char *what);
-void copy_text(char *dst, size_t len, const char *src);
-
-/* link.c */
-void on_conn_handle_closed(uv_handle_t *h);
-const char *conn_name(const conn *c, char *buf);
-void send_out(conn *c);
-void encode(conn *c, const tlc_msg *msg);
-void send_stop(conn *c, const char *reason);
-
-/* auth.c */
-bool token_matches(const char *expected, tlc_view got);
-void auth_key(const struct sockaddr_storage *sa, uint8_t key[16]);
-auth_rec *auth_find(driver *d, const uint8_t key[16], uint64_t now);
-void auth_failed(driver *d, conn *c);
-void make_token(driver *d, const char *token_file);
-
-/* record.c */
-int write_state(driver *d, bool fresh);
-bool hold_for_record(driver *d, conn *c);
-void hold_launches(driver *d, conn *c, size_t n);
-void release_held(driver *d);
-void on_state_timer(uv_timer_t *t);
-void state_due(driver *d);
-void reserve_tids(driver *d, uint64_t max);
-int read_state_body(driver *d, const state_record *rec, const uint8_t **snap, size_t *snap_len);
-void remove_state(driver *d);
-
-/* faults.c */
-void sample_alive(driver *d);
-void kill_bad_clients(driver *d);
-void spawn_bad_clients(driver *d);
-void on_resume(uv_timer_t *t);
-void on_fault(uv_timer_t *t);
-void inject_faults(driver *d);
-bool bad_clients_verdict(const driver *d);
-
-/* losses.c */
-extern const char *const loss_kind_names[LOSS_KINDS];
-extern const char *const phase_names[LOSS_KINDS];
-void settle_pending_timeout(driver *d, loss_rec *lr);
-void settle_open_losses(driver *d);
-void on_settle(uv_timer_t *t);
-void report_loss(driver *d, const char *id, const tl_loss_reason *reason, detection detected_by,
-                 const char *source);
-void remove_released(driver *d, const char *id);
-bool in_ledger(driver *d, const char *id, tl_executor_state *state);
-void cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss_reason *reason);
-size_t shown_losses(driver *d, const loss_rec ***shown);
-extern const char *const detection_names[DETECTED_N];
-
-/* jobs.c */
-int submit_stage(driver *d, job *j, uint32_t k);
-void cb_task_ended(void *ud, const tl_task_info *task, const tl_task_end *end);
-void cb_kill_task(void *ud, tl_tid tid, const char *executor_id, bool interrupt,
-                  const char *reason);
-void cb_taskset_failed(void *ud, const tl_taskset_info *ts, const char *reason);
-void cb_taskset_released(void *ud, const tl_taskset_info *ts, void *payload);
-bool cb_taskset_restored(void *ud, const tl_taskset_info *ts, void **payload);
-
-/* recovery.c */
-void check_recovery(driver *d);
-int recover_state(driver *d, const tl_config *cfg, const tl_callbacks *cb, bool *restored);
-
-/* scaling.c */
-exec_rec *find_exec(driver *d, const char *id);
-uint32_t active_executors(driver *d);
-void check_starved(driver *d);
-void on_end(void *ud, const launcher_end *end);
-uint32_t start_executors(driver *d, uint32_t n);
-void on_alloc_tick(uv_timer_t *t);
-
-/* offers.c */
-void offer(driver *d, conn *c);
-void cb_revive_offers(void *ud);
-
-/* conns.c */
 void close_conn(conn *c, const char *why);
 void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 void on_register_timeout(uv_timer_t *t);
 
-/* edge.c */
+/* ---------------------------------------------------------------------------------------------
+ * The edge (edge.c): listening, accepting, the limits, /metrics.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct edge_state {
+  uv_poll_t server;             /* the listening socket's readiness (accept_ready) */
+  int server_fd;                /* the listening socket; -1 once closed */
+  int spare_fd;                 /* /dev/null, held to be closed when accept fails for lack of
+                                                  descriptors (accept_ready); -1 when none could be opened */
+  metrics_http *metrics;        /* --metrics-port: GET /metrics, until maybe_finish */
+  const char *listen_host;      /* the address listened on (--listen) */
+  const char *connect_host;     /* the address executors connect to (--advertise) */
+  int port;                     /* the port listened on */
+  uint64_t register_timeout_ms; /* --register-timeout-ms */
+  uint32_t max_pending;         /* --max-pending-connections */
+  uint32_t max_conns;           /* --max-connections */
+  bool server_closed;           /* the listening socket is closing: nothing more is accepted */
+  uint64_t evicted_pending;     /* waiting connections closed for a newer one (the oldest) */
+  uint64_t refused_conn_cap;    /* connections refused at once: --max-connections open */
+  uint64_t refused_backoff;     /* connections refused at once: their address must wait */
+  uint64_t accept_emfile;       /* accepts that failed: EMFILE (the process's descriptors) */
+  uint64_t accept_enfile;       /* ENFILE (the system's) */
+  uint64_t accept_other;        /* any other accept error */
+} edge_state;
+
 void close_server(driver *d);
 void warn_nofile(const driver *d);
 int listen_on(driver *d, const char *host, const char *advertise, bool *is_v6);
 int start_metrics(driver *d, int metrics_port, bool v6);
 
-/* summary.c */
+/* ---------------------------------------------------------------------------------------------
+ * The summary (summary.c): the progress line and what the run says at its end.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct summary_state {
+  const char *summary_json;  /* --summary-json: the file to write */
+  bool progress;             /* on */
+  bool progress_tty;         /* stderr is a terminal: rewrite one line */
+  uint64_t progress_ms;      /* its period */
+  uv_timer_t progress_timer; /* prints it */
+  uint64_t progress_done;    /* tasks done at the last line */
+  uint64_t progress_ns;      /* the time of the last line */
+} summary_state;
+
 void print_recovery(const driver *d);
 void on_progress(uv_timer_t *t);
 void end_progress(driver *d);
@@ -524,10 +568,63 @@ void print_losses(driver *d, const tl_stats *st);
 void print_edge(const driver *d);
 void print_ledger(const driver *d, const tl_stats *st, int check, const char *why);
 
-/* driver.c */
+/* ---------------------------------------------------------------------------------------------
+ * The run (driver.c): the loop, the ledger, the launcher, and where the run is.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct run_state {
+  uv_loop_t *loop;               /* the one loop */
+  tl_scheduler *s;               /* the ledger */
+  tl_uv *uv;                     /* its libuv driver, until tl_uv_stop */
+  uv_timer_t deadline;           /* gives up after --timeout-s */
+  uv_signal_t sigint;            /* SIGINT: stop the executors and give up */
+  uv_signal_t sigterm;           /* SIGTERM: likewise */
+  uv_timer_t grace;              /* STOP_GRACE_MS after STOP: stop_all what has not ended */
+  uv_timer_t after_end;          /* runs, off on_end's stack, what an executor's end may lead to */
+  const launcher_ops *ops;       /* --launcher */
+  void *launcher;                /* its state; NULL once closed */
+  launcher_config lcfg;          /* as given to ops->create */
+  const char *executor_path;     /* the tl-executor binary */
+  uint32_t nexecutors;           /* executors to start first (--executors) */
+  uint32_t accept;               /* --accept: executors started elsewhere to wait for */
+  bool offering;                 /* nexecutors + accept registered: offers are made */
+  uint32_t cores;                /* cores each registers with */
+  uint32_t queue;                /* --queue: task slots in the ledger beyond each one's cores */
+  uint64_t heartbeat_ms;         /* the executors' heartbeat period */
+  bool bench;                    /* --bench */
+  uint32_t active_at_end;        /* active when the jobs ended */
+  bool stopping;                 /* STOP sent: waiting for the executors to go */
+  bool gave_up;                  /* the deadline or a signal ended the run */
+  bool closed;                   /* everything is closing: no more offers */
+  uint64_t start_ns;             /* when offers began: every expected executor registered */
+  uint64_t end_ns;               /* when the last job's last task set was released */
+  bool expect_failure;           /* --expect-job-failure */
+  uint64_t expect_losses;        /* --expect-losses N: executors lost (UINT64_MAX: any) */
+  uint64_t heartbeat_timeout_ms; /* --heartbeat-timeout-ms */
+  uint64_t unforgotten;          /* binaries an executor still held at STOP (a bug) */
+} run_state;
+
 void on_after_end(uv_timer_t *t);
 void maybe_finish(driver *d);
 void begin_stop(driver *d);
 void give_up(driver *d, const char *why);
+
+/* The driver: one record per file above, each written by its file. */
+struct driver {
+  log_state log;
+  link_state link;
+  auth_state auth;
+  record_state record;
+  faults_state faults;
+  losses_state losses;
+  jobs_state jobs;
+  recovery_state recovery;
+  scaling_state scaling;
+  offers_state offers;
+  conns_state conns;
+  edge_state edge;
+  summary_state summary;
+  run_state run;
+};
 
 #endif /* TLC_DRIVER_H */

@@ -38,7 +38,7 @@ static void name_peer(conn *c) {
 static void refuse_at_accept(conn *c, uint64_t *counter, const char *why) {
   driver *d = c->d;
   (*counter)++;
-  if (edge_log_ok(&d->log_refused, "refused-connection lines"))
+  if (edge_log_ok(&d->log.refused, "refused-connection lines"))
     fprintf(stderr, "tl-driver: connection from %s refused: %s\n", c->peer, why);
   close_conn(c, NULL);
 }
@@ -46,7 +46,7 @@ static void refuse_at_accept(conn *c, uint64_t *counter, const char *why) {
 /* The oldest connection still waiting for its REGISTER (the list is newest first). */
 static conn *oldest_pending(driver *d, conn *except) {
   conn *oldest = NULL;
-  for (conn *o = d->conns; o; o = o->next)
+  for (conn *o = d->link.list; o; o = o->next)
     if (o != except && !o->registered && !o->closing)
       oldest = o;
   return oldest;
@@ -59,23 +59,23 @@ static conn *oldest_pending(driver *d, conn *except) {
  * the loop. Without a spare (only a start already out of descriptors leaves none) the
  * level-triggered poll comes back at once until descriptors are freed. */
 static void accept_failed(driver *d, int err) {
-  uint64_t *n = err == UV_EMFILE   ? &d->accept_emfile
-                : err == UV_ENFILE ? &d->accept_enfile
-                                   : &d->accept_other;
+  uint64_t *n = err == UV_EMFILE   ? &d->edge.accept_emfile
+                : err == UV_ENFILE ? &d->edge.accept_enfile
+                                   : &d->edge.accept_other;
   (*n)++;
-  if (edge_log_ok(&d->log_accept, "accept-error lines"))
+  if (edge_log_ok(&d->log.accept, "accept-error lines"))
     fprintf(stderr, "tl-driver: accept: %s (%s)%s; a connection was refused (%" PRIu64 " so far)\n",
             uv_strerror(err), uv_err_name(err),
             err == UV_EMFILE   ? ": the open-file limit (ulimit -n) is reached"
             : err == UV_ENFILE ? ": the system's file table is full"
                                : "",
             *n);
-  if ((err == UV_EMFILE || err == UV_ENFILE) && d->spare_fd >= 0) {
-    close(d->spare_fd);
-    int fd = accept(d->server_fd, NULL, NULL);
+  if ((err == UV_EMFILE || err == UV_ENFILE) && d->edge.spare_fd >= 0) {
+    close(d->edge.spare_fd);
+    int fd = accept(d->edge.server_fd, NULL, NULL);
     if (fd >= 0)
       close(fd);
-    d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    d->edge.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   }
 }
 
@@ -88,8 +88,8 @@ static void accept_ready(uv_poll_t *p, int status, int events) {
     accept_failed(d, status);
     return;
   }
-  for (int i = 0; i < ACCEPT_BATCH && !d->server_closed; i++) {
-    int fd = accept(d->server_fd, NULL, NULL); /* uv_tcp_open makes it non-blocking */
+  for (int i = 0; i < ACCEPT_BATCH && !d->edge.server_closed; i++) {
+    int fd = accept(d->edge.server_fd, NULL, NULL); /* uv_tcp_open makes it non-blocking */
     if (fd >= 0)
       fcntl(fd, F_SETFD, FD_CLOEXEC); /* executors spawned later must not inherit it */
     if (fd < 0) {
@@ -118,15 +118,15 @@ static void on_connection(driver *d, int fd) {
   c->d = d;
   tlc_decoder_init(&c->decoder, TLC_REGISTER_FRAME_MAX);
   tlc_buf_init(&c->out);
-  uv_tcp_init(d->loop, &c->tcp);
-  uv_timer_init(d->loop, &c->register_timer);
+  uv_tcp_init(d->run.loop, &c->tcp);
+  uv_timer_init(d->run.loop, &c->register_timer);
   c->tcp.data = c;
   c->register_timer.data = c;
   c->handles_open = 2;
-  c->next = d->conns;
-  d->conns = c;
-  d->nconns++;
-  d->npending++;
+  c->next = d->link.list;
+  d->link.list = c;
+  d->link.nconns++;
+  d->link.npending++;
   snprintf(c->peer, sizeof c->peer, "an unaccepted connection");
   if (uv_tcp_open(&c->tcp, fd) < 0) {
     close(fd);
@@ -137,44 +137,44 @@ static void on_connection(driver *d, int fd) {
   uint64_t now = uv_hrtime();
   auth_rec *a = auth_find(d, c->addr_key, now);
   if (a && now < a->wait_until) {
-    refuse_at_accept(c, &d->refused_backoff, "its address sent wrong tokens and must wait");
+    refuse_at_accept(c, &d->edge.refused_backoff, "its address sent wrong tokens and must wait");
     return;
   }
-  if (d->nconns > d->max_conns) {
-    refuse_at_accept(c, &d->refused_conn_cap, "--max-connections are open");
+  if (d->link.nconns > d->edge.max_conns) {
+    refuse_at_accept(c, &d->edge.refused_conn_cap, "--max-connections are open");
     return;
   }
-  if (d->npending > d->max_pending) {
+  if (d->link.npending > d->edge.max_pending) {
     conn *oldest = oldest_pending(d, c);
-    d->evicted_pending++;
-    if (edge_log_ok(&d->log_refused, "refused-connection lines"))
+    d->edge.evicted_pending++;
+    if (edge_log_ok(&d->log.refused, "refused-connection lines"))
       fprintf(stderr,
               "tl-driver: connection from %s closed: --max-pending-connections (%" PRIu32
               ") wait for REGISTER and it waited longest\n",
-              oldest->peer, d->max_pending);
+              oldest->peer, d->edge.max_pending);
     close_conn(oldest, NULL);
   }
   uv_tcp_nodelay(&c->tcp, 1);
-  uv_timer_start(&c->register_timer, on_register_timeout, d->register_timeout_ms, 0);
+  uv_timer_start(&c->register_timer, on_register_timeout, d->edge.register_timeout_ms, 0);
   uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
 static void on_server_closed(uv_handle_t *h) {
   driver *d = h->data;
-  close(d->server_fd); /* after the poll is off the loop's epoll set */
-  d->server_fd = -1;
-  if (d->spare_fd >= 0)
-    close(d->spare_fd);
-  d->spare_fd = -1;
+  close(d->edge.server_fd); /* after the poll is off the loop's epoll set */
+  d->edge.server_fd = -1;
+  if (d->edge.spare_fd >= 0)
+    close(d->edge.spare_fd);
+  d->edge.spare_fd = -1;
 }
 
 /* Closes the listening socket (once): from then on a connection attempt is refused by the
  * kernel, so no flood of new connections can hold the driver's end back. */
 void close_server(driver *d) {
-  if (d->server_closed)
+  if (d->edge.server_closed)
     return;
-  d->server_closed = true;
-  uv_close((uv_handle_t *)&d->server, on_server_closed);
+  d->edge.server_closed = true;
+  uv_close((uv_handle_t *)&d->edge.server, on_server_closed);
 }
 
 /* The driver's own metrics after the ledger's on /metrics (Prometheus text 0.0.4): the edge's
@@ -198,26 +198,26 @@ static int metrics_extra(void *ud, char *buf, size_t cap) {
   PUT("# HELP taskledger_driver_" name " " help "\n# TYPE taskledger_driver_" name                 \
       " gauge\ntaskledger_driver_" name " %" PRIu64 "\n",                                          \
       (uint64_t)(value))
-  GAUGE("connections", "Connections open, registered or not.", d->nconns);
-  GAUGE("connections_pending", "Connections waiting for their REGISTER.", d->npending);
-  COUNTER("auth_failures_total", "REGISTER frames with a wrong token.", d->auth_failures);
+  GAUGE("connections", "Connections open, registered or not.", d->link.nconns);
+  GAUGE("connections_pending", "Connections waiting for their REGISTER.", d->link.npending);
+  COUNTER("auth_failures_total", "REGISTER frames with a wrong token.", d->auth.auth_failures);
   COUNTER("auth_addresses_total", "Addresses (IPv6: /64s) that sent a wrong token.",
-          d->auth_addresses);
+          d->auth.auth_addresses);
   COUNTER("refused_backoff_total", "Connections refused at once: their address must wait.",
-          d->refused_backoff);
+          d->edge.refused_backoff);
   COUNTER("refused_connection_cap_total", "Connections refused at once: --max-connections open.",
-          d->refused_conn_cap);
+          d->edge.refused_conn_cap);
   COUNTER("evicted_pending_total",
           "Waiting connections closed for a newer one over --max-pending-connections.",
-          d->evicted_pending);
+          d->edge.evicted_pending);
   COUNTER("refused_connections_total", "Connections closed for a protocol or registration fault.",
-          d->refused_conns);
+          d->conns.refused_conns);
   PUT("# HELP taskledger_driver_accept_errors_total Accepts that failed, by error.\n"
       "# TYPE taskledger_driver_accept_errors_total counter\n"
       "taskledger_driver_accept_errors_total{error=\"EMFILE\"} %" PRIu64 "\n"
       "taskledger_driver_accept_errors_total{error=\"ENFILE\"} %" PRIu64 "\n"
       "taskledger_driver_accept_errors_total{error=\"other\"} %" PRIu64 "\n",
-      d->accept_emfile, d->accept_enfile, d->accept_other);
+      d->edge.accept_emfile, d->edge.accept_enfile, d->edge.accept_other);
 #undef GAUGE
 #undef COUNTER
 #undef PUT
@@ -229,64 +229,64 @@ static int metrics_extra(void *ud, char *buf, size_t cap) {
 void warn_nofile(const driver *d) {
   struct rlimit nofile;
   if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
-      nofile.rlim_cur < (rlim_t)d->max_conns + FD_HEADROOM)
+      nofile.rlim_cur < (rlim_t)d->edge.max_conns + FD_HEADROOM)
     fprintf(stderr,
             "tl-driver: the open-file limit (ulimit -n) is %ju, below --max-connections %" PRIu32
             " + %d: connections past it will be refused with EMFILE\n",
-            (uintmax_t)nofile.rlim_cur, d->max_conns, FD_HEADROOM);
+            (uintmax_t)nofile.rlim_cur, d->edge.max_conns, FD_HEADROOM);
 }
 
-/* Listens on host (--listen, an IPv4 or IPv6 address: *is_v6 says which) and d->port, and prints
- * the address. Executors are told to connect to advertise, else to host, or to the loopback
+/* Listens on host (--listen, an IPv4 or IPv6 address: *is_v6 says which) and d->edge.port, and
+ * prints the address. Executors are told to connect to advertise, else to host, or to the loopback
  * address of its family when it is the wildcard. Returns 0, or the exit status: 2 for an address
  * that is neither, 1 when it cannot listen. */
 int listen_on(driver *d, const char *host, const char *advertise, bool *is_v6) {
   struct sockaddr_storage addr;
   bool v6 = false;
-  if (uv_ip4_addr(host, d->port, (struct sockaddr_in *)&addr) != 0) {
-    if (uv_ip6_addr(host, d->port, (struct sockaddr_in6 *)&addr) != 0) {
+  if (uv_ip4_addr(host, d->edge.port, (struct sockaddr_in *)&addr) != 0) {
+    if (uv_ip6_addr(host, d->edge.port, (struct sockaddr_in6 *)&addr) != 0) {
       fprintf(stderr, "tl-driver: --listen %s is not an IPv4 or IPv6 address\n", host);
       return 2;
     }
     v6 = true;
   }
   *is_v6 = v6;
-  d->listen_host = host;
-  d->connect_host = advertise                  ? advertise
-                    : !strcmp(host, "0.0.0.0") ? "127.0.0.1"
-                    : !strcmp(host, "::")      ? "::1"
-                                               : host;
+  d->edge.listen_host = host;
+  d->edge.connect_host = advertise                  ? advertise
+                         : !strcmp(host, "0.0.0.0") ? "127.0.0.1"
+                         : !strcmp(host, "::")      ? "::1"
+                                                    : host;
   /* The listening socket is the driver's own, watched with a uv_poll_t, so that an accept that
    * fails reaches accept_failed (libuv's uv_listen hides EMFILE). Set up as uv_tcp_bind would:
    * SO_REUSEADDR, dual-stack for "::". */
   int rc = 0;
-  d->server_fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+  d->edge.server_fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
   int on = 1, off = 0;
-  if (d->server_fd < 0 || fcntl(d->server_fd, F_SETFD, FD_CLOEXEC) != 0 ||
-      fcntl(d->server_fd, F_SETFL, fcntl(d->server_fd, F_GETFL) | O_NONBLOCK) != 0 ||
-      setsockopt(d->server_fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
-      (v6 && setsockopt(d->server_fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off) != 0) ||
-      bind(d->server_fd, (const struct sockaddr *)&addr,
+  if (d->edge.server_fd < 0 || fcntl(d->edge.server_fd, F_SETFD, FD_CLOEXEC) != 0 ||
+      fcntl(d->edge.server_fd, F_SETFL, fcntl(d->edge.server_fd, F_GETFL) | O_NONBLOCK) != 0 ||
+      setsockopt(d->edge.server_fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
+      (v6 && setsockopt(d->edge.server_fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off) != 0) ||
+      bind(d->edge.server_fd, (const struct sockaddr *)&addr,
            v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in)) != 0 ||
-      listen(d->server_fd, LISTEN_BACKLOG) != 0)
+      listen(d->edge.server_fd, LISTEN_BACKLOG) != 0)
     rc = -errno;
   if (rc == 0)
-    rc = uv_poll_init_socket(d->loop, &d->server, d->server_fd);
+    rc = uv_poll_init_socket(d->run.loop, &d->edge.server, d->edge.server_fd);
   if (rc == 0) {
-    d->server.data = d;
-    rc = uv_poll_start(&d->server, UV_READABLE, accept_ready);
+    d->edge.server.data = d;
+    rc = uv_poll_start(&d->edge.server, UV_READABLE, accept_ready);
   }
   if (rc < 0) {
-    fprintf(stderr, "tl-driver: listen on %s port %d: %s\n", host, d->port, uv_strerror(rc));
+    fprintf(stderr, "tl-driver: listen on %s port %d: %s\n", host, d->edge.port, uv_strerror(rc));
     return 1;
   }
-  d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  d->edge.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   struct sockaddr_storage bound;
   socklen_t blen = sizeof bound;
-  getsockname(d->server_fd, (struct sockaddr *)&bound, &blen);
-  d->port = v6 ? ntohs(((struct sockaddr_in6 *)&bound)->sin6_port)
-               : ntohs(((struct sockaddr_in *)&bound)->sin_port);
-  printf(v6 ? "listening on [%s]:%d\n" : "listening on %s:%d\n", host, d->port);
+  getsockname(d->edge.server_fd, (struct sockaddr *)&bound, &blen);
+  d->edge.port = v6 ? ntohs(((struct sockaddr_in6 *)&bound)->sin6_port)
+                    : ntohs(((struct sockaddr_in *)&bound)->sin_port);
+  printf(v6 ? "listening on [%s]:%d\n" : "listening on %s:%d\n", host, d->edge.port);
   fflush(stdout);
   return 0;
 }
@@ -294,13 +294,13 @@ int listen_on(driver *d, const char *host, const char *advertise, bool *is_v6) {
 /* --metrics-port: GET /metrics on the --listen address (an IPv6 one when v6). Returns 0, or 1
  * when it cannot start. */
 int start_metrics(driver *d, int metrics_port, bool v6) {
-  const char *host = d->listen_host;
-  int rc = metrics_http_start(d->loop, host, metrics_port, d->s, &d->metrics);
+  const char *host = d->edge.listen_host;
+  int rc = metrics_http_start(d->run.loop, host, metrics_port, d->run.s, &d->edge.metrics);
   if (rc < 0) {
     fprintf(stderr, "tl-driver: metrics on %s port %d: %s\n", host, metrics_port, uv_strerror(rc));
     return 1;
   }
-  metrics_http_set_extra(d->metrics, metrics_extra, d);
+  metrics_http_set_extra(d->edge.metrics, metrics_extra, d);
   printf(v6 ? "metrics on [%s]:%d\n" : "metrics on %s:%d\n", host, rc);
   fflush(stdout);
   return 0;

@@ -9,15 +9,16 @@
 /* Samples the ledger's ALIVE executors, for the bad-client test. */
 void sample_alive(driver *d) {
   tl_stats st;
-  tl_stats_get(d->s, &st);
-  if (st.executors_alive > d->max_alive)
-    d->max_alive = st.executors_alive;
+  tl_stats_get(d->run.s, &st);
+  if (st.executors_alive > d->faults.max_alive)
+    d->faults.max_alive = st.executors_alive;
 }
 
 void kill_bad_clients(driver *d) {
-  for (uint32_t i = 0; i < d->nbad; i++)
-    if (d->bad[i].running && !d->bad[i].exited && !uv_is_closing((uv_handle_t *)&d->bad[i].process))
-      uv_process_kill(&d->bad[i].process, SIGKILL);
+  for (uint32_t i = 0; i < d->faults.nbad; i++)
+    if (d->faults.bad[i].running && !d->faults.bad[i].exited &&
+        !uv_is_closing((uv_handle_t *)&d->faults.bad[i].process))
+      uv_process_kill(&d->faults.bad[i].process, SIGKILL);
 }
 
 static void on_bad_closed(uv_handle_t *h) {
@@ -32,7 +33,7 @@ static void on_bad_exit(uv_process_t *p, int64_t exit_status, int term_signal) {
   b->exited = true;
   b->exit_status = exit_status;
   b->term_signal = term_signal;
-  if (!d->stopping)
+  if (!d->run.stopping)
     sample_alive(d);
   logf_(d, "bad client %s exited: status %" PRId64 ", signal %d", bad_mode_names[b->mode],
         exit_status, term_signal);
@@ -43,26 +44,26 @@ static void on_bad_exit(uv_process_t *p, int64_t exit_status, int term_signal) {
  * binary once per option, with the port, the mode and what the mode needs (exec-1's id, a tid
  * running on exec-1); the token is in the environment they inherit. */
 void spawn_bad_clients(driver *d) {
-  if (d->bad_spawned || d->nbad == 0)
+  if (d->faults.bad_spawned || d->faults.nbad == 0)
     return;
-  d->bad_spawned = true;
+  d->faults.bad_spawned = true;
   char path[4096];
-  const char *slash = strrchr(d->executor_path, '/');
-  size_t dir = slash ? (size_t)(slash - d->executor_path) + 1 : 0;
+  const char *slash = strrchr(d->run.executor_path, '/');
+  size_t dir = slash ? (size_t)(slash - d->run.executor_path) + 1 : 0;
   if (dir + sizeof "tl-badclient" > sizeof path) {
     give_up(d, "the executor's path is too long");
     return;
   }
-  memcpy(path, d->executor_path, dir);
+  memcpy(path, d->run.executor_path, dir);
   strcpy(path + dir, "tl-badclient");
   char port[16], tid[24];
-  snprintf(port, sizeof port, "%d", d->port);
-  snprintf(tid, sizeof tid, "%" PRIu64, d->exec1_tid);
-  for (uint32_t i = 0; i < d->nbad; i++) {
-    bad_child *b = &d->bad[i];
+  snprintf(port, sizeof port, "%d", d->edge.port);
+  snprintf(tid, sizeof tid, "%" PRIu64, d->faults.exec1_tid);
+  for (uint32_t i = 0; i < d->faults.nbad; i++) {
+    bad_child *b = &d->faults.bad[i];
     char *args[] = {path, "--port", port, (char *)bad_mode_names[b->mode], NULL, NULL};
     if (b->mode == BAD_DUPLICATE_ID)
-      args[4] = d->execs[0].id;
+      args[4] = d->scaling.execs[0].id;
     else if (b->mode == BAD_FOREIGN_STATUS)
       args[4] = tid;
     uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE},
@@ -71,7 +72,7 @@ void spawn_bad_clients(driver *d) {
     uv_process_options_t opt = {
         .exit_cb = on_bad_exit, .file = path, .args = args, .stdio_count = 3, .stdio = stdio};
     b->process.data = b;
-    int rc = uv_spawn(d->loop, &b->process, &opt);
+    int rc = uv_spawn(d->run.loop, &b->process, &opt);
     if (rc < 0) {
       fprintf(stderr, "tl-driver: spawn %s: %s\n", path, uv_strerror(rc));
       give_up(d, "could not spawn a bad client");
@@ -84,12 +85,12 @@ void spawn_bad_clients(driver *d) {
 
 void on_resume(uv_timer_t *t) {
   driver *d = t->data;
-  exec_rec *e = &d->execs[0];
+  exec_rec *e = &d->scaling.execs[0];
   if (e->stopped) {
     e->stopped = false;
     logf_(d, "resuming %s (SIGCONT)", e->id);
-    if (e->started && !e->ended && d->launcher)
-      d->ops->signal(d->launcher, e->id, SIGCONT, false);
+    if (e->started && !e->ended && d->run.launcher)
+      d->run.ops->signal(d->run.launcher, e->id, SIGCONT, false);
   }
 }
 
@@ -101,39 +102,39 @@ void on_resume(uv_timer_t *t) {
  * operator) would make it, TL_LOSS_EXITED with exit code 137, caused by the app. */
 void on_fault(uv_timer_t *t) {
   driver *d = t->data;
-  exec_rec *e = &d->execs[0];
-  if (!d->fault_armed)
+  exec_rec *e = &d->scaling.execs[0];
+  if (!d->faults.fault_armed)
     return;
-  d->fault_armed = false;
-  uv_timer_stop(&d->fault);
-  if (d->closed || d->stopping || !d->launcher || !e->started || e->ended)
+  d->faults.fault_armed = false;
+  uv_timer_stop(&d->faults.fault);
+  if (d->run.closed || d->run.stopping || !d->run.launcher || !e->started || e->ended)
     return;
   int rc = 0;
-  if (d->kill_after) {
+  if (d->faults.kill_after) {
     logf_(d, "killing %s (SIGKILL)", e->id);
     e->fault_killed = true;
-    rc = d->ops->signal(d->launcher, e->id, SIGKILL, true);
-  } else if (d->external_kill_after) {
+    rc = d->run.ops->signal(d->run.launcher, e->id, SIGKILL, true);
+  } else if (d->faults.external_kill_after) {
     logf_(d, "killing %s (SIGKILL) as from outside the driver", e->id);
     e->injected = true;
-    rc = d->ops->signal(d->launcher, e->id, SIGKILL, false);
-  } else if (d->stop_after) {
+    rc = d->run.ops->signal(d->run.launcher, e->id, SIGKILL, false);
+  } else if (d->faults.stop_after) {
     logf_(d, "stopping %s (SIGSTOP)", e->id);
     e->stopped = true;
-    rc = d->ops->signal(d->launcher, e->id, SIGSTOP, false);
+    rc = d->run.ops->signal(d->run.launcher, e->id, SIGSTOP, false);
   }
   if (rc < 0)
     fprintf(stderr, "tl-driver: the fault on %s: %s\n", e->id, uv_strerror(rc));
 }
 
 void inject_faults(driver *d) {
-  uint64_t n = d->kill_after            ? d->kill_after
-               : d->external_kill_after ? d->external_kill_after
-                                        : d->stop_after;
-  if (n && d->tasks_finished == n) {
+  uint64_t n = d->faults.kill_after            ? d->faults.kill_after
+               : d->faults.external_kill_after ? d->faults.external_kill_after
+                                               : d->faults.stop_after;
+  if (n && d->faults.tasks_finished == n) {
     logf_(d, "%" PRIu64 " tasks finished: injecting the fault", n);
-    d->fault_armed = true;
-    uv_timer_start(&d->fault, on_fault, FAULT_DELAY_MS, 0);
+    d->faults.fault_armed = true;
+    uv_timer_start(&d->faults.fault, on_fault, FAULT_DELAY_MS, 0);
   }
 }
 
@@ -142,28 +143,29 @@ void inject_faults(driver *d) {
 bool bad_clients_verdict(const driver *d) {
   uint64_t want[BAD_NMODES] = {0};
   uint32_t clean_exits = 0;
-  for (uint32_t i = 0; i < d->nbad; i++) {
-    want[d->bad[i].mode]++;
-    clean_exits += d->bad[i].exited && d->bad[i].exit_status == 0 && d->bad[i].term_signal == 0;
+  for (uint32_t i = 0; i < d->faults.nbad; i++) {
+    want[d->faults.bad[i].mode]++;
+    clean_exits += d->faults.bad[i].exited && d->faults.bad[i].exit_status == 0 &&
+                   d->faults.bad[i].term_signal == 0;
   }
-  uint64_t got[BAD_NMODES] = {d->refused_token,
-                              d->refused_frame[-TLC_EVERSION],
-                              d->refused_frame[-TLC_ETOOBIG],
-                              d->refused_dup,
-                              d->refused_owner,
-                              d->refused_timeout,
-                              d->refused_frame[-TLC_ETYPE],
-                              d->refused_frame[-TLC_ETRUNCATED],
-                              d->refused_early,
-                              d->refused_second,
-                              d->refused_unexpected};
-  bool as_expected = d->bad_spawned && clean_exits == d->nbad;
+  uint64_t got[BAD_NMODES] = {d->conns.refused_token,
+                              d->conns.refused_frame[-TLC_EVERSION],
+                              d->conns.refused_frame[-TLC_ETOOBIG],
+                              d->conns.refused_dup,
+                              d->conns.refused_owner,
+                              d->conns.refused_timeout,
+                              d->conns.refused_frame[-TLC_ETYPE],
+                              d->conns.refused_frame[-TLC_ETRUNCATED],
+                              d->conns.refused_early,
+                              d->conns.refused_second,
+                              d->conns.refused_unexpected};
+  bool as_expected = d->faults.bad_spawned && clean_exits == d->faults.nbad;
   for (int m = 0; m < BAD_NMODES; m++)
     as_expected = as_expected && got[m] == want[m];
   /* Only a foreign-status client registers (that is its point); it is offered nothing. */
   uint64_t frames_refused = 0;
   for (int k = 0; k < 16; k++)
-    frames_refused += d->refused_frame[k];
+    frames_refused += d->conns.refused_frame[k];
   /* foreign-status, second-register and driver-message clients register correctly first; the
    * last two are then removed for their fault (TL_LOSS_KILLED at once), and nothing else may
    * have been. */
@@ -172,19 +174,20 @@ bool bad_clients_verdict(const driver *d) {
   as_expected = as_expected &&
                 frames_refused ==
                     got[BAD_GARBAGE] + got[BAD_OVERSIZED] + got[BAD_UNKNOWN] + got[BAD_TRUNCATED] &&
-                d->refused_conns == d->nbad - want[BAD_FOREIGN_STATUS] &&
-                d->max_alive <= d->nexecutors + d->accept + registering &&
-                d->registered == d->nexecutors + d->accept + registering &&
-                d->violations == removed && d->losses[TL_LOSS_KILLED] == removed;
+                d->conns.refused_conns == d->faults.nbad - want[BAD_FOREIGN_STATUS] &&
+                d->faults.max_alive <= d->run.nexecutors + d->run.accept + registering &&
+                d->conns.registered == d->run.nexecutors + d->run.accept + registering &&
+                d->conns.violations == removed && d->losses.reports[TL_LOSS_KILLED] == removed;
   printf("bad clients: %" PRIu32 " spawned, %" PRIu32 " exited 0; refused: wrong token %" PRIu64
          ", TLC_EVERSION %" PRIu64 ", TLC_ETOOBIG %" PRIu64 ", TL_EEXIST %" PRIu64
          ", TL_EOWNER %" PRIu64 ", no REGISTER in time %" PRIu64 ", TLC_ETYPE %" PRIu64
          ", TLC_ETRUNCATED %" PRIu64 ", before REGISTER %" PRIu64 ", second REGISTER %" PRIu64
          ", driver's message %" PRIu64 "; removed for a fault %" PRIu64
          "; executors alive at most %zu; %s\n",
-         d->bad_spawned ? d->nbad : 0, clean_exits, got[BAD_WRONG_TOKEN], got[BAD_GARBAGE],
-         got[BAD_OVERSIZED], got[BAD_DUPLICATE_ID], got[BAD_FOREIGN_STATUS], got[BAD_SILENT],
-         got[BAD_UNKNOWN], got[BAD_TRUNCATED], got[BAD_EARLY], got[BAD_SECOND], got[BAD_DRIVER_MSG],
-         d->violations, d->max_alive, as_expected ? "as expected" : "NOT AS EXPECTED");
+         d->faults.bad_spawned ? d->faults.nbad : 0, clean_exits, got[BAD_WRONG_TOKEN],
+         got[BAD_GARBAGE], got[BAD_OVERSIZED], got[BAD_DUPLICATE_ID], got[BAD_FOREIGN_STATUS],
+         got[BAD_SILENT], got[BAD_UNKNOWN], got[BAD_TRUNCATED], got[BAD_EARLY], got[BAD_SECOND],
+         got[BAD_DRIVER_MSG], d->conns.violations, d->faults.max_alive,
+         as_expected ? "as expected" : "NOT AS EXPECTED");
   return as_expected;
 }

@@ -13,10 +13,10 @@
  * ------------------------------------------------------------------------------------------- */
 
 static stage *stage_of(driver *d, tl_taskset_id id) {
-  for (size_t i = 0; i < d->njobs; i++)
-    for (uint32_t k = 0; k < d->jobs[i].nstages; k++)
-      if (d->jobs[i].stages[k].taskset == id)
-        return &d->jobs[i].stages[k];
+  for (size_t i = 0; i < d->jobs.njobs; i++)
+    for (uint32_t k = 0; k < d->jobs.list[i].nstages; k++)
+      if (d->jobs.list[i].stages[k].taskset == id)
+        return &d->jobs.list[i].stages[k];
   return NULL;
 }
 
@@ -31,7 +31,7 @@ int submit_stage(driver *d, job *j, uint32_t k) {
   b->len = strlen(st->kind);
   tl_taskset_desc desc = {
       .stage_id = j->id * MAX_STAGES + k, .priority = j->id, .ntasks = st->ntasks, .payload = b};
-  int rc = tl_submit(d->s, &desc, &st->taskset);
+  int rc = tl_submit(d->run.s, &desc, &st->taskset);
   if (rc < 0) {
     fprintf(stderr, "tl-driver: tl_submit: %s\n", tl_err_name(rc));
     free(b);
@@ -49,7 +49,7 @@ void cb_task_ended(void *ud, const tl_task_info *task, const tl_task_end *end) {
   if (end->kind == TL_END_SUCCESS) {
     st->succeeded++;
     st->zombie_finished += st->failed;
-    d->tasks_finished++;
+    d->faults.tasks_finished++;
     inject_faults(d);
   } else {
     st->failed_attempts++;
@@ -64,13 +64,13 @@ void cb_task_ended(void *ud, const tl_task_info *task, const tl_task_end *end) {
 void cb_kill_task(void *ud, tl_tid tid, const char *executor_id, bool interrupt,
                   const char *reason) {
   driver *d = ud;
-  for (conn *c = d->conns; c; c = c->next)
+  for (conn *c = d->link.list; c; c = c->next)
     if (c->registered && !c->closing && !strcmp(c->id, executor_id)) {
       tlc_msg m = {.type = TLC_MSG_KILL,
                    .u.kill = {.tid = tid, .interrupt = interrupt, .reason = tlc_str(reason)}};
       encode(c, &m);
       send_out(c);
-      d->kills_sent++;
+      d->link.kills_sent++;
       return;
     }
 }
@@ -84,8 +84,8 @@ void cb_taskset_failed(void *ud, const tl_taskset_info *ts, const char *reason) 
   /* --kill-on-job-failure: the job is lost, so its running attempts are not worth finishing
    * (Spark's DAG scheduler kills them when it fails a job). They end KILLED, and the zombie
    * task set is released as soon as they have. */
-  if (st && d->kill_on_failure) {
-    int rc = tl_kill_stage(d->s, ts->stage_id, true, "the job failed");
+  if (st && d->jobs.kill_on_failure) {
+    int rc = tl_kill_stage(d->run.s, ts->stage_id, true, "the job failed");
     if (rc < 0)
       fprintf(stderr, "tl-driver: tl_kill_stage %" PRIu32 ": %s\n", ts->stage_id, tl_err_name(rc));
   }
@@ -94,7 +94,7 @@ void cb_taskset_failed(void *ud, const tl_taskset_info *ts, const char *reason) 
 /* A task set was released: no launch of it will come again, so every executor holding its
  * binary is told to drop it (FORGET); an executor's cache then holds only live task sets. */
 static void forget_everywhere(driver *d, tl_taskset_id id) {
-  for (conn *c = d->conns; c; c = c->next)
+  for (conn *c = d->link.list; c; c = c->next)
     for (size_t i = 0; i < c->nsent; i++)
       if (c->sent[i] == id) {
         c->sent[i] = c->sent[--c->nsent];
@@ -102,7 +102,7 @@ static void forget_everywhere(driver *d, tl_taskset_id id) {
           tlc_msg m = {.type = TLC_MSG_FORGET, .u.forget = {id}};
           encode(c, &m);
           send_out(c);
-          d->forgets_sent++;
+          d->link.forgets_sent++;
         }
         break;
       }
@@ -122,7 +122,7 @@ void cb_taskset_released(void *ud, const tl_taskset_info *ts, void *payload) {
   if (st->failed || st->succeeded != st->ntasks) {
     j->failed = true;
     j->done = true;
-  } else if (k + 1 < j->nstages && !d->closed && !d->stopping) {
+  } else if (k + 1 < j->nstages && !d->run.closed && !d->run.stopping) {
     if (submit_stage(d, j, k + 1) < 0)
       j->failed = j->done = true;
   } else {
@@ -130,10 +130,10 @@ void cb_taskset_released(void *ud, const tl_taskset_info *ts, void *payload) {
   }
   state_due(d); /* a stage boundary */
   bool all = true;
-  for (size_t i = 0; i < d->njobs; i++)
-    all = all && d->jobs[i].done;
-  if (all && !d->closed) {
-    d->end_ns = uv_hrtime();
+  for (size_t i = 0; i < d->jobs.njobs; i++)
+    all = all && d->jobs.list[i].done;
+  if (all && !d->run.closed) {
+    d->run.end_ns = uv_hrtime();
     begin_stop(d);
   }
 }

@@ -9,7 +9,7 @@ void on_conn_handle_closed(uv_handle_t *h) {
   if (--c->handles_open > 0)
     return;
   driver *d = c->d;
-  for (conn **p = &d->conns; *p; p = &(*p)->next)
+  for (conn **p = &d->link.list; *p; p = &(*p)->next)
     if (*p == c) {
       *p = c->next;
       break;
@@ -18,7 +18,7 @@ void on_conn_handle_closed(uv_handle_t *h) {
   tlc_buf_free(&c->out);
   free(c->sent);
   free(c);
-  d->nconns--;
+  d->link.nconns--;
   maybe_finish(d);
 }
 
@@ -59,7 +59,7 @@ void encode(conn *c, const tlc_msg *msg) {
     fprintf(stderr, "tl-driver: encode %s: %s\n", tlc_msg_type_name(msg->type), tlc_err_name(rc));
     exit(1);
   }
-  c->d->frames_out++;
+  c->d->link.frames_out++;
 }
 
 void send_stop(conn *c, const char *reason) {

@@ -12,7 +12,7 @@ void die_oom(void) {
 }
 
 void logf_(driver *d, const char *fmt, ...) {
-  if (d->quiet)
+  if (d->log.quiet)
     return;
   va_list ap;
   va_start(ap, fmt);

@@ -25,16 +25,16 @@ const char *const phase_names[LOSS_KINDS] = {
 static void note_loss(driver *d, const char *id, const tl_loss_reason *r, detection detected_by,
                       const char *source) {
   loss_rec *lr = NULL;
-  HASH_FIND_STR(d->open_losses, id, lr);
+  HASH_FIND_STR(d->losses.open_losses, id, lr);
   if (!lr) {
     lr = calloc(1, sizeof *lr);
     if (!lr)
       die_oom();
     copy_text(lr->id, sizeof lr->id, id);
-    lr->seq = ++d->lost_total;
+    lr->seq = ++d->losses.lost_total;
     lr->detected_by = detected_by;
-    d->lost_by_detection[detected_by]++;
-    HASH_ADD_STR(d->open_losses, id, lr);
+    d->losses.lost_by_detection[detected_by]++;
+    HASH_ADD_STR(d->losses.open_losses, id, lr);
   }
   if (lr->nphases < MAX_PHASES)
     lr->phases[lr->nphases++] = r->kind;
@@ -45,15 +45,15 @@ static void note_loss(driver *d, const char *id, const tl_loss_reason *r, detect
     lr->exit_code = r->exit_code;
     copy_text(lr->reason, sizeof lr->reason, r->message);
     copy_text(lr->source, sizeof lr->source, source);
-    d->lost_by_kind[r->kind]++;
-    HASH_DEL(d->open_losses, lr);
-    loss_rec *slot = &d->lost_detail[d->lost_ended++ % LOST_DETAIL_MAX];
+    d->losses.lost_by_kind[r->kind]++;
+    HASH_DEL(d->losses.open_losses, lr);
+    loss_rec *slot = &d->losses.lost_detail[d->losses.lost_ended++ % LOST_DETAIL_MAX];
     *slot = *lr;
     memset(&slot->hh, 0, sizeof slot->hh);
     free(lr);
   }
   /* A burst of losses: settle now, once lr is no longer used (settling may free any record). */
-  if (HASH_COUNT(d->open_losses) >= d->settle_at)
+  if (HASH_COUNT(d->losses.open_losses) >= d->losses.settle_at)
     settle_open_losses(d);
 }
 
@@ -73,14 +73,14 @@ void settle_pending_timeout(driver *d, loss_rec *lr) {
  * holds at most about twice the executors the ledger holds pending, at O(1) a loss amortised. */
 void settle_open_losses(driver *d) {
   loss_rec *lr, *tmp;
-  d->settle_at = SIZE_MAX; /* settle_pending_timeout must not start another */
-  HASH_ITER(hh, d->open_losses, lr, tmp) {
+  d->losses.settle_at = SIZE_MAX; /* settle_pending_timeout must not start another */
+  HASH_ITER(hh, d->losses.open_losses, lr, tmp) {
     tl_executor_status es;
-    if (tl_executor_get(d->s, lr->id, &es) < 0 || es.state != TL_EXECUTOR_PENDING_LOSS)
+    if (tl_executor_get(d->run.s, lr->id, &es) < 0 || es.state != TL_EXECUTOR_PENDING_LOSS)
       settle_pending_timeout(d, lr);
   }
-  size_t left = HASH_COUNT(d->open_losses);
-  d->settle_at = left < 32 ? 64 : 2 * left;
+  size_t left = HASH_COUNT(d->losses.open_losses);
+  d->losses.settle_at = left < 32 ? 64 : 2 * left;
 }
 
 void on_settle(uv_timer_t *t) { settle_open_losses(t->data); }
@@ -90,12 +90,12 @@ void on_settle(uv_timer_t *t) { settle_open_losses(t->data); }
 void report_loss(driver *d, const char *id, const tl_loss_reason *reason, detection detected_by,
                  const char *source) {
   char e[ESC_MAX];
-  int rc = tl_executor_lost(d->s, id, reason);
+  int rc = tl_executor_lost(d->run.s, id, reason);
   if (rc < 0) {
     fprintf(stderr, "tl-driver: tl_executor_lost %s: %s\n", esc(e, id), tl_err_name(rc));
     return;
   }
-  d->losses[reason->kind]++;
+  d->losses.reports[reason->kind]++;
   note_loss(d, id, reason, detected_by, source);
   logf_(d, "executor %s lost: %s", esc(e, id), reason->message ? reason->message : "");
 }
@@ -106,7 +106,7 @@ void report_loss(driver *d, const char *id, const tl_loss_reason *reason, detect
 void remove_released(driver *d, const char *id) {
   tl_loss_reason r = {.kind = TL_LOSS_DECOMMISSIONED, .message = "released by the driver"};
   char e[ESC_MAX];
-  int rc = tl_executor_lost(d->s, id, &r);
+  int rc = tl_executor_lost(d->run.s, id, &r);
   if (rc < 0)
     fprintf(stderr, "tl-driver: tl_executor_lost %s: %s\n", esc(e, id), tl_err_name(rc));
   else
@@ -116,7 +116,7 @@ void remove_released(driver *d, const char *id) {
 /* Whether the ledger holds id as an executor not yet removed; *state is its state. */
 bool in_ledger(driver *d, const char *id, tl_executor_state *state) {
   tl_executor_status es;
-  if (tl_executor_get(d->s, id, &es) < 0)
+  if (tl_executor_get(d->run.s, id, &es) < 0)
     return false;
   *state = es.state;
   return true;
@@ -130,25 +130,25 @@ void cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss
   driver *d = ud;
   (void)executor_ud; /* registered without one: a connection is freed before its executor is */
   if (reason->kind == TL_LOSS_DECOMMISSIONED) {
-    d->executors_released++;
+    d->losses.executors_released++;
     return;
   }
-  d->executors_lost++;
+  d->losses.executors_lost++;
   if (reason->kind == TL_LOSS_RECOVERY_TIMEOUT) { /* both phases at once, from tl_tick */
-    d->losses[reason->kind]++;
-    d->recovery_timeouts++;
+    d->losses.reports[reason->kind]++;
+    d->losses.recovery_timeouts++;
     note_loss(d, id, reason, DETECTED_RECOVERY, "tl_tick (recovery timeout)");
     char e[ESC_MAX];
     logf_(d, "executor %s lost: it did not reconcile in time", esc(e, id));
-    uv_timer_start(&d->after_end, on_after_end, 0, 0); /* check_recovery, off this stack */
+    uv_timer_start(&d->run.after_end, on_after_end, 0, 0); /* check_recovery, off this stack */
   }
   if (reason->kind == TL_LOSS_HEARTBEAT_TIMEOUT) {
-    d->losses[reason->kind]++;
+    d->losses.reports[reason->kind]++;
     note_loss(d, id, reason, DETECTED_HEARTBEAT, "tl_tick (heartbeat expiry)");
     char e[ESC_MAX];
     logf_(d, "executor %s lost: heartbeat timeout", esc(e, id));
-    if (d->execs[0].stopped && !strcmp(id, d->execs[0].id))
-      uv_timer_start(&d->resume, on_resume, 100, 0);
+    if (d->scaling.execs[0].stopped && !strcmp(id, d->scaling.execs[0].id))
+      uv_timer_start(&d->faults.resume, on_resume, 100, 0);
   }
 }
 
@@ -161,15 +161,16 @@ static int by_seq(const void *a, const void *b) {
  * of those whose real reason came (the ring) and those still waiting for it, in the order the
  * losses began. *shown is a malloc'd array the caller frees; returns its length. */
 size_t shown_losses(driver *d, const loss_rec ***shown) {
-  size_t ended = d->lost_ended < LOST_DETAIL_MAX ? (size_t)d->lost_ended : LOST_DETAIL_MAX;
-  size_t n = ended + HASH_COUNT(d->open_losses);
+  size_t ended =
+      d->losses.lost_ended < LOST_DETAIL_MAX ? (size_t)d->losses.lost_ended : LOST_DETAIL_MAX;
+  size_t n = ended + HASH_COUNT(d->losses.open_losses);
   const loss_rec **all = malloc((n ? n : 1) * sizeof *all);
   if (!all)
     die_oom();
   size_t k = 0;
   for (size_t i = 0; i < ended; i++)
-    all[k++] = &d->lost_detail[i];
-  for (loss_rec *lr = d->open_losses; lr; lr = lr->hh.next)
+    all[k++] = &d->losses.lost_detail[i];
+  for (loss_rec *lr = d->losses.open_losses; lr; lr = lr->hh.next)
     all[k++] = lr;
   qsort(all, n, sizeof *all, by_seq);
   if (n > LOST_DETAIL_MAX) {

@@ -13,32 +13,33 @@ static bool binary_sent(conn *c, tl_taskset_id id) {
 /* Offers one executor its free cores and sends what launched: each task set's binary the first
  * time it runs there, then the launches in LAUNCH frames of up to LAUNCH_FRAME_MAX. */
 void offer(driver *d, conn *c) {
-  if (d->closed || d->stopping || !d->offering || !c->registered || c->closing)
+  if (d->run.closed || d->run.stopping || !d->run.offering || !c->registered || c->closing)
     return;
   tl_executor_status es;
-  if (tl_executor_get(d->s, c->id, &es) < 0 || es.state != TL_EXECUTOR_ALIVE || es.free_cores == 0)
+  if (tl_executor_get(d->run.s, c->id, &es) < 0 || es.state != TL_EXECUTOR_ALIVE ||
+      es.free_cores == 0)
     return;
   tl_offer o = {.executor_id = c->id, .cores = es.free_cores};
   size_t n = 0;
-  int rc = tl_resource_offers(d->s, &o, 1, d->launch_buf, d->launch_cap, &n);
+  int rc = tl_resource_offers(d->run.s, &o, 1, d->offers.launch_buf, d->offers.launch_cap, &n);
   if (rc < 0) {
     fprintf(stderr, "tl-driver: tl_resource_offers: %s\n", tl_err_name(rc));
     return;
   }
-  if (n > 0 && d->exec1_tid == 0 && !strcmp(c->id, d->execs[0].id))
-    d->exec1_tid = d->launch_buf[0].tid;
+  if (n > 0 && d->faults.exec1_tid == 0 && !strcmp(c->id, d->scaling.execs[0].id))
+    d->faults.exec1_tid = d->offers.launch_buf[0].tid;
   if (n > 0)
     c->idle_since = 0;
   size_t nitems = 0;
   tl_tid max_tid = 0;
   for (size_t i = 0; i < n; i++) {
-    const tl_launch *l = &d->launch_buf[i];
+    const tl_launch *l = &d->offers.launch_buf[i];
     stage_binary *b = l->payload;
-    d->retries += l->attempt > 0;
+    d->offers.retries += l->attempt > 0;
     max_tid = l->tid > max_tid ? l->tid : max_tid;
     if (!binary_sent(c, l->taskset)) {
       if (nitems > 0) { /* launches already batched go first, keeping the order simple */
-        tlc_msg m = {.type = TLC_MSG_LAUNCH, .u.launch = {nitems, d->items}};
+        tlc_msg m = {.type = TLC_MSG_LAUNCH, .u.launch = {nitems, d->offers.items}};
         encode(c, &m);
         nitems = 0;
       }
@@ -56,24 +57,24 @@ void offer(driver *d, conn *c) {
                    .u.binary = {.taskset_id = l->taskset,
                                 .payload = {(const uint8_t *)b->stage->kind, b->len}}};
       encode(c, &m);
-      d->binaries_sent++;
+      d->offers.binaries_sent++;
     }
-    d->items[nitems++] = (tlc_launch_item){.tid = l->tid,
-                                           .taskset_id = l->taskset,
-                                           .index = l->index,
-                                           .attempt = l->attempt,
-                                           .kind = tlc_str(b->stage->kind)};
+    d->offers.items[nitems++] = (tlc_launch_item){.tid = l->tid,
+                                                  .taskset_id = l->taskset,
+                                                  .index = l->index,
+                                                  .attempt = l->attempt,
+                                                  .kind = tlc_str(b->stage->kind)};
     if (nitems == LAUNCH_FRAME_MAX) {
-      tlc_msg m = {.type = TLC_MSG_LAUNCH, .u.launch = {nitems, d->items}};
+      tlc_msg m = {.type = TLC_MSG_LAUNCH, .u.launch = {nitems, d->offers.items}};
       encode(c, &m);
       nitems = 0;
     }
   }
   if (nitems > 0) {
-    tlc_msg m = {.type = TLC_MSG_LAUNCH, .u.launch = {nitems, d->items}};
+    tlc_msg m = {.type = TLC_MSG_LAUNCH, .u.launch = {nitems, d->offers.items}};
     encode(c, &m);
   }
-  d->launched += n;
+  d->offers.launched += n;
   hold_launches(d, c, n);
   reserve_tids(d, max_tid); /* durable before the LAUNCH frames that name them go out */
   send_out(c);
@@ -82,12 +83,12 @@ void offer(driver *d, conn *c) {
 static void on_revive(uv_idle_t *idle) {
   driver *d = idle->data;
   uv_idle_stop(idle);
-  for (conn *c = d->conns; c; c = c->next)
+  for (conn *c = d->link.list; c; c = c->next)
     offer(d, c);
 }
 
 void cb_revive_offers(void *ud) {
   driver *d = ud;
-  if (!d->closed && !d->stopping)
-    uv_idle_start(&d->revive, on_revive);
+  if (!d->run.closed && !d->run.stopping)
+    uv_idle_start(&d->offers.revive, on_revive);
 }

@@ -29,21 +29,21 @@ static void on_commit(uv_idle_t *idle);
  * ------------------------------------------------------------------------------------------- */
 
 #define STATE_COUNTERS(XX)                                                                         \
-  XX(started)                                                                                      \
-  XX(registered)                                                                                   \
-  XX(registered_cores)                                                                             \
-  XX(launched)                                                                                     \
-  XX(retries)                                                                                      \
-  XX(tasks_finished)                                                                               \
-  XX(kills_sent)                                                                                   \
-  XX(binaries_sent)                                                                                \
-  XX(forgets_sent)                                                                                 \
-  XX(executors_lost)                                                                               \
-  XX(executors_released)                                                                           \
-  XX(refused_updates)                                                                              \
-  XX(frames_in)                                                                                    \
-  XX(frames_out)                                                                                   \
-  XX(most_active)
+  XX(scaling, started)                                                                             \
+  XX(conns, registered)                                                                            \
+  XX(conns, registered_cores)                                                                      \
+  XX(offers, launched)                                                                             \
+  XX(offers, retries)                                                                              \
+  XX(faults, tasks_finished)                                                                       \
+  XX(link, kills_sent)                                                                             \
+  XX(offers, binaries_sent)                                                                        \
+  XX(link, forgets_sent)                                                                           \
+  XX(losses, executors_lost)                                                                       \
+  XX(losses, executors_released)                                                                   \
+  XX(conns, refused_updates)                                                                       \
+  XX(conns, frames_in)                                                                             \
+  XX(link, frames_out)                                                                             \
+  XX(scaling, most_active)
 
 typedef struct wbuf {
   uint8_t *p;
@@ -115,12 +115,12 @@ static int snapshot_to_wbuf(void *ud, const void *buf, size_t n) {
 static int encode_state(driver *d, wbuf *w) {
   w->len = 0;
   w_le(w, STATE_BODY_VERSION, 4);
-  w_str(w, d->token);
-  w_le(w, (uint64_t)d->port, 4);
-  w_le(w, d->offering ? d->recovered_elapsed + (uv_hrtime() - d->start_ns) : 0, 8);
-  w_le(w, d->njobs, 4);
-  for (size_t i = 0; i < d->njobs; i++) {
-    const job *j = &d->jobs[i];
+  w_str(w, d->auth.token);
+  w_le(w, (uint64_t)d->edge.port, 4);
+  w_le(w, d->run.offering ? d->record.recovered_elapsed + (uv_hrtime() - d->run.start_ns) : 0, 8);
+  w_le(w, d->jobs.njobs, 4);
+  for (size_t i = 0; i < d->jobs.njobs; i++) {
+    const job *j = &d->jobs.list[i];
     w_le(w, j->nstages, 4);
     w_le(w, j->current, 4);
     w_le(w, j->failed, 1);
@@ -139,9 +139,9 @@ static int encode_state(driver *d, wbuf *w) {
       w_le(w, st->released, 1);
     }
   }
-  w_le(w, d->nexecs, 4);
-  for (uint32_t i = 0; i < d->nexecs; i++) {
-    exec_rec *e = &d->execs[i];
+  w_le(w, d->scaling.nexecs, 4);
+  for (uint32_t i = 0; i < d->scaling.nexecs; i++) {
+    exec_rec *e = &d->scaling.execs[i];
     w_str(w, e->id);
     /* An adopted executor is still running as far as the run knows: started, its end not in. */
     w_le(w, e->started || e->adopted, 1);
@@ -157,17 +157,17 @@ static int encode_state(driver *d, wbuf *w) {
     w_str(w, e->reason);
     w_str(w, e->source);
     char h[LAUNCHER_HANDLE_MAX];
-    if (e->started && !e->ended && d->launcher && d->ops->handle &&
-        d->ops->handle(d->launcher, e->id, h, sizeof h) > 0)
+    if (e->started && !e->ended && d->run.launcher && d->run.ops->handle &&
+        d->run.ops->handle(d->run.launcher, e->id, h, sizeof h) > 0)
       copy_text(e->handle, sizeof e->handle, h);
     w_str(w, e->handle);
   }
-#define PUT_COUNTER(f) w_le(w, d->f, 8);
+#define PUT_COUNTER(g, f) w_le(w, d->g.f, 8);
   STATE_COUNTERS(PUT_COUNTER)
 #undef PUT_COUNTER
   size_t at = w->len;
   w_le(w, 0, 8);
-  int rc = tl_snapshot(d->s, snapshot_to_wbuf, w);
+  int rc = tl_snapshot(d->run.s, snapshot_to_wbuf, w);
   if (rc != TL_OK)
     return rc;
   uint64_t n = w->len - at - 8;
@@ -181,55 +181,58 @@ static int encode_state(driver *d, wbuf *w) {
  * need not be kept by the executor any more. Returns 0, or -1 (logged; the last record
  * stays). */
 int write_state(driver *d, bool fresh) {
-  if (!d->state_dir)
+  if (!d->record.state_dir)
     return 0;
   uint64_t t0 = uv_hrtime();
   if (fresh) {
     /* Into the spare buffer: the last good body stays for reservations until this one is. */
-    wbuf w = {d->state_spare, 0, d->state_spare_cap};
+    wbuf w = {d->record.state_spare, 0, d->record.state_spare_cap};
     int rc = encode_state(d, &w);
-    d->state_spare = w.p;
-    d->state_spare_cap = w.cap;
+    d->record.state_spare = w.p;
+    d->record.state_spare_cap = w.cap;
     if (rc != TL_OK) {
       if (rc == TL_EBUSY) {
-        d->state_busy++;
+        d->record.state_busy++;
       } else {
         fprintf(stderr, "tl-driver: tl_snapshot: %s\n", tl_err_name(rc));
-        d->state_failed++;
+        d->record.state_failed++;
       }
       return -1;
     }
-    uint8_t *p = d->state_body;
-    size_t cap = d->state_cap;
-    d->state_body = d->state_spare;
-    d->state_cap = d->state_spare_cap;
-    d->state_len = w.len;
-    d->state_spare = p;
-    d->state_spare_cap = cap;
-  } else if (d->state_len == 0) {
+    uint8_t *p = d->record.state_body;
+    size_t cap = d->record.state_cap;
+    d->record.state_body = d->record.state_spare;
+    d->record.state_cap = d->record.state_spare_cap;
+    d->record.state_len = w.len;
+    d->record.state_spare = p;
+    d->record.state_spare_cap = cap;
+  } else if (d->record.state_len == 0) {
     return -1;
   } else {
-    d->state_reserves++;
+    d->record.state_reserves++;
   }
   /* Every tid launched so far, and a block beyond it, may be sent before the next write. */
-  uint64_t reserve = (d->tid_max > d->tid_reserved ? d->tid_max : d->tid_reserved) + TID_BLOCK;
+  uint64_t reserve =
+      (d->record.tid_max > d->record.tid_reserved ? d->record.tid_max : d->record.tid_reserved) +
+      TID_BLOCK;
   char why[512];
-  if (state_write(d->state_dir, reserve, d->state_body, d->state_len, why, sizeof why) != 0) {
+  if (state_write(d->record.state_dir, reserve, d->record.state_body, d->record.state_len, why,
+                  sizeof why) != 0) {
     fprintf(stderr, "tl-driver: writing the state: %s\n", why);
-    d->state_failed++;
+    d->record.state_failed++;
     return -1;
   }
-  d->tid_reserved = reserve;
-  d->state_writes++;
-  d->state_ns += uv_hrtime() - t0;
+  d->record.tid_reserved = reserve;
+  d->record.state_writes++;
+  d->record.state_ns += uv_hrtime() - t0;
   if (fresh)
-    for (conn *c = d->conns; c; c = c->next)
+    for (conn *c = d->link.list; c; c = c->next)
       if (c->registered && !c->closing && !c->recovering && c->status_frames > c->synced) {
         tlc_msg m = {.type = TLC_MSG_SYNCED, .u.synced = {c->status_frames}};
         encode(c, &m);
         send_out(c);
         c->synced = c->status_frames;
-        d->synced_sent++;
+        d->record.synced_sent++;
       }
   if (fresh)
     release_held(d);
@@ -240,13 +243,13 @@ int write_state(driver *d, bool fresh) {
  * after them, wait for the next record, which on_commit writes at the next turn of the loop, so
  * that what is held in one turn shares one write. Returns whether they wait. */
 bool hold_for_record(driver *d, conn *c) {
-  if (!d->state_dir || d->launch_early)
+  if (!d->record.state_dir || d->record.launch_early)
     return false;
   c->held = true;
-  if (!d->commit_due) {
-    d->commit_due = true;
-    d->commit_since = uv_hrtime();
-    uv_idle_start(&d->commit, on_commit);
+  if (!d->record.commit_due) {
+    d->record.commit_due = true;
+    d->record.commit_since = uv_hrtime();
+    uv_idle_start(&d->record.commit, on_commit);
   }
   return true;
 }
@@ -257,25 +260,25 @@ bool hold_for_record(driver *d, conn *c) {
  * for the n launches it just encoded into c's frames. */
 void hold_launches(driver *d, conn *c, size_t n) {
   if (n > 0 && hold_for_record(d, c))
-    d->held_now += n;
+    d->record.held_now += n;
 }
 
 /* A record holds every launch encoded so far (or none could be written, or the run ends): the
  * held frames go out. */
 void release_held(driver *d) {
-  if (!d->commit_due)
+  if (!d->record.commit_due)
     return;
-  d->commit_due = false;
-  uv_idle_stop(&d->commit);
-  if (d->held_now > 0) { /* a turn that held only a release's STOP is not a launches' wait */
-    uint64_t waited = uv_hrtime() - d->commit_since;
-    d->held_ns += waited;
-    d->held_max_ns = waited > d->held_max_ns ? waited : d->held_max_ns;
-    d->held_rounds++;
-    d->held_launches += d->held_now;
-    d->held_now = 0;
+  d->record.commit_due = false;
+  uv_idle_stop(&d->record.commit);
+  if (d->record.held_now > 0) { /* a turn that held only a release's STOP is not a launches' wait */
+    uint64_t waited = uv_hrtime() - d->record.commit_since;
+    d->record.held_ns += waited;
+    d->record.held_max_ns = waited > d->record.held_max_ns ? waited : d->record.held_max_ns;
+    d->record.held_rounds++;
+    d->record.held_launches += d->record.held_now;
+    d->record.held_now = 0;
   }
-  for (conn *c = d->conns; c; c = c->next)
+  for (conn *c = d->link.list; c; c = c->next)
     if (c->held) {
       c->held = false;
       send_out(c);
@@ -288,28 +291,28 @@ void release_held(driver *d) {
  * tid reservation (reserve_tids) still keeps their tids from being given again. */
 static void on_commit(uv_idle_t *idle) {
   driver *d = idle->data;
-  uint64_t busy = d->state_busy;
-  if (write_state(d, true) == 0 || d->state_busy > busy)
+  uint64_t busy = d->record.state_busy;
+  if (write_state(d, true) == 0 || d->record.state_busy > busy)
     return;
-  d->unrecorded += d->held_now;
-  logf_(d, "no record holds %" PRIu64 " launches: sending them anyway", d->held_now);
+  d->record.unrecorded += d->record.held_now;
+  logf_(d, "no record holds %" PRIu64 " launches: sending them anyway", d->record.held_now);
   release_held(d);
 }
 
 void on_state_timer(uv_timer_t *t) {
   driver *d = t->data;
-  if (d->stopping || d->closed)
+  if (d->run.stopping || d->run.closed)
     return;
-  uint64_t busy = d->state_busy;
-  if (write_state(d, true) != 0 && d->state_busy > busy) /* undelivered events: soon again */
-    uv_timer_start(&d->state_timer, on_state_timer, 1, d->snapshot_ms);
+  uint64_t busy = d->record.state_busy;
+  if (write_state(d, true) != 0 && d->record.state_busy > busy) /* undelivered events: soon again */
+    uv_timer_start(&d->record.state_timer, on_state_timer, 1, d->record.snapshot_ms);
 }
 
 /* A stage boundary (from a callback, where a snapshot is refused): the record is written at the
  * next turn of the loop. */
 void state_due(driver *d) {
-  if (d->state_dir && !d->stopping && !d->closed)
-    uv_timer_start(&d->state_timer, on_state_timer, 0, d->snapshot_ms);
+  if (d->record.state_dir && !d->run.stopping && !d->run.closed)
+    uv_timer_start(&d->record.state_timer, on_state_timer, 0, d->record.snapshot_ms);
 }
 
 /* Launches up to tid max are about to be sent: past the reservation, a record reserves more
@@ -317,12 +320,12 @@ void state_due(driver *d) {
  * never gives a tid an executor may hold. Exits when neither can be written: sending would
  * break the promise. */
 void reserve_tids(driver *d, uint64_t max) {
-  if (max > d->tid_max)
-    d->tid_max = max;
-  if (!d->state_dir || max <= d->tid_reserved)
+  if (max > d->record.tid_max)
+    d->record.tid_max = max;
+  if (!d->record.state_dir || max <= d->record.tid_reserved)
     return;
   if (write_state(d, true) != 0 && write_state(d, false) != 0) {
-    fprintf(stderr, "tl-driver: cannot reserve tids in %s/state: giving up\n", d->state_dir);
+    fprintf(stderr, "tl-driver: cannot reserve tids in %s/state: giving up\n", d->record.state_dir);
     exit(1);
   }
 }
@@ -332,7 +335,7 @@ void reserve_tids(driver *d, uint64_t max) {
 int read_state_body(driver *d, const state_record *rec, const uint8_t **snap, size_t *snap_len) {
   rbuf r = {rec->body, rec->len, 0, false};
   const char *bad = NULL;
-  char token[sizeof d->token];
+  char token[sizeof d->auth.token];
   if (r_le(&r, 4) != STATE_BODY_VERSION)
     bad = "its body is of another version";
   r_str(&r, token, sizeof token);
@@ -340,10 +343,10 @@ int read_state_body(driver *d, const state_record *rec, const uint8_t **snap, si
   uint64_t elapsed = r_le(&r, 8);
   if (!bad && (r.bad || port == 0 || port > 65535 || strlen(token) < TOKEN_MIN))
     bad = "its token or port is bad";
-  if (!bad && r_le(&r, 4) != d->njobs)
+  if (!bad && r_le(&r, 4) != d->jobs.njobs)
     bad = "its jobs differ from the command line's";
-  for (size_t i = 0; i < d->njobs && !bad; i++) {
-    job *j = &d->jobs[i];
+  for (size_t i = 0; i < d->jobs.njobs && !bad; i++) {
+    job *j = &d->jobs.list[i];
     if (r_le(&r, 4) != j->nstages) {
       bad = "its jobs differ from the command line's";
       break;
@@ -375,7 +378,7 @@ int read_state_body(driver *d, const state_record *rec, const uint8_t **snap, si
   if (nexecs > MAX_STARTED)
     r.bad = true;
   for (uint32_t i = 0; i < nexecs && !r.bad && !bad; i++) {
-    exec_rec *e = &d->execs[i];
+    exec_rec *e = &d->scaling.execs[i];
     r_str(&r, e->id, sizeof e->id);
     bool started = r_le(&r, 1) != 0;
     e->ended = r_le(&r, 1) != 0;
@@ -398,7 +401,7 @@ int read_state_body(driver *d, const state_record *rec, const uint8_t **snap, si
     e->started = started && e->ended;
     e->adopted = started && !e->ended;
   }
-#define GET_COUNTER(f) d->f = (__typeof__(d->f))r_le(&r, 8);
+#define GET_COUNTER(g, f) d->g.f = (__typeof__(d->g.f))r_le(&r, 8);
   if (!bad)
     STATE_COUNTERS(GET_COUNTER)
 #undef GET_COUNTER
@@ -408,21 +411,22 @@ int read_state_body(driver *d, const state_record *rec, const uint8_t **snap, si
   if (!bad && r.bad)
     bad = "its body does not parse";
   if (bad) {
-    fprintf(stderr, "tl-driver: the state in %s cannot be recovered: %s\n", d->state_dir, bad);
+    fprintf(stderr, "tl-driver: the state in %s cannot be recovered: %s\n", d->record.state_dir,
+            bad);
     return 1;
   }
-  d->nexecs = (uint32_t)nexecs;
-  d->released = 0;
-  for (uint32_t i = 0; i < d->nexecs; i++)
-    d->released += d->execs[i].released;
-  strcpy(d->token, token);
-  if (setenv("TL_CLUSTER_TOKEN", d->token, 1) != 0)
+  d->scaling.nexecs = (uint32_t)nexecs;
+  d->scaling.released = 0;
+  for (uint32_t i = 0; i < d->scaling.nexecs; i++)
+    d->scaling.released += d->scaling.execs[i].released;
+  strcpy(d->auth.token, token);
+  if (setenv("TL_CLUSTER_TOKEN", d->auth.token, 1) != 0)
     die_oom();
-  d->port = (int)port;
+  d->edge.port = (int)port;
   /* Offers go on at once: the executors that registered before the crash come back by
    * themselves, and one that never registered may register now. */
-  d->offering = true;
-  d->recovered_elapsed = elapsed;
+  d->run.offering = true;
+  d->record.recovered_elapsed = elapsed;
   *snap = r.p + r.at;
   *snap_len = (size_t)n;
   return 0;
@@ -430,12 +434,12 @@ int read_state_body(driver *d, const state_record *rec, const uint8_t **snap, si
 
 /* A run that ended (well or not, but not by a crash) leaves no record to recover. */
 void remove_state(driver *d) {
-  if (!d->state_dir)
+  if (!d->record.state_dir)
     return;
   char path[4096];
   static const char *const names[] = {"state", "state.prev", "state.tmp", "state.prev.tmp"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-    snprintf(path, sizeof path, "%s/%s", d->state_dir, names[i]);
+    snprintf(path, sizeof path, "%s/%s", d->record.state_dir, names[i]);
     if (unlink(path) != 0 && errno != ENOENT)
       fprintf(stderr, "tl-driver: unlink %s: %s\n", path, strerror(errno));
   }

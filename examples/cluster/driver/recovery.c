@@ -9,18 +9,18 @@
 
 /* Whether recovery is over: no executor the restore made RECOVERING is left. */
 void check_recovery(driver *d) {
-  if (!d->recovered || d->recover_end_ns)
+  if (!d->recovery.recovered || d->recovery.recover_end_ns)
     return;
   tl_stats st;
-  tl_stats_get(d->s, &st);
+  tl_stats_get(d->run.s, &st);
   if (st.executors_recovering > 0)
     return;
-  d->recover_end_ns = uv_hrtime();
+  d->recovery.recover_end_ns = uv_hrtime();
   logf_(d,
         "recovery done in %.3f s: %" PRIu64 " executors reconciled, %" PRIu64
         " lost to the recovery timeout",
-        (double)(d->recover_end_ns - d->recover_start_ns) / 1e9, d->reconciled,
-        d->recovery_timeouts);
+        (double)(d->recovery.recover_end_ns - d->recovery.recover_start_ns) / 1e9,
+        d->conns.reconciled, d->losses.recovery_timeouts);
 }
 
 typedef struct snap_reader {
@@ -44,18 +44,18 @@ static int snap_read(void *ud, void *buf, size_t n) {
  * the directory, so that it can be looked at). */
 int recover_state(driver *d, const tl_config *cfg, const tl_callbacks *cb, bool *restored) {
   *restored = false;
-  if (mkdir(d->state_dir, 0700) != 0 && errno != EEXIST) {
-    fprintf(stderr, "tl-driver: --state-dir %s: %s\n", d->state_dir, strerror(errno));
+  if (mkdir(d->record.state_dir, 0700) != 0 && errno != EEXIST) {
+    fprintf(stderr, "tl-driver: --state-dir %s: %s\n", d->record.state_dir, strerror(errno));
     return 1;
   }
   state_record rec;
   char why[3 * STATE_WHY_MAX + 8];
-  int rc = state_read(d->state_dir, &rec, why, sizeof why);
+  int rc = state_read(d->record.state_dir, &rec, why, sizeof why);
   if (rc == 0)
     return 0;
   if (rc < 0) {
     fprintf(stderr, "tl-driver: the state in %s cannot be read, and recovery is refused: %s\n",
-            d->state_dir, why);
+            d->record.state_dir, why);
     return 1;
   }
   const uint8_t *snap;
@@ -70,37 +70,38 @@ int recover_state(driver *d, const tl_config *cfg, const tl_callbacks *cb, bool 
   bool older = !strcmp(rec.name, "state.prev");
   rcfg.restore_tid_floor = rec.tid_reserved + 1 + (older ? FALLBACK_TID_GAP : 0);
   snap_reader sr = {snap, snap_len, 0};
-  rc = tl_scheduler_restore(&rcfg, cb, snap_read, &sr, &d->s);
+  rc = tl_scheduler_restore(&rcfg, cb, snap_read, &sr, &d->run.s);
   if (rc < 0) {
     fprintf(stderr, "tl-driver: the state in %s cannot be recovered: tl_scheduler_restore: %s\n",
-            d->state_dir, tl_err_name(rc));
+            d->record.state_dir, tl_err_name(rc));
     free(rec.body);
     return 1;
   }
-  d->recovered = true;
-  d->fell_back = rec.fell_back;
-  d->state_file = rec.name;
-  copy_text(d->fell_back_why, sizeof d->fell_back_why, rec.why_newest);
-  d->tid_reserved = rcfg.restore_tid_floor - 1;
-  d->tid_max = d->tid_reserved;
+  d->recovery.recovered = true;
+  d->recovery.fell_back = rec.fell_back;
+  d->recovery.state_file = rec.name;
+  copy_text(d->recovery.fell_back_why, sizeof d->recovery.fell_back_why, rec.why_newest);
+  d->record.tid_reserved = rcfg.restore_tid_floor - 1;
+  d->record.tid_max = d->record.tid_reserved;
   /* An executor dynamic allocation released before the crash runs nothing and was sent STOP
    * (or would have been, had the crash not come first): it is not waited for. Its end is
    * requested, so it is removed as decommissioned; if it comes back, its REGISTER is refused
    * and answered with STOP. */
-  for (uint32_t i = 0; i < d->nexecs; i++) {
+  for (uint32_t i = 0; i < d->scaling.nexecs; i++) {
     tl_executor_state state;
-    if (d->execs[i].released && !d->execs[i].ended && in_ledger(d, d->execs[i].id, &state))
-      remove_released(d, d->execs[i].id);
+    if (d->scaling.execs[i].released && !d->scaling.execs[i].ended &&
+        in_ledger(d, d->scaling.execs[i].id, &state))
+      remove_released(d, d->scaling.execs[i].id);
   }
-  d->recover_start_ns = uv_hrtime();
+  d->recovery.recover_start_ns = uv_hrtime();
   tl_stats st;
-  tl_stats_get(d->s, &st);
-  d->recovering_at_start = (uint32_t)st.executors_recovering;
+  tl_stats_get(d->run.s, &st);
+  d->recovery.recovering_at_start = (uint32_t)st.executors_recovering;
   if (rec.fell_back)
-    fprintf(stderr, "tl-driver: %s; recovering from %s/%s\n", rec.why_newest, d->state_dir,
+    fprintf(stderr, "tl-driver: %s; recovering from %s/%s\n", rec.why_newest, d->record.state_dir,
             rec.name);
   logf_(d, "recovering from %s: %zu bytes, %u executors to reconcile, %zu attempts frozen",
-        d->state_dir, rec.len, d->recovering_at_start, st.attempts_frozen);
+        d->record.state_dir, rec.len, d->recovery.recovering_at_start, st.attempts_frozen);
   free(rec.body);
   *restored = true;
   check_recovery(d); /* none to reconcile: done at once */

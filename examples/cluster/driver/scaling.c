@@ -5,9 +5,9 @@
 
 /* The record of an executor the launcher was asked to start; NULL for any other id. */
 exec_rec *find_exec(driver *d, const char *id) {
-  for (uint32_t i = 0; i < d->nexecs; i++)
-    if (!strcmp(d->execs[i].id, id))
-      return &d->execs[i];
+  for (uint32_t i = 0; i < d->scaling.nexecs; i++)
+    if (!strcmp(d->scaling.execs[i].id, id))
+      return &d->scaling.execs[i];
   return NULL;
 }
 
@@ -24,8 +24,8 @@ static bool exec_active(driver *d, const exec_rec *e) {
 /* Executors active (exec_active). */
 uint32_t active_executors(driver *d) {
   uint32_t n = 0;
-  for (uint32_t i = 0; i < d->nexecs; i++)
-    n += exec_active(d, &d->execs[i]);
+  for (uint32_t i = 0; i < d->scaling.nexecs; i++)
+    n += exec_active(d, &d->scaling.execs[i]);
   return n;
 }
 
@@ -36,11 +36,11 @@ uint32_t active_executors(driver *d) {
  * driver waits: executors started elsewhere may still come; with dynamic allocation it starts
  * new ones. */
 void check_starved(driver *d) {
-  if (d->accept > 0 || d->dynamic || d->recovered || d->stopping || d->closed || !d->launcher ||
-      d->ops->running(d->launcher) > 0)
+  if (d->run.accept > 0 || d->scaling.dynamic || d->recovery.recovered || d->run.stopping ||
+      d->run.closed || !d->run.launcher || d->run.ops->running(d->run.launcher) > 0)
     return;
   tl_stats st;
-  tl_stats_get(d->s, &st);
+  tl_stats_get(d->run.s, &st);
   if (st.executors_alive + st.executors_decommissioning == 0)
     give_up(d, "no executor started by the launcher is running and none can take tasks");
 }
@@ -64,10 +64,10 @@ void on_end(void *ud, const launcher_end *end) {
   copy_text(e->reason, sizeof e->reason, end->reason);
   copy_text(e->source, sizeof e->source, end->source);
   bool clean = end->kind == TL_LOSS_EXITED && end->exit_code == 0;
-  if (!clean || !d->stopping)
+  if (!clean || !d->run.stopping)
     logf_(d, "executor %s ended: %s (%s)", e->id, e->reason, e->source);
   tl_executor_state state;
-  if (!d->stopping && !d->closed && in_ledger(d, e->id, &state)) {
+  if (!d->run.stopping && !d->run.closed && in_ledger(d, e->id, &state)) {
     if (e->released) {
       remove_released(d, e->id);
     } else {
@@ -78,7 +78,7 @@ void on_end(void *ud, const launcher_end *end) {
       report_loss(d, e->id, &r, DETECTED_END, end->source);
     }
   }
-  uv_timer_start(&d->after_end, on_after_end, 0, 0);
+  uv_timer_start(&d->run.after_end, on_after_end, 0, 0);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -107,28 +107,28 @@ void on_end(void *ud, const launcher_end *end) {
  * skipped: the launcher's executor would be refused, and its end taken for the other's. */
 uint32_t start_executors(driver *d, uint32_t n) {
   uint32_t done = 0;
-  while (done < n && d->nexecs < MAX_STARTED) {
-    exec_rec *e = &d->execs[d->nexecs++];
-    snprintf(e->id, sizeof e->id, "exec-%" PRIu32, d->nexecs);
+  while (done < n && d->scaling.nexecs < MAX_STARTED) {
+    exec_rec *e = &d->scaling.execs[d->scaling.nexecs++];
+    snprintf(e->id, sizeof e->id, "exec-%" PRIu32, d->scaling.nexecs);
     tl_executor_status es;
-    if (tl_executor_get(d->s, e->id, &es) != TL_ENOENT) {
+    if (tl_executor_get(d->run.s, e->id, &es) != TL_ENOENT) {
       logf_(d, "%s is taken by an executor started elsewhere: not started", e->id);
       continue;
     }
-    int rc = d->ops->start(d->launcher, e->id);
+    int rc = d->run.ops->start(d->run.launcher, e->id);
     if (rc < 0) {
-      fprintf(stderr, "tl-driver: the %s launcher could not start %s: %s\n", d->ops->name, e->id,
-              rc == -1 ? "failed" : uv_strerror(rc));
+      fprintf(stderr, "tl-driver: the %s launcher could not start %s: %s\n", d->run.ops->name,
+              e->id, rc == -1 ? "failed" : uv_strerror(rc));
       break;
     }
     e->started = true;
-    d->started++;
+    d->scaling.started++;
     done++;
     logf_(d, "executor %s requested", e->id);
   }
   uint32_t active = active_executors(d);
-  if (active > d->most_active)
-    d->most_active = active;
+  if (active > d->scaling.most_active)
+    d->scaling.most_active = active;
   if (done > 0)
     state_due(d); /* a record soon holds them (and a Slurm job's id), for a crash to find */
   return done;
@@ -136,25 +136,25 @@ uint32_t start_executors(driver *d, uint32_t n) {
 
 /* Releases an idle executor (above); returns whether it did. */
 static bool release_executor(driver *d, conn *c, exec_rec *e) {
-  int rc = tl_executor_decommission(d->s, c->id, "idle: released by dynamic allocation");
+  int rc = tl_executor_decommission(d->run.s, c->id, "idle: released by dynamic allocation");
   if (rc < 0) {
     fprintf(stderr, "tl-driver: tl_executor_decommission %s: %s\n", c->id, tl_err_name(rc));
     return false;
   }
   c->released = true;
   e->released = true;
-  d->released++;
+  d->scaling.released++;
   logf_(d, "releasing %s: idle", c->id);
   /* Its STOP waits for a record that holds the release. Sent before, a crash could make it exit
    * while the newest record holds it running: the restart would wait for it, lose it to the
    * recovery timeout, and run again any task whose end no record covered yet. */
   hold_for_record(d, c);
-  if (d->crash_after_release && state_crash_write == 0)
-    state_crash_write = state_write_count + 1 + d->crash_release_skip;
+  if (d->faults.crash_after_release && state_crash_write == 0)
+    state_crash_write = state_write_count + 1 + d->faults.crash_release_skip;
   while (c->nsent > 0) { /* it will run nothing again */
     tlc_msg m = {.type = TLC_MSG_FORGET, .u.forget = {c->sent[--c->nsent]}};
     encode(c, &m);
-    d->forgets_sent++;
+    d->link.forgets_sent++;
   }
   send_stop(c, "released: idle");
   return true;
@@ -162,50 +162,52 @@ static bool release_executor(driver *d, conn *c, exec_rec *e) {
 
 void on_alloc_tick(uv_timer_t *t) {
   driver *d = t->data;
-  if (d->stopping || d->closed || !d->launcher)
+  if (d->run.stopping || d->run.closed || !d->run.launcher)
     return;
   uint64_t now = uv_hrtime();
   uint32_t active = active_executors(d);
-  if (active < d->min_executors) {
+  if (active < d->scaling.min_executors) {
     logf_(d, "%" PRIu32 " executors active, fewer than --min-executors: starting more", active);
-    if (start_executors(d, d->min_executors - active) < d->min_executors - active &&
+    if (start_executors(d, d->scaling.min_executors - active) < d->scaling.min_executors - active &&
         active_executors(d) == 0)
       give_up(d, "the launcher cannot start executors");
     return;
   }
-  if (!d->offering)
+  if (!d->run.offering)
     return;
   tl_stats st;
-  tl_stats_get(d->s, &st);
+  tl_stats_get(d->run.s, &st);
   if (st.tasks_pending == 0) {
-    d->backlog_since = 0;
-    d->to_add = 1;
-  } else if (d->backlog_since == 0) {
-    d->backlog_since = now;
-    d->next_request = now + d->backlog_ns;
-  } else if (now >= d->next_request) {
-    uint64_t slots = (uint64_t)d->cores + d->queue;
+    d->scaling.backlog_since = 0;
+    d->scaling.to_add = 1;
+  } else if (d->scaling.backlog_since == 0) {
+    d->scaling.backlog_since = now;
+    d->scaling.next_request = now + d->scaling.backlog_ns;
+  } else if (now >= d->scaling.next_request) {
+    uint64_t slots = (uint64_t)d->run.cores + d->run.queue;
     uint64_t needed = (st.tasks_pending + st.attempts_running + slots - 1) / slots;
-    uint32_t target = needed < d->max_executors ? (uint32_t)needed : d->max_executors;
+    uint32_t target =
+        needed < d->scaling.max_executors ? (uint32_t)needed : d->scaling.max_executors;
     if (target > active) {
-      uint32_t add = target - active < d->to_add ? target - active : d->to_add;
+      uint32_t add = target - active < d->scaling.to_add ? target - active : d->scaling.to_add;
       logf_(d, "tasks pending for %" PRIu64 " ms: requesting %" PRIu32 " more executors",
-            (now - d->backlog_since) / 1000000, add);
+            (now - d->scaling.backlog_since) / 1000000, add);
       uint32_t got = start_executors(d, add);
-      d->to_add = got == d->to_add ? 2 * d->to_add : 1;
+      d->scaling.to_add = got == d->scaling.to_add ? 2 * d->scaling.to_add : 1;
       if (got < add && active_executors(d) == 0)
         give_up(d, "the launcher cannot start executors");
     }
-    d->next_request = now + d->backlog_ns;
+    d->scaling.next_request = now + d->scaling.backlog_ns;
   }
   active = active_executors(d);
-  for (conn *c = d->conns; c && !d->stopping && active > d->min_executors; c = c->next) {
+  for (conn *c = d->link.list; c && !d->run.stopping && active > d->scaling.min_executors;
+       c = c->next) {
     if (!c->registered || c->closing || c->released || c->idle_since == 0 ||
-        now - c->idle_since < d->idle_ns)
+        now - c->idle_since < d->scaling.idle_ns)
       continue;
     exec_rec *e = find_exec(d, c->id);
     tl_executor_status es;
-    if (!e || !exec_active(d, e) || tl_executor_get(d->s, c->id, &es) < 0 ||
+    if (!e || !exec_active(d, e) || tl_executor_get(d->run.s, c->id, &es) < 0 ||
         es.state != TL_EXECUTOR_ALIVE || es.running != 0)
       continue;
     if (release_executor(d, c, e))

@@ -5,43 +5,50 @@
 
 /* The summary's recovery lines (a recovered run only). */
 void print_recovery(const driver *d) {
-  if (d->state_dir) {
+  if (d->record.state_dir) {
     printf("state: %" PRIu64 " records written (%" PRIu64 " for tids only, %" PRIu64
            " put off while events were undelivered, %" PRIu64 " failed), %.3f ms each, last "
            "%" PRIu64 " bytes; SYNCED frames: %" PRIu64 "\n",
-           d->state_writes, d->state_reserves, d->state_busy, d->state_failed,
-           d->state_writes ? (double)d->state_ns / 1e6 / (double)d->state_writes : 0.0,
-           (uint64_t)d->state_len, d->synced_sent);
-    if (d->launch_early)
+           d->record.state_writes, d->record.state_reserves, d->record.state_busy,
+           d->record.state_failed,
+           d->record.state_writes
+               ? (double)d->record.state_ns / 1e6 / (double)d->record.state_writes
+               : 0.0,
+           (uint64_t)d->record.state_len, d->record.synced_sent);
+    if (d->record.launch_early)
       printf("launches: sent before a record holds them (--launch-before-record)\n");
     else
       printf("launches: %" PRIu64 " held until a record held them, in %" PRIu64
              " waits of %.3f ms on average, %.3f ms at most; %" PRIu64 " sent unrecorded\n",
-             d->held_launches, d->held_rounds,
-             d->held_rounds ? (double)d->held_ns / 1e6 / (double)d->held_rounds : 0.0,
-             (double)d->held_max_ns / 1e6, d->unrecorded);
+             d->record.held_launches, d->record.held_rounds,
+             d->record.held_rounds ? (double)d->record.held_ns / 1e6 / (double)d->record.held_rounds
+                                   : 0.0,
+             (double)d->record.held_max_ns / 1e6, d->record.unrecorded);
   }
-  if (!d->recovered)
+  if (!d->recovery.recovered)
     return;
   printf("recovered: from %s/%s%s; %" PRIu32 " executors to reconcile, recovery %s%.3f s; "
          "reconciled %" PRIu64 " (%" PRIu64 " tids named, %" PRIu64 " unknown and killed), "
          "%" PRIu64 " attempts lost to the outage, %" PRIu64 " executors lost to the recovery "
          "timeout; stray reconciliations %" PRIu64 " (%" PRIu64 " KILLs); updates of unknown tids "
          "%" PRIu64 "\n",
-         d->state_dir, d->state_file, d->fell_back ? " (state was missing or bad)" : "",
-         d->recovering_at_start, d->recover_end_ns ? "" : "NOT DONE after ",
-         (double)((d->recover_end_ns ? d->recover_end_ns : uv_hrtime()) - d->recover_start_ns) /
+         d->record.state_dir, d->recovery.state_file,
+         d->recovery.fell_back ? " (state was missing or bad)" : "",
+         d->recovery.recovering_at_start, d->recovery.recover_end_ns ? "" : "NOT DONE after ",
+         (double)((d->recovery.recover_end_ns ? d->recovery.recover_end_ns : uv_hrtime()) -
+                  d->recovery.recover_start_ns) /
              1e9,
-         d->reconciled, d->reconciled_tids, d->reconcile_unknown, d->reconcile_lost,
-         d->recovery_timeouts, d->stray_reconciles, d->stray_kills, d->resent_unknown);
-  if (d->fell_back)
-    printf("  state was not read: %s\n", d->fell_back_why);
-  if (d->launcher_adopted)
+         d->conns.reconciled, d->conns.reconciled_tids, d->conns.reconcile_unknown,
+         d->conns.reconcile_lost, d->losses.recovery_timeouts, d->conns.stray_reconciles,
+         d->conns.stray_kills, d->conns.resent_unknown);
+  if (d->recovery.fell_back)
+    printf("  state was not read: %s\n", d->recovery.fell_back_why);
+  if (d->recovery.launcher_adopted)
     printf("  the %s launcher took back %" PRIu32 " executors of the crashed run, by the "
            "handles in the record\n",
-           d->ops->name, d->launcher_adopted);
-  for (uint64_t i = 0; i < d->reconciled && i < REPORT_DETAIL_MAX; i++) {
-    const recon_rec *r = &d->recons[i];
+           d->run.ops->name, d->recovery.launcher_adopted);
+  for (uint64_t i = 0; i < d->conns.reconciled && i < REPORT_DETAIL_MAX; i++) {
+    const recon_rec *r = &d->conns.recons[i];
     char e[ESC_MAX];
     printf("  %s: reconciled after %" PRIu64 " ms: %" PRIu64 " tids named, %" PRIu64
            " unknown (killed), %" PRIu64 " not named (run again)\n",
@@ -53,27 +60,27 @@ void print_recovery(const driver *d) {
  * terminal the line is rewritten in place; otherwise each is a line of its own. */
 static void print_progress(driver *d, bool last) {
   uint64_t done = 0, now = uv_hrtime();
-  for (size_t i = 0; i < d->njobs; i++)
-    for (uint32_t k = 0; k < d->jobs[i].nstages; k++)
-      done += d->jobs[i].stages[k].succeeded;
+  for (size_t i = 0; i < d->jobs.njobs; i++)
+    for (uint32_t k = 0; k < d->jobs.list[i].nstages; k++)
+      done += d->jobs.list[i].stages[k].succeeded;
   tl_stats st;
-  tl_stats_get(d->s, &st);
-  double secs = (double)(now - d->progress_ns) / 1e9;
-  double rate = secs > 0 && d->offering ? (double)(done - d->progress_done) / secs : 0;
-  d->progress_done = done;
-  d->progress_ns = now;
+  tl_stats_get(d->run.s, &st);
+  double secs = (double)(now - d->summary.progress_ns) / 1e9;
+  double rate = secs > 0 && d->run.offering ? (double)(done - d->summary.progress_done) / secs : 0;
+  d->summary.progress_done = done;
+  d->summary.progress_ns = now;
   fprintf(stderr, "%sprogress: %" PRIu64 "/%" PRIu64 " tasks, %zu executors alive, %.0f tasks/s%s",
-          d->progress_tty ? "\r" : "", done, d->total_tasks, st.executors_alive, rate,
-          d->progress_tty ? (last ? "\033[K\n" : "\033[K") : "\n");
+          d->summary.progress_tty ? "\r" : "", done, d->jobs.total_tasks, st.executors_alive, rate,
+          d->summary.progress_tty ? (last ? "\033[K\n" : "\033[K") : "\n");
 }
 
 void on_progress(uv_timer_t *t) { print_progress(t->data, false); }
 
 /* The last progress line, once: the jobs are over or the run gives up. */
 void end_progress(driver *d) {
-  if (!d->progress || !uv_is_active((uv_handle_t *)&d->progress_timer))
+  if (!d->summary.progress || !uv_is_active((uv_handle_t *)&d->summary.progress_timer))
     return;
-  uv_timer_stop(&d->progress_timer);
+  uv_timer_stop(&d->summary.progress_timer);
   print_progress(d, true);
 }
 
@@ -182,43 +189,46 @@ int write_summary_json(driver *d, const char *path, bool ok, const tl_stats *st,
     return -1;
   }
   fprintf(f, "{\n  \"launcher\": ");
-  json_str(f, d->ops->name);
+  json_str(f, d->run.ops->name);
   fprintf(f, ",\n  \"ok\": %s,\n  \"gave_up\": %s,\n", ok ? "true" : "false",
-          d->gave_up ? "true" : "false");
+          d->run.gave_up ? "true" : "false");
   fprintf(f, "  \"jobs\": {\"succeeded\": %" PRIu32 ", \"failed\": %zu},\n", jobs_succeeded,
-          d->njobs - jobs_succeeded);
+          d->jobs.njobs - jobs_succeeded);
   fprintf(f,
           "  \"tasks\": {\"succeeded\": %" PRIu64 ", \"launched\": %" PRIu64
           ", \"retries\": %" PRIu64 "},\n",
-          tasks, d->launched, d->retries);
+          tasks, d->offers.launched, d->offers.retries);
   fprintf(f,
           "  \"executors\": {\"started\": %" PRIu32 ", \"registered\": %" PRIu32
           ", \"released\": %" PRIu32 ", \"stopped_by_force\": %" PRIu32
           ", \"most_active\": %" PRIu32 ", \"active_at_end\": %" PRIu32 ", \"lost\": %" PRIu64
           "},\n",
-          d->started, d->registered, d->released, d->forced, d->most_active, d->active_at_end,
-          d->executors_lost);
+          d->scaling.started, d->conns.registered, d->scaling.released, d->scaling.forced,
+          d->scaling.most_active, d->run.active_at_end, d->losses.executors_lost);
   fprintf(f, "  \"dynamic_allocation\": ");
-  if (d->dynamic)
+  if (d->scaling.dynamic)
     fprintf(f,
             "{\"min\": %" PRIu32 ", \"max\": %" PRIu32 ", \"backlog_timeout_ms\": %" PRIu64
             ", \"idle_timeout_ms\": %" PRIu64 "},\n",
-            d->min_executors, d->max_executors, d->backlog_ns / 1000000, d->idle_ns / 1000000);
+            d->scaling.min_executors, d->scaling.max_executors, d->scaling.backlog_ns / 1000000,
+            d->scaling.idle_ns / 1000000);
   else
     fprintf(f, "null,\n");
   fprintf(f, "  \"state\": ");
-  if (d->state_dir)
+  if (d->record.state_dir)
     fprintf(f,
             "{\"records\": %" PRIu64 ", \"failed\": %" PRIu64
             ", \"launch_before_record\": %s, \"launches_held\": %" PRIu64
             ", \"held_mean_ms\": %.3f, \"held_max_ms\": %.3f, \"unrecorded\": %" PRIu64 "},\n",
-            d->state_writes, d->state_failed, d->launch_early ? "true" : "false", d->held_launches,
-            d->held_rounds ? (double)d->held_ns / 1e6 / (double)d->held_rounds : 0.0,
-            (double)d->held_max_ns / 1e6, d->unrecorded);
+            d->record.state_writes, d->record.state_failed,
+            d->record.launch_early ? "true" : "false", d->record.held_launches,
+            d->record.held_rounds ? (double)d->record.held_ns / 1e6 / (double)d->record.held_rounds
+                                  : 0.0,
+            (double)d->record.held_max_ns / 1e6, d->record.unrecorded);
   else
     fprintf(f, "null,\n");
   fprintf(f, "  \"recovery\": ");
-  if (d->recovered)
+  if (d->recovery.recovered)
     fprintf(f,
             "{\"from\": \"%s\", \"executors_to_reconcile\": %" PRIu32
             ", \"done\": %s, \"seconds\": %.3f, \"reconciled\": %" PRIu64
@@ -226,15 +236,19 @@ int write_summary_json(driver *d, const char *path, bool ok, const tl_stats *st,
             ", \"attempts_lost\": %" PRIu64 ", \"recovery_timeouts\": %" PRIu64
             ", \"stray_reconciles\": %" PRIu64 ", \"updates_unknown\": %" PRIu64
             ", \"launcher_adopted\": %" PRIu32 "},\n",
-            d->state_file, d->recovering_at_start, d->recover_end_ns ? "true" : "false",
-            d->recover_end_ns ? (double)(d->recover_end_ns - d->recover_start_ns) / 1e9 : 0.0,
-            d->reconciled, d->reconciled_tids, d->reconcile_unknown, d->reconcile_lost,
-            d->recovery_timeouts, d->stray_reconciles, d->resent_unknown, d->launcher_adopted);
+            d->recovery.state_file, d->recovery.recovering_at_start,
+            d->recovery.recover_end_ns ? "true" : "false",
+            d->recovery.recover_end_ns
+                ? (double)(d->recovery.recover_end_ns - d->recovery.recover_start_ns) / 1e9
+                : 0.0,
+            d->conns.reconciled, d->conns.reconciled_tids, d->conns.reconcile_unknown,
+            d->conns.reconcile_lost, d->losses.recovery_timeouts, d->conns.stray_reconciles,
+            d->conns.resent_unknown, d->recovery.launcher_adopted);
   else
     fprintf(f, "null,\n");
   const loss_rec **shown;
   size_t nshown = shown_losses(d, &shown);
-  fprintf(f, "  \"lost_executors_total\": %" PRIu64 ",\n", d->lost_total);
+  fprintf(f, "  \"lost_executors_total\": %" PRIu64 ",\n", d->losses.lost_total);
   fprintf(f, "  \"lost_executors\": [");
   for (size_t i = 0; i < nshown; i++) {
     const loss_rec *lr = shown[i];
@@ -268,8 +282,9 @@ int write_summary_json(driver *d, const char *path, bool ok, const tl_stats *st,
           ", \"refused_backoff\": %" PRIu64 ", \"evicted_pending\": %" PRIu64
           ", \"refused_connection_cap\": %" PRIu64 ", \"accept_emfile\": %" PRIu64
           ", \"accept_enfile\": %" PRIu64 ", \"accept_other\": %" PRIu64 "},\n",
-          d->auth_failures, d->auth_addresses, d->refused_backoff, d->evicted_pending,
-          d->refused_conn_cap, d->accept_emfile, d->accept_enfile, d->accept_other);
+          d->auth.auth_failures, d->auth.auth_addresses, d->edge.refused_backoff,
+          d->edge.evicted_pending, d->edge.refused_conn_cap, d->edge.accept_emfile,
+          d->edge.accept_enfile, d->edge.accept_other);
   fprintf(f, "  \"tl_stats\": {");
   const char *sep = "\n    ";
 #define X(field)                                                                                   \
@@ -296,14 +311,14 @@ bool print_jobs(const driver *d, uint64_t *tasks, uint32_t *jobs_succeeded) {
   bool ok = true;
   *tasks = 0;
   *jobs_succeeded = 0;
-  for (size_t i = 0; i < d->njobs; i++) {
-    const job *j = &d->jobs[i];
+  for (size_t i = 0; i < d->jobs.njobs; i++) {
+    const job *j = &d->jobs.list[i];
     bool job_ok = j->done && !j->failed;
     for (uint32_t k = 0; k < j->nstages; k++)
       job_ok = job_ok && j->stages[k].released && j->stages[k].succeeded == j->stages[k].ntasks;
     *jobs_succeeded += job_ok;
     printf("job %zu: %s\n", i + 1, job_ok ? "succeeded" : "FAILED");
-    if (d->expect_failure) { /* expected: it failed, and every submitted stage was released */
+    if (d->run.expect_failure) { /* expected: it failed, and every submitted stage was released */
       job_ok = j->done && j->failed;
       for (uint32_t k = 0; k < j->nstages; k++)
         job_ok = job_ok && (j->stages[k].taskset == 0 || j->stages[k].released);
@@ -335,21 +350,23 @@ bool print_executors(const driver *d) {
          " registered with %" PRIu64 " cores in all, queue %" PRIu32 "; frames: %" PRIu64
          " in, %" PRIu64 " out; launches: %" PRIu64 "; binaries sent: %" PRIu64
          ", forgotten: %" PRIu64 "%s\n",
-         d->started, d->cores, d->registered, d->registered_cores, d->queue, d->frames_in,
-         d->frames_out, d->launched, d->binaries_sent, d->forgets_sent,
-         d->unforgotten ? " (SOME HELD AT STOP)" : "");
-  uint64_t first_report = d->nreports > REPORT_DETAIL_MAX ? d->nreports - REPORT_DETAIL_MAX : 0;
+         d->scaling.started, d->run.cores, d->conns.registered, d->conns.registered_cores,
+         d->run.queue, d->conns.frames_in, d->link.frames_out, d->offers.launched,
+         d->offers.binaries_sent, d->link.forgets_sent,
+         d->run.unforgotten ? " (SOME HELD AT STOP)" : "");
+  uint64_t first_report =
+      d->conns.nreports > REPORT_DETAIL_MAX ? d->conns.nreports - REPORT_DETAIL_MAX : 0;
   if (first_report > 0)
     printf("  (%" PRIu64 " earlier executors' reports not shown)\n", first_report);
-  for (uint64_t i = first_report; i < d->nreports; i++) {
-    const exec_report *r = &d->reports[i % REPORT_DETAIL_MAX];
+  for (uint64_t i = first_report; i < d->conns.nreports; i++) {
+    const exec_report *r = &d->conns.reports[i % REPORT_DETAIL_MAX];
     char e[ESC_MAX];
     printf("  %s: %" PRIu32 " cores; reported %" PRIu64 " binaries materialised, for %zu task "
            "sets sent%s\n",
            esc(e, r->id), r->cores, r->binaries, r->tasksets,
            r->binaries > r->tasksets ? " (more than it was sent: its word, not trusted)" : "");
   }
-  return d->unforgotten == 0;
+  return d->run.unforgotten == 0;
 }
 
 /* The allocation line, and how each executor ended, from its launcher: a clean end is an exit
@@ -361,15 +378,16 @@ bool print_executors(const driver *d) {
  * it. Returns whether every executor ended as it should have. */
 bool print_allocation(const driver *d) {
   bool ok = true;
-  printf("allocation: %s", d->ops->name);
-  if (d->dynamic)
-    printf(", dynamic, min %" PRIu32 ", max %" PRIu32 ", initial %" PRIu32, d->min_executors,
-           d->max_executors, d->nexecutors);
+  printf("allocation: %s", d->run.ops->name);
+  if (d->scaling.dynamic)
+    printf(", dynamic, min %" PRIu32 ", max %" PRIu32 ", initial %" PRIu32,
+           d->scaling.min_executors, d->scaling.max_executors, d->run.nexecutors);
   printf("; executors started %" PRIu32 ", released %" PRIu32 ", most at once %" PRIu32
          ", at the end of the jobs %" PRIu32 ", stopped by force %" PRIu32 "\n",
-         d->started, d->released, d->most_active, d->active_at_end, d->forced);
-  for (uint32_t i = 0; i < d->nexecs; i++) {
-    const exec_rec *e = &d->execs[i];
+         d->scaling.started, d->scaling.released, d->scaling.most_active, d->run.active_at_end,
+         d->scaling.forced);
+  for (uint32_t i = 0; i < d->scaling.nexecs; i++) {
+    const exec_rec *e = &d->scaling.execs[i];
     if (!e->started)
       continue;
     if (!e->ended) { /* cannot be: the loop ran until every end came */
@@ -379,19 +397,20 @@ bool print_allocation(const driver *d) {
     }
     if (e->kind == TL_LOSS_EXITED && e->exit_code == 0 && !e->forced)
       continue;
-    bool crashed = d->has_crash && e->kind == TL_LOSS_EXITED && e->exit_code == CRASH_EXIT_CODE;
+    bool crashed =
+        d->jobs.has_crash && e->kind == TL_LOSS_EXITED && e->exit_code == CRASH_EXIT_CODE;
     bool killed = e->fault_killed && e->kind == TL_LOSS_KILLED;
     bool outside =
         e->kind == TL_LOSS_PROCESS_LOST || (e->kind == TL_LOSS_EXITED && e->exit_code > 128);
     printf("  %s: exit code %d, %s: %s%s\n", e->id, e->exit_code, loss_kind_names[e->kind],
            e->reason,
-           e->forced               ? " (stopped by force: it did not stop in time)"
-           : killed && !d->gave_up ? " (killed by the driver)"
-           : e->injected           ? " (killed as from outside)"
-           : crashed               ? " (a crash task)"
-           : outside               ? " (ended from outside the driver)"
-                                   : "");
-    ok = ok && !e->forced && (killed || e->injected || crashed || outside) && !d->gave_up;
+           e->forced                   ? " (stopped by force: it did not stop in time)"
+           : killed && !d->run.gave_up ? " (killed by the driver)"
+           : e->injected               ? " (killed as from outside)"
+           : crashed                   ? " (a crash task)"
+           : outside                   ? " (ended from outside the driver)"
+                                       : "");
+    ok = ok && !e->forced && (killed || e->injected || crashed || outside) && !d->run.gave_up;
   }
   return ok;
 }
@@ -402,26 +421,28 @@ bool print_allocation(const driver *d) {
  * open loss records are settled first. */
 void print_losses(driver *d, const tl_stats *st) {
   printf("attempts: %" PRIu64 " launched, %" PRIu64 " retries; KILL frames sent: %" PRIu64 "\n",
-         d->launched, d->retries, d->kills_sent);
+         d->offers.launched, d->offers.retries, d->link.kills_sent);
   printf("losses: %" PRIu64 " executors lost; reported: pending on close %" PRIu64
          ", heartbeat timeout %" PRIu64 ", exited %" PRIu64 ", killed by the driver %" PRIu64
          " (of which removed for a protocol fault %" PRIu64 "), pending-loss timeout %" PRIu64
          "; frames refused after removal (TL_EGONE): %" PRIu64 "; process lost %" PRIu64 "\n",
-         d->executors_lost, d->losses[TL_LOSS_PENDING], d->losses[TL_LOSS_HEARTBEAT_TIMEOUT],
-         d->losses[TL_LOSS_EXITED], d->losses[TL_LOSS_KILLED], d->violations,
-         st->pending_loss_timeouts, d->gone_frames, d->losses[TL_LOSS_PROCESS_LOST]);
+         d->losses.executors_lost, d->losses.reports[TL_LOSS_PENDING],
+         d->losses.reports[TL_LOSS_HEARTBEAT_TIMEOUT], d->losses.reports[TL_LOSS_EXITED],
+         d->losses.reports[TL_LOSS_KILLED], d->conns.violations, st->pending_loss_timeouts,
+         d->conns.gone_frames, d->losses.reports[TL_LOSS_PROCESS_LOST]);
   settle_open_losses(d);
-  printf("  lost executors: %" PRIu64 "; detected by", d->lost_total);
+  printf("  lost executors: %" PRIu64 "; detected by", d->losses.lost_total);
   for (int k = 0; k < DETECTED_N; k++)
-    printf("%s %s %" PRIu64, k ? "," : "", detection_names[k], d->lost_by_detection[k]);
+    printf("%s %s %" PRIu64, k ? "," : "", detection_names[k], d->losses.lost_by_detection[k]);
   printf("; real reasons");
   for (int k = TL_LOSS_EXITED; k < LOSS_KINDS; k++)
-    printf("%s %s %" PRIu64, k > TL_LOSS_EXITED ? "," : "", phase_names[k], d->lost_by_kind[k]);
+    printf("%s %s %" PRIu64, k > TL_LOSS_EXITED ? "," : "", phase_names[k],
+           d->losses.lost_by_kind[k]);
   printf("\n");
   const loss_rec **shown;
   size_t nshown = shown_losses(d, &shown);
-  if (d->lost_total > nshown)
-    printf("  (%" PRIu64 " earlier lost executors not shown)\n", d->lost_total - nshown);
+  if (d->losses.lost_total > nshown)
+    printf("  (%" PRIu64 " earlier lost executors not shown)\n", d->losses.lost_total - nshown);
   for (size_t i = 0; i < nshown; i++) {
     const loss_rec *lr = shown[i];
     char e[ESC_MAX];
@@ -446,10 +467,11 @@ void print_edge(const driver *d) {
          " waiting out a back-off, %" PRIu64 " over --max-connections; %" PRIu64
          " closed waiting for REGISTER over --max-pending-connections; accept errors: EMFILE "
          "%" PRIu64 ", ENFILE %" PRIu64 ", other %" PRIu64 "; log lines not shown %" PRIu64 "\n",
-         d->auth_failures, d->auth_addresses, d->refused_backoff, d->refused_conn_cap,
-         d->evicted_pending, d->accept_emfile, d->accept_enfile, d->accept_other,
-         d->log_auth.total_suppressed + d->log_refused.total_suppressed +
-             d->log_accept.total_suppressed);
+         d->auth.auth_failures, d->auth.auth_addresses, d->edge.refused_backoff,
+         d->edge.refused_conn_cap, d->edge.evicted_pending, d->edge.accept_emfile,
+         d->edge.accept_enfile, d->edge.accept_other,
+         d->log.auth.total_suppressed + d->log.refused.total_suppressed +
+             d->log.accept.total_suppressed);
 }
 
 /* The ledger's state and its final stats. */
@@ -457,7 +479,8 @@ void print_ledger(const driver *d, const tl_stats *st, int check, const char *wh
   printf("ledger: %zu attempts, %zu task sets, tl_check %s%s%s; refused: %" PRIu64
          " updates, %" PRIu64 " connections\n",
          st->attempts_running + st->attempts_frozen, st->tasksets_active + st->tasksets_zombie,
-         tl_err_name(check), check ? ": " : "", why, d->refused_updates, d->refused_conns);
+         tl_err_name(check), check ? ": " : "", why, d->conns.refused_updates,
+         d->conns.refused_conns);
   printf("ledger stats: launched %" PRIu64 ", succeeded %" PRIu64 ", failed %" PRIu64
          ", killed %" PRIu64 ", stale updates %" PRIu64 ", rejected updates %" PRIu64
          ", executors lost %" PRIu64 ", task sets released %" PRIu64
