@@ -17,7 +17,8 @@ static void keep_report(driver *d, conn *c) {
   r->tasksets = c->tasksets_sent;
 }
 
-/* Closes a connection. A registered executor that goes before STOP, and that the ledger still
+/* What the close of a connection means for its executor (link.c's close_conn calls it, set up as
+ * link_state.on_close). A registered executor that goes before STOP, and that the ledger still
  * holds, is reported TL_LOSS_PENDING: its attempts freeze until the real reason comes from its
  * launcher (on_end), or, for an executor no launcher started (or whose end never comes), until
  * pending_loss_timeout_ns. When the launcher's end came first, the real reason is already in;
@@ -25,19 +26,11 @@ static void keep_report(driver *d, conn *c) {
  * protocol fault (c->violated) has a known reason at once: the driver dropped it,
  * TL_LOSS_KILLED, not the app's doing; its tasks run elsewhere now. One the driver released is
  * removed as decommissioned: its end was asked for. */
-void close_conn(conn *c, const char *why) {
-  if (c->closing)
-    return;
+void conn_closing(conn *c) {
   driver *d = c->d;
-  char name[CONN_NAME_MAX];
-  c->closing = true;
-  if (!c->registered)
-    d->link.npending--;
-  if (why)
-    logf_(d, "closing connection %s: %s", conn_name(c, name), why);
   keep_report(d, c);
   tl_executor_state state;
-  if (c->registered && !d->run.stopping && in_ledger(d, c->id, &state) &&
+  if (c->registered && !d->phase.stopping && in_ledger(d, c->id, &state) &&
       state != TL_EXECUTOR_PENDING_LOSS) {
     if (c->released) {
       remove_released(d, c->id);
@@ -53,8 +46,6 @@ void close_conn(conn *c, const char *why) {
         d->run.ops->query(d->run.launcher, c->id);
     }
   }
-  uv_close((uv_handle_t *)&c->register_timer, on_conn_handle_closed);
-  uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
 }
 
 /* Closes a connection for a protocol or registration fault; *counter counts its kind, why (NULL:
@@ -140,9 +131,8 @@ static void handle_register(conn *c, const tlc_register *r) {
   if (old)
     settle_pending_timeout(d, old);
   memcpy(c->id, id, sizeof id);
-  c->registered = true;
+  conn_registered(c);
   c->cores = r->cores;
-  d->link.npending--;
   d->conns.registered_cores += r->cores;
   c->idle_since = uv_hrtime();
   uv_timer_stop(&c->register_timer);
@@ -341,7 +331,7 @@ void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
 void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   conn *c = s->data;
   if (nread < 0) {
-    close_conn(c, nread == UV_EOF ? (c->d->run.stopping ? NULL : "closed by the peer")
+    close_conn(c, nread == UV_EOF ? (c->d->phase.stopping ? NULL : "closed by the peer")
                                   : uv_strerror((int)nread));
     return;
   }
@@ -391,7 +381,7 @@ void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         send_out(c);
         c->synced = c->status_frames;
       }
-      if (!c->d->run.stopping && !c->released && !c->recovering) {
+      if (!c->d->phase.stopping && !c->released && !c->recovering) {
         int hb = tl_executor_heartbeat(c->d->run.s, c->id);
         if (hb == TL_EGONE)
           refuse_gone(c, "heartbeat");

@@ -36,8 +36,10 @@
  * recovers the run: the ledger restored, its executors reconnecting and reconciling, dynamic
  * allocation going on (docs/cluster.md "Driver failover").
  *
- * (driver_opts.c parses the command line; main below sets the run up from it, runs the loop and
- * gives the verdict.)
+ * This file is the top of the driver's files (docs/cluster.md "The driver's files and layers"):
+ * main sets the run up from the command line (driver_opts.c), runs the loop, serves what the
+ * files below ask of the run (phase.c: stop, give up, check), ends the run and gives the verdict.
+ * Every other file is one subsystem, behind driver.h.
  *
  * Exit status: 0 when every job succeeded (or, with --expect-job-failure, failed), the ledger
  * drained, the expected losses happened and every executor ended as it should have (one that
@@ -49,38 +51,12 @@
  * accepted, and bounded after: docs/cluster.md "Limits and hardening" has every limit.
  */
 
-#include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <signal.h>
 #include <unistd.h>
 
 #include "driver.h"
 
 static void on_handle_closed(uv_handle_t *h) { (void)h; }
-
-/* What an executor's end may lead to, run off on_end's stack (a launcher's callback is never
- * asked to bear calls back into it): giving up when nothing is left, finishing the run. */
-void on_after_end(uv_timer_t *t) {
-  driver *d = t->data;
-  check_recovery(d);
-  check_starved(d);
-  maybe_finish(d);
-}
 
 /* Stops by force what did not go: every executor the launcher still runs (their ends follow, as
  * requested), every bad client, every connection. */
@@ -117,19 +93,18 @@ static void on_launcher_closed(void *ud) {
 
 /* Once STOP is out, every connection closed, every executor's end came and every bad client
  * exited: closes the rest, the launcher included. */
-void maybe_finish(driver *d) {
-  if (!d->run.stopping || d->run.closed || d->link.list)
+static void maybe_finish(driver *d) {
+  if (!d->run.stop_sent || d->phase.closed || d->link.list)
     return;
   if (d->run.launcher && d->run.ops->running(d->run.launcher) > 0)
     return;
   for (uint32_t i = 0; i < d->faults.nbad; i++)
     if (d->faults.bad[i].running)
       return;
-  d->run.closed = true;
+  phase_close(d, on_handle_closed);
   if (d->run.launcher)
     d->run.ops->close(d->run.launcher, on_launcher_closed, d);
   uv_close((uv_handle_t *)&d->run.grace, on_handle_closed);
-  uv_close((uv_handle_t *)&d->run.after_end, on_handle_closed);
   uv_close((uv_handle_t *)&d->scaling.alloc_timer, on_handle_closed);
   uv_close((uv_handle_t *)&d->record.state_timer, on_handle_closed);
   tl_uv_stop(d->run.uv, on_uv_stopped, NULL);
@@ -151,11 +126,12 @@ void maybe_finish(driver *d) {
 /* Every job is over, one failed, or the run gives up: STOP every connected executor (a
  * released one has had its STOP), and STOP_GRACE_MS later have the launcher stop whatever has
  * not ended (on_grace); maybe_finish then waits for every end. */
-void begin_stop(driver *d) {
-  if (d->run.stopping)
+static void begin_stop(driver *d) {
+  if (d->run.stop_sent)
     return;
+  d->run.stop_sent = true;
   end_progress(d);
-  d->run.stopping = true;
+  phase_stop(d);   /* so when the run gives up: nothing new begins */
   close_server(d); /* nothing new comes in: the end is bounded by the STOP grace */
   d->run.active_at_end = active_executors(d);
   uv_idle_stop(&d->offers.revive);
@@ -175,16 +151,33 @@ void begin_stop(driver *d) {
   maybe_finish(d);
 }
 
-void give_up(driver *d, const char *why) {
+static void give_up(driver *d, const char *why) {
   end_progress(d);
   fprintf(stderr, "tl-driver: giving up: %s\n", why);
   d->run.gave_up = true;
-  if (d->run.stopping) { /* already stopping: the executors do not go, so make them */
+  if (d->run.stop_sent) { /* already stopping: the executors do not go, so make them */
     uv_timer_stop(&d->run.grace);
     force_stop(d);
     return;
   }
   begin_stop(d);
+}
+
+/* The requests of the files below (phase.c), served at the next turn of the loop after one was
+ * made, off the stack of the callback that made it (a launcher's callback is never asked to bear
+ * calls back into it): an executor ended (is recovery over; is the run starved, with nothing
+ * left to run its jobs), the run gives up, the jobs are over; then whether the run can finish. */
+static void serve(driver *d) {
+  if (phase_take_check(d)) {
+    check_recovery(d);
+    check_starved(d);
+  }
+  const char *why = phase_take_give_up(d);
+  if (why)
+    give_up(d, why);
+  if (phase_take_stop(d))
+    begin_stop(d);
+  maybe_finish(d);
 }
 
 static void on_deadline(uv_timer_t *t) { give_up(t->data, "the run took longer than --timeout-s"); }
@@ -334,8 +327,7 @@ static void init_handles(driver *d, uint64_t timeout_s) {
   d->summary.progress_timer.data = d;
   uv_timer_init(d->run.loop, &d->run.grace);
   d->run.grace.data = d;
-  uv_timer_init(d->run.loop, &d->run.after_end);
-  d->run.after_end.data = d;
+  phase_init(d, serve);
   uv_timer_init(d->run.loop, &d->scaling.alloc_timer);
   d->scaling.alloc_timer.data = d;
   uv_timer_init(d->run.loop, &d->losses.settle_timer);
@@ -421,6 +413,7 @@ static int set_up(driver *d, const driver_opts *o) {
     return 2;
   }
   apply_options(d, o);
+  d->link.on_close = conn_closing; /* a link's close, as the executors' connections see it */
   warn_nofile(d);
   bool restored;
   int rs = start_ledger(d, o, &restored);
@@ -441,7 +434,7 @@ static int set_up(driver *d, const driver_opts *o) {
         return 1;
   }
   start_launcher(d, o, restored);
-  if (d->record.state_dir && !d->run.stopping) {
+  if (d->record.state_dir && !d->phase.stopping) {
     if (write_state(d, true) != 0) /* the first record: a crash from here on is recovered */
       return 1;
     uv_timer_start(&d->record.state_timer, on_state_timer, d->record.snapshot_ms,

@@ -87,6 +87,40 @@ bool edge_log_ok(ratelog *r, const char *what);
 void copy_text(char *dst, size_t len, const char *src);
 
 /* ---------------------------------------------------------------------------------------------
+ * The phase (phase.c): where the run is, and the requests the files below driver.c make of it.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct phase_state {
+  bool stopping;            /* the run is ending (phase_stop, phase_give_up): nothing new begins,
+                               STOP goes out (driver.c's begin_stop) */
+  bool closed;              /* everything is closing (phase_close): no more offers */
+  bool want_stop;           /* phase_stop: the jobs are over, the executors are to be stopped */
+  const char *give_up;      /* phase_give_up's reason (a static string), until driver.c took it */
+  bool want_check;          /* phase_check: an executor ended; is recovery over, is the run
+                               starved? */
+  uv_timer_t wake;          /* runs serve at the next turn of the loop */
+  void (*serve)(driver *d); /* driver.c's: serves the requests, then finishes the run if it can */
+} phase_state;
+
+/* The wake handle on the loop, and driver.c's serve (called at the next turn after a request,
+ * once for all those made since). */
+void phase_init(driver *d, void (*serve)(driver *d));
+/* Requests: each wakes the loop, and serve does the rest. phase_wake asks only whether the run
+ * can finish (a connection or a bad client closed); phase_stop says the jobs are over (the run
+ * stops now: nothing new begins, and serve sends STOP); phase_give_up ends the run as a failure
+ * (why: a static string; the first one given is said); phase_check says an executor ended. */
+void phase_wake(driver *d);
+void phase_stop(driver *d);
+void phase_give_up(driver *d, const char *why);
+void phase_check(driver *d);
+/* For serve: each request once, cleared as it is taken. */
+bool phase_take_check(driver *d);
+const char *phase_take_give_up(driver *d);
+bool phase_take_stop(driver *d);
+/* Everything is closing: no request is served again; the wake handle is closed. */
+void phase_close(driver *d, uv_close_cb on_closed);
+
+/* ---------------------------------------------------------------------------------------------
  * Links (link.c): a connection, its frames out and its closing.
  * ------------------------------------------------------------------------------------------- */
 
@@ -129,14 +163,18 @@ typedef struct conn {
 #define CONN_NAME_MAX (ESC_MAX + sizeof(((conn *)0)->peer) + 8)
 
 typedef struct link_state {
-  conn *list;            /* open connections */
-  uint32_t nconns;       /* connections on list (closing ones hold a descriptor too) */
-  uint32_t npending;     /* of those, not registered and not closing */
-  uint64_t frames_out;   /* frames sent */
-  uint64_t kills_sent;   /* KILL frames sent (kill_task) */
-  uint64_t forgets_sent; /* FORGET frames sent */
+  void (*on_close)(conn *c); /* conns.c's conn_closing: what a close means for its executor */
+  conn *list;                /* open connections */
+  uint32_t nconns;           /* connections on list (closing ones hold a descriptor too) */
+  uint32_t npending;         /* of those, not registered and not closing */
+  uint64_t frames_out;       /* frames sent */
+  uint64_t kills_sent;       /* KILL frames sent (kill_task) */
+  uint64_t forgets_sent;     /* FORGET frames sent */
 } link_state;
 
+conn *conn_new(driver *d);
+void conn_registered(conn *c);
+void close_conn(conn *c, const char *why);
 void on_conn_handle_closed(uv_handle_t *h);
 const char *conn_name(const conn *c, char *buf);
 void send_out(conn *c);
@@ -507,7 +545,7 @@ typedef struct conns_state {
   uint8_t read_buf[READ_CHUNK];        /* every connection's reads: each is decoded at once */
 } conns_state;
 
-void close_conn(conn *c, const char *why);
+void conn_closing(conn *c);
 void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 void on_register_timeout(uv_timer_t *t);
@@ -580,7 +618,6 @@ typedef struct run_state {
   uv_signal_t sigint;            /* SIGINT: stop the executors and give up */
   uv_signal_t sigterm;           /* SIGTERM: likewise */
   uv_timer_t grace;              /* STOP_GRACE_MS after STOP: stop_all what has not ended */
-  uv_timer_t after_end;          /* runs, off on_end's stack, what an executor's end may lead to */
   const launcher_ops *ops;       /* --launcher */
   void *launcher;                /* its state; NULL once closed */
   launcher_config lcfg;          /* as given to ops->create */
@@ -593,9 +630,8 @@ typedef struct run_state {
   uint64_t heartbeat_ms;         /* the executors' heartbeat period */
   bool bench;                    /* --bench */
   uint32_t active_at_end;        /* active when the jobs ended */
-  bool stopping;                 /* STOP sent: waiting for the executors to go */
+  bool stop_sent;                /* begin_stop ran: STOP went out to every executor */
   bool gave_up;                  /* the deadline or a signal ended the run */
-  bool closed;                   /* everything is closing: no more offers */
   uint64_t start_ns;             /* when offers began: every expected executor registered */
   uint64_t end_ns;               /* when the last job's last task set was released */
   bool expect_failure;           /* --expect-job-failure */
@@ -604,14 +640,10 @@ typedef struct run_state {
   uint64_t unforgotten;          /* binaries an executor still held at STOP (a bug) */
 } run_state;
 
-void on_after_end(uv_timer_t *t);
-void maybe_finish(driver *d);
-void begin_stop(driver *d);
-void give_up(driver *d, const char *why);
-
 /* The driver: one record per file above, each written by its file. */
 struct driver {
   log_state log;
+  phase_state phase;
   link_state link;
   auth_state auth;
   record_state record;

@@ -112,22 +112,7 @@ static void accept_ready(uv_poll_t *p, int status, int events) {
  * --max-pending-connections (the oldest waiting one is closed to make room: a real executor
  * sends REGISTER at once, so it is the slow or silent ones that go). */
 static void on_connection(driver *d, int fd) {
-  conn *c = calloc(1, sizeof *c);
-  if (!c)
-    die_oom();
-  c->d = d;
-  tlc_decoder_init(&c->decoder, TLC_REGISTER_FRAME_MAX);
-  tlc_buf_init(&c->out);
-  uv_tcp_init(d->run.loop, &c->tcp);
-  uv_timer_init(d->run.loop, &c->register_timer);
-  c->tcp.data = c;
-  c->register_timer.data = c;
-  c->handles_open = 2;
-  c->next = d->link.list;
-  d->link.list = c;
-  d->link.nconns++;
-  d->link.npending++;
-  snprintf(c->peer, sizeof c->peer, "an unaccepted connection");
+  conn *c = conn_new(d);
   if (uv_tcp_open(&c->tcp, fd) < 0) {
     close(fd);
     close_conn(c, NULL);

@@ -24,7 +24,7 @@ void kill_bad_clients(driver *d) {
 static void on_bad_closed(uv_handle_t *h) {
   bad_child *b = h->data;
   b->running = false;
-  maybe_finish(h->loop->data);
+  phase_wake(h->loop->data);
 }
 
 static void on_bad_exit(uv_process_t *p, int64_t exit_status, int term_signal) {
@@ -33,7 +33,7 @@ static void on_bad_exit(uv_process_t *p, int64_t exit_status, int term_signal) {
   b->exited = true;
   b->exit_status = exit_status;
   b->term_signal = term_signal;
-  if (!d->run.stopping)
+  if (!d->phase.stopping)
     sample_alive(d);
   logf_(d, "bad client %s exited: status %" PRId64 ", signal %d", bad_mode_names[b->mode],
         exit_status, term_signal);
@@ -51,7 +51,7 @@ void spawn_bad_clients(driver *d) {
   const char *slash = strrchr(d->run.executor_path, '/');
   size_t dir = slash ? (size_t)(slash - d->run.executor_path) + 1 : 0;
   if (dir + sizeof "tl-badclient" > sizeof path) {
-    give_up(d, "the executor's path is too long");
+    phase_give_up(d, "the executor's path is too long");
     return;
   }
   memcpy(path, d->run.executor_path, dir);
@@ -75,7 +75,7 @@ void spawn_bad_clients(driver *d) {
     int rc = uv_spawn(d->run.loop, &b->process, &opt);
     if (rc < 0) {
       fprintf(stderr, "tl-driver: spawn %s: %s\n", path, uv_strerror(rc));
-      give_up(d, "could not spawn a bad client");
+      phase_give_up(d, "could not spawn a bad client");
       return;
     }
     b->running = true;
@@ -107,7 +107,7 @@ void on_fault(uv_timer_t *t) {
     return;
   d->faults.fault_armed = false;
   uv_timer_stop(&d->faults.fault);
-  if (d->run.closed || d->run.stopping || !d->run.launcher || !e->started || e->ended)
+  if (d->phase.closed || d->phase.stopping || !d->run.launcher || !e->started || e->ended)
     return;
   int rc = 0;
   if (d->faults.kill_after) {

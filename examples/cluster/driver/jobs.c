@@ -122,7 +122,7 @@ void cb_taskset_released(void *ud, const tl_taskset_info *ts, void *payload) {
   if (st->failed || st->succeeded != st->ntasks) {
     j->failed = true;
     j->done = true;
-  } else if (k + 1 < j->nstages && !d->run.closed && !d->run.stopping) {
+  } else if (k + 1 < j->nstages && !d->phase.closed && !d->phase.stopping) {
     if (submit_stage(d, j, k + 1) < 0)
       j->failed = j->done = true;
   } else {
@@ -132,9 +132,9 @@ void cb_taskset_released(void *ud, const tl_taskset_info *ts, void *payload) {
   bool all = true;
   for (size_t i = 0; i < d->jobs.njobs; i++)
     all = all && d->jobs.list[i].done;
-  if (all && !d->run.closed) {
+  if (all && !d->phase.closed) {
     d->run.end_ns = uv_hrtime();
-    begin_stop(d);
+    phase_stop(d);
   }
 }
 

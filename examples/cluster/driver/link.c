@@ -1,8 +1,37 @@
-/* A connection's frames out: encoding into its buffer, handing the buffer to libuv, the write's
- * completion, STOP, a connection's name for log lines, and the freeing of its record once its
- * handles closed. */
+/* A connection's life and its frames out: its record made at accept and freed once its handles
+ * closed, its registration, its closing (what that means for its executor is conns.c's, through
+ * link_state.on_close), encoding into its buffer, handing the buffer to libuv, the write's
+ * completion, STOP, and a connection's name for log lines. */
 
 #include "driver.h"
+
+/* A connection just accepted: its record, its two handles (not yet open) and its decoder, at the
+ * head of the list, counted as open and as waiting for REGISTER. */
+conn *conn_new(driver *d) {
+  conn *c = calloc(1, sizeof *c);
+  if (!c)
+    die_oom();
+  c->d = d;
+  tlc_decoder_init(&c->decoder, TLC_REGISTER_FRAME_MAX);
+  tlc_buf_init(&c->out);
+  uv_tcp_init(d->run.loop, &c->tcp);
+  uv_timer_init(d->run.loop, &c->register_timer);
+  c->tcp.data = c;
+  c->register_timer.data = c;
+  c->handles_open = 2;
+  c->next = d->link.list;
+  d->link.list = c;
+  d->link.nconns++;
+  d->link.npending++;
+  snprintf(c->peer, sizeof c->peer, "an unaccepted connection");
+  return c;
+}
+
+/* Its REGISTER was accepted: it is an executor of the ledger, no longer waiting. */
+void conn_registered(conn *c) {
+  c->registered = true;
+  c->d->link.npending--;
+}
 
 void on_conn_handle_closed(uv_handle_t *h) {
   conn *c = h->data;
@@ -19,10 +48,9 @@ void on_conn_handle_closed(uv_handle_t *h) {
   free(c->sent);
   free(c);
   d->link.nconns--;
-  maybe_finish(d);
+  phase_wake(d);
 }
 
-#define CONN_NAME_MAX (ESC_MAX + sizeof(((conn *)0)->peer) + 8)
 const char *conn_name(const conn *c, char *buf) {
   char e[ESC_MAX];
   if (c->registered)
@@ -30,6 +58,24 @@ const char *conn_name(const conn *c, char *buf) {
   else
     snprintf(buf, CONN_NAME_MAX, "from %s", c->peer);
   return buf;
+}
+
+/* Closes a connection (once): what it means for its executor is said first (on_close: a loss,
+ * or a release), then both handles close, and the record is freed once they have
+ * (on_conn_handle_closed). */
+void close_conn(conn *c, const char *why) {
+  if (c->closing)
+    return;
+  driver *d = c->d;
+  char name[CONN_NAME_MAX];
+  c->closing = true;
+  if (!c->registered)
+    d->link.npending--;
+  if (why)
+    logf_(d, "closing connection %s: %s", conn_name(c, name), why);
+  d->link.on_close(c);
+  uv_close((uv_handle_t *)&c->register_timer, on_conn_handle_closed);
+  uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
 }
 
 /* A write completed (conn_write): its bytes are freed. A connection closed meanwhile cancels it;

@@ -140,7 +140,7 @@ void cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss
     note_loss(d, id, reason, DETECTED_RECOVERY, "tl_tick (recovery timeout)");
     char e[ESC_MAX];
     logf_(d, "executor %s lost: it did not reconcile in time", esc(e, id));
-    uv_timer_start(&d->run.after_end, on_after_end, 0, 0); /* check_recovery, off this stack */
+    phase_check(d); /* check_recovery, off this stack */
   }
   if (reason->kind == TL_LOSS_HEARTBEAT_TIMEOUT) {
     d->losses.reports[reason->kind]++;

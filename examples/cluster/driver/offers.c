@@ -13,7 +13,7 @@ static bool binary_sent(conn *c, tl_taskset_id id) {
 /* Offers one executor its free cores and sends what launched: each task set's binary the first
  * time it runs there, then the launches in LAUNCH frames of up to LAUNCH_FRAME_MAX. */
 void offer(driver *d, conn *c) {
-  if (d->run.closed || d->run.stopping || !d->run.offering || !c->registered || c->closing)
+  if (d->phase.closed || d->phase.stopping || !d->run.offering || !c->registered || c->closing)
     return;
   tl_executor_status es;
   if (tl_executor_get(d->run.s, c->id, &es) < 0 || es.state != TL_EXECUTOR_ALIVE ||
@@ -89,6 +89,6 @@ static void on_revive(uv_idle_t *idle) {
 
 void cb_revive_offers(void *ud) {
   driver *d = ud;
-  if (!d->run.closed && !d->run.stopping)
+  if (!d->phase.closed && !d->phase.stopping)
     uv_idle_start(&d->offers.revive, on_revive);
 }

@@ -301,7 +301,7 @@ static void on_commit(uv_idle_t *idle) {
 
 void on_state_timer(uv_timer_t *t) {
   driver *d = t->data;
-  if (d->run.stopping || d->run.closed)
+  if (d->phase.stopping || d->phase.closed)
     return;
   uint64_t busy = d->record.state_busy;
   if (write_state(d, true) != 0 && d->record.state_busy > busy) /* undelivered events: soon again */
@@ -311,7 +311,7 @@ void on_state_timer(uv_timer_t *t) {
 /* A stage boundary (from a callback, where a snapshot is refused): the record is written at the
  * next turn of the loop. */
 void state_due(driver *d) {
-  if (d->record.state_dir && !d->run.stopping && !d->run.closed)
+  if (d->record.state_dir && !d->phase.stopping && !d->phase.closed)
     uv_timer_start(&d->record.state_timer, on_state_timer, 0, d->record.snapshot_ms);
 }
 

@@ -36,13 +36,13 @@ uint32_t active_executors(driver *d) {
  * driver waits: executors started elsewhere may still come; with dynamic allocation it starts
  * new ones. */
 void check_starved(driver *d) {
-  if (d->run.accept > 0 || d->scaling.dynamic || d->recovery.recovered || d->run.stopping ||
-      d->run.closed || !d->run.launcher || d->run.ops->running(d->run.launcher) > 0)
+  if (d->run.accept > 0 || d->scaling.dynamic || d->recovery.recovered || d->phase.stopping ||
+      d->phase.closed || !d->run.launcher || d->run.ops->running(d->run.launcher) > 0)
     return;
   tl_stats st;
   tl_stats_get(d->run.s, &st);
   if (st.executors_alive + st.executors_decommissioning == 0)
-    give_up(d, "no executor started by the launcher is running and none can take tasks");
+    phase_give_up(d, "no executor started by the launcher is running and none can take tasks");
 }
 
 /* The launcher's account of an executor's end: the second phase of its loss, whether its
@@ -64,10 +64,10 @@ void on_end(void *ud, const launcher_end *end) {
   copy_text(e->reason, sizeof e->reason, end->reason);
   copy_text(e->source, sizeof e->source, end->source);
   bool clean = end->kind == TL_LOSS_EXITED && end->exit_code == 0;
-  if (!clean || !d->run.stopping)
+  if (!clean || !d->phase.stopping)
     logf_(d, "executor %s ended: %s (%s)", e->id, e->reason, e->source);
   tl_executor_state state;
-  if (!d->run.stopping && !d->run.closed && in_ledger(d, e->id, &state)) {
+  if (!d->phase.stopping && !d->phase.closed && in_ledger(d, e->id, &state)) {
     if (e->released) {
       remove_released(d, e->id);
     } else {
@@ -78,7 +78,7 @@ void on_end(void *ud, const launcher_end *end) {
       report_loss(d, e->id, &r, DETECTED_END, end->source);
     }
   }
-  uv_timer_start(&d->run.after_end, on_after_end, 0, 0);
+  phase_check(d);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -162,7 +162,7 @@ static bool release_executor(driver *d, conn *c, exec_rec *e) {
 
 void on_alloc_tick(uv_timer_t *t) {
   driver *d = t->data;
-  if (d->run.stopping || d->run.closed || !d->run.launcher)
+  if (d->phase.stopping || d->phase.closed || !d->run.launcher)
     return;
   uint64_t now = uv_hrtime();
   uint32_t active = active_executors(d);
@@ -170,7 +170,7 @@ void on_alloc_tick(uv_timer_t *t) {
     logf_(d, "%" PRIu32 " executors active, fewer than --min-executors: starting more", active);
     if (start_executors(d, d->scaling.min_executors - active) < d->scaling.min_executors - active &&
         active_executors(d) == 0)
-      give_up(d, "the launcher cannot start executors");
+      phase_give_up(d, "the launcher cannot start executors");
     return;
   }
   if (!d->run.offering)
@@ -195,12 +195,12 @@ void on_alloc_tick(uv_timer_t *t) {
       uint32_t got = start_executors(d, add);
       d->scaling.to_add = got == d->scaling.to_add ? 2 * d->scaling.to_add : 1;
       if (got < add && active_executors(d) == 0)
-        give_up(d, "the launcher cannot start executors");
+        phase_give_up(d, "the launcher cannot start executors");
     }
     d->scaling.next_request = now + d->scaling.backlog_ns;
   }
   active = active_executors(d);
-  for (conn *c = d->link.list; c && !d->run.stopping && active > d->scaling.min_executors;
+  for (conn *c = d->link.list; c && !d->phase.stopping && active > d->scaling.min_executors;
        c = c->next) {
     if (!c->registered || c->closing || c->released || c->idle_since == 0 ||
         now - c->idle_since < d->scaling.idle_ns)
