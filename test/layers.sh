@@ -1,37 +1,58 @@
 #!/usr/bin/env bash
-# The library's layering, checked on the built archive: every file of lib/ calls only files of
-# its own layer or lower ones, and no two files call each other.
+# A program's layering, checked on its built objects: every file calls only files of its own
+# layer or lower ones, and no two files call each other. Two programs are held to it: the
+# library (lib/, its archive) and tl-driver (examples/cluster/driver/, its object files).
 #
-#   test/layers.sh LIBTASKLEDGER.a [DESIGN.md]
+#   test/layers.sh [-v] [--dir DIR] [--prefix PREFIX] ARCHIVE|OBJECT... [TABLE.md]
 #
-# The layers come from one table, docs/design.md's "Layers" (one row per file:
-# | `lib/FILE.c` | N name | what it holds |). Who calls whom comes from the object files: a file
-# that leaves a tl__ symbol undefined (nm -u) calls the file that defines it. Inline functions
-# of a header count for the file that includes them, which is where their calls are made.
+# The layers come from one table in TABLE.md (default docs/design.md), one row per file:
+# | `DIR/FILE.c` | N name | what it holds |, DIR being lib unless --dir names another. Who calls
+# whom comes from the object files (an archive's members, or object files named FILE.c.o): a
+# file that leaves a symbol undefined (nm -u) calls the file that defines it. Only the symbols
+# that start with PREFIX count (default tl__, the library's internal ones; --prefix '' counts
+# every global symbol, as for tl-driver, whose files share plain names). Inline functions of a
+# header count for the file that includes them, which is where their calls are made.
 # Fails (status 1) when:
-#   - a file uses a tl__ symbol of a file on a higher layer;
+#   - a file uses a symbol of a file on a higher layer;
 #   - two files use each other (a cycle of two, whatever their layers);
 #   - a larger cycle exists among the files of one layer;
-#   - an object file of the archive has no row in the table, or a row names no object file.
+#   - an object file has no row in the table, or a row names no object file.
 # Prints each fault on its own line, and the calls between files when all is well with -v.
 set -euo pipefail
 
 verbose=0
-if [[ ${1:-} == -v ]]; then
-  verbose=1
+dir=lib
+prefix=tl__
+inputs=()
+table_doc=
+while (($# > 0)); do
+  case $1 in
+  -v) verbose=1 ;;
+  --dir)
+    dir=$2
+    shift
+    ;;
+  --prefix)
+    prefix=$2
+    shift
+    ;;
+  *.md) table_doc=$1 ;;
+  *) inputs+=("$1") ;;
+  esac
   shift
-fi
-if (($# < 1 || $# > 2)); then
-  echo "usage: test/layers.sh [-v] LIBTASKLEDGER.a [DESIGN.md]" >&2
+done
+if ((${#inputs[@]} == 0)); then
+  echo "usage: test/layers.sh [-v] [--dir DIR] [--prefix PREFIX] ARCHIVE|OBJECT... [TABLE.md]" >&2
   exit 2
 fi
-archive=$1
 here=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
-design=${2:-$here/../docs/design.md}
-[[ -r $archive ]] || {
-  echo "layers: cannot read $archive" >&2
-  exit 2
-}
+design=${table_doc:-$here/../docs/design.md}
+for f in "${inputs[@]}"; do
+  [[ -r $f ]] || {
+    echo "layers: cannot read $f" >&2
+    exit 2
+  }
+done
 [[ -r $design ]] || {
   echo "layers: cannot read $design" >&2
   exit 2
@@ -39,21 +60,32 @@ design=${2:-$here/../docs/design.md}
 
 # file layer name, from the table's rows.
 # shellcheck disable=SC2016 # the backquotes are the table's, not the shell's
-table=$(sed -n 's/^| `lib\/\([a-z_]*\)\.c` | \([0-9]\) \([a-z ]*[a-z]\) |.*/\1 \2 \3/p' "$design")
+table=$(awk -v dir="$dir" '
+  BEGIN { head = "| `" dir "/" }
+  index($0, head) == 1 {
+    rest = substr($0, length(head) + 1)
+    if (!match(rest, /^[a-z_0-9]+\.c` \| [0-9] [a-z ]*[a-z] \|/)) next
+    file = substr(rest, 1, index(rest, ".c`") - 1)
+    rest = substr(rest, index(rest, "| ") + 2)
+    layer = substr(rest, 1, 1)
+    name = substr(rest, 3, index(rest, " |") - 3)
+    print file, layer, name
+  }' "$design")
 if [[ -z $table ]]; then
-  echo "layers: no layer table in $design" >&2
+  echo "layers: no layer table for $dir/ in $design" >&2
   exit 2
 fi
 
-# nm -A on an archive prefixes each line with "archive:member:"; members are FILE.c.o.
-defs=$(nm -A --defined-only "$archive" | awk '$(NF-1) ~ /^[TDBRC]$/ && $NF ~ /^tl__/ {
-  n = split($1, p, ":"); m = p[n - 1]; sub(/\.c\.o$/, "", m); sub(/\.o$/, "", m); print $NF, m }')
-uses=$(nm -A -u "$archive" | awk '$(NF-1) == "U" && $NF ~ /^tl__/ {
-  n = split($1, p, ":"); m = p[n - 1]; sub(/\.c\.o$/, "", m); sub(/\.o$/, "", m); print $NF, m }')
-members=$(nm -A "$archive" 2>/dev/null | awk -F: '{ m = $2; sub(/\.c\.o$/, "", m); sub(/\.o$/, "", m); print m }' |
-  sort -u)
+# nm -A prefixes each line with "archive:member:" for an archive's members and with "object:"
+# for an object file; either way the file is the last name before the address, FILE.c.o.
+file_of='n = split($1, p, ":"); m = p[n - 1]; sub(/.*\//, "", m); sub(/\.c\.o$/, "", m); sub(/\.o$/, "", m)'
+defs=$(nm -A --defined-only "${inputs[@]}" | awk -v prefix="$prefix" '$(NF-1) ~ /^[TDBRC]$/ && (prefix == "" || index($NF, prefix) == 1) {
+  '"$file_of"'; print $NF, m }')
+uses=$(nm -A -u "${inputs[@]}" | awk -v prefix="$prefix" '$(NF-1) == "U" && (prefix == "" || index($NF, prefix) == 1) {
+  '"$file_of"'; print $NF, m }')
+members=$(nm -A "${inputs[@]}" 2>/dev/null | awk '{ '"$file_of"'; print m }' | sort -u)
 
-awk -v verbose="$verbose" '
+awk -v verbose="$verbose" -v dir="$dir" '
   part == "table" { nfiles++; layer[$1] = $2; name[$1] = $3; for (i = 4; i <= NF; i++) name[$1] = name[$1] " " $i; next }
   part == "members" { member[$1] = 1; next }
   part == "defs" { owner[$1] = $2; next }
@@ -68,8 +100,8 @@ awk -v verbose="$verbose" '
   }
   END {
     bad = 0
-    for (m in member) if (!(m in layer)) { printf "layers: lib/%s.c is in the archive but not in the table\n", m; bad = 1 }
-    for (m in layer) if (!(m in member)) { printf "layers: lib/%s.c is in the table but not in the archive\n", m; bad = 1 }
+    for (m in member) if (!(m in layer)) { printf "layers: %s/%s.c is in the objects but not in the table\n", dir, m; bad = 1 }
+    for (m in layer) if (!(m in member)) { printf "layers: %s/%s.c is in the table but not in the objects\n", dir, m; bad = 1 }
     for (key in calls) {
       split(key, uf, SUBSEP); u = uf[1]; d = uf[2]
       if (!(u in layer) || !(d in layer)) continue

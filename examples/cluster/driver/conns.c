@@ -60,7 +60,7 @@ static void refuse_conn(conn *c, uint64_t *counter, const char *why) {
     c->violated = true;
     d->conns.violations++;
   }
-  sample_alive(d);
+  faults_refused(d);
   /* Logged whatever --quiet says, rate-limited: a peer that breaks the protocol may be an
    * attack, and an operator must be able to see it. */
   char name[CONN_NAME_MAX];
@@ -163,7 +163,7 @@ static void handle_register(conn *c, const tlc_register *r) {
     d->run.start_ns = uv_hrtime();
     for (conn *o = d->link.list; o; o = o->next)
       offer(d, o);
-    spawn_bad_clients(d);
+    faults_all_registered(d);
   }
 }
 
@@ -209,7 +209,7 @@ static void status_refused(conn *c, tl_tid tid, int rc) {
   }
   if (rc == TL_EOWNER) {
     d->conns.refused_owner++;
-    sample_alive(d);
+    faults_refused(d);
   }
   if (rc == TL_ESTALE && c->reconciled) { /* an end it held of a tid the restored ledger does */
     d->conns.resent_unknown++;            /* not hold (it was told to kill it): expected */
@@ -243,8 +243,7 @@ static void handle_status(conn *c, const tlc_status *st) {
         status_refused(c, tids[i], one);
     }
   }
-  if (d->faults.fault_armed && running && !strcmp(c->id, d->scaling.execs[0].id))
-    on_fault(&d->faults.fault);
+  faults_status(d, c, running);
   if (d->scaling.dynamic && c->idle_since == 0) { /* for --idle-timeout */
     tl_executor_status es;
     if (tl_executor_get(d->run.s, c->id, &es) == 0 && es.running == 0)

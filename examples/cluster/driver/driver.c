@@ -23,12 +23,13 @@
  *             [--heartbeat-ms MS] [--timeout-s S] [--bench [--tasks N]] [--quiet]
  *             [--progress] [--progress-ms MS] [--kill-on-job-failure]
  *             [--heartbeat-timeout-ms MS] [--pending-loss-timeout-ms MS]
- *             [--max-task-failures N] [--kill-executor-after N] [--external-kill-after N]
- *             [--stop-executor-after N] [--expect-losses N] [--expect-job-failure]
- *             [--register-timeout-ms MS] [--bad-client MODE]... [--metrics-port P]
+ *             [--max-task-failures N] [--register-timeout-ms MS] [--metrics-port P]
  *             [--max-pending-connections N] [--max-connections N]
  *             [--state-dir DIR] [--snapshot-ms MS] [--recovery-timeout-ms MS]
- *             [--crash-in-state-write N:P]
+ *             [--launch-before-record]
+ *   test-only: [--kill-executor-after N] [--external-kill-after N] [--stop-executor-after N]
+ *             [--bad-client MODE]... [--crash-in-state-write N:P] [--expect-losses N]
+ *             [--expect-job-failure]   (faults.c; docs/cluster.md "Test-only options")
  *
  * With --state-dir it keeps a durable record of the run there (every --snapshot-ms, at stage
  * boundaries, at registrations, before the launches and releases of a turn of the loop go out and
@@ -70,7 +71,7 @@ static void force_stop(driver *d) {
       }
     d->run.ops->stop_all(d->run.launcher);
   }
-  kill_bad_clients(d);
+  faults_force_stop(d);
   for (conn *c = d->link.list; c; c = c->next)
     close_conn(c, NULL);
 }
@@ -98,9 +99,8 @@ static void maybe_finish(driver *d) {
     return;
   if (d->run.launcher && d->run.ops->running(d->run.launcher) > 0)
     return;
-  for (uint32_t i = 0; i < d->faults.nbad; i++)
-    if (d->faults.bad[i].running)
-      return;
+  if (faults_busy(d))
+    return;
   phase_close(d, on_handle_closed);
   if (d->run.launcher)
     d->run.ops->close(d->run.launcher, on_launcher_closed, d);
@@ -116,8 +116,7 @@ static void maybe_finish(driver *d) {
   uv_close((uv_handle_t *)&d->offers.revive, on_handle_closed);
   uv_close((uv_handle_t *)&d->record.commit, on_handle_closed);
   uv_close((uv_handle_t *)&d->run.deadline, on_handle_closed);
-  uv_close((uv_handle_t *)&d->faults.resume, on_handle_closed);
-  uv_close((uv_handle_t *)&d->faults.fault, on_handle_closed);
+  faults_close(d, on_handle_closed);
   uv_close((uv_handle_t *)&d->run.sigint, on_handle_closed);
   uv_close((uv_handle_t *)&d->run.sigterm, on_handle_closed);
   uv_close((uv_handle_t *)&d->summary.progress_timer, on_handle_closed);
@@ -138,7 +137,7 @@ static void begin_stop(driver *d) {
   release_held(d); /* no record now: the run ends and removes it */
   uv_timer_stop(&d->scaling.alloc_timer);
   uv_timer_stop(&d->record.state_timer); /* the record stays as the jobs' end left it */
-  on_resume(&d->faults.resume);          /* a stopped executor must run to take its STOP */
+  faults_stopping(d);                    /* a stopped executor must run to take its STOP */
   for (conn *c = d->link.list; c; c = c->next) {
     if (!d->run.gave_up && c->registered && !c->closing)
       d->run.unforgotten += c->nsent; /* every task set was released: none may be left */
@@ -216,9 +215,6 @@ static void apply_options(driver *d, const driver_opts *o) {
   d->log.quiet = o->quiet;
   d->run.bench = o->bench;
   d->summary.summary_json = o->summary_json;
-  d->faults.kill_after = o->kill_after;
-  d->faults.external_kill_after = o->external_kill_after;
-  d->faults.stop_after = o->stop_after;
   d->run.expect_losses = o->expect_losses;
   d->run.expect_failure = o->expect_failure;
   d->jobs.kill_on_failure = o->kill_on_failure;
@@ -230,9 +226,6 @@ static void apply_options(driver *d, const driver_opts *o) {
     d->scaling.idle_ns = o->idle_ms * UINT64_C(1000000);
     d->scaling.to_add = 1;
   }
-  for (uint32_t i = 0; i < o->nbad; i++)
-    d->faults.bad[i].mode = o->bad[i];
-  d->faults.nbad = o->nbad;
   d->jobs.njobs = o->njobs;
   for (size_t i = 0; i < o->njobs; i++) {
     job *j = &d->jobs.list[i];
@@ -261,10 +254,7 @@ static void apply_options(driver *d, const driver_opts *o) {
   d->record.state_dir = o->state_dir;
   d->record.snapshot_ms = o->snapshot_ms;
   d->record.launch_early = o->launch_early;
-  state_crash_write = o->crash_write;
-  state_crash_point = o->crash_point;
-  d->faults.crash_after_release = o->crash_after_release;
-  d->faults.crash_release_skip = o->crash_release_skip;
+  faults_configure(d, o);
 }
 
 /* The loop and the ledger on it (tl_uv_start): a new one, or, with --state-dir holding a
@@ -314,10 +304,7 @@ static void init_handles(driver *d, uint64_t timeout_s) {
   uv_timer_init(d->run.loop, &d->run.deadline);
   d->run.deadline.data = d;
   uv_timer_start(&d->run.deadline, on_deadline, timeout_s * 1000, 0);
-  uv_timer_init(d->run.loop, &d->faults.resume);
-  uv_timer_init(d->run.loop, &d->faults.fault);
-  d->faults.fault.data = d;
-  d->faults.resume.data = d;
+  faults_init(d);
   uv_signal_init(d->run.loop, &d->run.sigint);
   uv_signal_init(d->run.loop, &d->run.sigterm);
   d->run.sigint.data = d->run.sigterm.data = d;
@@ -497,8 +484,7 @@ static int verdict(driver *d, int close_rc) {
   if (d->recovery.recovered && !d->recovery.recover_end_ns)
     ok = false;
   remove_state(d);
-  if (d->faults.nbad > 0)
-    ok = bad_clients_verdict(d) && ok;
+  ok = faults_verdict(d) && ok;
   if (d->summary.summary_json &&
       write_summary_json(d, d->summary.summary_json, ok, &st, tasks, jobs_succeeded) < 0)
     ok = false;

@@ -288,13 +288,29 @@ typedef struct faults_state {
   uint64_t crash_release_skip;    /* that K */
 } faults_state;
 
-void sample_alive(driver *d);
-void kill_bad_clients(driver *d);
-void spawn_bad_clients(driver *d);
-void on_resume(uv_timer_t *t);
-void on_fault(uv_timer_t *t);
-void inject_faults(driver *d);
-bool bad_clients_verdict(const driver *d);
+/* The seam: set up from the command line; the timers on the loop, and closed. */
+void faults_configure(driver *d, const driver_opts *o);
+void faults_init(driver *d);
+void faults_close(driver *d, uv_close_cb on_closed);
+/* The hooks, where the main path meets a fault. A task succeeded (the fault flags count them);
+ * a STATUS frame of c was applied (running: it reported a task RUNNING); c was sent launches,
+ * the first of tid first; the heartbeat of executor id expired; an executor was released;
+ * every expected executor registered (offers begin); a connection or an update was refused;
+ * the run stops; the run stops by force. */
+void faults_task_finished(driver *d);
+void faults_status(driver *d, const conn *c, bool running);
+void faults_launched(driver *d, const conn *c, tl_tid first);
+void faults_heartbeat_expired(driver *d, const char *id);
+void faults_released(driver *d);
+void faults_all_registered(driver *d);
+void faults_refused(driver *d);
+void faults_stopping(driver *d);
+void faults_force_stop(driver *d);
+/* Whether a fault's process (a bad client) still runs: the run waits for it to end. */
+bool faults_busy(const driver *d);
+/* The bad clients' verdict line, when there are any: whether each was refused as it should
+ * have been. true when there are none. */
+bool faults_verdict(const driver *d);
 
 /* ---------------------------------------------------------------------------------------------
  * Losses (losses.c): every lost executor, reported and recorded.

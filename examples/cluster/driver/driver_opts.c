@@ -34,16 +34,11 @@ static void usage(void) {
           "                 [--heartbeat-ms MS] [--timeout-s S] [--bench [--tasks N]] [--quiet]\n"
           "                 [--progress] [--progress-ms MS] [--kill-on-job-failure]\n"
           "                 [--heartbeat-timeout-ms MS] [--pending-loss-timeout-ms MS]\n"
-          "                 [--max-task-failures N] [--kill-executor-after N]\n"
-          "                 [--external-kill-after N] [--stop-executor-after N]\n"
-          "                 [--expect-losses N] [--expect-job-failure]\n"
-          "                 [--register-timeout-ms MS] [--bad-client MODE]...\n"
+          "                 [--max-task-failures N] [--register-timeout-ms MS]\n"
           "                 [--metrics-port P] [--max-pending-connections N]\n"
           "                 [--max-connections N] [--state-dir DIR] [--snapshot-ms MS]\n"
           "                 [--recovery-timeout-ms MS] [--launch-before-record]\n"
-          "                 [--crash-in-state-write N:P]\n"
-          "  MODE: wrong-token | garbage | oversized | duplicate-id | foreign-status | silent |\n"
-          "        unknown-message | truncated | early-frame | second-register | driver-message\n"
+          "                 [TEST-ONLY OPTIONS]\n"
           "  KIND: noop | sleep:MS | spin:US | hash | crash; M tasks; a chain of stages runs in "
           "order\n"
           "  Q: launches each executor may queue beyond its C cores, 0..4096 (default 0;\n"
@@ -52,9 +47,16 @@ static void usage(void) {
           "  --partition, --time-limit, --slurm-arg, --slurm-poll-ms: --launcher slurm only\n"
           "  --state-dir: keep the run's state there and recover it after a crash; a\n"
           "     launch (and a release's STOP) goes out once a record holds it, at once\n"
-          "     with --launch-before-record; --crash-in-state-write N:P: N a write's\n"
-          "     number, or release[+K] (the (K+1)-th write after the first release);\n"
-          "     P torn | linked\n");
+          "     with --launch-before-record\n"
+          "TEST-ONLY OPTIONS: faults a test injects, and what its verdict expects; not for a\n"
+          "real run (docs/cluster.md \"Test-only options\"):\n"
+          "  [--kill-executor-after N] [--external-kill-after N] [--stop-executor-after N]\n"
+          "  [--bad-client MODE]... [--crash-in-state-write N:P] [--expect-losses N]\n"
+          "  [--expect-job-failure]\n"
+          "  MODE: wrong-token | garbage | oversized | duplicate-id | foreign-status | silent |\n"
+          "        unknown-message | truncated | early-frame | second-register | driver-message\n"
+          "  --crash-in-state-write N:P: N a write's number, or release[+K] (the (K+1)-th write\n"
+          "     after the first release); P torn | linked\n");
   exit(2);
 }
 

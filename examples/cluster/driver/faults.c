@@ -1,20 +1,23 @@
-/* The test faults of tl-driver's command line: --kill-executor-after, --external-kill-after,
+/* The test faults of tl-driver's command line, behind one seam: the rest of the driver calls
+ * only the faults_ hooks below, at the points a test needs, and each does nothing unless a
+ * test-only option asked for its fault. The faults: --kill-executor-after, --external-kill-after,
  * --stop-executor-after (exec-1 killed or stopped once N tasks finished), --bad-client (the
- * tl-badclient processes and their verdict), and the samples the verdict uses. */
+ * tl-badclient processes, the samples and the verdict they need) and --crash-in-state-write (the
+ * driver killed in one of its state writes, by state.c; its release[+K] form is counted here). */
 
 #include <signal.h>
 
 #include "driver.h"
 
 /* Samples the ledger's ALIVE executors, for the bad-client test. */
-void sample_alive(driver *d) {
+static void sample_alive(driver *d) {
   tl_stats st;
   tl_stats_get(d->run.s, &st);
   if (st.executors_alive > d->faults.max_alive)
     d->faults.max_alive = st.executors_alive;
 }
 
-void kill_bad_clients(driver *d) {
+static void kill_bad_clients(driver *d) {
   for (uint32_t i = 0; i < d->faults.nbad; i++)
     if (d->faults.bad[i].running && !d->faults.bad[i].exited &&
         !uv_is_closing((uv_handle_t *)&d->faults.bad[i].process))
@@ -43,7 +46,7 @@ static void on_bad_exit(uv_process_t *p, int64_t exit_status, int term_signal) {
 /* --bad-client: once every executor registered, spawn the tl-badclient next to the executor
  * binary once per option, with the port, the mode and what the mode needs (exec-1's id, a tid
  * running on exec-1); the token is in the environment they inherit. */
-void spawn_bad_clients(driver *d) {
+static void spawn_bad_clients(driver *d) {
   if (d->faults.bad_spawned || d->faults.nbad == 0)
     return;
   d->faults.bad_spawned = true;
@@ -83,7 +86,7 @@ void spawn_bad_clients(driver *d) {
   }
 }
 
-void on_resume(uv_timer_t *t) {
+static void on_resume(uv_timer_t *t) {
   driver *d = t->data;
   exec_rec *e = &d->scaling.execs[0];
   if (e->stopped) {
@@ -100,7 +103,7 @@ void on_resume(uv_timer_t *t) {
  * SIGSTOP the first executor, once. An external kill is not recorded as the
  * driver's: the exit callback reports it as something outside the driver (the OOM killer, an
  * operator) would make it, TL_LOSS_EXITED with exit code 137, caused by the app. */
-void on_fault(uv_timer_t *t) {
+static void on_fault(uv_timer_t *t) {
   driver *d = t->data;
   exec_rec *e = &d->scaling.execs[0];
   if (!d->faults.fault_armed)
@@ -127,7 +130,7 @@ void on_fault(uv_timer_t *t) {
     fprintf(stderr, "tl-driver: the fault on %s: %s\n", e->id, uv_strerror(rc));
 }
 
-void inject_faults(driver *d) {
+static void inject_faults(driver *d) {
   uint64_t n = d->faults.kill_after            ? d->faults.kill_after
                : d->faults.external_kill_after ? d->faults.external_kill_after
                                                : d->faults.stop_after;
@@ -140,7 +143,7 @@ void inject_faults(driver *d) {
 
 /* --bad-client: each refused for its reason, none changed the ledger. Prints the bad clients
  * line and returns whether it says "as expected". */
-bool bad_clients_verdict(const driver *d) {
+static bool bad_clients_verdict(const driver *d) {
   uint64_t want[BAD_NMODES] = {0};
   uint32_t clean_exits = 0;
   for (uint32_t i = 0; i < d->faults.nbad; i++) {
@@ -191,3 +194,74 @@ bool bad_clients_verdict(const driver *d) {
          as_expected ? "as expected" : "NOT AS EXPECTED");
   return as_expected;
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * The hooks: the only calls the rest of the driver makes into the faults.
+ * ------------------------------------------------------------------------------------------- */
+
+void faults_configure(driver *d, const driver_opts *o) {
+  d->faults.kill_after = o->kill_after;
+  d->faults.external_kill_after = o->external_kill_after;
+  d->faults.stop_after = o->stop_after;
+  for (uint32_t i = 0; i < o->nbad; i++)
+    d->faults.bad[i].mode = o->bad[i];
+  d->faults.nbad = o->nbad;
+  state_crash_write = o->crash_write;
+  state_crash_point = o->crash_point;
+  d->faults.crash_after_release = o->crash_after_release;
+  d->faults.crash_release_skip = o->crash_release_skip;
+}
+
+void faults_init(driver *d) {
+  uv_timer_init(d->run.loop, &d->faults.resume);
+  uv_timer_init(d->run.loop, &d->faults.fault);
+  d->faults.fault.data = d;
+  d->faults.resume.data = d;
+}
+
+void faults_close(driver *d, uv_close_cb on_closed) {
+  uv_close((uv_handle_t *)&d->faults.resume, on_closed);
+  uv_close((uv_handle_t *)&d->faults.fault, on_closed);
+}
+
+void faults_task_finished(driver *d) {
+  d->faults.tasks_finished++;
+  inject_faults(d);
+}
+
+void faults_status(driver *d, const conn *c, bool running) {
+  if (d->faults.fault_armed && running && !strcmp(c->id, d->scaling.execs[0].id))
+    on_fault(&d->faults.fault);
+}
+
+void faults_launched(driver *d, const conn *c, tl_tid first) {
+  if (d->faults.exec1_tid == 0 && !strcmp(c->id, d->scaling.execs[0].id))
+    d->faults.exec1_tid = first;
+}
+
+void faults_heartbeat_expired(driver *d, const char *id) {
+  if (d->scaling.execs[0].stopped && !strcmp(id, d->scaling.execs[0].id))
+    uv_timer_start(&d->faults.resume, on_resume, 100, 0);
+}
+
+void faults_released(driver *d) {
+  if (d->faults.crash_after_release && state_crash_write == 0)
+    state_crash_write = state_write_count + 1 + d->faults.crash_release_skip;
+}
+
+void faults_all_registered(driver *d) { spawn_bad_clients(d); }
+
+void faults_refused(driver *d) { sample_alive(d); }
+
+void faults_stopping(driver *d) { on_resume(&d->faults.resume); }
+
+void faults_force_stop(driver *d) { kill_bad_clients(d); }
+
+bool faults_busy(const driver *d) {
+  for (uint32_t i = 0; i < d->faults.nbad; i++)
+    if (d->faults.bad[i].running)
+      return true;
+  return false;
+}
+
+bool faults_verdict(const driver *d) { return d->faults.nbad == 0 || bad_clients_verdict(d); }

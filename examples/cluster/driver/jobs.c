@@ -49,8 +49,7 @@ void cb_task_ended(void *ud, const tl_task_info *task, const tl_task_end *end) {
   if (end->kind == TL_END_SUCCESS) {
     st->succeeded++;
     st->zombie_finished += st->failed;
-    d->faults.tasks_finished++;
-    inject_faults(d);
+    faults_task_finished(d);
   } else {
     st->failed_attempts++;
     st->killed += end->kind == TL_END_KILLED;

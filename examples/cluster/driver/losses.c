@@ -147,8 +147,7 @@ void cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss
     note_loss(d, id, reason, DETECTED_HEARTBEAT, "tl_tick (heartbeat expiry)");
     char e[ESC_MAX];
     logf_(d, "executor %s lost: heartbeat timeout", esc(e, id));
-    if (d->scaling.execs[0].stopped && !strcmp(id, d->scaling.execs[0].id))
-      uv_timer_start(&d->faults.resume, on_resume, 100, 0);
+    faults_heartbeat_expired(d, id); /* a stopped executor: resumed, its frames refused */
   }
 }
 

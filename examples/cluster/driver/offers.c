@@ -26,8 +26,8 @@ void offer(driver *d, conn *c) {
     fprintf(stderr, "tl-driver: tl_resource_offers: %s\n", tl_err_name(rc));
     return;
   }
-  if (n > 0 && d->faults.exec1_tid == 0 && !strcmp(c->id, d->scaling.execs[0].id))
-    d->faults.exec1_tid = d->offers.launch_buf[0].tid;
+  if (n > 0)
+    faults_launched(d, c, d->offers.launch_buf[0].tid);
   if (n > 0)
     c->idle_since = 0;
   size_t nitems = 0;

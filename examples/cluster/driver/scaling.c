@@ -149,8 +149,7 @@ static bool release_executor(driver *d, conn *c, exec_rec *e) {
    * while the newest record holds it running: the restart would wait for it, lose it to the
    * recovery timeout, and run again any task whose end no record covered yet. */
   hold_for_record(d, c);
-  if (d->faults.crash_after_release && state_crash_write == 0)
-    state_crash_write = state_write_count + 1 + d->faults.crash_release_skip;
+  faults_released(d);
   while (c->nsent > 0) { /* it will run nothing again */
     tlc_msg m = {.type = TLC_MSG_FORGET, .u.forget = {c->sent[--c->nsent]}};
     encode(c, &m);
