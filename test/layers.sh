@@ -3,13 +3,13 @@
 # layer or lower ones, and no two files call each other. Two programs are held to it: the
 # library (lib/, its archive) and tl-driver (examples/cluster/driver/, its object files).
 #
-#   test/layers.sh [-v] [--dir DIR] [--prefix PREFIX] ARCHIVE|OBJECT... [TABLE.md]
+#   test/layers.sh [-v] [--dir DIR] [--prefix PREFIX | --all-symbols] ARCHIVE|OBJECT... [TABLE.md]
 #
 # The layers come from one table in TABLE.md (default docs/design.md), one row per file:
 # | `DIR/FILE.c` | N name | what it holds |, DIR being lib unless --dir names another. Who calls
 # whom comes from the object files (an archive's members, or object files named FILE.c.o): a
 # file that leaves a symbol undefined (nm -u) calls the file that defines it. Only the symbols
-# that start with PREFIX count (default tl__, the library's internal ones; --prefix '' counts
+# that start with PREFIX count (default tl__, the library's internal ones; --all-symbols counts
 # every global symbol, as for tl-driver, whose files share plain names). Inline functions of a
 # header count for the file that includes them, which is where their calls are made.
 # Fails (status 1) when:
@@ -36,13 +36,14 @@ while (($# > 0)); do
     prefix=$2
     shift
     ;;
+  --all-symbols) prefix= ;;
   *.md) table_doc=$1 ;;
   *) inputs+=("$1") ;;
   esac
   shift
 done
 if ((${#inputs[@]} == 0)); then
-  echo "usage: test/layers.sh [-v] [--dir DIR] [--prefix PREFIX] ARCHIVE|OBJECT... [TABLE.md]" >&2
+  echo "usage: test/layers.sh [-v] [--dir DIR] [--prefix PREFIX | --all-symbols] ARCHIVE|OBJECT... [TABLE.md]" >&2
   exit 2
 fi
 here=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
@@ -78,6 +79,7 @@ fi
 
 # nm -A prefixes each line with "archive:member:" for an archive's members and with "object:"
 # for an object file; either way the file is the last name before the address, FILE.c.o.
+# shellcheck disable=SC2016 # awk's program, not the shell's
 file_of='n = split($1, p, ":"); m = p[n - 1]; sub(/.*\//, "", m); sub(/\.c\.o$/, "", m); sub(/\.o$/, "", m)'
 defs=$(nm -A --defined-only "${inputs[@]}" | awk -v prefix="$prefix" '$(NF-1) ~ /^[TDBRC]$/ && (prefix == "" || index($NF, prefix) == 1) {
   '"$file_of"'; print $NF, m }')
