@@ -170,3 +170,11 @@ void make_token(driver *d, const char *token_file) {
   if (setenv("TL_CLUSTER_TOKEN", d->auth.token, 1) != 0)
     die_oom();
 }
+
+void auth_free(driver *d) {
+  auth_rec *ar, *ar_tmp;
+  HASH_ITER(hh, d->auth.addrs, ar, ar_tmp) {
+    HASH_DEL(d->auth.addrs, ar);
+    free(ar);
+  }
+}

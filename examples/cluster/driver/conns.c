@@ -85,7 +85,6 @@ static void refuse_gone(conn *c, const char *what) {
   while (c->nsent > 0) {
     tlc_msg m = {.type = TLC_MSG_FORGET, .u.forget = {c->sent[--c->nsent]}};
     encode(c, &m);
-    d->link.forgets_sent++;
   }
   send_stop(c, "removed by the driver");
 }
@@ -138,29 +137,18 @@ static void handle_register(conn *c, const tlc_register *r) {
   uv_timer_stop(&c->register_timer);
   /* Authenticated: its frames may now be as large as the protocol allows. */
   tlc_decoder_set_frame_max(&c->decoder, TLC_FRAME_MAX);
-  if (slots > d->offers.launch_cap) {
-    tl_launch *l = realloc(d->offers.launch_buf, slots * sizeof *l);
-    if (!l)
-      die_oom();
-    d->offers.launch_buf = l;
-    tlc_launch_item *it = realloc(d->offers.items, slots * sizeof *it);
-    if (!it)
-      die_oom();
-    d->offers.items = it;
-    d->offers.launch_cap = slots;
-  }
+  offers_reserve(d, slots);
   d->conns.registered++;
   logf_(d, "executor %s %s from %s (host %s, %" PRIu32 " cores, queue %" PRIu32 ")", esc(e, id),
         recovering ? "reconnected" : "registered", c->peer, esc(eh, host), r->cores, d->run.queue);
   if (recovering)
     return;     /* offers once it reconciled */
   state_due(d); /* a record that knows it: after a crash it reconciles instead of starting over */
-  if (d->run.offering) {
+  if (d->phase.offering) {
     offer(d, c);
   } else if (d->conns.registered ==
              d->run.nexecutors + d->run.accept) { /* everyone came: offers begin */
-    d->run.offering = true;
-    d->run.start_ns = uv_hrtime();
+    phase_offer(d);
     for (conn *o = d->link.list; o; o = o->next)
       offer(d, o);
     faults_all_registered(d);
@@ -271,7 +259,6 @@ static void handle_reconcile(conn *c, const tlc_reconcile *rc_msg) {
                               .reason = tlc_str("Unknown to the restored driver")}};
       encode(c, &m);
       d->conns.stray_kills++;
-      d->link.kills_sent++;
     }
     send_out(c);
     logf_(d, "executor %s reconciled %zu tids, but it was not recovering: each sent a KILL",

@@ -62,15 +62,7 @@ static void on_handle_closed(uv_handle_t *h) { (void)h; }
 /* Stops by force what did not go: every executor the launcher still runs (their ends follow, as
  * requested), every bad client, every connection. */
 static void force_stop(driver *d) {
-  if (d->run.launcher) {
-    for (uint32_t i = 0; i < d->scaling.nexecs; i++)
-      if (d->scaling.execs[i].started && !d->scaling.execs[i].ended &&
-          !d->scaling.execs[i].forced) {
-        d->scaling.execs[i].forced = true;
-        d->scaling.forced++;
-      }
-    d->run.ops->stop_all(d->run.launcher);
-  }
+  scaling_force_stop(d);
   faults_force_stop(d);
   for (conn *c = d->link.list; c; c = c->next)
     close_conn(c, NULL);
@@ -105,21 +97,18 @@ static void maybe_finish(driver *d) {
   if (d->run.launcher)
     d->run.ops->close(d->run.launcher, on_launcher_closed, d);
   uv_close((uv_handle_t *)&d->run.grace, on_handle_closed);
-  uv_close((uv_handle_t *)&d->scaling.alloc_timer, on_handle_closed);
-  uv_close((uv_handle_t *)&d->record.state_timer, on_handle_closed);
+  scaling_close(d, on_handle_closed);
   tl_uv_stop(d->run.uv, on_uv_stopped, NULL);
   d->run.uv = NULL;
-  close_server(d);
-  uv_close((uv_handle_t *)&d->losses.settle_timer, on_handle_closed);
-  metrics_http_close(d->edge.metrics);
-  d->edge.metrics = NULL;
-  uv_close((uv_handle_t *)&d->offers.revive, on_handle_closed);
-  uv_close((uv_handle_t *)&d->record.commit, on_handle_closed);
+  edge_close(d);
+  losses_close(d, on_handle_closed);
+  offers_close(d, on_handle_closed);
+  record_close(d, on_handle_closed);
   uv_close((uv_handle_t *)&d->run.deadline, on_handle_closed);
   faults_close(d, on_handle_closed);
   uv_close((uv_handle_t *)&d->run.sigint, on_handle_closed);
   uv_close((uv_handle_t *)&d->run.sigterm, on_handle_closed);
-  uv_close((uv_handle_t *)&d->summary.progress_timer, on_handle_closed);
+  summary_close(d, on_handle_closed);
 }
 
 /* Every job is over, one failed, or the run gives up: STOP every connected executor (a
@@ -208,52 +197,16 @@ static void apply_options(driver *d, const driver_opts *o) {
   d->run.queue = o->queue;
   d->run.heartbeat_ms = o->heartbeat_ms;
   d->run.heartbeat_timeout_ms = o->heartbeat_timeout_ms;
-  d->edge.register_timeout_ms = o->register_timeout_ms;
-  d->edge.max_pending = o->max_pending < o->max_conns ? o->max_pending : o->max_conns;
-  d->edge.max_conns = o->max_conns;
-  d->edge.port = o->port;
-  d->log.quiet = o->quiet;
+  edge_configure(d, o);
   d->run.bench = o->bench;
-  d->summary.summary_json = o->summary_json;
   d->run.expect_losses = o->expect_losses;
   d->run.expect_failure = o->expect_failure;
-  d->jobs.kill_on_failure = o->kill_on_failure;
-  d->scaling.dynamic = o->dynamic;
-  if (d->scaling.dynamic) {
-    d->scaling.min_executors = o->min_executors;
-    d->scaling.max_executors = o->max_executors;
-    d->scaling.backlog_ns = o->backlog_ms * UINT64_C(1000000);
-    d->scaling.idle_ns = o->idle_ms * UINT64_C(1000000);
-    d->scaling.to_add = 1;
-  }
-  d->jobs.njobs = o->njobs;
-  for (size_t i = 0; i < o->njobs; i++) {
-    job *j = &d->jobs.list[i];
-    j->id = (uint32_t)i;
-    j->nstages = o->jobs[i].nstages;
-    for (uint32_t k = 0; k < j->nstages; k++) {
-      stage *st = &j->stages[k];
-      st->job = j;
-      strcpy(st->kind, o->jobs[i].stages[k].kind);
-      st->ntasks = o->jobs[i].stages[k].ntasks;
-      d->jobs.total_tasks += st->ntasks;
-      d->jobs.has_crash = d->jobs.has_crash || !strcmp(st->kind, "crash");
-    }
-  }
-  d->losses.settle_at = 64;
-  d->edge.server_fd = d->edge.spare_fd = -1;
-  d->scaling.execs = calloc(MAX_STARTED, sizeof *d->scaling.execs);
-  if (!d->scaling.execs)
-    die_oom();
+  scaling_configure(d, o);
+  jobs_configure(d, o);
   d->run.executor_path = o->executor_path ? o->executor_path : default_executor_path();
   make_token(d, o->token_file);
-  /* Shown by default on a terminal; --progress forces it, --quiet silences the default. */
-  d->summary.progress_tty = isatty(2);
-  d->summary.progress = o->progress || (d->summary.progress_tty && !d->log.quiet);
-  d->summary.progress_ms = o->progress_ms;
-  d->record.state_dir = o->state_dir;
-  d->record.snapshot_ms = o->snapshot_ms;
-  d->record.launch_early = o->launch_early;
+  summary_configure(d, o);
+  record_configure(d, o);
   faults_configure(d, o);
 }
 
@@ -297,10 +250,7 @@ static int start_ledger(driver *d, const driver_opts *o, bool *restored) {
 /* The driver's own handles: the deadline (--timeout-s), the signals, the timers the run uses
  * later, the loss records' settling and the progress line. */
 static void init_handles(driver *d, uint64_t timeout_s) {
-  uv_idle_init(d->run.loop, &d->offers.revive);
-  d->offers.revive.data = d;
-  uv_idle_init(d->run.loop, &d->record.commit);
-  d->record.commit.data = d;
+  offers_init(d);
   uv_timer_init(d->run.loop, &d->run.deadline);
   d->run.deadline.data = d;
   uv_timer_start(&d->run.deadline, on_deadline, timeout_s * 1000, 0);
@@ -310,23 +260,13 @@ static void init_handles(driver *d, uint64_t timeout_s) {
   d->run.sigint.data = d->run.sigterm.data = d;
   uv_signal_start(&d->run.sigint, on_signal, SIGINT);
   uv_signal_start(&d->run.sigterm, on_signal, SIGTERM);
-  uv_timer_init(d->run.loop, &d->summary.progress_timer);
-  d->summary.progress_timer.data = d;
   uv_timer_init(d->run.loop, &d->run.grace);
   d->run.grace.data = d;
   phase_init(d, serve);
-  uv_timer_init(d->run.loop, &d->scaling.alloc_timer);
-  d->scaling.alloc_timer.data = d;
-  uv_timer_init(d->run.loop, &d->losses.settle_timer);
-  d->losses.settle_timer.data = d;
-  uv_timer_init(d->run.loop, &d->record.state_timer);
-  d->record.state_timer.data = d;
-  uv_timer_start(&d->losses.settle_timer, on_settle, SETTLE_MS, SETTLE_MS);
-  if (d->summary.progress) {
-    d->summary.progress_ns = uv_hrtime();
-    uv_timer_start(&d->summary.progress_timer, on_progress, d->summary.progress_ms,
-                   d->summary.progress_ms);
-  }
+  scaling_init(d);
+  record_init(d);
+  losses_init(d);
+  summary_init(d);
 }
 
 /* The launcher, and the first executors it starts; with dynamic allocation, its periodic check.
@@ -355,38 +295,15 @@ static void start_launcher(driver *d, const driver_opts *o, bool restored) {
     d->run.launcher = NULL;
     give_up(d, "no launcher");
   } else if (restored) {
-    /* The executors of the run before the crash are adopted (exec_rec.adopted): they reconnect
-     * by themselves; none is started. A launcher that can take them back by the handle the
-     * record kept (slurm: the job id) does, and reports their ends from then on. */
-    for (uint32_t i = 0; i < d->scaling.nexecs && d->run.ops->adopt; i++) {
-      exec_rec *e = &d->scaling.execs[i];
-      if (!e->adopted || !e->handle[0])
-        continue;
-      int arc = d->run.ops->adopt(d->run.launcher, e->id, e->handle);
-      if (arc < 0) {
-        fprintf(stderr, "tl-driver: the %s launcher cannot take back %s (%s): %s\n",
-                d->run.ops->name, e->id, e->handle, uv_strerror(arc));
-        continue;
-      }
-      e->adopted = false;
-      e->started = true;
-      d->recovery.launcher_adopted++;
-      logf_(d, "executor %s: taken back by the %s launcher (%s)", e->id, d->run.ops->name,
-            e->handle);
-    }
+    adopt_executors(d);
   } else if (start_executors(d, d->run.nexecutors) < d->run.nexecutors) {
     give_up(d, "could not start the executors");
     return;
   }
   if (d->scaling.dynamic) {
-    uint64_t period = (o->backlog_ms < o->idle_ms ? o->backlog_ms : o->idle_ms) / 4;
-    period = period < 10 ? 10 : period > 250 ? 250 : period;
-    uv_timer_start(&d->scaling.alloc_timer, on_alloc_tick, period, period);
-    if (!restored &&
-        d->run.nexecutors + d->run.accept == 0) { /* nothing to wait for: offers begin */
-      d->run.offering = true;
-      d->run.start_ns = uv_hrtime();
-    }
+    scaling_start(d);
+    if (!restored && d->run.nexecutors + d->run.accept == 0) /* nothing to wait for */
+      phase_offer(d);                                        /* offers begin */
   }
 }
 
@@ -399,6 +316,7 @@ static int set_up(driver *d, const driver_opts *o) {
     fprintf(stderr, "tl-driver: the %s launcher is not built into this tl-driver\n", o->launcher);
     return 2;
   }
+  d->log.quiet = o->quiet;
   apply_options(d, o);
   d->link.on_close = conn_closing; /* a link's close, as the executors' connections see it */
   warn_nofile(d);
@@ -414,7 +332,7 @@ static int set_up(driver *d, const driver_opts *o) {
     return rc;
   init_handles(d, o->timeout_s);
   if (restored) { /* the jobs go on where the record left them */
-    d->run.start_ns = uv_hrtime();
+    phase_offer(d);
   } else {
     for (size_t i = 0; i < d->jobs.njobs; i++)
       if (submit_stage(d, &d->jobs.list[i], 0) < 0)
@@ -434,21 +352,11 @@ static int set_up(driver *d, const driver_opts *o) {
  * payload still held, in a failed run), the buffers and the records. */
 static void free_driver(driver *d) {
   tl_scheduler_free(d->run.s);
-  free(d->offers.launch_buf);
-  free(d->offers.items);
-  free(d->scaling.execs);
-  free(d->record.state_body);
-  free(d->record.state_spare);
-  loss_rec *lr, *lr_tmp;
-  HASH_ITER(hh, d->losses.open_losses, lr, lr_tmp) {
-    HASH_DEL(d->losses.open_losses, lr);
-    free(lr);
-  }
-  auth_rec *ar, *ar_tmp;
-  HASH_ITER(hh, d->auth.addrs, ar, ar_tmp) {
-    HASH_DEL(d->auth.addrs, ar);
-    free(ar);
-  }
+  offers_free(d);
+  scaling_free(d);
+  record_free(d);
+  losses_free(d);
+  auth_free(d);
 }
 
 /* After the loop: the summary (and --summary-json), the driver freed, and the exit status: 0
@@ -466,9 +374,10 @@ static int verdict(driver *d, int close_rc) {
   ok = ok && st.attempts_running == 0 && st.attempts_frozen == 0 &&
        st.tasksets_active + st.tasksets_zombie == 0;
   /* A recovered run: the time before the crash and the time since the restart. */
-  double secs = d->run.end_ns > d->run.start_ns
-                    ? (double)(d->run.end_ns - d->run.start_ns + d->record.recovered_elapsed) / 1e9
-                    : 0;
+  double secs =
+      d->jobs.end_ns > d->phase.start_ns
+          ? (double)(d->jobs.end_ns - d->phase.start_ns + d->record.recovered_elapsed) / 1e9
+          : 0;
   printf("tasks: %" PRIu64 " in %.3f s: %.0f tasks/s\n", tasks, secs,
          secs > 0 ? (double)tasks / secs : 0.0);
   ok = print_executors(d) && ok;

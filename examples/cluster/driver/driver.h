@@ -98,6 +98,9 @@ typedef struct phase_state {
   const char *give_up;      /* phase_give_up's reason (a static string), until driver.c took it */
   bool want_check;          /* phase_check: an executor ended; is recovery over, is the run
                                starved? */
+  bool offering;            /* phase_offer: every expected executor registered (or the run was
+                               restored): offers are made */
+  uint64_t start_ns;        /* uv_hrtime when offers began (again, after a restart) */
   uv_timer_t wake;          /* runs serve at the next turn of the loop */
   void (*serve)(driver *d); /* driver.c's: serves the requests, then finishes the run if it can */
 } phase_state;
@@ -111,6 +114,9 @@ void phase_init(driver *d, void (*serve)(driver *d));
  * (why: a static string; the first one given is said); phase_check says an executor ended. */
 void phase_wake(driver *d);
 void phase_stop(driver *d);
+/* Offers begin (every expected executor registered, or a restarted run): from now on the jobs'
+ * time counts. */
+void phase_offer(driver *d);
 void phase_give_up(driver *d, const char *why);
 void phase_check(driver *d);
 /* For serve: each request once, cleared as it is taken. */
@@ -203,6 +209,9 @@ typedef struct auth_state {
   uint32_t nauth;                  /* entries of addrs */
 } auth_state;
 
+/* Set-up and tear-down. */
+void auth_free(driver *d);
+
 bool token_matches(const char *expected, tlc_view got);
 void auth_key(const struct sockaddr_storage *sa, uint8_t key[16]);
 auth_rec *auth_find(driver *d, const uint8_t key[16], uint64_t now);
@@ -243,6 +252,13 @@ typedef struct record_state {
   uint64_t unrecorded;        /* launches sent without a record: the write failed */
   uint64_t recovered_elapsed; /* ns the run had been offering before the crash */
 } record_state;
+
+/* Set-up and tear-down. */
+void record_configure(driver *d, const driver_opts *o);
+void record_init(driver *d);
+void record_close(driver *d, uv_close_cb on_closed);
+void record_free(driver *d);
+void record_restored(driver *d, uint64_t floor);
 
 int write_state(driver *d, bool fresh);
 bool hold_for_record(driver *d, conn *c);
@@ -357,6 +373,11 @@ typedef struct losses_state {
   uint64_t recovery_timeouts;  /* of those, lost to the recovery timeout */
 } losses_state;
 
+/* Set-up and tear-down. */
+void losses_init(driver *d);
+void losses_close(driver *d, uv_close_cb on_closed);
+void losses_free(driver *d);
+
 extern const char *const loss_kind_names[LOSS_KINDS];
 extern const char *const phase_names[LOSS_KINDS];
 void settle_pending_timeout(driver *d, loss_rec *lr);
@@ -407,12 +428,16 @@ typedef struct stage_binary {
 } stage_binary;
 
 typedef struct jobs_state {
+  uint64_t end_ns;      /* when the last job's last task set was released */
   job list[MAX_JOBS];   /* the jobs of the command line */
   size_t njobs;         /* used entries of jobs */
   bool kill_on_failure; /* --kill-on-job-failure */
   bool has_crash;       /* some stage runs `crash` tasks: exit 42 is expected */
   uint64_t total_tasks; /* of every stage of every job */
 } jobs_state;
+
+/* Set-up and tear-down. */
+void jobs_configure(driver *d, const driver_opts *o);
 
 int submit_stage(driver *d, job *j, uint32_t k);
 void cb_task_ended(void *ud, const tl_task_info *task, const tl_task_end *end);
@@ -427,7 +452,6 @@ bool cb_taskset_restored(void *ud, const tl_taskset_info *ts, void **payload);
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct recovery_state {
-  uint32_t launcher_adopted;         /* executors of the crashed run its launcher took back */
   bool recovered;                    /* this run began from a previous run's record */
   bool fell_back;                    /* and state was missing or bad */
   const char *state_file;            /* the file it read: "state", "state.tmp" or "state.prev" */
@@ -467,23 +491,34 @@ typedef struct exec_rec {
 } exec_rec;
 
 typedef struct scaling_state {
-  uv_timer_t alloc_timer; /* dynamic allocation's periodic check */
-  exec_rec *execs;        /* MAX_STARTED records: nexecs asked for, in order */
-  uint32_t nexecs;        /* used entries of execs; execs[0] is exec-1 */
-  uint32_t started;       /* of those, started (ops->start returned 0) */
-  uint32_t released;      /* of those, released by the driver (dynamic allocation) */
-  uint32_t forced;        /* of those, stopped by force after the grace period */
-  uint32_t most_active;   /* the most executors active at once (started, not ended,
-                                        not released) */
-  bool dynamic;           /* on */
-  uint32_t min_executors; /* never release below this many active */
-  uint32_t max_executors; /* never start beyond this many active */
-  uint64_t backlog_ns;    /* tasks pending this long: request more executors */
-  uint64_t idle_ns;       /* an executor that ran nothing this long is released */
-  uint64_t backlog_since; /* uv_hrtime since tasks have been pending; 0: none pend */
-  uint64_t next_request;  /* uv_hrtime of the next request while the backlog lasts */
-  uint32_t to_add;        /* executors the next request adds: 1, 2, 4, ... */
+  uint64_t tick_ms;          /* dynamic allocation's check runs this often */
+  uint32_t launcher_adopted; /* executors of the crashed run its launcher took back */
+  uv_timer_t alloc_timer;    /* dynamic allocation's periodic check */
+  exec_rec *execs;           /* MAX_STARTED records: nexecs asked for, in order */
+  uint32_t nexecs;           /* used entries of execs; execs[0] is exec-1 */
+  uint32_t started;          /* of those, started (ops->start returned 0) */
+  uint32_t released;         /* of those, released by the driver (dynamic allocation) */
+  uint32_t forced;           /* of those, stopped by force after the grace period */
+  uint32_t most_active;      /* the most executors active at once (started, not ended,
+                                           not released) */
+  bool dynamic;              /* on */
+  uint32_t min_executors;    /* never release below this many active */
+  uint32_t max_executors;    /* never start beyond this many active */
+  uint64_t backlog_ns;       /* tasks pending this long: request more executors */
+  uint64_t idle_ns;          /* an executor that ran nothing this long is released */
+  uint64_t backlog_since;    /* uv_hrtime since tasks have been pending; 0: none pend */
+  uint64_t next_request;     /* uv_hrtime of the next request while the backlog lasts */
+  uint32_t to_add;           /* executors the next request adds: 1, 2, 4, ... */
 } scaling_state;
+
+/* Set-up and tear-down. */
+void scaling_configure(driver *d, const driver_opts *o);
+void scaling_init(driver *d);
+void scaling_start(driver *d);
+void adopt_executors(driver *d);
+void scaling_force_stop(driver *d);
+void scaling_close(driver *d, uv_close_cb on_closed);
+void scaling_free(driver *d);
 
 exec_rec *find_exec(driver *d, const char *id);
 uint32_t active_executors(driver *d);
@@ -505,6 +540,12 @@ typedef struct offers_state {
   size_t launch_cap;      /* the most cores an executor has */
   tlc_launch_item *items; /* a LAUNCH frame's items, launch_cap entries */
 } offers_state;
+
+/* Set-up and tear-down. */
+void offers_init(driver *d);
+void offers_close(driver *d, uv_close_cb on_closed);
+void offers_reserve(driver *d, uint32_t slots);
+void offers_free(driver *d);
 
 void offer(driver *d, conn *c);
 void cb_revive_offers(void *ud);
@@ -591,6 +632,10 @@ typedef struct edge_state {
   uint64_t accept_other;        /* any other accept error */
 } edge_state;
 
+/* Set-up and tear-down. */
+void edge_configure(driver *d, const driver_opts *o);
+void edge_close(driver *d);
+
 void close_server(driver *d);
 void warn_nofile(const driver *d);
 int listen_on(driver *d, const char *host, const char *advertise, bool *is_v6);
@@ -609,6 +654,11 @@ typedef struct summary_state {
   uint64_t progress_done;    /* tasks done at the last line */
   uint64_t progress_ns;      /* the time of the last line */
 } summary_state;
+
+/* Set-up and tear-down. */
+void summary_configure(driver *d, const driver_opts *o);
+void summary_init(driver *d);
+void summary_close(driver *d, uv_close_cb on_closed);
 
 void print_recovery(const driver *d);
 void on_progress(uv_timer_t *t);
@@ -640,7 +690,6 @@ typedef struct run_state {
   const char *executor_path;     /* the tl-executor binary */
   uint32_t nexecutors;           /* executors to start first (--executors) */
   uint32_t accept;               /* --accept: executors started elsewhere to wait for */
-  bool offering;                 /* nexecutors + accept registered: offers are made */
   uint32_t cores;                /* cores each registers with */
   uint32_t queue;                /* --queue: task slots in the ledger beyond each one's cores */
   uint64_t heartbeat_ms;         /* the executors' heartbeat period */
@@ -648,8 +697,6 @@ typedef struct run_state {
   uint32_t active_at_end;        /* active when the jobs ended */
   bool stop_sent;                /* begin_stop ran: STOP went out to every executor */
   bool gave_up;                  /* the deadline or a signal ended the run */
-  uint64_t start_ns;             /* when offers began: every expected executor registered */
-  uint64_t end_ns;               /* when the last job's last task set was released */
   bool expect_failure;           /* --expect-job-failure */
   uint64_t expect_losses;        /* --expect-losses N: executors lost (UINT64_MAX: any) */
   uint64_t heartbeat_timeout_ms; /* --heartbeat-timeout-ms */

@@ -290,3 +290,19 @@ int start_metrics(driver *d, int metrics_port, bool v6) {
   fflush(stdout);
   return 0;
 }
+
+/* The edge's limits and the port to listen on, from the command line; no socket yet. */
+void edge_configure(driver *d, const driver_opts *o) {
+  d->edge.register_timeout_ms = o->register_timeout_ms;
+  d->edge.max_pending = o->max_pending < o->max_conns ? o->max_pending : o->max_conns;
+  d->edge.max_conns = o->max_conns;
+  d->edge.port = o->port;
+  d->edge.server_fd = d->edge.spare_fd = -1;
+}
+
+/* The end of the run: the listening socket (if not yet) and the metrics server close. */
+void edge_close(driver *d) {
+  close_server(d);
+  metrics_http_close(d->edge.metrics);
+  d->edge.metrics = NULL;
+}

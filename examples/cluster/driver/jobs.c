@@ -69,7 +69,6 @@ void cb_kill_task(void *ud, tl_tid tid, const char *executor_id, bool interrupt,
                    .u.kill = {.tid = tid, .interrupt = interrupt, .reason = tlc_str(reason)}};
       encode(c, &m);
       send_out(c);
-      d->link.kills_sent++;
       return;
     }
 }
@@ -101,7 +100,6 @@ static void forget_everywhere(driver *d, tl_taskset_id id) {
           tlc_msg m = {.type = TLC_MSG_FORGET, .u.forget = {id}};
           encode(c, &m);
           send_out(c);
-          d->link.forgets_sent++;
         }
         break;
       }
@@ -132,7 +130,7 @@ void cb_taskset_released(void *ud, const tl_taskset_info *ts, void *payload) {
   for (size_t i = 0; i < d->jobs.njobs; i++)
     all = all && d->jobs.list[i].done;
   if (all && !d->phase.closed) {
-    d->run.end_ns = uv_hrtime();
+    d->jobs.end_ns = uv_hrtime();
     phase_stop(d);
   }
 }
@@ -149,4 +147,23 @@ bool cb_taskset_restored(void *ud, const tl_taskset_info *ts, void **payload) {
   b->len = strlen(st->kind);
   *payload = b;
   return true;
+}
+
+/* The jobs of the command line, their stages not yet submitted. */
+void jobs_configure(driver *d, const driver_opts *o) {
+  d->jobs.kill_on_failure = o->kill_on_failure;
+  d->jobs.njobs = o->njobs;
+  for (size_t i = 0; i < o->njobs; i++) {
+    job *j = &d->jobs.list[i];
+    j->id = (uint32_t)i;
+    j->nstages = o->jobs[i].nstages;
+    for (uint32_t k = 0; k < j->nstages; k++) {
+      stage *st = &j->stages[k];
+      st->job = j;
+      strcpy(st->kind, o->jobs[i].stages[k].kind);
+      st->ntasks = o->jobs[i].stages[k].ntasks;
+      d->jobs.total_tasks += st->ntasks;
+      d->jobs.has_crash = d->jobs.has_crash || !strcmp(st->kind, "crash");
+    }
+  }
 }

@@ -106,6 +106,8 @@ void encode(conn *c, const tlc_msg *msg) {
     exit(1);
   }
   c->d->link.frames_out++;
+  c->d->link.kills_sent += msg->type == TLC_MSG_KILL;
+  c->d->link.forgets_sent += msg->type == TLC_MSG_FORGET;
 }
 
 void send_stop(conn *c, const char *reason) {

@@ -179,3 +179,23 @@ size_t shown_losses(driver *d, const loss_rec ***shown) {
   *shown = all;
   return n;
 }
+
+/* The settling of open loss records, every SETTLE_MS and at 64 open ones at first. */
+void losses_init(driver *d) {
+  d->losses.settle_at = 64;
+  uv_timer_init(d->run.loop, &d->losses.settle_timer);
+  d->losses.settle_timer.data = d;
+  uv_timer_start(&d->losses.settle_timer, on_settle, SETTLE_MS, SETTLE_MS);
+}
+
+void losses_close(driver *d, uv_close_cb on_closed) {
+  uv_close((uv_handle_t *)&d->losses.settle_timer, on_closed);
+}
+
+void losses_free(driver *d) {
+  loss_rec *lr, *lr_tmp;
+  HASH_ITER(hh, d->losses.open_losses, lr, lr_tmp) {
+    HASH_DEL(d->losses.open_losses, lr);
+    free(lr);
+  }
+}

@@ -13,7 +13,7 @@ static bool binary_sent(conn *c, tl_taskset_id id) {
 /* Offers one executor its free cores and sends what launched: each task set's binary the first
  * time it runs there, then the launches in LAUNCH frames of up to LAUNCH_FRAME_MAX. */
 void offer(driver *d, conn *c) {
-  if (d->phase.closed || d->phase.stopping || !d->run.offering || !c->registered || c->closing)
+  if (d->phase.closed || d->phase.stopping || !d->phase.offering || !c->registered || c->closing)
     return;
   tl_executor_status es;
   if (tl_executor_get(d->run.s, c->id, &es) < 0 || es.state != TL_EXECUTOR_ALIVE ||
@@ -91,4 +91,33 @@ void cb_revive_offers(void *ud) {
   driver *d = ud;
   if (!d->phase.closed && !d->phase.stopping)
     uv_idle_start(&d->offers.revive, on_revive);
+}
+
+void offers_init(driver *d) {
+  uv_idle_init(d->run.loop, &d->offers.revive);
+  d->offers.revive.data = d;
+}
+
+void offers_close(driver *d, uv_close_cb on_closed) {
+  uv_close((uv_handle_t *)&d->offers.revive, on_closed);
+}
+
+/* Room for an offer round's launches to an executor of this many task slots. */
+void offers_reserve(driver *d, uint32_t slots) {
+  if (slots <= d->offers.launch_cap)
+    return;
+  tl_launch *l = realloc(d->offers.launch_buf, slots * sizeof *l);
+  if (!l)
+    die_oom();
+  d->offers.launch_buf = l;
+  tlc_launch_item *it = realloc(d->offers.items, slots * sizeof *it);
+  if (!it)
+    die_oom();
+  d->offers.items = it;
+  d->offers.launch_cap = slots;
+}
+
+void offers_free(driver *d) {
+  free(d->offers.launch_buf);
+  free(d->offers.items);
 }

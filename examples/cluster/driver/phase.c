@@ -21,6 +21,11 @@ void phase_wake(driver *d) {
     uv_timer_start(&d->phase.wake, on_wake, 0, 0);
 }
 
+void phase_offer(driver *d) {
+  d->phase.offering = true;
+  d->phase.start_ns = uv_hrtime();
+}
+
 void phase_stop(driver *d) {
   if (d->phase.stopping)
     return;

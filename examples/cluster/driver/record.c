@@ -117,7 +117,8 @@ static int encode_state(driver *d, wbuf *w) {
   w_le(w, STATE_BODY_VERSION, 4);
   w_str(w, d->auth.token);
   w_le(w, (uint64_t)d->edge.port, 4);
-  w_le(w, d->run.offering ? d->record.recovered_elapsed + (uv_hrtime() - d->run.start_ns) : 0, 8);
+  w_le(w, d->phase.offering ? d->record.recovered_elapsed + (uv_hrtime() - d->phase.start_ns) : 0,
+       8);
   w_le(w, d->jobs.njobs, 4);
   for (size_t i = 0; i < d->jobs.njobs; i++) {
     const job *j = &d->jobs.list[i];
@@ -425,7 +426,7 @@ int read_state_body(driver *d, const state_record *rec, const uint8_t **snap, si
   d->edge.port = (int)port;
   /* Offers go on at once: the executors that registered before the crash come back by
    * themselves, and one that never registered may register now. */
-  d->run.offering = true;
+  phase_offer(d);
   d->record.recovered_elapsed = elapsed;
   *snap = r.p + r.at;
   *snap_len = (size_t)n;
@@ -443,4 +444,33 @@ void remove_state(driver *d) {
     if (unlink(path) != 0 && errno != ENOENT)
       fprintf(stderr, "tl-driver: unlink %s: %s\n", path, strerror(errno));
   }
+}
+
+void record_configure(driver *d, const driver_opts *o) {
+  d->record.state_dir = o->state_dir;
+  d->record.snapshot_ms = o->snapshot_ms;
+  d->record.launch_early = o->launch_early;
+}
+
+void record_init(driver *d) {
+  uv_idle_init(d->run.loop, &d->record.commit);
+  d->record.commit.data = d;
+  uv_timer_init(d->run.loop, &d->record.state_timer);
+  d->record.state_timer.data = d;
+}
+
+void record_close(driver *d, uv_close_cb on_closed) {
+  uv_close((uv_handle_t *)&d->record.state_timer, on_closed);
+  uv_close((uv_handle_t *)&d->record.commit, on_closed);
+}
+
+void record_free(driver *d) {
+  free(d->record.state_body);
+  free(d->record.state_spare);
+}
+
+/* A restored run: no tid up to floor - 1 may be given again, and none was launched above it. */
+void record_restored(driver *d, uint64_t floor) {
+  d->record.tid_reserved = floor - 1;
+  d->record.tid_max = d->record.tid_reserved;
 }

@@ -81,8 +81,7 @@ int recover_state(driver *d, const tl_config *cfg, const tl_callbacks *cb, bool 
   d->recovery.fell_back = rec.fell_back;
   d->recovery.state_file = rec.name;
   copy_text(d->recovery.fell_back_why, sizeof d->recovery.fell_back_why, rec.why_newest);
-  d->record.tid_reserved = rcfg.restore_tid_floor - 1;
-  d->record.tid_max = d->record.tid_reserved;
+  record_restored(d, rcfg.restore_tid_floor);
   /* An executor dynamic allocation released before the crash runs nothing and was sent STOP
    * (or would have been, had the crash not come first): it is not waited for. Its end is
    * requested, so it is removed as decommissioned; if it comes back, its REGISTER is refused

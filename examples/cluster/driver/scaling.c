@@ -153,7 +153,6 @@ static bool release_executor(driver *d, conn *c, exec_rec *e) {
   while (c->nsent > 0) { /* it will run nothing again */
     tlc_msg m = {.type = TLC_MSG_FORGET, .u.forget = {c->sent[--c->nsent]}};
     encode(c, &m);
-    d->link.forgets_sent++;
   }
   send_stop(c, "released: idle");
   return true;
@@ -172,7 +171,7 @@ void on_alloc_tick(uv_timer_t *t) {
       phase_give_up(d, "the launcher cannot start executors");
     return;
   }
-  if (!d->run.offering)
+  if (!d->phase.offering)
     return;
   tl_stats st;
   tl_stats_get(d->run.s, &st);
@@ -213,3 +212,72 @@ void on_alloc_tick(uv_timer_t *t) {
       active--;
   }
 }
+
+/* Dynamic allocation's settings, and the executors' records (MAX_STARTED, allocated once). The
+ * periodic check runs every quarter of the shorter of its timeouts, within 10..250 ms. */
+void scaling_configure(driver *d, const driver_opts *o) {
+  d->scaling.dynamic = o->dynamic;
+  if (d->scaling.dynamic) {
+    d->scaling.min_executors = o->min_executors;
+    d->scaling.max_executors = o->max_executors;
+    d->scaling.backlog_ns = o->backlog_ms * UINT64_C(1000000);
+    d->scaling.idle_ns = o->idle_ms * UINT64_C(1000000);
+    d->scaling.to_add = 1;
+    uint64_t period = (o->backlog_ms < o->idle_ms ? o->backlog_ms : o->idle_ms) / 4;
+    d->scaling.tick_ms = period < 10 ? 10 : period > 250 ? 250 : period;
+  }
+  d->scaling.execs = calloc(MAX_STARTED, sizeof *d->scaling.execs);
+  if (!d->scaling.execs)
+    die_oom();
+}
+
+void scaling_init(driver *d) {
+  uv_timer_init(d->run.loop, &d->scaling.alloc_timer);
+  d->scaling.alloc_timer.data = d;
+}
+
+/* Dynamic allocation's periodic check begins. */
+void scaling_start(driver *d) {
+  uv_timer_start(&d->scaling.alloc_timer, on_alloc_tick, d->scaling.tick_ms, d->scaling.tick_ms);
+}
+
+/* A restarted run: the executors of the run before the crash are adopted (exec_rec.adopted):
+ * they reconnect by themselves; none is started. A launcher that can take them back by the
+ * handle the record kept (slurm: the job id) does, and reports their ends from then on. */
+void adopt_executors(driver *d) {
+  for (uint32_t i = 0; i < d->scaling.nexecs && d->run.ops->adopt; i++) {
+    exec_rec *e = &d->scaling.execs[i];
+    if (!e->adopted || !e->handle[0])
+      continue;
+    int arc = d->run.ops->adopt(d->run.launcher, e->id, e->handle);
+    if (arc < 0) {
+      fprintf(stderr, "tl-driver: the %s launcher cannot take back %s (%s): %s\n", d->run.ops->name,
+              e->id, e->handle, uv_strerror(arc));
+      continue;
+    }
+    e->adopted = false;
+    e->started = true;
+    d->scaling.launcher_adopted++;
+    logf_(d, "executor %s: taken back by the %s launcher (%s)", e->id, d->run.ops->name, e->handle);
+  }
+}
+
+/* The stop grace ran out, or the run gives up while stopping: every executor the launcher still
+ * runs is marked stopped by force, and the launcher stops them (their ends follow, as
+ * requested). */
+void scaling_force_stop(driver *d) {
+  if (!d->run.launcher)
+    return;
+  for (uint32_t i = 0; i < d->scaling.nexecs; i++)
+    if (d->scaling.execs[i].started && !d->scaling.execs[i].ended && !d->scaling.execs[i].forced) {
+      d->scaling.execs[i].forced = true;
+      d->scaling.forced++;
+    }
+  d->run.ops->stop_all(d->run.launcher);
+}
+
+void scaling_close(driver *d, uv_close_cb on_closed) {
+  uv_close((uv_handle_t *)&d->scaling.alloc_timer, on_closed);
+}
+
+void scaling_free(driver *d) { free(d->scaling.execs); }

@@ -1,6 +1,8 @@
 /* What the run says: the progress line while it runs, and at its end the summary on stdout and,
  * with --summary-json, the same as JSON (docs/cluster.md "The JSON summary"). */
 
+#include <unistd.h>
+
 #include "driver.h"
 
 /* The summary's recovery lines (a recovered run only). */
@@ -43,10 +45,10 @@ void print_recovery(const driver *d) {
          d->conns.stray_kills, d->conns.resent_unknown);
   if (d->recovery.fell_back)
     printf("  state was not read: %s\n", d->recovery.fell_back_why);
-  if (d->recovery.launcher_adopted)
+  if (d->scaling.launcher_adopted)
     printf("  the %s launcher took back %" PRIu32 " executors of the crashed run, by the "
            "handles in the record\n",
-           d->run.ops->name, d->recovery.launcher_adopted);
+           d->run.ops->name, d->scaling.launcher_adopted);
   for (uint64_t i = 0; i < d->conns.reconciled && i < REPORT_DETAIL_MAX; i++) {
     const recon_rec *r = &d->conns.recons[i];
     char e[ESC_MAX];
@@ -66,7 +68,8 @@ static void print_progress(driver *d, bool last) {
   tl_stats st;
   tl_stats_get(d->run.s, &st);
   double secs = (double)(now - d->summary.progress_ns) / 1e9;
-  double rate = secs > 0 && d->run.offering ? (double)(done - d->summary.progress_done) / secs : 0;
+  double rate =
+      secs > 0 && d->phase.offering ? (double)(done - d->summary.progress_done) / secs : 0;
   d->summary.progress_done = done;
   d->summary.progress_ns = now;
   fprintf(stderr, "%sprogress: %" PRIu64 "/%" PRIu64 " tasks, %zu executors alive, %.0f tasks/s%s",
@@ -243,7 +246,7 @@ int write_summary_json(driver *d, const char *path, bool ok, const tl_stats *st,
                 : 0.0,
             d->conns.reconciled, d->conns.reconciled_tids, d->conns.reconcile_unknown,
             d->conns.reconcile_lost, d->losses.recovery_timeouts, d->conns.stray_reconciles,
-            d->conns.resent_unknown, d->recovery.launcher_adopted);
+            d->conns.resent_unknown, d->scaling.launcher_adopted);
   else
     fprintf(f, "null,\n");
   const loss_rec **shown;
@@ -488,4 +491,27 @@ void print_ledger(const driver *d, const tl_stats *st, int check, const char *wh
          st->launched, st->succeeded, st->failed, st->killed, st->stale_updates,
          st->rejected_updates, st->executors_lost, st->tasksets_released, st->executors_alive,
          st->tombstones, st->mem_live_bytes, st->mem_live_blocks);
+}
+
+/* The progress line (shown by default on a terminal; --progress forces it, --quiet silences the
+ * default) and --summary-json. */
+void summary_configure(driver *d, const driver_opts *o) {
+  d->summary.summary_json = o->summary_json;
+  d->summary.progress_tty = isatty(2);
+  d->summary.progress = o->progress || (d->summary.progress_tty && !d->log.quiet);
+  d->summary.progress_ms = o->progress_ms;
+}
+
+void summary_init(driver *d) {
+  uv_timer_init(d->run.loop, &d->summary.progress_timer);
+  d->summary.progress_timer.data = d;
+  if (d->summary.progress) {
+    d->summary.progress_ns = uv_hrtime();
+    uv_timer_start(&d->summary.progress_timer, on_progress, d->summary.progress_ms,
+                   d->summary.progress_ms);
+  }
+}
+
+void summary_close(driver *d, uv_close_cb on_closed) {
+  uv_close((uv_handle_t *)&d->summary.progress_timer, on_closed);
 }
