@@ -818,7 +818,8 @@ void tl__driver_detach(struct tl_scheduler *s);
 uint64_t tl__tick_driver(struct tl_scheduler *s, const void *driver);
 
 /* ---------------------------------------------------------------------------------------------
- * Ledger (ledger.c): the tid index, attempt records, the one link and the one unlink.
+ * Ledger (ledger.c): the tid index, attempt records, the one link and the one unlink, the freeze
+ * and the thaw.
  * ------------------------------------------------------------------------------------------- */
 
 /* A tid's home slot in attempts_by_tid: its group of eight spread by Fibonacci hashing, then its
@@ -861,6 +862,10 @@ static inline bool tl__attempts_running(const struct tl_scheduler *s) {
 void tl__cleanup_task_state(struct tl_scheduler *s, tl__attempt *a);
 /* Moves a cleaned attempt to its executor's frozen list. */
 void tl__attempt_freeze(struct tl_scheduler *s, tl__attempt *a);
+/* Takes a frozen attempt off its executor's frozen list, the inverse of tl__attempt_freeze: the
+ * second phase of a loss then ends it, a reconciliation links it again (tl__attempt_link) or
+ * ends it. */
+void tl__attempt_thaw(struct tl_scheduler *s, tl__attempt *a);
 /* A record for a launch: a spare one if any, else a new one (NULL when out of memory). */
 tl__attempt *tl__attempt_alloc(struct tl_scheduler *s);
 /* Puts back a spare that tl__attempt_alloc took, as if it had not been taken (a failed round). */

@@ -291,11 +291,7 @@ static void remove_executor(struct tl_scheduler *s, tl__executor *ex, const tl_l
   tl__outputs_resubmit(s, ex);
   while (!tl__list_empty(&ex->frozen)) {
     tl__attempt *a = tl__container_of(ex->frozen.next, tl__attempt, on_executor);
-    tl__list_remove(&a->on_executor);
-    ex->nfrozen--;
-    a->frozen = 0;
-    a->taskset->nfrozen--;
-    s->nfrozen--;
+    tl__attempt_thaw(s, a);
     s->totals.failed++;
     tl__attempt_ended(s, a, TL_END_EXECUTOR_LOST, app_fault && a->state == TL__RUNNING, msg,
                       static_msg, NULL, NULL);
@@ -592,11 +588,7 @@ int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid 
   for (tl__link *l = ex->frozen.next, *next; l != &ex->frozen; l = next) {
     next = l->next;
     tl__attempt *a = tl__container_of(l, tl__attempt, on_executor);
-    tl__list_remove(&a->on_executor);
-    ex->nfrozen--;
-    a->frozen = 0;
-    a->taskset->nfrozen--;
-    s->nfrozen--;
+    tl__attempt_thaw(s, a);
     size_t at;
     if (tid_search(tids, distinct, a->tid, &at)) {
       tl__attempt_link(s, a);
