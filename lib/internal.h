@@ -432,7 +432,8 @@ typedef enum tl__event_kind {
   TL__EV_EXECUTOR_LOST,
   TL__EV_REVIVE_OFFERS,
   TL__EV_KILL_TASK,
-  TL__EV_SPECULATIVE_SUBMITTED
+  TL__EV_SPECULATIVE_SUBMITTED,
+  TL__EV_EXECUTOR_REMOVED
 } tl__event_kind;
 
 /* Why a task set failed. */
@@ -478,7 +479,7 @@ typedef struct tl__event {
       bool caused_by_app;
       int exit_code;
       void *executor_ud; /* the executor's tl_executor_desc.ud */
-    } loss;
+    } loss;              /* executor_lost, executor_removed */
     struct {
       tl_tid tid;
       bool interrupt;
