@@ -373,14 +373,14 @@ typedef struct tl_taskset_info {
   uint32_t ntasks;
 } tl_taskset_info;
 
-/* The runtime's side. Every member may be NULL; a task_started or revive_offers event whose
- * callback is NULL is not even made (the hot paths pay nothing for it). Events are delivered
- * exactly once, one at a time, in the order they were made, never while the scheduler's lock is
- * held. Who delivers is tl_config.delivery's: inline (the default), the thread whose call made
- * them, unless another thread is already delivering (then that thread delivers them, and the
- * call may return before they are delivered); deferred, the thread that calls tl_dispatch (the
- * libuv driver's loop thread while it is attached). A callback may call any function of this
- * header; the events those calls make are delivered after it returns. */
+/* The runtime's side. Every member may be NULL; a task_started, revive_offers or
+ * executor_removed event whose callback is NULL is not even made (the hot paths pay nothing for
+ * it). Events are delivered exactly once, one at a time, in the order they were made, never
+ * while the scheduler's lock is held. Who delivers is tl_config.delivery's: inline (the default),
+ * the thread whose call made them, unless another thread is already delivering (then that thread
+ * delivers them, and the call may return before they are delivered); deferred, the thread that
+ * calls tl_dispatch (the libuv driver's loop thread while it is attached). A callback may call any
+ * function of this header; the events those calls make are delivered after it returns. */
 typedef struct tl_callbacks {
   void *ud; /* passed to every callback */
   /* An attempt was launched by tl_resource_offers. */
@@ -402,8 +402,9 @@ typedef struct tl_callbacks {
   /* An executor was registered by tl_executor_add. */
   void (*executor_added)(void *ud, const char *executor_id, const char *host);
   /* An executor was lost: once per executor, at its first loss (for a two-phase loss, with
-   * the TL_LOSS_PENDING reason; the second phase is not reported again). executor_ud is its
-   * tl_executor_desc.ud as registered: the runtime's record of it, found without a lookup. */
+   * the TL_LOSS_PENDING reason; its second phase is executor_removed's, not reported here
+   * again). executor_ud is its tl_executor_desc.ud as registered: the runtime's record of it,
+   * found without a lookup. */
   void (*executor_lost)(void *ud, const char *executor_id, void *executor_ud,
                         const tl_loss_reason *reason);
   /* A running task was found slow (speculation): a copy of index is now waiting for an offer
@@ -426,6 +427,22 @@ typedef struct tl_callbacks {
    * each executor that is not a tombstone, in registration order (NULL member: NULL uds). */
   bool (*taskset_restored)(void *ud, const tl_taskset_info *ts, void **payload);
   void *(*executor_restored)(void *ud, const char *executor_id, const char *host);
+  /* An event, as those before the resolvers: an executor's loss is complete and the ledger
+   * removed it for good (it is a tombstone, or forgotten past max_tombstones). Exactly once per
+   * executor whose loss completes, made by the call that completes it: a one-phase loss
+   * (tl_executor_lost with a real reason on an ALIVE, DECOMMISSIONING or RECOVERING executor;
+   * tl_tick's heartbeat expiry and recovery timeout), or the second phase of a two-phase loss
+   * (tl_executor_lost with a real reason while PENDING_LOSS; tl_tick's pending-loss timeout).
+   * reason is the final one: as that call gave it, or tl_tick's (TL_LOSS_HEARTBEAT_TIMEOUT or
+   * TL_LOSS_PENDING_TIMEOUT, caused by the app; TL_LOSS_RECOVERY_TIMEOUT, not), its message valid
+   * until the callback returns. It comes after that executor's executor_lost and the task_ended
+   * events of its second phase (and what they cause), before revive_offers, and no later event
+   * names the executor. executor_ud as for executor_lost. Never for a failed call, a
+   * TL_LOSS_PENDING report, a reconciliation, a tombstone's expiry, or the executors
+   * tl_scheduler_free forgets. Added in 0.2.0, at the end of the struct; NULL: the event is not
+   * made (as for task_started and revive_offers). */
+  void (*executor_removed)(void *ud, const char *executor_id, void *executor_ud,
+                           const tl_loss_reason *reason);
 } tl_callbacks;
 
 /* ---------------------------------------------------------------------------------------------
@@ -529,7 +546,7 @@ typedef struct tl_executor_desc {
   uint32_t cores;   /* at least 1 */
   void *ud;         /* the caller's, never read: given back by tl_executor_get and
                        tl_executor_list, in every tl_launch on it and to executor_lost
-                       (NULL when not set) */
+                       and executor_removed (NULL when not set) */
 } tl_executor_desc;
 
 /* Registers an executor (ALIVE; registration counts as a heartbeat). Event executor_added.
@@ -548,8 +565,9 @@ TL_EXTERN int tl_executor_add(tl_scheduler *s, const tl_executor_desc *d);
  *     TL_END_EXECUTOR_LOST, in launch order (counting only if reason->caused_by_app, the attempt
  *     had reached RUNNING, the executor was not decommissioning and the task set is not zombie:
  *     once one counted failure aborts a task set, the rest no longer count), and the executor
- *     becomes a tombstone. A real reason is not reported by executor_lost again: the runtime
- *     that gives it already knows it; task_ended carries its message.
+ *     becomes a tombstone: event executor_removed with this reason, then revive_offers if an
+ *     index became pending. A real reason is not reported by executor_lost again; task_ended
+ *     carries its message.
  *   PENDING_LOSS, TL_LOSS_PENDING again: nothing changes; TL_OK.
  *   RECOVERING (restored, not yet reconciled; its attempts already frozen): executor_lost with
  *     this reason, then as from ALIVE: PENDING_LOSS for TL_LOSS_PENDING, else the second phase.
@@ -835,7 +853,9 @@ TL_EXTERN int tl_status_updates(tl_scheduler *s, const char *executor_id, const 
  * would fall at or beyond UINT64_MAX never fires, not even at now == UINT64_MAX, and tl_tick
  * reports TL_TICK_NEVER for it): heartbeat expiry (a one-phase loss with
  * TL_LOSS_HEARTBEAT_TIMEOUT, caused by the app), pending-loss deadlines (the second phase with
- * TL_LOSS_PENDING_TIMEOUT, caused by the app), tombstone expiry, speculation checks, locality
+ * TL_LOSS_PENDING_TIMEOUT, caused by the app), recovery deadlines of restored executors (both
+ * phases with TL_LOSS_RECOVERY_TIMEOUT, not caused by the app), each loss it completes reported
+ * by executor_removed with that reason, tombstone expiry, speculation checks, locality
  * waits (one revive_offers when a wait ran out since the previous tick), application-level
  * exclusion expiry and unschedulable aborts (exclude_on_failure). Returns nanoseconds until
  * the next deadline, 0 if something is due again already (a loss that could not get memory

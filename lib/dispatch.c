@@ -131,6 +131,13 @@ static void deliver(struct tl_scheduler *s, const tl__event *ev) {
       cb->executor_lost(cb->ud, ev->names->text, ev->u.loss.executor_ud, &reason);
     }
     break;
+  case TL__EV_EXECUTOR_REMOVED:
+    if (cb->executor_removed != NULL) {
+      tl_loss_reason reason = {(tl_loss_kind)ev->u.loss.kind, ev->u.loss.caused_by_app,
+                               ev->u.loss.exit_code, event_message(ev)};
+      cb->executor_removed(cb->ud, ev->names->text, ev->u.loss.executor_ud, &reason);
+    }
+    break;
   case TL__EV_REVIVE_OFFERS:
     if (cb->revive_offers != NULL)
       cb->revive_offers(cb->ud);

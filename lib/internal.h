@@ -3,6 +3,8 @@
  * Module-private layouts have their own headers: locality.h (locality's records), journal.h (the
  * call journal's lines and writer), lock.h (the lock), hash.h (uthash). The files and the layer
  * each belongs to are in docs/design.md "Files and layers"; test/layers.sh holds the code to it.
+ * The sections below come in the order of those layers: base, ledger, policy, task sets,
+ * transitions, entry, beside.
  *
  * The ledger is a set of records (attempt, executor, host, rack, task set, stage), each linked
  * into every index it belongs to: one uthash handle per map, one intrusive link per list. All of
@@ -430,7 +432,8 @@ typedef enum tl__event_kind {
   TL__EV_EXECUTOR_LOST,
   TL__EV_REVIVE_OFFERS,
   TL__EV_KILL_TASK,
-  TL__EV_SPECULATIVE_SUBMITTED
+  TL__EV_SPECULATIVE_SUBMITTED,
+  TL__EV_EXECUTOR_REMOVED
 } tl__event_kind;
 
 /* Why a task set failed. */
@@ -476,7 +479,7 @@ typedef struct tl__event {
       bool caused_by_app;
       int exit_code;
       void *executor_ud; /* the executor's tl_executor_desc.ud */
-    } loss;
+    } loss;              /* executor_lost, executor_removed */
     struct {
       tl_tid tid;
       bool interrupt;
@@ -507,20 +510,6 @@ _Noreturn void tl__events_overrun(void);
  * (TL__REVIVE_EVENTS) by every call that can set the flag. */
 #define TL__REVIVE_EVENTS 1
 static inline void tl__event_push_revive(struct tl_scheduler *s);
-/* dispatch_state: some thread is delivering; more was queued for it meanwhile. */
-enum { TL__DISPATCHING = 1u, TL__MORE = 2u };
-/* Takes the scheduler's lock, and drops what the last delivered batch still holds. Every taking
- * of the lock but the dispatcher's own goes through here. */
-void tl__lock(struct tl_scheduler *s);
-/* Whether a thread is delivering events (the lock held). */
-bool tl__dispatching(struct tl_scheduler *s);
-/* Takes the lock's end of a public call: releases the lock and, unless another thread (or this
- * one, further up the stack) is dispatching, delivers queued events until the queue is empty.
- * Returns true if it delivered any event (journal lines do not count). */
-bool tl__unlock_and_dispatch(struct tl_scheduler *s);
-/* tl_dispatch's work with the lock held and nobody dispatching (tl_scheduler_free's use):
- * releases the lock, delivers the queue and returns how many events it delivered. */
-size_t tl__dispatch_locked(struct tl_scheduler *s);
 /* Drops the references events hold (names, messages) and frees undelivered results. */
 void tl__events_clear(struct tl_scheduler *s, tl__event_array *a, size_t from);
 /* Shrinks an event array back to TL__EVENTS_INITIAL after a burst (best effort). */
@@ -529,16 +518,14 @@ void tl__events_shrink(struct tl_scheduler *s, tl__event_array *a);
 int tl__queue_check(tl__checker *c);
 void tl__events_each_str(tl__checker *c, tl__str_fn *fn);
 
+/* ---------------------------------------------------------------------------------------------
+ * The scheduler
+ * ------------------------------------------------------------------------------------------- */
+
 /* The call journal's lines (journal.c; journal.h, for the entry layer and inspect.c). */
 struct tl__jline;
 
-/* ---------------------------------------------------------------------------------------------
- * Exclude on failure (exclude.c): Spark's TaskSetExcludelist (per task set) and HealthTracker
- * (application level), and the abort of task sets no executor may run (SPARK-22148). All its
- * records are one size and private to exclude.c; the rest of the library sees these functions,
- * the per-record fields marked "exclude.c", and this state.
- * ------------------------------------------------------------------------------------------- */
-
+/* Exclude on failure's state (exclude.c, declared with it below), held by the scheduler. */
 struct tl__xset;
 struct tl__xfail;
 
@@ -560,118 +547,6 @@ typedef struct tl__exclude_state {
   tl__link aborts;        /* xsets an offer round found unschedulable, for its caller to abort
                              (through their on_timer links); empty between calls */
 } tl__exclude_state;
-
-/* A task set exclusion finds unschedulable, for the caller to abort (tl__taskset_abort with
- * TL__FAIL_UNSCHEDULABLE, index, 0 failures and the message of its latest counted failure):
- * exclusion decides, the task set layer aborts. */
-typedef struct tl__exclude_abort {
-  struct tl__taskset *ts;
-  uint32_t index;
-  tl__str *msg;
-  const char *static_msg;
-} tl__exclude_abort;
-
-/* Records one counted failure may need (task set, executor, host, and the index on both). */
-#define TL__EXCLUDE_RECORDS_PER_FAILURE 5
-
-void tl__exclude_init(struct tl_scheduler *s);
-/* Frees the application-level records and the executors' failure lists (tl_scheduler_free,
- * after the task sets). */
-void tl__exclude_destroy(struct tl_scheduler *s);
-/* Records a counted failure of index on ex (the one that ran it) would allocate now: 0 when
- * exclude_on_failure is off. */
-size_t tl__exclude_records_for(struct tl_scheduler *s, const tl__taskset *ts,
-                               const tl__executor *ex, uint32_t index);
-/* The same for every attempt that a loss of ex with reason would end as a counted failure. */
-size_t tl__exclude_records_for_loss(struct tl_scheduler *s, const tl__executor *ex,
-                                    const tl_loss_reason *reason);
-/* Makes n spare records available to the running call (before it changes anything); TL_ENOMEM.
- * The call ends with tl__exclude_unreserve, on success and failure alike. */
-int tl__exclude_reserve(struct tl_scheduler *s, size_t n);
-void tl__exclude_unreserve(struct tl_scheduler *s);
-/* A counted failure of index, run on ex, in a task set that is not zombie: updates the task
- * set's exclusions (Spark's updateExcludedForFailedTask). Takes reserved records. */
-void tl__exclude_task_failed(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
-                             uint32_t index, tl__str *msg, const char *static_msg);
-/* ex or its host is excluded for the whole task set. */
-bool tl__exclude_offer_blocked(struct tl_scheduler *s, const tl__taskset *ts,
-                               const tl__executor *ex);
-/* index may not run on ex or on ex's host. */
-bool tl__exclude_task_blocked(struct tl_scheduler *s, const tl__taskset *ts, uint32_t index,
-                              const tl__executor *ex);
-/* ex or its host is excluded for the application: its offers launch nothing. */
-static inline bool tl__exclude_app_blocked(const tl__executor *ex) {
-  return ex->x_excluded || (ex->host != NULL && ex->host->x_excluded);
-}
-/* The most task sets the end of an offer round may find unschedulable (its caller reserves
- * TL__TASKSET_ABORT_EVENTS for each). */
-size_t tl__exclude_abort_candidates(const struct tl_scheduler *s);
-/* The end of a successful offer round that launched `launched` attempts: clears the
- * unschedulable timers, or, when nothing launched, looks at the task sets with exclusions and
- * queues those no executor may run while none is idle; the caller takes each with
- * tl__exclude_take_abort (counted there) and aborts it. */
-void tl__exclude_after_round(struct tl_scheduler *s, size_t launched);
-bool tl__exclude_take_abort(struct tl_scheduler *s, tl__exclude_abort *out);
-/* tl_tick's aborts: the first task set whose unschedulable deadline came at now (ts and index
- * filled; timers of task sets gone zombie meanwhile are stopped on the way), or false. Once the
- * caller has room for the abort's events, tl__exclude_aborting stops its timer, counts it and
- * fills the message. */
-bool tl__exclude_due_abort(struct tl_scheduler *s, uint64_t now, tl__exclude_abort *out);
-void tl__exclude_aborting(struct tl_scheduler *s, tl__exclude_abort *ab);
-/* A task set is being released: moves its failures to the application level if it succeeded
- * (Spark's updateExcludedForSuccessfulTaskSet; allocates nothing), then frees its records. */
-void tl__exclude_taskset_released(struct tl_scheduler *s, tl__taskset *ts);
-/* Frees a task set's records without any of that (tl_scheduler_free). */
-void tl__exclude_taskset_free(struct tl_scheduler *s, tl__taskset *ts);
-/* An executor was registered: its application-level flags, and no unschedulable timer goes on. */
-void tl__exclude_executor_added(struct tl_scheduler *s, tl__executor *ex);
-/* An executor's loss began: its application-level failures are dropped (handleRemovedExecutor). */
-void tl__exclude_executor_removed(struct tl_scheduler *s, tl__executor *ex);
-/* Runs the application-level expiries due at now (the unschedulable aborts are
- * tl__exclude_due_abort's). */
-void tl__exclude_tick(struct tl_scheduler *s, uint64_t now);
-uint64_t tl__exclude_next(const struct tl_scheduler *s, uint64_t now);
-/* Inspection: invariants and memory of the records, every string they hold (for the
- * reference-count balance), the stats, and a task set's text. */
-int tl__exclude_check(tl__checker *c);
-void tl__exclude_each_str(tl__checker *c, tl__str_fn *fn);
-void tl__exclude_stats(const struct tl_scheduler *s, tl_stats *out);
-void tl__exclude_explain(struct tl_scheduler *s, const tl__taskset *ts,
-                         void (*line)(void *ud, const char *text), void *ud);
-
-/* ---------------------------------------------------------------------------------------------
- * Snapshots (snapshot.c; docs/snapshot.md). snapshot.c frames the image and writes the records
- * every module can see; a module with private records writes and reads its own part through
- * these. Records are named by key (an executor by id, a task set by id, a host by name), never
- * by address. A restore function reads exactly what its save wrote, validates every value
- * before it uses it, and fails with TL_ENOMEM (an allocation) or TL_ESNAPSHOT (the bytes are
- * not a part its save could have written); on failure it leaves its records so that freeing the
- * scheduler (tl__taskset_destroy, tl__exclude_destroy, ...) frees whatever it allocated.
- * ------------------------------------------------------------------------------------------- */
-
-/* Locality (locality.c). Per task set: what ts->loc holds (ts->loc NULL included), written
- * after the task set's own record. Restored after that record: ts is in tasksets_by_id with
- * its index state, pending stack and zombie flag as saved (its attempts and outputs are not
- * there yet), and every executor is registered in its saved state (hosts and racks joined).
- * Sets ts->loc (NULL when it had none) and links it as a submission would (places, and
- * locality_tasksets while not zombie), with the delay-scheduling state as saved. */
-void tl__locality_save(struct tl_scheduler *s, const tl__taskset *ts, tl__wbuf *w);
-int tl__locality_restore(struct tl_scheduler *s, tl__taskset *ts, tl__rbuf *r);
-/* The scheduler-wide part (locality_ticked and what else is not per task set), written after
- * every task set and restored after every task set, attempt and output. */
-void tl__locality_save_global(struct tl_scheduler *s, tl__wbuf *w);
-int tl__locality_restore_global(struct tl_scheduler *s, tl__rbuf *r);
-
-/* Exclusion (exclude.c): all of exclude_on_failure's state (the application-level records,
- * every task set's xset, executors' failure lists and flags, hosts' flags), restored after
- * every executor, task set, attempt and output. Writes nothing of note when the option is off
- * (the config fingerprint covers it). */
-void tl__exclude_save(struct tl_scheduler *s, tl__wbuf *w);
-int tl__exclude_restore(struct tl_scheduler *s, tl__rbuf *r);
-
-/* ---------------------------------------------------------------------------------------------
- * The scheduler
- * ------------------------------------------------------------------------------------------- */
 
 struct tl_scheduler {
   tl__mutex lock;  /* protects everything below, except where a field says otherwise */
@@ -788,37 +663,9 @@ static inline void tl__event_push_revive(struct tl_scheduler *s) {
   }
 }
 
-/* Lifetime, for tl_scheduler_restore (scheduler.c): a new empty scheduler as tl_scheduler_new
- * makes it (cfg validated by tl__config_valid) but without its journal's first lines, which
- * tl__scheduler_start writes (with a `restore` line when restored is set); and the disposal of a
- * scheduler that was never handed out: everything freed, no callback. */
-bool tl__config_valid(const tl_config *cfg);
-int tl__scheduler_create(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler **out);
-void tl__scheduler_start(struct tl_scheduler *s, bool restored);
-void tl__scheduler_discard(struct tl_scheduler *s);
-/* The clock's reading (user code: never under the lock). */
-uint64_t tl__clock_read(const struct tl_scheduler *s);
-
-/* The time to the next deadline of every part (what tl_tick would answer now), under the lock:
- * ns from now, 0 when one is due, TL_TICK_NEVER when there is none (tick.c). */
-uint64_t tl__next_deadline(struct tl_scheduler *s, uint64_t now);
-/* Runs every part's deadlines due at now and answers the same (tick.c). */
-uint64_t tl__tick_run(struct tl_scheduler *s, uint64_t now);
-/* The wake hook (scheduler.c). tl__driver_attach attaches a driver (TL_EBUSY when one is, or
- * the scheduler is being freed): from then on every mutating call that moves the next deadline
- * earlier than the one the driver's timer is armed for records it as armed and calls wake(driver)
- * under the lock; with deferred delivery, a call that queues something to deliver when nothing
- * was waiting for a wake-up calls ready(driver) under the lock (instead of events_ready).
- * tl__tick_driver is tl_tick for the driver: it records the answer as armed in the same lock
- * section that computes it, while that driver is still attached. tl__driver_detach makes the
- * pending wake-up, if one is owed, through events_ready. */
-int tl__driver_attach(struct tl_scheduler *s, void (*wake)(void *ud), void (*ready)(void *ud),
-                      void *driver);
-void tl__driver_detach(struct tl_scheduler *s);
-uint64_t tl__tick_driver(struct tl_scheduler *s, const void *driver);
-
 /* ---------------------------------------------------------------------------------------------
- * Ledger (ledger.c): the tid index, attempt records, the one link and the one unlink.
+ * Ledger (ledger.c): the tid index, attempt records, the one link and the one unlink, the freeze
+ * and the thaw.
  * ------------------------------------------------------------------------------------------- */
 
 /* A tid's home slot in attempts_by_tid: its group of eight spread by Fibonacci hashing, then its
@@ -861,6 +708,10 @@ static inline bool tl__attempts_running(const struct tl_scheduler *s) {
 void tl__cleanup_task_state(struct tl_scheduler *s, tl__attempt *a);
 /* Moves a cleaned attempt to its executor's frozen list. */
 void tl__attempt_freeze(struct tl_scheduler *s, tl__attempt *a);
+/* Takes a frozen attempt off its executor's frozen list, the inverse of tl__attempt_freeze: the
+ * second phase of a loss then ends it, a reconciliation links it again (tl__attempt_link) or
+ * ends it. */
+void tl__attempt_thaw(struct tl_scheduler *s, tl__attempt *a);
 /* A record for a launch: a spare one if any, else a new one (NULL when out of memory). */
 tl__attempt *tl__attempt_alloc(struct tl_scheduler *s);
 /* Puts back a spare that tl__attempt_alloc took, as if it had not been taken (a failed round). */
@@ -874,85 +725,66 @@ void tl__attempts_trim(struct tl_scheduler *s);
 int tl__ledger_check(tl__checker *c, size_t running, size_t frozen);
 
 /* ---------------------------------------------------------------------------------------------
- * Task sets (taskset.c).
+ * The registry (registry.c): executors, hosts, racks, task sets and stages by key, and the
+ * executor record's shared state changes.
  * ------------------------------------------------------------------------------------------- */
 
-int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out);
-int tl__kill_task(struct tl_scheduler *s, tl_tid tid, bool interrupt, const char *reason);
-int tl__kill_stage(struct tl_scheduler *s, uint32_t stage_id, bool interrupt, const char *reason);
-int tl__cancel_stage(struct tl_scheduler *s, uint32_t stage_id, const char *reason);
-int tl__partition_completed(struct tl_scheduler *s, uint32_t stage_id, uint32_t index);
-/* Frees a task set and whatever it still holds, without events (tl_scheduler_free). */
-void tl__taskset_destroy(struct tl_scheduler *s, tl__taskset *ts);
-/* Takes index i (which must be pending) off the pending stack. */
-void tl__taskset_take_pending(struct tl_scheduler *s, tl__taskset *ts, uint32_t i);
-/* Takes the topmost pending index that may run on ex (Spark's
- * dequeueTaskFromList skips excluded ones); false when every pending index is excluded there. */
-bool tl__taskset_take_unblocked(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
-                                uint32_t *index);
-/* Aborts a task set (taskset_failed with why, index, failures and the message) and releases it
- * if nothing of it runs: TL__TASKSET_ABORT_EVENTS. */
-#define TL__TASKSET_ABORT_EVENTS 2 /* taskset_failed, taskset_released */
-void tl__taskset_abort(struct tl_scheduler *s, tl__taskset *ts, uint8_t why, uint32_t index,
-                       uint32_t failures, tl__str *msg, const char *static_msg);
-/* The end of an attempt: unlinks it from its task set, frees it, updates the index, queues
- * task_ended (and kill_task of the other copy, or taskset_failed, and taskset_released, as they
- * follow): at most TL__ATTEMPT_ENDED_EVENTS. It may ask for revive_offers (s->revive_wanted),
- * which the transition pushes once at its end (TL__REVIVE_EVENTS). The attempt must already be
- * out of the scheduler's indexes (tl__cleanup_task_state, or unfrozen). msg may be NULL; the
- * event takes its own reference. */
-#define TL__ATTEMPT_ENDED_EVENTS 3 /* task_ended; kill_task or taskset_failed; taskset_released */
-void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind, bool counts,
-                       tl__str *msg, const char *static_msg, const tl_update *u, tl__output *out);
-/* Whether a FINISHED update of a would leave a map output to remember (so the caller allocates
- * a tl__output before it changes anything and passes it to tl__attempt_ended). */
-bool tl__taskset_wants_output(const tl__taskset *ts, const tl__attempt *a);
-/* An executor's loss: its map outputs of active task sets are lost, their indices pending again
- * (one task_ended TL_END_RESUBMITTED each: ex->noutputs events). */
-void tl__outputs_resubmit(struct tl_scheduler *s, tl__executor *ex);
-/* Speculation (speculation.c and taskset.c). */
-void tl__taskset_speculate(struct tl_scheduler *s, tl__taskset *ts, uint32_t index);
-/* Takes a speculatable index whose copy may run on ex (no attempt of it was launched on ex's
- * host) at a level no farther than allowed, the most local first; false when there is none. */
-bool tl__taskset_take_speculative(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
-                                  tl_locality allowed, uint32_t *index, tl_locality *level);
-/* Records the run time of an index's first success in the median heap. */
-void tl__speculation_record(tl__taskset *ts, uint64_t duration);
-/* The bytes of a bigger heap that a FINISHED update of a needs before its run time can be
- * recorded, or 0 when there is room (or nothing to record). The caller allocates them before it
- * changes anything and hands them to tl__speculation_grow once nothing can fail. */
-size_t tl__speculation_room(const tl__taskset *ts, const tl__attempt *a);
-/* Moves the heap into room (bytes long, as tl__speculation_room said), freeing its old block. */
-void tl__speculation_grow(struct tl_scheduler *s, tl__taskset *ts, uint64_t *room, size_t bytes);
-/* Frees the heap's own block, if it has one (a task set going away). */
-void tl__speculation_free(struct tl_scheduler *s, tl__taskset *ts);
-/* Whether ts is looked at by the speculation check, and if so in *threshold the run time past
- * which its attempts are slow (0 is a threshold like any other: then every attempt that has run
- * at all is slow); and whether attempt a of ts is slow at now. */
-bool tl__speculation_slow_after(const struct tl_scheduler *s, const tl__taskset *ts,
-                                uint64_t *threshold);
-bool tl__speculation_slow(const tl__taskset *ts, const tl__attempt *a, uint64_t threshold,
-                          uint64_t now);
-/* ns until the next speculation check (TL_TICK_NEVER: none, or nothing runs). */
-uint64_t tl__speculation_next(const struct tl_scheduler *s, uint64_t now);
-/* Counts a FINISHED update's result toward max_result_bytes: TL_END_SUCCESS, or
- * TL_END_RESULT_TOO_LARGE when the task set's results pass the limit with it. Spark's
- * canFetchMoreResults: every result counts, dropped ones too, so once a task set's results have
- * passed the limit every later one is dropped as well. Inline: every FINISHED update asks. */
-static inline tl_end_kind tl__taskset_take_result(struct tl_scheduler *s, tl__taskset *ts,
-                                                  size_t size) {
-  ts->nresults++;
-  ts->result_bytes = size > UINT64_MAX - ts->result_bytes ? UINT64_MAX : ts->result_bytes + size;
-  if (ts->shuffle_map || s->cfg.max_result_bytes == 0 ||
-      ts->result_bytes <= s->cfg.max_result_bytes)
-    return TL_END_SUCCESS;
-  return TL_END_RESULT_TOO_LARGE;
+tl__executor *tl__executor_find(struct tl_scheduler *s, const char *id);
+/* The same, for an id of len bytes (its length already known). */
+tl__executor *tl__executor_find_len(struct tl_scheduler *s, const char *id, size_t len);
+tl__taskset *tl__taskset_find(struct tl_scheduler *s, tl_taskset_id id);
+tl__stage *tl__stage_find(struct tl_scheduler *s, uint32_t stage_id);
+/* Moves ex to state, keeping the scheduler's count of each state. */
+void tl__executor_set_state(struct tl_scheduler *s, tl__executor *ex, tl_executor_state state);
+/* Bytes of a host or rack record with a name of name_len bytes. */
+size_t tl__host_size(size_t name_len);
+size_t tl__rack_size(size_t name_len);
+/* ex leaves its host (the loss of a live executor); a host left empty is freed, and its rack
+ * when that is left empty too. */
+void tl__executor_leave_host(struct tl_scheduler *s, tl__executor *ex);
+/* ex becomes a tombstone (REMOVED, on tombstone_order, keeping only its names); the oldest
+ * tombstones past max_tombstones are evicted. */
+void tl__executor_bury(struct tl_scheduler *s, tl__executor *ex);
+/* Forgets a tombstone: off its timeline and executors_by_id, and freed. */
+void tl__tombstone_evict(struct tl_scheduler *s, tl__executor *ex);
+/* Frees an executor record (it must be out of every list but executors_by_id). */
+void tl__executor_free(struct tl_scheduler *s, tl__executor *ex);
+/* tl_check's part: executors (tombstones included) and their running and frozen lists, hosts,
+ * racks and the timelines; *running and *frozen count the attempts on those lists. And the
+ * strings executors hold. */
+int tl__registry_check(tl__checker *c, size_t *running, size_t *frozen);
+void tl__registry_each_str(tl__checker *c, tl__str_fn *fn);
+
+/* ---------------------------------------------------------------------------------------------
+ * Pools and their queues (pool.c).
+ * ------------------------------------------------------------------------------------------- */
+
+int tl__pools_init(struct tl_scheduler *s);
+void tl__pools_destroy(struct tl_scheduler *s);
+tl__pool *tl__pool_find(struct tl_scheduler *s, const char *name);
+int tl__pool_add(struct tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
+                 uint32_t min_share);
+/* The queue's order in pool p: FIFO (priority, stage id, id) or FAIR (queue_running, stage id,
+ * stage attempt, id). */
+bool tl__queue_before(const tl__pool *p, const tl__taskset *a, const tl__taskset *b);
+void tl__queue_insert(tl__taskset *ts);
+void tl__queue_remove(tl__taskset *ts); /* a no-op when it is not queued */
+/* Moves a queued task set to the place its running count now gives it (pool.c). */
+void tl__queue_move(tl__taskset *ts);
+/* Moves a queued task set of a FAIR pool to the place its running count now gives it; nothing
+ * for any other (inline: every launch round and every attempt's end asks). */
+static inline void tl__queue_replace(tl__taskset *ts) {
+  if (ts->queue_levels != 0 && ts->pool->mode == TL_FAIR && ts->queue_running != ts->nrunning)
+    tl__queue_move(ts);
 }
-/* tl_check's part: map outputs, task sets and their index state, stacks and speculation arrays,
- * the queues (through tl__pools_check) and stages; running and frozen are the attempts the
- * executors' lists hold. And the strings of the hosts tried. */
-int tl__tasksets_check(tl__checker *c, size_t running, size_t frozen);
-void tl__tasksets_each_str(tl__checker *c, tl__str_fn *fn);
+/* Writes the pools with something queued into order, in the order a round visits them (FAIR
+ * between pools; under TL_FIFO there is only "default"); returns how many. order must have
+ * room for s->npools. */
+size_t tl__pools_in_order(struct tl_scheduler *s, tl__pool **order);
+/* tl_check's part (tl__tasksets_check calls it): the pools and their queues, against the queued
+ * task sets the task sets counted (queued, and per level queued_at) and the sums they left in
+ * each pool's check_running and check_tasksets. */
+int tl__pools_check(tl__checker *c, size_t queued, const size_t queued_at[TL__QUEUE_LEVELS]);
 
 /* ---------------------------------------------------------------------------------------------
  * Locality (locality.c).
@@ -1030,71 +862,180 @@ uint64_t tl__locality_next(struct tl_scheduler *s, uint64_t now);
 int tl__locality_check(tl__checker *c);
 
 /* ---------------------------------------------------------------------------------------------
- * Pools and their queues (pool.c).
+ * Exclude on failure (exclude.c): Spark's TaskSetExcludelist (per task set) and HealthTracker
+ * (application level), and the abort of task sets no executor may run (SPARK-22148). All its
+ * records are one size and private to exclude.c; the rest of the library sees these functions,
+ * the per-record fields marked "exclude.c", and its state (tl__exclude_state, with the
+ * scheduler, which holds it).
  * ------------------------------------------------------------------------------------------- */
 
-int tl__pools_init(struct tl_scheduler *s);
-void tl__pools_destroy(struct tl_scheduler *s);
-tl__pool *tl__pool_find(struct tl_scheduler *s, const char *name);
-int tl__pool_add(struct tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
-                 uint32_t min_share);
-/* The queue's order in pool p: FIFO (priority, stage id, id) or FAIR (queue_running, stage id,
- * stage attempt, id). */
-bool tl__queue_before(const tl__pool *p, const tl__taskset *a, const tl__taskset *b);
-void tl__queue_insert(tl__taskset *ts);
-void tl__queue_remove(tl__taskset *ts); /* a no-op when it is not queued */
-/* Moves a queued task set to the place its running count now gives it (pool.c). */
-void tl__queue_move(tl__taskset *ts);
-/* Moves a queued task set of a FAIR pool to the place its running count now gives it; nothing
- * for any other (inline: every launch round and every attempt's end asks). */
-static inline void tl__queue_replace(tl__taskset *ts) {
-  if (ts->queue_levels != 0 && ts->pool->mode == TL_FAIR && ts->queue_running != ts->nrunning)
-    tl__queue_move(ts);
+/* A task set exclusion finds unschedulable, for the caller to abort (tl__taskset_abort with
+ * TL__FAIL_UNSCHEDULABLE, index, 0 failures and the message of its latest counted failure):
+ * exclusion decides, the task set layer aborts. */
+typedef struct tl__exclude_abort {
+  struct tl__taskset *ts;
+  uint32_t index;
+  tl__str *msg;
+  const char *static_msg;
+} tl__exclude_abort;
+
+/* Records one counted failure may need (task set, executor, host, and the index on both). */
+#define TL__EXCLUDE_RECORDS_PER_FAILURE 5
+
+void tl__exclude_init(struct tl_scheduler *s);
+/* Frees the application-level records and the executors' failure lists (tl_scheduler_free,
+ * after the task sets). */
+void tl__exclude_destroy(struct tl_scheduler *s);
+/* Records a counted failure of index on ex (the one that ran it) would allocate now: 0 when
+ * exclude_on_failure is off. */
+size_t tl__exclude_records_for(struct tl_scheduler *s, const tl__taskset *ts,
+                               const tl__executor *ex, uint32_t index);
+/* The same for every attempt that a loss of ex with reason would end as a counted failure. */
+size_t tl__exclude_records_for_loss(struct tl_scheduler *s, const tl__executor *ex,
+                                    const tl_loss_reason *reason);
+/* Makes n spare records available to the running call (before it changes anything); TL_ENOMEM.
+ * The call ends with tl__exclude_unreserve, on success and failure alike. */
+int tl__exclude_reserve(struct tl_scheduler *s, size_t n);
+void tl__exclude_unreserve(struct tl_scheduler *s);
+/* A counted failure of index, run on ex, in a task set that is not zombie: updates the task
+ * set's exclusions (Spark's updateExcludedForFailedTask). Takes reserved records. */
+void tl__exclude_task_failed(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
+                             uint32_t index, tl__str *msg, const char *static_msg);
+/* ex or its host is excluded for the whole task set. */
+bool tl__exclude_offer_blocked(struct tl_scheduler *s, const tl__taskset *ts,
+                               const tl__executor *ex);
+/* index may not run on ex or on ex's host. */
+bool tl__exclude_task_blocked(struct tl_scheduler *s, const tl__taskset *ts, uint32_t index,
+                              const tl__executor *ex);
+/* ex or its host is excluded for the application: its offers launch nothing. */
+static inline bool tl__exclude_app_blocked(const tl__executor *ex) {
+  return ex->x_excluded || (ex->host != NULL && ex->host->x_excluded);
 }
-/* Writes the pools with something queued into order, in the order a round visits them (FAIR
- * between pools; under TL_FIFO there is only "default"); returns how many. order must have
- * room for s->npools. */
-size_t tl__pools_in_order(struct tl_scheduler *s, tl__pool **order);
-/* tl_check's part (tl__tasksets_check calls it): the pools and their queues, against the queued
- * task sets the task sets counted (queued, and per level queued_at) and the sums they left in
- * each pool's check_running and check_tasksets. */
-int tl__pools_check(tl__checker *c, size_t queued, const size_t queued_at[TL__QUEUE_LEVELS]);
+/* The most task sets the end of an offer round may find unschedulable (its caller reserves
+ * TL__TASKSET_ABORT_EVENTS for each). */
+size_t tl__exclude_abort_candidates(const struct tl_scheduler *s);
+/* The end of a successful offer round that launched `launched` attempts: clears the
+ * unschedulable timers, or, when nothing launched, looks at the task sets with exclusions and
+ * queues those no executor may run while none is idle; the caller takes each with
+ * tl__exclude_take_abort (counted there) and aborts it. */
+void tl__exclude_after_round(struct tl_scheduler *s, size_t launched);
+bool tl__exclude_take_abort(struct tl_scheduler *s, tl__exclude_abort *out);
+/* tl_tick's aborts: the first task set whose unschedulable deadline came at now (ts and index
+ * filled; timers of task sets gone zombie meanwhile are stopped on the way), or false. Once the
+ * caller has room for the abort's events, tl__exclude_aborting stops its timer, counts it and
+ * fills the message. */
+bool tl__exclude_due_abort(struct tl_scheduler *s, uint64_t now, tl__exclude_abort *out);
+void tl__exclude_aborting(struct tl_scheduler *s, tl__exclude_abort *ab);
+/* A task set is being released: moves its failures to the application level if it succeeded
+ * (Spark's updateExcludedForSuccessfulTaskSet; allocates nothing), then frees its records. */
+void tl__exclude_taskset_released(struct tl_scheduler *s, tl__taskset *ts);
+/* Frees a task set's records without any of that (tl_scheduler_free). */
+void tl__exclude_taskset_free(struct tl_scheduler *s, tl__taskset *ts);
+/* An executor was registered: its application-level flags, and no unschedulable timer goes on. */
+void tl__exclude_executor_added(struct tl_scheduler *s, tl__executor *ex);
+/* An executor's loss began: its application-level failures are dropped (handleRemovedExecutor). */
+void tl__exclude_executor_removed(struct tl_scheduler *s, tl__executor *ex);
+/* Runs the application-level expiries due at now (the unschedulable aborts are
+ * tl__exclude_due_abort's). */
+void tl__exclude_tick(struct tl_scheduler *s, uint64_t now);
+uint64_t tl__exclude_next(const struct tl_scheduler *s, uint64_t now);
+/* Inspection: invariants and memory of the records, every string they hold (for the
+ * reference-count balance), the stats, and a task set's text. */
+int tl__exclude_check(tl__checker *c);
+void tl__exclude_each_str(tl__checker *c, tl__str_fn *fn);
+void tl__exclude_stats(const struct tl_scheduler *s, tl_stats *out);
+void tl__exclude_explain(struct tl_scheduler *s, const tl__taskset *ts,
+                         void (*line)(void *ud, const char *text), void *ud);
 
 /* ---------------------------------------------------------------------------------------------
- * The registry (registry.c): executors, hosts, racks, task sets and stages by key, and the
- * executor record's shared state changes.
+ * Speculation (speculation.c): the median heap of run times and what is slow.
  * ------------------------------------------------------------------------------------------- */
 
-tl__executor *tl__executor_find(struct tl_scheduler *s, const char *id);
-/* The same, for an id of len bytes (its length already known). */
-tl__executor *tl__executor_find_len(struct tl_scheduler *s, const char *id, size_t len);
-tl__taskset *tl__taskset_find(struct tl_scheduler *s, tl_taskset_id id);
-tl__stage *tl__stage_find(struct tl_scheduler *s, uint32_t stage_id);
-/* Moves ex to state, keeping the scheduler's count of each state. */
-void tl__executor_set_state(struct tl_scheduler *s, tl__executor *ex, tl_executor_state state);
-/* Bytes of a host or rack record with a name of name_len bytes. */
-size_t tl__host_size(size_t name_len);
-size_t tl__rack_size(size_t name_len);
-/* ex leaves its host (the loss of a live executor); a host left empty is freed, and its rack
- * when that is left empty too. */
-void tl__executor_leave_host(struct tl_scheduler *s, tl__executor *ex);
-/* ex becomes a tombstone (REMOVED, on tombstone_order, keeping only its names); the oldest
- * tombstones past max_tombstones are evicted. */
-void tl__executor_bury(struct tl_scheduler *s, tl__executor *ex);
-/* Forgets a tombstone: off its timeline and executors_by_id, and freed. */
-void tl__tombstone_evict(struct tl_scheduler *s, tl__executor *ex);
-/* Frees an executor record (it must be out of every list but executors_by_id). */
-void tl__executor_free(struct tl_scheduler *s, tl__executor *ex);
-/* tl_check's part: executors (tombstones included) and their running and frozen lists, hosts,
- * racks and the timelines; *running and *frozen count the attempts on those lists. And the
- * strings executors hold. */
-int tl__registry_check(tl__checker *c, size_t *running, size_t *frozen);
-void tl__registry_each_str(tl__checker *c, tl__str_fn *fn);
+/* Records the run time of an index's first success in the median heap. */
+void tl__speculation_record(tl__taskset *ts, uint64_t duration);
+/* The bytes of a bigger heap that a FINISHED update of a needs before its run time can be
+ * recorded, or 0 when there is room (or nothing to record). The caller allocates them before it
+ * changes anything and hands them to tl__speculation_grow once nothing can fail. */
+size_t tl__speculation_room(const tl__taskset *ts, const tl__attempt *a);
+/* Moves the heap into room (bytes long, as tl__speculation_room said), freeing its old block. */
+void tl__speculation_grow(struct tl_scheduler *s, tl__taskset *ts, uint64_t *room, size_t bytes);
+/* Frees the heap's own block, if it has one (a task set going away). */
+void tl__speculation_free(struct tl_scheduler *s, tl__taskset *ts);
+/* Whether ts is looked at by the speculation check, and if so in *threshold the run time past
+ * which its attempts are slow (0 is a threshold like any other: then every attempt that has run
+ * at all is slow); and whether attempt a of ts is slow at now. */
+bool tl__speculation_slow_after(const struct tl_scheduler *s, const tl__taskset *ts,
+                                uint64_t *threshold);
+bool tl__speculation_slow(const tl__taskset *ts, const tl__attempt *a, uint64_t threshold,
+                          uint64_t now);
+/* ns until the next speculation check (TL_TICK_NEVER: none, or nothing runs). */
+uint64_t tl__speculation_next(const struct tl_scheduler *s, uint64_t now);
+
+/* ---------------------------------------------------------------------------------------------
+ * Task sets (taskset.c).
+ * ------------------------------------------------------------------------------------------- */
+
+int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out);
+int tl__kill_task(struct tl_scheduler *s, tl_tid tid, bool interrupt, const char *reason);
+int tl__kill_stage(struct tl_scheduler *s, uint32_t stage_id, bool interrupt, const char *reason);
+int tl__cancel_stage(struct tl_scheduler *s, uint32_t stage_id, const char *reason);
+int tl__partition_completed(struct tl_scheduler *s, uint32_t stage_id, uint32_t index);
+/* Frees a task set and whatever it still holds, without events (tl_scheduler_free). */
+void tl__taskset_destroy(struct tl_scheduler *s, tl__taskset *ts);
+/* Takes index i (which must be pending) off the pending stack. */
+void tl__taskset_take_pending(struct tl_scheduler *s, tl__taskset *ts, uint32_t i);
+/* Takes the topmost pending index that may run on ex (Spark's
+ * dequeueTaskFromList skips excluded ones); false when every pending index is excluded there. */
+bool tl__taskset_take_unblocked(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
+                                uint32_t *index);
+/* Aborts a task set (taskset_failed with why, index, failures and the message) and releases it
+ * if nothing of it runs: TL__TASKSET_ABORT_EVENTS. */
+#define TL__TASKSET_ABORT_EVENTS 2 /* taskset_failed, taskset_released */
+void tl__taskset_abort(struct tl_scheduler *s, tl__taskset *ts, uint8_t why, uint32_t index,
+                       uint32_t failures, tl__str *msg, const char *static_msg);
+/* The end of an attempt: unlinks it from its task set, frees it, updates the index, queues
+ * task_ended (and kill_task of the other copy, or taskset_failed, and taskset_released, as they
+ * follow): at most TL__ATTEMPT_ENDED_EVENTS. It may ask for revive_offers (s->revive_wanted),
+ * which the transition pushes once at its end (TL__REVIVE_EVENTS). The attempt must already be
+ * out of the scheduler's indexes (tl__cleanup_task_state, or unfrozen). msg may be NULL; the
+ * event takes its own reference. */
+#define TL__ATTEMPT_ENDED_EVENTS 3 /* task_ended; kill_task or taskset_failed; taskset_released */
+void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind, bool counts,
+                       tl__str *msg, const char *static_msg, const tl_update *u, tl__output *out);
+/* Whether a FINISHED update of a would leave a map output to remember (so the caller allocates
+ * a tl__output before it changes anything and passes it to tl__attempt_ended). */
+bool tl__taskset_wants_output(const tl__taskset *ts, const tl__attempt *a);
+/* An executor's loss: its map outputs of active task sets are lost, their indices pending again
+ * (one task_ended TL_END_RESUBMITTED each: ex->noutputs events). */
+void tl__outputs_resubmit(struct tl_scheduler *s, tl__executor *ex);
+/* Speculation: taskset.c's part (speculation.c's is declared above). */
+void tl__taskset_speculate(struct tl_scheduler *s, tl__taskset *ts, uint32_t index);
+/* Takes a speculatable index whose copy may run on ex (no attempt of it was launched on ex's
+ * host) at a level no farther than allowed, the most local first; false when there is none. */
+bool tl__taskset_take_speculative(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
+                                  tl_locality allowed, uint32_t *index, tl_locality *level);
+/* Counts a FINISHED update's result toward max_result_bytes: TL_END_SUCCESS, or
+ * TL_END_RESULT_TOO_LARGE when the task set's results pass the limit with it. Spark's
+ * canFetchMoreResults: every result counts, dropped ones too, so once a task set's results have
+ * passed the limit every later one is dropped as well. Inline: every FINISHED update asks. */
+static inline tl_end_kind tl__taskset_take_result(struct tl_scheduler *s, tl__taskset *ts,
+                                                  size_t size) {
+  ts->nresults++;
+  ts->result_bytes = size > UINT64_MAX - ts->result_bytes ? UINT64_MAX : ts->result_bytes + size;
+  if (ts->shuffle_map || s->cfg.max_result_bytes == 0 ||
+      ts->result_bytes <= s->cfg.max_result_bytes)
+    return TL_END_SUCCESS;
+  return TL_END_RESULT_TOO_LARGE;
+}
+/* tl_check's part: map outputs, task sets and their index state, stacks and speculation arrays,
+ * the queues (through tl__pools_check) and stages; running and frozen are the attempts the
+ * executors' lists hold. And the strings of the hosts tried. */
+int tl__tasksets_check(tl__checker *c, size_t running, size_t frozen);
+void tl__tasksets_each_str(tl__checker *c, tl__str_fn *fn);
 
 /* ---------------------------------------------------------------------------------------------
  * Transitions: membership (membership.c), offer rounds (offers.c), status updates (status.c),
- * and the tick (tick.c, declared with the scheduler above). Each reserves the events it makes
- * before it changes anything.
+ * and the tick (tick.c). Each reserves the events it makes before it changes anything.
  * ------------------------------------------------------------------------------------------- */
 
 int tl__executor_add(struct tl_scheduler *s, const tl_executor_desc *d);
@@ -1131,5 +1072,85 @@ int tl__status_update(struct tl_scheduler *s, const char *executor_id, size_t id
 int tl__status_executor(struct tl_scheduler *s, const char *executor_id, size_t id_len,
                         tl__executor **out);
 int tl__status_apply(struct tl_scheduler *s, tl__executor *ex, tl_tid tid, const tl_update *u);
+
+/* The time to the next deadline of every part (what tl_tick would answer now), under the lock:
+ * ns from now, 0 when one is due, TL_TICK_NEVER when there is none (tick.c). */
+uint64_t tl__next_deadline(struct tl_scheduler *s, uint64_t now);
+/* Runs every part's deadlines due at now and answers the same (tick.c). */
+uint64_t tl__tick_run(struct tl_scheduler *s, uint64_t now);
+
+/* ---------------------------------------------------------------------------------------------
+ * Entry: lifetime, the clock and the driver's hook (scheduler.c), and delivery (dispatch.c).
+ * The journal's lines and formats are in journal.h.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Lifetime, for tl_scheduler_restore (scheduler.c): a new empty scheduler as tl_scheduler_new
+ * makes it (cfg validated by tl__config_valid) but without its journal's first lines, which
+ * tl__scheduler_start writes (with a `restore` line when restored is set); and the disposal of a
+ * scheduler that was never handed out: everything freed, no callback. */
+bool tl__config_valid(const tl_config *cfg);
+int tl__scheduler_create(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler **out);
+void tl__scheduler_start(struct tl_scheduler *s, bool restored);
+void tl__scheduler_discard(struct tl_scheduler *s);
+/* The clock's reading (user code: never under the lock). */
+uint64_t tl__clock_read(const struct tl_scheduler *s);
+
+/* The wake hook (scheduler.c). tl__driver_attach attaches a driver (TL_EBUSY when one is, or
+ * the scheduler is being freed): from then on every mutating call that moves the next deadline
+ * earlier than the one the driver's timer is armed for records it as armed and calls wake(driver)
+ * under the lock; with deferred delivery, a call that queues something to deliver when nothing
+ * was waiting for a wake-up calls ready(driver) under the lock (instead of events_ready).
+ * tl__tick_driver is tl_tick for the driver: it records the answer as armed in the same lock
+ * section that computes it, while that driver is still attached. tl__driver_detach makes the
+ * pending wake-up, if one is owed, through events_ready. */
+int tl__driver_attach(struct tl_scheduler *s, void (*wake)(void *ud), void (*ready)(void *ud),
+                      void *driver);
+void tl__driver_detach(struct tl_scheduler *s);
+uint64_t tl__tick_driver(struct tl_scheduler *s, const void *driver);
+
+/* dispatch_state: some thread is delivering; more was queued for it meanwhile. */
+enum { TL__DISPATCHING = 1u, TL__MORE = 2u };
+/* Takes the scheduler's lock, and drops what the last delivered batch still holds. Every taking
+ * of the lock but the dispatcher's own goes through here. */
+void tl__lock(struct tl_scheduler *s);
+/* Whether a thread is delivering events (the lock held). */
+bool tl__dispatching(struct tl_scheduler *s);
+/* Takes the lock's end of a public call: releases the lock and, unless another thread (or this
+ * one, further up the stack) is dispatching, delivers queued events until the queue is empty.
+ * Returns true if it delivered any event (journal lines do not count). */
+bool tl__unlock_and_dispatch(struct tl_scheduler *s);
+/* tl_dispatch's work with the lock held and nobody dispatching (tl_scheduler_free's use):
+ * releases the lock, delivers the queue and returns how many events it delivered. */
+size_t tl__dispatch_locked(struct tl_scheduler *s);
+
+/* ---------------------------------------------------------------------------------------------
+ * Snapshots (snapshot.c; docs/snapshot.md). snapshot.c frames the image and writes the records
+ * every module can see; a module with private records writes and reads its own part through
+ * these. Records are named by key (an executor by id, a task set by id, a host by name), never
+ * by address. A restore function reads exactly what its save wrote, validates every value
+ * before it uses it, and fails with TL_ENOMEM (an allocation) or TL_ESNAPSHOT (the bytes are
+ * not a part its save could have written); on failure it leaves its records so that freeing the
+ * scheduler (tl__taskset_destroy, tl__exclude_destroy, ...) frees whatever it allocated.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Locality (locality.c). Per task set: what ts->loc holds (ts->loc NULL included), written
+ * after the task set's own record. Restored after that record: ts is in tasksets_by_id with
+ * its index state, pending stack and zombie flag as saved (its attempts and outputs are not
+ * there yet), and every executor is registered in its saved state (hosts and racks joined).
+ * Sets ts->loc (NULL when it had none) and links it as a submission would (places, and
+ * locality_tasksets while not zombie), with the delay-scheduling state as saved. */
+void tl__locality_save(struct tl_scheduler *s, const tl__taskset *ts, tl__wbuf *w);
+int tl__locality_restore(struct tl_scheduler *s, tl__taskset *ts, tl__rbuf *r);
+/* The scheduler-wide part (locality_ticked and what else is not per task set), written after
+ * every task set and restored after every task set, attempt and output. */
+void tl__locality_save_global(struct tl_scheduler *s, tl__wbuf *w);
+int tl__locality_restore_global(struct tl_scheduler *s, tl__rbuf *r);
+
+/* Exclusion (exclude.c): all of exclude_on_failure's state (the application-level records,
+ * every task set's xset, executors' failure lists and flags, hosts' flags), restored after
+ * every executor, task set, attempt and output. Writes nothing of note when the option is off
+ * (the config fingerprint covers it). */
+void tl__exclude_save(struct tl_scheduler *s, tl__wbuf *w);
+int tl__exclude_restore(struct tl_scheduler *s, tl__rbuf *r);
 
 #endif /* TL_INTERNAL_H */

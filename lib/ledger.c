@@ -6,6 +6,9 @@
  * tl__cleanup_task_state the only way out: the status-update path and the executor-loss path
  * both call it (the lesson of SPARK-18553: a map
  * cleaned only by status updates leaks every task of an executor that dies without one).
+ * A cleaned attempt whose executor's loss began (or that was restored on an executor not yet
+ * reconciled) waits on its executor's frozen list: tl__attempt_freeze puts it there and
+ * tl__attempt_thaw takes it off, each the one place that does.
  *
  * Everything here runs under the scheduler's lock.
  */
@@ -160,6 +163,15 @@ void tl__attempt_freeze(struct tl_scheduler *s, tl__attempt *a) {
   a->frozen = 1;
   a->taskset->nfrozen++;
   s->nfrozen++;
+}
+
+void tl__attempt_thaw(struct tl_scheduler *s, tl__attempt *a) {
+  tl__executor *ex = a->executor;
+  tl__list_remove(&a->on_executor);
+  ex->nfrozen--;
+  a->frozen = 0;
+  a->taskset->nfrozen--;
+  s->nfrozen--;
 }
 
 /* Spare records. A runtime's steady state is a task ending and its core offered again: the

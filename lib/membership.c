@@ -231,14 +231,30 @@ int tl__executor_restore_add(struct tl_scheduler *s, const char *id, size_t id_l
  * was not being decommissioned. The executor becomes a tombstone.
  *
  * A loss with a real reason does both at once; TL_LOSS_PENDING does phase one and leaves phase
- * two to a later call or to pending_loss_timeout_ns. executor_lost is made at phase one only.
+ * two to a later call or to pending_loss_timeout_ns. executor_lost is made at phase one, with
+ * the reason it began with; executor_removed at the end of phase two, with the reason it ended
+ * with, so a runtime learns each loss's final reason from one event, whichever call or timeout
+ * completed it.
  * ------------------------------------------------------------------------------------------- */
 
 /* Events phase one makes: executor_lost; phase two: a resubmission per map output (first), the
- * end of each frozen attempt, one revive_offers. */
+ * end of each frozen attempt, executor_removed, one revive_offers. */
 static size_t phase_one_events(void) { return 1; }
 static size_t phase_two_events(const tl__executor *ex, size_t nattempts) {
-  return ex->noutputs + TL__ATTEMPT_ENDED_EVENTS * nattempts + TL__REVIVE_EVENTS;
+  return ex->noutputs + TL__ATTEMPT_ENDED_EVENTS * nattempts + 1 + TL__REVIVE_EVENTS;
+}
+
+/* executor_lost or executor_removed of ex, with reason (msg/static_msg its message). */
+static void push_loss_event(struct tl_scheduler *s, tl__event_kind kind, const tl__executor *ex,
+                            const tl_loss_reason *reason, tl__str *msg, const char *static_msg) {
+  tl__event *ev = tl__event_push(s, kind);
+  ev->names = tl__str_ref(ex->names);
+  ev->msg = tl__str_ref(msg);
+  ev->static_msg = static_msg;
+  ev->u.loss.kind = (uint8_t)reason->kind;
+  ev->u.loss.caused_by_app = reason->caused_by_app;
+  ev->u.loss.exit_code = reason->exit_code;
+  ev->u.loss.executor_ud = ex->ud;
 }
 
 /* What the first phase of a loss and a restore's recovery share: the running attempts frozen,
@@ -272,17 +288,12 @@ static void freeze(struct tl_scheduler *s, tl__executor *ex, const tl_loss_reaso
     tl__list_insert_tail(&s->pending_order, &ex->on_timeline);
   }
   s->totals.executors_lost++;
-
-  tl__event *ev = tl__event_push(s, TL__EV_EXECUTOR_LOST);
-  ev->names = tl__str_ref(ex->names);
-  ev->msg = tl__str_ref(msg);
-  ev->static_msg = static_msg;
-  ev->u.loss.kind = (uint8_t)reason->kind;
-  ev->u.loss.caused_by_app = reason->caused_by_app;
-  ev->u.loss.exit_code = reason->exit_code;
-  ev->u.loss.executor_ud = ex->ud;
+  push_loss_event(s, TL__EV_EXECUTOR_LOST, ex, reason, msg, static_msg);
 }
 
+/* Phase two: PENDING_LOSS to a tombstone (or forgotten, past max_tombstones), with the ends of
+ * its outputs and attempts, then executor_removed (made before the burial, which may free ex) and
+ * revive_offers. */
 static void remove_executor(struct tl_scheduler *s, tl__executor *ex, const tl_loss_reason *reason,
                             tl__str *msg, const char *static_msg) {
   bool app_fault = tl__loss_counts(ex, reason); /* ex is PENDING_LOSS: was_decommissioning */
@@ -291,15 +302,13 @@ static void remove_executor(struct tl_scheduler *s, tl__executor *ex, const tl_l
   tl__outputs_resubmit(s, ex);
   while (!tl__list_empty(&ex->frozen)) {
     tl__attempt *a = tl__container_of(ex->frozen.next, tl__attempt, on_executor);
-    tl__list_remove(&a->on_executor);
-    ex->nfrozen--;
-    a->frozen = 0;
-    a->taskset->nfrozen--;
-    s->nfrozen--;
+    tl__attempt_thaw(s, a);
     s->totals.failed++;
     tl__attempt_ended(s, a, TL_END_EXECUTOR_LOST, app_fault && a->state == TL__RUNNING, msg,
                       static_msg, NULL, NULL);
   }
+  if (s->cb.executor_removed != NULL) /* an event nobody listens to is not made */
+    push_loss_event(s, TL__EV_EXECUTOR_REMOVED, ex, reason, msg, static_msg);
   tl__executor_bury(s, ex);
   tl__event_push_revive(s);
 }
@@ -592,11 +601,7 @@ int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid 
   for (tl__link *l = ex->frozen.next, *next; l != &ex->frozen; l = next) {
     next = l->next;
     tl__attempt *a = tl__container_of(l, tl__attempt, on_executor);
-    tl__list_remove(&a->on_executor);
-    ex->nfrozen--;
-    a->frozen = 0;
-    a->taskset->nfrozen--;
-    s->nfrozen--;
+    tl__attempt_thaw(s, a);
     size_t at;
     if (tid_search(tids, distinct, a->tid, &at)) {
       tl__attempt_link(s, a);

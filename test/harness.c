@@ -243,6 +243,26 @@ static void check_task_info(tlt_env *e, const tl_task_info *t, const char *what)
   TLT_ASSERT(t->index < sub->ntasks, "%s: index %u of %u tasks", what, t->index, sub->ntasks);
 }
 
+/* The type of the latest executor_added, executor_lost or executor_removed naming executor id,
+ * or -1 when there is none. */
+static int latest_membership(const tlt_env *e, const char *id) {
+  for (size_t i = e->nev; i-- > 0;) {
+    const tlt_event *ev = &e->ev[i];
+    if ((ev->type == TLT_EV_ADDED || ev->type == TLT_EV_LOST || ev->type == TLT_EV_REMOVED) &&
+        strcmp(ev->executor, id) == 0)
+      return (int)ev->type;
+  }
+  return -1;
+}
+
+/* In an env that records executor_removed: no event names an executor after it (until an
+ * executor of that id is added again, once its tombstone is gone). */
+static void check_not_removed(const tlt_env *e, const char *id, const char *what) {
+  if (e->records_removed)
+    TLT_ASSERT(latest_membership(e, id) != TLT_EV_REMOVED, "%s names %s after its executor_removed",
+               what, id);
+}
+
 static void copy_task(tlt_event *ev, const tl_task_info *t) {
   ev->task = *t;
   ev->task.executor_id = NULL;
@@ -256,6 +276,7 @@ static void cb_task_started(void *ud, const tl_task_info *t) {
   tlt_env *e = ud;
   enter(e, "task_started");
   check_task_info(e, t, "task_started");
+  check_not_removed(e, t->executor_id, "task_started");
   tlt_event *ev = push_event(e, TLT_EV_STARTED);
   copy_task(ev, t);
   snprintf(ev->line, sizeof ev->line,
@@ -269,6 +290,7 @@ static void cb_task_ended(void *ud, const tl_task_info *t, const tl_task_end *en
   tlt_env *e = ud;
   enter(e, "task_ended");
   check_task_info(e, t, "task_ended");
+  check_not_removed(e, t->executor_id, "task_ended");
   TLT_ASSERT(end != NULL, "NULL end");
   tlt_event *ev = push_event(e, TLT_EV_ENDED);
   copy_task(ev, t);
@@ -376,6 +398,7 @@ static void cb_executor_lost(void *ud, const char *id, void *executor_ud,
   enter(e, "executor_lost");
   TLT_ASSERT(id != NULL && reason != NULL, "executor_lost with NULL id or reason");
   check_exec_ud(e, id, executor_ud, "executor_lost");
+  check_not_removed(e, id, "executor_lost");
   tlt_event *ev = push_event(e, TLT_EV_LOST);
   copy_str(ev->executor, sizeof ev->executor, id);
   ev->executor_ud = executor_ud;
@@ -386,6 +409,35 @@ static void cb_executor_lost(void *ud, const char *id, void *executor_ud,
   run_hook(e, e->nev - 1);
   leave(e);
 }
+
+static void cb_executor_removed(void *ud, const char *id, void *executor_ud,
+                                const tl_loss_reason *reason) {
+  tlt_env *e = ud;
+  enter(e, "executor_removed");
+  TLT_ASSERT(id != NULL && reason != NULL, "executor_removed with NULL id or reason");
+  TLT_ASSERT(reason->kind != TL_LOSS_PENDING, "executor_removed of %s with TL_LOSS_PENDING", id);
+  check_exec_ud(e, id, executor_ud, "executor_removed");
+  int latest = latest_membership(e, id);
+  TLT_ASSERT(latest == TLT_EV_LOST, "executor_removed of %s %s", id,
+             latest == TLT_EV_REMOVED ? "twice for one loss" : "without its executor_lost");
+  /* Delivered after the call that removed it: the ledger holds a tombstone, or nothing. */
+  tl_executor_status st;
+  int rc = e->s != NULL ? tl_executor_get(e->s, id, &st) : TL_EGONE;
+  TLT_ASSERT(rc == TL_EGONE || rc == TL_ENOENT,
+             "executor_removed of %s, which tl_executor_get finds: %s", id, tl_err_name(rc));
+  tlt_event *ev = push_event(e, TLT_EV_REMOVED);
+  copy_str(ev->executor, sizeof ev->executor, id);
+  ev->executor_ud = executor_ud;
+  ev->loss = *reason;
+  set_text(ev, reason->message);
+  ev->loss.message = NULL;
+  snprintf(ev->line, sizeof ev->line, "removed %s kind=%s app=%d exit=%d", id,
+           tl_loss_kind_name(reason->kind), reason->caused_by_app ? 1 : 0, reason->exit_code);
+  run_hook(e, e->nev - 1);
+  leave(e);
+}
+
+void tlt_record_removed(tl_callbacks *cb) { cb->executor_removed = cb_executor_removed; }
 
 static void cb_revive_offers(void *ud) {
   tlt_env *e = ud;
@@ -401,6 +453,7 @@ static void cb_kill_task(void *ud, tl_tid tid, const char *exec, bool interrupt,
   tlt_env *e = ud;
   enter(e, "kill_task");
   TLT_ASSERT(exec != NULL, "kill_task with NULL executor");
+  check_not_removed(e, exec, "kill_task");
   tlt_event *ev = push_event(e, TLT_EV_KILL);
   ev->kill_tid = tid;
   ev->interrupt = interrupt;
@@ -529,6 +582,7 @@ static tlt_env *new_env_clock(const tl_config *cfg, void (*edit)(tl_callbacks *c
   tl_callbacks cb = tlt_callbacks(e);
   if (edit != NULL)
     edit(&cb);
+  e->records_removed = !no_callbacks && cb.executor_removed == cb_executor_removed;
   int rc = tl_scheduler_new(&e->cfg, no_callbacks ? NULL : &cb, &e->s);
   ck_assert_msg(rc == TL_OK, "tl_scheduler_new: %s", tl_err_name(rc));
   ck_assert_ptr_nonnull(e->s);
@@ -616,9 +670,26 @@ static void assert_drained_but_tombstones(const tl_stats *st) {
   ck_assert_uint_eq(st->tasksets_unschedulable, 0);
 }
 
+/* In an env that records executor_removed: every executor lost was removed as often (a drained
+ * scheduler has no loss under way). */
+static void assert_losses_completed(const tlt_env *e) {
+  for (size_t i = 0; i < e->nexecs && e->records_removed; i++) {
+    size_t lost = 0, removed = 0;
+    for (size_t k = 0; k < e->nev; k++) {
+      if (strcmp(e->ev[k].executor, e->execs[i]) != 0)
+        continue;
+      lost += e->ev[k].type == TLT_EV_LOST;
+      removed += e->ev[k].type == TLT_EV_REMOVED;
+    }
+    ck_assert_msg(lost == removed, "%s: %zu executor_lost, %zu executor_removed", e->execs[i], lost,
+                  removed);
+  }
+}
+
 /* Frees the drained scheduler of e, which must deliver nothing, and then e. */
 static void free_drained(tlt_env *e) {
   assert_ownership_settled(e);
+  assert_losses_completed(e);
   size_t nev = e->nev;
   int rc = tl_scheduler_free(e->s);
   ck_assert_msg(rc == TL_OK, "tl_scheduler_free: %s", tl_err_name(rc));

@@ -66,15 +66,16 @@ typedef enum tlt_ev_type {
   TLT_EV_LOST,
   TLT_EV_REVIVE,
   TLT_EV_KILL,
-  TLT_EV_SPECULATIVE
+  TLT_EV_SPECULATIVE,
+  TLT_EV_REMOVED /* only in envs that record it (tlt_record_removed) */
 } tlt_ev_type;
 
 /* One delivered callback, copied (strings included) so it outlives the callback. */
 typedef struct tlt_event {
   tlt_ev_type type;
   tl_task_info task;           /* started, ended: executor_id and host are NULL in the copy */
-  char executor[TL_ID_MAX];    /* started, ended, added, lost, kill: the executor id */
-  void *executor_ud;           /* lost: the executor's ud as delivered */
+  char executor[TL_ID_MAX];    /* started, ended, added, lost, kill, removed: the executor id */
+  void *executor_ud;           /* lost, removed: the executor's ud as delivered */
   char host[TL_HOST_MAX];      /* started, ended, added: its host */
   tl_end_kind end_kind;        /* ended */
   bool counts;                 /* ended: counts_toward_failures */
@@ -83,12 +84,12 @@ typedef struct tlt_event {
   void (*result_free)(void *); /* ended: as task_ended got it */
   tl_taskset_info ts;          /* failed, released */
   void *payload;               /* released: the payload handed back; started, ended: task's */
-  tl_loss_reason loss;         /* lost: message points to text (or is NULL) */
+  tl_loss_reason loss;         /* lost, removed: message is NULL (text holds it) */
   tl_tid kill_tid;             /* kill */
   uint32_t index;              /* speculative: the index whose copy waits */
   bool interrupt;              /* kill */
   bool has_text;               /* text holds a message or reason (it was not NULL) */
-  char text[512];              /* ended: message; failed: reason; lost: message; kill: reason */
+  char text[512];              /* ended, lost, removed: message; failed, kill: reason */
   char line[192 + TL_ID_MAX + TL_HOST_MAX]; /* one-line summary ("ended tid=3 kind=...") */
   pthread_t thread;                         /* the thread that delivered it */
 } tlt_event;
@@ -145,12 +146,15 @@ struct tlt_env {
   tlt_result **results; /* every result made by tlt_result_new */
   size_t nresults;
   size_t rescap;
-  tlt_hook hook;     /* test-specific behaviour after each event, or NULL */
-  void *hook_ud;     /* for the hook */
-  bool auto_kill;    /* kill_task answers with a KILLED update at once */
-  bool in_callback;  /* a callback of this env is running (on some thread) */
-  bool no_callbacks; /* created with cb NULL: nothing is recorded */
-  char *seqbuf;      /* tlt_seq's answer */
+  tlt_hook hook;        /* test-specific behaviour after each event, or NULL */
+  void *hook_ud;        /* for the hook */
+  bool auto_kill;       /* kill_task answers with a KILLED update at once */
+  bool in_callback;     /* a callback of this env is running (on some thread) */
+  bool no_callbacks;    /* created with cb NULL: nothing is recorded */
+  bool records_removed; /* executor_removed is recorded (tlt_record_removed): the recorder
+                           checks every event against it, and the end that every executor lost
+                           was removed as often */
+  char *seqbuf;         /* tlt_seq's answer */
   size_t seqcap;
 };
 
@@ -241,6 +245,12 @@ tlt_env *tlt_new_clock(const tl_config *cfg, void (*edit)(tl_callbacks *cb),
 uint64_t tlt_clock(void *ud);
 /* The callbacks tlt_new installs, with ud = e. */
 tl_callbacks tlt_callbacks(tlt_env *e);
+/* An edit for tlt_new_edit (or a part of one) that records executor_removed too, which the
+ * default recorder leaves NULL so that the events of the other tests stay as they are. The
+ * recorder then checks that each executor_removed comes once per loss, after that executor's
+ * executor_lost (in a scheduler that saw it), names a removed executor and its ud, and that no
+ * later event names the executor; tlt_end, that every executor lost was removed. */
+void tlt_record_removed(tl_callbacks *cb);
 /* Drains the scheduler (loses every executor with TL_LOSS_KILLED, cancels the stages of task
  * sets still alive, expires tombstones), asserts it is empty and memory is back at the
  * baseline, every submission released exactly once and every result freed exactly once, then

@@ -330,7 +330,7 @@ tlt_env *oom_fresh(const oom_scenario *sc, oom_ctx *c) {
     cfg.journal = oom_journal_line;
     cfg.journal_ud = c;
   }
-  tlt_env *e = tlt_new(&cfg);
+  tlt_env *e = tlt_new_edit(&cfg, tlt_record_removed); /* every event a loss can make */
   c->param = sc->param;
   c->flags = sc->flags;
   c->inner_failures = 0;

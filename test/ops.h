@@ -50,8 +50,8 @@ enum {
   TLO_RE_KILLED = 1 << 2,  /* every kill_task is answered at once with a KILLED update */
   TLO_RE_RUNNING = 1 << 3, /* every task_started is answered with a RUNNING update */
   TLO_RE_FREE = 1 << 4,    /* the first callback tries tl_scheduler_free (TL_EBUSY) */
-  TLO_RE_POKE = 1 << 5,    /* every executor_lost heartbeats the lost executor (refused), and
-                              the first task_ended loses its attempt's executor */
+  TLO_RE_POKE = 1 << 5,    /* every executor_lost and executor_removed heartbeats the executor
+                              (refused), and the first task_ended loses its attempt's executor */
   TLO_RE_FINISH = 1 << 6,  /* the first task_started is answered with a FINISHED update */
   TLO_RE_TICK = 1 << 7     /* the first callback runs tl_tick */
 };

@@ -279,6 +279,33 @@ void tlo_cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_
   cb_leave(r);
 }
 
+/* The end of a loss: after the executor's executor_lost and the ends of its second phase, with
+ * the reason it ended with. A poking run heartbeats the executor from here: it is gone (TL_EGONE,
+ * or TL_ENOENT once forgotten). */
+void tlo_cb_executor_removed(void *ud, const char *id, void *executor_ud,
+                             const tl_loss_reason *why) {
+  tlo_run *r = cb_enter(ud);
+  if (r == NULL)
+    return;
+  mevent *e = tlo_pop_ev(r, EV_REMOVED);
+  if (e != NULL) {
+    cmp_str(r, "removed.executor_id", id, e->ex->id);
+    if (executor_ud != e->ex)
+      tlo_fail(r, "removed.executor_ud is not the ud %s was registered with", e->ex->id);
+    CMP(r, "removed.kind", why->kind, e->loss);
+    CMP(r, "removed.caused_by_app", why->caused_by_app, e->app);
+    CMP(r, "removed.exit_code", why->exit_code, e->exit_code);
+    cmp_str(r, "removed.message", why->message, e->text);
+    tlo_cb_check(r, -1, e->ex);
+  }
+  if (!r->failed && (r->reent & TLO_RE_POKE)) {
+    mexec *x = tlo_exec_by_id(r, id);
+    if (x != NULL)
+      tlo_do_heartbeat(r, x);
+  }
+  cb_leave(r);
+}
+
 void tlo_cb_revive(void *ud) {
   tlo_run *r = cb_enter(ud);
   if (r == NULL)
@@ -371,6 +398,7 @@ const tl_callbacks *tlo_callbacks(tlo_run *r) {
                          .taskset_released = tlo_cb_taskset_released,
                          .executor_added = tlo_cb_executor_added,
                          .executor_lost = tlo_cb_executor_lost,
+                         .executor_removed = tlo_cb_executor_removed,
                          .revive_offers = tlo_cb_revive,
                          .speculative_task_submitted = tlo_cb_speculative,
                          .kill_task = tlo_cb_kill,

@@ -682,7 +682,7 @@ void tlo_do_tick(tlo_run *r) {
       }
     if (head == NULL || !tlo_due_at(head->pend_deadline, r->now))
       break;
-    tlo_remove_executor(r, head, TL_LOSS_PENDING_TIMEOUT, true,
+    tlo_remove_executor(r, head, TL_LOSS_PENDING_TIMEOUT, true, 0,
                         "No loss reason arrived within the pending-loss timeout.");
     r->pending_loss_timeouts++;
   }

@@ -211,7 +211,8 @@ typedef enum ev_type {
   EV_LOST,
   EV_REVIVE,
   EV_KILL,
-  EV_SPEC
+  EV_SPEC,
+  EV_REMOVED
 } ev_type;
 
 /* One event the library must deliver. */
@@ -221,16 +222,17 @@ typedef struct mevent {
   uint32_t ts;                 /* started, ended, failed, released, spec: its task set's index */
   uint32_t index;              /* started, ended, spec */
   uint32_t attempt;            /* started, ended */
-  mexec *ex;                   /* started, ended, added, lost, kill */
+  mexec *ex;                   /* started, ended, added, lost, kill, removed */
   tl_end_kind kind;            /* ended */
   bool counts;                 /* ended: counts_toward_failures */
   void *result;                /* ended: the update's result, or NULL */
   size_t result_size;          /* ended */
   void (*result_free)(void *); /* ended */
-  char *text;        /* ended, lost, kill: the message (NULL: none); failed: the reason; malloc'd */
-  tl_loss_kind loss; /* lost */
-  bool app;          /* lost: caused_by_app */
-  int exit_code;     /* lost */
+  char *text;        /* ended, lost, removed, kill: the message (NULL: none); failed: the reason;
+                        malloc'd */
+  tl_loss_kind loss; /* lost, removed */
+  bool app;          /* lost, removed: caused_by_app */
+  int exit_code;     /* lost, removed */
   bool interrupt;    /* kill */
   bool spec;         /* started, ended: the attempt is a speculative copy */
   uint8_t loc;       /* started, ended: the attempt's locality */
@@ -464,7 +466,8 @@ uint64_t tlo_median_of(const mts *t);
 void tlo_attempt_ended(tlo_run *r, tl_tid tid, const mend *m);
 void tlo_push_revive_if_wanted(tlo_run *r);
 size_t tlo_count_tombstones(const tlo_run *r);
-void tlo_remove_executor(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, const char *msg);
+void tlo_remove_executor(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, int exit_code,
+                         const char *msg);
 void tlo_lose(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, int exit_code, const char *msg);
 void tlo_recover(tlo_run *r, mexec *x);
 tl_tid *tlo_reconciled(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, size_t *nunknown);
@@ -538,6 +541,8 @@ void tlo_cb_taskset_failed(void *ud, const tl_taskset_info *ts, const char *reas
 void tlo_cb_taskset_released(void *ud, const tl_taskset_info *ts, void *payload);
 void tlo_cb_executor_added(void *ud, const char *id, const char *host);
 void tlo_cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss_reason *why);
+void tlo_cb_executor_removed(void *ud, const char *id, void *executor_ud,
+                             const tl_loss_reason *why);
 void tlo_cb_revive(void *ud);
 void tlo_cb_kill(void *ud, tl_tid tid, const char *id, bool interrupt, const char *reason);
 mexec *tlo_resolve_exec(tlo_run *r, uint8_t v);

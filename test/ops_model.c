@@ -22,7 +22,8 @@ static const char *ev_name(ev_type t) {
   static const char *const names[] = {
       "task_started",     "task_ended",     "taskset_failed",
       "taskset_released", "executor_added", "executor_lost",
-      "revive_offers",    "kill_task",      "speculative_task_submitted"};
+      "revive_offers",    "kill_task",      "speculative_task_submitted",
+      "executor_removed"};
   return names[t];
 }
 
@@ -172,6 +173,11 @@ void tlo_describe_ev(const tlo_run *r, const mevent *e, char *buf, size_t len) {
     break;
   case EV_LOST:
     snprintf(buf, len, "executor_lost %s %s app=%d exit=%d msg=%.20s", exid,
+             tl_loss_kind_name((tl_loss_kind)e->loss), e->app, e->exit_code,
+             e->text != NULL ? e->text : "(null)");
+    break;
+  case EV_REMOVED:
+    snprintf(buf, len, "executor_removed %s %s app=%d exit=%d msg=%.20s", exid,
              tl_loss_kind_name((tl_loss_kind)e->loss), e->app, e->exit_code,
              e->text != NULL ? e->text : "(null)");
     break;
@@ -616,8 +622,10 @@ static void resubmit_outputs(tlo_run *r, mexec *x) {
 }
 
 /* Phase two: the map outputs there are lost, every frozen attempt ends, the executor becomes a
- * tombstone. */
-void tlo_remove_executor(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, const char *msg) {
+ * tombstone (forgotten past max_tombstones), and executor_removed reports the loss's end with
+ * the reason it ended with, before revive_offers. */
+void tlo_remove_executor(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, int exit_code,
+                         const char *msg) {
   bool app_fault = app && !x->was_decom && kind != TL_LOSS_KILLED && kind != TL_LOSS_DECOMMISSIONED;
   resubmit_outputs(r, x);
   tl_tid *v;
@@ -632,6 +640,12 @@ void tlo_remove_executor(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, cons
     tlo_attempt_ended(r, v[i], &m);
   }
   free(v);
+  mevent *e = tlo_push_ev(r, EV_REMOVED);
+  e->ex = x;
+  e->loss = kind;
+  e->app = app;
+  e->exit_code = exit_code;
+  e->text = tlo_dup_text(msg);
   x->state = MX_REMOVED;
   x->pend_timed = false;
   x->rec_timed = false;
@@ -650,7 +664,7 @@ void tlo_lose(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, int exit_code, 
   if (tlo_live_state(x->state) || x->state == MX_RECOVERING)
     freeze(r, x, kind, app, exit_code, msg);
   if (kind != TL_LOSS_PENDING)
-    tlo_remove_executor(r, x, kind, app, msg);
+    tlo_remove_executor(r, x, kind, app, exit_code, msg);
 }
 
 /* A restore's recovery transition of an executor that was ALIVE or DECOMMISSIONING: frozen as

@@ -436,8 +436,10 @@ struct fuzz_state {
   tlo_run *r;
   tlo_fuzz_outcome *out;
   uint64_t rng;
-  uint64_t clock; /* the restored scheduler's own clock */
-  unsigned calls; /* callbacks of the restored scheduler (none for a refused restore) */
+  uint64_t clock;   /* the restored scheduler's own clock */
+  unsigned calls;   /* callbacks of the restored scheduler (none for a refused restore) */
+  unsigned ended;   /* losses the drain completed (tl_executor_lost answered TL_OK) */
+  unsigned removed; /* executor_removed events: one per loss completed */
   /* What taskset_restored gave, by task set id: its payload (NULL: withheld), released yet. */
   tl_taskset_id *ids;
   void **payloads;
@@ -552,6 +554,15 @@ static void fz_lost(void *ud, const char *id, void *exud, const tl_loss_reason *
   (void)why;
   if (exud != ud)
     fuzz_wrong(ud, "executor_lost with another ud than executor_restored gave");
+  fz_other(ud);
+}
+static void fz_removed(void *ud, const char *id, void *exud, const tl_loss_reason *why) {
+  (void)id;
+  if (exud != ud)
+    fuzz_wrong(ud, "executor_removed with another ud than executor_restored gave");
+  if (why->kind != TL_LOSS_KILLED)
+    fuzz_wrong(ud, "executor_removed with another reason than the drain's");
+  ((fuzz_state *)ud)->removed++;
   fz_other(ud);
 }
 static void fz_kill(void *ud, tl_tid tid, const char *id, bool interrupt, const char *reason) {
@@ -697,6 +708,7 @@ static void fuzz_drain(fuzz_state *f, tl_scheduler *s, const tl_config *cfg, con
     for (size_t i = 0; i < m && i < n; i++) {
       f->out->lost++;
       int rc = tl_executor_lost(s, list[i].id, &why);
+      f->ended += rc == TL_OK;
       if (rc != TL_OK) {
         snprintf(msg, sizeof msg, "tl_executor_lost(%.40s) of a restored executor: %s", list[i].id,
                  tl_err_name(rc));
@@ -748,6 +760,8 @@ static void fuzz_drain(fuzz_state *f, tl_scheduler *s, const tl_config *cfg, con
   for (size_t i = 0; i < f->n; i++)
     if (f->releases[i] != 1)
       fuzz_wrong(f, "a restored task set was not released once while draining");
+  if (f->removed != f->ended)
+    fuzz_wrong(f, "the drain's losses of restored executors were not each removed once");
   /* Memory: an empty scheduler of this config with the run's pools, unless a tombstone or an
    * application-level exclusion is left whose time saturated (they never expire), or the image's
    * pools are not the run's. */
@@ -815,6 +829,7 @@ static void fuzz_point(tlo_run *r, fuzz_state *f) {
                      .taskset_released = fz_released,
                      .executor_added = fz_added,
                      .executor_lost = fz_lost,
+                     .executor_removed = fz_removed,
                      .revive_offers = fz_revive,
                      .kill_task = fz_kill,
                      .speculative_task_submitted = fz_spec,
@@ -823,6 +838,7 @@ static void fuzz_point(tlo_run *r, fuzz_state *f) {
   f->n = 0;
   f->why[0] = '\0';
   f->calls = 0;
+  f->ended = f->removed = 0;
   fuzz_reader rd = {img, len, 0};
   tl_scheduler *s = (tl_scheduler *)f; /* must become NULL on error */
   rc = tl_scheduler_restore(&cfg, &cb, fuzz_read, &rd, &s);

@@ -184,6 +184,64 @@ START_TEST(free_delivers_what_is_still_queued) {
 }
 END_TEST
 
+/* executor_removed waits in the queue like every event and is delivered in its place: after
+ * executor_lost and the ends, before revive_offers; its message is the library's copy (the
+ * caller's buffer may change before the dispatch). A scheduler without the callback queues one
+ * event less; tl_scheduler_free delivers one still queued. */
+START_TEST(executor_removed_waits_for_the_dispatch_in_its_place) {
+  ready_log r = {0}, r2 = {0};
+  tl_config cfg = deferred_config(&r), cfg2 = deferred_config(&r2);
+  tlt_env *e = tlt_new_edit(&cfg, tlt_record_removed), *without = tlt_new(&cfg2);
+  tlt_env *both[2] = {e, without};
+  char message[] = "exited 1";
+  tl_loss_reason why = {
+      .kind = TL_LOSS_EXITED, .caused_by_app = true, .exit_code = 1, .message = message};
+  tl_taskset_id ts = 0;
+  for (int i = 0; i < 2; i++) {
+    tlt_add(both[i], "e1", "h1", NULL, 2);
+    ts = tlt_submit(both[i], 0, 0, 0, 2);
+    tl_launch l[2];
+    ck_assert_uint_eq(tlt_offer(both[i], "e1", 2, l, 2), 2);
+    tlt_dispatch_all(both[i]);
+    TLT_OK(both[i], tl_executor_lost(both[i]->s, "e1", &why));
+  }
+  memset(message, 'x', sizeof message - 1);
+  size_t mark = tlt_mark(e);
+  ck_assert_uint_eq(queued(e), 5);
+  ck_assert_uint_eq(queued(without), 4);
+  ck_assert_int_eq(tl_dispatch(e->s), 5);
+  TLT_CHECK(e);
+  ck_assert_str_eq(tlt_seq_all(e, mark), "lost e1 kind=EXITED\n"
+                                         "ended tid=1 kind=EXECUTOR_LOST counts=0\n"
+                                         "ended tid=2 kind=EXECUTOR_LOST counts=0\n"
+                                         "removed e1 kind=EXITED app=1 exit=1\nrevive");
+  assert_delivered_by(e, mark, pthread_self());
+  const tlt_event *removed = tlt_last(e, TLT_EV_REMOVED);
+  ck_assert_str_eq(removed->text, "exited 1");
+  ck_assert_ptr_eq(removed->executor_ud, tlt_ud_for(e, "e1"));
+  size_t mark2 = tlt_mark(without);
+  ck_assert_int_eq(tl_dispatch(without->s), 4);
+  TLT_CHECK(without);
+  ck_assert_str_eq(tlt_seq_all(without, mark2), "lost e1 kind=EXITED\n"
+                                                "ended tid=1 kind=EXECUTOR_LOST counts=0\n"
+                                                "ended tid=2 kind=EXECUTOR_LOST counts=0\nrevive");
+  tlt_end(without);
+
+  tlt_add(e, "e2", "h2", NULL, 1);
+  tl_loss_reason reset = {.kind = TL_LOSS_PROCESS_LOST, .message = "connection reset"};
+  TLT_OK(e, tl_executor_lost(e->s, "e2", &reset));
+  mark = tlt_mark(e);
+  ck_assert_int_eq(tl_scheduler_free(e->s), TL_OK);
+  e->s = NULL;
+  ck_assert_str_eq(tlt_seq_all(e, mark), "added e2 host=h2\nlost e2 kind=PROCESS_LOST\n"
+                                         "removed e2 kind=PROCESS_LOST app=0 exit=0\n"
+                                         "released ts=1");
+  ck_assert_str_eq(tlt_last(e, TLT_EV_REMOVED)->text, "connection reset");
+  ck_assert_uint_eq(tlt_released(e, ts), 1);
+  tlt_end_freed(e);
+}
+END_TEST
+
 /* The journal of journal_lines_wait: each line with the number of events delivered when it was
  * written. */
 typedef struct jlog {
@@ -484,6 +542,7 @@ Suite *tl_deliver_suite(void) {
   tcase_add_test(tc, bad_delivery_settings_are_refused);
   tcase_add_test(tc, dispatch_inside_a_callback_is_refused_and_its_events_wait);
   tcase_add_test(tc, free_delivers_what_is_still_queued);
+  tcase_add_test(tc, executor_removed_waits_for_the_dispatch_in_its_place);
   tcase_add_test(tc, journal_lines_wait_for_the_dispatch);
   tc = tlt_tcase(s, "threads");
   tcase_add_test(tc, four_threads_and_every_callback_on_the_dispatching_thread);

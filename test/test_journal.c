@@ -256,6 +256,58 @@ START_TEST(journals_replay_to_the_same_state) {
 }
 END_TEST
 
+/* Events are not in the journal: they follow from the calls, so a replay makes the same ones.
+ * Every way a loss begins and ends (a two-phase loss ended by a second call and one by the
+ * pending-loss timeout, one phase, heartbeat expiry) replays to as many executor_lost and
+ * executor_removed events as the run made, a loss left pending included. */
+START_TEST(journals_replay_every_loss_to_its_end) {
+  capture c;
+  memset(&c, 0, sizeof c);
+  tl_config cfg = tlt_config();
+  cfg.pending_loss_timeout_ns = 10 * TLT_SEC;
+  cfg.heartbeat_timeout_ns = 30 * TLT_SEC;
+  cfg.journal = capture_line;
+  cfg.journal_ud = &c;
+  tlt_env *e = tlt_new_edit(&cfg, tlt_record_removed);
+  const char *ids[] = {"e1", "e2", "e3", "e4", "e5"};
+  for (int i = 0; i < 5; i++)
+    tlt_add(e, ids[i], "h1", NULL, 1);
+  tlt_submit(e, 0, 0, 0, 5);
+  tl_offer o[5] = {{"e1", 1}, {"e2", 1}, {"e3", 1}, {"e4", 1}, {"e5", 1}};
+  tl_launch l[5];
+  ck_assert_uint_eq(tlt_offers(e, o, 5, l, 5), 5);
+  tlt_lose(e, "e1", TL_LOSS_PENDING, false);
+  tlt_lose(e, "e1", TL_LOSS_EXITED, true);   /* second phase by a call */
+  tlt_lose(e, "e2", TL_LOSS_PENDING, false); /* ended by the timeout */
+  tlt_lose(e, "e3", TL_LOSS_KILLED, false);  /* one phase */
+  tlt_advance_tick(e, 10 * TLT_SEC);
+  TLT_OK(e, tl_executor_heartbeat(e->s, "e4"));
+  tlt_lose(e, "e4", TL_LOSS_PENDING, false); /* still pending when the journal is cut */
+  tlt_advance_tick(e, 9 * TLT_SEC);
+  size_t cut = c.n;
+  ck_assert_uint_eq(tlt_count(e, 0, TLT_EV_LOST), 4);
+  ck_assert_uint_eq(tlt_count(e, 0, TLT_EV_REMOVED), 3);
+  tlt_advance_tick(e, 21 * TLT_SEC); /* e5's heartbeat expires, e4's pending loss times out */
+  ck_assert_uint_eq(tlt_count(e, 0, TLT_EV_LOST), 5);
+  ck_assert_uint_eq(tlt_count(e, 0, TLT_EV_REMOVED), 5);
+  tlt_end(e);
+
+  char *text = capture_text(&c, cut);
+  tlr_report r;
+  ck_assert_int_eq(tlr_replay_text(text, NULL, &r), TLR_NOT_DRAINED);
+  ck_assert_uint_eq(r.lost, 4);
+  ck_assert_uint_eq(r.removed, 3);
+  ck_assert_uint_eq(r.final.executors_pending_loss, 1);
+  free(text);
+  text = capture_text(&c, c.n);
+  ck_assert_int_eq(tlr_replay_text(text, NULL, &r), TLR_OK);
+  ck_assert_uint_eq(r.lost, 5);
+  ck_assert_uint_eq(r.removed, 5);
+  free(text);
+  capture_free(&c);
+}
+END_TEST
+
 /* A batch of status updates is journaled as the single updates it is equivalent to, one line
  * each with its own code, in order; a batch refused as a whole writes nothing; the journal
  * replays to the same state. */
@@ -568,6 +620,7 @@ Suite *tl_journal_suite(void) {
   tcase_add_test(tc, lines_follow_the_documented_format);
   tcase_add_test(tc, calls_from_callbacks_are_journaled_in_lock_order);
   tcase_add_test(tc, journals_replay_to_the_same_state);
+  tcase_add_test(tc, journals_replay_every_loss_to_its_end);
   tcase_add_test(tc, a_journal_that_does_not_match_is_reported_at_its_line);
   tcase_add_test(tc, calls_out_of_memory_are_journaled_or_not_and_replay);
   tcase_add_test(tc, journals_with_speculation_and_pools_replay_to_the_same_state);

@@ -291,7 +291,8 @@ START_TEST(pending_loss_ends_by_timeout_in_tick) {
   ck_assert_str_eq(tlt_seq_all(e, mark), "");
   ck_assert_uint_eq(tlt_stats(e).pending_loss_timeouts, 0);
   tlt_advance_tick(e, 2);
-  /* Only the count in tl_stats says that the timeout, not a second call, ended it. */
+  /* Without executor_removed (see the "removed" tests) only the count in tl_stats says that the
+   * timeout, not a second call, ended it. */
   ck_assert_uint_eq(tlt_stats(e).pending_loss_timeouts, 1);
   ck_assert_uint_eq(tlt_stats(e).executors_lost, 1);
   /* The second phase with TL_LOSS_PENDING_TIMEOUT, caused by the app. */
@@ -417,6 +418,242 @@ START_TEST(decommissioning_executors_expire_without_counting) {
   ck_assert(!tlt_ended_of(e, l[0].tid)->counts);
   ck_assert(!tlt_ts(e, ts).failed);
   tlt_end(e);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * executor_removed: the end of every loss, whichever call or timeout completes it, with the
+ * final reason, after the executor's executor_lost and the ends of its second phase and before
+ * revive_offers. These envs record it (the recorder also checks, for every event, that it comes
+ * once per loss, after executor_lost, with the executor's ud and the executor no longer known,
+ * and that no later event names the executor; tlt_end that every loss was completed).
+ * ------------------------------------------------------------------------------------------- */
+
+static tlt_env *recording(const tl_config *cfg) { return tlt_new_edit(cfg, tlt_record_removed); }
+
+/* The events of a loss of e1 in two_on_e1: first, the ends of its second phase (l[0] counted
+ * or not, l[1] never: it did not reach RUNNING), then the rest. */
+static const char *ends_between(char *buf, size_t len, const char *first, const tl_launch l[2],
+                                bool counts, const char *rest) {
+  snprintf(buf, len,
+           "%sended tid=%ju kind=EXECUTOR_LOST counts=%d\n"
+           "ended tid=%ju kind=EXECUTOR_LOST counts=0\n%s",
+           first, (uintmax_t)l[0].tid, counts ? 1 : 0, (uintmax_t)l[1].tid, rest);
+  return buf;
+}
+
+START_TEST(removed_ends_a_two_phase_loss_with_the_real_reason) {
+  tlt_env *e = recording(NULL);
+  tl_launch l[2];
+  two_on_e1(e, l);
+  size_t mark = tlt_mark(e);
+  tlt_lose(e, "e1", TL_LOSS_PENDING, false);
+  ck_assert_str_eq(tlt_seq_all(e, mark), "lost e1 kind=PENDING"); /* not removed yet */
+  ck_assert_int_eq(tlt_ex(e, "e1").state, TL_EXECUTOR_PENDING_LOSS);
+
+  mark = tlt_mark(e);
+  char message[] = "container exited with code 137";
+  tl_loss_reason why = {
+      .kind = TL_LOSS_EXITED, .caused_by_app = true, .exit_code = 137, .message = message};
+  TLT_OK(e, tl_executor_lost(e->s, "e1", &why));
+  char want[256];
+  ck_assert_str_eq(tlt_seq_all(e, mark),
+                   ends_between(want, sizeof want, "", l, true,
+                                "removed e1 kind=EXITED app=1 exit=137\nrevive"));
+  const tlt_event *r = tlt_last(e, TLT_EV_REMOVED);
+  ck_assert_ptr_eq(r->executor_ud, tlt_ud_for(e, "e1"));
+  ck_assert(r->has_text);
+  ck_assert_str_eq(r->text, message);
+  ck_assert_str_eq(tlt_ended_of(e, l[0].tid)->text, message);
+  tl_stats st = tlt_stats(e);
+  ck_assert_uint_eq(st.tombstones, 1);
+  ck_assert_uint_eq(st.executors_lost, 1);
+  ck_assert_uint_eq(st.pending_loss_timeouts, 0);
+  tlt_end(e);
+}
+END_TEST
+
+/* A real reason for a live executor: both phases in one call, executor_lost first and
+ * executor_removed last but for revive_offers, both with that reason. */
+START_TEST(removed_follows_lost_in_the_call_of_a_one_phase_loss) {
+  tlt_env *e = recording(NULL);
+  tl_launch l[2];
+  two_on_e1(e, l);
+  size_t mark = tlt_mark(e);
+  tl_loss_reason why = {.kind = TL_LOSS_PROCESS_LOST, .message = "connection reset"};
+  TLT_OK(e, tl_executor_lost(e->s, "e1", &why));
+  char want[256];
+  ck_assert_str_eq(tlt_seq_all(e, mark),
+                   ends_between(want, sizeof want, "lost e1 kind=PROCESS_LOST\n", l, false,
+                                "removed e1 kind=PROCESS_LOST app=0 exit=0\nrevive"));
+  ck_assert_str_eq(tlt_last(e, TLT_EV_LOST)->text, "connection reset");
+  ck_assert_str_eq(tlt_last(e, TLT_EV_REMOVED)->text, "connection reset");
+  ck_assert_ptr_eq(tlt_last(e, TLT_EV_REMOVED)->executor_ud, tlt_last(e, TLT_EV_LOST)->executor_ud);
+  tlt_end(e);
+}
+END_TEST
+
+/* The ends of e2's second phase, with nothing but them: e2 idle makes no revive_offers. */
+START_TEST(removed_reports_the_pending_loss_timeout) {
+  tl_config cfg = tlt_config();
+  cfg.pending_loss_timeout_ns = 5 * TLT_SEC;
+  cfg.heartbeat_timeout_ns = 0;
+  tlt_env *e = recording(&cfg);
+  tl_launch l[2];
+  two_on_e1(e, l);
+  tlt_lose(e, "e1", TL_LOSS_PENDING, false);
+  size_t mark = tlt_mark(e);
+  tlt_advance_tick(e, 5 * TLT_SEC - 1);
+  ck_assert_str_eq(tlt_seq_all(e, mark), "");
+  tlt_advance_tick(e, 1);
+  char want[256];
+  ck_assert_str_eq(tlt_seq_all(e, mark),
+                   ends_between(want, sizeof want, "", l, true,
+                                "removed e1 kind=PENDING_TIMEOUT app=1 exit=0\nrevive"));
+  const tlt_event *r = tlt_last(e, TLT_EV_REMOVED);
+  ck_assert_ptr_eq(r->executor_ud, tlt_ud_for(e, "e1"));
+  ck_assert_str_eq(r->text, "No loss reason arrived within the pending-loss timeout.");
+  ck_assert_uint_eq(tlt_stats(e).pending_loss_timeouts, 1);
+  /* The real reason comes too late: refused, and nothing is reported again. */
+  tl_loss_reason late = {.kind = TL_LOSS_EXITED, .caused_by_app = true, .exit_code = 1};
+  TLT_ERR(e, TL_EGONE, tl_executor_lost(e->s, "e1", &late));
+  tlt_end(e);
+}
+END_TEST
+
+START_TEST(removed_reports_a_heartbeat_expiry) {
+  tl_config cfg = tlt_config();
+  cfg.heartbeat_timeout_ns = 5 * TLT_SEC;
+  tlt_env *e = recording(&cfg);
+  tl_launch l[2];
+  two_on_e1(e, l);
+  tlt_advance_tick(e, 3 * TLT_SEC);
+  TLT_OK(e, tl_executor_heartbeat(e->s, "e2"));
+  size_t mark = tlt_mark(e);
+  tlt_advance_tick(e, 2 * TLT_SEC); /* e1 silent 5 s, e2 2 s */
+  char want[256];
+  ck_assert_str_eq(tlt_seq_all(e, mark),
+                   ends_between(want, sizeof want, "lost e1 kind=HEARTBEAT_TIMEOUT\n", l, true,
+                                "removed e1 kind=HEARTBEAT_TIMEOUT app=1 exit=0\nrevive"));
+  ck_assert_int_eq(tlt_last(e, TLT_EV_LOST)->loss.kind, TL_LOSS_HEARTBEAT_TIMEOUT);
+  ck_assert_str_eq(tlt_last(e, TLT_EV_REMOVED)->text, "Executor heartbeat timed out.");
+  tlt_end(e);
+}
+END_TEST
+
+/* A decommissioned executor's loss is reported as any other: with the reason given (whether its
+ * attempts count is the ends' business), one phase or two. */
+START_TEST(removed_reports_the_loss_of_a_decommissioning_executor) {
+  tlt_env *e = recording(NULL);
+  tl_launch l[2];
+  two_on_e1(e, l);
+  TLT_OK(e, tl_executor_decommission(e->s, "e1", "scale-down"));
+  TLT_OK(e, tl_executor_decommission(e->s, "e2", "scale-down"));
+  tlt_lose(e, "e1", TL_LOSS_PENDING, false);
+  size_t mark = tlt_mark(e);
+  tl_loss_reason exited = {.kind = TL_LOSS_EXITED, .caused_by_app = true, .exit_code = 1};
+  TLT_OK(e, tl_executor_lost(e->s, "e1", &exited));
+  char want[256];
+  ck_assert_str_eq(
+      tlt_seq_all(e, mark),
+      ends_between(want, sizeof want, "", l, false, "removed e1 kind=EXITED app=1 exit=1\nrevive"));
+  ck_assert(!tlt_last(e, TLT_EV_REMOVED)->has_text); /* no message given */
+  /* e2, idle: lost and removed in one call, nothing between, no revive_offers. */
+  mark = tlt_mark(e);
+  tl_loss_reason gone = {.kind = TL_LOSS_DECOMMISSIONED, .message = "decommissioned"};
+  TLT_OK(e, tl_executor_lost(e->s, "e2", &gone));
+  ck_assert_str_eq(tlt_seq_all(e, mark),
+                   "lost e2 kind=DECOMMISSIONED\nremoved e2 kind=DECOMMISSIONED app=0 exit=0");
+  ck_assert_str_eq(tlt_last(e, TLT_EV_REMOVED)->text, "decommissioned");
+  tlt_end(e);
+}
+END_TEST
+
+/* Neither a failed call, nor a report that leaves the loss pending, nor a heartbeat or
+ * decommission refused in the pending state, makes executor_removed. */
+START_TEST(removed_is_not_made_by_failed_or_pending_reports) {
+  tlt_env *e = recording(NULL);
+  tl_launch l[2];
+  two_on_e1(e, l);
+  tl_loss_reason exited = {.kind = TL_LOSS_EXITED, .caused_by_app = true, .exit_code = 1};
+  tl_loss_reason pending = {.kind = TL_LOSS_PENDING};
+  tl_loss_reason bad = {.kind = (tl_loss_kind)99};
+  TLT_ERR(e, TL_ENOENT, tl_executor_lost(e->s, "nope", &exited));
+  TLT_ERR(e, TL_EINVAL, tl_executor_lost(e->s, "e1", &bad));
+  TLT_ERR(e, TL_EINVAL, tl_executor_lost(e->s, "e1", NULL));
+  TLT_ERR(e, TL_EINVAL, tl_executor_lost(e->s, "", &exited));
+  size_t mark = tlt_mark(e);
+  tlt_lose(e, "e1", TL_LOSS_PENDING, false);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_REMOVED), 0);
+  TLT_ERR(e, TL_OK, tl_executor_lost(e->s, "e1", &pending)); /* again: nothing changes */
+  TLT_ERR(e, TL_ESTATE, tl_executor_heartbeat(e->s, "e1"));
+  TLT_ERR(e, TL_ESTATE, tl_executor_decommission(e->s, "e1", NULL));
+  TLT_ERR(e, TL_EINVAL, tl_executor_lost(e->s, "e1", &bad));
+  TLT_OK(e, tl_executor_lost(e->s, "e1", &exited));
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_REMOVED), 1);
+  TLT_ERR(e, TL_EGONE, tl_executor_lost(e->s, "e1", &exited));
+  TLT_ERR(e, TL_EGONE, tl_executor_lost(e->s, "e1", &pending));
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_REMOVED), 1);
+  tlt_end(e);
+}
+END_TEST
+
+/* With no tombstone kept the executor is forgotten as it is removed: the event still names it
+ * (its strings outlive the record), and the id can be registered again, its next loss reported
+ * again. */
+START_TEST(removed_names_an_executor_forgotten_at_once) {
+  tl_config cfg = tlt_config();
+  cfg.max_tombstones = 0;
+  tlt_env *e = recording(&cfg);
+  tl_launch l[2];
+  two_on_e1(e, l);
+  size_t mark = tlt_mark(e);
+  tlt_lose(e, "e1", TL_LOSS_KILLED, false);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_REMOVED), 1);
+  ck_assert_str_eq(tlt_last(e, TLT_EV_REMOVED)->executor, "e1");
+  ck_assert_str_eq(tlt_last(e, TLT_EV_REMOVED)->text, "test loss");
+  tl_executor_status st;
+  TLT_ERR(e, TL_ENOENT, tl_executor_get(e->s, "e1", &st));
+  ck_assert_uint_eq(tlt_stats(e).tombstones, 0);
+  tlt_add(e, "e1", "h1", NULL, 1);
+  mark = tlt_mark(e);
+  tlt_lose(e, "e1", TL_LOSS_EXITED, true);
+  ck_assert_str_eq(tlt_seq_all(e, mark),
+                   "lost e1 kind=EXITED\nremoved e1 kind=EXITED app=1 exit=0");
+  tlt_end(e);
+}
+END_TEST
+
+/* Inside executor_lost, what the loss's call has made and not yet delivered (tl_stats counts
+ * the event being delivered too). */
+static void queued_at_lost(tlt_env *e, const tlt_event *ev) {
+  if (ev->type == TLT_EV_LOST)
+    *(size_t *)e->hook_ud = tlt_stats(e).events_queued;
+}
+
+/* The same loss with and without the callback: without it, the same events but
+ * executor_removed, which is not made at all (not made and then dropped at delivery: the queue
+ * is one event shorter). */
+START_TEST(removed_without_its_callback_is_not_made) {
+  size_t behind[2] = {0, 0};
+  for (int with = 0; with < 2; with++) {
+    tlt_env *e = with ? recording(NULL) : tlt_new(NULL);
+    tl_launch l[2];
+    two_on_e1(e, l);
+    e->hook = queued_at_lost;
+    e->hook_ud = &behind[with];
+    size_t mark = tlt_mark(e);
+    tlt_lose(e, "e1", TL_LOSS_PROCESS_LOST, false);
+    char want[256];
+    ck_assert_str_eq(
+        tlt_seq_all(e, mark),
+        ends_between(want, sizeof want, "lost e1 kind=PROCESS_LOST\n", l, false,
+                     with ? "removed e1 kind=PROCESS_LOST app=0 exit=0\nrevive" : "revive"));
+    ck_assert_uint_eq(tlt_stats(e).tombstones, 1);
+    tlt_end(e);
+  }
+  ck_assert_uint_eq(behind[0], 4); /* executor_lost, two ends, revive_offers */
+  ck_assert_uint_eq(behind[1], 5); /* and executor_removed */
 }
 END_TEST
 
@@ -721,6 +958,15 @@ Suite *tl_loss_suite(void) {
   tcase_add_test(tc, heartbeat_timeout_zero_never_expires);
   tcase_add_test(tc, a_pending_loss_executor_does_not_also_expire_by_heartbeat);
   tcase_add_test(tc, decommissioning_executors_expire_without_counting);
+  tc = tlt_tcase(s, "removed");
+  tcase_add_test(tc, removed_ends_a_two_phase_loss_with_the_real_reason);
+  tcase_add_test(tc, removed_follows_lost_in_the_call_of_a_one_phase_loss);
+  tcase_add_test(tc, removed_reports_the_pending_loss_timeout);
+  tcase_add_test(tc, removed_reports_a_heartbeat_expiry);
+  tcase_add_test(tc, removed_reports_the_loss_of_a_decommissioning_executor);
+  tcase_add_test(tc, removed_is_not_made_by_failed_or_pending_reports);
+  tcase_add_test(tc, removed_names_an_executor_forgotten_at_once);
+  tcase_add_test(tc, removed_without_its_callback_is_not_made);
   tc = tlt_tcase(s, "end-of-time");
   tcase_add_test(tc, a_heartbeat_deadline_past_the_end_of_time_never_comes);
   tcase_add_test(tc, a_heartbeat_deadline_just_before_the_end_of_time_comes);

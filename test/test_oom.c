@@ -2091,14 +2091,16 @@ static const tl_launch *policy_copy(const oom_ctx *c) {
 
 /* The parts of that state a call needs (the builder makes only those, and the filler). */
 enum {
-  PART_SPECULATION = 1,    /* stage 1 on e1, its copy on e2 */
-  PART_MAP = 2,            /* stage 2 on m1 */
-  PART_MAP_PENDING = 4,    /* stage 3 on m2 */
-  PART_RESULT = 8,         /* stage 4 on r1 */
-  PART_BARRIER = 16,       /* stage 5 on b1 */
-  PART_TICK = 32,          /* stage 7 on t1 */
-  PART_IDLE = 64,          /* stage 8 */
-  PART_BARRIER_WAITS = 128 /* stage 10 and bb */
+  PART_SPECULATION = 1,     /* stage 1 on e1, its copy on e2 */
+  PART_MAP = 2,             /* stage 2 on m1 */
+  PART_MAP_PENDING = 4,     /* stage 3 on m2 */
+  PART_RESULT = 8,          /* stage 4 on r1 */
+  PART_BARRIER = 16,        /* stage 5 on b1 */
+  PART_TICK = 32,           /* stage 7 on t1 */
+  PART_IDLE = 64,           /* stage 8 */
+  PART_BARRIER_WAITS = 128, /* stage 10 and bb */
+  PART_OUTPUT_ONLY = 256,   /* stage 9: o1 holds its index 0's map output and runs nothing */
+  PART_OUTPUT_PENDING = 512 /* and o1's loss is pending */
 };
 
 static unsigned policy_parts(size_t call);
@@ -2141,6 +2143,11 @@ static void build_policy_side_state(tlt_env *e, oom_ctx *c) {
     B_OK(submit(e, 7, 0, 7, 3));
     B_OK(offer(e, c, "t1", 3, 3));
   }
+  if (parts & PART_OUTPUT_ONLY) {
+    B_OK(add_exec(e, "o1", "h9", NULL, 1));
+    B_OK(submit_desc(e, 9, 0, 2, NULL, true, false));
+    B_OK(offer(e, c, "o1", 1, 1)); /* index 1 stays pending */
+  }
   for (size_t i = first; i < c->nlog; i++)
     B_OK(update(e, c->log[i].executor_id, c->log[i].tid, TL_TASK_RUNNING, 0, NULL));
   e->now += 10 * MS;
@@ -2158,6 +2165,10 @@ static void build_policy_side_state(tlt_env *e, oom_ctx *c) {
     B_OK(finish_size(e, "r1", find_launch(c, 4, 0, 0, 0)->tid, NULL, 100));
   if (parts & PART_BARRIER)
     B_OK(finish(e, "b1", find_launch(c, 5, 0, 0, 0)->tid, NULL));
+  if (parts & PART_OUTPUT_ONLY)
+    B_OK(finish(e, "o1", find_launch(c, 9, 0, 0, 0)->tid, NULL));
+  if (parts & PART_OUTPUT_PENDING)
+    B_OK(lose(e, "o1", TL_LOSS_PENDING, false, NULL));
   e->now += 100 * MS;
   OOM_ASSERT(tl_tick(e->s) != 0, "builder: tick");
   if (parts & PART_SPECULATION) {
@@ -2215,6 +2226,9 @@ static int inner_policy(tlt_env *e, oom_ctx *c, const tlt_event *ev) {
                tlt_stats(e).tasks_speculatable - speculatable);
     return TL_OK;
   }
+  case 11: /* the most events per attempt a loss reserves for: lost, resubmitted, removed, revive */
+  case 12: /* and of a second phase: resubmitted, removed, revive */
+    return lose(e, "o1", TL_LOSS_EXITED, true, "o1 exited");
   default:
     ck_abort_msg("no inner policy call %zu", c->param);
     return TL_EINVAL;
@@ -2222,10 +2236,19 @@ static int inner_policy(tlt_env *e, oom_ctx *c, const tlt_event *ev) {
 }
 
 static unsigned policy_parts(size_t call) {
-  static const unsigned parts[] = {
-      PART_SPECULATION, PART_SPECULATION, PART_MAP,         PART_RESULT,
-      PART_BARRIER,     PART_MAP,         PART_MAP_PENDING, PART_SPECULATION | PART_BARRIER_WAITS,
-      PART_IDLE,        PART_SPECULATION, PART_TICK};
+  static const unsigned parts[] = {PART_SPECULATION,
+                                   PART_SPECULATION,
+                                   PART_MAP,
+                                   PART_RESULT,
+                                   PART_BARRIER,
+                                   PART_MAP,
+                                   PART_MAP_PENDING,
+                                   PART_SPECULATION | PART_BARRIER_WAITS,
+                                   PART_IDLE,
+                                   PART_SPECULATION,
+                                   PART_TICK,
+                                   PART_OUTPUT_ONLY,
+                                   PART_OUTPUT_ONLY | PART_OUTPUT_PENDING};
   OOM_ASSERT(call < sizeof parts / sizeof parts[0], "no inner policy call %zu", call);
   return parts[call];
 }
@@ -2240,7 +2263,9 @@ static const char *const policy_inner_names[] = {"tl_status_update, FINISHED, th
                                                  "tl_resource_offers, a copy and a barrier stage",
                                                  "tl_submit, superseding in a FAIR pool",
                                                  "tl_kill_stage, copies included",
-                                                 "tl_tick, speculation check"};
+                                                 "tl_tick, speculation check",
+                                                 "tl_executor_lost, one phase, outputs only",
+                                                 "tl_executor_lost, second phase, outputs only"};
 
 enum { POLICY_INNER = sizeof policy_inner_names / sizeof policy_inner_names[0] };
 

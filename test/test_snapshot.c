@@ -126,6 +126,8 @@ static void *resolve_executor(void *ud, const char *id, const char *host) {
 
 static tl_callbacks restore_callbacks(tlt_env *e) {
   tl_callbacks cb = tlt_callbacks(e);
+  if (e->records_removed)
+    tlt_record_removed(&cb);
   cb.taskset_restored = resolve_taskset;
   cb.executor_restored = resolve_executor;
   return cb;
@@ -395,6 +397,64 @@ START_TEST(a_recovering_executor_lost_reports_its_loss_once) {
   ck_assert_uint_eq(counted, 1);
   ck_assert_uint_eq(tlt_stats(e).executors_lost, 2);
   ck_assert_uint_eq(tlt_ts(e, ts).pending, 2);
+  tlt_end(e);
+}
+END_TEST
+
+/* executor_removed across a restore: the restored scheduler reports each loss it completes with
+ * the ud the resolver gave, a PENDING_LOSS executor's second phase (its executor_lost came from
+ * the scheduler before) and a RECOVERING one's recovery timeout (both phases at once, not
+ * caused by the app); a reconciliation is no loss, and the tombstone restored is not reported
+ * again. */
+START_TEST(restored_executors_report_their_removal_with_the_resolved_ud) {
+  tl_config cfg = snapshot_config();
+  tlt_env *e = tlt_new_edit(&cfg, tlt_record_removed);
+  tlt_add(e, "e1", "h1", NULL, 1);
+  tlt_add(e, "e2", "h2", NULL, 1);
+  tlt_add(e, "e3", "h3", NULL, 1);
+  tlt_add(e, "e4", "h4", NULL, 1);
+  tlt_submit(e, 0, 0, 0, 3);
+  tl_offer offers[] = {{"e1", 1}, {"e2", 1}, {"e3", 1}};
+  tl_launch out[3];
+  ck_assert_uint_eq(tlt_offers(e, offers, 3, out, 3), 3);
+  for (size_t i = 0; i < 3; i++)
+    tlt_run(e, out[i].executor_id, out[i].tid);
+  tlt_lose(e, "e2", TL_LOSS_PENDING, false);
+  tlt_lose(e, "e4", TL_LOSS_KILLED, false); /* a tombstone in the image */
+  image im = take(e);
+  restore_into(e, &im, NULL);
+  free(im.p);
+  ck_assert_uint_eq(the_resolver.executors, 3);
+
+  /* e1 reconciles with its attempt: no loss. */
+  size_t mark = tlt_mark(e), nunknown;
+  TLT_OK(e, tl_executor_reconcile(e->s, "e1", &out[0].tid, 1, NULL, 0, &nunknown));
+  ck_assert_str_eq(tlt_seq_all(e, mark), "");
+
+  /* e2's second phase, with the real reason. */
+  tl_loss_reason exited = {.kind = TL_LOSS_EXITED, .caused_by_app = true, .exit_code = 2};
+  TLT_OK(e, tl_executor_lost(e->s, "e2", &exited));
+  char want[256];
+  snprintf(want, sizeof want,
+           "ended tid=%ju kind=EXECUTOR_LOST counts=1\nremoved e2 kind=EXITED app=1 exit=2\n"
+           "revive",
+           (uintmax_t)out[1].tid);
+  ck_assert_str_eq(tlt_seq_all(e, mark), want);
+  ck_assert_ptr_eq(tlt_last(e, TLT_EV_REMOVED)->executor_ud, tlt_ud_for(e, "e2"));
+
+  /* e3 never reconciles: both phases at the recovery timeout, nothing counted. */
+  mark = tlt_mark(e);
+  tlt_advance_tick(e, cfg.recovery_timeout_ns);
+  snprintf(want, sizeof want,
+           "lost e3 kind=RECOVERY_TIMEOUT\nended tid=%ju kind=EXECUTOR_LOST counts=0\n"
+           "removed e3 kind=RECOVERY_TIMEOUT app=0 exit=0\nrevive",
+           (uintmax_t)out[2].tid);
+  ck_assert_str_eq(tlt_seq_all(e, mark), want);
+  const tlt_event *r = tlt_last(e, TLT_EV_REMOVED);
+  ck_assert_ptr_eq(r->executor_ud, tlt_ud_for(e, "e3"));
+  ck_assert_str_eq(r->text, "The executor did not reconcile within the recovery timeout.");
+  ck_assert_uint_eq(tlt_stats(e).recovery_timeouts, 1);
+  ck_assert_uint_eq(tlt_stats(e).tombstones, 3);
   tlt_end(e);
 }
 END_TEST
@@ -775,6 +835,7 @@ Suite *tl_snapshot_suite(void) {
   tcase_add_test(tc, an_image_of_a_ledger_with_nothing_running_restores_to_the_same_bytes);
   tcase_add_test(tc, restored_executors_recover_reconcile_or_time_out);
   tcase_add_test(tc, a_recovering_executor_lost_reports_its_loss_once);
+  tcase_add_test(tc, restored_executors_report_their_removal_with_the_resolved_ud);
   tcase_add_test(tc, a_reconciling_executor_joins_its_host_as_it_is_now);
   tcase_add_test(tc, a_task_set_whose_payload_cannot_be_had_is_aborted);
   tcase_add_test(tc, the_tid_floor_keeps_tids_launched_after_the_snapshot_unique);

@@ -41,8 +41,9 @@ int main(int argc, char **argv) {
     fclose(in);
 
   printf("%zu lines, %zu calls replayed, %zu skipped (TL_ENOMEM when journaled); %u task sets "
-         "submitted, %u released\n",
-         report.lines, report.calls, report.skipped, report.submitted, report.released);
+         "submitted, %u released; %u executor losses begun, %u ended\n",
+         report.lines, report.calls, report.skipped, report.submitted, report.released, report.lost,
+         report.removed);
   switch (verdict) {
   case TLR_OK:
     printf("tl_check clean after every call; drained\n");

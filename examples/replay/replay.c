@@ -62,6 +62,21 @@ static void on_released(void *ud, const tl_taskset_info *ts, void *p) {
   free(pl);
 }
 
+/* The losses the calls make: the journal holds the calls, and the events follow from them. */
+static void on_lost(void *ud, const char *id, void *executor_ud, const tl_loss_reason *reason) {
+  (void)id;
+  (void)executor_ud;
+  (void)reason;
+  ((replayer *)ud)->report->lost++;
+}
+
+static void on_removed(void *ud, const char *id, void *executor_ud, const tl_loss_reason *reason) {
+  (void)id;
+  (void)executor_ud;
+  (void)reason;
+  ((replayer *)ud)->report->removed++;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Parsing
  * ------------------------------------------------------------------------------------------- */
@@ -314,6 +329,8 @@ static int start_scheduler(replayer *r, token *tok, int n) {
   cb.ud = r;
   cb.task_ended = on_task_ended;
   cb.taskset_released = on_released;
+  cb.executor_lost = on_lost;
+  cb.executor_removed = on_removed;
   int err = tl_scheduler_new(&cfg, &cb, &r->s);
   if (err != TL_OK)
     return stop(r, err == TL_ENOMEM ? TLR_NO_MEMORY : TLR_BAD_INPUT,

@@ -35,6 +35,8 @@ typedef struct tlr_report {
   tl_stats final;     /* tl_stats at the end (before free) */
   unsigned released;  /* task sets released during the replay */
   unsigned submitted; /* task sets submitted */
+  unsigned lost;      /* executor losses begun during the replay (executor_lost) */
+  unsigned removed;   /* and ended (executor_removed): fewer while a loss is pending */
 } tlr_report;
 
 /* Replays the journal read from in. options may be NULL. Returns one of TLR_*. */

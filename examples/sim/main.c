@@ -105,7 +105,8 @@ static void options_init(sim_options *o) {
  * The simulated world
  * ------------------------------------------------------------------------------------------- */
 
-/* What the ledger knows of an executor, as the simulator tracks it. */
+/* What the ledger knows of an executor, as the simulator tracks it: X_PENDING from its
+ * executor_lost (the loss began) to its executor_removed (the loss ended: X_GONE). */
 typedef enum xstate { X_ALIVE, X_DECOM, X_PENDING, X_GONE } xstate;
 /* What its process does. */
 typedef enum pstate { P_RUNNING, P_HUNG, P_DEAD } pstate;
@@ -479,7 +480,8 @@ static void executor_join(sim *m, uint32_t host_index, const char *why) {
   schedule(m, m->now + 1 + secs(sim_rng_unit(&m->rng) * m->o.heartbeat_s), EV_HEARTBEAT, x, 0);
 }
 
-/* The executor is gone from the ledger: the record's lane ends and a replacement is started. */
+/* The executor is gone from the ledger (its executor_removed): the record's lane ends and a
+ * replacement is started. */
 static void executor_removed(sim *m, uint32_t x) {
   sim_executor *e = &m->execs[x];
   e->ledger = X_GONE;
@@ -938,25 +940,33 @@ static void cb_taskset_released(void *ud, const tl_taskset_info *info, void *pay
   }
 }
 
-static void cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss_reason *r) {
-  sim *m = ud;
+/* The executor of an executor_lost or executor_removed, by its ud; UINT32_MAX (and a problem)
+ * if the event names another. */
+static uint32_t lost_executor(sim *m, const char *event, const char *id, void *executor_ud) {
   uint32_t x = exec_of_ud(executor_ud);
   if (x >= m->nexecs || strcmp(m->execs[x].id, id) != 0) {
-    problem(m, "executor_lost for unknown %s", id);
-    return;
+    problem(m, "%s for unknown %s", event, id);
+    return UINT32_MAX;
   }
-  sim_executor *e = &m->execs[x];
+  return x;
+}
+
+/* A loss began. The ledger reports its end, whichever call or timeout ends it, with
+ * executor_removed (below), in the same call for a loss with a real reason. */
+static void cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss_reason *r) {
+  sim *m = ud;
+  uint32_t x = lost_executor(m, "executor_lost", id, executor_ud);
+  if (x == UINT32_MAX)
+    return;
+  m->execs[x].ledger = X_PENDING;
   if (r->kind == TL_LOSS_PENDING) {
-    e->ledger = X_PENDING;
     mark(m, x, SIM_MARK_LOST_PENDING, "%s: reason pending", id);
   } else if (r->kind == TL_LOSS_HEARTBEAT_TIMEOUT) {
     m->c.hb_timeouts++;
     mark(m, x, SIM_MARK_HEARTBEAT_TIMEOUT, "%s: no heartbeat", id);
     logf_(m, "%s lost: heartbeat timeout", id);
-    executor_removed(m, x);
   } else {
     mark(m, x, SIM_MARK_LOST, "%s: %s", id, r->message ? r->message : "lost");
-    executor_removed(m, x);
   }
   /* Its map outputs are gone with it. */
   for (uint32_t j = 0; j < m->jobs_submitted; j++) {
@@ -976,6 +986,24 @@ static void cb_executor_lost(void *ud, const char *id, void *executor_ud, const 
   }
   for (uint32_t j = 0; j < m->jobs_submitted; j++)
     dag_advance(m, j);
+}
+
+/* A loss ended: the executor is gone from the ledger. A pending loss that no reason ended says
+ * so here (its second phase came from tl_tick's pending-loss timeout). */
+static void cb_executor_removed(void *ud, const char *id, void *executor_ud,
+                                const tl_loss_reason *r) {
+  sim *m = ud;
+  uint32_t x = lost_executor(m, "executor_removed", id, executor_ud);
+  if (x == UINT32_MAX)
+    return;
+  if (m->execs[x].ledger != X_PENDING)
+    problem(m, "executor_removed of %s without its executor_lost", id);
+  if (r->kind == TL_LOSS_PENDING_TIMEOUT) {
+    m->c.pending_timeouts++;
+    mark(m, x, SIM_MARK_PENDING_TIMEOUT, "%s: no reason came", id);
+    logf_(m, "%s: no reason came: the pending-loss timeout ended its loss", id);
+  }
+  executor_removed(m, x);
 }
 
 static void cb_kill_task(void *ud, tl_tid tid, const char *id, bool interrupt, const char *reason) {
@@ -1144,11 +1172,10 @@ static void ev_reason(sim *m, uint32_t x, bool by_app) {
                       .exit_code = by_app ? 1 : 0,
                       .message = by_app ? "exited 1, caused by the app" : "process lost"};
   int rc = tl_executor_lost(m->s, e->id, &r);
-  if (rc == TL_OK) {
+  if (rc == TL_OK) { /* its executor_removed has ended the loss */
     m->c.reasons++;
     mark(m, x, SIM_MARK_LOST, "%s: %s", e->id, r.message);
     logf_(m, "%s: the real reason came: %s", e->id, r.message);
-    executor_removed(m, x);
   } else if (rc == TL_EGONE) {
     m->c.reasons_refused++; /* the pending-loss timeout came first */
   } else {
@@ -1356,22 +1383,10 @@ static const char *const stat_names[] = {
 #define NSTATS (sizeof stat_names / sizeof stat_names[0])
 
 static void after_event(sim *m) {
-  /* Time: what is due runs now; an EV_TICK waits for the next deadline. */
-  uint64_t timeouts = m->st.pending_loss_timeouts;
+  /* Time: what is due runs now (the losses it ends come as executor_removed); an EV_TICK waits
+   * for the next deadline. */
   uint64_t next = tl_tick(m->s);
   tl_stats_get(m->s, &m->st);
-  if (m->st.pending_loss_timeouts != timeouts) {
-    for (size_t i = 0; i < m->nexecs; i++) {
-      tl_executor_status es;
-      if (m->execs[i].ledger == X_PENDING &&
-          tl_executor_get(m->s, m->execs[i].id, &es) == TL_EGONE) {
-        m->c.pending_timeouts++;
-        mark(m, (uint32_t)i, SIM_MARK_PENDING_TIMEOUT, "%s: no reason came", m->execs[i].id);
-        logf_(m, "%s: no reason came: the pending-loss timeout ended its loss", m->execs[i].id);
-        executor_removed(m, (uint32_t)i);
-      }
-    }
-  }
   /* Offers while work is pending and a core is free. */
   for (int round = 0; round < 4 && m->st.tasks_pending > 0; round++) {
     uint64_t launched = m->st.launched;
@@ -1765,6 +1780,7 @@ int main(int argc, char **argv) {
                      .taskset_failed = cb_taskset_failed,
                      .taskset_released = cb_taskset_released,
                      .executor_lost = cb_executor_lost,
+                     .executor_removed = cb_executor_removed,
                      .kill_task = cb_kill_task};
   int rc = tl_scheduler_new(&cfg, &cb, &m->s);
   if (rc != TL_OK) {
@@ -1841,7 +1857,7 @@ int main(int argc, char **argv) {
     if (rc != TL_OK)
       problem(m, "tl_executor_lost(%s) at the end: %s", e->id, tl_err_name(rc));
     else if (e->ledger != X_GONE)
-      executor_removed(m, (uint32_t)i);
+      problem(m, "tl_executor_lost(%s) at the end made no executor_removed", e->id);
   }
   after_event(m);
   m->now = end_ns;
