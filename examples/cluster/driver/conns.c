@@ -123,12 +123,6 @@ static void handle_register(conn *c, const tlc_register *r) {
     return;
   }
   c->recovering = recovering;
-  /* A loss record of an earlier executor of this id that is still open: the ledger let the id
-   * register again, so that loss is over (the pending-loss timeout ended it). */
-  loss_rec *old = NULL;
-  HASH_FIND_STR(d->losses.open_losses, id, old);
-  if (old)
-    settle_pending_timeout(d, old);
   memcpy(c->id, id, sizeof id);
   conn_registered(c);
   c->cores = r->cores;

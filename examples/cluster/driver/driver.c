@@ -101,7 +101,6 @@ static void maybe_finish(driver *d) {
   tl_uv_stop(d->run.uv, on_uv_stopped, NULL);
   d->run.uv = NULL;
   edge_close(d);
-  losses_close(d, on_handle_closed);
   offers_close(d, on_handle_closed);
   record_close(d, on_handle_closed);
   uv_close((uv_handle_t *)&d->run.deadline, on_handle_closed);
@@ -230,6 +229,7 @@ static int start_ledger(driver *d, const driver_opts *o, bool *restored) {
                      .taskset_failed = cb_taskset_failed,
                      .taskset_released = cb_taskset_released,
                      .executor_lost = cb_executor_lost,
+                     .executor_removed = cb_executor_removed,
                      .revive_offers = cb_revive_offers,
                      .kill_task = cb_kill_task};
   cfg.recovery_timeout_ns = o->recovery_timeout_ms * UINT64_C(1000000);
@@ -265,7 +265,6 @@ static void init_handles(driver *d, uint64_t timeout_s) {
   phase_init(d, serve);
   scaling_init(d);
   record_init(d);
-  losses_init(d);
   summary_init(d);
 }
 

@@ -47,7 +47,6 @@ void die_oom(void);
 #define EDGE_LOG_PER_S 10             /* edge log lines of one kind a second, then only counted */
 #define LOST_DETAIL_MAX 64            /* lost executors shown one by one in the summary */
 #define REPORT_DETAIL_MAX 64          /* executors' reports shown one by one in the summary */
-#define SETTLE_MS 1000                /* open loss records checked against the ledger this often */
 #define ESC_MAX (4 * TL_HOST_MAX + 1) /* an id or a host printed escaped, NUL included */
 #define LOSS_KINDS (TL_LOSS_RECOVERY_TIMEOUT + 1) /* tl_loss_kind's values */
 
@@ -359,14 +358,15 @@ typedef struct loss_rec {
 } loss_rec;
 
 typedef struct losses_state {
-  loss_rec *open_losses;                  /* uthash by id; at most one per live executor */
+  bool reporting;        /* report_loss is in tl_executor_lost: the events are its report's */
+  detection detecting;   /* how the loss it reports began */
+  const char *source;    /* where its real reason came from (NULL for a first phase) */
+  loss_rec *open_losses; /* uthash by id; at most one per live executor */
   loss_rec lost_detail[LOST_DETAIL_MAX];  /* a ring: the last ones that ended */
   uint64_t lost_ended;                    /* records put in the ring: its next slot mod MAX */
   uint64_t lost_total;                    /* loss records made (lost executors) */
   uint64_t lost_by_detection[DETECTED_N]; /* of those, by how the loss began */
   uint64_t lost_by_kind[LOSS_KINDS];      /* the real reasons that came, by kind */
-  uv_timer_t settle_timer;                /* settle_open_losses every SETTLE_MS */
-  size_t settle_at;                       /* and when open_losses reaches this many */
   uint64_t reports[LOSS_KINDS];           /* reports by kind: first phases and real ones */
   uint64_t executors_released; /* executor_lost events for releases (TL_LOSS_DECOMMISSIONED) */
   uint64_t executors_lost;     /* executor_lost events */
@@ -374,20 +374,16 @@ typedef struct losses_state {
 } losses_state;
 
 /* Set-up and tear-down. */
-void losses_init(driver *d);
-void losses_close(driver *d, uv_close_cb on_closed);
 void losses_free(driver *d);
 
 extern const char *const loss_kind_names[LOSS_KINDS];
 extern const char *const phase_names[LOSS_KINDS];
-void settle_pending_timeout(driver *d, loss_rec *lr);
-void settle_open_losses(driver *d);
-void on_settle(uv_timer_t *t);
 void report_loss(driver *d, const char *id, const tl_loss_reason *reason, detection detected_by,
                  const char *source);
 void remove_released(driver *d, const char *id);
 bool in_ledger(driver *d, const char *id, tl_executor_state *state);
 void cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss_reason *reason);
+void cb_executor_removed(void *ud, const char *id, void *executor_ud, const tl_loss_reason *reason);
 size_t shown_losses(driver *d, const loss_rec ***shown);
 extern const char *const detection_names[DETECTED_N];
 

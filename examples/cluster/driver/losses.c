@@ -16,87 +16,76 @@ const char *const phase_names[LOSS_KINDS] = {
     "pending", "exited",         "process_lost",    "heartbeat_timeout",
     "killed",  "decommissioned", "pending_timeout", "recovery_timeout"};
 
-/* Notes a loss report the ledger took, for the summary, in O(1): the first one makes the
- * executor's record (detected_by says how the loss began), each one adds its phase. A record
- * whose real reason came is counted by kind and moved to the ring of the last LOST_DETAIL_MAX;
- * one still waiting stays on open_losses, which holds at most one record per executor the
- * ledger holds in PENDING_LOSS (settle_open_losses ends those that the pending-loss timeout
- * ended), so memory follows live executors, not losses ever made. */
-static void note_loss(driver *d, const char *id, const tl_loss_reason *r, detection detected_by,
-                      const char *source) {
-  loss_rec *lr = NULL;
-  HASH_FIND_STR(d->losses.open_losses, id, lr);
-  if (!lr) {
-    lr = calloc(1, sizeof *lr);
-    if (!lr)
-      die_oom();
-    copy_text(lr->id, sizeof lr->id, id);
-    lr->seq = ++d->losses.lost_total;
-    lr->detected_by = detected_by;
-    d->losses.lost_by_detection[detected_by]++;
-    HASH_ADD_STR(d->losses.open_losses, id, lr);
-  }
+/* Each lost executor has one record, made by the ledger's executor_lost (the loss begins: its
+ * first phase, how it was detected) and ended by its executor_removed (the loss is over: its
+ * real reason, and where that came from). An ended record is counted by kind and moved to the
+ * ring of the last LOST_DETAIL_MAX; one still waiting stays on open_losses, which so holds one
+ * record per executor the ledger holds in PENDING_LOSS: memory follows live executors, not the
+ * losses ever made. A report the driver makes (report_loss) says how the loss was detected and
+ * where its reason came from, for the events it makes (losses_state.reporting); the events
+ * tl_tick makes say it by their kind. */
+
+static const char *tick_source(tl_loss_kind kind) {
+  return kind == TL_LOSS_HEARTBEAT_TIMEOUT  ? "tl_tick (heartbeat expiry)"
+         : kind == TL_LOSS_RECOVERY_TIMEOUT ? "tl_tick (recovery timeout)"
+         : kind == TL_LOSS_PENDING_TIMEOUT  ? "pending-loss timeout"
+                                            : "tl_tick";
+}
+
+static void add_phase(loss_rec *lr, const tl_loss_reason *r) {
   if (lr->nphases < MAX_PHASES)
     lr->phases[lr->nphases++] = r->kind;
-  if (r->kind != TL_LOSS_PENDING) {
-    lr->final = true;
-    lr->kind = r->kind;
-    lr->caused_by_app = r->caused_by_app;
-    lr->exit_code = r->exit_code;
-    copy_text(lr->reason, sizeof lr->reason, r->message);
-    copy_text(lr->source, sizeof lr->source, source);
-    d->losses.lost_by_kind[r->kind]++;
-    HASH_DEL(d->losses.open_losses, lr);
-    loss_rec *slot = &d->losses.lost_detail[d->losses.lost_ended++ % LOST_DETAIL_MAX];
-    *slot = *lr;
-    memset(&slot->hh, 0, sizeof slot->hh);
-    free(lr);
-  }
-  /* A burst of losses: settle now, once lr is no longer used (settling may free any record). */
-  if (HASH_COUNT(d->losses.open_losses) >= d->losses.settle_at)
-    settle_open_losses(d);
 }
 
-/* A pending loss that no second phase ended and that the ledger no longer holds as pending: the
- * pending-loss timeout ended it (TL_LOSS_PENDING_TIMEOUT, the app's, as tl_tick makes it). */
-void settle_pending_timeout(driver *d, loss_rec *lr) {
-  tl_loss_reason r = {.kind = TL_LOSS_PENDING_TIMEOUT,
-                      .caused_by_app = true,
-                      .message = "no real reason came within the pending-loss timeout"};
-  char id[TL_ID_MAX];
-  memcpy(id, lr->id, sizeof id);
-  note_loss(d, id, &r, lr->detected_by, "pending-loss timeout");
+/* The loss of id begins (executor_lost): its record, with its first phase. */
+static void loss_begins(driver *d, const char *id, const tl_loss_reason *r, detection detected_by) {
+  loss_rec *lr = calloc(1, sizeof *lr);
+  if (!lr)
+    die_oom();
+  copy_text(lr->id, sizeof lr->id, id);
+  lr->seq = ++d->losses.lost_total;
+  lr->detected_by = detected_by;
+  d->losses.lost_by_detection[detected_by]++;
+  add_phase(lr, r);
+  HASH_ADD_STR(d->losses.open_losses, id, lr);
 }
 
-/* Ends every open record whose executor the ledger no longer holds as PENDING_LOSS: every
- * SETTLE_MS, and whenever the table has doubled since the last time (at least 64), so that it
- * holds at most about twice the executors the ledger holds pending, at O(1) a loss amortised. */
-void settle_open_losses(driver *d) {
-  loss_rec *lr, *tmp;
-  d->losses.settle_at = SIZE_MAX; /* settle_pending_timeout must not start another */
-  HASH_ITER(hh, d->losses.open_losses, lr, tmp) {
-    tl_executor_status es;
-    if (tl_executor_get(d->run.s, lr->id, &es) < 0 || es.state != TL_EXECUTOR_PENDING_LOSS)
-      settle_pending_timeout(d, lr);
-  }
-  size_t left = HASH_COUNT(d->losses.open_losses);
-  d->losses.settle_at = left < 32 ? 64 : 2 * left;
+/* The loss of lr's executor is over (executor_removed): its real reason, a second phase unless
+ * the first one was it already, and the record to the ring. */
+static void loss_ends(driver *d, loss_rec *lr, const tl_loss_reason *r, const char *source) {
+  if (lr->phases[lr->nphases - 1] != r->kind)
+    add_phase(lr, r);
+  lr->final = true;
+  lr->kind = r->kind;
+  lr->caused_by_app = r->caused_by_app;
+  lr->exit_code = r->exit_code;
+  copy_text(lr->reason, sizeof lr->reason, r->message);
+  copy_text(lr->source, sizeof lr->source, source);
+  d->losses.lost_by_kind[r->kind]++;
+  HASH_DEL(d->losses.open_losses, lr);
+  loss_rec *slot = &d->losses.lost_detail[d->losses.lost_ended++ % LOST_DETAIL_MAX];
+  *slot = *lr;
+  memset(&slot->hh, 0, sizeof slot->hh);
+  free(lr);
 }
-
-void on_settle(uv_timer_t *t) { settle_open_losses(t->data); }
 
 /* Reports a loss to the ledger and counts it by kind. detected_by: how the loss began, when this
- * is its first report; source: where a real reason came from. */
+ * is its first report; source: where a real reason came from. The events the report makes
+ * (executor_lost, executor_removed) come back before tl_executor_lost returns, and keep the
+ * records. */
 void report_loss(driver *d, const char *id, const tl_loss_reason *reason, detection detected_by,
                  const char *source) {
   char e[ESC_MAX];
+  d->losses.reporting = true;
+  d->losses.detecting = detected_by;
+  d->losses.source = source;
   int rc = tl_executor_lost(d->run.s, id, reason);
+  d->losses.reporting = false;
   if (rc < 0) {
     fprintf(stderr, "tl-driver: tl_executor_lost %s: %s\n", esc(e, id), tl_err_name(rc));
     return;
   }
   d->losses.reports[reason->kind]++;
-  note_loss(d, id, reason, detected_by, source);
   logf_(d, "executor %s lost: %s", esc(e, id), reason->message ? reason->message : "");
 }
 
@@ -122,10 +111,10 @@ bool in_ledger(driver *d, const char *id, tl_executor_state *state) {
   return true;
 }
 
-/* Counts the executors lost (first reports: TL_LOSS_PENDING on a closed connection, or
- * TL_LOSS_HEARTBEAT_TIMEOUT from tl_tick), and apart from them those released (removed as
- * TL_LOSS_DECOMMISSIONED: not losses). A stopped executor that expired is resumed soon after,
- * so that its frames come and are refused. */
+/* A loss begins: its record (how it was detected: the driver's report says it, tl_tick's
+ * losses are known by their kind), and the count of executors lost; apart from them those
+ * released (removed as TL_LOSS_DECOMMISSIONED: not losses, no record). A stopped executor that
+ * expired is resumed soon after, so that its frames come and are refused. */
 void cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss_reason *reason) {
   driver *d = ud;
   (void)executor_ud; /* registered without one: a connection is freed before its executor is */
@@ -134,21 +123,37 @@ void cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss
     return;
   }
   d->losses.executors_lost++;
+  if (d->losses.reporting) {
+    loss_begins(d, id, reason, d->losses.detecting);
+    return;
+  }
+  char e[ESC_MAX];
   if (reason->kind == TL_LOSS_RECOVERY_TIMEOUT) { /* both phases at once, from tl_tick */
     d->losses.reports[reason->kind]++;
     d->losses.recovery_timeouts++;
-    note_loss(d, id, reason, DETECTED_RECOVERY, "tl_tick (recovery timeout)");
-    char e[ESC_MAX];
+    loss_begins(d, id, reason, DETECTED_RECOVERY);
     logf_(d, "executor %s lost: it did not reconcile in time", esc(e, id));
     phase_check(d); /* check_recovery, off this stack */
-  }
-  if (reason->kind == TL_LOSS_HEARTBEAT_TIMEOUT) {
+  } else if (reason->kind == TL_LOSS_HEARTBEAT_TIMEOUT) {
     d->losses.reports[reason->kind]++;
-    note_loss(d, id, reason, DETECTED_HEARTBEAT, "tl_tick (heartbeat expiry)");
-    char e[ESC_MAX];
+    loss_begins(d, id, reason, DETECTED_HEARTBEAT);
     logf_(d, "executor %s lost: heartbeat timeout", esc(e, id));
     faults_heartbeat_expired(d, id); /* a stopped executor: resumed, its frames refused */
   }
+}
+
+/* A loss is over: the ledger removed the executor for good, with the real reason (the one the
+ * driver reported, or tl_tick's: the heartbeat or recovery timeout, or the pending-loss timeout
+ * when no second phase came). An executor with no open record is not a loss of this run: a
+ * released one, or one whose loss began before a restart. */
+void cb_executor_removed(void *ud, const char *id, void *executor_ud,
+                         const tl_loss_reason *reason) {
+  driver *d = ud;
+  (void)executor_ud;
+  loss_rec *lr = NULL;
+  HASH_FIND_STR(d->losses.open_losses, id, lr);
+  if (lr)
+    loss_ends(d, lr, reason, d->losses.reporting ? d->losses.source : tick_source(reason->kind));
 }
 
 static int by_seq(const void *a, const void *b) {
@@ -178,18 +183,6 @@ size_t shown_losses(driver *d, const loss_rec ***shown) {
   }
   *shown = all;
   return n;
-}
-
-/* The settling of open loss records, every SETTLE_MS and at 64 open ones at first. */
-void losses_init(driver *d) {
-  d->losses.settle_at = 64;
-  uv_timer_init(d->run.loop, &d->losses.settle_timer);
-  d->losses.settle_timer.data = d;
-  uv_timer_start(&d->losses.settle_timer, on_settle, SETTLE_MS, SETTLE_MS);
-}
-
-void losses_close(driver *d, uv_close_cb on_closed) {
-  uv_close((uv_handle_t *)&d->losses.settle_timer, on_closed);
 }
 
 void losses_free(driver *d) {

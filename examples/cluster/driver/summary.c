@@ -420,8 +420,7 @@ bool print_allocation(const driver *d) {
 
 /* The attempts and losses lines, then the lost executors: counted by how each loss began and by
  * its real reason, then the last LOST_DETAIL_MAX one by one: the phases reported and the real
- * reason with where it came from (the same records as --summary-json's lost_executors). The
- * open loss records are settled first. */
+ * reason with where it came from (the same records as --summary-json's lost_executors). */
 void print_losses(driver *d, const tl_stats *st) {
   printf("attempts: %" PRIu64 " launched, %" PRIu64 " retries; KILL frames sent: %" PRIu64 "\n",
          d->offers.launched, d->offers.retries, d->link.kills_sent);
@@ -433,7 +432,6 @@ void print_losses(driver *d, const tl_stats *st) {
          d->losses.reports[TL_LOSS_HEARTBEAT_TIMEOUT], d->losses.reports[TL_LOSS_EXITED],
          d->losses.reports[TL_LOSS_KILLED], d->conns.violations, st->pending_loss_timeouts,
          d->conns.gone_frames, d->losses.reports[TL_LOSS_PROCESS_LOST]);
-  settle_open_losses(d);
   printf("  lost executors: %" PRIu64 "; detected by", d->losses.lost_total);
   for (int k = 0; k < DETECTED_N; k++)
     printf("%s %s %" PRIu64, k ? "," : "", detection_names[k], d->losses.lost_by_detection[k]);
