@@ -12,6 +12,8 @@
 #     calling libuv itself) links against either target alone, or `pkg-config taskledger` alone,
 #     and runs. Consumers are built as a user builds them, without -Werror, and the package must
 #     not add it;
+#   - README.md's example (its CMake lines, find_package's version among them, and its C
+#     program) builds against the installed tree and prints what the README says;
 #   - all of that still works after the installed tree is moved somewhere else (relocatable);
 #   - the library's own build with the default options and TL_BUILD_TESTS=OFF,
 #     TL_BUILD_EXAMPLES=OFF compiles without -Werror and builds the libraries and nothing else.
@@ -244,6 +246,35 @@ check_consumers() {
 }
 
 check_consumers "$prefix" installed
+
+# ---- the README's own example ----
+# "Using it in your program" in README.md, as a reader copies it: its CMake lines (the
+# find_package version among them) and its C program, built against the installed tree and run.
+readme=$source_dir/README.md
+readme_dir=$work_dir/readme
+mkdir -p "$readme_dir"
+awk '/^## Using it in your program/ { on = 1 } on && /^```cmake$/ { grab = 1; next }
+  grab && /^```$/ { exit } grab' "$readme" >"$readme_dir/snippet.cmake"
+awk '/^## Using it in your program/ { on = 1 } on && /^```c$/ { grab = 1; next }
+  grab && /^```$/ { exit } grab' "$readme" >"$readme_dir/app.c"
+if ! grep -q '^find_package(taskledger ' "$readme_dir/snippet.cmake" || [[ ! -s $readme_dir/app.c ]]; then
+  fail "README.md's example: no CMake lines with find_package, or no C program"
+fi
+{
+  echo 'cmake_minimum_required(VERSION 3.13)'
+  echo 'project(readme_example C)'
+  cat "$readme_dir/snippet.cmake"
+} >"$readme_dir/CMakeLists.txt"
+run_logged readme-configure "$cmake" -S "$readme_dir" -B "$readme_dir/build" -G "$generator" \
+  -DCMAKE_C_COMPILER="$cc" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_FLAGS="${san[*]}" \
+  -DCMAKE_EXE_LINKER_FLAGS="${san[*]}"
+run_logged readme-build "$cmake" --build "$readme_dir/build"
+"$readme_dir/build/app" >"$readme_dir/out.txt" 2>&1 || fail "README.md's example exited non-zero"
+if ! grep -q '^4 launched, 0 still running$' "$readme_dir/out.txt" ||
+  ! grep -q '^task set 1 released; its payload .* is ours again$' "$readme_dir/out.txt"; then
+  fail "README.md's example printed: $(cat "$readme_dir/out.txt")"
+fi
+ok "README.md's example: $(grep -o 'find_package([^)]*)' "$readme_dir/snippet.cmake") builds it, and it runs"
 
 # ---- relocation ----
 moved=$work_dir/elsewhere/deeper/moved-prefix
