@@ -28,18 +28,59 @@
  * ------------------------------------------------------------------------------------------- */
 
 /* v's n low bytes (1..8) at p, least significant first, a byte at a time: no alignment or byte
- * order of the host is assumed (compilers merge the stores into one where they can). */
+ * order of the host is assumed. The widths of the fields are written out, not looped over, so
+ * that compilers merge them into one load or store (gcc does not unroll the loop at -O2). */
 static inline void tl__le_put(uint8_t *p, uint64_t v, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
+  switch (n) {
+  case 1:
+    p[0] = (uint8_t)v;
+    break;
+  case 2:
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    break;
+  case 4:
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+    break;
+  case 8:
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+    p[4] = (uint8_t)(v >> 32);
+    p[5] = (uint8_t)(v >> 40);
+    p[6] = (uint8_t)(v >> 48);
+    p[7] = (uint8_t)(v >> 56);
+    break;
+  default:
+    for (size_t i = 0; i < n; i++)
+      p[i] = (uint8_t)(v >> (8 * i));
+  }
 }
 
 /* The n bytes (1..8) at p as a little-endian integer. */
 static inline uint64_t tl__le_get(const uint8_t *p, size_t n) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < n; i++)
-    v |= (uint64_t)p[i] << (8 * i);
-  return v;
+  switch (n) {
+  case 1:
+    return p[0];
+  case 2:
+    return (uint64_t)p[0] | (uint64_t)p[1] << 8;
+  case 4:
+    return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24;
+  case 8:
+    return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24 |
+           (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 |
+           (uint64_t)p[7] << 56;
+  default: {
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++)
+      v |= (uint64_t)p[i] << (8 * i);
+    return v;
+  }
+  }
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -192,8 +233,13 @@ static inline const uint8_t *tl__get_bytes(tl__rbuf *r, size_t n) {
 
 /* An n-byte (1..8) little-endian integer; 0 when bad. */
 static inline uint64_t tl__get_le(tl__rbuf *r, size_t n) {
-  const uint8_t *p = tl__get_bytes(r, n);
-  return p != NULL ? tl__le_get(p, n) : 0;
+  if (r->bad || r->len - r->at < n) {
+    tl__rbuf_fail(r, TL__RFAULT_SHORT);
+    return 0;
+  }
+  uint64_t v = tl__le_get(r->p + r->at, n);
+  r->at += n;
+  return v;
 }
 
 static inline uint8_t tl__get_u8(tl__rbuf *r) { return (uint8_t)tl__get_le(r, 1); }

@@ -333,29 +333,28 @@ static int fault(const tl__rbuf *r) {
 
 static int get_u8(tl__rbuf *r, uint8_t *v) {
   *v = tl__get_u8(r);
-  return fault(r);
+  return r->bad ? fault(r) : TLC_OK;
 }
 
 static int get_u32(tl__rbuf *r, uint32_t *v) {
   *v = tl__get_u32(r);
-  return fault(r);
+  return r->bad ? fault(r) : TLC_OK;
 }
 
 static int get_u64(tl__rbuf *r, uint64_t *v) {
   *v = tl__get_u64(r);
-  return fault(r);
+  return r->bad ? fault(r) : TLC_OK;
 }
 
 /* A string: a length over its bound is ELENGTH even when the frame is also too short for it. */
 static int get_string(tl__rbuf *r, size_t min, size_t max, tlc_view *v) {
   v->ptr = (const uint8_t *)tl__get_str16(r, min, max, &v->len);
-  int rc = fault(r);
-  return rc != TLC_OK ? rc : check_string(*v, min, max);
+  return r->bad ? fault(r) : check_string(*v, min, max);
 }
 
 static int get_bytes(tl__rbuf *r, size_t max, tlc_view *v) {
   v->ptr = (const uint8_t *)tl__get_str(r, 0, max, &v->len);
-  return fault(r);
+  return r->bad ? fault(r) : TLC_OK;
 }
 
 /* A batch's count: at least one item, and no more than the bytes left could hold at the
