@@ -1,18 +1,49 @@
-/* The snapshot's byte codec: little-endian fields, a writer that grows, a reader that never
- * reads past its end, CRC-32C and FNV-1a (codec.h). Base layer. */
+/* The project's byte codec (codec.h): the writer's growth, the reader's rarer fields, CRC-32C
+ * and FNV-1a. Base layer; it includes nothing of the library but codec.h, so that the cluster
+ * example links it as it is.
+ */
 #include "codec.h"
 
-#include "internal.h"
+#include <uv.h>
 
 /* ---------------------------------------------------------------------------------------------
  * Writer
  * ------------------------------------------------------------------------------------------- */
 
-static bool room(tl__wbuf *w, size_t n) {
+void tl__wbuf_init(tl__wbuf *w, void *(*realloc_fn)(void *, size_t), void (*free_fn)(void *)) {
+  tl__wbuf empty = {NULL, 0, 0, false, realloc_fn, free_fn};
+  *w = empty;
+}
+
+void tl__wbuf_init_fixed(tl__wbuf *w, void *buf, size_t cap) {
+  tl__wbuf fixed = {buf, 0, cap, false, NULL, NULL};
+  *w = fixed;
+}
+
+void tl__wbuf_reset(tl__wbuf *w) {
+  w->len = 0;
+  w->failed = false;
+}
+
+void tl__wbuf_free(tl__wbuf *w) {
+  if (w->free_fn != NULL) {
+    w->free_fn(w->buf);
+    w->buf = NULL;
+    w->cap = 0;
+  }
+  tl__wbuf_reset(w);
+}
+
+/* Doubles from 4 KiB until n more bytes fit. */
+bool tl__wbuf_grow(tl__wbuf *w, size_t n) {
   if (w->failed)
     return false;
   if (w->cap - w->len >= n)
     return true;
+  if (w->realloc_fn == NULL) {
+    w->failed = true;
+    return false;
+  }
   size_t cap = w->cap != 0 ? w->cap : 4096;
   while (cap - w->len < n) {
     if (cap > SIZE_MAX / 2) {
@@ -21,7 +52,7 @@ static bool room(tl__wbuf *w, size_t n) {
     }
     cap *= 2;
   }
-  uint8_t *p = tl__raw_realloc(w->buf, cap);
+  uint8_t *p = w->realloc_fn(w->buf, cap);
   if (p == NULL) {
     w->failed = true;
     return false;
@@ -31,89 +62,54 @@ static bool room(tl__wbuf *w, size_t n) {
   return true;
 }
 
-void tl__put_bytes(tl__wbuf *w, const void *p, size_t n) {
-  if (n != 0 && room(w, n)) {
-    memcpy(w->buf + w->len, p, n);
-    w->len += n;
-  }
-}
-
-static void put_le(tl__wbuf *w, uint64_t v, size_t n) {
-  if (!room(w, n))
-    return;
-  for (size_t i = 0; i < n; i++)
-    w->buf[w->len + i] = (uint8_t)(v >> (8 * i));
-  w->len += n;
-}
-
-void tl__put_u8(tl__wbuf *w, uint8_t v) { put_le(w, v, 1); }
-void tl__put_u16(tl__wbuf *w, uint16_t v) { put_le(w, v, 2); }
-void tl__put_u32(tl__wbuf *w, uint32_t v) { put_le(w, v, 4); }
-void tl__put_u64(tl__wbuf *w, uint64_t v) { put_le(w, v, 8); }
-
-void tl__put_str(tl__wbuf *w, const char *p, size_t n) {
-  if (n > UINT32_MAX) {
-    w->failed = true;
-    return;
-  }
-  tl__put_u32(w, (uint32_t)n);
-  tl__put_bytes(w, p, n);
-}
-
 size_t tl__put_u32_later(tl__wbuf *w) {
   size_t at = w->len;
   tl__put_u32(w, 0);
   return w->failed ? SIZE_MAX : at;
 }
 
-void tl__patch_u32(tl__wbuf *w, size_t at, uint32_t v) {
-  if (w->failed || at > w->len || w->len - at < 4)
-    return;
-  for (size_t i = 0; i < 4; i++)
-    w->buf[at + i] = (uint8_t)(v >> (8 * i));
+static void patch(tl__wbuf *w, size_t at, uint64_t v, size_t n) {
+  if (!w->failed && at <= w->len && w->len - at >= n)
+    tl__le_put(w->buf + at, v, n);
 }
 
-void tl__wbuf_free(tl__wbuf *w) {
-  tl__raw_free(w->buf);
-  w->buf = NULL;
-  w->len = w->cap = 0;
-}
+void tl__patch_u32(tl__wbuf *w, size_t at, uint32_t v) { patch(w, at, v, 4); }
+void tl__patch_u64(tl__wbuf *w, size_t at, uint64_t v) { patch(w, at, v, 8); }
 
 /* ---------------------------------------------------------------------------------------------
  * Reader
  * ------------------------------------------------------------------------------------------- */
 
-const uint8_t *tl__get_bytes(tl__rbuf *r, size_t n) {
-  if (r->bad || r->len - r->at < n) {
-    r->bad = true;
-    return NULL;
-  }
-  const uint8_t *p = r->p + r->at;
-  r->at += n;
-  return p;
+static bool get_cstr(tl__rbuf *r, size_t width, size_t min, char *dst, size_t cap, size_t *len) {
+  size_t n;
+  const uint8_t *p = tl__get_sized(r, width, min, cap - 1, &n);
+  if (p != NULL && memchr(p, '\0', n) != NULL)
+    tl__rbuf_fail(r, TL__RFAULT_NUL);
+  if (r->bad)
+    n = 0;
+  else
+    memcpy(dst, p, n);
+  dst[n] = '\0';
+  if (len != NULL)
+    *len = n;
+  return !r->bad;
 }
 
-static uint64_t get_le(tl__rbuf *r, size_t n) {
-  const uint8_t *p = tl__get_bytes(r, n);
-  uint64_t v = 0;
-  if (p != NULL)
-    for (size_t i = 0; i < n; i++)
-      v |= (uint64_t)p[i] << (8 * i);
-  return v;
+bool tl__get_cstr(tl__rbuf *r, size_t min, char *dst, size_t cap, size_t *len) {
+  return get_cstr(r, 4, min, dst, cap, len);
 }
 
-uint8_t tl__get_u8(tl__rbuf *r) { return (uint8_t)get_le(r, 1); }
-uint16_t tl__get_u16(tl__rbuf *r) { return (uint16_t)get_le(r, 2); }
-uint32_t tl__get_u32(tl__rbuf *r) { return (uint32_t)get_le(r, 4); }
-uint64_t tl__get_u64(tl__rbuf *r) { return get_le(r, 8); }
+bool tl__get_cstr16(tl__rbuf *r, size_t min, char *dst, size_t cap, size_t *len) {
+  return get_cstr(r, 2, min, dst, cap, len);
+}
 
 uint64_t tl__get_time(tl__rbuf *r) {
   uint64_t t = tl__get_u64(r);
   if (t == UINT64_MAX)
     return t;
   if (r->now >= r->saved_now) {
-    uint64_t v = tl__add_sat(t, r->now - r->saved_now);
-    return v == UINT64_MAX ? UINT64_MAX - 1 : v;
+    uint64_t ahead = r->now - r->saved_now; /* t + ahead, saturating below "never" */
+    return ahead < UINT64_MAX - 1 - t ? t + ahead : UINT64_MAX - 1;
   }
   uint64_t back = r->saved_now - r->now;
   return t > back ? t - back : 0;
@@ -122,7 +118,7 @@ uint64_t tl__get_time(tl__rbuf *r) {
 uint8_t tl__get_enum(tl__rbuf *r, uint8_t limit) {
   uint8_t v = tl__get_u8(r);
   if (v >= limit) {
-    r->bad = true;
+    tl__rbuf_fail(r, TL__RFAULT_RANGE);
     return 0;
   }
   return v;
@@ -133,7 +129,7 @@ bool tl__get_bool(tl__rbuf *r) { return tl__get_enum(r, 2) != 0; }
 uint32_t tl__get_below(tl__rbuf *r, uint32_t limit) {
   uint32_t v = tl__get_u32(r);
   if (v >= limit) {
-    r->bad = true;
+    tl__rbuf_fail(r, TL__RFAULT_RANGE);
     return 0;
   }
   return v;
@@ -145,39 +141,11 @@ uint32_t tl__get_count(tl__rbuf *r, size_t min_bytes) {
     return 0;
   if (min_bytes == 0)
     min_bytes = 1;
-  if (n > (r->len - r->at) / min_bytes) {
-    r->bad = true;
+  if (n > tl__rbuf_left(r) / min_bytes) {
+    tl__rbuf_fail(r, TL__RFAULT_RANGE);
     return 0;
   }
   return n;
-}
-
-const char *tl__get_str(tl__rbuf *r, size_t min, size_t max, size_t *len) {
-  uint32_t n = tl__get_u32(r);
-  if (!r->bad && (n < min || n > max))
-    r->bad = true;
-  const uint8_t *p = tl__get_bytes(r, r->bad ? 0 : n);
-  if (r->bad) {
-    *len = 0;
-    return NULL;
-  }
-  *len = n;
-  return (const char *)p;
-}
-
-bool tl__get_cstr(tl__rbuf *r, size_t min, char *dst, size_t cap, size_t *len) {
-  size_t n;
-  const char *p = tl__get_str(r, min, cap - 1, &n);
-  if (p == NULL || memchr(p, '\0', n) != NULL) {
-    r->bad = true;
-    dst[0] = '\0';
-    *len = 0;
-    return false;
-  }
-  memcpy(dst, p, n);
-  dst[n] = '\0';
-  *len = n;
-  return true;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -220,11 +188,9 @@ uint32_t tl__crc32c(uint32_t crc, const void *p, size_t n) {
 
 uint64_t tl__fnv1a(uint64_t h, const void *p, size_t n) {
   const uint8_t *b = p;
-  if (h == 0)
-    h = 0xcbf29ce484222325ull;
   for (size_t i = 0; i < n; i++) {
     h ^= b[i];
-    h *= 0x100000001b3ull;
+    h *= UINT64_C(0x100000001b3);
   }
   return h;
 }

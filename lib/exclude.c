@@ -1130,7 +1130,7 @@ void tl__exclude_save(struct tl_scheduler *s, tl__wbuf *w) {
  * the ordinary frees (tl__taskset_destroy, tl__exclude_destroy) find it. */
 
 static int snap_bad(tl__rbuf *r) {
-  r->bad = true;
+  tl__rbuf_fail(r, TL__RFAULT_RANGE);
   return TL_ESNAPSHOT;
 }
 

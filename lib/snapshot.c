@@ -79,9 +79,8 @@ static uint64_t fingerprint(const tl_config *c) {
   }
   uint8_t b[sizeof f];
   for (size_t i = 0; i < TL__ARRAY_SIZE(f); i++)
-    for (size_t k = 0; k < 4; k++)
-      b[4 * i + k] = (uint8_t)(f[i] >> (8 * k));
-  return tl__fnv1a(0, b, sizeof b);
+    tl__le_put(b + 4 * i, f[i], 4);
+  return tl__fnv1a(TL__FNV1A_INIT, b, sizeof b);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -96,11 +95,8 @@ static size_t section_open(tl__wbuf *w, uint32_t tag) {
 }
 
 static void section_close(tl__wbuf *w, size_t at) {
-  if (w->failed)
-    return;
-  uint64_t n = w->len - at - 8;
-  for (size_t i = 0; i < 8; i++)
-    w->buf[at + i] = (uint8_t)(n >> (8 * i));
+  if (!w->failed)
+    tl__patch_u64(w, at, w->len - at - 8);
 }
 
 static void put_msg(tl__wbuf *w, const tl__str *msg) {
@@ -275,11 +271,6 @@ static void save_body(struct tl_scheduler *s, tl__wbuf *w, uint64_t now) {
   section_close(w, at);
 }
 
-static void put_le_at(uint8_t *p, uint64_t v, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
-}
-
 int tl_snapshot(tl_scheduler *s, int (*write)(void *ud, const void *buf, size_t n), void *ud) {
   if (s == NULL || write == NULL)
     return TL_EINVAL;
@@ -290,7 +281,8 @@ int tl_snapshot(tl_scheduler *s, int (*write)(void *ud, const void *buf, size_t 
     return TL_EBUSY;
   }
   uint64_t now = t > s->last_now ? t : s->last_now;
-  tl__wbuf w = {NULL, 0, 0, false};
+  tl__wbuf w;
+  tl__wbuf_init(&w, tl__raw_realloc, tl__raw_free);
   uint8_t zero[SNAP_HEADER] = {0};
   tl__put_bytes(&w, zero, sizeof zero);
   save_body(s, &w, now);
@@ -303,12 +295,12 @@ int tl_snapshot(tl_scheduler *s, int (*write)(void *ud, const void *buf, size_t 
 
   uint8_t *h = w.buf;
   memcpy(h, SNAP_MAGIC, 8);
-  put_le_at(h + 8, SNAP_VERSION, 4);
-  put_le_at(h + 12, 0, 4);
-  put_le_at(h + 16, fp, 8);
-  put_le_at(h + 24, w.len - SNAP_HEADER, 8);
-  put_le_at(h + 32, tl__crc32c(0, w.buf + SNAP_HEADER, w.len - SNAP_HEADER), 4);
-  put_le_at(h + 36, tl__crc32c(0, h, 36), 4);
+  tl__le_put(h + 8, SNAP_VERSION, 4);
+  tl__le_put(h + 12, 0, 4);
+  tl__le_put(h + 16, fp, 8);
+  tl__le_put(h + 24, w.len - SNAP_HEADER, 8);
+  tl__le_put(h + 32, tl__crc32c(0, w.buf + SNAP_HEADER, w.len - SNAP_HEADER), 4);
+  tl__le_put(h + 36, tl__crc32c(0, h, 36), 4);
 
   int err = TL_OK;
   for (size_t off = 0; off < w.len && err == TL_OK;) {
@@ -336,17 +328,16 @@ typedef struct restore_state {
 
 /* The next section, which must have this tag: a reader over it (bad: r is marked). */
 static tl__rbuf section(tl__rbuf *r, uint32_t tag) {
-  tl__rbuf sub = {NULL, 0, 0, true, r->saved_now, r->now};
   uint32_t t = tl__get_u32(r);
   uint64_t n = tl__get_u64(r);
-  if (r->bad || t != tag || n > r->len - r->at) {
-    r->bad = true;
-    return sub;
-  }
-  sub.p = r->p + r->at;
-  sub.len = (size_t)n;
-  sub.bad = false;
-  r->at += (size_t)n;
+  if (!r->bad && (t != tag || n > tl__rbuf_left(r)))
+    tl__rbuf_fail(r, TL__RFAULT_RANGE);
+  size_t len = r->bad ? 0 : (size_t)n;
+  tl__rbuf sub = tl__rbuf_over(tl__get_bytes(r, len), len);
+  sub.saved_now = r->saved_now;
+  sub.now = r->now;
+  if (r->bad)
+    tl__rbuf_fail(&sub, (tl__rfault)r->fault);
   return sub;
 }
 
@@ -366,14 +357,14 @@ static int restore_counters(struct tl_scheduler *s, tl__rbuf *r) {
   TOTALS(GET_TOTAL)
 #undef GET_TOTAL
   if (s->next_tid == 0 || s->next_taskset_id == 0)
-    r->bad = true;
+    tl__rbuf_fail(r, TL__RFAULT_RANGE);
   return TL_OK;
 }
 
 static int restore_pools(struct tl_scheduler *s, tl__rbuf *r) {
   uint32_t n = tl__get_count(r, 13);
   if (n == 0)
-    r->bad = true;
+    tl__rbuf_fail(r, TL__RFAULT_RANGE);
   for (uint32_t i = 0; i < n && !r->bad; i++) {
     char name[TL_ID_MAX];
     size_t len;
@@ -381,7 +372,7 @@ static int restore_pools(struct tl_scheduler *s, tl__rbuf *r) {
     uint8_t mode = tl__get_enum(r, 2);
     uint32_t weight = tl__get_u32(r), min_share = tl__get_u32(r);
     if (r->bad || weight == 0 || (i == 0) != (strcmp(name, "default") == 0)) {
-      r->bad = true;
+      tl__rbuf_fail(r, TL__RFAULT_RANGE);
       break;
     }
     if (i == 0) { /* "default", made with every scheduler */
@@ -394,7 +385,7 @@ static int restore_pools(struct tl_scheduler *s, tl__rbuf *r) {
     if (err == TL_ENOMEM)
       return err;
     if (err != TL_OK)
-      r->bad = true;
+      tl__rbuf_fail(r, TL__RFAULT_RANGE);
   }
   return r->bad ? TL_ESNAPSHOT : TL_OK;
 }
@@ -528,7 +519,7 @@ static void read_stack(tl__rbuf *r, tl__taskset *ts, uint32_t *top, uint32_t *co
   for (uint32_t k = 0; k < n && !r->bad; k++) {
     uint32_t i = tl__get_below(r, ts->ntasks);
     if (r->bad || !(ts->idx[i].flags & flag) || ts->idx[i].prev != UINT32_MAX - 1) {
-      r->bad = true;
+      tl__rbuf_fail(r, TL__RFAULT_RANGE);
       return;
     }
     ts->idx[i].prev = prev;
@@ -642,7 +633,7 @@ static int restore_taskset(struct tl_scheduler *s, tl__rbuf *r) {
     ix->prev = UINT32_MAX - 1; /* not yet on a stack */
     ix->next = TL__NONE;
     if (ix->flags >= 8 || (ts->zombie && (ix->flags & (TL__IDX_PENDING | TL__IDX_SPECULATABLE))))
-      r->bad = true;
+      tl__rbuf_fail(r, TL__RFAULT_RANGE);
     ts->nsucceeded += (ix->flags & TL__IDX_SUCCESSFUL) != 0;
   }
   read_stack(r, ts, &ts->pending_top, &ts->npending, TL__IDX_PENDING);
@@ -651,7 +642,7 @@ static int restore_taskset(struct tl_scheduler *s, tl__rbuf *r) {
     tl__index *ix = &ts->idx[i];
     if (ix->prev == UINT32_MAX - 1) {
       if (ix->flags & (TL__IDX_PENDING | TL__IDX_SPECULATABLE))
-        r->bad = true; /* flagged but not on its stack */
+        tl__rbuf_fail(r, TL__RFAULT_RANGE); /* flagged but not on its stack */
       ix->prev = TL__NONE;
     }
   }
@@ -909,13 +900,6 @@ static int read_full(int (*read)(void *ud, void *buf, size_t n), void *ud, uint8
   return TL_OK;
 }
 
-static uint64_t le_at(const uint8_t *p, size_t n) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < n; i++)
-    v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
-
 /* The header and the body, checked: TL_OK with *body (the caller frees it) and its length. */
 static int read_image(const tl_config *cfg, int (*read)(void *ud, void *buf, size_t n), void *ud,
                       uint8_t **body, size_t *len) {
@@ -923,15 +907,15 @@ static int read_image(const tl_config *cfg, int (*read)(void *ud, void *buf, siz
   int err = read_full(read, ud, h, sizeof h);
   if (err != TL_OK)
     return err;
-  if (memcmp(h, SNAP_MAGIC, 8) != 0 || le_at(h + 36, 4) != tl__crc32c(0, h, 36))
+  if (memcmp(h, SNAP_MAGIC, 8) != 0 || tl__le_get(h + 36, 4) != tl__crc32c(0, h, 36))
     return TL_ESNAPSHOT;
-  if (le_at(h + 8, 4) != SNAP_VERSION)
+  if (tl__le_get(h + 8, 4) != SNAP_VERSION)
     return TL_EVERSION;
-  if (le_at(h + 12, 4) != 0)
+  if (tl__le_get(h + 12, 4) != 0)
     return TL_ESNAPSHOT;
-  if (le_at(h + 16, 8) != fingerprint(cfg))
+  if (tl__le_get(h + 16, 8) != fingerprint(cfg))
     return TL_ECONFIG;
-  uint64_t n = le_at(h + 24, 8);
+  uint64_t n = tl__le_get(h + 24, 8);
   if (n > SIZE_MAX / 2)
     return TL_ESNAPSHOT;
   /* Grown as bytes arrive: a length the input does not back allocates at most twice what came. */
@@ -957,7 +941,7 @@ static int read_image(const tl_config *cfg, int (*read)(void *ud, void *buf, siz
     }
     have += step;
   }
-  if (le_at(h + 32, 4) != tl__crc32c(0, buf, have)) {
+  if (tl__le_get(h + 32, 4) != tl__crc32c(0, buf, have)) {
     tl__raw_free(buf);
     return TL_ESNAPSHOT;
   }
@@ -995,7 +979,8 @@ int tl_scheduler_restore(const tl_config *cfg, const tl_callbacks *cb,
     return err;
   }
   restore_state rs = {s, NULL, 0, NULL, 0, 0};
-  tl__rbuf r = {body, len, 0, false, 0, s->last_now};
+  tl__rbuf r = tl__rbuf_over(body, len);
+  r.now = s->last_now;
   err = restore_body(&rs, &r);
   /* Attempts read but not linked (a failure between): freed by their task sets, which hold
    * them; their executors' lists are not walked when the scheduler is discarded. */

@@ -47,6 +47,7 @@ Suite *tl_metrics_suite(void);
 Suite *tl_batch_suite(void);
 Suite *tl_deliver_suite(void);
 Suite *tl_snapshot_suite(void);
+Suite *tl_codec_suite(void);
 
 /* A test case with the project's per-test timeout. */
 TCase *tlt_tcase(Suite *suite, const char *name);

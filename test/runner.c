@@ -27,6 +27,7 @@ static const struct {
     {"batch", tl_batch_suite},
     {"deliver", tl_deliver_suite},
     {"snapshot", tl_snapshot_suite},
+    {"codec", tl_codec_suite},
 };
 
 int main(int argc, char **argv) {

@@ -35,6 +35,7 @@
 
 #include <arpa/inet.h>
 
+#include "codec.h"
 #include "proto.h"
 
 #define WAIT_MS 10000 /* the driver must close within this */
@@ -188,11 +189,7 @@ int main(int argc, char **argv) {
     tlc_buf_init(&b);
     rc = tlc_encode(&b, &m);
     if (rc == 0) { /* the length prefix (little-endian u32) one less, the last byte dropped */
-      uint32_t n = (uint32_t)b.data[0] | (uint32_t)b.data[1] << 8 | (uint32_t)b.data[2] << 16 |
-                   (uint32_t)b.data[3] << 24;
-      n--;
-      for (int i = 0; i < 4; i++)
-        b.data[i] = (uint8_t)(n >> (8 * i));
+      tl__le_put(b.data, tl__le_get(b.data, 4) - 1, 4);
       rc = send_all(fd, b.data, b.len - 1);
     }
     tlc_buf_free(&b);

@@ -37,6 +37,7 @@
 
 #include <uv.h>
 
+#include "codec.h"
 #include "conn.h"
 #include "proto.h"
 
@@ -336,11 +337,6 @@ static void flush_statuses(executor *ex) {
 
 static void on_flush(uv_prepare_t *p) { flush_statuses(p->data); }
 
-static void put_u64(uint8_t *b, uint64_t v) {
-  for (int i = 0; i < 8; i++)
-    b[i] = (uint8_t)(v >> (8 * i));
-}
-
 /* Queues one update for the end of this loop iteration. */
 static void report(executor *ex, uint64_t tid, uint8_t state, uint64_t result, const char *text) {
   if (ex->npending == ex->pending_cap) {
@@ -354,7 +350,7 @@ static void report(executor *ex, uint64_t tid, uint8_t state, uint64_t result, c
   pending_status *p = &ex->pending[ex->npending++];
   p->tid = tid;
   p->state = state;
-  put_u64(p->result, result);
+  tl__le_put(p->result, result, RESULT_BYTES);
   p->text = text;
   if (state != TLC_TASK_RUNNING && ex->reconnect_ms > 0)
     retain_end(ex, tid, state, p->result, text);
@@ -410,16 +406,6 @@ static void cache_binary(executor *ex, const tlc_taskset_binary *b) {
   c->epoch = ex->epoch;
   c->bytes = bytes;
   c->len = b->payload.len;
-}
-
-/* FNV-1a, 64 bits: the `hash` task's work and result. */
-static uint64_t fnv1a(const uint8_t *p, size_t n) {
-  uint64_t h = UINT64_C(14695981039346656037);
-  for (size_t i = 0; i < n; i++) {
-    h ^= p[i];
-    h *= UINT64_C(1099511628211);
-  }
-  return h;
 }
 
 /* Whether kind is prefix followed by a decimal number, stored in *arg. */
@@ -498,9 +484,9 @@ static void start_task(executor *ex, const tlc_launch_item *it) {
   if (kind_is(it->kind, "noop")) {
     report(ex, it->tid, TLC_TASK_FINISHED, it->index, "");
   } else if (kind_is(it->kind, "hash")) {
-    cached_binary *c = find_binary(ex, it->taskset_id);
+    cached_binary *c = find_binary(ex, it->taskset_id); /* its result: FNV-1a 64 of the binary */
     if (c)
-      report(ex, it->tid, TLC_TASK_FINISHED, fnv1a(c->bytes, c->len), "");
+      report(ex, it->tid, TLC_TASK_FINISHED, tl__fnv1a(TL__FNV1A_INIT, c->bytes, c->len), "");
     else
       report(ex, it->tid, TLC_TASK_FAILED, 0, "no binary for its task set");
   } else if (kind_arg(it->kind, "spin:", &arg)) {

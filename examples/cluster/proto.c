@@ -1,12 +1,14 @@
-/* The cluster example's frame codec (proto.h, docs/cluster.md). Every integer is written and
- * read a byte at a time, little-endian, so the code depends on neither the host's byte order nor
- * its alignment; every length read from the wire is checked against its bound and against the
- * bytes left before it is used.
+/* The cluster example's frame codec (proto.h, docs/cluster.md). Its fields are written and read
+ * with the project's byte codec (lib/codec.h): little-endian, a byte at a time, so the code
+ * depends on neither the host's byte order nor its alignment; every length read from the wire
+ * is checked against its bound and against the bytes left before it is used.
  */
 #include "proto.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "codec.h"
 
 /* Bytes of a frame before its body: the length prefix, then the version and type bytes. */
 #define PREFIX_BYTES 4
@@ -214,40 +216,9 @@ static int measure(const tlc_msg *msg, size_t *size) {
   }
 }
 
-/* Writers: p moves past what they write. The space was reserved by tlc_encode. */
-static void put_u8(uint8_t **p, uint8_t v) { *(*p)++ = v; }
-
-static void put_u16(uint8_t **p, uint16_t v) {
-  put_u8(p, (uint8_t)v);
-  put_u8(p, (uint8_t)(v >> 8));
-}
-
-static void put_u32(uint8_t **p, uint32_t v) {
-  for (int i = 0; i < 4; i++)
-    put_u8(p, (uint8_t)(v >> (8 * i)));
-}
-
-static void put_u64(uint8_t **p, uint64_t v) {
-  for (int i = 0; i < 8; i++)
-    put_u8(p, (uint8_t)(v >> (8 * i)));
-}
-
-static void put_raw(uint8_t **p, tlc_view v) {
-  if (v.len > 0)
-    memcpy(*p, v.ptr, v.len);
-  *p += v.len;
-}
-
 /* Strings carry a 16-bit length, byte fields a 32-bit one; measure() bounded both. */
-static void put_string(uint8_t **p, tlc_view v) {
-  put_u16(p, (uint16_t)v.len);
-  put_raw(p, v);
-}
-
-static void put_bytes(uint8_t **p, tlc_view v) {
-  put_u32(p, (uint32_t)v.len);
-  put_raw(p, v);
-}
+static void put_string(tl__wbuf *w, tlc_view v) { tl__put_str16(w, v.ptr, v.len); }
+static void put_bytes(tl__wbuf *w, tlc_view v) { tl__put_str(w, v.ptr, v.len); }
 
 int tlc_encode(tlc_buf *buf, const tlc_msg *msg) {
   if (buf == NULL || msg == NULL)
@@ -268,66 +239,70 @@ int tlc_encode(tlc_buf *buf, const tlc_msg *msg) {
     buf->cap = cap;
   }
 
-  uint8_t *p = buf->data + buf->len;
-  put_u32(&p, (uint32_t)size);
-  put_u8(&p, TLC_PROTO_VERSION);
-  put_u8(&p, (uint8_t)msg->type);
+  /* measure() sized the frame, so the writer fills exactly the room made for it. */
+  tl__wbuf w;
+  tl__wbuf_init_fixed(&w, buf->data + buf->len, need);
+  tl__put_u32(&w, (uint32_t)size);
+  tl__put_u8(&w, TLC_PROTO_VERSION);
+  tl__put_u8(&w, (uint8_t)msg->type);
   switch (msg->type) {
   case TLC_MSG_REGISTER:
-    put_string(&p, msg->u.reg.executor_id);
-    put_string(&p, msg->u.reg.host);
-    put_u32(&p, msg->u.reg.cores);
-    put_bytes(&p, msg->u.reg.token);
+    put_string(&w, msg->u.reg.executor_id);
+    put_string(&w, msg->u.reg.host);
+    tl__put_u32(&w, msg->u.reg.cores);
+    put_bytes(&w, msg->u.reg.token);
     break;
   case TLC_MSG_HEARTBEAT:
-    put_u64(&p, msg->u.heartbeat.seq);
-    put_u64(&p, msg->u.heartbeat.binaries);
+    tl__put_u64(&w, msg->u.heartbeat.seq);
+    tl__put_u64(&w, msg->u.heartbeat.binaries);
     break;
   case TLC_MSG_TASKSET_BINARY:
-    put_u64(&p, msg->u.binary.taskset_id);
-    put_bytes(&p, msg->u.binary.payload);
+    tl__put_u64(&w, msg->u.binary.taskset_id);
+    put_bytes(&w, msg->u.binary.payload);
     break;
   case TLC_MSG_LAUNCH:
-    put_u32(&p, (uint32_t)msg->u.launch.count);
+    tl__put_u32(&w, (uint32_t)msg->u.launch.count);
     for (size_t i = 0; i < msg->u.launch.count; i++) {
       const tlc_launch_item *it = &msg->u.launch.items[i];
-      put_u64(&p, it->tid);
-      put_u64(&p, it->taskset_id);
-      put_u32(&p, it->index);
-      put_u32(&p, it->attempt);
-      put_string(&p, it->kind);
+      tl__put_u64(&w, it->tid);
+      tl__put_u64(&w, it->taskset_id);
+      tl__put_u32(&w, it->index);
+      tl__put_u32(&w, it->attempt);
+      put_string(&w, it->kind);
     }
     break;
   case TLC_MSG_STATUS:
-    put_u32(&p, (uint32_t)msg->u.status.count);
+    tl__put_u32(&w, (uint32_t)msg->u.status.count);
     for (size_t i = 0; i < msg->u.status.count; i++) {
       const tlc_status_item *it = &msg->u.status.items[i];
-      put_u64(&p, it->tid);
-      put_u8(&p, it->state);
-      put_bytes(&p, it->result);
-      put_string(&p, it->text);
+      tl__put_u64(&w, it->tid);
+      tl__put_u8(&w, it->state);
+      put_bytes(&w, it->result);
+      put_string(&w, it->text);
     }
     break;
   case TLC_MSG_KILL:
-    put_u64(&p, msg->u.kill.tid);
-    put_u8(&p, msg->u.kill.interrupt);
-    put_string(&p, msg->u.kill.reason);
+    tl__put_u64(&w, msg->u.kill.tid);
+    tl__put_u8(&w, msg->u.kill.interrupt);
+    put_string(&w, msg->u.kill.reason);
     break;
   case TLC_MSG_STOP:
-    put_string(&p, msg->u.stop.reason);
+    put_string(&w, msg->u.stop.reason);
     break;
   case TLC_MSG_RECONCILE:
-    put_u32(&p, (uint32_t)msg->u.reconcile.count);
+    tl__put_u32(&w, (uint32_t)msg->u.reconcile.count);
     for (size_t i = 0; i < msg->u.reconcile.count; i++)
-      put_u64(&p, msg->u.reconcile.tids[i]);
+      tl__put_u64(&w, msg->u.reconcile.tids[i]);
     break;
   case TLC_MSG_SYNCED:
-    put_u64(&p, msg->u.synced.frames);
+    tl__put_u64(&w, msg->u.synced.frames);
     break;
   default: /* TLC_MSG_FORGET: measure() refused every other type */
-    put_u64(&p, msg->u.forget.taskset_id);
+    tl__put_u64(&w, msg->u.forget.taskset_id);
     break;
   }
+  if (w.failed || w.len != need)
+    return TLC_EINVAL; /* never: measure() and the writes above disagree */
   buf->len += need;
   return TLC_OK;
 }
@@ -336,93 +311,60 @@ int tlc_encode(tlc_buf *buf, const tlc_msg *msg) {
  * Body parser
  * ------------------------------------------------------------------------------------------- */
 
-/* A cursor over one complete frame body. Every getter checks the bytes left first. */
-typedef struct reader {
-  const uint8_t *p;   /* the next byte */
-  const uint8_t *end; /* one past the body's last byte */
-} reader;
+/* The body is read with the codec's reader over the complete frame: every getter checks the
+ * bytes left first, and the reader keeps the first fault, which these helpers return as the
+ * protocol's error the moment it happens, so a body's faults come in the order of its fields. */
 
-static size_t left(const reader *r) { return (size_t)(r->end - r->p); }
-
-static int get_u8(reader *r, uint8_t *v) {
-  if (left(r) < 1)
-    return TLC_ETRUNCATED;
-  *v = *r->p++;
-  return TLC_OK;
-}
-
-static int get_u16(reader *r, uint16_t *v) {
-  if (left(r) < 2)
-    return TLC_ETRUNCATED;
-  *v = (uint16_t)(r->p[0] | (r->p[1] << 8));
-  r->p += 2;
-  return TLC_OK;
-}
-
-static int get_u32(reader *r, uint32_t *v) {
-  if (left(r) < 4)
-    return TLC_ETRUNCATED;
-  uint32_t x = 0;
-  for (int i = 3; i >= 0; i--)
-    x = (x << 8) | r->p[i];
-  *v = x;
-  r->p += 4;
-  return TLC_OK;
-}
-
-static int get_u64(reader *r, uint64_t *v) {
-  if (left(r) < 8)
-    return TLC_ETRUNCATED;
-  uint64_t x = 0;
-  for (int i = 7; i >= 0; i--)
-    x = (x << 8) | r->p[i];
-  *v = x;
-  r->p += 8;
-  return TLC_OK;
-}
-
-/* The next len bytes, as a view into the frame. */
-static int get_raw(reader *r, size_t len, tlc_view *v) {
-  if (left(r) < len)
-    return TLC_ETRUNCATED;
-  v->ptr = r->p;
-  v->len = len;
-  r->p += len;
-  return TLC_OK;
-}
-
-/* A string: its length is checked against min..max before the bytes are looked for, so a
- * length over its bound is ELENGTH even when the frame is also too short for it. */
-static int get_string(reader *r, size_t min, size_t max, tlc_view *v) {
-  uint16_t len;
-  int rc;
-  if ((rc = get_u16(r, &len)))
-    return rc;
-  if (len < min || len > max)
+/* The reader's first fault as the protocol's error: a field past the end of the frame is
+ * ETRUNCATED, a string or byte field's length outside its bounds ELENGTH (the codec checks a
+ * length against its bounds before it looks for the bytes). */
+static int fault(const tl__rbuf *r) {
+  switch (r->fault) {
+  case TL__RFAULT_NONE:
+    return TLC_OK;
+  case TL__RFAULT_RANGE:
     return TLC_ELENGTH;
-  if ((rc = get_raw(r, len, v)))
-    return rc;
-  return check_string(*v, min, max);
+  case TL__RFAULT_NUL:
+    return TLC_ENUL;
+  default:
+    return TLC_ETRUNCATED;
+  }
 }
 
-static int get_bytes(reader *r, size_t max, tlc_view *v) {
-  uint32_t len;
-  int rc;
-  if ((rc = get_u32(r, &len)))
-    return rc;
-  if (len > max)
-    return TLC_ELENGTH;
-  return get_raw(r, len, v);
+static int get_u8(tl__rbuf *r, uint8_t *v) {
+  *v = tl__get_u8(r);
+  return r->bad ? fault(r) : TLC_OK;
+}
+
+static int get_u32(tl__rbuf *r, uint32_t *v) {
+  *v = tl__get_u32(r);
+  return r->bad ? fault(r) : TLC_OK;
+}
+
+static int get_u64(tl__rbuf *r, uint64_t *v) {
+  *v = tl__get_u64(r);
+  return r->bad ? fault(r) : TLC_OK;
+}
+
+/* A string: a length over its bound is ELENGTH even when the frame is also too short for it. */
+static int get_string(tl__rbuf *r, size_t min, size_t max, tlc_view *v) {
+  v->ptr = (const uint8_t *)tl__get_str16(r, min, max, &v->len);
+  return r->bad ? fault(r) : check_string(*v, min, max);
+}
+
+static int get_bytes(tl__rbuf *r, size_t max, tlc_view *v) {
+  v->ptr = (const uint8_t *)tl__get_str(r, 0, max, &v->len);
+  return r->bad ? fault(r) : TLC_OK;
 }
 
 /* A batch's count: at least one item, and no more than the bytes left could hold at the
  * smallest item size, so the item array allocated for it is bounded by the frame. */
-static int get_count(reader *r, size_t item_min, size_t *count) {
+static int get_count(tl__rbuf *r, size_t item_min, size_t *count) {
   uint32_t n;
   int rc;
   if ((rc = get_u32(r, &n)))
     return rc;
-  if (n == 0 || n > left(r) / item_min)
+  if (n == 0 || n > tl__rbuf_left(r) / item_min)
     return TLC_ECOUNT;
   *count = n;
   return TLC_OK;
@@ -441,7 +383,7 @@ static int reserve_items(tlc_decoder *d, size_t bytes) {
   return TLC_OK;
 }
 
-static int parse_body(tlc_decoder *d, uint8_t type, reader *r, tlc_msg *msg) {
+static int parse_body(tlc_decoder *d, uint8_t type, tl__rbuf *r, tlc_msg *msg) {
   int rc = TLC_OK;
   switch (type) {
   case TLC_MSG_REGISTER: {
@@ -508,7 +450,7 @@ static int parse_body(tlc_decoder *d, uint8_t type, reader *r, tlc_msg *msg) {
     uint32_t n;
     if ((rc = get_u32(r, &n)))
       return rc;
-    if (n > left(r) / 8) /* 0 is allowed; more than the frame holds is not */
+    if (n > tl__rbuf_left(r) / 8) /* 0 is allowed; more than the frame holds is not */
       return TLC_ECOUNT;
     if (n > 0 && (rc = reserve_items(d, n * sizeof(uint64_t))))
       return rc;
@@ -563,9 +505,7 @@ static int known_type(uint8_t type) { return type >= TLC_MSG_REGISTER && type <=
 /* The length prefix is complete: check it. Room for the frame is made as its bytes come
  * (reserve_frame), not here: a peer that announces a large frame and sends little costs little. */
 static int start_frame(tlc_decoder *d) {
-  uint32_t len = 0;
-  for (int i = 3; i >= 0; i--)
-    len = (len << 8) | d->prefix[i];
+  uint32_t len = (uint32_t)tl__le_get(d->prefix, PREFIX_BYTES);
   if (len > d->frame_max)
     return TLC_ETOOBIG;
   if (len < HEAD_BYTES)
@@ -644,9 +584,9 @@ int tlc_decoder_feed(tlc_decoder *d, const uint8_t *data, size_t len, size_t *us
     /* A whole frame: parse it, and start the next one on the next call. */
     *used = pos;
     d->prefix_have = 0;
-    reader r = {d->frame + HEAD_BYTES, d->frame + d->frame_len};
+    tl__rbuf r = tl__rbuf_over(d->frame + HEAD_BYTES, d->frame_len - HEAD_BYTES);
     int rc = parse_body(d, d->frame[1], &r, msg);
-    if (rc == TLC_OK && r.p != r.end)
+    if (rc == TLC_OK && tl__rbuf_left(&r) != 0)
       rc = TLC_ETRAILING;
     if (rc != TLC_OK) {
       msg->type = TLC_MSG_NONE;

@@ -198,6 +198,34 @@ START_TEST(a_longer_file_or_another_version_is_refused) {
 }
 END_TEST
 
+/* The file's bytes, field by field as state.h's table gives them, the checksum computed here
+ * with a loop of its own: the format is pinned, whatever describes it in state.c. */
+START_TEST(the_header_is_the_documented_bytes) {
+  put("abc", UINT64_C(0x0102030405060708));
+  char path[256];
+  snprintf(path, sizeof path, "%s/state", dir);
+  FILE *f = fopen(path, "rb");
+  ck_assert_ptr_nonnull(f);
+  uint8_t b[64];
+  size_t n = fread(b, 1, sizeof b, f);
+  fclose(f);
+  ck_assert_uint_eq(n, STATE_HEADER + 3);
+  static const uint8_t head[32] = {'T', 'L', 'D', 'S', 'T', 'A', 'T', 'E', 1, 0, 0, 0, 0, 0, 0, 0,
+                                   8,   7,   6,   5,   4,   3,   2,   1,   3, 0, 0, 0, 0, 0, 0, 0};
+  ck_assert(memcmp(b, head, sizeof head) == 0);
+  uint64_t h = UINT64_C(0xcbf29ce484222325);
+  for (size_t i = 0; i < n; i++) {
+    if (i >= 32 && i < STATE_HEADER)
+      continue; /* the checksum itself */
+    h ^= b[i];
+    h *= UINT64_C(0x100000001b3);
+  }
+  for (size_t i = 0; i < 8; i++)
+    ck_assert_uint_eq(b[32 + i], (uint8_t)(h >> (8 * i)));
+  ck_assert(memcmp(b + STATE_HEADER, "abc", 3) == 0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("state");
   TCase *tc = tcase_create("core");
@@ -208,6 +236,7 @@ int main(void) {
   tcase_add_test(tc, a_crash_between_link_and_rename_leaves_the_older_record_as_state);
   tcase_add_test(tc, neither_good_is_refused_with_both_faults);
   tcase_add_test(tc, a_longer_file_or_another_version_is_refused);
+  tcase_add_test(tc, the_header_is_the_documented_bytes);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

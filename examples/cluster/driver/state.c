@@ -5,39 +5,65 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "codec.h"
+
 static const char magic[8] = {'T', 'L', 'D', 'S', 'T', 'A', 'T', 'E'};
+
+/* A file's header, as STATE_HEADER_FIELDS describes it, with its checksum. */
+typedef struct state_header {
+#define STATE_FIELD(name, bits) uint##bits##_t name;
+  STATE_HEADER_FIELDS(STATE_FIELD)
+#undef STATE_FIELD
+  uint64_t checksum; /* FNV-1a 64 of the bytes before it and of the body */
+} state_header;
+
+/* Bytes of the header the checksum covers: the magic and the fields. */
+#define STATE_FIELD_BYTES(name, bits) +(bits) / 8
+#define STATE_COVERED (sizeof magic STATE_HEADER_FIELDS(STATE_FIELD_BYTES))
+_Static_assert(STATE_COVERED + 8 == STATE_HEADER, "the header is its fields and its checksum");
+
+/* The header's bytes before its checksum, then the body: the checksum's input. */
+static uint64_t checksum(const uint8_t *h, const void *body, size_t len) {
+  return tl__fnv1a(tl__fnv1a(TL__FNV1A_INIT, h, STATE_COVERED), body, len);
+}
+
+/* The header of a body into out, its checksum computed. */
+static void header_put(uint8_t out[STATE_HEADER], const state_header *h, const void *body,
+                       size_t len) {
+  tl__wbuf w;
+  tl__wbuf_init_fixed(&w, out, STATE_HEADER);
+  tl__put_bytes(&w, magic, sizeof magic);
+#define STATE_PUT(name, bits) tl__put_u##bits(&w, h->name);
+  STATE_HEADER_FIELDS(STATE_PUT)
+#undef STATE_PUT
+  tl__put_u64(&w, checksum(out, body, len));
+}
+
+/* The header in bytes into *h: false when the magic is not this format's. */
+static bool header_get(const uint8_t bytes[STATE_HEADER], state_header *h) {
+  tl__rbuf r = tl__rbuf_over(bytes, STATE_HEADER);
+  bool ours = memcmp(tl__get_bytes(&r, sizeof magic), magic, sizeof magic) == 0;
+#define STATE_GET(name, bits) h->name = tl__get_u##bits(&r);
+  STATE_HEADER_FIELDS(STATE_GET)
+#undef STATE_GET
+  h->checksum = tl__get_u64(&r);
+  return ours;
+}
 
 uint64_t state_crash_write;
 int state_crash_point;
 uint64_t state_write_count;
 
-void state_put_le(uint8_t *p, uint64_t v, int n) {
-  for (int i = 0; i < n; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
-}
+void state_put_le(uint8_t *p, uint64_t v, int n) { tl__le_put(p, v, (size_t)n); }
 
-uint64_t state_get_le(const uint8_t *p, int n) {
-  uint64_t v = 0;
-  for (int i = 0; i < n; i++)
-    v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
-
-static uint64_t fnv1a(uint64_t h, const uint8_t *p, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    h ^= p[i];
-    h *= UINT64_C(0x100000001b3);
-  }
-  return h;
-}
-
-#define FNV_BASIS UINT64_C(0xcbf29ce484222325)
+uint64_t state_get_le(const uint8_t *p, int n) { return tl__le_get(p, (size_t)n); }
 
 static void crash_at(int point) {
   if (state_crash_write != 0 && state_write_count == state_crash_write &&
@@ -77,12 +103,8 @@ int state_write(const char *dir, uint64_t tid_reserved, const void *body, size_t
   snprintf(link_tmp, sizeof link_tmp, "%.*s/state.prev.tmp", STATE_DIR_MAX, dir);
   state_write_count++;
   uint8_t h[STATE_HEADER];
-  memcpy(h, magic, sizeof magic);
-  state_put_le(h + 8, STATE_VERSION, 4);
-  state_put_le(h + 12, 0, 4);
-  state_put_le(h + 16, tid_reserved, 8);
-  state_put_le(h + 24, len, 8);
-  state_put_le(h + 32, fnv1a(fnv1a(FNV_BASIS, h, 32), body, len), 8);
+  state_header header = {.version = STATE_VERSION, .tid_reserved = tid_reserved, .body_len = len};
+  header_put(h, &header, body, len);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0)
     return fail(why, whylen, "open", tmp);
@@ -149,17 +171,18 @@ static int read_one(const char *path, state_record *out, char *why, size_t whyle
     return fail(why, whylen, "stat", path);
   }
   uint8_t h[STATE_HEADER];
+  state_header header;
   size_t size = (size_t)sb.st_size;
   ssize_t got = size >= sizeof h ? read(fd, h, sizeof h) : 0;
   const char *bad = NULL;
   uint64_t len = 0;
   if (got != (ssize_t)sizeof h)
     bad = "shorter than its header";
-  else if (memcmp(h, magic, sizeof magic) != 0)
+  else if (!header_get(h, &header))
     bad = "not a tl-driver state file";
-  else if (state_get_le(h + 8, 4) != STATE_VERSION)
+  else if (header.version != STATE_VERSION)
     bad = "of another version";
-  else if ((len = state_get_le(h + 24, 8)) > STATE_BODY_MAX || len > size - sizeof h)
+  else if ((len = header.body_len) > STATE_BODY_MAX || len > size - sizeof h)
     bad = "truncated: its body is shorter than its header says";
   else if (len < size - sizeof h)
     bad = "longer than its header says";
@@ -182,7 +205,7 @@ static int read_one(const char *path, state_record *out, char *why, size_t whyle
     }
     if (have != len)
       bad = "truncated while it was read";
-    else if (fnv1a(fnv1a(FNV_BASIS, h, 32), body, len) != state_get_le(h + 32, 8))
+    else if (checksum(h, body, len) != header.checksum)
       bad = "corrupt: its checksum does not match";
   }
   close(fd);
@@ -193,7 +216,7 @@ static int read_one(const char *path, state_record *out, char *why, size_t whyle
   }
   out->body = body;
   out->len = len;
-  out->tid_reserved = state_get_le(h + 16, 8);
+  out->tid_reserved = header.tid_reserved;
   return 1;
 }
 

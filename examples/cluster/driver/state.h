@@ -9,11 +9,12 @@
  * the one before it, and state.prev the one before that or older. (Where the file system has no
  * hard links, state is renamed to state.prev instead, and a crash before the second rename
  * leaves no state: the reader takes state.prev.) Each file is a 40-byte header then the
- * body:
+ * body. The header is the magic, the fields of STATE_HEADER_FIELDS below, then the checksum,
+ * every integer little-endian, written and read with the project's byte codec (lib/codec.h):
  *
  *   offset  size  field
  *        0     8  magic "TLDSTATE"
- *        8     4  version (STATE_VERSION), little-endian like every field
+ *        8     4  version (STATE_VERSION)
  *       12     4  0
  *       16     8  tid reservation: no tid above it was sent to an executor while this was the
  *                 newest record
@@ -27,7 +28,16 @@
 #include <stdint.h>
 
 #define STATE_VERSION 1
-#define STATE_HEADER 40                     /* bytes of a file's header */
+#define STATE_HEADER 40 /* bytes of a file's header */
+
+/* The header's fields between its magic and its checksum, in their order: XX(name, bits). The
+ * one description of them: state.c makes the header's struct, its writer and its reader from
+ * it. */
+#define STATE_HEADER_FIELDS(XX)                                                                    \
+  XX(version, 32)                           /* STATE_VERSION */                                    \
+  XX(zero, 32)                              /* 0; not checked when read */                         \
+  XX(tid_reserved, 64)                      /* the tid reservation */                              \
+  XX(body_len, 64)                          /* bytes of the body */
 #define STATE_BODY_MAX (UINT64_C(1) << 32)  /* a longer body is refused as corrupt */
 #define STATE_DIR_MAX 1000                  /* bytes of the directory's name at most */
 #define STATE_PATH_MAX (STATE_DIR_MAX + 16) /* a file's path in it, NUL included */
@@ -43,8 +53,9 @@ typedef struct state_record {
   char why_newest[STATE_WHY_MAX]; /* with fell_back: why state was not taken */
 } state_record;
 
-/* n (1..8) bytes at p as a little-endian integer, and back: the files' and the driver's record
- * body's encoding. */
+/* n (1..8) bytes at p as a little-endian integer, and back: the codec's tl__le_put and
+ * tl__le_get, kept under these names for driver.c's record body until it is written with the
+ * codec's writer and reader (tl__wbuf, tl__rbuf); new code uses the codec. */
 void state_put_le(uint8_t *p, uint64_t v, int n);
 uint64_t state_get_le(const uint8_t *p, int n);
 
