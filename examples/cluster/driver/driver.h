@@ -12,6 +12,7 @@
 
 #include <uv.h>
 
+#include "codec.h"
 #include "conn.h"
 #include "driver_opts.h"
 #include "launcher.h"
@@ -225,11 +226,8 @@ typedef struct record_state {
   const char *state_dir;      /* --state-dir; NULL: none */
   uint64_t snapshot_ms;       /* --snapshot-ms */
   uv_timer_t state_timer;     /* writes the record */
-  uint8_t *state_body;        /* the last record's body, for a write that only reserves tids */
-  size_t state_len;           /* its bytes */
-  size_t state_cap;           /* bytes allocated */
-  uint8_t *state_spare;       /* the next body is encoded here, then swapped with it */
-  size_t state_spare_cap;     /* bytes allocated */
+  tl__wbuf body;              /* the last record's body, for a write that only reserves tids */
+  tl__wbuf spare;             /* the next body is encoded here, then swapped with it */
   uint64_t tid_reserved;      /* no tid above it is sent before a write reserves more */
   uint64_t tid_max;           /* the highest tid launched */
   uint64_t state_writes;      /* records written */

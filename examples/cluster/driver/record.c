@@ -11,23 +11,66 @@
 static void on_commit(uv_idle_t *idle);
 
 /* ---------------------------------------------------------------------------------------------
- * Failover (--state-dir; docs/cluster.md "Driver failover"): the run's record, written with
- * state.c, and the recovery of a run from it.
+ * The record's body (docs/cluster.md "Driver failover"), written and read with the project's
+ * byte codec (codec.h): every integer little-endian, every string a u16 length and its bytes.
  *
- * The record's body, every integer little-endian, every string a u16 length and its bytes:
  *   u32 STATE_BODY_VERSION; the token; u32 the port; u64 ns offering so far;
- *   u32 jobs, and for each: u32 stages, u32 current, u8 failed, u8 done, and for each stage:
- *     the kind, u32 ntasks, u64 taskset, u32 succeeded, failed attempts, counted failures,
- *     killed, finished as zombies, u8 failed, u8 released;
- *   u32 executors started (exec_rec), and for each: the id, u8 started, ended, released,
- *     fault_killed, injected, forced, caused_by_app, requested, kind, i32 exit code, the reason
- *     and the source;
- *   u64 counters (STATE_COUNTERS below);
+ *   u32 jobs, and for each: JOB_FIELDS, and for each of its stages: STAGE_FIELDS;
+ *   u32 executors started (exec_rec), and for each: EXEC_FIELDS;
+ *   STATE_COUNTERS, a u64 each;
  *   u64 the ledger's snapshot length, then tl_snapshot's bytes (docs/snapshot.md).
+ *
+ * Each record's fields are described once, in a table below, and the writer and the reader of
+ * a record both run over its table, side by side in this file. A table's row says how its field
+ * is kept:
+ *   U(width, field)   an unsigned integer of width bytes
+ *   I(width, field)   a signed one, two's complement
+ *   B(field)          a bool, one byte (any byte but 0 is true)
+ *   S(field)          a string (a char array), which must fit it and hold no NUL
+ *   C(width, field)   an integer of the command line's, which the record must match
+ *   K(field)          a string of the command line's, which the record must match
+ *   X(field)          a u8 the record's own code says how to write and read (exec_started)
  * The record and the ledger are taken at one moment of the loop, between two calls: what the
  * jobs counted is exactly what the ledger holds.
  * ------------------------------------------------------------------------------------------- */
 
+#define JOB_FIELDS(U, I, B, S, C, K, X)                                                            \
+  C(4, nstages)                                                                                    \
+  U(4, current)                                                                                    \
+  B(failed)                                                                                        \
+  B(done)
+
+#define STAGE_FIELDS(U, I, B, S, C, K, X)                                                          \
+  K(kind)                                                                                          \
+  C(4, ntasks)                                                                                     \
+  U(8, taskset)                                                                                    \
+  U(4, succeeded)                                                                                  \
+  U(4, failed_attempts)                                                                            \
+  U(4, counted_failures)                                                                           \
+  U(4, killed)                                                                                     \
+  U(4, zombie_finished)                                                                            \
+  B(failed)                                                                                        \
+  B(released)
+
+/* An executor's `started` is X: an adopted executor is written as started (running, as far as
+ * the run knows), and read back as adopted when its end had not come. */
+#define EXEC_FIELDS(U, I, B, S, C, K, X)                                                           \
+  S(id)                                                                                            \
+  X(started)                                                                                       \
+  B(ended)                                                                                         \
+  B(released)                                                                                      \
+  B(fault_killed)                                                                                  \
+  B(injected)                                                                                      \
+  B(forced)                                                                                        \
+  B(caused_by_app)                                                                                 \
+  B(requested)                                                                                     \
+  U(1, kind)                                                                                       \
+  I(4, exit_code)                                                                                  \
+  S(reason)                                                                                        \
+  S(source)                                                                                        \
+  S(handle)
+
+/* The counters, each kept by the file that owns it (a u64 each). */
 #define STATE_COUNTERS(XX)                                                                         \
   XX(scaling, started)                                                                             \
   XX(conns, registered)                                                                            \
@@ -45,135 +88,113 @@ static void on_commit(uv_idle_t *idle);
   XX(link, frames_out)                                                                             \
   XX(scaling, most_active)
 
-typedef struct wbuf {
-  uint8_t *p;
-  size_t len, cap;
-} wbuf;
+/* The writer's rows: rec is the record written. */
+#define W_U(n, f) tl__put_le(w, (uint64_t)rec->f, n);
+#define W_I(n, f) tl__put_le(w, (uint64_t)(int64_t)rec->f, n);
+#define W_B(f) tl__put_u8(w, rec->f ? 1 : 0);
+#define W_S(f) tl__put_str16(w, rec->f, strlen(rec->f));
+#define W_C W_U
+#define W_K W_S
+#define W_X(f) tl__put_u8(w, exec_##f##_out(rec));
+#define WRITE(FIELDS) FIELDS(W_U, W_I, W_B, W_S, W_C, W_K, W_X)
 
-static void w_bytes(wbuf *w, const void *src, size_t n) {
-  if (w->len + n > w->cap) {
-    size_t cap = w->cap ? w->cap : 4096;
-    while (cap < w->len + n)
-      cap *= 2;
-    uint8_t *p = realloc(w->p, cap);
-    if (!p)
-      die_oom();
-    w->p = p;
-    w->cap = cap;
+/* The reader's rows: rec is the record read into; *same turns false where it differs from the
+ * command line's. A value out of its field's range makes r bad. */
+#define R_U(n, f)                                                                                  \
+  {                                                                                                \
+    uint64_t v = tl__get_le(r, n);                                                                 \
+    rec->f = (__typeof__(rec->f))v;                                                                \
+    if ((uint64_t)rec->f != v)                                                                     \
+      tl__rbuf_fail(r, TL__RFAULT_RANGE);                                                          \
   }
-  memcpy(w->p + w->len, src, n);
-  w->len += n;
-}
-
-static void w_le(wbuf *w, uint64_t v, int n) {
-  uint8_t b[8];
-  state_put_le(b, v, n);
-  w_bytes(w, b, (size_t)n);
-}
-
-static void w_str(wbuf *w, const char *s) {
-  size_t n = strlen(s);
-  w_le(w, n, 2);
-  w_bytes(w, s, n);
-}
-
-typedef struct rbuf {
-  const uint8_t *p;
-  size_t len, at;
-  bool bad; /* read past the end, or a field out of its bounds */
-} rbuf;
-
-static uint64_t r_le(rbuf *r, int n) {
-  if (r->bad || r->len - r->at < (size_t)n) {
-    r->bad = true;
-    return 0;
+#define R_I(n, f)                                                                                  \
+  rec->f = (__typeof__(rec->f))((int64_t)(tl__get_le(r, n) << (64 - 8 * (n))) >> (64 - 8 * (n)));
+#define R_B(f) rec->f = tl__get_u8(r) != 0;
+#define R_S(f) tl__get_cstr16(r, 0, rec->f, sizeof rec->f, NULL);
+#define R_C(n, f) *same = *same && tl__get_le(r, n) == (uint64_t)rec->f;
+#define R_K(f)                                                                                     \
+  {                                                                                                \
+    char text[sizeof rec->f];                                                                      \
+    tl__get_cstr16(r, 0, text, sizeof text, NULL);                                                 \
+    *same = *same && !strcmp(text, rec->f);                                                        \
   }
-  uint64_t v = state_get_le(r->p + r->at, n);
-  r->at += (size_t)n;
-  return v;
+#define R_X(f) exec_##f##_in(rec, tl__get_u8(r) != 0);
+#define READ(FIELDS) FIELDS(R_U, R_I, R_B, R_S, R_C, R_K, R_X)
+
+static uint8_t exec_started_out(const exec_rec *e) { return e->started || e->adopted; }
+
+/* Read as it was written; get_exec then makes it adopted when the executor was still running
+ * when the driver died: this process did not start it, so its launcher will not report its end;
+ * the connection and the pending-loss timeout will (unless the launcher takes it back:
+ * adopt_executors). */
+static void exec_started_in(exec_rec *e, bool started) { e->started = started; }
+
+static void put_job(tl__wbuf *w, const job *rec) { WRITE(JOB_FIELDS) }
+static void get_job(tl__rbuf *r, job *rec, bool *same) {
+  READ(JOB_FIELDS)
+  if (rec->current >= rec->nstages)
+    tl__rbuf_fail(r, TL__RFAULT_RANGE);
 }
 
-/* A string into dst[0..cap): longer ones, or ones holding a NUL, make the record bad. */
-static void r_str(rbuf *r, char *dst, size_t cap) {
-  size_t n = (size_t)r_le(r, 2);
-  if (r->bad || n >= cap || r->len - r->at < n || memchr(r->p + r->at, 0, n)) {
-    r->bad = true;
-    dst[0] = '\0';
-    return;
-  }
-  memcpy(dst, r->p + r->at, n);
-  dst[n] = '\0';
-  r->at += n;
+static void put_stage(tl__wbuf *w, const stage *rec) { WRITE(STAGE_FIELDS) }
+static void get_stage(tl__rbuf *r, stage *rec, bool *same) {
+  READ(STAGE_FIELDS)
+  if (rec->succeeded > rec->ntasks)
+    tl__rbuf_fail(r, TL__RFAULT_RANGE);
+}
+
+static void put_exec(tl__wbuf *w, const exec_rec *rec) { WRITE(EXEC_FIELDS) }
+static void get_exec(tl__rbuf *r, exec_rec *rec, bool *same) {
+  (void)same; /* nothing of an executor's comes from the command line */
+  READ(EXEC_FIELDS)
+  if (rec->kind >= LOSS_KINDS)
+    tl__rbuf_fail(r, TL__RFAULT_RANGE);
+  bool started = rec->started;
+  rec->started = started && rec->ended;
+  rec->adopted = started && !rec->ended;
 }
 
 static int snapshot_to_wbuf(void *ud, const void *buf, size_t n) {
-  w_bytes(ud, buf, n);
+  tl__put_bytes(ud, buf, n);
   return 0;
 }
 
-/* The record's body into w: TL_OK, or tl_snapshot's error (TL_EBUSY: events undelivered). */
-static int encode_state(driver *d, wbuf *w) {
-  w->len = 0;
-  w_le(w, STATE_BODY_VERSION, 4);
-  w_str(w, d->auth.token);
-  w_le(w, (uint64_t)d->edge.port, 4);
-  w_le(w, d->phase.offering ? d->record.recovered_elapsed + (uv_hrtime() - d->phase.start_ns) : 0,
-       8);
-  w_le(w, d->jobs.njobs, 4);
+/* The record's body into w (emptied first): TL_OK, or tl_snapshot's error (TL_EBUSY: events
+ * undelivered). */
+static int encode_state(driver *d, tl__wbuf *w) {
+  tl__wbuf_reset(w);
+  tl__put_u32(w, STATE_BODY_VERSION);
+  tl__put_str16(w, d->auth.token, strlen(d->auth.token));
+  tl__put_u32(w, (uint32_t)d->edge.port);
+  tl__put_u64(w, d->phase.offering ? d->record.recovered_elapsed + (uv_hrtime() - d->phase.start_ns)
+                                   : 0);
+  tl__put_u32(w, (uint32_t)d->jobs.njobs);
   for (size_t i = 0; i < d->jobs.njobs; i++) {
     const job *j = &d->jobs.list[i];
-    w_le(w, j->nstages, 4);
-    w_le(w, j->current, 4);
-    w_le(w, j->failed, 1);
-    w_le(w, j->done, 1);
-    for (uint32_t k = 0; k < j->nstages; k++) {
-      const stage *st = &j->stages[k];
-      w_str(w, st->kind);
-      w_le(w, st->ntasks, 4);
-      w_le(w, st->taskset, 8);
-      w_le(w, st->succeeded, 4);
-      w_le(w, st->failed_attempts, 4);
-      w_le(w, st->counted_failures, 4);
-      w_le(w, st->killed, 4);
-      w_le(w, st->zombie_finished, 4);
-      w_le(w, st->failed, 1);
-      w_le(w, st->released, 1);
-    }
+    put_job(w, j);
+    for (uint32_t k = 0; k < j->nstages; k++)
+      put_stage(w, &j->stages[k]);
   }
-  w_le(w, d->scaling.nexecs, 4);
+  tl__put_u32(w, d->scaling.nexecs);
   for (uint32_t i = 0; i < d->scaling.nexecs; i++) {
     exec_rec *e = &d->scaling.execs[i];
-    w_str(w, e->id);
-    /* An adopted executor is still running as far as the run knows: started, its end not in. */
-    w_le(w, e->started || e->adopted, 1);
-    w_le(w, e->ended, 1);
-    w_le(w, e->released, 1);
-    w_le(w, e->fault_killed, 1);
-    w_le(w, e->injected, 1);
-    w_le(w, e->forced, 1);
-    w_le(w, e->caused_by_app, 1);
-    w_le(w, e->requested, 1);
-    w_le(w, (uint64_t)e->kind, 1);
-    w_le(w, (uint32_t)e->exit_code, 4);
-    w_str(w, e->reason);
-    w_str(w, e->source);
     char h[LAUNCHER_HANDLE_MAX];
     if (e->started && !e->ended && d->run.launcher && d->run.ops->handle &&
         d->run.ops->handle(d->run.launcher, e->id, h, sizeof h) > 0)
       copy_text(e->handle, sizeof e->handle, h);
-    w_str(w, e->handle);
+    put_exec(w, e);
   }
-#define PUT_COUNTER(g, f) w_le(w, d->g.f, 8);
+#define PUT_COUNTER(g, f) tl__put_u64(w, d->g.f);
   STATE_COUNTERS(PUT_COUNTER)
 #undef PUT_COUNTER
   size_t at = w->len;
-  w_le(w, 0, 8);
+  tl__put_u64(w, 0);
   int rc = tl_snapshot(d->run.s, snapshot_to_wbuf, w);
+  if (w->failed)
+    die_oom();
   if (rc != TL_OK)
     return rc;
-  uint64_t n = w->len - at - 8;
-  for (int i = 0; i < 8; i++)
-    w->p[at + (size_t)i] = (uint8_t)(n >> (8 * i));
+  tl__patch_u64(w, at, w->len - at - 8);
   return TL_OK;
 }
 
@@ -187,10 +208,7 @@ int write_state(driver *d, bool fresh) {
   uint64_t t0 = uv_hrtime();
   if (fresh) {
     /* Into the spare buffer: the last good body stays for reservations until this one is. */
-    wbuf w = {d->record.state_spare, 0, d->record.state_spare_cap};
-    int rc = encode_state(d, &w);
-    d->record.state_spare = w.p;
-    d->record.state_spare_cap = w.cap;
+    int rc = encode_state(d, &d->record.spare);
     if (rc != TL_OK) {
       if (rc == TL_EBUSY) {
         d->record.state_busy++;
@@ -200,14 +218,10 @@ int write_state(driver *d, bool fresh) {
       }
       return -1;
     }
-    uint8_t *p = d->record.state_body;
-    size_t cap = d->record.state_cap;
-    d->record.state_body = d->record.state_spare;
-    d->record.state_cap = d->record.state_spare_cap;
-    d->record.state_len = w.len;
-    d->record.state_spare = p;
-    d->record.state_spare_cap = cap;
-  } else if (d->record.state_len == 0) {
+    tl__wbuf spare = d->record.spare;
+    d->record.spare = d->record.body;
+    d->record.body = spare;
+  } else if (d->record.body.len == 0) {
     return -1;
   } else {
     d->record.state_reserves++;
@@ -217,7 +231,7 @@ int write_state(driver *d, bool fresh) {
       (d->record.tid_max > d->record.tid_reserved ? d->record.tid_max : d->record.tid_reserved) +
       TID_BLOCK;
   char why[512];
-  if (state_write(d->record.state_dir, reserve, d->record.state_body, d->record.state_len, why,
+  if (state_write(d->record.state_dir, reserve, d->record.body.buf, d->record.body.len, why,
                   sizeof why) != 0) {
     fprintf(stderr, "tl-driver: writing the state: %s\n", why);
     d->record.state_failed++;
@@ -334,82 +348,41 @@ void reserve_tids(driver *d, uint64_t max) {
 /* Reads the run's part of a record into d, checking it against the command line's jobs.
  * Returns 0 with the snapshot's bytes in *snap, or 1 (the message printed). */
 int read_state_body(driver *d, const state_record *rec, const uint8_t **snap, size_t *snap_len) {
-  rbuf r = {rec->body, rec->len, 0, false};
+  tl__rbuf rb = tl__rbuf_over(rec->body, rec->len);
+  tl__rbuf *r = &rb;
   const char *bad = NULL;
   char token[sizeof d->auth.token];
-  if (r_le(&r, 4) != STATE_BODY_VERSION)
+  bool same = true;
+  if (tl__get_u32(r) != STATE_BODY_VERSION)
     bad = "its body is of another version";
-  r_str(&r, token, sizeof token);
-  uint64_t port = r_le(&r, 4);
-  uint64_t elapsed = r_le(&r, 8);
-  if (!bad && (r.bad || port == 0 || port > 65535 || strlen(token) < TOKEN_MIN))
+  tl__get_cstr16(r, 0, token, sizeof token, NULL);
+  uint64_t port = tl__get_u32(r);
+  uint64_t elapsed = tl__get_u64(r);
+  if (!bad && (r->bad || port == 0 || port > 65535 || strlen(token) < TOKEN_MIN))
     bad = "its token or port is bad";
-  if (!bad && r_le(&r, 4) != d->jobs.njobs)
-    bad = "its jobs differ from the command line's";
-  for (size_t i = 0; i < d->jobs.njobs && !bad; i++) {
+  if (!bad && tl__get_u32(r) != d->jobs.njobs)
+    same = false;
+  for (size_t i = 0; i < d->jobs.njobs && !bad && same && !r->bad; i++) {
     job *j = &d->jobs.list[i];
-    if (r_le(&r, 4) != j->nstages) {
-      bad = "its jobs differ from the command line's";
-      break;
-    }
-    j->current = (uint32_t)r_le(&r, 4);
-    j->failed = r_le(&r, 1) != 0;
-    j->done = r_le(&r, 1) != 0;
-    if (j->current >= j->nstages)
-      r.bad = true;
-    for (uint32_t k = 0; k < j->nstages && !bad; k++) {
-      stage *st = &j->stages[k];
-      char kind[TLC_KIND_MAX + 1];
-      r_str(&r, kind, sizeof kind);
-      if (strcmp(kind, st->kind) != 0 || r_le(&r, 4) != st->ntasks)
-        bad = "its jobs differ from the command line's";
-      st->taskset = r_le(&r, 8);
-      st->succeeded = (uint32_t)r_le(&r, 4);
-      st->failed_attempts = (uint32_t)r_le(&r, 4);
-      st->counted_failures = (uint32_t)r_le(&r, 4);
-      st->killed = (uint32_t)r_le(&r, 4);
-      st->zombie_finished = (uint32_t)r_le(&r, 4);
-      st->failed = r_le(&r, 1) != 0;
-      st->released = r_le(&r, 1) != 0;
-      if (st->succeeded > st->ntasks)
-        r.bad = true;
-    }
+    get_job(r, j, &same);
+    for (uint32_t k = 0; k < j->nstages && same && !r->bad; k++)
+      get_stage(r, &j->stages[k], &same);
   }
-  uint64_t nexecs = bad ? 0 : r_le(&r, 4);
+  if (!bad && !same)
+    bad = "its jobs differ from the command line's";
+  uint64_t nexecs = bad ? 0 : tl__get_u32(r);
   if (nexecs > MAX_STARTED)
-    r.bad = true;
-  for (uint32_t i = 0; i < nexecs && !r.bad && !bad; i++) {
-    exec_rec *e = &d->scaling.execs[i];
-    r_str(&r, e->id, sizeof e->id);
-    bool started = r_le(&r, 1) != 0;
-    e->ended = r_le(&r, 1) != 0;
-    e->released = r_le(&r, 1) != 0;
-    e->fault_killed = r_le(&r, 1) != 0;
-    e->injected = r_le(&r, 1) != 0;
-    e->forced = r_le(&r, 1) != 0;
-    e->caused_by_app = r_le(&r, 1) != 0;
-    e->requested = r_le(&r, 1) != 0;
-    uint64_t kind = r_le(&r, 1);
-    e->exit_code = (int)(int32_t)(uint32_t)r_le(&r, 4);
-    r_str(&r, e->reason, sizeof e->reason);
-    r_str(&r, e->source, sizeof e->source);
-    r_str(&r, e->handle, sizeof e->handle);
-    if (kind >= LOSS_KINDS)
-      r.bad = true;
-    e->kind = (tl_loss_kind)kind;
-    /* Still running when the driver died: this process did not start it, so its launcher
-     * will not report its end; the connection and the pending-loss timeout will. */
-    e->started = started && e->ended;
-    e->adopted = started && !e->ended;
-  }
-#define GET_COUNTER(g, f) d->g.f = (__typeof__(d->g.f))r_le(&r, 8);
+    tl__rbuf_fail(r, TL__RFAULT_RANGE);
+  for (uint32_t i = 0; i < nexecs && !r->bad && !bad; i++)
+    get_exec(r, &d->scaling.execs[i], &same);
+#define GET_COUNTER(g, f) d->g.f = (__typeof__(d->g.f))tl__get_u64(r);
   if (!bad)
     STATE_COUNTERS(GET_COUNTER)
 #undef GET_COUNTER
-  uint64_t n = bad ? 0 : r_le(&r, 8);
-  if (!bad && !r.bad && n != r.len - r.at)
-    r.bad = true;
-  if (!bad && r.bad)
+  uint64_t n = bad ? 0 : tl__get_u64(r);
+  if (!bad && !r->bad && n != tl__rbuf_left(r))
+    tl__rbuf_fail(r, TL__RFAULT_RANGE);
+  if (!bad && r->bad)
     bad = "its body does not parse";
   if (bad) {
     fprintf(stderr, "tl-driver: the state in %s cannot be recovered: %s\n", d->record.state_dir,
@@ -428,7 +401,7 @@ int read_state_body(driver *d, const state_record *rec, const uint8_t **snap, si
    * themselves, and one that never registered may register now. */
   phase_offer(d);
   d->record.recovered_elapsed = elapsed;
-  *snap = r.p + r.at;
+  *snap = r->p + r->at;
   *snap_len = (size_t)n;
   return 0;
 }
@@ -453,6 +426,8 @@ void record_configure(driver *d, const driver_opts *o) {
 }
 
 void record_init(driver *d) {
+  tl__wbuf_init(&d->record.body, realloc, free);
+  tl__wbuf_init(&d->record.spare, realloc, free);
   uv_idle_init(d->run.loop, &d->record.commit);
   d->record.commit.data = d;
   uv_timer_init(d->run.loop, &d->record.state_timer);
@@ -465,8 +440,8 @@ void record_close(driver *d, uv_close_cb on_closed) {
 }
 
 void record_free(driver *d) {
-  free(d->record.state_body);
-  free(d->record.state_spare);
+  tl__wbuf_free(&d->record.body);
+  tl__wbuf_free(&d->record.spare);
 }
 
 /* A restored run: no tid up to floor - 1 may be given again, and none was launched above it. */

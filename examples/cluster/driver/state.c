@@ -61,10 +61,6 @@ uint64_t state_crash_write;
 int state_crash_point;
 uint64_t state_write_count;
 
-void state_put_le(uint8_t *p, uint64_t v, int n) { tl__le_put(p, v, (size_t)n); }
-
-uint64_t state_get_le(const uint8_t *p, int n) { return tl__le_get(p, (size_t)n); }
-
 static void crash_at(int point) {
   if (state_crash_write != 0 && state_write_count == state_crash_write &&
       state_crash_point == point)

@@ -53,12 +53,6 @@ typedef struct state_record {
   char why_newest[STATE_WHY_MAX]; /* with fell_back: why state was not taken */
 } state_record;
 
-/* n (1..8) bytes at p as a little-endian integer, and back: the codec's tl__le_put and
- * tl__le_get, kept under these names for driver.c's record body until it is written with the
- * codec's writer and reader (tl__wbuf, tl__rbuf); new code uses the codec. */
-void state_put_le(uint8_t *p, uint64_t v, int n);
-uint64_t state_get_le(const uint8_t *p, int n);
-
 /* Fault injection for tests (tl-driver --crash-in-state-write N:P): when state_crash_write is
  * the number of the write (counting this process's writes from 1), the process kills itself
  * with SIGKILL at point state_crash_point of it: STATE_CRASH_TORN halfway through the body of

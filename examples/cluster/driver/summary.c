@@ -16,7 +16,7 @@ void print_recovery(const driver *d) {
            d->record.state_writes
                ? (double)d->record.state_ns / 1e6 / (double)d->record.state_writes
                : 0.0,
-           (uint64_t)d->record.state_len, d->record.synced_sent);
+           (uint64_t)d->record.body.len, d->record.synced_sent);
     if (d->record.launch_early)
       printf("launches: sent before a record holds them (--launch-before-record)\n");
     else
