@@ -9,7 +9,7 @@
 # 400 and an oversized head 431. A connection left with half a request must not keep the driver
 # from finishing: it exits 0 (its summary says OK) and that connection gets EOF, no answer.
 #
-# The server is GNU libmicrohttpd (examples/cluster/metrics_http.c), and one expectation follows
+# The server is GNU libmicrohttpd (examples/cluster/driver/metrics_http.c), and one expectation follows
 # it: on an oversized head it answers 431 after reading only its first METRICS_HTTP_MEMORY_MAX
 # bytes and closes at once, so the rest of the head, unread, turns the close into a reset. The
 # client's write may then fail (EPIPE) and its read end with ECONNRESET after the 431; neither is

@@ -667,7 +667,7 @@ void print_edge(const driver *d);
 void print_ledger(const driver *d, const tl_stats *st, int check, const char *why);
 
 /* ---------------------------------------------------------------------------------------------
- * The run (driver.c): the loop, the ledger, the launcher, and where the run is.
+ * The run (driver.c): the loop, the ledger, the launcher, the run's shape and its verdict.
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct run_state {

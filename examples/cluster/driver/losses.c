@@ -76,11 +76,18 @@ static void loss_ends(driver *d, loss_rec *lr, const tl_loss_reason *r, const ch
 void report_loss(driver *d, const char *id, const tl_loss_reason *reason, detection detected_by,
                  const char *source) {
   char e[ESC_MAX];
+  /* A callback of this report may report another loss (a write to a closed connection): the
+   * context is put back as it was after each. */
+  bool outer_reporting = d->losses.reporting;
+  detection outer_detecting = d->losses.detecting;
+  const char *outer_source = d->losses.source;
   d->losses.reporting = true;
   d->losses.detecting = detected_by;
   d->losses.source = source;
   int rc = tl_executor_lost(d->run.s, id, reason);
-  d->losses.reporting = false;
+  d->losses.reporting = outer_reporting;
+  d->losses.detecting = outer_detecting;
+  d->losses.source = outer_source;
   if (rc < 0) {
     fprintf(stderr, "tl-driver: tl_executor_lost %s: %s\n", esc(e, id), tl_err_name(rc));
     return;
