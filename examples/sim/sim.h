@@ -32,6 +32,9 @@
 #include "record.h"
 #include "taskledger.h"
 
+typedef struct sim sim;                 /* the run (at the end of this header) */
+typedef struct sim_attempt sim_attempt; /* an attempt (callbacks.c's) */
+
 /* ---------------------------------------------------------------------------------------------
  * Random numbers and the event queue (queue.c)
  * ------------------------------------------------------------------------------------------- */
@@ -124,11 +127,73 @@ void options_init(sim_options *o);
 int parse_args(sim_options *o, int argc, char **argv);
 
 /* ---------------------------------------------------------------------------------------------
- * The simulated world (world.c)
+ * The simulated world (world.c): what every file uses
  * ------------------------------------------------------------------------------------------- */
 
+#if defined(__GNUC__)
+#define PRINTF_LIKE(a, b) __attribute__((format(printf, a, b)))
+#else
+#define PRINTF_LIKE(a, b)
+#endif
+
 #define MS UINT64_C(1000000)
-#define RESULT_DONE (-2) /* a result stage's partition whose result reached the driver */
+
+/* What an event does (sim_event.kind): events.c's run_event runs it; world.c schedules it. */
+enum ev_kind {
+  EV_JOB,          /* exec: the job to submit */
+  EV_HEARTBEAT,    /* exec */
+  EV_RUNNING,      /* tid */
+  EV_FETCH,        /* tid: it reads its shuffle inputs */
+  EV_FINISH,       /* tid */
+  EV_KILL,         /* tid: the executor kills it as asked */
+  EV_BAD_UPDATE,   /* exec, tid, state, failure: a duplicate or late update */
+  EV_CRASH,        /* a one-phase crash of some executor */
+  EV_CRASH2,       /* a two-phase crash */
+  EV_REASON,       /* exec: the real reason of its two-phase loss */
+  EV_HANG,         /* an executor hangs */
+  EV_WAKE,         /* exec: a hung executor comes back, to find itself removed */
+  EV_DECOMMISSION, /* an executor is decommissioned */
+  EV_DECOM_REMOVE, /* exec: it is drained or its time is up */
+  EV_JOIN,         /* a late executor joins (the Poisson process of --join) */
+  EV_REPLACE,      /* exec: a replacement for a lost executor joins on its host */
+  EV_TICK          /* tl_tick is due */
+};
+
+extern size_t results_live; /* result buffers sent in FINISHED updates and not yet freed */
+
+/* A result buffer of a FINISHED update, and its result_free. */
+void result_free(void *p);
+void *result_new(void);
+/* calloc and the growth of an array of `size`-byte items to `need` (new items zeroed); both exit
+ * with status 2 when out of memory, as oom does. */
+void *xcalloc(size_t n, size_t size);
+void grow(void **items, size_t *cap, size_t need, size_t size);
+void oom(void);
+/* A line of the event log (stdout, unless --quiet); a broken contract (stderr, counted in
+ * problems); a mark in the record at the current time. */
+void logf_(sim *m, const char *fmt, ...) PRINTF_LIKE(2, 3);
+void problem(sim *m, const char *fmt, ...) PRINTF_LIKE(2, 3);
+void mark(sim *m, uint32_t exec, sim_mark_kind kind, const char *fmt, ...) PRINTF_LIKE(4, 5);
+/* Events: one of `kind` at `at`; a duplicate or late update (EV_BAD_UPDATE); the next arrival of
+ * a Poisson process of `rate` per second (none for 0). */
+void schedule(sim *m, uint64_t at, uint8_t kind, uint32_t exec, uint64_t tid);
+void schedule_update(sim *m, uint64_t at, uint32_t exec, uint64_t tid, tl_task_state st,
+                     tl_end_kind failure);
+void schedule_poisson(sim *m, uint8_t kind, double rate);
+uint64_t secs(double s); /* seconds to nanoseconds; 0 for s <= 0 */
+/* tl_config.clock and tl_config.journal; ud is the sim. */
+uint64_t sim_clock(void *ud);
+void journal_line(void *ud, const char *line);
+/* An executor's index from its id (UINT32_MAX when not one of ours), its ud from its index and
+ * back; an attempt by tid, or NULL. */
+uint32_t exec_of(const sim *m, const char *id);
+void *exec_ud(uint32_t x);
+uint32_t exec_of_ud(const void *ud);
+sim_attempt *attempt_of(sim *m, uint64_t tid);
+
+/* ---------------------------------------------------------------------------------------------
+ * Executors (executors.c)
+ * ------------------------------------------------------------------------------------------- */
 
 /* What the ledger knows of an executor, as the simulator tracks it: X_PENDING from its
  * executor_lost (the loss began) to its executor_removed (the loss ended: X_GONE). */
@@ -147,6 +212,22 @@ typedef struct sim_executor {
   uint32_t busy;           /* cores held */
   bool shutdown;           /* stopped at the end of the run: no replacement */
 } sim_executor;
+
+/* Registers a new executor on host_index (UINT32_MAX: a new host for a late joiner). */
+void executor_join(sim *m, uint32_t host_index, const char *why);
+/* The ledger removed executor x: its lane ends, and a replacement comes while faults are on. */
+void executor_removed(sim *m, uint32_t x);
+/* An executor a fault may hit (ALIVE, or DECOM too when allow_decom; its process running), never
+ * the last one; -1 when none. */
+int pick_executor(sim *m, bool allow_decom);
+/* Executor x's process died: its attempts stop, and some of their reports arrive late. */
+void in_flight_reports(sim *m, uint32_t x);
+
+/* ---------------------------------------------------------------------------------------------
+ * The DAG layer (dag.c)
+ * ------------------------------------------------------------------------------------------- */
+
+#define RESULT_DONE (-2) /* a result stage's partition whose result reached the driver */
 
 struct sim_ts;
 
@@ -202,8 +283,21 @@ typedef struct sim_ts {
   task_binary *binary;       /* the payload, until released */
 } sim_ts;
 
+/* The task set became zombie in the simulator's view (its stage's active attempt no more). */
+void became_zombie(sim *m, sim_ts *ts);
+/* A stage attempt failed: the stage is retried, or its job fails. */
+void stage_failed(sim *m, sim_ts *ts, const char *why);
+/* Submits what job j can run now, or ends the job when its result stage is complete. */
+void dag_advance(sim *m, uint32_t j);
+/* A result for partition p of from's stage landed on executor x. */
+void output_landed(sim *m, sim_ts *from, uint32_t p, uint32_t x);
+
+/* ---------------------------------------------------------------------------------------------
+ * Callbacks (callbacks.c): the ledger calls them; ud is the sim
+ * ------------------------------------------------------------------------------------------- */
+
 /* One attempt, indexed by tid. */
-typedef struct sim_attempt {
+struct sim_attempt {
   sim_ts *ts;
   uint32_t exec, core, index, attempt;
   uint64_t start_ns;
@@ -213,28 +307,26 @@ typedef struct sim_attempt {
   bool proc_done;    /* its process stopped working on it (reported, killed, or died) */
   bool ended;        /* task_ended came */
   bool speculative;
-} sim_attempt;
-
-/* Event kinds. */
-enum ev_kind {
-  EV_JOB,          /* exec: the job to submit */
-  EV_HEARTBEAT,    /* exec */
-  EV_RUNNING,      /* tid */
-  EV_FETCH,        /* tid: it reads its shuffle inputs */
-  EV_FINISH,       /* tid */
-  EV_KILL,         /* tid: the executor kills it as asked */
-  EV_BAD_UPDATE,   /* exec, tid, state, failure: a duplicate or late update */
-  EV_CRASH,        /* a one-phase crash of some executor */
-  EV_CRASH2,       /* a two-phase crash */
-  EV_REASON,       /* exec: the real reason of its two-phase loss */
-  EV_HANG,         /* an executor hangs */
-  EV_WAKE,         /* exec: a hung executor comes back, to find itself removed */
-  EV_DECOMMISSION, /* an executor is decommissioned */
-  EV_DECOM_REMOVE, /* exec: it is drained or its time is up */
-  EV_JOIN,         /* a late executor joins (the Poisson process of --join) */
-  EV_REPLACE,      /* exec: a replacement for a lost executor joins on its host */
-  EV_TICK          /* tl_tick is due */
 };
+
+void cb_task_started(void *ud, const tl_task_info *t);
+void cb_task_ended(void *ud, const tl_task_info *t, const tl_task_end *end);
+void cb_taskset_failed(void *ud, const tl_taskset_info *info, const char *reason);
+void cb_taskset_released(void *ud, const tl_taskset_info *info, void *payload);
+void cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss_reason *r);
+void cb_executor_removed(void *ud, const char *id, void *executor_ud, const tl_loss_reason *r);
+void cb_kill_task(void *ud, tl_tid tid, const char *id, bool interrupt, const char *reason);
+
+/* ---------------------------------------------------------------------------------------------
+ * Events (events.c)
+ * ------------------------------------------------------------------------------------------- */
+
+/* Does what the event says, at m->now. */
+void run_event(sim *m, const sim_event *ev);
+
+/* ---------------------------------------------------------------------------------------------
+ * After every event (after_event.c)
+ * ------------------------------------------------------------------------------------------- */
 
 /* Peaks of tl_stats' sizes. */
 #define STAT_FIELDS(XX)                                                                            \
@@ -255,6 +347,20 @@ enum ev_kind {
   XX(events_queued)                                                                                \
   XX(mem_live_bytes)                                                                               \
   XX(mem_live_blocks)
+
+#define STAT_ONE(name) +1
+#define NSTATS ((size_t)(0 STAT_FIELDS(STAT_ONE))) /* the sizes of STAT_FIELDS */
+
+/* The STAT_FIELDS sizes: their names, and field i of st. */
+extern const char *const stat_names[NSTATS];
+size_t *stat_field(tl_stats *st, size_t i);
+/* tl_tick, offer rounds while tasks are pending, tl_check, peaks and a sample of the ledger's
+ * sizes. */
+void after_event(sim *m);
+
+/* ---------------------------------------------------------------------------------------------
+ * The summary (summary.c)
+ * ------------------------------------------------------------------------------------------- */
 
 typedef struct counters {
   uint64_t jobs_succeeded, jobs_failed; /* jobs by how they ended */
@@ -283,148 +389,67 @@ typedef struct counters {
   uint64_t events, checks;              /* events run; tl_check calls */
 } counters;
 
-typedef struct sim {
-  sim_options o;            /* as parsed */
-  sim_rng rng;              /* every random draw of the run */
-  sim_queue q;              /* the events to come */
-  sim_record rec;           /* what the trace is written from */
-  tl_scheduler *s;          /* the ledger under simulation */
-  uint64_t now;             /* virtual nanoseconds: the ledger's clock */
+/* Prints the summary and the verdict on stdout; wall is the run's wall-clock seconds. */
+void summary(sim *m, double wall, bool drained);
+
+/* ---------------------------------------------------------------------------------------------
+ * The run (main.c)
+ * ------------------------------------------------------------------------------------------- */
+
+/* The run: one per process (main.c's), handed to every function and to the library as ud.
+ * Its fields are grouped by the file that owns them, one comment each, which names any other
+ * file that writes them. */
+struct sim {
+  /* The run's machinery (main.c sets it up; every file uses it). */
+  sim_options o;     /* as parsed (options.c) */
+  sim_rng rng;       /* every random draw of the run */
+  sim_queue q;       /* the events to come (world.c schedules them, main.c runs them) */
+  sim_record rec;    /* what the trace and the SVG are written from */
+  tl_scheduler *s;   /* the ledger under simulation */
+  uint64_t now;      /* virtual nanoseconds: the ledger's clock (main.c's loop advances it) */
+  uint64_t problems; /* contract violations the simulator saw (world.c's problem) */
+
+  /* Executors (executors.c; events.c and callbacks.c move each one's ledger and proc). */
   sim_executor *execs;      /* every executor ever, by index (exec-N is index N - 1) */
   size_t nexecs, execs_cap; /* used and allocated */
   uint32_t hosts_made;      /* hosts named so far */
   uint32_t late_on_host;    /* late executors placed on the newest host */
-  sim_job *jobs;            /* --jobs entries; those not yet submitted are J_WAITING */
-  uint32_t jobs_submitted;  /* jobs that arrived */
-  uint32_t next_stage_id;   /* stage ids are global, from 0 */
-  sim_ts **ts;              /* every task set, in submission order, kept to the end */
-  size_t nts, ts_cap;       /* used and allocated */
-  sim_attempt *attempts;    /* by tid (dense from 1) */
-  size_t attempts_cap;      /* allocated */
-  uint64_t max_tid;         /* the highest tid launched */
+
+  /* The DAG layer (dag.c; events.c makes a job's stages when it arrives). */
+  sim_job *jobs;           /* --jobs entries; those not yet submitted are J_WAITING */
+  uint32_t jobs_submitted; /* jobs that arrived */
+  uint32_t next_stage_id;  /* stage ids are global, from 0 */
+  sim_ts **ts;             /* every task set, in submission order, kept to the end */
+  size_t nts, ts_cap;      /* used and allocated */
+  size_t payloads_live;    /* payloads submitted and not yet handed back (callbacks.c takes
+                              them back) */
+
+  /* Attempts (callbacks.c, at task_started; world.c's attempt_of finds them). */
+  sim_attempt *attempts; /* by tid (dense from 1) */
+  size_t attempts_cap;   /* allocated */
+  uint64_t max_tid;      /* the highest tid launched */
+
+  /* After every event (after_event.c). */
   uint64_t tick_at;         /* the earliest EV_TICK scheduled, or UINT64_MAX */
-  size_t payloads_live;     /* payloads submitted and not yet handed back */
-  size_t stat_peak[32];     /* the peak of each STAT_FIELDS size */
   tl_stats st;              /* after the last event */
+  size_t stat_peak[NSTATS]; /* the peak of each STAT_FIELDS size */
   sim_sample last_sample;   /* the last one recorded */
   bool have_sample;         /* one was recorded */
-  bool check_failed;        /* tl_check failed at least once */
+  bool check_failed;        /* tl_check failed at least once (main.c's last check too) */
   char check_why[256];      /* its first violation */
-  uint64_t problems;        /* contract violations the simulator saw */
-  bool faults_on;           /* fault processes run until every job is done */
-  bool stopping;            /* the run is over: the DAG layer submits nothing more */
-  size_t retained;          /* task sets not released when the run ended */
-  size_t payloads_at_end;   /* payloads not handed back before tl_scheduler_free */
-  size_t results_at_end;    /* results not freed before tl_scheduler_free */
-  bool progress;            /* a progress line on stderr */
-  FILE *journal;            /* --journal's file, or NULL */
-  int journal_err;          /* the first write error, or 0 */
-  counters c;               /* what the summary reports */
-} sim;
 
-#if defined(__GNUC__)
-#define PRINTF_LIKE(a, b) __attribute__((format(printf, a, b)))
-#else
-#define PRINTF_LIKE(a, b)
-#endif
+  /* The run's course and its end (main.c). */
+  bool faults_on;         /* fault processes run until every job is done */
+  bool stopping;          /* the run is over: the DAG layer submits nothing more */
+  bool progress;          /* a progress line on stderr */
+  FILE *journal;          /* --journal's file, or NULL */
+  int journal_err;        /* the first write error (world.c's journal_line), or 0 */
+  size_t retained;        /* task sets not released when the run ended */
+  size_t payloads_at_end; /* payloads not handed back before tl_scheduler_free */
+  size_t results_at_end;  /* results not freed before tl_scheduler_free */
 
-extern size_t results_live; /* result buffers sent in FINISHED updates and not yet freed */
-
-/* A result buffer of a FINISHED update, and its result_free. */
-void result_free(void *p);
-void *result_new(void);
-/* calloc and the growth of an array of `size`-byte items to `need` (new items zeroed); both exit
- * with status 2 when out of memory, as oom does. */
-void *xcalloc(size_t n, size_t size);
-void grow(void **items, size_t *cap, size_t need, size_t size);
-void oom(void);
-/* A line of the event log (stdout, unless --quiet); a broken contract (stderr, counted in
- * problems); a mark in the record at the current time. */
-void logf_(sim *m, const char *fmt, ...) PRINTF_LIKE(2, 3);
-void problem(sim *m, const char *fmt, ...) PRINTF_LIKE(2, 3);
-void mark(sim *m, uint32_t exec, sim_mark_kind kind, const char *fmt, ...) PRINTF_LIKE(4, 5);
-/* Events: one of `kind` at `at`; a duplicate or late update (EV_BAD_UPDATE); the next arrival of
- * a Poisson process of `rate` per second (none for 0). */
-void schedule(sim *m, uint64_t at, uint8_t kind, uint32_t exec, uint64_t tid);
-void schedule_update(sim *m, uint64_t at, uint32_t exec, uint64_t tid, tl_task_state st,
-                     tl_end_kind failure);
-void schedule_poisson(sim *m, uint8_t kind, double rate);
-uint64_t secs(double s); /* seconds to nanoseconds; 0 for s <= 0 */
-/* tl_config.clock and tl_config.journal; ud is the sim. */
-uint64_t sim_clock(void *ud);
-void journal_line(void *ud, const char *line);
-/* An executor's index from its id (UINT32_MAX when not one of ours), its ud from its index and
- * back; an attempt by tid, or NULL. */
-uint32_t exec_of(const sim *m, const char *id);
-void *exec_ud(uint32_t x);
-uint32_t exec_of_ud(const void *ud);
-sim_attempt *attempt_of(sim *m, uint64_t tid);
-
-/* ---------------------------------------------------------------------------------------------
- * Executors (executors.c)
- * ------------------------------------------------------------------------------------------- */
-
-/* Registers a new executor on host_index (UINT32_MAX: a new host for a late joiner). */
-void executor_join(sim *m, uint32_t host_index, const char *why);
-/* The ledger removed executor x: its lane ends, and a replacement comes while faults are on. */
-void executor_removed(sim *m, uint32_t x);
-/* An executor a fault may hit (ALIVE, or DECOM too when allow_decom; its process running), never
- * the last one; -1 when none. */
-int pick_executor(sim *m, bool allow_decom);
-/* Executor x's process died: its attempts stop, and some of their reports arrive late. */
-void in_flight_reports(sim *m, uint32_t x);
-
-/* ---------------------------------------------------------------------------------------------
- * The DAG layer (dag.c)
- * ------------------------------------------------------------------------------------------- */
-
-/* The task set became zombie in the simulator's view (its stage's active attempt no more). */
-void became_zombie(sim *m, sim_ts *ts);
-/* A stage attempt failed: the stage is retried, or its job fails. */
-void stage_failed(sim *m, sim_ts *ts, const char *why);
-/* Submits what job j can run now, or ends the job when its result stage is complete. */
-void dag_advance(sim *m, uint32_t j);
-/* A result for partition p of from's stage landed on executor x. */
-void output_landed(sim *m, sim_ts *from, uint32_t p, uint32_t x);
-
-/* ---------------------------------------------------------------------------------------------
- * Callbacks (callbacks.c): the ledger calls them; ud is the sim
- * ------------------------------------------------------------------------------------------- */
-
-void cb_task_started(void *ud, const tl_task_info *t);
-void cb_task_ended(void *ud, const tl_task_info *t, const tl_task_end *end);
-void cb_taskset_failed(void *ud, const tl_taskset_info *info, const char *reason);
-void cb_taskset_released(void *ud, const tl_taskset_info *info, void *payload);
-void cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss_reason *r);
-void cb_executor_removed(void *ud, const char *id, void *executor_ud, const tl_loss_reason *r);
-void cb_kill_task(void *ud, tl_tid tid, const char *id, bool interrupt, const char *reason);
-
-/* ---------------------------------------------------------------------------------------------
- * Events (events.c)
- * ------------------------------------------------------------------------------------------- */
-
-/* Does what the event says, at m->now. */
-void run_event(sim *m, const sim_event *ev);
-
-/* ---------------------------------------------------------------------------------------------
- * After every event (after_event.c)
- * ------------------------------------------------------------------------------------------- */
-
-#define STAT_ONE(name) +1
-#define NSTATS ((size_t)(0 STAT_FIELDS(STAT_ONE))) /* the sizes of STAT_FIELDS */
-
-/* The STAT_FIELDS sizes: their names, and field i of st. */
-extern const char *const stat_names[NSTATS];
-size_t *stat_field(tl_stats *st, size_t i);
-/* tl_tick, offer rounds while tasks are pending, tl_check, peaks and a sample of the ledger's
- * sizes. */
-void after_event(sim *m);
-
-/* ---------------------------------------------------------------------------------------------
- * The summary (summary.c)
- * ------------------------------------------------------------------------------------------- */
-
-/* Prints the summary and the verdict on stdout; wall is the run's wall-clock seconds. */
-void summary(sim *m, double wall, bool drained);
+  /* What the summary reports (summary.c); each file counts what it sees. */
+  counters c;
+};
 
 #endif
