@@ -221,3 +221,62 @@ void output_landed(sim *m, sim_ts *from, uint32_t p, uint32_t x) {
     }
   }
 }
+
+/* The jobs' table, every entry J_WAITING until its job arrives. */
+void dag_init(sim *m) { m->jobs = xcalloc(m->o.jobs, sizeof *m->jobs); }
+
+/* A job arrives (EV_JOB): its stages are made, a chain, or a fan-in for odd jobs of three stages
+ * or more; what can run is submitted, and the next job is scheduled. */
+void job_arrive(sim *m, uint32_t j) {
+  sim_job *job = &m->jobs[j];
+  uint32_t n = m->o.stages;
+  job->nstages = n;
+  job->stages = xcalloc(n, sizeof *job->stages);
+  job->state = J_RUNNING;
+  job->submitted_ns = m->now;
+  bool fan_in = (j % 2 == 1) && n > 2;
+  for (uint32_t k = 0; k < n; k++) {
+    sim_stage *st = &job->stages[k];
+    st->stage_id = m->next_stage_id++;
+    st->job = j;
+    st->result = k == n - 1;
+    uint32_t lo = m->o.tasks / 2 ? m->o.tasks / 2 : 1;
+    st->nparts = lo + sim_rng_below(&m->rng, m->o.tasks + 1);
+    st->where = xcalloc(st->nparts, sizeof *st->where);
+    for (uint32_t p = 0; p < st->nparts; p++)
+      st->where[p] = -1;
+    st->nmissing = st->nparts;
+    if (k == 0)
+      continue;
+    if (fan_in && st->result) {
+      for (uint32_t i = 0; i < k && i < 16; i++)
+        st->parents[st->nparents++] = i;
+    } else if (!fan_in) {
+      st->parents[st->nparents++] = k - 1;
+    }
+  }
+  m->jobs_submitted = j + 1;
+  logf_(m, "job %" PRIu32 " submitted: %" PRIu32 " stages (%s)", j, n, fan_in ? "fan-in" : "chain");
+  dag_advance(m, j);
+  if (j + 1 < m->o.jobs)
+    schedule(m, m->now + secs(m->o.job_interval_s), EV_JOB, j + 1, 0);
+}
+
+/* Frees what dag_init, job_arrive and submit_stage made: the task sets (their payloads came back
+ * through taskset_released, at the latest in tl_scheduler_free), the stages and the jobs. */
+void dag_free(sim *m) {
+  for (size_t i = 0; i < m->nts; i++) {
+    sim_ts *ts = m->ts[i];
+    free(ts->parts);
+    free(ts->index_of);
+    free(ts->done);
+    free(ts);
+  }
+  free(m->ts);
+  for (uint32_t j = 0; j < m->jobs_submitted; j++) {
+    for (uint32_t k = 0; k < m->jobs[j].nstages; k++)
+      free(m->jobs[j].stages[k].where);
+    free(m->jobs[j].stages);
+  }
+  free(m->jobs);
+}

@@ -7,41 +7,6 @@
 
 #include "sim.h"
 
-static void job_arrive(sim *m, uint32_t j) {
-  sim_job *job = &m->jobs[j];
-  uint32_t n = m->o.stages;
-  job->nstages = n;
-  job->stages = xcalloc(n, sizeof *job->stages);
-  job->state = J_RUNNING;
-  job->submitted_ns = m->now;
-  bool fan_in = (j % 2 == 1) && n > 2;
-  for (uint32_t k = 0; k < n; k++) {
-    sim_stage *st = &job->stages[k];
-    st->stage_id = m->next_stage_id++;
-    st->job = j;
-    st->result = k == n - 1;
-    uint32_t lo = m->o.tasks / 2 ? m->o.tasks / 2 : 1;
-    st->nparts = lo + sim_rng_below(&m->rng, m->o.tasks + 1);
-    st->where = xcalloc(st->nparts, sizeof *st->where);
-    for (uint32_t p = 0; p < st->nparts; p++)
-      st->where[p] = -1;
-    st->nmissing = st->nparts;
-    if (k == 0)
-      continue;
-    if (fan_in && st->result) {
-      for (uint32_t i = 0; i < k && i < 16; i++)
-        st->parents[st->nparents++] = i;
-    } else if (!fan_in) {
-      st->parents[st->nparents++] = k - 1;
-    }
-  }
-  m->jobs_submitted = j + 1;
-  logf_(m, "job %" PRIu32 " submitted: %" PRIu32 " stages (%s)", j, n, fan_in ? "fan-in" : "chain");
-  dag_advance(m, j);
-  if (j + 1 < m->o.jobs)
-    schedule(m, m->now + secs(m->o.job_interval_s), EV_JOB, j + 1, 0);
-}
-
 /* Sends one update as an executor would and returns the result. */
 static int send_update(sim *m, uint32_t x, uint64_t tid, tl_task_state state, tl_end_kind failure,
                        const char *msg) {

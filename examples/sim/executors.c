@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "sim.h"
 
@@ -82,4 +83,38 @@ void in_flight_reports(sim *m, uint32_t x) {
                         TL_TASK_FINISHED, TL_END_SUCCESS);
     }
   }
+}
+
+/* The executors of --executors, --per-host to a host; later, late joiners fill new hosts
+ * (executor_join with UINT32_MAX), --per-host to each. */
+void executors_start(sim *m) {
+  for (uint32_t i = 0; i < m->o.executors; i++)
+    executor_join(m, i / m->o.per_host, "start");
+  m->hosts_made = (m->o.executors + m->o.per_host - 1) / m->o.per_host;
+  m->late_on_host = 0;
+}
+
+/* Stops the executors still registered, as a driver does at the end (TL_LOSS_KILLED): each must
+ * leave the ledger at once, without a replacement. */
+void executors_stop(sim *m) {
+  for (size_t i = 0; i < m->nexecs; i++) {
+    sim_executor *e = &m->execs[i];
+    if (e->ledger == X_GONE)
+      continue;
+    e->shutdown = true;
+    e->proc = P_DEAD;
+    tl_loss_reason r = {.kind = TL_LOSS_KILLED, .message = "simulation over"};
+    int rc = tl_executor_lost(m->s, e->id, &r);
+    if (rc != TL_OK)
+      problem(m, "tl_executor_lost(%s) at the end: %s", e->id, tl_err_name(rc));
+    else if (e->ledger != X_GONE)
+      problem(m, "tl_executor_lost(%s) at the end made no executor_removed", e->id);
+  }
+}
+
+/* Frees what executor_join made. */
+void executors_free(sim *m) {
+  for (size_t i = 0; i < m->nexecs; i++)
+    free(m->execs[i].core_tid);
+  free(m->execs);
 }

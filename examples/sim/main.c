@@ -116,14 +116,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "tl-sim: tl_scheduler_new: %s\n", tl_strerror(rc));
     return 2;
   }
-  m->jobs = xcalloc(m->o.jobs, sizeof *m->jobs);
+  dag_init(m);
   m->faults_on = true;
   double wall0 = wall_now(), last_progress = wall0;
 
-  for (uint32_t i = 0; i < m->o.executors; i++)
-    executor_join(m, i / m->o.per_host, "start");
-  m->hosts_made = (m->o.executors + m->o.per_host - 1) / m->o.per_host;
-  m->late_on_host = 0;
+  executors_start(m);
   schedule(m, 0, EV_JOB, 0, 0);
   schedule_poisson(m, EV_CRASH, m->o.crash_rate);
   schedule_poisson(m, EV_CRASH2, m->o.crash2_rate);
@@ -174,20 +171,7 @@ int main(int argc, char **argv) {
         printf("%s", buf);
     }
   }
-  /* Stop the executors still registered, as a driver does at the end. */
-  for (size_t i = 0; i < m->nexecs; i++) {
-    sim_executor *e = &m->execs[i];
-    if (e->ledger == X_GONE)
-      continue;
-    e->shutdown = true;
-    e->proc = P_DEAD;
-    tl_loss_reason r = {.kind = TL_LOSS_KILLED, .message = "simulation over"};
-    rc = tl_executor_lost(m->s, e->id, &r);
-    if (rc != TL_OK)
-      problem(m, "tl_executor_lost(%s) at the end: %s", e->id, tl_err_name(rc));
-    else if (e->ledger != X_GONE)
-      problem(m, "tl_executor_lost(%s) at the end made no executor_removed", e->id);
-  }
+  executors_stop(m);
   after_event(m);
   m->now = end_ns;
   char why[256];
@@ -240,23 +224,8 @@ int main(int argc, char **argv) {
   if (metrics_failed)
     status = 1;
 
-  for (size_t i = 0; i < m->nts; i++) {
-    sim_ts *ts = m->ts[i];
-    free(ts->parts);
-    free(ts->index_of);
-    free(ts->done);
-    free(ts);
-  }
-  free(m->ts);
-  for (uint32_t j = 0; j < m->jobs_submitted; j++) {
-    for (uint32_t k = 0; k < m->jobs[j].nstages; k++)
-      free(m->jobs[j].stages[k].where);
-    free(m->jobs[j].stages);
-  }
-  free(m->jobs);
-  for (size_t i = 0; i < m->nexecs; i++)
-    free(m->execs[i].core_tid);
-  free(m->execs);
+  dag_free(m);
+  executors_free(m);
   free(m->attempts);
   sim_queue_free(&m->q);
   sim_record_free(&m->rec);

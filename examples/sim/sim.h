@@ -9,10 +9,10 @@
  *   1 world      world.c        what every file uses: memory, the event log, problems, marks,
  *                               scheduling events, executor ids and attempts by tid
  *   2 rooms      executors.c    executors join, are picked for faults, leave the ledger
- *                dag.c          the DAG layer: stages submitted, failed, retried, resubmitted
+ *                dag.c          the DAG layer: jobs arrive, stages submitted, retried, resubmitted
  *                after_event.c  after every event: tl_tick, offer rounds, tl_check, samples
  *   3 reactions  callbacks.c    the ledger's callbacks (tl_callbacks)
- *                events.c       what each event does: updates, heartbeats, faults, job arrivals
+ *                events.c       what each event does: updates, heartbeats, faults, joins
  *                summary.c      the summary and the verdict
  *   4 top        main.c         the run: set up, the loop, the end of the run, the teardown
  *
@@ -213,6 +213,11 @@ typedef struct sim_executor {
   bool shutdown;           /* stopped at the end of the run: no replacement */
 } sim_executor;
 
+/* The run's first executors (--executors), and the end of those still registered when the run
+ * stops: each leaves the ledger at once (TL_LOSS_KILLED), without a replacement. */
+void executors_start(sim *m);
+void executors_stop(sim *m);
+void executors_free(sim *m);
 /* Registers a new executor on host_index (UINT32_MAX: a new host for a late joiner). */
 void executor_join(sim *m, uint32_t host_index, const char *why);
 /* The ledger removed executor x: its lane ends, and a replacement comes while faults are on. */
@@ -283,6 +288,11 @@ typedef struct sim_ts {
   task_binary *binary;       /* the payload, until released */
 } sim_ts;
 
+/* The jobs' table; a job's stages made when it arrives (EV_JOB); and all of it freed, with every
+ * task set, at the end. */
+void dag_init(sim *m);
+void job_arrive(sim *m, uint32_t j);
+void dag_free(sim *m);
 /* The task set became zombie in the simulator's view (its stage's active attempt no more). */
 void became_zombie(sim *m, sim_ts *ts);
 /* A stage attempt failed: the stage is retried, or its job fails. */
@@ -415,7 +425,7 @@ struct sim {
   uint32_t hosts_made;      /* hosts named so far */
   uint32_t late_on_host;    /* late executors placed on the newest host */
 
-  /* The DAG layer (dag.c; events.c makes a job's stages when it arrives). */
+  /* The DAG layer (dag.c; callbacks.c counts payloads_live down). */
   sim_job *jobs;           /* --jobs entries; those not yet submitted are J_WAITING */
   uint32_t jobs_submitted; /* jobs that arrived */
   uint32_t next_stage_id;  /* stage ids are global, from 0 */
