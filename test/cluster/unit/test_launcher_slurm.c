@@ -1,4 +1,4 @@
-/* The slurm launcher against a real Slurm (test/slurm/launcher.sh brings the environment):
+/* The slurm launcher against a real Slurm (test/cluster/slurm/launcher.sh brings the environment):
  * executors started as Slurm jobs connect to a small listener here that reads their REGISTER
  * and stands in for the driver; then each way an executor can end is made to happen and the end
  * the launcher reports is checked against what Slurm must have said.

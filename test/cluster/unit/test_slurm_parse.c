@@ -1,6 +1,6 @@
 /* The slurm launcher's reading (slurm_parse.c, on Jansson) of the recorded answers of a real
- * Slurm 22.05 (test/slurm/data/: squeue --json and scontrol show job -o of jobs that exited 3,
- * were killed by a signal, completed, were cancelled, timed out, were pending, running, and
+ * Slurm 22.05 (test/cluster/slurm/data/: squeue --json and scontrol show job -o of jobs that exited
+ * 3, were killed by a signal, completed, were cancelled, timed out, were pending, running, and
  * ended NODE_FAIL), of the later layout, of every truncation of a real answer, and of hostile
  * documents (malformed JSON, deep nesting, bytes that are not UTF-8, NULs, duplicate keys, wrong
  * types, numbers out of range); and the mapping of each final state to a loss reason
@@ -21,7 +21,7 @@
 #include "slurm_parse.h"
 
 #ifndef TL_SLURM_DATA_DIR
-#error "TL_SLURM_DATA_DIR must name test/slurm/data"
+#error "TL_SLURM_DATA_DIR must name test/cluster/slurm/data"
 #endif
 
 static char *read_sample(const char *name, size_t *len) {

@@ -13,7 +13,7 @@ dir=$1
 name=sigterm.sh
 tmp=$(mktemp -d)
 drv=''
-# shellcheck source=test/slurm/common.sh
+# shellcheck source=test/cluster/slurm/common.sh
 . "$(dirname "$0")/common.sh"
 trap slurm_cleanup EXIT
 slurm_setup

@@ -1,8 +1,8 @@
 # shellcheck shell=sh disable=SC2154 # $name, $tmp, $dir are set by the script that sources this
 # Shared by the slurm test scripts (sourced, not run): they need the private cluster of
-# test/slurm/cluster.sh (its environment file) and a tl-driver with --launcher slurm. Each script
-# sets $name, $dir (holding tl-driver and tl-executor) and $tmp; its driver's stdout and stderr go
-# to $tmp/out and $tmp/err.
+# test/cluster/slurm/cluster.sh (its environment file) and a tl-driver with --launcher slurm. Each
+# script sets $name, $dir (holding tl-driver and tl-executor) and $tmp; its driver's stdout and
+# stderr go to $tmp/out and $tmp/err.
 
 skip() {
   echo "$name: $*: skipped" >&2
@@ -27,7 +27,7 @@ fail() {
 # cleanup see only this run's jobs).
 slurm_setup() {
   envfile=${TL_SLURM_DIR:-/tmp/tl-slurm}/env.sh
-  [ -r "$envfile" ] || skip "no Slurm cluster ($envfile missing: test/slurm/cluster.sh up)"
+  [ -r "$envfile" ] || skip "no Slurm cluster ($envfile missing: test/cluster/slurm/cluster.sh up)"
   # shellcheck disable=SC1090
   . "$envfile"
   command -v sbatch >/dev/null 2>&1 || skip "the Slurm client commands are not installed"

@@ -9,14 +9,14 @@
 #   scancel.sh DIR    DIR holds tl-driver and tl-executor
 #
 # Exit status: 0 when the JSON summary says what it must; 77 (skipped) without the cluster of
-# test/slurm/cluster.sh, jq, or a tl-driver with --launcher slurm; 1 otherwise. Nothing of this
-# run is left in squeue or running, on any path.
+# test/cluster/slurm/cluster.sh, jq, or a tl-driver with --launcher slurm; 1 otherwise. Nothing of
+# this run is left in squeue or running, on any path.
 set -u
 dir=$1
 name=scancel.sh
 tmp=$(mktemp -d)
 drv=''
-# shellcheck source=test/slurm/common.sh
+# shellcheck source=test/cluster/slurm/common.sh
 . "$(dirname "$0")/common.sh"
 trap slurm_cleanup EXIT
 slurm_setup

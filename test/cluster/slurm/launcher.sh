@@ -1,5 +1,5 @@
 #!/bin/sh
-# The slurm launcher on its own against the cluster of test/slurm/cluster.sh:
+# The slurm launcher on its own against the cluster of test/cluster/slurm/cluster.sh:
 # tl-test-launcher-slurm (test/cluster/unit/test_launcher_slurm.c) starts executors as Slurm jobs
 # and checks the end reported for each way one can end; then nothing of its jobs may be left in
 # squeue and no tl-executor of its own running.
@@ -13,7 +13,7 @@ executor=$2
 name=launcher.sh
 envfile=${TL_SLURM_DIR:-/tmp/tl-slurm}/env.sh
 if [ ! -r "$envfile" ]; then
-  echo "$name: no Slurm cluster ($envfile missing: test/slurm/cluster.sh up): skipped" >&2
+  echo "$name: no Slurm cluster ($envfile missing: test/cluster/slurm/cluster.sh up): skipped" >&2
   exit 77
 fi
 # shellcheck disable=SC1090

@@ -111,7 +111,7 @@ install_packages() {
 write_config() {
   local node=$1
   cat >"$conf" <<EOF
-# Written by test/slurm/cluster.sh: a private single-node cluster (docs/slurm.md).
+# Written by test/cluster/slurm/cluster.sh: a private single-node cluster (docs/slurm.md).
 ClusterName=tl
 SlurmctldHost=$node(127.0.0.1)
 SlurmctldPort=$ctld_port
@@ -219,7 +219,7 @@ up() {
   }
   trap - ERR
   {
-    echo "# The private Slurm cluster of test/slurm/cluster.sh"
+    echo "# The private Slurm cluster of test/cluster/slurm/cluster.sh"
     echo "export SLURM_CONF=$conf"
     echo "export TL_SLURM_DIR=$dir"
     echo "export TL_SLURM_PARTITION=tl"

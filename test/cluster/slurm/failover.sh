@@ -11,13 +11,13 @@
 #   failover.sh DIR    DIR holds tl-driver and tl-executor
 #
 # Exit status: 0 when the JSON summary says what it must; 77 (skipped) without the cluster of
-# test/slurm/cluster.sh, jq, or a tl-driver with --launcher slurm; 1 otherwise.
+# test/cluster/slurm/cluster.sh, jq, or a tl-driver with --launcher slurm; 1 otherwise.
 set -u
 dir=$1
 name=failover.sh
 tmp=$(mktemp -d)
 drv=''
-# shellcheck source=test/slurm/common.sh
+# shellcheck source=test/cluster/slurm/common.sh
 . "$(dirname "$0")/common.sh"
 trap slurm_cleanup EXIT
 slurm_setup

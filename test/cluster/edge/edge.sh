@@ -1,7 +1,7 @@
 #!/bin/bash
 # The edge tests (ctest label `edge`, docs/cluster.md "Limits and hardening"): tl-driver attacked
-# from this host by test/edge/attack.py, one attack a mode, each asserting the bound the driver
-# promises against it. Every attack is bounded in time and count and talks only to loopback.
+# from this host by test/cluster/edge/attack.py, one attack a mode, each asserting the bound the
+# driver promises against it. Every attack is bounded in time and count and talks only to loopback.
 #
 #   edge.sh MODE DIR    DIR holds tl-driver and tl-executor
 #
@@ -67,7 +67,7 @@ command -v python3 >/dev/null 2>&1 || {
 tmp=$(mktemp -d)
 drv='' ext='' bg=''
 # shellcheck source=test/cluster/common.sh
-. "$here/../cluster/common.sh"
+. "$here/../common.sh"
 # shellcheck disable=SC2317 # run by the trap
 edge_cleanup() {
   if [ -n "$bg" ]; then kill -9 "$bg" 2>/dev/null; fi

@@ -17,13 +17,13 @@ src=$2
 name=ctld-down.sh
 tmp=$(mktemp -d)
 drv=''
-# shellcheck source=test/slurm/common.sh
+# shellcheck source=test/cluster/slurm/common.sh
 . "$(dirname "$0")/common.sh"
 ctld_stopped=''
 # Starts slurmctld again if this script stopped it (a skipped run touched nothing).
 restart_ctld() {
   [ -n "$ctld_stopped" ] || return 0
-  "$src/test/slurm/cluster.sh" start-ctld >/dev/null 2>&1 && ctld_stopped=''
+  "$src/test/cluster/slurm/cluster.sh" start-ctld >/dev/null 2>&1 && ctld_stopped=''
 }
 trap 'restart_ctld; slurm_cleanup' EXIT
 slurm_setup
@@ -39,7 +39,7 @@ sleep 0.5
 victim=$(pgrep -f -- "tl-executor .*--port $port --id exec-2 " | head -1)
 [ -n "$victim" ] || fail "exec-2's process not found"
 ctld_stopped=yes
-"$src/test/slurm/cluster.sh" stop-ctld || fail "cannot stop slurmctld"
+"$src/test/cluster/slurm/cluster.sh" stop-ctld || fail "cannot stop slurmctld"
 kill -KILL "$victim"
 sleep 6 # past the pending-loss timeout, slurmctld still down
 kill -0 "$drv" 2>/dev/null || fail "the driver ended while slurmctld was down"
