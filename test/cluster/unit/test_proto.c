@@ -962,7 +962,7 @@ static int write_input(const char *dir, const char *name, uint8_t header, const 
   return fclose(f) == 0 ? 0 : -1;
 }
 
-/* The fuzzer's seed corpus (examples/cluster/fuzz-corpus): each sample message alone, fed
+/* The fuzzer's seed corpus (test/fuzz/proto-corpus): each sample message alone, fed
  * whole; all of them back to back, fed in small pieces; and, for a decoder of 64 bytes, a
  * heartbeat then a frame over that maximum. */
 static int write_corpus(const char *dir) {
