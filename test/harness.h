@@ -21,33 +21,15 @@
 #include "taskledger.h"
 
 /* ---------------------------------------------------------------------------------------------
- * Suites (one per test_<module>.c).
+ * Suites (one per test_<module>.c), declared from the one list of them: TLT_SUITES of
+ * test/CMakeLists.txt, generated into suites.h.
  * ------------------------------------------------------------------------------------------- */
 
-Suite *tl_errors_suite(void);
-Suite *tl_executors_suite(void);
-Suite *tl_tasksets_suite(void);
-Suite *tl_offers_suite(void);
-Suite *tl_status_suite(void);
-Suite *tl_loss_suite(void);
-Suite *tl_events_suite(void);
-Suite *tl_spark_suite(void);
-Suite *tl_inspect_suite(void);
-Suite *tl_journal_suite(void);
-Suite *tl_oom_suite(void);
-Suite *tl_random_suite(void);
-Suite *tl_threads_suite(void);
-Suite *tl_policy_suite(void);
-Suite *tl_pools_suite(void);
-Suite *tl_speculation_suite(void);
-Suite *tl_locality_suite(void);
-Suite *tl_exclude_suite(void);
-Suite *tl_uv_suite(void);
-Suite *tl_metrics_suite(void);
-Suite *tl_batch_suite(void);
-Suite *tl_deliver_suite(void);
-Suite *tl_snapshot_suite(void);
-Suite *tl_codec_suite(void);
+#include "suites.h"
+
+#define TLT_DECLARE_SUITE(suite) Suite *tl_##suite##_suite(void);
+TLT_SUITE_LIST(TLT_DECLARE_SUITE)
+#undef TLT_DECLARE_SUITE
 
 /* A test case with the project's per-test timeout. */
 TCase *tlt_tcase(Suite *suite, const char *name);

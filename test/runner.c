@@ -1,6 +1,7 @@
 /* The one test runner: `tl-tests SUITE` runs that Check suite, `tl-tests` runs them all.
  * It exits non-zero when a test fails or the suite name is unknown. CK_FORK=no runs the tests
- * in-process for a debugger; CK_RUN_CASE / CK_RUN_SUITE narrow a run further.
+ * in-process for a debugger; CK_RUN_CASE / CK_RUN_SUITE narrow a run further. Its table comes
+ * from TLT_SUITES of test/CMakeLists.txt (suites.h): a suite is added there.
  */
 #include "harness.h"
 
@@ -12,22 +13,9 @@ static const struct {
   const char *name;     /* the name ctest passes */
   Suite *(*make)(void); /* its constructor */
 } suites[] = {
-    {"errors", tl_errors_suite},     {"executors", tl_executors_suite},
-    {"tasksets", tl_tasksets_suite}, {"offers", tl_offers_suite},
-    {"status", tl_status_suite},     {"loss", tl_loss_suite},
-    {"events", tl_events_suite},     {"spark", tl_spark_suite},
-    {"inspect", tl_inspect_suite},   {"journal", tl_journal_suite},
-    {"oom", tl_oom_suite},           {"random", tl_random_suite},
-    {"threads", tl_threads_suite},   {"policy", tl_policy_suite},
-    {"pools", tl_pools_suite},       {"speculation", tl_speculation_suite},
-    {"locality", tl_locality_suite},
-    {"exclude", tl_exclude_suite},
-    {"uv", tl_uv_suite},
-    {"metrics", tl_metrics_suite},
-    {"batch", tl_batch_suite},
-    {"deliver", tl_deliver_suite},
-    {"snapshot", tl_snapshot_suite},
-    {"codec", tl_codec_suite},
+#define TLT_SUITE_ENTRY(suite) {#suite, tl_##suite##_suite},
+    TLT_SUITE_LIST(TLT_SUITE_ENTRY)
+#undef TLT_SUITE_ENTRY
 };
 
 int main(int argc, char **argv) {
