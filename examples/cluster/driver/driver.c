@@ -247,8 +247,8 @@ static int start_ledger(driver *d, const driver_opts *o, bool *restored) {
   return 0;
 }
 
-/* The driver's own handles: the deadline (--timeout-s), the signals, the timers the run uses
- * later, the loss records' settling and the progress line. */
+/* The handles on the loop: the driver's own (the deadline of --timeout-s, the signals, the stop
+ * grace, the wake of phase.c) and each file's (offers, faults, scaling, record, summary). */
 static void init_handles(driver *d, uint64_t timeout_s) {
   offers_init(d);
   uv_timer_init(d->run.loop, &d->run.deadline);

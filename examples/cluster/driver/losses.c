@@ -39,7 +39,13 @@ static void add_phase(loss_rec *lr, const tl_loss_reason *r) {
 
 /* The loss of id begins (executor_lost): its record, with its first phase. */
 static void loss_begins(driver *d, const char *id, const tl_loss_reason *r, detection detected_by) {
-  loss_rec *lr = calloc(1, sizeof *lr);
+  loss_rec *lr = NULL;
+  HASH_FIND_STR(d->losses.open_losses, id, lr);
+  if (lr) { /* the ledger begins a loss once per executor: not seen, but a phase, not a copy */
+    add_phase(lr, r);
+    return;
+  }
+  lr = calloc(1, sizeof *lr);
   if (!lr)
     die_oom();
   copy_text(lr->id, sizeof lr->id, id);
