@@ -256,19 +256,27 @@ void tlo_cb_executor_added(void *ud, const char *id, const char *host) {
   cb_leave(r);
 }
 
-void tlo_cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss_reason *why) {
+/* executor_lost (the loss begins) and executor_removed (it ends: after the executor's
+ * executor_lost and the ends of its second phase): the model's next event of that type names the
+ * executor, its ud and the reason. A poking run heartbeats the executor from inside (from
+ * executor_removed it is gone: TL_EGONE, or TL_ENOENT once forgotten). */
+static void cb_loss_event(void *ud, ev_type type, const char *event, const char *id,
+                          void *executor_ud, const tl_loss_reason *why) {
   tlo_run *r = cb_enter(ud);
   if (r == NULL)
     return;
-  mevent *e = tlo_pop_ev(r, EV_LOST);
+  mevent *e = tlo_pop_ev(r, type);
   if (e != NULL) {
-    cmp_str(r, "lost.executor_id", id, e->ex->id);
+    char w[48];
+#define WHAT(field) (snprintf(w, sizeof w, "%s." field, event), w)
+    cmp_str(r, WHAT("executor_id"), id, e->ex->id);
     if (executor_ud != e->ex)
-      tlo_fail(r, "lost.executor_ud is not the ud %s was registered with", e->ex->id);
-    CMP(r, "lost.kind", why->kind, e->loss);
-    CMP(r, "lost.caused_by_app", why->caused_by_app, e->app);
-    CMP(r, "lost.exit_code", why->exit_code, e->exit_code);
-    cmp_str(r, "lost.message", why->message, e->text);
+      tlo_fail(r, "%s.executor_ud is not the ud %s was registered with", event, e->ex->id);
+    CMP(r, WHAT("kind"), why->kind, e->loss);
+    CMP(r, WHAT("caused_by_app"), why->caused_by_app, e->app);
+    CMP(r, WHAT("exit_code"), why->exit_code, e->exit_code);
+    cmp_str(r, WHAT("message"), why->message, e->text);
+#undef WHAT
     tlo_cb_check(r, -1, e->ex);
   }
   if (!r->failed && (r->reent & TLO_RE_POKE)) {
@@ -279,31 +287,13 @@ void tlo_cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_
   cb_leave(r);
 }
 
-/* The end of a loss: after the executor's executor_lost and the ends of its second phase, with
- * the reason it ended with. A poking run heartbeats the executor from here: it is gone (TL_EGONE,
- * or TL_ENOENT once forgotten). */
+void tlo_cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss_reason *why) {
+  cb_loss_event(ud, EV_LOST, "lost", id, executor_ud, why);
+}
+
 void tlo_cb_executor_removed(void *ud, const char *id, void *executor_ud,
                              const tl_loss_reason *why) {
-  tlo_run *r = cb_enter(ud);
-  if (r == NULL)
-    return;
-  mevent *e = tlo_pop_ev(r, EV_REMOVED);
-  if (e != NULL) {
-    cmp_str(r, "removed.executor_id", id, e->ex->id);
-    if (executor_ud != e->ex)
-      tlo_fail(r, "removed.executor_ud is not the ud %s was registered with", e->ex->id);
-    CMP(r, "removed.kind", why->kind, e->loss);
-    CMP(r, "removed.caused_by_app", why->caused_by_app, e->app);
-    CMP(r, "removed.exit_code", why->exit_code, e->exit_code);
-    cmp_str(r, "removed.message", why->message, e->text);
-    tlo_cb_check(r, -1, e->ex);
-  }
-  if (!r->failed && (r->reent & TLO_RE_POKE)) {
-    mexec *x = tlo_exec_by_id(r, id);
-    if (x != NULL)
-      tlo_do_heartbeat(r, x);
-  }
-  cb_leave(r);
+  cb_loss_event(ud, EV_REMOVED, "removed", id, executor_ud, why);
 }
 
 void tlo_cb_revive(void *ud) {
