@@ -197,7 +197,6 @@ static void apply_options(driver *d, const driver_opts *o) {
   d->run.heartbeat_ms = o->heartbeat_ms;
   d->run.heartbeat_timeout_ms = o->heartbeat_timeout_ms;
   edge_configure(d, o);
-  d->run.bench = o->bench;
   d->run.expect_losses = o->expect_losses;
   d->run.expect_failure = o->expect_failure;
   scaling_configure(d, o);

@@ -687,7 +687,6 @@ typedef struct run_state {
   uint32_t cores;                /* cores each registers with */
   uint32_t queue;                /* --queue: task slots in the ledger beyond each one's cores */
   uint64_t heartbeat_ms;         /* the executors' heartbeat period */
-  bool bench;                    /* --bench */
   uint32_t active_at_end;        /* active when the jobs ended */
   bool stop_sent;                /* begin_stop ran: STOP went out to every executor */
   bool gave_up;                  /* the deadline or a signal ended the run */
