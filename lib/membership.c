@@ -579,6 +579,9 @@ int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid 
   if (err == TL_OK)
     err = host_prepare(s, host, host_len, rack, rack_len, &j);
   if (err != TL_OK) {
+    /* The room reserved for the kept attempts goes back: after a restore attempts_by_tid may be
+     * empty, and an empty table holds no array. */
+    tl__attempts_unreserve(s);
     tl__free(s, tids, bytes);
     return err; /* TL_ENOMEM: the rack agrees with the host's by now */
   }
