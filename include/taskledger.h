@@ -351,6 +351,9 @@ typedef struct tl_task_info {
   tl_locality locality;    /* the level it was launched at */
   bool speculative;        /* a speculative copy (speculation) */
   void *payload;           /* the task set's payload; valid until taskset_released */
+  void *executor_ud;       /* its executor's tl_executor_desc.ud (or executor_restored's answer),
+                              NULL if it had none: the runtime's record of it, found without a
+                              lookup */
 } tl_task_info;
 
 /* How an attempt ended. */
@@ -412,11 +415,12 @@ typedef struct tl_callbacks {
   void (*speculative_task_submitted)(void *ud, const tl_taskset_info *ts, uint32_t index);
   /* There is new pending work (a submission, a task to retry): offer resources again. */
   void (*revive_offers)(void *ud);
-  /* Ask the executor to kill an attempt (tl_kill_task, tl_kill_stage, tl_cancel_stage). The
-   * attempt ends when the executor reports it KILLED (or its executor is lost). reason is the
-   * one the call gave, NULL if it gave none. */
-  void (*kill_task)(void *ud, tl_tid tid, const char *executor_id, bool interrupt,
-                    const char *reason);
+  /* Ask the executor to kill an attempt (tl_kill_task, tl_kill_stage, tl_cancel_stage; and
+   * tl_executor_reconcile for a tid the ledger does not hold there). The attempt ends when the
+   * executor reports it KILLED (or its executor is lost). executor_ud as for executor_lost.
+   * reason is the one the call gave, NULL if it gave none. */
+  void (*kill_task)(void *ud, tl_tid tid, const char *executor_id, void *executor_ud,
+                    bool interrupt, const char *reason);
   /* Resolvers, not events: tl_scheduler_restore calls them before it returns, on its caller's
    * thread, once the whole snapshot has been read and checked (so a restore that fails calls
    * neither), with no lock held; they may not call the library (the scheduler does not exist

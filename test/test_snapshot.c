@@ -305,6 +305,9 @@ START_TEST(restored_executors_recover_reconcile_or_time_out) {
   ck_assert_int_eq(e->ev[mark + 1].type, TLT_EV_KILL);
   ck_assert_uint_eq(e->ev[mark + 1].kill_tid, 999);
   ck_assert_str_eq(e->ev[mark + 1].executor, "e1");
+  /* Both carry the ud executor_restored gave e1. */
+  ck_assert_ptr_eq(e->ev[mark].task.executor_ud, tlt_ud_for(e, "e1"));
+  ck_assert_ptr_eq(e->ev[mark + 1].executor_ud, tlt_ud_for(e, "e1"));
   ck_assert_int_eq(e->ev[mark + 2].type, TLT_EV_REVIVE);
   TLT_ERR(e, TL_ESTATE, tl_executor_reconcile(e->s, "e1", NULL, 0, NULL, 0, &nunknown));
   x = tlt_ex(e, "e1");
