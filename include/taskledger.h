@@ -469,6 +469,19 @@ TL_EXTERN int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_
  * TL_EBUSY). */
 TL_EXTERN int tl_scheduler_free(tl_scheduler *s);
 
+/* Drops the scheduler as the death of its process would, for a test that simulates a crash
+ * (then restores an image) without leaking: frees everything and makes no callback and no
+ * journal line. What is still queued is discarded, not delivered: the result an undelivered
+ * task_ended holds is freed with its result_free (not at all when that is NULL), and no payload
+ * is handed back, not even by a queued taskset_released: every payload given to tl_submit and
+ * not yet handed back by a delivered taskset_released is the caller's again, to free or to give
+ * to a restored scheduler's taskset_restored; executor uds likewise. Attempts in flight are
+ * forgotten. TL_EBUSY (nothing changes) when called from inside a callback, while another
+ * thread is delivering events or tl_scheduler_free runs, or while a libuv driver is attached
+ * (taskledger-uv.h: stop it first); TL_EINVAL for NULL. Does not block but on the lock. No other
+ * thread may use the scheduler once this call has started. */
+TL_EXTERN int tl_scheduler_abandon(tl_scheduler *s);
+
 /* Delivers, on the calling thread, every event queued when it takes the lock (and the journal
  * lines queued with them), in order, outside the lock, and returns how many events it delivered.
  * Events queued meanwhile (by its callbacks' calls or by other threads) wait for the next
