@@ -745,6 +745,13 @@ typedef struct tl_taskset_status {
  * taskset_released comes next), so this is TL_ENOENT there. */
 TL_EXTERN int tl_taskset_get(tl_scheduler *s, tl_taskset_id id, tl_taskset_status *out);
 
+/* Every task set the ledger holds (active and zombie; a released one is gone), in submission
+ * order, after a restore too (the image keeps that order): as tl_executor_list, the first cap in
+ * out[0 .. cap), and in *n how many there are, however small cap is (cap 0 and out NULL ask only
+ * for the count). Each is what tl_taskset_get gives. One lock, O(task sets). TL_EINVAL: s or n
+ * NULL, or out NULL with cap > 0. */
+TL_EXTERN int tl_taskset_list(tl_scheduler *s, tl_taskset_status *out, size_t cap, size_t *n);
+
 /* ---------------------------------------------------------------------------------------------
  * Offers
  * ------------------------------------------------------------------------------------------- */

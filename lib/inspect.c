@@ -185,28 +185,49 @@ int tl_pool_get(tl_scheduler *s, const char *name, tl_pool_status *out) {
   return p != NULL ? TL_OK : TL_ENOENT;
 }
 
+/* One task set's status, for tl_taskset_get and tl_taskset_list; the lock held. */
+static void taskset_status_of(const tl__taskset *ts, tl_taskset_status *out) {
+  out->info.id = ts->id;
+  out->info.stage_id = ts->stage_id;
+  out->info.stage_attempt = ts->stage_attempt;
+  out->info.ntasks = ts->ntasks;
+  out->zombie = ts->zombie;
+  out->failed = ts->failed;
+  out->running = ts->nrunning;
+  out->frozen = ts->nfrozen;
+  out->pending = ts->npending;
+  out->succeeded = ts->nsucceeded;
+  out->cpus_per_task = ts->cpus;
+  out->locality_levels = ts->loc != NULL ? ts->loc->levels : (1u << TL_NO_PREF) | (1u << TL_ANY);
+  out->locality = ts->loc != NULL ? (tl_locality)ts->loc->level : TL_NO_PREF;
+}
+
 int tl_taskset_get(tl_scheduler *s, tl_taskset_id id, tl_taskset_status *out) {
   if (s == NULL || out == NULL)
     return TL_EINVAL;
   tl__lock(s);
   tl__taskset *ts = tl__taskset_find(s, id);
-  if (ts != NULL) {
-    out->info.id = ts->id;
-    out->info.stage_id = ts->stage_id;
-    out->info.stage_attempt = ts->stage_attempt;
-    out->info.ntasks = ts->ntasks;
-    out->zombie = ts->zombie;
-    out->failed = ts->failed;
-    out->running = ts->nrunning;
-    out->frozen = ts->nfrozen;
-    out->pending = ts->npending;
-    out->succeeded = ts->nsucceeded;
-    out->cpus_per_task = ts->cpus;
-    out->locality_levels = ts->loc != NULL ? ts->loc->levels : (1u << TL_NO_PREF) | (1u << TL_ANY);
-    out->locality = ts->loc != NULL ? (tl_locality)ts->loc->level : TL_NO_PREF;
-  }
+  if (ts != NULL)
+    taskset_status_of(ts, out);
   tl__mutex_unlock(&s->lock);
   return ts != NULL ? TL_OK : TL_ENOENT;
+}
+
+/* The map by id keeps insertion order (uthash appends), which is submission order; a restore
+ * inserts the image's task sets in that order too. */
+int tl_taskset_list(tl_scheduler *s, tl_taskset_status *out, size_t cap, size_t *n) {
+  if (s == NULL || n == NULL || (out == NULL && cap > 0))
+    return TL_EINVAL;
+  tl__lock(s);
+  size_t k = 0;
+  for (const tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next) {
+    if (k < cap)
+      taskset_status_of(ts, &out[k]);
+    k++;
+  }
+  tl__mutex_unlock(&s->lock);
+  *n = k;
+  return TL_OK;
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -838,6 +838,38 @@ START_TEST(out_of_memory_anywhere_changes_nothing) {
 }
 END_TEST
 
+/* After a restore, tl_taskset_list gives the task sets of the image in the same (submission)
+ * order, their attempts all frozen. */
+START_TEST(task_sets_are_listed_after_a_restore) {
+  tl_config cfg = snapshot_config();
+  tlt_env *e = tlt_new(&cfg);
+  tl_launch out[16];
+  tl_taskset_id ts1, ts2;
+  build_state(e, out, &ts1, &ts2);
+  tl_taskset_status before[4], after[4];
+  size_t nbefore, nafter;
+  TLT_OK(e, tl_taskset_list(e->s, before, 4, &nbefore));
+  ck_assert_uint_eq(nbefore, 2);
+  ck_assert_uint_eq(before[0].info.id, ts1);
+  ck_assert_uint_eq(before[1].info.id, ts2);
+  image im = take(e);
+  restore_into(e, &im, NULL);
+  free(im.p);
+  TLT_OK(e, tl_taskset_list(e->s, after, 4, &nafter));
+  ck_assert_uint_eq(nafter, nbefore);
+  for (size_t i = 0; i < nafter; i++) {
+    ck_assert_uint_eq(after[i].info.id, before[i].info.id);
+    ck_assert_uint_eq(after[i].info.stage_id, before[i].info.stage_id);
+    ck_assert_uint_eq(after[i].info.ntasks, before[i].info.ntasks);
+    ck_assert_uint_eq(after[i].running, before[i].running); /* frozen ones included */
+    ck_assert_uint_gt(after[i].running, 0);
+    ck_assert_uint_eq(after[i].succeeded, before[i].succeeded);
+    ck_assert_uint_eq(after[i].frozen, after[i].running); /* all of them now */
+  }
+  tlt_end(e);
+}
+END_TEST
+
 Suite *tl_snapshot_suite(void) {
   Suite *s = suite_create("snapshot");
   TCase *tc = tcase_create("core");
@@ -854,6 +886,7 @@ Suite *tl_snapshot_suite(void) {
   tcase_add_test(tc, bad_images_are_refused_with_their_own_error);
   tcase_add_test(tc, a_snapshot_waits_for_undelivered_events);
   tcase_add_test(tc, out_of_memory_anywhere_changes_nothing);
+  tcase_add_test(tc, task_sets_are_listed_after_a_restore);
   suite_add_tcase(s, tc);
   return s;
 }
