@@ -637,6 +637,16 @@ typedef struct tl_executor_info {
  * O(executors, tombstones included). TL_EINVAL: s or n NULL, or out NULL with cap > 0. */
 TL_EXTERN int tl_executor_list(tl_scheduler *s, tl_executor_info *out, size_t cap, size_t *n);
 
+/* The tids of the attempts frozen on one executor, in launch order: those a RECOVERING executor
+ * is waited for (after a restore, until it reconciles or its recovery deadline), or a
+ * PENDING_LOSS one holds until its loss's second phase; an executor in any other state has
+ * none. As tl_executor_list, the first cap in tids[0 .. cap), and in *n how many there are,
+ * however small cap is (cap 0 and tids NULL ask only for the count: tl_executor_status.frozen).
+ * One lock, O(its frozen attempts). TL_EINVAL: s or n NULL, a bad id, or tids NULL with cap > 0;
+ * TL_ENOENT: unknown id; TL_EGONE: a tombstone (*n is 0 on every error). */
+TL_EXTERN int tl_executor_frozen(tl_scheduler *s, const char *executor_id, tl_tid *tids, size_t cap,
+                                 size_t *n);
+
 /* ---------------------------------------------------------------------------------------------
  * Task sets
  * ------------------------------------------------------------------------------------------- */

@@ -142,6 +142,31 @@ int tl_executor_get(tl_scheduler *s, const char *executor_id, tl_executor_status
   return err;
 }
 
+int tl_executor_frozen(tl_scheduler *s, const char *executor_id, tl_tid *tids, size_t cap,
+                       size_t *n) {
+  if (n != NULL)
+    *n = 0;
+  if (s == NULL || tl__name_len(executor_id, TL_ID_MAX) == 0 || n == NULL ||
+      (tids == NULL && cap > 0))
+    return TL_EINVAL;
+  tl__lock(s);
+  tl__executor *ex = tl__executor_find(s, executor_id);
+  int err = ex == NULL ? TL_ENOENT : ex->state == TL_EXECUTOR_REMOVED ? TL_EGONE : TL_OK;
+  size_t k = 0;
+  if (err == TL_OK) {
+    /* The frozen list is in launch order: a loss freezes the running list in its order, a
+     * restore freezes the image's attempts in theirs. */
+    for (tl__link *l = ex->frozen.next; l != &ex->frozen; l = l->next) {
+      if (k < cap)
+        tids[k] = tl__container_of(l, tl__attempt, on_executor)->tid;
+      k++;
+    }
+  }
+  tl__mutex_unlock(&s->lock);
+  *n = k;
+  return err;
+}
+
 int tl_executor_list(tl_scheduler *s, tl_executor_info *out, size_t cap, size_t *n) {
   if (s == NULL || n == NULL || (out == NULL && cap > 0))
     return TL_EINVAL;

@@ -870,6 +870,73 @@ START_TEST(task_sets_are_listed_after_a_restore) {
 }
 END_TEST
 
+/* The tids launched on exec and not ended, in launch order (tid order: out is). */
+static size_t unended_on(const tlt_env *e, const tl_launch *out, size_t nout, const char *exec,
+                         tl_tid *tids) {
+  size_t k = 0;
+  for (size_t i = 0; i < nout; i++)
+    if (strcmp(out[i].executor_id, exec) == 0 && tlt_ended_of(e, out[i].tid) == NULL)
+      tids[k++] = out[i].tid;
+  return k;
+}
+
+/* tl_executor_frozen gives the tids a pending loss holds, and after a restore those each
+ * RECOVERING executor is waited for, in launch order; none once it has reconciled. */
+START_TEST(frozen_tids_are_listed_before_and_after_a_restore) {
+  tl_config cfg = snapshot_config();
+  tlt_env *e = tlt_new(&cfg);
+  tl_launch out[16];
+  tl_taskset_id ts1, ts2;
+  size_t nout = build_state(e, out, &ts1, &ts2);
+  tl_tid want[4][16], got[16];
+  size_t nwant[4], n;
+  const char *ids[4] = {"e1", "e2", "e3", "e4"};
+  for (int x = 0; x < 4; x++)
+    nwant[x] = unended_on(e, out, nout, ids[x], want[x]);
+  ck_assert_uint_gt(nwant[0], 1);
+  ck_assert_uint_gt(nwant[3], 0);
+  /* Before: only e4, pending loss, has frozen attempts. */
+  TLT_OK(e, tl_executor_frozen(e->s, "e4", got, 16, &n));
+  ck_assert_uint_eq(n, nwant[3]);
+  ck_assert_mem_eq(got, want[3], n * sizeof *got);
+  TLT_OK(e, tl_executor_frozen(e->s, "e1", got, 16, &n));
+  ck_assert_uint_eq(n, 0);
+
+  image im = take(e);
+  restore_into(e, &im, NULL);
+  free(im.p);
+  for (int x = 0; x < 4; x++) {
+    TLT_OK(e, tl_executor_frozen(e->s, ids[x], got, 16, &n));
+    ck_assert_uint_eq(n, nwant[x]);
+    ck_assert_mem_eq(got, want[x], n * sizeof *got);
+    ck_assert_uint_eq(tlt_ex(e, ids[x]).frozen, n);
+  }
+  ck_assert_int_eq(tlt_ex(e, "e1").state, TL_EXECUTOR_RECOVERING);
+  /* A short array: the first ones, and the count; the count alone. */
+  got[1] = 0;
+  TLT_OK(e, tl_executor_frozen(e->s, "e1", got, 1, &n));
+  ck_assert_uint_eq(n, nwant[0]);
+  ck_assert_uint_eq(got[0], want[0][0]);
+  ck_assert_uint_eq(got[1], 0);
+  TLT_OK(e, tl_executor_frozen(e->s, "e1", NULL, 0, &n));
+  ck_assert_uint_eq(n, nwant[0]);
+  n = 7;
+  ck_assert_int_eq(tl_executor_frozen(e->s, "e5", got, 16, &n), TL_EGONE); /* a tombstone */
+  ck_assert_uint_eq(n, 0);
+  ck_assert_int_eq(tl_executor_frozen(e->s, "nope", got, 16, &n), TL_ENOENT);
+  ck_assert_int_eq(tl_executor_frozen(NULL, "e1", got, 16, &n), TL_EINVAL);
+  ck_assert_int_eq(tl_executor_frozen(e->s, "", got, 16, &n), TL_EINVAL);
+  ck_assert_int_eq(tl_executor_frozen(e->s, "e1", NULL, 1, &n), TL_EINVAL);
+  ck_assert_int_eq(tl_executor_frozen(e->s, "e1", got, 16, NULL), TL_EINVAL);
+  /* Reconciled, e1 has none left. */
+  size_t nunknown;
+  TLT_OK(e, tl_executor_reconcile(e->s, "e1", want[0], nwant[0], NULL, 0, &nunknown));
+  TLT_OK(e, tl_executor_frozen(e->s, "e1", got, 16, &n));
+  ck_assert_uint_eq(n, 0);
+  tlt_end(e);
+}
+END_TEST
+
 Suite *tl_snapshot_suite(void) {
   Suite *s = suite_create("snapshot");
   TCase *tc = tcase_create("core");
@@ -887,6 +954,7 @@ Suite *tl_snapshot_suite(void) {
   tcase_add_test(tc, a_snapshot_waits_for_undelivered_events);
   tcase_add_test(tc, out_of_memory_anywhere_changes_nothing);
   tcase_add_test(tc, task_sets_are_listed_after_a_restore);
+  tcase_add_test(tc, frozen_tids_are_listed_before_and_after_a_restore);
   suite_add_tcase(s, tc);
   return s;
 }
