@@ -610,7 +610,7 @@ typedef struct tl_executor_status {
   uint32_t cores;          /* as registered */
   uint32_t free_cores;     /* cores minus running attempts x their cpus */
   uint32_t running;        /* attempts running here (in the tid index) */
-  uint32_t frozen;         /* attempts frozen here while pending loss */
+  uint32_t frozen;         /* attempts frozen here while pending loss or recovering */
   char host[TL_HOST_MAX];  /* its host */
   void *ud;                /* tl_executor_desc.ud as registered */
 } tl_executor_status;
@@ -627,7 +627,7 @@ typedef struct tl_executor_info {
   uint32_t cores;          /* as registered */
   uint32_t free_cores;     /* cores minus running attempts x their cpus */
   uint32_t running;        /* attempts running here */
-  uint32_t frozen;         /* attempts frozen here while pending loss */
+  uint32_t frozen;         /* attempts frozen here while pending loss or recovering */
   void *ud;                /* tl_executor_desc.ud as registered */
 } tl_executor_info;
 
