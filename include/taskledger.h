@@ -354,6 +354,9 @@ typedef struct tl_task_info {
   tl_locality locality;    /* the level it was launched at */
   bool speculative;        /* a speculative copy (speculation) */
   void *payload;           /* the task set's payload; valid until taskset_released */
+  void *executor_ud;       /* its executor's tl_executor_desc.ud (or executor_restored's answer),
+                              NULL if it had none: the runtime's record of it, found without a
+                              lookup */
 } tl_task_info;
 
 /* How an attempt ended. */
@@ -415,11 +418,12 @@ typedef struct tl_callbacks {
   void (*speculative_task_submitted)(void *ud, const tl_taskset_info *ts, uint32_t index);
   /* There is new pending work (a submission, a task to retry): offer resources again. */
   void (*revive_offers)(void *ud);
-  /* Ask the executor to kill an attempt (tl_kill_task, tl_kill_stage, tl_cancel_stage). The
-   * attempt ends when the executor reports it KILLED (or its executor is lost). reason is the
-   * one the call gave, NULL if it gave none. */
-  void (*kill_task)(void *ud, tl_tid tid, const char *executor_id, bool interrupt,
-                    const char *reason);
+  /* Ask the executor to kill an attempt (tl_kill_task, tl_kill_stage, tl_cancel_stage; and
+   * tl_executor_reconcile for a tid the ledger does not hold there). The attempt ends when the
+   * executor reports it KILLED (or its executor is lost). executor_ud as for executor_lost.
+   * reason is the one the call gave, NULL if it gave none. */
+  void (*kill_task)(void *ud, tl_tid tid, const char *executor_id, void *executor_ud,
+                    bool interrupt, const char *reason);
   /* Resolvers, not events: tl_scheduler_restore calls them before it returns, on its caller's
    * thread, once the whole snapshot has been read and checked (so a restore that fails calls
    * neither), with no lock held; they may not call the library (the scheduler does not exist
@@ -467,6 +471,19 @@ TL_EXTERN int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_
  * started; the taskset_released callbacks it makes may only inspect it (other calls are
  * TL_EBUSY). */
 TL_EXTERN int tl_scheduler_free(tl_scheduler *s);
+
+/* Drops the scheduler as the death of its process would, for a test that simulates a crash
+ * (then restores an image) without leaking: frees everything and makes no callback and no
+ * journal line. What is still queued is discarded, not delivered: the result an undelivered
+ * task_ended holds is freed with its result_free (not at all when that is NULL), and no payload
+ * is handed back, not even by a queued taskset_released: every payload given to tl_submit and
+ * not yet handed back by a delivered taskset_released is the caller's again, to free or to give
+ * to a restored scheduler's taskset_restored; executor uds likewise. Attempts in flight are
+ * forgotten. TL_EBUSY (nothing changes) when called from inside a callback, while another
+ * thread is delivering events or tl_scheduler_free runs, or while a libuv driver is attached
+ * (taskledger-uv.h: stop it first); TL_EINVAL for NULL. Does not block but on the lock. No other
+ * thread may use the scheduler once this call has started. */
+TL_EXTERN int tl_scheduler_abandon(tl_scheduler *s);
 
 /* Delivers, on the calling thread, every event queued when it takes the lock (and the journal
  * lines queued with them), in order, outside the lock, and returns how many events it delivered.
@@ -662,7 +679,7 @@ typedef struct tl_executor_status {
   uint32_t cores;          /* as registered */
   uint32_t free_cores;     /* cores minus running attempts x their cpus */
   uint32_t running;        /* attempts running here (in the tid index) */
-  uint32_t frozen;         /* attempts frozen here while pending loss */
+  uint32_t frozen;         /* attempts frozen here while pending loss or recovering */
   char host[TL_HOST_MAX];  /* its host */
   void *ud;                /* tl_executor_desc.ud as registered */
 } tl_executor_status;
@@ -679,7 +696,7 @@ typedef struct tl_executor_info {
   uint32_t cores;          /* as registered */
   uint32_t free_cores;     /* cores minus running attempts x their cpus */
   uint32_t running;        /* attempts running here */
-  uint32_t frozen;         /* attempts frozen here while pending loss */
+  uint32_t frozen;         /* attempts frozen here while pending loss or recovering */
   void *ud;                /* tl_executor_desc.ud as registered */
 } tl_executor_info;
 
@@ -688,6 +705,16 @@ typedef struct tl_executor_info {
  * for the count; summing free_cores of the ALIVE ones gives what a round could offer). One lock,
  * O(executors, tombstones included). TL_EINVAL: s or n NULL, or out NULL with cap > 0. */
 TL_EXTERN int tl_executor_list(tl_scheduler *s, tl_executor_info *out, size_t cap, size_t *n);
+
+/* The tids of the attempts frozen on one executor, in launch order: those a RECOVERING executor
+ * is waited for (after a restore, until it reconciles or its recovery deadline), or a
+ * PENDING_LOSS one holds until its loss's second phase; an executor in any other state has
+ * none. As tl_executor_list, the first cap in tids[0 .. cap), and in *n how many there are,
+ * however small cap is (cap 0 and tids NULL ask only for the count: tl_executor_status.frozen).
+ * One lock, O(its frozen attempts). TL_EINVAL: s or n NULL, a bad id, or tids NULL with cap > 0;
+ * TL_ENOENT: unknown id; TL_EGONE: a tombstone (*n is 0 on every error). */
+TL_EXTERN int tl_executor_frozen(tl_scheduler *s, const char *executor_id, tl_tid *tids, size_t cap,
+                                 size_t *n);
 
 /* ---------------------------------------------------------------------------------------------
  * Task sets
@@ -796,6 +823,13 @@ typedef struct tl_taskset_status {
  * task_ended of a task set's last attempt, the ledger has already released it (its
  * taskset_released comes next), so this is TL_ENOENT there. */
 TL_EXTERN int tl_taskset_get(tl_scheduler *s, tl_taskset_id id, tl_taskset_status *out);
+
+/* Every task set the ledger holds (active and zombie; a released one is gone), in submission
+ * order, after a restore too (the image keeps that order): as tl_executor_list, the first cap in
+ * out[0 .. cap), and in *n how many there are, however small cap is (cap 0 and out NULL ask only
+ * for the count). Each is what tl_taskset_get gives. One lock, O(task sets). TL_EINVAL: s or n
+ * NULL, or out NULL with cap > 0. */
+TL_EXTERN int tl_taskset_list(tl_scheduler *s, tl_taskset_status *out, size_t cap, size_t *n);
 
 /* ---------------------------------------------------------------------------------------------
  * Offers

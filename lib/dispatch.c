@@ -50,6 +50,7 @@ static void task_info_of(const tl__event *ev, tl_task_info *info) {
   info->locality = (tl_locality)ev->u.task.locality;
   info->speculative = ev->u.task.speculative;
   info->payload = ev->u.task.payload;
+  info->executor_ud = ev->u.task.executor_ud;
 }
 
 /* The reason of taskset_failed is composed here, outside the lock, from what the event kept:
@@ -148,8 +149,8 @@ static void deliver(struct tl_scheduler *s, const tl__event *ev) {
     break;
   case TL__EV_KILL_TASK:
     if (cb->kill_task != NULL)
-      cb->kill_task(cb->ud, ev->u.kill.tid, ev->names->text, ev->u.kill.interrupt,
-                    event_message(ev));
+      cb->kill_task(cb->ud, ev->u.kill.tid, ev->names->text, ev->u.kill.executor_ud,
+                    ev->u.kill.interrupt, event_message(ev));
     break;
   }
 }

@@ -142,6 +142,31 @@ int tl_executor_get(tl_scheduler *s, const char *executor_id, tl_executor_status
   return err;
 }
 
+int tl_executor_frozen(tl_scheduler *s, const char *executor_id, tl_tid *tids, size_t cap,
+                       size_t *n) {
+  if (n != NULL)
+    *n = 0;
+  if (s == NULL || tl__name_len(executor_id, TL_ID_MAX) == 0 || n == NULL ||
+      (tids == NULL && cap > 0))
+    return TL_EINVAL;
+  tl__lock(s);
+  tl__executor *ex = tl__executor_find(s, executor_id);
+  int err = ex == NULL ? TL_ENOENT : ex->state == TL_EXECUTOR_REMOVED ? TL_EGONE : TL_OK;
+  size_t k = 0;
+  if (err == TL_OK) {
+    /* The frozen list is in launch order: a loss freezes the running list in its order, a
+     * restore freezes the image's attempts in theirs. */
+    for (tl__link *l = ex->frozen.next; l != &ex->frozen; l = l->next) {
+      if (k < cap)
+        tids[k] = tl__container_of(l, tl__attempt, on_executor)->tid;
+      k++;
+    }
+  }
+  tl__mutex_unlock(&s->lock);
+  *n = k;
+  return err;
+}
+
 int tl_executor_list(tl_scheduler *s, tl_executor_info *out, size_t cap, size_t *n) {
   if (s == NULL || n == NULL || (out == NULL && cap > 0))
     return TL_EINVAL;
@@ -185,28 +210,49 @@ int tl_pool_get(tl_scheduler *s, const char *name, tl_pool_status *out) {
   return p != NULL ? TL_OK : TL_ENOENT;
 }
 
+/* One task set's status, for tl_taskset_get and tl_taskset_list; the lock held. */
+static void taskset_status_of(const tl__taskset *ts, tl_taskset_status *out) {
+  out->info.id = ts->id;
+  out->info.stage_id = ts->stage_id;
+  out->info.stage_attempt = ts->stage_attempt;
+  out->info.ntasks = ts->ntasks;
+  out->zombie = ts->zombie;
+  out->failed = ts->failed;
+  out->running = ts->nrunning;
+  out->frozen = ts->nfrozen;
+  out->pending = ts->npending;
+  out->succeeded = ts->nsucceeded;
+  out->cpus_per_task = ts->cpus;
+  out->locality_levels = ts->loc != NULL ? ts->loc->levels : (1u << TL_NO_PREF) | (1u << TL_ANY);
+  out->locality = ts->loc != NULL ? (tl_locality)ts->loc->level : TL_NO_PREF;
+}
+
 int tl_taskset_get(tl_scheduler *s, tl_taskset_id id, tl_taskset_status *out) {
   if (s == NULL || out == NULL)
     return TL_EINVAL;
   tl__lock(s);
   tl__taskset *ts = tl__taskset_find(s, id);
-  if (ts != NULL) {
-    out->info.id = ts->id;
-    out->info.stage_id = ts->stage_id;
-    out->info.stage_attempt = ts->stage_attempt;
-    out->info.ntasks = ts->ntasks;
-    out->zombie = ts->zombie;
-    out->failed = ts->failed;
-    out->running = ts->nrunning;
-    out->frozen = ts->nfrozen;
-    out->pending = ts->npending;
-    out->succeeded = ts->nsucceeded;
-    out->cpus_per_task = ts->cpus;
-    out->locality_levels = ts->loc != NULL ? ts->loc->levels : (1u << TL_NO_PREF) | (1u << TL_ANY);
-    out->locality = ts->loc != NULL ? (tl_locality)ts->loc->level : TL_NO_PREF;
-  }
+  if (ts != NULL)
+    taskset_status_of(ts, out);
   tl__mutex_unlock(&s->lock);
   return ts != NULL ? TL_OK : TL_ENOENT;
+}
+
+/* The map by id keeps insertion order (uthash appends), which is submission order; a restore
+ * inserts the image's task sets in that order too. */
+int tl_taskset_list(tl_scheduler *s, tl_taskset_status *out, size_t cap, size_t *n) {
+  if (s == NULL || n == NULL || (out == NULL && cap > 0))
+    return TL_EINVAL;
+  tl__lock(s);
+  size_t k = 0;
+  for (const tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next) {
+    if (k < cap)
+      taskset_status_of(ts, &out[k]);
+    k++;
+  }
+  tl__mutex_unlock(&s->lock);
+  *n = k;
+  return TL_OK;
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -464,7 +464,8 @@ typedef struct tl__event {
       bool speculative; /* task_started, task_ended: a speculative copy */
       uint16_t host_at; /* where the host starts in names->text: the id's length + 1 */
       void *payload;
-      void *result; /* task_ended success: owned by the event until delivered */
+      void *executor_ud; /* the executor's tl_executor_desc.ud */
+      void *result;      /* task_ended success: owned by the event until delivered */
       size_t result_size;
       void (*result_free)(void *);
     } task;
@@ -485,6 +486,7 @@ typedef struct tl__event {
     struct {
       tl_tid tid;
       bool interrupt;
+      void *executor_ud; /* the executor's tl_executor_desc.ud */
     } kill;
   } u;
 } tl__event;
@@ -662,6 +664,7 @@ _Static_assert(TL_ID_MAX <= UINT16_MAX, "an id's length + 1 fits tl__event's hos
 static inline void tl__event_task_names(tl__event *ev, const tl__executor *ex) {
   ev->names = tl__str_ref(ex->names);
   ev->u.task.host_at = (uint16_t)(ex->hh_by_id.keylen + 1u); /* ids are shorter than TL_ID_MAX */
+  ev->u.task.executor_ud = ex->ud;
 }
 
 static inline void tl__event_push_revive(struct tl_scheduler *s) {

@@ -785,6 +785,7 @@ int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid 
     ev->static_msg = reconcile_kill_message;
     ev->u.kill.tid = r[i].tid;
     ev->u.kill.interrupt = true;
+    ev->u.kill.executor_ud = ex->ud;
   }
   *nunknown = k;
   s->totals.reconcile_unknown += k;

@@ -345,6 +345,27 @@ int tl_scheduler_free(tl_scheduler *s) {
   return TL_OK;
 }
 
+/* tl_scheduler_free without its deliveries: destroy_all discards the queued events (freeing
+ * their results with result_free, as for any event that is never delivered) and journal lines;
+ * the payloads are left to the caller. */
+int tl_scheduler_abandon(tl_scheduler *s) {
+  if (s == NULL)
+    return TL_EINVAL;
+  tl__lock(s);
+  if (tl__dispatching(s) || s->closing || s->driver_wake != NULL) {
+    tl__mutex_unlock(&s->lock);
+    return TL_EBUSY;
+  }
+  s->closing = true;
+  destroy_all(s);
+  tl__mutex_unlock(&s->lock);
+  assert(s->mem_bytes == sizeof *s && s->mem_blocks == 1);
+  tl__mutex_destroy(&s->lock);
+  tl__raw_free(s);
+  tl__schedulers_dec();
+  return TL_OK;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Executors
  * ------------------------------------------------------------------------------------------- */

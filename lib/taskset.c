@@ -203,6 +203,7 @@ static void push_kill(struct tl_scheduler *s, const tl__attempt *a, bool interru
   ev->static_msg = static_msg;
   ev->u.kill.tid = a->tid;
   ev->u.kill.interrupt = interrupt;
+  ev->u.kill.executor_ud = a->executor->ud;
 }
 
 /* ---------------------------------------------------------------------------------------------

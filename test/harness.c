@@ -241,6 +241,7 @@ static void check_task_info(tlt_env *e, const tl_task_info *t, const char *what)
              "%s: stage %u.%u, task set has %u.%u", what, t->stage_id, t->stage_attempt,
              sub->stage_id, sub->stage_attempt);
   TLT_ASSERT(t->index < sub->ntasks, "%s: index %u of %u tasks", what, t->index, sub->ntasks);
+  check_exec_ud(e, t->executor_id, t->executor_ud, what);
 }
 
 /* The type of the latest executor_added, executor_lost or executor_removed naming executor id,
@@ -448,13 +449,15 @@ static void cb_revive_offers(void *ud) {
   leave(e);
 }
 
-static void cb_kill_task(void *ud, tl_tid tid, const char *exec, bool interrupt,
+static void cb_kill_task(void *ud, tl_tid tid, const char *exec, void *executor_ud, bool interrupt,
                          const char *reason) {
   tlt_env *e = ud;
   enter(e, "kill_task");
   TLT_ASSERT(exec != NULL, "kill_task with NULL executor");
   check_not_removed(e, exec, "kill_task");
+  check_exec_ud(e, exec, executor_ud, "kill_task");
   tlt_event *ev = push_event(e, TLT_EV_KILL);
+  ev->executor_ud = executor_ud;
   ev->kill_tid = tid;
   ev->interrupt = interrupt;
   copy_str(ev->executor, sizeof ev->executor, exec);

@@ -58,7 +58,8 @@ typedef struct tlt_event {
   tlt_ev_type type;
   tl_task_info task;           /* started, ended: executor_id and host are NULL in the copy */
   char executor[TL_ID_MAX];    /* started, ended, added, lost, kill, removed: the executor id */
-  void *executor_ud;           /* lost, removed: the executor's ud as delivered */
+  void *executor_ud;           /* lost, removed, kill: the executor's ud as delivered (started,
+                                  ended: task.executor_ud) */
   char host[TL_HOST_MAX];      /* started, ended, added: its host */
   tl_end_kind end_kind;        /* ended */
   bool counts;                 /* ended: counts_toward_failures */

@@ -60,6 +60,8 @@ static void cmp_task(tlo_run *r, const mevent *e, const tl_task_info *t) {
   CMP(r, "task.speculative", t->speculative, e->spec);
   cmp_str(r, "task.executor_id", t->executor_id, e->ex->id);
   cmp_str(r, "task.host", t->host, tlo_host_names[e->ex->host]);
+  if (t->executor_ud != e->ex)
+    tlo_fail(r, "task.executor_ud is not the ud %s was registered with", e->ex->id);
   if (t->payload != (ts->lost_payload ? NULL : ts))
     tlo_fail(r, "task.payload is not its task set's%s", ts->lost_payload ? " (NULL)" : "");
 }
@@ -309,7 +311,8 @@ void tlo_cb_revive(void *ud) {
   cb_leave(r);
 }
 
-void tlo_cb_kill(void *ud, tl_tid tid, const char *id, bool interrupt, const char *reason) {
+void tlo_cb_kill(void *ud, tl_tid tid, const char *id, void *executor_ud, bool interrupt,
+                 const char *reason) {
   tlo_run *r = cb_enter(ud);
   if (r == NULL)
     return;
@@ -317,6 +320,8 @@ void tlo_cb_kill(void *ud, tl_tid tid, const char *id, bool interrupt, const cha
   if (e != NULL) {
     CMP(r, "kill.tid", tid, e->tid);
     cmp_str(r, "kill.executor_id", id, e->ex->id);
+    if (executor_ud != e->ex)
+      tlo_fail(r, "kill.executor_ud is not the ud %s was registered with", e->ex->id);
     CMP(r, "kill.interrupt", interrupt, e->interrupt);
     cmp_str(r, "kill.reason", reason, e->text);
     tlo_cb_check(r, -1, e->ex);

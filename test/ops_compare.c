@@ -4,6 +4,7 @@
 #include "ops_internal.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------------------------------------
@@ -156,6 +157,48 @@ static void cmp_list(tlo_run *r) {
     CMP_OF(r, "listed executor", x->id, "frozen", e->frozen, x->nfrozen);
     if (e->ud != x)
       tlo_fail(r, "listed executor %s: ud is not the record it was registered with", x->id);
+    /* Its frozen attempts, in launch order (tl_executor_frozen). */
+    tl_tid *frozen, got_tids[256]; /* more than any executor's cores */
+    size_t nfrozen = tlo_inflight_where(r, &frozen, x, 1, -1), ngot = SIZE_MAX;
+    size_t cap = sizeof got_tids / sizeof got_tids[0];
+    rc = tl_executor_frozen(r->s, x->id, got_tids, cap, &ngot);
+    if (rc != TL_OK || ngot != nfrozen) {
+      tlo_fail(r, "tl_executor_frozen(%s) returned %s with %zu tids, the model says %zu", x->id,
+               tl_err_name(rc), ngot, nfrozen);
+    } else {
+      for (size_t k = 0; k < nfrozen && k < cap && !r->failed; k++)
+        if (got_tids[k] != frozen[k])
+          tlo_fail(r, "tl_executor_frozen(%s)[%zu] is tid %" PRIu64 ", the model says %" PRIu64,
+                   x->id, k, got_tids[k], frozen[k]);
+    }
+    free(frozen);
+  }
+}
+
+/* tl_taskset_list against the model: every task set not released, in submission order. */
+static void cmp_taskset_list(tlo_run *r) {
+  static tl_taskset_status got[1024];
+  size_t n = 0, count = SIZE_MAX;
+  for (uint32_t k = 0; k < r->nts; k++)
+    n += !r->ts[k].released;
+  int rc = tl_taskset_list(r->s, got, sizeof got / sizeof got[0], &count);
+  if (rc != TL_OK || count != n) {
+    tlo_fail(r, "tl_taskset_list returned %s with %zu task sets, the model says %zu",
+             tl_err_name(rc), count, n);
+    return;
+  }
+  size_t i = 0;
+  for (uint32_t k = 0; k < r->nts && i < sizeof got / sizeof got[0] && !r->failed; k++) {
+    const mts *t = &r->ts[k];
+    if (t->released)
+      continue;
+    if (got[i].info.id != t->id)
+      tlo_fail(r, "tl_taskset_list[%zu] is task set %" PRIu64 ", the model says %" PRIu64, i,
+               got[i].info.id, t->id);
+    else if (got[i].running != t->nrunning || got[i].frozen != t->nfrozen)
+      tlo_fail(r, "tl_taskset_list[%zu] (%" PRIu64 ") runs %u, %u frozen; the model says %u, %u", i,
+               t->id, got[i].running, got[i].frozen, t->nrunning, t->nfrozen);
+    i++;
   }
 }
 
@@ -265,6 +308,8 @@ void tlo_compare_all(tlo_run *r, bool top) {
     tlo_cmp_exec(r, &r->phantom[r->op_index % NSLOTS]);
   if (!r->failed)
     cmp_list(r);
+  if (!r->failed)
+    cmp_taskset_list(r);
   /* Every pool that exists; and one other name in turn (unknown: TL_ENOENT; invalid). */
   for (unsigned p = 0; p < NPOOLNAMES && !r->failed; p++)
     if (r->pools[p].exists || p == r->op_index % NPOOLNAMES)

@@ -550,7 +550,8 @@ void tlo_cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_
 void tlo_cb_executor_removed(void *ud, const char *id, void *executor_ud,
                              const tl_loss_reason *why);
 void tlo_cb_revive(void *ud);
-void tlo_cb_kill(void *ud, tl_tid tid, const char *id, bool interrupt, const char *reason);
+void tlo_cb_kill(void *ud, tl_tid tid, const char *id, void *executor_ud, bool interrupt,
+                 const char *reason);
 mexec *tlo_resolve_exec(tlo_run *r, uint8_t v);
 tl_tid tlo_resolve_tid(tlo_run *r, uint8_t sel);
 void tlo_apply_top(tlo_run *r, const tlo_op *op);

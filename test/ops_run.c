@@ -565,8 +565,10 @@ static void fz_removed(void *ud, const char *id, void *exud, const tl_loss_reaso
   ((fuzz_state *)ud)->removed++;
   fz_other(ud);
 }
-static void fz_kill(void *ud, tl_tid tid, const char *id, bool interrupt, const char *reason) {
+static void fz_kill(void *ud, tl_tid tid, const char *id, void *executor_ud, bool interrupt,
+                    const char *reason) {
   (void)tid;
+  (void)executor_ud;
   (void)id;
   (void)interrupt;
   (void)reason;

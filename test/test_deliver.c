@@ -1,8 +1,9 @@
 /* Delivery (tl_config.delivery): with TL_DELIVER_DEFERRED no call delivers; tl_dispatch delivers
  * what was queued, in order, on its caller's thread; events_ready is made once per wake-up;
- * tl_dispatch refuses from inside a callback; tl_scheduler_free delivers what is left; journal
- * lines wait with the events; with four threads making calls every callback runs on the one
- * thread that dispatches, with and without the libuv driver.
+ * tl_dispatch refuses from inside a callback; tl_scheduler_free delivers what is left and
+ * tl_scheduler_abandon discards it; journal lines wait with the events; with four threads making
+ * calls every callback runs on the one thread that dispatches, with and without the libuv
+ * driver.
  */
 #include "harness.h"
 
@@ -184,6 +185,104 @@ START_TEST(free_delivers_what_is_still_queued) {
 }
 END_TEST
 
+/* tl_scheduler_abandon drops the scheduler as a crash would: the queued events (ends holding
+ * results, a release) and journal lines are discarded, not delivered; each result is freed once
+ * by its result_free, no payload comes back, and nothing is left allocated. */
+static void count_journal_line(void *ud, const char *line) {
+  (void)line;
+  ++*(unsigned *)ud;
+}
+
+static void abandon_inside(tlt_env *e, const tlt_event *ev) {
+  (void)ev;
+  *(int *)e->hook_ud = tl_scheduler_abandon(e->s);
+}
+
+START_TEST(abandon_delivers_nothing_and_hands_no_payload_back) {
+  tlt_alloc_install();
+  unsigned lines = 0;
+  tl_config cfg = deferred_config(NULL);
+  cfg.journal = count_journal_line;
+  cfg.journal_ud = &lines;
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "h1", NULL, 3);
+  tlt_add(e, "e2", "h2", NULL, 1);
+  tl_taskset_id done = tlt_submit(e, 0, 0, 0, 2);
+  tl_taskset_id busy = tlt_submit(e, 1, 0, 0, 3);
+  tl_offer o[] = {{"e1", 3}, {"e2", 1}};
+  tl_launch l[4];
+  ck_assert_uint_eq(tlt_offers(e, o, 2, l, 4), 4);
+  tlt_dispatch_all(e);
+  /* Queued, undelivered: two ends holding results and the release of the finished task set;
+   * running, frozen (e2 pending loss) and pending work stays behind in the ledger. */
+  tlt_result *res[2];
+  size_t nres = 0;
+  for (size_t i = 0; i < 4; i++)
+    if (l[i].taskset == done)
+      res[nres++] = tlt_succeed(e, l[i].executor_id, l[i].tid);
+  ck_assert_uint_eq(nres, 2);
+  tlt_lose(e, "e2", TL_LOSS_PENDING, false);
+  tl_stats st = tlt_stats(e);
+  ck_assert_uint_ge(st.events_queued, 3);
+  ck_assert_uint_eq(st.attempts_running + st.attempts_frozen, 2);
+  TLT_ERR(e, TL_EINVAL, tl_scheduler_abandon(NULL));
+
+  size_t mark = tlt_mark(e);
+  unsigned lines_before = lines;
+  ck_assert_int_eq(tl_scheduler_abandon(e->s), TL_OK);
+  e->s = NULL;
+  ck_assert_uint_eq(e->nev, mark);        /* no callback */
+  ck_assert_uint_eq(lines, lines_before); /* no journal line, the queued ones dropped */
+  for (size_t i = 0; i < nres; i++)
+    ck_assert_uint_eq(res[i]->frees, 1);       /* by result_free, once */
+  ck_assert_uint_eq(tlt_released(e, done), 0); /* its queued release was not delivered */
+  ck_assert_uint_eq(tlt_released(e, busy), 0);
+  ck_assert_msg(tlt_alloc_live_blocks() == 0, "tl_scheduler_abandon left %zu blocks (%zu bytes)",
+                tlt_alloc_live_blocks(), tlt_alloc_live_bytes());
+  /* The payloads are the test's again: the harness frees them with the env. */
+  for (size_t i = 0; i < e->nsubs; i++)
+    e->subs[i].released = 1;
+  tlt_end_freed(e);
+  tlt_alloc_restore();
+}
+END_TEST
+
+/* From inside a callback, and while tl_scheduler_free hands payloads back: TL_EBUSY, nothing
+ * changes; with the libuv driver attached, too. */
+START_TEST(abandon_is_refused_where_free_is) {
+  int rc = 0;
+  tlt_env *e = tlt_new(NULL);
+  e->hook = abandon_inside;
+  e->hook_ud = &rc;
+  tlt_add(e, "e1", "h1", NULL, 1);
+  ck_assert_int_eq(rc, TL_EBUSY);
+  e->hook = NULL;
+  TLT_CHECK(e);
+  ck_assert_int_eq(tlt_ex(e, "e1").state, TL_EXECUTOR_ALIVE);
+  tlt_submit(e, 0, 0, 0, 1);
+  rc = 0;
+  e->hook = abandon_inside; /* the release tl_scheduler_free makes */
+  ck_assert_int_eq(tl_scheduler_free(e->s), TL_OK);
+  ck_assert_int_eq(rc, TL_EBUSY);
+  e->s = NULL;
+  tlt_end_freed(e);
+
+  tl_config cfg = deferred_config(NULL);
+  e = tlt_new(&cfg);
+  uv_loop_t loop;
+  ck_assert_int_eq(uv_loop_init(&loop), 0);
+  tl_uv *h;
+  ck_assert_int_eq(tl_uv_start(e->s, &loop, &h), TL_OK);
+  ck_assert_int_eq(tl_scheduler_abandon(e->s), TL_EBUSY);
+  ck_assert_int_eq(tl_uv_stop(h, NULL, NULL), TL_OK);
+  ck_assert_int_eq(uv_run(&loop, UV_RUN_DEFAULT), 0);
+  ck_assert_int_eq(uv_loop_close(&loop), 0);
+  ck_assert_int_eq(tl_scheduler_abandon(e->s), TL_OK);
+  e->s = NULL;
+  tlt_end_freed(e);
+}
+END_TEST
+
 /* executor_removed waits in the queue like every event and is delivered in its place: after
  * executor_lost and the ends, before revive_offers; its message is the library's copy (the
  * caller's buffer may change before the dispatch). A scheduler without the callback queues one
@@ -312,19 +411,19 @@ END_TEST
 /* The shared state of a threaded run. The workers touch only the scheduler and the atomics. */
 typedef struct crowd {
   tlt_env *e;
-  atomic_uint finished;    /* FINISHED updates answered TL_OK */
-  atomic_uint errors;      /* calls of workers that answered an unexpected error */
-  atomic_uint dispatches;  /* tl_dispatch calls begun by the delivering thread */
-  pthread_mutex_t mu;      /* guards the fields below */
-  pthread_cond_t cv;       /* signalled by events_ready and by the workers' end */
-  bool woken;              /* events_ready was made since the delivering thread last looked */
-  unsigned readies;        /* events_ready calls */
-  unsigned ready_twice;    /* events_ready made again with no tl_dispatch begun in between */
-  unsigned last_dispatch;  /* dispatches when the last events_ready was made */
-  unsigned workers_done;   /* workers that returned */
-  unsigned ended_seen;     /* task_ended callbacks (on the delivering thread) */
+  atomic_uint finished;     /* FINISHED updates answered TL_OK */
+  atomic_uint errors;       /* calls of workers that answered an unexpected error */
+  atomic_uint dispatches;   /* tl_dispatch calls begun by the delivering thread */
+  pthread_mutex_t mu;       /* guards the fields below */
+  pthread_cond_t cv;        /* signalled by events_ready and by the workers' end */
+  bool woken;               /* events_ready was made since the delivering thread last looked */
+  unsigned readies;         /* events_ready calls */
+  unsigned ready_twice;     /* events_ready made again with no tl_dispatch begun in between */
+  unsigned last_dispatch;   /* dispatches when the last events_ready was made */
+  unsigned workers_done;    /* workers that returned */
+  unsigned ended_seen;      /* task_ended callbacks (on the delivering thread) */
   unsigned readies_at_stop; /* events_ready calls when the driver was stopped */
-  tl_uv *h;                /* the driver, in the libuv variant */
+  tl_uv *h;                 /* the driver, in the libuv variant */
 } crowd;
 
 static void crowd_ready(void *ud) {
@@ -542,6 +641,8 @@ Suite *tl_deliver_suite(void) {
   tcase_add_test(tc, bad_delivery_settings_are_refused);
   tcase_add_test(tc, dispatch_inside_a_callback_is_refused_and_its_events_wait);
   tcase_add_test(tc, free_delivers_what_is_still_queued);
+  tcase_add_test(tc, abandon_delivers_nothing_and_hands_no_payload_back);
+  tcase_add_test(tc, abandon_is_refused_where_free_is);
   tcase_add_test(tc, executor_removed_waits_for_the_dispatch_in_its_place);
   tcase_add_test(tc, journal_lines_wait_for_the_dispatch);
   tc = tlt_tcase(s, "threads");

@@ -31,6 +31,73 @@ START_TEST(a_simple_lifecycle_makes_events_in_order) {
 }
 END_TEST
 
+/* task_started, task_ended (by a status update, by a kill answered, by the loss of the executor)
+ * and kill_task carry the executor's tl_executor_desc.ud; NULL for an executor that gave none. */
+START_TEST(task_and_kill_events_carry_the_executor_ud) {
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "h1", NULL, 2); /* ud: tlt_ud_for(e, "e1") */
+  tlt_add(e, "e2", "h2", NULL, 2);
+  tl_executor_desc bare = {.id = "e3", .host = "h3", .cores = 1};
+  TLT_OK(e, tl_executor_add(e->s, &bare));
+  void *ud1 = tlt_ud_for(e, "e1"), *ud2 = tlt_ud_for(e, "e2");
+  ck_assert_ptr_ne(ud1, ud2);
+  tlt_submit(e, 0, 0, 0, 5);
+  tl_offer offers[] = {{"e1", 2}, {"e2", 2}, {"e3", 1}};
+  tl_launch l[5];
+  size_t mark = tlt_mark(e);
+  ck_assert_uint_eq(tlt_offers(e, offers, 3, l, 5), 5);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_STARTED), 5);
+  for (size_t i = 0; i < 5; i++) {
+    const tlt_event *ev = tlt_nth(e, mark, TLT_EV_STARTED, i);
+    void *want = strcmp(ev->executor, "e1") == 0   ? ud1
+                 : strcmp(ev->executor, "e2") == 0 ? ud2
+                                                   : NULL;
+    ck_assert_ptr_eq(ev->task.executor_ud, want);
+    ck_assert_ptr_eq(l[i].executor_ud, want); /* the same as the launch's */
+  }
+  tl_tid on1[2], on2[2], on3 = 0;
+  size_t n1 = 0, n2 = 0;
+  for (size_t i = 0; i < 5; i++) {
+    if (strcmp(l[i].executor_id, "e1") == 0)
+      on1[n1++] = l[i].tid;
+    else if (strcmp(l[i].executor_id, "e2") == 0)
+      on2[n2++] = l[i].tid;
+    else
+      on3 = l[i].tid;
+  }
+  ck_assert_uint_eq(n1, 2);
+  ck_assert_uint_eq(n2, 2);
+
+  /* A kill, and the end it is answered with. */
+  mark = tlt_mark(e);
+  TLT_OK(e, tl_kill_task(e->s, on1[0], true, "asked"));
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_KILL), 1);
+  const tlt_event *kill = tlt_nth(e, mark, TLT_EV_KILL, 0);
+  ck_assert_uint_eq(kill->kill_tid, on1[0]);
+  ck_assert_ptr_eq(kill->executor_ud, ud1);
+  tlt_killed(e, "e1", on1[0]);
+  ck_assert_ptr_eq(tlt_ended_of(e, on1[0])->task.executor_ud, ud1);
+  /* Ends by status. */
+  tlt_succeed(e, "e1", on1[1]);
+  ck_assert_ptr_eq(tlt_ended_of(e, on1[1])->task.executor_ud, ud1);
+  tlt_fail(e, "e2", on2[0], TL_END_EXCEPTION);
+  ck_assert_ptr_eq(tlt_ended_of(e, on2[0])->task.executor_ud, ud2);
+  /* A kill and an end on the executor without a ud. */
+  mark = tlt_mark(e);
+  TLT_OK(e, tl_kill_task(e->s, on3, false, NULL));
+  ck_assert_ptr_null(tlt_nth(e, mark, TLT_EV_KILL, 0)->executor_ud);
+  tlt_succeed(e, "e3", on3);
+  ck_assert_ptr_null(tlt_ended_of(e, on3)->task.executor_ud);
+  /* An end by the loss of the executor, in two phases: the ud outlives nothing it needs. */
+  tlt_lose(e, "e2", TL_LOSS_PENDING, false);
+  tlt_lose(e, "e2", TL_LOSS_EXITED, true);
+  const tlt_event *lost_end = tlt_ended_of(e, on2[1]);
+  ck_assert_int_eq(lost_end->end_kind, TL_END_EXECUTOR_LOST);
+  ck_assert_ptr_eq(lost_end->task.executor_ud, ud2);
+  tlt_end(e);
+}
+END_TEST
+
 START_TEST(an_abort_makes_ended_then_failed_then_released) {
   tl_config cfg = tlt_config();
   cfg.max_task_failures = 1;
@@ -528,6 +595,7 @@ Suite *tl_events_suite(void) {
   TCase *tc = tlt_tcase(s, "order");
   tcase_add_test(tc, a_simple_lifecycle_makes_events_in_order);
   tcase_add_test(tc, an_abort_makes_ended_then_failed_then_released);
+  tcase_add_test(tc, task_and_kill_events_carry_the_executor_ud);
   tcase_add_test(tc, events_queued_counts_what_is_not_delivered_yet);
   tc = tlt_tcase(s, "reentrancy");
   tcase_add_test(tc, reentrant_submit_of_the_next_stage_from_task_ended);

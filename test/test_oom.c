@@ -3426,6 +3426,139 @@ START_TEST(oom_exclusion) {
 }
 END_TEST
 
+/* ---------------------------------------------------------------------------------------------
+ * tl_executor_reconcile, right after a restore: every attempt of the image is frozen on its
+ * RECOVERING executor, no host is known, attempts_by_tid holds nothing (and no array).
+ * ------------------------------------------------------------------------------------------- */
+
+/* The image of the builder's state (a growing buffer). */
+static int image_put(void *ud, const void *buf, size_t n) {
+  oom_buf *b = ud;
+  if (b->n + n > b->cap) {
+    b->cap = (b->n + n) * 2;
+    b->p = realloc(b->p, b->cap);
+    OOM_ASSERT(b->p != NULL, "test out of memory");
+  }
+  memcpy(b->p + b->n, buf, n);
+  b->n += n;
+  return 0;
+}
+
+typedef struct image_reader {
+  const oom_buf *b;
+  size_t at;
+} image_reader;
+
+static int image_get(void *ud, void *buf, size_t n) {
+  image_reader *r = ud;
+  if (n > r->b->n - r->at)
+    n = r->b->n - r->at;
+  memcpy(buf, r->b->p + r->at, n);
+  r->at += n;
+  return (int)n;
+}
+
+/* The restored task sets get their payloads back from the harness's submissions; the executors,
+ * added by add_exec, had no ud. */
+static bool resolve_payload(void *ud, const tl_taskset_info *ts, void **payload) {
+  tlt_env *e = ud;
+  for (size_t i = 0; i < e->nsubs; i++) {
+    if (e->subs[i].id == ts->id) {
+      *payload = e->subs[i].payload;
+      return true;
+    }
+  }
+  ck_abort_msg("restore asked for unknown task set %" PRIu64, ts->id);
+  return false;
+}
+
+static void *resolve_no_ud(void *ud, const char *id, const char *host) {
+  (void)ud;
+  (void)id;
+  (void)host;
+  return NULL;
+}
+
+/* Snapshots e's scheduler, frees it and restores the image in its place, as a driver's restart
+ * would. The releases the free delivers are not the task sets' (the restored scheduler holds
+ * them), so they are taken back out of the record. */
+static void snapshot_and_restore(tlt_env *e) {
+  oom_buf img = {NULL, 0, 0};
+  B_OK(tl_snapshot(e->s, image_put, &img));
+  unsigned released[64];
+  OOM_ASSERT(e->nsubs <= 64, "%zu submissions", e->nsubs);
+  for (size_t i = 0; i < e->nsubs; i++)
+    released[i] = e->subs[i].released;
+  size_t mark = e->nev;
+  B_OK(tl_scheduler_free(e->s));
+  e->s = NULL;
+  for (size_t i = 0; i < e->nsubs; i++)
+    e->subs[i].released = released[i];
+  e->nev = mark;
+  tl_callbacks cb = tlt_callbacks(e);
+  tlt_record_removed(&cb);
+  cb.taskset_restored = resolve_payload;
+  cb.executor_restored = resolve_no_ud;
+  image_reader r = {&img, 0};
+  B_OK(tl_scheduler_restore(&e->cfg, &cb, image_get, &r, &e->s));
+  free(img.p);
+  tl_stats st = tlt_stats(e);
+  OOM_ASSERT(st.attempts_running == 0 && st.attempts_frozen == 6 && st.executors_recovering == 2,
+             "restored: %zu running, %zu frozen, %zu recovering", st.attempts_running,
+             st.attempts_frozen, st.executors_recovering);
+}
+
+/* build_two_racks_running, snapshot, restore: e1 (h1, r1) and e2 (h2, r2) RECOVERING, their six
+ * attempts frozen, no host known. */
+static void build_restored(tlt_env *e, oom_ctx *c) {
+  build_two_racks_running(e, c);
+  snapshot_and_restore(e);
+}
+
+/* As build_restored, then e3 registers on h1 (rack r1) during the recovery: e1 joins that host. */
+static void build_restored_host_back(tlt_env *e, oom_ctx *c) {
+  build_restored(e, c);
+  B_OK(add_exec(e, "e3", "h1", "r1", 1));
+}
+
+/* e1 reports two of its three attempts and a tid the ledger never issued: two kept, one lost,
+ * one unknown (killed). */
+static int call_reconcile_e1(tlt_env *e, oom_ctx *c) {
+  tl_tid running[3] = {c->log[0].tid, c->log[2].tid, 999999};
+  tl_tid unknown[2];
+  size_t nunknown = 0;
+  return tl_executor_reconcile(e->s, "e1", running, 3, unknown, 2, &nunknown);
+}
+
+/* e1 reports all three of its attempts. */
+static int call_reconcile_e1_all(tlt_env *e, oom_ctx *c) {
+  tl_tid running[3] = {c->log[2].tid, c->log[1].tid, c->log[0].tid};
+  size_t nunknown = 0;
+  return tl_executor_reconcile(e->s, "e1", running, 3, NULL, 0, &nunknown);
+}
+
+/* e1 reports nothing: its three attempts end. */
+static int call_reconcile_e1_nothing(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  size_t nunknown = 0;
+  return tl_executor_reconcile(e->s, "e1", NULL, 0, NULL, 0, &nunknown);
+}
+
+START_TEST(oom_reconcile_after_restore) {
+  const oom_scenario sc[] = {
+      {"tl_executor_reconcile", "after a restore: two kept, one lost, one unknown", NULL,
+       build_restored, call_reconcile_e1, OOM_ALLOCATES, 0},
+      {"tl_executor_reconcile", "after a restore: every attempt kept", NULL, build_restored,
+       call_reconcile_e1_all, OOM_ALLOCATES, 0},
+      {"tl_executor_reconcile", "after a restore: nothing reported", NULL, build_restored,
+       call_reconcile_e1_nothing, OOM_ALLOCATES, 0},
+      {"tl_executor_reconcile", "after a restore, its host registered again", NULL,
+       build_restored_host_back, call_reconcile_e1, OOM_ALLOCATES, 0},
+  };
+  SWEEP_ALL("tl_executor_reconcile after a restore", sc);
+}
+END_TEST
+
 Suite *tl_oom_suite(void) {
   Suite *s = suite_create("oom");
   TCase *tc = tlt_tcase(s, "entry_points");
@@ -3443,6 +3576,7 @@ Suite *tl_oom_suite(void) {
   tcase_add_test(tc, oom_pools);
   tcase_add_test(tc, oom_speculation);
   tcase_add_test(tc, oom_exclusion);
+  tcase_add_test(tc, oom_reconcile_after_restore);
   tcase_add_test(tc, oom_outputs_results_barriers_and_fair_rounds);
   tcase_add_test(tc, oom_reentrant_calls);
   tcase_add_test(tc, oom_reentrant_with_a_full_queue);

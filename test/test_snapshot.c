@@ -341,6 +341,9 @@ START_TEST(restored_executors_recover_reconcile_or_time_out) {
   ck_assert_int_eq(e->ev[mark + 1].type, TLT_EV_KILL);
   ck_assert_uint_eq(e->ev[mark + 1].kill_tid, 999);
   ck_assert_str_eq(e->ev[mark + 1].executor, "e1");
+  /* Both carry the ud executor_restored gave e1. */
+  ck_assert_ptr_eq(e->ev[mark].task.executor_ud, tlt_ud_for(e, "e1"));
+  ck_assert_ptr_eq(e->ev[mark + 1].executor_ud, tlt_ud_for(e, "e1"));
   ck_assert_int_eq(e->ev[mark + 2].type, TLT_EV_REVIVE);
   TLT_ERR(e, TL_ESTATE, tl_executor_reconcile(e->s, "e1", NULL, 0, NULL, 0, &nunknown));
   x = tlt_ex(e, "e1");
@@ -1110,8 +1113,10 @@ START_TEST(out_of_memory_anywhere_changes_nothing) {
       free(im.p);
       tl_stats now = tlt_stats(e);
       tlt_assert_stats_same(&before, &now, "snapshot under OOM");
-      if (rc == TL_OK)
+      if (rc == TL_OK) {
+        ck_assert_uint_gt(k, 1); /* the sweep failed something */
         break;
+      }
       ck_assert_int_eq(rc, TL_ENOMEM);
     }
   }
@@ -1136,6 +1141,7 @@ START_TEST(out_of_memory_anywhere_changes_nothing) {
         for (size_t i = 0; i < e->nsubs; i++)
           e->subs[i].released = released[i];
         e->nev = mark;
+        ck_assert_uint_gt(k, 1);
         break;
       }
       ck_assert_int_eq(rc, TL_ENOMEM);
@@ -1160,8 +1166,10 @@ START_TEST(out_of_memory_anywhere_changes_nothing) {
       oom_arm(mode, k);
       int rc = tl_executor_reconcile(e->s, "e1", tids, nt, unknown, 4, &nunknown);
       oom_disarm();
-      if (rc == TL_OK)
+      if (rc == TL_OK) {
+        ck_assert_uint_gt(k, 1);
         break;
+      }
       ck_assert_int_eq(rc, TL_ENOMEM);
       ck_assert_uint_eq(e->nev, mark);
       tl_stats now = tlt_stats(e);
@@ -1484,6 +1492,105 @@ START_TEST(a_dispatch_snapshot_is_refused_inside_a_callback) {
 }
 END_TEST
 
+/* After a restore, tl_taskset_list gives the task sets of the image in the same (submission)
+ * order, their attempts all frozen. */
+START_TEST(task_sets_are_listed_after_a_restore) {
+  tl_config cfg = snapshot_config();
+  tlt_env *e = tlt_new(&cfg);
+  tl_launch out[16];
+  tl_taskset_id ts1, ts2;
+  build_state(e, out, &ts1, &ts2);
+  tl_taskset_status before[4], after[4];
+  size_t nbefore, nafter;
+  TLT_OK(e, tl_taskset_list(e->s, before, 4, &nbefore));
+  ck_assert_uint_eq(nbefore, 2);
+  ck_assert_uint_eq(before[0].info.id, ts1);
+  ck_assert_uint_eq(before[1].info.id, ts2);
+  image im = take(e);
+  restore_into(e, &im, NULL);
+  free(im.p);
+  TLT_OK(e, tl_taskset_list(e->s, after, 4, &nafter));
+  ck_assert_uint_eq(nafter, nbefore);
+  for (size_t i = 0; i < nafter; i++) {
+    ck_assert_uint_eq(after[i].info.id, before[i].info.id);
+    ck_assert_uint_eq(after[i].info.stage_id, before[i].info.stage_id);
+    ck_assert_uint_eq(after[i].info.ntasks, before[i].info.ntasks);
+    ck_assert_uint_eq(after[i].running, before[i].running); /* frozen ones included */
+    ck_assert_uint_gt(after[i].running, 0);
+    ck_assert_uint_eq(after[i].succeeded, before[i].succeeded);
+    ck_assert_uint_eq(after[i].frozen, after[i].running); /* all of them now */
+  }
+  tlt_end(e);
+}
+END_TEST
+
+/* The tids launched on exec and not ended, in launch order (tid order: out is). */
+static size_t unended_on(const tlt_env *e, const tl_launch *out, size_t nout, const char *exec,
+                         tl_tid *tids) {
+  size_t k = 0;
+  for (size_t i = 0; i < nout; i++)
+    if (strcmp(out[i].executor_id, exec) == 0 && tlt_ended_of(e, out[i].tid) == NULL)
+      tids[k++] = out[i].tid;
+  return k;
+}
+
+/* tl_executor_frozen gives the tids a pending loss holds, and after a restore those each
+ * RECOVERING executor is waited for, in launch order; none once it has reconciled. */
+START_TEST(frozen_tids_are_listed_before_and_after_a_restore) {
+  tl_config cfg = snapshot_config();
+  tlt_env *e = tlt_new(&cfg);
+  tl_launch out[16];
+  tl_taskset_id ts1, ts2;
+  size_t nout = build_state(e, out, &ts1, &ts2);
+  tl_tid want[4][16], got[16];
+  size_t nwant[4], n;
+  const char *ids[4] = {"e1", "e2", "e3", "e4"};
+  for (int x = 0; x < 4; x++)
+    nwant[x] = unended_on(e, out, nout, ids[x], want[x]);
+  ck_assert_uint_gt(nwant[0], 1);
+  ck_assert_uint_gt(nwant[3], 0);
+  /* Before: only e4, pending loss, has frozen attempts. */
+  TLT_OK(e, tl_executor_frozen(e->s, "e4", got, 16, &n));
+  ck_assert_uint_eq(n, nwant[3]);
+  ck_assert_mem_eq(got, want[3], n * sizeof *got);
+  TLT_OK(e, tl_executor_frozen(e->s, "e1", got, 16, &n));
+  ck_assert_uint_eq(n, 0);
+
+  image im = take(e);
+  restore_into(e, &im, NULL);
+  free(im.p);
+  for (int x = 0; x < 4; x++) {
+    TLT_OK(e, tl_executor_frozen(e->s, ids[x], got, 16, &n));
+    ck_assert_uint_eq(n, nwant[x]);
+    ck_assert_mem_eq(got, want[x], n * sizeof *got);
+    ck_assert_uint_eq(tlt_ex(e, ids[x]).frozen, n);
+  }
+  ck_assert_int_eq(tlt_ex(e, "e1").state, TL_EXECUTOR_RECOVERING);
+  /* A short array: the first ones, and the count; the count alone. */
+  got[1] = 0;
+  TLT_OK(e, tl_executor_frozen(e->s, "e1", got, 1, &n));
+  ck_assert_uint_eq(n, nwant[0]);
+  ck_assert_uint_eq(got[0], want[0][0]);
+  ck_assert_uint_eq(got[1], 0);
+  TLT_OK(e, tl_executor_frozen(e->s, "e1", NULL, 0, &n));
+  ck_assert_uint_eq(n, nwant[0]);
+  n = 7;
+  ck_assert_int_eq(tl_executor_frozen(e->s, "e5", got, 16, &n), TL_EGONE); /* a tombstone */
+  ck_assert_uint_eq(n, 0);
+  ck_assert_int_eq(tl_executor_frozen(e->s, "nope", got, 16, &n), TL_ENOENT);
+  ck_assert_int_eq(tl_executor_frozen(NULL, "e1", got, 16, &n), TL_EINVAL);
+  ck_assert_int_eq(tl_executor_frozen(e->s, "", got, 16, &n), TL_EINVAL);
+  ck_assert_int_eq(tl_executor_frozen(e->s, "e1", NULL, 1, &n), TL_EINVAL);
+  ck_assert_int_eq(tl_executor_frozen(e->s, "e1", got, 16, NULL), TL_EINVAL);
+  /* Reconciled, e1 has none left. */
+  size_t nunknown;
+  TLT_OK(e, tl_executor_reconcile(e->s, "e1", want[0], nwant[0], NULL, 0, &nunknown));
+  TLT_OK(e, tl_executor_frozen(e->s, "e1", got, 16, &n));
+  ck_assert_uint_eq(n, 0);
+  tlt_end(e);
+}
+END_TEST
+
 Suite *tl_snapshot_suite(void) {
   Suite *s = suite_create("snapshot");
   TCase *tc = tcase_create("core");
@@ -1509,6 +1616,8 @@ Suite *tl_snapshot_suite(void) {
   tcase_add_test(tc, a_dispatch_snapshot_is_refused_inside_a_callback);
   tcase_add_test(tc, out_of_memory_anywhere_changes_nothing);
   tcase_add_test(tc, out_of_memory_in_an_adopting_reconcile_changes_nothing);
+  tcase_add_test(tc, task_sets_are_listed_after_a_restore);
+  tcase_add_test(tc, frozen_tids_are_listed_before_and_after_a_restore);
   suite_add_tcase(s, tc);
   return s;
 }

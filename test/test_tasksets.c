@@ -565,6 +565,68 @@ START_TEST(partition_completed_with_only_zombie_attempts_changes_nothing) {
 }
 END_TEST
 
+/* tl_taskset_list: every task set the ledger holds, active and zombie, in submission order (not
+ * by stage), each as tl_taskset_get gives it; a released one is gone; the count whatever cap
+ * is. */
+START_TEST(taskset_list_lists_active_and_zombie_sets_in_submission_order) {
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "h1", NULL, 2);
+  size_t n = 99;
+  tl_taskset_status list[4];
+  TLT_OK(e, tl_taskset_list(e->s, list, 4, &n));
+  ck_assert_uint_eq(n, 0);
+  tl_taskset_id a = tlt_submit(e, 1, 0, 0, 1); /* runs and is released */
+  tl_taskset_id b = tlt_submit(e, 2, 0, 0, 3); /* becomes zombie with an attempt running */
+  tl_launch l[2];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 2, l, 2), 2);
+  ck_assert_uint_eq(l[0].taskset, a);
+  ck_assert_uint_eq(l[1].taskset, b);
+  tl_taskset_id c = tlt_submit(e, 2, 1, 0, 3); /* b's stage again: b is zombie */
+  tl_taskset_id d = tlt_submit(e, 0, 0, 7, 2); /* a lower stage, submitted last */
+  tlt_succeed(e, "e1", l[0].tid);
+  ck_assert_uint_eq(tlt_released(e, a), 1);
+  TLT_OK(e, tl_taskset_list(e->s, NULL, 0, &n));
+  ck_assert_uint_eq(n, 3);
+  memset(list, 0xab, sizeof list);
+  TLT_OK(e, tl_taskset_list(e->s, list, 2, &n));
+  ck_assert_uint_eq(n, 3);
+  ck_assert_uint_eq(list[0].info.id, b);
+  ck_assert(list[0].zombie);
+  ck_assert_uint_eq(list[0].running, 1);
+  ck_assert_uint_eq(list[1].info.id, c);
+  ck_assert_uint_eq(list[1].info.stage_id, 2);
+  ck_assert_uint_eq(list[1].info.stage_attempt, 1);
+  ck_assert_uint_eq(list[2].running, 0xabababab); /* past cap: untouched */
+  TLT_OK(e, tl_taskset_list(e->s, list, 4, &n));
+  ck_assert_uint_eq(n, 3);
+  ck_assert_uint_eq(list[2].info.id, d);
+  ck_assert_uint_eq(list[3].running, 0xabababab);
+  for (size_t i = 0; i < 3; i++) { /* each as tl_taskset_get gives it */
+    tl_taskset_status one = tlt_ts(e, list[i].info.id);
+    ck_assert_uint_eq(one.info.stage_id, list[i].info.stage_id);
+    ck_assert_uint_eq(one.info.stage_attempt, list[i].info.stage_attempt);
+    ck_assert_uint_eq(one.info.ntasks, list[i].info.ntasks);
+    ck_assert(one.zombie == list[i].zombie && one.failed == list[i].failed);
+    ck_assert_uint_eq(one.running, list[i].running);
+    ck_assert_uint_eq(one.frozen, list[i].frozen);
+    ck_assert_uint_eq(one.pending, list[i].pending);
+    ck_assert_uint_eq(one.succeeded, list[i].succeeded);
+    ck_assert_uint_eq(one.cpus_per_task, list[i].cpus_per_task);
+    ck_assert_uint_eq(one.locality_levels, list[i].locality_levels);
+    ck_assert_int_eq(one.locality, list[i].locality);
+  }
+  ck_assert_int_eq(tl_taskset_list(NULL, list, 4, &n), TL_EINVAL);
+  ck_assert_int_eq(tl_taskset_list(e->s, list, 4, NULL), TL_EINVAL);
+  ck_assert_int_eq(tl_taskset_list(e->s, NULL, 1, &n), TL_EINVAL);
+  tlt_succeed(e, "e1", l[1].tid); /* b's last attempt: released */
+  TLT_OK(e, tl_taskset_list(e->s, list, 4, &n));
+  ck_assert_uint_eq(n, 2);
+  ck_assert_uint_eq(list[0].info.id, c);
+  ck_assert_uint_eq(list[1].info.id, d);
+  tlt_end(e);
+}
+END_TEST
+
 Suite *tl_tasksets_suite(void) {
   Suite *s = suite_create("tasksets");
   TCase *tc = tlt_tcase(s, "submit");
@@ -576,6 +638,7 @@ Suite *tl_tasksets_suite(void) {
   tcase_add_test(tc, zombie_attempts_keep_running_and_report);
   tcase_add_test(tc, release_waits_for_the_last_running_attempt);
   tcase_add_test(tc, cpus_per_task_defaults_to_the_config);
+  tcase_add_test(tc, taskset_list_lists_active_and_zombie_sets_in_submission_order);
   tc = tlt_tcase(s, "failures");
   tcase_add_test(tc, counting_failures_abort_at_max_task_failures);
   tcase_add_test(tc, non_counting_failures_never_abort);

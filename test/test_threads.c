@@ -914,9 +914,10 @@ static void cb_revive_offers(void *ud) {
   leave_cb(st);
 }
 
-static void cb_kill_task(void *ud, tl_tid tid, const char *executor_id, bool interrupt,
-                         const char *reason) {
+static void cb_kill_task(void *ud, tl_tid tid, const char *executor_id, void *executor_ud,
+                         bool interrupt, const char *reason) {
   stress *st = ud;
+  (void)executor_ud;
   (void)interrupt;
   (void)reason; /* NULL when tl_kill_task was given none */
   enter_cb(st, "kill_task");

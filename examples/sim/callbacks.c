@@ -9,12 +9,25 @@
 
 #include "sim.h"
 
+/* The executor an event names, by its ud (task_started, kill_task, executor_lost,
+ * executor_removed); UINT32_MAX (and a problem) if the ud is another executor's. */
+static uint32_t event_executor(sim *m, const char *event, const char *id, void *executor_ud) {
+  uint32_t x = exec_of_ud(executor_ud);
+  if (x >= m->nexecs || strcmp(m->execs[x].id, id) != 0) {
+    problem(m, "%s for unknown %s", event, id);
+    return UINT32_MAX;
+  }
+  return x;
+}
+
 void cb_task_started(void *ud, const tl_task_info *t) {
   sim *m = ud;
   task_binary *b = t->payload;
-  uint32_t x = exec_of(m, t->executor_id);
-  if (x >= m->nexecs || !b) {
-    problem(m, "task_started on unknown executor %s", t->executor_id);
+  uint32_t x = event_executor(m, "task_started", t->executor_id, t->executor_ud);
+  if (x >= m->nexecs)
+    return;
+  if (!b) {
+    problem(m, "task_started without a payload on %s", t->executor_id);
     return;
   }
   sim_executor *e = &m->execs[x];
@@ -207,22 +220,11 @@ void cb_taskset_released(void *ud, const tl_taskset_info *info, void *payload) {
   }
 }
 
-/* The executor of an executor_lost or executor_removed, by its ud; UINT32_MAX (and a problem)
- * if the event names another. */
-static uint32_t lost_executor(sim *m, const char *event, const char *id, void *executor_ud) {
-  uint32_t x = exec_of_ud(executor_ud);
-  if (x >= m->nexecs || strcmp(m->execs[x].id, id) != 0) {
-    problem(m, "%s for unknown %s", event, id);
-    return UINT32_MAX;
-  }
-  return x;
-}
-
 /* A loss began. The ledger reports its end, whichever call or timeout ends it, with
  * executor_removed (below), in the same call for a loss with a real reason. */
 void cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss_reason *r) {
   sim *m = ud;
-  uint32_t x = lost_executor(m, "executor_lost", id, executor_ud);
+  uint32_t x = event_executor(m, "executor_lost", id, executor_ud);
   if (x == UINT32_MAX)
     return;
   m->execs[x].ledger = X_PENDING;
@@ -259,7 +261,7 @@ void cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss
  * so here (its second phase came from tl_tick's pending-loss timeout). */
 void cb_executor_removed(void *ud, const char *id, void *executor_ud, const tl_loss_reason *r) {
   sim *m = ud;
-  uint32_t x = lost_executor(m, "executor_removed", id, executor_ud);
+  uint32_t x = event_executor(m, "executor_removed", id, executor_ud);
   if (x == UINT32_MAX)
     return;
   if (m->execs[x].ledger != X_PENDING)
@@ -272,11 +274,12 @@ void cb_executor_removed(void *ud, const char *id, void *executor_ud, const tl_l
   executor_removed(m, x);
 }
 
-void cb_kill_task(void *ud, tl_tid tid, const char *id, bool interrupt, const char *reason) {
+void cb_kill_task(void *ud, tl_tid tid, const char *id, void *executor_ud, bool interrupt,
+                  const char *reason) {
   sim *m = ud;
   (void)interrupt;
   (void)reason;
-  uint32_t x = exec_of(m, id);
+  uint32_t x = event_executor(m, "kill_task", id, executor_ud);
   if (x < m->nexecs)
     schedule(m, m->now + 1 * MS, EV_KILL, x, tid);
 }

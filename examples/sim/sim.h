@@ -325,7 +325,8 @@ void cb_taskset_failed(void *ud, const tl_taskset_info *info, const char *reason
 void cb_taskset_released(void *ud, const tl_taskset_info *info, void *payload);
 void cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss_reason *r);
 void cb_executor_removed(void *ud, const char *id, void *executor_ud, const tl_loss_reason *r);
-void cb_kill_task(void *ud, tl_tid tid, const char *id, bool interrupt, const char *reason);
+void cb_kill_task(void *ud, tl_tid tid, const char *id, void *executor_ud, bool interrupt,
+                  const char *reason);
 
 /* ---------------------------------------------------------------------------------------------
  * Events (events.c)

@@ -409,8 +409,9 @@ static void on_executor_lost(void *ud, const char *executor_id, void *executor_u
 
 static void on_revive_offers(void *ud) { say(ud, "revive_offers"); }
 
-static void on_kill_task(void *ud, tl_tid tid, const char *executor_id, bool interrupt,
-                         const char *reason) {
+static void on_kill_task(void *ud, tl_tid tid, const char *executor_id, void *executor_ud,
+                         bool interrupt, const char *reason) {
+  (void)executor_ud;
   (void)interrupt;
   say(ud, "%-17s tid %" PRIu64 " on %s: %s", "kill_task", tid, executor_id,
       reason != NULL ? reason : "");

@@ -240,8 +240,10 @@ static void heard_revive(void *ud) {
   heard++;
 }
 
-static void heard_kill(void *ud, tl_tid tid, const char *id, bool interrupt, const char *reason) {
+static void heard_kill(void *ud, tl_tid tid, const char *id, void *executor_ud, bool interrupt,
+                       const char *reason) {
   (void)ud;
+  (void)executor_ud;
   (void)tid;
   (void)id;
   (void)interrupt;

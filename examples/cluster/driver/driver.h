@@ -435,7 +435,7 @@ void jobs_configure(driver *d, const driver_opts *o);
 
 int submit_stage(driver *d, job *j, uint32_t k);
 void cb_task_ended(void *ud, const tl_task_info *task, const tl_task_end *end);
-void cb_kill_task(void *ud, tl_tid tid, const char *executor_id, bool interrupt,
+void cb_kill_task(void *ud, tl_tid tid, const char *executor_id, void *executor_ud, bool interrupt,
                   const char *reason);
 void cb_taskset_failed(void *ud, const tl_taskset_info *ts, const char *reason);
 void cb_taskset_released(void *ud, const tl_taskset_info *ts, void *payload);

@@ -59,10 +59,12 @@ void cb_task_ended(void *ud, const tl_task_info *task, const tl_task_end *end) {
 }
 
 /* tl_kill_stage asks for an attempt to be killed: a KILL frame to its executor, if it is still
- * connected (if not, the attempt ends with the executor's loss). */
-void cb_kill_task(void *ud, tl_tid tid, const char *executor_id, bool interrupt,
+ * connected (if not, the attempt ends with the executor's loss). Found by id: executors are
+ * registered without a ud, as a connection is freed before its executor is. */
+void cb_kill_task(void *ud, tl_tid tid, const char *executor_id, void *executor_ud, bool interrupt,
                   const char *reason) {
   driver *d = ud;
+  (void)executor_ud;
   for (conn *c = d->link.list; c; c = c->next)
     if (c->registered && !c->closing && !strcmp(c->id, executor_id)) {
       tlc_msg m = {.type = TLC_MSG_KILL,
