@@ -505,7 +505,10 @@ TL_EXTERN int tl_snapshot(tl_scheduler *s, int (*write)(void *ud, const void *bu
  * Then every executor that was ALIVE or DECOMMISSIONING is RECOVERING: its attempts are frozen
  * (not offered, not counted, their updates TL_ESTALE) until it reconciles
  * (tl_executor_reconcile) or recovery_timeout_ns passes; PENDING_LOSS executors and tombstones
- * stay as they were. The resolvers (tl_callbacks.taskset_restored, .executor_restored) give
+ * stay as they were. While any executor is RECOVERING, the task sets restored from the image
+ * launch nothing (the recovery hold: a recovering executor may run what the image shows
+ * pending); task sets submitted since launch as usual; the call that ends the last recovery
+ * makes a revive_offers. The resolvers (tl_callbacks.taskset_restored, .executor_restored) give
  * payloads and uds back. Events it makes (taskset_failed and taskset_released of task sets
  * without a payload) are delivered as any call's: before it returns with inline delivery, by
  * tl_dispatch with deferred delivery. With a journal, the journal begins with the header and
@@ -534,6 +537,45 @@ TL_EXTERN int tl_scheduler_restore(const tl_config *cfg, const tl_callbacks *cb,
  * RECOVERING; TL_ENOMEM. */
 TL_EXTERN int tl_executor_reconcile(tl_scheduler *s, const char *executor_id, const tl_tid *running,
                                     size_t n, tl_tid *unknown, size_t ucap, size_t *nunknown);
+
+/* One attempt an executor reports when it reconciles: what it runs, queues or holds the end of
+ * (the cluster's RECONCILE v2 item). */
+typedef struct tl_reconcile_item {
+  tl_tid tid;            /* not 0 */
+  tl_taskset_id taskset; /* its task set */
+  uint32_t index;        /* task index within the task set */
+  uint32_t attempt;      /* attempt number of that index */
+  bool speculative;      /* launched as a speculative copy */
+  bool ended;            /* the executor holds the attempt's end (unacknowledged): the caller
+                            applies it as an ordinary status update after this call */
+} tl_reconcile_item;
+
+/* tl_executor_reconcile with what each attempt is (docs/snapshot.md "Adoption"). A reported
+ * attempt the ledger holds frozen on this executor runs on only if its task set, index and
+ * attempt number agree with the ledger's (else that attempt is not reported, and the tid is
+ * unknown). Items with one tid count once; items with one tid that disagree make it unknown. An
+ * attempt the ledger does not hold is ADOPTED, in tid order, when all of these hold:
+ *   - the tid is one this scheduler never gave out nor holds: at or above the image's next tid,
+ *     and below the next tid the restore began with (restore_tid_floor) or at or above the next
+ *     tid now, and not running anywhere; and not UINT64_MAX;
+ *   - its task set was restored from the image (not submitted since), is not zombie and not a
+ *     barrier task set; index < its tasks, the index is not done, and attempt is at least the
+ *     attempts launched for the index (and below UINT32_MAX);
+ *   - the index is pending, or (with speculation's arrays) exactly one copy of it is in flight,
+ *     not killed by its other copy, and for a speculative item that copy's hosts tried do not
+ *     include this executor's host;
+ *   - its task set's cores per task fit the executor's free cores after the attempts it keeps
+ *     and those adopted before it.
+ * An adopted attempt runs on this executor (RUNNING, launched now, at the locality it has
+ * there) with its tid and attempt number; the index's attempts launched become attempt + 1 and
+ * the next tid moves above the tid; it makes task_started, as a launch, and counts in launched
+ * and reconcile_adopted. Every other item is unknown: written to unknown[], killed. Events: the
+ * ends, the task_started of adoptions, the kills, then revive_offers when an index became
+ * pending or the recovery ended. Errors as tl_executor_reconcile's (items NULL with n > 0, an
+ * item's tid 0: TL_EINVAL); journaled as `reconcile_items`. */
+TL_EXTERN int tl_executor_reconcile_items(tl_scheduler *s, const char *executor_id,
+                                          const tl_reconcile_item *items, size_t n,
+                                          tl_tid *unknown, size_t ucap, size_t *nunknown);
 
 /* ---------------------------------------------------------------------------------------------
  * Executors
@@ -918,6 +960,9 @@ typedef struct tl_stats {
                                               reconciliation that did not report them */
   uint64_t reconcile_unknown;              /* tids reconciliations reported that the ledger did
                                               not hold there (each asked to be killed) */
+  uint64_t reconcile_adopted;              /* attempts reconciliations adopted: launched
+                                              after the image, taken over without a rerun
+                                              (tl_executor_reconcile_items) */
 } tl_stats;
 
 /* A consistent snapshot. s NULL: *out is zeroed. */

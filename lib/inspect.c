@@ -345,12 +345,14 @@ static const metric metrics[] = {
             "Task attempts ended as lost because a reconciling executor did not report them."),
     COUNTER(reconcile_unknown,
             "Task ids reconciling executors reported that the ledger did not hold there."),
+    COUNTER(reconcile_adopted,
+            "Task attempts launched after the restored image that reconciliation adopted."),
 };
 
 #undef GAUGE
 #undef COUNTER
 
-_Static_assert(offsetof(tl_stats, reconcile_unknown) + sizeof(uint64_t) == sizeof(tl_stats),
+_Static_assert(offsetof(tl_stats, reconcile_adopted) + sizeof(uint64_t) == sizeof(tl_stats),
                "a field was added to tl_stats: add it to the metrics table of tl_metrics_text");
 
 int tl_metrics_text(tl_scheduler *s, char *buf, size_t len, size_t *needed) {

@@ -391,6 +391,8 @@ typedef struct tl__taskset {
   struct tl__locality *loc;          /* preferred locations, or NULL (locality.c) */
   bool zombie;                       /* launches nothing; released when nrunning reaches 0 */
   bool failed;                       /* aborted: taskset_failed was made */
+  bool restored;                     /* restored from an image (not submitted since): held
+                                        while executors recover, may adopt attempts */
   struct tl__xset *exclude;          /* exclude.c: its counted failures and exclusions, or NULL
                                         (none yet, or exclude_on_failure off); freed with it */
   struct tl__taskset *queue_next[TL__QUEUE_LEVELS]; /* its successors in the queue, per level */
@@ -591,6 +593,12 @@ struct tl_scheduler {
   uint64_t next_speculation;     /* when tl_tick looks for slow tasks next, unless past_end */
   bool speculation_past_end;     /* the next check would come at or after UINT64_MAX: never */
   uint64_t offer_round;          /* numbers offer rounds, for tl__executor.offer_round; from 1 */
+  /* Restore (snapshot.c) and reconciliation (membership.c): the image's next tid and the next
+   * tid the restore began with (after restore_tid_floor), between which the tids a driver gave
+   * out after the image lie, for adoption; and the recovery hold: while set (some executor is
+   * RECOVERING since the restore), restored task sets launch nothing. */
+  tl_tid restored_tid_lo, restored_tid_hi;
+  bool restore_hold;
   tl__exclude_state x;           /* exclude_on_failure's records (exclude.c) */
 
   /* Events. New events go to events; the dispatcher swaps it with batch and delivers the batch
@@ -1014,6 +1022,13 @@ void tl__taskset_speculate(struct tl_scheduler *s, tl__taskset *ts, uint32_t ind
  * host) at a level no farther than allowed, the most local first; false when there is none. */
 bool tl__taskset_take_speculative(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
                                   tl_locality allowed, uint32_t *index, tl_locality *level);
+/* Reconciliation's adoption (membership.c decides): a attempt of index i of ts, its tid,
+ * executor, attempt number, speculative flag, locality and launch time set, becomes the index's
+ * copy in flight: the index leaves the pending stack (or the speculative stack, or it was not
+ * on either: then the one copy in flight becomes its sibling), its attempts launched become
+ * a->attempt + 1, and a joins the task set (tried: with speculation, the host record). Then the
+ * caller links it (tl__attempt_link). */
+void tl__taskset_adopt(struct tl_scheduler *s, tl__taskset *ts, tl__attempt *a, tl__tried *tried);
 /* Counts a FINISHED update's result toward max_result_bytes: TL_END_SUCCESS, or
  * TL_END_RESULT_TOO_LARGE when the task set's results pass the limit with it. Spark's
  * canFetchMoreResults: every result counts, dropped ones too, so once a task set's results have
@@ -1053,9 +1068,12 @@ int tl__executor_restore_add(struct tl_scheduler *s, const char *id, size_t id_l
  * frozen as in the first phase of a loss, with no event and no loss counted; its rack is kept
  * for tl__executor_reconcile. Allocates (the rack's name): TL_ENOMEM, nothing changed. */
 int tl__executor_recover(struct tl_scheduler *s, tl__executor *ex);
-/* tl_executor_reconcile's transition (its arguments validated). */
-int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid *running, size_t n,
-                           tl_tid *unknown, size_t ucap, size_t *nunknown);
+/* tl_executor_reconcile's and tl_executor_reconcile_items's transition (their arguments
+ * validated): the reported attempts are running[0 .. n) (tids only: nothing is adopted) or
+ * items[0 .. n), whichever is not NULL. */
+int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid *running,
+                           const tl_reconcile_item *items, size_t n, tl_tid *unknown, size_t ucap,
+                           size_t *nunknown);
 /* Runs the executors' due deadlines (heartbeats, pending losses, recoveries, tombstones); returns
  * ns until the next one (see tl_tick), 0 when a loss could not get room for its events. */
 uint64_t tl__executors_tick(struct tl_scheduler *s, uint64_t now);

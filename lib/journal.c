@@ -149,6 +149,30 @@ void tl__jfmt_reconcile(tl__text *w, const char *id, const tl_tid *running, size
   }
 }
 
+void tl__jfmt_reconcile_items(tl__text *w, const char *id, const tl_reconcile_item *items,
+                              size_t n, size_t ucap) {
+  tl__text_str(w, "reconcile_items");
+  arg_str(w, id);
+  key_u64(w, "ucap", ucap);
+  tl__text_str(w, " items=");
+  for (size_t i = 0; i < n; i++) {
+    const tl_reconcile_item *it = &items[i];
+    if (i != 0)
+      tl__text_str(w, ",");
+    jw_u64(w, it->tid);
+    tl__text_str(w, "/");
+    jw_u64(w, it->taskset);
+    tl__text_str(w, "/");
+    jw_u64(w, it->index);
+    tl__text_str(w, "/");
+    jw_u64(w, it->attempt);
+    if (it->speculative)
+      tl__text_str(w, "s");
+    if (it->ended)
+      tl__text_str(w, "e");
+  }
+}
+
 void tl__journal_restored(struct tl_scheduler *s) {
   char line[160];
   snprintf(line, sizeof line,

@@ -271,6 +271,15 @@ static void freeze_attempts(struct tl_scheduler *s, tl__executor *ex) {
   ex->was_decommissioning = ex->state == TL_EXECUTOR_DECOMMISSIONING;
 }
 
+/* The recovery hold (docs/snapshot.md "Recovery") ends with the last RECOVERING executor: what it held may launch now. */
+static void recovery_maybe_over(struct tl_scheduler *s) {
+  if (s->restore_hold && s->nrecovering == 0) {
+    s->restore_hold = false;
+    if (s->npending_tasks + s->nspeculatable > 0)
+      s->revive_wanted = true;
+  }
+}
+
 /* Phase one: ALIVE, DECOMMISSIONING or RECOVERING (whose attempts are frozen already) to
  * PENDING_LOSS, with the executor_lost event. */
 static void freeze(struct tl_scheduler *s, tl__executor *ex, const tl_loss_reason *reason,
@@ -323,16 +332,22 @@ static int lose(struct tl_scheduler *s, tl__executor *ex, const tl_loss_reason *
     n = phase_two_events(ex, ex->nfrozen);
   else
     n = phase_one_events() + (pending ? 0 : phase_two_events(ex, ex->nrunning + ex->nfrozen));
+  if (pending && ex->state == TL_EXECUTOR_RECOVERING)
+    n += TL__REVIVE_EVENTS; /* the last recovering executor's loss ends the recovery hold */
   /* The records the counted failures of phase two may need for exclusion. */
   size_t nx = pending ? 0 : tl__exclude_records_for_loss(s, ex, reason);
   if (tl__events_reserve(s, n) != TL_OK || tl__exclude_reserve(s, nx) != TL_OK) {
     tl__exclude_unreserve(s);
     return TL_ENOMEM;
   }
-  if (ex->state != TL_EXECUTOR_PENDING_LOSS)
+  if (ex->state != TL_EXECUTOR_PENDING_LOSS) {
     freeze(s, ex, reason, msg, static_msg);
+    recovery_maybe_over(s);
+  }
   if (!pending)
-    remove_executor(s, ex, reason, msg, static_msg);
+    remove_executor(s, ex, reason, msg, static_msg); /* pushes revive_offers */
+  else
+    tl__event_push_revive(s);
   tl__exclude_unreserve(s);
   return TL_OK;
 }
@@ -497,30 +512,100 @@ int tl__executor_recover(struct tl_scheduler *s, tl__executor *ex) {
   return TL_OK;
 }
 
-static int tid_cmp(const void *a, const void *b) {
-  tl_tid x = *(const tl_tid *)a, y = *(const tl_tid *)b;
-  return x < y ? -1 : x > y;
+/* A reported attempt, among the report sorted by tid (then by its place in the report). */
+enum { R_KILL, R_KEEP, R_CANDIDATE, R_ADOPT, R_MIXED };
+typedef struct reported {
+  tl_tid tid;
+  size_t at;         /* its first item in the report */
+  tl__attempt *a;    /* R_CANDIDATE: the record an adoption takes */
+  tl__tried *tried;  /* and, with speculation, its host record */
+  uint8_t fate;      /* R_*: killed, kept (frozen here), adoptable, adopted, or its items disagree */
+} reported;
+
+static int reported_cmp(const void *a, const void *b) {
+  const reported *x = a, *y = b;
+  if (x->tid != y->tid)
+    return x->tid < y->tid ? -1 : 1;
+  return x->at < y->at ? -1 : x->at > y->at;
 }
 
-/* Whether tid is among the n sorted, distinct tids; *at its position. */
-static bool tid_search(const tl_tid *tids, size_t n, tl_tid tid, size_t *at) {
+/* Whether tid is among the n sorted, distinct reports; *at its position. */
+static bool tid_search(const reported *r, size_t n, tl_tid tid, size_t *at) {
   size_t lo = 0, hi = n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (tids[mid] < tid)
+    if (r[mid].tid < tid)
       lo = mid + 1;
     else
       hi = mid;
   }
   *at = lo;
-  return lo < n && tids[lo] == tid;
+  return lo < n && r[lo].tid == tid;
+}
+
+static bool items_agree(const tl_reconcile_item *x, const tl_reconcile_item *y) {
+  return x->taskset == y->taskset && x->index == y->index && x->attempt == y->attempt &&
+         x->speculative == y->speculative;
+}
+
+/* Whether the frozen attempt a is what the item says (tids only: always). */
+static bool item_is(const tl_reconcile_item *it, const tl__attempt *a) {
+  return it == NULL || (it->taskset == a->taskset->id && it->index == a->index &&
+                        it->attempt == a->attempt);
+}
+
+/* Adoption's rule (docs/snapshot.md "Adoption"), but for the cores and, with full false, for
+ * what the ends of this reconciliation may still change (the copies in flight): the task set
+ * it would join, or NULL. A tid below the image's next tid was in the image (frozen somewhere)
+ * or ended before it; one between the restore's next tid and the next tid now this scheduler
+ * gave out itself. */
+static tl__taskset *adoptable(struct tl_scheduler *s, const tl__executor *ex,
+                              const tl_reconcile_item *it, bool full) {
+  tl_tid tid = it->tid;
+  if (tid < s->restored_tid_lo || tid == UINT64_MAX ||
+      (tid >= s->restored_tid_hi && tid < s->next_tid) || tl__attempt_find(s, tid) != NULL)
+    return NULL;
+  tl__taskset *ts = tl__taskset_find(s, it->taskset);
+  if (ts == NULL || !ts->restored || ts->zombie || ts->barrier || it->index >= ts->ntasks)
+    return NULL;
+  const tl__index *ix = &ts->idx[it->index];
+  if ((ix->flags & TL__IDX_SUCCESSFUL) || it->attempt < ix->attempts || it->attempt == UINT32_MAX)
+    return NULL;
+  if (!full || (ix->flags & TL__IDX_PENDING))
+    return ts;
+  /* A second copy: launched after the image as a speculative copy, or as the retry of a copy
+   * whose end the ledger has not applied yet (it comes as a status update). */
+  if (ts->first == NULL || ix->copies_running != 1 || ts->first[it->index]->killed_by_other)
+    return NULL;
+  if (it->speculative) {
+    const char *host = tl__names_host(ex->names);
+    for (const tl__tried *t = ts->tried[it->index]; t != NULL; t = t->next)
+      if (strcmp(tl__names_host(t->names), host) == 0)
+        return NULL;
+  }
+  return ts;
 }
 
 static const char reconcile_lost_message[] = "Not reported by the executor when it reconciled.";
 static const char reconcile_kill_message[] = "Unknown to the restored driver";
 
-int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid *running, size_t n,
-                           tl_tid *unknown, size_t ucap, size_t *nunknown) {
+/* The records prepared for candidates that were not adopted (all of them: undo). */
+static void drop_candidates(struct tl_scheduler *s, reported *r, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (r[i].fate != R_CANDIDATE)
+      continue;
+    if (r[i].a != NULL)
+      tl__free(s, r[i].a, sizeof *r[i].a);
+    if (r[i].tried != NULL)
+      tl__free(s, r[i].tried, sizeof *r[i].tried);
+    r[i].a = NULL;
+    r[i].tried = NULL;
+  }
+}
+
+int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid *running,
+                           const tl_reconcile_item *items, size_t n, tl_tid *unknown, size_t ucap,
+                           size_t *nunknown) {
   tl__executor *ex = tl__executor_find(s, id);
   if (ex == NULL)
     return TL_ENOENT;
@@ -529,44 +614,65 @@ int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid 
   if (ex->state != TL_EXECUTOR_RECOVERING)
     return TL_ESTATE;
 
-  /* The reported tids, sorted and distinct, each with a mark for "frozen here" (a byte after
-   * the array). */
-  tl_tid *tids = NULL;
+  /* The report, sorted by tid and distinct: of each tid its first item, marked R_MIXED when a
+   * later one disagrees. */
+  reported *r = NULL;
   size_t bytes = 0;
   if (n != 0) {
-    if (n > SIZE_MAX / (sizeof *tids + 1))
+    if (n > SIZE_MAX / sizeof *r)
       return TL_ENOMEM;
-    bytes = n * (sizeof *tids + 1);
-    if ((tids = tl__malloc(s, bytes)) == NULL)
+    bytes = n * sizeof *r;
+    if ((r = tl__malloc(s, bytes)) == NULL)
       return TL_ENOMEM;
-    memcpy(tids, running, n * sizeof *tids);
-    qsort(tids, n, sizeof *tids, tid_cmp);
+    for (size_t i = 0; i < n; i++)
+      r[i] = (reported){items != NULL ? items[i].tid : running[i], i, NULL, NULL, R_KILL};
+    qsort(r, n, sizeof *r, reported_cmp);
   }
   size_t distinct = 0;
-  for (size_t i = 0; i < n; i++)
-    if (distinct == 0 || tids[distinct - 1] != tids[i])
-      tids[distinct++] = tids[i];
-  uint8_t *found = n != 0 ? (uint8_t *)(tids + n) : NULL;
-  if (found != NULL)
-    memset(found, 0, distinct);
+  for (size_t i = 0; i < n; i++) {
+    if (distinct == 0 || r[distinct - 1].tid != r[i].tid)
+      r[distinct++] = r[i];
+    else if (items != NULL && !items_agree(&items[r[distinct - 1].at], &items[r[i].at]))
+      r[distinct - 1].fate = R_MIXED;
+  }
   size_t kept = 0, lost = 0;
   for (tl__link *l = ex->frozen.next; l != &ex->frozen; l = l->next) {
+    const tl__attempt *a = tl__container_of(l, tl__attempt, on_executor);
     size_t at;
-    if (tid_search(tids, distinct, tl__container_of(l, tl__attempt, on_executor)->tid, &at)) {
-      found[at] = 1;
+    if (tid_search(r, distinct, a->tid, &at) && r[at].fate == R_KILL &&
+        item_is(items != NULL ? &items[r[at].at] : NULL, a)) {
+      r[at].fate = R_KEEP;
       kept++;
     } else {
       lost++;
     }
   }
-  size_t nunk = distinct - kept;
+  size_t ncandidates = 0;
+  for (size_t i = 0; items != NULL && i < distinct; i++) {
+    if (r[i].fate == R_KILL && adoptable(s, ex, &items[r[i].at], false) != NULL) {
+      r[i].fate = R_CANDIDATE;
+      ncandidates++;
+    }
+  }
 
   host_join j;
   const char *rack = ex->rack != NULL ? ex->rack->text : NULL;
   const char *host = tl__names_host(ex->names);
-  int err = tl__events_reserve(s, TL__ATTEMPT_ENDED_EVENTS * lost + nunk + TL__REVIVE_EVENTS);
-  if (err == TL_OK)
-    err = tl__attempts_reserve(s, kept);
+  /* The ends, a task_started per adoption, a kill per tid neither kept nor adopted. */
+  int err = tl__events_reserve(s, TL__ATTEMPT_ENDED_EVENTS * lost + ncandidates +
+                                      (distinct - kept) + TL__REVIVE_EVENTS);
+  /* Records for the candidates: fresh ones (a failure frees them, leaving the spares as they
+   * were), and with speculation a host record each. */
+  for (size_t i = 0; i < distinct && err == TL_OK; i++) {
+    if (r[i].fate != R_CANDIDATE)
+      continue;
+    if ((r[i].a = tl__malloc(s, sizeof *r[i].a)) == NULL) {
+      err = TL_ENOMEM;
+    } else if (tl__taskset_find(s, items[r[i].at].taskset)->tried != NULL &&
+               (r[i].tried = tl__malloc(s, sizeof *r[i].tried)) == NULL) {
+      err = TL_ENOMEM;
+    }
+  }
   /* An executor registered on its host during the recovery decided the host's rack: it joins
    * that one (a host has one rack). */
   size_t host_len = strlen(host), rack_len = rack != NULL ? ex->rack->len : 0;
@@ -576,10 +682,17 @@ int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid 
     rack = known->rack != NULL ? known->rack->name : NULL;
     rack_len = known->rack != NULL ? known->rack->name_len : 0;
   }
+  bool prepared = false;
+  if (err == TL_OK && (err = host_prepare(s, host, host_len, rack, rack_len, &j)) == TL_OK)
+    prepared = true;
+  /* Last: a failure here leaves attempts_by_tid as it was. */
   if (err == TL_OK)
-    err = host_prepare(s, host, host_len, rack, rack_len, &j);
+    err = tl__attempts_reserve(s, kept + ncandidates);
   if (err != TL_OK) {
-    tl__free(s, tids, bytes);
+    if (prepared)
+      host_unprepare(s, &j);
+    drop_candidates(s, r, distinct);
+    tl__free(s, r, bytes);
     return err; /* TL_ENOMEM: the rack agrees with the host's by now */
   }
 
@@ -603,7 +716,7 @@ int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid 
     tl__attempt *a = tl__container_of(l, tl__attempt, on_executor);
     tl__attempt_thaw(s, a);
     size_t at;
-    if (tid_search(tids, distinct, a->tid, &at)) {
+    if (tid_search(r, distinct, a->tid, &at) && r[at].fate == R_KEEP) {
       tl__attempt_link(s, a);
     } else {
       s->totals.failed++;
@@ -612,24 +725,74 @@ int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid 
                         NULL);
     }
   }
-  /* What it has that the ledger does not hold there: killed. */
+  /* What it has that the ledger does not hold: adopted in tid order (launch order) while the
+   * rule allows, with the ends above applied. */
+  size_t adopted = 0;
+  for (size_t i = 0; i < distinct; i++) {
+    if (r[i].fate != R_CANDIDATE)
+      continue;
+    const tl_reconcile_item *it = &items[r[i].at];
+    tl__taskset *ts = adoptable(s, ex, it, true);
+    if (ts == NULL || ts->cpus > ex->free_cores)
+      continue; /* killed below */
+    tl__attempt *a = r[i].a;
+    a->tid = it->tid;
+    a->executor = ex;
+    a->taskset = ts;
+    a->launch_time = s->last_now;
+    a->index = it->index;
+    a->attempt = it->attempt;
+    a->state = TL__RUNNING;
+    a->frozen = 0;
+    a->locality = (uint8_t)tl__locality_of(s, ts, it->index, ex);
+    a->speculative = it->speculative;
+    a->killed_by_other = 0;
+    tl__list_init(&a->on_executor);
+    tl__list_init(&a->on_taskset);
+    tl__taskset_adopt(s, ts, a, r[i].tried);
+    tl__attempt_link(s, a);
+    if (it->tid >= s->next_tid)
+      s->next_tid = it->tid + 1;
+    r[i].fate = R_ADOPT;
+    r[i].a = NULL;
+    r[i].tried = NULL;
+    adopted++;
+    if (s->cb.task_started != NULL) { /* an event nobody listens to is not made */
+      tl__event *ev = tl__event_push(s, TL__EV_TASK_STARTED);
+      tl__event_task_names(ev, ex);
+      ev->u.task.tid = a->tid;
+      ev->u.task.taskset = ts->id;
+      ev->u.task.stage_id = ts->stage_id;
+      ev->u.task.stage_attempt = ts->stage_attempt;
+      ev->u.task.index = a->index;
+      ev->u.task.attempt = a->attempt;
+      ev->u.task.locality = a->locality;
+      ev->u.task.speculative = a->speculative;
+      ev->u.task.payload = ts->payload;
+    }
+  }
+  drop_candidates(s, r, distinct);
+  /* The rest: killed. */
   size_t k = 0;
   for (size_t i = 0; i < distinct; i++) {
-    if (found[i])
+    if (r[i].fate == R_KEEP || r[i].fate == R_ADOPT)
       continue;
     if (k < ucap)
-      unknown[k] = tids[i];
+      unknown[k] = r[i].tid;
     k++;
     tl__event *ev = tl__event_push(s, TL__EV_KILL_TASK);
     ev->names = tl__str_ref(ex->names);
     ev->static_msg = reconcile_kill_message;
-    ev->u.kill.tid = tids[i];
+    ev->u.kill.tid = r[i].tid;
     ev->u.kill.interrupt = true;
   }
   *nunknown = k;
   s->totals.reconcile_unknown += k;
+  s->totals.reconcile_adopted += adopted;
+  s->totals.launched += adopted;
   s->totals.reconciled++;
+  recovery_maybe_over(s);
   tl__event_push_revive(s);
-  tl__free(s, tids, bytes);
+  tl__free(s, r, bytes);
   return TL_OK;
 }

@@ -27,6 +27,7 @@
  * none may run there. A task set held by its locality wait that none of the offers can serve
  * only records that it turned them down. Then exclusion's unschedulable check finds the task
  * sets no executor may run, and the round aborts them (exclude.c decides, taskset.c aborts).
+ * While executors recover after a restore, the restored task sets take no turn (the hold).
  */
 #include "internal.h"
 
@@ -230,6 +231,10 @@ static bool held(struct tl_scheduler *s, const round_state *r, const tl__taskset
  * rule (SPARK-18886). */
 static void take_turn(struct tl_scheduler *s, round_state *r, tl__taskset *ts) {
   if (ts->cpus > r->left)
+    return;
+  /* The recovery hold: a recovering executor may run what the image shows pending (launched
+   * after it), and reports it when it reconciles (docs/snapshot.md "Recovery"). */
+  if (ts->restored && s->restore_hold)
     return;
   if (ts->barrier && !barrier_fits(ts, r->slots, r->nslots, r->most - r->used))
     return; /* all of its tasks in this round, or none */

@@ -365,9 +365,33 @@ int tl_executor_reconcile(tl_scheduler *s, const char *executor_id, const tl_tid
   if (err != TL_OK)
     return err;
   JOURNAL_OPEN(s, tl__jfmt_reconcile(&w, executor_id, running, n, ucap));
-  err = tl__executor_reconcile(s, executor_id, running, n, unknown, ucap, nunknown);
+  err = tl__executor_reconcile(s, executor_id, running, NULL, n, unknown, ucap, nunknown);
   char extra[40];
   snprintf(extra, sizeof extra, " unknown=%zu", *nunknown);
+  return journal_leave(s, j, &w, err, err == TL_OK ? extra : NULL);
+}
+
+int tl_executor_reconcile_items(tl_scheduler *s, const char *executor_id,
+                                const tl_reconcile_item *items, size_t n, tl_tid *unknown,
+                                size_t ucap, size_t *nunknown) {
+  if (nunknown != NULL)
+    *nunknown = 0;
+  if (s == NULL || !valid_id(executor_id) || nunknown == NULL || (items == NULL && n > 0) ||
+      (unknown == NULL && ucap > 0))
+    return TL_EINVAL;
+  for (size_t i = 0; i < n; i++)
+    if (items[i].tid == 0)
+      return TL_EINVAL;
+  uint64_t t = clock_read(s);
+  int err = enter_at(s, t);
+  if (err != TL_OK)
+    return err;
+  JOURNAL_OPEN(s, tl__jfmt_reconcile_items(&w, executor_id, items, n, ucap));
+  uint64_t adopted = s->totals.reconcile_adopted;
+  err = tl__executor_reconcile(s, executor_id, NULL, items, n, unknown, ucap, nunknown);
+  char extra[64];
+  snprintf(extra, sizeof extra, " unknown=%zu adopted=%" PRIu64, *nunknown,
+           s->totals.reconcile_adopted - adopted);
   return journal_leave(s, j, &w, err, err == TL_OK ? extra : NULL);
 }
 

@@ -989,9 +989,14 @@ int tl_scheduler_restore(const tl_config *cfg, const tl_callbacks *cb,
   tl__raw_free(body);
   if (err == TL_OK && tl_check(s, NULL, 0) != TL_OK)
     err = TL_ESNAPSHOT;
-  /* Tids the caller may have launched after the snapshot are never given again. */
+  /* Tids the caller may have launched after the snapshot are never given again; those between
+   * the image's next tid and the floor are the ones reconciliation may adopt. */
+  s->restored_tid_lo = s->next_tid;
   if (err == TL_OK && cfg->restore_tid_floor > s->next_tid)
     s->next_tid = cfg->restore_tid_floor;
+  s->restored_tid_hi = s->next_tid;
+  for (tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next)
+    ts->restored = true;
   /* Room for what follows, so nothing after it can fail: the aborts' events, and each running
    * executor's rack name (tl__executor_recover). */
   if (err == TL_OK)
@@ -1003,6 +1008,8 @@ int tl_scheduler_restore(const tl_config *cfg, const tl_callbacks *cb,
     tl__scheduler_discard(s);
     return err;
   }
+  /* The recovery hold: restored task sets launch nothing until no executor recovers. */
+  s->restore_hold = s->nrecovering > 0;
 
   /* Nothing fails from here: the resolvers, then the aborts of what has no payload. */
   for (tl__executor *ex = s->executors_by_id; ex != NULL; ex = ex->hh_by_id.next)

@@ -152,6 +152,33 @@ void tl__taskset_take_pending(struct tl_scheduler *s, tl__taskset *ts, uint32_t 
   pending_remove(s, ts, i);
 }
 
+void tl__taskset_adopt(struct tl_scheduler *s, tl__taskset *ts, tl__attempt *a, tl__tried *tried) {
+  uint32_t i = a->index;
+  tl__index *ix = &ts->idx[i];
+  if (ix->flags & TL__IDX_PENDING)
+    pending_remove(s, ts, i);
+  else if (ix->flags & TL__IDX_SPECULATABLE)
+    speculative_remove(s, ts, i);
+  ix->attempts = a->attempt + 1;
+  a->sibling = NULL;
+  if (ts->first != NULL) {
+    if (ix->copies_running == 0) {
+      ts->first[i] = a;
+    } else { /* the second copy: the two know each other, to kill the loser */
+      a->sibling = ts->first[i];
+      a->sibling->sibling = a;
+    }
+    tried->names = tl__str_ref(a->executor->names);
+    tried->next = ts->tried[i];
+    ts->tried[i] = tried;
+  }
+  ix->copies_running++;
+  tl__list_insert_tail(&ts->running, &a->on_taskset);
+  ts->nrunning++;
+  ts->pool->running++;
+  tl__queue_replace(ts);
+}
+
 bool tl__taskset_take_unblocked(struct tl_scheduler *s, tl__taskset *ts, const tl__executor *ex,
                                 uint32_t *index) {
   for (uint32_t i = ts->pending_top; i != TL__NONE; i = ts->idx[i].next) {

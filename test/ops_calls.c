@@ -1088,9 +1088,16 @@ void tlo_do_snapshot_restore(tlo_run *r, const tlo_op *op) {
   }
   /* The recovery transitions, in registration order; then the task sets without a payload are
    * aborted (and released if nothing of theirs runs). */
-  for (uint32_t i = 0; i < r->nask_ex; i++)
+  r->hold = false;
+  for (uint32_t i = 0; i < r->nask_ex; i++) {
     if (tlo_live_state(r->ask_ex[i]->state))
       tlo_recover(r, r->ask_ex[i]);
+    /* Restored task sets launch nothing until no executor recovers (those the image held
+     * recovering included). */
+    r->hold = r->hold || r->ask_ex[i]->state == MX_RECOVERING;
+  }
+  for (uint32_t i = 0; i < r->nask_ts; i++)
+    r->ts[r->ask_ts[i]].restored = true;
   for (uint32_t i = 0; i < r->nask_ts; i++) {
     uint32_t k = r->ask_ts[i];
     if (!r->withhold[k])

@@ -133,6 +133,7 @@ typedef struct mts {
                                the payload was not restored); a tl_scheduler_free before a
                                restore hands it back too, and is not counted */
   bool lost_payload;        /* a restore's resolver did not give its payload: NULL from then */
+  bool restored;            /* restored from an image: launches nothing while r->hold */
   bool gone_checked;        /* released, and tl_taskset_get has said TL_ENOENT since */
   uint32_t nrunning;        /* attempts in flight, frozen ones included */
   uint32_t nfrozen;         /* of which frozen */
@@ -281,6 +282,8 @@ typedef struct tlo_run {
   tl_tid *inflight;              /* tids of attempts not ended, ascending */
   size_t ninflight, inflightcap; /* their number; room */
   bool revive_wanted;            /* an index went back to pending in this transition */
+  bool hold;                     /* the recovery hold: some executor RECOVERING since the last
+                                    restore; restored task sets launch nothing */
 
   /* The totals of tl_stats. */
   uint64_t launched, succeeded, failed_count, killed, stale, rejected_updates, rejected_offers,
@@ -465,6 +468,9 @@ uint64_t tlo_median_of(const mts *t);
 /* ops_model.c: attempts ending, executors lost, lookups. */
 void tlo_attempt_ended(tlo_run *r, tl_tid tid, const mend *m);
 void tlo_push_revive_if_wanted(tlo_run *r);
+/* The recovery hold ends when no executor is RECOVERING: revive_offers wanted if anything
+ * waits to launch. */
+void tlo_recovery_maybe_over(tlo_run *r);
 size_t tlo_count_tombstones(const tlo_run *r);
 void tlo_remove_executor(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, int exit_code,
                          const char *msg);

@@ -520,6 +520,22 @@ void tlo_push_revive_if_wanted(tlo_run *r) {
   }
 }
 
+void tlo_recovery_maybe_over(tlo_run *r) {
+  if (!r->hold)
+    return;
+  bool work = false;
+  for (unsigned sl = 0; sl < NSLOTS; sl++)
+    for (uint32_t g = 0; g < r->ngen[sl]; g++)
+      if (r->ex[sl][g].state == MX_RECOVERING)
+        return;
+  r->hold = false;
+  for (uint32_t k = 0; k < r->nts; k++)
+    if (!r->ts[k].released && !r->ts[k].zombie && r->ts[k].npend + r->ts[k].nspecs > 0)
+      work = true;
+  if (work)
+    r->revive_wanted = true;
+}
+
 size_t tlo_count_tombstones(const tlo_run *r) {
   size_t n = 0;
   for (unsigned s = 0; s < NSLOTS; s++)
@@ -661,10 +677,14 @@ void tlo_remove_executor(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, int 
 
 /* Both phases, or the one that is due. */
 void tlo_lose(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, int exit_code, const char *msg) {
-  if (tlo_live_state(x->state) || x->state == MX_RECOVERING)
+  if (tlo_live_state(x->state) || x->state == MX_RECOVERING) {
     freeze(r, x, kind, app, exit_code, msg);
+    tlo_recovery_maybe_over(r);
+  }
   if (kind != TL_LOSS_PENDING)
     tlo_remove_executor(r, x, kind, app, exit_code, msg);
+  else
+    tlo_push_revive_if_wanted(r);
 }
 
 /* A restore's recovery transition of an executor that was ALIVE or DECOMMISSIONING: frozen as
@@ -763,6 +783,7 @@ tl_tid *tlo_reconciled(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, size_
   free(frozen);
   r->reconcile_unknown += k;
   r->reconciled++;
+  tlo_recovery_maybe_over(r);
   tlo_push_revive_if_wanted(r);
   *nunknown = k;
   return sorted;

@@ -290,6 +290,8 @@ void tlo_do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, size_
       mts *t = &r->ts[k];
       if (t->cpus > left)
         continue;
+      if (t->restored && r->hold) /* the recovery hold */
+        continue;
       if (t->barrier) { /* all of its tasks in this round, or none */
         uint64_t fit = 0;
         for (size_t i = 0; i < nslots; i++)

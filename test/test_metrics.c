@@ -8,7 +8,7 @@
 #include <ctype.h>
 #include <inttypes.h>
 
-#define NMETRICS 38 /* fields of tl_stats */
+#define NMETRICS 39 /* fields of tl_stats */
 
 /* ---------------------------------------------------------------------------------------------
  * A parser for the exposition format, strict about what tl_metrics_text promises.
@@ -151,6 +151,7 @@ static void expected(const tl_stats *st, sample want[NMETRICS]) {
       C(reconciled),
       C(reconcile_lost),
       C(reconcile_unknown),
+      C(reconcile_adopted),
   };
 #undef G
 #undef C

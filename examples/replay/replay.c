@@ -553,7 +553,8 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
       return bad(r, op);
     (void)tl_tick(s);
     *err = TL_OK;
-  } else if (strcmp(op, "restore") == 0 || strcmp(op, "reconcile") == 0) {
+  } else if (strcmp(op, "restore") == 0 || strcmp(op, "reconcile") == 0 ||
+             strcmp(op, "reconcile_items") == 0) {
     return stop(r, TLR_BAD_INPUT,
                 "%s: the journal of a restored scheduler does not replay (its state came from a "
                 "snapshot, which the journal does not hold)",
