@@ -288,24 +288,19 @@ static void apply_reconcile(conn *c) {
   tl_stats before;
   tl_stats_get(d->run.s, &before);
   size_t n = c->nrecon, nunknown = 0;
-  tl_tid *tids = malloc((n > 0 ? n : 1) * sizeof *tids);
-  if (!tids)
-    die_oom();
-  for (size_t i = 0; i < n; i++)
-    tids[i] = c->recon[i].tid;
+  kills_hold(d, c); /* the unknown attempts' kill_task events: gathered, sent as one write */
+  int rc = tl_executor_reconcile_items(d->run.s, c->id, c->recon, n, NULL, 0, &nunknown);
+  kills_release(d);
   free(c->recon);
   c->recon = NULL;
   c->nrecon = c->recon_cap = 0;
-  kills_hold(d, c); /* the unknown attempts' kill_task events: gathered, sent as one write */
-  int rc = tl_executor_reconcile(d->run.s, c->id, tids, n, NULL, 0, &nunknown);
-  kills_release(d);
-  free(tids);
   if (rc == TL_EINVAL) { /* a tid 0: the executor's fault */
     refuse_conn(c, &d->conns.refused_unexpected, "RECONCILE with a tid 0");
     return;
   }
   if (rc < 0) { /* lost meanwhile (the recovery timeout): it may register afresh */
-    fprintf(stderr, "tl-driver: tl_executor_reconcile %s: %s\n", esc(e, c->id), tl_err_name(rc));
+    fprintf(stderr, "tl-driver: tl_executor_reconcile_items %s: %s\n", esc(e, c->id),
+            tl_err_name(rc));
     c->recovering = false;
     refuse_gone(c, "reconciliation");
     return;
@@ -315,6 +310,7 @@ static void apply_reconcile(conn *c) {
   c->recovering = false;
   c->reconciled = true;
   uint64_t lost = after.reconcile_lost - before.reconcile_lost;
+  uint64_t adopted = after.reconcile_adopted - before.reconcile_adopted;
   if (d->conns.reconciled < REPORT_DETAIL_MAX) {
     recon_rec *r = &d->conns.recons[d->conns.reconciled];
     copy_text(r->id, sizeof r->id, c->id);
@@ -327,13 +323,14 @@ static void apply_reconcile(conn *c) {
   d->conns.reconciled_tids += n;
   d->conns.reconcile_unknown += nunknown;
   d->conns.reconcile_lost += lost;
+  d->conns.reconcile_adopted += adopted;
   uint64_t took = uv_hrtime() - t0;
   if (took > d->conns.reconcile_max_ns)
     d->conns.reconcile_max_ns = took;
   logf_(d,
         "executor %s reconciled: %zu tids named, %zu unknown (killed), %" PRIu64
-        " not named (run again); applied in %.1f ms",
-        esc(e, c->id), n, nunknown, lost, (double)took / 1e6);
+        " not named (run again), %" PRIu64 " adopted; applied in %.1f ms",
+        esc(e, c->id), n, nunknown, lost, adopted, (double)took / 1e6);
   check_recovery(d);
   offer(d, c);
 }
@@ -369,15 +366,23 @@ static void handle_reconcile(conn *c, const tlc_reconcile *m) {
     size_t cap = c->recon_cap ? c->recon_cap : 1024;
     while (cap < c->nrecon + m->count)
       cap *= 2;
-    tlc_reconcile_item *items = realloc(c->recon, cap * sizeof *items);
+    tl_reconcile_item *items = realloc(c->recon, cap * sizeof *items);
     if (!items)
       die_oom();
     c->recon = items;
     c->recon_cap = cap;
   }
-  if (m->count > 0)
-    memcpy(c->recon + c->nrecon, m->items, m->count * sizeof *m->items);
-  c->nrecon += m->count;
+  for (size_t i = 0; i < m->count; i++) {
+    const tlc_reconcile_item *it = &m->items[i];
+    c->recon[c->nrecon++] = (tl_reconcile_item){
+        .tid = it->tid,
+        .taskset = it->taskset_id,
+        .index = it->index,
+        .attempt = it->attempt,
+        .speculative = (it->flags & TLC_RECONCILE_SPECULATIVE) != 0,
+        .ended = (it->flags & TLC_RECONCILE_ENDED) != 0,
+    };
+  }
   if (c->recon_done)
     apply_reconcile(c);
 }

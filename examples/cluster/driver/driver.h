@@ -160,7 +160,7 @@ typedef struct conn {
                                 each until REGISTER is accepted, TLC_FRAME_MAX after */
   tlc_buf out;               /* frames encoded and not yet handed to uv_write */
   uint32_t cores;            /* the cores it registered with */
-  tlc_reconcile_item *recon; /* its reconciliation's items so far (RECONCILE frames with more
+  tl_reconcile_item *recon;  /* its reconciliation's items so far (RECONCILE frames with more
                                 set), from a recovering executor; freed once applied */
   size_t nrecon, recon_cap;  /* used and allocated entries of recon */
   uint64_t recon_named;      /* items its RECONCILE frames named so far: at most
@@ -612,10 +612,12 @@ typedef struct conns_state {
   uint64_t reconciled_tids;               /* tids they named */
   uint64_t reconcile_unknown;             /* of those, unknown to the restored ledger: KILL sent */
   uint64_t reconcile_lost;                /* attempts held on them they did not name: run again */
-  uint64_t stray_reconciles;              /* RECONCILE from an executor that was not recovering */
-  uint64_t stray_kills;                   /* its tids, each named by a KILL */
-  uint64_t reconcile_max_ns;              /* the longest reconciliation applied (ledger call and
-                                             KILLs), as the loop saw it */
+  uint64_t reconcile_adopted; /* attempts they named that the image did not hold, adopted
+                                 (tl_executor_reconcile_items) */
+  uint64_t stray_reconciles;  /* RECONCILE from an executor that was not recovering */
+  uint64_t stray_kills;       /* its tids, each named by a KILL */
+  uint64_t reconcile_max_ns;  /* the longest reconciliation applied (ledger call and
+                                 KILLs), as the loop saw it */
   uint64_t
       resent_unknown; /* updates of reconciled executors for tids the restored ledger
                                    did not hold (their ends, held and sent again): not refusals */

@@ -70,7 +70,7 @@ import os, socket, struct, sys, time
 sys.path.insert(0, sys.argv[1])
 import attack
 port, exec_id, n, base = int(sys.argv[2]), sys.argv[3].encode(), int(sys.argv[4]), 1 << 40
-items = [(base + i, 1, i, 0, 0) for i in range(n)]
+items = [(base + i, base, i, 0, 0) for i in range(n)]  # no such task set: none adopted
 s = socket.create_connection(("127.0.0.1", port))
 s.sendall(attack.register_frame(exec_id, socket.gethostname().encode(), 2,
                                 os.environ["TL_CLUSTER_TOKEN"].encode()) +
