@@ -179,24 +179,29 @@ def status_frame(tid=1, state=2):
 
 
 RECONCILE_ITEM = struct.Struct("<QQIIB")  # tid, task set, index, attempt, flags
-RECONCILE_FRAME_ITEMS = (FRAME_MAX - 2 - 1 - 4) // RECONCILE_ITEM.size
+RECONCILE_MAX = (FRAME_MAX - 2 - 1 - 4) // RECONCILE_ITEM.size  # TLC_RECONCILE_FRAME_ITEMS
+
+
+def reconcile_frame(tids, more=0):
+    """A RECONCILE frame (protocol 2): more u8 (1: another frame of the reconciliation
+    follows), count u32, then per attempt tid u64, task set u64, index u32, attempt u32, flags
+    u8 (1 speculative, 2 ended). tids: ints (each an attempt of task set 0, index 0, attempt 0,
+    no flags) or (tid, task set, index, attempt, flags) tuples; at most RECONCILE_MAX fit a
+    frame. The one place that knows RECONCILE's body."""
+    body = b"".join(RECONCILE_ITEM.pack(*(t if isinstance(t, tuple) else (t, 0, 0, 0, 0)))
+                    for t in tids)
+    return frame(MSG_RECONCILE, struct.pack("<BI", more, len(tids)) + body)
 
 
 def reconcile_frames(items):
-    """A reconciliation (protocol 2): items, a list of (tid, task set, index, attempt, flags)
-    (flags: 1 speculative, 2 ended), as RECONCILE frames of up to RECONCILE_FRAME_ITEMS each,
-    each but the last with more = 1; one frame of count 0 for none. Returns the bytes."""
+    """A whole reconciliation: items (as reconcile_frame's tids) in frames of RECONCILE_MAX,
+    each but the last with more = 1; one frame of count 0 for none. A driver takes at most
+    131,072 items (TLC_RECONCILE_ITEMS_MAX) in one reconciliation, one a connection."""
     out = []
-    at = 0
-    while True:
-        chunk = items[at:at + RECONCILE_FRAME_ITEMS]
-        at += len(chunk)
-        more = 1 if at < len(items) else 0
-        body = struct.pack("<BI", more, len(chunk)) + b"".join(RECONCILE_ITEM.pack(*it)
-                                                              for it in chunk)
-        out.append(frame(MSG_RECONCILE, body))
-        if not more:
-            return b"".join(out)
+    for at in range(0, max(len(items), 1), RECONCILE_MAX):
+        chunk = items[at:at + RECONCILE_MAX]
+        out.append(reconcile_frame(chunk, 1 if at + RECONCILE_MAX < len(items) else 0))
+    return b"".join(out)
 
 
 def preauth_payload(announce, send):
