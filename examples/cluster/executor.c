@@ -700,7 +700,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
       cache_binary(ex, &msg.u.binary);
       break;
     case TLC_MSG_LAUNCH:
-      for (size_t i = 0; i < msg.u.launch.count && !ex->crashing; i++)
+      for (size_t i = 0; i < msg.u.launch.count && !ex->crashing && !ex->closing; i++)
         launch_task(ex, &msg.u.launch.items[i]);
       if (ex->npending >= STATUS_FLUSH)
         flush_statuses(ex);

@@ -19,7 +19,8 @@ The fake driver listens on loopback and plays three drivers to one executor in t
     driver's epoch is 6.
 
 A second executor is sent a LAUNCH before any EPOCH: it must exit 1, naming the fault, without
-running it. Exit status: 0 when all of that held; 77 without python3 (ctest's skip code, for
+running it. A third is sent 65,537 launches of `sleep` on its 2 cores: one more than it may run
+and queue (HELD_MAX), so it exits 1, naming it. Exit status: 0 when all of that held; 77 without python3 (ctest's skip code, for
 the caller); 1 otherwise. No process is left behind.
 """
 import os
@@ -212,8 +213,37 @@ def main():
         err = open(err_path, "rb").read().decode("utf-8", "replace")
         if rc != 1 or "TASKSET_BINARY from the driver before its EPOCH" not in err:
             fail("a frame before EPOCH: status %d:\n%s" % (rc, err))
+        # More launches than an executor may run and queue (HELD_MAX, 65,536): exit 1, since no
+        # RECONCILE could name them all.
+        err_path = os.path.join(tmp, "ex3-err")
+        with open(err_path, "wb") as errf:
+            ex = start_executor(exe, port, "overloaded", token_file, errf)
+        procs.append(ex)
+        p = accept(server, "the third executor")
+        p.expect(REGISTER, "REGISTER")
+        item = struct.Struct("<QQIIB")
+        kind = string(b"sleep:60000")
+        frames = [frame(EPOCH, struct.pack("<Q", 1)),
+                  frame(BINARY, struct.pack("<Q", 9) + struct.pack("<I", 0))]
+        tid = 1
+        for count in (20000, 20000, 20000, 5537):  # 65,537 in all
+            body = b"".join(item.pack(tid + i, 9, tid + i, 0, 0) + kind for i in range(count))
+            frames.append(frame(LAUNCH, struct.pack("<I", count) + body))
+            tid += count
+        try:
+            p.send(b"".join(frames))
+        except OSError:
+            pass  # it may close before reading everything
+        try:
+            rc = ex.wait(timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            fail("the executor took more launches than it may hold")
+        p.close()
+        err = open(err_path, "rb").read().decode("utf-8", "replace")
+        if rc != 1 or "the driver launched more than 65536 tasks at once" not in err:
+            fail("65,537 launches: status %d:\n%s" % (rc, err))
         print("fencing.py: an executor that saw epoch 5 refused a driver of epoch 4 and obeyed "
-              "one of epoch 6; a frame before EPOCH made one exit 1")
+              "one of epoch 6; a frame before EPOCH made one exit 1; 65,537 launches another")
         return 0
     finally:
         for pr in procs:
