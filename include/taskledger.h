@@ -258,6 +258,9 @@ typedef struct tl_config {
                                        attempts after its last snapshot passes one more than the
                                        highest tid it may have launched, so that no tid is given
                                        twice (docs/snapshot.md "Tids after a restore"); 0 */
+  uint64_t restore_epoch_floor;     /* tl_scheduler_restore only (tl_scheduler_new ignores it):
+                                       the restored scheduler's epoch is at least this (it is
+                                       the image's epoch + 1 otherwise: tl_epoch); 0 = none */
   uint32_t max_tombstones;          /* removed executor ids remembered; 0 = none; 1024 */
   uint64_t tombstone_ttl_ns;        /* and for at most this long; 0 = until evicted; 10 min */
   uint64_t max_result_bytes;        /* results of one task set (result_size summed over its
@@ -515,11 +518,21 @@ TL_EXTERN int tl_snapshot(tl_scheduler *s, int (*write)(void *ud, const void *bu
  * config lines and a `restore` line (tl-replay does not replay it: the snapshot is not in the
  * journal). Errors create nothing, call no callback, and leave *out NULL: TL_EINVAL (cfg
  * invalid, read or out NULL); TL_EIO; TL_ESNAPSHOT (not a snapshot, truncated, a checksum that
- * does not match, or contents no scheduler could hold); TL_EVERSION (another format version);
+ * does not match, or contents no scheduler could hold); TL_EVERSION (a format version other
+ * than 1 and 2; a version 1 image, written before epochs, is read with epoch 0);
  * TL_ECONFIG (another config); TL_ENOMEM. */
 TL_EXTERN int tl_scheduler_restore(const tl_config *cfg, const tl_callbacks *cb,
                                    int (*read)(void *ud, void *buf, size_t n), void *ud,
                                    tl_scheduler **out);
+
+/* The scheduler's epoch, for fencing (docs/snapshot.md "Epochs"): 1 for tl_scheduler_new; a
+ * restore gives max(the image's epoch + 1, tl_config.restore_epoch_floor), and the image of a
+ * scheduler carries its epoch. Two schedulers restored from one image have the same epoch
+ * unless a floor tells them apart: a driver keeps, durably, the highest epoch it has run under
+ * and passes one more as the floor, so a later restore always runs under a higher epoch than
+ * any before it, and executors can refuse a driver of an older one. Fixed for the scheduler's
+ * life: no lock, callable from any thread and any callback. 0 for s NULL. */
+TL_EXTERN uint64_t tl_epoch(const tl_scheduler *s);
 
 /* A RECOVERING executor reconnected and says which attempts it has: running[0 .. n), in any
  * order (duplicates count once), including those that ended while the driver was down and whose

@@ -585,6 +585,7 @@ struct tl_scheduler {
   size_t nactive, nzombie, nfrozen, npending_tasks;
   tl_stats totals; /* only its uint64_t totals are kept here */
 
+  uint64_t epoch;                /* tl_epoch: 1, or what the restore gave; never changes */
   tl_tid next_tid;               /* the next launch's tid */
   tl_taskset_id next_taskset_id; /* the next submission's id */
   uint64_t last_now;             /* the running call's time: the latest clock reading */

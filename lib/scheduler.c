@@ -245,6 +245,7 @@ int tl__scheduler_create(const tl_config *cfg, const tl_callbacks *cb, tl_schedu
   s->journal_tail = &s->journal;
   atomic_init(&s->batch_delivered, 0);
   atomic_init(&s->dispatch_state, 0u);
+  s->epoch = 1;
   s->next_tid = 1;
   s->next_taskset_id = 1;
   s->last_now = clock_read(s);

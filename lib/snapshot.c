@@ -20,7 +20,7 @@
 #include <stdlib.h>
 
 #define SNAP_MAGIC "TLSNAP\r\n"
-#define SNAP_VERSION 1u
+#define SNAP_VERSION 2u /* the one written; version 1 (no epoch) is still read */
 #define SNAP_HEADER 40u
 #define SNAP_CHUNK 65536u
 
@@ -63,6 +63,7 @@ enum { AT_RUNNING = 1, AT_FROZEN = 2, AT_SPECULATIVE = 4, AT_KILLED_BY_OTHER = 8
   XX(reconciled)                                                                                   \
   XX(reconcile_lost)                                                                               \
   XX(reconcile_unknown)
+/* Version 2 adds, after those: reconcile_adopted, then the epoch. */
 
 /* The config fields a snapshot depends on: the records' shapes and the meaning of their counts.
  * Timeouts, the clock, the journal and delivery may change across a restore. */
@@ -246,6 +247,8 @@ static void save_body(struct tl_scheduler *s, tl__wbuf *w, uint64_t now) {
 #define PUT_TOTAL(f) tl__put_u64(w, s->totals.f);
   TOTALS(PUT_TOTAL)
 #undef PUT_TOTAL
+  tl__put_u64(w, s->totals.reconcile_adopted);
+  tl__put_u64(w, s->epoch);
   section_close(w, at);
 
   at = section_open(w, SEC_POOLS);
@@ -319,6 +322,7 @@ int tl_snapshot(tl_scheduler *s, int (*write)(void *ud, const void *buf, size_t 
 
 typedef struct restore_state {
   struct tl_scheduler *s;
+  uint32_t version; /* the image's format version */
   tl__executor **exs; /* by ordinal */
   uint32_t nexs;
   tl__attempt **attempts; /* the attempts read, before they are linked */
@@ -348,7 +352,8 @@ static int section_end(const tl__rbuf *r, int err) {
   return tl__rbuf_done(r) ? TL_OK : TL_ESNAPSHOT;
 }
 
-static int restore_counters(struct tl_scheduler *s, tl__rbuf *r) {
+/* s->epoch is the image's epoch here (version 1: 0); the restore moves it on. */
+static int restore_counters(struct tl_scheduler *s, tl__rbuf *r, uint32_t version) {
   s->next_tid = tl__get_u64(r);
   s->next_taskset_id = tl__get_u64(r);
   s->next_speculation = tl__get_time(r);
@@ -356,7 +361,16 @@ static int restore_counters(struct tl_scheduler *s, tl__rbuf *r) {
 #define GET_TOTAL(f) s->totals.f = tl__get_u64(r);
   TOTALS(GET_TOTAL)
 #undef GET_TOTAL
-  if (s->next_tid == 0 || s->next_taskset_id == 0)
+  s->totals.reconcile_adopted = 0;
+  s->epoch = 0;
+  if (version >= 2) {
+    s->totals.reconcile_adopted = tl__get_u64(r);
+    s->epoch = tl__get_u64(r);
+    if (s->epoch == 0) /* every scheduler has one from 1 */
+      tl__rbuf_fail(r, TL__RFAULT_RANGE);
+  }
+  /* One more must fit: an image at the last epoch cannot be restored. */
+  if (s->next_tid == 0 || s->next_taskset_id == 0 || s->epoch == UINT64_MAX)
     tl__rbuf_fail(r, TL__RFAULT_RANGE);
   return TL_OK;
 }
@@ -846,7 +860,7 @@ static int restore_body(restore_state *rs, tl__rbuf *body) {
   if (err != TL_OK)
     return err;
   r = section(body, SEC_COUNTERS);
-  if ((err = section_end(&r, restore_counters(s, &r))) != TL_OK)
+  if ((err = section_end(&r, restore_counters(s, &r, rs->version))) != TL_OK)
     return err;
   r = section(body, SEC_POOLS);
   if ((err = section_end(&r, restore_pools(s, &r))) != TL_OK)
@@ -902,14 +916,15 @@ static int read_full(int (*read)(void *ud, void *buf, size_t n), void *ud, uint8
 
 /* The header and the body, checked: TL_OK with *body (the caller frees it) and its length. */
 static int read_image(const tl_config *cfg, int (*read)(void *ud, void *buf, size_t n), void *ud,
-                      uint8_t **body, size_t *len) {
+                      uint8_t **body, size_t *len, uint32_t *version) {
   uint8_t h[SNAP_HEADER];
   int err = read_full(read, ud, h, sizeof h);
   if (err != TL_OK)
     return err;
   if (memcmp(h, SNAP_MAGIC, 8) != 0 || tl__le_get(h + 36, 4) != tl__crc32c(0, h, 36))
     return TL_ESNAPSHOT;
-  if (tl__le_get(h + 8, 4) != SNAP_VERSION)
+  *version = (uint32_t)tl__le_get(h + 8, 4);
+  if (*version != 1 && *version != SNAP_VERSION)
     return TL_EVERSION;
   if (tl__le_get(h + 12, 4) != 0)
     return TL_ESNAPSHOT;
@@ -955,6 +970,8 @@ static tl_taskset_info taskset_info(const tl__taskset *ts) {
   return info;
 }
 
+uint64_t tl_epoch(const tl_scheduler *s) { return s != NULL ? s->epoch : 0; }
+
 int tl_scheduler_restore(const tl_config *cfg, const tl_callbacks *cb,
                          int (*read)(void *ud, void *buf, size_t n), void *ud, tl_scheduler **out) {
   tl_config defaults;
@@ -970,7 +987,8 @@ int tl_scheduler_restore(const tl_config *cfg, const tl_callbacks *cb,
     return TL_EINVAL;
   uint8_t *body = NULL;
   size_t len = 0;
-  int err = read_image(cfg, read, ud, &body, &len);
+  uint32_t version = 0;
+  int err = read_image(cfg, read, ud, &body, &len, &version);
   if (err != TL_OK)
     return err;
   tl_scheduler *s;
@@ -978,7 +996,7 @@ int tl_scheduler_restore(const tl_config *cfg, const tl_callbacks *cb,
     tl__raw_free(body);
     return err;
   }
-  restore_state rs = {s, NULL, 0, NULL, 0, 0};
+  restore_state rs = {s, version, NULL, 0, NULL, 0, 0};
   tl__rbuf r = tl__rbuf_over(body, len);
   r.now = s->last_now;
   err = restore_body(&rs, &r);
@@ -995,6 +1013,8 @@ int tl_scheduler_restore(const tl_config *cfg, const tl_callbacks *cb,
   if (err == TL_OK && cfg->restore_tid_floor > s->next_tid)
     s->next_tid = cfg->restore_tid_floor;
   s->restored_tid_hi = s->next_tid;
+  /* The epoch moves on (fencing): the image's + 1 (it is below UINT64_MAX), or the floor. */
+  s->epoch = s->epoch + 1 > cfg->restore_epoch_floor ? s->epoch + 1 : cfg->restore_epoch_floor;
   for (tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next)
     ts->restored = true;
   /* Room for what follows, so nothing after it can fail: the aborts' events, and each running
