@@ -92,16 +92,11 @@ static void refuse_gone(conn *c, const char *what) {
   send_stop(c, "removed by the driver");
 }
 
-/* The run's epoch, as the ledger keeps it. */
-static uint64_t run_epoch(const driver *d) {
-  (void)d;
-  return 1; /* the ledger keeps no epoch yet */
-}
-
-/* The driver's epoch: the first frame on a connection whose token was accepted (docs/cluster.md
- * "Fencing"), before any other, a refusal's STOP included. */
+/* The driver's epoch, the ledger's (tl_epoch: 1 for a new run, higher after each restore): the
+ * first frame on a connection whose token was accepted (docs/cluster.md "Fencing"), before any
+ * other, a refusal's STOP included. */
 static void send_epoch(conn *c) {
-  tlc_msg m = {.type = TLC_MSG_EPOCH, .u.epoch = {run_epoch(c->d)}};
+  tlc_msg m = {.type = TLC_MSG_EPOCH, .u.epoch = {tl_epoch(c->d->run.s)}};
   encode(c, &m);
 }
 

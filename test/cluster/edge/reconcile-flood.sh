@@ -15,7 +15,8 @@
 # a write per KILL, before) and `hb` is never lost to its heartbeat timeout. Before that, while recovery waits for `victim`
 # (so that the job cannot end meanwhile), a client registering a new id reconciles 131,071
 # attempts as well (a stray reconciliation: every tid killed, as its frames come), and one that
-# names 131,073 in all is closed for it. The job then succeeds.
+# names 131,073 in all is closed for it. The job then succeeds, and `hb` ends under the
+# restarted driver's epoch, 2.
 #
 # Exit status: 0 when all of that held; 77 (skipped) without python3; 1 otherwise. No process is
 # left behind on any path.
@@ -131,5 +132,8 @@ grep 'executor hb lost' "$tmp/err" && fail "hb was lost: the loop stalled"
 grep -q '^OK$' "$tmp/out" || fail "the summary does not say OK"
 wait "$hb" 2>/dev/null
 hb=''
+# The restarted driver runs under the next epoch, which hb took (docs/cluster.md "Fencing").
+grep -q 'hb: driver epoch 2; 0 drivers of an older epoch refused' "$tmp/hb" ||
+  fail "hb did not take the restarted driver's epoch 2: $(cat "$tmp/hb")"
 echo "$line"
 exit 0
