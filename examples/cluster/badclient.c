@@ -19,9 +19,10 @@
  *   driver-message      REGISTER correctly as a new executor, then a LAUNCH (a driver's message)
  *
  * The token is TL_CLUSTER_TOKEN, which the driver puts in its children's environment.
- * Exit status: 0 when the driver closed the connection without sending a frame (or, for
- * foreign-status and duplicate-id, after sending nothing but STOP); 1 for anything else (a LAUNCH,
- * no close within 10 s, a socket error); 2 for bad arguments.
+ * Exit status: 0 when the driver closed the connection without sending a frame but EPOCH (which
+ * comes first on a connection whose token it accepted), or, for foreign-status and duplicate-id,
+ * after sending nothing but EPOCH and STOP; 1 for anything else (a LAUNCH, no close within 10 s,
+ * a socket error); 2 for bad arguments.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -77,8 +78,8 @@ static int send_register(int fd, const char *id, const char *token) {
   return send_msg(fd, &m);
 }
 
-/* Reads until the driver closes. Frames are decoded: STOP is allowed when allow_stop (the
- * client then closes itself), any other frame fails. */
+/* Reads until the driver closes. Frames are decoded: EPOCH is allowed, STOP too when allow_stop
+ * (the client then closes itself), any other frame fails. */
 static int wait_close(int fd, const char *mode, int allow_stop) {
   tlc_decoder d;
   tlc_decoder_init(&d, TLC_FRAME_MAX);
@@ -117,7 +118,7 @@ static int wait_close(int fd, const char *mode, int allow_stop) {
       data += used, len -= used;
       if (m.type == TLC_MSG_STOP && allow_stop)
         stop = 1;
-      else if (m.type != TLC_MSG_NONE) {
+      else if (m.type != TLC_MSG_NONE && m.type != TLC_MSG_EPOCH) {
         fprintf(stderr, "tl-badclient %s: the driver sent %s\n", mode, tlc_msg_type_name(m.type));
         bad = 1;
       }

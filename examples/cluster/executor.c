@@ -11,16 +11,24 @@
  * When the connection drops without a STOP (the driver died: docs/cluster.md "Driver
  * failover"), its tasks run on and it reconnects, with a back-off from RECONNECT_FIRST_MS
  * doubling to RECONNECT_MAX_MS, for up to --reconnect-s seconds (60; 0: it exits at once, as
- * before). Back, it sends REGISTER, RECONCILE (every tid it runs, queues, or holds an end of) and
- * the ends it holds, as STATUS. It holds every end it reported until the driver's SYNCED says a
- * durable record covers the frame that carried it (at most RETAINED_MAX, the oldest dropped
- * first). When the time is up, it stops its tasks and exits 1.
+ * before). Back, it sends REGISTER, RECONCILE (every attempt it runs, queues, or holds an end of,
+ * with its task set, index, attempt number and flags, in as many frames as it takes) and the ends
+ * it holds, as STATUS. It holds every end it reported until the driver's SYNCED says a durable
+ * record covers the frame that carried it (at most RETAINED_MAX, the oldest dropped first). When
+ * the time is up, it stops its tasks and exits 1.
+ *
+ * Fencing (docs/cluster.md "Fencing"): the driver's first frame on a connection is EPOCH. The
+ * executor keeps the highest epoch it has seen, over every connection, and refuses a driver of a
+ * lower one: it logs it, counts it, closes the connection and reconnects as after a drop (a
+ * newer driver may take the address), never acting on a frame of that driver. Any other frame
+ * before EPOCH is the driver's fault: it exits 1.
  *
  * ADDR is the driver's IPv4 or IPv6 address (127.0.0.1). The token comes from --token-file (its
  * first line) or TL_CLUSTER_TOKEN, never from the command line, where ps would show it.
  *
  * Exit status: 0 after STOP, 1 when the connection closed or broke without one and could not be
- * made again within --reconnect-s (or a bad frame came), 2 for bad
+ * made again within --reconnect-s (or a bad frame came, or a frame before EPOCH, or more
+ * launches than it may hold: HELD_MAX), 2 for bad
  * arguments (a token shorter than 16 bytes included), 3 if it ever ran more than --cores tasks
  * at once (a bug the queue exists to rule out; the tests depend on this check), 4 if the driver
  * ever sent it the binary of a task set it held already (materialised twice: the driver's bug,
@@ -51,11 +59,25 @@
 #define RETAINED_MAX 65536     /* ends held for a driver that may have to be told them again */
 #define RECONNECT_FIRST_MS 100 /* the first reconnection comes this long after the drop */
 #define RECONNECT_MAX_MS 2000  /* each wait doubles, up to this */
+/* Attempts running or queued at most: a launch beyond is the driver's fault (exit 1). With the
+ * ends held, every attempt a RECONCILE may have to name fits TLC_RECONCILE_ITEMS_MAX. */
+#define HELD_MAX (TLC_RECONCILE_ITEMS_MAX - RETAINED_MAX)
+_Static_assert(HELD_MAX >= TLC_CORES_MAX + 4096,
+               "running and queued: cores + the driver's --queue");
+
+/* What an attempt is, as its LAUNCH said: RECONCILE names it so. */
+typedef struct task_ref {
+  uint64_t tid;        /* the attempt */
+  uint64_t taskset_id; /* its task set */
+  uint32_t index;      /* its index there */
+  uint32_t attempt;    /* the attempt number of that index */
+  uint8_t flags;       /* TLC_LAUNCH_* of its LAUNCH item */
+} task_ref;
 
 /* A task binary received by TASKSET_BINARY, cached for the task set's launches. */
 typedef struct cached_binary {
   uint64_t taskset_id; /* the task set it belongs to */
-  uint64_t epoch;      /* the connection it came on (executor.epoch) */
+  uint64_t conn_no;    /* the connection it came on (executor.conn_no) */
   uint8_t *bytes;      /* owned; NULL when len is 0 */
   size_t len;          /* its size */
 } cached_binary;
@@ -70,7 +92,7 @@ typedef struct pending_status {
 
 /* An end reported and not yet acknowledged by the driver's SYNCED. */
 typedef struct retained_end {
-  uint64_t tid;
+  task_ref task;                /* the attempt */
   uint8_t state;                /* FINISHED, FAILED or KILLED */
   uint8_t result[RESULT_BYTES]; /* for FINISHED */
   const char *text;             /* static */
@@ -81,17 +103,13 @@ typedef struct retained_end {
 /* A `sleep:MS` task waiting on its timer. */
 typedef struct sleeping_task {
   uv_timer_t timer;           /* fires when it is done; its data is this record */
-  uint64_t tid;               /* the attempt */
-  uint32_t index;             /* its index, the result */
+  task_ref task;              /* the attempt; its index is the result */
   struct sleeping_task *next; /* the executor's list of sleeping tasks */
 } sleeping_task;
 
 /* A launch waiting for a core: a copy of its LAUNCH item, whose frame is not kept. */
 typedef struct queued_task {
-  uint64_t tid;               /* the attempt */
-  uint64_t taskset_id;        /* whose binary it runs */
-  uint32_t index;             /* its index in its task set */
-  uint32_t attempt;           /* the attempt number of that index */
+  task_ref task;              /* the attempt, and whose binary it runs */
   uint8_t kind[TLC_KIND_MAX]; /* kind_len bytes, not NUL-terminated, as in the LAUNCH item */
   size_t kind_len;            /* 1..TLC_KIND_MAX */
   struct queued_task *next;   /* the next one to start, NULL for the newest */
@@ -109,7 +127,10 @@ typedef struct executor {
   bool down;                    /* the connection dropped without STOP: reconnecting */
   uint64_t down_since;          /* uv_now of the drop */
   uint64_t backoff_ms;          /* the wait before the next try */
-  uint64_t epoch;               /* connections made so far (1 for the first) */
+  uint64_t conn_no;             /* connections made so far (1 for the first) */
+  uint64_t driver_epoch;        /* the highest EPOCH seen, over every connection; 0: none yet */
+  bool got_epoch;               /* this connection's driver sent its EPOCH */
+  uint64_t stale_drivers;       /* drivers refused: their EPOCH was below driver_epoch */
   uint64_t reconnects;          /* of those, reconnections */
   uint64_t started;             /* tasks started, over every connection */
   uint64_t status_frames;       /* STATUS frames sent on this connection */
@@ -244,7 +265,7 @@ static retained_end *retained_at(executor *ex, size_t i) {
 }
 
 /* Holds an end until a SYNCED covers it; the oldest goes when RETAINED_MAX are held. */
-static void retain_end(executor *ex, uint64_t tid, uint8_t state, const uint8_t *result,
+static void retain_end(executor *ex, const task_ref *task, uint8_t state, const uint8_t *result,
                        const char *text) {
   if (ex->nretained == ex->retained_cap && ex->retained_cap < RETAINED_MAX) {
     size_t cap = ex->retained_cap ? 2 * ex->retained_cap : 256;
@@ -266,7 +287,7 @@ static void retain_end(executor *ex, uint64_t tid, uint8_t state, const uint8_t 
     ex->ends_dropped++;
   }
   retained_end *e = retained_at(ex, ex->nretained++);
-  e->tid = tid;
+  e->task = *task;
   e->state = state;
   memcpy(e->result, result, RESULT_BYTES);
   e->text = text;
@@ -337,8 +358,9 @@ static void flush_statuses(executor *ex) {
 
 static void on_flush(uv_prepare_t *p) { flush_statuses(p->data); }
 
-/* Queues one update for the end of this loop iteration. */
-static void report(executor *ex, uint64_t tid, uint8_t state, uint64_t result, const char *text) {
+/* Queues one update of the attempt for the end of this loop iteration. */
+static void report(executor *ex, const task_ref *task, uint8_t state, uint64_t result,
+                   const char *text) {
   if (ex->npending == ex->pending_cap) {
     size_t cap = ex->pending_cap ? 2 * ex->pending_cap : 256;
     pending_status *p = realloc(ex->pending, cap * sizeof *p);
@@ -348,12 +370,12 @@ static void report(executor *ex, uint64_t tid, uint8_t state, uint64_t result, c
     ex->pending_cap = cap;
   }
   pending_status *p = &ex->pending[ex->npending++];
-  p->tid = tid;
+  p->tid = task->tid;
   p->state = state;
   tl__le_put(p->result, result, RESULT_BYTES);
   p->text = text;
   if (state != TLC_TASK_RUNNING && ex->reconnect_ms > 0)
-    retain_end(ex, tid, state, p->result, text);
+    retain_end(ex, task, state, p->result, text);
 }
 
 /* FORGET: the task set ended, so no launch of it will come; its binary is dropped (the last
@@ -400,10 +422,10 @@ static void cache_binary(executor *ex, const tlc_taskset_binary *b) {
     c->taskset_id = b->taskset_id;
   } else {
     free(c->bytes);
-    if (c->epoch == ex->epoch)
+    if (c->conn_no == ex->conn_no)
       ex->twice++;
   }
-  c->epoch = ex->epoch;
+  c->conn_no = ex->conn_no;
   c->bytes = bytes;
   c->len = b->payload.len;
 }
@@ -458,7 +480,7 @@ static void on_slept(uv_timer_t *t) {
       *p = task->next;
       break;
     }
-  report(ex, task->tid, TLC_TASK_FINISHED, task->index, "");
+  report(ex, &task->task, TLC_TASK_FINISHED, task->task.index, "");
   end_sleeping(ex, task);
 }
 
@@ -466,47 +488,47 @@ static void on_slept(uv_timer_t *t) {
  * fires and reports RUNNING first. An inline task gives its core back when it returns. */
 static void start_task(executor *ex, const tlc_launch_item *it) {
   uint64_t arg;
+  task_ref ref = {it->tid, it->taskset_id, it->index, it->attempt, it->flags};
   take_core(ex);
   if (kind_arg(it->kind, "sleep:", &arg)) {
     sleeping_task *task = malloc(sizeof *task);
     if (!task)
       die_oom();
-    task->tid = it->tid;
-    task->index = it->index;
+    task->task = ref;
     task->next = ex->sleeping;
     ex->sleeping = task;
     uv_timer_init(ex->loop, &task->timer);
     task->timer.data = task;
     uv_timer_start(&task->timer, on_slept, arg, 0);
-    report(ex, it->tid, TLC_TASK_RUNNING, 0, ""); /* a task that takes time says it runs */
+    report(ex, &ref, TLC_TASK_RUNNING, 0, ""); /* a task that takes time says it runs */
     return;
   }
   if (kind_is(it->kind, "noop")) {
-    report(ex, it->tid, TLC_TASK_FINISHED, it->index, "");
+    report(ex, &ref, TLC_TASK_FINISHED, it->index, "");
   } else if (kind_is(it->kind, "hash")) {
     cached_binary *c = find_binary(ex, it->taskset_id); /* its result: FNV-1a 64 of the binary */
     if (c)
-      report(ex, it->tid, TLC_TASK_FINISHED, tl__fnv1a(TL__FNV1A_INIT, c->bytes, c->len), "");
+      report(ex, &ref, TLC_TASK_FINISHED, tl__fnv1a(TL__FNV1A_INIT, c->bytes, c->len), "");
     else
-      report(ex, it->tid, TLC_TASK_FAILED, 0, "no binary for its task set");
+      report(ex, &ref, TLC_TASK_FAILED, 0, "no binary for its task set");
   } else if (kind_arg(it->kind, "spin:", &arg)) {
     uint64_t until = uv_hrtime() + arg * 1000;
     while (uv_hrtime() < until) {
       /* spin */
     }
-    report(ex, it->tid, TLC_TASK_FINISHED, it->index, "");
+    report(ex, &ref, TLC_TASK_FINISHED, it->index, "");
   } else if (kind_is(it->kind, "crash")) {
     /* As a real task would, it says it runs before it brings the process down: the RUNNING
      * update (and every update before it) is written before the exit, so that the driver sees
      * an attempt that reached RUNNING, whose loss counts when the exit is the app's doing. */
-    report(ex, it->tid, TLC_TASK_RUNNING, 0, "");
+    report(ex, &ref, TLC_TASK_RUNNING, 0, "");
     fprintf(stderr, "tl-executor %s: task %" PRIu64 " crashes the process\n", ex->id, it->tid);
     ex->crashing = true;
     flush_statuses(ex); /* on_written exits once everything is written */
     if (ex->closing)    /* the write failed at once: nothing to wait for */
       exit(CRASH_EXIT_CODE);
   } else {
-    report(ex, it->tid, TLC_TASK_FAILED, 0, "unknown task kind");
+    report(ex, &ref, TLC_TASK_FAILED, 0, "unknown task kind");
   }
   ex->running--;
 }
@@ -520,10 +542,11 @@ static void start_queued(executor *ex) {
     if (!ex->queue_head)
       ex->queue_tail = NULL;
     ex->queued--;
-    tlc_launch_item it = {.tid = q->tid,
-                          .taskset_id = q->taskset_id,
-                          .index = q->index,
-                          .attempt = q->attempt,
+    tlc_launch_item it = {.tid = q->task.tid,
+                          .taskset_id = q->task.taskset_id,
+                          .index = q->task.index,
+                          .attempt = q->task.attempt,
+                          .flags = q->task.flags,
                           .kind = {q->kind, q->kind_len}};
     start_task(ex, &it);
     free(q);
@@ -538,13 +561,16 @@ static void launch_task(executor *ex, const tlc_launch_item *it) {
     start_task(ex, it);
     return;
   }
+  if (ex->running + ex->queued >= HELD_MAX) { /* the driver's fault: no RECONCILE could say it */
+    fprintf(stderr, "tl-executor %s: the driver launched more than %d tasks at once\n", ex->id,
+            HELD_MAX);
+    shut_down(ex, 1);
+    return;
+  }
   queued_task *q = malloc(sizeof *q);
   if (!q)
     die_oom();
-  q->tid = it->tid;
-  q->taskset_id = it->taskset_id;
-  q->index = it->index;
-  q->attempt = it->attempt;
+  q->task = (task_ref){it->tid, it->taskset_id, it->index, it->attempt, it->flags};
   memcpy(q->kind, it->kind.ptr, it->kind.len); /* 1..TLC_KIND_MAX: the decoder checked */
   q->kind_len = it->kind.len;
   q->next = NULL;
@@ -559,12 +585,12 @@ static void launch_task(executor *ex, const tlc_launch_item *it) {
     ex->queued_peak = ex->queued;
 }
 
-/* KILL: a queued task leaves the queue and a sleeping one stops, each reporting KILLED; any other
- * has already finished. */
-static void kill_task(executor *ex, const tlc_kill *k) {
+/* KILL of one tid: a queued task leaves the queue and a sleeping one stops, each reporting
+ * KILLED; any other has already finished. */
+static void kill_task(executor *ex, uint64_t tid) {
   queued_task *prev = NULL;
   for (queued_task *q = ex->queue_head; q; prev = q, q = q->next) {
-    if (q->tid == k->tid) {
+    if (q->task.tid == tid) {
       if (prev)
         prev->next = q->next;
       else
@@ -572,16 +598,16 @@ static void kill_task(executor *ex, const tlc_kill *k) {
       if (ex->queue_tail == q)
         ex->queue_tail = prev;
       ex->queued--;
-      report(ex, q->tid, TLC_TASK_KILLED, 0, "");
+      report(ex, &q->task, TLC_TASK_KILLED, 0, "");
       free(q);
       return;
     }
   }
   for (sleeping_task **p = &ex->sleeping; *p; p = &(*p)->next) {
     sleeping_task *task = *p;
-    if (task->tid == k->tid) {
+    if (task->task.tid == tid) {
       *p = task->next;
-      report(ex, task->tid, TLC_TASK_KILLED, 0, "");
+      report(ex, &task->task, TLC_TASK_KILLED, 0, "");
       end_sleeping(ex, task);
       return;
     }
@@ -606,6 +632,26 @@ static void stop(executor *ex) {
   if (rc < 0)
     shut_down(ex, 0);
   uv_read_stop((uv_stream_t *)&ex->conn);
+}
+
+/* EPOCH: a driver of the highest epoch seen or a higher one is this executor's driver from now
+ * on; one of a lower epoch is refused (a driver thought dead, or an image restored twice, may
+ * not drive an executor a newer driver took over): the connection closes, as after a drop, and
+ * nothing it sent is acted on. A second EPOCH on a connection is held to the same rule. False
+ * when the connection was refused. */
+static bool take_epoch(executor *ex, uint64_t epoch) {
+  if (epoch < ex->driver_epoch) {
+    ex->stale_drivers++;
+    fprintf(stderr,
+            "tl-executor %s: refused a driver of epoch %" PRIu64 ": epoch %" PRIu64
+            " was seen (%" PRIu64 " refused)\n",
+            ex->id, epoch, ex->driver_epoch, ex->stale_drivers);
+    lose_connection(ex);
+    return false;
+  }
+  ex->driver_epoch = epoch;
+  ex->got_epoch = true;
+  return true;
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
@@ -637,20 +683,31 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     }
     data += used;
     len -= used;
+    if (msg.type == TLC_MSG_NONE)
+      continue;
+    if (!ex->got_epoch && msg.type != TLC_MSG_EPOCH) {
+      fprintf(stderr, "tl-executor %s: %s from the driver before its EPOCH\n", ex->id,
+              tlc_msg_type_name(msg.type));
+      shut_down(ex, 1);
+      return;
+    }
     switch (msg.type) {
-    case TLC_MSG_NONE:
+    case TLC_MSG_EPOCH:
+      if (!take_epoch(ex, msg.u.epoch.epoch))
+        return;
       break;
     case TLC_MSG_TASKSET_BINARY:
       cache_binary(ex, &msg.u.binary);
       break;
     case TLC_MSG_LAUNCH:
-      for (size_t i = 0; i < msg.u.launch.count && !ex->crashing; i++)
+      for (size_t i = 0; i < msg.u.launch.count && !ex->crashing && !ex->closing; i++)
         launch_task(ex, &msg.u.launch.items[i]);
       if (ex->npending >= STATUS_FLUSH)
         flush_statuses(ex);
       break;
     case TLC_MSG_KILL:
-      kill_task(ex, &msg.u.kill);
+      for (size_t i = 0; i < msg.u.kill.count; i++)
+        kill_task(ex, msg.u.kill.tids[i]);
       break;
     case TLC_MSG_FORGET:
       forget_binary(ex, msg.u.forget.taskset_id);
@@ -746,36 +803,54 @@ static void on_reconnect(uv_timer_t *t) {
   }
 }
 
-/* RECONCILE, right after REGISTER on a reconnection: every tid it runs or queues, and every end
- * it holds; then those ends again, as STATUS frames of this connection. */
+/* The RECONCILE item of an attempt; ended says the executor holds its end. */
+static tlc_reconcile_item reconcile_item(const task_ref *t, bool ended) {
+  uint8_t flags = (t->flags & TLC_LAUNCH_SPECULATIVE) ? TLC_RECONCILE_SPECULATIVE : 0;
+  return (tlc_reconcile_item){t->tid, t->taskset_id, t->index, t->attempt,
+                              (uint8_t)(flags | (ended ? TLC_RECONCILE_ENDED : 0))};
+}
+
+/* RECONCILE, right after REGISTER on a reconnection: every attempt it runs or queues, and every
+ * end it holds, in frames of TLC_RECONCILE_FRAME_ITEMS (the last with more = 0); then those ends
+ * again, as STATUS frames of this connection. HELD_MAX and RETAINED_MAX keep the whole within
+ * TLC_RECONCILE_ITEMS_MAX. */
 static void send_reconcile(executor *ex) {
   ex->npending = 0; /* made since the drop: RECONCILE names the running, the ends are retained */
   size_t n = 0, cap = ex->queued + ex->nretained + 1;
   for (sleeping_task *t = ex->sleeping; t; t = t->next)
     cap++;
-  uint64_t *tids = malloc(cap * sizeof *tids);
-  if (!tids)
+  tlc_reconcile_item *items = malloc(cap * sizeof *items);
+  if (!items)
     die_oom();
   for (sleeping_task *t = ex->sleeping; t; t = t->next)
-    tids[n++] = t->tid;
+    items[n++] = reconcile_item(&t->task, false);
   for (queued_task *q = ex->queue_head; q; q = q->next)
-    tids[n++] = q->tid;
+    items[n++] = reconcile_item(&q->task, false);
   for (size_t i = 0; i < ex->nretained; i++)
-    tids[n++] = retained_at(ex, i)->tid;
-  tlc_msg m = {.type = TLC_MSG_RECONCILE, .u.reconcile = {n, tids}};
-  encode(ex, &m);
-  free(tids);
+    items[n++] = reconcile_item(&retained_at(ex, i)->task, true);
+  if (n > TLC_RECONCILE_ITEMS_MAX) { /* never: HELD_MAX + RETAINED_MAX */
+    fprintf(stderr, "tl-executor %s: %zu attempts to reconcile\n", ex->id, n);
+    exit(1);
+  }
+  size_t at = 0;
+  do {
+    size_t k = n - at < TLC_RECONCILE_FRAME_ITEMS ? n - at : TLC_RECONCILE_FRAME_ITEMS;
+    tlc_msg m = {.type = TLC_MSG_RECONCILE, .u.reconcile = {at + k<n, k, k> 0 ? items + at : NULL}};
+    encode(ex, &m);
+    at += k;
+  } while (at < n);
+  free(items);
   if (ex->nretained > 0) {
-    tlc_status_item *items = malloc(ex->nretained * sizeof *items);
-    if (!items)
+    tlc_status_item *st = malloc(ex->nretained * sizeof *st);
+    if (!st)
       die_oom();
     for (size_t i = 0; i < ex->nretained; i++) {
       retained_end *e = retained_at(ex, i);
-      items[i] = status_item(e->tid, e->state, e->result, e->text);
+      st[i] = status_item(e->task.tid, e->state, e->result, e->text);
     }
     ex->retained_sent = 0; /* lose_connection unmarked them all: each is marked again here */
-    encode_statuses(ex, items, ex->nretained);
-    free(items);
+    encode_statuses(ex, st, ex->nretained);
+    free(st);
     ex->ends_resent += ex->nretained;
   }
 }
@@ -797,7 +872,8 @@ static void on_connect(uv_connect_t *req, int status) {
   bool again = ex->down;
   ex->down = false;
   ex->connected = true;
-  ex->epoch++;
+  ex->conn_no++;
+  ex->got_epoch = false; /* this connection's driver has yet to say its epoch */
   ex->status_frames = 0;
   uv_tcp_nodelay(&ex->conn, 1);
   tlc_msg reg = {.type = TLC_MSG_REGISTER,
@@ -943,12 +1019,17 @@ int main(int argc, char **argv) {
    * binary still cached is one it forgot to (the tests fail on this line). */
   size_t held = 0; /* by this connection: the one before may have ended before its FORGETs */
   for (size_t i = 0; i < ex.ncache; i++)
-    held += ex.cache[i].epoch == ex.epoch;
+    held += ex.cache[i].conn_no == ex.conn_no;
   if (ex.exit_code == 0 && held > 0)
     fprintf(stderr, "tl-executor %s: %zu task binaries still cached at exit (no FORGET)\n", ex.id,
             held);
   /* An executor that can outlive its driver (--reconnect-s) always says it: what it started
    * over every connection is how a failover is seen from here (test/cluster/failover.sh). */
+  if (ex.reconnect_ms > 0 || ex.stale_drivers > 0)
+    fprintf(stderr,
+            "tl-executor %s: driver epoch %" PRIu64 "; %" PRIu64
+            " drivers of an older epoch refused\n",
+            ex.id, ex.driver_epoch, ex.stale_drivers);
   if (ex.reconnect_ms > 0 || ex.reconnects > 0 || ex.ends_dropped > 0)
     fprintf(stderr,
             "tl-executor %s: %" PRIu64 " reconnections, %" PRIu64 " ends sent again, %" PRIu64

@@ -17,7 +17,7 @@
 /* The smallest wire size of a batch item, to refuse a count the frame cannot hold before
  * allocating for it: every fixed field and every length, with empty strings. (A launch's kind
  * must not be empty, but an item that sends one is refused as ELENGTH, not as a bad count.) */
-#define LAUNCH_ITEM_MIN (8 + 8 + 4 + 4 + 2)
+#define LAUNCH_ITEM_MIN (8 + 8 + 4 + 4 + 1 + 2)
 #define STATUS_ITEM_MIN (8 + 1 + 4 + 2)
 
 /* ---------------------------------------------------------------------------------------------
@@ -76,6 +76,8 @@ const char *tlc_msg_type_name(int type) {
     return "RECONCILE";
   case TLC_MSG_SYNCED:
     return "SYNCED";
+  case TLC_MSG_EPOCH:
+    return "EPOCH";
   default:
     return "UNKNOWN";
   }
@@ -104,6 +106,11 @@ static int check_state(uint8_t state) {
 }
 
 static int check_flag(uint8_t flag) { return flag <= 1 ? TLC_OK : TLC_EFLAG; }
+
+/* A flags byte: no bit outside those its field defines. */
+static int check_flags(uint8_t flags, unsigned defined) {
+  return (flags & ~defined) == 0 ? TLC_OK : TLC_EFLAG;
+}
 
 /* ---------------------------------------------------------------------------------------------
  * Encoder
@@ -164,8 +171,9 @@ static int measure(const tlc_msg *msg, size_t *size) {
       return rc;
     for (size_t i = 0; i < m->count; i++) {
       const tlc_launch_item *it = &m->items[i];
-      if ((rc = check_view(it->kind)) || (rc = check_string(it->kind, 1, TLC_KIND_MAX)) ||
-          (rc = add_size(size, 8 + 8 + 4 + 4 + 2 + it->kind.len)))
+      if ((rc = check_flags(it->flags, TLC_LAUNCH_FLAGS)) || (rc = check_view(it->kind)) ||
+          (rc = check_string(it->kind, 1, TLC_KIND_MAX)) ||
+          (rc = add_size(size, 8 + 8 + 4 + 4 + 1 + 2 + it->kind.len)))
         return rc;
     }
     return TLC_OK;
@@ -191,11 +199,19 @@ static int measure(const tlc_msg *msg, size_t *size) {
     }
     return TLC_OK;
   }
-  case TLC_MSG_KILL:
-    if ((rc = check_view(msg->u.kill.reason)) || (rc = check_flag(msg->u.kill.interrupt)) ||
-        (rc = check_string(msg->u.kill.reason, 0, TLC_TEXT_MAX)))
+  case TLC_MSG_KILL: {
+    const tlc_kill *m = &msg->u.kill;
+    if ((rc = check_flag(m->interrupt)) || (rc = check_view(m->reason)) ||
+        (rc = check_string(m->reason, 0, TLC_TEXT_MAX)))
       return rc;
-    return add_size(size, 8 + 1 + 2 + msg->u.kill.reason.len);
+    if (m->count == 0)
+      return TLC_ECOUNT;
+    if (m->tids == NULL)
+      return TLC_EINVAL;
+    if (m->count > TLC_FRAME_MAX / 8)
+      return TLC_ETOOBIG;
+    return add_size(size, 1 + 2 + m->reason.len + 4 + 8 * m->count);
+  }
   case TLC_MSG_STOP:
     if ((rc = check_view(msg->u.stop.reason)) ||
         (rc = check_string(msg->u.stop.reason, 0, TLC_TEXT_MAX)))
@@ -203,13 +219,21 @@ static int measure(const tlc_msg *msg, size_t *size) {
     return add_size(size, 2 + msg->u.stop.reason.len);
   case TLC_MSG_FORGET:
     return add_size(size, 8);
-  case TLC_MSG_RECONCILE:
-    if (msg->u.reconcile.count > 0 && msg->u.reconcile.tids == NULL)
+  case TLC_MSG_RECONCILE: {
+    const tlc_reconcile *m = &msg->u.reconcile;
+    if ((rc = check_flag(m->more)))
+      return rc;
+    if (m->count > 0 && m->items == NULL)
       return TLC_EINVAL;
-    if (msg->u.reconcile.count > TLC_RECONCILE_MAX)
+    if (m->count > TLC_RECONCILE_FRAME_ITEMS)
       return TLC_ETOOBIG;
-    return add_size(size, 4 + 8 * msg->u.reconcile.count);
+    for (size_t i = 0; i < m->count; i++)
+      if ((rc = check_flags(m->items[i].flags, TLC_RECONCILE_FLAGS)))
+        return rc;
+    return add_size(size, 1 + 4 + TLC_RECONCILE_ITEM_BYTES * m->count);
+  }
   case TLC_MSG_SYNCED:
+  case TLC_MSG_EPOCH:
     return add_size(size, 8);
   default:
     return TLC_ETYPE;
@@ -268,6 +292,7 @@ int tlc_encode(tlc_buf *buf, const tlc_msg *msg) {
       tl__put_u64(&w, it->taskset_id);
       tl__put_u32(&w, it->index);
       tl__put_u32(&w, it->attempt);
+      tl__put_u8(&w, it->flags);
       put_string(&w, it->kind);
     }
     break;
@@ -282,20 +307,32 @@ int tlc_encode(tlc_buf *buf, const tlc_msg *msg) {
     }
     break;
   case TLC_MSG_KILL:
-    tl__put_u64(&w, msg->u.kill.tid);
     tl__put_u8(&w, msg->u.kill.interrupt);
     put_string(&w, msg->u.kill.reason);
+    tl__put_u32(&w, (uint32_t)msg->u.kill.count);
+    for (size_t i = 0; i < msg->u.kill.count; i++)
+      tl__put_u64(&w, msg->u.kill.tids[i]);
     break;
   case TLC_MSG_STOP:
     put_string(&w, msg->u.stop.reason);
     break;
   case TLC_MSG_RECONCILE:
+    tl__put_u8(&w, msg->u.reconcile.more);
     tl__put_u32(&w, (uint32_t)msg->u.reconcile.count);
-    for (size_t i = 0; i < msg->u.reconcile.count; i++)
-      tl__put_u64(&w, msg->u.reconcile.tids[i]);
+    for (size_t i = 0; i < msg->u.reconcile.count; i++) {
+      const tlc_reconcile_item *it = &msg->u.reconcile.items[i];
+      tl__put_u64(&w, it->tid);
+      tl__put_u64(&w, it->taskset_id);
+      tl__put_u32(&w, it->index);
+      tl__put_u32(&w, it->attempt);
+      tl__put_u8(&w, it->flags);
+    }
     break;
   case TLC_MSG_SYNCED:
     tl__put_u64(&w, msg->u.synced.frames);
+    break;
+  case TLC_MSG_EPOCH:
+    tl__put_u64(&w, msg->u.epoch.epoch);
     break;
   default: /* TLC_MSG_FORGET: measure() refused every other type */
     tl__put_u64(&w, msg->u.forget.taskset_id);
@@ -413,6 +450,7 @@ static int parse_body(tlc_decoder *d, uint8_t type, tl__rbuf *r, tlc_msg *msg) {
       tlc_launch_item *it = &items[i];
       if ((rc = get_u64(r, &it->tid)) || (rc = get_u64(r, &it->taskset_id)) ||
           (rc = get_u32(r, &it->index)) || (rc = get_u32(r, &it->attempt)) ||
+          (rc = get_u8(r, &it->flags)) || (rc = check_flags(it->flags, TLC_LAUNCH_FLAGS)) ||
           (rc = get_string(r, 1, TLC_KIND_MAX, &it->kind)))
         return rc;
     }
@@ -437,33 +475,51 @@ static int parse_body(tlc_decoder *d, uint8_t type, tl__rbuf *r, tlc_msg *msg) {
     msg->u.status.items = items;
     return TLC_OK;
   }
-  case TLC_MSG_KILL:
-    if ((rc = get_u64(r, &msg->u.kill.tid)) || (rc = get_u8(r, &msg->u.kill.interrupt)) ||
-        (rc = check_flag(msg->u.kill.interrupt)))
+  case TLC_MSG_KILL: {
+    tlc_kill *m = &msg->u.kill;
+    size_t count;
+    if ((rc = get_u8(r, &m->interrupt)) || (rc = check_flag(m->interrupt)) ||
+        (rc = get_string(r, 0, TLC_TEXT_MAX, &m->reason)) || (rc = get_count(r, 8, &count)) ||
+        (rc = reserve_items(d, count * sizeof(uint64_t))))
       return rc;
-    return get_string(r, 0, TLC_TEXT_MAX, &msg->u.kill.reason);
+    uint64_t *tids = d->items;
+    for (size_t i = 0; i < count; i++)
+      if ((rc = get_u64(r, &tids[i])))
+        return rc;
+    m->count = count;
+    m->tids = tids;
+    return TLC_OK;
+  }
   case TLC_MSG_STOP:
     return get_string(r, 0, TLC_TEXT_MAX, &msg->u.stop.reason);
   case TLC_MSG_FORGET:
     return get_u64(r, &msg->u.forget.taskset_id);
   case TLC_MSG_RECONCILE: {
+    tlc_reconcile *m = &msg->u.reconcile;
     uint32_t n;
-    if ((rc = get_u32(r, &n)))
+    if ((rc = get_u8(r, &m->more)) || (rc = check_flag(m->more)) || (rc = get_u32(r, &n)))
       return rc;
-    if (n > tl__rbuf_left(r) / 8) /* 0 is allowed; more than the frame holds is not */
+    /* 0 is allowed; more than the frame holds is not (so never over TLC_RECONCILE_FRAME_ITEMS) */
+    if (n > tl__rbuf_left(r) / TLC_RECONCILE_ITEM_BYTES)
       return TLC_ECOUNT;
-    if (n > 0 && (rc = reserve_items(d, n * sizeof(uint64_t))))
+    if (n > 0 && (rc = reserve_items(d, n * sizeof(tlc_reconcile_item))))
       return rc;
-    uint64_t *tids = n > 0 ? d->items : NULL;
-    for (size_t i = 0; i < n; i++)
-      if ((rc = get_u64(r, &tids[i])))
+    tlc_reconcile_item *items = n > 0 ? d->items : NULL;
+    for (size_t i = 0; i < n; i++) {
+      tlc_reconcile_item *it = &items[i];
+      if ((rc = get_u64(r, &it->tid)) || (rc = get_u64(r, &it->taskset_id)) ||
+          (rc = get_u32(r, &it->index)) || (rc = get_u32(r, &it->attempt)) ||
+          (rc = get_u8(r, &it->flags)) || (rc = check_flags(it->flags, TLC_RECONCILE_FLAGS)))
         return rc;
-    msg->u.reconcile.count = n;
-    msg->u.reconcile.tids = tids;
+    }
+    m->count = n;
+    m->items = items;
     return TLC_OK;
   }
   case TLC_MSG_SYNCED:
     return get_u64(r, &msg->u.synced.frames);
+  case TLC_MSG_EPOCH:
+    return get_u64(r, &msg->u.epoch.epoch);
   default: /* tlc_decoder_feed refused other types when the type byte arrived */
     return TLC_ETYPE;
   }
@@ -500,7 +556,7 @@ static int fail(tlc_decoder *d, int err) {
   return err;
 }
 
-static int known_type(uint8_t type) { return type >= TLC_MSG_REGISTER && type <= TLC_MSG_SYNCED; }
+static int known_type(uint8_t type) { return type >= TLC_MSG_REGISTER && type <= TLC_MSG_EPOCH; }
 
 /* The length prefix is complete: check it. Room for the frame is made as its bytes come
  * (reserve_frame), not here: a peer that announces a large frame and sends little costs little. */

@@ -15,7 +15,11 @@
  * Constants
  * ------------------------------------------------------------------------------------------- */
 
-#define TLC_PROTO_VERSION 1
+/* Version 2: LAUNCH items carry flags (speculative), RECONCILE names what each attempt is and may
+ * span several frames, KILL names many tids, and the driver sends EPOCH (docs/cluster.md). A
+ * frame of any other version is refused (EVERSION): executors and drivers are upgraded
+ * together. */
+#define TLC_PROTO_VERSION 2
 
 /* The largest frame, counted after its 4-byte length prefix (version, type and body). Both ends
  * use it; a decoder may be given a smaller one. */
@@ -58,7 +62,7 @@
   XX(ENUL, -11, "A string holds a NUL byte.")                                                      \
   XX(ECORES, -12, "A registration offers zero cores, or more than TLC_CORES_MAX.")                 \
   XX(ESTATE, -13, "A status update's task state is not one of tlc_task_state.")                    \
-  XX(EFLAG, -14, "A flag byte is neither 0 nor 1.")
+  XX(EFLAG, -14, "A flag byte has a bit its field does not define.")
 
 typedef enum tlc_errno {
   TLC_OK = 0,
@@ -101,7 +105,8 @@ typedef enum tlc_msg_type {
   TLC_MSG_STOP = 7,           /* driver to executor: finish and exit */
   TLC_MSG_FORGET = 8,         /* driver to executor: a task set ended, drop its binary */
   TLC_MSG_RECONCILE = 9,      /* executor to driver, right after REGISTER on a reconnection */
-  TLC_MSG_SYNCED = 10         /* driver to executor: its STATUS frames so far are durable */
+  TLC_MSG_SYNCED = 10,        /* driver to executor: its STATUS frames so far are durable */
+  TLC_MSG_EPOCH = 11          /* driver to executor, first frame after REGISTER is accepted */
 } tlc_msg_type;
 
 /* "REGISTER", ...; "NONE" for 0 and "UNKNOWN" for other values. Never NULL; static. */
@@ -133,11 +138,16 @@ typedef struct tlc_taskset_binary {
   tlc_view payload;    /* the task binary, any bytes, bounded only by the frame */
 } tlc_taskset_binary;
 
+/* A LAUNCH item's flags: bit 0 is TLC_LAUNCH_SPECULATIVE, every other bit 0 (else EFLAG). */
+#define TLC_LAUNCH_SPECULATIVE 1u /* a speculative copy of a slow task (tl_launch.speculative) */
+#define TLC_LAUNCH_FLAGS TLC_LAUNCH_SPECULATIVE
+
 typedef struct tlc_launch_item {
   uint64_t tid;        /* the attempt's tid */
   uint64_t taskset_id; /* whose binary it runs (sent before, by TASKSET_BINARY) */
   uint32_t index;      /* the task's index in its task set */
   uint32_t attempt;    /* the attempt number of that index */
+  uint8_t flags;       /* TLC_LAUNCH_* bits */
   tlc_view kind;       /* 1..TLC_KIND_MAX bytes, no NUL: "noop", "sleep:5", "spin:100", ... */
 } tlc_launch_item;
 
@@ -158,10 +168,15 @@ typedef struct tlc_status {
   const tlc_status_item *items; /* count of them */
 } tlc_status;
 
+/* KILL names one or more attempts, all with the same interrupt flag and reason. A sender splits
+ * more than TLC_KILL_FRAME_TIDS over several frames (that many always fit, whatever the reason;
+ * with a shorter reason the frame holds more, and the encoder answers ETOOBIG past the frame). */
+#define TLC_KILL_FRAME_TIDS ((TLC_FRAME_MAX - 2 - 1 - 2 - TLC_TEXT_MAX - 4) / 8)
 typedef struct tlc_kill {
-  uint64_t tid;      /* the attempt to kill */
-  uint8_t interrupt; /* 0 or 1: whether a running task may be interrupted */
-  tlc_view reason;   /* 0..TLC_TEXT_MAX bytes, no NUL */
+  uint8_t interrupt;    /* 0 or 1: whether a running task may be interrupted */
+  tlc_view reason;      /* 0..TLC_TEXT_MAX bytes, no NUL */
+  size_t count;         /* >= 1 */
+  const uint64_t *tids; /* count of them: the attempts to kill */
 } tlc_kill;
 
 typedef struct tlc_stop {
@@ -172,14 +187,37 @@ typedef struct tlc_forget {
   uint64_t taskset_id; /* the task set whose binary is no longer needed */
 } tlc_forget;
 
-/* An executor that reconnects (after its driver's connection dropped) names every tid it runs
- * or queues, and every tid whose end it holds unacknowledged (not yet covered by a SYNCED), each
- * once, in any order. count may be 0. At most TLC_RECONCILE_MAX tids: what one frame holds. */
-#define TLC_RECONCILE_MAX ((TLC_FRAME_MAX - 2 - 4) / 8)
+/* An executor that reconnects (after its driver's connection dropped) names every attempt it
+ * runs or queues, and every attempt whose end it holds unacknowledged (not yet covered by a
+ * SYNCED), each once, in any order: a reconciliation. It may span several RECONCILE frames, each
+ * with more = 1 but the last (more = 0); the frames of one reconciliation name at most
+ * TLC_RECONCILE_ITEMS_MAX attempts in all (the driver counts them across the frames and refuses
+ * more), one frame at most TLC_RECONCILE_FRAME_ITEMS. A frame's count may be 0. */
+#define TLC_RECONCILE_ITEMS_MAX 131072 /* attempts one executor may name in a reconciliation */
+#define TLC_RECONCILE_ITEM_BYTES (8 + 8 + 4 + 4 + 1) /* an item on the wire */
+#define TLC_RECONCILE_FRAME_ITEMS ((TLC_FRAME_MAX - 2 - 1 - 4) / TLC_RECONCILE_ITEM_BYTES)
+
+/* A RECONCILE item's flags: bits 0 and 1 as below, every other bit 0 (else EFLAG). */
+#define TLC_RECONCILE_SPECULATIVE 1u /* launched as a speculative copy (its LAUNCH said so) */
+#define TLC_RECONCILE_ENDED                                                                        \
+  2u /* the executor holds its end, unacknowledged: the end comes                                  \
+        after the reconciliation, as STATUS */
+#define TLC_RECONCILE_FLAGS (TLC_RECONCILE_SPECULATIVE | TLC_RECONCILE_ENDED)
+
+typedef struct tlc_reconcile_item {
+  uint64_t tid;        /* the attempt's tid; 0 is not a tid, but the codec passes it on: the
+                          driver refuses it */
+  uint64_t taskset_id; /* its task set, index and attempt number, as its LAUNCH gave them */
+  uint32_t index;
+  uint32_t attempt;
+  uint8_t flags; /* TLC_RECONCILE_* bits */
+} tlc_reconcile_item;
+
 typedef struct tlc_reconcile {
-  size_t count;         /* 0..TLC_RECONCILE_MAX */
-  const uint64_t *tids; /* count of them (NULL when count is 0); 0 is not a tid, but the
-                           codec passes it on: the driver refuses it */
+  uint8_t more;                    /* 0 or 1: another RECONCILE frame of this reconciliation
+                                      follows */
+  size_t count;                    /* 0..TLC_RECONCILE_FRAME_ITEMS */
+  const tlc_reconcile_item *items; /* count of them (NULL when count is 0) */
 } tlc_reconcile;
 
 /* The driver has made durable what the first `frames` STATUS frames it read on this connection
@@ -188,6 +226,14 @@ typedef struct tlc_reconcile {
 typedef struct tlc_synced {
   uint64_t frames;
 } tlc_synced;
+
+/* The driver's epoch (tl_epoch: 1 for a new run, higher after each restart from a record): the
+ * first frame a driver sends on a connection whose token it accepted, before any other. An
+ * executor keeps the highest epoch it has seen and refuses a driver with a lower one
+ * (docs/cluster.md "Fencing"). */
+typedef struct tlc_epoch {
+  uint64_t epoch;
+} tlc_epoch;
 
 /* One message: type says which member of the union holds it. */
 typedef struct tlc_msg {
@@ -203,6 +249,7 @@ typedef struct tlc_msg {
     tlc_forget forget;
     tlc_reconcile reconcile;
     tlc_synced synced;
+    tlc_epoch epoch;
   } u;
 } tlc_msg;
 

@@ -29,6 +29,9 @@ static void keep_report(driver *d, conn *c) {
 void conn_closing(conn *c) {
   driver *d = c->d;
   keep_report(d, c);
+  free(c->recon); /* a reconciliation cut short by the close: never applied */
+  c->recon = NULL;
+  c->nrecon = c->recon_cap = 0;
   tl_executor_state state;
   if (c->registered && !d->phase.stopping && in_ledger(d, c->id, &state) &&
       state != TL_EXECUTOR_PENDING_LOSS) {
@@ -89,6 +92,14 @@ static void refuse_gone(conn *c, const char *what) {
   send_stop(c, "removed by the driver");
 }
 
+/* The driver's epoch, the ledger's (tl_epoch: 1 for a new run, higher after each restore): the
+ * first frame on a connection whose token was accepted (docs/cluster.md "Fencing"), before any
+ * other, a refusal's STOP included. */
+static void send_epoch(conn *c) {
+  tlc_msg m = {.type = TLC_MSG_EPOCH, .u.epoch = {tl_epoch(c->d->run.s)}};
+  encode(c, &m);
+}
+
 static void handle_register(conn *c, const tlc_register *r) {
   driver *d = c->d;
   if (!token_matches(d->auth.token, r->token)) {
@@ -117,7 +128,10 @@ static void handle_register(conn *c, const tlc_register *r) {
     char why[ESC_MAX + 64];
     snprintf(why, sizeof why, "REGISTER of %s refused: %s", esc(e, id), tl_err_name(rc));
     /* Told to STOP first: an executor that reconnects after a crash and is not known as
-     * recovering (its loss was begun before the crash) stops at once instead of retrying. */
+     * recovering (its loss was begun before the crash) stops at once instead of retrying. The
+     * epoch comes before it: an executor takes a STOP only from a driver not older than any it
+     * has seen. */
+    send_epoch(c);
     send_stop(c, why);
     refuse_conn(c, rc == TL_EEXIST ? &d->conns.refused_dup : NULL, why);
     return;
@@ -131,6 +145,7 @@ static void handle_register(conn *c, const tlc_register *r) {
   uv_timer_stop(&c->register_timer);
   /* Authenticated: its frames may now be as large as the protocol allows. */
   tlc_decoder_set_frame_max(&c->decoder, TLC_FRAME_MAX);
+  send_epoch(c); /* before any launch: sent with the first frames that follow */
   offers_reserve(d, slots);
   d->conns.registered++;
   logf_(d, "executor %s %s from %s (host %s, %" PRIu32 " cores, queue %" PRIu32 ")", esc(e, id),
@@ -234,43 +249,53 @@ static void handle_status(conn *c, const tlc_status *st) {
   offer(d, c);
 }
 
-/* RECONCILE: an executor that reconnected names the tids it runs, queues, or holds the ends
- * of. From one the restored ledger holds RECOVERING, it is the reconciliation
- * (tl_executor_reconcile): what it names and the ledger holds runs on, what the ledger holds
- * and it does not name ends EXECUTOR_LOST (run again), and what it names that the ledger does
- * not hold gets a KILL (the kill_task events, cb_kill_task); then it is offered its cores. From
- * any other registered executor (one that was not recovering: it registered afresh), every tid
- * it names is unknown here, and each gets a KILL, so nothing runs that nobody tracks. */
-static void handle_reconcile(conn *c, const tlc_reconcile *rc_msg) {
+/* A stray reconciliation's frame (from an executor that was not recovering: it registered
+ * afresh): every attempt it names is unknown here, and is named by a KILL, so nothing runs that
+ * nobody tracks. Each frame's KILLs go out as it comes: nothing is gathered. */
+static void stray_reconcile(conn *c, const tlc_reconcile *m) {
   driver *d = c->d;
   char e[ESC_MAX];
-  if (!c->recovering) {
-    d->conns.stray_reconciles++;
-    for (size_t i = 0; i < rc_msg->count; i++) {
-      tlc_msg m = {.type = TLC_MSG_KILL,
-                   .u.kill = {.tid = rc_msg->tids[i],
-                              .interrupt = 1,
-                              .reason = tlc_str("Unknown to the restored driver")}};
-      encode(c, &m);
-      d->conns.stray_kills++;
-    }
-    send_out(c);
-    logf_(d, "executor %s reconciled %zu tids, but it was not recovering: each sent a KILL",
-          esc(e, c->id), rc_msg->count);
-    return;
+  if (m->count > 0) {
+    uint64_t *tids = malloc(m->count * sizeof *tids);
+    if (!tids)
+      die_oom();
+    for (size_t i = 0; i < m->count; i++)
+      tids[i] = m->items[i].tid;
+    send_kills(c, tids, m->count, true, "Unknown to the restored driver");
+    free(tids);
   }
+  d->conns.stray_kills += m->count;
+  if (!m->more) {
+    d->conns.stray_reconciles++;
+    logf_(d,
+          "executor %s reconciled %" PRIu64 " attempts, but it was not recovering: each named by "
+          "a KILL",
+          esc(e, c->id), c->recon_named);
+  }
+}
+
+/* Applies a recovering executor's whole reconciliation, gathered from its RECONCILE frames, to
+ * the restored ledger, its kills gathered into few KILL frames (kills.c); then offers it work. */
+static void apply_reconcile(conn *c) {
+  driver *d = c->d;
+  char e[ESC_MAX];
+  uint64_t t0 = uv_hrtime();
   tl_stats before;
   tl_stats_get(d->run.s, &before);
-  size_t nunknown = 0;
-  /* tl_tid is uint64_t: the decoded tids are passed as they are. */
-  int rc = tl_executor_reconcile(d->run.s, c->id, (const tl_tid *)rc_msg->tids, rc_msg->count, NULL,
-                                 0, &nunknown);
+  size_t n = c->nrecon, nunknown = 0;
+  kills_hold(d, c); /* the unknown attempts' kill_task events: gathered, sent as one write */
+  int rc = tl_executor_reconcile_items(d->run.s, c->id, c->recon, n, NULL, 0, &nunknown);
+  kills_release(d);
+  free(c->recon);
+  c->recon = NULL;
+  c->nrecon = c->recon_cap = 0;
   if (rc == TL_EINVAL) { /* a tid 0: the executor's fault */
     refuse_conn(c, &d->conns.refused_unexpected, "RECONCILE with a tid 0");
     return;
   }
   if (rc < 0) { /* lost meanwhile (the recovery timeout): it may register afresh */
-    fprintf(stderr, "tl-driver: tl_executor_reconcile %s: %s\n", esc(e, c->id), tl_err_name(rc));
+    fprintf(stderr, "tl-driver: tl_executor_reconcile_items %s: %s\n", esc(e, c->id),
+            tl_err_name(rc));
     c->recovering = false;
     refuse_gone(c, "reconciliation");
     return;
@@ -280,24 +305,81 @@ static void handle_reconcile(conn *c, const tlc_reconcile *rc_msg) {
   c->recovering = false;
   c->reconciled = true;
   uint64_t lost = after.reconcile_lost - before.reconcile_lost;
+  uint64_t adopted = after.reconcile_adopted - before.reconcile_adopted;
   if (d->conns.reconciled < REPORT_DETAIL_MAX) {
     recon_rec *r = &d->conns.recons[d->conns.reconciled];
     copy_text(r->id, sizeof r->id, c->id);
-    r->reported = rc_msg->count;
+    r->reported = n;
     r->unknown = nunknown;
     r->lost = lost;
     r->ms = (uv_hrtime() - d->recovery.recover_start_ns) / 1000000;
   }
   d->conns.reconciled++;
-  d->conns.reconciled_tids += rc_msg->count;
+  d->conns.reconciled_tids += n;
   d->conns.reconcile_unknown += nunknown;
   d->conns.reconcile_lost += lost;
+  d->conns.reconcile_adopted += adopted;
+  uint64_t took = uv_hrtime() - t0;
+  if (took > d->conns.reconcile_max_ns)
+    d->conns.reconcile_max_ns = took;
   logf_(d,
         "executor %s reconciled: %zu tids named, %zu unknown (killed), %" PRIu64
-        " not named (run again)",
-        esc(e, c->id), rc_msg->count, nunknown, lost);
+        " not named (run again), %" PRIu64 " adopted; applied in %.1f ms",
+        esc(e, c->id), n, nunknown, lost, adopted, (double)took / 1e6);
   check_recovery(d);
   offer(d, c);
+}
+
+/* RECONCILE: an executor that reconnected names the attempts it runs, queues, or holds the ends
+ * of, in one or more frames (more set on all but the last): its reconciliation, at most
+ * TLC_RECONCILE_ITEMS_MAX attempts in all, and one per connection (another RECONCILE after the
+ * last frame is a fault). From one the restored ledger holds RECOVERING, the frames' items are
+ * gathered (each frame costs the loop what its bytes cost to copy) and the last frame applies
+ * them (apply_reconcile): what it names and the ledger holds runs on, what the ledger holds and
+ * it does not name ends EXECUTOR_LOST (run again), and what it names that the ledger does not
+ * hold gets a KILL. From any other registered executor, each frame's attempts get KILLs at
+ * once (stray_reconcile). */
+static void handle_reconcile(conn *c, const tlc_reconcile *m) {
+  driver *d = c->d;
+  if (c->recon_done) {
+    refuse_conn(c, &d->conns.refused_unexpected, "a second reconciliation");
+    return;
+  }
+  if (m->count > TLC_RECONCILE_ITEMS_MAX - c->recon_named) {
+    char why[96];
+    snprintf(why, sizeof why, "a reconciliation of more than %d attempts", TLC_RECONCILE_ITEMS_MAX);
+    refuse_conn(c, &d->conns.refused_reconcile_max, why);
+    return;
+  }
+  c->recon_named += m->count;
+  c->recon_done = !m->more;
+  if (!c->recovering) {
+    stray_reconcile(c, m);
+    return;
+  }
+  if (c->nrecon + m->count > c->recon_cap) { /* within TLC_RECONCILE_ITEMS_MAX: checked above */
+    size_t cap = c->recon_cap ? c->recon_cap : 1024;
+    while (cap < c->nrecon + m->count)
+      cap *= 2;
+    tl_reconcile_item *items = realloc(c->recon, cap * sizeof *items);
+    if (!items)
+      die_oom();
+    c->recon = items;
+    c->recon_cap = cap;
+  }
+  for (size_t i = 0; i < m->count; i++) {
+    const tlc_reconcile_item *it = &m->items[i];
+    c->recon[c->nrecon++] = (tl_reconcile_item){
+        .tid = it->tid,
+        .taskset = it->taskset_id,
+        .index = it->index,
+        .attempt = it->attempt,
+        .speculative = (it->flags & TLC_RECONCILE_SPECULATIVE) != 0,
+        .ended = (it->flags & TLC_RECONCILE_ENDED) != 0,
+    };
+  }
+  if (c->recon_done)
+    apply_reconcile(c);
 }
 
 /* Every connection reads into the driver's one buffer: on_read decodes what came before the

@@ -160,6 +160,12 @@ typedef struct conn {
                                 each until REGISTER is accepted, TLC_FRAME_MAX after */
   tlc_buf out;               /* frames encoded and not yet handed to uv_write */
   uint32_t cores;            /* the cores it registered with */
+  tl_reconcile_item *recon;  /* its reconciliation's items so far (RECONCILE frames with more
+                                set), from a recovering executor; freed once applied */
+  size_t nrecon, recon_cap;  /* used and allocated entries of recon */
+  uint64_t recon_named;      /* items its RECONCILE frames named so far: at most
+                                TLC_RECONCILE_ITEMS_MAX (handle_reconcile) */
+  bool recon_done;           /* its reconciliation ended (more = 0): no RECONCILE may follow */
   uint8_t addr_key[16];      /* its peer address, the key of its auth record (auth_key) */
   char peer[64];             /* its peer address and port, printable: "127.0.0.1:5000" */
 } conn;
@@ -186,6 +192,24 @@ const char *conn_name(const conn *c, char *buf);
 void send_out(conn *c);
 void encode(conn *c, const tlc_msg *msg);
 void send_stop(conn *c, const char *reason);
+
+/* ---------------------------------------------------------------------------------------------
+ * Kills (kills.c): KILL frames, gathered into few while a reconciliation's are held.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct kills_state {
+  conn *held;                    /* the connection whose kills are gathered; NULL: none */
+  uint64_t *tids;                /* the tids gathered, n of cap */
+  size_t n, cap;                 /* used and allocated entries of tids */
+  bool interrupt;                /* theirs */
+  char reason[TLC_TEXT_MAX + 1]; /* theirs */
+  uint64_t tids_sent;            /* tids named by KILL frames sent, in all */
+} kills_state;
+
+void send_kills(conn *c, const uint64_t *tids, size_t n, bool interrupt, const char *reason);
+void kills_hold(driver *d, conn *c);
+void kill_tid(driver *d, conn *c, tl_tid tid, bool interrupt, const char *reason);
+void kills_release(driver *d);
 
 /* ---------------------------------------------------------------------------------------------
  * Authentication (auth.c): the token and the back-off of wrong ones.
@@ -566,29 +590,34 @@ typedef struct recon_rec {
 } recon_rec;
 
 typedef struct conns_state {
-  uint32_t registered;         /* executors registered so far */
-  uint64_t refused_updates;    /* tl_status_update errors */
-  uint64_t gone_frames;        /* frames of an executor the ledger removed (TL_EGONE) */
-  uint64_t refused_conns;      /* connections closed for a protocol or registration fault */
-  uint64_t refused_token;      /* of those: REGISTER with a wrong token */
-  uint64_t refused_dup;        /* REGISTER refused by tl_executor_add (TL_EEXIST) */
-  uint64_t refused_timeout;    /* no REGISTER within the registration timeout */
-  uint64_t refused_frame[16];  /* a frame the decoder refused, by -TLC_E* code */
-  uint64_t refused_owner;      /* status updates refused with TL_EOWNER */
-  uint64_t refused_early;      /* a frame before REGISTER */
-  uint64_t refused_second;     /* a second REGISTER */
-  uint64_t refused_unexpected; /* a message an executor may not send (LAUNCH, KILL, ...) */
-  uint64_t violations;         /* of the refused: registered executors, removed for it */
-  uint64_t registered_cores;   /* cores of every registration, summed */
-  uint64_t frames_in;          /* frames received */
+  uint32_t registered;            /* executors registered so far */
+  uint64_t refused_updates;       /* tl_status_update errors */
+  uint64_t gone_frames;           /* frames of an executor the ledger removed (TL_EGONE) */
+  uint64_t refused_conns;         /* connections closed for a protocol or registration fault */
+  uint64_t refused_token;         /* of those: REGISTER with a wrong token */
+  uint64_t refused_dup;           /* REGISTER refused by tl_executor_add (TL_EEXIST) */
+  uint64_t refused_timeout;       /* no REGISTER within the registration timeout */
+  uint64_t refused_frame[16];     /* a frame the decoder refused, by -TLC_E* code */
+  uint64_t refused_owner;         /* status updates refused with TL_EOWNER */
+  uint64_t refused_early;         /* a frame before REGISTER */
+  uint64_t refused_second;        /* a second REGISTER */
+  uint64_t refused_unexpected;    /* a message an executor may not send (LAUNCH, KILL, ...) */
+  uint64_t refused_reconcile_max; /* a reconciliation of more than TLC_RECONCILE_ITEMS_MAX */
+  uint64_t violations;            /* of the refused: registered executors, removed for it */
+  uint64_t registered_cores;      /* cores of every registration, summed */
+  uint64_t frames_in;             /* frames received */
   exec_report reports[REPORT_DETAIL_MAX]; /* a ring */
   uint64_t nreports;                      /* reports kept: the ring's next slot mod MAX */
   uint64_t reconciled;                    /* RECONCILE frames of recovering executors */
   uint64_t reconciled_tids;               /* tids they named */
   uint64_t reconcile_unknown;             /* of those, unknown to the restored ledger: KILL sent */
   uint64_t reconcile_lost;                /* attempts held on them they did not name: run again */
-  uint64_t stray_reconciles;              /* RECONCILE from an executor that was not recovering */
-  uint64_t stray_kills;                   /* its tids, each sent a KILL */
+  uint64_t reconcile_adopted; /* attempts they named that the image did not hold, adopted
+                                 (tl_executor_reconcile_items) */
+  uint64_t stray_reconciles;  /* RECONCILE from an executor that was not recovering */
+  uint64_t stray_kills;       /* its tids, each named by a KILL */
+  uint64_t reconcile_max_ns;  /* the longest reconciliation applied (ledger call and
+                                 KILLs), as the loop saw it */
   uint64_t
       resent_unknown; /* updates of reconciled executors for tids the restored ledger
                                    did not hold (their ends, held and sent again): not refusals */
@@ -701,6 +730,7 @@ struct driver {
   log_state log;
   phase_state phase;
   link_state link;
+  kills_state kills;
   auth_state auth;
   record_state record;
   faults_state faults;

@@ -58,19 +58,17 @@ void cb_task_ended(void *ud, const tl_task_info *task, const tl_task_end *end) {
   }
 }
 
-/* tl_kill_stage asks for an attempt to be killed: a KILL frame to its executor, if it is still
- * connected (if not, the attempt ends with the executor's loss). Found by id: executors are
- * registered without a ud, as a connection is freed before its executor is. */
+/* tl_kill_stage (or a reconciliation) asks for an attempt to be killed: a KILL to its executor,
+ * if it is still connected (if not, the attempt ends with the executor's loss); gathered into
+ * few frames while a reconciliation holds that connection's kills (kills.c). Found by id:
+ * executors are registered without a ud, as a connection is freed before its executor is. */
 void cb_kill_task(void *ud, tl_tid tid, const char *executor_id, void *executor_ud, bool interrupt,
                   const char *reason) {
   driver *d = ud;
   (void)executor_ud;
   for (conn *c = d->link.list; c; c = c->next)
     if (c->registered && !c->closing && !strcmp(c->id, executor_id)) {
-      tlc_msg m = {.type = TLC_MSG_KILL,
-                   .u.kill = {.tid = tid, .interrupt = interrupt, .reason = tlc_str(reason)}};
-      encode(c, &m);
-      send_out(c);
+      kill_tid(d, c, tid, interrupt, reason);
       return;
     }
 }

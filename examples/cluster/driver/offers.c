@@ -59,11 +59,13 @@ void offer(driver *d, conn *c) {
       encode(c, &m);
       d->offers.binaries_sent++;
     }
-    d->offers.items[nitems++] = (tlc_launch_item){.tid = l->tid,
-                                                  .taskset_id = l->taskset,
-                                                  .index = l->index,
-                                                  .attempt = l->attempt,
-                                                  .kind = tlc_str(b->stage->kind)};
+    d->offers.items[nitems++] =
+        (tlc_launch_item){.tid = l->tid,
+                          .taskset_id = l->taskset,
+                          .index = l->index,
+                          .attempt = l->attempt,
+                          .flags = l->speculative ? TLC_LAUNCH_SPECULATIVE : 0,
+                          .kind = tlc_str(b->stage->kind)};
     if (nitems == LAUNCH_FRAME_MAX) {
       tlc_msg m = {.type = TLC_MSG_LAUNCH, .u.launch = {nitems, d->offers.items}};
       encode(c, &m);

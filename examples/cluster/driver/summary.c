@@ -180,7 +180,8 @@ static void json_str(FILE *f, const char *s) {
   X(recovery_timeouts)                                                                             \
   X(reconciled)                                                                                    \
   X(reconcile_lost)                                                                                \
-  X(reconcile_unknown)
+  X(reconcile_unknown)                                                                             \
+  X(reconcile_adopted)
 
 /* --summary-json: what the summary says, as one JSON object (the format is in
  * docs/cluster.md). 0, or -1 with a message on stderr. */

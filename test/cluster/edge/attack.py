@@ -2,7 +2,7 @@
 """attack.py: a hostile client of tl-driver, for the edge tests (docs/cluster.md).
 
 It speaks the cluster wire protocol (examples/cluster/proto.h): a frame is a 4-byte
-little-endian length counting the bytes after it, then version 1, a type byte and the body;
+little-endian length counting the bytes after it, then version 2, a type byte and the body;
 integers are little-endian, a string is a u16 length and its bytes, a byte field a u32 length
 and its bytes. REGISTER (type 1) is: string executor id, string host, u32 cores, bytes token.
 
@@ -26,7 +26,7 @@ Modes:
   preauth --conns N [--announce BYTES] [--send BYTES] [--hold-s S]
       Opens N connections at once (non-blocking, one selector), on each sends a length
       prefix announcing BYTES (default 1048576, TLC_FRAME_MAX) and then the first SEND bytes
-      (default 100, at most BYTES) of a REGISTER frame: version 1, type 1, the id
+      (default 100, at most BYTES) of a REGISTER frame: version 2, type 1, the id
       "preauth-attacker", a 255-byte host, cores 1, a 256-byte token of "T"s, then "P"
       padding; no valid token.
       Then holds every connection S seconds (default 5), reading and discarding (it ends
@@ -120,12 +120,13 @@ import sys
 import threading
 import time
 
-PROTO_VERSION = 1
+PROTO_VERSION = 2
 FRAME_MAX = 1 << 20
 MSG_REGISTER, MSG_HEARTBEAT, MSG_TASKSET_BINARY, MSG_LAUNCH = 1, 2, 3, 4
 MSG_STATUS, MSG_KILL, MSG_STOP, MSG_FORGET = 5, 6, 7, 8
+MSG_RECONCILE, MSG_SYNCED, MSG_EPOCH = 9, 10, 11
 MSG_NAMES = {1: "REGISTER", 2: "HEARTBEAT", 3: "TASKSET_BINARY", 4: "LAUNCH", 5: "STATUS",
-             6: "KILL", 7: "STOP", 8: "FORGET"}
+             6: "KILL", 7: "STOP", 8: "FORGET", 9: "RECONCILE", 10: "SYNCED", 11: "EPOCH"}
 
 CONNECT_TIMEOUT_S = 10.0  # a connect not done by then failed (SYN retries take 1 s, 3 s, ...)
 REFUSED_STOP_S = 0.5      # refused for this long in a row: the listener is closed
@@ -167,7 +168,7 @@ def register_frame(exec_id, host, cores, token):
 
 def launch_frame():
     """A LAUNCH of one noop task, which only the driver may send."""
-    item = struct.pack("<QQII", 1, 1, 0, 0) + enc_string(b"noop")
+    item = struct.pack("<QQIIB", 1, 1, 0, 0, 0) + enc_string(b"noop")
     return frame(MSG_LAUNCH, struct.pack("<I", 1) + item)
 
 
@@ -175,6 +176,32 @@ def status_frame(tid=1, state=2):
     """A STATUS with one update: tid, state, empty result, empty text."""
     item = struct.pack("<QB", tid, state) + enc_bytes(b"") + enc_string(b"")
     return frame(MSG_STATUS, struct.pack("<I", 1) + item)
+
+
+RECONCILE_ITEM = struct.Struct("<QQIIB")  # tid, task set, index, attempt, flags
+RECONCILE_MAX = (FRAME_MAX - 2 - 1 - 4) // RECONCILE_ITEM.size  # TLC_RECONCILE_FRAME_ITEMS
+
+
+def reconcile_frame(tids, more=0):
+    """A RECONCILE frame (protocol 2): more u8 (1: another frame of the reconciliation
+    follows), count u32, then per attempt tid u64, task set u64, index u32, attempt u32, flags
+    u8 (1 speculative, 2 ended). tids: ints (each an attempt of task set 0, index 0, attempt 0,
+    no flags) or (tid, task set, index, attempt, flags) tuples; at most RECONCILE_MAX fit a
+    frame. The one place that knows RECONCILE's body."""
+    body = b"".join(RECONCILE_ITEM.pack(*(t if isinstance(t, tuple) else (t, 0, 0, 0, 0)))
+                    for t in tids)
+    return frame(MSG_RECONCILE, struct.pack("<BI", more, len(tids)) + body)
+
+
+def reconcile_frames(items):
+    """A whole reconciliation: items (as reconcile_frame's tids) in frames of RECONCILE_MAX,
+    each but the last with more = 1; one frame of count 0 for none. A driver takes at most
+    131,072 items (TLC_RECONCILE_ITEMS_MAX) in one reconciliation, one a connection."""
+    out = []
+    for at in range(0, max(len(items), 1), RECONCILE_MAX):
+        chunk = items[at:at + RECONCILE_MAX]
+        out.append(reconcile_frame(chunk, 1 if at + RECONCILE_MAX < len(items) else 0))
+    return b"".join(out)
 
 
 def preauth_payload(announce, send):

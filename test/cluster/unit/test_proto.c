@@ -40,7 +40,7 @@ static int msg_equal(const tlc_msg *a, const tlc_msg *b) {
     for (size_t i = 0; i < a->u.launch.count; i++) {
       const tlc_launch_item *x = &a->u.launch.items[i], *y = &b->u.launch.items[i];
       if (x->tid != y->tid || x->taskset_id != y->taskset_id || x->index != y->index ||
-          x->attempt != y->attempt || !view_equal(x->kind, y->kind))
+          x->attempt != y->attempt || x->flags != y->flags || !view_equal(x->kind, y->kind))
         return 0;
     }
     return 1;
@@ -55,21 +55,31 @@ static int msg_equal(const tlc_msg *a, const tlc_msg *b) {
     }
     return 1;
   case TLC_MSG_KILL:
-    return a->u.kill.tid == b->u.kill.tid && a->u.kill.interrupt == b->u.kill.interrupt &&
-           view_equal(a->u.kill.reason, b->u.kill.reason);
+    if (a->u.kill.interrupt != b->u.kill.interrupt ||
+        !view_equal(a->u.kill.reason, b->u.kill.reason) || a->u.kill.count != b->u.kill.count)
+      return 0;
+    for (size_t i = 0; i < a->u.kill.count; i++)
+      if (a->u.kill.tids[i] != b->u.kill.tids[i])
+        return 0;
+    return 1;
   case TLC_MSG_STOP:
     return view_equal(a->u.stop.reason, b->u.stop.reason);
   case TLC_MSG_FORGET:
     return a->u.forget.taskset_id == b->u.forget.taskset_id;
   case TLC_MSG_RECONCILE:
-    if (a->u.reconcile.count != b->u.reconcile.count)
+    if (a->u.reconcile.more != b->u.reconcile.more || a->u.reconcile.count != b->u.reconcile.count)
       return 0;
-    for (size_t i = 0; i < a->u.reconcile.count; i++)
-      if (a->u.reconcile.tids[i] != b->u.reconcile.tids[i])
+    for (size_t i = 0; i < a->u.reconcile.count; i++) {
+      const tlc_reconcile_item *x = &a->u.reconcile.items[i], *y = &b->u.reconcile.items[i];
+      if (x->tid != y->tid || x->taskset_id != y->taskset_id || x->index != y->index ||
+          x->attempt != y->attempt || x->flags != y->flags)
         return 0;
+    }
     return 1;
   case TLC_MSG_SYNCED:
     return a->u.synced.frames == b->u.synced.frames;
+  case TLC_MSG_EPOCH:
+    return a->u.epoch.epoch == b->u.epoch.epoch;
   default:
     return 0;
   }
@@ -239,9 +249,21 @@ static void assert_raw_refused(raw *r, int err) {
  * ------------------------------------------------------------------------------------------- */
 
 static const tlc_launch_item launch_items[] = {
-    {1, 7, 0, 0, {(const uint8_t *)"noop", 4}},
-    {UINT64_MAX, UINT64_MAX, UINT32_MAX, UINT32_MAX, {(const uint8_t *)"sleep:5", 7}},
-    {0x0102030405060708u, 9, 3, 1, {(const uint8_t *)"spin:100", 8}},
+    {1, 7, 0, 0, 0, {(const uint8_t *)"noop", 4}},
+    {UINT64_MAX,
+     UINT64_MAX,
+     UINT32_MAX,
+     UINT32_MAX,
+     TLC_LAUNCH_SPECULATIVE,
+     {(const uint8_t *)"sleep:5", 7}},
+    {0x0102030405060708u, 9, 3, 1, 0, {(const uint8_t *)"spin:100", 8}},
+};
+
+static const tlc_reconcile_item reconcile_items[] = {
+    {7, 1, 0, 0, 0},
+    {1, 2, 3, 4, TLC_RECONCILE_SPECULATIVE},
+    {UINT64_MAX, UINT64_MAX, UINT32_MAX, UINT32_MAX, TLC_RECONCILE_FLAGS},
+    {0x0102030405060708u, 9, 5, 1, TLC_RECONCILE_ENDED},
 };
 
 static const tlc_status_item status_items[] = {
@@ -273,17 +295,20 @@ static size_t sample_messages(tlc_msg *out) {
   out[n++] = (tlc_msg){.type = TLC_MSG_LAUNCH, .u.launch = {3, launch_items}};
   out[n++] = (tlc_msg){.type = TLC_MSG_STATUS, .u.status = {4, status_items}};
   out[n++] = (tlc_msg){.type = TLC_MSG_STATUS, .u.status = {1, status_items + 1}};
-  out[n++] = (tlc_msg){.type = TLC_MSG_KILL, .u.kill = {5, 1, tlc_str("stage cancelled")}};
-  out[n++] = (tlc_msg){.type = TLC_MSG_KILL, .u.kill = {0, 0, {NULL, 0}}};
+  static const uint64_t tids[] = {7, 1, UINT64_MAX, 0x0102030405060708u};
+  out[n++] = (tlc_msg){.type = TLC_MSG_KILL, .u.kill = {1, tlc_str("stage cancelled"), 1, tids}};
+  out[n++] = (tlc_msg){.type = TLC_MSG_KILL, .u.kill = {0, {NULL, 0}, 4, tids}};
   out[n++] = (tlc_msg){.type = TLC_MSG_STOP, .u.stop = {tlc_str("driver exiting")}};
   out[n++] = (tlc_msg){.type = TLC_MSG_STOP, .u.stop = {filled('r', TLC_TEXT_MAX)}};
   out[n++] = (tlc_msg){.type = TLC_MSG_FORGET, .u.forget = {42}};
   out[n++] = (tlc_msg){.type = TLC_MSG_FORGET, .u.forget = {UINT64_MAX}};
-  static const uint64_t tids[] = {7, 1, UINT64_MAX, 0x0102030405060708u};
-  out[n++] = (tlc_msg){.type = TLC_MSG_RECONCILE, .u.reconcile = {0, NULL}};
-  out[n++] = (tlc_msg){.type = TLC_MSG_RECONCILE, .u.reconcile = {4, tids}};
+  out[n++] = (tlc_msg){.type = TLC_MSG_RECONCILE, .u.reconcile = {0, 0, NULL}};
+  out[n++] = (tlc_msg){.type = TLC_MSG_RECONCILE, .u.reconcile = {1, 4, reconcile_items}};
+  out[n++] = (tlc_msg){.type = TLC_MSG_RECONCILE, .u.reconcile = {0, 1, reconcile_items + 2}};
   out[n++] = (tlc_msg){.type = TLC_MSG_SYNCED, .u.synced = {0}};
   out[n++] = (tlc_msg){.type = TLC_MSG_SYNCED, .u.synced = {UINT64_MAX}};
+  out[n++] = (tlc_msg){.type = TLC_MSG_EPOCH, .u.epoch = {1}};
+  out[n++] = (tlc_msg){.type = TLC_MSG_EPOCH, .u.epoch = {UINT64_MAX}};
   return n;
 }
 
@@ -309,7 +334,8 @@ START_TEST(big_batches_and_bounds_round_trip) {
   static tlc_launch_item launches[N];
   static tlc_status_item updates[N];
   for (size_t i = 0; i < N; i++) {
-    launches[i] = (tlc_launch_item){i + 1, 3, (uint32_t)i, 0, filled('k', 1 + i % TLC_KIND_MAX)};
+    launches[i] = (tlc_launch_item){
+        i + 1, 3, (uint32_t)i, 0, (uint8_t)(i % 2), filled('k', 1 + i % TLC_KIND_MAX)};
     updates[i] =
         (tlc_status_item){i + 1, (uint8_t)(1 + i % 4), filled('r', i % 17), filled('t', i % 5)};
   }
@@ -326,18 +352,45 @@ START_TEST(big_batches_and_bounds_round_trip) {
     ck_assert_int_eq(tlc_encode(&buf, &big[i]), TLC_OK);
   assert_decodes(buf.data, buf.len, TLC_FRAME_MAX, big, 3);
   tlc_buf_free(&buf);
-  /* The most tids one RECONCILE holds: its frame is within 8 bytes of the maximum. */
-  uint64_t *tids = malloc(TLC_RECONCILE_MAX * sizeof *tids);
-  ck_assert_ptr_nonnull(tids);
-  for (size_t i = 0; i < TLC_RECONCILE_MAX; i++)
-    tids[i] = 3 * i + 1;
-  tlc_msg most = {.type = TLC_MSG_RECONCILE, .u.reconcile = {TLC_RECONCILE_MAX, tids}};
+  /* The most items one RECONCILE frame holds: its frame is within an item of the maximum; the
+   * most tids one KILL holds with the longest reason, and with none. */
+  tlc_reconcile_item *items = malloc(TLC_RECONCILE_FRAME_ITEMS * sizeof *items);
+  ck_assert_ptr_nonnull(items);
+  for (size_t i = 0; i < TLC_RECONCILE_FRAME_ITEMS; i++)
+    items[i] =
+        (tlc_reconcile_item){3 * i + 1, i / 7, (uint32_t)i, (uint32_t)(i % 5), (uint8_t)(i % 4)};
+  tlc_msg most = {.type = TLC_MSG_RECONCILE, .u.reconcile = {1, TLC_RECONCILE_FRAME_ITEMS, items}};
   tlc_buf_init(&buf);
   ck_assert_int_eq(tlc_encode(&buf, &most), TLC_OK);
-  ck_assert_uint_gt(buf.len - 4, TLC_FRAME_MAX - 8);
+  ck_assert_uint_gt(buf.len - 4, TLC_FRAME_MAX - TLC_RECONCILE_ITEM_BYTES);
   assert_decodes(buf.data, buf.len, TLC_FRAME_MAX, &most, 1);
+  buf.len = 0;
+  uint64_t *tids = malloc(TLC_FRAME_MAX / 8 * sizeof *tids);
+  ck_assert_ptr_nonnull(tids);
+  for (size_t i = 0; i < TLC_FRAME_MAX / 8; i++)
+    tids[i] = 5 * i + 2;
+  tlc_msg kills[] = {
+      {.type = TLC_MSG_KILL, .u.kill = {1, filled('w', TLC_TEXT_MAX), TLC_KILL_FRAME_TIDS, tids}},
+      {.type = TLC_MSG_KILL, .u.kill = {0, {NULL, 0}, (TLC_FRAME_MAX - 2 - 1 - 2 - 4) / 8, tids}},
+  };
+  ck_assert_int_eq(tlc_encode(&buf, &kills[0]), TLC_OK);
+  ck_assert_uint_gt(buf.len - 4, TLC_FRAME_MAX - 8);
+  size_t first = buf.len;
+  ck_assert_int_eq(tlc_encode(&buf, &kills[1]), TLC_OK);
+  ck_assert_uint_gt(buf.len - first - 4, TLC_FRAME_MAX - 8);
+  assert_decodes(buf.data, buf.len, TLC_FRAME_MAX, kills, 2);
+  /* One more tid than each holds: the encoder refuses it, the buffer unchanged. */
+  size_t before = buf.len;
+  kills[0].u.kill.count++;
+  kills[1].u.kill.count++;
+  ck_assert_int_eq(tlc_encode(&buf, &kills[0]), TLC_ETOOBIG);
+  ck_assert_int_eq(tlc_encode(&buf, &kills[1]), TLC_ETOOBIG);
+  kills[1].u.kill.count = TLC_FRAME_MAX / 8 + 1;
+  ck_assert_int_eq(tlc_encode(&buf, &kills[1]), TLC_ETOOBIG);
+  ck_assert_uint_eq(buf.len, before);
   tlc_buf_free(&buf);
   free(tids);
+  free(items);
 }
 END_TEST
 
@@ -436,7 +489,7 @@ START_TEST(a_frame_of_exactly_the_maximum_is_accepted) {
   max.u.binary.payload.len++;
   ck_assert_int_eq(tlc_encode(&buf, &max), TLC_ETOOBIG);
   ck_assert_uint_eq(buf.len, before);
-  raw *r = raw_begin(1, TLC_MSG_TASKSET_BINARY);
+  raw *r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_TASKSET_BINARY);
   raw_end(r);
   r->b[0] = (TLC_FRAME_MAX + 1) & 0xff; /* a prefix of TLC_FRAME_MAX + 1 */
   r->b[1] = ((TLC_FRAME_MAX + 1) >> 8) & 0xff;
@@ -497,7 +550,8 @@ END_TEST
 START_TEST(the_frame_buffer_follows_the_bytes_received) {
   tlc_decoder d;
   ck_assert_int_eq(tlc_decoder_init(&d, TLC_FRAME_MAX), TLC_OK);
-  uint8_t head[4 + 2 + 8 + 4] = {0, 0, 0x10, 0, 1, TLC_MSG_TASKSET_BINARY}; /* 1 MiB announced */
+  uint8_t head[4 + 2 + 8 + 4] = {
+      0, 0, 0x10, 0, TLC_PROTO_VERSION, TLC_MSG_TASKSET_BINARY}; /* 1 MiB announced */
   uint32_t payload = TLC_FRAME_MAX - (2 + 8 + 4);
   for (int i = 0; i < 4; i++)
     head[4 + 2 + 8 + i] = (uint8_t)(payload >> (8 * i));
@@ -529,10 +583,10 @@ END_TEST
 
 START_TEST(malformed_frame_heads_are_refused) {
   raw *r;
-  r = raw_begin(1, 0);
+  r = raw_begin(TLC_PROTO_VERSION, 0);
   r->n = 4; /* a length of 0: not even a version */
   assert_raw_refused(r, TLC_ESHORT);
-  r = raw_begin(1, 0);
+  r = raw_begin(TLC_PROTO_VERSION, 0);
   r->n = 5; /* a version and no type */
   assert_raw_refused(r, TLC_ESHORT);
   r = raw_begin(0xff, 0xff);
@@ -540,14 +594,18 @@ START_TEST(malformed_frame_heads_are_refused) {
   r->b[3] = 0x80; /* a length with its top bit set */
   assert_refused(r->b, r->n, TLC_FRAME_MAX, TLC_ETOOBIG);
   assert_raw_refused(raw_begin(0, TLC_MSG_STOP), TLC_EVERSION);
-  assert_raw_refused(raw_begin(2, TLC_MSG_STOP), TLC_EVERSION);
-  assert_raw_refused(raw_begin(1, 0), TLC_ETYPE);
-  assert_raw_refused(raw_begin(1, 11), TLC_ETYPE);
-  assert_raw_refused(raw_begin(1, 0xff), TLC_ETYPE);
+  /* Version 1, the protocol before RECONCILE v2 and EPOCH, is refused as any other. */
+  ck_assert_int_eq(TLC_PROTO_VERSION, 2);
+  assert_raw_refused(raw_begin(1, TLC_MSG_STOP), TLC_EVERSION);
+  assert_raw_refused(raw_begin(1, TLC_MSG_RECONCILE), TLC_EVERSION);
+  assert_raw_refused(raw_begin(3, TLC_MSG_STOP), TLC_EVERSION);
+  assert_raw_refused(raw_begin(TLC_PROTO_VERSION, 0), TLC_ETYPE);
+  assert_raw_refused(raw_begin(TLC_PROTO_VERSION, 12), TLC_ETYPE);
+  assert_raw_refused(raw_begin(TLC_PROTO_VERSION, 0xff), TLC_ETYPE);
 
   /* The version and the type are judged as soon as they arrive: a peer announcing a 1 MiB frame
    * of garbage is refused after 5 or 6 bytes. */
-  uint8_t head[] = {0, 0, 0x10, 0, 1, 99};
+  uint8_t head[] = {0, 0, 0x10, 0, TLC_PROTO_VERSION, 99};
   tlc_decoder d;
   size_t used;
   tlc_msg m;
@@ -578,9 +636,10 @@ START_TEST(short_and_trailing_bodies_are_refused) {
     buf.data[0] = (uint8_t)(body - 1);
     buf.data[1] = (uint8_t)((body - 1) >> 8);
     buf.data[2] = (uint8_t)((body - 1) >> 16);
-    /* A RECONCILE's tids are all 8 bytes: a byte short, its count is more than the frame
-     * holds. */
-    bool counted = msgs[i].type == TLC_MSG_RECONCILE && msgs[i].u.reconcile.count > 0;
+    /* A RECONCILE's items and a KILL's tids are of one size: a byte short, the count is more
+     * than the frame holds. */
+    bool counted = (msgs[i].type == TLC_MSG_RECONCILE && msgs[i].u.reconcile.count > 0) ||
+                   msgs[i].type == TLC_MSG_KILL;
     assert_refused(buf.data, len - 1, TLC_FRAME_MAX, counted ? TLC_ECOUNT : TLC_ETRUNCATED);
     buf.data[0] = (uint8_t)(body + 1);
     buf.data[1] = (uint8_t)((body + 1) >> 8);
@@ -589,44 +648,78 @@ START_TEST(short_and_trailing_bodies_are_refused) {
     tlc_buf_free(&buf);
   }
   /* Empty bodies. */
-  for (uint8_t type = TLC_MSG_REGISTER; type <= TLC_MSG_SYNCED; type++)
-    assert_raw_refused(raw_begin(1, type), TLC_ETRUNCATED);
-  /* A RECONCILE whose count is cut; one that announces more tids than its frame holds (a
-   * count of 2^32 - 1 in a 6-byte frame: refused before anything is allocated for it); one
-   * whose last tid is cut short of the count it announced. */
-  r = raw_begin(1, TLC_MSG_RECONCILE);
-  raw_fill(r, 0, 3);
+  for (uint8_t type = TLC_MSG_REGISTER; type <= TLC_MSG_EPOCH; type++)
+    assert_raw_refused(raw_begin(TLC_PROTO_VERSION, type), TLC_ETRUNCATED);
+  /* A RECONCILE whose count is cut; one that announces more items than its frame holds (a
+   * count of 2^32 - 1 in a 7-byte frame: refused before anything is allocated for it); one
+   * whose last item is cut short of the count it announced; a more flag of 2; an item with a
+   * flag bit no item defines. */
+  r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_RECONCILE);
+  raw_fill(r, 0, 4);
   assert_raw_refused(r, TLC_ETRUNCATED);
-  r = raw_begin(1, TLC_MSG_RECONCILE);
+  r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_RECONCILE);
+  raw_u8(r, 0);
   raw_u32(r, UINT32_MAX);
   assert_raw_refused(r, TLC_ECOUNT);
-  r = raw_begin(1, TLC_MSG_RECONCILE);
-  raw_u32(r, 3);
+  r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_RECONCILE);
+  raw_u8(r, 1);
+  raw_u32(r, 2);
+  raw_fill(r, 3, 2 * TLC_RECONCILE_ITEM_BYTES - 1);
+  assert_raw_refused(r, TLC_ECOUNT);
+  r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_RECONCILE);
+  raw_u8(r, 2);
+  raw_u32(r, 0);
+  assert_raw_refused(r, TLC_EFLAG);
+  r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_RECONCILE);
+  raw_u8(r, 0);
+  raw_u32(r, 1);
   raw_u64(r, 1);
   raw_u64(r, 2);
-  raw_fill(r, 3, 7);
+  raw_u32(r, 3);
+  raw_u32(r, 4);
+  raw_u8(r, TLC_RECONCILE_FLAGS + 1);
+  assert_raw_refused(r, TLC_EFLAG);
+  /* A KILL of no tid; one whose count is more than its frame holds. */
+  r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_KILL);
+  raw_u8(r, 1);
+  raw_str(r, "");
+  raw_u32(r, 0);
   assert_raw_refused(r, TLC_ECOUNT);
+  r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_KILL);
+  raw_u8(r, 1);
+  raw_str(r, "why");
+  raw_u32(r, UINT32_MAX);
+  raw_u64(r, 9);
+  assert_raw_refused(r, TLC_ECOUNT);
+  /* An EPOCH one byte short, and one byte long. */
+  r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_EPOCH);
+  raw_fill(r, 1, 7);
+  assert_raw_refused(r, TLC_ETRUNCATED);
+  r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_EPOCH);
+  raw_fill(r, 1, 9);
+  assert_raw_refused(r, TLC_ETRAILING);
   /* A SYNCED one byte short. */
-  r = raw_begin(1, TLC_MSG_SYNCED);
+  r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_SYNCED);
   raw_fill(r, 1, 7);
   assert_raw_refused(r, TLC_ETRUNCATED);
   /* A FORGET one byte short of its task set id. */
-  r = raw_begin(1, TLC_MSG_FORGET);
+  r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_FORGET);
   raw_fill(r, 1, 7);
   assert_raw_refused(r, TLC_ETRUNCATED);
   /* A string whose length runs past the frame. */
-  r = raw_begin(1, TLC_MSG_STOP);
+  r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_STOP);
   raw_u16(r, 10);
   raw_fill(r, 'x', 9);
   assert_raw_refused(r, TLC_ETRUNCATED);
   /* A batch whose second item is cut. */
-  r = raw_begin(1, TLC_MSG_LAUNCH);
+  r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_LAUNCH);
   raw_u32(r, 2);
   for (int i = 0; i < 2; i++) {
     raw_u64(r, 1);
     raw_u64(r, 2);
     raw_u32(r, 3);
     raw_u32(r, 4);
+    raw_u8(r, 0);
     raw_str(r, i == 0 ? "noop" : "sleep:5000000000");
   }
   r->n -= 3;
@@ -637,7 +730,7 @@ END_TEST
 /* A REGISTER frame with the given fields, as the encoder would write them if it agreed. */
 static void assert_register_refused(size_t id_len, uint8_t id_byte, size_t host_len,
                                     uint8_t host_byte, uint32_t cores, size_t token_len, int err) {
-  raw *r = raw_begin(1, TLC_MSG_REGISTER);
+  raw *r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_REGISTER);
   raw_u16(r, (uint16_t)id_len);
   raw_fill(r, id_byte, id_len);
   raw_u16(r, (uint16_t)host_len);
@@ -660,7 +753,7 @@ START_TEST(register_fields_out_of_bounds_are_refused) {
   assert_register_refused(4, 0, 4, 'h', 1, 0, TLC_ENUL); /* "\0\0\0\0" */
   assert_register_refused(4, 'i', 4, 0, 1, 0, TLC_ENUL);
   /* A NUL inside an id: "a\0b" must not pass for "a". */
-  raw *r = raw_begin(1, TLC_MSG_REGISTER);
+  raw *r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_REGISTER);
   raw_u16(r, 3);
   raw_u8(r, 'a');
   raw_u8(r, 0);
@@ -670,10 +763,10 @@ START_TEST(register_fields_out_of_bounds_are_refused) {
   raw_u32(r, 0);
   assert_raw_refused(r, TLC_ENUL);
   /* A length over its bound is named as such even when the frame ends before it. */
-  r = raw_begin(1, TLC_MSG_REGISTER);
+  r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_REGISTER);
   raw_u16(r, 0xffff);
   assert_raw_refused(r, TLC_ELENGTH);
-  r = raw_begin(1, TLC_MSG_REGISTER);
+  r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_REGISTER);
   raw_str(r, "i");
   raw_str(r, "h");
   raw_u32(r, 1);
@@ -683,13 +776,14 @@ START_TEST(register_fields_out_of_bounds_are_refused) {
 END_TEST
 
 /* A LAUNCH frame of one item with the given kind. */
-static void assert_launch_kind_refused(size_t kind_len, uint8_t kind_byte, int err) {
-  raw *r = raw_begin(1, TLC_MSG_LAUNCH);
+static void assert_launch_refused(uint8_t flags, size_t kind_len, uint8_t kind_byte, int err) {
+  raw *r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_LAUNCH);
   raw_u32(r, 1);
   raw_u64(r, 1);
   raw_u64(r, 1);
   raw_u32(r, 0);
   raw_u32(r, 0);
+  raw_u8(r, flags);
   raw_u16(r, (uint16_t)kind_len);
   raw_fill(r, kind_byte, kind_len);
   assert_raw_refused(r, err);
@@ -698,7 +792,7 @@ static void assert_launch_kind_refused(size_t kind_len, uint8_t kind_byte, int e
 /* A STATUS frame of one update with the given fields. */
 static void assert_status_refused(uint8_t state, size_t result_len, size_t text_len,
                                   uint8_t text_byte, int err) {
-  raw *r = raw_begin(1, TLC_MSG_STATUS);
+  raw *r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_STATUS);
   raw_u32(r, 1);
   raw_u64(r, 1);
   raw_u8(r, state);
@@ -710,9 +804,11 @@ static void assert_status_refused(uint8_t state, size_t result_len, size_t text_
 }
 
 START_TEST(batch_fields_out_of_bounds_are_refused) {
-  assert_launch_kind_refused(0, 'k', TLC_ELENGTH);
-  assert_launch_kind_refused(TLC_KIND_MAX + 1, 'k', TLC_ELENGTH);
-  assert_launch_kind_refused(3, 0, TLC_ENUL);
+  assert_launch_refused(0, 0, 'k', TLC_ELENGTH);
+  assert_launch_refused(0, TLC_KIND_MAX + 1, 'k', TLC_ELENGTH);
+  assert_launch_refused(0, 3, 0, TLC_ENUL);
+  assert_launch_refused(2, 4, 'k', TLC_EFLAG); /* a flag bit LAUNCH does not define */
+  assert_launch_refused(0x81, 4, 'k', TLC_EFLAG);
   assert_status_refused(0, 0, 0, 'm', TLC_ESTATE);
   assert_status_refused(TLC_TASK_KILLED + 1, 0, 0, 'm', TLC_ESTATE);
   assert_status_refused(0xff, 0, 0, 'm', TLC_ESTATE);
@@ -723,20 +819,20 @@ START_TEST(batch_fields_out_of_bounds_are_refused) {
   /* Counts: zero, more than the frame could hold, and the largest a u32 says. */
   raw *r;
   for (uint8_t type = TLC_MSG_LAUNCH; type <= TLC_MSG_STATUS; type++) {
-    r = raw_begin(1, type);
+    r = raw_begin(TLC_PROTO_VERSION, type);
     raw_u32(r, 0);
     assert_raw_refused(r, TLC_ECOUNT);
-    r = raw_begin(1, type);
+    r = raw_begin(TLC_PROTO_VERSION, type);
     raw_u32(r, 0xffffffff);
     raw_fill(r, 0, 64);
     assert_raw_refused(r, TLC_ECOUNT);
   }
-  /* Two launches need at least 52 bytes: 51 are refused before anything is parsed. */
-  r = raw_begin(1, TLC_MSG_LAUNCH);
+  /* Two launches need at least 54 bytes: 53 are refused before anything is parsed. */
+  r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_LAUNCH);
   raw_u32(r, 2);
-  raw_fill(r, 0, 51);
+  raw_fill(r, 0, 53);
   assert_raw_refused(r, TLC_ECOUNT);
-  r = raw_begin(1, TLC_MSG_STATUS);
+  r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_STATUS);
   raw_u32(r, 3);
   raw_fill(r, 0, 3 * 15 - 1);
   assert_raw_refused(r, TLC_ECOUNT);
@@ -744,22 +840,22 @@ START_TEST(batch_fields_out_of_bounds_are_refused) {
 END_TEST
 
 START_TEST(kill_and_stop_fields_out_of_bounds_are_refused) {
-  raw *r = raw_begin(1, TLC_MSG_KILL);
-  raw_u64(r, 1);
+  raw *r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_KILL);
   raw_u8(r, 2);
   raw_str(r, "");
-  assert_raw_refused(r, TLC_EFLAG);
-  r = raw_begin(1, TLC_MSG_KILL);
+  raw_u32(r, 1);
   raw_u64(r, 1);
+  assert_raw_refused(r, TLC_EFLAG);
+  r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_KILL);
   raw_u8(r, 1);
   raw_u16(r, TLC_TEXT_MAX + 1);
   raw_fill(r, 'x', TLC_TEXT_MAX + 1);
   assert_raw_refused(r, TLC_ELENGTH);
-  r = raw_begin(1, TLC_MSG_STOP);
+  r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_STOP);
   raw_u16(r, TLC_TEXT_MAX + 1);
   raw_fill(r, 'x', TLC_TEXT_MAX + 1);
   assert_raw_refused(r, TLC_ELENGTH);
-  r = raw_begin(1, TLC_MSG_STOP);
+  r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_STOP);
   raw_u16(r, 1);
   raw_u8(r, 0);
   assert_raw_refused(r, TLC_ENUL);
@@ -776,7 +872,7 @@ START_TEST(an_error_after_good_frames_keeps_them) {
   ck_assert_int_eq(tlc_encode(&buf, &msgs[1]), TLC_OK);
   size_t good = buf.len;
   ck_assert_int_eq(tlc_encode(&buf, &msgs[0]), TLC_OK);
-  buf.data[good + 4] = 2; /* its version */
+  buf.data[good + 4] = 1; /* its version: the protocol before this one */
   for (unsigned split = WHOLE; split < RANDOM_FIRST_SEED + RANDOM_SEEDS; split++) {
     size_t yielded;
     ck_assert_int_eq(decode_stream(buf.data, buf.len, TLC_FRAME_MAX, split, msgs, 2, &yielded),
@@ -837,7 +933,10 @@ START_TEST(the_encoder_refuses_what_the_decoder_would) {
   assert_encode_refused(&(tlc_msg){.type = TLC_MSG_TASKSET_BINARY, .u.binary = {1, {NULL, 1}}},
                         TLC_EINVAL);
 
-  tlc_launch_item li = {1, 1, 0, 0, {NULL, 0}};
+  tlc_launch_item li = {1, 1, 0, 0, 2, tlc_str("noop")};
+  assert_encode_refused(&(tlc_msg){.type = TLC_MSG_LAUNCH, .u.launch = {1, &li}}, TLC_EFLAG);
+  li.flags = TLC_LAUNCH_SPECULATIVE;
+  li.kind = (tlc_view){NULL, 0};
   assert_encode_refused(&(tlc_msg){.type = TLC_MSG_LAUNCH, .u.launch = {0, launch_items}},
                         TLC_ECOUNT);
   assert_encode_refused(&(tlc_msg){.type = TLC_MSG_LAUNCH, .u.launch = {1, NULL}}, TLC_EINVAL);
@@ -847,7 +946,7 @@ START_TEST(the_encoder_refuses_what_the_decoder_would) {
   li.kind = bytes_view("no\0p", 4);
   assert_encode_refused(&(tlc_msg){.type = TLC_MSG_LAUNCH, .u.launch = {1, &li}}, TLC_ENUL);
   /* A batch too big for one frame: the sender splits it. */
-  static tlc_launch_item many[TLC_FRAME_MAX / 26];
+  static tlc_launch_item many[TLC_FRAME_MAX / 27];
   for (size_t i = 0; i < sizeof many / sizeof many[0]; i++)
     many[i] = launch_items[0];
   assert_encode_refused(
@@ -870,22 +969,34 @@ START_TEST(the_encoder_refuses_what_the_decoder_would) {
   si.text = bytes_view("\0", 1);
   assert_encode_refused(&(tlc_msg){.type = TLC_MSG_STATUS, .u.status = {1, &si}}, TLC_ENUL);
 
-  assert_encode_refused(&(tlc_msg){.type = TLC_MSG_KILL, .u.kill = {1, 2, {NULL, 0}}}, TLC_EFLAG);
+  static const uint64_t one_tid = 1;
+  assert_encode_refused(&(tlc_msg){.type = TLC_MSG_KILL, .u.kill = {2, {NULL, 0}, 1, &one_tid}},
+                        TLC_EFLAG);
   assert_encode_refused(
-      &(tlc_msg){.type = TLC_MSG_KILL, .u.kill = {1, 0, filled('x', TLC_TEXT_MAX + 1)}},
+      &(tlc_msg){.type = TLC_MSG_KILL, .u.kill = {0, filled('x', TLC_TEXT_MAX + 1), 1, &one_tid}},
       TLC_ELENGTH);
+  assert_encode_refused(&(tlc_msg){.type = TLC_MSG_KILL, .u.kill = {0, {NULL, 0}, 0, &one_tid}},
+                        TLC_ECOUNT);
+  assert_encode_refused(&(tlc_msg){.type = TLC_MSG_KILL, .u.kill = {0, {NULL, 0}, 1, NULL}},
+                        TLC_EINVAL);
   assert_encode_refused(&(tlc_msg){.type = TLC_MSG_STOP, .u.stop = {filled('x', TLC_TEXT_MAX + 1)}},
                         TLC_ELENGTH);
   assert_encode_refused(&(tlc_msg){.type = TLC_MSG_STOP, .u.stop = {bytes_view("a\0", 2)}},
                         TLC_ENUL);
   assert_encode_refused(&(tlc_msg){.type = TLC_MSG_NONE}, TLC_ETYPE);
-  assert_encode_refused(&(tlc_msg){.type = (tlc_msg_type)11}, TLC_ETYPE);
-  assert_encode_refused(&(tlc_msg){.type = TLC_MSG_RECONCILE, .u.reconcile = {1, NULL}},
+  assert_encode_refused(&(tlc_msg){.type = (tlc_msg_type)12}, TLC_ETYPE);
+  assert_encode_refused(&(tlc_msg){.type = TLC_MSG_RECONCILE, .u.reconcile = {0, 1, NULL}},
                         TLC_EINVAL);
-  static const uint64_t one_tid = 1;
   assert_encode_refused(
-      &(tlc_msg){.type = TLC_MSG_RECONCILE, .u.reconcile = {TLC_RECONCILE_MAX + 1, &one_tid}},
+      &(tlc_msg){.type = TLC_MSG_RECONCILE,
+                 .u.reconcile = {0, TLC_RECONCILE_FRAME_ITEMS + 1, reconcile_items}},
       TLC_ETOOBIG);
+  assert_encode_refused(
+      &(tlc_msg){.type = TLC_MSG_RECONCILE, .u.reconcile = {2, 1, reconcile_items}}, TLC_EFLAG);
+  tlc_reconcile_item bad = reconcile_items[0];
+  bad.flags = 4;
+  assert_encode_refused(&(tlc_msg){.type = TLC_MSG_RECONCILE, .u.reconcile = {0, 1, &bad}},
+                        TLC_EFLAG);
 }
 END_TEST
 
@@ -917,7 +1028,8 @@ START_TEST(arguments_and_names) {
   ck_assert_str_eq(tlc_msg_type_name(TLC_MSG_FORGET), "FORGET");
   ck_assert_str_eq(tlc_msg_type_name(TLC_MSG_RECONCILE), "RECONCILE");
   ck_assert_str_eq(tlc_msg_type_name(TLC_MSG_SYNCED), "SYNCED");
-  ck_assert_str_eq(tlc_msg_type_name(11), "UNKNOWN");
+  ck_assert_str_eq(tlc_msg_type_name(TLC_MSG_EPOCH), "EPOCH");
+  ck_assert_str_eq(tlc_msg_type_name(12), "UNKNOWN");
   ck_assert_uint_eq(tlc_str(NULL).len, 0);
 }
 END_TEST
