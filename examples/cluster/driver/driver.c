@@ -124,7 +124,7 @@ static void begin_stop(driver *d) {
   uv_idle_stop(&d->offers.revive);
   record_stop(d); /* the record stays as the jobs' end left it, until the run removes it */
   uv_timer_stop(&d->scaling.alloc_timer);
-  faults_stopping(d);                    /* a stopped executor must run to take its STOP */
+  faults_stopping(d); /* a stopped executor must run to take its STOP */
   for (conn *c = d->link.list; c; c = c->next) {
     if (!d->run.gave_up && c->registered && !c->closing)
       d->run.unforgotten += c->nsent; /* every task set was released: none may be left */

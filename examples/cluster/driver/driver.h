@@ -52,10 +52,12 @@ void die_oom(void);
 #define LOSS_KINDS (TL_LOSS_RECOVERY_TIMEOUT + 1) /* tl_loss_kind's values */
 
 /* Failover (--state-dir; docs/cluster.md "Driver failover"). */
-#define TID_BLOCK (UINT64_C(1) << 20) /* tids reserved by one state write beyond the highest
-                                         launched; a write is asked for when half are used */
-#define RECORD_FAIL_LOG_S 10          /* a failed write is logged at once, then at most one line
-                                         this often, with the count of those not logged */
+/* Tids reserved by one state write beyond the highest launched; a write is asked for when half
+ * are used. */
+#define TID_BLOCK (UINT64_C(1) << 20)
+/* A failed write is logged when none was for this long (the first at once), with the count of
+ * those that were not. */
+#define RECORD_FAIL_LOG_S 10
 #define FALLBACK_TID_GAP                                                                           \
   (UINT64_C(1) << 32)           /* tids skipped when recovery read state.prev: more than           \
                                    one write can have reserved */
@@ -248,8 +250,8 @@ typedef struct record_state {
   const char *state_dir;      /* --state-dir; NULL: none */
   uint64_t snapshot_ms;       /* --snapshot-ms */
   uv_timer_t state_timer;     /* asks for a record every --snapshot-ms, and at once when due */
-  void (*on_durable)(void *d); /* set by driver.c (offers.c's cb_revive_offers): launches that
-                                  waited for a record may go */
+  void (*on_durable)(void *); /* launches that waited for a record may go: driver.c sets it
+                                (offers.c's cb_revive_offers) */
   tl__wbuf body;              /* the newest durable record's body, for a write of tids only */
   tl__wbuf spare;             /* the next body is encoded here; swapped with body once durable */
   record_write w;             /* the write in flight */
@@ -284,6 +286,7 @@ typedef struct record_state {
   uint64_t degraded_times;    /* times it began */
   uint64_t degraded_ns;       /* time degraded in the episodes that ended */
   uint64_t degraded_failures; /* failed writes of the episode under way (or the last one) */
+  bool degraded_logged;       /* a failure of that episode was logged: so is its end */
   uint64_t fail_logged_ns;    /* uv_hrtime of the last failure logged */
   uint64_t fail_unlogged;     /* failures since it that were only counted */
   uint64_t recovered_elapsed; /* ns the run had been offering before the crash */

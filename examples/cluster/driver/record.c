@@ -244,47 +244,56 @@ static void send_held(driver *d, bool all) {
     }
 }
 
-/* A write failed: the run goes on without it, degraded (a crash now recovers an older record);
- * logged at once, then at most once every RECORD_FAIL_LOG_S with the count in between. */
+/* A write failed: the run goes on without it, degraded (a crash now recovers an older record).
+ * Logged rate-limited: a failure when no line was logged for RECORD_FAIL_LOG_S (the first one
+ * included), with the count of those that were not; the end of an episode whose failure was
+ * logged. A disk that fails for hours, or fails and recovers over and over, logs at most two
+ * lines every RECORD_FAIL_LOG_S. */
 static void write_failed(driver *d, const char *why) {
+  record_state *r = &d->record;
   uint64_t now = uv_hrtime();
-  d->record.state_failed++;
-  if (!d->record.degraded) {
-    d->record.degraded = true;
-    d->record.degraded_since = now;
-    d->record.degraded_times++;
-    d->record.degraded_failures = 0;
+  r->state_failed++;
+  if (!r->degraded) {
+    r->degraded = true;
+    r->degraded_since = now;
+    r->degraded_times++;
+    r->degraded_failures = 0;
+    r->degraded_logged = false;
   }
-  d->record.degraded_failures++;
-  if (d->record.fail_logged_ns && now - d->record.fail_logged_ns < RECORD_FAIL_LOG_S * 1000000000ULL) {
-    d->record.fail_unlogged++;
+  r->degraded_failures++;
+  if (r->fail_logged_ns && now - r->fail_logged_ns < RECORD_FAIL_LOG_S * UINT64_C(1000000000)) {
+    r->fail_unlogged++;
     return;
   }
-  if (d->record.fail_unlogged)
+  if (r->fail_unlogged)
     fprintf(stderr,
-            "tl-driver: writing the state: %s (and %" PRIu64 " more failures in %.1f s); "
-            "failover degraded for %.1f s\n",
-            why, d->record.fail_unlogged, (double)(now - d->record.fail_logged_ns) / 1e9,
-            (double)(now - d->record.degraded_since) / 1e9);
+            "tl-driver: writing the state: %s (and %" PRIu64 " failures not logged in the last "
+            "%.1f s); failover degraded for %.1f s\n",
+            why, r->fail_unlogged, (double)(now - r->fail_logged_ns) / 1e9,
+            (double)(now - r->degraded_since) / 1e9);
   else
-    fprintf(stderr, "tl-driver: writing the state: %s; failover degraded: a crash now recovers "
-            "an older record\n", why);
-  d->record.fail_logged_ns = now;
-  d->record.fail_unlogged = 0;
+    fprintf(stderr,
+            "tl-driver: writing the state: %s; failover degraded: a crash now recovers an older "
+            "record\n",
+            why);
+  r->fail_logged_ns = now;
+  r->fail_unlogged = 0;
+  r->degraded_logged = true;
 }
 
+/* A write succeeded: no longer degraded. */
 static void write_ok(driver *d) {
-  if (!d->record.degraded)
+  record_state *r = &d->record;
+  if (!r->degraded)
     return;
   uint64_t now = uv_hrtime();
-  d->record.degraded = false;
-  d->record.degraded_ns += now - d->record.degraded_since;
-  fprintf(stderr,
-          "tl-driver: the state is written again, after %" PRIu64 " failed writes in %.1f s: "
-          "failover no longer degraded\n",
-          d->record.degraded_failures, (double)(now - d->record.degraded_since) / 1e9);
-  d->record.fail_logged_ns = 0;
-  d->record.fail_unlogged = 0;
+  r->degraded = false;
+  r->degraded_ns += now - r->degraded_since;
+  if (r->degraded_logged)
+    fprintf(stderr,
+            "tl-driver: the state is written again, after %" PRIu64 " failed writes in %.1f s: "
+            "failover no longer degraded\n",
+            r->degraded_failures, (double)(now - r->degraded_since) / 1e9);
 }
 
 /* Degraded (a write or an encode failed): what waited for a record goes without it, the
