@@ -156,6 +156,8 @@ typedef struct conn {
   bool held;                 /* out holds a release's frames (FORGETs, STOP) that wait for the
                                 record that holds the release: nothing is sent until then */
   uint64_t held_until;       /* the body (record_state.seq_encoded) that must be durable */
+  uint64_t gate_seq;         /* the body that must be durable before its first launches (it
+                                holds the registration); 0 until its first offer */
   uint64_t idle_since;       /* uv_hrtime when it last ran nothing; 0 while it runs tasks */
   int handles_open;          /* handles not yet closed (tcp, timer): freed at 0 */
   char id[TL_ID_MAX];        /* the executor id, once registered */
@@ -273,7 +275,8 @@ typedef struct record_state {
   uint64_t encode_max_ns;     /* the longest */
   uint64_t synced_sent;       /* SYNCED frames sent */
   uint64_t wait_tids;         /* offers put off: their tids would pass the durable reservation */
-  uint64_t wait_taskset;      /* offers put off: a task set no durable record holds yet */
+  uint64_t wait_new;          /* offers put off: a task set or an executor no durable record
+                                 holds yet */
   uint64_t wait_since;        /* uv_hrtime of the first offer put off since launches last went;
                                  0: none waits */
   uint64_t wait_ns;           /* how long launches waited, in all */
@@ -303,7 +306,7 @@ void record_restored(driver *d, uint64_t floor);
 int record_first(driver *d);
 void hold_for_record(driver *d, conn *c);
 void record_gate(driver *d);
-bool record_may_launch(driver *d, uint32_t slots);
+bool record_may_launch(driver *d, conn *c, uint32_t slots);
 void record_launched(driver *d, conn *c, uint64_t max_tid);
 void on_state_timer(uv_timer_t *t);
 void state_due(driver *d);

@@ -19,7 +19,7 @@ void offer(driver *d, conn *c) {
   if (tl_executor_get(d->run.s, c->id, &es) < 0 || es.state != TL_EXECUTOR_ALIVE ||
       es.free_cores == 0)
     return;
-  if (!record_may_launch(d, es.free_cores)) /* waits for a record; its end offers again */
+  if (!record_may_launch(d, c, es.free_cores)) /* waits for a record; its end offers again */
     return;
   tl_offer o = {.executor_id = c->id, .cores = es.free_cores};
   size_t n = 0;

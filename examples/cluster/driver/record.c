@@ -297,12 +297,17 @@ static void write_ok(driver *d) {
 }
 
 /* Degraded (a write or an encode failed): what waited for a record goes without it, the
- * releases' frames and a new task set's launches (a crash before the next good record recovers
+ * releases' frames and a new task set's or executor's launches (a crash before the next good record recovers
  * an older one, as for any failed write). Launches whose tids pass the durable reservation still
  * wait: the timer tries again every --snapshot-ms. */
 static void go_unrecorded(driver *d) {
-  for (conn *c = d->link.list; c; c = c->next)
+  for (conn *c = d->link.list; c; c = c->next) {
     d->record.unrecorded += c->held;
+    if (c->gate_seq > d->record.seq_durable) { /* a new executor's first launches */
+      c->gate_seq = 1;
+      d->record.unrecorded++;
+    }
+  }
   send_held(d, true);
   if (d->record.gate_seq > d->record.seq_durable) {
     d->record.gate_seq = 0;
@@ -442,31 +447,36 @@ void hold_for_record(driver *d, conn *c) {
 }
 
 /* A task set was submitted (a stage boundary): its launches wait for the record that holds it,
- * so that after a crash the restored ledger holds the task set and adopts them. */
+ * so that after a crash the restored ledger holds the task set and adopts them. So do an
+ * executor's first launches (record_may_launch): adoption needs it RECOVERING in the image. */
 void record_gate(driver *d) {
   if (d->record.state_dir)
     d->record.gate_seq = d->record.seq_encoded + 1;
 }
 
-/* Whether an offer of this many slots may launch now: not while a submitted task set is in no
- * durable record, nor when its tids could pass the durable reservation. When not, the offer
- * waits (counted); a record is asked for, and its end resumes the offers. */
-bool record_may_launch(driver *d, uint32_t slots) {
+/* Whether an offer of this many slots to c may launch now: not while a submitted task set or
+ * c's executor (registered afresh: not reconciled) is in no durable record, nor when its tids
+ * could pass the durable reservation. When not, the offer waits (counted); a record is asked
+ * for, and its end resumes the offers. */
+bool record_may_launch(driver *d, conn *c, uint32_t slots) {
   record_state *r = &d->record;
   if (!r->state_dir)
     return true;
-  bool gated = r->gate_seq > r->seq_durable;
+  if (c->gate_seq == 0) /* its first offer: the next record holds its registration */
+    c->gate_seq = c->reconciled ? 1 : r->seq_encoded + 1;
+  uint64_t gate = r->gate_seq > c->gate_seq ? r->gate_seq : c->gate_seq;
+  bool gated = gate > r->seq_durable;
   bool tids = r->tid_max + slots > r->tid_reserved;
   if (!gated && !tids)
     return true;
-  r->wait_taskset += gated;
+  r->wait_new += gated;
   r->wait_tids += !gated && tids;
   if (r->wait_since == 0)
     r->wait_since = uv_hrtime();
   if (!r->writing) {
     if (gated || !r->degraded) /* degraded: the timer tries again, not every offer */
       start_write(d);
-  } else if ((gated && r->w.seq < r->gate_seq) || (tids && r->w.reserve < r->tid_max + slots)) {
+  } else if ((gated && r->w.seq < gate) || (tids && r->w.reserve < r->tid_max + slots)) {
     r->want = true;
   }
   return false;

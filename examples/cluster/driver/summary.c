@@ -19,10 +19,10 @@ void print_recovery(const driver *d) {
            r->state_writes ? (double)r->state_ns / 1e6 / (double)r->state_writes : 0.0,
            (uint64_t)r->body.len, r->synced_sent);
     printf("launches: sent without waiting for a record, but %" PRIu64
-           " offers put off for a new task set's record and %" PRIu64
+           " offers put off for the record of a new task set or executor and %" PRIu64
            " for tids, %.3f ms in all, %.3f at most; %" PRIu64
            " releases held for their record; %" PRIu64 " sent unrecorded (degraded)\n",
-           r->wait_taskset, r->wait_tids, (double)r->wait_ns / 1e6, (double)r->wait_max_ns / 1e6,
+           r->wait_new, r->wait_tids, (double)r->wait_ns / 1e6, (double)r->wait_max_ns / 1e6,
            r->held_releases, r->unrecorded);
     if (r->degraded_times)
       printf("degraded: failover degraded %" PRIu64 " times, %.3f s in all, %" PRIu64
@@ -226,7 +226,7 @@ int write_summary_json(driver *d, const char *path, bool ok, const tl_stats *st,
     fprintf(f,
             "{\"records\": %" PRIu64 ", \"failed\": %" PRIu64 ", \"tids_only\": %" PRIu64
             ", \"encode_mean_ms\": %.3f, \"encode_max_ms\": %.3f, \"write_mean_ms\": %.3f"
-            ", \"waits_taskset\": %" PRIu64 ", \"waits_tids\": %" PRIu64
+            ", \"waits_new\": %" PRIu64 ", \"waits_tids\": %" PRIu64
             ", \"wait_ms\": %.3f, \"wait_max_ms\": %.3f, \"releases_held\": %" PRIu64
             ", \"unrecorded\": %" PRIu64 ",\n    \"degraded\": {\"now\": %s, \"times\": %" PRIu64
             ", \"seconds\": %.3f, \"failures\": %" PRIu64 "}},\n",
@@ -234,7 +234,7 @@ int write_summary_json(driver *d, const char *path, bool ok, const tl_stats *st,
             r->encodes ? (double)r->encode_ns / 1e6 / (double)r->encodes : 0.0,
             (double)r->encode_max_ns / 1e6,
             r->state_writes ? (double)r->state_ns / 1e6 / (double)r->state_writes : 0.0,
-            r->wait_taskset, r->wait_tids, (double)r->wait_ns / 1e6, (double)r->wait_max_ns / 1e6,
+            r->wait_new, r->wait_tids, (double)r->wait_ns / 1e6, (double)r->wait_max_ns / 1e6,
             r->held_releases, r->unrecorded, r->degraded ? "true" : "false", r->degraded_times,
             record_degraded_s(d), r->state_failed);
   } else {
