@@ -297,9 +297,9 @@ static void write_ok(driver *d) {
 }
 
 /* Degraded (a write or an encode failed): what waited for a record goes without it, the
- * releases' frames and a new task set's or executor's launches (a crash before the next good record recovers
- * an older one, as for any failed write). Launches whose tids pass the durable reservation still
- * wait: the timer tries again every --snapshot-ms. */
+ * releases' frames and a new task set's or executor's launches (a crash before the next good record
+ * recovers an older one, as for any failed write). Launches whose tids pass the durable reservation
+ * still wait: the timer tries again every --snapshot-ms. */
 static void go_unrecorded(driver *d) {
   for (conn *c = d->link.list; c; c = c->next) {
     d->record.unrecorded += c->held;
