@@ -412,14 +412,17 @@ static void start_write(driver *d) {
  * or -1 (logged): the run cannot promise a recovery. */
 int record_first(driver *d) {
   record_state *r = &d->record;
+  uint64_t t0 = uv_hrtime();
   int rc = encode_state(d, &r->body);
   if (rc != TL_OK) {
     fprintf(stderr, "tl-driver: tl_snapshot: %s\n", tl_err_name(rc));
     return -1;
   }
+  r->encodes = 1;
+  r->encode_ns = r->encode_max_ns = uv_hrtime() - t0;
   uint64_t reserve = (r->tid_max > r->tid_reserved ? r->tid_max : r->tid_reserved) + TID_BLOCK;
   faults_write_starting(d);
-  uint64_t t0 = uv_hrtime();
+  t0 = uv_hrtime();
   char why[STATE_WHY_MAX];
   if (state_write(r->state_dir, reserve, r->body.buf, r->body.len, why, sizeof why) != 0) {
     fprintf(stderr, "tl-driver: writing the state: %s\n", why);
