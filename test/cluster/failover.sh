@@ -229,9 +229,12 @@ $first_err)"
   if [ "$dynamic" -eq 1 ] && grep -q 'fewer than --min-executors' "$tmp/err"; then
     fail "run $run: the restarted driver did not count the adopted executors as active"
   fi
+  # Launches never waited for tids (the reservation is asked for ahead), and no write failed.
+  expect="$expect and .state.waits_tids == 0 and .state.failed == 0 and
+    .state.degraded.times == 0 and .state.records >= 1"
   if command -v jq >/dev/null 2>&1; then
     jq -e ".ok and .recovery.done and $expect" "$tmp/summary.json" >/dev/null ||
-      fail "run $run: the JSON summary is wrong: $(jq -c '{recovery, executors}' "$tmp/summary.json")"
+      fail "run $run: the JSON summary is wrong: $(jq -c '{recovery, executors, state}' "$tmp/summary.json")"
   fi
   [ -e "$state/state" ] && fail "run $run: the finished run left its record"
   sleep 0.2
