@@ -6,16 +6,16 @@
 # restarted driver measures it, the record the crashed driver left (its size, per running
 # attempt), and the restarted driver's writes of its records (each holds the 10,000 attempts). The figures are measurements, not tests: nothing here fails on a slow machine.
 #
-# Then what holding launches for a record costs: one job of short `sleep` tasks (3 executors of 4
-# cores) run without --state-dir, with it, and with it and --launch-before-record, interleaved,
-# ROUNDS times for tasks of 2 ms, of 20 ms, and of 2 ms with --queue 2; printed are each run's
-# wall time as a ratio to the run without --state-dir of the same round, and how long launches
-# waited.
+# Then what --state-dir costs: the same job (3 executors of 4 cores) without and with it,
+# interleaved, ROUNDS times, for 20,000 `noop` tasks and 6,000 `sleep` tasks of 2 ms; printed are
+# each run's job time, the best of each, and their ratio.
 #
-#   failover.sh DIR [ROUNDS]   DIR holds tl-driver and tl-executor; ROUNDS kills (3)
+#   failover.sh DIR [ROUNDS [KILLS]]   DIR holds tl-driver and tl-executor; ROUNDS of each job
+#                                      (3), KILLS kills (ROUNDS; 0: the costs alone)
 set -u
 dir=$1
 rounds=${2:-3}
+kills=${3:-$rounds}
 tmp=$(mktemp -d)
 drv=''
 port=''
@@ -44,7 +44,7 @@ wait_for() {
 args="--executors 16 --cores 25 --queue 600 --job sleep:60000:10000 --state-dir $tmp/state
   --snapshot-ms 200 --heartbeat-ms 1000 --timeout-s 120"
 r=0
-while [ "$r" -lt "$rounds" ]; do
+while [ "$r" -lt "$kills" ]; do
   r=$((r + 1))
   rm -rf "$tmp/state"
   # shellcheck disable=SC2086 # split on purpose
@@ -75,37 +75,35 @@ while [ "$r" -lt "$rounds" ]; do
   port=''
 done
 
-# Wall milliseconds of one run of job $1 with the options after it (none: no --state-dir).
-job_ms() {
+# What --state-dir costs: the job's time ("tasks: N in X s", from offers begun to the last task
+# set released) of one run of job $1 with the options after it (none: no --state-dir).
+job_s() {
   _job=$1
   shift
   rm -rf "$tmp/jstate"
-  _t0=$(date +%s%N)
   # shellcheck disable=SC2086 # split on purpose
   "$dir/tl-driver" --quiet --executors 3 --cores 4 --job "$_job" "$@" >"$tmp/jout" 2>&1 ||
     { echo "failover.sh: the job $_job $* failed" >&2; cat "$tmp/jout" >&2; exit 1; }
-  echo $((($(date +%s%N) - _t0) / 1000000))
+  sed -n 's/^tasks: [0-9]* in \([0-9.]*\) s.*/\1/p' "$tmp/jout"
 }
 
-# The last: the 2 ms job again with --queue 2 (each executor holds 2 launches beyond its cores, in
-# every run of the round, the baseline's included), so that the wait for a record overlaps the
-# tasks still running.
-for spec in sleep:2:4000,sleep:2:4000 sleep:20:600,sleep:20:600 sleep:2:4000,sleep:2:4000:q2; do
-  job=${spec%:q2}
-  queue=''
-  [ "$job" = "$spec" ] || queue='--queue 2'
+# The same job without and with --state-dir, side by side, ROUNDS times each, interleaved; the
+# best of each, and their ratio.
+for job in noop:20000 sleep:2:6000; do
   r=0
+  bases='' states='' waits=''
   while [ "$r" -lt "$rounds" ]; do
     r=$((r + 1))
-    # shellcheck disable=SC2086 # $queue: split on purpose
-    base=$(job_ms "$job" $queue)
-    # shellcheck disable=SC2086
-    early=$(job_ms "$job" $queue --state-dir "$tmp/jstate" --launch-before-record)
-    # shellcheck disable=SC2086
-    held=$(job_ms "$job" $queue --state-dir "$tmp/jstate")
-    wait_line=$(sed -n 's/^launches: //p' "$tmp/jout")
-    echo "$job${queue:+ $queue} round $r: no --state-dir $base ms; --launch-before-record" \
-      "$(awk "BEGIN { printf \"%.2f\", $early / $base }")x; held for a record" \
-      "$(awk "BEGIN { printf \"%.2f\", $held / $base }")x ($wait_line)"
+    base=$(job_s "$job")
+    with=$(job_s "$job" --state-dir "$tmp/jstate")
+    line=$(sed -n 's/^state: //p' "$tmp/jout")
+    waits=$(sed -n 's/^launches: //p' "$tmp/jout")
+    echo "$job round $r: no --state-dir $base s; --state-dir $with s ($line)"
+    bases="$bases $base"
+    states="$states $with"
   done
+  best_base=$(echo "$bases" | tr ' ' '\n' | sed '/^$/d' | sort -n | head -n 1)
+  best_state=$(echo "$states" | tr ' ' '\n' | sed '/^$/d' | sort -n | head -n 1)
+  echo "$job best of $rounds: no --state-dir $best_base s, --state-dir $best_state s:" \
+    "$(awk "BEGIN { printf \"%.2f\", $best_state / $best_base }")x (last run's launches: $waits)"
 done

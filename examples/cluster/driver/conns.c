@@ -151,8 +151,9 @@ static void handle_register(conn *c, const tlc_register *r) {
   logf_(d, "executor %s %s from %s (host %s, %" PRIu32 " cores, queue %" PRIu32 ")", esc(e, id),
         recovering ? "reconnected" : "registered", c->peer, esc(eh, host), r->cores, d->run.queue);
   if (recovering)
-    return;     /* offers once it reconciled */
-  state_due(d); /* a record that knows it: after a crash it reconciles instead of starting over */
+    return; /* offers once it reconciled */
+  /* Its first offer asks for a record that holds it (record_may_launch): after a crash it
+   * reconciles instead of starting over. */
   if (d->phase.offering) {
     offer(d, c);
   } else if (d->conns.registered ==

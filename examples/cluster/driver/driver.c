@@ -26,14 +26,14 @@
  *             [--max-task-failures N] [--register-timeout-ms MS] [--metrics-port P]
  *             [--max-pending-connections N] [--max-connections N]
  *             [--state-dir DIR] [--snapshot-ms MS] [--recovery-timeout-ms MS]
- *             [--launch-before-record]
  *   test-only: [--kill-executor-after N] [--external-kill-after N] [--stop-executor-after N]
  *             [--bad-client MODE]... [--crash-in-state-write N:P] [--expect-losses N]
  *             [--expect-job-failure]   (faults.c; docs/cluster.md "Test-only options")
  *
  * With --state-dir it keeps a durable record of the run there (every --snapshot-ms, at stage
- * boundaries, at registrations, before the launches and releases of a turn of the loop go out and
- * before launches pass the tid reservation), and a driver started on a directory that holds one
+ * boundaries, at registrations and releases, and before launches pass the tid reservation),
+ * written off the loop: launches never wait for it (but for a new stage's first launches, once),
+ * and a driver started on a directory that holds one
  * recovers the run: the ledger restored, its executors reconnecting and reconciling, dynamic
  * allocation going on (docs/cluster.md "Driver failover").
  *
@@ -122,10 +122,9 @@ static void begin_stop(driver *d) {
   close_server(d); /* nothing new comes in: the end is bounded by the STOP grace */
   d->run.active_at_end = active_executors(d);
   uv_idle_stop(&d->offers.revive);
-  release_held(d); /* no record now: the run ends and removes it */
+  record_stop(d); /* the record stays as the jobs' end left it, until the run removes it */
   uv_timer_stop(&d->scaling.alloc_timer);
-  uv_timer_stop(&d->record.state_timer); /* the record stays as the jobs' end left it */
-  faults_stopping(d);                    /* a stopped executor must run to take its STOP */
+  faults_stopping(d); /* a stopped executor must run to take its STOP */
   for (conn *c = d->link.list; c; c = c->next) {
     if (!d->run.gave_up && c->registered && !c->closing)
       d->run.unforgotten += c->nsent; /* every task set was released: none may be left */
@@ -215,6 +214,9 @@ static int start_ledger(driver *d, const driver_opts *o, bool *restored) {
    * the loss is reported), not kill the driver: libuv writes with write(2), which raises
    * SIGPIPE. */
   signal(SIGPIPE, SIG_IGN);
+  /* A record that passes RLIMIT_FSIZE must fail with EFBIG (failover degraded), not kill the
+   * driver. */
+  signal(SIGXFSZ, SIG_IGN);
   d->run.loop = uv_default_loop();
   d->run.loop->data = d;
   tl_config cfg;
@@ -317,6 +319,7 @@ static int set_up(driver *d, const driver_opts *o) {
   d->log.quiet = o->quiet;
   apply_options(d, o);
   d->link.on_close = conn_closing; /* a link's close, as the executors' connections see it */
+  d->record.on_durable = cb_revive_offers; /* launches that waited for a record go */
   warn_nofile(d);
   bool restored;
   int rs = start_ledger(d, o, &restored);
@@ -338,7 +341,7 @@ static int set_up(driver *d, const driver_opts *o) {
   }
   start_launcher(d, o, restored);
   if (d->record.state_dir && !d->phase.stopping) {
-    if (write_state(d, true) != 0) /* the first record: a crash from here on is recovered */
+    if (record_first(d) != 0) /* the first record: a crash from here on is recovered */
       return 1;
     uv_timer_start(&d->record.state_timer, on_state_timer, d->record.snapshot_ms,
                    d->record.snapshot_ms);

@@ -52,7 +52,12 @@ void die_oom(void);
 #define LOSS_KINDS (TL_LOSS_RECOVERY_TIMEOUT + 1) /* tl_loss_kind's values */
 
 /* Failover (--state-dir; docs/cluster.md "Driver failover"). */
-#define TID_BLOCK 65536 /* tids reserved by one state write: the next write comes before more */
+/* Tids reserved by one state write beyond the highest launched; a write is asked for when half
+ * are used. */
+#define TID_BLOCK (UINT64_C(1) << 20)
+/* A failed write is logged when none was for this long (the first at once), with the count of
+ * those that were not. */
+#define RECORD_FAIL_LOG_S 10
 #define FALLBACK_TID_GAP                                                                           \
   (UINT64_C(1) << 32)           /* tids skipped when recovery read state.prev: more than           \
                                    one write can have reserved */
@@ -146,8 +151,13 @@ typedef struct conn {
   uint64_t status_frames;    /* STATUS frames read on this connection */
   uint64_t synced;           /* of those, acknowledged durable by the last SYNCED sent */
   bool reconciled;           /* it reconciled with the restored ledger (handle_reconcile) */
-  bool held;                 /* out holds launches no record holds yet: nothing is sent until
-                                one does (hold_launches) */
+  uint64_t status_recorded;  /* of those, read before the body of the write in flight (or the
+                                last one) was encoded: its SYNCED covers them */
+  bool held;                 /* out holds a release's frames (FORGETs, STOP) that wait for the
+                                record that holds the release: nothing is sent until then */
+  uint64_t held_until;       /* the body (record_state.seq_encoded) that must be durable */
+  uint64_t gate_seq;         /* the body that must be durable before its first launches (it
+                                holds the registration); 0 until its first offer */
   uint64_t idle_since;       /* uv_hrtime when it last ran nothing; 0 while it runs tasks */
   int handles_open;          /* handles not yet closed (tcp, timer): freed at 0 */
   char id[TL_ID_MAX];        /* the executor id, once registered */
@@ -246,48 +256,85 @@ void make_token(driver *d, const char *token_file);
  * The record (record.c): the state written for a restart (--state-dir).
  * ------------------------------------------------------------------------------------------- */
 
+/* The write in flight (one at a time): its body is encoded on the loop, then written, fsynced and
+ * renamed by state_write on libuv's thread pool (record.c's write_work); the loop reads the
+ * result in write_done. The worker touches nothing else. */
+typedef struct record_write {
+  uv_work_t req;           /* req.data is the driver */
+  const char *dir;         /* --state-dir */
+  uint64_t reserve;        /* the tid reservation it writes */
+  const uint8_t *buf;      /* the body: record_state.spare (fresh) or .body (tids only) */
+  size_t len;              /* its bytes */
+  bool fresh;              /* a body encoded for it, not the last durable one again */
+  uint64_t seq;            /* the body's number (record_state.seq_encoded when encoded) */
+  int rc;                  /* state_write's answer */
+  uint64_t ns;             /* how long it took, on the worker */
+  char why[STATE_WHY_MAX]; /* with rc -1: state_write's sentence */
+} record_write;
+
 typedef struct record_state {
   const char *state_dir;      /* --state-dir; NULL: none */
   uint64_t snapshot_ms;       /* --snapshot-ms */
-  uv_timer_t state_timer;     /* writes the record */
-  tl__wbuf body;              /* the last record's body, for a write that only reserves tids */
-  tl__wbuf spare;             /* the next body is encoded here, then swapped with it */
-  uint64_t tid_reserved;      /* no tid above it is sent before a write reserves more */
+  uv_timer_t state_timer;     /* asks for a record every --snapshot-ms, and at once when due */
+  void (*on_durable)(void *); /* launches that waited for a record may go: driver.c sets it
+                                (offers.c's cb_revive_offers) */
+  tl__wbuf body;              /* the newest durable record's body, for a write of tids only */
+  tl__wbuf spare;             /* the next body is encoded here; swapped with body once durable */
+  record_write w;             /* the write in flight */
+  bool writing;               /* w is on the thread pool */
+  bool want;                  /* a fresh record is due once the write in flight ends */
+  uint64_t seq_encoded;       /* bodies encoded, the first one 1 */
+  uint64_t seq_durable;       /* the number of the newest durable body */
+  uint64_t gate_seq;          /* launches wait until seq_durable reaches it: a task set was
+                                 submitted that no durable record holds (record_gate) */
+  uint64_t tid_reserved;      /* no tid above it is sent before a durable write reserves more */
   uint64_t tid_max;           /* the highest tid launched */
   uint64_t state_writes;      /* records written */
   uint64_t state_reserves;    /* of those, written for a tid reservation with the last body */
-  uint64_t state_busy;        /* writes put off: the ledger had undelivered events */
-  uint64_t state_failed;      /* writes that failed (logged) */
-  uint64_t state_ns;          /* time spent writing, in all */
+  uint64_t state_busy;        /* encodes put off: the ledger had undelivered events */
+  uint64_t state_failed;      /* writes that failed */
+  uint64_t state_ns;          /* time the thread pool spent writing, in all */
+  uint64_t encodes;           /* bodies encoded on the loop */
+  uint64_t encode_ns;         /* the loop's time encoding them, in all */
+  uint64_t encode_max_ns;     /* the longest */
   uint64_t synced_sent;       /* SYNCED frames sent */
-  bool launch_early;          /* --launch-before-record: launches are not held for a record */
-  uv_idle_t commit;           /* writes the record that held launches wait for */
-  bool commit_due;            /* some connection holds frames for a record (launches, a
-                                               release's STOP): commit is started */
-  uint64_t commit_since;      /* uv_hrtime of the first launch held since the last record */
-  uint64_t held_now;          /* launches held since the last record */
-  uint64_t held_launches;     /* launches that waited for a record, in all */
-  uint64_t held_rounds;       /* times launches waited (each ended by one record) */
-  uint64_t held_ns;           /* how long they waited, in all */
-  uint64_t held_max_ns;       /* the longest wait */
-  uint64_t unrecorded;        /* launches sent without a record: the write failed */
+  uint64_t wait_tids;         /* offers put off: their tids would pass the durable reservation */
+  uint64_t wait_new;          /* offers put off: a task set or an executor no durable record
+                                 holds yet */
+  uint64_t wait_since;        /* uv_hrtime of the first offer put off since launches last went;
+                                 0: none waits */
+  uint64_t wait_ns;           /* how long launches waited, in all */
+  uint64_t wait_max_ns;       /* the longest wait */
+  uint64_t held_releases;     /* releases whose STOP waited for the record holding them */
+  uint64_t unrecorded;        /* launches let go and releases sent with no record holding them:
+                                 the write failed (degraded) */
+  bool degraded;              /* the last write failed: a crash now recovers an older record */
+  uint64_t degraded_since;    /* uv_hrtime of the failure that began it */
+  uint64_t degraded_times;    /* times it began */
+  uint64_t degraded_ns;       /* time degraded in the episodes that ended */
+  uint64_t degraded_failures; /* failed writes of the episode under way (or the last one) */
+  bool degraded_logged;       /* a failure of that episode was logged: so is its end */
+  uint64_t fail_logged_ns;    /* uv_hrtime of the last failure logged */
+  uint64_t fail_unlogged;     /* failures since it that were only counted */
   uint64_t recovered_elapsed; /* ns the run had been offering before the crash */
 } record_state;
 
 /* Set-up and tear-down. */
 void record_configure(driver *d, const driver_opts *o);
 void record_init(driver *d);
+void record_stop(driver *d);
 void record_close(driver *d, uv_close_cb on_closed);
 void record_free(driver *d);
 void record_restored(driver *d, uint64_t floor);
 
-int write_state(driver *d, bool fresh);
-bool hold_for_record(driver *d, conn *c);
-void hold_launches(driver *d, conn *c, size_t n);
-void release_held(driver *d);
+int record_first(driver *d);
+void hold_for_record(driver *d, conn *c);
+void record_gate(driver *d);
+bool record_may_launch(driver *d, conn *c, uint32_t slots);
+void record_launched(driver *d, conn *c, uint64_t max_tid);
 void on_state_timer(uv_timer_t *t);
 void state_due(driver *d);
-void reserve_tids(driver *d, uint64_t max);
+double record_degraded_s(const driver *d);
 int read_state_body(driver *d, const state_record *rec, const uint8_t **snap, size_t *snap_len);
 void remove_state(driver *d);
 
@@ -323,6 +370,7 @@ typedef struct faults_state {
                                           the first release (K more writes after it) kills the driver
                                           (a test's fault) */
   uint64_t crash_release_skip;    /* that K */
+  bool crash_release_armed;       /* the first release came: the next write starting arms it */
 } faults_state;
 
 /* The seam: set up from the command line; the timers on the loop, and closed. */
@@ -331,7 +379,8 @@ void faults_init(driver *d);
 void faults_close(driver *d, uv_close_cb on_closed);
 /* The hooks, where the main path meets a fault. A task succeeded (the fault flags count them);
  * a STATUS frame of c was applied (running: it reported a task RUNNING); c was sent launches,
- * the first of tid first; the heartbeat of executor id expired; an executor was released;
+ * the first of tid first; the heartbeat of executor id expired; an executor was released; a
+ * record's write is about to start (on the loop, none in flight);
  * every expected executor registered (offers begin); a connection or an update was refused;
  * the run stops; the run stops by force. */
 void faults_task_finished(driver *d);
@@ -339,6 +388,7 @@ void faults_status(driver *d, const conn *c, bool running);
 void faults_launched(driver *d, const conn *c, tl_tid first);
 void faults_heartbeat_expired(driver *d, const char *id);
 void faults_released(driver *d);
+void faults_write_starting(driver *d);
 void faults_all_registered(driver *d);
 void faults_refused(driver *d);
 void faults_stopping(driver *d);

@@ -37,7 +37,7 @@ static void usage(void) {
           "                 [--max-task-failures N] [--register-timeout-ms MS]\n"
           "                 [--metrics-port P] [--max-pending-connections N]\n"
           "                 [--max-connections N] [--state-dir DIR] [--snapshot-ms MS]\n"
-          "                 [--recovery-timeout-ms MS] [--launch-before-record]\n"
+          "                 [--recovery-timeout-ms MS]\n"
           "                 [TEST-ONLY OPTIONS]\n"
           "  KIND: noop | sleep:MS | spin:US | hash | crash; M tasks; a chain of stages runs in "
           "order\n"
@@ -45,9 +45,8 @@ static void usage(void) {
           "     1 with --bench)\n"
           "  P: serve GET /metrics (Prometheus text) on the --listen address, 0 = any free port\n"
           "  --partition, --time-limit, --slurm-arg, --slurm-poll-ms: --launcher slurm only\n"
-          "  --state-dir: keep the run's state there and recover it after a crash; a\n"
-          "     launch (and a release's STOP) goes out once a record holds it, at once\n"
-          "     with --launch-before-record\n"
+          "  --state-dir: keep the run's state there and recover it after a crash (records\n"
+          "     are written off the loop every --snapshot-ms: launches do not wait for them)\n"
           "TEST-ONLY OPTIONS: faults a test injects, and what its verdict expects; not for a\n"
           "real run (docs/cluster.md \"Test-only options\"):\n"
           "  [--kill-executor-after N] [--external-kill-after N] [--stop-executor-after N]\n"
@@ -170,7 +169,6 @@ enum {
   OPT_SNAPSHOT_MS,
   OPT_RECOVERY_TIMEOUT_MS,
   OPT_CRASH_IN_STATE_WRITE,
-  OPT_LAUNCH_BEFORE_RECORD,
 };
 
 static const struct option long_options[] = {
@@ -220,7 +218,6 @@ static const struct option long_options[] = {
     {"snapshot-ms", required_argument, NULL, OPT_SNAPSHOT_MS},
     {"recovery-timeout-ms", required_argument, NULL, OPT_RECOVERY_TIMEOUT_MS},
     {"crash-in-state-write", required_argument, NULL, OPT_CRASH_IN_STATE_WRITE},
-    {"launch-before-record", no_argument, NULL, OPT_LAUNCH_BEFORE_RECORD},
     {NULL, 0, NULL, 0},
 };
 
@@ -400,9 +397,6 @@ static bool take_driver_option(driver_opts *o, int opt, const char *v) {
   case OPT_RECOVERY_TIMEOUT_MS:
     o->recovery_timeout_ms = parse_u64(v, 1, 3600000);
     break;
-  case OPT_LAUNCH_BEFORE_RECORD:
-    o->launch_early = true;
-    break;
   default:
     return false;
   }
@@ -505,7 +499,7 @@ static void resolve(driver_opts *o, const given *g) {
   }
   if (o->njobs == 0 || (o->executors + o->accept == 0 && !o->dynamic))
     usage();
-  if ((o->crash_write || o->crash_after_release || o->launch_early) && !o->state_dir)
+  if ((o->crash_write || o->crash_after_release) && !o->state_dir)
     usage();
   if (o->crash_after_release && !o->dynamic) /* nothing is released without it */
     usage();

@@ -99,7 +99,6 @@ typedef struct driver_opts {
   const char *state_dir;                  /* --state-dir; NULL: no failover */
   uint64_t snapshot_ms;                   /* --snapshot-ms */
   uint64_t recovery_timeout_ms;           /* --recovery-timeout-ms */
-  bool launch_early;                      /* --launch-before-record */
   uint64_t crash_write;                   /* --crash-in-state-write N (0: none) */
   bool crash_after_release;               /* its N was `release[+K]`: the (K+1)-th write after
                                              the first release (dynamic allocation) */

@@ -203,6 +203,14 @@ static int metrics_extra(void *ud, char *buf, size_t cap) {
       "taskledger_driver_accept_errors_total{error=\"ENFILE\"} %" PRIu64 "\n"
       "taskledger_driver_accept_errors_total{error=\"other\"} %" PRIu64 "\n",
       d->edge.accept_emfile, d->edge.accept_enfile, d->edge.accept_other);
+  if (d->record.state_dir) { /* --state-dir (docs/cluster.md "Driver failover") */
+    GAUGE("failover_degraded", "1 while the last write of the run's record failed.",
+          d->record.degraded);
+    COUNTER("state_writes_total", "Records of the run written (--state-dir).",
+            d->record.state_writes);
+    COUNTER("state_write_failures_total", "Writes of the run's record that failed.",
+            d->record.state_failed);
+  }
 #undef GAUGE
 #undef COUNTER
 #undef PUT

@@ -245,7 +245,14 @@ void faults_heartbeat_expired(driver *d, const char *id) {
 }
 
 void faults_released(driver *d) {
-  if (d->faults.crash_after_release && state_crash_write == 0)
+  if (d->faults.crash_after_release)
+    d->faults.crash_release_armed = true;
+}
+
+/* Set on the loop while no write is in flight (state_write runs on the thread pool, which reads
+ * state_crash_write): the write about to start is the first after the release. */
+void faults_write_starting(driver *d) {
+  if (d->faults.crash_release_armed && state_crash_write == 0)
     state_crash_write = state_write_count + 1 + d->faults.crash_release_skip;
 }
 

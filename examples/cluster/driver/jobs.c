@@ -38,6 +38,7 @@ int submit_stage(driver *d, job *j, uint32_t k) {
     return rc;
   }
   j->current = k;
+  record_gate(d); /* its launches wait for a durable record that holds it */
   return 0;
 }
 

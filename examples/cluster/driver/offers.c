@@ -19,6 +19,8 @@ void offer(driver *d, conn *c) {
   if (tl_executor_get(d->run.s, c->id, &es) < 0 || es.state != TL_EXECUTOR_ALIVE ||
       es.free_cores == 0)
     return;
+  if (!record_may_launch(d, c, es.free_cores)) /* waits for a record; its end offers again */
+    return;
   tl_offer o = {.executor_id = c->id, .cores = es.free_cores};
   size_t n = 0;
   int rc = tl_resource_offers(d->run.s, &o, 1, d->offers.launch_buf, d->offers.launch_cap, &n);
@@ -77,8 +79,7 @@ void offer(driver *d, conn *c) {
     encode(c, &m);
   }
   d->offers.launched += n;
-  hold_launches(d, c, n);
-  reserve_tids(d, max_tid); /* durable before the LAUNCH frames that name them go out */
+  record_launched(d, c, max_tid);
   send_out(c);
 }
 

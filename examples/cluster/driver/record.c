@@ -1,14 +1,12 @@
-/* The run's durable record (--state-dir): written with state.c, held launches and releases
- * released when a record holds them, the tid reservation, and the record read back by a
- * restarted driver (recovery.c). */
+/* The run's durable record (--state-dir): encoded on the loop and written with state.c on libuv's
+ * thread pool, SYNCED once it is durable, releases held until a record holds them, the tid
+ * reservation, and the record read back by a restarted driver (recovery.c). */
 
 #include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "driver.h"
-
-static void on_commit(uv_idle_t *idle);
 
 /* ---------------------------------------------------------------------------------------------
  * The record's body (docs/cluster.md "Driver failover"), written and read with the project's
@@ -198,151 +196,331 @@ static int encode_state(driver *d, tl__wbuf *w) {
   return TL_OK;
 }
 
-/* Writes the record (the last body again when fresh is false, for a tid reservation), then
- * tells every connection how many of its STATUS frames it holds durably (SYNCED): their ends
- * need not be kept by the executor any more. Returns 0, or -1 (logged; the last record
- * stays). */
-int write_state(driver *d, bool fresh) {
-  if (!d->record.state_dir)
-    return 0;
+/* ---------------------------------------------------------------------------------------------
+ * Writing (docs/cluster.md "Driver failover"). Launches never wait for a record: a record is
+ * asked for every --snapshot-ms, at stage boundaries, registrations and executor starts
+ * (state_due), at a release (hold_for_record) and before launches use up the tid reservation
+ * (record_launched). Its body is encoded on the loop (the scheduler's consistent moment: the
+ * jobs' counts are what the ledger holds), then written, fsynced and renamed on libuv's thread
+ * pool, one write in flight at a time; a record asked for meanwhile is encoded when it ends
+ * (want). When it ends, on the loop: SYNCED to every executor for the STATUS frames read before
+ * its body was encoded, the releases it holds sent, and offers that waited for it resumed.
+ *
+ * What still waits for a durable record: a release's FORGETs and STOP (hold_for_record), the
+ * launches of a task set no durable record holds yet (record_gate: once per stage), and launches
+ * whose tids would pass the durable reservation (record_may_launch: rare, a write is asked for
+ * when half of it is used).
+ * ------------------------------------------------------------------------------------------- */
+
+static void start_write(driver *d);
+
+/* The thread pool's part: the file written, nothing else touched. */
+static void write_work(uv_work_t *req) {
+  record_write *w = (record_write *)req;
   uint64_t t0 = uv_hrtime();
-  if (fresh) {
-    /* Into the spare buffer: the last good body stays for reservations until this one is. */
-    int rc = encode_state(d, &d->record.spare);
-    if (rc != TL_OK) {
-      if (rc == TL_EBUSY) {
-        d->record.state_busy++;
-      } else {
-        fprintf(stderr, "tl-driver: tl_snapshot: %s\n", tl_err_name(rc));
-        d->record.state_failed++;
-      }
-      return -1;
-    }
-    tl__wbuf spare = d->record.spare;
-    d->record.spare = d->record.body;
-    d->record.body = spare;
-  } else if (d->record.body.len == 0) {
-    return -1;
-  } else {
-    d->record.state_reserves++;
-  }
-  /* Every tid launched so far, and a block beyond it, may be sent before the next write. */
-  uint64_t reserve =
-      (d->record.tid_max > d->record.tid_reserved ? d->record.tid_max : d->record.tid_reserved) +
-      TID_BLOCK;
-  char why[512];
-  if (state_write(d->record.state_dir, reserve, d->record.body.buf, d->record.body.len, why,
-                  sizeof why) != 0) {
-    fprintf(stderr, "tl-driver: writing the state: %s\n", why);
-    d->record.state_failed++;
-    return -1;
-  }
-  d->record.tid_reserved = reserve;
-  d->record.state_writes++;
-  d->record.state_ns += uv_hrtime() - t0;
-  if (fresh)
-    for (conn *c = d->link.list; c; c = c->next)
-      if (c->registered && !c->closing && !c->recovering && c->status_frames > c->synced) {
-        tlc_msg m = {.type = TLC_MSG_SYNCED, .u.synced = {c->status_frames}};
-        encode(c, &m);
-        send_out(c);
-        c->synced = c->status_frames;
-        d->record.synced_sent++;
-      }
-  if (fresh)
-    release_held(d);
-  return 0;
+  w->rc = state_write(w->dir, w->reserve, w->buf, w->len, w->why, sizeof w->why);
+  w->ns = uv_hrtime() - t0;
 }
 
-/* With --state-dir (unless --launch-before-record), c's frames, those encoded so far and those
- * after them, wait for the next record, which on_commit writes at the next turn of the loop, so
- * that what is held in one turn shares one write. Returns whether they wait. */
-bool hold_for_record(driver *d, conn *c) {
-  if (!d->record.state_dir || d->record.launch_early)
-    return false;
-  c->held = true;
-  if (!d->record.commit_due) {
-    d->record.commit_due = true;
-    d->record.commit_since = uv_hrtime();
-    uv_idle_start(&d->record.commit, on_commit);
-  }
-  return true;
-}
-
-/* A LAUNCH goes out only once a record holds its attempt: then a crash can lose no launch that
- * an executor got (it is in the record the restart reads, and the executor names it when it
- * reconciles), and a launch the crash kept from going out is offered again. offer() calls this
- * for the n launches it just encoded into c's frames. */
-void hold_launches(driver *d, conn *c, size_t n) {
-  if (n > 0 && hold_for_record(d, c))
-    d->record.held_now += n;
-}
-
-/* A record holds every launch encoded so far (or none could be written, or the run ends): the
- * held frames go out. */
-void release_held(driver *d) {
-  if (!d->record.commit_due)
+/* Launches that waited for a record may go: offers resume (driver.c's on_durable). */
+static void resume_launches(driver *d) {
+  if (d->record.wait_since == 0)
     return;
-  d->record.commit_due = false;
-  uv_idle_stop(&d->record.commit);
-  if (d->record.held_now > 0) { /* a turn that held only a release's STOP is not a launches' wait */
-    uint64_t waited = uv_hrtime() - d->record.commit_since;
-    d->record.held_ns += waited;
-    d->record.held_max_ns = waited > d->record.held_max_ns ? waited : d->record.held_max_ns;
-    d->record.held_rounds++;
-    d->record.held_launches += d->record.held_now;
-    d->record.held_now = 0;
-  }
+  uint64_t waited = uv_hrtime() - d->record.wait_since;
+  d->record.wait_since = 0;
+  d->record.wait_ns += waited;
+  d->record.wait_max_ns = waited > d->record.wait_max_ns ? waited : d->record.wait_max_ns;
+  if (d->record.on_durable)
+    d->record.on_durable(d);
+}
+
+/* Sends the held frames of every connection whose release a durable record holds (all of them
+ * when all is true). */
+static void send_held(driver *d, bool all) {
   for (conn *c = d->link.list; c; c = c->next)
-    if (c->held) {
+    if (c->held && (all || c->held_until <= d->record.seq_durable)) {
       c->held = false;
       send_out(c);
     }
 }
 
-/* The loop turned with launches held: the record that holds them. A write put off for
- * undelivered events is tried at the next turn; one that failed (logged, counted) sends them
- * anyway, as --launch-before-record would: a crash before the next record reruns them, and the
- * tid reservation (reserve_tids) still keeps their tids from being given again. */
-static void on_commit(uv_idle_t *idle) {
-  driver *d = idle->data;
-  uint64_t busy = d->record.state_busy;
-  if (write_state(d, true) == 0 || d->record.state_busy > busy)
+/* A write failed: the run goes on without it, degraded (a crash now recovers an older record).
+ * Logged rate-limited: a failure when no line was logged for RECORD_FAIL_LOG_S (the first one
+ * included), with the count of those that were not; the end of an episode whose failure was
+ * logged. A disk that fails for hours, or fails and recovers over and over, logs at most two
+ * lines every RECORD_FAIL_LOG_S. */
+static void write_failed(driver *d, const char *why) {
+  record_state *r = &d->record;
+  uint64_t now = uv_hrtime();
+  r->state_failed++;
+  if (!r->degraded) {
+    r->degraded = true;
+    r->degraded_since = now;
+    r->degraded_times++;
+    r->degraded_failures = 0;
+    r->degraded_logged = false;
+  }
+  r->degraded_failures++;
+  if (r->fail_logged_ns && now - r->fail_logged_ns < RECORD_FAIL_LOG_S * UINT64_C(1000000000)) {
+    r->fail_unlogged++;
     return;
-  d->record.unrecorded += d->record.held_now;
-  logf_(d, "no record holds %" PRIu64 " launches: sending them anyway", d->record.held_now);
-  release_held(d);
+  }
+  if (r->fail_unlogged)
+    fprintf(stderr,
+            "tl-driver: writing the state: %s (and %" PRIu64 " failures not logged in the last "
+            "%.1f s); failover degraded for %.1f s\n",
+            why, r->fail_unlogged, (double)(now - r->fail_logged_ns) / 1e9,
+            (double)(now - r->degraded_since) / 1e9);
+  else
+    fprintf(stderr,
+            "tl-driver: writing the state: %s; failover degraded: a crash now recovers an older "
+            "record\n",
+            why);
+  r->fail_logged_ns = now;
+  r->fail_unlogged = 0;
+  r->degraded_logged = true;
+}
+
+/* A write succeeded: no longer degraded. */
+static void write_ok(driver *d) {
+  record_state *r = &d->record;
+  if (!r->degraded)
+    return;
+  uint64_t now = uv_hrtime();
+  r->degraded = false;
+  r->degraded_ns += now - r->degraded_since;
+  if (r->degraded_logged)
+    fprintf(stderr,
+            "tl-driver: the state is written again, after %" PRIu64 " failed writes in %.1f s: "
+            "failover no longer degraded\n",
+            r->degraded_failures, (double)(now - r->degraded_since) / 1e9);
+}
+
+/* Degraded (a write or an encode failed): what waited for a record goes without it, the
+ * releases' frames and a new task set's or executor's launches (a crash before the next good record
+ * recovers an older one, as for any failed write). Launches whose tids pass the durable reservation
+ * still wait: the timer tries again every --snapshot-ms. */
+static void go_unrecorded(driver *d) {
+  for (conn *c = d->link.list; c; c = c->next) {
+    d->record.unrecorded += c->held;
+    if (c->gate_seq > d->record.seq_durable) { /* a new executor's first launches */
+      c->gate_seq = 1;
+      d->record.unrecorded++;
+    }
+  }
+  send_held(d, true);
+  if (d->record.gate_seq > d->record.seq_durable) {
+    d->record.gate_seq = 0;
+    d->record.unrecorded++;
+  }
+}
+
+/* The write ended, on the loop. Cancelled (the run stops): nothing. */
+static void write_done(uv_work_t *req, int status) {
+  driver *d = req->data;
+  record_write *w = &d->record.w;
+  d->record.writing = false;
+  if (status == UV_ECANCELED || d->phase.closed)
+    return;
+  if (w->rc == 0) {
+    write_ok(d);
+    d->record.state_writes++;
+    d->record.state_reserves += !w->fresh;
+    d->record.state_ns += w->ns;
+    d->record.tid_reserved = w->reserve;
+    if (w->fresh) {
+      tl__wbuf b = d->record.body; /* the body written is the newest durable one */
+      d->record.body = d->record.spare;
+      d->record.spare = b;
+      d->record.seq_durable = w->seq;
+      for (conn *c = d->link.list; c; c = c->next)
+        if (c->registered && !c->closing && !c->recovering && c->status_recorded > c->synced) {
+          tlc_msg m = {.type = TLC_MSG_SYNCED, .u.synced = {c->status_recorded}};
+          encode(c, &m);
+          send_out(c);
+          c->synced = c->status_recorded;
+          d->record.synced_sent++;
+        }
+      send_held(d, false);
+    }
+  } else {
+    write_failed(d, w->why);
+    if (w->fresh && d->record.tid_max + TID_BLOCK / 2 > d->record.tid_reserved &&
+        d->record.body.len > 0) {
+      /* The tids must be reserved: the last durable body again, which was written once. */
+      w->fresh = false;
+      w->buf = d->record.body.buf;
+      w->len = d->record.body.len;
+      d->record.writing = true;
+      if (uv_queue_work(d->run.loop, &w->req, write_work, write_done) != 0)
+        die_oom();
+      return;
+    }
+    go_unrecorded(d);
+  }
+  if (!d->phase.stopping)
+    resume_launches(d);
+  if (d->record.want && !d->phase.stopping)
+    start_write(d);
+}
+
+/* The body of a fresh record encoded into spare (on the loop), and its write queued; one put
+ * off for undelivered events (inside a callback) is tried again at the next turn. */
+static void start_write(driver *d) {
+  record_state *r = &d->record;
+  if (r->writing) {
+    r->want = true;
+    return;
+  }
+  r->want = false;
+  uint64_t t0 = uv_hrtime();
+  int rc = encode_state(d, &r->spare);
+  if (rc != TL_OK) {
+    if (rc == TL_EBUSY) {
+      r->state_busy++;
+      uv_timer_start(&r->state_timer, on_state_timer, 1, r->snapshot_ms);
+    } else {
+      fprintf(stderr, "tl-driver: tl_snapshot: %s\n", tl_err_name(rc));
+      write_failed(d, "tl_snapshot failed");
+      go_unrecorded(d);
+      resume_launches(d);
+    }
+    return;
+  }
+  uint64_t ns = uv_hrtime() - t0;
+  r->encodes++;
+  r->encode_ns += ns;
+  r->encode_max_ns = ns > r->encode_max_ns ? ns : r->encode_max_ns;
+  for (conn *c = d->link.list; c; c = c->next)
+    c->status_recorded = c->status_frames;
+  faults_write_starting(d);
+  /* Every tid launched so far and a block beyond: launches go on while it is written, up to
+   * the durable reservation, which this one never lowers. */
+  uint64_t reserve = r->tid_max + TID_BLOCK;
+  r->w.reserve = reserve > r->tid_reserved ? reserve : r->tid_reserved;
+  r->w.dir = r->state_dir;
+  r->w.buf = r->spare.buf;
+  r->w.len = r->spare.len;
+  r->w.fresh = true;
+  r->w.seq = ++r->seq_encoded;
+  r->writing = true;
+  if (uv_queue_work(d->run.loop, &r->w.req, write_work, write_done) != 0)
+    die_oom();
+}
+
+/* The first record, before the loop runs (nothing to overlap yet): written at once. Returns 0,
+ * or -1 (logged): the run cannot promise a recovery. */
+int record_first(driver *d) {
+  record_state *r = &d->record;
+  uint64_t t0 = uv_hrtime();
+  int rc = encode_state(d, &r->body);
+  if (rc != TL_OK) {
+    fprintf(stderr, "tl-driver: tl_snapshot: %s\n", tl_err_name(rc));
+    return -1;
+  }
+  r->encodes = 1;
+  r->encode_ns = r->encode_max_ns = uv_hrtime() - t0;
+  uint64_t reserve = (r->tid_max > r->tid_reserved ? r->tid_max : r->tid_reserved) + TID_BLOCK;
+  faults_write_starting(d);
+  t0 = uv_hrtime();
+  char why[STATE_WHY_MAX];
+  if (state_write(r->state_dir, reserve, r->body.buf, r->body.len, why, sizeof why) != 0) {
+    fprintf(stderr, "tl-driver: writing the state: %s\n", why);
+    r->state_failed++;
+    return -1;
+  }
+  r->state_ns += uv_hrtime() - t0;
+  r->state_writes++;
+  r->tid_reserved = reserve;
+  r->seq_durable = r->seq_encoded = 1;
+  return 0;
+}
+
+/* A release: c's frames, those encoded so far and those after them (its FORGETs and STOP), wait
+ * for a record that holds it. Sent before, a crash could make the executor exit while the newest
+ * record holds it running: the restart would wait for it, lose it to the recovery timeout, and
+ * run again any task whose end no record covered yet. */
+void hold_for_record(driver *d, conn *c) {
+  if (!d->record.state_dir)
+    return;
+  c->held = true;
+  c->held_until = d->record.seq_encoded + 1;
+  d->record.held_releases++;
+  start_write(d);
+}
+
+/* A task set was submitted (a stage boundary): its launches wait for the record that holds it,
+ * so that after a crash the restored ledger holds the task set and adopts them. So do an
+ * executor's first launches (record_may_launch): adoption needs it RECOVERING in the image. */
+void record_gate(driver *d) {
+  if (d->record.state_dir)
+    d->record.gate_seq = d->record.seq_encoded + 1;
+}
+
+/* Whether an offer of this many slots to c may launch now: not while a submitted task set or
+ * c's executor (registered afresh: not reconciled) is in no durable record, nor when its tids
+ * could pass the durable reservation. When not, the offer waits (counted); a record is asked
+ * for, and its end resumes the offers. */
+bool record_may_launch(driver *d, conn *c, uint32_t slots) {
+  record_state *r = &d->record;
+  if (!r->state_dir)
+    return true;
+  if (c->gate_seq == 0) /* its first offer: the next record holds its registration */
+    c->gate_seq = c->reconciled ? 1 : r->seq_encoded + 1;
+  uint64_t gate = r->gate_seq > c->gate_seq ? r->gate_seq : c->gate_seq;
+  bool gated = gate > r->seq_durable;
+  bool tids = r->tid_max + slots > r->tid_reserved;
+  if (!gated && !tids)
+    return true;
+  r->wait_new += gated;
+  r->wait_tids += !gated && tids;
+  if (r->wait_since == 0)
+    r->wait_since = uv_hrtime();
+  if (!r->writing) {
+    if (gated || !r->degraded) /* degraded: the timer tries again, not every offer */
+      start_write(d);
+  } else if ((gated && r->w.seq < gate) || (tids && r->w.reserve < r->tid_max + slots)) {
+    r->want = true;
+  }
+  return false;
+}
+
+/* Launches up to tid max_tid were encoded for c. Half the reservation used: a record reserving
+ * more is asked for now, so that launches rarely wait for one. */
+void record_launched(driver *d, conn *c, uint64_t max_tid) {
+  record_state *r = &d->record;
+  if (max_tid > r->tid_max)
+    r->tid_max = max_tid;
+  if (!r->state_dir)
+    return;
+  if (r->tid_max > r->tid_reserved) { /* record_may_launch prevents it; should it come, hold */
+    hold_for_record(d, c);
+    return;
+  }
+  if (r->tid_max + TID_BLOCK / 2 > r->tid_reserved && !r->writing && !r->degraded)
+    start_write(d);
 }
 
 void on_state_timer(uv_timer_t *t) {
   driver *d = t->data;
   if (d->phase.stopping || d->phase.closed)
     return;
-  uint64_t busy = d->record.state_busy;
-  if (write_state(d, true) != 0 && d->record.state_busy > busy) /* undelivered events: soon again */
-    uv_timer_start(&d->record.state_timer, on_state_timer, 1, d->record.snapshot_ms);
+  start_write(d);
 }
 
-/* A stage boundary (from a callback, where a snapshot is refused): the record is written at the
- * next turn of the loop. */
+/* A stage boundary, a registration, executors started (maybe from a callback, where a snapshot
+ * is refused): a record is asked for at the next turn of the loop. */
 void state_due(driver *d) {
   if (d->record.state_dir && !d->phase.stopping && !d->phase.closed)
     uv_timer_start(&d->record.state_timer, on_state_timer, 0, d->record.snapshot_ms);
 }
 
-/* Launches up to tid max are about to be sent: past the reservation, a record reserves more
- * first (the last one's body again when no fresh one can be had), so that a restored driver
- * never gives a tid an executor may hold. Exits when neither can be written: sending would
- * break the promise. */
-void reserve_tids(driver *d, uint64_t max) {
-  if (max > d->record.tid_max)
-    d->record.tid_max = max;
-  if (!d->record.state_dir || max <= d->record.tid_reserved)
-    return;
-  if (write_state(d, true) != 0 && write_state(d, false) != 0) {
-    fprintf(stderr, "tl-driver: cannot reserve tids in %s/state: giving up\n", d->record.state_dir);
-    exit(1);
-  }
+/* Seconds degraded in all, the episode under way included. */
+double record_degraded_s(const driver *d) {
+  uint64_t ns = d->record.degraded_ns;
+  if (d->record.degraded)
+    ns += uv_hrtime() - d->record.degraded_since;
+  return (double)ns / 1e9;
 }
 
 /* Reads the run's part of a record into d, checking it against the command line's jobs.
@@ -422,21 +600,29 @@ void remove_state(driver *d) {
 void record_configure(driver *d, const driver_opts *o) {
   d->record.state_dir = o->state_dir;
   d->record.snapshot_ms = o->snapshot_ms;
-  d->record.launch_early = o->launch_early;
 }
 
 void record_init(driver *d) {
   tl__wbuf_init(&d->record.body, realloc, free);
   tl__wbuf_init(&d->record.spare, realloc, free);
-  uv_idle_init(d->run.loop, &d->record.commit);
-  d->record.commit.data = d;
   uv_timer_init(d->run.loop, &d->record.state_timer);
   d->record.state_timer.data = d;
+  d->record.w.req.data = d;
+}
+
+/* The run stops: no record is written again (the one the jobs' end left stays until the run
+ * removes it), a write not yet begun is cancelled (one under way ends by itself: the loop runs
+ * until it has, before anything it uses is freed), and held frames go out. */
+void record_stop(driver *d) {
+  uv_timer_stop(&d->record.state_timer);
+  d->record.want = false;
+  if (d->record.writing)
+    uv_cancel((uv_req_t *)&d->record.w.req);
+  send_held(d, true);
 }
 
 void record_close(driver *d, uv_close_cb on_closed) {
   uv_close((uv_handle_t *)&d->record.state_timer, on_closed);
-  uv_close((uv_handle_t *)&d->record.commit, on_closed);
 }
 
 void record_free(driver *d) {

@@ -8,24 +8,27 @@
 /* The summary's recovery lines (a recovered run only). */
 void print_recovery(const driver *d) {
   if (d->record.state_dir) {
+    const record_state *r = &d->record;
     printf("state: %" PRIu64 " records written (%" PRIu64 " for tids only, %" PRIu64
-           " put off while events were undelivered, %" PRIu64 " failed), %.3f ms each, last "
-           "%" PRIu64 " bytes; SYNCED frames: %" PRIu64 "\n",
-           d->record.state_writes, d->record.state_reserves, d->record.state_busy,
-           d->record.state_failed,
-           d->record.state_writes
-               ? (double)d->record.state_ns / 1e6 / (double)d->record.state_writes
-               : 0.0,
-           (uint64_t)d->record.body.len, d->record.synced_sent);
-    if (d->record.launch_early)
-      printf("launches: sent before a record holds them (--launch-before-record)\n");
-    else
-      printf("launches: %" PRIu64 " held until a record held them, in %" PRIu64
-             " waits of %.3f ms on average, %.3f ms at most; %" PRIu64 " sent unrecorded\n",
-             d->record.held_launches, d->record.held_rounds,
-             d->record.held_rounds ? (double)d->record.held_ns / 1e6 / (double)d->record.held_rounds
-                                   : 0.0,
-             (double)d->record.held_max_ns / 1e6, d->record.unrecorded);
+           " put off while events were undelivered, %" PRIu64 " failed), encoded on the loop in "
+           "%.3f ms each (%.3f at most), written off it in %.3f ms each, last %" PRIu64
+           " bytes; SYNCED frames: %" PRIu64 "\n",
+           r->state_writes, r->state_reserves, r->state_busy, r->state_failed,
+           r->encodes ? (double)r->encode_ns / 1e6 / (double)r->encodes : 0.0,
+           (double)r->encode_max_ns / 1e6,
+           r->state_writes ? (double)r->state_ns / 1e6 / (double)r->state_writes : 0.0,
+           (uint64_t)r->body.len, r->synced_sent);
+    printf("launches: sent without waiting for a record, but %" PRIu64
+           " offers put off for the record of a new task set or executor and %" PRIu64
+           " for tids, %.3f ms in all, %.3f at most; %" PRIu64
+           " releases held for their record; %" PRIu64 " sent unrecorded (degraded)\n",
+           r->wait_new, r->wait_tids, (double)r->wait_ns / 1e6, (double)r->wait_max_ns / 1e6,
+           r->held_releases, r->unrecorded);
+    if (r->degraded_times)
+      printf("degraded: failover degraded %" PRIu64 " times, %.3f s in all, %" PRIu64
+             " failed writes; %s at the end\n",
+             r->degraded_times, record_degraded_s(d), r->state_failed,
+             r->degraded ? "still degraded" : "not degraded");
   }
   if (!d->recovery.recovered)
     return;
@@ -219,18 +222,25 @@ int write_summary_json(driver *d, const char *path, bool ok, const tl_stats *st,
   else
     fprintf(f, "null,\n");
   fprintf(f, "  \"state\": ");
-  if (d->record.state_dir)
+  if (d->record.state_dir) {
+    const record_state *r = &d->record;
     fprintf(f,
-            "{\"records\": %" PRIu64 ", \"failed\": %" PRIu64
-            ", \"launch_before_record\": %s, \"launches_held\": %" PRIu64
-            ", \"held_mean_ms\": %.3f, \"held_max_ms\": %.3f, \"unrecorded\": %" PRIu64 "},\n",
-            d->record.state_writes, d->record.state_failed,
-            d->record.launch_early ? "true" : "false", d->record.held_launches,
-            d->record.held_rounds ? (double)d->record.held_ns / 1e6 / (double)d->record.held_rounds
-                                  : 0.0,
-            (double)d->record.held_max_ns / 1e6, d->record.unrecorded);
-  else
+            "{\"records\": %" PRIu64 ", \"failed\": %" PRIu64 ", \"tids_only\": %" PRIu64
+            ", \"encode_mean_ms\": %.3f, \"encode_max_ms\": %.3f, \"write_mean_ms\": %.3f"
+            ", \"waits_new\": %" PRIu64 ", \"waits_tids\": %" PRIu64
+            ", \"wait_ms\": %.3f, \"wait_max_ms\": %.3f, \"releases_held\": %" PRIu64
+            ", \"unrecorded\": %" PRIu64 ",\n    \"degraded\": {\"now\": %s, \"times\": %" PRIu64
+            ", \"seconds\": %.3f, \"failures\": %" PRIu64 "}},\n",
+            r->state_writes, r->state_failed, r->state_reserves,
+            r->encodes ? (double)r->encode_ns / 1e6 / (double)r->encodes : 0.0,
+            (double)r->encode_max_ns / 1e6,
+            r->state_writes ? (double)r->state_ns / 1e6 / (double)r->state_writes : 0.0,
+            r->wait_new, r->wait_tids, (double)r->wait_ns / 1e6, (double)r->wait_max_ns / 1e6,
+            r->held_releases, r->unrecorded, r->degraded ? "true" : "false", r->degraded_times,
+            record_degraded_s(d), r->state_failed);
+  } else {
     fprintf(f, "null,\n");
+  }
   fprintf(f, "  \"recovery\": ");
   if (d->recovery.recovered)
     fprintf(f,
