@@ -446,6 +446,8 @@ bool cb_taskset_restored(void *ud, const tl_taskset_info *ts, void **payload);
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct recovery_state {
+  int lock_fd;                       /* --state-dir: DIR/lock, locked until the process exits
+                                        (state_lock) */
   bool recovered;                    /* this run began from a previous run's record */
   bool fell_back;                    /* and state was missing or bad */
   const char *state_file;            /* the file it read: "state", "state.tmp" or "state.prev" */
