@@ -1,6 +1,7 @@
 /* Recovery of a crashed run (--state-dir): the directory locked for the run, the record read
  * (record.c), the ledger restored from it, the executors of the crashed run adopted, and the
- * end of recovery once none is left RECOVERING. */
+ * end of recovery once none is left RECOVERING. What each recovery did is kept for the summary
+ * and in the record (recovery_rec): the drivers before this one's, and this one's. */
 
 #include <errno.h>
 #include <sys/stat.h>
@@ -110,6 +111,7 @@ int recover_state(driver *d, const tl_config *cfg, const tl_callbacks *cb, bool 
       remove_released(d, d->scaling.execs[i].id);
   }
   d->recovery.recover_start_ns = uv_hrtime();
+  d->recovery.recover_start_unix_ns = wall_clock_ns();
   tl_stats st;
   tl_stats_get(d->run.s, &st);
   d->recovery.recovering_at_start = (uint32_t)st.executors_recovering;

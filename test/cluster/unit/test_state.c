@@ -27,8 +27,8 @@ static void setup(void) { ck_assert_ptr_nonnull(mkdtemp(dir)); }
 
 static void teardown(void) {
   char path[256];
-  static const char *const names[] = {"state",  "state.prev", "state.tmp", "state.prev.tmp",
-                                      "lock",   "target",     "fifo"};
+  static const char *const names[] = {"state", "state.prev", "state.tmp", "state.prev.tmp",
+                                      "lock",  "target",     "fifo"};
   chmod(dir, 0700);
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
@@ -311,8 +311,7 @@ static bool target_exists(void) {
 }
 
 START_TEST(a_link_in_the_directory_is_refused_and_never_followed) {
-  static const char *const names[] = {"state", "state.prev", "state.tmp", "state.prev.tmp",
-                                      "lock"};
+  static const char *const names[] = {"state", "state.prev", "state.tmp", "state.prev.tmp", "lock"};
   char why[1024], target[256];
   snprintf(target, sizeof target, "%s", in_dir("target"));
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
