@@ -59,7 +59,7 @@ void die_oom(void);
 #define STATE_BODY_VERSION 3    /* of the driver's record, inside the state file's version */
 #define EXECUTOR_RECONNECT_S 60 /* its executors' --reconnect-s with --state-dir (else 0) */
 #define RECOVERIES_MAX 64       /* recoveries of a run kept in its record and shown one by one */
-#define OPEN_LOSSES_MAX 65536   /* losses still open a record may hold; more: it is bad */
+#define OPEN_LOSSES_MAX 65536   /* open losses a record keeps at most; more read: bad */
 
 typedef struct driver driver;
 typedef struct recovery_rec recovery_rec; /* recovery.c's section */

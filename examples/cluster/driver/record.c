@@ -258,10 +258,13 @@ static void put_history(tl__wbuf *w, driver *d) {
   for (int k = 0; k < LOSS_KINDS; k++)
     tl__put_u64(w, d->losses.reports[k]);
   uint64_t ended = d->losses.lost_ended < LOST_DETAIL_MAX ? d->losses.lost_ended : LOST_DETAIL_MAX;
-  tl__put_u32(w, (uint32_t)(ended + HASH_COUNT(d->losses.open_losses)));
+  size_t open = HASH_COUNT(d->losses.open_losses);
+  open = open < OPEN_LOSSES_MAX ? open : OPEN_LOSSES_MAX; /* what a reader takes */
+  tl__put_u32(w, (uint32_t)(ended + open));
   for (uint64_t i = 0; i < ended; i++)
     put_loss(w, &d->losses.lost_detail[i]);
-  for (const loss_rec *lr = d->losses.open_losses; lr; lr = lr->hh.next)
+  const loss_rec *lr = d->losses.open_losses;
+  for (size_t i = 0; i < open; i++, lr = lr->hh.next)
     put_loss(w, lr);
   uint32_t n = d->recovery.nearlier + (d->recovery.recovered ? 1 : 0);
   uint32_t skip = n > RECOVERIES_MAX ? n - RECOVERIES_MAX : 0;
@@ -294,7 +297,7 @@ static void get_history(tl__rbuf *r, driver *d) {
   for (int k = 0; k < LOSS_KINDS; k++)
     d->losses.reports[k] = tl__get_u64(r);
   uint32_t nloss = tl__get_u32(r);
-  if (nloss > LOST_DETAIL_MAX + OPEN_LOSSES_MAX)
+  if (nloss > LOST_DETAIL_MAX + OPEN_LOSSES_MAX) /* more open ones than any writer writes */
     tl__rbuf_fail(r, TL__RFAULT_RANGE);
   d->losses.lost_ended = 0;
   for (uint32_t i = 0; i < nloss && !r->bad; i++) {
