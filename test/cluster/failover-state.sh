@@ -117,9 +117,10 @@ links)
   ;;
 
 history)
-  # Two executors of 2 cores; 20 ms tasks, 1.5 s of work for the three drivers in all.
-  args="--executors 2 --cores 2 --job sleep:20:300 --state-dir $state --snapshot-ms 50
-    --heartbeat-ms 100 --recovery-timeout-ms 400 --pending-loss-timeout-ms 1000 --timeout-s 60"
+  # Two executors of 2 cores; 20 ms tasks, 2 s of work for the three drivers in all: the first
+  # restart, which waits 1.2 s for the killed executor, must not finish the job.
+  args="--executors 2 --cores 2 --job sleep:20:400 --state-dir $state --snapshot-ms 50
+    --heartbeat-ms 100 --recovery-timeout-ms 1200 --pending-loss-timeout-ms 1000 --timeout-s 60"
   # shellcheck disable=SC2086 # the arguments are split on purpose
   "$dir/tl-driver" $args >"$tmp/out" 2>"$tmp/err1" &
   drv=$!
