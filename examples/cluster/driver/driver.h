@@ -61,10 +61,13 @@ void die_oom(void);
 #define FALLBACK_TID_GAP                                                                           \
   (UINT64_C(1) << 32)           /* tids skipped when recovery read state.prev: more than           \
                                    one write can have reserved */
-#define STATE_BODY_VERSION 2    /* of the driver's record, inside the state file's version */
+#define STATE_BODY_VERSION 3    /* of the driver's record, inside the state file's version */
 #define EXECUTOR_RECONNECT_S 60 /* its executors' --reconnect-s with --state-dir (else 0) */
+#define RECOVERIES_MAX 64       /* recoveries of a run kept in its record and shown one by one */
+#define OPEN_LOSSES_MAX 65536   /* open losses a record keeps at most; more read: bad */
 
 typedef struct driver driver;
+typedef struct recovery_rec recovery_rec; /* recovery.c's section */
 
 /* ---------------------------------------------------------------------------------------------
  * Logging (log.c).
@@ -337,6 +340,11 @@ void state_due(driver *d);
 double record_degraded_s(const driver *d);
 int read_state_body(driver *d, const state_record *rec, const uint8_t **snap, size_t *snap_len);
 void remove_state(driver *d);
+/* The wall clock (CLOCK_REALTIME) in ns since the epoch; the run's first start by it; this
+ * driver's recovery as the record and the summary show it (a recovered run only). */
+uint64_t wall_clock_ns(void);
+uint64_t run_start_unix_ns(const driver *d);
+void recovery_now(const driver *d, recovery_rec *out);
 
 /* ---------------------------------------------------------------------------------------------
  * Test faults (faults.c): the fault flags and the bad clients.
@@ -519,14 +527,43 @@ bool cb_taskset_restored(void *ud, const tl_taskset_info *ts, void **payload);
  * Recovery (recovery.c): a run restarted from its record.
  * ------------------------------------------------------------------------------------------- */
 
+/* One recovery of the run (a driver restarted from its record), for the summary: this
+ * driver's, made from its counters when a record is written or the summary printed
+ * (recovery_now), and those of the drivers before it, kept in the record. */
+struct recovery_rec {
+  char from[16];                   /* the file read: "state", "state.tmp" or "state.prev" */
+  bool done;                       /* every executor to reconcile reconciled or lost */
+  uint64_t start_unix_ns;          /* when the driver restarted (CLOCK_REALTIME) */
+  uint64_t took_ns;                /* done: how long it took; else how long it had run */
+  uint32_t executors_to_reconcile; /* RECOVERING after the restore */
+  uint64_t reconciled;             /* executors reconciled */
+  uint64_t tids_named;             /* tids their RECONCILE named */
+  uint64_t unknown_killed;         /* of those, unknown to the restored ledger: KILL sent */
+  uint64_t attempts_lost;          /* attempts lost to the outage (not named): run again */
+  uint64_t recovery_timeouts;      /* executors lost to the recovery timeout */
+  uint64_t stray_reconciles;       /* RECONCILE from executors that were not recovering */
+  uint64_t stray_kills;            /* their tids, each sent a KILL */
+  uint64_t updates_unknown;        /* updates for tids the restored ledger did not hold */
+  uint32_t launcher_adopted;       /* executors the launcher took back by their handles */
+};
+
 typedef struct recovery_state {
-  bool recovered;                    /* this run began from a previous run's record */
-  bool fell_back;                    /* and state was missing or bad */
-  const char *state_file;            /* the file it read: "state", "state.tmp" or "state.prev" */
-  char fell_back_why[STATE_WHY_MAX]; /* why */
-  uint64_t recover_start_ns;         /* uv_hrtime at the restart */
-  uint64_t recover_end_ns;           /* when no executor was RECOVERING any more; 0 until then */
-  uint32_t recovering_at_start;      /* executors RECOVERING after the restore */
+  int lock_fd;                          /* --state-dir: DIR/lock, locked until the process exits
+                                           (state_lock) */
+  bool recovered;                       /* this run began from a previous run's record */
+  bool fell_back;                       /* and state was missing or bad */
+  const char *state_file;               /* the file it read: "state", "state.tmp" or "state.prev" */
+  char fell_back_why[STATE_WHY_MAX];    /* why */
+  uint64_t recover_start_ns;            /* uv_hrtime at the restart */
+  uint64_t recover_start_unix_ns;       /* and the wall clock's time (CLOCK_REALTIME) */
+  uint64_t recover_end_ns;              /* when no executor was RECOVERING any more; 0 until then */
+  uint32_t recovering_at_start;         /* executors RECOVERING after the restore */
+  uint64_t run_start_unix_ns;           /* the run's first start, from the record; 0: this
+                                           driver's start (summary_state.start_unix_ns) */
+  recovery_rec earlier[RECOVERIES_MAX]; /* the recoveries before this driver's, from the record:
+                                           the last RECOVERIES_MAX, oldest first */
+  uint32_t nearlier;                    /* used entries of earlier */
+  uint64_t earlier_total;               /* recoveries before this driver's, in all */
 } recovery_state;
 
 void check_recovery(driver *d);
@@ -719,6 +756,8 @@ int start_metrics(driver *d, int metrics_port, bool v6);
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct summary_state {
+  uint64_t start_unix_ns;    /* when this driver started (CLOCK_REALTIME) */
+  uint64_t start_ns;         /* and uv_hrtime then */
   const char *summary_json;  /* --summary-json: the file to write */
   bool progress;             /* on */
   bool progress_tty;         /* stderr is a terminal: rewrite one line */

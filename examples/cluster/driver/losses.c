@@ -1,5 +1,6 @@
 /* Lost executors: the loss reports to the ledger (both phases), the records of each loss for the
- * summary (open until its real reason came, then in a ring of the last ones), the removal of
+ * summary (open until its real reason came, then in a ring of the last ones; both kept in the
+ * run's record, so that a restarted driver tells every loss of the run), the removal of
  * released executors, and the ledger's executor_lost callback. */
 
 #include "driver.h"
@@ -157,8 +158,9 @@ void cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss
 
 /* A loss is over: the ledger removed the executor for good, with the real reason (the one the
  * driver reported, or tl_tick's: the heartbeat or recovery timeout, or the pending-loss timeout
- * when no second phase came). An executor with no open record is not a loss of this run: a
- * released one, or one whose loss began before a restart. */
+ * when no second phase came). An executor with no open record is not a loss: a released one.
+ * (A loss that began before a restart has its record back from the run's record, record.c's
+ * get_history, open as it was, so its end after the restart ends it.) */
 void cb_executor_removed(void *ud, const char *id, void *executor_ud,
                          const tl_loss_reason *reason) {
   driver *d = ud;

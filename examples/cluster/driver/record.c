@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "driver.h"
@@ -16,6 +17,12 @@
  *   u32 jobs, and for each: JOB_FIELDS, and for each of its stages: STAGE_FIELDS;
  *   u32 executors started (exec_rec), and for each: EXEC_FIELDS;
  *   STATE_COUNTERS, a u64 each;
+ *   the run's history (put_history): u64 the run's first start (CLOCK_REALTIME, ns since the
+ *   epoch); DETECTED_N u64 lost executors by how their losses began, LOSS_KINDS u64 by their
+ *   real reasons, LOSS_KINDS u64 loss reports by kind; u32 loss records, and for each:
+ *   LOSS_FIELDS (the last LOST_DETAIL_MAX that ended, then those still open); u64 recoveries
+ *   in all, u32 recoveries kept (the last RECOVERIES_MAX, this driver's last), and for each:
+ *   RECOVERY_FIELDS;
  *   u64 the ledger's snapshot length, then tl_snapshot's bytes (docs/snapshot.md).
  *
  * Each record's fields are described once, in a table below, and the writer and the reader of
@@ -68,6 +75,41 @@
   S(source)                                                                                        \
   S(handle)
 
+/* One lost executor (losses.c's loss_rec): ended (final) or still open when written. */
+#define LOSS_FIELDS(U, I, B, S, C, K, X)                                                           \
+  S(id)                                                                                            \
+  U(8, seq)                                                                                        \
+  U(1, detected_by)                                                                                \
+  U(1, nphases)                                                                                    \
+  U(1, phases[0])                                                                                  \
+  U(1, phases[1])                                                                                  \
+  U(1, phases[2])                                                                                  \
+  U(1, phases[3])                                                                                  \
+  B(final)                                                                                         \
+  U(1, kind)                                                                                       \
+  B(caused_by_app)                                                                                 \
+  I(4, exit_code)                                                                                  \
+  S(reason)                                                                                        \
+  S(source)
+_Static_assert(MAX_PHASES == 4, "LOSS_FIELDS writes MAX_PHASES phases");
+
+/* One recovery of the run (recovery_rec). */
+#define RECOVERY_FIELDS(U, I, B, S, C, K, X)                                                       \
+  S(from)                                                                                          \
+  B(done)                                                                                          \
+  U(8, start_unix_ns)                                                                              \
+  U(8, took_ns)                                                                                    \
+  U(4, executors_to_reconcile)                                                                     \
+  U(8, reconciled)                                                                                 \
+  U(8, tids_named)                                                                                 \
+  U(8, unknown_killed)                                                                             \
+  U(8, attempts_lost)                                                                              \
+  U(8, recovery_timeouts)                                                                          \
+  U(8, stray_reconciles)                                                                           \
+  U(8, stray_kills)                                                                                \
+  U(8, updates_unknown)                                                                            \
+  U(4, launcher_adopted)
+
 /* The counters, each kept by the file that owns it (a u64 each). */
 #define STATE_COUNTERS(XX)                                                                         \
   XX(scaling, started)                                                                             \
@@ -84,7 +126,10 @@
   XX(conns, refused_updates)                                                                       \
   XX(conns, frames_in)                                                                             \
   XX(link, frames_out)                                                                             \
-  XX(scaling, most_active)
+  XX(scaling, most_active)                                                                         \
+  XX(losses, lost_total)                                                                           \
+  XX(conns, violations)                                                                            \
+  XX(conns, gone_frames)
 
 /* The writer's rows: rec is the record written. */
 #define W_U(n, f) tl__put_le(w, (uint64_t)rec->f, n);
@@ -152,6 +197,147 @@ static void get_exec(tl__rbuf *r, exec_rec *rec, bool *same) {
   rec->adopted = started && !rec->ended;
 }
 
+static void put_loss(tl__wbuf *w, const loss_rec *rec) { WRITE(LOSS_FIELDS) }
+static void get_loss(tl__rbuf *r, loss_rec *rec, bool *same) {
+  (void)same;
+  READ(LOSS_FIELDS)
+  bool bad = rec->detected_by >= DETECTED_N || rec->nphases == 0 || rec->nphases > MAX_PHASES ||
+             rec->kind >= LOSS_KINDS;
+  for (size_t k = 0; k < rec->nphases && !bad; k++)
+    bad = rec->phases[k] >= LOSS_KINDS;
+  if (bad)
+    tl__rbuf_fail(r, TL__RFAULT_RANGE);
+}
+
+static void put_recovery(tl__wbuf *w, const recovery_rec *rec) { WRITE(RECOVERY_FIELDS) }
+static void get_recovery(tl__rbuf *r, recovery_rec *rec, bool *same) {
+  (void)same;
+  READ(RECOVERY_FIELDS)
+}
+
+uint64_t wall_clock_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t run_start_unix_ns(const driver *d) {
+  return d->recovery.run_start_unix_ns ? d->recovery.run_start_unix_ns : d->summary.start_unix_ns;
+}
+
+void recovery_now(const driver *d, recovery_rec *out) {
+  memset(out, 0, sizeof *out);
+  copy_text(out->from, sizeof out->from, d->recovery.state_file);
+  out->done = d->recovery.recover_end_ns != 0;
+  out->start_unix_ns = d->recovery.recover_start_unix_ns;
+  out->took_ns =
+      (out->done ? d->recovery.recover_end_ns : uv_hrtime()) - d->recovery.recover_start_ns;
+  out->executors_to_reconcile = d->recovery.recovering_at_start;
+  out->reconciled = d->conns.reconciled;
+  out->tids_named = d->conns.reconciled_tids;
+  out->unknown_killed = d->conns.reconcile_unknown;
+  out->attempts_lost = d->conns.reconcile_lost;
+  out->recovery_timeouts = d->losses.recovery_timeouts;
+  out->stray_reconciles = d->conns.stray_reconciles;
+  out->stray_kills = d->conns.stray_kills;
+  out->updates_unknown = d->conns.resent_unknown;
+  out->launcher_adopted = d->scaling.launcher_adopted;
+}
+
+/* What the summary tells of the whole run and a restart would lose: its first start, the lost
+ * executors (the counts, the last LOST_DETAIL_MAX that ended, every one still open) and its
+ * recoveries (those before this driver's, then this one's). */
+static void put_history(tl__wbuf *w, driver *d) {
+  tl__put_u64(w, run_start_unix_ns(d));
+  for (int k = 0; k < DETECTED_N; k++)
+    tl__put_u64(w, d->losses.lost_by_detection[k]);
+  for (int k = 0; k < LOSS_KINDS; k++)
+    tl__put_u64(w, d->losses.lost_by_kind[k]);
+  for (int k = 0; k < LOSS_KINDS; k++)
+    tl__put_u64(w, d->losses.reports[k]);
+  uint64_t ended = d->losses.lost_ended < LOST_DETAIL_MAX ? d->losses.lost_ended : LOST_DETAIL_MAX;
+  size_t open = HASH_COUNT(d->losses.open_losses);
+  open = open < OPEN_LOSSES_MAX ? open : OPEN_LOSSES_MAX; /* what a reader takes */
+  tl__put_u32(w, (uint32_t)(ended + open));
+  for (uint64_t i = 0; i < ended; i++)
+    put_loss(w, &d->losses.lost_detail[i]);
+  const loss_rec *lr = d->losses.open_losses;
+  for (size_t i = 0; i < open; i++, lr = lr->hh.next)
+    put_loss(w, lr);
+  uint32_t n = d->recovery.nearlier + (d->recovery.recovered ? 1 : 0);
+  uint32_t skip = n > RECOVERIES_MAX ? n - RECOVERIES_MAX : 0;
+  tl__put_u64(w, d->recovery.earlier_total + (d->recovery.recovered ? 1 : 0));
+  tl__put_u32(w, n - skip);
+  for (uint32_t i = skip; i < d->recovery.nearlier; i++)
+    put_recovery(w, &d->recovery.earlier[i]);
+  if (d->recovery.recovered) {
+    recovery_rec now;
+    recovery_now(d, &now);
+    put_recovery(w, &now);
+  }
+}
+
+static int loss_seq_order(const void *a, const void *b) {
+  uint64_t x = ((const loss_rec *)a)->seq, y = ((const loss_rec *)b)->seq;
+  return x < y ? -1 : x > y;
+}
+
+/* The run's history read back into d (put_history). The records still open go back on
+ * open_losses, so that the end of their losses (executor_removed, after the restart) ends
+ * them. r turns bad on anything out of range. */
+static void get_history(tl__rbuf *r, driver *d) {
+  bool same = true;
+  d->recovery.run_start_unix_ns = tl__get_u64(r);
+  for (int k = 0; k < DETECTED_N; k++)
+    d->losses.lost_by_detection[k] = tl__get_u64(r);
+  for (int k = 0; k < LOSS_KINDS; k++)
+    d->losses.lost_by_kind[k] = tl__get_u64(r);
+  for (int k = 0; k < LOSS_KINDS; k++)
+    d->losses.reports[k] = tl__get_u64(r);
+  uint32_t nloss = tl__get_u32(r);
+  if (nloss > LOST_DETAIL_MAX + OPEN_LOSSES_MAX) /* more open ones than any writer writes */
+    tl__rbuf_fail(r, TL__RFAULT_RANGE);
+  d->losses.lost_ended = 0;
+  for (uint32_t i = 0; i < nloss && !r->bad; i++) {
+    loss_rec one;
+    memset(&one, 0, sizeof one);
+    get_loss(r, &one, &same);
+    if (!r->bad && (one.seq == 0 || one.seq > d->losses.lost_total))
+      tl__rbuf_fail(r, TL__RFAULT_RANGE);
+    if (r->bad)
+      break;
+    if (one.final) {
+      if (d->losses.lost_ended == LOST_DETAIL_MAX) {
+        tl__rbuf_fail(r, TL__RFAULT_RANGE);
+        break;
+      }
+      d->losses.lost_detail[d->losses.lost_ended++] = one;
+      continue;
+    }
+    loss_rec *lr = NULL;
+    HASH_FIND_STR(d->losses.open_losses, one.id, lr);
+    if (lr) { /* one open loss per executor */
+      tl__rbuf_fail(r, TL__RFAULT_RANGE);
+      break;
+    }
+    lr = malloc(sizeof *lr);
+    if (!lr)
+      die_oom();
+    *lr = one;
+    HASH_ADD_STR(d->losses.open_losses, id, lr);
+  }
+  /* The ring oldest first, as its writer fills it: the next loss replaces the oldest. */
+  qsort(d->losses.lost_detail, (size_t)d->losses.lost_ended, sizeof d->losses.lost_detail[0],
+        loss_seq_order);
+  d->recovery.earlier_total = tl__get_u64(r);
+  uint32_t nrec = tl__get_u32(r);
+  if (nrec > RECOVERIES_MAX || nrec > d->recovery.earlier_total)
+    tl__rbuf_fail(r, TL__RFAULT_RANGE);
+  for (uint32_t i = 0; i < nrec && !r->bad; i++)
+    get_recovery(r, &d->recovery.earlier[i], &same);
+  d->recovery.nearlier = r->bad ? 0 : nrec;
+}
+
 static int snapshot_to_wbuf(void *ud, const void *buf, size_t n) {
   tl__put_bytes(ud, buf, n);
   return 0;
@@ -185,6 +371,7 @@ static int encode_state(driver *d, tl__wbuf *w) {
 #define PUT_COUNTER(g, f) tl__put_u64(w, d->g.f);
   STATE_COUNTERS(PUT_COUNTER)
 #undef PUT_COUNTER
+  put_history(w, d);
   size_t at = w->len;
   tl__put_u64(w, 0);
   int rc = tl_snapshot(d->run.s, snapshot_to_wbuf, w);
@@ -557,6 +744,8 @@ int read_state_body(driver *d, const state_record *rec, const uint8_t **snap, si
   if (!bad)
     STATE_COUNTERS(GET_COUNTER)
 #undef GET_COUNTER
+  if (!bad)
+    get_history(r, d);
   uint64_t n = bad ? 0 : tl__get_u64(r);
   if (!bad && !r->bad && n != tl__rbuf_left(r))
     tl__rbuf_fail(r, TL__RFAULT_RANGE);

@@ -1,6 +1,7 @@
-/* Recovery of a crashed run (--state-dir): the record read (record.c), the ledger restored
- * from it, the executors of the crashed run adopted, and the end of recovery once none is left
- * RECOVERING. */
+/* Recovery of a crashed run (--state-dir): the directory locked for the run, the record read
+ * (record.c), the ledger restored from it, the executors of the crashed run adopted, and the
+ * end of recovery once none is left RECOVERING. What each recovery did is kept for the summary
+ * and in the record (recovery_rec): the drivers before this one's, and this one's. */
 
 #include <errno.h>
 #include <sys/stat.h>
@@ -38,18 +39,27 @@ static int snap_read(void *ud, void *buf, size_t n) {
   return (int)n;
 }
 
-/* --state-dir: reads the record there, if any, and restores the ledger from it (*restored true),
- * or prepares a fresh run's directory. Returns 0, or the exit status of a run that cannot begin:
- * 1 for a record that cannot be had or recovered (the message says why; nothing is changed in
- * the directory, so that it can be looked at). */
+/* --state-dir: takes the directory (made 0700 if it is missing) for the run (state_lock), then
+ * reads the record there, if any, and restores the ledger from it (*restored true), or prepares
+ * a fresh run's directory. Returns 0, or the exit status of a run that cannot begin: 1 for a
+ * directory another driver holds, that others may write or that holds a link, and for a record
+ * that cannot be had or recovered (the message says why; nothing is changed in the directory,
+ * so that it can be looked at, but the lock file's creation). */
 int recover_state(driver *d, const tl_config *cfg, const tl_callbacks *cb, bool *restored) {
   *restored = false;
   if (mkdir(d->record.state_dir, 0700) != 0 && errno != EEXIST) {
     fprintf(stderr, "tl-driver: --state-dir %s: %s\n", d->record.state_dir, strerror(errno));
     return 1;
   }
-  state_record rec;
   char why[3 * STATE_WHY_MAX + 8];
+  /* The directory is this run's before anything reads a record: a second driver on it is
+   * refused here, before it could take a live record for a crashed one's. */
+  d->recovery.lock_fd = state_lock(d->record.state_dir, why, sizeof why);
+  if (d->recovery.lock_fd < 0) {
+    fprintf(stderr, "tl-driver: --state-dir: %s\n", why);
+    return 1;
+  }
+  state_record rec;
   int rc = state_read(d->record.state_dir, &rec, why, sizeof why);
   if (rc == 0)
     return 0;
@@ -77,6 +87,14 @@ int recover_state(driver *d, const tl_config *cfg, const tl_callbacks *cb, bool 
     free(rec.body);
     return 1;
   }
+  /* A record a crash left in state.tmp becomes state before the next write replaces
+   * state.tmp: at no moment is the only good record gone. */
+  if (!strcmp(rec.name, "state.tmp") &&
+      state_promote_tmp(d->record.state_dir, why, sizeof why) != 0) {
+    fprintf(stderr, "tl-driver: the state in %s cannot be kept: %s\n", d->record.state_dir, why);
+    free(rec.body);
+    return 1;
+  }
   d->recovery.recovered = true;
   d->recovery.fell_back = rec.fell_back;
   d->recovery.state_file = rec.name;
@@ -93,6 +111,7 @@ int recover_state(driver *d, const tl_config *cfg, const tl_callbacks *cb, bool 
       remove_released(d, d->scaling.execs[i].id);
   }
   d->recovery.recover_start_ns = uv_hrtime();
+  d->recovery.recover_start_unix_ns = wall_clock_ns();
   tl_stats st;
   tl_stats_get(d->run.s, &st);
   d->recovery.recovering_at_start = (uint32_t)st.executors_recovering;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "codec.h"
@@ -101,7 +102,12 @@ int state_write(const char *dir, uint64_t tid_reserved, const void *body, size_t
   uint8_t h[STATE_HEADER];
   state_header header = {.version = STATE_VERSION, .tid_reserved = tid_reserved, .body_len = len};
   header_put(h, &header, body, len);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  /* A state.tmp left by a failed write, or by a crash (its record recovered and promoted, or
+   * older than state): removed, never followed (unlink removes a link, not its target), and
+   * the new one made exclusively, so that nothing planted there is written through. */
+  if (unlink(tmp) != 0 && errno != ENOENT)
+    return fail(why, whylen, "unlink", tmp);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0)
     return fail(why, whylen, "open", tmp);
   size_t half = len / 2;
@@ -151,12 +157,17 @@ int state_write(const char *dir, uint64_t tid_reserved, const void *body, size_t
 }
 
 /* Reads one file: 1 with *out's body, len and reservation set; 0 when it does not exist; -1 with
- * why when it is bad. */
+ * why when it is bad. A link is not followed; a FIFO or a device is not waited on (O_NONBLOCK)
+ * and refused. */
 static int read_one(const char *path, state_record *out, char *why, size_t whylen) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT)
       return 0;
+    if (errno == ELOOP) {
+      snprintf(why, whylen, "%.*s is a symbolic link: not followed", STATE_PATH_MAX, path);
+      return -1;
+    }
     return fail(why, whylen, "open", path);
   }
   struct stat sb;
@@ -165,6 +176,11 @@ static int read_one(const char *path, state_record *out, char *why, size_t whyle
     close(fd);
     errno = e;
     return fail(why, whylen, "stat", path);
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    close(fd);
+    snprintf(why, whylen, "%.*s is not a regular file", STATE_PATH_MAX, path);
+    return -1;
   }
   uint8_t h[STATE_HEADER];
   state_header header;
@@ -258,4 +274,111 @@ int state_read(const char *dir, state_record *out, char *why, size_t whylen) {
   else
     snprintf(why, whylen, "%s; %s; %s", why_cur, why_prev, why_tmp);
   return -1;
+}
+
+/* The files of the directory besides lock: none may be a link or anything but a regular file. */
+static const char *const state_names[] = {"state", "state.prev", "state.tmp", "state.prev.tmp"};
+
+/* Why the entry name of the directory open at dfd cannot be used (a link, not a regular file),
+ * into why; 0 when it is a regular file or absent. */
+static int check_entry(int dfd, const char *dir, const char *name, char *why, size_t whylen) {
+  struct stat sb;
+  if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT)
+      return 0;
+    snprintf(why, whylen, "stat %.*s/%s: %s", STATE_DIR_MAX, dir, name, strerror(errno));
+    return -1;
+  }
+  if (S_ISREG(sb.st_mode))
+    return 0;
+  snprintf(why, whylen, "%.*s/%s is %s: refused, nothing is read or written through it (remove it)",
+           STATE_DIR_MAX, dir, name,
+           S_ISLNK(sb.st_mode) ? "a symbolic link" : "not a regular file");
+  return -1;
+}
+
+/* state_lock's checks and lock on the directory open at dfd: 0 with *fd the lock's descriptor
+ * (or -1 with it, when one was opened, in *fd for the caller to close). */
+static int lock_dir(int dfd, const char *dir, int *fd, char *why, size_t whylen) {
+  struct stat sb;
+  if (fstat(dfd, &sb) != 0)
+    return fail(why, whylen, "stat", dir);
+  /* Anyone else who may write here could plant a link or replace a record: refused, not
+   * warned about, since the record holds the token. */
+  if (sb.st_uid != geteuid()) {
+    snprintf(why, whylen, "%.*s is owned by uid %lu, not by this user (uid %lu): refused",
+             STATE_DIR_MAX, dir, (unsigned long)sb.st_uid, (unsigned long)geteuid());
+    return -1;
+  }
+  if (sb.st_mode & (S_IWGRP | S_IWOTH)) {
+    snprintf(why, whylen,
+             "%.*s is writable by its group or others (mode %04o): refused (chmod go-w it)",
+             STATE_DIR_MAX, dir, (unsigned)(sb.st_mode & 07777));
+    return -1;
+  }
+  *fd = openat(dfd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+  if (*fd < 0 && errno != ELOOP) {
+    snprintf(why, whylen, "open %.*s/lock: %s", STATE_DIR_MAX, dir, strerror(errno));
+    return -1;
+  }
+  if (*fd < 0 || fstat(*fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    if (check_entry(dfd, dir, "lock", why, whylen) == 0)
+      snprintf(why, whylen, "%.*s/lock cannot be used", STATE_DIR_MAX, dir);
+    return -1;
+  }
+  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+  if (fcntl(*fd, F_SETLK, &fl) != 0) {
+    if (errno != EAGAIN && errno != EACCES) {
+      snprintf(why, whylen, "lock %.*s/lock: %s", STATE_DIR_MAX, dir, strerror(errno));
+      return -1;
+    }
+    struct flock held = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    if (fcntl(*fd, F_GETLK, &held) == 0 && held.l_type != F_UNLCK && held.l_pid > 0)
+      snprintf(why, whylen, "%.*s is in use by another tl-driver (pid %ld holds %.*s/lock)",
+               STATE_DIR_MAX, dir, (long)held.l_pid, STATE_DIR_MAX, dir);
+    else
+      snprintf(why, whylen, "%.*s is in use by another tl-driver (it holds %.*s/lock)",
+               STATE_DIR_MAX, dir, STATE_DIR_MAX, dir);
+    return -1;
+  }
+  for (size_t i = 0; i < sizeof state_names / sizeof state_names[0]; i++)
+    if (check_entry(dfd, dir, state_names[i], why, whylen) != 0)
+      return -1;
+  return 0;
+}
+
+int state_lock(const char *dir, char *why, size_t whylen) {
+  if (strlen(dir) > STATE_DIR_MAX) {
+    snprintf(why, whylen, "the directory's name is longer than %d bytes", STATE_DIR_MAX);
+    return -1;
+  }
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    return fail(why, whylen, "open", dir);
+  int fd = -1;
+  int rc = lock_dir(dfd, dir, &fd, why, whylen);
+  close(dfd);
+  if (rc != 0 && fd >= 0)
+    close(fd); /* the lock, if it was taken, goes with it */
+  return rc == 0 ? fd : -1;
+}
+
+int state_promote_tmp(const char *dir, char *why, size_t whylen) {
+  char tmp[STATE_PATH_MAX], cur[STATE_PATH_MAX];
+  if (strlen(dir) > STATE_DIR_MAX) {
+    snprintf(why, whylen, "the directory's name is longer than %d bytes", STATE_DIR_MAX);
+    return -1;
+  }
+  snprintf(tmp, sizeof tmp, "%.*s/state.tmp", STATE_DIR_MAX, dir);
+  snprintf(cur, sizeof cur, "%.*s/state", STATE_DIR_MAX, dir);
+  if (rename(tmp, cur) != 0)
+    return fail(why, whylen, "rename", tmp);
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    return fail(why, whylen, "open", dir);
+  int rc = fsync(dfd);
+  int e = errno;
+  close(dfd);
+  errno = e;
+  return rc == 0 ? 0 : fail(why, whylen, "fsync", dir);
 }

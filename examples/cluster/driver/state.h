@@ -20,6 +20,13 @@
  *                 newest record
  *       24     8  body length
  *       32     8  FNV-1a 64 of bytes 0..32 and of the body
+ *
+ * The directory is the run's alone (docs/cluster.md "Driver failover"): state_lock takes
+ * DIR/lock (an fcntl write lock, held until the process exits) before anything reads a record,
+ * and refuses a directory that is not the user's or that its group or others may write, and
+ * any of the files above (and lock) that is a symbolic link or not a regular file. No file is
+ * opened through a link: records are read with O_NOFOLLOW, and state.tmp is unlinked and
+ * created afresh with O_CREAT | O_EXCL | O_NOFOLLOW for each write.
  */
 #ifndef TLC_STATE_H
 #define TLC_STATE_H
@@ -63,14 +70,35 @@ extern uint64_t state_crash_write;
 extern int state_crash_point;
 extern uint64_t state_write_count; /* state_write calls this process made */
 
-/* Writes a record as above (dir: at most STATE_DIR_MAX bytes). Returns 0, or -1 with why (a
+/* Writes a record as above (dir: at most STATE_DIR_MAX bytes): a state.tmp left by a failed
+ * write or a crash is unlinked first (never followed), and the new one created exclusively. The
+ * caller holds the directory (state_lock), and has read or promoted any record state.tmp held.
+ * Returns 0, or -1 with why (a
  * sentence with the file and errno's text) in why[0..whylen); DIR/state and DIR/state.prev are then
  * as they were or as the link and rename left them, each whole. */
 int state_write(const char *dir, uint64_t tid_reserved, const void *body, size_t len, char *why,
                 size_t whylen);
 
+/* Takes the directory for this process (dir: at most STATE_DIR_MAX bytes; it must exist):
+ * checks that it is a directory owned by the effective user that neither its group nor others
+ * may write, takes an fcntl write lock on DIR/lock (created 0600, empty, opened with
+ * O_NOFOLLOW; fcntl names the holder's pid), then checks that none of state, state.prev, state.tmp,
+ * state.prev.tmp is a symbolic link or anything but a regular file. Returns the lock's
+ * descriptor (O_CLOEXEC: the lock is held until the process exits or closes it; the file stays,
+ * so that a driver that opens it later locks the same file), or -1 with why: the directory is
+ * in use (the holder's pid named when fcntl tells it), or what is wrong with it or with one of
+ * its files. Nothing in the directory is changed but lock's creation. */
+int state_lock(const char *dir, char *why, size_t whylen);
+
+/* Completes the write a crash stopped before its last rename, once the record it left in
+ * DIR/state.tmp was recovered (state_read named "state.tmp"): state.tmp is renamed over state
+ * and the directory fsynced, so that the next write, which replaces state.tmp, never removes
+ * the only good record. state.prev is left as it is. Returns 0, or -1 with why. */
+int state_promote_tmp(const char *dir, char *why, size_t whylen);
+
 /* Reads DIR/state; when it is missing or bad (too short, another magic or version, a body
- * length beyond the file or STATE_BODY_MAX, trailing bytes, a checksum that does not match),
+ * length beyond the file or STATE_BODY_MAX, trailing bytes, a checksum that does not match; a
+ * symbolic link, which is not followed, or anything but a regular file),
  * DIR/state.tmp if it is whole (a write that a crash stopped before its last rename: the newest
  * record), else DIR/state.prev. Returns 1 with *out filled, 0 when none of them exists (a first
  * run), -1 when no good record can be had, why (3 * STATE_WHY_MAX bytes are enough) saying what

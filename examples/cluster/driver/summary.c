@@ -1,11 +1,34 @@
 /* What the run says: the progress line while it runs, and at its end the summary on stdout and,
  * with --summary-json, the same as JSON (docs/cluster.md "The JSON summary"). */
 
+#include <time.h>
 #include <unistd.h>
 
 #include "driver.h"
 
-/* The summary's recovery lines (a recovered run only). */
+/* Seconds from the wall clock's time `from` to `to` (negative if the clock went back). */
+static double wall_seconds(uint64_t from, uint64_t to) {
+  return to >= from ? (double)(to - from) / 1e9 : -(double)(from - to) / 1e9;
+}
+
+/* What one recovery did, as the `recovered:` line and the `recoveries:` lines say it. */
+static void print_one_recovery(const driver *d, const recovery_rec *r) {
+  char e[ESC_MAX];
+  printf("from %s/%s%s; %" PRIu32 " executors to reconcile, recovery %s%.3f s; "
+         "reconciled %" PRIu64 " (%" PRIu64 " tids named, %" PRIu64 " unknown and killed), "
+         "%" PRIu64 " attempts lost to the outage, %" PRIu64 " executors lost to the recovery "
+         "timeout; stray reconciliations %" PRIu64 " (%" PRIu64 " KILLs); updates of unknown tids "
+         "%" PRIu64 "\n",
+         d->record.state_dir, esc(e, r->from),
+         strcmp(r->from, "state") ? " (state was missing or bad)" : "", r->executors_to_reconcile,
+         r->done ? "" : "NOT DONE after ", (double)r->took_ns / 1e9, r->reconciled, r->tids_named,
+         r->unknown_killed, r->attempts_lost, r->recovery_timeouts, r->stray_reconciles,
+         r->stray_kills, r->updates_unknown);
+}
+
+/* The summary's state lines (--state-dir): the records, the launches they held, the run since
+ * its first start; and, for a recovered run, every recovery: those of the drivers before this
+ * one, then this one's with each executor it reconciled. */
 void print_recovery(const driver *d) {
   if (d->record.state_dir) {
     const record_state *r = &d->record;
@@ -29,23 +52,34 @@ void print_recovery(const driver *d) {
              " failed writes; %s at the end\n",
              r->degraded_times, record_degraded_s(d), r->state_failed,
              r->degraded ? "still degraded" : "not degraded");
+    uint64_t first = run_start_unix_ns(d);
+    time_t t = (time_t)(first / UINT64_C(1000000000));
+    struct tm tm;
+    char when[64] = "?";
+    if (gmtime_r(&t, &tm))
+      strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    printf("run: %" PRIu64 " drivers, first started %s, %.3f s ago (outages included); this "
+           "driver %.3f s\n",
+           d->recovery.earlier_total + (d->recovery.recovered ? 1 : 0) + 1, when,
+           wall_seconds(first, wall_clock_ns()), (double)(uv_hrtime() - d->summary.start_ns) / 1e9);
   }
   if (!d->recovery.recovered)
     return;
-  printf("recovered: from %s/%s%s; %" PRIu32 " executors to reconcile, recovery %s%.3f s; "
-         "reconciled %" PRIu64 " (%" PRIu64 " tids named, %" PRIu64 " unknown and killed), "
-         "%" PRIu64 " attempts lost to the outage, %" PRIu64 " executors lost to the recovery "
-         "timeout; stray reconciliations %" PRIu64 " (%" PRIu64 " KILLs); updates of unknown tids "
-         "%" PRIu64 "\n",
-         d->record.state_dir, d->recovery.state_file,
-         d->recovery.fell_back ? " (state was missing or bad)" : "",
-         d->recovery.recovering_at_start, d->recovery.recover_end_ns ? "" : "NOT DONE after ",
-         (double)((d->recovery.recover_end_ns ? d->recovery.recover_end_ns : uv_hrtime()) -
-                  d->recovery.recover_start_ns) /
-             1e9,
-         d->conns.reconciled, d->conns.reconciled_tids, d->conns.reconcile_unknown,
-         d->conns.reconcile_lost, d->losses.recovery_timeouts, d->conns.stray_reconciles,
-         d->conns.stray_kills, d->conns.resent_unknown);
+  uint64_t total = d->recovery.earlier_total + 1;
+  printf("recoveries: %" PRIu64 " in this run, this driver's the last", total);
+  if (total > d->recovery.nearlier + 1)
+    printf(" (%" PRIu64 " earlier ones not shown)", total - d->recovery.nearlier - 1);
+  printf("\n");
+  for (uint32_t i = 0; i < d->recovery.nearlier; i++) {
+    const recovery_rec *r = &d->recovery.earlier[i];
+    printf("  recovery %" PRIu64 " of %" PRIu64 ", at %.3f s: ", total - d->recovery.nearlier + i,
+           total, wall_seconds(run_start_unix_ns(d), r->start_unix_ns));
+    print_one_recovery(d, r);
+  }
+  recovery_rec now;
+  recovery_now(d, &now);
+  printf("recovered: ");
+  print_one_recovery(d, &now);
   if (d->recovery.fell_back)
     printf("  state was not read: %s\n", d->recovery.fell_back_why);
   if (d->scaling.launcher_adopted)
@@ -186,6 +220,24 @@ static void json_str(FILE *f, const char *s) {
   X(reconcile_unknown)                                                                             \
   X(reconcile_adopted)
 
+/* One recovery as a JSON object; with at, its "at_seconds" (from the run's first start) first. */
+static void json_recovery(FILE *f, const recovery_rec *r, const double *at) {
+  fprintf(f, "{");
+  if (at)
+    fprintf(f, "\"at_seconds\": %.3f, ", *at);
+  fprintf(f, "\"from\": ");
+  json_str(f, r->from);
+  fprintf(f,
+          ", \"executors_to_reconcile\": %" PRIu32 ", \"done\": %s, \"seconds\": %.3f"
+          ", \"reconciled\": %" PRIu64 ", \"tids_named\": %" PRIu64 ", \"unknown_killed\": %" PRIu64
+          ", \"attempts_lost\": %" PRIu64 ", \"recovery_timeouts\": %" PRIu64
+          ", \"stray_reconciles\": %" PRIu64 ", \"stray_kills\": %" PRIu64
+          ", \"updates_unknown\": %" PRIu64 ", \"launcher_adopted\": %" PRIu32 "}",
+          r->executors_to_reconcile, r->done ? "true" : "false", (double)r->took_ns / 1e9,
+          r->reconciled, r->tids_named, r->unknown_killed, r->attempts_lost, r->recovery_timeouts,
+          r->stray_reconciles, r->stray_kills, r->updates_unknown, r->launcher_adopted);
+}
+
 /* --summary-json: what the summary says, as one JSON object (the format is in
  * docs/cluster.md). 0, or -1 with a message on stderr. */
 int write_summary_json(driver *d, const char *path, bool ok, const tl_stats *st, uint64_t tasks,
@@ -205,6 +257,13 @@ int write_summary_json(driver *d, const char *path, bool ok, const tl_stats *st,
           "  \"tasks\": {\"succeeded\": %" PRIu64 ", \"launched\": %" PRIu64
           ", \"retries\": %" PRIu64 "},\n",
           tasks, d->offers.launched, d->offers.retries);
+  uint64_t first = run_start_unix_ns(d);
+  fprintf(f,
+          "  \"run\": {\"first_start_unix\": %.3f, \"seconds\": %.3f, "
+          "\"this_driver_seconds\": %.3f, \"drivers\": %" PRIu64 "},\n",
+          (double)first / 1e9, wall_seconds(first, wall_clock_ns()),
+          (double)(uv_hrtime() - d->summary.start_ns) / 1e9,
+          d->recovery.earlier_total + (d->recovery.recovered ? 1 : 0) + 1);
   fprintf(f,
           "  \"executors\": {\"started\": %" PRIu32 ", \"registered\": %" PRIu32
           ", \"released\": %" PRIu32 ", \"stopped_by_force\": %" PRIu32
@@ -242,24 +301,27 @@ int write_summary_json(driver *d, const char *path, bool ok, const tl_stats *st,
     fprintf(f, "null,\n");
   }
   fprintf(f, "  \"recovery\": ");
-  if (d->recovery.recovered)
-    fprintf(f,
-            "{\"from\": \"%s\", \"executors_to_reconcile\": %" PRIu32
-            ", \"done\": %s, \"seconds\": %.3f, \"reconciled\": %" PRIu64
-            ", \"tids_named\": %" PRIu64 ", \"unknown_killed\": %" PRIu64
-            ", \"attempts_lost\": %" PRIu64 ", \"recovery_timeouts\": %" PRIu64
-            ", \"stray_reconciles\": %" PRIu64 ", \"updates_unknown\": %" PRIu64
-            ", \"launcher_adopted\": %" PRIu32 "},\n",
-            d->recovery.state_file, d->recovery.recovering_at_start,
-            d->recovery.recover_end_ns ? "true" : "false",
-            d->recovery.recover_end_ns
-                ? (double)(d->recovery.recover_end_ns - d->recovery.recover_start_ns) / 1e9
-                : 0.0,
-            d->conns.reconciled, d->conns.reconciled_tids, d->conns.reconcile_unknown,
-            d->conns.reconcile_lost, d->losses.recovery_timeouts, d->conns.stray_reconciles,
-            d->conns.resent_unknown, d->scaling.launcher_adopted);
-  else
+  recovery_rec now;
+  if (d->recovery.recovered) {
+    recovery_now(d, &now);
+    json_recovery(f, &now, NULL);
+    fprintf(f, ",\n");
+  } else {
     fprintf(f, "null,\n");
+  }
+  fprintf(f, "  \"recoveries_total\": %" PRIu64 ",\n  \"recoveries\": [",
+          d->recovery.earlier_total + (d->recovery.recovered ? 1 : 0));
+  for (uint32_t i = 0; i < d->recovery.nearlier; i++) {
+    fprintf(f, "%s\n    ", i ? "," : "");
+    double at = wall_seconds(first, d->recovery.earlier[i].start_unix_ns);
+    json_recovery(f, &d->recovery.earlier[i], &at);
+  }
+  if (d->recovery.recovered) {
+    fprintf(f, "%s\n    ", d->recovery.nearlier ? "," : "");
+    double at = wall_seconds(first, now.start_unix_ns);
+    json_recovery(f, &now, &at);
+  }
+  fprintf(f, "%s],\n", d->recovery.nearlier || d->recovery.recovered ? "\n  " : "");
   const loss_rec **shown;
   size_t nshown = shown_losses(d, &shown);
   fprintf(f, "  \"lost_executors_total\": %" PRIu64 ",\n", d->losses.lost_total);
@@ -505,6 +567,8 @@ void print_ledger(const driver *d, const tl_stats *st, int check, const char *wh
 /* The progress line (shown by default on a terminal; --progress forces it, --quiet silences the
  * default) and --summary-json. */
 void summary_configure(driver *d, const driver_opts *o) {
+  d->summary.start_unix_ns = wall_clock_ns();
+  d->summary.start_ns = uv_hrtime();
   d->summary.summary_json = o->summary_json;
   d->summary.progress_tty = isatty(2);
   d->summary.progress = o->progress || (d->summary.progress_tty && !d->log.quiet);

@@ -1,16 +1,22 @@
 /* tl-driver's state files (state.h): a record reads back whole; a torn, truncated, flipped or
  * foreign newest file is refused and the previous one is read instead; neither good is refused
  * with both faults named; no file at all is a first run; a writer killed inside a write, or
- * between its link and its rename, leaves the older record as state. ctest runs it as
- * cluster-state.
+ * between its link and its rename, leaves the older record as state, and a whole state.tmp a
+ * crash left is promoted to state. The directory: locked by one process at a time (the second
+ * refused, the holder's pid named), refused when its group or others may write it, refused
+ * when one of its files is a symbolic link, and no link is ever followed (a dangling one at
+ * state.tmp creates nothing). ctest runs it as cluster-state.
  */
 #include "state.h"
 
 #include <check.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,8 +27,10 @@ static void setup(void) { ck_assert_ptr_nonnull(mkdtemp(dir)); }
 
 static void teardown(void) {
   char path[256];
-  static const char *const names[] = {"state", "state.prev", "state.tmp", "state.prev.tmp"};
-  for (size_t i = 0; i < 4; i++) {
+  static const char *const names[] = {"state", "state.prev", "state.tmp", "state.prev.tmp",
+                                      "lock",  "target",     "fifo"};
+  chmod(dir, 0700);
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
     unlink(path);
   }
@@ -226,6 +234,184 @@ START_TEST(the_header_is_the_documented_bytes) {
 }
 END_TEST
 
+/* The path of name in the directory (in one of four buffers, used in turn: two in one call
+ * are two paths). */
+static const char *in_dir(const char *name) {
+  static char paths[4][256];
+  static unsigned next;
+  char *path = paths[next++ % 4];
+  snprintf(path, sizeof paths[0], "%s/%s", dir, name);
+  return path;
+}
+
+START_TEST(the_directory_is_locked_by_one_process_at_a_time) {
+  char why[1024];
+  int fd = state_lock(dir, why, sizeof why);
+  ck_assert_msg(fd >= 0, "state_lock: %s", why);
+  struct stat sb;
+  ck_assert_int_eq(lstat(in_dir("lock"), &sb), 0);
+  ck_assert(S_ISREG(sb.st_mode));
+  ck_assert_uint_eq(sb.st_mode & 0777, 0600);
+  /* A second process: refused, the holder named; once the holder lets go, it may. */
+  for (int round = 0; round < 2; round++) {
+    int pipefd[2];
+    ck_assert_int_eq(pipe(pipefd), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+      close(pipefd[0]);
+      char w[1024] = "";
+      int rc = state_lock(dir, w, sizeof w);
+      ssize_t n = write(pipefd[1], w, strlen(w) + 1);
+      _exit(n > 0 && rc >= 0 ? 0 : 1);
+    }
+    close(pipefd[1]);
+    char got[1024] = "";
+    ssize_t n = read(pipefd[0], got, sizeof got - 1);
+    close(pipefd[0]);
+    ck_assert_int_gt(n, 0);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status));
+    if (round == 0) {
+      char expect[512];
+      snprintf(expect, sizeof expect, "%s is in use by another tl-driver (pid %ld holds %s/lock)",
+               dir, (long)getpid(), dir);
+      ck_assert_int_eq(WEXITSTATUS(status), 1);
+      ck_assert_msg(strcmp(got, expect) == 0, "why: %s", got);
+      close(fd); /* the holder lets go */
+    } else {
+      ck_assert_int_eq(WEXITSTATUS(status), 0);
+    }
+  }
+}
+END_TEST
+
+START_TEST(a_directory_others_may_write_is_refused) {
+  static const mode_t modes[] = {0770, 0720, 0702, 0777, 01777};
+  char why[1024];
+  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+    ck_assert_int_eq(chmod(dir, modes[i]), 0);
+    ck_assert_int_eq(state_lock(dir, why, sizeof why), -1);
+    ck_assert_msg(strstr(why, "is writable by its group or others"), "why: %s", why);
+    struct stat sb;
+    ck_assert_int_eq(lstat(in_dir("lock"), &sb), -1); /* nothing made */
+  }
+  ck_assert_int_eq(chmod(dir, 0750), 0); /* others may read: theirs to decide */
+  int fd = state_lock(dir, why, sizeof why);
+  ck_assert_msg(fd >= 0, "state_lock: %s", why);
+  close(fd);
+}
+END_TEST
+
+/* Whether the target of the planted links exists. */
+static bool target_exists(void) {
+  struct stat sb;
+  return lstat(in_dir("target"), &sb) == 0;
+}
+
+START_TEST(a_link_in_the_directory_is_refused_and_never_followed) {
+  static const char *const names[] = {"state", "state.prev", "state.tmp", "state.prev.tmp", "lock"};
+  char why[1024], target[256];
+  snprintf(target, sizeof target, "%s", in_dir("target"));
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    unlink(in_dir("lock")); /* made by the lock before it looked at the others */
+    ck_assert_int_eq(symlink(target, in_dir(names[i])), 0); /* dangling */
+    ck_assert_int_eq(state_lock(dir, why, sizeof why), -1);
+    char expect[512];
+    snprintf(expect, sizeof expect, "%s/%s is a symbolic link", dir, names[i]);
+    ck_assert_msg(strstr(why, expect), "why: %s", why);
+    ck_assert(!target_exists());
+    unlink(in_dir(names[i]));
+  }
+  /* Not a regular file: a FIFO at state is refused by the lock, and read without waiting. */
+  ck_assert_int_eq(mkfifo(in_dir("state"), 0600), 0);
+  ck_assert_int_eq(state_lock(dir, why, sizeof why), -1);
+  ck_assert_msg(strstr(why, "state is not a regular file"), "why: %s", why);
+  state_record r;
+  ck_assert_int_eq(state_read(dir, &r, why, sizeof why), -1);
+  ck_assert_msg(strstr(why, "state is not a regular file"), "why: %s", why);
+  unlink(in_dir("state"));
+}
+END_TEST
+
+START_TEST(a_record_is_read_through_no_link) {
+  put("older", 1);
+  put("newer", 2);
+  /* state made a link to a good record: not followed, state.prev is read instead. */
+  ck_assert_int_eq(rename(in_dir("state"), in_dir("target")), 0);
+  char target[256];
+  snprintf(target, sizeof target, "%s", in_dir("target"));
+  ck_assert_int_eq(symlink(target, in_dir("state")), 0);
+  state_record r;
+  char why[1024];
+  ck_assert_int_eq(state_read(dir, &r, why, sizeof why), 1);
+  ck_assert_str_eq(r.name, "state.prev");
+  ck_assert_msg(strstr(r.why_newest, "state is a symbolic link: not followed"), "why: %s",
+                r.why_newest);
+  free(r.body);
+  unlink(in_dir("state"));
+  unlink(in_dir("target"));
+}
+END_TEST
+
+START_TEST(a_write_replaces_what_is_at_state_tmp_without_following_it) {
+  char target[256];
+  snprintf(target, sizeof target, "%s", in_dir("target"));
+  ck_assert_int_eq(symlink(target, in_dir("state.tmp")), 0); /* dangling */
+  put("first", 1);
+  ck_assert(!target_exists()); /* the record is not written through the link */
+  expect("first", 1, 0);
+  struct stat sb;
+  ck_assert_int_eq(lstat(in_dir("state.tmp"), &sb), -1); /* renamed to state */
+  /* A link to a file of the user's: that file is not changed. */
+  FILE *f = fopen(target, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("keep", f);
+  fclose(f);
+  ck_assert_int_eq(symlink(target, in_dir("state.tmp")), 0);
+  put("second", 2);
+  expect("second", 2, 0);
+  ck_assert_int_eq(stat(target, &sb), 0);
+  ck_assert_uint_eq(sb.st_size, 4);
+  /* A stale regular state.tmp (a failed write's): replaced. */
+  f = fopen(in_dir("state.tmp"), "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("stale and longer than a record", f);
+  fclose(f);
+  put("third", 3);
+  expect("third", 3, 0);
+}
+END_TEST
+
+START_TEST(a_whole_state_tmp_a_crash_left_is_promoted_to_state) {
+  put("zeroth", 5);
+  put("first", 10);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    state_crash_write = state_write_count + 1;
+    state_crash_point = STATE_CRASH_LINKED;
+    char why[256];
+    state_write(dir, 20, "second", 6, why, sizeof why);
+    _exit(0);
+  }
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  damage("state", STATE_HEADER, 1, -1); /* state and state.prev: the same file, both bad */
+  expect("second", 20, 1);              /* state.tmp is the one good record */
+  char why[256];
+  ck_assert_int_eq(state_promote_tmp(dir, why, sizeof why), 0);
+  expect("second", 20, 0); /* state now */
+  struct stat sb;
+  ck_assert_int_eq(lstat(in_dir("state.tmp"), &sb), -1);
+  put("third", 30); /* the next write leaves the promoted record as state.prev */
+  damage("state", STATE_HEADER, 1, -1);
+  expect("second", 20, 1);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("state");
   TCase *tc = tcase_create("core");
@@ -237,6 +423,12 @@ int main(void) {
   tcase_add_test(tc, neither_good_is_refused_with_both_faults);
   tcase_add_test(tc, a_longer_file_or_another_version_is_refused);
   tcase_add_test(tc, the_header_is_the_documented_bytes);
+  tcase_add_test(tc, the_directory_is_locked_by_one_process_at_a_time);
+  tcase_add_test(tc, a_directory_others_may_write_is_refused);
+  tcase_add_test(tc, a_link_in_the_directory_is_refused_and_never_followed);
+  tcase_add_test(tc, a_record_is_read_through_no_link);
+  tcase_add_test(tc, a_write_replaces_what_is_at_state_tmp_without_following_it);
+  tcase_add_test(tc, a_whole_state_tmp_a_crash_left_is_promoted_to_state);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
