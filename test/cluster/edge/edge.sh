@@ -53,12 +53,13 @@
 #              tids, never reading (each answered with 131,071 KILL frames, 6 MB): under the
 #              default --max-unsent-bytes (16 MiB) it is closed, which is logged and counted
 #              (summary, JSON, /metrics), its executor is lost as removed by the driver, the
-#              driver's VmRSS stays under 100 MB throughout (it reached 1 GB before the bound),
-#              and the job succeeds on ext-1
-#   lost       a client with the token registers, sends nothing past the heartbeat timeout
-#              (lost), 1.5 s later a RECONCILE of 1,000 tids and a STATUS: both are dropped and
-#              counted, not applied (no KILL comes back, where it got 1,000 before), it is sent
-#              STOP and closed within the grace (2 s) of its loss, and the job succeeds
+#              driver's VmRSS stays under 100 MB throughout (296 MB with these 48 frames
+#              before the bound), and the job succeeds on ext-1
+#   lost       a client with the token registers and sends nothing for 1.5 s (lost at the
+#              400 ms heartbeat timeout), then a RECONCILE of 1,000 tids and a STATUS: both are
+#              dropped and counted, not applied (no KILL comes back, where it got 1,000 before),
+#              it is sent STOP and closed within the grace (2 s) of its loss, and the job
+#              succeeds
 #   takeover   a run with --state-dir is killed (SIGKILL) while its 2 executors are stopped
 #              (SIGSTOP); restarted, a client with the token REGISTERs as exec-1 from another
 #              host, then RECONCILEs nothing: it is refused (STOP, closed), logged and counted;
