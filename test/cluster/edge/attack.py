@@ -749,6 +749,14 @@ def read_rss_kb(pid):
     return -1
 
 
+TCP_ESTABLISHED = 1  # tcpi_state of Linux's struct tcp_info
+
+
+def tcp_state(s):
+    """The socket's TCP state (the first byte of TCP_INFO): 1 while established."""
+    return s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[0]
+
+
 def mode_flood_reconcile(a, addr, deadline):
     """REGISTER, then RECONCILE frames as fast as the driver reads them, never reading."""
     token = env_token()
@@ -791,29 +799,14 @@ def mode_flood_reconcile(a, addr, deadline):
         if e.errno not in CLOSED_ERRNOS:
             raise
         closed = True
-    # The close, still reading nothing: a reset makes a zero-byte send fail, a FIN shows as
-    # readable with nothing (MSG_PEEK leaves what the driver sent where it is).
+    # The close, still reading nothing: the kernel's TCP state says it (a FIN: CLOSE_WAIT; a
+    # reset: CLOSE), whatever waits unread in the receive buffer.
     end = min(deadline, time.monotonic() + a.hold_s)
     while not closed and time.monotonic() < end:
         sample()
-        r, _, _ = select.select([s], [], [], 0.05)
-        if not r:
-            continue
-        try:
-            s.setblocking(False)
-            peek = s.recv(1, socket.MSG_PEEK)
-            if not peek:
-                closed = True
-                break
-            s.send(b"")  # data waits unread: a reset shows here
-        except (BlockingIOError, InterruptedError):
-            pass
-        except OSError as e:
-            if e.errno not in CLOSED_ERRNOS:
-                raise
-            closed = True
-            break
-        time.sleep(0.05)
+        closed = tcp_state(s) != TCP_ESTABLISHED
+        if not closed:
+            time.sleep(0.05)
     after_ms = int((time.monotonic() - t0) * 1000)
     close_quietly(s)
     pairs = [("sent", sent), ("closed_by_peer", int(closed)), ("after_ms", after_ms)]
