@@ -41,3 +41,7 @@ int conn_write(uv_stream_t *stream, tlc_buf *out, conn_written_cb written, void 
   }
   return rc;
 }
+
+size_t conn_unsent(const uv_stream_t *stream, const tlc_buf *out) {
+  return out->len + uv_stream_get_write_queue_size(stream);
+}

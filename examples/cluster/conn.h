@@ -23,4 +23,11 @@ typedef void (*conn_written_cb)(void *data, int status);
  * callback on the loop's thread. */
 int conn_write(uv_stream_t *stream, tlc_buf *out, conn_written_cb written, void *data);
 
+/* The bytes a connection holds that its peer has not taken: those encoded in out and not yet
+ * handed to conn_write, and those libuv holds in its write queue (handed to uv_write, not yet
+ * taken by the kernel: the peer does not read, or not as fast). The kernel's socket buffer is
+ * not counted (it is not the process's memory). What a peer that never reads makes the
+ * process hold; tl-driver bounds it (--max-unsent-bytes). */
+size_t conn_unsent(const uv_stream_t *stream, const tlc_buf *out);
+
 #endif

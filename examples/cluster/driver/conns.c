@@ -23,9 +23,10 @@ static void keep_report(driver *d, conn *c) {
  * launcher (on_end), or, for an executor no launcher started (or whose end never comes), until
  * pending_loss_timeout_ns. When the launcher's end came first, the real reason is already in;
  * otherwise the launcher is asked for news now (ops->query). One the driver closes for a
- * protocol fault (c->violated) has a known reason at once: the driver dropped it,
- * TL_LOSS_KILLED, not the app's doing; its tasks run elsewhere now. One the driver released is
- * removed as decommissioned: its end was asked for. */
+ * protocol fault (c->violated), or because it did not read what it was sent (c->overflowed:
+ * --max-unsent-bytes), has a known reason at once: the driver dropped it, TL_LOSS_KILLED, not
+ * the app's doing; its tasks run elsewhere now. One the driver released is removed as
+ * decommissioned: its end was asked for. */
 void conn_closing(conn *c) {
   driver *d = c->d;
   keep_report(d, c);
@@ -37,9 +38,12 @@ void conn_closing(conn *c) {
       state != TL_EXECUTOR_PENDING_LOSS) {
     if (c->released) {
       remove_released(d, c->id);
-    } else if (c->violated) {
+    } else if (c->violated || c->overflowed) {
       tl_loss_reason reason = {.kind = TL_LOSS_KILLED,
-                               .message = "closed by the driver for a protocol fault"};
+                               .message = c->violated
+                                              ? "closed by the driver for a protocol fault"
+                                              : "closed by the driver: it did not read what it "
+                                                "was sent (--max-unsent-bytes)"};
       report_loss(d, c->id, &reason, DETECTED_FAULT, "driver");
     } else {
       tl_loss_reason reason = {.kind = TL_LOSS_PENDING, .message = "connection closed"};
@@ -72,24 +76,18 @@ static void refuse_conn(conn *c, uint64_t *counter, const char *why) {
   close_conn(c, NULL);
 }
 
-/* A frame of an executor the ledger removed (heartbeat expiry while it was stopped): refused
- * and counted; the executor is told to FORGET every binary it holds and to STOP, once. */
+/* A frame of an executor the ledger lost or removed (heartbeat expiry while it was stopped):
+ * refused and counted; the executor is told to FORGET every binary it holds and to STOP, once
+ * (conn_dismiss). */
 static void refuse_gone(conn *c, const char *what) {
   driver *d = c->d;
   d->conns.gone_frames++;
   if (c->gone)
     return;
-  c->gone = true;
   char e[ESC_MAX];
   fprintf(stderr, "tl-driver: %s from %s refused: %s (removed); sending STOP\n", what,
           esc(e, c->id), tl_err_name(TL_EGONE));
-  /* It will run nothing again: every binary it holds goes, whether or not its task set lives
-   * on elsewhere, so that after STOP no executor holds a binary (executor.c checks). */
-  while (c->nsent > 0) {
-    tlc_msg m = {.type = TLC_MSG_FORGET, .u.forget = {c->sent[--c->nsent]}};
-    encode(c, &m);
-  }
-  send_stop(c, "removed by the driver");
+  conn_dismiss(c, "removed by the driver");
 }
 
 /* The driver's epoch, the ledger's (tl_epoch: 1 for a new run, higher after each restore): the
@@ -123,6 +121,20 @@ static void handle_register(conn *c, const tlc_register *r) {
   for (conn *o = d->link.list; recovering && o; o = o->next)
     if (o != c && o->registered && !o->closing && !strcmp(o->id, id))
       recovering = false; /* a second connection for it: a duplicate */
+  /* A recovering id is bound to the host the record holds it on: another host's REGISTER is
+   * refused, and the real executor can still come back and reconcile. The host is the
+   * executor's word: a client with the token can name the right one (the token is the trust
+   * boundary, docs/cluster.md "Limits and hardening"). */
+  if (recovering && strcmp(es.host, host) != 0) {
+    char why[3 * ESC_MAX + 96], er[ESC_MAX];
+    snprintf(why, sizeof why,
+             "REGISTER of recovering executor %s from host %s refused: its record holds it on "
+             "host %s",
+             esc(e, id), esc(eh, host), esc(er, es.host));
+    send_stop(c, "a recovering executor's id from another host");
+    refuse_conn(c, &d->conns.refused_host, why);
+    return;
+  }
   int rc = recovering ? (es.cores == slots ? TL_OK : TL_EINVAL) : tl_executor_add(d->run.s, &desc);
   if (rc < 0) {
     char why[ESC_MAX + 64];
@@ -142,7 +154,7 @@ static void handle_register(conn *c, const tlc_register *r) {
   c->cores = r->cores;
   d->conns.registered_cores += r->cores;
   c->idle_since = uv_hrtime();
-  uv_timer_stop(&c->register_timer);
+  uv_timer_stop(&c->deadline_timer);
   /* Authenticated: its frames may now be as large as the protocol allows. */
   tlc_decoder_set_frame_max(&c->decoder, TLC_FRAME_MAX);
   send_epoch(c); /* before any launch: sent with the first frames that follow */
@@ -400,7 +412,7 @@ void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   }
   const uint8_t *data = (const uint8_t *)buf->base;
   size_t len = (size_t)nread;
-  while (len > 0 && !c->closing) {
+  while (len > 0 && !c->closing && !c->overflowed) {
     size_t used;
     tlc_msg msg;
     int rc = tlc_decoder_feed(&c->decoder, data, len, &used, &msg);
@@ -418,6 +430,10 @@ void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     if (!c->registered && msg.type != TLC_MSG_REGISTER) {
       refuse_conn(c, &c->d->conns.refused_early, "a frame before REGISTER");
       return;
+    }
+    if (c->lost || c->gone) { /* its executor was lost: nothing it sends is applied */
+      refuse_gone(c, tlc_msg_type_name(msg.type));
+      continue;
     }
     if (c->recovering && msg.type != TLC_MSG_RECONCILE && msg.type != TLC_MSG_HEARTBEAT) {
       char why[96];

@@ -195,6 +195,7 @@ static void apply_options(driver *d, const driver_opts *o) {
   d->run.queue = o->queue;
   d->run.heartbeat_ms = o->heartbeat_ms;
   d->run.heartbeat_timeout_ms = o->heartbeat_timeout_ms;
+  link_configure(d, o);
   edge_configure(d, o);
   d->run.expect_losses = o->expect_losses;
   d->run.expect_failure = o->expect_failure;

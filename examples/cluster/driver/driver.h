@@ -141,7 +141,9 @@ void phase_close(driver *d, uv_close_cb on_closed);
 /* One accepted connection; once registered, one executor of the ledger. */
 typedef struct conn {
   uv_tcp_t tcp;              /* its socket; data is this record */
-  uv_timer_t register_timer; /* closes it if REGISTER does not come in time */
+  uv_timer_t deadline_timer; /* closes it: if REGISTER does not come in time (edge.c); at the
+                                next turn once it overflowed; STOP_GRACE_MS after its executor
+                                was lost (link.c) */
   struct driver *d;          /* the driver */
   struct conn *next;         /* the driver's list of connections */
   bool registered;           /* REGISTER passed: id is an executor of the ledger */
@@ -149,6 +151,10 @@ typedef struct conn {
   bool violated;             /* closed for a protocol fault after it registered */
   bool closing;              /* uv_close was called */
   bool released;             /* dynamic allocation released it: decommissioned, sent STOP */
+  bool overflowed;           /* it held more than --max-unsent-bytes unsent: not read, nothing
+                                more encoded or sent, closed at the next turn (a fault) */
+  bool lost;                 /* the ledger lost its executor while it was open: its frames are
+                                dropped, and it is closed within STOP_GRACE_MS (conn_lost) */
   bool recovering;           /* registered as an executor the restored ledger holds RECOVERING:
                                 RECONCILE must come before anything but HEARTBEAT */
   uint64_t status_frames;    /* STATUS frames read on this connection */
@@ -189,6 +195,9 @@ typedef struct conn {
 
 typedef struct link_state {
   void (*on_close)(conn *c); /* conns.c's conn_closing: what a close means for its executor */
+  uint64_t max_unsent;       /* --max-unsent-bytes: a connection holding more is closed */
+  uint64_t closed_unsent;    /* connections closed for it (overflowed) */
+  uint64_t unsent_peak;      /* the most bytes one connection held unsent */
   conn *list;                /* open connections */
   uint32_t nconns;           /* connections on list (closing ones hold a descriptor too) */
   uint32_t npending;         /* of those, not registered and not closing */
@@ -197,8 +206,13 @@ typedef struct link_state {
   uint64_t forgets_sent;     /* FORGET frames sent */
 } link_state;
 
+/* Set-up. */
+void link_configure(driver *d, const driver_opts *o);
+
 conn *conn_new(driver *d);
 void conn_registered(conn *c);
+void conn_dismiss(conn *c, const char *reason);
+void conn_lost(driver *d, const char *id);
 void close_conn(conn *c, const char *why);
 void on_conn_handle_closed(uv_handle_t *h);
 const char *conn_name(const conn *c, char *buf);
@@ -677,22 +691,24 @@ typedef struct recon_rec {
 } recon_rec;
 
 typedef struct conns_state {
-  uint32_t registered;            /* executors registered so far */
-  uint64_t refused_updates;       /* tl_status_update errors */
-  uint64_t gone_frames;           /* frames of an executor the ledger removed (TL_EGONE) */
-  uint64_t refused_conns;         /* connections closed for a protocol or registration fault */
-  uint64_t refused_token;         /* of those: REGISTER with a wrong token */
-  uint64_t refused_dup;           /* REGISTER refused by tl_executor_add (TL_EEXIST) */
-  uint64_t refused_timeout;       /* no REGISTER within the registration timeout */
-  uint64_t refused_frame[16];     /* a frame the decoder refused, by -TLC_E* code */
-  uint64_t refused_owner;         /* status updates refused with TL_EOWNER */
-  uint64_t refused_early;         /* a frame before REGISTER */
-  uint64_t refused_second;        /* a second REGISTER */
-  uint64_t refused_unexpected;    /* a message an executor may not send (LAUNCH, KILL, ...) */
+  uint32_t registered;         /* executors registered so far */
+  uint64_t refused_updates;    /* tl_status_update errors */
+  uint64_t gone_frames;        /* frames of an executor the ledger lost or removed
+                                  (TL_EGONE): each dropped unapplied */
+  uint64_t refused_conns;      /* connections closed for a protocol or registration fault */
+  uint64_t refused_token;      /* of those: REGISTER with a wrong token */
+  uint64_t refused_dup;        /* REGISTER refused by tl_executor_add (TL_EEXIST) */
+  uint64_t refused_host;       /* REGISTER of a recovering executor's id from another host */
+  uint64_t refused_timeout;    /* no REGISTER within the registration timeout */
+  uint64_t refused_frame[16];  /* a frame the decoder refused, by -TLC_E* code */
+  uint64_t refused_owner;      /* status updates refused with TL_EOWNER */
+  uint64_t refused_early;      /* a frame before REGISTER */
+  uint64_t refused_second;     /* a second REGISTER */
+  uint64_t refused_unexpected; /* a message an executor may not send (LAUNCH, KILL, ...) */
   uint64_t refused_reconcile_max; /* a reconciliation of more than TLC_RECONCILE_ITEMS_MAX */
-  uint64_t violations;            /* of the refused: registered executors, removed for it */
-  uint64_t registered_cores;      /* cores of every registration, summed */
-  uint64_t frames_in;             /* frames received */
+  uint64_t violations;         /* of the refused: registered executors, removed for it */
+  uint64_t registered_cores;   /* cores of every registration, summed */
+  uint64_t frames_in;          /* frames received */
   exec_report reports[REPORT_DETAIL_MAX]; /* a ring */
   uint64_t nreports;                      /* reports kept: the ring's next slot mod MAX */
   uint64_t reconciled;                    /* RECONCILE frames of recovering executors */

@@ -16,6 +16,14 @@
 #define MAX_CONNS 1024           /* --max-connections' default */
 #define PROGRESS_MS 500          /* --progress-ms's default */
 
+/* --max-unsent-bytes' default: what one connection may hold that its peer has not read. Normal
+ * traffic queues far less: one offer's LAUNCH frames for cores + --queue slots (8,192 at most,
+ * 90 bytes each: 0.7 MiB), a TASKSET_BINARY of at most 64 bytes, and a reconciliation's KILLs
+ * (an executor names at most its slots and the 65,536 ends it retains: a 47-byte KILL each,
+ * 3.5 MB). */
+#define MAX_UNSENT_BYTES (UINT64_C(16) << 20)
+#define MIN_UNSENT_BYTES (UINT64_C(1) << 20) /* its least: one frame (TLC_FRAME_MAX) */
+
 const char *const bad_mode_names[BAD_NMODES] = {
     "wrong-token",     "garbage",   "oversized",   "duplicate-id",    "foreign-status", "silent",
     "unknown-message", "truncated", "early-frame", "second-register", "driver-message"};
@@ -36,7 +44,8 @@ static void usage(void) {
           "                 [--heartbeat-timeout-ms MS] [--pending-loss-timeout-ms MS]\n"
           "                 [--max-task-failures N] [--register-timeout-ms MS]\n"
           "                 [--metrics-port P] [--max-pending-connections N]\n"
-          "                 [--max-connections N] [--state-dir DIR] [--snapshot-ms MS]\n"
+          "                 [--max-connections N] [--max-unsent-bytes B]\n"
+          "                 [--state-dir DIR] [--snapshot-ms MS]\n"
           "                 [--recovery-timeout-ms MS]\n"
           "                 [TEST-ONLY OPTIONS]\n"
           "  KIND: noop | sleep:MS | spin:US | hash | crash; M tasks; a chain of stages runs in "
@@ -153,6 +162,7 @@ enum {
   OPT_REGISTER_TIMEOUT_MS,
   OPT_MAX_PENDING_CONNECTIONS,
   OPT_MAX_CONNECTIONS,
+  OPT_MAX_UNSENT_BYTES,
   OPT_TIMEOUT_S,
   OPT_SUMMARY_JSON,
   OPT_QUIET,
@@ -203,6 +213,7 @@ static const struct option long_options[] = {
     {"register-timeout-ms", required_argument, NULL, OPT_REGISTER_TIMEOUT_MS},
     {"max-pending-connections", required_argument, NULL, OPT_MAX_PENDING_CONNECTIONS},
     {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+    {"max-unsent-bytes", required_argument, NULL, OPT_MAX_UNSENT_BYTES},
     {"timeout-s", required_argument, NULL, OPT_TIMEOUT_S},
     {"summary-json", required_argument, NULL, OPT_SUMMARY_JSON},
     {"quiet", no_argument, NULL, OPT_QUIET},
@@ -246,6 +257,7 @@ static void set_defaults(driver_opts *o, given *g) {
                      .register_timeout_ms = REGISTER_TIMEOUT_MS,
                      .max_pending = MAX_PENDING_CONNS,
                      .max_conns = MAX_CONNS,
+                     .max_unsent = MAX_UNSENT_BYTES,
                      .timeout_s = 60,
                      .progress_ms = PROGRESS_MS,
                      .snapshot_ms = 200,
@@ -370,6 +382,9 @@ static bool take_driver_option(driver_opts *o, int opt, const char *v) {
     break;
   case OPT_MAX_CONNECTIONS:
     o->max_conns = (uint32_t)parse_u64(v, 1, MAX_CONNS_LIMIT);
+    break;
+  case OPT_MAX_UNSENT_BYTES:
+    o->max_unsent = parse_u64(v, MIN_UNSENT_BYTES, UINT64_C(1) << 40);
     break;
   case OPT_TIMEOUT_S:
     o->timeout_s = parse_u64(v, 1, 86400);

@@ -89,6 +89,7 @@ typedef struct driver_opts {
   uint64_t register_timeout_ms;           /* --register-timeout-ms */
   uint32_t max_pending;                   /* --max-pending-connections */
   uint32_t max_conns;                     /* --max-connections */
+  uint64_t max_unsent;                    /* --max-unsent-bytes */
   bad_mode bad[MAX_BAD_CLIENTS];          /* --bad-client, in order */
   uint32_t nbad;                          /* used entries of bad */
   bool kill_on_failure;                   /* --kill-on-job-failure */

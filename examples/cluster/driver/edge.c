@@ -140,7 +140,7 @@ static void on_connection(driver *d, int fd) {
     close_conn(oldest, NULL);
   }
   uv_tcp_nodelay(&c->tcp, 1);
-  uv_timer_start(&c->register_timer, on_register_timeout, d->edge.register_timeout_ms, 0);
+  uv_timer_start(&c->deadline_timer, on_register_timeout, d->edge.register_timeout_ms, 0);
   uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
@@ -197,6 +197,17 @@ static int metrics_extra(void *ud, char *buf, size_t cap) {
           d->edge.evicted_pending);
   COUNTER("refused_connections_total", "Connections closed for a protocol or registration fault.",
           d->conns.refused_conns);
+  COUNTER("closed_unsent_total",
+          "Connections closed holding more than --max-unsent-bytes that their peer had not read.",
+          d->link.closed_unsent);
+  GAUGE("unsent_peak_bytes", "The most bytes one connection held that its peer had not read.",
+        d->link.unsent_peak);
+  COUNTER("refused_host_total",
+          "REGISTER frames of a recovering executor's id from another host than its record's.",
+          d->conns.refused_host);
+  COUNTER("lost_frames_total",
+          "Frames of an executor the ledger had lost or removed, dropped unapplied.",
+          d->conns.gone_frames);
   PUT("# HELP taskledger_driver_accept_errors_total Accepts that failed, by error.\n"
       "# TYPE taskledger_driver_accept_errors_total counter\n"
       "taskledger_driver_accept_errors_total{error=\"EMFILE\"} %" PRIu64 "\n"

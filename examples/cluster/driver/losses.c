@@ -127,7 +127,8 @@ bool in_ledger(driver *d, const char *id, tl_executor_state *state) {
 
 /* A loss begins: its record (how it was detected: the driver's report says it, tl_tick's
  * losses are known by their kind), and the count of executors lost; apart from them those
- * released (removed as TL_LOSS_DECOMMISSIONED: not losses, no record). A stopped executor that
+ * released (removed as TL_LOSS_DECOMMISSIONED: not losses, no record). A connection still open
+ * for the lost executor is heard no more and closed (conn_lost). A stopped executor that
  * expired is resumed soon after, so that its frames come and are refused. */
 void cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss_reason *reason) {
   driver *d = ud;
@@ -137,6 +138,7 @@ void cb_executor_lost(void *ud, const char *id, void *executor_ud, const tl_loss
     return;
   }
   d->losses.executors_lost++;
+  conn_lost(d, id);
   if (d->losses.reporting) {
     loss_begins(d, id, reason, d->losses.detecting);
     return;

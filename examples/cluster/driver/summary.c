@@ -357,10 +357,13 @@ int write_summary_json(driver *d, const char *path, bool ok, const tl_stats *st,
           "  \"edge\": {\"auth_failures\": %" PRIu64 ", \"auth_addresses\": %" PRIu64
           ", \"refused_backoff\": %" PRIu64 ", \"evicted_pending\": %" PRIu64
           ", \"refused_connection_cap\": %" PRIu64 ", \"accept_emfile\": %" PRIu64
-          ", \"accept_enfile\": %" PRIu64 ", \"accept_other\": %" PRIu64 "},\n",
+          ", \"accept_enfile\": %" PRIu64 ", \"accept_other\": %" PRIu64
+          ", \"closed_unsent\": %" PRIu64 ", \"unsent_peak_bytes\": %" PRIu64
+          ", \"refused_host\": %" PRIu64 ", \"lost_frames\": %" PRIu64 "},\n",
           d->auth.auth_failures, d->auth.auth_addresses, d->edge.refused_backoff,
           d->edge.evicted_pending, d->edge.refused_conn_cap, d->edge.accept_emfile,
-          d->edge.accept_enfile, d->edge.accept_other);
+          d->edge.accept_enfile, d->edge.accept_other, d->link.closed_unsent, d->link.unsent_peak,
+          d->conns.refused_host, d->conns.gone_frames);
   fprintf(f, "  \"tl_stats\": {");
   const char *sep = "\n    ";
 #define X(field)                                                                                   \
@@ -539,10 +542,14 @@ void print_losses(driver *d, const tl_stats *st) {
 void print_edge(const driver *d) {
   printf("edge: wrong tokens %" PRIu64 " from %" PRIu64 " addresses; refused at accept: %" PRIu64
          " waiting out a back-off, %" PRIu64 " over --max-connections; %" PRIu64
-         " closed waiting for REGISTER over --max-pending-connections; accept errors: EMFILE "
-         "%" PRIu64 ", ENFILE %" PRIu64 ", other %" PRIu64 "; log lines not shown %" PRIu64 "\n",
+         " closed waiting for REGISTER over --max-pending-connections; %" PRIu64
+         " closed over --max-unsent-bytes (most unsent %" PRIu64 " bytes); %" PRIu64
+         " REGISTER of a recovering id from another host; %" PRIu64
+         " frames dropped after a loss; accept errors: EMFILE %" PRIu64 ", ENFILE %" PRIu64
+         ", other %" PRIu64 "; log lines not shown %" PRIu64 "\n",
          d->auth.auth_failures, d->auth.auth_addresses, d->edge.refused_backoff,
-         d->edge.refused_conn_cap, d->edge.evicted_pending, d->edge.accept_emfile,
+         d->edge.refused_conn_cap, d->edge.evicted_pending, d->link.closed_unsent,
+         d->link.unsent_peak, d->conns.refused_host, d->conns.gone_frames, d->edge.accept_emfile,
          d->edge.accept_enfile, d->edge.accept_other,
          d->log.auth.total_suppressed + d->log.refused.total_suppressed +
              d->log.accept.total_suppressed);

@@ -49,7 +49,8 @@ Modes:
       refused; E counts other connect or send errors.)
 
   register --id ID --host HOST --cores C [--token-env | --token T]
-           [--then close|hold|launch|status|heartbeat] [--hold-s S] [--binaries B]
+           [--then close|hold|launch|status|heartbeat|reconcile] [--delay-s D] [--tids N]
+           [--hold-s S] [--binaries B]
       Connects and sends one REGISTER. ID, HOST and T are decoded as Python escapes
       ('ev\\x1b[31mil\\nforged' gives an ESC and a newline), so any bytes can be sent; their
       bounds are not checked here. C is decimal or 0x hex, 0..0xFFFFFFFF. --token-env takes
@@ -61,9 +62,15 @@ Modes:
         status  sends a STATUS (type 5: count 1, tid 1, state 2 FINISHED, no result, no
                 text), then reads as for hold;
         heartbeat  sends a HEARTBEAT (type 2: seq 0, binaries B, default 2^64-1: a lie),
-                then reads as for hold.
+                then reads as for hold;
+        reconcile  sends a RECONCILE (type 9, reconcile_frame) naming N tids (--tids,
+                default 0: none), 1 to N, then a STATUS as for status, then reads as for hold.
+      With --delay-s D it first reads D seconds (counting frames, sending nothing: no
+      HEARTBEAT, so a short --heartbeat-timeout-ms loses it meanwhile) before what --then
+      sends.
       register: closed_by_peer=0|1 after_ms=T frames=TYPE:COUNT,...
-      (after_ms: from REGISTER sent to the driver's close, or to the end of the wait;
+      (after_ms: from the frames after REGISTER sent (the REGISTER itself without them) to
+      the driver's close, or to the end of the wait;
       frames: frames received by type name, TASKSET_BINARY, LAUNCH, KILL, STOP, FORGET, ...;
       "none" when none came.)
 
@@ -76,6 +83,21 @@ Modes:
       it stops. A failed connect is counted and the same guess is tried again; it stops when
       connects were refused for 0.5 s in a row.
       guess: attempts=N connect_failed=F found=GUESS|none seconds=T rate_per_s=R
+
+  flood-reconcile --id ID --host HOST --cores C [--tids N] [--frames K] [--rss-pid PID]
+                  [--hold-s S]
+      An executor that never reads: connects with a small receive buffer (64 KiB), sends
+      REGISTER with the real token (TL_CLUSTER_TOKEN), then K RECONCILE frames (default 64)
+      of N tids each (default 131071, TLC_RECONCILE_MAX: one whole frame), as fast as the
+      driver takes them, never reading a byte: a driver that does not hold it as recovering
+      answers each with a KILL per tid, which it cannot send. Stops sending when the driver
+      closed the connection (a reset or EPIPE), when a send has been blocked for 5 s, or at
+      the deadline; then waits up to S seconds (default 5) for the close, still not reading.
+      With --rss-pid it reads VmRSS of PID (/proc/PID/status) after each frame and every
+      50 ms while it waits.
+      flood-reconcile: sent=K closed_by_peer=0|1 after_ms=T [rss_kb_first=A rss_kb_max=M]
+      (after_ms: from REGISTER to the close, or to the end; rss_kb_first: the sample after
+      the first frame; -1 when none could be read.)
 
   cycles --count N [--id-prefix P] [--cores C] [--rss-pid PID --rss-every K]
       N times, one after the other, as fast as it can: connect, REGISTER with the real token
@@ -661,16 +683,29 @@ def mode_register(a, addr, deadline):
         s = connect_blocking(addr, min(CONNECT_TIMEOUT_S, max(0.01, deadline - time.monotonic())))
     except OSError as e:
         raise LocalError("register: cannot connect: %s" % e)
-    data = register_frame(exec_id, host, cores, token)
+    data = b""
     if a.then == "launch":
-        data += launch_frame()
+        data = launch_frame()
     elif a.then == "status":
-        data += status_frame(1, 2)
+        data = status_frame(1, 2)
     elif a.then == "heartbeat":
-        data += frame(MSG_HEARTBEAT, struct.pack("<QQ", 0, a.binaries))
+        data = frame(MSG_HEARTBEAT, struct.pack("<QQ", 0, a.binaries))
+    elif a.then == "reconcile":
+        if not 0 <= a.tids <= RECONCILE_MAX:
+            raise UsageError("--tids must be 0..%d" % RECONCILE_MAX)
+        data = reconcile_frame(range(1, a.tids + 1)) + status_frame(1, 2)
+    if a.delay_s > 0:  # REGISTER alone first, then a silence
+        closed = not send_all(s, register_frame(exec_id, host, cores, token))
+        if not closed:
+            closed, _ = wait_close(s, min(a.delay_s, max(0.0, deadline - time.monotonic())),
+                                   counter)
+    else:
+        data = register_frame(exec_id, host, cores, token) + data
+        closed = False
     t0 = time.monotonic()
-    closed = False
-    if not send_all(s, data):
+    if closed:
+        pass
+    elif not send_all(s, data):
         closed = True
     elif a.then != "close":
         closed, _ = wait_close(s, min(a.hold_s, max(0.0, deadline - time.monotonic())), counter)
@@ -731,6 +766,73 @@ def read_rss_kb(pid):
     except (OSError, ValueError, IndexError):
         pass
     return -1
+
+
+TCP_ESTABLISHED = 1  # tcpi_state of Linux's struct tcp_info
+
+
+def tcp_state(s):
+    """The socket's TCP state (the first byte of TCP_INFO): 1 while established."""
+    return s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[0]
+
+
+def mode_flood_reconcile(a, addr, deadline):
+    """REGISTER, then RECONCILE frames as fast as the driver reads them, never reading."""
+    token = env_token()
+    exec_id = unescape(a.id, "--id")
+    host = unescape(a.host_name, "--host")
+    cores = parse_u32(a.cores, "--cores")
+    if not 0 <= a.tids <= RECONCILE_MAX:
+        raise UsageError("--tids must be 0..%d" % RECONCILE_MAX)
+    s = new_socket(addr)
+    # A small receive buffer: what the driver answers stays on its side sooner.
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    try:
+        s.settimeout(min(CONNECT_TIMEOUT_S, max(0.01, deadline - time.monotonic())))
+        s.connect(addr[1])
+    except OSError as e:
+        close_quietly(s)
+        raise LocalError("flood-reconcile: cannot connect: %s" % e)
+    rec = reconcile_frame(range(1, a.tids + 1))
+    samples = []
+
+    def sample():
+        if a.rss_pid is not None:
+            rss = read_rss_kb(a.rss_pid)
+            if rss >= 0:
+                samples.append(rss)
+
+    t0 = time.monotonic()
+    closed = False
+    sent = 0
+    s.settimeout(5.0)  # a send blocked this long: the driver no longer reads
+    try:
+        s.sendall(register_frame(exec_id, host, cores, token))
+        while sent < a.frames and time.monotonic() < deadline:
+            s.sendall(rec)
+            sent += 1
+            sample()
+    except socket.timeout:
+        pass
+    except OSError as e:
+        if e.errno not in CLOSED_ERRNOS:
+            raise
+        closed = True
+    # The close, still reading nothing: the kernel's TCP state says it (a FIN: CLOSE_WAIT; a
+    # reset: CLOSE), whatever waits unread in the receive buffer.
+    end = min(deadline, time.monotonic() + a.hold_s)
+    while not closed and time.monotonic() < end:
+        sample()
+        closed = tcp_state(s) != TCP_ESTABLISHED
+        if not closed:
+            time.sleep(0.05)
+    after_ms = int((time.monotonic() - t0) * 1000)
+    close_quietly(s)
+    pairs = [("sent", sent), ("closed_by_peer", int(closed)), ("after_ms", after_ms)]
+    if a.rss_pid is not None:
+        pairs += [("rss_kb_first", samples[0] if samples else -1),
+                  ("rss_kb_max", max(samples) if samples else -1)]
+    result("flood-reconcile", pairs)
 
 
 def mode_cycles(a, addr, deadline):
@@ -949,7 +1051,8 @@ def build_parser():
         prog="attack.py", allow_abbrev=False,
         description="A hostile client of tl-driver for the edge tests.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Modes: preauth, flood, register, guess, cycles, hold, http-idle, scrape "
+        epilog="Modes: preauth, flood, register, flood-reconcile, guess, cycles, hold, "
+               "http-idle, scrape "
                "(see the file's docstring).")
     add_common(top, False)
     sub = top.add_subparsers(dest="mode", metavar="MODE")
@@ -983,11 +1086,24 @@ def build_parser():
     tok = p.add_mutually_exclusive_group()
     tok.add_argument("--token-env", action="store_true")
     tok.add_argument("--token")
-    p.add_argument("--then", choices=("close", "hold", "launch", "status", "heartbeat"),
-                   default="hold")
+    p.add_argument("--then", choices=("close", "hold", "launch", "status", "heartbeat",
+                                      "reconcile"), default="hold")
+    p.add_argument("--delay-s", type=non_negative_float, default=0.0,
+                   help="read this long after REGISTER before what --then sends")
+    p.add_argument("--tids", type=int, default=0, help="the RECONCILE's tids (--then reconcile)")
     p.add_argument("--hold-s", type=non_negative_float, default=2.0)
     p.add_argument("--binaries", type=parse_u64, default=(1 << 64) - 1,
                    help="the HEARTBEAT's binaries count (--then heartbeat; default 2^64-1)")
+
+    p = sub.add_parser("flood-reconcile", parents=[common_nohost],
+                       help="RECONCILE frames without ever reading")
+    p.add_argument("--id", required=True, help="the executor id (Python escapes decoded)")
+    p.add_argument("--host", dest="host_name", required=True, help="the REGISTER's host field")
+    p.add_argument("--cores", required=True)
+    p.add_argument("--tids", type=int, default=RECONCILE_MAX)
+    p.add_argument("--frames", type=positive_int, default=64)
+    p.add_argument("--rss-pid", type=positive_int)
+    p.add_argument("--hold-s", type=non_negative_float, default=5.0)
 
     p = sub.add_parser("guess", parents=[common], help="guess a numeric token")
     p.add_argument("--seconds", type=non_negative_float, default=10.0)
@@ -1017,6 +1133,7 @@ def build_parser():
 
 
 MODES = {"preauth": mode_preauth, "flood": mode_flood, "register": mode_register,
+         "flood-reconcile": mode_flood_reconcile,
          "guess": mode_guess, "cycles": mode_cycles, "hold": mode_hold,
          "http-idle": mode_http_idle, "scrape": mode_scrape}
 

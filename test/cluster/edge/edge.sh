@@ -49,6 +49,23 @@
 #   emfile     the driver under `ulimit -n 40` and 60 idle connections: accept fails with EMFILE,
 #              which is logged (with the limit's name) and counted, and the driver warned at
 #              start; once they go, an executor registers and the job succeeds
+#   unsent     a client with the token registers a new id and sends RECONCILE frames of 131,071
+#              tids, never reading (each answered with 131,071 KILL frames, 6 MB): under the
+#              default --max-unsent-bytes (16 MiB) it is closed, which is logged and counted
+#              (summary, JSON, /metrics), its executor is lost as removed by the driver, the
+#              driver's VmRSS stays under 100 MB throughout (296 MB with these 48 frames
+#              before the bound), and the job succeeds on ext-1
+#   lost       a client with the token registers and sends nothing for 1.5 s (lost at the
+#              400 ms heartbeat timeout), then a RECONCILE of 1,000 tids and a STATUS: both are
+#              dropped and counted, not applied (no KILL comes back, where it got 1,000 before),
+#              it is sent STOP and closed within the grace (2 s) of its loss, and the job
+#              succeeds
+#   takeover   a run with --state-dir is killed (SIGKILL) while its 2 executors are stopped
+#              (SIGSTOP); restarted, a client with the token REGISTERs as exec-1 from another
+#              host, then RECONCILEs nothing: it is refused (STOP, closed), logged and counted;
+#              the executors, resumed, reconcile, none is lost, the job succeeds, and they start
+#              exactly the job's tasks (before, the impostor took exec-1's place, the real one
+#              was stopped and its tasks ran again)
 #
 # RSS bounds are not checked when TL_EDGE_SANITIZED=1 (ASan's shadow memory and quarantine make
 # RSS meaningless); everything else is. Exit status: 0 when the mode's assertions hold; 77
@@ -65,12 +82,14 @@ command -v python3 >/dev/null 2>&1 || {
   exit 77
 }
 tmp=$(mktemp -d)
-drv='' ext='' bg=''
+drv='' ext='' bg='' held=''
 # shellcheck source=test/cluster/common.sh
 . "$here/../common.sh"
 # shellcheck disable=SC2317 # run by the trap
 edge_cleanup() {
   if [ -n "$bg" ]; then kill -9 "$bg" 2>/dev/null; fi
+  # shellcheck disable=SC2086 # pids, split on purpose
+  if [ -n "$held" ]; then kill -9 $held 2>/dev/null; fi
   cleanup
 }
 trap edge_cleanup EXIT
@@ -435,8 +454,116 @@ emfile)
   grep -Eq 'accept errors: EMFILE [1-9]' "$tmp/out" || fail "EMFILE was not counted"
   grep -q 'job 1: succeeded' "$tmp/out" || fail "the job did not succeed"
   ;;
+unsent)
+  # The job waits (--accept 2) for the flooder and ext-1, started after the flood.
+  start_driver --executors 0 --accept 2 --cores 2 --job sleep:20:40 \
+    --pending-loss-timeout-ms 200 --metrics-port 0 --summary-json "$tmp/summary.json" \
+    --timeout-s 60
+  mport=$(sed -n 's/^metrics on .*:\([0-9][0-9]*\)$/\1/p' "$tmp/out")
+  before=$(mem_kb VmRSS)
+  python3 "$attack" --port "$port" flood-reconcile --id flooder --host flooder --cores 1 \
+    --frames 48 --rss-pid "$drv" --hold-s 5 >"$tmp/attack" || fail "the attack did not run"
+  cat "$tmp/attack"
+  max=$(result flood-reconcile rss_kb_max)
+  echo "driver RSS before the attack ${before} kB, at most ${max} kB during it"
+  [ "$(result flood-reconcile closed_by_peer)" = 1 ] || fail "the client that never reads was not closed"
+  if [ "$sanitized" != 1 ] && [ "${max:--1}" -ge 102400 ]; then
+    fail "the driver's RSS reached $max kB under the flood"
+  fi
+  python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(
+    "http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5).read().decode())' "$mport" \
+    >"$tmp/metrics" || fail "no answer from /metrics"
+  grep -q '^taskledger_driver_closed_unsent_total 1$' "$tmp/metrics" ||
+    fail "/metrics does not count the closed connection"
+  start_external 2
+  driver_ok
+  grep -q 'closing connection of flooder (127\.0\.0\.1:[0-9]*): [0-9]* bytes it has not read, more than --max-unsent-bytes (16777216)$' \
+    "$tmp/err" || fail "the close was not logged"
+  grep -q '; 1 closed over --max-unsent-bytes (most unsent [0-9]* bytes);' "$tmp/out" ||
+    fail "the summary does not count the closed connection"
+  grep -q 'lost flooder: detected by protocol fault;.*--max-unsent-bytes' "$tmp/out" ||
+    fail "the flooder was not removed by the driver"
+  if command -v jq >/dev/null 2>&1; then
+    jq -e '.edge.closed_unsent == 1 and .edge.unsent_peak_bytes > 16777216' \
+      "$tmp/summary.json" >/dev/null || fail "the JSON summary: $(jq -c .edge "$tmp/summary.json")"
+  fi
+  grep -q 'job 1: succeeded' "$tmp/out" || fail "the job did not succeed"
+  ;;
+lost)
+  # exec-1 heartbeats every 50 ms; the client none: lost 400 ms after it registered (its
+  # frames come 1.5 s after, well after the loss on a loaded machine too), and closed within
+  # 2 s of the loss, while the job (3 s) runs.
+  start_driver --loud --executors 1 --accept 1 --cores 2 --job sleep:20:300 --heartbeat-ms 50 \
+    --heartbeat-timeout-ms 400 --pending-loss-timeout-ms 200 --timeout-s 60
+  python3 "$attack" --port "$port" register --id silent --host silent --cores 1 --token-env \
+    --delay-s 1.5 --then reconcile --tids 1000 --hold-s 4 >"$tmp/attack" ||
+    fail "the attack did not run"
+  cat "$tmp/attack"
+  frames=$(result register frames)
+  after=$(result register after_ms)
+  case ",$frames," in *,KILL:*) fail "frames sent after the loss were applied: $frames" ;; esac
+  case ",$frames," in *,STOP:*) ;; *) fail "no STOP came: $frames" ;; esac
+  [ "$(result register closed_by_peer)" = 1 ] || fail "the lost client was not closed"
+  [ "$after" -le 2500 ] || fail "the lost client was closed $after ms after its frames"
+  driver_ok
+  grep -q 'executor silent lost: heartbeat timeout' "$tmp/err" || fail "silent was not lost"
+  grep -q 'RECONCILE from silent refused: EGONE (removed); sending STOP' "$tmp/err" ||
+    fail "the frame after the loss was not refused"
+  grep -q '; 2 frames dropped after a loss;' "$tmp/out" ||
+    fail "the summary does not count the 2 frames dropped"
+  grep -q 'job 1: succeeded' "$tmp/out" || fail "the job did not succeed"
+  ;;
+takeover)
+  # The recovery timeout leaves a loaded machine time to start the attack and resume them.
+  state="$tmp/state"
+  args="--executors 2 --cores 2 --job sleep:20:300 --state-dir $state --snapshot-ms 100
+    --heartbeat-ms 100 --recovery-timeout-ms 20000 --summary-json $tmp/summary.json
+    --timeout-s 40"
+  # The first driver's executors write to err1 to their end (start_driver empties err).
+  # shellcheck disable=SC2086 # split on purpose
+  "$dir/tl-driver" $args >"$tmp/out1" 2>"$tmp/err1" &
+  drv=$!
+  wait_for "$tmp/out1" '^listening on ' || fail "the driver did not listen"
+  port=$(sed -n 's/^listening on .*:\([0-9][0-9]*\)$/\1/p' "$tmp/out1")
+  wait_for "$tmp/err1" 'executor exec-2 registered' || fail "exec-2 did not register"
+  held=$(pgrep -f "tl-executor --host [^ ]* --port $port ")
+  [ "$(echo "$held" | wc -w)" = 2 ] || fail "not 2 executors: $held"
+  sleep 0.5
+  # shellcheck disable=SC2086
+  kill -STOP $held
+  kill -9 "$drv"
+  wait "$drv" 2>/dev/null
+  drv=''
+  # shellcheck disable=SC2086
+  start_driver --loud $args
+  python3 "$attack" --port "$port" register --id exec-1 --host elsewhere --cores 2 --token-env \
+    --then reconcile --hold-s 2 >"$tmp/attack" || fail "the attack did not run"
+  cat "$tmp/attack"
+  # shellcheck disable=SC2086
+  kill -CONT $held
+  [ "$(result register closed_by_peer)" = 1 ] || fail "the impostor was not refused"
+  case ",$(result register frames)," in *,STOP:1,*) ;; *) fail "the impostor got no STOP" ;; esac
+  driver_ok
+  grep -q 'REGISTER of recovering executor exec-1 from host elsewhere refused: its record holds it on host ' \
+    "$tmp/err" || fail "the refusal was not logged"
+  grep -q '; 1 REGISTER of a recovering id from another host;' "$tmp/out" ||
+    fail "the summary does not count the refusal"
+  grep -q '^recovered: from ' "$tmp/out" || fail "the driver did not recover"
+  grep -q 'job 1: succeeded' "$tmp/out" || fail "the job did not succeed"
+  if command -v jq >/dev/null 2>&1; then
+    jq -e '.recovery.reconciled == 2 and .recovery.recovery_timeouts == 0 and
+      .executors.lost == 0 and .edge.refused_host == 1' "$tmp/summary.json" >/dev/null ||
+      fail "the JSON summary: $(jq -c '{recovery, executors, edge}' "$tmp/summary.json")"
+  fi
+  # The executors say at their exit how many tasks they started: the job's 300, none twice.
+  sleep 0.2
+  held=''
+  started=$(grep -ao '[0-9]* tasks started$' "$tmp/err1" | awk '{ n += $1 } END { print n + 0 }')
+  echo "the executors started $started tasks"
+  [ "$started" -eq 300 ] || fail "the executors started $started tasks, not the job's 300"
+  ;;
 *)
-  echo "usage: edge.sh preauth|flood|cores|token|backoff|escape|cycles|heartbeat|burst|conncap|emfile DIR" >&2
+  echo "usage: edge.sh preauth|flood|cores|token|backoff|escape|cycles|heartbeat|burst|conncap|emfile|unsent|lost|takeover DIR" >&2
   exit 2
   ;;
 esac
