@@ -207,6 +207,9 @@ typedef struct tl__attempt {
   uint8_t speculative;           /* launched as a speculative copy */
   uint8_t killed_by_other;       /* another copy of its index succeeded and it was asked to die:
                                     nothing it reports counts (SPARK-13343, SPARK-22074) */
+  uint8_t end_held;              /* reconciled as ended (tl_reconcile_item.ended): the executor
+                                    holds its end and runs nothing for it, so it takes no cores
+                                    (docs/snapshot.md "Adoption") */
   struct tl__attempt *sibling;   /* the other running copy of its index, or NULL */
 } tl__attempt;
 

@@ -145,7 +145,8 @@ void tl__attempt_link(struct tl_scheduler *s, tl__attempt *a) {
   index_attempt(s, a);
   tl__list_insert_tail(&ex->running, &a->on_executor);
   ex->nrunning++;
-  ex->free_cores -= a->taskset->cpus;
+  if (!a->end_held) /* an end its executor holds runs nothing there */
+    ex->free_cores -= a->taskset->cpus;
 }
 
 void tl__cleanup_task_state(struct tl_scheduler *s, tl__attempt *a) {
@@ -153,7 +154,8 @@ void tl__cleanup_task_state(struct tl_scheduler *s, tl__attempt *a) {
   unindex(s, a);
   tl__list_remove(&a->on_executor);
   ex->nrunning--;
-  ex->free_cores += a->taskset->cpus;
+  if (!a->end_held)
+    ex->free_cores += a->taskset->cpus;
 }
 
 void tl__attempt_freeze(struct tl_scheduler *s, tl__attempt *a) {

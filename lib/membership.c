@@ -603,6 +603,12 @@ static void drop_candidates(struct tl_scheduler *s, reported *r, size_t n) {
   }
 }
 
+/* Whether a kept attempt's end is held by its executor: reported ended now, or at an earlier
+ * reconciliation (an end held once is never running again). */
+static bool held_end(const tl__attempt *a, const tl_reconcile_item *items, const reported *r) {
+  return a->end_held || (items != NULL && items[r->at].ended);
+}
+
 int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid *running,
                            const tl_reconcile_item *items, size_t n, tl_tid *unknown, size_t ucap,
                            size_t *nunknown) {
@@ -635,12 +641,18 @@ int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid 
     else if (items != NULL && !items_agree(&items[r[distinct - 1].at], &items[r[i].at]))
       r[distinct - 1].fate = R_MIXED;
   }
+  /* What it keeps, in launch order, while its cores last: an attempt whose end it holds (now,
+   * or at an earlier reconciliation) runs nothing there and takes none. */
   size_t kept = 0, lost = 0;
+  uint32_t room = ex->free_cores;
   for (tl__link *l = ex->frozen.next; l != &ex->frozen; l = l->next) {
     const tl__attempt *a = tl__container_of(l, tl__attempt, on_executor);
     size_t at;
     if (tid_search(r, distinct, a->tid, &at) && r[at].fate == R_KILL &&
-        item_is(items != NULL ? &items[r[at].at] : NULL, a)) {
+        item_is(items != NULL ? &items[r[at].at] : NULL, a) &&
+        (held_end(a, items, &r[at]) || a->taskset->cpus <= room)) {
+      if (!held_end(a, items, &r[at]))
+        room -= a->taskset->cpus;
       r[at].fate = R_KEEP;
       kept++;
     } else {
@@ -717,6 +729,7 @@ int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid 
     tl__attempt_thaw(s, a);
     size_t at;
     if (tid_search(r, distinct, a->tid, &at) && r[at].fate == R_KEEP) {
+      a->end_held = held_end(a, items, &r[at]);
       tl__attempt_link(s, a);
     } else {
       s->totals.failed++;
@@ -733,7 +746,7 @@ int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid 
       continue;
     const tl_reconcile_item *it = &items[r[i].at];
     tl__taskset *ts = adoptable(s, ex, it, true);
-    if (ts == NULL || ts->cpus > ex->free_cores)
+    if (ts == NULL || (!it->ended && ts->cpus > ex->free_cores))
       continue; /* killed below */
     tl__attempt *a = r[i].a;
     a->tid = it->tid;
@@ -747,6 +760,7 @@ int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid 
     a->locality = (uint8_t)tl__locality_of(s, ts, it->index, ex);
     a->speculative = it->speculative;
     a->killed_by_other = 0;
+    a->end_held = it->ended; /* its end comes next, as an update: no cores */
     tl__list_init(&a->on_executor);
     tl__list_init(&a->on_taskset);
     tl__taskset_adopt(s, ts, a, r[i].tried);

@@ -48,6 +48,7 @@ static void launch(struct tl_scheduler *s, tl__taskset *ts, tl__executor *ex, tl
   a->attempt = ix->attempts++;
   a->speculative = speculative;
   a->killed_by_other = 0;
+  a->end_held = 0;
   a->sibling = NULL;
   if (ts->first != NULL) {
     if (ix->copies_running == 0) {

@@ -157,7 +157,8 @@ static int check_executors(tl__checker *c, size_t *running, size_t *frozen) {
       TL__CHECK(c, tl__attempt_find(s, a->tid) == a,
                 "invariant 2: tid %llu runs on executor %s but is not in attempts_by_tid",
                 (unsigned long long)a->tid, id);
-      cpus += a->taskset->cpus;
+      if (!a->end_held) /* an end its executor holds takes no cores */
+        cpus += a->taskset->cpus;
     }
     TL__CHECK(c, n == ex->nrunning, "executor %s: %zu running, count says %u", id, n, ex->nrunning);
     TL__CHECK(c, ex->free_cores <= ex->cores && ex->cores - ex->free_cores == cpus,

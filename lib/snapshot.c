@@ -43,7 +43,7 @@ enum {
 /* Task set flags. */
 enum { TS_SHUFFLE = 1, TS_BARRIER = 2, TS_ZOMBIE = 4, TS_FAILED = 8, TS_SPECULATION = 16 };
 /* Attempt flags. */
-enum { AT_RUNNING = 1, AT_FROZEN = 2, AT_SPECULATIVE = 4, AT_KILLED_BY_OTHER = 8 };
+enum { AT_RUNNING = 1, AT_FROZEN = 2, AT_SPECULATIVE = 4, AT_KILLED_BY_OTHER = 8, AT_END_HELD = 16 };
 
 /* The counters of tl_stats the scheduler keeps in s->totals, in the image's order. */
 #define TOTALS(XX)                                                                                 \
@@ -208,7 +208,8 @@ static void save_attempts(struct tl_scheduler *s, tl__wbuf *w) {
         tl__put_u8(w,
                    (uint8_t)((a->state == TL__RUNNING ? AT_RUNNING : 0) |
                              (a->frozen ? AT_FROZEN : 0) | (a->speculative ? AT_SPECULATIVE : 0) |
-                             (a->killed_by_other ? AT_KILLED_BY_OTHER : 0)));
+                             (a->killed_by_other ? AT_KILLED_BY_OTHER : 0) |
+                             (a->end_held ? AT_END_HELD : 0)));
         tl__put_u8(w, a->locality);
       }
     }
@@ -767,14 +768,15 @@ static int restore_attempts(restore_state *rs, tl__rbuf *r) {
     tl__executor *ex = r->bad ? NULL : rs->exs[ordinal];
     if (r->bad || ts == NULL || ex == NULL || tid == 0 || tid >= s->next_tid ||
         launch_time > r->now || index >= ts->ntasks || attempt >= ts->idx[index].attempts ||
-        flags >= 16 || ts->idx[index].copies_running == UINT8_MAX)
+        flags >= 32 || ts->idx[index].copies_running == UINT8_MAX)
       return TL_ESNAPSHOT;
     bool frozen = (flags & AT_FROZEN) != 0;
     bool live = ex->state == TL_EXECUTOR_ALIVE || ex->state == TL_EXECUTOR_DECOMMISSIONING;
     bool still = ex->state == TL_EXECUTOR_PENDING_LOSS || ex->state == TL_EXECUTOR_RECOVERING;
     if (frozen ? !still : !live)
       return TL_ESNAPSHOT;
-    if (!frozen && ex->free_cores < ts->cpus)
+    bool end_held = (flags & AT_END_HELD) != 0;
+    if (!frozen && !end_held && ex->free_cores < ts->cpus)
       return TL_ESNAPSHOT;
     tl__attempt *a = tl__malloc(s, sizeof *a);
     if (a == NULL)
@@ -791,6 +793,7 @@ static int restore_attempts(restore_state *rs, tl__rbuf *r) {
     a->locality = locality;
     a->speculative = (flags & AT_SPECULATIVE) != 0;
     a->killed_by_other = (flags & AT_KILLED_BY_OTHER) != 0;
+    a->end_held = end_held;
     /* On its task set's list at once, so that destroying the task set frees it. */
     tl__list_insert_tail(&ts->running, &a->on_taskset);
     tl__list_init(&a->on_executor);
@@ -799,7 +802,8 @@ static int restore_attempts(restore_state *rs, tl__rbuf *r) {
     ts->idx[index].copies_running++;
     rs->attempts[rs->nattempts++] = a;
     if (!frozen) {
-      ex->free_cores -= ts->cpus;
+      if (!end_held)
+        ex->free_cores -= ts->cpus;
       running++;
     }
   }
@@ -818,7 +822,8 @@ static int restore_attempts(restore_state *rs, tl__rbuf *r) {
       a->frozen = 0;
       tl__attempt_freeze(s, a);
     } else {
-      a->executor->free_cores += ts->cpus; /* tl__attempt_link takes them */
+      if (!a->end_held)
+        a->executor->free_cores += ts->cpus; /* tl__attempt_link takes them */
       tl__attempt_link(s, a);
     }
     rs->nlinked++;

@@ -712,7 +712,7 @@ START_TEST(launches_made_after_the_image_are_adopted_when_they_reconcile) {
   ck_assert_uint_eq(st.attempts_running, 3);
   tl_executor_status x = tlt_ex(e, "e1");
   ck_assert_uint_eq(x.running, 3);
-  ck_assert_uint_eq(x.free_cores, 1);
+  ck_assert_uint_eq(x.free_cores, 2); /* tid 4's end is held: it takes no core */
   /* The adopted run on: RUNNING applies, the held end applies and counts once. */
   tlt_run(e, "e1", 3);
   uint64_t succeeded = st.succeeded;
@@ -1233,6 +1233,75 @@ START_TEST(out_of_memory_in_an_adopting_reconcile_changes_nothing) {
 }
 END_TEST
 
+/* An executor whose cores the image fills, whose attempts there ended during the outage (it
+ * holds their ends) and which ran new ones in their place: the ended ones take no cores, so the
+ * new ones are adopted, not killed; an image taken before the ends apply keeps them coreless. */
+START_TEST(held_ends_take_no_cores_so_their_successors_are_adopted) {
+  tl_config cfg = snapshot_config();
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "h1", NULL, 2);
+  tl_taskset_id ts = tlt_submit(e, 0, 0, 0, 6);
+  tl_launch out[8];
+  size_t n = tlt_offer(e, "e1", 2, out, 8); /* tids 1, 2: the image holds them running */
+  ck_assert_uint_eq(n, 2);
+  image im = take(e);
+  /* After the image: 1 and 2 end (the executor holds the ends), 3 and 4 run in their place, and
+   * 5 runs and ends too: three ends held, two cores taken. */
+  tlt_succeed(e, "e1", 1);
+  tlt_succeed(e, "e1", 2);
+  n += tlt_offer(e, "e1", 2, out + n, 8 - n);
+  ck_assert_uint_eq(n, 4);
+  tlt_succeed(e, "e1", 3);
+  n += tlt_offer(e, "e1", 1, out + n, 8 - n);
+  ck_assert_uint_eq(n, 5);
+  cfg = e->cfg;
+  cfg.restore_tid_floor = 100;
+  restore_into(e, &im, &cfg);
+  free(im.p);
+  tl_reconcile_item items[5];
+  for (size_t i = 0; i < 5; i++)
+    items[i] = item_of(&out[i]);
+  items[0].ended = items[1].ended = items[2].ended = true;
+  tl_tid unknown[5];
+  size_t nunknown = 9;
+  TLT_OK(e, tl_executor_reconcile_items(e->s, "e1", items, 5, unknown, 5, &nunknown));
+  ck_assert_uint_eq(nunknown, 0);
+  tl_stats st = tlt_stats(e);
+  ck_assert_uint_eq(st.reconcile_adopted, 3);
+  ck_assert_uint_eq(st.reconcile_lost, 0);
+  tl_executor_status x = tlt_ex(e, "e1");
+  ck_assert_uint_eq(x.running, 5);
+  ck_assert_uint_eq(x.free_cores, 0); /* 4 and 5 run; 1, 2 and 3 are ends */
+
+  /* An image now, before the ends apply: restored and reconciled by tids only, the held ends
+   * still take no cores. */
+  image again = take(e);
+  restore_into(e, &again, &cfg);
+  free(again.p);
+  tl_tid tids[5] = {1, 2, 3, 4, 5};
+  TLT_OK(e, tl_executor_reconcile(e->s, "e1", tids, 5, unknown, 5, &nunknown));
+  ck_assert_uint_eq(nunknown, 0);
+  ck_assert_uint_eq(tlt_ex(e, "e1").free_cores, 0);
+
+  /* The ends apply and give no cores back; the runners' ends do. */
+  for (tl_tid t = 1; t <= 3; t++)
+    tlt_succeed(e, "e1", t);
+  ck_assert_uint_eq(tlt_ex(e, "e1").free_cores, 0);
+  tlt_succeed(e, "e1", 4);
+  ck_assert_uint_eq(tlt_ex(e, "e1").free_cores, 1);
+  tlt_succeed(e, "e1", 5);
+  ck_assert_uint_eq(tlt_ex(e, "e1").free_cores, 2);
+  ck_assert_uint_eq(tlt_stats(e).succeeded, 5);
+  /* The last index runs once more and the task set drains. */
+  n = tlt_offer(e, "e1", 2, out, 8);
+  ck_assert_uint_eq(n, 1);
+  tlt_succeed(e, "e1", out[0].tid);
+  ck_assert_uint_eq(tlt_stats(e).succeeded, 6);
+  (void)ts;
+  tlt_end(e);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------------------------------
  * Epochs.
  * ------------------------------------------------------------------------------------------- */
@@ -1605,6 +1674,7 @@ Suite *tl_snapshot_suite(void) {
   tcase_add_test(tc, launches_made_after_the_image_are_adopted_when_they_reconcile);
   tcase_add_test(tc, an_adopted_tid_moves_the_next_tid_above_it);
   tcase_add_test(tc, a_speculative_copy_launched_after_the_image_is_adopted_as_the_sibling);
+  tcase_add_test(tc, held_ends_take_no_cores_so_their_successors_are_adopted);
   tcase_add_test(tc, restored_task_sets_wait_while_executors_recover);
   tcase_add_test(tc, each_restore_advances_the_epoch_the_floor_raises_it);
   tcase_add_test(tc, a_version_1_image_is_read_with_epoch_0);
