@@ -84,13 +84,16 @@ Modes:
       connects were refused for 0.5 s in a row.
       guess: attempts=N connect_failed=F found=GUESS|none seconds=T rate_per_s=R
 
-  flood-reconcile --id ID --host HOST --cores C [--tids N] [--frames K] [--rss-pid PID]
-                  [--hold-s S]
+  flood-reconcile --id ID --host HOST --cores C [--tids N] [--synced] [--frames K]
+                  [--rss-pid PID] [--hold-s S]
       An executor that never reads: connects with a small receive buffer (64 KiB), sends
       REGISTER with the real token (TL_CLUSTER_TOKEN), then K RECONCILE frames (default 64)
-      of N tids each (default 131071, TLC_RECONCILE_MAX: one whole frame), as fast as the
-      driver takes them, never reading a byte: a driver that does not hold it as recovering
-      answers each with a KILL per tid, which it cannot send. Stops sending when the driver
+      of N items each (default RECONCILE_MAX: one whole frame), each saying more follows, as
+      fast as the driver takes them, never reading a byte: a driver that does not hold it as
+      recovering answers each with KILLs for its tids, which it cannot send, and closes it
+      past TLC_RECONCILE_ITEMS_MAX. With --synced, K batches of 20,000 pairs of a STATUS (an
+      unknown tid) and a HEARTBEAT instead, each pair answered with a SYNCED by a driver
+      without --state-dir. Stops sending when the driver
       closed the connection (a reset or EPIPE), when a send has been blocked for 5 s, or at
       the deadline; then waits up to S seconds (default 5) for the close, still not reading.
       With --rss-pid it reads VmRSS of PID (/proc/PID/status) after each frame and every
@@ -793,7 +796,14 @@ def mode_flood_reconcile(a, addr, deadline):
     except OSError as e:
         close_quietly(s)
         raise LocalError("flood-reconcile: cannot connect: %s" % e)
-    rec = reconcile_frame(range(1, a.tids + 1))
+    if a.synced:
+        # Each pair (a STATUS of a tid the driver does not hold, then a HEARTBEAT) makes a
+        # driver without --state-dir answer with a SYNCED frame: 49 bytes in, 14 out.
+        pair = status_frame(tid=(1 << 63) + 1, state=2) + frame(MSG_HEARTBEAT,
+                                                                 struct.pack("<QQ", 0, 0))
+        rec = pair * 20000
+    else:
+        rec = reconcile_frame(range(1, a.tids + 1), 1)  # "more": one long reconciliation
     samples = []
 
     def sample():
@@ -1101,6 +1111,8 @@ def build_parser():
     p.add_argument("--host", dest="host_name", required=True, help="the REGISTER's host field")
     p.add_argument("--cores", required=True)
     p.add_argument("--tids", type=int, default=RECONCILE_MAX)
+    p.add_argument("--synced", action="store_true",
+                   help="send STATUS and HEARTBEAT pairs (20,000 a batch) instead of RECONCILE")
     p.add_argument("--frames", type=positive_int, default=64)
     p.add_argument("--rss-pid", type=positive_int)
     p.add_argument("--hold-s", type=non_negative_float, default=5.0)

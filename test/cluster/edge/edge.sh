@@ -49,12 +49,12 @@
 #   emfile     the driver under `ulimit -n 40` and 60 idle connections: accept fails with EMFILE,
 #              which is logged (with the limit's name) and counted, and the driver warned at
 #              start; once they go, an executor registers and the job succeeds
-#   unsent     a client with the token registers a new id and sends RECONCILE frames of 131,071
-#              tids, never reading (each answered with 131,071 KILL frames, 6 MB): under the
-#              default --max-unsent-bytes (16 MiB) it is closed, which is logged and counted
-#              (summary, JSON, /metrics), its executor is lost as removed by the driver, the
-#              driver's VmRSS stays under 100 MB throughout (296 MB with these 48 frames
-#              before the bound), and the job succeeds on ext-1
+#   unsent     a client with the token registers a new id and reconciles past
+#              TLC_RECONCILE_ITEMS_MAX, never reading: closed; a second one sends pairs of a
+#              STATUS (an unknown tid) and a HEARTBEAT, never reading (each pair answered with a
+#              SYNCED): under --max-unsent-bytes 1048576 it is closed, which is logged and
+#              counted (summary, JSON, /metrics), its executor is lost as removed by the driver,
+#              the driver's VmRSS stays under 100 MB throughout, and the job succeeds on ext-1
 #   lost       a client with the token registers and sends nothing for 1.5 s (lost at the
 #              400 ms heartbeat timeout), then a RECONCILE of 1,000 tids and a STATUS: both are
 #              dropped and counted, not applied (no KILL comes back, where it got 1,000 before),
@@ -455,17 +455,31 @@ emfile)
   grep -q 'job 1: succeeded' "$tmp/out" || fail "the job did not succeed"
   ;;
 unsent)
-  # The job waits (--accept 2) for the flooder and ext-1, started after the flood.
-  start_driver --executors 0 --accept 2 --cores 2 --job sleep:20:40 \
+  # The job waits (--accept 3) for the two flooders and ext-1, started after the floods. The
+  # first floods a stray reconciliation, never reading: closed past TLC_RECONCILE_ITEMS_MAX,
+  # its KILLs at most what that many tids take. The second floods STATUS and HEARTBEAT pairs,
+  # each answered with a SYNCED it never reads: closed over --max-unsent-bytes (1 MiB here).
+  start_driver --executors 0 --accept 3 --cores 2 --job sleep:20:40 --max-unsent-bytes 1048576 \
     --pending-loss-timeout-ms 200 --metrics-port 0 --summary-json "$tmp/summary.json" \
     --timeout-s 60
   mport=$(sed -n 's/^metrics on .*:\([0-9][0-9]*\)$/\1/p' "$tmp/out")
   before=$(mem_kb VmRSS)
-  python3 "$attack" --port "$port" flood-reconcile --id flooder --host flooder --cores 1 \
-    --frames 48 --rss-pid "$drv" --hold-s 5 >"$tmp/attack" || fail "the attack did not run"
+  python3 "$attack" --port "$port" flood-reconcile --id reconciler --host reconciler --cores 1 \
+    --frames 8 --rss-pid "$drv" --hold-s 5 >"$tmp/attack" || fail "the attack did not run"
   cat "$tmp/attack"
   max=$(result flood-reconcile rss_kb_max)
-  echo "driver RSS before the attack ${before} kB, at most ${max} kB during it"
+  echo "driver RSS before the attacks ${before} kB, at most ${max} kB during the reconciliation"
+  [ "$(result flood-reconcile closed_by_peer)" = 1 ] ||
+    fail "the client reconciling past the limit was not closed"
+  if [ "$sanitized" != 1 ] && [ "${max:--1}" -ge 102400 ]; then
+    fail "the driver's RSS reached $max kB under the reconciliation flood"
+  fi
+  python3 "$attack" --port "$port" flood-reconcile --id flooder --host flooder --cores 1 \
+    --synced --frames 200 --rss-pid "$drv" --hold-s 5 >"$tmp/attack" ||
+    fail "the attack did not run"
+  cat "$tmp/attack"
+  max=$(result flood-reconcile rss_kb_max)
+  echo "at most ${max} kB during the SYNCED flood"
   [ "$(result flood-reconcile closed_by_peer)" = 1 ] || fail "the client that never reads was not closed"
   if [ "$sanitized" != 1 ] && [ "${max:--1}" -ge 102400 ]; then
     fail "the driver's RSS reached $max kB under the flood"
@@ -477,14 +491,16 @@ unsent)
     fail "/metrics does not count the closed connection"
   start_external 2
   driver_ok
-  grep -q 'closing connection of flooder (127\.0\.0\.1:[0-9]*): [0-9]* bytes it has not read, more than --max-unsent-bytes (16777216)$' \
+  grep -q 'closing connection of reconciler (127\.0\.0\.1:[0-9]*): a reconciliation of more than 131072 attempts' \
+    "$tmp/err" || fail "the reconciliation's close was not logged"
+  grep -q 'closing connection of flooder (127\.0\.0\.1:[0-9]*): [0-9]* bytes it has not read, more than --max-unsent-bytes (1048576)$' \
     "$tmp/err" || fail "the close was not logged"
   grep -q '; 1 closed over --max-unsent-bytes (most unsent [0-9]* bytes);' "$tmp/out" ||
     fail "the summary does not count the closed connection"
   grep -q 'lost flooder: detected by protocol fault;.*--max-unsent-bytes' "$tmp/out" ||
     fail "the flooder was not removed by the driver"
   if command -v jq >/dev/null 2>&1; then
-    jq -e '.edge.closed_unsent == 1 and .edge.unsent_peak_bytes > 16777216' \
+    jq -e '.edge.closed_unsent == 1 and .edge.unsent_peak_bytes > 1048576' \
       "$tmp/summary.json" >/dev/null || fail "the JSON summary: $(jq -c .edge "$tmp/summary.json")"
   fi
   grep -q 'job 1: succeeded' "$tmp/out" || fail "the job did not succeed"
