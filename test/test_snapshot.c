@@ -1002,7 +1002,9 @@ START_TEST(bad_images_are_refused_with_their_own_error) {
     im.p[i] ^= 0x20;
   }
   /* Another version, resealed: EVERSION; another config: ECONFIG; the reader's error: EIO. */
-  for (uint8_t v = 0; v < 8; v++) { /* 1 (read, see below) and 2 are known; 2's body as 1's is corrupt */
+  /* Versions 1 (read: see a_version_1_image_is_read_with_epoch_0) and 2 are known; a version 2
+   * body read as version 1's is corrupt. */
+  for (uint8_t v = 0; v < 8; v++) {
     im.p[8] = v;
     reseal_header(&im);
     im.at = 0;
