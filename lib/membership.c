@@ -773,6 +773,7 @@ int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid 
     }
   }
   drop_candidates(s, r, distinct);
+  tl__attempts_unreserve(s); /* room reserved for candidates that were not adopted */
   /* The rest: killed. */
   size_t k = 0;
   for (size_t i = 0; i < distinct; i++) {
