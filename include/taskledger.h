@@ -510,9 +510,9 @@ TL_EXTERN int tl_dispatch(tl_scheduler *s);
  * and are not saved (tl_scheduler_restore asks for them again). Undelivered events are not
  * saved either, so a snapshot is refused (TL_EBUSY, nothing written) while any event made
  * before it is undelivered: from inside a callback, while another thread delivers, or with
- * deferred delivery before tl_dispatch (tl_dispatch_snapshot delivers them instead). Not journaled; makes no event; the ledger is unchanged.
- * TL_EINVAL: s or write NULL; TL_ENOMEM; TL_EIO; TL_EBUSY (as above, and during
- * tl_scheduler_free). */
+ * deferred delivery before tl_dispatch (tl_dispatch_snapshot delivers them instead). Not journaled;
+ * makes no event; the ledger is unchanged. TL_EINVAL: s or write NULL; TL_ENOMEM; TL_EIO; TL_EBUSY
+ * (as above, and during tl_scheduler_free). */
 TL_EXTERN int tl_snapshot(tl_scheduler *s, int (*write)(void *ud, const void *buf, size_t n),
                           void *ud);
 

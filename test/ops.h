@@ -183,6 +183,7 @@ typedef struct tlo_outcome {
   uint64_t reconciles;        /* tl_executor_reconcile calls that succeeded */
   uint64_t reconcile_lost;    /* attempts they ended (not reported) */
   uint64_t reconcile_unknown; /* tids they answered unknown (each killed) */
+  uint64_t reconcile_adopted; /* attempts reconciliations with items adopted */
   uint64_t reracks;           /* reconciled onto the rack another executor gave their host */
   uint64_t recovery_timeouts; /* restored executors tl_tick lost to recovery_timeout_ns */
   char message[4096];         /* the disagreement, with the operation that showed it */

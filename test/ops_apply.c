@@ -756,7 +756,10 @@ static void apply(tlo_run *r, const tlo_op *op) {
     mexec *x = tlo_resolve_exec(r, op->exec);
     tl_tid tids[128];
     size_t n = resolve_report(r, op, x, tids, sizeof tids / sizeof tids[0]);
-    tlo_do_reconcile(r, x, tids, n, op->c % (n + 3), op->flags & 15);
+    if (op->d & 2)
+      tlo_do_reconcile_items(r, x, tids, n, op->c % (n + 3), op->flags & 15, op->d);
+    else
+      tlo_do_reconcile(r, x, tids, n, op->c % (n + 3), op->flags & 15);
     break;
   }
   case TLO_NKINDS:

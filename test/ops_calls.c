@@ -888,6 +888,122 @@ void tlo_do_reconcile(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, size_t
   free(unk);
 }
 
+/* The model's plan of a reconciliation with items: which tids are reported with an attempt
+ * number that is not the frozen attempt's, and which pending indices are adopted. */
+void tlo_do_reconcile_items(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, size_t ucap,
+                            unsigned flags, uint8_t d) {
+  bool no_items = flags & 1, no_unknown = flags & 2, no_count = flags & 4, empty_id = flags & 8;
+  tl_reconcile_item *items = tlo_xrealloc(NULL, (n + 8) * sizeof *items);
+  tl_tid *all = tlo_xrealloc(NULL, (n + 8) * sizeof *all);
+  tl_tid bad = 0;
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (tids[i] > r->natt)
+      continue; /* never launched: it would take a tid the adoptions below take */
+    tl_reconcile_item it = {tids[i], 0, 0, 0, false, false};
+    if (tids[i] != 0) {
+      const matt *a = &r->att[tids[i] - 1];
+      it = (tl_reconcile_item){tids[i], r->ts[a->ts].id, a->index, a->attempt, a->spec, false};
+      /* One frozen attempt of x reported as another attempt: it is not kept. */
+      if ((d & 32) && bad == 0 && a->live && a->frozen && a->ex == x) {
+        bad = tids[i];
+        it.attempt++;
+      } else if (tids[i] == bad) {
+        it.attempt++;
+      }
+    }
+    items[m] = it;
+    all[m++] = tids[i];
+  }
+  bool invalid = empty_id || no_count || (no_items && m > 0) || (no_unknown && ucap > 0);
+  for (size_t i = 0; i < m && !invalid; i++)
+    invalid = items[i].tid == 0;
+  int want = TL_EINVAL;
+  if (!invalid) {
+    tlo_clock_read(r);
+    want = x->state == MX_NONE         ? TL_ENOENT
+           : x->state == MX_REMOVED    ? TL_EGONE
+           : x->state != MX_RECOVERING ? TL_ESTATE
+                                       : TL_OK;
+  }
+  /* The adoptions: pending indices of restored task sets, under the next tids, while x's cores
+   * (after what it keeps) fit; then at most one more, which need not fit (killed if not: the
+   * last tid, so the adopted ones stay consecutive). */
+  tlo_adopt adopt[4];
+  size_t nadopt = 0, nplanned = 0;
+  if (want == TL_OK && !no_items) {
+    uint64_t cores = x->free_cores;
+    for (size_t i = 0; i < m; i++) {
+      const matt *a = &r->att[all[i] - 1];
+      bool first = true;
+      for (size_t j = 0; j < i; j++)
+        first = first && all[j] != all[i];
+      if (first && a->live && a->frozen && a->ex == x && all[i] != bad)
+        cores -= r->ts[a->ts].cpus;
+    }
+    size_t want_adopt = (size_t)(d >> 2) % 4 + ((d & 16) != 0);
+    for (uint32_t k = 0; k < r->nts && nplanned < want_adopt; k++) {
+      mts *t = &r->ts[k];
+      if (!t->restored || t->released || t->zombie || t->barrier)
+        continue;
+      for (uint32_t p = t->npend; p-- > 0 && nplanned < want_adopt;) {
+        uint32_t i = t->pend[p];
+        bool taken = false;
+        for (size_t j = 0; j < nplanned; j++)
+          taken = taken || (adopt[j].ts == k && adopt[j].index == i);
+        if (taken)
+          continue;
+        tl_tid tid = (tl_tid)r->natt + 1 + nplanned;
+        items[m] = (tl_reconcile_item){tid, t->id, i, t->idx[i].attempts, false, (d & 64) != 0};
+        all[m++] = tid;
+        adopt[nplanned++] = (tlo_adopt){tid, k, i};
+        if (t->cpus > cores)
+          break; /* this one is killed: no more */
+        cores -= t->cpus;
+        nadopt = nplanned;
+      }
+      if (nadopt < nplanned)
+        break;
+    }
+  }
+  char desc[640];
+  int w = snprintf(desc, sizeof desc, "reconcile_items %s ucap=%zu%s%s%s n=%zu:",
+                   empty_id ? "\"\"" : x->id, ucap, no_items ? " items=NULL" : "",
+                   no_unknown ? " unknown=NULL" : "", no_count ? " nunknown=NULL" : "", m);
+  for (size_t i = 0; i < m && w > 0 && (size_t)w < sizeof desc; i++)
+    w += snprintf(desc + w, sizeof desc - (size_t)w, " %" PRIu64 "/%" PRIu64 "/%u/%u",
+                  items[i].tid, items[i].taskset, items[i].index, items[i].attempt);
+  tl_tid *unk = NULL;
+  size_t nunk = 0;
+  if (want == TL_OK)
+    unk = tlo_reconciled_items(r, x, all, m, &bad, bad != 0, adopt, nadopt, &nunk);
+  tl_tid *out = tlo_xrealloc(NULL, (ucap + 1) * sizeof *out);
+  for (size_t i = 0; i <= ucap; i++)
+    out[i] = UNKNOWN_UNWRITTEN;
+  size_t count = SIZE_MAX;
+  tlo_note_call(r, desc);
+  r->f_reconcile_calls++;
+  int rc = tl_executor_reconcile_items(r->s, empty_id ? "" : x->id, no_items ? NULL : items, m,
+                                       no_unknown ? NULL : out, ucap, no_count ? NULL : &count);
+  tlo_expect_rc(r, desc, rc, want);
+  if (rc == TL_OK && want == TL_OK && !r->failed) {
+    if (count != nunk)
+      tlo_fail(r, "%s: *nunknown is %zu, the model says %zu", desc, count, nunk);
+    for (size_t i = 0; i < ucap && !r->failed; i++) {
+      tl_tid want_tid = i < nunk ? unk[i] : UNKNOWN_UNWRITTEN;
+      if (out[i] != want_tid)
+        tlo_fail(r, "%s: unknown[%zu] is %" PRIu64 ", the model says %" PRIu64, desc, i, out[i],
+                 want_tid);
+    }
+    if (out[ucap] != UNKNOWN_UNWRITTEN)
+      tlo_fail(r, "%s wrote unknown[%zu], past ucap", desc, ucap);
+  }
+  free(out);
+  free(unk);
+  free(items);
+  free(all);
+}
+
 /* The image of the latest snapshot, and readers and writers of it. */
 typedef struct image_reader {
   const uint8_t *p;
@@ -1118,7 +1234,11 @@ void tlo_do_snapshot_restore(tlo_run *r, const tlo_op *op) {
   char d[64];
   snprintf(d, sizeof d, "restore (%u executors, %u task sets)", r->nask_ex, r->nask_ts);
   tlo_note_call(r, d);
-  rc = tl_scheduler_restore(&r->cfg, &r->cb, image_read, &rd, &news);
+  /* The epoch: the image's + 1, or a floor above it one restore in four. */
+  tl_config rcfg = r->cfg;
+  rcfg.restore_epoch_floor = seed % 4 == 0 ? r->epoch + 1 + (seed >> 2) % 3 : seed % 4 == 1 ? 1 : 0;
+  r->epoch = rcfg.restore_epoch_floor > r->epoch + 1 ? rcfg.restore_epoch_floor : r->epoch + 1;
+  rc = tl_scheduler_restore(&rcfg, &r->cb, image_read, &rd, &news);
   r->restoring = false;
   r->resolvers_armed = false;
   tlo_expect_rc(r, d, rc, TL_OK);

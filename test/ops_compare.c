@@ -281,6 +281,8 @@ void tlo_compare_all(tlo_run *r, bool top) {
   CMP(r, "stats.reconciled", st.reconciled, r->reconciled);
   CMP(r, "stats.reconcile_lost", st.reconcile_lost, r->reconcile_lost);
   CMP(r, "stats.reconcile_unknown", st.reconcile_unknown, r->reconcile_unknown);
+  CMP(r, "stats.reconcile_adopted", st.reconcile_adopted, r->reconcile_adopted);
+  CMP(r, "tl_epoch", tl_epoch(r->s), r->epoch);
   size_t xexecs = 0, xnodes = 0, xsets = 0, xwaiting = 0;
   for (unsigned s = 0; s < NSLOTS; s++)
     for (uint32_t g = 0; g < r->ngen[s]; g++)

@@ -289,6 +289,8 @@ typedef struct tlo_run {
   uint64_t launched, succeeded, failed_count, killed, stale, rejected_updates, rejected_offers,
       executors_lost, tasksets_released, pending_loss_timeouts;
   uint64_t recovery_timeouts, reconciled, reconcile_lost, reconcile_unknown; /* failover's */
+  uint64_t reconcile_adopted; /* attempts reconciliations with items adopted */
+  uint64_t epoch;             /* tl_epoch: 1, then each restore's */
 
   /* Failover (the snapshot-restore operation). */
   bool restoring;         /* inside tl_scheduler_restore: r->s is not known yet, so its callbacks
@@ -476,7 +478,19 @@ void tlo_remove_executor(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, int 
                          const char *msg);
 void tlo_lose(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, int exit_code, const char *msg);
 void tlo_recover(tlo_run *r, mexec *x);
+/* An adoption a reconciliation with items is expected to make: tid, task set, index. */
+typedef struct tlo_adopt {
+  tl_tid tid;
+  uint32_t ts, index;
+} tlo_adopt;
 tl_tid *tlo_reconciled(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, size_t *nunknown);
+/* The same with items (tl_executor_reconcile_items): bad[0 .. nbad) are reported tids whose
+ * items disagree with the frozen attempt (never kept); adopt[0 .. nadopt) are adopted, in
+ * order, after the ends and before the kills (the caller chose them to fit). */
+tl_tid *tlo_reconciled_items(tlo_run *r, mexec *x, const tl_tid *tids, size_t n,
+                             const tl_tid *bad, size_t nbad, const tlo_adopt *adopt,
+                             size_t nadopt, size_t *nunknown);
+void tlo_launch(tlo_run *r, uint32_t k, uint32_t i, mexec *x, bool spec, unsigned level);
 mexec *tlo_exec_by_id(tlo_run *r, const char *id);
 int tlo_ts_of_payload(const tlo_run *r, const void *payload);
 int tlo_active_of(const tlo_run *r, uint32_t stage);
@@ -531,6 +545,11 @@ void tlo_do_update(tlo_run *r, mexec *x, tl_tid tid, unsigned state, unsigned fa
 void tlo_do_updates(tlo_run *r, mexec *x, const mupdate *m, size_t n, unsigned flags);
 void tlo_do_tick(tlo_run *r);
 void tlo_do_inspect(tlo_run *r, mexec *x, uint8_t tsref, uint8_t lensel);
+/* tl_executor_reconcile_items: the report as items (tids never launched dropped, one frozen
+ * attempt's number changed with d bit 5), and up to d >> 2 & 3 adoptions of pending indices of
+ * restored task sets under the next tids while x's cores fit, then one that may not fit. */
+void tlo_do_reconcile_items(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, size_t ucap,
+                            unsigned flags, uint8_t d);
 void tlo_do_reconcile(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, size_t ucap,
                       unsigned flags);
 void tlo_do_snapshot_restore(tlo_run *r, const tlo_op *op);

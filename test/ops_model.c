@@ -713,6 +713,19 @@ static int tid_cmp(const void *a, const void *b) {
  * in increasing order, counted once; one revive_offers if an index became pending. Returns the
  * unknown tids (sorted, distinct; malloc'd) and their number in *nunknown. */
 tl_tid *tlo_reconciled(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, size_t *nunknown) {
+  return tlo_reconciled_items(r, x, tids, n, NULL, 0, NULL, 0, nunknown);
+}
+
+static bool tid_among(const tl_tid *v, size_t n, tl_tid tid) {
+  for (size_t i = 0; i < n; i++)
+    if (v[i] == tid)
+      return true;
+  return false;
+}
+
+tl_tid *tlo_reconciled_items(tlo_run *r, mexec *x, const tl_tid *tids, size_t n,
+                             const tl_tid *bad, size_t nbad, const tlo_adopt *adopt,
+                             size_t nadopt, size_t *nunknown) {
   tl_tid *sorted = tlo_xrealloc(NULL, (n + 1) * sizeof *sorted);
   if (n > 0)
     memcpy(sorted, tids, n * sizeof *sorted);
@@ -746,7 +759,8 @@ tl_tid *tlo_reconciled(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, size_
     a->frozen = false;
     x->nfrozen--;
     t->nfrozen--;
-    if (bsearch(&frozen[i], sorted, distinct, sizeof *sorted, tid_cmp) != NULL) {
+    if (bsearch(&frozen[i], sorted, distinct, sizeof *sorted, tid_cmp) != NULL &&
+        !tid_among(bad, nbad, frozen[i])) {
       x->nrunning++;
       x->free_cores -= t->cpus;
     } else {
@@ -763,14 +777,28 @@ tl_tid *tlo_reconciled(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, size_
       tlo_attempt_ended(r, frozen[i], &m);
     }
   }
+  /* The adoptions: launches under the next tids, running. */
+  for (size_t j = 0; j < nadopt; j++) {
+    mts *t = &r->ts[adopt[j].ts];
+    if (adopt[j].tid != (tl_tid)r->natt + 1 || !t->idx[adopt[j].index].pending ||
+        t->cpus > x->free_cores)
+      abort(); /* the caller's plan is wrong: a bug in the test */
+    tlo_pend_remove(t, adopt[j].index);
+    tlo_launch(r, adopt[j].ts, adopt[j].index, x, false,
+               tlo_locality_on(r, t, adopt[j].index, x));
+    r->att[r->natt - 1].running = true;
+    r->reconcile_adopted++;
+  }
   /* The unknown: what it reported that was not frozen on it (the kept ones are in the tid
-   * index on x now, and nothing else of x is). */
+   * index on x now, and nothing else of x is) nor adopted. */
   size_t k = 0;
   for (size_t i = 0; i < distinct; i++) {
     matt *a = tlo_indexed(r, sorted[i]);
     bool kept = false;
     for (size_t j = 0; j < nf && !kept; j++)
       kept = frozen[j] == sorted[i] && a != NULL && a->ex == x;
+    for (size_t j = 0; j < nadopt && !kept; j++)
+      kept = adopt[j].tid == sorted[i];
     if (kept)
       continue;
     sorted[k++] = sorted[i];

@@ -53,8 +53,9 @@ static bool ts_before(tl_sched_mode mode, const mts *a, const mts *b) {
   return a->id < b->id;
 }
 
-/* Launches the next attempt of index i of task set k on x (spec: a speculative copy). */
-static void launch(tlo_run *r, uint32_t k, uint32_t i, mexec *x, bool spec, unsigned level) {
+/* Launches the next attempt of index i of task set k on x (spec: a speculative copy); also a
+ * reconciliation's adoption (tlo_reconciled), which is a launch made by a dead driver. */
+void tlo_launch(tlo_run *r, uint32_t k, uint32_t i, mexec *x, bool spec, unsigned level) {
   mts *t = &r->ts[k];
   if (r->natt == r->attcap) {
     r->attcap = r->attcap ? 2 * r->attcap : 256;
@@ -370,7 +371,7 @@ void tlo_do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, size_
               spec = true;
               level = best_l;
             }
-            launch(r, k, (uint32_t)index, x, spec, level);
+            tlo_launch(r, k, (uint32_t)index, x, spec, level);
             if (level < best)
               best = level;
             r->f_spec_launches += spec;

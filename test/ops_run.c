@@ -62,6 +62,7 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *e
   for (unsigned h = 0; h < NHOSTS; h++)
     r->host_rack[h] = -1;
   r->next_ts_id = 1;
+  r->epoch = 1;
   r->raw_now = r->now = SEC;
   r->pools[POOL_DEFAULT] = (mpool){true, TL_FIFO, 1, 0};
 
@@ -337,6 +338,7 @@ static void run_end(tlo_run *r, size_t nops, tlo_outcome *out) {
   out->reconciles = r->reconciled;
   out->reconcile_lost = r->reconcile_lost;
   out->reconcile_unknown = r->reconcile_unknown;
+  out->reconcile_adopted = r->reconcile_adopted;
   out->recovery_timeouts = r->recovery_timeouts;
   snprintf(out->message, sizeof out->message, "%s", r->failed ? r->why : "ok");
   out->has_final = r->has_final && !r->failed;

@@ -78,6 +78,7 @@ static void add_features(tlo_outcome *sum, const tlo_outcome *o) {
   sum->reconciles += o->reconciles;
   sum->reconcile_lost += o->reconcile_lost;
   sum->reconcile_unknown += o->reconcile_unknown;
+  sum->reconcile_adopted += o->reconcile_adopted;
   sum->reracks += o->reracks;
   sum->recovery_timeouts += o->recovery_timeouts;
 }
@@ -86,9 +87,11 @@ static void print_features(const tlo_outcome *o) {
   printf("  failover: %" PRIu64 " restores (%" PRIu64 " refused as predicted, %" PRIu64
          " snapshots refused), %" PRIu64 " executors recovering, %" PRIu64
          " payloads withheld; %" PRIu64 " reconciled (%" PRIu64 " attempts not reported, %" PRIu64
-         " unknown tids, %" PRIu64 " onto another rack), %" PRIu64 " recovery timeouts\n",
+         " unknown tids, %" PRIu64 " adopted, %" PRIu64 " onto another rack), %" PRIu64
+         " recovery timeouts\n",
          o->restores, o->restore_refusals, o->snapshot_errors, o->recovering, o->payloads_lost,
-         o->reconciles, o->reconcile_lost, o->reconcile_unknown, o->reracks, o->recovery_timeouts);
+         o->reconciles, o->reconcile_lost, o->reconcile_unknown, o->reconcile_adopted, o->reracks,
+         o->recovery_timeouts);
   printf("  speculatable %" PRIu64 ", copies %" PRIu64 ", losers killed %" PRIu64
          ", late reports %" PRIu64 ", too large %" PRIu64 ", resubmitted %" PRIu64
          ", barrier sets launched %" PRIu64 ", rounds over several pools %" PRIu64 "\n",

@@ -189,6 +189,7 @@ START_TEST(seeded_runs_fail_over) {
     sum.reconciles += out.reconciles;
     sum.reconcile_lost += out.reconcile_lost;
     sum.reconcile_unknown += out.reconcile_unknown;
+    sum.reconcile_adopted += out.reconcile_adopted;
     sum.reracks += out.reracks;
     sum.recovery_timeouts += out.recovery_timeouts;
   }
@@ -200,6 +201,7 @@ START_TEST(seeded_runs_fail_over) {
   ck_assert_uint_gt(sum.reconciles, 100);
   ck_assert_uint_gt(sum.reconcile_lost, 0);
   ck_assert_uint_gt(sum.reconcile_unknown, 0);
+  ck_assert_uint_gt(sum.reconcile_adopted, 0);
   ck_assert_uint_gt(sum.reracks, 0);
   ck_assert_uint_gt(sum.recovery_timeouts, 0);
 }

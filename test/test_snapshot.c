@@ -1005,7 +1005,9 @@ START_TEST(bad_images_are_refused_with_their_own_error) {
     im.p[i] ^= 0x20;
   }
   /* Another version, resealed: EVERSION; another config: ECONFIG; the reader's error: EIO. */
-  for (uint8_t v = 0; v < 8; v++) { /* 1 (read, see below) and 2 are known; 2's body as 1's is corrupt */
+  /* Versions 1 (read: see a_version_1_image_is_read_with_epoch_0) and 2 are known; a version 2
+   * body read as version 1's is corrupt. */
+  for (uint8_t v = 0; v < 8; v++) {
     im.p[8] = v;
     reseal_header(&im);
     im.at = 0;
@@ -1181,6 +1183,26 @@ START_TEST(out_of_memory_anywhere_changes_nothing) {
   free(im.p);
   tlt_end(e);
   tlt_alloc_restore();
+}
+END_TEST
+
+/* A reconciliation that keeps nothing and whose one candidate does not fit the executor's cores
+ * leaves no room reserved in the tid index (tl_check would find an empty table). */
+START_TEST(a_reconcile_that_adopts_nothing_reserves_nothing) {
+  tl_config cfg = snapshot_config();
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "h1", NULL, 2);
+  tl_taskset_id ts = tlt_submit_cpus(e, 0, 0, 0, 1, 4); /* 4 cores a task: never fits */
+  image im = take(e);
+  restore_into(e, &im, NULL);
+  free(im.p);
+  tl_reconcile_item it = {1, ts, 0, 0, false, false};
+  tl_tid unknown[1];
+  size_t nunknown;
+  TLT_OK(e, tl_executor_reconcile_items(e->s, "e1", &it, 1, unknown, 1, &nunknown));
+  ck_assert_uint_eq(nunknown, 1);
+  ck_assert_uint_eq(tlt_stats(e).reconcile_adopted, 0);
+  tlt_end(e);
 }
 END_TEST
 
@@ -1675,6 +1697,7 @@ Suite *tl_snapshot_suite(void) {
   tcase_add_test(tc, an_adopted_tid_moves_the_next_tid_above_it);
   tcase_add_test(tc, a_speculative_copy_launched_after_the_image_is_adopted_as_the_sibling);
   tcase_add_test(tc, held_ends_take_no_cores_so_their_successors_are_adopted);
+  tcase_add_test(tc, a_reconcile_that_adopts_nothing_reserves_nothing);
   tcase_add_test(tc, restored_task_sets_wait_while_executors_recover);
   tcase_add_test(tc, each_restore_advances_the_epoch_the_floor_raises_it);
   tcase_add_test(tc, a_version_1_image_is_read_with_epoch_0);

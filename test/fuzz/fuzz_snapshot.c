@@ -1,5 +1,6 @@
 /* libFuzzer harness for tl_scheduler_restore (docs/snapshot.md): the input is an image. Unless
- * its first byte is odd, the harness first makes its header right (magic, version, flags, this
+ * its first byte is odd, the harness first makes its header right (magic, version: 2 with the
+ * first byte's bit 1, else 1, flags, this
  * config's fingerprint, the body's length and both CRC-32C checksums), so that mutations reach
  * the validation of the records instead of dying at a checksum. A restore must refuse with
  * TL_ESNAPSHOT / TL_EVERSION / TL_ECONFIG (nothing created, no callback) or give a scheduler that
@@ -9,8 +10,8 @@
  *   tl-fuzz-snapshot -runs=0 test/fuzz/snapshot-corpus     the corpus once (ctest
  *                                                          fuzz-snapshot-corpus)
  *
- * The seed images (a zero byte, then the image) are snapshots of schedulers with fuzz_config's
- * settings: empty; executors on hosts and racks with a FAIR pool, a shuffle-map task set with
+ * The seed images (a zero byte, then a version 1 image; v2-*: a byte 2, then a version 2 one)
+ * are snapshots of schedulers with fuzz_config's settings: empty; executors on hosts and racks with a FAIR pool, a shuffle-map task set with
  * preferred locations and another running; then with successes, counted failures, a
  * decommission and a pending loss; then with a tombstone.
  */
@@ -153,7 +154,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memcpy(b.p, data + 1, size - 1);
   if (!raw && b.n >= 40) {
     memcpy(b.p, "TLSNAP\r\n", 8);
-    put_le(b.p + 8, 1, 4);
+    put_le(b.p + 8, (data[0] & 2) != 0 ? 2 : 1, 4); /* the corpus's older images are version 1 */
     put_le(b.p + 12, 0, 4);
     put_le(b.p + 16, fingerprint(), 8);
     put_le(b.p + 24, b.n - 40, 8);
