@@ -590,7 +590,8 @@ typedef struct tl_reconcile_item {
   uint32_t index;        /* task index within the task set */
   uint32_t attempt;      /* attempt number of that index */
   bool speculative;      /* launched as a speculative copy */
-  bool ended;            /* the executor holds the attempt's end (unacknowledged): the caller
+  bool ended;            /* the executor holds the attempt's end (unacknowledged): kept or
+                            adopted, the attempt takes no cores (it runs nothing); the caller
                             applies it as an ordinary status update after this call */
 } tl_reconcile_item;
 
@@ -609,8 +610,9 @@ typedef struct tl_reconcile_item {
  *     not killed by its other copy, and for a speculative item that copy's hosts tried do not
  *     include this executor's host;
  *   - its task set's cores per task fit the executor's free cores after the attempts it keeps
- *     and those adopted before it.
- * An adopted attempt runs on this executor (RUNNING, launched now, at the locality it has
+ *     and those adopted before it, unless the item is ended.
+ * An attempt reported ended, kept or adopted, takes no cores until it ends (its executor runs
+ * nothing for it), so the attempts that ran in its place during the outage fit. An adopted attempt runs on this executor (RUNNING, launched now, at the locality it has
  * there) with its tid and attempt number; the index's attempts launched become attempt + 1 and
  * the next tid moves above the tid; it makes task_started, as a launch, and counts in launched
  * and reconcile_adopted. Every other item is unknown: written to unknown[], killed. Events: the

@@ -474,7 +474,8 @@ static int update_apply(tlo_run *r, mexec *x, tl_tid tid, const tl_update *u) {
       r->failed_count++;
   }
   x->nrunning--;
-  x->free_cores += t->cpus;
+  if (!a->end_held) /* an end its executor held took no cores */
+    x->free_cores += t->cpus;
   tlo_attempt_ended(r, tid, &m);
   tlo_push_revive_if_wanted(r);
   return TL_OK;
@@ -895,7 +896,7 @@ void tlo_do_reconcile_items(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, 
   bool no_items = flags & 1, no_unknown = flags & 2, no_count = flags & 4, empty_id = flags & 8;
   tl_reconcile_item *items = tlo_xrealloc(NULL, (n + 8) * sizeof *items);
   tl_tid *all = tlo_xrealloc(NULL, (n + 8) * sizeof *all);
-  tl_tid bad = 0;
+  tl_tid bad = 0, ended = 0;
   size_t m = 0;
   for (size_t i = 0; i < n; i++) {
     if (tids[i] > r->natt)
@@ -910,6 +911,10 @@ void tlo_do_reconcile_items(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, 
         it.attempt++;
       } else if (tids[i] == bad) {
         it.attempt++;
+      } else if ((d & 128) && (ended == 0 || ended == tids[i]) && a->live && a->frozen &&
+                 a->ex == x) {
+        ended = tids[i]; /* one kept attempt reported ended: it takes no cores */
+        it.ended = true;
       }
     }
     items[m] = it;
@@ -938,7 +943,8 @@ void tlo_do_reconcile_items(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, 
       bool first = true;
       for (size_t j = 0; j < i; j++)
         first = first && all[j] != all[i];
-      if (first && a->live && a->frozen && a->ex == x && all[i] != bad)
+      if (first && a->live && a->frozen && a->ex == x && all[i] != bad && !a->end_held &&
+          all[i] != ended)
         cores -= r->ts[a->ts].cpus;
     }
     size_t want_adopt = (size_t)(d >> 2) % 4 + ((d & 16) != 0);
@@ -954,12 +960,15 @@ void tlo_do_reconcile_items(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, 
         if (taken)
           continue;
         tl_tid tid = (tl_tid)r->natt + 1 + nplanned;
-        items[m] = (tl_reconcile_item){tid, t->id, i, t->idx[i].attempts, false, (d & 64) != 0};
+        bool ended_item = (d & 64) != 0; /* ended: adopted whatever the cores, taking none */
+        items[m] = (tl_reconcile_item){tid, t->id, i, t->idx[i].attempts, false, ended_item};
         all[m++] = tid;
-        adopt[nplanned++] = (tlo_adopt){tid, k, i};
-        if (t->cpus > cores)
-          break; /* this one is killed: no more */
-        cores -= t->cpus;
+        adopt[nplanned++] = (tlo_adopt){tid, k, i, ended_item};
+        if (!ended_item) {
+          if (t->cpus > cores)
+            break; /* this one is killed: no more */
+          cores -= t->cpus;
+        }
         nadopt = nplanned;
       }
       if (nadopt < nplanned)
@@ -976,7 +985,7 @@ void tlo_do_reconcile_items(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, 
   tl_tid *unk = NULL;
   size_t nunk = 0;
   if (want == TL_OK)
-    unk = tlo_reconciled_items(r, x, all, m, &bad, bad != 0, adopt, nadopt, &nunk);
+    unk = tlo_reconciled_items(r, x, all, m, &bad, bad != 0, ended, adopt, nadopt, &nunk);
   tl_tid *out = tlo_xrealloc(NULL, (ucap + 1) * sizeof *out);
   for (size_t i = 0; i <= ucap; i++)
     out[i] = UNKNOWN_UNWRITTEN;

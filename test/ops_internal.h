@@ -197,6 +197,7 @@ typedef struct matt {
   bool frozen;          /* on a PENDING executor */
   bool spec;            /* launched as a speculative copy */
   bool killed_by_other; /* the other copy of its index succeeded: nothing it reports counts */
+  bool end_held;        /* reconciled as ended (its executor holds the end): takes no cores */
   tl_tid sibling;       /* the other copy of its index in flight, 0 none */
   uint64_t launched_at; /* the scheduler's time at launch */
   uint8_t loc;          /* the tl_locality it was launched at */
@@ -482,14 +483,16 @@ void tlo_recover(tlo_run *r, mexec *x);
 typedef struct tlo_adopt {
   tl_tid tid;
   uint32_t ts, index;
+  bool ended; /* reported ended: adopted whatever the cores, taking none */
 } tlo_adopt;
 tl_tid *tlo_reconciled(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, size_t *nunknown);
 /* The same with items (tl_executor_reconcile_items): bad[0 .. nbad) are reported tids whose
- * items disagree with the frozen attempt (never kept); adopt[0 .. nadopt) are adopted, in
- * order, after the ends and before the kills (the caller chose them to fit). */
+ * items disagree with the frozen attempt (never kept); ended, when not 0, a kept tid reported
+ * ended (it takes no cores from then on); adopt[0 .. nadopt) are adopted, in order, after the
+ * ends and before the kills (the caller chose them to fit). */
 tl_tid *tlo_reconciled_items(tlo_run *r, mexec *x, const tl_tid *tids, size_t n,
-                             const tl_tid *bad, size_t nbad, const tlo_adopt *adopt,
-                             size_t nadopt, size_t *nunknown);
+                             const tl_tid *bad, size_t nbad, tl_tid ended,
+                             const tlo_adopt *adopt, size_t nadopt, size_t *nunknown);
 void tlo_launch(tlo_run *r, uint32_t k, uint32_t i, mexec *x, bool spec, unsigned level);
 mexec *tlo_exec_by_id(tlo_run *r, const char *id);
 int tlo_ts_of_payload(const tlo_run *r, const void *payload);

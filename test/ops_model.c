@@ -565,7 +565,8 @@ static void freeze_attempts(tlo_run *r, mexec *x, mx_state st) {
     matt *a = &r->att[v[i] - 1];
     a->frozen = true;
     x->nrunning--;
-    x->free_cores += r->ts[a->ts].cpus;
+    if (!a->end_held)
+      x->free_cores += r->ts[a->ts].cpus;
     x->nfrozen++;
     r->ts[a->ts].nfrozen++;
   }
@@ -713,7 +714,7 @@ static int tid_cmp(const void *a, const void *b) {
  * in increasing order, counted once; one revive_offers if an index became pending. Returns the
  * unknown tids (sorted, distinct; malloc'd) and their number in *nunknown. */
 tl_tid *tlo_reconciled(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, size_t *nunknown) {
-  return tlo_reconciled_items(r, x, tids, n, NULL, 0, NULL, 0, nunknown);
+  return tlo_reconciled_items(r, x, tids, n, NULL, 0, 0, NULL, 0, nunknown);
 }
 
 static bool tid_among(const tl_tid *v, size_t n, tl_tid tid) {
@@ -724,8 +725,8 @@ static bool tid_among(const tl_tid *v, size_t n, tl_tid tid) {
 }
 
 tl_tid *tlo_reconciled_items(tlo_run *r, mexec *x, const tl_tid *tids, size_t n,
-                             const tl_tid *bad, size_t nbad, const tlo_adopt *adopt,
-                             size_t nadopt, size_t *nunknown) {
+                             const tl_tid *bad, size_t nbad, tl_tid ended,
+                             const tlo_adopt *adopt, size_t nadopt, size_t *nunknown) {
   tl_tid *sorted = tlo_xrealloc(NULL, (n + 1) * sizeof *sorted);
   if (n > 0)
     memcpy(sorted, tids, n * sizeof *sorted);
@@ -762,7 +763,9 @@ tl_tid *tlo_reconciled_items(tlo_run *r, mexec *x, const tl_tid *tids, size_t n,
     if (bsearch(&frozen[i], sorted, distinct, sizeof *sorted, tid_cmp) != NULL &&
         !tid_among(bad, nbad, frozen[i])) {
       x->nrunning++;
-      x->free_cores -= t->cpus;
+      a->end_held = a->end_held || frozen[i] == ended;
+      if (!a->end_held)
+        x->free_cores -= t->cpus;
     } else {
       r->failed_count++;
       r->reconcile_lost++;
@@ -781,12 +784,16 @@ tl_tid *tlo_reconciled_items(tlo_run *r, mexec *x, const tl_tid *tids, size_t n,
   for (size_t j = 0; j < nadopt; j++) {
     mts *t = &r->ts[adopt[j].ts];
     if (adopt[j].tid != (tl_tid)r->natt + 1 || !t->idx[adopt[j].index].pending ||
-        t->cpus > x->free_cores)
+        (!adopt[j].ended && t->cpus > x->free_cores))
       abort(); /* the caller's plan is wrong: a bug in the test */
     tlo_pend_remove(t, adopt[j].index);
     tlo_launch(r, adopt[j].ts, adopt[j].index, x, false,
                tlo_locality_on(r, t, adopt[j].index, x));
     r->att[r->natt - 1].running = true;
+    if (adopt[j].ended) { /* its end comes next: it takes no cores */
+      r->att[r->natt - 1].end_held = true;
+      x->free_cores += t->cpus;
+    }
     r->reconcile_adopted++;
   }
   /* The unknown: what it reported that was not frozen on it (the kept ones are in the tid
