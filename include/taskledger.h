@@ -493,11 +493,25 @@ TL_EXTERN int tl_dispatch(tl_scheduler *s);
  * and are not saved (tl_scheduler_restore asks for them again). Undelivered events are not
  * saved either, so a snapshot is refused (TL_EBUSY, nothing written) while any event made
  * before it is undelivered: from inside a callback, while another thread delivers, or with
- * deferred delivery before tl_dispatch. Not journaled; makes no event; the ledger is unchanged.
- * TL_EINVAL: s or write NULL; TL_ENOMEM; TL_EIO; TL_EBUSY (as above, and during
- * tl_scheduler_free). */
+ * deferred delivery before tl_dispatch (tl_dispatch_snapshot delivers them instead). Not journaled;
+ * makes no event; the ledger is unchanged. TL_EINVAL: s or write NULL; TL_ENOMEM; TL_EIO; TL_EBUSY
+ * (as above, and during tl_scheduler_free). */
 TL_EXTERN int tl_snapshot(tl_scheduler *s, int (*write)(void *ud, const void *buf, size_t n),
                           void *ud);
+
+/* tl_snapshot at a dispatch point, which never waits for a quiet moment (docs/snapshot.md
+ * "Snapshots under load"): under the lock it builds the image and takes every event queued then
+ * (all made before the image) as tl_dispatch would, delivers them on the calling thread, in
+ * order, outside the lock, and only then writes the image. Events queued after the image are not
+ * in it and wait for the next tl_dispatch. So with deferred delivery it succeeds at its first
+ * try however busy other threads are; call it where tl_dispatch may be called (its callbacks
+ * run here), e.g. on the owner's loop with a write that copies the bytes for a writer thread.
+ * With inline delivery and nothing queued it is tl_snapshot. TL_EBUSY from inside a callback of
+ * s, while another thread is delivering or during tl_scheduler_free (nothing delivered, nothing
+ * written); TL_ENOMEM (nothing delivered, nothing written); TL_EIO (the events were delivered,
+ * the image not wholly written); TL_EINVAL: s or write NULL. Not journaled. */
+TL_EXTERN int tl_dispatch_snapshot(tl_scheduler *s,
+                                   int (*write)(void *ud, const void *buf, size_t n), void *ud);
 
 /* Creates a scheduler from a snapshot (driver failover). cfg and cb as tl_scheduler_new takes
  * them; cfg must match the snapshot's config in the fields its fingerprint covers

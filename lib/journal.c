@@ -178,8 +178,8 @@ void tl__journal_restored(struct tl_scheduler *s) {
   snprintf(line, sizeof line,
            "@%" PRIu64 " restore executors=%u tasksets=%u next_tid=%" PRIu64 " epoch=%" PRIu64
            " = OK",
-           s->last_now, HASH_CNT(hh_by_id, s->executors_by_id), HASH_CNT(hh_by_id, s->tasksets_by_id),
-           s->next_tid, s->epoch);
+           s->last_now, HASH_CNT(hh_by_id, s->executors_by_id),
+           HASH_CNT(hh_by_id, s->tasksets_by_id), s->next_tid, s->epoch);
   s->cfg.journal(s->cfg.journal_ud, line);
 }
 

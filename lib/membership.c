@@ -271,7 +271,8 @@ static void freeze_attempts(struct tl_scheduler *s, tl__executor *ex) {
   ex->was_decommissioning = ex->state == TL_EXECUTOR_DECOMMISSIONING;
 }
 
-/* The recovery hold (docs/snapshot.md "Recovery") ends with the last RECOVERING executor: what it held may launch now. */
+/* The recovery hold (docs/snapshot.md "Recovery") ends with the last RECOVERING executor: what it
+ * held may launch now. */
 static void recovery_maybe_over(struct tl_scheduler *s) {
   if (s->restore_hold && s->nrecovering == 0) {
     s->restore_hold = false;
@@ -516,10 +517,10 @@ int tl__executor_recover(struct tl_scheduler *s, tl__executor *ex) {
 enum { R_KILL, R_KEEP, R_CANDIDATE, R_ADOPT, R_MIXED };
 typedef struct reported {
   tl_tid tid;
-  size_t at;         /* its first item in the report */
-  tl__attempt *a;    /* R_CANDIDATE: the record an adoption takes */
-  tl__tried *tried;  /* and, with speculation, its host record */
-  uint8_t fate;      /* R_*: killed, kept (frozen here), adoptable, adopted, or its items disagree */
+  size_t at;        /* its first item in the report */
+  tl__attempt *a;   /* R_CANDIDATE: the record an adoption takes */
+  tl__tried *tried; /* and, with speculation, its host record */
+  uint8_t fate;     /* R_*: killed, kept (frozen here), adoptable, adopted, or its items disagree */
 } reported;
 
 static int reported_cmp(const void *a, const void *b) {

@@ -274,12 +274,18 @@ static void save_body(struct tl_scheduler *s, tl__wbuf *w, uint64_t now) {
   section_close(w, at);
 }
 
-int tl_snapshot(tl_scheduler *s, int (*write)(void *ud, const void *buf, size_t n), void *ud) {
+/* tl_snapshot and tl_dispatch_snapshot: the image is built under the lock; with dispatch, the
+ * events (and journal lines) queued then, all made before the image, are taken as the
+ * dispatcher's batch in the same lock section and delivered before the image is written, so a
+ * written image never holds a state whose events were not delivered. */
+static int snapshot(tl_scheduler *s, int (*write)(void *ud, const void *buf, size_t n), void *ud,
+                    bool dispatch) {
   if (s == NULL || write == NULL)
     return TL_EINVAL;
   uint64_t t = tl__clock_read(s);
   tl__lock(s);
-  if (s->closing || s->events.n != 0 || tl__dispatching(s)) {
+  bool queued = s->events.n != 0 || s->journal != NULL;
+  if (s->closing || tl__dispatching(s) || (!dispatch && s->events.n != 0)) {
     tl__mutex_unlock(&s->lock);
     return TL_EBUSY;
   }
@@ -290,7 +296,10 @@ int tl_snapshot(tl_scheduler *s, int (*write)(void *ud, const void *buf, size_t 
   tl__put_bytes(&w, zero, sizeof zero);
   save_body(s, &w, now);
   uint64_t fp = fingerprint(&s->cfg);
-  tl__mutex_unlock(&s->lock);
+  if (w.failed || !dispatch || !queued)
+    tl__mutex_unlock(&s->lock);
+  else
+    tl__dispatch_locked(s); /* releases the lock */
   if (w.failed) {
     tl__wbuf_free(&w);
     return TL_ENOMEM;
@@ -314,6 +323,15 @@ int tl_snapshot(tl_scheduler *s, int (*write)(void *ud, const void *buf, size_t 
   }
   tl__wbuf_free(&w);
   return err;
+}
+
+int tl_snapshot(tl_scheduler *s, int (*write)(void *ud, const void *buf, size_t n), void *ud) {
+  return snapshot(s, write, ud, false);
+}
+
+int tl_dispatch_snapshot(tl_scheduler *s, int (*write)(void *ud, const void *buf, size_t n),
+                         void *ud) {
+  return snapshot(s, write, ud, true);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -8,7 +8,11 @@
 #include "oom_sweep.h"
 
 #include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 /* ---------------------------------------------------------------------------------------------
  * Images in memory.
@@ -998,7 +1002,9 @@ START_TEST(bad_images_are_refused_with_their_own_error) {
     im.p[i] ^= 0x20;
   }
   /* Another version, resealed: EVERSION; another config: ECONFIG; the reader's error: EIO. */
-  for (uint8_t v = 0; v < 8; v++) { /* 1 (read, see below) and 2 are known; 2's body as 1's is corrupt */
+  /* Versions 1 (read: see a_version_1_image_is_read_with_epoch_0) and 2 are known; a version 2
+   * body read as version 1's is corrupt. */
+  for (uint8_t v = 0; v < 8; v++) {
     im.p[8] = v;
     reseal_header(&im);
     im.at = 0;
@@ -1329,6 +1335,157 @@ START_TEST(a_version_1_image_is_read_with_epoch_0) {
 }
 END_TEST
 
+/* ---------------------------------------------------------------------------------------------
+ * Snapshots under load (tl_dispatch_snapshot), with deferred delivery and another thread
+ * queueing events all the time.
+ * ------------------------------------------------------------------------------------------- */
+
+#define LOAD_EXECUTORS 20000
+
+typedef struct load {
+  tl_scheduler *s;
+  atomic_bool stop;
+  atomic_uint added; /* executors the other thread has added */
+  /* The owner's thread only (deliveries and writes happen there). */
+  uint32_t delivered;                     /* executor_added delivered so far */
+  uint32_t seq[LOAD_EXECUTORS];           /* per executor, its delivery's number (from 1), or 0 */
+  uint32_t at_write;                      /* delivered when the image's first byte was written */
+  image im;
+  unsigned restored, restored_late;       /* executors restored; of them, delivered after it */
+} load;
+
+static load the_load;
+
+static void load_added(void *ud, const char *id, const char *host) {
+  load *l = ud;
+  (void)host;
+  unsigned k = (unsigned)strtoul(id + 1, NULL, 10);
+  ck_assert_uint_lt(k, LOAD_EXECUTORS);
+  ck_assert_uint_eq(l->seq[k], 0);
+  l->seq[k] = ++l->delivered;
+}
+
+static int load_write(void *ud, const void *buf, size_t n) {
+  load *l = ud;
+  if (l->im.n == 0)
+    l->at_write = l->delivered;
+  return image_write(&l->im, buf, n);
+}
+
+static void *load_restored(void *ud, const char *id, const char *host) {
+  load *l = ud;
+  (void)host;
+  unsigned k = (unsigned)strtoul(id + 1, NULL, 10);
+  l->restored++;
+  if (l->seq[k] == 0 || l->seq[k] > l->at_write)
+    l->restored_late++;
+  return NULL;
+}
+
+static void *load_thread(void *arg) {
+  load *l = arg;
+  for (unsigned k = 0; k < LOAD_EXECUTORS && !atomic_load(&l->stop); k++) {
+    char id[16];
+    snprintf(id, sizeof id, "x%u", k);
+    tl_executor_desc d = {id, "h", NULL, 1, NULL};
+    if (tl_executor_add(l->s, &d) != TL_OK)
+      abort();
+    atomic_store(&l->added, k + 1);
+    nanosleep(&(struct timespec){0, 100000}, NULL); /* some 10,000 a second, while it runs */
+  }
+  return NULL;
+}
+
+/* While another thread keeps queueing (an executor_added per registration), tl_snapshot is
+ * refused whenever something is queued, but tl_dispatch_snapshot succeeds at every first try,
+ * and its image holds exactly the executors whose executor_added it delivered before writing:
+ * nothing the image implies is undelivered, nothing delivered is missing from it. */
+START_TEST(a_snapshot_at_a_dispatch_point_succeeds_under_load) {
+  load *l = &the_load;
+  memset(l, 0, sizeof *l);
+  tl_config cfg = tlt_config();
+  cfg.delivery = TL_DELIVER_DEFERRED;
+  tl_callbacks cb = {0};
+  cb.ud = l;
+  cb.executor_added = load_added;
+  ck_assert_int_eq(tl_scheduler_new(&cfg, &cb, &l->s), TL_OK);
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, load_thread, l), 0);
+  unsigned rounds = 0, busy = 0;
+  for (; rounds < 12; rounds++) {
+    while (atomic_load(&l->added) < (rounds + 1) * 100 && atomic_load(&l->added) < LOAD_EXECUTORS)
+      sched_yield(); /* let the other thread queue some */
+    image plain = {NULL, 0, 0, 0, 0, -1, 0};
+    int rc = tl_snapshot(l->s, image_write, &plain);
+    ck_assert(rc == TL_OK || rc == TL_EBUSY);
+    busy += rc == TL_EBUSY;
+    free(plain.p);
+    l->im = (image){NULL, 0, 0, 0, 0, -1, 0};
+    l->at_write = 0;
+    ck_assert_int_eq(tl_dispatch_snapshot(l->s, load_write, l), TL_OK);
+    ck_assert_int_eq(tl_check(l->s, NULL, 0), TL_OK);
+    /* The image against the deliveries. */
+    tl_callbacks rcb = {0};
+    rcb.ud = l;
+    rcb.executor_restored = load_restored;
+    l->restored = l->restored_late = 0;
+    tl_scheduler *r = NULL;
+    ck_assert_int_eq(tl_scheduler_restore(&cfg, &rcb, image_read, &l->im, &r), TL_OK);
+    ck_assert_uint_eq(l->restored_late, 0);       /* none it holds was undelivered */
+    ck_assert_uint_eq(l->restored, l->at_write);  /* and every one delivered is in it */
+    ck_assert_int_eq(tl_scheduler_free(r), TL_OK);
+    free(l->im.p);
+  }
+  atomic_store(&l->stop, true);
+  ck_assert_int_eq(pthread_join(th, NULL), 0);
+  ck_assert_uint_ge(rounds, 12);
+  (void)busy; /* how often the plain snapshot was refused: the race decides */
+  while (tl_dispatch(l->s) > 0) {
+  }
+  ck_assert_uint_eq(l->delivered, atomic_load(&l->added));
+  ck_assert_int_eq(tl_scheduler_free(l->s), TL_OK);
+}
+END_TEST
+
+/* tl_dispatch_snapshot's refusals: inside a callback (nothing delivered, nothing written), and
+ * its arguments; with nothing queued it is tl_snapshot. */
+static int dispatch_snapshot_rc;
+static void dispatch_snapshot_in_callback(tlt_env *e, const tlt_event *ev) {
+  if (ev->type == TLT_EV_ADDED) {
+    image im = {NULL, 0, 0, 0, 0, -1, 0};
+    dispatch_snapshot_rc = tl_dispatch_snapshot(e->s, image_write, &im);
+    ck_assert_uint_eq(im.n, 0);
+    free(im.p);
+  }
+}
+
+START_TEST(a_dispatch_snapshot_is_refused_inside_a_callback) {
+  tl_config cfg = snapshot_config();
+  cfg.delivery = TL_DELIVER_DEFERRED;
+  tlt_env *e = tlt_new(&cfg);
+  e->hook = dispatch_snapshot_in_callback;
+  dispatch_snapshot_rc = 0;
+  tlt_add(e, "e1", "h1", NULL, 1);
+  tlt_dispatch_all(e);
+  ck_assert_int_eq(dispatch_snapshot_rc, TL_EBUSY);
+  e->hook = NULL;
+  image im = {NULL, 0, 0, 0, 0, -1, 0};
+  ck_assert_int_eq(tl_dispatch_snapshot(NULL, image_write, &im), TL_EINVAL);
+  ck_assert_int_eq(tl_dispatch_snapshot(e->s, NULL, &im), TL_EINVAL);
+  tlt_add(e, "e2", "h1", NULL, 1); /* queued, undelivered */
+  ck_assert_int_eq(tl_snapshot(e->s, image_write, &im), TL_EBUSY);
+  size_t mark = e->nev;
+  ck_assert_int_eq(tl_dispatch_snapshot(e->s, image_write, &im), TL_OK);
+  ck_assert_uint_eq(e->nev, mark + 1); /* e2's executor_added, before the image */
+  ck_assert_int_eq(e->ev[mark].type, TLT_EV_ADDED);
+  ck_assert_uint_gt(im.n, 40);
+  restore_into(e, &im, NULL);
+  ck_assert_uint_eq(tlt_stats(e).executors_recovering, 2);
+  free(im.p);
+  tlt_end(e);
+}
+END_TEST
+
 Suite *tl_snapshot_suite(void) {
   Suite *s = suite_create("snapshot");
   TCase *tc = tcase_create("core");
@@ -1350,6 +1507,8 @@ Suite *tl_snapshot_suite(void) {
   tcase_add_test(tc, a_shorter_timeout_brings_restored_deadlines_closer);
   tcase_add_test(tc, bad_images_are_refused_with_their_own_error);
   tcase_add_test(tc, a_snapshot_waits_for_undelivered_events);
+  tcase_add_test(tc, a_snapshot_at_a_dispatch_point_succeeds_under_load);
+  tcase_add_test(tc, a_dispatch_snapshot_is_refused_inside_a_callback);
   tcase_add_test(tc, out_of_memory_anywhere_changes_nothing);
   tcase_add_test(tc, out_of_memory_in_an_adopting_reconcile_changes_nothing);
   suite_add_tcase(s, tc);
