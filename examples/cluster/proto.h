@@ -106,7 +106,7 @@ typedef enum tlc_msg_type {
   TLC_MSG_FORGET = 8,         /* driver to executor: a task set ended, drop its binary */
   TLC_MSG_RECONCILE = 9,      /* executor to driver, right after REGISTER on a reconnection */
   TLC_MSG_SYNCED = 10,        /* driver to executor: its STATUS frames so far are durable */
-  TLC_MSG_EPOCH = 11          /* driver to executor, first frame after REGISTER is accepted */
+  TLC_MSG_EPOCH = 11          /* driver to executor: its first frame after accepting a token */
 } tlc_msg_type;
 
 /* "REGISTER", ...; "NONE" for 0 and "UNKNOWN" for other values. Never NULL; static. */
@@ -199,9 +199,9 @@ typedef struct tlc_forget {
 
 /* A RECONCILE item's flags: bits 0 and 1 as below, every other bit 0 (else EFLAG). */
 #define TLC_RECONCILE_SPECULATIVE 1u /* launched as a speculative copy (its LAUNCH said so) */
-#define TLC_RECONCILE_ENDED                                                                        \
-  2u /* the executor holds its end, unacknowledged: the end comes                                  \
-        after the reconciliation, as STATUS */
+/* The executor holds the attempt's end, unacknowledged: the end comes after the reconciliation,
+ * as STATUS. */
+#define TLC_RECONCILE_ENDED 2u
 #define TLC_RECONCILE_FLAGS (TLC_RECONCILE_SPECULATIVE | TLC_RECONCILE_ENDED)
 
 typedef struct tlc_reconcile_item {
