@@ -790,6 +790,11 @@ def mode_flood_reconcile(a, addr, deadline):
     s = new_socket(addr)
     # A small receive buffer: what the driver answers stays on its side sooner.
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    if a.synced:
+        # Small segments: with loopback's 64 KiB MTU, the driver's receive window opens only
+        # by two segments (tcp_cleanup_rbuf), more than its default buffer frees, so the
+        # flood would crawl at the zero-window probes' pace, both ways blocked.
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 1400)
     try:
         s.settimeout(min(CONNECT_TIMEOUT_S, max(0.01, deadline - time.monotonic())))
         s.connect(addr[1])
