@@ -131,6 +131,7 @@ static void handle_register(conn *c, const tlc_register *r) {
              "REGISTER of recovering executor %s from host %s refused: its record holds it on "
              "host %s",
              esc(e, id), esc(eh, host), esc(er, es.host));
+    send_epoch(c); /* an executor takes a STOP only after its driver's epoch */
     send_stop(c, "a recovering executor's id from another host");
     refuse_conn(c, &d->conns.refused_host, why);
     return;

@@ -559,6 +559,8 @@ takeover)
   kill -CONT $held
   [ "$(result register closed_by_peer)" = 1 ] || fail "the impostor was not refused"
   case ",$(result register frames)," in *,STOP:1,*) ;; *) fail "the impostor got no STOP" ;; esac
+  # A real tl-executor takes a STOP only after its driver's epoch (docs/cluster.md "Fencing").
+  case ",$(result register frames)," in *,EPOCH:1,*) ;; *) fail "the impostor's STOP came without EPOCH" ;; esac
   driver_ok
   grep -q 'REGISTER of recovering executor exec-1 from host elsewhere refused: its record holds it on host ' \
     "$tmp/err" || fail "the refusal was not logged"
