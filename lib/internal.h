@@ -670,6 +670,23 @@ static inline void tl__event_task_names(tl__event *ev, const tl__executor *ex) {
   ev->u.task.executor_ud = ex->ud;
 }
 
+/* The task_started event of attempt a, launched (offers.c) or adopted (membership.c). The caller
+ * has reserved it, and makes it only when someone listens (cb.task_started). */
+static inline void tl__event_task_started(struct tl_scheduler *s, const tl__attempt *a) {
+  const tl__taskset *ts = a->taskset;
+  tl__event *ev = tl__event_push(s, TL__EV_TASK_STARTED);
+  tl__event_task_names(ev, a->executor);
+  ev->u.task.tid = a->tid;
+  ev->u.task.taskset = ts->id;
+  ev->u.task.stage_id = ts->stage_id;
+  ev->u.task.stage_attempt = ts->stage_attempt;
+  ev->u.task.index = a->index;
+  ev->u.task.attempt = a->attempt;
+  ev->u.task.locality = a->locality;
+  ev->u.task.speculative = a->speculative;
+  ev->u.task.payload = ts->payload;
+}
+
 static inline void tl__event_push_revive(struct tl_scheduler *s) {
   if (s->revive_wanted) {
     s->revive_wanted = false;

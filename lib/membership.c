@@ -772,19 +772,8 @@ int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid 
     r[i].a = NULL;
     r[i].tried = NULL;
     adopted++;
-    if (s->cb.task_started != NULL) { /* an event nobody listens to is not made */
-      tl__event *ev = tl__event_push(s, TL__EV_TASK_STARTED);
-      tl__event_task_names(ev, ex);
-      ev->u.task.tid = a->tid;
-      ev->u.task.taskset = ts->id;
-      ev->u.task.stage_id = ts->stage_id;
-      ev->u.task.stage_attempt = ts->stage_attempt;
-      ev->u.task.index = a->index;
-      ev->u.task.attempt = a->attempt;
-      ev->u.task.locality = a->locality;
-      ev->u.task.speculative = a->speculative;
-      ev->u.task.payload = ts->payload;
-    }
+    if (s->cb.task_started != NULL) /* an event nobody listens to is not made */
+      tl__event_task_started(s, a);
   }
   drop_candidates(s, r, distinct);
   tl__attempts_unreserve(s); /* room reserved for candidates that were not adopted */

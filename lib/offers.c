@@ -96,21 +96,6 @@ static void describe_launch(const tl__attempt *a, const offer_slot *slots, const
   l->payload = ts->payload;
 }
 
-static void push_started(struct tl_scheduler *s, const tl__attempt *a) {
-  const tl__taskset *ts = a->taskset;
-  tl__event *ev = tl__event_push(s, TL__EV_TASK_STARTED);
-  tl__event_task_names(ev, a->executor);
-  ev->u.task.tid = a->tid;
-  ev->u.task.taskset = ts->id;
-  ev->u.task.stage_id = ts->stage_id;
-  ev->u.task.stage_attempt = ts->stage_attempt;
-  ev->u.task.index = a->index;
-  ev->u.task.attempt = a->attempt;
-  ev->u.task.locality = a->locality;
-  ev->u.task.speculative = a->speculative;
-  ev->u.task.payload = ts->payload;
-}
-
 /* A barrier task set launches only when every one of its tasks fits in what is left of the
  * round: its slots (one per executor, so their cores are all really free) and its launch
  * budget. Round-robin placement then places all of them. */
@@ -390,7 +375,7 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
     describe_launch(pre[k], slots, offers, &out[k]);
   if (s->cb.task_started != NULL) /* an event nobody listens to is not made */
     for (size_t k = 0; k < used; k++)
-      push_started(s, pre[k]);
+      tl__event_task_started(s, pre[k]);
   *nout = used;
   s->totals.launched += used;
   s->totals.rejected_offers += rejected;

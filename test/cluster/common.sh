@@ -46,3 +46,15 @@ cleanup() {
   wait 2>/dev/null
   rm -rf "$tmp"
 }
+
+# Every tl-executor that connects to $1 (its command line names the port).
+executors_of() {
+  pgrep -f "tl-executor --host [^ ]* --port $1 " 2>/dev/null
+}
+
+# SIGKILL to every tl-executor of the driver's port, when the script learnt it ($port).
+kill_port_executors() {
+  if [ -n "${port:-}" ]; then
+    for p in $(executors_of "$port"); do kill -9 "$p" 2>/dev/null; done
+  fi
+}

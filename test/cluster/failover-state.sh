@@ -28,16 +28,9 @@ drv='' ext=''
 # shellcheck source=test/cluster/common.sh
 . "$(dirname "$0")/common.sh"
 
-# Every tl-executor that connects to $1 (its command line names the port).
-executors_of() {
-  pgrep -f "tl-executor --host [^ ]* --port $1 " 2>/dev/null
-}
-
 # shellcheck disable=SC2317 # called by the EXIT trap
 cleanup_all() {
-  if [ -n "${port:-}" ]; then
-    for p in $(executors_of "$port"); do kill -9 "$p" 2>/dev/null; done
-  fi
+  kill_port_executors
   chmod -R u+rwx "$tmp" 2>/dev/null
   cleanup
 }
