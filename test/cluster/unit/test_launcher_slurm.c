@@ -212,8 +212,10 @@ static void write_done(uv_write_t *w, int status) {
 static void send_stop(conn *c) {
   tlc_buf b;
   tlc_buf_init(&b);
+  /* A tl-executor acts on no frame before its driver's epoch (docs/cluster.md "Fencing"). */
+  tlc_msg e = {.type = TLC_MSG_EPOCH, .u.epoch = {1}};
   tlc_msg m = {.type = TLC_MSG_STOP, .u.stop = {tlc_str("test over")}};
-  if (tlc_encode(&b, &m) != 0) {
+  if (tlc_encode(&b, &e) != 0 || tlc_encode(&b, &m) != 0) {
     tlc_buf_free(&b);
     return;
   }
