@@ -23,6 +23,10 @@ slurm_setup
 
 run() { # run ARGS...: the driver with the common options; its status in $rc
   rm -f "$tmp/summary.json"
+  # Emptied here, not by the child's redirection: read_port must not find the previous run's
+  # port before the new driver's shell truncates the file.
+  : >"$tmp/out"
+  : >"$tmp/err"
   # shellcheck disable=SC2046
   "$dir/tl-driver" $(slurm_driver_args) --max-task-failures 1 --timeout-s 90 "$@" \
     >"$tmp/out" 2>"$tmp/err" &
