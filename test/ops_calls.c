@@ -838,6 +838,35 @@ void tlo_do_inspect(tlo_run *r, mexec *x, uint8_t tsref, uint8_t lensel) {
 /* What tl_executor_reconcile must leave where it writes nothing. */
 #define UNKNOWN_UNWRITTEN UINT64_C(0x5eed5eed5eed)
 
+/* What a reconciliation of x answers when its arguments are valid (invalid: TL_EINVAL). */
+static int reconcile_want(tlo_run *r, const mexec *x, bool invalid) {
+  if (invalid)
+    return TL_EINVAL;
+  tlo_clock_read(r);
+  return x->state == MX_NONE         ? TL_ENOENT
+         : x->state == MX_REMOVED    ? TL_EGONE
+         : x->state != MX_RECOVERING ? TL_ESTATE
+                                     : TL_OK;
+}
+
+/* A reconciliation's unknown tids and their count (out[0 .. ucap], its last slot a guard) against
+ * the model's unk[0 .. nunk). */
+static void check_unknown(tlo_run *r, const char *desc, const tl_tid *unk, size_t nunk,
+                          const tl_tid *out, size_t ucap, size_t count) {
+  if (r->failed)
+    return;
+  if (count != nunk)
+    tlo_fail(r, "%s: *nunknown is %zu, the model says %zu", desc, count, nunk);
+  for (size_t i = 0; i < ucap && !r->failed; i++) {
+    tl_tid want_tid = i < nunk ? unk[i] : UNKNOWN_UNWRITTEN;
+    if (out[i] != want_tid)
+      tlo_fail(r, "%s: unknown[%zu] is %" PRIu64 ", the model says %" PRIu64, desc, i, out[i],
+               want_tid);
+  }
+  if (out[ucap] != UNKNOWN_UNWRITTEN)
+    tlo_fail(r, "%s wrote unknown[%zu], past ucap", desc, ucap);
+}
+
 /* tl_executor_reconcile(x, tids[0 .. n), ucap). flags (TLO_RECONCILE's, bits 0-3): running
  * NULL, unknown NULL, nunknown NULL, the id "" (each TL_EINVAL where the header says so). */
 void tlo_do_reconcile(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, size_t ucap,
@@ -846,14 +875,7 @@ void tlo_do_reconcile(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, size_t
   bool invalid = empty_id || no_count || (no_running && n > 0) || (no_unknown && ucap > 0);
   for (size_t i = 0; i < n && !invalid; i++)
     invalid = tids[i] == 0;
-  int want = TL_EINVAL;
-  if (!invalid) {
-    tlo_clock_read(r);
-    want = x->state == MX_NONE         ? TL_ENOENT
-           : x->state == MX_REMOVED    ? TL_EGONE
-           : x->state != MX_RECOVERING ? TL_ESTATE
-                                       : TL_OK;
-  }
+  int want = reconcile_want(r, x, invalid);
   char d[512];
   int w = snprintf(d, sizeof d, "reconcile %s ucap=%zu%s%s%s n=%zu:", empty_id ? "\"\"" : x->id,
                    ucap, no_running ? " running=NULL" : "", no_unknown ? " unknown=NULL" : "",
@@ -873,18 +895,8 @@ void tlo_do_reconcile(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, size_t
   int rc = tl_executor_reconcile(r->s, empty_id ? "" : x->id, no_running ? NULL : tids, n,
                                  no_unknown ? NULL : out, ucap, no_count ? NULL : &count);
   tlo_expect_rc(r, d, rc, want);
-  if (rc == TL_OK && want == TL_OK && !r->failed) {
-    if (count != nunk)
-      tlo_fail(r, "reconcile of %s: *nunknown is %zu, the model says %zu", x->id, count, nunk);
-    for (size_t i = 0; i < ucap && !r->failed; i++) {
-      tl_tid want_tid = i < nunk ? unk[i] : UNKNOWN_UNWRITTEN;
-      if (out[i] != want_tid)
-        tlo_fail(r, "reconcile of %s: unknown[%zu] is %" PRIu64 ", the model says %" PRIu64, x->id,
-                 i, out[i], want_tid);
-    }
-    if (out[ucap] != UNKNOWN_UNWRITTEN)
-      tlo_fail(r, "reconcile of %s wrote unknown[%zu], past ucap", x->id, ucap);
-  }
+  if (rc == TL_OK && want == TL_OK)
+    check_unknown(r, d, unk, nunk, out, ucap, count);
   free(out);
   free(unk);
 }
@@ -923,14 +935,7 @@ void tlo_do_reconcile_items(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, 
   bool invalid = empty_id || no_count || (no_items && m > 0) || (no_unknown && ucap > 0);
   for (size_t i = 0; i < m && !invalid; i++)
     invalid = items[i].tid == 0;
-  int want = TL_EINVAL;
-  if (!invalid) {
-    tlo_clock_read(r);
-    want = x->state == MX_NONE         ? TL_ENOENT
-           : x->state == MX_REMOVED    ? TL_EGONE
-           : x->state != MX_RECOVERING ? TL_ESTATE
-                                       : TL_OK;
-  }
+  int want = reconcile_want(r, x, invalid);
   /* The adoptions: pending indices of restored task sets, under the next tids, while x's cores
    * (after what it keeps) fit; then at most one more, which need not fit (killed if not: the
    * last tid, so the adopted ones stay consecutive). */
@@ -995,18 +1000,8 @@ void tlo_do_reconcile_items(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, 
   int rc = tl_executor_reconcile_items(r->s, empty_id ? "" : x->id, no_items ? NULL : items, m,
                                        no_unknown ? NULL : out, ucap, no_count ? NULL : &count);
   tlo_expect_rc(r, desc, rc, want);
-  if (rc == TL_OK && want == TL_OK && !r->failed) {
-    if (count != nunk)
-      tlo_fail(r, "%s: *nunknown is %zu, the model says %zu", desc, count, nunk);
-    for (size_t i = 0; i < ucap && !r->failed; i++) {
-      tl_tid want_tid = i < nunk ? unk[i] : UNKNOWN_UNWRITTEN;
-      if (out[i] != want_tid)
-        tlo_fail(r, "%s: unknown[%zu] is %" PRIu64 ", the model says %" PRIu64, desc, i, out[i],
-                 want_tid);
-    }
-    if (out[ucap] != UNKNOWN_UNWRITTEN)
-      tlo_fail(r, "%s wrote unknown[%zu], past ucap", desc, ucap);
-  }
+  if (rc == TL_OK && want == TL_OK)
+    check_unknown(r, desc, unk, nunk, out, ucap, count);
   free(out);
   free(unk);
   free(items);
