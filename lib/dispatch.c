@@ -166,15 +166,13 @@ static void events_settle(struct tl_scheduler *s) {
     s->journal_batch = NULL;
   }
   /* All delivered: only references remain (tl__events_clear without the results). */
-  for (size_t i = 0; i < s->batch.n; i++) {
+  size_t used = s->batch.n;
+  for (size_t i = 0; i < used; i++) {
     tl__str_unref(s, s->batch.ev[i].names);
     tl__str_unref(s, s->batch.ev[i].msg);
   }
   s->batch.n = 0;
-  if (s->batch.cap > TL__EVENTS_INITIAL || s->events.cap > TL__EVENTS_INITIAL) {
-    tl__events_shrink(s, &s->batch);
-    tl__events_shrink(s, &s->events);
-  }
+  tl__events_settled(s, used); /* the arrays keep their room for a steady load (queue.c) */
 }
 
 void tl__lock(struct tl_scheduler *s) {
@@ -289,6 +287,7 @@ static void unlock_and_ready(struct tl_scheduler *s) {
 }
 
 bool tl__unlock_and_dispatch(struct tl_scheduler *s) {
+  tl__attempts_idle(s); /* an idle scheduler keeps no room for launches (ledger.c) */
   if (s->events.n == 0 && s->journal == NULL) {
     tl__mutex_unlock(&s->lock);
     return false;

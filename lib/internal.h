@@ -188,6 +188,7 @@ typedef struct tl__tidmap {
   size_t cap;     /* slots */
   size_t n;       /* attempts */
   unsigned shift; /* 64 - log2(cap): a tid's home slot is (tid * 2^64/phi) >> shift */
+  size_t quiet;   /* removals in a row that left it an eighth full or less (ledger.c) */
 } tl__tidmap;
 
 /* One launched copy of one task. */
@@ -500,7 +501,12 @@ typedef struct tl__event_array {
   size_t cap;    /* allocated */
 } tl__event_array;
 
-#define TL__EVENTS_INITIAL 32 /* capacity of each event array, kept when the queue drains */
+#define TL__EVENTS_INITIAL 32 /* capacity of each event array when it holds nothing more */
+/* The event queue's hysteresis: a burst grows the arrays (to the largest call's events), and
+ * they keep that room until TL__EVENTS_KEEP times their capacity of delivered batches in a row
+ * used a quarter of it or less (so growing them again costs O(1) per call, amortized), or until
+ * the scheduler is idle (tl__idle): then both go back to TL__EVENTS_INITIAL (queue.c). */
+#define TL__EVENTS_KEEP 2
 
 /* Makes room for n more events in s->events, so that the pushes of a call cannot fail
  * (queue.c): tl__events_reserve is the check, tl__events_grow the allocation behind it. */
@@ -521,6 +527,9 @@ static inline void tl__event_push_revive(struct tl_scheduler *s);
 void tl__events_clear(struct tl_scheduler *s, tl__event_array *a, size_t from);
 /* Shrinks an event array back to TL__EVENTS_INITIAL after a burst (best effort). */
 void tl__events_shrink(struct tl_scheduler *s, tl__event_array *a);
+/* A batch of `used` events was delivered and dropped (the lock held, nobody dispatching):
+ * counts it for the hysteresis (TL__EVENTS_KEEP) and shrinks both arrays when it says so. */
+void tl__events_settled(struct tl_scheduler *s, size_t used);
 /* tl_check's part: both event arrays, by capacity; and the strings queued events hold. */
 int tl__queue_check(tl__checker *c);
 void tl__events_each_str(tl__checker *c, tl__str_fn *fn);
@@ -612,6 +621,8 @@ struct tl_scheduler {
   tl__event_array events;
   tl__event_array batch;
   atomic_size_t batch_delivered; /* events of batch delivered so far (read without the lock) */
+  size_t events_quiet;           /* delivered batches in a row that used a quarter of the
+                                    arrays' capacity or less (TL__EVENTS_KEEP, queue.c) */
   atomic_uint dispatch_state;    /* TL__DISPATCHING, TL__MORE (events.c) */
   bool batch_dirty;              /* batch and journal_batch were delivered but still hold their
                                     references: the next lock holder drops them (events.c) */
@@ -723,7 +734,7 @@ static inline tl__attempt *tl__attempt_find(const struct tl_scheduler *s, tl_tid
  * tl__attempt_link calls cannot fail. */
 int tl__attempts_reserve(struct tl_scheduler *s, size_t more);
 /* Gives back the array of an empty attempts_by_tid (a round that reserved room and launched
- * nothing). */
+ * nothing) if the scheduler is idle or the array has been quiet long enough (ledger.c). */
 void tl__attempts_unreserve(struct tl_scheduler *s);
 /* Links a launched attempt (its executor, task set and tid set) into the scheduler-level
  * indexes: attempts_by_tid (room reserved) and its executor's running list, and takes its
@@ -733,6 +744,17 @@ void tl__attempt_link(struct tl_scheduler *s, tl__attempt *a);
 static inline bool tl__attempts_running(const struct tl_scheduler *s) {
   return s->attempts_by_tid.n != 0;
 }
+/* Whether the scheduler is idle: nothing runs, nothing is frozen, nothing is pending or
+ * speculatable. What is kept for a steady load (the event arrays' room, attempts_by_tid's array,
+ * spare attempt records) goes back once it is, so an idle scheduler holds what an empty one
+ * does; until then each is given back by its own count of quiet use (ledger.c, queue.c). */
+static inline bool tl__idle(const struct tl_scheduler *s) {
+  return s->attempts_by_tid.n == 0 && s->nfrozen == 0 && s->npending_tasks == 0 &&
+         s->nspeculatable == 0;
+}
+/* At the end of a call (the lock held): if the scheduler is idle, gives back attempts_by_tid's
+ * empty array and the spare records. */
+void tl__attempts_idle(struct tl_scheduler *s);
 /* Removes a running attempt from every scheduler-level index: attempts_by_tid and its
  * executor's running list, and gives its cores back. The attempt stays on its task set's
  * running list: the task set's handlers (or the freeze of a two-phase loss) decide what comes
@@ -748,7 +770,7 @@ void tl__attempt_thaw(struct tl_scheduler *s, tl__attempt *a);
 tl__attempt *tl__attempt_alloc(struct tl_scheduler *s);
 /* Puts back a spare that tl__attempt_alloc took, as if it had not been taken (a failed round). */
 void tl__attempt_unalloc(struct tl_scheduler *s, tl__attempt *a);
-/* Gives a record back: kept as a spare while attempts run, freed otherwise. */
+/* Gives a record back: kept as a spare unless the scheduler is idle, freed otherwise. */
 void tl__attempt_free(struct tl_scheduler *s, tl__attempt *a);
 /* Frees every spare record. */
 void tl__attempts_trim(struct tl_scheduler *s);

@@ -31,8 +31,14 @@
  * of eight, consecutive tids of one round): tl__cleanup_task_state took 156 instructions in
  * tl-bench's lifecycles, 84 with the order, for 10 more per insertion. Probes stay short however
  * long the table has been churned. The table grows only in tl__attempts_reserve (the one call
- * that can fail, made before a round changes anything) and shrinks when an eighth full or
- * less, best effort: if that allocation fails it simply stays larger. Empty, it holds no array.
+ * that can fail, made before a round changes anything) and shrinks, best effort (if that
+ * allocation fails it simply stays larger), when it has been an eighth full or less for as many
+ * removals in a row as it has slots (quiet): a runtime whose rounds launch a thousand tasks
+ * and let them all end before the next round keeps the array the rounds need, instead of
+ * freeing it at each round's end and growing it again by doubling, and a table that shrinks
+ * has paid for the rehash with as many quiet removals. An array grown for a round counts as
+ * quiet until the round's launches fill more than an eighth of it. Empty, it holds no array
+ * once the scheduler is idle (tl__idle), or once it was quiet that long.
  * ------------------------------------------------------------------------------------------- */
 
 #define TL__TIDS_MIN 32 /* the smallest array */
@@ -70,14 +76,14 @@ static void put(tl__tidmap *m, tl__attempt *a) {
   m->slot[i] = placing;
 }
 
-/* Moves the table into a fresh array of cap slots (a power of two with room for every entry).
- * TL_ENOMEM leaves it as it was. */
-static int rehash(struct tl_scheduler *s, size_t cap) {
+/* Moves the table into a fresh array of cap slots (a power of two with room for every entry),
+ * with that quiet count. TL_ENOMEM leaves it as it was. */
+static int rehash(struct tl_scheduler *s, size_t cap, size_t quiet) {
   tl__tidmap *m = &s->attempts_by_tid;
   tl__tid_slot *slot = tl__calloc(s, cap, sizeof *slot);
   if (slot == NULL)
     return TL_ENOMEM;
-  tl__tidmap grown = {slot, cap, m->n, 64};
+  tl__tidmap grown = {slot, cap, m->n, 64, quiet};
   for (size_t c = cap; c > 1; c >>= 1)
     grown.shift--;
   for (size_t i = 0; i < m->cap; i++)
@@ -97,15 +103,32 @@ int tl__attempts_reserve(struct tl_scheduler *s, size_t more) {
     return TL_OK;
   while (want > cap / 4 * 3)
     cap *= 2;
-  return rehash(s, cap);
+  /* Quiet until launches fill an eighth of it; the smallest array, never. */
+  return rehash(s, cap, cap > TL__TIDS_MIN ? cap : 0);
+}
+
+static size_t spares_max(const struct tl_scheduler *s);
+static void trim_spares(struct tl_scheduler *s, size_t keep);
+
+static void drop_array(struct tl_scheduler *s) {
+  tl__tidmap *m = &s->attempts_by_tid;
+  tl__free(s, m->slot, m->cap * sizeof *m->slot);
+  *m = (tl__tidmap){NULL, 0, 0, 0, 0};
+  trim_spares(s, spares_max(s));
 }
 
 void tl__attempts_unreserve(struct tl_scheduler *s) {
   tl__tidmap *m = &s->attempts_by_tid;
-  if (m->n == 0 && m->cap != 0) {
-    tl__free(s, m->slot, m->cap * sizeof *m->slot);
-    *m = (tl__tidmap){NULL, 0, 0, 0};
-  }
+  if (m->n == 0 && m->cap != 0 && (m->quiet >= m->cap || tl__idle(s)))
+    drop_array(s);
+}
+
+void tl__attempts_idle(struct tl_scheduler *s) {
+  if (!tl__idle(s))
+    return;
+  if (s->attempts_by_tid.cap != 0)
+    drop_array(s);
+  tl__attempts_trim(s);
 }
 
 static void index_attempt(struct tl_scheduler *s, tl__attempt *a) {
@@ -113,7 +136,8 @@ static void index_attempt(struct tl_scheduler *s, tl__attempt *a) {
   if (m->n + 1 > m->cap / 4 * 3) /* room was reserved: running out is a bug in the caller */
     abort();
   put(m, a);
-  m->n++;
+  if (++m->n > m->cap / 8)
+    m->quiet = 0;
 }
 
 static void unindex(struct tl_scheduler *s, tl__attempt *a) {
@@ -130,13 +154,17 @@ static void unindex(struct tl_scheduler *s, tl__attempt *a) {
   }
   m->slot[i].tid = 0;
   m->slot[i].a = NULL;
-  if (--m->n == 0)
+  if (--m->n > m->cap / 8)
+    return;
+  m->quiet++;
+  if (m->n == 0)
     tl__attempts_unreserve(s);
-  else if (m->cap > TL__TIDS_MIN && m->n <= m->cap / 8) {
+  else if (m->cap > TL__TIDS_MIN && m->quiet >= m->cap) {
     size_t cap = m->cap / 2;
     while (cap > TL__TIDS_MIN && m->n <= cap / 8)
       cap /= 2;
-    (void)rehash(s, cap); /* a failure keeps the larger array */
+    (void)rehash(s, cap, 0); /* a failure keeps the larger array */
+    trim_spares(s, spares_max(s));
   }
 }
 
@@ -177,10 +205,13 @@ void tl__attempt_thaw(struct tl_scheduler *s, tl__attempt *a) {
 }
 
 /* Spare records. A runtime's steady state is a task ending and its core offered again: the
- * record one attempt gives back is the next launch's. Up to TL__SPARE_ATTEMPTS freed records
- * are kept (counted in the scheduler's memory like any record) while attempts run; once nothing
- * runs they are all given back, so an idle or drained scheduler holds exactly what an empty one
- * does. */
+ * record one attempt gives back is the next launch's. Freed records are kept (counted in the
+ * scheduler's memory like any record), up to TL__SPARE_ATTEMPTS or as many as attempts_by_tid
+ * has room for, whichever is more (its hysteresis is theirs: a runtime whose rounds launch a
+ * thousand tasks at once reuses a thousand records, round after round), until the scheduler is idle
+ * (tl__idle: nothing runs, waits frozen, is pending or speculatable): then they are all given
+ * back, so an idle or drained scheduler holds exactly what an empty one does. A round's end
+ * with tasks still pending keeps them for the next round. */
 #define TL__SPARE_ATTEMPTS 256
 
 tl__attempt *tl__attempt_alloc(struct tl_scheduler *s) {
@@ -198,24 +229,33 @@ void tl__attempt_unalloc(struct tl_scheduler *s, tl__attempt *a) {
   s->nspare_attempts++;
 }
 
-void tl__attempts_trim(struct tl_scheduler *s) {
-  while (s->spare_attempts != NULL) {
+/* Frees spare records until at most keep are left. */
+static void trim_spares(struct tl_scheduler *s, size_t keep) {
+  while (s->nspare_attempts > keep) {
     tl__attempt *a = s->spare_attempts;
     s->spare_attempts = a->sibling;
+    s->nspare_attempts--;
     tl__free(s, a, sizeof *a);
   }
-  s->nspare_attempts = 0;
+}
+
+void tl__attempts_trim(struct tl_scheduler *s) { trim_spares(s, 0); }
+
+/* How many spare records may be kept. */
+static size_t spares_max(const struct tl_scheduler *s) {
+  size_t room = s->attempts_by_tid.cap / 4 * 3;
+  return room > TL__SPARE_ATTEMPTS ? room : TL__SPARE_ATTEMPTS;
 }
 
 void tl__attempt_free(struct tl_scheduler *s, tl__attempt *a) {
-  if (tl__attempts_running(s) && s->nspare_attempts < TL__SPARE_ATTEMPTS) {
+  if (!tl__idle(s) && s->nspare_attempts < spares_max(s)) {
     a->sibling = s->spare_attempts;
     s->spare_attempts = a;
     s->nspare_attempts++;
     return;
   }
   tl__free(s, a, sizeof *a);
-  if (!tl__attempts_running(s))
+  if (tl__idle(s))
     tl__attempts_trim(s);
 }
 
@@ -258,7 +298,7 @@ int tl__ledger_check(tl__checker *c, size_t running, size_t frozen) {
   for (size_t cap = m->cap; cap > 1; cap >>= 1)
     shift--;
   TL__CHECK(c,
-            used == m->n && (m->cap == 0) == (m->n == 0) && (m->cap & (m->cap - 1)) == 0 &&
+            used == m->n && (m->cap != 0 || m->n == 0) && (m->cap & (m->cap - 1)) == 0 &&
                 m->n <= m->cap / 4 * 3 && (m->cap == 0 || m->shift == shift),
             "attempts_by_tid: %zu of %zu slots used, count says %zu, shift %u", used, m->cap, m->n,
             m->shift);
@@ -270,8 +310,9 @@ int tl__ledger_check(tl__checker *c, size_t running, size_t frozen) {
     spare++;
   TL__CHECK(c, spare == s->nspare_attempts, "%zu spare attempt records, count says %zu", spare,
             s->nspare_attempts);
-  TL__CHECK(c, spare == 0 || tl__attempts_running(s) || s->nfrozen != 0,
-            "%zu spare attempt records while no attempt exists", spare);
+  TL__CHECK(c, (spare == 0 && m->cap == 0) || !tl__idle(s),
+            "idle, yet %zu spare attempt records and %zu slots of attempts_by_tid are kept", spare,
+            m->cap);
   tl__check_account_n(c, running + frozen + spare, sizeof(tl__attempt));
   return TL_OK;
 }

@@ -58,6 +58,21 @@ void tl__events_shrink(struct tl_scheduler *s, tl__event_array *a) {
   }
 }
 
+void tl__events_settled(struct tl_scheduler *s, size_t used) {
+  size_t cap = s->batch.cap > s->events.cap ? s->batch.cap : s->events.cap;
+  if (cap <= TL__EVENTS_INITIAL)
+    return;
+  if (used > cap / 4)
+    s->events_quiet = 0;
+  else
+    s->events_quiet++;
+  if (s->events_quiet < TL__EVENTS_KEEP * cap && !tl__idle(s))
+    return;
+  tl__events_shrink(s, &s->batch);
+  tl__events_shrink(s, &s->events); /* stays as it is while it holds events (deferred delivery) */
+  s->events_quiet = 0;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * tl_check's part: both event arrays (by capacity) and the strings their events hold.
  * ------------------------------------------------------------------------------------------- */

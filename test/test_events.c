@@ -5,6 +5,8 @@
  */
 #include "harness.h"
 
+#include <inttypes.h>
+
 START_TEST(a_simple_lifecycle_makes_events_in_order) {
   tlt_env *e = tlt_new(NULL);
   tlt_add(e, "e1", "h1", "r1", 2);
@@ -565,6 +567,104 @@ static void calls_with_reused_buffers(tlt_env *e, const tlt_event *ev) {
   buf[sizeof buf - 1] = '\0';
 }
 
+/* The room a steady load needs is kept (issue: rounds of many launches whose tasks all end
+ * before the next round). Each round here launches 300 tasks in one call (300 task_started
+ * events) and finishes them all, so nothing runs between rounds while tasks stay pending: the
+ * event arrays, attempts_by_tid's array and the attempt records the first round allocated are
+ * the next rounds' too, and a later round allocates only its temporary array of prepared
+ * records. Once the task set is done the scheduler is idle and holds what an empty one does. */
+START_TEST(a_steady_load_keeps_its_room_and_an_idle_scheduler_gives_it_back) {
+  tlt_alloc_install();
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "h1", NULL, 300);
+  tl_stats added;
+  tl_stats_get(e->s, &added);
+  tlt_submit(e, 0, 0, 0, 3000);
+  tl_stats submitted;
+  tl_stats_get(e->s, &submitted);
+  tl_launch l[300];
+  size_t kept_bytes = 0;
+  for (int round = 0; round < 10; round++) {
+    uint64_t calls = tlt_alloc_calls();
+    ck_assert_uint_eq(tlt_offer(e, "e1", 300, l, 300), 300);
+    for (size_t i = 0; i < 300; i++)
+      tlt_succeed(e, "e1", l[i].tid);
+    tl_stats st;
+    tl_stats_get(e->s, &st);
+    uint64_t allocated = tlt_alloc_calls() - calls;
+    if (round == 0) {
+      ck_assert_msg(allocated > 300, "the first round allocated only %" PRIu64 " times", allocated);
+      kept_bytes = st.mem_live_bytes;
+      ck_assert_msg(kept_bytes > submitted.mem_live_bytes,
+                    "nothing was kept for the next round: %zu bytes, %zu before it", kept_bytes,
+                    submitted.mem_live_bytes);
+    } else if (round >= 2 && round < 9) { /* round 1 grows the other event array */
+      ck_assert_msg(allocated <= 1, "round %d allocated %" PRIu64 " times", round, allocated);
+    }
+    if (round == 1)
+      kept_bytes = st.mem_live_bytes;
+    else if (round > 1 && round < 9)
+      ck_assert_uint_eq(st.mem_live_bytes, kept_bytes);
+    ck_assert_uint_eq(st.attempts_running, 0);
+  }
+  tlt_dispatch_all(e);
+  ck_assert_uint_eq(tlt_count(e, 0, TLT_EV_RELEASED), 1);
+  tl_stats st;
+  tl_stats_get(e->s, &st);
+  ck_assert_uint_eq(st.mem_live_bytes, added.mem_live_bytes);
+  ck_assert_uint_eq(st.mem_live_blocks, added.mem_live_blocks);
+  tlt_end(e);
+  tlt_alloc_restore();
+}
+END_TEST
+
+/* What a burst grew is given back while the scheduler stays busy, once a quiet stretch has paid
+ * for growing it again. A burst is a round of 300 launches whose tasks all end; right after one,
+ * the next burst finds its room and allocates at most its temporary array; after a few single
+ * launches (each ended before the next) it still does; after thousands, the event arrays,
+ * attempts_by_tid and the spare records beyond TL__SPARE_ATTEMPTS were given back, and the next
+ * burst grows them again. */
+static uint64_t burst(tlt_env *e) {
+  tl_launch l[300];
+  uint64_t calls = tlt_alloc_calls();
+  ck_assert_uint_eq(tlt_offer(e, "e1", 300, l, 300), 300);
+  for (size_t i = 0; i < 300; i++)
+    tlt_succeed(e, "e1", l[i].tid);
+  return tlt_alloc_calls() - calls;
+}
+
+static void singles(tlt_env *e, int n) {
+  for (int i = 0; i < n; i++) {
+    tl_launch l;
+    ck_assert_uint_eq(tlt_offer(e, "e1", 1, &l, 1), 1);
+    tlt_succeed(e, "e1", l.tid);
+  }
+}
+
+START_TEST(a_burst_is_given_back_after_a_quiet_stretch) {
+  tlt_alloc_install();
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "h1", NULL, 300);
+  tlt_submit(e, 0, 0, 0, 10000);
+  uint64_t first = burst(e);
+  ck_assert_msg(first > 300, "the first burst allocated only %" PRIu64 " times", first);
+  burst(e); /* the second grows the other event array, which the first burst's batch did not */
+  uint64_t kept = burst(e);
+  ck_assert_msg(kept <= 1, "a burst right after another allocated %" PRIu64 " times", kept);
+  singles(e, 100);
+  kept = burst(e);
+  ck_assert_msg(kept <= 1, "a burst 100 single launches later allocated %" PRIu64 " times", kept);
+  singles(e, 3000);
+  uint64_t again = burst(e);
+  ck_assert_msg(again > 8,
+                "a burst 3000 single launches later allocated %" PRIu64 " times: nothing was "
+                "given back",
+                again);
+  tlt_end(e);
+  tlt_alloc_restore();
+}
+END_TEST
+
 START_TEST(strings_given_inside_a_callback_are_copied) {
   tlt_env *e = tlt_new(NULL);
   tlt_add(e, "e1", "h1", NULL, 1);
@@ -605,6 +705,8 @@ Suite *tl_events_suite(void) {
   tcase_add_test(tc, events_of_another_thread_are_delivered_by_the_dispatching_thread);
   tcase_add_test(tc, reentrant_loss_from_task_started);
   tcase_add_test(tc, strings_given_inside_a_callback_are_copied);
+  tcase_add_test(tc, a_steady_load_keeps_its_room_and_an_idle_scheduler_gives_it_back);
+  tcase_add_test(tc, a_burst_is_given_back_after_a_quiet_stretch);
   tc = tlt_tcase(s, "callbacks");
   tcase_add_test(tc, without_task_ended_the_library_frees_results);
   tcase_add_test(tc, a_scheduler_without_callbacks_works);
