@@ -371,11 +371,16 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   for (size_t k = r.tried_used; k < ntried; k++)
     tl__free(s, tried[k], sizeof *tried[k]);
   s->next_tid += used;
-  for (size_t k = 0; k < used; k++)
-    describe_launch(pre[k], slots, offers, &out[k]);
-  if (s->cb.task_started != NULL) /* an event nobody listens to is not made */
-    for (size_t k = 0; k < used; k++)
+  /* Each launch described and its event made in one pass: the attempt is read once. */
+  if (s->cb.task_started != NULL) { /* an event nobody listens to is not made */
+    for (size_t k = 0; k < used; k++) {
+      describe_launch(pre[k], slots, offers, &out[k]);
       tl__event_task_started(s, pre[k]);
+    }
+  } else {
+    for (size_t k = 0; k < used; k++)
+      describe_launch(pre[k], slots, offers, &out[k]);
+  }
   *nout = used;
   s->totals.launched += used;
   s->totals.rejected_offers += rejected;

@@ -4,8 +4,9 @@
  *
  *   bench=<name> value=<v> unit=<u> [baseline=<b> ratio=<v/b>] [key=value ...]
  *
- *   tl-bench [--short] [--only lifecycle|loss|heartbeat|memory|offers|threads|profile|
- *                             profile-batched]
+ *   tl-bench [--short] [--only lifecycle|embedder|loss|heartbeat|memory|offers|threads|
+ *                             snapshot|profile|profile-batched|profile-embedder|
+ *                             profile-batched-embedder]
  *
  * Without --only every group runs, in that order (profile excepted). --short runs every figure
  * at a small size so CI can prove the program still works; its numbers mean nothing. Figures
@@ -537,6 +538,134 @@ static void bench_lifecycle(void) {
   pairs_free(&plain);
   pairs_free(&running);
   pairs_free(&all);
+  pairs_free(&batched);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * 1b. The lifecycle as an embedder meets it: every callback set (task_started included), one
+ * task set of 1,000,000 tasks, and rounds as a runtime makes them: each round offers every
+ * executor its free cores in one tl_resource_offers (100 x 16 = 1,600 launches), then every
+ * launch of the round finishes, reported one tl_status_update each (lifecycle_embedder) or one
+ * tl_status_updates per executor's batch (lifecycle_batched_embedder). So each round makes and
+ * delivers 1,600 task_started events in one call and 1,600 task_ended events over the round's
+ * updates. Paired with the floor like the plain lifecycle, segment by segment; the targets are
+ * the plain twins' (3x and 1.5x the floor).
+ * ------------------------------------------------------------------------------------------- */
+
+static void run_embedder(unsigned nexec, uint32_t cores, uint64_t ntasks, uint64_t segment,
+                         bool batched, pairs *p, lifecycle_run *out) {
+  tl_callbacks cb = {0};
+  cb.task_started = heard_task_started;
+  cb.task_ended = heard_task_ended;
+  cb.taskset_failed = heard_taskset_failed;
+  cb.taskset_released = heard_taskset_released;
+  cb.executor_added = heard_executor_added;
+  cb.executor_lost = heard_executor_lost;
+  cb.speculative_task_submitted = heard_speculative;
+  cb.revive_offers = heard_revive;
+  cb.kill_task = heard_kill;
+  tl_scheduler *s = new_scheduler_cb(&cb);
+  add_executors(s, nexec, cores);
+  tl_taskset_desc d = {0};
+  d.ntasks = (uint32_t)ntasks;
+  ok(tl_submit(s, &d, NULL), "tl_submit");
+  size_t cap = (size_t)nexec * cores;
+  char(*ids)[32] = malloc(nexec * sizeof *ids);
+  tl_offer *offers = malloc(nexec * sizeof *offers);
+  tl_launch *l = malloc(cap * sizeof *l);
+  tl_tid *tids = malloc(cap * sizeof *tids);
+  size_t *count = calloc(nexec, sizeof *count);
+  tl_update *done = calloc(cores, sizeof *done);
+  if (ids == NULL || offers == NULL || l == NULL || tids == NULL || count == NULL || done == NULL)
+    die("malloc", TL_ENOMEM);
+  for (unsigned e = 0; e < nexec; e++) {
+    exec_id(ids[e], sizeof ids[e], e);
+    offers[e].executor_id = ids[e];
+    offers[e].cores = cores;
+  }
+  for (uint32_t k = 0; k < cores; k++)
+    done[k].state = TL_TASK_FINISHED;
+  floor_state fl;
+  floor_init(&fl, (unsigned)cap);
+  uint64_t heard0 = heard, spent = 0, finished = 0, next_segment = segment;
+  uint64_t seg0 = now_ns();
+  for (;;) {
+    size_t n;
+    ok(tl_resource_offers(s, offers, nexec, l, cap, &n), "tl_resource_offers");
+    if (n == 0)
+      break;
+    if (batched) { /* each executor's launches of the round, in one call */
+      memset(count, 0, nexec * sizeof *count);
+      for (size_t i = 0; i < n; i++) {
+        unsigned e = (unsigned)l[i].offer;
+        tids[(size_t)e * cores + count[e]++] = l[i].tid;
+      }
+      for (unsigned e = 0; e < nexec; e++)
+        if (count[e] > 0)
+          ok(tl_status_updates(s, ids[e], &tids[(size_t)e * cores], done, count[e], NULL),
+             "tl_status_updates");
+    } else {
+      for (size_t i = 0; i < n; i++)
+        ok(tl_status_update(s, ids[l[i].offer], l[i].tid, &done[0]), "FINISHED");
+    }
+    finished += n;
+    if (finished >= next_segment) {
+      uint64_t t = now_ns();
+      uint64_t tasks = finished - (next_segment - segment);
+      spent += t - seg0;
+      uint64_t base = floor_step(&fl, tasks);
+      pairs_add(p, (double)(t - seg0) / (double)tasks, (double)base / (double)tasks);
+      next_segment = finished + segment;
+      seg0 = now_ns();
+    }
+  }
+  spent += now_ns() - seg0;
+  floor_free(&fl);
+  tl_stats st;
+  tl_stats_get(s, &st);
+  out->per_task = (double)spent / (double)finished;
+  out->finished = finished;
+  out->launched = st.launched;
+  out->heard = heard - heard0;
+  tl_scheduler_free(s);
+  free(done);
+  free(count);
+  free(tids);
+  free(l);
+  free(offers);
+  free(ids);
+}
+
+static void bench_embedder(void) {
+  const unsigned nexec = short_mode ? 4 : 100;
+  const uint32_t cores = 16;
+  const uint64_t ntasks = short_mode ? 20000 : 1000000;
+  const uint64_t segment = short_mode ? 5000 : 100000;
+  const int runs = short_mode ? 1 : 3;
+  pairs single = {0}, batched = {0};
+  lifecycle_run rs, rb;
+  uint64_t heard_s = 0, heard_b = 0, fin_s = 0, fin_b = 0;
+  for (int i = 0; i < runs; i++) {
+    run_embedder(nexec, cores, ntasks, segment, false, &single, &rs);
+    run_embedder(nexec, cores, ntasks, segment, true, &batched, &rb);
+    heard_s += rs.heard;
+    fin_s += rs.finished;
+    heard_b += rb.heard;
+    fin_b += rb.finished;
+  }
+  printf("bench=lifecycle_embedder value=%.1f unit=ns/task baseline=%.1f ratio=%.2f target=3 "
+         "tasks=%" PRIu64 " executors=%u cores=%u round=%u callbacks_per_task=%.2f "
+         "per_second=%.0f pairs=%zu\n",
+         median(single.life, single.n), median(single.base, single.n),
+         median(single.ratio, single.n), rs.finished, nexec, cores, nexec * cores,
+         (double)heard_s / (double)fin_s, 1e9 / median(single.life, single.n), single.n);
+  printf("bench=lifecycle_batched_embedder value=%.1f unit=ns/task baseline=%.1f ratio=%.2f "
+         "target=1.5 tasks=%" PRIu64 " executors=%u cores=%u round=%u batch=%u "
+         "callbacks_per_task=%.2f per_second=%.0f pairs=%zu\n",
+         median(batched.life, batched.n), median(batched.base, batched.n),
+         median(batched.ratio, batched.n), rb.finished, nexec, cores, nexec * cores, cores,
+         (double)heard_b / (double)fin_b, 1e9 / median(batched.life, batched.n), batched.n);
+  pairs_free(&single);
   pairs_free(&batched);
 }
 
@@ -1203,7 +1332,8 @@ int main(int argc, char **argv) {
     } else {
       fprintf(stderr,
               "usage: %s [--short] [--only "
-              "lifecycle|loss|heartbeat|memory|offers|threads|snapshot|profile|profile-batched]\n",
+              "lifecycle|embedder|loss|heartbeat|memory|offers|threads|snapshot|profile|profile-batched|\n"
+              "profile-embedder|profile-batched-embedder]\n",
               argv[0]);
       return 2;
     }
@@ -1211,6 +1341,8 @@ int main(int argc, char **argv) {
   printf("# tl-bench taskledger %s%s\n", tl_version_string(), short_mode ? " (short)" : "");
   if (only == NULL || strcmp(only, "lifecycle") == 0)
     bench_lifecycle();
+  if (only == NULL || strcmp(only, "embedder") == 0)
+    bench_embedder();
   if (only == NULL || strcmp(only, "loss") == 0)
     bench_loss();
   if (only == NULL || strcmp(only, "heartbeat") == 0)
@@ -1228,6 +1360,15 @@ int main(int argc, char **argv) {
     run_lifecycle(100, 16, 100000, false, false, UINT64_MAX, NULL, &r); /* no floor chunks */
     printf("bench=lifecycle_profile value=%.1f unit=ns/task tasks=%" PRIu64 " executors=100 "
            "cores=16\n",
+           r.per_task, r.finished);
+  }
+  if (only != NULL && (strcmp(only, "profile-embedder") == 0 ||
+                       strcmp(only, "profile-batched-embedder") == 0)) {
+    lifecycle_run r;
+    bool batched = strcmp(only, "profile-batched-embedder") == 0;
+    run_embedder(100, 16, 100000, UINT64_MAX, batched, NULL, &r);
+    printf("bench=%s value=%.1f unit=ns/task tasks=%" PRIu64 " executors=100 cores=16 round=1600\n",
+           batched ? "lifecycle_batched_embedder_profile" : "lifecycle_embedder_profile",
            r.per_task, r.finished);
   }
   if (only != NULL && strcmp(only, "profile-batched") == 0) {
