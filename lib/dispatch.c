@@ -172,7 +172,8 @@ static void events_settle(struct tl_scheduler *s) {
     tl__str_unref(s, s->batch.ev[i].msg);
   }
   s->batch.n = 0;
-  tl__events_settled(s, used); /* the arrays keep their room for a steady load (queue.c) */
+  if (s->batch.cap > TL__EVENTS_INITIAL || s->events.cap > TL__EVENTS_INITIAL)
+    tl__events_settled(s, used); /* they keep their room for a steady load (queue.c) */
 }
 
 void tl__lock(struct tl_scheduler *s) {
@@ -287,7 +288,8 @@ static void unlock_and_ready(struct tl_scheduler *s) {
 }
 
 bool tl__unlock_and_dispatch(struct tl_scheduler *s) {
-  tl__attempts_idle(s); /* an idle scheduler keeps no room for launches (ledger.c) */
+  if (s->attempts_by_tid.n == 0) /* an idle scheduler keeps no room for launches (ledger.c) */
+    tl__attempts_idle(s);
   if (s->events.n == 0 && s->journal == NULL) {
     tl__mutex_unlock(&s->lock);
     return false;
