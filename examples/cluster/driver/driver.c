@@ -20,8 +20,8 @@
  *             [--idle-timeout MS] [--summary-json FILE] [--advertise ADDR]
  *             [--partition P] [--time-limit T] [--slurm-arg ARG]... [--slurm-poll-ms MS]
  *             [--listen ADDR] [--port P] [--token-file PATH] [--executor PATH]
- *             [--heartbeat-ms MS] [--timeout-s S] [--bench [--tasks N]] [--quiet]
- *             [--progress] [--progress-ms MS] [--kill-on-job-failure]
+ *             [--heartbeat-ms MS] [--timeout-s S] [--bench [--tasks N] [--null-ledger]]
+ *             [--quiet] [--progress] [--progress-ms MS] [--kill-on-job-failure]
  *             [--heartbeat-timeout-ms MS] [--pending-loss-timeout-ms MS]
  *             [--max-task-failures N] [--register-timeout-ms MS] [--metrics-port P]
  *             [--max-pending-connections N] [--max-connections N]
@@ -201,6 +201,7 @@ static void apply_options(driver *d, const driver_opts *o) {
   d->run.expect_failure = o->expect_failure;
   scaling_configure(d, o);
   jobs_configure(d, o);
+  nullfloor_configure(d, o);
   d->run.executor_path = o->executor_path ? o->executor_path : default_executor_path();
   make_token(d, o->token_file);
   summary_configure(d, o);
@@ -335,6 +336,8 @@ static int set_up(driver *d, const driver_opts *o) {
   init_handles(d, o->timeout_s);
   if (restored) { /* the jobs go on where the record left them */
     phase_offer(d);
+  } else if (d->nullfloor.on) { /* --bench's one stage, run by the null floor */
+    nullfloor_submit(d);
   } else {
     for (size_t i = 0; i < d->jobs.njobs; i++)
       if (submit_stage(d, &d->jobs.list[i], 0) < 0)
@@ -354,6 +357,7 @@ static int set_up(driver *d, const driver_opts *o) {
  * payload still held, in a failed run), the buffers and the records. */
 static void free_driver(driver *d) {
   tl_scheduler_free(d->run.s);
+  nullfloor_free(d);
   offers_free(d);
   scaling_free(d);
   record_free(d);
@@ -391,6 +395,8 @@ static int verdict(driver *d, int close_rc) {
     ok = false;
   }
   print_ledger(d, &st, check, why);
+  if (d->nullfloor.on)
+    nullfloor_print(d);
   print_recovery(d);
   if (d->recovery.recovered && !d->recovery.recover_end_ns)
     ok = false;
