@@ -310,8 +310,12 @@ static void start_launcher(driver *d, const driver_opts *o, bool restored) {
 }
 
 /* Everything before the loop runs: the options applied, the ledger on the loop, the listening
- * socket (and the metrics endpoint), the handles, the jobs' first stages submitted and the
- * launcher started. Returns 0, or the exit status of a run that cannot begin. */
+ * socket (and the metrics endpoint), the handles, the launcher started and the jobs' first
+ * stages submitted. The launcher goes first: the local one forks its executors, and a fork
+ * write-protects every page the driver holds, so a task set submitted before it (a large one's
+ * pages are most of the driver's memory) would take a page fault at the first write of each of
+ * its pages in the run (docs/performance.md "The wire's own floor"). Returns 0, or the exit
+ * status of a run that cannot begin. */
 static int set_up(driver *d, const driver_opts *o) {
   d->run.ops = launcher_find(o->launcher);
   if (!d->run.ops) {
@@ -334,6 +338,7 @@ static int set_up(driver *d, const driver_opts *o) {
   if (rc != 0)
     return rc;
   init_handles(d, o->timeout_s);
+  start_launcher(d, o, restored);
   if (restored) { /* the jobs go on where the record left them */
     phase_offer(d);
   } else if (d->nullfloor.on) { /* --bench's one stage, run by the null floor */
@@ -343,7 +348,6 @@ static int set_up(driver *d, const driver_opts *o) {
       if (submit_stage(d, &d->jobs.list[i], 0) < 0)
         return 1;
   }
-  start_launcher(d, o, restored);
   if (d->record.state_dir && !d->phase.stopping) {
     if (record_first(d) != 0) /* the first record: a crash from here on is recovered */
       return 1;
