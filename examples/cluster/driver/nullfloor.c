@@ -11,7 +11,7 @@
 
 #include "driver.h"
 
-#define NULLFLOOR_TASKSET 1 /* the task set id of the bench's one stage */
+#define NULLFLOOR_TASKSET 1  /* the task set id of the bench's one stage */
 #define NULLFLOOR_MAP_MIN 64 /* slots of the running map at first; it doubles at half full */
 
 void nullfloor_configure(driver *d, const driver_opts *o) { d->nullfloor.on = o->null_ledger; }
