@@ -221,8 +221,10 @@ static void on_written(void *data, int status) {
   }
 }
 
-/* Hands the encoded frames to libuv; the write owns them from here. While the connection is
- * down they are dropped: what matters of them (the ends) is retained. */
+/* Hands the encoded frames to the kernel, or what it does not take at once to libuv, whose write
+ * owns them from there (conn_send: one write(2) when the connection is idle). A crashing
+ * executor's go through libuv alone: on_written is its exit once they are out. While the
+ * connection is down they are dropped: what matters of them (the ends) is retained. */
 static void send_out(executor *ex) {
   if (ex->closing)
     return;
@@ -230,7 +232,8 @@ static void send_out(executor *ex) {
     ex->out.len = 0;
     return;
   }
-  int rc = conn_write((uv_stream_t *)&ex->conn, &ex->out, on_written, ex);
+  int rc = ex->crashing ? conn_write((uv_stream_t *)&ex->conn, &ex->out, on_written, ex)
+                        : conn_send((uv_stream_t *)&ex->conn, &ex->out, on_written, ex);
   if (rc == UV_ENOMEM)
     die_oom();
   if (rc < 0) {

@@ -33,6 +33,8 @@ void conn_closing(conn *c) {
   free(c->recon); /* a reconciliation cut short by the close: never applied */
   c->recon = NULL;
   c->nrecon = c->recon_cap = 0;
+  if (d->nullfloor.on)
+    nullfloor_closing(d, c);
   tl_executor_state state;
   if (c->registered && !d->phase.stopping && in_ledger(d, c->id, &state) &&
       state != TL_EXECUTOR_PENDING_LOSS) {
@@ -247,7 +249,8 @@ static void handle_status(conn *c, const tlc_status *st) {
       tids[i] = it->tid;
       ups[i] = status_update_of(it, status_texts[i]);
     }
-    int rc = tl_status_updates(d->run.s, c->id, tids, ups, n, results);
+    int rc = d->nullfloor.on ? nullfloor_updates(d, c, tids, ups, n, results)
+                             : tl_status_updates(d->run.s, c->id, tids, ups, n, results);
     for (size_t i = 0; i < n; i++) {
       int one = rc == TL_OK ? results[i] : rc; /* refused as a whole: each update was */
       if (one < 0)

@@ -20,8 +20,8 @@
  *             [--idle-timeout MS] [--summary-json FILE] [--advertise ADDR]
  *             [--partition P] [--time-limit T] [--slurm-arg ARG]... [--slurm-poll-ms MS]
  *             [--listen ADDR] [--port P] [--token-file PATH] [--executor PATH]
- *             [--heartbeat-ms MS] [--timeout-s S] [--bench [--tasks N]] [--quiet]
- *             [--progress] [--progress-ms MS] [--kill-on-job-failure]
+ *             [--heartbeat-ms MS] [--timeout-s S] [--bench [--tasks N] [--null-ledger]]
+ *             [--quiet] [--progress] [--progress-ms MS] [--kill-on-job-failure]
  *             [--heartbeat-timeout-ms MS] [--pending-loss-timeout-ms MS]
  *             [--max-task-failures N] [--register-timeout-ms MS] [--metrics-port P]
  *             [--max-pending-connections N] [--max-connections N]
@@ -201,6 +201,7 @@ static void apply_options(driver *d, const driver_opts *o) {
   d->run.expect_failure = o->expect_failure;
   scaling_configure(d, o);
   jobs_configure(d, o);
+  nullfloor_configure(d, o);
   d->run.executor_path = o->executor_path ? o->executor_path : default_executor_path();
   make_token(d, o->token_file);
   summary_configure(d, o);
@@ -309,8 +310,12 @@ static void start_launcher(driver *d, const driver_opts *o, bool restored) {
 }
 
 /* Everything before the loop runs: the options applied, the ledger on the loop, the listening
- * socket (and the metrics endpoint), the handles, the jobs' first stages submitted and the
- * launcher started. Returns 0, or the exit status of a run that cannot begin. */
+ * socket (and the metrics endpoint), the handles, the launcher started and the jobs' first
+ * stages submitted. The launcher goes first: the local one forks its executors, and a fork
+ * write-protects every page the driver holds, so a task set submitted before it (a large one's
+ * pages are most of the driver's memory) would take a page fault at the first write of each of
+ * its pages in the run (docs/performance.md "The wire's own floor"). Returns 0, or the exit
+ * status of a run that cannot begin. */
 static int set_up(driver *d, const driver_opts *o) {
   d->run.ops = launcher_find(o->launcher);
   if (!d->run.ops) {
@@ -333,14 +338,16 @@ static int set_up(driver *d, const driver_opts *o) {
   if (rc != 0)
     return rc;
   init_handles(d, o->timeout_s);
+  start_launcher(d, o, restored);
   if (restored) { /* the jobs go on where the record left them */
     phase_offer(d);
+  } else if (d->nullfloor.on) { /* --bench's one stage, run by the null floor */
+    nullfloor_submit(d);
   } else {
     for (size_t i = 0; i < d->jobs.njobs; i++)
       if (submit_stage(d, &d->jobs.list[i], 0) < 0)
         return 1;
   }
-  start_launcher(d, o, restored);
   if (d->record.state_dir && !d->phase.stopping) {
     if (record_first(d) != 0) /* the first record: a crash from here on is recovered */
       return 1;
@@ -354,6 +361,7 @@ static int set_up(driver *d, const driver_opts *o) {
  * payload still held, in a failed run), the buffers and the records. */
 static void free_driver(driver *d) {
   tl_scheduler_free(d->run.s);
+  nullfloor_free(d);
   offers_free(d);
   scaling_free(d);
   record_free(d);
@@ -391,6 +399,8 @@ static int verdict(driver *d, int close_rc) {
     ok = false;
   }
   print_ledger(d, &st, check, why);
+  if (d->nullfloor.on)
+    nullfloor_print(d);
   print_recovery(d);
   if (d->recovery.recovered && !d->recovery.recover_end_ns)
     ok = false;

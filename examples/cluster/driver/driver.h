@@ -187,6 +187,7 @@ typedef struct conn {
   bool recon_done;           /* its reconciliation ended (more = 0): no RECONCILE may follow */
   uint8_t addr_key[16];      /* its peer address, the key of its auth record (auth_key) */
   char peer[64];             /* its peer address and port, printable: "127.0.0.1:5000" */
+  uint32_t floor_running;    /* --null-ledger: attempts the null floor has running on it */
 } conn;
 
 /* A connection, for a log line: "of ID (PEER)" once it registered, "from PEER" before (the id
@@ -538,6 +539,39 @@ void cb_taskset_released(void *ud, const tl_taskset_info *ts, void *payload);
 bool cb_taskset_restored(void *ud, const tl_taskset_info *ts, void **payload);
 
 /* ---------------------------------------------------------------------------------------------
+ * The null floor (nullfloor.c): --bench --null-ledger, the least that could run the bench's job
+ * in place of the ledger on its hot path (a FIFO of pending indexes, a map of running tids).
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct nullfloor_run {
+  tl_tid tid;     /* a running attempt; 0: an empty slot of the map */
+  uint32_t index; /* its task */
+  conn *c;        /* the connection that runs it */
+} nullfloor_run;
+
+typedef struct nullfloor_state {
+  bool on;            /* --null-ledger */
+  stage *st;          /* the bench's one stage; NULL once released (or never submitted) */
+  stage_binary *bin;  /* its payload, until the release hands it to cb_taskset_released */
+  uint32_t *fifo;     /* pending task indexes: a ring of st->ntasks entries */
+  uint32_t head;      /* the ring's first pending entry */
+  uint32_t npending;  /* its pending entries */
+  nullfloor_run *map; /* running attempts by tid: open addressing, map_cap (a power of 2) */
+  size_t map_cap;     /* slots of map; at most half are used */
+  size_t nrunning;    /* used slots of map */
+  tl_tid next_tid;    /* the last tid given: launches so far */
+} nullfloor_state;
+
+void nullfloor_configure(driver *d, const driver_opts *o);
+void nullfloor_submit(driver *d);
+size_t nullfloor_offer(driver *d, conn *c, tl_launch *out, size_t cap);
+int nullfloor_updates(driver *d, conn *c, const tl_tid *tids, const tl_update *ups, size_t n,
+                      int *results);
+void nullfloor_closing(driver *d, conn *c);
+void nullfloor_print(const driver *d);
+void nullfloor_free(driver *d);
+
+/* ---------------------------------------------------------------------------------------------
  * Recovery (recovery.c): a run restarted from its record.
  * ------------------------------------------------------------------------------------------- */
 
@@ -841,6 +875,7 @@ struct driver {
   faults_state faults;
   losses_state losses;
   jobs_state jobs;
+  nullfloor_state nullfloor;
   recovery_state recovery;
   scaling_state scaling;
   offers_state offers;

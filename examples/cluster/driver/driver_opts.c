@@ -39,7 +39,8 @@ static void usage(void) {
           "                 [--partition P] [--time-limit T] [--slurm-arg ARG]...\n"
           "                 [--slurm-poll-ms MS]\n"
           "                 [--listen ADDR] [--port P] [--token-file PATH] [--executor PATH]\n"
-          "                 [--heartbeat-ms MS] [--timeout-s S] [--bench [--tasks N]] [--quiet]\n"
+          "                 [--heartbeat-ms MS] [--timeout-s S]\n"
+          "                 [--bench [--tasks N] [--null-ledger]] [--quiet]\n"
           "                 [--progress] [--progress-ms MS] [--kill-on-job-failure]\n"
           "                 [--heartbeat-timeout-ms MS] [--pending-loss-timeout-ms MS]\n"
           "                 [--max-task-failures N] [--register-timeout-ms MS]\n"
@@ -52,6 +53,8 @@ static void usage(void) {
           "order\n"
           "  Q: launches each executor may queue beyond its C cores, 0..4096 (default 0;\n"
           "     1 with --bench)\n"
+          "  --null-ledger: --bench on the null floor (a FIFO of pending tasks and a map of\n"
+          "     running tids in place of the ledger), to compare --bench with; --bench only\n"
           "  P: serve GET /metrics (Prometheus text) on the --listen address, 0 = any free port\n"
           "  --partition, --time-limit, --slurm-arg, --slurm-poll-ms: --launcher slurm only\n"
           "  --state-dir: keep the run's state there and recover it after a crash (records\n"
@@ -139,6 +142,7 @@ enum {
   OPT_JOB,
   OPT_BENCH,
   OPT_TASKS,
+  OPT_NULL_LEDGER,
   OPT_MIN_EXECUTORS,
   OPT_MAX_EXECUTORS,
   OPT_BACKLOG_TIMEOUT,
@@ -191,6 +195,7 @@ static const struct option long_options[] = {
     {"job", required_argument, NULL, OPT_JOB},
     {"bench", no_argument, NULL, OPT_BENCH},
     {"tasks", required_argument, NULL, OPT_TASKS},
+    {"null-ledger", no_argument, NULL, OPT_NULL_LEDGER},
     {"min-executors", required_argument, NULL, OPT_MIN_EXECUTORS},
     {"max-executors", required_argument, NULL, OPT_MAX_EXECUTORS},
     {"backlog-timeout", required_argument, NULL, OPT_BACKLOG_TIMEOUT},
@@ -299,6 +304,9 @@ static bool take_run_option(driver_opts *o, given *g, int opt, const char *v) {
     return true;
   case OPT_TASKS:
     g->bench_tasks = (uint32_t)parse_u64(v, 1, 10000000);
+    return true;
+  case OPT_NULL_LEDGER:
+    o->null_ledger = true;
     return true;
   case OPT_MIN_EXECUTORS:
     o->min_executors = (uint32_t)parse_u64(v, 0, MAX_EXECUTORS);
@@ -516,6 +524,13 @@ static void resolve(driver_opts *o, const given *g) {
     usage();
   if ((o->crash_write || o->crash_after_release) && !o->state_dir)
     usage();
+  if (o->null_ledger && (!o->bench || o->dynamic || o->state_dir || o->kill_on_failure ||
+                         o->kill_after || o->external_kill_after || o->stop_after || o->nbad ||
+                         o->expect_failure || o->expect_losses != UINT64_MAX)) {
+    fprintf(stderr, "tl-driver: --null-ledger runs --bench alone: not with --job, dynamic "
+                    "allocation, --state-dir, --kill-on-job-failure or a test-only option\n");
+    usage();
+  }
   if (o->crash_after_release && !o->dynamic) /* nothing is released without it */
     usage();
 }

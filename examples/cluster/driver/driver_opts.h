@@ -60,6 +60,7 @@ typedef struct driver_opts {
   job_spec jobs[MAX_JOBS];  /* --job, in order; --bench's one job */
   size_t njobs;             /* at least 1 */
   bool bench;               /* --bench */
+  bool null_ledger;         /* --null-ledger: --bench on the null floor (nullfloor.c) */
   bool dynamic;             /* --min-executors or --max-executors was given */
   uint32_t min_executors;   /* --min-executors; with dynamic only */
   uint32_t max_executors;   /* --max-executors, MAX_EXECUTORS unless given; dynamic only */

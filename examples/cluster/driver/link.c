@@ -88,13 +88,14 @@ static void on_written(void *data, int status) {
     close_conn(data, uv_strerror(status));
 }
 
-/* Hands the encoded frames to libuv; the write owns them from here. A connection that holds
- * launches for a record keeps them, and what follows them, until one holds them; one that
+/* Hands the encoded frames to the kernel, or what it does not take at once to libuv, whose write
+ * owns them from there (conn_send: one write(2) when the connection is idle). A connection that
+ * holds launches for a record keeps them, and what follows them, until one holds them; one that
  * overflowed sends nothing more. */
 void send_out(conn *c) {
   if (c->closing || c->held || c->overflowed)
     return;
-  int rc = conn_write((uv_stream_t *)&c->tcp, &c->out, on_written, c);
+  int rc = conn_send((uv_stream_t *)&c->tcp, &c->out, on_written, c);
   if (rc == UV_ENOMEM)
     die_oom();
   if (rc < 0)

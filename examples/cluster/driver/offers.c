@@ -10,24 +10,35 @@ static bool binary_sent(conn *c, tl_taskset_id id) {
   return false;
 }
 
-/* Offers one executor its free cores and sends what launched: each task set's binary the first
- * time it runs there, then the launches in LAUNCH frames of up to LAUNCH_FRAME_MAX. */
-void offer(driver *d, conn *c) {
-  if (d->phase.closed || d->phase.stopping || !d->phase.offering || !c->registered || c->closing)
-    return;
+/* The ledger's launches for one executor's free cores, into launch_buf: *n of them. False when
+ * nothing is offered (no free core, not alive, or waiting for a record, whose end offers again). */
+static bool ledger_offer(driver *d, conn *c, size_t *n) {
   tl_executor_status es;
   if (tl_executor_get(d->run.s, c->id, &es) < 0 || es.state != TL_EXECUTOR_ALIVE ||
       es.free_cores == 0)
-    return;
-  if (!record_may_launch(d, c, es.free_cores)) /* waits for a record; its end offers again */
-    return;
+    return false;
+  if (!record_may_launch(d, c, es.free_cores))
+    return false;
   tl_offer o = {.executor_id = c->id, .cores = es.free_cores};
-  size_t n = 0;
-  int rc = tl_resource_offers(d->run.s, &o, 1, d->offers.launch_buf, d->offers.launch_cap, &n);
+  int rc = tl_resource_offers(d->run.s, &o, 1, d->offers.launch_buf, d->offers.launch_cap, n);
   if (rc < 0) {
     fprintf(stderr, "tl-driver: tl_resource_offers: %s\n", tl_err_name(rc));
-    return;
+    return false;
   }
+  return true;
+}
+
+/* Offers one executor its free cores and sends what launched: each task set's binary the first
+ * time it runs there, then the launches in LAUNCH frames of up to LAUNCH_FRAME_MAX. With
+ * --null-ledger the launches are the null floor's (nullfloor.c), framed and sent alike. */
+void offer(driver *d, conn *c) {
+  if (d->phase.closed || d->phase.stopping || !d->phase.offering || !c->registered || c->closing)
+    return;
+  size_t n = 0;
+  if (d->nullfloor.on)
+    n = nullfloor_offer(d, c, d->offers.launch_buf, d->offers.launch_cap);
+  else if (!ledger_offer(d, c, &n))
+    return;
   if (n > 0)
     faults_launched(d, c, d->offers.launch_buf[0].tid);
   if (n > 0)
