@@ -221,8 +221,10 @@ static void on_written(void *data, int status) {
   }
 }
 
-/* Hands the encoded frames to libuv; the write owns them from here. While the connection is
- * down they are dropped: what matters of them (the ends) is retained. */
+/* Sends the encoded frames (conn_write: at once when the kernel takes them, else through a
+ * libuv write that owns them from here). While the connection is down they are dropped: what
+ * matters of them (the ends) is retained. A crashing executor whose every byte is written exits
+ * here (else on_written does, once they are). */
 static void send_out(executor *ex) {
   if (ex->closing)
     return;
@@ -231,6 +233,8 @@ static void send_out(executor *ex) {
     return;
   }
   int rc = conn_write((uv_stream_t *)&ex->conn, &ex->out, on_written, ex);
+  if (rc == CONN_SENT && ex->crashing)
+    exit(CRASH_EXIT_CODE);
   if (rc == UV_ENOMEM)
     die_oom();
   if (rc < 0) {
@@ -629,7 +633,7 @@ static void stop(executor *ex) {
   int rc = conn_write((uv_stream_t *)&ex->conn, &ex->out, on_written_stop, ex);
   if (rc == UV_ENOMEM)
     die_oom();
-  if (rc < 0)
+  if (rc < 0 || rc == CONN_SENT) /* nothing to wait for: every byte written, or none can be */
     shut_down(ex, 0);
   uv_read_stop((uv_stream_t *)&ex->conn);
 }

@@ -88,7 +88,8 @@ static void on_written(void *data, int status) {
     close_conn(data, uv_strerror(status));
 }
 
-/* Hands the encoded frames to libuv; the write owns them from here. A connection that holds
+/* Sends the encoded frames (conn_write: at once when the kernel takes them, else through a libuv
+ * write that owns them from here). A connection that holds
  * launches for a record keeps them, and what follows them, until one holds them; one that
  * overflowed sends nothing more. */
 void send_out(conn *c) {
