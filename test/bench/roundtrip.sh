@@ -4,8 +4,10 @@
 # out and a STATUS back) and `tl-pingpong` (the same frames' bytes over loopback TCP between
 # plain processes, as many pairs as the bench has executors x cores), run in turn, RUNS times,
 # the order of the two swapped every run. Printed: each run's tasks/s, round trips/s and their
-# ratio, then the ratios' median and range. A measurement, run by hand, not a test: nothing here
-# fails on a slow machine.
+# ratio, then the ratios' median and range; and the CPU time (user + system, the processes each
+# started included) per task and per round trip, which a busy machine disturbs less than the
+# rates (the driver's includes its start: submitting the tasks, spawning the executors). A
+# measurement, run by hand, not a test: nothing here fails on a slow machine.
 #
 #   roundtrip.sh BUILD [RUNS [TASKS [EXTRA...]]]
 #     BUILD   the build directory (examples/cluster/tl-driver and test/bench/tl-pingpong in it)
@@ -38,45 +40,66 @@ for ((i = 0; i < ${#extra[@]}; i++)); do
 done
 pairs=$((executors * cores))
 
-# tasks/s of one `tl-driver --bench --queue 0` run.
-bench() {
-  local out
-  out=$("$driver" --quiet --bench --queue 0 --tasks "$tasks" "${extra[@]}") || {
-    echo "roundtrip.sh: tl-driver failed" >&2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+TIMEFORMAT='%U %S'
+
+# Runs a command, its output to $tmp/out; prints its CPU time per task in microseconds.
+cpu_of() {
+  local t
+  t=$({ time "$@" >"$tmp/out" 2>"$tmp/err"; } 2>&1) || {
+    echo "roundtrip.sh: $1 failed:" >&2
+    cat "$tmp/err" >&2
     exit 1
   }
-  sed -n 's/^tasks: .*: \([0-9]*\) tasks\/s$/\1/p' <<<"$out"
+  awk -v n="$tasks" '{ printf "%.1f", ($1 + $2) * 1e6 / n }' <<<"$t"
 }
 
-# round trips/s of one `tl-pingpong` run.
+# "tasks/s cpu-us" of one `tl-driver --bench --queue 0` run.
+bench() {
+  local cpu
+  cpu=$(cpu_of "$driver" --quiet --bench --queue 0 --tasks "$tasks" "${extra[@]}")
+  echo "$(sed -n 's/^tasks: .*: \([0-9]*\) tasks\/s$/\1/p' "$tmp/out") $cpu"
+}
+
+# "round-trips/s cpu-us" of one `tl-pingpong` run.
 ping() {
-  local out
-  out=$("$pingpong" --quiet --pairs "$pairs" --round-trips "$tasks") || {
-    echo "roundtrip.sh: tl-pingpong failed" >&2
-    exit 1
-  }
-  sed -n 's/^round trips: .*: \([0-9]*\) round trips\/s$/\1/p' <<<"$out"
+  local cpu
+  cpu=$(cpu_of "$pingpong" --quiet --pairs "$pairs" --round-trips "$tasks")
+  echo "$(sed -n 's/^round trips: .*: \([0-9]*\) round trips\/s$/\1/p' "$tmp/out") $cpu"
 }
 
 echo "tl-driver --bench --queue 0 --tasks $tasks ${extra[*]} against tl-pingpong --pairs $pairs," \
   "$runs runs, interleaved"
-printf '%-4s %12s %16s %7s\n' run 'tasks/s' 'round trips/s' ratio
+printf '%-4s %10s %14s %7s %13s %13s\n' run 'tasks/s' 'round trips/s' ratio 'us CPU/task' 'us CPU/trip'
 ratios=()
+tcpus=()
+pcpus=()
 for ((run = 1; run <= runs; run++)); do
   if ((run % 2)); then
-    t=$(bench)
-    p=$(ping)
+    read -r t tc < <(bench)
+    read -r p pc < <(ping)
   else
-    p=$(ping)
-    t=$(bench)
+    read -r p pc < <(ping)
+    read -r t tc < <(bench)
   fi
   r=$(awk -v t="$t" -v p="$p" 'BEGIN { printf "%.3f", t / p }')
   ratios+=("$r")
-  printf '%-4s %12s %16s %7s\n' "$run" "$t" "$p" "$r"
+  tcpus+=("$tc")
+  pcpus+=("$pc")
+  printf '%-4s %10s %14s %7s %13s %13s\n' "$run" "$t" "$p" "$r" "$tc" "$pc"
 done
-printf '%s\n' "${ratios[@]}" | sort -n | awk '
-  { r[NR] = $1 }
-  END {
-    m = NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
-    printf "ratio (tasks/s / round trips/s): median %.3f, range %.3f to %.3f, %d runs\n", m, r[1], r[NR], NR
-  }'
+
+# "median M, range A to B" of the numbers on stdin, each printed with $1 digits after the point.
+summary() {
+  sort -n | awk -v d="$1" '
+    { r[NR] = $1 }
+    END {
+      m = NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
+      f = "%." d "f"
+      printf "median " f ", range " f " to " f, m, r[1], r[NR]
+    }'
+}
+echo "ratio (tasks/s / round trips/s): $(printf '%s\n' "${ratios[@]}" | summary 3), $runs runs"
+echo "us CPU per task: $(printf '%s\n' "${tcpus[@]}" | summary 1);" \
+  "per round trip: $(printf '%s\n' "${pcpus[@]}" | summary 1)"
