@@ -8,7 +8,12 @@
  * with poll() and reads and writes plainly, each executor blocks in read() and write(). No
  * decoding, no ledger, no event loop: what is left is the kernel's share of a round trip.
  *
- *   tl-pingpong [--pairs P] [--round-trips N] [--launch-bytes L] [--status-bytes S] [--quiet]
+ *   tl-pingpong [--pairs P] [--round-trips N] [--launch-bytes L] [--status-bytes S]
+ *               [--executor-poll] [--quiet]
+ *
+ * --executor-poll has each executor wait in epoll_wait (with a timeout, as an event loop with a
+ * timer armed does) before each read, as tl-executor's libuv loop must: the floor of a round trip
+ * whose executor runs an event loop, one syscall more per round trip.
  *
  * P defaults to 2 (the executors x cores of --bench), N to 100,000 (its tasks) in all, shared by
  * the pairs as they come. Printed: "round trips: N in T s: R round trips/s", timed from the first
@@ -27,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -91,11 +97,31 @@ static void nodelay(int fd) {
     die("setsockopt TCP_NODELAY");
 }
 
-/* The executor: for every LAUNCH read, one STATUS written, until the driver closes. */
-static void run_executor(int fd, size_t launch_bytes, const uint8_t *status, size_t status_bytes) {
+/* The executor: for every LAUNCH read, one STATUS written, until the driver closes. With
+ * epoll, it waits for the LAUNCH in epoll_wait before reading it. */
+static void run_executor(int fd, size_t launch_bytes, const uint8_t *status, size_t status_bytes,
+                         bool epoll) {
   uint8_t buf[FRAME_BYTES_MAX];
-  while (read_all(fd, buf, launch_bytes))
+  int ep = -1;
+  if (epoll) {
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+    ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0)
+      die("epoll");
+  }
+  for (;;) {
+    if (epoll) {
+      struct epoll_event ev;
+      int n = epoll_wait(ep, &ev, 1, 1000); /* tl-executor's heartbeat is due in a second */
+      if (n < 0 && errno != EINTR)
+        die("epoll_wait");
+      if (n <= 0)
+        continue;
+    }
+    if (!read_all(fd, buf, launch_bytes))
+      break;
     write_all(fd, status, status_bytes);
+  }
   exit(0);
 }
 
@@ -134,11 +160,12 @@ static uint64_t parse_u64(const char *s, uint64_t lo, uint64_t hi) {
 
 int main(int argc, char **argv) {
   uint64_t pairs = 2, total = 100000, launch_bytes = 0, status_bytes = 0;
-  bool quiet = false;
+  bool quiet = false, executor_poll = false;
   static const struct option opts[] = {{"pairs", required_argument, NULL, 'p'},
                                        {"round-trips", required_argument, NULL, 'n'},
                                        {"launch-bytes", required_argument, NULL, 'l'},
                                        {"status-bytes", required_argument, NULL, 's'},
+                                       {"executor-poll", no_argument, NULL, 'e'},
                                        {"quiet", no_argument, NULL, 'q'},
                                        {NULL, 0, NULL, 0}};
   int o;
@@ -156,12 +183,15 @@ int main(int argc, char **argv) {
     case 's':
       status_bytes = parse_u64(optarg, 1, FRAME_BYTES_MAX);
       break;
+    case 'e':
+      executor_poll = true;
+      break;
     case 'q':
       quiet = true;
       break;
     default:
       fprintf(stderr, "usage: tl-pingpong [--pairs P] [--round-trips N] [--launch-bytes L] "
-                      "[--status-bytes S] [--quiet]\n");
+                      "[--status-bytes S] [--executor-poll] [--quiet]\n");
       return 2;
     }
   }
@@ -216,7 +246,7 @@ int main(int argc, char **argv) {
       if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0)
         die("connect");
       nodelay(fd);
-      run_executor(fd, launch_bytes, status, status_bytes);
+      run_executor(fd, launch_bytes, status, status_bytes, executor_poll);
     }
     int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
     if (fd < 0)
