@@ -13,7 +13,9 @@
 #     BUILD   the build directory (examples/cluster/tl-driver and test/bench/tl-pingpong in it)
 #     RUNS    pairs of runs (7)
 #     TASKS   tasks of each --bench run, round trips of each ping-pong (100000)
-#     EXTRA   more tl-driver options, e.g. --cores 2 (the ping-pong then has 2 x 2 pairs)
+#     EXTRA   more tl-driver options, e.g. --executors 4 (the ping-pong then has 4 pairs; with
+#             --cores above 1 a LAUNCH frame carries several tasks while each pair carries one,
+#             so the ratio is no longer like for like)
 set -euo pipefail
 
 build=${1:?usage: roundtrip.sh BUILD [RUNS [TASKS [EXTRA...]]]}
