@@ -252,6 +252,21 @@ static void heard_kill(void *ud, tl_tid tid, const char *id, void *executor_ud, 
   heard++;
 }
 
+/* A scheduler (manual clock) with every callback set, each counting in heard. */
+static tl_scheduler *new_scheduler_all_callbacks(void) {
+  tl_callbacks cb = {0};
+  cb.task_started = heard_task_started;
+  cb.task_ended = heard_task_ended;
+  cb.taskset_failed = heard_taskset_failed;
+  cb.taskset_released = heard_taskset_released;
+  cb.executor_added = heard_executor_added;
+  cb.executor_lost = heard_executor_lost;
+  cb.speculative_task_submitted = heard_speculative;
+  cb.revive_offers = heard_revive;
+  cb.kill_task = heard_kill;
+  return new_scheduler_cb(&cb);
+}
+
 /* Paired samples: each segment of the lifecycle (ns per task) and the chunk of the floor run
  * right after it, as many tasks (ns per task). Noise on a shared machine comes in bursts of a
  * second or more; a segment and its floor chunk are a few milliseconds apart, so the ratio of
@@ -305,27 +320,55 @@ typedef struct lifecycle_run {
   uint64_t heard; /* callbacks run during the timed loop */
 } lifecycle_run;
 
+/* A run's timing in segments, each paired with as many tasks through the floor. */
+typedef struct segments {
+  floor_state fl;
+  pairs *p;
+  uint64_t segment, next, spent, seg0;
+} segments;
+
+static void segments_start(segments *g, pairs *p, uint64_t segment, unsigned inflight) {
+  floor_init(&g->fl, inflight);
+  g->p = p;
+  g->segment = segment;
+  g->next = segment;
+  g->spent = 0;
+  g->seg0 = now_ns();
+}
+
+/* Called with the tasks finished so far: closes a segment once they reach the next boundary. */
+static inline void segments_tick(segments *g, uint64_t finished) {
+  if (finished < g->next)
+    return;
+  uint64_t t = now_ns();
+  uint64_t tasks = finished - (g->next - g->segment);
+  g->spent += t - g->seg0;
+  uint64_t base = floor_step(&g->fl, tasks);
+  pairs_add(g->p, (double)(t - g->seg0) / (double)tasks, (double)base / (double)tasks);
+  g->next = finished + g->segment;
+  g->seg0 = now_ns();
+}
+
+/* Ends a run: its time, its counts from s, and s freed. */
+static void segments_finish(segments *g, tl_scheduler *s, uint64_t finished, uint64_t heard0,
+                            lifecycle_run *out) {
+  g->spent += now_ns() - g->seg0;
+  floor_free(&g->fl);
+  tl_stats st;
+  tl_stats_get(s, &st);
+  out->per_task = (double)g->spent / (double)finished;
+  out->finished = finished;
+  out->launched = st.launched;
+  out->heard = heard - heard0;
+  tl_scheduler_free(s);
+}
+
 /* One run of the lifecycle loop. Every `segment` finished tasks it runs as many tasks through
  * the floor (a fresh one for the run, with as many records in flight as the lifecycle has
  * launches) and adds the pair to p. */
 static void run_lifecycle(unsigned nexec, uint32_t cores, uint64_t ntasks, bool all_callbacks,
                           bool with_running, uint64_t segment, pairs *p, lifecycle_run *out) {
-  tl_scheduler *s;
-  if (all_callbacks) {
-    tl_callbacks cb = {0};
-    cb.task_started = heard_task_started;
-    cb.task_ended = heard_task_ended;
-    cb.taskset_failed = heard_taskset_failed;
-    cb.taskset_released = heard_taskset_released;
-    cb.executor_added = heard_executor_added;
-    cb.executor_lost = heard_executor_lost;
-    cb.speculative_task_submitted = heard_speculative;
-    cb.revive_offers = heard_revive;
-    cb.kill_task = heard_kill;
-    s = new_scheduler_cb(&cb);
-  } else {
-    s = new_scheduler();
-  }
+  tl_scheduler *s = all_callbacks ? new_scheduler_all_callbacks() : new_scheduler();
   add_executors(s, nexec, cores);
   tl_taskset_desc d = {0};
   d.ntasks = (uint32_t)ntasks;
@@ -344,10 +387,9 @@ static void run_lifecycle(unsigned nexec, uint32_t cores, uint64_t ntasks, bool 
     offers[i].executor_id = ids[i];
     offers[i].cores = cores;
   }
-  floor_state fl;
-  floor_init(&fl, (unsigned)cap);
-  uint64_t heard0 = heard, spent = 0;
-  uint64_t t0 = now_ns(), seg0 = t0;
+  uint64_t heard0 = heard;
+  segments g;
+  segments_start(&g, p, segment, (unsigned)cap);
   size_t n;
   ok(tl_resource_offers(s, offers, nexec, l, cap, &n), "tl_resource_offers");
   /* The launches in flight: each one runs, finishes, and its core is offered again. Each slot
@@ -365,13 +407,7 @@ static void run_lifecycle(unsigned nexec, uint32_t cores, uint64_t ntasks, bool 
       if (with_running)
         ok(tl_status_update(s, id, tid, &running), "RUNNING");
       ok(tl_status_update(s, id, tid, &done), "FINISHED");
-      if (++finished % segment == 0) {
-        uint64_t t = now_ns();
-        spent += t - seg0;
-        uint64_t base = floor_step(&fl, segment);
-        pairs_add(p, (double)(t - seg0) / (double)segment, (double)base / (double)segment);
-        seg0 = now_ns();
-      }
+      segments_tick(&g, ++finished);
       tl_offer one = {id, 1};
       size_t got;
       ok(tl_resource_offers(s, &one, 1, &l[i], 1, &got), "tl_resource_offers");
@@ -384,15 +420,7 @@ static void run_lifecycle(unsigned nexec, uint32_t cores, uint64_t ntasks, bool 
       }
     }
   }
-  spent += now_ns() - seg0;
-  floor_free(&fl);
-  tl_stats st;
-  tl_stats_get(s, &st);
-  out->per_task = (double)spent / (double)finished;
-  out->finished = finished;
-  out->launched = st.launched;
-  out->heard = heard - heard0;
-  tl_scheduler_free(s);
+  segments_finish(&g, s, finished, heard0, out);
   free(slot_exec);
   free(l);
   free(offers);
@@ -428,10 +456,9 @@ static void run_lifecycle_batched(unsigned nexec, uint32_t cores, uint64_t ntask
     die("malloc", TL_ENOMEM);
   for (uint32_t k = 0; k < cores; k++)
     done[k].state = TL_TASK_FINISHED;
-  floor_state fl;
-  floor_init(&fl, (unsigned)(nexec * cores));
-  uint64_t spent = 0, finished = 0, next_segment = segment;
-  uint64_t t0 = now_ns(), seg0 = t0;
+  uint64_t finished = 0;
+  segments g;
+  segments_start(&g, p, segment, nexec * cores);
   size_t busy = 0;
   for (unsigned e = 0; e < nexec; e++) {
     exec_id(ids[e], sizeof ids[e], e);
@@ -452,15 +479,7 @@ static void run_lifecycle_batched(unsigned nexec, uint32_t cores, uint64_t ntask
       if (deferred && tl_dispatch(s) < 0)
         die("tl_dispatch", TL_EBUSY);
       finished += count[e];
-      if (finished >= next_segment) {
-        uint64_t t = now_ns();
-        uint64_t tasks = finished - (next_segment - segment);
-        spent += t - seg0;
-        uint64_t base = floor_step(&fl, tasks);
-        pairs_add(p, (double)(t - seg0) / (double)tasks, (double)base / (double)tasks);
-        next_segment = finished + segment;
-        seg0 = now_ns();
-      }
+      segments_tick(&g, finished);
       tl_offer o = {ids[e], cores};
       size_t n;
       ok(tl_resource_offers(s, &o, 1, l, cores, &n), "tl_resource_offers");
@@ -470,15 +489,7 @@ static void run_lifecycle_batched(unsigned nexec, uint32_t cores, uint64_t ntask
       busy -= n == 0;
     }
   }
-  spent += now_ns() - seg0;
-  floor_free(&fl);
-  tl_stats st;
-  tl_stats_get(s, &st);
-  out->per_task = (double)spent / (double)finished;
-  out->finished = finished;
-  out->launched = st.launched;
-  out->heard = 0;
-  tl_scheduler_free(s);
+  segments_finish(&g, s, finished, heard, out); /* only task_ended, which counts nothing */
   free(done);
   free(l);
   free(tids);
@@ -486,12 +497,28 @@ static void run_lifecycle_batched(unsigned nexec, uint32_t cores, uint64_t ntask
   free(ids);
 }
 
+/* The lifecycles' sizes: 100 executors of 16 cores, 1,000,000 tasks timed in segments of
+ * 100,000, three runs; with --short 4 executors, 20,000 tasks, segments of 5,000, one run. */
+typedef struct life_size {
+  unsigned nexec;
+  uint32_t cores;
+  uint64_t ntasks, segment;
+  int runs;
+} life_size;
+
+static life_size life_sizes(void) {
+  life_size z = {100, 16, 1000000, 100000, 3};
+  if (short_mode)
+    z = (life_size){4, 16, 20000, 5000, 1};
+  return z;
+}
+
 static void bench_lifecycle(void) {
-  const unsigned nexec = short_mode ? 4 : 100;
-  const uint32_t cores = 16;
-  const uint64_t ntasks = short_mode ? 20000 : 1000000;
-  const uint64_t segment = short_mode ? 5000 : 100000;
-  const int runs = short_mode ? 1 : 3;
+  const life_size z = life_sizes();
+  const unsigned nexec = z.nexec;
+  const uint32_t cores = z.cores;
+  const uint64_t ntasks = z.ntasks, segment = z.segment;
+  const int runs = z.runs;
   pairs plain = {0}, running = {0}, all = {0}, batched = {0}, deferred = {0};
   lifecycle_run r, last_plain, last_all, last_batched;
   uint64_t all_heard = 0, all_finished = 0;
@@ -554,17 +581,7 @@ static void bench_lifecycle(void) {
 
 static void run_embedder(unsigned nexec, uint32_t cores, uint64_t ntasks, uint64_t segment,
                          bool batched, pairs *p, lifecycle_run *out) {
-  tl_callbacks cb = {0};
-  cb.task_started = heard_task_started;
-  cb.task_ended = heard_task_ended;
-  cb.taskset_failed = heard_taskset_failed;
-  cb.taskset_released = heard_taskset_released;
-  cb.executor_added = heard_executor_added;
-  cb.executor_lost = heard_executor_lost;
-  cb.speculative_task_submitted = heard_speculative;
-  cb.revive_offers = heard_revive;
-  cb.kill_task = heard_kill;
-  tl_scheduler *s = new_scheduler_cb(&cb);
+  tl_scheduler *s = new_scheduler_all_callbacks();
   add_executors(s, nexec, cores);
   tl_taskset_desc d = {0};
   d.ntasks = (uint32_t)ntasks;
@@ -585,10 +602,9 @@ static void run_embedder(unsigned nexec, uint32_t cores, uint64_t ntasks, uint64
   }
   for (uint32_t k = 0; k < cores; k++)
     done[k].state = TL_TASK_FINISHED;
-  floor_state fl;
-  floor_init(&fl, (unsigned)cap);
-  uint64_t heard0 = heard, spent = 0, finished = 0, next_segment = segment;
-  uint64_t seg0 = now_ns();
+  uint64_t heard0 = heard, finished = 0;
+  segments g;
+  segments_start(&g, p, segment, (unsigned)cap);
   for (;;) {
     size_t n;
     ok(tl_resource_offers(s, offers, nexec, l, cap, &n), "tl_resource_offers");
@@ -609,25 +625,9 @@ static void run_embedder(unsigned nexec, uint32_t cores, uint64_t ntasks, uint64
         ok(tl_status_update(s, ids[l[i].offer], l[i].tid, &done[0]), "FINISHED");
     }
     finished += n;
-    if (finished >= next_segment) {
-      uint64_t t = now_ns();
-      uint64_t tasks = finished - (next_segment - segment);
-      spent += t - seg0;
-      uint64_t base = floor_step(&fl, tasks);
-      pairs_add(p, (double)(t - seg0) / (double)tasks, (double)base / (double)tasks);
-      next_segment = finished + segment;
-      seg0 = now_ns();
-    }
+    segments_tick(&g, finished);
   }
-  spent += now_ns() - seg0;
-  floor_free(&fl);
-  tl_stats st;
-  tl_stats_get(s, &st);
-  out->per_task = (double)spent / (double)finished;
-  out->finished = finished;
-  out->launched = st.launched;
-  out->heard = heard - heard0;
-  tl_scheduler_free(s);
+  segments_finish(&g, s, finished, heard0, out);
   free(done);
   free(count);
   free(tids);
@@ -637,11 +637,11 @@ static void run_embedder(unsigned nexec, uint32_t cores, uint64_t ntasks, uint64
 }
 
 static void bench_embedder(void) {
-  const unsigned nexec = short_mode ? 4 : 100;
-  const uint32_t cores = 16;
-  const uint64_t ntasks = short_mode ? 20000 : 1000000;
-  const uint64_t segment = short_mode ? 5000 : 100000;
-  const int runs = short_mode ? 1 : 3;
+  const life_size z = life_sizes();
+  const unsigned nexec = z.nexec;
+  const uint32_t cores = z.cores;
+  const uint64_t ntasks = z.ntasks, segment = z.segment;
+  const int runs = z.runs;
   pairs single = {0}, batched = {0};
   lifecycle_run rs, rb;
   uint64_t heard_s = 0, heard_b = 0, fin_s = 0, fin_b = 0;
