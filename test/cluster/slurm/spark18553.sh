@@ -21,12 +21,17 @@ slurm_setup
 
 # shellcheck disable=SC2046
 "$dir/tl-driver" $(slurm_driver_args) --executors 2 --executor-cores 5 --max-task-failures 1 \
-  --pending-loss-timeout-ms 60000 --job noop:100,sleep:50:2000 --expect-losses 1 \
+  --pending-loss-timeout-ms 60000 --job noop:100,sleep:500:400 --expect-losses 1 \
   --expect-job-failure --timeout-s 120 >"$tmp/out" 2>"$tmp/err" &
 drv=$!
 read_port
 wait_registered 2 || fail "2 executors did not register"
-sleep 1 # stage 1 (noop) is over; stage 2 runs 10 tasks at a time for 10 s
+# Stage 1 (noop) is over within the second; stage 2 runs 10 tasks of 500 ms at a time for 20 s.
+# Only attempts that reported RUNNING count (Spark's rule), and exec-1's 5 start and end
+# together: with tasks of 50 ms a kill fell now and then in the millisecond in which all 5 were
+# launched and none had said it runs, and then nothing counted; with 500 ms that window is a
+# tenth as likely.
+sleep 1
 victim=$(pgrep -f -- "tl-executor .*--port $port --id exec-1 " | head -1)
 [ -n "$victim" ] || fail "exec-1's process not found"
 kill -KILL "$victim"
