@@ -293,12 +293,17 @@ static void destroy_all(tl_scheduler *s) {
   tl__free(s, s->batch.ev, s->batch.cap * sizeof(tl__event));
 }
 
-void tl__scheduler_discard(struct tl_scheduler *s) {
-  destroy_all(s);
+/* The last of a scheduler whose records destroy_all has freed: nothing else may hold it. */
+static void release(struct tl_scheduler *s) {
   assert(s->mem_bytes == sizeof *s && s->mem_blocks == 1);
   tl__mutex_destroy(&s->lock);
   tl__raw_free(s);
   tl__schedulers_dec();
+}
+
+void tl__scheduler_discard(struct tl_scheduler *s) {
+  destroy_all(s);
+  release(s);
 }
 
 int tl_scheduler_free(tl_scheduler *s) {
@@ -338,10 +343,7 @@ int tl_scheduler_free(tl_scheduler *s) {
   tl__lock(s);
   destroy_all(s);
   tl__mutex_unlock(&s->lock);
-  assert(s->mem_bytes == sizeof *s && s->mem_blocks == 1);
-  tl__mutex_destroy(&s->lock);
-  tl__raw_free(s);
-  tl__schedulers_dec();
+  release(s);
   return TL_OK;
 }
 
@@ -359,10 +361,7 @@ int tl_scheduler_abandon(tl_scheduler *s) {
   s->closing = true;
   destroy_all(s);
   tl__mutex_unlock(&s->lock);
-  assert(s->mem_bytes == sizeof *s && s->mem_blocks == 1);
-  tl__mutex_destroy(&s->lock);
-  tl__raw_free(s);
-  tl__schedulers_dec();
+  release(s);
   return TL_OK;
 }
 
