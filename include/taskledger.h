@@ -55,6 +55,23 @@ extern "C" {
 #define TL_ID_MAX 256
 #define TL_HOST_MAX 256
 
+/* Resources beyond cores (docs/api.md "Resources"): an executor declares named resources, each
+ * with its addresses (gpu "0" .. "7"); a task set asks each task for whole addresses or for a
+ * share 1/k of one. A resource name is 1 to TL_RESOURCE_NAME_MAX - 1 bytes of [A-Za-z0-9_.-];
+ * an address 1 to TL_ADDRESS_MAX - 1 bytes of printable ASCII but space, ',', '"' and '\\'. An
+ * executor declares at most TL_RESOURCES_MAX resources of at most TL_RESOURCE_ADDRESSES_MAX
+ * addresses each; a task set asks for at most TL_RESOURCES_MAX of them; a share is 1/k with k
+ * at most TL_SHARE_MAX; a task holds at most TL_TASK_GRANTS_MAX addresses in all (its requests'
+ * amounts summed). The ledger counts use in units of TL_SHARE_UNIT per whole address (the least
+ * common multiple of 1 .. TL_SHARE_MAX), so every share is exact. */
+#define TL_RESOURCE_NAME_MAX 64
+#define TL_ADDRESS_MAX 64
+#define TL_RESOURCES_MAX 16
+#define TL_RESOURCE_ADDRESSES_MAX 1024
+#define TL_SHARE_MAX 32
+#define TL_TASK_GRANTS_MAX 16
+#define TL_SHARE_UNIT UINT64_C(144403552893600)
+
 /* tl_tick's answer when nothing is due, ever (a deadline at or beyond UINT64_MAX never is). */
 #define TL_TICK_NEVER UINT64_MAX
 /* A per-level locality wait (tl_config.locality_wait_*_ns) that takes locality_wait_ns. */
@@ -79,7 +96,8 @@ extern "C" {
   XX(EIO, -11, "Reading or writing a snapshot failed.")                                            \
   XX(ESNAPSHOT, -12, "The snapshot is truncated or corrupt.")                                      \
   XX(EVERSION, -13, "The snapshot is of another format version.")                                  \
-  XX(ECONFIG, -14, "The snapshot was taken with another configuration.")
+  XX(ECONFIG, -14, "The snapshot was taken with another configuration.")                          \
+  XX(ERESOURCE, -15, "A resource declaration or request is malformed.")
 
 typedef enum tl_errno {
   TL_OK = 0,
@@ -236,6 +254,34 @@ typedef enum tl_delivery {
   TL_DELIVER_DEFERRED = 1 /* tl_dispatch, on the thread that calls it; no other call delivers */
 } tl_delivery;
 
+/* One resource an executor declares (tl_executor_desc.resources): its name and its addresses, in
+ * the order grants prefer them (the first free one first). Copied by tl_executor_add. */
+typedef struct tl_resource {
+  const char *name;             /* "gpu": 1 to TL_RESOURCE_NAME_MAX - 1 bytes of [A-Za-z0-9_.-] */
+  const char *const *addresses; /* naddresses distinct strings ("0", "1"; a UUID) */
+  uint32_t naddresses;          /* 1 to TL_RESOURCE_ADDRESSES_MAX */
+} tl_resource;
+
+/* What each task of a task set needs of one resource (tl_taskset_desc.resources): amount whole
+ * addresses (no other task holds any share of them), or, with share k > 1, 1/k of one address
+ * (k tasks may share it; amount is then 1). Spark's spark.task.resource.NAME.amount: 2 is
+ * {amount 2}, 0.25 is {amount 1, share 4}. */
+typedef struct tl_resource_request {
+  const char *name; /* a resource name, as executors declare it */
+  uint32_t amount;  /* whole addresses per task: 1 to TL_TASK_GRANTS_MAX (all requests' summed
+                       too); 1 with share */
+  uint32_t share;   /* 0 or 1: whole addresses; k in 2 .. TL_SHARE_MAX: 1/k of one address */
+} tl_resource_request;
+
+/* One address a task attempt holds: indices into its executor's declaration as registered
+ * (tl_executor_desc.resources[resource].addresses[address]: the runtime's record of the
+ * executor, executor_ud, has it at hand), and how much of it. */
+typedef struct tl_grant {
+  uint16_t resource; /* index in the executor's resources */
+  uint16_t address;  /* index in that resource's addresses */
+  uint32_t share;    /* 1: the whole address; k: 1/k of it */
+} tl_grant;
+
 /* ---------------------------------------------------------------------------------------------
  * Configuration
  * ------------------------------------------------------------------------------------------- */
@@ -357,6 +403,9 @@ typedef struct tl_task_info {
   void *executor_ud;       /* its executor's tl_executor_desc.ud (or executor_restored's answer),
                               NULL if it had none: the runtime's record of it, found without a
                               lookup */
+  const tl_grant *grants;        /* the addresses it holds (docs/api.md "Resources"): ngrants
+                                    entries, valid until the callback returns; NULL when none */
+  uint32_t ngrants;
 } tl_task_info;
 
 /* How an attempt ended. */
@@ -635,10 +684,16 @@ typedef struct tl_executor_desc {
   void *ud;         /* the caller's, never read: given back by tl_executor_get and
                        tl_executor_list, in every tl_launch on it and to executor_lost
                        and executor_removed (NULL when not set) */
+  /* Added in 0.3.0 (zero: profile 0, no resources; docs/api.md "Resources"). */
+  uint32_t profile;               /* its resource profile: it runs only task sets of this profile */
+  const tl_resource *resources;        /* nresources entries, distinct names; copied */
+  uint32_t nresources;                 /* 0 to TL_RESOURCES_MAX (resources may be NULL with 0) */
 } tl_executor_desc;
 
 /* Registers an executor (ALIVE; registration counts as a heartbeat). Event executor_added.
- * Errors, the first that applies: TL_EINVAL: bad descriptor; TL_EEXIST: the id is known;
+ * Errors, the first that applies: TL_EINVAL: bad descriptor; TL_ERESOURCE: a malformed resource
+ * declaration (a bad name or address, two resources of one name, two equal addresses of one
+ * resource, no addresses or more than the limits); TL_EEXIST: the id is known;
  * TL_EGONE: the id is a tombstone (a restarted executor takes a new id); TL_EINVAL: a rack
  * different from the host's; TL_ENOMEM. */
 TL_EXTERN int tl_executor_add(tl_scheduler *s, const tl_executor_desc *d);
@@ -684,6 +739,8 @@ typedef struct tl_executor_status {
   uint32_t frozen;         /* attempts frozen here while pending loss or recovering */
   char host[TL_HOST_MAX];  /* its host */
   void *ud;                /* tl_executor_desc.ud as registered */
+  uint32_t profile;        /* as registered (0.3.0) */
+  uint32_t nresources;     /* resources declared: tl_executor_resources lists them (0.3.0) */
 } tl_executor_status;
 
 /* TL_ENOENT, TL_EGONE, TL_EINVAL. */
@@ -700,6 +757,8 @@ typedef struct tl_executor_info {
   uint32_t running;        /* attempts running here */
   uint32_t frozen;         /* attempts frozen here while pending loss or recovering */
   void *ud;                /* tl_executor_desc.ud as registered */
+  uint32_t profile;        /* as registered (0.3.0) */
+  uint32_t nresources;     /* resources declared (0.3.0) */
 } tl_executor_info;
 
 /* Every executor the ledger holds but tombstones, in registration order: the first cap in
@@ -753,11 +812,18 @@ typedef struct tl_taskset_desc {
                                 whose one pool is "default"; copied */
   const tl_task_desc *tasks; /* NULL: no task has a preferred location; else ntasks entries,
                                 tasks[i] for index i (docs/locality.md); copied */
+  /* Added in 0.3.0 (zero: profile 0, no resources; docs/api.md "Resources"). */
+  uint32_t profile;                     /* runs only on executors of this resource profile */
+  const tl_resource_request *resources; /* what each task needs beyond cores: nresources
+                                           entries, distinct names; copied */
+  uint32_t nresources;                  /* 0 to TL_RESOURCES_MAX (resources may be NULL with 0) */
 } tl_taskset_desc;
 
 /* Submits a task set; every older attempt of the same stage becomes zombie (and is released at
  * once if nothing of it runs). Event revive_offers. *out (may be NULL) gets its id.
- * TL_EINVAL: bad descriptor (a preferred location included); TL_ENOENT: no such pool (TL_FAIR);
+ * TL_EINVAL: bad descriptor (a preferred location included); TL_ERESOURCE: a malformed resource
+ * request (a bad name, two requests of one name, amount 0, amounts summed above
+ * TL_TASK_GRANTS_MAX, share above TL_SHARE_MAX, a share with amount other than 1); TL_ENOENT: no such pool (TL_FAIR);
  * TL_EEXIST: that stage attempt is live; TL_ENOMEM. On error the payload stays the caller's. */
 TL_EXTERN int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out);
 
@@ -819,6 +885,8 @@ typedef struct tl_taskset_status {
                                task set without preferences has TL_NO_PREF and TL_ANY */
   tl_locality locality;     /* the level delay scheduling holds it at, as of the last offer
                                round or executor change (TL_NO_PREF without preferences) */
+  uint32_t profile;         /* as submitted (0.3.0) */
+  uint32_t nresources;      /* resource requests per task, as submitted (0.3.0) */
 } tl_taskset_status;
 
 /* TL_ENOENT once the task set is released; TL_EINVAL. Events lag the ledger: inside the
@@ -859,6 +927,12 @@ typedef struct tl_launch {
   void *executor_ud;       /* that executor's tl_executor_desc.ud as registered */
   bool speculative;        /* a speculative copy of a slow task */
   void *payload;           /* the task set's payload: valid until taskset_released */
+  uint32_t ngrants;        /* addresses it holds (0.3.0): one grant per address, in the order of
+                              its task set's requests, each request's addresses in the order of
+                              the executor's declaration */
+  const tl_grant *grants;  /* tl_resource_offers_grants: those ngrants grants, in the caller's
+                              grants array; tl_resource_offers: NULL (tl_attempt_grants and
+                              task_started give them) */
 } tl_launch;
 
 /* Fills offers with pending tasks: pools in FAIR order (TL_FAIR), and in each pool task sets
@@ -880,6 +954,62 @@ typedef struct tl_launch {
  * cap > 0, an offer id NULL or of bad length; TL_ENOMEM (nothing launched). */
 TL_EXTERN int tl_resource_offers(tl_scheduler *s, const tl_offer *offers, size_t noffers,
                                  tl_launch *out, size_t cap, size_t *nout);
+
+/* tl_resource_offers, with the addresses each launch holds written to the caller's
+ * grants[0 .. gcap) and *ngrants their number: launch i's are out[i].grants[0 .. out[i].ngrants),
+ * pointing into that array. Offers are checked for resources as for cores: a task launches on
+ * an executor of its task set's profile that has, besides the cores, every address it asks for
+ * free at once (a whole address: no share of it held; a share 1/k: the first address in
+ * declaration order with that much left), or not at all; a barrier task set launches all its
+ * tasks, addresses included, or none. A round stops as it stops at cap when the next launch's
+ * grants would pass gcap. Errors as tl_resource_offers's, and TL_EINVAL for ngrants NULL or
+ * grants NULL with gcap > 0; *ngrants is 0 on any error. */
+TL_EXTERN int tl_resource_offers_grants(tl_scheduler *s, const tl_offer *offers, size_t noffers,
+                                        tl_launch *out, size_t cap, size_t *nout, tl_grant *grants,
+                                        size_t gcap, size_t *ngrants);
+
+/* ---------------------------------------------------------------------------------------------
+ * Resources (docs/api.md "Resources")
+ * ------------------------------------------------------------------------------------------- */
+
+/* One resource, on one executor (tl_executor_resources) or summed over every executor the ledger
+ * holds but tombstones (tl_resource_totals). A snapshot; nothing points into the scheduler. */
+typedef struct tl_resource_info {
+  char name[TL_RESOURCE_NAME_MAX]; /* its name */
+  uint32_t addresses;              /* declared */
+  uint32_t free;                   /* of which no attempt holds any share */
+  uint64_t used;                   /* what attempts hold, TL_SHARE_UNIT per whole address: a task
+                                      of share 4 holds TL_SHARE_UNIT / 4 (frozen attempts keep
+                                      theirs until their loss's second phase) */
+} tl_resource_info;
+
+/* One address of one executor's resource (tl_executor_addresses). */
+typedef struct tl_address_info {
+  char address[TL_ADDRESS_MAX]; /* as declared */
+  uint64_t used;                /* TL_SHARE_UNIT when held whole, the shares held summed else */
+} tl_address_info;
+
+/* The resources an executor declared, in declaration order, as tl_executor_list lists: the
+ * first cap in out[0 .. cap), and in *n how many there are. TL_EINVAL: s or n NULL, a bad id,
+ * out NULL with cap > 0; TL_ENOENT; TL_EGONE (*n is 0 on every error). */
+TL_EXTERN int tl_executor_resources(tl_scheduler *s, const char *executor_id,
+                                    tl_resource_info *out, size_t cap, size_t *n);
+
+/* The addresses of an executor's resource (its index in tl_executor_resources' order), in
+ * declaration order, likewise. TL_ENOENT also for a resource index out of range. */
+TL_EXTERN int tl_executor_addresses(tl_scheduler *s, const char *executor_id, uint32_t resource,
+                                    tl_address_info *out, size_t cap, size_t *n);
+
+/* Every resource name some executor the ledger holds (tombstones aside) declares, in the order
+ * the names were first seen, summed over those executors: the first cap in out[0 .. cap), and
+ * in *n how many there are. TL_EINVAL: s or n NULL, out NULL with cap > 0. */
+TL_EXTERN int tl_resource_totals(tl_scheduler *s, tl_resource_info *out, size_t cap, size_t *n);
+
+/* The addresses one running (or frozen) attempt holds, as its launch gave them: the first cap in
+ * out[0 .. cap), and in *n how many there are. TL_ESTALE: the tid is not running nor frozen;
+ * TL_EINVAL: s or n NULL, out NULL with cap > 0 (*n is 0 on every error). */
+TL_EXTERN int tl_attempt_grants(tl_scheduler *s, tl_tid tid, tl_grant *out, size_t cap,
+                                size_t *n);
 
 /* ---------------------------------------------------------------------------------------------
  * Status updates

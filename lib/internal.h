@@ -212,6 +212,7 @@ typedef struct tl__attempt {
                                     holds its end and runs nothing for it, so it takes no cores
                                     (docs/snapshot.md "Adoption") */
   struct tl__attempt *sibling;   /* the other running copy of its index, or NULL */
+  struct tl__grants *grants;     /* the addresses it holds (resource.h), or NULL */
 } tl__attempt;
 
 /* A host an attempt of an index was launched on (speculation: a copy never goes there). */
@@ -269,6 +270,8 @@ typedef struct tl__executor {
   bool x_excluded;              /* exclude.c: excluded for the whole application */
   struct tl__place *place;      /* its place while some task set prefers it, else NULL */
   void *ud;                     /* tl_executor_desc.ud: the caller's, never read */
+  uint32_t profile;             /* tl_executor_desc.profile */
+  struct tl__eresources *res;   /* its resources (resource.h), or NULL; freed with its burial */
 } tl__executor;
 
 static inline const char *tl__executor_id(const tl__executor *ex) { return ex->names->text; }
@@ -399,6 +402,9 @@ typedef struct tl__taskset {
                                         while executors recover, may adopt attempts */
   struct tl__xset *exclude;          /* exclude.c: its counted failures and exclusions, or NULL
                                         (none yet, or exclude_on_failure off); freed with it */
+  uint32_t profile;                  /* tl_taskset_desc.profile */
+  struct tl__treqs *req;             /* its resource requests (resource.h), or NULL; freed
+                                        with it */
   struct tl__taskset *queue_next[TL__QUEUE_LEVELS]; /* its successors in the queue, per level */
   tl__index idx[];                                  /* ntasks entries */
 } tl__taskset;
@@ -472,6 +478,7 @@ typedef struct tl__event {
       void *result;      /* task_ended success: owned by the event until delivered */
       size_t result_size;
       void (*result_free)(void *);
+      struct tl__grants *grants; /* the attempt's grants, one reference, or NULL */
     } task;
     struct {
       tl_taskset_info info;
@@ -615,6 +622,11 @@ struct tl_scheduler {
   tl_tid restored_tid_lo, restored_tid_hi;
   bool restore_hold;
   tl__exclude_state x;           /* exclude_on_failure's records (exclude.c) */
+  tl__link rkinds;               /* resource names in use (resource.c), first seen first */
+  size_t nrkinds;                /* their number */
+  size_t nres_tasksets;          /* task sets with resource requests (resource.c) */
+  struct tl__grants *spare_grants; /* grant blocks kept for the next launches (resource.c) */
+  size_t nspare_grants;            /* their number */
 
   /* Events. New events go to events; the dispatcher swaps it with batch and delivers the batch
    * with the lock released. */
