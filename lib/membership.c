@@ -573,9 +573,10 @@ static tl__taskset *adoptable(struct tl_scheduler *s, const tl__executor *ex,
       (tid >= s->restored_tid_hi && tid < s->next_tid) || tl__attempt_find(s, tid) != NULL)
     return NULL;
   tl__taskset *ts = tl__taskset_find(s, it->taskset);
-  /* Nor a task set that asks for resources: which addresses the attempt holds is not known. */
+  /* Nor a task set that asks for resources: which addresses the attempt holds is not known;
+   * nor one of another profile than the executor's, which no launch could have made. */
   if (ts == NULL || !ts->restored || ts->zombie || ts->barrier || ts->req != NULL ||
-      it->index >= ts->ntasks)
+      ts->profile != ex->profile || it->index >= ts->ntasks)
     return NULL;
   const tl__index *ix = &ts->idx[it->index];
   if ((ix->flags & TL__IDX_SUCCESSFUL) || it->attempt < ix->attempts || it->attempt == UINT32_MAX)

@@ -14,13 +14,21 @@
  * result: a snapshot that passes its checksums but says something no scheduler could hold is
  * refused as corrupt. Only then do the resolvers run and restored executors become RECOVERING;
  * nothing after that can fail.
+ *
+ * Resources (version 3): each executor's profile and declaration, each task set's profile and
+ * requests and each attempt's grants, at the end of their records. The restore decodes them
+ * into the shapes of tl_executor_add and tl_submit and validates them by the same rules
+ * (tl__res_decl_valid, tl__res_req_valid), then books each attempt's grants on its executor
+ * (tl__res_book: in range, of its request's share, within what is free), frozen attempts
+ * included; tl_check then sums them against the executors' books.
  */
 #include "internal.h"
+#include "resource.h"
 
 #include <stdlib.h>
 
 #define SNAP_MAGIC "TLSNAP\r\n"
-#define SNAP_VERSION 2u /* the one written; version 1 (no epoch) is still read */
+#define SNAP_VERSION 3u /* the one written; 1 (no epoch) and 2 (no resources) are still read */
 #define SNAP_HEADER 40u
 #define SNAP_CHUNK 65536u
 
@@ -106,6 +114,31 @@ static void put_msg(tl__wbuf *w, const tl__str *msg) {
     tl__put_str(w, msg->text, msg->len);
 }
 
+/* An executor's declaration (version 3): u32 count; per resource its name, u32 addresses and
+ * each address, in declaration order. */
+static void put_resources(tl__wbuf *w, const tl__eresources *e) {
+  uint32_t n = e != NULL ? e->n : 0;
+  tl__put_u32(w, n);
+  for (uint32_t i = 0; i < n; i++) {
+    const tl__eres *r = &e->r[i];
+    tl__put_str(w, r->kind->name, r->kind->name_len);
+    tl__put_u32(w, r->naddr);
+    for (uint32_t k = 0; k < r->naddr; k++)
+      tl__put_str(w, r->addr[k], strlen(r->addr[k]));
+  }
+}
+
+/* A task set's requests (version 3): u32 count; per request its name, u32 amount, u32 share. */
+static void put_requests(tl__wbuf *w, const tl__treqs *q) {
+  uint32_t n = q != NULL ? q->n : 0;
+  tl__put_u32(w, n);
+  for (uint32_t i = 0; i < n; i++) {
+    tl__put_str(w, q->r[i].kind->name, q->r[i].kind->name_len);
+    tl__put_u32(w, q->r[i].amount);
+    tl__put_u32(w, q->r[i].share);
+  }
+}
+
 static void save_executors(struct tl_scheduler *s, tl__wbuf *w) {
   size_t at = section_open(w, SEC_EXECUTORS);
   tl__put_u32(w, HASH_CNT(hh_by_id, s->executors_by_id));
@@ -126,6 +159,8 @@ static void save_executors(struct tl_scheduler *s, tl__wbuf *w) {
     tl__put_u8(w, ex->was_decommissioning);
     tl__put_u64(w, ex->when);
     put_msg(w, ex->decommission_msg);
+    tl__put_u32(w, ex->profile);
+    put_resources(w, ex->res);
   }
   section_close(w, at);
 
@@ -187,6 +222,8 @@ static void save_tasksets(struct tl_scheduler *s, tl__wbuf *w) {
       }
     }
     tl__locality_save(s, ts, w);
+    tl__put_u32(w, ts->profile);
+    put_requests(w, ts->req);
   }
   section_close(w, at);
 }
@@ -211,6 +248,13 @@ static void save_attempts(struct tl_scheduler *s, tl__wbuf *w) {
                              (a->killed_by_other ? AT_KILLED_BY_OTHER : 0) |
                              (a->end_held ? AT_END_HELD : 0)));
         tl__put_u8(w, a->locality);
+        uint32_t ng = a->grants != NULL ? a->grants->n : 0;
+        tl__put_u8(w, (uint8_t)ng);
+        for (uint32_t g = 0; g < ng; g++) {
+          tl__put_u16(w, a->grants->g[g].resource);
+          tl__put_u16(w, a->grants->g[g].address);
+          tl__put_u32(w, a->grants->g[g].share);
+        }
       }
     }
   }
@@ -423,6 +467,77 @@ static int restore_pools(struct tl_scheduler *s, tl__rbuf *r) {
   return r->bad ? TL_ESNAPSHOT : TL_OK;
 }
 
+/* An executor's declaration as put_resources wrote it, decoded into tl_executor_add's shape and
+ * validated by its rules (tl__res_decl_valid: names, addresses, distinct, within the limits),
+ * then made into the executor's block. The addresses are copied out NUL-terminated into one
+ * scratch block per resource, of the process allocator; its size is bounded by the bytes that
+ * remain (tl__get_count), so a lying count allocates nothing the input does not back. */
+static int restore_resources(struct tl_scheduler *s, tl__rbuf *r, tl__executor *ex) {
+  uint32_t n = tl__get_count(r, 14); /* a name (5 bytes at least), a count, an address (5) */
+  if (r->bad || n > TL_RESOURCES_MAX)
+    return TL_ESNAPSHOT;
+  if (n == 0)
+    return TL_OK;
+  tl_resource decl[TL_RESOURCES_MAX];
+  char names[TL_RESOURCES_MAX][TL_RESOURCE_NAME_MAX];
+  char *scratch[TL_RESOURCES_MAX] = {NULL};
+  int err = TL_OK;
+  for (uint32_t i = 0; i < n && err == TL_OK; i++) {
+    tl__get_cstr(r, 1, names[i], sizeof names[i], NULL);
+    uint32_t na = tl__get_count(r, 5);
+    if (r->bad || na == 0 || na > TL_RESOURCE_ADDRESSES_MAX) {
+      err = TL_ESNAPSHOT;
+      break;
+    }
+    char *b = tl__raw_calloc(na, sizeof(char *) + TL_ADDRESS_MAX);
+    if (b == NULL) {
+      err = TL_ENOMEM;
+      break;
+    }
+    scratch[i] = b;
+    char **addr = (char **)(void *)b;
+    char *text = b + (size_t)na * sizeof(char *);
+    for (uint32_t k = 0; k < na && !r->bad; k++) {
+      addr[k] = text + (size_t)k * TL_ADDRESS_MAX;
+      tl__get_cstr(r, 1, addr[k], TL_ADDRESS_MAX, NULL);
+    }
+    if (r->bad)
+      err = TL_ESNAPSHOT;
+    decl[i].name = names[i];
+    decl[i].addresses = (const char *const *)addr;
+    decl[i].naddresses = na;
+  }
+  if (err == TL_OK && tl__res_decl_valid(decl, n) != TL_OK)
+    err = TL_ESNAPSHOT;
+  if (err == TL_OK)
+    err = tl__res_executor_new(s, decl, n, &ex->res);
+  for (uint32_t i = 0; i < n; i++)
+    tl__raw_free(scratch[i]);
+  return err;
+}
+
+/* A task set's requests as put_requests wrote them, validated by tl_submit's rules. */
+static int restore_requests(struct tl_scheduler *s, tl__rbuf *r, tl__taskset *ts) {
+  uint32_t n = tl__get_count(r, 13);
+  if (r->bad || n > TL_RESOURCES_MAX)
+    return TL_ESNAPSHOT;
+  if (n == 0)
+    return TL_OK;
+  tl_resource_request req[TL_RESOURCES_MAX];
+  char names[TL_RESOURCES_MAX][TL_RESOURCE_NAME_MAX];
+  for (uint32_t i = 0; i < n; i++) {
+    tl__get_cstr(r, 1, names[i], sizeof names[i], NULL);
+    req[i].name = names[i];
+    req[i].amount = tl__get_u32(r);
+    req[i].share = tl__get_u32(r);
+  }
+  if (r->bad || tl__res_req_valid(req, n) != TL_OK)
+    return TL_ESNAPSHOT;
+  int err = tl__res_taskset_new(s, req, n, &ts->req);
+  tl__res_taskset_attach(ts->req, ts);
+  return err;
+}
+
 static int restore_executors(restore_state *rs, tl__rbuf *r) {
   struct tl_scheduler *s = rs->s;
   uint32_t n = tl__get_count(r, 27);
@@ -463,6 +578,13 @@ static int restore_executors(restore_state *rs, tl__rbuf *r) {
     if (state == TL_EXECUTOR_RECOVERING && rack_len != 0 &&
         (ex->rack = tl__str_new(s, rack, rack_len)) == NULL)
       return TL_ENOMEM;
+    if (rs->version >= 3) {
+      ex->profile = tl__get_u32(r);
+      if ((err = restore_resources(s, r, ex)) != TL_OK)
+        return err;
+      if (ex->res != NULL && state == TL_EXECUTOR_REMOVED)
+        return TL_ESNAPSHOT; /* a tombstone's resources are freed with its burial */
+    }
   }
   return TL_OK;
 }
@@ -566,7 +688,7 @@ static void read_stack(tl__rbuf *r, tl__taskset *ts, uint32_t *top, uint32_t *co
   }
 }
 
-static int restore_taskset(struct tl_scheduler *s, tl__rbuf *r) {
+static int restore_taskset(struct tl_scheduler *s, tl__rbuf *r, uint32_t version) {
   tl_taskset_id id = tl__get_u64(r);
   uint32_t stage_id = tl__get_u32(r), stage_attempt = tl__get_u32(r);
   uint32_t priority = tl__get_u32(r), ntasks = tl__get_u32(r), cpus = tl__get_u32(r);
@@ -730,13 +852,17 @@ static int restore_taskset(struct tl_scheduler *s, tl__rbuf *r) {
       }
     }
   }
-  return tl__locality_restore(s, ts, r);
+  int err = tl__locality_restore(s, ts, r);
+  if (err != TL_OK || version < 3)
+    return err;
+  ts->profile = tl__get_u32(r);
+  return restore_requests(s, r, ts);
 }
 
-static int restore_tasksets(struct tl_scheduler *s, tl__rbuf *r) {
+static int restore_tasksets(struct tl_scheduler *s, tl__rbuf *r, uint32_t version) {
   uint32_t n = tl__get_count(r, 44);
   for (uint32_t i = 0; i < n && !r->bad; i++) {
-    int err = restore_taskset(s, r);
+    int err = restore_taskset(s, r, version);
     if (err != TL_OK)
       return err;
   }
@@ -765,10 +891,27 @@ static int restore_attempts(restore_state *rs, tl__rbuf *r) {
     uint32_t index = tl__get_u32(r), attempt = tl__get_u32(r);
     uint64_t launch_time = tl__get_time(r);
     uint8_t flags = tl__get_u8(r), locality = tl__get_enum(r, TL_ANY + 1);
+    tl__grants read;
+    memset(&read, 0, sizeof read);
+    if (rs->version >= 3) {
+      read.n = tl__get_u8(r);
+      if (read.n > TL_TASK_GRANTS_MAX)
+        tl__rbuf_fail(r, TL__RFAULT_RANGE);
+      for (uint32_t k = 0; k < read.n && !r->bad; k++) {
+        read.g[k].resource = tl__get_u16(r);
+        read.g[k].address = tl__get_u16(r);
+        read.g[k].share = tl__get_u32(r);
+        if (read.g[k].share == 0 || read.g[k].share > TL_SHARE_MAX)
+          tl__rbuf_fail(r, TL__RFAULT_RANGE);
+      }
+    }
     tl__executor *ex = r->bad ? NULL : rs->exs[ordinal];
+    /* A task set runs only on executors of its profile, and each of its attempts holds one
+     * grant per address its requests add up to. */
     if (r->bad || ts == NULL || ex == NULL || tid == 0 || tid >= s->next_tid ||
         launch_time > r->now || index >= ts->ntasks || attempt >= ts->idx[index].attempts ||
-        flags >= 32 || ts->idx[index].copies_running == UINT8_MAX)
+        flags >= 32 || ts->idx[index].copies_running == UINT8_MAX || ts->profile != ex->profile ||
+        read.n != (ts->req != NULL ? ts->req->ngrants : 0))
       return TL_ESNAPSHOT;
     bool frozen = (flags & AT_FROZEN) != 0;
     bool live = ex->state == TL_EXECUTOR_ALIVE || ex->state == TL_EXECUTOR_DECOMMISSIONING;
@@ -801,6 +944,20 @@ static int restore_attempts(restore_state *rs, tl__rbuf *r) {
     ts->pool->running++;
     ts->idx[index].copies_running++;
     rs->attempts[rs->nattempts++] = a;
+    /* Its grants booked on its executor (frozen attempts keep theirs): each in range, of its
+     * request's share, within what the attempts before it left free. */
+    if (read.n != 0) {
+      tl__grants *g = tl__grants_alloc(s);
+      if (g == NULL)
+        return TL_ENOMEM;
+      g->n = read.n;
+      memcpy(g->g, read.g, read.n * sizeof *g->g);
+      if (!tl__res_book(s, ex, ts->req, g)) {
+        tl__grants_unref(s, g);
+        return TL_ESNAPSHOT;
+      }
+      a->grants = g;
+    }
     if (!frozen) {
       if (!end_held)
         ex->free_cores -= ts->cpus;
@@ -895,7 +1052,7 @@ static int restore_body(restore_state *rs, tl__rbuf *body) {
   if ((err = section_end(&r, restore_timelines(rs, &r))) != TL_OK)
     return err;
   r = section(body, SEC_TASKSETS);
-  if ((err = section_end(&r, restore_tasksets(s, &r))) != TL_OK)
+  if ((err = section_end(&r, restore_tasksets(s, &r, rs->version))) != TL_OK)
     return err;
   r = section(body, SEC_ATTEMPTS);
   if ((err = section_end(&r, restore_attempts(rs, &r))) != TL_OK)
@@ -947,7 +1104,7 @@ static int read_image(const tl_config *cfg, int (*read)(void *ud, void *buf, siz
   if (memcmp(h, SNAP_MAGIC, 8) != 0 || tl__le_get(h + 36, 4) != tl__crc32c(0, h, 36))
     return TL_ESNAPSHOT;
   *version = (uint32_t)tl__le_get(h + 8, 4);
-  if (*version != 1 && *version != SNAP_VERSION)
+  if (*version < 1 || *version > SNAP_VERSION)
     return TL_EVERSION;
   if (tl__le_get(h + 12, 4) != 0)
     return TL_ESNAPSHOT;

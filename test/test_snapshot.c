@@ -88,7 +88,7 @@ static uint64_t get_le(const uint8_t *p, int n) {
   return v;
 }
 
-/* Where the epoch is in a version 2 image: the header (40), the CLCK section (a tag, a length,
+/* Where the epoch is in a version 2 or 3 image: the header (40), the CLCK section (a tag, a length,
  * the clock: 20), the CNTR section's tag and length (12), then next tid, next task set id, next
  * speculation check, past the end (25) and 17 counters (136). */
 #define CNTR_AT (40 + 20)
@@ -1005,22 +1005,20 @@ START_TEST(bad_images_are_refused_with_their_own_error) {
     im.p[i] ^= 0x20;
   }
   /* Another version, resealed: EVERSION; another config: ECONFIG; the reader's error: EIO. */
-  /* Versions 1 (read: see a_version_1_image_is_read_with_epoch_0) and 2 are known; a version 2
-   * body read as version 1's is corrupt. */
+  /* Versions 1 and 2 (read: see a_version_1_image_is_read_with_epoch_0) and 3 are known; a
+   * version 3 body read as an older version's is corrupt. */
   for (uint8_t v = 0; v < 8; v++) {
     im.p[8] = v;
     reseal_header(&im);
     im.at = 0;
-    ck_assert_int_eq(tl_scheduler_restore(&e->cfg, &cb, image_read, &im, &s), v == 1 ? TL_ESNAPSHOT
-                                                                              : v == 2
-                                                                                  ? TL_OK
-                                                                                  : TL_EVERSION);
+    ck_assert_int_eq(tl_scheduler_restore(&e->cfg, &cb, image_read, &im, &s),
+                     v == 1 || v == 2 ? TL_ESNAPSHOT : v == 3 ? TL_OK : TL_EVERSION);
     if (s != NULL) {
       free_aside(e, s);
       s = NULL;
     }
   }
-  im.p[8] = 2;
+  im.p[8] = 3;
   reseal_header(&im);
   the_resolver.tasksets = the_resolver.executors = 0;
   tl_config other = e->cfg;
@@ -1400,6 +1398,84 @@ START_TEST(each_restore_advances_the_epoch_the_floor_raises_it) {
 }
 END_TEST
 
+/* A section's offset in an image (its tag) and its length. */
+static size_t section_at(const image *im, const char *tag, uint64_t *len) {
+  for (size_t at = 40; at + 12 <= im->n; at += 12 + (size_t)get_le(im->p + at + 4, 8)) {
+    if (memcmp(im->p + at, tag, 4) == 0) {
+      *len = get_le(im->p + at + 4, 8);
+      return at;
+    }
+  }
+  ck_abort_msg("no section %s", tag);
+  return 0;
+}
+
+/* Cuts the last k bytes of a section (reseal afterwards). */
+static void cut_section_end(image *im, const char *tag, size_t k) {
+  uint64_t len;
+  size_t at = section_at(im, tag, &len);
+  size_t end = at + 12 + (size_t)len;
+  ck_assert_uint_ge(len, k);
+  memmove(im->p + end - k, im->p + end, im->n - end);
+  im->n -= k;
+  for (int i = 0; i < 8; i++)
+    im->p[at + 4 + i] = (uint8_t)((len - k) >> (8 * i));
+}
+
+/* A version 2 image (no resources) of one executor, one task set and one attempt, made by the
+ * format's rules from the version 3 image of that ledger, which declares and asks for none:
+ * without the executor's profile and resource count (the EXEC section's last 8 bytes), the
+ * task set's (TSET's last 8) and the attempt's grant count (ATTM's last byte). */
+static void to_version_2(image *im) {
+  ck_assert_uint_eq(get_le(im->p + 8, 4), 3);
+  uint64_t len;
+  size_t at = section_at(im, "EXEC", &len);
+  ck_assert_uint_eq(get_le(im->p + at + 12 + len - 8, 8), 0); /* profile 0, no resources */
+  at = section_at(im, "TSET", &len);
+  ck_assert_uint_eq(get_le(im->p + at + 12 + len - 8, 8), 0); /* profile 0, no requests */
+  at = section_at(im, "ATTM", &len);
+  ck_assert_uint_eq(get_le(im->p + at + 12, 4), 1); /* one attempt */
+  ck_assert_uint_eq(im->p[at + 12 + len - 1], 0);   /* no grant */
+  cut_section_end(im, "EXEC", 8);
+  cut_section_end(im, "TSET", 8);
+  cut_section_end(im, "ATTM", 1);
+  im->p[8] = 2;
+  reseal(im);
+}
+
+/* A version 2 image (before resources) restores with no profile, resource or grant, and its
+ * attempt runs on when reconciled. */
+START_TEST(a_version_2_image_restores_with_no_resources) {
+  tl_config cfg = snapshot_config();
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "h1", NULL, 2);
+  tlt_submit(e, 0, 0, 0, 3);
+  tl_launch out[4];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 1, out, 4), 1);
+  image im = take(e);
+  to_version_2(&im);
+  restore_into(e, &im, NULL);
+  ck_assert_uint_eq(tl_epoch(e->s), 2);
+  tl_executor_status st = tlt_ex(e, "e1");
+  ck_assert_uint_eq(st.profile, 0);
+  ck_assert_uint_eq(st.nresources, 0);
+  size_t n = 99;
+  ck_assert_int_eq(tl_resource_totals(e->s, NULL, 0, &n), TL_OK);
+  ck_assert_uint_eq(n, 0);
+  size_t nunknown;
+  TLT_OK(e, tl_executor_reconcile(e->s, "e1", &out[0].tid, 1, NULL, 0, &nunknown));
+  ck_assert_uint_eq(nunknown, 0);
+  tl_grant g[1];
+  TLT_OK(e, tl_attempt_grants(e->s, out[0].tid, g, 1, &n));
+  ck_assert_uint_eq(n, 0);
+  ck_assert_uint_eq(tlt_stats(e).attempts_running, 1);
+  tlt_succeed(e, "e1", out[0].tid);
+  ck_assert_uint_eq(tlt_offer(e, "e1", 2, out, 4), 2);
+  free(im.p);
+  tlt_end(e);
+}
+END_TEST
+
 /* A version 1 image (no epoch, no reconcile_adopted) is still read: epoch 0, so the restored
  * scheduler's is 1 (or the floor). Made here from a version 2 image by the format's rules. */
 START_TEST(a_version_1_image_is_read_with_epoch_0) {
@@ -1410,6 +1486,7 @@ START_TEST(a_version_1_image_is_read_with_epoch_0) {
   tl_launch out[4];
   ck_assert_uint_eq(tlt_offer(e, "e1", 1, out, 4), 1);
   image im = take(e);
+  to_version_2(&im);
   ck_assert_uint_eq(get_le(im.p + 8, 4), 2);
   ck_assert_uint_eq(get_le(im.p + CNTR_AT, 4), 0x52544e43); /* "CNTR" */
   uint64_t cntr = get_le(im.p + CNTR_AT + 4, 8);
@@ -1488,7 +1565,7 @@ static void *load_thread(void *arg) {
   for (unsigned k = 0; k < LOAD_EXECUTORS && !atomic_load(&l->stop); k++) {
     char id[16];
     snprintf(id, sizeof id, "x%u", k);
-    tl_executor_desc d = {.id = id, .host = "h", .rack = NULL, .cores = 1, .ud = NULL};
+    tl_executor_desc d = {.id = id, .host = "h", .cores = 1};
     if (tl_executor_add(l->s, &d) != TL_OK)
       abort();
     atomic_store(&l->added, k + 1);
@@ -1686,6 +1763,344 @@ START_TEST(frozen_tids_are_listed_before_and_after_a_restore) {
 }
 END_TEST
 
+/* ---------------------------------------------------------------------------------------------
+ * Resources (docs/api.md "Resources"): the image carries the executors' declarations, the task
+ * sets' requests and every attempt's grants.
+ * ------------------------------------------------------------------------------------------- */
+
+static const char *const two_gpus[] = {"0", "1"};
+static const char *const one_gpu[] = {"0"};
+static const char *const named_gpu[] = {"GPU-5d1c"};
+
+static void add_gpus(tlt_env *e, const char *id, const char *host, uint32_t cores, uint32_t profile,
+                     const char *const *addresses, uint32_t n) {
+  tl_resource r = {"gpu", addresses, n};
+  tl_executor_desc d = {.id = id,
+                        .host = host,
+                        .cores = cores,
+                        .ud = tlt_ud_for(e, id),
+                        .profile = profile,
+                        .resources = &r,
+                        .nresources = 1};
+  TLT_OK(e, tl_executor_add(e->s, &d));
+}
+
+/* A task set whose tasks take one core and amount GPUs of share share each. */
+static tl_taskset_id submit_gpus(tlt_env *e, uint32_t stage, uint32_t priority, uint32_t ntasks,
+                                 uint32_t profile, uint32_t amount, uint32_t share) {
+  tl_resource_request q = {"gpu", amount, share};
+  tl_taskset_desc d = {.stage_id = stage,
+                       .priority = priority,
+                       .ntasks = ntasks,
+                       .cpus_per_task = 1,
+                       .profile = profile,
+                       .resources = &q,
+                       .nresources = 1};
+  return tlt_submit_desc(e, &d);
+}
+
+/* One offer with grants; the launches' grants point into g. */
+static size_t offer_gpus(tlt_env *e, const char *exec, uint32_t cores, tl_launch *out, size_t cap,
+                         tl_grant *g, size_t gcap) {
+  tl_offer o = {exec, cores};
+  size_t nout = SIZE_MAX, ng = SIZE_MAX;
+  TLT_OK(e, tl_resource_offers_grants(e->s, &o, 1, out, cap, &nout, g, gcap, &ng));
+  size_t sum = 0;
+  for (size_t i = 0; i < nout; i++)
+    sum += out[i].ngrants;
+  ck_assert_uint_eq(sum, ng);
+  return nout;
+}
+
+static void assert_grant(const tl_grant *g, uint16_t resource, uint16_t address, uint32_t share) {
+  ck_assert_uint_eq(g->resource, resource);
+  ck_assert_uint_eq(g->address, address);
+  ck_assert_uint_eq(g->share, share);
+}
+
+/* What an attempt holds, as tl_attempt_grants says. */
+typedef struct held {
+  tl_tid tid;
+  size_t n;
+  tl_grant g[TL_TASK_GRANTS_MAX];
+} held;
+
+static held held_by(tlt_env *e, tl_tid tid) {
+  held h = {tid, 0, {{0, 0, 0}}};
+  ck_assert_int_eq(tl_attempt_grants(e->s, tid, h.g, TL_TASK_GRANTS_MAX, &h.n), TL_OK);
+  return h;
+}
+
+static void assert_holds(tlt_env *e, const held *h) {
+  held now = held_by(e, h->tid);
+  ck_assert_uint_eq(now.n, h->n);
+  for (size_t i = 0; i < h->n; i++)
+    assert_grant(&now.g[i], h->g[i].resource, h->g[i].address, h->g[i].share);
+}
+
+static void assert_holds_nothing(tlt_env *e, tl_tid tid) {
+  tl_grant g[1];
+  size_t n = 99;
+  ck_assert_int_eq(tl_attempt_grants(e->s, tid, g, 1, &n), TL_ESTALE);
+  ck_assert_uint_eq(n, 0);
+}
+
+/* The use of an executor's GPU address, in TL_SHARE_UNITs. */
+static uint64_t gpu_use(tlt_env *e, const char *exec, uint32_t address) {
+  tl_address_info a[4];
+  size_t n;
+  ck_assert_int_eq(tl_executor_addresses(e->s, exec, 0, a, 4, &n), TL_OK);
+  ck_assert_uint_lt(address, n);
+  return a[address].used;
+}
+
+/* The "gpu" totals over every executor the ledger holds. */
+static tl_resource_info gpu_totals(tlt_env *e) {
+  tl_resource_info r[4];
+  size_t n;
+  ck_assert_int_eq(tl_resource_totals(e->s, r, 4, &n), TL_OK);
+  ck_assert_uint_eq(n, 1);
+  ck_assert_str_eq(r[0].name, "gpu");
+  return r[0];
+}
+
+#define QUARTER (TL_SHARE_UNIT / 4)
+
+/* GPU executors, whole and shared addresses, attempts running and frozen (a pending loss): the
+ * restored ledger holds the very same grants, booked on the same addresses, and every way an
+ * attempt ends afterwards gives them back (a reconciliation that does not report it, FINISHED,
+ * a kill's KILLED, FAILED, the second phase of a loss, the recovery timeout, the drain). */
+START_TEST(a_restore_brings_back_every_grant_and_every_end_gives_it_back) {
+  tl_config cfg = snapshot_config();
+  tlt_env *e = tlt_new(&cfg);
+  add_gpus(e, "g1", "h1", 4, 0, two_gpus, 2);
+  add_gpus(e, "g2", "h2", 4, 0, one_gpu, 1);
+  add_gpus(e, "g3", "h3", 4, 0, two_gpus, 2);
+  add_gpus(e, "p1", "h4", 2, 1, named_gpu, 1);
+  submit_gpus(e, 1, 0, 2, 0, 1, 0); /* A: a whole GPU a task */
+  submit_gpus(e, 2, 1, 6, 0, 1, 4); /* B: a quarter of one */
+  submit_gpus(e, 3, 2, 1, 1, 1, 0); /* C: profile 1, a whole GPU */
+  tl_launch a[4], b[8], c[2], more[8];
+  tl_grant ga[8], gb[16], gc[4], gm[16];
+  ck_assert_uint_eq(offer_gpus(e, "g1", 4, a, 4, ga, 8), 2); /* A's two; nothing left for B */
+  assert_grant(&a[0].grants[0], 0, 0, 1);
+  assert_grant(&a[1].grants[0], 0, 1, 1);
+  ck_assert_uint_eq(offer_gpus(e, "g2", 4, b, 8, gb, 16), 4); /* four quarters of "0" */
+  ck_assert_uint_eq(offer_gpus(e, "g3", 4, b + 4, 4, gb + 8, 8), 2);
+  for (int i = 0; i < 6; i++) {
+    ck_assert_uint_eq(b[i].ngrants, 1);
+    assert_grant(&b[i].grants[0], 0, 0, 4);
+  }
+  ck_assert_uint_eq(offer_gpus(e, "g1", 2, more, 8, gm, 16), 0); /* both of g1's held whole */
+  ck_assert_uint_eq(offer_gpus(e, "p1", 2, c, 2, gc, 4), 1);
+  assert_grant(&c[0].grants[0], 0, 0, 1);
+  tlt_run(e, "g1", a[0].tid);
+  tlt_run(e, "g2", b[0].tid);
+  tlt_lose(e, "g3", TL_LOSS_PENDING, false); /* b[4], b[5] frozen: they keep their quarters */
+  ck_assert_uint_eq(gpu_use(e, "g3", 0), 2 * QUARTER);
+  ck_assert_uint_eq(gpu_use(e, "g3", 1), 0);
+
+  held h[9];
+  tl_tid tids[9] = {a[0].tid, a[1].tid, b[0].tid, b[1].tid, b[2].tid,
+                    b[3].tid, b[4].tid, b[5].tid, c[0].tid};
+  for (int i = 0; i < 9; i++) {
+    h[i] = held_by(e, tids[i]);
+    ck_assert_uint_eq(h[i].n, 1);
+  }
+  tl_resource_info before = gpu_totals(e);
+  ck_assert_uint_eq(before.addresses, 6);
+  ck_assert_uint_eq(before.free, 1); /* g3's "1" and nothing else */
+  ck_assert_uint_eq(before.used, 2 * TL_SHARE_UNIT + 6 * QUARTER + TL_SHARE_UNIT);
+
+  image im = take(e);
+  restore_into(e, &im, NULL);
+  free(im.p);
+  for (int i = 0; i < 9; i++)
+    assert_holds(e, &h[i]);
+  tl_executor_status st = tlt_ex(e, "p1");
+  ck_assert_uint_eq(st.profile, 1);
+  ck_assert_uint_eq(st.nresources, 1);
+  tl_address_info addr[2];
+  size_t n;
+  ck_assert_int_eq(tl_executor_addresses(e->s, "p1", 0, addr, 2, &n), TL_OK);
+  ck_assert_uint_eq(n, 1);
+  ck_assert_str_eq(addr[0].address, "GPU-5d1c");
+  ck_assert_uint_eq(addr[0].used, TL_SHARE_UNIT);
+  ck_assert_uint_eq(gpu_use(e, "g1", 0), TL_SHARE_UNIT);
+  ck_assert_uint_eq(gpu_use(e, "g1", 1), TL_SHARE_UNIT);
+  ck_assert_uint_eq(gpu_use(e, "g2", 0), TL_SHARE_UNIT);
+  ck_assert_uint_eq(gpu_use(e, "g3", 0), 2 * QUARTER);
+  tl_resource_info after = gpu_totals(e);
+  ck_assert_uint_eq(after.addresses, before.addresses);
+  ck_assert_uint_eq(after.free, before.free);
+  ck_assert_uint_eq(after.used, before.used);
+  tl_taskset_status ts = tlt_ts(e, 3); /* C */
+  ck_assert_uint_eq(ts.profile, 1);
+  ck_assert_uint_eq(ts.nresources, 1);
+
+  /* g1 reports a[0] only: a[1] ends as lost, its GPU back; a[0] finishes, its GPU back. */
+  size_t nunknown;
+  TLT_OK(e, tl_executor_reconcile(e->s, "g1", &a[0].tid, 1, NULL, 0, &nunknown));
+  assert_holds_nothing(e, a[1].tid);
+  ck_assert_uint_eq(gpu_use(e, "g1", 1), 0);
+  assert_holds(e, &h[0]);
+  tlt_succeed(e, "g1", a[0].tid);
+  ck_assert_uint_eq(gpu_use(e, "g1", 0), 0);
+  /* g2 reports its four: one killed, one failed, two finished, a quarter back each time. */
+  TLT_OK(e, tl_executor_reconcile(e->s, "g2", &tids[2], 4, NULL, 0, &nunknown));
+  ck_assert_uint_eq(nunknown, 0);
+  ck_assert_uint_eq(gpu_use(e, "g2", 0), TL_SHARE_UNIT);
+  TLT_OK(e, tl_kill_task(e->s, b[0].tid, true, "test kill"));
+  ck_assert_uint_eq(gpu_use(e, "g2", 0), TL_SHARE_UNIT); /* until the executor says KILLED */
+  tlt_killed(e, "g2", b[0].tid);
+  ck_assert_uint_eq(gpu_use(e, "g2", 0), 3 * QUARTER);
+  tlt_fail(e, "g2", b[1].tid, TL_END_EXCEPTION);
+  ck_assert_uint_eq(gpu_use(e, "g2", 0), 2 * QUARTER);
+  tlt_succeed(e, "g2", b[2].tid);
+  tlt_succeed(e, "g2", b[3].tid);
+  ck_assert_uint_eq(gpu_use(e, "g2", 0), 0);
+  /* g3's loss ends: its frozen attempts end, and it leaves with its GPUs. */
+  tlt_lose(e, "g3", TL_LOSS_EXITED, false);
+  assert_holds_nothing(e, b[4].tid);
+  assert_holds_nothing(e, b[5].tid);
+  /* p1 never reconciles: the recovery timeout ends c[0] and takes p1 away. */
+  tlt_advance_tick(e, cfg.recovery_timeout_ns + 1);
+  assert_holds_nothing(e, c[0].tid);
+  ck_assert_int_eq(tl_executor_addresses(e->s, "p1", 0, addr, 2, &n), TL_EGONE);
+  after = gpu_totals(e);
+  ck_assert_uint_eq(after.addresses, 3); /* g1's two, g2's one */
+  ck_assert_uint_eq(after.free, 3);
+  ck_assert_uint_eq(after.used, 0);
+
+  /* The indices that did not finish launch again, with addresses the restored ledger grants:
+   * A's on g1's first GPU, B's four on g2's one, a quarter each. */
+  ck_assert_uint_eq(offer_gpus(e, "g1", 1, more, 8, gm, 16), 1);
+  ck_assert_uint_eq(more[0].taskset, a[1].taskset);
+  assert_grant(&more[0].grants[0], 0, 0, 1);
+  ck_assert_uint_eq(offer_gpus(e, "g2", 4, more, 8, gm, 16), 4);
+  for (int i = 0; i < 4; i++)
+    assert_grant(&more[i].grants[0], 0, 0, 4);
+  ck_assert_uint_eq(gpu_use(e, "g2", 0), TL_SHARE_UNIT);
+  tlt_end(e);
+}
+END_TEST
+
+/* Which addresses an attempt launched after the image holds, the restored ledger cannot know: a
+ * reconciliation never adopts an attempt whose task set asks for resources (it is killed and its
+ * index runs again), while one beside it that asks for none is adopted. */
+START_TEST(an_attempt_asking_for_resources_is_never_adopted) {
+  tl_config cfg = snapshot_config();
+  tlt_env *e = tlt_new(&cfg);
+  add_gpus(e, "g1", "h1", 4, 0, two_gpus, 2);
+  submit_gpus(e, 1, 0, 1, 0, 1, 0);
+  tlt_submit_cpus(e, 2, 0, 1, 1, 1);
+  image im = take(e);
+  tl_launch l[4];
+  tl_grant g[8];
+  ck_assert_uint_eq(offer_gpus(e, "g1", 4, l, 4, g, 8), 2);
+  ck_assert_uint_eq(l[0].ngrants, 1);
+  ck_assert_uint_eq(l[1].ngrants, 0);
+  restore_into(e, &im, NULL);
+  free(im.p);
+  tl_reconcile_item items[2] = {item_of(&l[0]), item_of(&l[1])};
+  tl_tid unknown[2];
+  size_t nunknown, mark = e->nev;
+  TLT_OK(e, tl_executor_reconcile_items(e->s, "g1", items, 2, unknown, 2, &nunknown));
+  ck_assert_uint_eq(nunknown, 1);
+  ck_assert_uint_eq(unknown[0], l[0].tid);
+  ck_assert_uint_eq(kills_of(e, mark, l[0].tid), 1);
+  ck_assert_uint_eq(started_of(e, mark, l[1].tid), 1);
+  ck_assert_uint_eq(tlt_stats(e).reconcile_adopted, 1);
+  assert_holds_nothing(e, l[0].tid);
+  ck_assert_uint_eq(gpu_use(e, "g1", 0), 0);
+  /* Its index runs again, with an address the ledger books. */
+  ck_assert_uint_eq(offer_gpus(e, "g1", 3, l + 2, 2, g, 8), 1);
+  ck_assert_uint_eq(l[2].index, 0);
+  assert_grant(&l[2].grants[0], 0, 0, 1);
+  ck_assert_uint_eq(gpu_use(e, "g1", 0), TL_SHARE_UNIT);
+  tlt_succeed(e, "g1", l[2].tid);
+  tlt_succeed(e, "g1", l[1].tid);
+  tlt_end(e);
+}
+END_TEST
+
+/* Grants and declarations are validated as everything else an image holds: a grant out of
+ * range, over what its address has left, of another share than its request's or missing, a
+ * declaration or request tl_executor_add or tl_submit would refuse, an attempt on an executor
+ * of another profile: TL_ESNAPSHOT, nothing created, no callback. */
+START_TEST(an_image_with_a_corrupt_grant_is_refused) {
+  tl_config cfg = snapshot_config();
+  tlt_env *e = tlt_new(&cfg);
+  add_gpus(e, "g1", "h1", 4, 0, two_gpus, 2);
+  submit_gpus(e, 1, 0, 2, 0, 1, 0);
+  tl_launch l[2];
+  tl_grant g[4];
+  ck_assert_uint_eq(offer_gpus(e, "g1", 4, l, 2, g, 4), 2);
+  image im = take(e);
+  uint64_t len;
+  size_t at = section_at(&im, "ATTM", &len);
+  size_t grant = at + 12 + (size_t)len - 8; /* the last: u16 resource, u16 address, u32 share */
+  ck_assert_uint_eq(get_le(im.p + grant, 2), 0);
+  ck_assert_uint_eq(get_le(im.p + grant + 2, 2), 1);
+  ck_assert_uint_eq(get_le(im.p + grant + 4, 4), 1);
+  ck_assert_uint_eq(im.p[grant - 1], 1); /* one grant */
+  at = section_at(&im, "EXEC", &len);
+  size_t exec_end = at + 12 + (size_t)len; /* ... "gpu" u32 2, "0", "1" */
+  ck_assert_uint_eq(im.p[exec_end - 1], '1');
+  ck_assert_int_eq(memcmp(im.p + exec_end - 21 + 4, "gpu", 3), 0);
+  at = section_at(&im, "TSET", &len);
+  size_t ts_end = at + 12 + (size_t)len; /* u32 profile, u32 1, "gpu", u32 amount, u32 share */
+  ck_assert_uint_eq(get_le(im.p + ts_end - 8, 4), 1);
+  ck_assert_uint_eq(get_le(im.p + ts_end - 23, 4), 0);
+  struct {
+    size_t at;
+    int width;
+    uint64_t value;
+    const char *what;
+  } bad[] = {
+      {grant + 2, 2, 2, "an address out of range"},
+      {grant + 2, 2, 0, "an address held whole by the other attempt"},
+      {grant, 2, 1, "a resource out of range"},
+      {grant + 4, 4, 2, "half an address for a request of whole ones"},
+      {grant + 4, 4, 0, "share 0"},
+      {grant - 1, 1, 0, "no grant for a request of one"},
+      {grant - 1, 1, 17, "more grants than any task holds"},
+      {exec_end - 1, 1, '0', "two equal addresses"},
+      {exec_end - 21 + 5, 1, ' ', "a space in a resource name"},
+      {exec_end - 21, 4, 0, "an empty resource name"},
+      {ts_end - 8, 4, 0, "a request of amount 0"},
+      {ts_end - 4, 4, 33, "a share above TL_SHARE_MAX"},
+      {ts_end - 23, 4, 1, "a task set of another profile than its attempts' executor"},
+  };
+  tl_callbacks cb = restore_callbacks(e);
+  the_resolver.tasksets = the_resolver.executors = 0;
+  size_t mark = e->nev;
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    image copy = im;
+    copy.p = malloc(im.n);
+    ck_assert_ptr_nonnull(copy.p);
+    memcpy(copy.p, im.p, im.n);
+    for (int i = 0; i < bad[k].width; i++)
+      copy.p[bad[k].at + (size_t)i] = (uint8_t)(bad[k].value >> (8 * i));
+    reseal(&copy);
+    copy.at = 0;
+    tl_scheduler *s = (tl_scheduler *)&copy;
+    int rc = tl_scheduler_restore(&e->cfg, &cb, image_read, &copy, &s);
+    ck_assert_msg(rc == TL_ESNAPSHOT, "%s: %s", bad[k].what, tl_err_name(rc));
+    ck_assert_ptr_null(s);
+    free(copy.p);
+  }
+  ck_assert_uint_eq(the_resolver.tasksets + the_resolver.executors, 0);
+  ck_assert_uint_eq(e->nev, mark);
+  /* The image itself restores, with the grants those bytes said. */
+  held last = {l[1].tid, 1, {{0, 1, 1}}};
+  restore_into(e, &im, NULL);
+  assert_holds(e, &last);
+  free(im.p);
+  tlt_end(e);
+}
+END_TEST
+
 Suite *tl_snapshot_suite(void) {
   Suite *s = suite_create("snapshot");
   TCase *tc = tcase_create("core");
@@ -1705,6 +2120,10 @@ Suite *tl_snapshot_suite(void) {
   tcase_add_test(tc, restored_task_sets_wait_while_executors_recover);
   tcase_add_test(tc, each_restore_advances_the_epoch_the_floor_raises_it);
   tcase_add_test(tc, a_version_1_image_is_read_with_epoch_0);
+  tcase_add_test(tc, a_version_2_image_restores_with_no_resources);
+  tcase_add_test(tc, a_restore_brings_back_every_grant_and_every_end_gives_it_back);
+  tcase_add_test(tc, an_attempt_asking_for_resources_is_never_adopted);
+  tcase_add_test(tc, an_image_with_a_corrupt_grant_is_refused);
   tcase_add_test(tc, saved_times_are_rebased_to_the_restore);
   tcase_add_test(tc, a_shorter_timeout_brings_restored_deadlines_closer);
   tcase_add_test(tc, bad_images_are_refused_with_their_own_error);

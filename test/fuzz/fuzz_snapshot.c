@@ -1,6 +1,6 @@
 /* libFuzzer harness for tl_scheduler_restore (docs/snapshot.md): the input is an image. Unless
- * its first byte is odd, the harness first makes its header right (magic, version: 2 with the
- * first byte's bit 1, else 1, flags, this
+ * its first byte is odd, the harness first makes its header right (magic, version: 3 with the
+ * first byte's bit 2, else 2 with its bit 1, else 1, flags, this
  * config's fingerprint, the body's length and both CRC-32C checksums), so that mutations reach
  * the validation of the records instead of dying at a checksum. A restore must refuse with
  * TL_ESNAPSHOT / TL_EVERSION / TL_ECONFIG (nothing created, no callback) or give a scheduler that
@@ -10,10 +10,13 @@
  *   tl-fuzz-snapshot -runs=0 test/fuzz/snapshot-corpus     the corpus once (ctest
  *                                                          fuzz-snapshot-corpus)
  *
- * The seed images (a zero byte, then a version 1 image; v2-*: a byte 2, then a version 2 one)
- * are snapshots of schedulers with fuzz_config's settings: empty; executors on hosts and racks with a FAIR pool, a shuffle-map task set with
- * preferred locations and another running; then with successes, counted failures, a
- * decommission and a pending loss; then with a tombstone.
+ * The seed images (a zero byte, then a version 1 image; v2-*: a byte 2, then a version 2 one;
+ * v3-*: a byte 4, then a version 3 one) are snapshots of schedulers with fuzz_config's settings:
+ * empty; executors on hosts and racks with a FAIR pool, a shuffle-map task set with preferred
+ * locations and another running; then with successes, counted failures, a decommission and a
+ * pending loss; then with a tombstone. v3-resources: GPU and FPGA executors (one of profile 1,
+ * one with none), task sets asking for whole GPUs, quarters with the FPGA, halves in profile 1
+ * and nothing, attempts running and frozen by a pending loss with their grants.
  */
 #include "taskledger.h"
 
@@ -154,7 +157,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memcpy(b.p, data + 1, size - 1);
   if (!raw && b.n >= 40) {
     memcpy(b.p, "TLSNAP\r\n", 8);
-    put_le(b.p + 8, (data[0] & 2) != 0 ? 2 : 1, 4); /* the corpus's older images are version 1 */
+    /* The corpus's older images are version 1, v2-* version 2, v3-* version 3. */
+    put_le(b.p + 8, (data[0] & 4) != 0 ? 3 : (data[0] & 2) != 0 ? 2 : 1, 4);
     put_le(b.p + 12, 0, 4);
     put_le(b.p + 16, fingerprint(), 8);
     put_le(b.p + 24, b.n - 40, 8);
