@@ -10,12 +10,13 @@
  */
 #include "checker.h"
 #include "journal.h"
+#include "resource.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 
 #define PREFIX_MAX 24 /* "@" + 20 digits + " " and the NUL */
-#define RESULT_MAX 80 /* " = ECORRUPT" + " launched=<20 digits> tid=<20 digits>" */
+#define RESULT_MAX 112 /* " = ECORRUPT" + " launched=<20 digits> tid=<20 digits> grants=<20>" */
 
 static void jw_u64(tl__text *w, uint64_t v) {
   char tmp[24];
@@ -68,12 +69,30 @@ static void arg_str(tl__text *w, const char *text) {
  * One format per journaled call (the argument list; the time comes before, the result after).
  * ------------------------------------------------------------------------------------------- */
 
+/* Version 2: a declaration or request the call refuses (TL_ERESOURCE) is written as
+ * `KEY=malformed`, not field by field: its counts and pointers are the caller's, unchecked. */
 void tl__jfmt_add(tl__text *w, const tl_executor_desc *d) {
   tl__text_str(w, "add");
   arg_str(w, d->id);
   arg_str(w, d->host);
   arg_str(w, d->rack);
   key_u64(w, "cores", d->cores);
+  if (d->profile != 0)
+    key_u64(w, "profile", d->profile);
+  if (d->nresources == 0)
+    return;
+  if (tl__res_decl_valid(d->resources, d->nresources) != TL_OK) {
+    tl__text_str(w, " resources=malformed");
+    return;
+  }
+  key_u64(w, "resources", d->nresources);
+  for (uint32_t i = 0; i < d->nresources; i++) {
+    const tl_resource *r = &d->resources[i];
+    arg_str(w, r->name);
+    key_u64(w, "addresses", r->naddresses);
+    for (uint32_t k = 0; k < r->naddresses; k++)
+      arg_str(w, r->addresses[k]);
+  }
 }
 
 void tl__jfmt_lost(tl__text *w, const char *id, const tl_loss_reason *r) {
@@ -108,6 +127,18 @@ void tl__jfmt_submit(tl__text *w, const tl_taskset_desc *d) {
   key_u64(w, "shuffle_map", d->shuffle_map);
   key_u64(w, "barrier", d->barrier);
   arg_str(w, d->pool);
+  if (d->profile != 0)
+    key_u64(w, "profile", d->profile);
+  if (d->nresources != 0 && tl__res_req_valid(d->resources, d->nresources) != TL_OK) {
+    tl__text_str(w, " requests=malformed");
+  } else if (d->nresources != 0) {
+    key_u64(w, "requests", d->nresources);
+    for (uint32_t i = 0; i < d->nresources; i++) {
+      arg_str(w, d->resources[i].name);
+      key_u64(w, "amount", d->resources[i].amount);
+      key_u64(w, "share", d->resources[i].share);
+    }
+  }
   for (uint32_t i = 0; d->tasks != NULL && i < d->ntasks; i++) {
     const tl_task_desc *t = &d->tasks[i];
     if (t->nprefs == 0)
@@ -213,6 +244,30 @@ void tl__jfmt_offers(tl__text *w, const tl_offer *offers, size_t noffers, size_t
   }
 }
 
+void tl__jfmt_offers_grants(tl__text *w, const tl_offer *offers, size_t noffers, size_t cap,
+                            size_t gcap) {
+  tl__text_str(w, "offers_grants");
+  key_u64(w, "cap", cap);
+  key_u64(w, "gcap", gcap);
+  key_u64(w, "n", noffers);
+  for (size_t i = 0; i < noffers; i++) {
+    arg_str(w, offers[i].executor_id);
+    tl__text_str(w, " ");
+    jw_u64(w, offers[i].cores);
+  }
+}
+
+void tl__journal_offers_extra(char *buf, size_t cap, const tl_launch *out, size_t nout,
+                              tl_tid first, bool grants_always) {
+  size_t ngrants = 0;
+  for (size_t i = 0; i < nout; i++)
+    ngrants += out[i].ngrants;
+  if (ngrants != 0 || grants_always)
+    snprintf(buf, cap, " launched=%zu tid=%" PRIu64 " grants=%zu", nout, first, ngrants);
+  else
+    snprintf(buf, cap, " launched=%zu tid=%" PRIu64, nout, first);
+}
+
 void tl__jfmt_update(tl__text *w, const char *id, tl_tid tid, const tl_update *u) {
   tl__text_str(w, "update");
   arg_str(w, id);
@@ -280,7 +335,7 @@ void tl__journal_account(tl__checker *c) {
 void tl__journal_start(struct tl_scheduler *s) {
   const tl_config *c = &s->cfg;
   char line[1024];
-  s->cfg.journal(s->cfg.journal_ud, "# taskledger journal v1");
+  s->cfg.journal(s->cfg.journal_ud, "# taskledger journal v2");
   snprintf(line, sizeof line,
            "config mode=%s cpus_per_task=%" PRIu32 " max_task_failures=%" PRIu32
            " heartbeat_timeout_ns=%" PRIu64 " pending_loss_timeout_ns=%" PRIu64

@@ -51,6 +51,14 @@ void tl__jfmt_kill_stage(tl__text *w, uint32_t stage_id, bool interrupt, const c
 void tl__jfmt_cancel_stage(tl__text *w, uint32_t stage_id, const char *reason);
 void tl__jfmt_partition_completed(tl__text *w, uint32_t stage_id, uint32_t index);
 void tl__jfmt_offers(tl__text *w, const tl_offer *offers, size_t noffers, size_t cap);
+void tl__jfmt_offers_grants(tl__text *w, const tl_offer *offers, size_t noffers, size_t cap,
+                            size_t gcap);
+/* An offer round's extra result, into buf (TL__JOURNAL_OFFERS_EXTRA bytes suffice):
+ * " launched=N tid=FIRST", then " grants=G" (the launches' grants summed) when G is not 0 or
+ * grants_always (tl_resource_offers_grants). Formatted only when the journal is on. */
+#define TL__JOURNAL_OFFERS_EXTRA 96
+void tl__journal_offers_extra(char *buf, size_t cap, const tl_launch *out, size_t nout,
+                              tl_tid first, bool grants_always);
 void tl__jfmt_reconcile(tl__text *w, const char *id, const tl_tid *running, size_t n,
                         size_t ucap);
 void tl__jfmt_reconcile_items(tl__text *w, const char *id, const tl_reconcile_item *items,

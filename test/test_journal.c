@@ -90,7 +90,7 @@ START_TEST(lines_follow_the_documented_format) {
   cfg.max_task_failures = 2;
   tlt_env *e = journaled(&c, &cfg);
   ck_assert_uint_ge(c.n, 2);
-  ck_assert_str_eq(c.lines[0], "# taskledger journal v1");
+  ck_assert_str_eq(c.lines[0], "# taskledger journal v2");
   ck_assert_str_eq(c.lines[1], "config mode=FIFO cpus_per_task=1 max_task_failures=2 "
                                "heartbeat_timeout_ns=120000000000 "
                                "pending_loss_timeout_ns=120000000000 max_tombstones=1024 "
@@ -408,7 +408,7 @@ START_TEST(a_journal_that_does_not_match_is_reported_at_its_line) {
 
   /* Not a journal, a later version, a line that does not parse. */
   ck_assert_int_eq(tlr_replay_text("hello\n", NULL, &r), TLR_BAD_INPUT);
-  ck_assert_int_eq(tlr_replay_text("# taskledger journal v2\n", NULL, &r), TLR_BAD_INPUT);
+  ck_assert_int_eq(tlr_replay_text("# taskledger journal v3\n", NULL, &r), TLR_BAD_INPUT);
   ck_assert_int_eq(
       tlr_replay_text("# taskledger journal v1\nconfig start=0\n@0 add \"e1 = OK\n", NULL, &r),
       TLR_BAD_INPUT);
@@ -428,7 +428,7 @@ START_TEST(calls_out_of_memory_are_journaled_or_not_and_replay) {
   tl_config cfg = tlt_config();
   tlt_env *e = journaled(&c, &cfg);
   tlt_add(e, "e1", "h1", NULL, 2);
-  tl_executor_desc d = {.id = "e2", .host = "h2", .rack = "r2", .cores = 2, .ud = NULL};
+  tl_executor_desc d = {.id = "e2", .host = "h2", .rack = "r2", .cores = 2};
 
   size_t before = c.n;
   tlt_alloc_fail_at(1); /* the journal line itself */
@@ -614,6 +614,188 @@ START_TEST(journals_with_255_byte_ids_replay_to_the_same_state) {
 }
 END_TEST
 
+/* Resources (journal version 2): executors' profiles and resources on the add line, task sets'
+ * profiles and requests on the submit line, the grants of an offer round in its result, the
+ * offers_grants call; a run that uses them replays to the same state, a round whose grants
+ * differ diverges, and the replayer bounds every count by the tokens that follow it. */
+START_TEST(journals_with_resources_replay_to_the_same_state) {
+  capture c;
+  tl_config cfg = tlt_config();
+  tlt_env *e = journaled(&c, &cfg);
+  const char *const gpus[] = {"0", "1"}, *const fpga[] = {"x"}, *const one[] = {"GPU-5d1c:0"};
+  tl_resource r1[2] = {{"gpu", gpus, 2}, {"fpga", fpga, 1}}, r2[1] = {{"gpu", one, 1}};
+  tl_executor_desc d1 = {.id = "g1", .host = "h1", .cores = 4, .resources = r1, .nresources = 2};
+  TLT_OK(e, tl_executor_add(e->s, &d1));
+  ck_assert_str_eq(c.lines[c.n - 1], "@1000000000 add \"g1\" \"h1\" - cores=4 resources=2 \"gpu\" "
+                                     "addresses=2 \"0\" \"1\" \"fpga\" addresses=1 \"x\" = OK");
+  tl_executor_desc d2 = {
+      .id = "g2", .host = "h2", .cores = 2, .profile = 1, .resources = r2, .nresources = 1};
+  TLT_OK(e, tl_executor_add(e->s, &d2));
+  ck_assert_str_eq(c.lines[c.n - 1], "@1000000000 add \"g2\" \"h2\" - cores=2 profile=1 "
+                                     "resources=1 \"gpu\" addresses=1 \"GPU-5d1c:0\" = OK");
+  tl_resource_request qa[1] = {{"gpu", 1, 0}}, qb[2] = {{"gpu", 1, 2}, {"fpga", 1, 1}};
+  tl_taskset_desc da = {.stage_id = 0, .ntasks = 3, .resources = qa, .nresources = 1};
+  tlt_submit_desc(e, &da);
+  ck_assert_str_eq(c.lines[c.n - 1],
+                   "@1000000000 submit stage=0 attempt=0 priority=0 ntasks=3 cpus=0 shuffle_map=0 "
+                   "barrier=0 - requests=1 \"gpu\" amount=1 share=0 = OK ts=1");
+  tl_taskset_desc db = {
+      .stage_id = 1, .priority = 1, .ntasks = 2, .profile = 1, .resources = qb, .nresources = 1};
+  tlt_submit_desc(e, &db);
+  ck_assert_str_eq(c.lines[c.n - 1],
+                   "@1000000000 submit stage=1 attempt=0 priority=1 ntasks=2 cpus=0 shuffle_map=0 "
+                   "barrier=0 - profile=1 requests=1 \"gpu\" amount=1 share=2 = OK ts=2");
+  tl_taskset_desc dc = {
+      .stage_id = 2, .priority = 2, .ntasks = 1, .resources = qb, .nresources = 2};
+  tlt_submit_desc(e, &dc); /* a GPU whole and the FPGA */
+  ck_assert_str_eq(c.lines[c.n - 1],
+                   "@1000000000 submit stage=2 attempt=0 priority=2 ntasks=1 cpus=0 shuffle_map=0 "
+                   "barrier=0 - requests=2 \"gpu\" amount=1 share=2 \"fpga\" amount=1 share=1 = "
+                   "OK ts=3");
+
+  /* A's two tasks take g1's GPUs, B's two share g2's; then the plain call. */
+  e->now += 5;
+  tl_offer o[2] = {{"g1", 4}, {"g2", 2}};
+  tl_launch l[8];
+  tl_grant g[32];
+  size_t nout, ng;
+  TLT_OK(e, tl_resource_offers_grants(e->s, o, 2, l, 8, &nout, g, 32, &ng));
+  ck_assert_uint_eq(nout, 4);
+  ck_assert_uint_eq(ng, 4);
+  size_t first_round = c.n - 1;
+  for (size_t i = 0; i < nout; i++)
+    tlt_run(e, l[i].executor_id, l[i].tid);
+  for (size_t i = 0; i < nout; i++) /* A's two, on g1 */
+    if (strcmp(l[i].executor_id, "g1") == 0)
+      tlt_succeed(e, "g1", l[i].tid);
+  /* A's last task takes a GPU; C's (half a GPU and the FPGA) the other. */
+  ck_assert_uint_eq(tlt_offer(e, "g1", 4, l, 8), 2);
+  ck_assert_uint_eq(l[0].ngrants + l[1].ngrants, 3);
+  ck_assert_ptr_null(l[0].grants);
+  tl_stats mid = tlt_stats(e);
+  size_t mid_lines = c.n;
+  tlt_fail(e, "g1", l[0].tid, TL_END_EXCEPTION);
+  tlt_lose(e, "g2", TL_LOSS_PENDING, false);
+  e->now += 1;
+  tlt_lose(e, "g2", TL_LOSS_EXITED, false);
+  ck_assert_uint_eq(tlt_offer(e, "g1", 4, l, 8), 1); /* A's retry */
+  tlt_succeed(e, "g1", l[0].tid);
+  tlt_end(e);
+
+  /* The first round as an offers_grants line replays to the same state; one whose grants
+   * differ from the journal's diverges there. */
+  char *saved = c.lines[first_round];
+  for (int k = 0; k < 2; k++) {
+    char line[160];
+    snprintf(line, sizeof line,
+             "@1000000005 offers_grants cap=8 gcap=32 n=2 \"g1\" 4 \"g2\" 2 = OK launched=4 "
+             "tid=1 grants=%d",
+             k == 0 ? 4 : 3);
+    c.lines[first_round] = line;
+    char *text = capture_text(&c, c.n);
+    tlr_report r;
+    int verdict = tlr_replay_text(text, NULL, &r);
+    free(text);
+    if (k == 0) {
+      ck_assert_msg(verdict == TLR_OK, "%d at line %zu: %s", verdict, r.bad_line, r.why);
+    } else {
+      ck_assert_int_eq(verdict, TLR_BROKEN);
+      ck_assert_uint_eq(r.bad_line, first_round + 1);
+    }
+  }
+  c.lines[first_round] = saved;
+  assert_replays(&c, mid_lines, &mid);
+  tlr_report r;
+
+  /* Counts a line cannot back are bad input, refused before anything is allocated for them. */
+  static const char *const hostile[] = {
+      "@0 add \"e\" \"h\" - cores=1 resources=4000000000 \"gpu\" addresses=1 \"0\" = OK",
+      "@0 add \"e\" \"h\" - cores=1 resources=1 \"gpu\" addresses=4000000000 \"0\" = OK",
+      "@0 add \"e\" \"h\" - cores=1 resources=1 \"gpu\" addresses=2 \"0\" = OK",
+      "@0 add \"e\" \"h\" - cores=1 resources=1 gpu addresses=1 \"0\" = OK",
+      "@0 submit stage=0 attempt=0 priority=0 ntasks=1 cpus=0 shuffle_map=0 barrier=0 - "
+      "requests=3000000000 \"gpu\" amount=1 share=0 = OK ts=1",
+      "@0 submit stage=0 attempt=0 priority=0 ntasks=1 cpus=0 shuffle_map=0 barrier=0 - "
+      "requests=1 \"gpu\" amount=1 = OK ts=1",
+      "@0 offers_grants cap=1 gcap=18446744073709551615 n=2 \"e\" 1 = OK launched=0 tid=1 grants=0",
+  };
+  for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
+    char line[512];
+    snprintf(line, sizeof line, "# taskledger journal v2\nconfig start=0\n%s\n", hostile[i]);
+    ck_assert_msg(tlr_replay_text(line, NULL, &r) == TLR_BAD_INPUT, "%s: %s", hostile[i], r.why);
+    ck_assert_uint_eq(r.bad_line, 3);
+  }
+  /* A huge gcap with one offer is fine: the replayer gives the round what it can use. */
+  ck_assert_int_eq(tlr_replay_text("# taskledger journal v2\nconfig start=0\n@0 add \"e\" \"h\" - "
+                                   "cores=1 = OK\n@0 offers_grants cap=1 "
+                                   "gcap=18446744073709551615 n=1 \"e\" 1 = OK launched=0 tid=1 "
+                                   "grants=0\n",
+                                   NULL, &r),
+                   TLR_OK);
+}
+END_TEST
+
+/* A declaration or request the library refuses (TL_ERESOURCE) is journaled as malformed, and the
+ * replay makes a call that the library refuses the same way. */
+START_TEST(malformed_resources_are_journaled_and_replay_as_refused) {
+  capture c;
+  tl_config cfg = tlt_config();
+  tlt_env *e = journaled(&c, &cfg);
+  const char *const twice[] = {"0", "0"};
+  tl_resource bad = {"gpu", twice, 2};
+  tl_executor_desc d = {.id = "g1", .host = "h1", .cores = 4, .resources = &bad, .nresources = 1};
+  size_t before = c.n;
+  TLT_ERR(e, TL_ERESOURCE, tl_executor_add(e->s, &d));
+  if (c.n != before) /* journaled when the call refuses it past its argument checks */
+    ck_assert_str_eq(c.lines[c.n - 1],
+                     "@1000000000 add \"g1\" \"h1\" - cores=4 resources=malformed = ERESOURCE");
+  tl_resource_request q = {"gpu", 2, 4}; /* a share of more than one address */
+  tl_taskset_desc ts = {.stage_id = 0, .ntasks = 1, .resources = &q, .nresources = 1};
+  before = c.n;
+  TLT_ERR(e, TL_ERESOURCE, tlt_submit_desc_rc(e, &ts, NULL));
+  if (c.n != before)
+    ck_assert_str_eq(c.lines[c.n - 1], "@1000000000 submit stage=0 attempt=0 priority=0 ntasks=1 "
+                                       "cpus=0 shuffle_map=0 barrier=0 - requests=malformed = "
+                                       "ERESOURCE");
+  tlt_add(e, "e1", "h1", NULL, 1);
+  tlt_end(e);
+  char *text = capture_text(&c, c.n);
+  tlr_report r;
+  ck_assert_int_eq(tlr_replay_text(text, NULL, &r), TLR_OK);
+  free(text);
+  /* A malformed line replays as a refused call: a journal that says it succeeded diverges. */
+  static const char *const lines[] = {
+      "@0 add \"g\" \"h\" - cores=1 resources=malformed = OK",
+      "@0 submit stage=0 attempt=0 priority=0 ntasks=1 cpus=0 shuffle_map=0 barrier=0 - "
+      "requests=malformed = OK ts=1",
+  };
+  for (size_t i = 0; i < 2; i++) {
+    char journal[512];
+    snprintf(journal, sizeof journal, "# taskledger journal v2\nconfig start=0\n%s\n", lines[i]);
+    ck_assert_int_eq(tlr_replay_text(journal, NULL, &r), TLR_BROKEN);
+    ck_assert_ptr_nonnull(strstr(r.why, "ERESOURCE"));
+  }
+  capture_free(&c);
+}
+END_TEST
+
+/* A version 1 journal (before resources) still replays. */
+START_TEST(a_version_1_journal_still_replays) {
+  tlr_report r;
+  ck_assert_int_eq(tlr_replay_text("# taskledger journal v1\nconfig start=0\n"
+                                   "@0 add \"e1\" \"h1\" - cores=2 = OK\n"
+                                   "@0 submit stage=0 attempt=0 priority=0 ntasks=2 cpus=0 "
+                                   "shuffle_map=0 barrier=0 - = OK ts=1\n"
+                                   "@0 offers cap=2 n=1 \"e1\" 2 = OK launched=2 tid=1\n"
+                                   "@0 update \"e1\" tid=1 FINISHED - - result=0 size=0 = OK\n"
+                                   "@0 update \"e1\" tid=2 FINISHED - - result=0 size=0 = OK\n"
+                                   "@0 free = OK\n",
+                                   NULL, &r),
+                   TLR_OK);
+  ck_assert_uint_eq(r.calls, 5);
+}
+END_TEST
+
 Suite *tl_journal_suite(void) {
   Suite *s = suite_create("journal");
   TCase *tc = tlt_tcase(s, "journal");
@@ -628,5 +810,8 @@ Suite *tl_journal_suite(void) {
   tcase_add_test(tc, journals_with_locality_replay_to_the_same_state);
   tcase_add_test(tc, batched_updates_are_journaled_as_single_updates_and_replay);
   tcase_add_test(tc, journals_with_255_byte_ids_replay_to_the_same_state);
+  tcase_add_test(tc, journals_with_resources_replay_to_the_same_state);
+  tcase_add_test(tc, malformed_resources_are_journaled_and_replay_as_refused);
+  tcase_add_test(tc, a_version_1_journal_still_replays);
   return s;
 }

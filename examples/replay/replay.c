@@ -342,6 +342,158 @@ static int bad(replayer *r, const char *op) {
   return stop(r, TLR_BAD_INPUT, "cannot parse the arguments of %s", op);
 }
 
+/* A token that is exactly text (unquoted). */
+static bool is_word(const token *t, const char *text) {
+  return !t->quoted && t->text != NULL && strcmp(t->text, text) == 0;
+}
+
+/* What a declaration or request journaled as `KEY=malformed` stands for: one the library
+ * refuses with TL_ERESOURCE (a resource of no addresses; a request of amount 0). */
+static const tl_resource malformed_resource = {"malformed", NULL, 0};
+static const tl_resource_request malformed_request = {"malformed", 0, 0};
+
+/* An add line's resources, from a[*k] on: "resources=R" then per resource "NAME" addresses=K
+ * and K strings, or "resources=malformed". Every count is bounded by the tokens that remain
+ * (a line cannot make the replayer allocate beyond its own size). The arrays are the caller's
+ * to free (*res and *addr, NULL when none). */
+static bool parse_resources(const token *a, int na, int *k, tl_executor_desc *d, tl_resource **res,
+                            const char ***addr) {
+  *res = NULL;
+  *addr = NULL;
+  if (*k >= na)
+    return true;
+  if (is_word(&a[*k], "resources=malformed")) {
+    d->resources = &malformed_resource;
+    d->nresources = 1;
+    (*k)++;
+    return true;
+  }
+  uint32_t n;
+  if (!key_u32(&a[*k], "resources", &n) || n == 0 || n > (uint32_t)(na - *k - 1) / 2)
+    return false;
+  (*k)++;
+  /* Every address is a token: na bounds them all. */
+  if ((*res = calloc(n, sizeof **res)) == NULL ||
+      (*addr = calloc((size_t)na, sizeof **addr)) == NULL)
+    return false;
+  size_t used = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t count;
+    if (*k + 2 > na || !a[*k].quoted || !key_u32(&a[*k + 1], "addresses", &count) ||
+        count > (uint32_t)(na - *k - 2))
+      return false;
+    (*res)[i].name = a[*k].text;
+    *k += 2;
+    (*res)[i].addresses = *addr + used;
+    (*res)[i].naddresses = count;
+    for (uint32_t j = 0; j < count; j++, (*k)++) {
+      if (!a[*k].quoted)
+        return false;
+      (*addr)[used++] = a[*k].text;
+    }
+  }
+  d->resources = *res;
+  d->nresources = n;
+  return true;
+}
+
+/* A submit line's profile and requests, from a[*k] on: optional "profile=P", then optional
+ * "requests=R" and per request "NAME" amount=A share=S, or "requests=malformed". */
+static bool parse_requests(const token *a, int na, int *k, tl_taskset_desc *d,
+                           tl_resource_request **req) {
+  *req = NULL;
+  if (*k < na && key_u32(&a[*k], "profile", &d->profile))
+    (*k)++;
+  if (*k >= na)
+    return true;
+  if (is_word(&a[*k], "requests=malformed")) {
+    d->resources = &malformed_request;
+    d->nresources = 1;
+    (*k)++;
+    return true;
+  }
+  uint32_t n;
+  if (!key_u32(&a[*k], "requests", &n))
+    return true; /* none: what follows are preferences */
+  if (n == 0 || n > (uint32_t)(na - *k - 1) / 3)
+    return false;
+  (*k)++;
+  if ((*req = calloc(n, sizeof **req)) == NULL)
+    return false;
+  for (uint32_t i = 0; i < n; i++, *k += 3) {
+    if (!a[*k].quoted || !key_u32(&a[*k + 1], "amount", &(*req)[i].amount) ||
+        !key_u32(&a[*k + 2], "share", &(*req)[i].share))
+      return false;
+    (*req)[i].name = a[*k].text;
+  }
+  d->resources = *req;
+  d->nresources = n;
+  return true;
+}
+
+/* An offer round, plain (tl_resource_offers) or with grants (tl_resource_offers_grants: gcap
+ * given): the offers from a[first], the call, and whether its launches, first tid and grants
+ * are the journal's. */
+static int offer_round(replayer *r, const char *op, token *a, int na, int first, bool with_grants,
+                       uint64_t cap, uint64_t gcap, token *extra, int nextra, int *err,
+                       bool *matches) {
+  uint64_t n;
+  if (na < first + 1 || !key_u64(&a[first], "n", &n) || (uint64_t)(na - first - 1) != 2 * n)
+    return bad(r, op);
+  uint64_t want_launched = 0, want_tid = 0, want_grants = 0;
+  bool have = (nextra == 2 || nextra == 3) && key_u64(&extra[0], "launched", &want_launched) &&
+              key_u64(&extra[1], "tid", &want_tid);
+  bool have_grants = nextra == 3 && key_u64(&extra[2], "grants", &want_grants);
+  if (nextra == 3 && !have_grants)
+    have = false;
+  /* Room for one launch more than the journal says, so that launching more is seen; a launch
+   * holds at most TL_TASK_GRANTS_MAX grants, so room for that many is gcap's whole effect. */
+  size_t room = cap < want_launched + 1 ? (size_t)cap : (size_t)want_launched + 1;
+  size_t groom = 0;
+  if (with_grants)
+    groom = room <= SIZE_MAX / TL_TASK_GRANTS_MAX && gcap > (uint64_t)room * TL_TASK_GRANTS_MAX
+                ? room * TL_TASK_GRANTS_MAX
+                : (size_t)gcap;
+  tl_offer *offers = calloc(n ? n : 1, sizeof *offers);
+  tl_launch *out = calloc(room ? room : 1, sizeof *out);
+  tl_grant *grants = with_grants ? calloc(groom ? groom : 1, sizeof *grants) : NULL;
+  if (offers == NULL || out == NULL || (with_grants && grants == NULL)) {
+    free(offers);
+    free(out);
+    free(grants);
+    return stop(r, TLR_NO_MEMORY, "out of memory");
+  }
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t cores;
+    token *t = &a[first + 1 + 2 * i];
+    if (!str_arg(&t[0], &offers[i].executor_id) || !parse_u64(t[1].text, &cores) ||
+        cores > UINT32_MAX) {
+      free(offers);
+      free(out);
+      free(grants);
+      return bad(r, op);
+    }
+    offers[i].cores = (uint32_t)cores;
+  }
+  size_t nout = 0, ngrants = 0;
+  if (with_grants)
+    *err = tl_resource_offers_grants(r->s, offers, (size_t)n, out, room, &nout, grants, groom,
+                                     &ngrants);
+  else
+    *err = tl_resource_offers(r->s, offers, (size_t)n, out, room, &nout);
+  if (*err == TL_OK) {
+    size_t held = 0;
+    for (size_t i = 0; i < nout; i++)
+      held += out[i].ngrants;
+    *matches = have && nout == want_launched && (nout == 0 || out[0].tid == want_tid) &&
+               (!have_grants || held == want_grants) && (!with_grants || held == ngrants);
+  }
+  free(offers);
+  free(out);
+  free(grants);
+  return TLR_OK;
+}
+
 /* Makes the call of one journal line. args: the tokens between the op and "="; extra: the
  * tokens after the result. Sets *err to what the call returned, and *matches to whether the
  * call's extra results (task set id, launches) agree with the journal. */
@@ -351,10 +503,22 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
   *matches = true;
   if (strcmp(op, "add") == 0) {
     tl_executor_desc d = {0};
-    if (na != 4 || !str_arg(&a[0], &d.id) || !str_arg(&a[1], &d.host) || !str_arg(&a[2], &d.rack) ||
+    if (na < 4 || !str_arg(&a[0], &d.id) || !str_arg(&a[1], &d.host) || !str_arg(&a[2], &d.rack) ||
         !key_u32(&a[3], "cores", &d.cores))
       return bad(r, op);
-    *err = tl_executor_add(s, &d);
+    /* Version 2: profile=P, then the resources. */
+    int k = 4;
+    if (k < na && key_u32(&a[k], "profile", &d.profile))
+      k++;
+    tl_resource *res;
+    const char **addr;
+    bool ok = parse_resources(a, na, &k, &d, &res, &addr) && k == na;
+    if (ok)
+      *err = tl_executor_add(s, &d);
+    free(res);
+    free(addr);
+    if (!ok)
+      return bad(r, op);
   } else if (strcmp(op, "lost") == 0) {
     const char *id;
     tl_loss_reason reason;
@@ -388,25 +552,34 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
       return bad(r, op);
     d.shuffle_map = shuffle_map != 0;
     d.barrier = barrier != 0;
+    /* Version 2: profile=P and the requests. */
+    int first = 8;
+    tl_resource_request *req;
+    if (!parse_requests(a, na, &first, &d, &req)) {
+      free(req);
+      return bad(r, op);
+    }
     /* Preferences: "task=I prefs=N" then N pairs of strings (host, executor or -). */
     tl_task_desc *tasks = NULL;
     tl_location *locs = NULL;
-    if (na > 8) {
-      size_t nlocs = (size_t)(na - 8) / 2;
+    if (na > first) {
+      size_t nlocs = (size_t)(na - first) / 2;
       tasks = d.ntasks > 0 ? calloc(d.ntasks, sizeof *tasks) : NULL;
       locs = calloc(nlocs > 0 ? nlocs : 1, sizeof *locs);
       if (tasks == NULL || locs == NULL) {
         free(tasks);
         free(locs);
+        free(req);
         return stop(r, TLR_NO_MEMORY, "out of memory");
       }
       size_t used = 0;
-      for (int k = 8; k < na;) {
+      for (int k = first; k < na;) {
         uint32_t index, n;
         if (k + 2 > na || !key_u32(&a[k], "task", &index) || !key_u32(&a[k + 1], "prefs", &n) ||
             index >= d.ntasks || n == 0 || (size_t)(na - k - 2) / 2 < n) {
           free(tasks);
           free(locs);
+          free(req);
           return bad(r, op);
         }
         k += 2;
@@ -416,6 +589,7 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
           if (!str_arg(&a[k], &locs[used].host) || !str_arg(&a[k + 1], &locs[used].executor_id)) {
             free(tasks);
             free(locs);
+            free(req);
             return bad(r, op);
           }
       }
@@ -427,6 +601,7 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
       if (subs == NULL) {
         free(tasks);
         free(locs);
+        free(req);
         return stop(r, TLR_NO_MEMORY, "out of memory");
       }
       r->subs = subs;
@@ -436,6 +611,7 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
     if (pl == NULL) {
       free(tasks);
       free(locs);
+      free(req);
       return stop(r, TLR_NO_MEMORY, "out of memory");
     }
     pl->sub = r->nsubs;
@@ -444,6 +620,7 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
     *err = tl_submit(s, &d, &id);
     free(tasks);
     free(locs);
+    free(req);
     if (*err != TL_OK) {
       free(pl);
     } else {
@@ -490,38 +667,15 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
       return bad(r, op);
     *err = tl_partition_completed(s, stage, index);
   } else if (strcmp(op, "offers") == 0) {
-    uint64_t cap, n;
-    if (na < 2 || !key_u64(&a[0], "cap", &cap) || !key_u64(&a[1], "n", &n) ||
-        (uint64_t)na != 2 + 2 * n)
+    uint64_t cap;
+    if (na < 1 || !key_u64(&a[0], "cap", &cap))
       return bad(r, op);
-    uint64_t want_launched = 0, want_tid = 0;
-    bool have = nextra == 2 && key_u64(&extra[0], "launched", &want_launched) &&
-                key_u64(&extra[1], "tid", &want_tid);
-    /* Room for one launch more than the journal says, so that launching more is seen. */
-    size_t room = cap < want_launched + 1 ? (size_t)cap : (size_t)want_launched + 1;
-    tl_offer *offers = calloc(n ? n : 1, sizeof *offers);
-    tl_launch *out = calloc(room ? room : 1, sizeof *out);
-    if (offers == NULL || out == NULL) {
-      free(offers);
-      free(out);
-      return stop(r, TLR_NO_MEMORY, "out of memory");
-    }
-    for (uint64_t i = 0; i < n; i++) {
-      uint64_t cores;
-      if (!str_arg(&a[2 + 2 * i], &offers[i].executor_id) ||
-          !parse_u64(a[3 + 2 * i].text, &cores) || cores > UINT32_MAX) {
-        free(offers);
-        free(out);
-        return bad(r, op);
-      }
-      offers[i].cores = (uint32_t)cores;
-    }
-    size_t nout = 0;
-    *err = tl_resource_offers(s, offers, (size_t)n, out, room, &nout);
-    if (*err == TL_OK)
-      *matches = have && nout == want_launched && (nout == 0 || out[0].tid == want_tid);
-    free(offers);
-    free(out);
+    return offer_round(r, op, a, na, 1, false, cap, 0, extra, nextra, err, matches);
+  } else if (strcmp(op, "offers_grants") == 0) {
+    uint64_t cap, gcap;
+    if (na < 2 || !key_u64(&a[0], "cap", &cap) || !key_u64(&a[1], "gcap", &gcap))
+      return bad(r, op);
+    return offer_round(r, op, a, na, 2, true, cap, gcap, extra, nextra, err, matches);
   } else if (strcmp(op, "update") == 0) {
     const char *id, *msg;
     uint64_t tid, has_result, size;
@@ -600,9 +754,10 @@ static int replay_line(replayer *r, char *line, bool *seen_header, bool *done) {
   if (len == 0)
     return TLR_OK;
   if (!*seen_header) {
-    if (strcmp(line, "# taskledger journal v1") != 0)
-      return stop(r, TLR_BAD_INPUT, "not a taskledger journal of version 1 (first line: %.60s)",
-                  line);
+    if (strcmp(line, "# taskledger journal v1") != 0 &&
+        strcmp(line, "# taskledger journal v2") != 0)
+      return stop(r, TLR_BAD_INPUT,
+                  "not a taskledger journal of version 1 or 2 (first line: %.60s)", line);
     *seen_header = true;
     return TLR_OK;
   }
