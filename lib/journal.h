@@ -59,10 +59,9 @@ void tl__jfmt_offers_grants(tl__text *w, const tl_offer *offers, size_t noffers,
 #define TL__JOURNAL_OFFERS_EXTRA 96
 void tl__journal_offers_extra(char *buf, size_t cap, const tl_launch *out, size_t nout,
                               tl_tid first, bool grants_always);
-void tl__jfmt_reconcile(tl__text *w, const char *id, const tl_tid *running, size_t n,
-                        size_t ucap);
-void tl__jfmt_reconcile_items(tl__text *w, const char *id, const tl_reconcile_item *items,
-                              size_t n, size_t ucap);
+void tl__jfmt_reconcile(tl__text *w, const char *id, const tl_tid *running, size_t n, size_t ucap);
+void tl__jfmt_reconcile_items(tl__text *w, const char *id, const tl_reconcile_item *items, size_t n,
+                              size_t ucap);
 /* A restored scheduler's `restore` line, after tl__journal_start's (directly: not shared yet). */
 void tl__journal_restored(struct tl_scheduler *s);
 void tl__jfmt_update(tl__text *w, const char *id, tl_tid tid, const tl_update *u);

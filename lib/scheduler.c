@@ -238,6 +238,7 @@ int tl__scheduler_create(const tl_config *cfg, const tl_callbacks *cb, tl_schedu
   tl__list_init(&s->locality_tasksets);
   tl__list_init(&s->rkinds);
   tl__list_init(&s->res_tasksets);
+  tl__list_init(&s->res_timers);
   /* A level's wait; TL_NO_PREF and TL_ANY never wait (Spark's getLocalityWait). */
   const uint64_t *own[3] = {&cfg->locality_wait_process_ns, &cfg->locality_wait_node_ns,
                             &cfg->locality_wait_rack_ns};
