@@ -2101,6 +2101,55 @@ START_TEST(an_image_with_a_corrupt_grant_is_refused) {
 }
 END_TEST
 
+/* Out of memory at every allocation of a snapshot and a restore of a ledger with resources (the
+declarations, the requests, the grant blocks, the addresses' scratch) changes nothing: a failed
+restore leaves nothing behind, a good one holds the grants. */
+START_TEST(out_of_memory_in_a_restore_with_resources_changes_nothing) {
+  tlt_alloc_install();
+  tl_config cfg = snapshot_config();
+  tlt_env *e = tlt_new(&cfg);
+  add_gpus(e, "g1", "h1", 4, 0, two_gpus, 2);
+  add_gpus(e, "g2", "h2", 4, 1, one_gpu, 1);
+  submit_gpus(e, 1, 0, 2, 0, 1, 0);
+  submit_gpus(e, 2, 1, 3, 1, 1, 2);
+  tl_launch l[4];
+  tl_grant g[8];
+  ck_assert_uint_eq(offer_gpus(e, "g1", 4, l, 4, g, 8), 2);
+  ck_assert_uint_eq(offer_gpus(e, "g2", 4, l + 2, 2, g + 2, 4), 2);
+  tlt_lose(e, "g2", TL_LOSS_PENDING, false);
+  held h = held_by(e, l[3].tid);
+  image im = take(e);
+  tl_callbacks cb = restore_callbacks(e);
+  for (oom_mode mode = OOM_TRANSIENT; mode <= OOM_PERSISTENT; mode++) {
+    for (uint64_t k = 1;; k++) {
+      tl_scheduler *s = NULL;
+      im.at = 0;
+      the_resolver.tasksets = 0;
+      oom_arm(mode, k);
+      int rc = tl_scheduler_restore(&e->cfg, &cb, image_read, &im, &s);
+      oom_disarm();
+      if (rc == TL_OK) {
+        ck_assert_int_eq(tl_check(s, NULL, 0), TL_OK);
+        tl_grant got[2];
+        size_t n;
+        ck_assert_int_eq(tl_attempt_grants(s, h.tid, got, 2, &n), TL_OK);
+        ck_assert_uint_eq(n, 1);
+        assert_grant(&got[0], h.g[0].resource, h.g[0].address, h.g[0].share);
+        free_aside(e, s);
+        ck_assert_uint_gt(k, 1);
+        break;
+      }
+      ck_assert_int_eq(rc, TL_ENOMEM);
+      ck_assert_ptr_null(s);
+      ck_assert_uint_eq(the_resolver.tasksets, 0);
+    }
+  }
+  free(im.p);
+  tlt_end(e);
+  tlt_alloc_restore();
+}
+END_TEST
+
 Suite *tl_snapshot_suite(void) {
   Suite *s = suite_create("snapshot");
   TCase *tc = tcase_create("core");
@@ -2124,6 +2173,7 @@ Suite *tl_snapshot_suite(void) {
   tcase_add_test(tc, a_restore_brings_back_every_grant_and_every_end_gives_it_back);
   tcase_add_test(tc, an_attempt_asking_for_resources_is_never_adopted);
   tcase_add_test(tc, an_image_with_a_corrupt_grant_is_refused);
+  tcase_add_test(tc, out_of_memory_in_a_restore_with_resources_changes_nothing);
   tcase_add_test(tc, saved_times_are_rebased_to_the_restore);
   tcase_add_test(tc, a_shorter_timeout_brings_restored_deadlines_closer);
   tcase_add_test(tc, bad_images_are_refused_with_their_own_error);
