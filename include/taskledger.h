@@ -1176,8 +1176,11 @@ TL_EXTERN int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, s
  * order: for each a "# HELP taskledger_NAME sentence" line, a "# TYPE taskledger_NAME gauge" (or
  * "counter") line and the sample line "taskledger_NAME VALUE". A size_t field is a gauge named
  * after it (taskledger_attempts_running); a uint64_t total is a counter named after it with the
- * suffix _total (taskledger_launched_total). The values are one consistent snapshot, taken under
- * the lock as tl_stats_get takes it. The text is ASCII and ends with a newline.
+ * suffix _total (taskledger_launched_total). Then, when executors declare resources, three
+ * labelled gauges per resource name (docs/api.md "Resources"): taskledger_resource_addresses,
+ * taskledger_resource_free and taskledger_resource_used (in addresses, a decimal), each sample
+ * as taskledger_resource_used{resource="gpu"} 1.250000. The values are one consistent snapshot,
+ * taken under the lock. The text is ASCII and ends with a newline.
  *
  * Buffer: at most len bytes are written to buf, the NUL included, and when len > 0 the text is
  * always NUL-terminated. *needed (needed may be NULL) gets the length of the whole text without
