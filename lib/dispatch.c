@@ -28,6 +28,7 @@
  */
 #include "internal.h"
 #include "journal.h"
+#include "resource.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -51,6 +52,8 @@ static void task_info_of(const tl__event *ev, tl_task_info *info) {
   info->speculative = ev->u.task.speculative;
   info->payload = ev->u.task.payload;
   info->executor_ud = ev->u.task.executor_ud;
+  info->grants = ev->grants != NULL ? ev->grants->g : NULL;
+  info->ngrants = ev->grants != NULL ? ev->grants->n : 0;
 }
 
 /* The reason of taskset_failed is composed here, outside the lock, from what the event kept:
@@ -170,6 +173,8 @@ static void events_settle(struct tl_scheduler *s) {
   for (size_t i = 0; i < used; i++) {
     tl__str_unref(s, s->batch.ev[i].names);
     tl__str_unref(s, s->batch.ev[i].msg);
+    if (s->batch.ev[i].grants != NULL)
+      tl__grants_unref(s, s->batch.ev[i].grants);
   }
   s->batch.n = 0;
   if (s->batch.cap > TL__EVENTS_INITIAL || s->events.cap > TL__EVENTS_INITIAL)

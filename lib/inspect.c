@@ -13,6 +13,9 @@
 #include "checker.h"
 #include "journal.h"
 #include "locality.h"
+#include "resource.h"
+
+#include <stdio.h>
 
 /* ---------------------------------------------------------------------------------------------
  * tl_check: each module checks its own records (its tl__*_check) and accounts their memory;
@@ -79,6 +82,8 @@ int tl_check(tl_scheduler *s, char *why, size_t len) {
   if (err == TL_OK)
     err = tl__queue_check(&c);
   if (err == TL_OK)
+    err = tl__res_check(&c);
+  if (err == TL_OK)
     err = check_strings(&c);
   if (err == TL_OK)
     err = check_memory(&c);
@@ -90,14 +95,8 @@ int tl_check(tl_scheduler *s, char *why, size_t len) {
  * Stats and snapshots
  * ------------------------------------------------------------------------------------------- */
 
-void tl_stats_get(tl_scheduler *s, tl_stats *out) {
-  if (out == NULL)
-    return;
-  if (s == NULL) {
-    memset(out, 0, sizeof *out);
-    return;
-  }
-  tl__lock(s);
+/* tl_stats_get's snapshot, the lock held. */
+static void stats_locked(tl_scheduler *s, tl_stats *out) {
   *out = s->totals;
   out->executors_alive = s->nalive;
   out->executors_decommissioning = s->ndecommissioning;
@@ -119,6 +118,17 @@ void tl_stats_get(tl_scheduler *s, tl_stats *out) {
   out->mem_live_bytes = s->mem_bytes;
   out->mem_live_blocks = s->mem_blocks;
   tl__exclude_stats(s, out);
+}
+
+void tl_stats_get(tl_scheduler *s, tl_stats *out) {
+  if (out == NULL)
+    return;
+  if (s == NULL) {
+    memset(out, 0, sizeof *out);
+    return;
+  }
+  tl__lock(s);
+  stats_locked(s, out);
   tl__mutex_unlock(&s->lock);
 }
 
@@ -137,6 +147,8 @@ int tl_executor_get(tl_scheduler *s, const char *executor_id, tl_executor_status
     const char *host = tl__names_host(ex->names);
     memcpy(out->host, host, strlen(host) + 1);
     out->ud = ex->ud;
+    out->profile = ex->profile;
+    out->nresources = ex->res != NULL ? ex->res->n : 0;
   }
   tl__mutex_unlock(&s->lock);
   return err;
@@ -186,6 +198,8 @@ int tl_executor_list(tl_scheduler *s, tl_executor_info *out, size_t cap, size_t 
       o->running = ex->nrunning;
       o->frozen = ex->nfrozen;
       o->ud = ex->ud;
+      o->profile = ex->profile;
+      o->nresources = ex->res != NULL ? ex->res->n : 0;
     }
     k++;
   }
@@ -225,6 +239,8 @@ static void taskset_status_of(const tl__taskset *ts, tl_taskset_status *out) {
   out->cpus_per_task = ts->cpus;
   out->locality_levels = ts->loc != NULL ? ts->loc->levels : (1u << TL_NO_PREF) | (1u << TL_ANY);
   out->locality = ts->loc != NULL ? (tl_locality)ts->loc->level : TL_NO_PREF;
+  out->profile = ts->profile;
+  out->nresources = ts->req != NULL ? ts->req->n : 0;
 }
 
 int tl_taskset_get(tl_scheduler *s, tl_taskset_id id, tl_taskset_status *out) {
@@ -260,6 +276,58 @@ int tl_taskset_list(tl_scheduler *s, tl_taskset_status *out, size_t cap, size_t 
  * ------------------------------------------------------------------------------------------- */
 
 static void explain_line(void *ud, const char *line) { tl__text_str(ud, line); }
+
+/* The task set's resources: its profile and requests, and, while it has work to launch and no
+ * live executor of its profile could ever run one of its tasks, what the largest falls short
+ * of. */
+static void explain_resources(struct tl_scheduler *s, const tl__taskset *ts, tl__text *t) {
+  const tl__treqs *q = ts->req;
+  if (q == NULL && ts->profile == 0)
+    return;
+  tl__text_printf(t, "resources: profile %u; each task needs %u cores", ts->profile, ts->cpus);
+  for (uint32_t i = 0; q != NULL && i < q->n; i++) {
+    if (q->r[i].share == 1)
+      tl__text_printf(t, ", %s x%u", q->r[i].kind->name, q->r[i].amount);
+    else
+      tl__text_printf(t, ", %s 1/%u", q->r[i].kind->name, q->r[i].share);
+  }
+  tl__text_str(t, "\n");
+  if (ts->zombie || ts->npending + ts->nspeculatable == 0)
+    return;
+  size_t of_profile = 0;
+  uint32_t cores = 0;
+  for (const tl__executor *ex = s->executors_by_id; ex != NULL; ex = ex->hh_by_id.next) {
+    if (ex->state != TL_EXECUTOR_ALIVE || ex->profile != ts->profile)
+      continue;
+    if (tl__res_could_fit(ex, ts))
+      return; /* some executor can: the task waits for its cores or addresses to be free */
+    of_profile++;
+    if (ex->cores > cores)
+      cores = ex->cores;
+  }
+  if (of_profile == 0) {
+    tl__text_printf(t, "unsatisfiable now: no live executor of profile %u\n", ts->profile);
+    return;
+  }
+  if (cores < ts->cpus)
+    tl__text_printf(
+        t, "unsatisfiable now: needs %u cores; the largest executor of profile %u has %u\n",
+        ts->cpus, ts->profile, cores);
+  for (uint32_t i = 0; q != NULL && i < q->n; i++) {
+    uint32_t most = 0;
+    for (const tl__executor *ex = s->executors_by_id; ex != NULL; ex = ex->hh_by_id.next) {
+      if (ex->state != TL_EXECUTOR_ALIVE || ex->profile != ts->profile || ex->res == NULL)
+        continue;
+      for (uint32_t k = 0; k < ex->res->n; k++)
+        if (ex->res->r[k].kind == q->r[i].kind && ex->res->r[k].naddr > most)
+          most = ex->res->r[k].naddr;
+    }
+    if (most < q->r[i].amount)
+      tl__text_printf(
+          t, "unsatisfiable now: needs %s x%u; the largest executor of profile %u has %u\n",
+          q->r[i].kind->name, q->r[i].amount, ts->profile, most);
+  }
+}
 
 int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len) {
   if (s == NULL || buf == NULL || len == 0)
@@ -317,10 +385,132 @@ int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len)
     }
     tl__text_str(&t, ")\n");
   }
+  explain_resources(s, ts, &t);
   tl__exclude_explain(s, ts, explain_line, &t);
   tl__mutex_unlock(&s->lock);
   tl__text_end(&t);
   return TL_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Resources (docs/api.md "Resources")
+ * ------------------------------------------------------------------------------------------- */
+
+static void resource_info(tl_resource_info *o, const char *name, uint32_t addresses, uint32_t nfree,
+                          uint64_t used) {
+  memset(o->name, 0, sizeof o->name);
+  memcpy(o->name, name, strlen(name) + 1); /* names are shorter than TL_RESOURCE_NAME_MAX */
+  o->addresses = addresses;
+  o->free = nfree;
+  o->used = used;
+}
+
+/* The executor an inspection names: TL_OK with *out, TL_ENOENT or TL_EGONE (the lock held). */
+static int inspected_executor(tl_scheduler *s, const char *executor_id, tl__executor **out) {
+  tl__executor *ex = tl__executor_find(s, executor_id);
+  *out = ex;
+  return ex == NULL ? TL_ENOENT : ex->state == TL_EXECUTOR_REMOVED ? TL_EGONE : TL_OK;
+}
+
+int tl_executor_resources(tl_scheduler *s, const char *executor_id, tl_resource_info *out,
+                          size_t cap, size_t *n) {
+  if (n != NULL)
+    *n = 0;
+  if (s == NULL || tl__name_len(executor_id, TL_ID_MAX) == 0 || n == NULL ||
+      (out == NULL && cap > 0))
+    return TL_EINVAL;
+  tl__lock(s);
+  tl__executor *ex;
+  int err = inspected_executor(s, executor_id, &ex);
+  size_t k = 0;
+  if (err == TL_OK && ex->res != NULL) {
+    for (; k < ex->res->n; k++) {
+      const tl__eres *x = &ex->res->r[k];
+      if (k < cap)
+        resource_info(&out[k], x->kind->name, x->naddr, x->nfree, x->used);
+    }
+  }
+  tl__mutex_unlock(&s->lock);
+  *n = k;
+  return err;
+}
+
+int tl_executor_addresses(tl_scheduler *s, const char *executor_id, uint32_t resource,
+                          tl_address_info *out, size_t cap, size_t *n) {
+  if (n != NULL)
+    *n = 0;
+  if (s == NULL || tl__name_len(executor_id, TL_ID_MAX) == 0 || n == NULL ||
+      (out == NULL && cap > 0))
+    return TL_EINVAL;
+  tl__lock(s);
+  tl__executor *ex;
+  int err = inspected_executor(s, executor_id, &ex);
+  if (err == TL_OK && (ex->res == NULL || resource >= ex->res->n))
+    err = TL_ENOENT;
+  size_t k = 0;
+  if (err == TL_OK) {
+    const tl__eres *x = &ex->res->r[resource];
+    for (; k < x->naddr; k++) {
+      if (k < cap) {
+        memset(out[k].address, 0, sizeof out[k].address);
+        memcpy(out[k].address, x->addr[k], strlen(x->addr[k]) + 1);
+        out[k].used = x->addr_used[k];
+      }
+    }
+  }
+  tl__mutex_unlock(&s->lock);
+  *n = k;
+  return err;
+}
+
+/* The names some executor declares, with their totals (the lock held): the first cap in out. */
+static size_t totals_locked(tl_scheduler *s, tl_resource_info *out, size_t cap) {
+  size_t k = 0;
+  for (const tl__link *l = s->rkinds.next; l != &s->rkinds; l = l->next) {
+    const tl__rkind *kind = tl__container_of(l, tl__rkind, on_scheduler);
+    if (kind->addresses == 0) /* named only by task sets */
+      continue;
+    if (k < cap)
+      resource_info(&out[k], kind->name, kind->addresses, kind->free, kind->used);
+    k++;
+  }
+  return k;
+}
+
+int tl_resource_totals(tl_scheduler *s, tl_resource_info *out, size_t cap, size_t *n) {
+  if (n != NULL)
+    *n = 0;
+  if (s == NULL || n == NULL || (out == NULL && cap > 0))
+    return TL_EINVAL;
+  tl__lock(s);
+  *n = totals_locked(s, out, cap);
+  tl__mutex_unlock(&s->lock);
+  return TL_OK;
+}
+
+int tl_attempt_grants(tl_scheduler *s, tl_tid tid, tl_grant *out, size_t cap, size_t *n) {
+  if (n != NULL)
+    *n = 0;
+  if (s == NULL || n == NULL || (out == NULL && cap > 0))
+    return TL_EINVAL;
+  tl__lock(s);
+  const tl__attempt *a = tid != 0 ? tl__attempt_find(s, tid) : NULL;
+  /* A frozen attempt is on its executor's frozen list only. */
+  for (const tl__executor *ex = s->executors_by_id;
+       a == NULL && tid != 0 && s->nfrozen > 0 && ex != NULL; ex = ex->hh_by_id.next)
+    for (const tl__link *l = ex->frozen.next; a == NULL && l != &ex->frozen; l = l->next)
+      if (tl__container_of(l, tl__attempt, on_executor)->tid == tid)
+        a = tl__container_of(l, tl__attempt, on_executor);
+  int err = a != NULL ? TL_OK : TL_ESTALE;
+  size_t k = 0;
+  if (a != NULL && a->grants != NULL) {
+    for (; k < a->grants->n; k++)
+      if (k < cap)
+        out[k] = a->grants->g[k];
+  }
+  tl__mutex_unlock(&s->lock);
+  *n = k;
+  return err;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -401,14 +591,45 @@ static const metric metrics[] = {
 _Static_assert(offsetof(tl_stats, reconcile_adopted) + sizeof(uint64_t) == sizeof(tl_stats),
                "a field was added to tl_stats: add it to the metrics table of tl_metrics_text");
 
+/* Per resource name some executor declares: its addresses, free ones and use (in addresses, a
+ * decimal), as labelled gauges (the lock held). */
+static void resource_metrics(tl_scheduler *s, tl__text *k) {
+  static const struct {
+    const char *name, *help;
+  } gauges[3] = {
+      {"resource_addresses", "Addresses of a resource the executors declare."},
+      {"resource_free", "Addresses of a resource no task attempt holds any share of."},
+      {"resource_used", "Addresses of a resource task attempts hold, shares summed."},
+  };
+  if (totals_locked(s, NULL, 0) == 0)
+    return;
+  for (int g = 0; g < 3; g++) {
+    tl__text_printf(k, "# HELP taskledger_%s %s\n# TYPE taskledger_%s gauge\n", gauges[g].name,
+                    gauges[g].help, gauges[g].name);
+    for (const tl__link *l = s->rkinds.next; l != &s->rkinds; l = l->next) {
+      const tl__rkind *kind = tl__container_of(l, tl__rkind, on_scheduler);
+      if (kind->addresses == 0)
+        continue;
+      tl__text_printf(k, "taskledger_%s{resource=\"%s\"} ", gauges[g].name, kind->name);
+      if (g == 0)
+        tl__text_printf(k, "%u\n", kind->addresses);
+      else if (g == 1)
+        tl__text_printf(k, "%u\n", kind->free);
+      else /* exact to the unit: whole addresses, then the share left as a fraction */
+        tl__text_printf(k, "%.6f\n", (double)kind->used / (double)TL_SHARE_UNIT);
+    }
+  }
+}
+
 int tl_metrics_text(tl_scheduler *s, char *buf, size_t len, size_t *needed) {
   if (needed != NULL)
     *needed = 0;
   if (s == NULL || (buf == NULL && len > 0))
     return TL_EINVAL;
   tl_stats st;
-  tl_stats_get(s, &st); /* one snapshot, under the lock */
   tl__text k = {buf, len, 0};
+  tl__lock(s); /* one snapshot: the stats, and the resources' lines written under the lock */
+  stats_locked(s, &st);
   for (size_t i = 0; i < TL__ARRAY_SIZE(metrics); i++) {
     const metric *m = &metrics[i];
     const char *field = (const char *)&st + m->offset;
@@ -432,6 +653,8 @@ int tl_metrics_text(tl_scheduler *s, char *buf, size_t len, size_t *needed) {
     tl__text_printf(&k, "%llu", (unsigned long long)value);
     tl__text_str(&k, "\n");
   }
+  resource_metrics(s, &k);
+  tl__mutex_unlock(&s->lock);
   tl__text_end(&k); /* cut: marked as tl_explain_taskset marks it */
   if (needed != NULL)
     *needed = k.len;

@@ -458,10 +458,11 @@ enum {
 };
 
 typedef struct tl__event {
-  uint8_t kind;           /* tl__event_kind */
-  tl__str *names;         /* executor "id\0host\0", one ref, for task and executor events */
-  tl__str *msg;           /* message, one ref, or NULL */
-  const char *static_msg; /* a static message used when msg is NULL, or NULL */
+  uint8_t kind;              /* tl__event_kind */
+  tl__str *names;            /* executor "id\0host\0", one ref, for task and executor events */
+  tl__str *msg;              /* message, one ref, or NULL */
+  const char *static_msg;    /* a static message used when msg is NULL, or NULL */
+  struct tl__grants *grants; /* task events: the attempt's grants, one reference, or NULL */
   union {
     struct {
       tl_tid tid;
@@ -478,7 +479,6 @@ typedef struct tl__event {
       void *result;      /* task_ended success: owned by the event until delivered */
       size_t result_size;
       void (*result_free)(void *);
-      struct tl__grants *grants; /* the attempt's grants, one reference, or NULL */
     } task;
     struct {
       tl_taskset_info info;
@@ -621,10 +621,12 @@ struct tl_scheduler {
    * RECOVERING since the restore), restored task sets launch nothing. */
   tl_tid restored_tid_lo, restored_tid_hi;
   bool restore_hold;
-  tl__exclude_state x;           /* exclude_on_failure's records (exclude.c) */
-  tl__link rkinds;               /* resource names in use (resource.c), first seen first */
-  size_t nrkinds;                /* their number */
-  size_t nres_tasksets;          /* task sets with resource requests (resource.c) */
+  tl__exclude_state x;             /* exclude_on_failure's records (exclude.c) */
+  tl__link rkinds;                 /* resource names in use (resource.c), first seen first */
+  size_t nrkinds;                  /* their number */
+  tl__link res_tasksets;           /* task sets with resource requests, by their requests'
+                                      block (resource.c) */
+  size_t nres_tasksets;            /* their number */
   struct tl__grants *spare_grants; /* grant blocks kept for the next launches (resource.c) */
   size_t nspare_grants;            /* their number */
 
@@ -693,6 +695,16 @@ static inline void tl__event_task_names(tl__event *ev, const tl__executor *ex) {
   ev->u.task.executor_ud = ex->ud;
 }
 
+/* One more reference to a grant block (resource.c). */
+void tl__grants_ref(struct tl__grants *g);
+/* A task event names its attempt's grants (resource.h): one more reference to them. */
+static inline void tl__event_grants(tl__event *ev, const tl__attempt *a) {
+  if (a->grants != NULL) {
+    ev->grants = a->grants;
+    tl__grants_ref(a->grants);
+  }
+}
+
 /* The task_started event of attempt a, launched (offers.c) or adopted (membership.c). The caller
  * has reserved it, and makes it only when someone listens (cb.task_started). */
 static inline void tl__event_task_started(struct tl_scheduler *s, const tl__attempt *a) {
@@ -708,6 +720,7 @@ static inline void tl__event_task_started(struct tl_scheduler *s, const tl__atte
   ev->u.task.locality = a->locality;
   ev->u.task.speculative = a->speculative;
   ev->u.task.payload = ts->payload;
+  tl__event_grants(ev, a);
 }
 
 static inline void tl__event_push_revive(struct tl_scheduler *s) {
@@ -1138,8 +1151,10 @@ uint64_t tl__executors_tick(struct tl_scheduler *s, uint64_t now);
 uint64_t tl__executors_next_deadline(struct tl_scheduler *s, uint64_t now);
 
 /* lens: the length of each offer's executor id, or NULL (then measured again). */
+/* grants: the caller's array for the launches' grants (tl_resource_offers_grants), or NULL. */
 int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t noffers,
-                        const size_t *lens, tl_launch *out, size_t cap, size_t *nout);
+                        const size_t *lens, tl_launch *out, size_t cap, size_t *nout,
+                        tl_grant *grants, size_t gcap, size_t *ngrants);
 #define TL__ID_LENS 16 /* offers whose id lengths tl_resource_offers passes on */
 int tl__status_update(struct tl_scheduler *s, const char *executor_id, size_t id_len, tl_tid tid,
                       const tl_update *u);

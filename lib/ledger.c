@@ -13,6 +13,7 @@
  * Everything here runs under the scheduler's lock.
  */
 #include "checker.h"
+#include "resource.h"
 
 #include <stdlib.h>
 
@@ -129,6 +130,7 @@ void tl__attempts_idle(struct tl_scheduler *s) {
   if (s->attempts_by_tid.cap != 0)
     drop_array(s);
   tl__attempts_trim(s);
+  tl__grants_trim(s);
 }
 
 static void index_attempt(struct tl_scheduler *s, tl__attempt *a) {
@@ -216,10 +218,14 @@ void tl__attempt_thaw(struct tl_scheduler *s, tl__attempt *a) {
 
 tl__attempt *tl__attempt_alloc(struct tl_scheduler *s) {
   tl__attempt *a = s->spare_attempts;
-  if (a == NULL)
-    return tl__malloc(s, sizeof *a);
-  s->spare_attempts = a->sibling;
-  s->nspare_attempts--;
+  if (a == NULL) {
+    if ((a = tl__malloc(s, sizeof *a)) == NULL)
+      return NULL;
+  } else {
+    s->spare_attempts = a->sibling;
+    s->nspare_attempts--;
+  }
+  a->grants = NULL;
   return a;
 }
 
@@ -248,6 +254,10 @@ static size_t spares_max(const struct tl_scheduler *s) {
 }
 
 void tl__attempt_free(struct tl_scheduler *s, tl__attempt *a) {
+  if (a->grants != NULL) { /* given up with its task set (tl__res_release gives them back) */
+    tl__grants_unref(s, a->grants);
+    a->grants = NULL;
+  }
   if (!tl__idle(s) && s->nspare_attempts < spares_max(s)) {
     a->sibling = s->spare_attempts;
     s->spare_attempts = a;

@@ -15,6 +15,7 @@
  * Everything here runs under the scheduler's lock.
  */
 #include "internal.h"
+#include "resource.h"
 
 #include <stdlib.h>
 
@@ -165,13 +166,18 @@ int tl__executor_add(struct tl_scheduler *s, const tl_executor_desc *d) {
   int err = host_prepare(s, d->host, host_len, d->rack, rack_len, &j);
   if (err != TL_OK)
     return err;
-  if (tl__events_reserve(s, 1) != TL_OK ||
+  tl__eresources *res = NULL;
+  if (tl__res_executor_new(s, d->resources, d->nresources, &res) != TL_OK ||
+      tl__events_reserve(s, 1) != TL_OK ||
       (ex = executor_new(s, d->id, id_len, d->host, host_len, d->cores)) == NULL) {
+    tl__res_executor_free(s, res);
     host_unprepare(s, &j);
     return TL_ENOMEM;
   }
   host_link(s, ex, &j);
   ex->ud = d->ud;
+  ex->profile = d->profile;
+  ex->res = res;
   ex->state = TL_EXECUTOR_ALIVE;
   s->nalive++;
   ex->place = tl__place_find(s, TL__PLACE_EXECUTOR, d->id, id_len);
@@ -551,8 +557,8 @@ static bool items_agree(const tl_reconcile_item *x, const tl_reconcile_item *y) 
 
 /* Whether the frozen attempt a is what the item says (tids only: always). */
 static bool item_is(const tl_reconcile_item *it, const tl__attempt *a) {
-  return it == NULL || (it->taskset == a->taskset->id && it->index == a->index &&
-                        it->attempt == a->attempt);
+  return it == NULL ||
+         (it->taskset == a->taskset->id && it->index == a->index && it->attempt == a->attempt);
 }
 
 /* Adoption's rule (docs/snapshot.md "Adoption"), but for the cores and, with full false, for
@@ -567,7 +573,9 @@ static tl__taskset *adoptable(struct tl_scheduler *s, const tl__executor *ex,
       (tid >= s->restored_tid_hi && tid < s->next_tid) || tl__attempt_find(s, tid) != NULL)
     return NULL;
   tl__taskset *ts = tl__taskset_find(s, it->taskset);
-  if (ts == NULL || !ts->restored || ts->zombie || ts->barrier || it->index >= ts->ntasks)
+  /* Nor a task set that asks for resources: which addresses the attempt holds is not known. */
+  if (ts == NULL || !ts->restored || ts->zombie || ts->barrier || ts->req != NULL ||
+      it->index >= ts->ntasks)
     return NULL;
   const tl__index *ix = &ts->idx[it->index];
   if ((ix->flags & TL__IDX_SUCCESSFUL) || it->attempt < ix->attempts || it->attempt == UINT32_MAX)
@@ -762,6 +770,7 @@ int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid 
     a->speculative = it->speculative;
     a->killed_by_other = 0;
     a->end_held = it->ended; /* its end comes next, as an update: no cores */
+    a->grants = NULL;        /* never a task set with requests (adoptable) */
     tl__list_init(&a->on_executor);
     tl__list_init(&a->on_taskset);
     tl__taskset_adopt(s, ts, a, r[i].tried);

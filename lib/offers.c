@@ -30,6 +30,7 @@
  * While executors recover after a restore, the restored task sets take no turn (the hold).
  */
 #include "internal.h"
+#include "resource.h"
 
 #define STACK_SLOTS 16 /* offers and launches a round handles without a temporary allocation */
 
@@ -42,8 +43,13 @@ typedef struct offer_slot {
 /* Launches attempt a of index i on ex; speculative: a second copy of a slow index. With
  * speculation the task set remembers the host (tried, prepared with the round) and the copies. */
 static void launch(struct tl_scheduler *s, tl__taskset *ts, tl__executor *ex, tl__attempt *a,
-                   uint32_t i, bool speculative, tl_locality level, tl__tried *tried) {
+                   uint32_t i, bool speculative, tl_locality level, tl__tried *tried,
+                   tl__grants *grants) {
   tl__index *ix = &ts->idx[i];
+  if (grants != NULL) { /* the addresses, booked with the cores */
+    tl__res_grant(s, ex, ts->req, grants);
+    a->grants = grants;
+  }
   a->index = i;
   a->attempt = ix->attempts++;
   a->speculative = speculative;
@@ -96,35 +102,53 @@ static void describe_launch(const tl__attempt *a, const offer_slot *slots, const
   l->payload = ts->payload;
 }
 
-/* A barrier task set launches only when every one of its tasks fits in what is left of the
- * round: its slots (one per executor, so their cores are all really free) and its launch
- * budget. Round-robin placement then places all of them. */
-static bool barrier_fits(const tl__taskset *ts, const offer_slot *slots, size_t nslots,
-                         size_t budget) {
-  if (ts->npending != ts->ntasks || budget < ts->npending)
-    return false;
-  uint64_t fit = 0;
-  for (size_t i = 0; i < nslots && fit < ts->npending; i++)
-    fit += slots[i].cores / ts->cpus;
-  return fit >= ts->npending;
-}
-
 /* What a round has to work with, and what it has done so far. */
 typedef struct round_state {
   offer_slot *slots;
   size_t nslots;
   const tl_offer *offers; /* the caller's, for the launches' executor ids */
   tl_launch *out;         /* the caller's: out[k] describes pre[k] */
-  tl__attempt **pre;     /* the prepared records */
-  tl__tried **tried;     /* with speculation, a host record prepared per launch */
-  size_t tried_used;     /* of which consumed */
-  size_t used;           /* prepared records launched */
-  size_t most;           /* the launch budget */
-  uint64_t left;         /* cores the slots still have */
-  tl__taskset *launched; /* the task sets it launched in, through launched_next */
-  bool full;             /* the offers name every ALIVE executor, excluded ones included
-                            (Spark's isAllFreeResources) */
+  tl__attempt **pre;      /* the prepared records */
+  tl__tried **tried;      /* with speculation, a host record prepared per launch */
+  size_t tried_used;      /* of which consumed */
+  size_t used;            /* prepared records launched */
+  size_t most;            /* the launch budget */
+  uint64_t left;          /* cores the slots still have */
+  tl__taskset *launched;  /* the task sets it launched in, through launched_next */
+  bool full;              /* the offers name every ALIVE executor, excluded ones included
+                             (Spark's isAllFreeResources) */
+  tl__grants **gpre;      /* grant blocks prepared for launches that ask for resources */
+  size_t gprepared;       /* their number */
+  size_t gused;           /* of which consumed */
+  tl_grant *gout;         /* the caller's array for the launches' grants, or NULL */
+  size_t gcap;            /* its entries */
+  size_t gn;              /* of which written */
 } round_state;
+
+/* Whether launch l's grants still fit the caller's array (and one more block is prepared). */
+static bool grants_room(const round_state *r, uint32_t ngrants, size_t tasks) {
+  return r->gused + tasks <= r->gprepared &&
+         (r->gout == NULL || r->gcap - r->gn >= (size_t)ngrants * tasks);
+}
+
+/* A barrier task set launches only when every one of its tasks fits in what is left of the
+ * round: its slots (one per executor, so their cores are all really free) of its profile with
+ * the addresses its tasks ask for, its launch budget and, for its grants, the blocks prepared
+ * and the caller's array. Round-robin placement then places all of them: each launch on a slot
+ * takes exactly one task's worth of its cores and of each resource it asks for. */
+static bool barrier_fits(const tl__taskset *ts, const round_state *r) {
+  if (ts->npending != ts->ntasks || r->most - r->used < ts->npending)
+    return false;
+  if (ts->req != NULL && !grants_room(r, ts->req->ngrants, ts->npending))
+    return false;
+  uint64_t fit = 0;
+  for (size_t i = 0; i < r->nslots && fit < ts->npending; i++) {
+    const offer_slot *slot = &r->slots[i];
+    if (slot->ex->profile == ts->profile)
+      fit += tl__res_fit_count(slot->ex, ts->req, slot->cores / ts->cpus);
+  }
+  return fit >= ts->npending;
+}
 
 /* What one task set's turn has done so far (delay scheduling's bookkeeping). */
 typedef struct turn_state {
@@ -145,6 +169,14 @@ static size_t pass(struct tl_scheduler *s, round_state *r, tl__taskset *ts, tl_l
     offer_slot *slot = &r->slots[i];
     if (slot->cores < ts->cpus) /* a slot's cores are never more than its executor has free */
       continue;
+    /* Another profile's executor, or not the addresses a task needs: no task here, and no
+     * delay rejection (Spark's resourcesMeetTaskRequirements comes before the task set). */
+    if (slot->ex->profile != ts->profile || !tl__res_fits(slot->ex, ts->req))
+      continue;
+    if (ts->req != NULL && !grants_room(r, ts->req->ngrants, 1)) {
+      r->most = r->used; /* the caller's array is full: the round ends as at cap */
+      break;
+    }
     /* An executor or host excluded for the whole task set is no delay rejection (Spark's
      * resourceOffer returns no task and no reject). */
     if (s->cfg.exclude_on_failure && tl__exclude_offer_blocked(s, ts, slot->ex))
@@ -184,10 +216,19 @@ static size_t pass(struct tl_scheduler *s, round_state *r, tl__taskset *ts, tl_l
     if (ts->tried != NULL)
       tried = r->tried[r->tried_used++];
     tl__attempt *a = r->pre[r->used];
-    launch(s, ts, slot->ex, a, index, speculative, level, tried);
+    tl__grants *grants = ts->req != NULL ? r->gpre[r->gused++] : NULL;
+    launch(s, ts, slot->ex, a, index, speculative, level, tried, grants);
     /* Described and announced while the record is hot: a round of 1,600 launches does not
      * read 1,600 records again (the round cannot fail or be undone from here on). */
-    describe_launch(a, r->slots, r->offers, &r->out[r->used]);
+    tl_launch *l = &r->out[r->used];
+    describe_launch(a, r->slots, r->offers, l);
+    l->ngrants = grants != NULL ? grants->n : 0;
+    l->grants = NULL;
+    if (grants != NULL && r->gout != NULL) {
+      l->grants = r->gout + r->gn;
+      memcpy(r->gout + r->gn, grants->g, grants->n * sizeof *grants->g);
+      r->gn += grants->n;
+    }
     if (s->cb.task_started != NULL) /* an event nobody listens to is not made */
       tl__event_task_started(s, a);
     if ((int)level < t->best)
@@ -230,7 +271,7 @@ static void take_turn(struct tl_scheduler *s, round_state *r, tl__taskset *ts) {
    * after it), and reports it when it reconciles (docs/snapshot.md "Recovery"). */
   if (ts->restored && s->restore_hold)
     return;
-  if (ts->barrier && !barrier_fits(ts, r->slots, r->nslots, r->most - r->used))
+  if (ts->barrier && !barrier_fits(ts, r))
     return; /* all of its tasks in this round, or none */
   if (held(s, r, ts)) {
     /* Its passes would launch nothing, and its TL_ANY pass would turn down every slot that
@@ -276,9 +317,28 @@ static void drop_prepared(struct tl_scheduler *s, tl__attempt **pre, size_t from
   }
 }
 
+/* Gives back the grant blocks prepared from..to that no launch took: those below fresh came
+ * from the spares and go back there (undo: exactly as they were), the others were allocated by
+ * this round; or, after a round that went through, as any block whose last reference is
+ * dropped. */
+static void drop_grants(struct tl_scheduler *s, tl__grants **gpre, size_t from, size_t to,
+                        size_t fresh, bool undo) {
+  for (size_t k = from; k < to; k++) {
+    if (k >= fresh)
+      tl__free(s, gpre[k], sizeof *gpre[k]);
+    else if (undo)
+      tl__grants_unalloc(s, gpre[k]);
+    else
+      tl__grants_unref(s, gpre[k]);
+  }
+}
+
 int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t noffers,
-                        const size_t *lens, tl_launch *out, size_t cap, size_t *nout) {
+                        const size_t *lens, tl_launch *out, size_t cap, size_t *nout,
+                        tl_grant *grants, size_t gcap, size_t *ngrants) {
   offer_slot slots_on_stack[STACK_SLOTS], *slots = slots_on_stack;
+  tl__grants *gpre_on_stack[STACK_SLOTS], **gpre = gpre_on_stack;
+  size_t gmost = 0, gprepared = 0, gspared = 0; /* grant blocks: room, prepared, of spares */
   tl__attempt *pre_on_stack[STACK_SLOTS], **pre = pre_on_stack;
   tl__pool *order_on_stack[STACK_SLOTS], **order = order_on_stack;
   tl__tried *tried_on_stack[STACK_SLOTS], **tried = tried_on_stack;
@@ -353,6 +413,24 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
       if ((tried[ntried] = tl__malloc(s, sizeof **tried)) == NULL)
         goto undo;
   }
+  /* A grant block for each launch that may ask for resources (none without such task sets). */
+  if (s->nres_tasksets > 0) {
+    gmost = tl__res_launchable(s);
+    if (gmost > most)
+      gmost = most;
+    if (gmost > STACK_SLOTS) {
+      tl__grants **heap = tl__malloc(s, gmost * sizeof *gpre);
+      if (heap == NULL)
+        goto undo;
+      gpre = heap;
+    }
+    for (; gprepared < gmost; gprepared++) {
+      if (s->spare_grants != NULL)
+        gspared++; /* spares come first */
+      if ((gpre[gprepared] = tl__grants_alloc(s)) == NULL)
+        goto undo;
+    }
+  }
   /* Last, so that a round that fails never leaves attempts_by_tid grown. */
   /* A task_started per launch, and the aborts of the task sets exclusion finds unschedulable. */
   if (tl__events_reserve(s, most + TL__TASKSET_ABORT_EVENTS * tl__exclude_abort_candidates(s)) !=
@@ -360,8 +438,24 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
       tl__attempts_reserve(s, most) != TL_OK)
     goto undo;
 
-  round_state r = {slots, nslots, offers, out, pre, tried, 0, 0, most, offered, NULL,
-                   named == s->nalive};
+  round_state r = {slots,
+                   nslots,
+                   offers,
+                   out,
+                   pre,
+                   tried,
+                   0,
+                   0,
+                   most,
+                   offered,
+                   NULL,
+                   named == s->nalive,
+                   gpre,
+                   gprepared,
+                   0,
+                   grants,
+                   grants != NULL ? gcap : 0,
+                   0};
   size_t npools = tl__pools_in_order(s, order);
   for (size_t k = 0; k < npools && r.used < r.most && r.left > 0; k++) {
     for (tl__taskset *ts = order[k]->queue[0], *next; ts != NULL && r.used < r.most && r.left > 0;
@@ -376,6 +470,9 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   used = r.used;
 
   drop_prepared(s, pre, used, nprepared, spared, false); /* only spares stay spare */
+  drop_grants(s, gpre, r.gused, gprepared, gspared, false);
+  if (ngrants != NULL)
+    *ngrants = r.gn;
   tl__attempts_unreserve(s);
   for (size_t k = r.tried_used; k < ntried; k++)
     tl__free(s, tried[k], sizeof *tried[k]);
@@ -392,10 +489,13 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
 
 undo:
   drop_prepared(s, pre, 0, nprepared, spared, true);
+  drop_grants(s, gpre, 0, gprepared, gspared, true);
   tl__attempts_unreserve(s);
   for (size_t k = 0; k < ntried; k++)
     tl__free(s, tried[k], sizeof *tried[k]);
 done:
+  if (gpre != gpre_on_stack)
+    tl__free(s, gpre, gmost * sizeof *gpre);
   if (tried != tried_on_stack)
     tl__free(s, tried, most * sizeof *tried);
   if (order != order_on_stack)

@@ -8,6 +8,7 @@
  * Everything here runs under the scheduler's lock.
  */
 #include "checker.h"
+#include "resource.h"
 
 #include <stdlib.h>
 
@@ -43,6 +44,8 @@ void tl__events_clear(struct tl_scheduler *s, tl__event_array *a, size_t from) {
       ev->u.task.result_free(ev->u.task.result);
     tl__str_unref(s, ev->names);
     tl__str_unref(s, ev->msg);
+    if (ev->grants != NULL)
+      tl__grants_unref(s, ev->grants);
   }
   a->n = 0;
 }

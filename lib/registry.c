@@ -7,6 +7,7 @@
  * Everything here runs under the scheduler's lock.
  */
 #include "checker.h"
+#include "resource.h"
 
 /* The executor found last is tried first: a runtime's status update is usually followed by an
  * offer of the same executor (Spark's backend offers the executor that reported), and a
@@ -34,6 +35,7 @@ void tl__executor_free(struct tl_scheduler *s, tl__executor *ex) {
   tl__str_unref(s, ex->names);
   tl__str_unref(s, ex->decommission_msg);
   tl__str_unref(s, ex->rack);
+  tl__res_executor_free(s, ex->res);
   tl__free(s, ex, sizeof *ex);
 }
 
@@ -93,6 +95,8 @@ void tl__executor_bury(struct tl_scheduler *s, tl__executor *ex) {
   tl__executor_set_state(s, ex, TL_EXECUTOR_REMOVED);
   tl__str_unref(s, ex->decommission_msg); /* a tombstone keeps its names and nothing else */
   ex->decommission_msg = NULL;
+  tl__res_executor_free(s, ex->res); /* its attempts have ended: nothing is held */
+  ex->res = NULL;
   ex->when = s->last_now;
   tl__list_insert_tail(&s->tombstone_order, &ex->on_timeline);
   while (s->ntombstones > s->cfg.max_tombstones)

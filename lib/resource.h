@@ -57,8 +57,10 @@ typedef struct tl__treq {
 
 /* A task set's requests: one block. */
 typedef struct tl__treqs {
-  uint32_t n;       /* requests */
-  uint32_t ngrants; /* grants per task: the amounts summed */
+  tl__link on_scheduler;  /* s->res_tasksets: every task set with requests */
+  struct tl__taskset *ts; /* whose */
+  uint32_t n;             /* requests */
+  uint32_t ngrants;       /* grants per task: the amounts summed */
   tl__treq r[];
 } tl__treqs;
 
@@ -67,6 +69,7 @@ typedef struct tl__grants {
   struct tl__grants *next; /* spare list */
   uint32_t refs;           /* the attempt's, and one per queued event naming it */
   uint32_t n;              /* grants */
+  uint32_t check_refs;     /* tl_check's scratch count of its holders */
   tl_grant g[TL_TASK_GRANTS_MAX];
 } tl__grants;
 
@@ -89,6 +92,16 @@ void tl__res_executor_free(struct tl_scheduler *s, tl__eresources *e);
  * nothing behind. */
 int tl__res_taskset_new(struct tl_scheduler *s, const tl_resource_request *r, uint32_t n,
                         tl__treqs **out);
+/* The task set the block belongs to (set once the task set exists). */
+static inline void tl__res_taskset_attach(tl__treqs *q, struct tl__taskset *ts) {
+  if (q != NULL)
+    q->ts = ts;
+}
+/* Tasks that may launch with grants: pending and speculatable tasks of task sets with requests
+ * (an offer round prepares a grant block for each, up to its launch budget). */
+size_t tl__res_launchable(const struct tl_scheduler *s);
+/* A prepared grant block the round did not use: back to the spares exactly as it came. */
+void tl__grants_unalloc(struct tl_scheduler *s, tl__grants *g);
 void tl__res_taskset_free(struct tl_scheduler *s, tl__treqs *q);
 
 /* Whether ex could ever run one task of ts: its profile, and every request within what it
@@ -107,8 +120,8 @@ void tl__res_grant(struct tl_scheduler *s, tl__executor *ex, const tl__treqs *q,
  * the wrong share for its request, or does not fit. */
 bool tl__res_book(struct tl_scheduler *s, tl__executor *ex, const tl__treqs *q,
                   const tl__grants *g);
-/* Gives back what a's grants hold on its executor and drops the attempt's reference. */
-void tl__res_release(struct tl_scheduler *s, tl__attempt *a);
+/* Gives back, on ex's books, what grants g hold there (the block itself is untouched). */
+void tl__res_unbook(tl__executor *ex, const tl__grants *g);
 
 /* Grant blocks: taken (spares first) and given back. tl__grants_unref frees or keeps as spare
  * at the last reference. */

@@ -9,6 +9,7 @@
  */
 #include "internal.h"
 #include "journal.h"
+#include "resource.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -235,6 +236,8 @@ int tl__scheduler_create(const tl_config *cfg, const tl_callbacks *cb, tl_schedu
   tl__list_init(&s->recovery_order);
   tl__list_init(&s->tombstone_order);
   tl__list_init(&s->locality_tasksets);
+  tl__list_init(&s->rkinds);
+  tl__list_init(&s->res_tasksets);
   /* A level's wait; TL_NO_PREF and TL_ANY never wait (Spark's getLocalityWait). */
   const uint64_t *own[3] = {&cfg->locality_wait_process_ns, &cfg->locality_wait_node_ns,
                             &cfg->locality_wait_rack_ns};
@@ -420,6 +423,8 @@ int tl_executor_add(tl_scheduler *s, const tl_executor_desc *d) {
   if (s == NULL || d == NULL || !valid_id(d->id) || tl__name_len(d->host, TL_HOST_MAX) == 0 ||
       (d->rack != NULL && tl__name_len(d->rack, TL_HOST_MAX) == 0) || d->cores == 0)
     return TL_EINVAL;
+  if (tl__res_decl_valid(d->resources, d->nresources) != TL_OK)
+    return TL_ERESOURCE;
   uint64_t t = clock_read(s);
   int err = enter_at(s, t);
   if (err != TL_OK)
@@ -487,6 +492,8 @@ int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out) {
       (d->pool != NULL && tl__name_len(d->pool, TL_HOST_MAX) == 0) ||
       tl__locality_validate(d) != TL_OK)
     return TL_EINVAL;
+  if (tl__res_req_valid(d->resources, d->nresources) != TL_OK)
+    return TL_ERESOURCE;
   int err = enter(s);
   if (err != TL_OK)
     return err;
@@ -549,10 +556,9 @@ int tl_partition_completed(tl_scheduler *s, uint32_t stage_id, uint32_t index) {
  * Offers and status updates
  * ------------------------------------------------------------------------------------------- */
 
-int tl_resource_offers(tl_scheduler *s, const tl_offer *offers, size_t noffers, tl_launch *out,
-                       size_t cap, size_t *nout) {
-  if (nout != NULL)
-    *nout = 0;
+/* tl_resource_offers and tl_resource_offers_grants (grants NULL for the first). */
+static int offer_round(tl_scheduler *s, const tl_offer *offers, size_t noffers, tl_launch *out,
+                       size_t cap, size_t *nout, tl_grant *grants, size_t gcap, size_t *ngrants) {
   if (s == NULL || nout == NULL || (offers == NULL && noffers > 0) || (out == NULL && cap > 0))
     return TL_EINVAL;
   /* The ids' lengths, measured once: the round looks the executors up with them (up to
@@ -571,13 +577,32 @@ int tl_resource_offers(tl_scheduler *s, const tl_offer *offers, size_t noffers, 
     return err;
   JOURNAL_OPEN(s, tl__jfmt_offers(&w, offers, noffers, cap));
   tl_tid first = s->next_tid;
-  err =
-      tl__resource_offers(s, offers, noffers, noffers <= TL__ID_LENS ? lens : NULL, out, cap, nout);
+  err = tl__resource_offers(s, offers, noffers, noffers <= TL__ID_LENS ? lens : NULL, out, cap,
+                            nout, grants, gcap, ngrants);
   char extra[64];
   extra[0] = '\0';
   if (j != NULL) /* formatted only for a journal: an offer round is the hottest call */
     snprintf(extra, sizeof extra, " launched=%zu tid=%" PRIu64, *nout, first);
   return journal_leave(s, j, &w, err, err == TL_OK ? extra : NULL);
+}
+
+int tl_resource_offers(tl_scheduler *s, const tl_offer *offers, size_t noffers, tl_launch *out,
+                       size_t cap, size_t *nout) {
+  if (nout != NULL)
+    *nout = 0;
+  return offer_round(s, offers, noffers, out, cap, nout, NULL, 0, NULL);
+}
+
+int tl_resource_offers_grants(tl_scheduler *s, const tl_offer *offers, size_t noffers,
+                              tl_launch *out, size_t cap, size_t *nout, tl_grant *grants,
+                              size_t gcap, size_t *ngrants) {
+  if (nout != NULL)
+    *nout = 0;
+  if (ngrants != NULL)
+    *ngrants = 0;
+  if (ngrants == NULL || (grants == NULL && gcap > 0))
+    return TL_EINVAL;
+  return offer_round(s, offers, noffers, out, cap, nout, grants, gcap, ngrants);
 }
 
 static bool valid_update(const tl_update *u) {

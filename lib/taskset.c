@@ -12,6 +12,7 @@
  * Everything here runs under the scheduler's lock, with event room reserved by the caller.
  */
 #include "checker.h"
+#include "resource.h"
 
 static tl_taskset_info taskset_info(const tl__taskset *ts) {
   tl_taskset_info info = {ts->id, ts->stage_id, ts->stage_attempt, ts->ntasks};
@@ -318,6 +319,7 @@ static void finish_if_drained(struct tl_scheduler *s, tl__taskset *ts) {
   free_tried(s, ts);
   tl__locality_free(s, ts);
   tl__speculation_free(s, ts);
+  tl__res_taskset_free(s, ts->req);
   ts->pool->ntasksets--;
   stage_unlink(s, ts);
   HASH_DELETE(hh_by_id, s->tasksets_by_id, ts);
@@ -380,6 +382,11 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
   ev->u.task.payload = ts->payload;
   ev->u.task.end_kind = (uint8_t)kind;
   ev->u.task.speculative = a->speculative;
+  if (a->grants != NULL) { /* given back now; the event takes the attempt's reference */
+    tl__res_unbook(a->executor, a->grants);
+    ev->grants = a->grants;
+    a->grants = NULL;
+  }
 
   if (u != NULL && u->state == TL_TASK_FINISHED) { /* the result goes over, or back */
     ev->u.task.result = u->result;
@@ -491,8 +498,14 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
   tl__locality *loc;
   if (tl__locality_prepare(s, d, &loc) != TL_OK)
     return TL_ENOMEM;
+  tl__treqs *req;
+  if (tl__res_taskset_new(s, d->resources, d->nresources, &req) != TL_OK) {
+    tl__locality_discard(s, loc);
+    return TL_ENOMEM;
+  }
   tl__taskset *ts = tl__malloc(s, tl__taskset_size(d->ntasks, speculation));
   if (ts == NULL) {
+    tl__res_taskset_free(s, req);
     tl__locality_discard(s, loc);
     return TL_ENOMEM;
   }
@@ -532,6 +545,9 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
   ts->cpus = d->cpus_per_task != 0 ? d->cpus_per_task : s->cfg.cpus_per_task;
   ts->shuffle_map = d->shuffle_map;
   ts->barrier = d->barrier;
+  ts->profile = d->profile;
+  ts->req = req;
+  tl__res_taskset_attach(req, ts);
   for (uint32_t i = 0; i < d->ntasks; i++) {
     tl__index *ix = &ts->idx[i];
     ix->prev = i == 0 ? TL__NONE : i - 1;
@@ -576,6 +592,7 @@ fail_stage:
   tl__free(s, new_stage, sizeof *new_stage);
 fail_ts:
   tl__free(s, ts, tl__taskset_size(d->ntasks, speculation));
+  tl__res_taskset_free(s, req);
   tl__locality_discard(s, loc);
   return TL_ENOMEM;
 }
@@ -701,6 +718,7 @@ void tl__taskset_destroy(struct tl_scheduler *s, tl__taskset *ts) {
     tl__attempt_free(s, a);
   }
   tl__queue_remove(ts);
+  tl__res_taskset_free(s, ts->req);
   ts->pool->running -= ts->nrunning;
   ts->pool->ntasksets--;
   stage_unlink(s, ts);

@@ -184,7 +184,7 @@ static void while_closing(tlo_run *r) {
   if (nout != 0)
     tlo_fail(r, "tl_resource_offers while freeing set *nout to %zu", nout);
   const char *id = r->ex[0][0].id;
-  tl_executor_desc ed = {"busy", "h0", NULL, 1, NULL};
+  tl_executor_desc ed = {.id = "busy", .host = "h0", .rack = NULL, .cores = 1, .ud = NULL};
   tl_loss_reason why = {TL_LOSS_KILLED, false, 0, NULL};
   tl_update u = {TL_TASK_RUNNING, TL_END_SUCCESS, NULL, NULL, 0, NULL};
   tlo_note_call(r, "every mutating call while freeing");

@@ -80,7 +80,8 @@ void tlo_do_add(tlo_run *r, mexec *x, unsigned slot, bool fresh, unsigned host, 
                         : "\"\"",
            cores);
   /* Its ud is its record: launches and callbacks must hand back this one. */
-  tl_executor_desc desc = {x->id, tlo_host_names[host], rack, cores, x};
+  tl_executor_desc desc = {
+      .id = x->id, .host = tlo_host_names[host], .rack = rack, .cores = cores, .ud = x};
   tlo_note_call(r, d);
   int rc = tl_executor_add(r->s, &desc);
   tlo_expect_rc(r, d, rc, want);
@@ -981,12 +982,13 @@ void tlo_do_reconcile_items(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, 
     }
   }
   char desc[640];
-  int w = snprintf(desc, sizeof desc, "reconcile_items %s ucap=%zu%s%s%s n=%zu:",
-                   empty_id ? "\"\"" : x->id, ucap, no_items ? " items=NULL" : "",
-                   no_unknown ? " unknown=NULL" : "", no_count ? " nunknown=NULL" : "", m);
+  int w = snprintf(desc, sizeof desc,
+                   "reconcile_items %s ucap=%zu%s%s%s n=%zu:", empty_id ? "\"\"" : x->id, ucap,
+                   no_items ? " items=NULL" : "", no_unknown ? " unknown=NULL" : "",
+                   no_count ? " nunknown=NULL" : "", m);
   for (size_t i = 0; i < m && w > 0 && (size_t)w < sizeof desc; i++)
-    w += snprintf(desc + w, sizeof desc - (size_t)w, " %" PRIu64 "/%" PRIu64 "/%u/%u",
-                  items[i].tid, items[i].taskset, items[i].index, items[i].attempt);
+    w += snprintf(desc + w, sizeof desc - (size_t)w, " %" PRIu64 "/%" PRIu64 "/%u/%u", items[i].tid,
+                  items[i].taskset, items[i].index, items[i].attempt);
   tl_tid *unk = NULL;
   size_t nunk = 0;
   if (want == TL_OK)

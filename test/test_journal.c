@@ -428,7 +428,7 @@ START_TEST(calls_out_of_memory_are_journaled_or_not_and_replay) {
   tl_config cfg = tlt_config();
   tlt_env *e = journaled(&c, &cfg);
   tlt_add(e, "e1", "h1", NULL, 2);
-  tl_executor_desc d = {"e2", "h2", "r2", 2, NULL};
+  tl_executor_desc d = {.id = "e2", .host = "h2", .rack = "r2", .cores = 2, .ud = NULL};
 
   size_t before = c.n;
   tlt_alloc_fail_at(1); /* the journal line itself */

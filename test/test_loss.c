@@ -182,8 +182,12 @@ START_TEST(executor_lost_hands_back_the_ud_once_at_the_first_phase) {
   cfg.heartbeat_timeout_ns = 10 * TLT_SEC;
   tlt_env *e = tlt_new(&cfg);
   int ud1, ud2;
-  TLT_OK(e, tl_executor_add(e->s, &(tl_executor_desc){"e1", "h1", NULL, 2, &ud1}));
-  TLT_OK(e, tl_executor_add(e->s, &(tl_executor_desc){"e2", "h2", NULL, 1, &ud2}));
+  TLT_OK(e, tl_executor_add(e->s,
+                            &(tl_executor_desc){
+                                .id = "e1", .host = "h1", .rack = NULL, .cores = 2, .ud = &ud1}));
+  TLT_OK(e, tl_executor_add(e->s,
+                            &(tl_executor_desc){
+                                .id = "e2", .host = "h2", .rack = NULL, .cores = 1, .ud = &ud2}));
   tl_taskset_desc d = {.stage_id = 0, .ntasks = 3, .shuffle_map = true};
   tlt_submit_desc(e, &d);
   tl_offer o[2] = {{"e1", 2}, {"e2", 1}};

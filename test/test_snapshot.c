@@ -1011,8 +1011,10 @@ START_TEST(bad_images_are_refused_with_their_own_error) {
     im.p[8] = v;
     reseal_header(&im);
     im.at = 0;
-    ck_assert_int_eq(tl_scheduler_restore(&e->cfg, &cb, image_read, &im, &s),
-                     v == 1 ? TL_ESNAPSHOT : v == 2 ? TL_OK : TL_EVERSION);
+    ck_assert_int_eq(tl_scheduler_restore(&e->cfg, &cb, image_read, &im, &s), v == 1 ? TL_ESNAPSHOT
+                                                                              : v == 2
+                                                                                  ? TL_OK
+                                                                                  : TL_EVERSION);
     if (s != NULL) {
       free_aside(e, s);
       s = NULL;
@@ -1222,7 +1224,9 @@ START_TEST(out_of_memory_in_an_adopting_reconcile_changes_nothing) {
   for (oom_mode mode = OOM_TRANSIENT; mode <= OOM_PERSISTENT; mode++) {
     restore_into(e, &im, NULL);
     /* tid 1 kept, tid 2 not reported (lost), 3 and 4 adopted, 99 killed. */
-    tl_reconcile_item items[4] = {item_of(&out[0]), item_of(&out[2]), item_of(&out[3]),
+    tl_reconcile_item items[4] = {item_of(&out[0]),
+                                  item_of(&out[2]),
+                                  item_of(&out[3]),
                                   {99, out[0].taskset, 5, 0, false, false}};
     items[3].index = out[0].index; /* running: not adoptable */
     tl_stats before = tlt_stats(e);
@@ -1444,11 +1448,11 @@ typedef struct load {
   atomic_bool stop;
   atomic_uint added; /* executors the other thread has added */
   /* The owner's thread only (deliveries and writes happen there). */
-  uint32_t delivered;                     /* executor_added delivered so far */
-  uint32_t seq[LOAD_EXECUTORS];           /* per executor, its delivery's number (from 1), or 0 */
-  uint32_t at_write;                      /* delivered when the image's first byte was written */
+  uint32_t delivered;           /* executor_added delivered so far */
+  uint32_t seq[LOAD_EXECUTORS]; /* per executor, its delivery's number (from 1), or 0 */
+  uint32_t at_write;            /* delivered when the image's first byte was written */
   image im;
-  unsigned restored, restored_late;       /* executors restored; of them, delivered after it */
+  unsigned restored, restored_late; /* executors restored; of them, delivered after it */
 } load;
 
 static load the_load;
@@ -1484,7 +1488,7 @@ static void *load_thread(void *arg) {
   for (unsigned k = 0; k < LOAD_EXECUTORS && !atomic_load(&l->stop); k++) {
     char id[16];
     snprintf(id, sizeof id, "x%u", k);
-    tl_executor_desc d = {id, "h", NULL, 1, NULL};
+    tl_executor_desc d = {.id = id, .host = "h", .rack = NULL, .cores = 1, .ud = NULL};
     if (tl_executor_add(l->s, &d) != TL_OK)
       abort();
     atomic_store(&l->added, k + 1);
@@ -1528,8 +1532,8 @@ START_TEST(a_snapshot_at_a_dispatch_point_succeeds_under_load) {
     l->restored = l->restored_late = 0;
     tl_scheduler *r = NULL;
     ck_assert_int_eq(tl_scheduler_restore(&cfg, &rcb, image_read, &l->im, &r), TL_OK);
-    ck_assert_uint_eq(l->restored_late, 0);       /* none it holds was undelivered */
-    ck_assert_uint_eq(l->restored, l->at_write);  /* and every one delivered is in it */
+    ck_assert_uint_eq(l->restored_late, 0);      /* none it holds was undelivered */
+    ck_assert_uint_eq(l->restored, l->at_write); /* and every one delivered is in it */
     ck_assert_int_eq(tl_scheduler_free(r), TL_OK);
     free(l->im.p);
   }

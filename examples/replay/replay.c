@@ -350,7 +350,7 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
   tl_scheduler *s = r->s;
   *matches = true;
   if (strcmp(op, "add") == 0) {
-    tl_executor_desc d;
+    tl_executor_desc d = {0};
     if (na != 4 || !str_arg(&a[0], &d.id) || !str_arg(&a[1], &d.host) || !str_arg(&a[2], &d.rack) ||
         !key_u32(&a[3], "cores", &d.cores))
       return bad(r, op);

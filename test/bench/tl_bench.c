@@ -95,7 +95,7 @@ static void add_executors(tl_scheduler *s, unsigned n, uint32_t cores) {
   for (unsigned i = 0; i < n; i++) {
     exec_id(id, sizeof id, i);
     snprintf(host, sizeof host, "host-%u", i / 4);
-    tl_executor_desc d = {id, host, NULL, cores, NULL};
+    tl_executor_desc d = {.id = id, .host = host, .rack = NULL, .cores = cores, .ud = NULL};
     ok(tl_executor_add(s, &d), "tl_executor_add");
   }
 }
@@ -705,7 +705,8 @@ static double loss_per_task(uint64_t elsewhere, bool two_phase, int reps, bool c
     char vid[VICTIMS][32], id[32];
     for (unsigned k = 0; k < VICTIMS; k++) {
       snprintf(vid[k], sizeof vid[k], "victim-%u", k);
-      tl_executor_desc v = {vid[k], "victim-host", NULL, victim_cores, NULL};
+      tl_executor_desc v = {
+          .id = vid[k], .host = "victim-host", .rack = NULL, .cores = victim_cores, .ud = NULL};
       ok(tl_executor_add(s, &v), "add victim");
     }
     add_executors(s, others, other_cores);
@@ -939,7 +940,7 @@ static double round_per_launch(unsigned nexec, unsigned ntasksets, unsigned roun
 static double held_round_per_offer(unsigned nexec, unsigned ntasksets, unsigned rounds) {
   tl_scheduler *s = new_scheduler();
   add_executors(s, nexec, 1);
-  tl_executor_desc busy = {"busy", "busy-host", NULL, 1, NULL};
+  tl_executor_desc busy = {.id = "busy", .host = "busy-host", .rack = NULL, .cores = 1, .ud = NULL};
   ok(tl_executor_add(s, &busy), "tl_executor_add");
   tl_offer one = {"busy", 1};
   tl_launch l;
@@ -1332,7 +1333,8 @@ int main(int argc, char **argv) {
     } else {
       fprintf(stderr,
               "usage: %s [--short] [--only "
-              "lifecycle|embedder|loss|heartbeat|memory|offers|threads|snapshot|profile|profile-batched|\n"
+              "lifecycle|embedder|loss|heartbeat|memory|offers|threads|snapshot|profile|profile-"
+              "batched|\n"
               "profile-embedder|profile-batched-embedder]\n",
               argv[0]);
       return 2;
@@ -1362,8 +1364,8 @@ int main(int argc, char **argv) {
            "cores=16\n",
            r.per_task, r.finished);
   }
-  if (only != NULL && (strcmp(only, "profile-embedder") == 0 ||
-                       strcmp(only, "profile-batched-embedder") == 0)) {
+  if (only != NULL &&
+      (strcmp(only, "profile-embedder") == 0 || strcmp(only, "profile-batched-embedder") == 0)) {
     lifecycle_run r;
     bool batched = strcmp(only, "profile-batched-embedder") == 0;
     run_embedder(100, 16, 100000, UINT64_MAX, batched, NULL, &r);
