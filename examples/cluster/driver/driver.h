@@ -138,6 +138,17 @@ void phase_close(driver *d, uv_close_cb on_closed);
  * Links (link.c): a connection, its frames out and its closing.
  * ------------------------------------------------------------------------------------------- */
 
+/* What an executor declared in its REGISTER (conns.c), as given to tl_executor_add: the ledger's
+ * grants are indices into it, and the LAUNCH frames name the addresses they point at
+ * (offers.c). Allocated only for an executor that declared some. */
+typedef struct conn_resources {
+  size_t n;                                                /* resources, 1..TLC_RESOURCES_MAX */
+  tl_resource decl[TLC_RESOURCES_MAX];                     /* pointing into the arrays below */
+  char names[TLC_RESOURCES_MAX][TL_RESOURCE_NAME_MAX];     /* NUL-terminated */
+  const char *addrp[TLC_REGISTER_ADDRESSES_MAX];           /* decl[i].addresses point here */
+  char addresses[TLC_REGISTER_ADDRESSES_MAX][TL_ADDRESS_MAX]; /* NUL-terminated */
+} conn_resources;
+
 /* One accepted connection; once registered, one executor of the ledger. */
 typedef struct conn {
   uv_tcp_t tcp;              /* its socket; data is this record */
@@ -179,6 +190,8 @@ typedef struct conn {
                                 each until REGISTER is accepted, TLC_FRAME_MAX after */
   tlc_buf out;               /* frames encoded and not yet handed to uv_write */
   uint32_t cores;            /* the cores it registered with */
+  uint32_t profile;          /* the resource profile it registered with */
+  conn_resources *res;       /* the resources it declared; NULL when none */
   tl_reconcile_item *recon;  /* its reconciliation's items so far (RECONCILE frames with more
                                 set), from a recovering executor; freed once applied */
   size_t nrecon, recon_cap;  /* used and allocated entries of recon */
@@ -491,6 +504,9 @@ typedef struct stage {
   struct job *job;             /* the job it belongs to */
   char kind[TLC_KIND_MAX + 1]; /* "noop", "sleep:5", ...: the tasks' kind and the binary */
   uint32_t ntasks;             /* tasks in its task set */
+  uint32_t profile;            /* its task set's resource profile */
+  uint32_t nresources;         /* what each task asks for beyond a core: requests[0 .. n) */
+  resource_spec resources[STAGE_RESOURCES_MAX];
   tl_taskset_id taskset;       /* as tl_submit gave it; 0 until submitted */
   uint32_t succeeded;          /* task_ended with TL_END_SUCCESS */
   uint32_t failed_attempts;    /* task_ended with anything else */
@@ -525,6 +541,10 @@ typedef struct jobs_state {
   bool kill_on_failure; /* --kill-on-job-failure */
   bool has_crash;       /* some stage runs `crash` tasks: exit 42 is expected */
   uint64_t total_tasks; /* of every stage of every job */
+  size_t res_names;       /* when the last job ended: resource names the executors declared */
+  uint64_t res_addresses; /* their addresses */
+  uint64_t res_held;      /* of those, held by some attempt (none, with every task ended) */
+  uint64_t res_used;      /* what attempts held, in TL_SHARE_UNITs */
 } jobs_state;
 
 /* Set-up and tear-down. */
@@ -692,6 +712,12 @@ typedef struct offers_state {
   tl_launch *launch_buf;  /* tl_resource_offers' output, launch_cap entries */
   size_t launch_cap;      /* the most cores an executor has */
   tlc_launch_item *items; /* a LAUNCH frame's items, launch_cap entries */
+  tl_grant *grants;       /* the round's grants, launch_cap x TLC_GRANTS_MAX entries */
+  tlc_grant *wire_grants; /* a LAUNCH frame's grants by name, as many */
+  uint64_t granted;       /* addresses granted to launches sent (a share counts one) */
+  uint64_t held_peak;     /* the most addresses held at once (any share of one counts it),
+                             seen at the offer rounds */
+  bool has_resources;     /* some executor declared resources */
 } offers_state;
 
 /* Set-up and tear-down. */
@@ -732,6 +758,7 @@ typedef struct conns_state {
   uint64_t refused_conns;      /* connections closed for a protocol or registration fault */
   uint64_t refused_token;      /* of those: REGISTER with a wrong token */
   uint64_t refused_dup;        /* REGISTER refused by tl_executor_add (TL_EEXIST) */
+  uint64_t refused_resource;   /* REGISTER refused by tl_executor_add (TL_ERESOURCE) */
   uint64_t refused_host;       /* REGISTER of a recovering executor's id from another host */
   uint64_t refused_timeout;    /* no REGISTER within the registration timeout */
   uint64_t refused_frame[16];  /* a frame the decoder refused, by -TLC_E* code */

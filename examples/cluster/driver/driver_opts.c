@@ -33,7 +33,7 @@ static void usage(void) {
   fprintf(stderr,
           "usage: tl-driver [--launcher local|slurm] [--executors N] [--accept N]\n"
           "                 [--executor-cores C | --cores C] [--queue Q]\n"
-          "                 [--job KIND:M[,KIND:M]...]...\n"
+          "                 [--job KIND:M[+NAME=AMOUNT]...[@PROFILE][,...]]...\n"
           "                 [--min-executors N] [--max-executors M] [--backlog-timeout MS]\n"
           "                 [--idle-timeout MS] [--summary-json FILE] [--advertise ADDR]\n"
           "                 [--partition P] [--time-limit T] [--slurm-arg ARG]...\n"
@@ -49,8 +49,10 @@ static void usage(void) {
           "                 [--state-dir DIR] [--snapshot-ms MS]\n"
           "                 [--recovery-timeout-ms MS]\n"
           "                 [TEST-ONLY OPTIONS]\n"
-          "  KIND: noop | sleep:MS | spin:US | hash | crash; M tasks; a chain of stages runs in "
-          "order\n"
+          "  KIND: noop | sleep:MS | spin:US | hash | crash | exec:ARG; M tasks; a chain of stages "
+          "runs in order\n"
+          "  +NAME=AMOUNT: each task holds AMOUNT of resource NAME: N addresses or 1/K of one\n"
+          "  @PROFILE: the stage runs on executors of that resource profile (default 0)\n"
           "  Q: launches each executor may queue beyond its C cores, 0..4096 (default 0;\n"
           "     1 with --bench)\n"
           "  --null-ledger: --bench on the null floor (a FIFO of pending tasks and a map of\n"
@@ -80,10 +82,18 @@ static uint64_t parse_u64(const char *s, uint64_t lo, uint64_t hi) {
   return (uint64_t)v;
 }
 
-/* Whether kind is one the executors run: noop, hash, crash, sleep:N or spin:N. */
+/* Whether kind is one the executors run: noop, hash, crash, sleep:N, spin:N or exec:ARG (ARG of
+ * [A-Za-z0-9_./-], what an executor's --task-command is given). */
 static bool valid_kind(const char *kind) {
   if (!strcmp(kind, "noop") || !strcmp(kind, "hash") || !strcmp(kind, "crash"))
     return true;
+  if (!strncmp(kind, "exec:", 5) && kind[5]) {
+    for (const char *p = kind + 5; *p; p++)
+      if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            *p == '_' || *p == '.' || *p == '/' || *p == '-'))
+        return false;
+    return true;
+  }
   const char *arg = NULL;
   if (!strncmp(kind, "sleep:", 6))
     arg = kind + 6;
@@ -97,7 +107,76 @@ static bool valid_kind(const char *kind) {
   return true;
 }
 
-/* "KIND:M[,KIND:M]...": a chain of stages, each's count after its last colon. */
+/* "NAME=N" or "NAME=1/K" of a stage's "+NAME=AMOUNT": false when malformed or out of bounds. */
+static bool parse_request(char *text, resource_spec *r) {
+  char *eq = strchr(text, '=');
+  if (!eq || eq == text || (size_t)(eq - text) > TLC_RESOURCE_NAME_MAX)
+    return false;
+  *eq = '\0';
+  for (const char *p = text; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+          *p == '_' || *p == '.' || *p == '-'))
+      return false;
+  strcpy(r->name, text);
+  const char *v = eq + 1;
+  r->share = 0;
+  if (!strncmp(v, "1/", 2)) {
+    v += 2;
+    r->amount = 1;
+  }
+  char *end;
+  unsigned long n = strtoul(v, &end, 10);
+  if (*v < '0' || *v > '9' || *end != '\0')
+    return false;
+  if (v != eq + 1) { /* 1/K */
+    if (n < 2 || n > TLC_SHARE_MAX)
+      return false;
+    r->share = (uint32_t)n;
+    return true;
+  }
+  if (n < 1 || n > TLC_GRANTS_MAX)
+    return false;
+  r->amount = (uint32_t)n;
+  return true;
+}
+
+/* A stage's "KIND:M[+NAME=AMOUNT]...[@PROFILE]", parsed into st. False when malformed. */
+static bool parse_stage(char *part, stage_spec *st) {
+  char *at = strrchr(part, '@');
+  if (at) {
+    *at = '\0';
+    char *end;
+    unsigned long long p = strtoull(at + 1, &end, 10);
+    if (at[1] < '0' || at[1] > '9' || *end != '\0' || p > UINT32_MAX)
+      return false;
+    st->profile = (uint32_t)p;
+  }
+  char *plus = strchr(part, '+');
+  while (plus) {
+    *plus = '\0';
+    char *next = strchr(plus + 1, '+');
+    if (next)
+      *next = '\0';
+    if (st->nresources == STAGE_RESOURCES_MAX ||
+        !parse_request(plus + 1, &st->resources[st->nresources]))
+      return false;
+    for (uint32_t i = 0; i < st->nresources; i++)
+      if (!strcmp(st->resources[i].name, st->resources[st->nresources].name))
+        return false;
+    st->nresources++;
+    plus = next;
+  }
+  char *colon = strrchr(part, ':');
+  if (!colon || colon == part || (size_t)(colon - part) > TLC_KIND_MAX)
+    return false;
+  *colon = '\0';
+  strcpy(st->kind, part);
+  st->ntasks = (uint32_t)parse_u64(colon + 1, 1, 10000000);
+  return true;
+}
+
+/* "STAGE[,STAGE]...": a chain of stages, each "KIND:M[+NAME=AMOUNT]...[@PROFILE]" (the count
+ * after the kind's last colon). */
 static void parse_job(driver_opts *o, const char *spec) {
   if (o->njobs == MAX_JOBS)
     usage();
@@ -106,18 +185,14 @@ static void parse_job(driver_opts *o, const char *spec) {
     const char *end = strchr(spec, ',');
     if (!end)
       end = spec + strlen(spec);
-    char part[TLC_KIND_MAX + 16];
+    char part[TLC_KIND_MAX + 16 + STAGE_RESOURCES_MAX * (TLC_RESOURCE_NAME_MAX + 8)];
     if (end == spec || (size_t)(end - spec) >= sizeof part || j->nstages == MAX_STAGES)
       usage();
     memcpy(part, spec, (size_t)(end - spec));
     part[end - spec] = '\0';
-    char *colon = strrchr(part, ':');
-    if (!colon || colon == part || (size_t)(colon - part) > TLC_KIND_MAX)
-      usage();
-    *colon = '\0';
     stage_spec *st = &j->stages[j->nstages++];
-    strcpy(st->kind, part);
-    st->ntasks = (uint32_t)parse_u64(colon + 1, 1, 10000000);
+    if (!parse_stage(part, st))
+      usage();
     if (!valid_kind(st->kind)) {
       fprintf(stderr, "tl-driver: unknown task kind '%s'\n", st->kind);
       usage();

@@ -37,10 +37,25 @@ typedef enum bad_mode {
 /* The --bad-client MODE names, by bad_mode; also tl-badclient's own argument. */
 extern const char *const bad_mode_names[BAD_NMODES];
 
-/* One stage of a --job: ntasks tasks of one kind. */
+/* Resources one stage's tasks may ask for at most (+NAME=AMOUNT in its --job). */
+#define STAGE_RESOURCES_MAX 4
+
+/* What each task of a stage asks for of one resource: +NAME=N (N whole addresses) or
+ * +NAME=1/K (a share of one address). */
+typedef struct resource_spec {
+  char name[TLC_RESOURCE_NAME_MAX + 1]; /* [A-Za-z0-9_.-], 1..63 bytes */
+  uint32_t amount;                      /* whole addresses, 1..TLC_GRANTS_MAX; 1 with a share */
+  uint32_t share;                       /* 0: whole; K in 2..TLC_SHARE_MAX */
+} resource_spec;
+
+/* One stage of a --job: ntasks tasks of one kind, on executors of one profile, each task asking
+ * for the resources listed. */
 typedef struct stage_spec {
   char kind[TLC_KIND_MAX + 1]; /* "noop", "sleep:5", ...: a kind the executors run */
   uint32_t ntasks;             /* 1..10,000,000 */
+  uint32_t profile;            /* @P: the resource profile of its task set (0) */
+  uint32_t nresources;         /* 0..STAGE_RESOURCES_MAX */
+  resource_spec resources[STAGE_RESOURCES_MAX];
 } stage_spec;
 
 /* One --job: a chain of stages, in order. */
