@@ -26,7 +26,8 @@
 
 const char *const bad_mode_names[BAD_NMODES] = {
     "wrong-token",     "garbage",   "oversized",   "duplicate-id",    "foreign-status", "silent",
-    "unknown-message", "truncated", "early-frame", "second-register", "driver-message"};
+    "unknown-message", "truncated", "early-frame", "second-register", "driver-message",
+    "duplicate-address", "bad-address"};
 
 static void usage(void) __attribute__((noreturn));
 static void usage(void) {
@@ -67,7 +68,8 @@ static void usage(void) {
           "  [--bad-client MODE]... [--crash-in-state-write N:P] [--expect-losses N]\n"
           "  [--expect-job-failure]\n"
           "  MODE: wrong-token | garbage | oversized | duplicate-id | foreign-status | silent |\n"
-          "        unknown-message | truncated | early-frame | second-register | driver-message\n"
+          "        unknown-message | truncated | early-frame | second-register | driver-message |\n"
+          "        duplicate-address | bad-address\n"
           "  --crash-in-state-write N:P: N a write's number, or release[+K] (the (K+1)-th write\n"
           "     after the first release); P torn | linked\n");
   exit(2);

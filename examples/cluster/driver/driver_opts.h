@@ -31,6 +31,8 @@ typedef enum bad_mode {
   BAD_EARLY,          /* a HEARTBEAT before REGISTER: closed */
   BAD_SECOND,         /* REGISTER, then REGISTER again: closed, its executor removed */
   BAD_DRIVER_MSG,     /* REGISTER, then a LAUNCH (the driver's message): closed, removed */
+  BAD_DUP_ADDRESS,    /* REGISTER declaring gpu=0,0: STOP, closed, TL_ERESOURCE */
+  BAD_ADDRESS,        /* REGISTER with the address "0,1": closed, TLC_ERESOURCE */
   BAD_NMODES
 } bad_mode;
 
