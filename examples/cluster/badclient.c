@@ -81,7 +81,10 @@ static int send_msg(int fd, const tlc_msg *m) {
 
 static int send_register(int fd, const char *id, const char *token) {
   tlc_msg m = {.type = TLC_MSG_REGISTER,
-               .u.reg = {tlc_str(id), tlc_str("127.0.0.1"), 1, tlc_str(token)}};
+               .u.reg = {.executor_id = tlc_str(id),
+                         .host = tlc_str("127.0.0.1"),
+                         .cores = 1,
+                         .token = tlc_str(token)}};
   return send_msg(fd, &m);
 }
 
@@ -192,7 +195,10 @@ int main(int argc, char **argv) {
     rc = send_all(fd, u, sizeof u);
   } else if (!strcmp(mode, "truncated")) {
     tlc_msg m = {.type = TLC_MSG_REGISTER,
-                 .u.reg = {tlc_str("bad-truncated"), tlc_str("127.0.0.1"), 1, tlc_str(token)}};
+                 .u.reg = {.executor_id = tlc_str("bad-truncated"),
+                           .host = tlc_str("127.0.0.1"),
+                           .cores = 1,
+                           .token = tlc_str(token)}};
     tlc_buf b;
     tlc_buf_init(&b);
     rc = tlc_encode(&b, &m);

@@ -134,9 +134,9 @@ typedef struct sleeping_task {
 
 /* A launch waiting for a core: a copy of its LAUNCH item, whose frame is not kept. */
 typedef struct queued_task {
-  task_ref task;              /* the attempt, and whose binary it runs */
-  uint8_t kind[TLC_KIND_MAX]; /* kind_len bytes, not NUL-terminated, as in the LAUNCH item */
-  size_t kind_len;            /* 1..TLC_KIND_MAX */
+  task_ref task;                    /* the attempt, and whose binary it runs */
+  uint8_t kind[TLC_KIND_MAX];       /* kind_len bytes, not NUL-terminated, as in the LAUNCH item */
+  size_t kind_len;                  /* 1..TLC_KIND_MAX */
   res_grant grants[TLC_GRANTS_MAX]; /* the addresses its LAUNCH item granted */
   uint8_t ngrants;
   struct queued_task *next; /* the next one to start, NULL for the newest */
@@ -584,7 +584,8 @@ static bool spawn_task(executor *ex, const launch *l, sleeping_task *task) {
   if (!env)
     die_oom();
   char *args[] = {(char *)ex->task_command, arg, NULL};
-  uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE}, {.flags = UV_INHERIT_FD, .data.fd = 2},
+  uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE},
+                                   {.flags = UV_INHERIT_FD, .data.fd = 2},
                                    {.flags = UV_INHERIT_FD, .data.fd = 2}};
   uv_process_options_t opts = {.exit_cb = on_exited,
                                .file = ex->task_command,

@@ -191,8 +191,8 @@ static int measure(const tlc_msg *msg, size_t *size) {
       return TLC_ECORES;
     if (m->token.len > TLC_TOKEN_MAX)
       return TLC_ELENGTH;
-    if ((rc = add_size(size, 2 + m->executor_id.len + 2 + m->host.len + 4 + 4 + m->token.len +
-                                 4 + 1)))
+    if ((rc = add_size(size,
+                       2 + m->executor_id.len + 2 + m->host.len + 4 + 4 + m->token.len + 4 + 1)))
       return rc;
     if (m->nresources > TLC_RESOURCES_MAX)
       return TLC_ERESOURCE;
@@ -624,8 +624,7 @@ static int parse_body(tlc_decoder *d, uint8_t type, tl__rbuf *r, tlc_msg *msg) {
       for (size_t g = 0; g < ng; g++) {
         tlc_grant *gr = &grants[used + g];
         if ((rc = get_string(r, 1, TLC_RESOURCE_NAME_MAX, &gr->name)) ||
-            (rc = check_name(gr->name)) ||
-            (rc = get_string(r, 1, TLC_ADDRESS_MAX, &gr->address)) ||
+            (rc = check_name(gr->name)) || (rc = get_string(r, 1, TLC_ADDRESS_MAX, &gr->address)) ||
             (rc = check_address(gr->address)) || (rc = get_u8(r, &gr->share)) ||
             (rc = check_share(gr->share)))
           return rc;

@@ -43,13 +43,13 @@
  * TLC_REGISTER_ADDRESSES_MAX addresses in all (the wire's own bound, so that the largest REGISTER
  * stays small: it is read before its token is checked). A LAUNCH item names at most
  * TLC_GRANTS_MAX addresses, each with a share 1..TLC_SHARE_MAX (1: the whole address; k: 1/k). */
-#define TLC_RESOURCE_NAME_MAX 63       /* TL_RESOURCE_NAME_MAX - 1 */
-#define TLC_ADDRESS_MAX 63             /* TL_ADDRESS_MAX - 1 */
-#define TLC_RESOURCES_MAX 16           /* TL_RESOURCES_MAX */
+#define TLC_RESOURCE_NAME_MAX 63        /* TL_RESOURCE_NAME_MAX - 1 */
+#define TLC_ADDRESS_MAX 63              /* TL_ADDRESS_MAX - 1 */
+#define TLC_RESOURCES_MAX 16            /* TL_RESOURCES_MAX */
 #define TLC_RESOURCE_ADDRESSES_MAX 1024 /* TL_RESOURCE_ADDRESSES_MAX */
 #define TLC_REGISTER_ADDRESSES_MAX 1024 /* addresses of every resource of one REGISTER */
-#define TLC_GRANTS_MAX 16              /* TL_TASK_GRANTS_MAX */
-#define TLC_SHARE_MAX 32               /* TL_SHARE_MAX */
+#define TLC_GRANTS_MAX 16               /* TL_TASK_GRANTS_MAX */
+#define TLC_SHARE_MAX 32                /* TL_SHARE_MAX */
 
 /* The largest REGISTER frame after its length prefix: version, type, the id, the host, the cores,
  * the token, the profile and the resources, each at its maximum (about 68 KiB, nearly all of it
@@ -82,9 +82,9 @@
   XX(ENUL, -11, "A string holds a NUL byte.")                                                      \
   XX(ECORES, -12, "A registration offers zero cores, or more than TLC_CORES_MAX.")                 \
   XX(ESTATE, -13, "A status update's task state is not one of tlc_task_state.")                    \
-  XX(EFLAG, -14, "A flag byte has a bit its field does not define.")                              \
+  XX(EFLAG, -14, "A flag byte has a bit its field does not define.")                               \
   XX(ERESOURCE, -15,                                                                               \
-     "A resource field is out of bounds: a count over its limit (or 0 addresses), a name or an "  \
+     "A resource field is out of bounds: a count over its limit (or 0 addresses), a name or an "   \
      "address with a byte outside its character set, a share of 0 or above TLC_SHARE_MAX.")
 
 typedef enum tlc_errno {

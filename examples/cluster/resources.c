@@ -75,8 +75,7 @@ static void env_name(const char *name, char *out) {
 static int add_resource(res_set *s, const char *name, size_t nlen, const char *const *addr,
                         const size_t *alen, size_t naddr, char *err, size_t errlen) {
   if (!name_ok(name, nlen))
-    return fail(err, errlen,
-                "resource name '%.*s': 1 to %d bytes of [A-Za-z0-9_.-] are allowed",
+    return fail(err, errlen, "resource name '%.*s': 1 to %d bytes of [A-Za-z0-9_.-] are allowed",
                 (int)(nlen > 80 ? 80 : nlen), name, TLC_RESOURCE_NAME_MAX);
   if (s->n == TLC_RESOURCES_MAX)
     return fail(err, errlen, "more than %d resources", TLC_RESOURCES_MAX);
@@ -91,8 +90,8 @@ static int add_resource(res_set *s, const char *name, size_t nlen, const char *c
                   (int)nlen, name, key);
   }
   if (naddr == 0 || naddr > TLC_RESOURCE_ADDRESSES_MAX)
-    return fail(err, errlen, "resource '%.*s': 1 to %d addresses are allowed, not %zu",
-                (int)nlen, name, TLC_RESOURCE_ADDRESSES_MAX, naddr);
+    return fail(err, errlen, "resource '%.*s': 1 to %d addresses are allowed, not %zu", (int)nlen,
+                name, TLC_RESOURCE_ADDRESSES_MAX, naddr);
   if (naddr > TLC_REGISTER_ADDRESSES_MAX - s->naddresses)
     return fail(err, errlen, "more than %d addresses in all", TLC_REGISTER_ADDRESSES_MAX);
   for (size_t i = 0; i < naddr; i++) {

@@ -37,9 +37,9 @@ typedef struct res_resource {
 typedef struct res_set {
   res_resource list[TLC_RESOURCES_MAX]; /* n of them, in declaration order */
   size_t n;
-  size_t naddresses;                                /* over every resource: at most
-                                                       TLC_REGISTER_ADDRESSES_MAX */
-  tlc_resource wire[TLC_RESOURCES_MAX];             /* res_wire's, pointing into list */
+  size_t naddresses;                    /* over every resource: at most
+                                           TLC_REGISTER_ADDRESSES_MAX */
+  tlc_resource wire[TLC_RESOURCES_MAX]; /* res_wire's, pointing into list */
   tlc_view wire_addresses[TLC_REGISTER_ADDRESSES_MAX];
 } res_set;
 

@@ -22,6 +22,7 @@ name=resources.sh
 drv='' ext='' exb='' exc=''
 # shellcheck source=test/cluster/common.sh
 . "$here/common.sh"
+# shellcheck disable=SC2317 # called by the EXIT trap
 cleanup_all() {
   for p in $exb $exc; do kill -9 "$p" 2>/dev/null; done
   cleanup
@@ -106,7 +107,9 @@ rcc=$?
 ext='' exc=''
 [ "$rc" -eq 0 ] || fail "the driver exited with status $rc"
 # 0 after STOP; 5 would say a launch took more of an address than its running tasks left.
-[ "$rca" -eq 0 ] && [ "$rcc" -eq 0 ] || fail "ex-a exited $rca, ex-c $rcc: $(cat "$tmp"/ex-*.err)"
+if [ "$rca" -ne 0 ] || [ "$rcc" -ne 0 ]; then
+  fail "ex-a exited $rca, ex-c $rcc: $(cat "$tmp"/ex-*.err)"
+fi
 [ -s "$tmp/d/violations" ] && fail "the tasks saw: $(cat "$tmp/d/violations")"
 for want in 'job 1: succeeded' 'job 2: succeeded' 'tl_check OK' \
   'resources: [1-9][0-9]* addresses granted to launches; at most [1-9][0-9]* held at once; when the jobs ended: 1 names, 2 addresses, 0 held, 0 units used' \

@@ -204,7 +204,8 @@ static void handle_register(conn *c, const tlc_register *r) {
   send_epoch(c); /* before any launch: sent with the first frames that follow */
   offers_reserve(d, slots);
   d->conns.registered++;
-  logf_(d, "executor %s %s from %s (host %s, %" PRIu32 " cores, queue %" PRIu32 ", profile %" PRIu32
+  logf_(d,
+        "executor %s %s from %s (host %s, %" PRIu32 " cores, queue %" PRIu32 ", profile %" PRIu32
         ", %zu resources)",
         esc(e, id), recovering ? "reconnected" : "registered", c->peer, esc(eh, host), r->cores,
         d->run.queue, r->profile, r->nresources);

@@ -142,10 +142,10 @@ void phase_close(driver *d, uv_close_cb on_closed);
  * grants are indices into it, and the LAUNCH frames name the addresses they point at
  * (offers.c). Allocated only for an executor that declared some. */
 typedef struct conn_resources {
-  size_t n;                                                /* resources, 1..TLC_RESOURCES_MAX */
-  tl_resource decl[TLC_RESOURCES_MAX];                     /* pointing into the arrays below */
-  char names[TLC_RESOURCES_MAX][TL_RESOURCE_NAME_MAX];     /* NUL-terminated */
-  const char *addrp[TLC_REGISTER_ADDRESSES_MAX];           /* decl[i].addresses point here */
+  size_t n;                                                   /* resources, 1..TLC_RESOURCES_MAX */
+  tl_resource decl[TLC_RESOURCES_MAX];                        /* pointing into the arrays below */
+  char names[TLC_RESOURCES_MAX][TL_RESOURCE_NAME_MAX];        /* NUL-terminated */
+  const char *addrp[TLC_REGISTER_ADDRESSES_MAX];              /* decl[i].addresses point here */
   char addresses[TLC_REGISTER_ADDRESSES_MAX][TL_ADDRESS_MAX]; /* NUL-terminated */
 } conn_resources;
 
@@ -507,14 +507,14 @@ typedef struct stage {
   uint32_t profile;            /* its task set's resource profile */
   uint32_t nresources;         /* what each task asks for beyond a core: requests[0 .. n) */
   resource_spec resources[STAGE_RESOURCES_MAX];
-  tl_taskset_id taskset;       /* as tl_submit gave it; 0 until submitted */
-  uint32_t succeeded;          /* task_ended with TL_END_SUCCESS */
-  uint32_t failed_attempts;    /* task_ended with anything else */
-  uint32_t counted_failures;   /* of those, counted toward max_task_failures */
-  uint32_t killed;             /* of those, ended TL_END_KILLED (--kill-on-job-failure) */
-  uint32_t zombie_finished;    /* attempts that succeeded after taskset_failed (zombie tasks) */
-  bool failed;                 /* taskset_failed arrived */
-  bool released;               /* taskset_released arrived */
+  tl_taskset_id taskset;     /* as tl_submit gave it; 0 until submitted */
+  uint32_t succeeded;        /* task_ended with TL_END_SUCCESS */
+  uint32_t failed_attempts;  /* task_ended with anything else */
+  uint32_t counted_failures; /* of those, counted toward max_task_failures */
+  uint32_t killed;           /* of those, ended TL_END_KILLED (--kill-on-job-failure) */
+  uint32_t zombie_finished;  /* attempts that succeeded after taskset_failed (zombie tasks) */
+  bool failed;               /* taskset_failed arrived */
+  bool released;             /* taskset_released arrived */
 } stage;
 
 /* One job: a chain of stages, each submitted when the one before it succeeded (a tiny DAG
@@ -535,12 +535,12 @@ typedef struct stage_binary {
 } stage_binary;
 
 typedef struct jobs_state {
-  uint64_t end_ns;      /* when the last job's last task set was released */
-  job list[MAX_JOBS];   /* the jobs of the command line */
-  size_t njobs;         /* used entries of jobs */
-  bool kill_on_failure; /* --kill-on-job-failure */
-  bool has_crash;       /* some stage runs `crash` tasks: exit 42 is expected */
-  uint64_t total_tasks; /* of every stage of every job */
+  uint64_t end_ns;        /* when the last job's last task set was released */
+  job list[MAX_JOBS];     /* the jobs of the command line */
+  size_t njobs;           /* used entries of jobs */
+  bool kill_on_failure;   /* --kill-on-job-failure */
+  bool has_crash;         /* some stage runs `crash` tasks: exit 42 is expected */
+  uint64_t total_tasks;   /* of every stage of every job */
   size_t res_names;       /* when the last job ended: resource names the executors declared */
   uint64_t res_addresses; /* their addresses */
   uint64_t res_held;      /* of those, held by some attempt (none, with every task ended) */
@@ -751,25 +751,25 @@ typedef struct recon_rec {
 } recon_rec;
 
 typedef struct conns_state {
-  uint32_t registered;         /* executors registered so far */
-  uint64_t refused_updates;    /* tl_status_update errors */
-  uint64_t gone_frames;        /* frames of an executor the ledger lost or removed
-                                  (TL_EGONE): each dropped unapplied */
-  uint64_t refused_conns;      /* connections closed for a protocol or registration fault */
-  uint64_t refused_token;      /* of those: REGISTER with a wrong token */
-  uint64_t refused_dup;        /* REGISTER refused by tl_executor_add (TL_EEXIST) */
-  uint64_t refused_resource;   /* REGISTER refused by tl_executor_add (TL_ERESOURCE) */
-  uint64_t refused_host;       /* REGISTER of a recovering executor's id from another host */
-  uint64_t refused_timeout;    /* no REGISTER within the registration timeout */
-  uint64_t refused_frame[16];  /* a frame the decoder refused, by -TLC_E* code */
-  uint64_t refused_owner;      /* status updates refused with TL_EOWNER */
-  uint64_t refused_early;      /* a frame before REGISTER */
-  uint64_t refused_second;     /* a second REGISTER */
-  uint64_t refused_unexpected; /* a message an executor may not send (LAUNCH, KILL, ...) */
+  uint32_t registered;            /* executors registered so far */
+  uint64_t refused_updates;       /* tl_status_update errors */
+  uint64_t gone_frames;           /* frames of an executor the ledger lost or removed
+                                     (TL_EGONE): each dropped unapplied */
+  uint64_t refused_conns;         /* connections closed for a protocol or registration fault */
+  uint64_t refused_token;         /* of those: REGISTER with a wrong token */
+  uint64_t refused_dup;           /* REGISTER refused by tl_executor_add (TL_EEXIST) */
+  uint64_t refused_resource;      /* REGISTER refused by tl_executor_add (TL_ERESOURCE) */
+  uint64_t refused_host;          /* REGISTER of a recovering executor's id from another host */
+  uint64_t refused_timeout;       /* no REGISTER within the registration timeout */
+  uint64_t refused_frame[16];     /* a frame the decoder refused, by -TLC_E* code */
+  uint64_t refused_owner;         /* status updates refused with TL_EOWNER */
+  uint64_t refused_early;         /* a frame before REGISTER */
+  uint64_t refused_second;        /* a second REGISTER */
+  uint64_t refused_unexpected;    /* a message an executor may not send (LAUNCH, KILL, ...) */
   uint64_t refused_reconcile_max; /* a reconciliation of more than TLC_RECONCILE_ITEMS_MAX */
-  uint64_t violations;         /* of the refused: registered executors, removed for it */
-  uint64_t registered_cores;   /* cores of every registration, summed */
-  uint64_t frames_in;          /* frames received */
+  uint64_t violations;            /* of the refused: registered executors, removed for it */
+  uint64_t registered_cores;      /* cores of every registration, summed */
+  uint64_t frames_in;             /* frames received */
   exec_report reports[REPORT_DETAIL_MAX]; /* a ring */
   uint64_t nreports;                      /* reports kept: the ring's next slot mod MAX */
   uint64_t reconciled;                    /* RECONCILE frames of recovering executors */

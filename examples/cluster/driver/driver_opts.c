@@ -25,9 +25,9 @@
 #define MIN_UNSENT_BYTES (UINT64_C(1) << 20) /* its least: one frame (TLC_FRAME_MAX) */
 
 const char *const bad_mode_names[BAD_NMODES] = {
-    "wrong-token",     "garbage",   "oversized",   "duplicate-id",    "foreign-status", "silent",
-    "unknown-message", "truncated", "early-frame", "second-register", "driver-message",
-    "duplicate-address", "bad-address"};
+    "wrong-token",    "garbage",           "oversized",  "duplicate-id", "foreign-status",
+    "silent",         "unknown-message",   "truncated",  "early-frame",  "second-register",
+    "driver-message", "duplicate-address", "bad-address"};
 
 static void usage(void) __attribute__((noreturn));
 static void usage(void) {

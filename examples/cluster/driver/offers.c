@@ -22,9 +22,9 @@ static bool ledger_offer(driver *d, conn *c, size_t *n) {
     return false;
   tl_offer o = {.executor_id = c->id, .cores = es.free_cores};
   size_t ngrants;
-  int rc = tl_resource_offers_grants(d->run.s, &o, 1, d->offers.launch_buf, d->offers.launch_cap,
-                                     n, d->offers.grants,
-                                     d->offers.launch_cap * TLC_GRANTS_MAX, &ngrants);
+  int rc =
+      tl_resource_offers_grants(d->run.s, &o, 1, d->offers.launch_buf, d->offers.launch_cap, n,
+                                d->offers.grants, d->offers.launch_cap * TLC_GRANTS_MAX, &ngrants);
   if (rc < 0) {
     fprintf(stderr, "tl-driver: tl_resource_offers_grants: %s\n", tl_err_name(rc));
     return false;
@@ -135,8 +135,8 @@ void offer(driver *d, conn *c) {
                           .grants = ng > 0 ? wire : NULL};
     /* A frame ends at LAUNCH_FRAME_MAX items or before the item that would pass TLC_FRAME_MAX
      * (its version and type bytes, the count, the items). */
-    if (nitems > 0 && (nitems == LAUNCH_FRAME_MAX ||
-                       2 + frame_bytes + item_bytes(&it) > TLC_FRAME_MAX)) {
+    if (nitems > 0 &&
+        (nitems == LAUNCH_FRAME_MAX || 2 + frame_bytes + item_bytes(&it) > TLC_FRAME_MAX)) {
       tlc_msg m = {.type = TLC_MSG_LAUNCH, .u.launch = {nitems, d->offers.items}};
       encode(c, &m);
       nitems = 0;

@@ -302,14 +302,15 @@ static size_t sample_messages(tlc_msg *out) {
   size_t n = 0;
   static const uint8_t token[] = {0, 1, 2, 0xff, 0, 'x'};
   static const uint8_t payload[] = "a task binary\0with a NUL";
-  out[n++] = (tlc_msg){
-      .type = TLC_MSG_REGISTER,
-      .u.reg = {tlc_str("exec-1"), tlc_str("host-1"), 4, bytes_view(token, sizeof token)}};
   out[n++] = (tlc_msg){.type = TLC_MSG_REGISTER,
-                       .u.reg = {filled('i', 1), filled('h', 1), TLC_CORES_MAX, {NULL, 0}}};
-  out[n++] = (tlc_msg){
-      .type = TLC_MSG_REGISTER,
-      .u.reg = {filled('i', TLC_ID_MAX), filled('h', TLC_HOST_MAX), 1, filled(0, TLC_TOKEN_MAX)}};
+                       .u.reg = {tlc_str("exec-1"), tlc_str("host-1"), 4,
+                                 bytes_view(token, sizeof token), 0, 0, NULL}};
+  out[n++] =
+      (tlc_msg){.type = TLC_MSG_REGISTER,
+                .u.reg = {filled('i', 1), filled('h', 1), TLC_CORES_MAX, {NULL, 0}, 0, 0, NULL}};
+  out[n++] = (tlc_msg){.type = TLC_MSG_REGISTER,
+                       .u.reg = {filled('i', TLC_ID_MAX), filled('h', TLC_HOST_MAX), 1,
+                                 filled(0, TLC_TOKEN_MAX), 0, 0, NULL}};
   static const tlc_view gpus[] = {{(const uint8_t *)"0", 1}, {(const uint8_t *)"1", 1}};
   static const tlc_view fpgas[] = {{(const uint8_t *)"GPU-1f3a!~", 10}};
   static const tlc_resource resources[] = {{{(const uint8_t *)"gpu", 3}, 2, gpus},
@@ -561,7 +562,8 @@ START_TEST(the_register_frame_maximum_and_raising_it) {
   ck_assert_int_eq(tlc_decoder_init(&d, TLC_REGISTER_FRAME_MAX), TLC_OK);
   size_t used;
   tlc_msg m;
-  uint8_t prefix[4] = {(TLC_REGISTER_FRAME_MAX + 1) & 0xff, ((TLC_REGISTER_FRAME_MAX + 1) >> 8) & 0xff,
+  uint8_t prefix[4] = {(TLC_REGISTER_FRAME_MAX + 1) & 0xff,
+                       ((TLC_REGISTER_FRAME_MAX + 1) >> 8) & 0xff,
                        (TLC_REGISTER_FRAME_MAX + 1) >> 16, 0};
   ck_assert_int_eq(tlc_decoder_feed(&d, prefix, 4, &used, &m), TLC_ETOOBIG);
   ck_assert_uint_eq(used, 4);
@@ -956,28 +958,36 @@ static void assert_encode_refused(const tlc_msg *msg, int err) {
 START_TEST(the_encoder_refuses_what_the_decoder_would) {
   tlc_view id = tlc_str("e"), host = tlc_str("h");
   assert_encode_refused(
-      &(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {{NULL, 0}, host, 1, {NULL, 0}}}, TLC_ELENGTH);
-  assert_encode_refused(&(tlc_msg){.type = TLC_MSG_REGISTER,
-                                   .u.reg = {filled('i', TLC_ID_MAX + 1), host, 1, {NULL, 0}}},
-                        TLC_ELENGTH);
-  assert_encode_refused(
-      &(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {id, {NULL, 0}, 1, {NULL, 0}}}, TLC_ELENGTH);
-  assert_encode_refused(&(tlc_msg){.type = TLC_MSG_REGISTER,
-                                   .u.reg = {id, filled('h', TLC_HOST_MAX + 1), 1, {NULL, 0}}},
-                        TLC_ELENGTH);
-  assert_encode_refused(
-      &(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {id, host, 1, filled('t', TLC_TOKEN_MAX + 1)}},
+      &(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {{NULL, 0}, host, 1, {NULL, 0}, 0, 0, NULL}},
       TLC_ELENGTH);
-  assert_encode_refused(&(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {id, host, 0, {NULL, 0}}},
+  assert_encode_refused(
+      &(tlc_msg){.type = TLC_MSG_REGISTER,
+                 .u.reg = {filled('i', TLC_ID_MAX + 1), host, 1, {NULL, 0}, 0, 0, NULL}},
+      TLC_ELENGTH);
+  assert_encode_refused(
+      &(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {id, {NULL, 0}, 1, {NULL, 0}, 0, 0, NULL}},
+      TLC_ELENGTH);
+  assert_encode_refused(
+      &(tlc_msg){.type = TLC_MSG_REGISTER,
+                 .u.reg = {id, filled('h', TLC_HOST_MAX + 1), 1, {NULL, 0}, 0, 0, NULL}},
+      TLC_ELENGTH);
+  assert_encode_refused(
+      &(tlc_msg){.type = TLC_MSG_REGISTER,
+                 .u.reg = {id, host, 1, filled('t', TLC_TOKEN_MAX + 1), 0, 0, NULL}},
+      TLC_ELENGTH);
+  assert_encode_refused(
+      &(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {id, host, 0, {NULL, 0}, 0, 0, NULL}},
+      TLC_ECORES);
+  assert_encode_refused(&(tlc_msg){.type = TLC_MSG_REGISTER,
+                                   .u.reg = {id, host, TLC_CORES_MAX + 1, {NULL, 0}, 0, 0, NULL}},
                         TLC_ECORES);
   assert_encode_refused(
-      &(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {id, host, TLC_CORES_MAX + 1, {NULL, 0}}},
-      TLC_ECORES);
-  assert_encode_refused(
-      &(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {bytes_view("a\0b", 3), host, 1, {NULL, 0}}},
+      &(tlc_msg){.type = TLC_MSG_REGISTER,
+                 .u.reg = {bytes_view("a\0b", 3), host, 1, {NULL, 0}, 0, 0, NULL}},
       TLC_ENUL);
   assert_encode_refused(
-      &(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {{NULL, 3}, host, 1, {NULL, 0}}}, TLC_EINVAL);
+      &(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {{NULL, 3}, host, 1, {NULL, 0}, 0, 0, NULL}},
+      TLC_EINVAL);
   assert_encode_refused(&(tlc_msg){.type = TLC_MSG_TASKSET_BINARY,
                                    .u.binary = {1, bytes_view(big_payload, TLC_FRAME_MAX)}},
                         TLC_ETOOBIG);
