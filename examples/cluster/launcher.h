@@ -49,6 +49,9 @@ typedef struct launcher_config {
   const char *const *extra_args; /* --slurm-arg, passed through to srun/sbatch */
   size_t nextra;                 /* entries of extra_args */
   uint64_t poll_ms;              /* the bounded period of Slurm queries */
+  uint32_t gpus;                 /* --executor-gpus: each executor's job asks for --gres=gpu:N and
+                                    its tl-executor declares the GPUs of Slurm's allocation, found
+                                    by tl-slurm-gpus next to it (0: none) */
   /* Called once per executor started, when its end is known (never from inside a launcher_ops
    * call). ud is passed back. */
   void (*on_end)(void *ud, const launcher_end *end);

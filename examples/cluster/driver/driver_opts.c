@@ -38,7 +38,7 @@ static void usage(void) {
           "                 [--min-executors N] [--max-executors M] [--backlog-timeout MS]\n"
           "                 [--idle-timeout MS] [--summary-json FILE] [--advertise ADDR]\n"
           "                 [--partition P] [--time-limit T] [--slurm-arg ARG]...\n"
-          "                 [--slurm-poll-ms MS]\n"
+          "                 [--slurm-poll-ms MS] [--executor-gpus N]\n"
           "                 [--listen ADDR] [--port P] [--token-file PATH] [--executor PATH]\n"
           "                 [--heartbeat-ms MS] [--timeout-s S]\n"
           "                 [--bench [--tasks N] [--null-ledger]] [--quiet]\n"
@@ -59,7 +59,9 @@ static void usage(void) {
           "  --null-ledger: --bench on the null floor (a FIFO of pending tasks and a map of\n"
           "     running tids in place of the ledger), to compare --bench with; --bench only\n"
           "  P: serve GET /metrics (Prometheus text) on the --listen address, 0 = any free port\n"
-          "  --partition, --time-limit, --slurm-arg, --slurm-poll-ms: --launcher slurm only\n"
+          "  --partition, --time-limit, --slurm-arg, --slurm-poll-ms, --executor-gpus:\n"
+          "     --launcher slurm only (--executor-gpus N: each executor's job asks for\n"
+          "     --gres=gpu:N and declares the GPUs of Slurm's allocation)\n"
           "  --state-dir: keep the run's state there and recover it after a crash (records\n"
           "     are written off the loop every --snapshot-ms: launches do not wait for them)\n"
           "TEST-ONLY OPTIONS: faults a test injects, and what its verdict expects; not for a\n"
@@ -225,6 +227,7 @@ enum {
   OPT_BACKLOG_TIMEOUT,
   OPT_IDLE_TIMEOUT,
   OPT_PARTITION,
+  OPT_EXECUTOR_GPUS,
   OPT_TIME_LIMIT,
   OPT_SLURM_ARG,
   OPT_SLURM_POLL_MS,
@@ -278,6 +281,7 @@ static const struct option long_options[] = {
     {"backlog-timeout", required_argument, NULL, OPT_BACKLOG_TIMEOUT},
     {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
     {"partition", required_argument, NULL, OPT_PARTITION},
+    {"executor-gpus", required_argument, NULL, OPT_EXECUTOR_GPUS},
     {"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
     {"slurm-arg", required_argument, NULL, OPT_SLURM_ARG},
     {"slurm-poll-ms", required_argument, NULL, OPT_SLURM_POLL_MS},
@@ -401,6 +405,10 @@ static bool take_run_option(driver_opts *o, given *g, int opt, const char *v) {
     return true;
   case OPT_PARTITION:
     o->partition = v;
+    g->slurm_only = true;
+    return true;
+  case OPT_EXECUTOR_GPUS:
+    o->executor_gpus = (uint32_t)parse_u64(v, 1, TLC_RESOURCE_ADDRESSES_MAX);
     g->slurm_only = true;
     return true;
   case OPT_TIME_LIMIT:
@@ -579,8 +587,8 @@ static void resolve(driver_opts *o, const given *g) {
     o->njobs = 1;
   }
   if (g->slurm_only && strcmp(o->launcher, "slurm") != 0) {
-    fprintf(stderr, "tl-driver: --partition, --time-limit, --slurm-arg and --slurm-poll-ms are "
-                    "for --launcher slurm\n");
+    fprintf(stderr, "tl-driver: --partition, --time-limit, --slurm-arg, --slurm-poll-ms and "
+                    "--executor-gpus are for --launcher slurm\n");
     usage();
   }
   /* Dynamic allocation: --executors is the initial count (default --min-executors), within

@@ -90,6 +90,7 @@ typedef struct driver_opts {
   const char *slurm_args[MAX_SLURM_ARGS]; /* --slurm-arg, in order (slurm only) */
   size_t nslurm_args;                     /* used entries of slurm_args */
   uint64_t slurm_poll_ms;                 /* --slurm-poll-ms */
+  uint32_t executor_gpus;                 /* --executor-gpus (slurm only): 0 for none */
   const char *listen;                     /* --listen */
   int port;                               /* --port; 0: any free port */
   int metrics_port;                       /* --metrics-port; -1: no metrics endpoint */
