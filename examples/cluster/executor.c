@@ -181,6 +181,9 @@ typedef struct executor {
   res_set resources;               /* --resource and --resource-discovery, as registered */
   const char *task_command;        /* --task-command: what an exec task runs; NULL: none */
   uint64_t bad_grants;             /* launches whose grants named what it did not declare */
+  uint32_t dying;                  /* exec tasks sent SIGKILL, not yet exited: they still hold
+                                      their core and addresses */
+  uint64_t waited_dying;           /* launches that waited for them */
   uint64_t heartbeat_ms;           /* the heartbeat period */
   uint64_t heartbeat_seq;          /* heartbeats sent */
   uint64_t binaries;               /* task binaries materialised since start */
@@ -548,9 +551,10 @@ static void on_exited(uv_process_t *p, int64_t status, int signal) {
   sleeping_task *task = p->data;
   executor *ex = p->loop->data;
   unlist(ex, task);
-  if (task->killed)
+  if (task->killed) {
+    ex->dying--;
     report(ex, &task->task, TLC_TASK_KILLED, 0, "");
-  else if (status == 0 && signal == 0)
+  } else if (status == 0 && signal == 0)
     report(ex, &task->task, TLC_TASK_FINISHED, task->task.index, "");
   else
     report(ex, &task->task, TLC_TASK_FAILED, 0,
@@ -673,6 +677,11 @@ static void start_task(executor *ex, const launch *l) {
 static void start_queued(executor *ex) {
   while (ex->queue_head && ex->running < ex->cores && !ex->crashing) {
     queued_task *q = ex->queue_head;
+    /* Its addresses held by a killed task whose process has not exited yet: it waits for that
+     * exit (a restored driver kills an attempt it does not adopt and may grant its addresses in
+     * the same breath). Held by a live task, it is the driver's bug: start_task exits 5. */
+    if (ex->dying > 0 && !res_fits(&ex->resources, q->grants, q->ngrants))
+      break;
     ex->queue_head = q->next;
     if (!ex->queue_head)
       ex->queue_tail = NULL;
@@ -697,10 +706,12 @@ static void launch_task(executor *ex, const tlc_launch_item *it) {
     return;
   }
   launch l = {ref, it->kind, grants, (uint8_t)it->ngrants};
-  if (!ex->queue_head && ex->running < ex->cores) {
+  bool wait = ex->dying > 0 && !res_fits(&ex->resources, grants, it->ngrants);
+  if (!ex->queue_head && ex->running < ex->cores && !wait) {
     start_task(ex, &l);
     return;
   }
+  ex->waited_dying += wait;
   if (ex->running + ex->queued >= HELD_MAX) { /* the driver's fault: no RECONCILE could say it */
     fprintf(stderr, "tl-executor %s: the driver launched more than %d tasks at once\n", ex->id,
             HELD_MAX);
@@ -749,8 +760,10 @@ static void kill_task(executor *ex, uint64_t tid) {
   for (sleeping_task **p = &ex->sleeping; *p; p = &(*p)->next) {
     sleeping_task *task = *p;
     if (task->task.tid == tid && task->proc) {
-      if (!task->killed)
+      if (!task->killed) {
         uv_process_kill(&task->process, SIGKILL);
+        ex->dying++;
+      }
       task->killed = true;
       return;
     }
@@ -1207,6 +1220,9 @@ int main(int argc, char **argv) {
             "tl-executor %s: %" PRIu64 " reconnections, %" PRIu64 " ends sent again, %" PRIu64
             " ends dropped unacknowledged (more than %d held); %" PRIu64 " tasks started\n",
             ex.id, ex.reconnects, ex.ends_resent, ex.ends_dropped, RETAINED_MAX, ex.started);
+  if (ex.waited_dying > 0)
+    fprintf(stderr, "tl-executor %s: %" PRIu64 " launches waited for killed tasks to exit\n", ex.id,
+            ex.waited_dying);
   if (ex.bad_grants > 0)
     fprintf(stderr, "tl-executor %s: %" PRIu64 " launches granted addresses it did not declare\n",
             ex.id, ex.bad_grants);

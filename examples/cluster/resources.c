@@ -333,13 +333,19 @@ bool res_resolve(const res_set *s, const tlc_grant *g, size_t n, res_grant *out,
 
 static uint64_t units(uint8_t share) { return RES_SHARE_UNIT / (share > 1 ? share : 1); }
 
-bool res_take(res_set *s, const res_grant *g, size_t n) {
+bool res_fits(const res_set *s, const res_grant *g, size_t n) {
   for (size_t i = 0; i < n; i++) {
     uint64_t use = s->list[g[i].resource].use[g[i].address];
     /* A whole address: nobody holds any of it. A share: what is left covers it. */
     if (use > RES_SHARE_UNIT - units(g[i].share))
       return false;
   }
+  return true;
+}
+
+bool res_take(res_set *s, const res_grant *g, size_t n) {
+  if (!res_fits(s, g, n))
+    return false;
   for (size_t i = 0; i < n; i++)
     s->list[g[i].resource].use[g[i].address] += units(g[i].share);
   return true;

@@ -78,6 +78,9 @@ bool res_resolve(const res_set *s, const tlc_grant *g, size_t n, res_grant *out,
  * the driver granted what the executor's running tasks hold. */
 bool res_take(res_set *s, const res_grant *g, size_t n);
 
+/* Whether res_take would book them now. */
+bool res_fits(const res_set *s, const res_grant *g, size_t n);
+
 /* Gives back what res_take booked. */
 void res_give(res_set *s, const res_grant *g, size_t n);
 

@@ -9,6 +9,9 @@
 #   share    holds 1/2 of a gpu: as whole, but up to 2 tasks of its executor may hold the
 #            address at once: it counts the holders (a file each) and logs the count; 300 ms
 #   profile  logs its executor's id and holds no gpu (CUDA_VISIBLE_DEVICES unset or empty)
+#   doomed   index 0 fails at once; every other index holds its gpu (a lock, as whole) for 20 s,
+#            unless it is killed first (the lock is then left behind, as a killed process leaves
+#            it); logged in doomed.log
 set -u
 d=$TL_TEST_DIR
 mode=$1
@@ -24,7 +27,7 @@ profile)
   echo "$TL_EXECUTOR_ID" >>"$d/profile.log"
   exit 0
   ;;
-whole | share) ;;
+whole | share | doomed) ;;
 *) violation "unknown mode" ;;
 esac
 [ "$cuda" = "$gpu" ] || violation "CUDA_VISIBLE_DEVICES=$cuda, TL_RESOURCE_GPU=$gpu"
@@ -33,6 +36,13 @@ case $gpu in
 *) violation "TL_RESOURCE_GPU=$gpu: not one address of 0,1" ;;
 esac
 key="$d/$TL_EXECUTOR_ID-gpu$gpu"
+if [ "$mode" = doomed ]; then
+  [ "$TL_TASK_INDEX" -eq 0 ] && exit 1
+  mkdir "$key.doomed" 2>/dev/null || violation "gpu $gpu is held by another task"
+  echo "$TL_EXECUTOR_ID $gpu $TL_TASK_TID" >>"$d/doomed.log"
+  sleep 20
+  exit 0
+fi
 if [ "$mode" = whole ]; then
   mkdir "$key.lock" 2>/dev/null || violation "gpu $gpu is held by another task"
   echo "$TL_EXECUTOR_ID $gpu $TL_TASK_TID" >>"$d/whole.log"

@@ -131,4 +131,31 @@ grep -qv '^ex-[ab] ' "$tmp/d/whole.log" && fail "a gpu task ran off ex-a and ex-
 [ "$(grep -c '^ex-c$' "$tmp/d/profile.log")" -ge 6 ] || fail "profile 1's tasks did not run"
 grep -qv '^ex-c$' "$tmp/d/profile.log" && fail "a profile 1 task ran off ex-c"
 cat "$tmp/out"
+
+# KILL of exec tasks: a stage whose index 0 fails at once (--max-task-failures 1) while the
+# others hold a gpu for 20 s; --kill-on-job-failure kills them. Each process is sent SIGKILL and
+# reported KILLED once it exited, its gpu free only then: the run ends in seconds, not 20 (the
+# driver's --timeout-s 15 would fail it).
+: >"$tmp/out"
+"$dir/tl-driver" --token-file "$tmp/token" --executors 0 --accept 1 --max-task-failures 1 \
+  --kill-on-job-failure --expect-job-failure --job 'exec:doomed:6+gpu=1' --timeout-s 15 \
+  >"$tmp/out" 2>"$tmp/err" &
+drv=$!
+wait_for "$tmp/out" '^listening on ' || fail "the second driver did not listen"
+port=$(sed -n 's/^listening on .*:\([0-9][0-9]*\)$/\1/p' "$tmp/out")
+start ex-k --cores 4 --resource gpu=0,1
+ext=$!
+wait "$drv"
+rc=$?
+drv=''
+wait "$ext" 2>/dev/null
+rck=$?
+ext=''
+[ "$rc" -eq 0 ] || fail "the second driver exited with status $rc"
+[ "$rck" -eq 0 ] || fail "ex-k exited $rck: $(cat "$tmp/ex-k.err")"
+[ -s "$tmp/d/violations" ] && fail "the doomed tasks saw: $(cat "$tmp/d/violations")"
+for want in 'job 1: FAILED' '[1-9] killed)' 'tl_check OK' 'when the jobs ended: 1 names, 2 addresses, 0 held' '^OK$'; do
+  grep -q "$want" "$tmp/out" || fail "the second summary lacks: $want"
+done
+cat "$tmp/out"
 exit 0
