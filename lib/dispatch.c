@@ -73,6 +73,12 @@ static void taskset_failed_reason(const struct tl_scheduler *s, const tl__event 
                  "executor exclusion (exclude_on_failure); most recent failure: %s",
                  ev->u.ts.info.stage_id, ev->u.ts.info.stage_attempt, ev->u.ts.index,
                  msg != NULL ? msg : "(no message)");
+  else if (ev->u.ts.why == TL__FAIL_NO_RESOURCES)
+    n = snprintf(buf, len,
+                 "Aborting task set %u.%u because no live executor of resource profile %u can "
+                 "run its tasks (their cores and resources; tl_explain_taskset says what is "
+                 "missing)",
+                 ev->u.ts.info.stage_id, ev->u.ts.info.stage_attempt, ev->u.ts.index);
   else if (ev->u.ts.why == TL__FAIL_NO_PAYLOAD)
     n = snprintf(buf, len, "Payload not restored");
   else if (ev->u.ts.why == TL__FAIL_CANCELLED)

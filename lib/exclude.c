@@ -622,7 +622,7 @@ void tl__exclude_stats(const struct tl_scheduler *s, tl_stats *out) {
   out->executors_excluded = s->x.nexecs;
   out->nodes_excluded = s->x.nnodes_excluded;
   out->tasksets_with_failures = s->x.ntasksets;
-  out->tasksets_unschedulable = s->x.ntimers;
+  out->tasksets_unschedulable = s->x.ntimers + s->nres_timers;
 }
 
 void tl__exclude_each_str(tl__checker *c, tl__str_fn *fn) {

@@ -454,7 +454,8 @@ enum {
   TL__FAIL_CANCELLED,
   TL__FAIL_RESULT_SIZE,
   TL__FAIL_UNSCHEDULABLE,
-  TL__FAIL_NO_PAYLOAD /* restored without its payload (tl_scheduler_restore) */
+  TL__FAIL_NO_PAYLOAD,  /* restored without its payload (tl_scheduler_restore) */
+  TL__FAIL_NO_RESOURCES /* no live executor could ever run a task of it (resource.c) */
 };
 
 typedef struct tl__event {
@@ -627,6 +628,9 @@ struct tl_scheduler {
   tl__link res_tasksets;           /* task sets with resource requests, by their requests'
                                       block (resource.c) */
   size_t nres_tasksets;            /* their number */
+  tl__link res_timers;             /* of them, those no live executor could run, earliest
+                                      deadline first (resource.c) */
+  size_t nres_timers;              /* their number */
   struct tl__grants *spare_grants; /* grant blocks kept for the next launches (resource.c) */
   size_t nspare_grants;            /* their number */
 

@@ -149,8 +149,8 @@ void tl__jfmt_reconcile(tl__text *w, const char *id, const tl_tid *running, size
   }
 }
 
-void tl__jfmt_reconcile_items(tl__text *w, const char *id, const tl_reconcile_item *items,
-                              size_t n, size_t ucap) {
+void tl__jfmt_reconcile_items(tl__text *w, const char *id, const tl_reconcile_item *items, size_t n,
+                              size_t ucap) {
   tl__text_str(w, "reconcile_items");
   arg_str(w, id);
   key_u64(w, "ucap", ucap);

@@ -51,10 +51,9 @@ void tl__jfmt_kill_stage(tl__text *w, uint32_t stage_id, bool interrupt, const c
 void tl__jfmt_cancel_stage(tl__text *w, uint32_t stage_id, const char *reason);
 void tl__jfmt_partition_completed(tl__text *w, uint32_t stage_id, uint32_t index);
 void tl__jfmt_offers(tl__text *w, const tl_offer *offers, size_t noffers, size_t cap);
-void tl__jfmt_reconcile(tl__text *w, const char *id, const tl_tid *running, size_t n,
-                        size_t ucap);
-void tl__jfmt_reconcile_items(tl__text *w, const char *id, const tl_reconcile_item *items,
-                              size_t n, size_t ucap);
+void tl__jfmt_reconcile(tl__text *w, const char *id, const tl_tid *running, size_t n, size_t ucap);
+void tl__jfmt_reconcile_items(tl__text *w, const char *id, const tl_reconcile_item *items, size_t n,
+                              size_t ucap);
 /* A restored scheduler's `restore` line, after tl__journal_start's (directly: not shared yet). */
 void tl__journal_restored(struct tl_scheduler *s);
 void tl__jfmt_update(tl__text *w, const char *id, tl_tid tid, const tl_update *u);

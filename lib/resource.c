@@ -225,6 +225,9 @@ int tl__res_taskset_new(struct tl_scheduler *s, const tl_resource_request *r, ui
   }
   q->n = n;
   q->ts = NULL;
+  q->timer = false;
+  q->deadline = 0;
+  tl__list_init(&q->on_timer);
   tl__list_insert_tail(&s->res_tasksets, &q->on_scheduler);
   s->nres_tasksets++;
   *out = q;
@@ -241,11 +244,20 @@ size_t tl__res_launchable(const struct tl_scheduler *s) {
   return n;
 }
 
+static void timer_stop(struct tl_scheduler *s, tl__treqs *q) {
+  if (!q->timer)
+    return;
+  q->timer = false;
+  tl__list_remove(&q->on_timer);
+  s->nres_timers--;
+}
+
 void tl__res_taskset_free(struct tl_scheduler *s, tl__treqs *q) {
   if (q == NULL)
     return;
   for (uint32_t i = 0; i < q->n; i++)
     kind_unref(s, q->r[i].kind);
+  timer_stop(s, q);
   tl__list_remove(&q->on_scheduler);
   s->nres_tasksets--;
   tl__free(s, q, treqs_size(q->n));
@@ -299,6 +311,61 @@ uint32_t tl__res_fit_count(const tl__executor *ex, const tl__treqs *q, uint32_t 
       fit = n;
   }
   return fit;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Unsatisfiable requests
+ * ------------------------------------------------------------------------------------------- */
+
+bool tl__res_unsatisfiable(struct tl_scheduler *s, const tl__taskset *ts) {
+  for (const tl__host *h = s->hosts_by_name; h != NULL; h = h->hh_by_name.next)
+    for (const tl__link *l = h->executors.next; l != &h->executors; l = l->next) {
+      const tl__executor *ex = tl__container_of(l, tl__executor, on_host);
+      if (ex->state == TL_EXECUTOR_ALIVE && tl__res_could_fit(ex, ts))
+        return false;
+    }
+  return true;
+}
+
+void tl__res_after_round(struct tl_scheduler *s) {
+  for (tl__link *l = s->res_tasksets.next; l != &s->res_tasksets; l = l->next) {
+    tl__treqs *q = tl__container_of(l, tl__treqs, on_scheduler);
+    const tl__taskset *ts = q->ts;
+    bool waiting = !ts->zombie && ts->npending + ts->nspeculatable > 0 && s->nalive > 0 &&
+                   tl__res_unsatisfiable(s, ts);
+    if (!waiting) {
+      timer_stop(s, q);
+    } else if (!q->timer) { /* appended: every deadline is now + the same timeout */
+      q->timer = true;
+      q->deadline = tl__add_sat(s->last_now, s->cfg.unschedulable_timeout_ns);
+      tl__list_insert_tail(&s->res_timers, &q->on_timer);
+      s->nres_timers++;
+    }
+  }
+}
+
+tl__taskset *tl__res_due(struct tl_scheduler *s, uint64_t now) {
+  while (!tl__list_empty(&s->res_timers)) {
+    tl__treqs *q = tl__container_of(s->res_timers.next, tl__treqs, on_timer);
+    if (!tl__due(q->deadline, now))
+      return NULL;
+    timer_stop(s, q);
+    /* Still nothing that could run it? (An executor may have joined since the round.) */
+    if (!q->ts->zombie && s->nalive > 0 && tl__res_unsatisfiable(s, q->ts)) {
+      s->totals.tasksets_unschedulable_aborted++;
+      return q->ts;
+    }
+  }
+  return NULL;
+}
+
+uint64_t tl__res_next(const struct tl_scheduler *s, uint64_t now) {
+  if (tl__list_empty(&s->res_timers))
+    return TL_TICK_NEVER;
+  uint64_t due = tl__container_of(s->res_timers.next, tl__treqs, on_timer)->deadline;
+  if (due == UINT64_MAX)
+    return TL_TICK_NEVER;
+  return due > now ? due - now : 0;
 }
 
 /* Books units on address a of ex's resource x. */
@@ -602,6 +669,17 @@ int tl__res_check(tl__checker *c) {
               "resources: a requests block on the list belongs to no task set");
     listed++;
   }
+  size_t timers = 0;
+  uint64_t last = 0;
+  for (const tl__link *l = s->res_timers.next; l != &s->res_timers && timers <= nreq; l = l->next) {
+    const tl__treqs *q = tl__container_of(l, tl__treqs, on_timer);
+    TL__CHECK(c, q->timer && q->deadline >= last,
+              "resources: the unsatisfiable deadlines are out of order");
+    last = q->deadline;
+    timers++;
+  }
+  TL__CHECK(c, timers == s->nres_timers, "resources: %zu deadlines, count says %zu", timers,
+            s->nres_timers);
   TL__CHECK(c, nreq == s->nres_tasksets && listed == nreq,
             "resources: %zu task sets with requests, %zu listed, count says %zu", nreq, listed,
             s->nres_tasksets);

@@ -59,6 +59,9 @@ typedef struct tl__treq {
 typedef struct tl__treqs {
   tl__link on_scheduler;  /* s->res_tasksets: every task set with requests */
   struct tl__taskset *ts; /* whose */
+  tl__link on_timer;      /* s->res_timers while no live executor could run a task of it */
+  uint64_t deadline;      /* then: when it is aborted (unschedulable_timeout_ns after) */
+  bool timer;             /* on s->res_timers */
   uint32_t n;             /* requests */
   uint32_t ngrants;       /* grants per task: the amounts summed */
   tl__treq r[];
@@ -122,6 +125,18 @@ bool tl__res_book(struct tl_scheduler *s, tl__executor *ex, const tl__treqs *q,
                   const tl__grants *g);
 /* Gives back, on ex's books, what grants g hold there (the block itself is untouched). */
 void tl__res_unbook(tl__executor *ex, const tl__grants *g);
+
+/* Unsatisfiable requests (the unschedulable rule of exclusion, applied to resources): after an
+ * offer round, a task set with requests and work to launch that no ALIVE executor could ever
+ * run (its profile, its cores, its requests within what the executor declares) gets a deadline
+ * unschedulable_timeout_ns away, while at least one executor is ALIVE; one that some executor
+ * could run loses it. tl__res_due gives, at its deadline, a task set still unsatisfiable, for
+ * the caller to abort (TL__FAIL_NO_RESOURCES); tl__res_next is the earliest deadline. */
+void tl__res_after_round(struct tl_scheduler *s);
+struct tl__taskset *tl__res_due(struct tl_scheduler *s, uint64_t now);
+uint64_t tl__res_next(const struct tl_scheduler *s, uint64_t now);
+/* Whether no ALIVE executor could ever run a task of ts. */
+bool tl__res_unsatisfiable(struct tl_scheduler *s, const struct tl__taskset *ts);
 
 /* Grant blocks: taken (spares first) and given back. tl__grants_unref frees or keeps as spare
  * at the last reference. */

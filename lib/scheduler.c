@@ -238,6 +238,7 @@ int tl__scheduler_create(const tl_config *cfg, const tl_callbacks *cb, tl_schedu
   tl__list_init(&s->locality_tasksets);
   tl__list_init(&s->rkinds);
   tl__list_init(&s->res_tasksets);
+  tl__list_init(&s->res_timers);
   /* A level's wait; TL_NO_PREF and TL_ANY never wait (Spark's getLocalityWait). */
   const uint64_t *own[3] = {&cfg->locality_wait_process_ns, &cfg->locality_wait_node_ns,
                             &cfg->locality_wait_rack_ns};
@@ -294,6 +295,7 @@ static void destroy_all(tl_scheduler *s) {
   tl__events_clear(s, &s->batch, 0);
   tl__free(s, s->events.ev, s->events.cap * sizeof(tl__event));
   tl__free(s, s->batch.ev, s->batch.cap * sizeof(tl__event));
+  tl__grants_trim(s); /* the blocks attempts and events gave back above */
 }
 
 /* The last of a scheduler whose records destroy_all has freed: nothing else may hold it. */

@@ -43,7 +43,13 @@ enum {
 /* Task set flags. */
 enum { TS_SHUFFLE = 1, TS_BARRIER = 2, TS_ZOMBIE = 4, TS_FAILED = 8, TS_SPECULATION = 16 };
 /* Attempt flags. */
-enum { AT_RUNNING = 1, AT_FROZEN = 2, AT_SPECULATIVE = 4, AT_KILLED_BY_OTHER = 8, AT_END_HELD = 16 };
+enum {
+  AT_RUNNING = 1,
+  AT_FROZEN = 2,
+  AT_SPECULATIVE = 4,
+  AT_KILLED_BY_OTHER = 8,
+  AT_END_HELD = 16
+};
 
 /* The counters of tl_stats the scheduler keeps in s->totals, in the image's order. */
 #define TOTALS(XX)                                                                                 \
@@ -341,7 +347,7 @@ int tl_dispatch_snapshot(tl_scheduler *s, int (*write)(void *ud, const void *buf
 
 typedef struct restore_state {
   struct tl_scheduler *s;
-  uint32_t version; /* the image's format version */
+  uint32_t version;   /* the image's format version */
   tl__executor **exs; /* by ordinal */
   uint32_t nexs;
   tl__attempt **attempts; /* the attempts read, before they are linked */

@@ -9,6 +9,7 @@
  * Everything here runs under the scheduler's lock.
  */
 #include "internal.h"
+#include "resource.h"
 
 static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
@@ -16,6 +17,7 @@ uint64_t tl__next_deadline(struct tl_scheduler *s, uint64_t now) {
   uint64_t next = tl__executors_next_deadline(s, now);
   next = min_u64(next, tl__speculation_next(s, now));
   next = min_u64(next, tl__locality_next(s, now));
+  next = min_u64(next, tl__res_next(s, now));
   return min_u64(next, tl__exclude_next(s, now));
 }
 
@@ -81,9 +83,25 @@ static uint64_t exclude_tick(struct tl_scheduler *s, uint64_t now) {
   return tl__exclude_next(s, now);
 }
 
+/* Aborts the task sets whose requests no live executor could run, at their deadline; 0 when one
+ * could not get room for its events. */
+static uint64_t resource_tick(struct tl_scheduler *s, uint64_t now) {
+  if (tl__list_empty(&s->res_timers))
+    return TL_TICK_NEVER;
+  if (tl__events_reserve(s, TL__TASKSET_ABORT_EVENTS) != TL_OK)
+    return 0;
+  for (tl__taskset *ts; (ts = tl__res_due(s, now)) != NULL;) {
+    tl__taskset_abort(s, ts, TL__FAIL_NO_RESOURCES, ts->profile, 0, NULL, NULL);
+    if (tl__events_reserve(s, TL__TASKSET_ABORT_EVENTS) != TL_OK)
+      return 0;
+  }
+  return tl__res_next(s, now);
+}
+
 uint64_t tl__tick_run(struct tl_scheduler *s, uint64_t now) {
   uint64_t next = tl__executors_tick(s, now);
   next = min_u64(next, speculation_tick(s, now));
   next = min_u64(next, tl__locality_tick(s, now));
+  next = min_u64(next, resource_tick(s, now));
   return min_u64(next, exclude_tick(s, now));
 }

@@ -268,6 +268,11 @@ static void copy_task(tlt_event *ev, const tl_task_info *t) {
   ev->task = *t;
   ev->task.executor_id = NULL;
   ev->task.host = NULL;
+  TLT_ASSERT(t->ngrants <= TL_TASK_GRANTS_MAX && (t->ngrants == 0) == (t->grants == NULL),
+             "task %" PRIu64 ": %u grants at %p", t->tid, t->ngrants, (const void *)t->grants);
+  if (t->ngrants > 0)
+    memcpy(ev->grants, t->grants, t->ngrants * sizeof *t->grants);
+  ev->task.grants = NULL;
   ev->payload = t->payload;
   copy_str(ev->executor, sizeof ev->executor, t->executor_id);
   copy_str(ev->host, sizeof ev->host, t->host);
@@ -813,6 +818,15 @@ void tlt_add_(int line, tlt_env *e, const char *id, const char *host, const char
   TLT_CHECK(e);
 }
 
+void tlt_add_desc_(int line, tlt_env *e, tl_executor_desc d) {
+  tlt_line = line;
+  d.ud = tlt_ud_for(e, d.id);
+  int rc = tl_executor_add(e->s, &d);
+  TLT_ASSERT(rc == TL_OK, "tl_executor_add(%s): %s", d.id, tl_err_name(rc));
+  remember_exec(e, d.id);
+  TLT_CHECK(e);
+}
+
 tlt_exec_ud *tlt_ud_for(tlt_env *e, const char *id) {
   for (size_t i = 0; i < e->nuds; i++)
     if (strcmp(e->uds[i]->id, id) == 0)
@@ -924,15 +938,36 @@ tl_taskset_id tlt_submit_(int line, tlt_env *e, uint32_t stage, uint32_t attempt
 
 size_t tlt_offers_(int line, tlt_env *e, const tl_offer *offers, size_t n, tl_launch *out,
                    size_t cap) {
+  return tlt_offers_grants_(line, e, offers, n, out, cap, NULL, 0);
+}
+
+size_t tlt_offers_grants_(int line, tlt_env *e, const tl_offer *offers, size_t n, tl_launch *out,
+                          size_t cap, tl_grant *grants, size_t gcap) {
   tlt_line = line;
-  size_t nout = SIZE_MAX;
+  size_t nout = SIZE_MAX, ngrants = SIZE_MAX;
   size_t mark = e->nev;
-  int rc = tl_resource_offers(e->s, offers, n, out, cap, &nout);
+  int rc = grants != NULL
+               ? tl_resource_offers_grants(e->s, offers, n, out, cap, &nout, grants, gcap, &ngrants)
+               : tl_resource_offers(e->s, offers, n, out, cap, &nout);
   tlt_line = line; /* hooks may have run other helpers */
-  tlt_line = line;
   TLT_ASSERT(rc == TL_OK, "tl_resource_offers: %s", tl_err_name(rc));
   TLT_ASSERT(nout <= cap, "tl_resource_offers wrote %zu launches, cap %zu", nout, cap);
   TLT_CHECK(e);
+  /* The launches' grants: with an array, consecutive in it and exactly what it says it wrote;
+   * without, none pointed at. */
+  size_t at = 0;
+  for (size_t i = 0; i < nout; i++) {
+    const tl_launch *l = &out[i];
+    TLT_ASSERT(l->ngrants <= TL_TASK_GRANTS_MAX, "launch %zu: %u grants", i, l->ngrants);
+    if (grants == NULL || l->ngrants == 0) {
+      TLT_ASSERT(l->grants == NULL, "launch %zu points at grants it should not have", i);
+      continue;
+    }
+    TLT_ASSERT(l->grants == grants + at, "launch %zu's grants are not next in the array", i);
+    at += l->ngrants;
+  }
+  TLT_ASSERT(grants == NULL || (ngrants == at && at <= gcap),
+             "the round wrote %zu grants, its launches have %zu (room %zu)", ngrants, at, gcap);
   /* Every launch names the first offer of its executor, points at that offer's id, and carries
    * the executor's ud as registered. */
   for (size_t i = 0; i < nout; i++) {
@@ -963,7 +998,9 @@ size_t tlt_offers_(int line, tlt_env *e, const tl_offer *offers, size_t n, tl_la
                    ev->task.index == l->index && ev->task.attempt == l->attempt &&
                    ev->task.stage_id == l->stage_id && ev->task.stage_attempt == l->stage_attempt &&
                    strcmp(ev->executor, l->executor_id) == 0 && ev->payload == l->payload &&
-                   ev->task.locality == l->locality,
+                   ev->task.locality == l->locality && ev->task.ngrants == l->ngrants &&
+                   (l->grants == NULL ||
+                    memcmp(l->grants, ev->grants, l->ngrants * sizeof *l->grants) == 0),
                "launch %zu (tid %" PRIu64 ") disagrees with its task_started (tid %" PRIu64 ")", i,
                l->tid, ev->task.tid);
     const tlt_submission *sub = find_sub(e, l->taskset);

@@ -56,7 +56,9 @@ typedef enum tlt_ev_type {
 /* One delivered callback, copied (strings included) so it outlives the callback. */
 typedef struct tlt_event {
   tlt_ev_type type;
-  tl_task_info task;           /* started, ended: executor_id and host are NULL in the copy */
+  tl_task_info task; /* started, ended: executor_id, host and grants are NULL in the
+                        copy (ngrants stays: grants holds them) */
+  tl_grant grants[TL_TASK_GRANTS_MAX]; /* started, ended: the attempt's grants */
   char executor[TL_ID_MAX];    /* started, ended, added, lost, kill, removed: the executor id */
   void *executor_ud;           /* lost, removed, kill: the executor's ud as delivered (started,
                                   ended: task.executor_ud) */
@@ -263,6 +265,10 @@ void tlt_add_(int line, tlt_env *e, const char *id, const char *host, const char
               uint32_t cores);
 
 /* The ud tlt_add gives an executor: one record per id, kept until the env is freed. */
+/* tlt_add with a whole descriptor (resources, profile); its ud is set as tlt_add sets it. */
+#define tlt_add_desc(e, d) tlt_add_desc_(__LINE__, e, d)
+void tlt_add_desc_(int line, tlt_env *e, tl_executor_desc d);
+
 typedef struct tlt_exec_ud {
   char id[TL_ID_MAX]; /* the executor it stands for */
 } tlt_exec_ud;
@@ -300,6 +306,11 @@ size_t tlt_offers_(int line, tlt_env *e, const tl_offer *offers, size_t n, tl_la
                    size_t cap);
 
 /* Status updates that must succeed. */
+/* (offers, n, out, cap, grants, gcap): variadic, so that a compound literal may be the offers */
+#define tlt_offers_grants(e, ...) tlt_offers_grants_(__LINE__, e, __VA_ARGS__)
+size_t tlt_offers_grants_(int line, tlt_env *e, const tl_offer *offers, size_t n, tl_launch *out,
+                          size_t cap, tl_grant *grants, size_t gcap);
+
 #define tlt_run(e, exec, tid) tlt_update_(__LINE__, e, exec, tid, TL_TASK_RUNNING, 0)
 #define tlt_fail(e, exec, tid, kind) tlt_update_(__LINE__, e, exec, tid, TL_TASK_FAILED, kind)
 #define tlt_killed(e, exec, tid) tlt_update_(__LINE__, e, exec, tid, TL_TASK_KILLED, 0)
