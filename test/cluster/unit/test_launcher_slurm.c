@@ -747,6 +747,8 @@ static void gres_checks(void) {
   text[n] = '\0';
   fake_file("tl-slurm-gpus", text);
   setenv("TL_CLUSTER_TOKEN", TOKEN, 1);
+  /* A small squeue answer that lists no job: the executor's job is gone at the first poll. */
+  fake_file("squeue", "#!/bin/sh\necho '{\"errors\":[],\"jobs\":[]}'\n");
   gres_run("SLURM_JOB_GPUS=0,1", "1", "connect");
   gres_run("SLURM_STEP_GPUS=", "2", "no GPU in Slurm's allocation");
 }
