@@ -109,6 +109,8 @@ struct slurm_launcher {
   uint64_t poll_ms;                                  /* squeue period */
   void (*on_end)(void *ud, const launcher_end *end); /* the driver's callback */
   void *ud;                                          /* its argument */
+  const char *const *(*executor_args)(void *ud, const char *executor_id,
+                                      size_t *n); /* launcher_config's */
   uv_timer_t poll_timer;        /* every poll_ms: squeue --json, pending cancels, stop deadline */
   uv_timer_t requery_timer;     /* every REQUERY_MS while an executor has requery_left */
   slurm_exec *execs;            /* executors whose end has not been reported */
@@ -513,6 +515,17 @@ static int slurm_start(void *state, const char *executor_id) {
     return UV_E2BIG;
   memcpy(wrap + n, tail, strlen(tail) + 1);
   n += strlen(tail);
+  /* Its resource profile's arguments (tl-driver --executor-profile), each quoted. */
+  size_t nextra = 0;
+  const char *const *extra =
+      l->executor_args ? l->executor_args(l->ud, executor_id, &nextra) : NULL;
+  for (size_t i = 0; extra && i < nextra && i < LAUNCHER_ARGS_MAX; i++) {
+    if (n + 2 >= sizeof wrap)
+      return UV_E2BIG;
+    wrap[n++] = ' ';
+    if (!put_quoted(wrap, sizeof wrap, &n, extra[i]))
+      return UV_E2BIG;
+  }
   /* GPUs: the addresses of Slurm's allocation, found in the job's environment by tl-slurm-gpus,
    * a discovery script next to tl-executor (docs/slurm.md "GPUs"). */
   char gres[48] = "";
@@ -1027,6 +1040,7 @@ static int slurm_create(const launcher_config *cfg, void **state) {
   l->poll_ms = cfg->poll_ms ? cfg->poll_ms : DEFAULT_POLL_MS;
   l->on_end = cfg->on_end;
   l->ud = cfg->ud;
+  l->executor_args = cfg->executor_args;
   l->executor_path = dup_or_null(cfg->executor_path);
   l->connect_host = dup_or_null(cfg->connect_host);
   l->partition = dup_or_null(cfg->partition);

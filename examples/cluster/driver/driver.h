@@ -652,6 +652,7 @@ typedef struct exec_rec {
   bool stopped;       /* --stop-executor-after stopped it (SIGSTOP), not yet resumed */
   bool forced;        /* still running when the stop grace period ran out: stop_all got it */
   bool adopted;       /* started by the driver before a crash: its end is not reported here */
+  uint32_t profile;   /* the resource profile it was started for (--executor-profile; 0) */
   char handle[LAUNCHER_HANDLE_MAX]; /* its launcher's handle (slurm: the job id), kept in the
                                        record so that the launcher can take it back after a
                                        crash (launcher_ops.adopt); "" for none */
@@ -664,24 +665,27 @@ typedef struct exec_rec {
 } exec_rec;
 
 typedef struct scaling_state {
-  uint64_t tick_ms;          /* dynamic allocation's check runs this often */
-  uint32_t launcher_adopted; /* executors of the crashed run its launcher took back */
-  uv_timer_t alloc_timer;    /* dynamic allocation's periodic check */
-  exec_rec *execs;           /* MAX_STARTED records: nexecs asked for, in order */
-  uint32_t nexecs;           /* used entries of execs; execs[0] is exec-1 */
-  uint32_t started;          /* of those, started (ops->start returned 0) */
-  uint32_t released;         /* of those, released by the driver (dynamic allocation) */
-  uint32_t forced;           /* of those, stopped by force after the grace period */
-  uint32_t most_active;      /* the most executors active at once (started, not ended,
-                                           not released) */
-  bool dynamic;              /* on */
-  uint32_t min_executors;    /* never release below this many active */
-  uint32_t max_executors;    /* never start beyond this many active */
-  uint64_t backlog_ns;       /* tasks pending this long: request more executors */
-  uint64_t idle_ns;          /* an executor that ran nothing this long is released */
-  uint64_t backlog_since;    /* uv_hrtime since tasks have been pending; 0: none pend */
-  uint64_t next_request;     /* uv_hrtime of the next request while the backlog lasts */
-  uint32_t to_add;           /* executors the next request adds: 1, 2, 4, ... */
+  uint64_t tick_ms;            /* dynamic allocation's check runs this often */
+  uint32_t launcher_adopted;   /* executors of the crashed run its launcher took back */
+  uv_timer_t alloc_timer;      /* dynamic allocation's periodic check */
+  exec_rec *execs;             /* MAX_STARTED records: nexecs asked for, in order */
+  uint32_t nexecs;             /* used entries of execs; execs[0] is exec-1 */
+  uint32_t started;            /* of those, started (ops->start returned 0) */
+  uint32_t released;           /* of those, released by the driver (dynamic allocation) */
+  uint32_t forced;             /* of those, stopped by force after the grace period */
+  uint32_t most_active;        /* the most executors active at once (started, not ended,
+                                             not released) */
+  bool dynamic;                /* on */
+  uint32_t min_executors;      /* never release below this many active */
+  uint32_t max_executors;      /* never start beyond this many active */
+  uint64_t backlog_ns;         /* tasks pending this long: request more executors */
+  uint64_t idle_ns;            /* an executor that ran nothing this long is released */
+  uint64_t backlog_since;      /* uv_hrtime since tasks have been pending; 0: none pend */
+  uint64_t next_request;       /* uv_hrtime of the next request while the backlog lasts */
+  uint32_t to_add;             /* executors the next request adds: 1, 2, 4, ... */
+  const profile_shape *shapes; /* --executor-profile: the shapes of profiles 1.. */
+  size_t nshapes;              /* entries of shapes */
+  uint32_t start_profile;      /* the profile start_executors starts executors of */
 } scaling_state;
 
 /* Set-up and tear-down. */
@@ -698,6 +702,7 @@ uint32_t active_executors(driver *d);
 void check_starved(driver *d);
 void on_end(void *ud, const launcher_end *end);
 uint32_t start_executors(driver *d, uint32_t n);
+const char *const *scaling_executor_args(void *ud, const char *executor_id, size_t *n);
 void on_alloc_tick(uv_timer_t *t);
 
 /* ---------------------------------------------------------------------------------------------

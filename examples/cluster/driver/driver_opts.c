@@ -36,7 +36,8 @@ static void usage(void) {
           "                 [--executor-cores C | --cores C] [--queue Q]\n"
           "                 [--job KIND:M[+NAME=AMOUNT]...[@PROFILE][,...]]...\n"
           "                 [--min-executors N] [--max-executors M] [--backlog-timeout MS]\n"
-          "                 [--idle-timeout MS] [--summary-json FILE] [--advertise ADDR]\n"
+          "                 [--idle-timeout MS] [--executor-profile P=ARGS]...\n"
+          "                 [--summary-json FILE] [--advertise ADDR]\n"
           "                 [--partition P] [--time-limit T] [--slurm-arg ARG]...\n"
           "                 [--slurm-poll-ms MS] [--executor-gpus N]\n"
           "                 [--listen ADDR] [--port P] [--token-file PATH] [--executor PATH]\n"
@@ -54,6 +55,8 @@ static void usage(void) {
           "runs in order\n"
           "  +NAME=AMOUNT: each task holds AMOUNT of resource NAME: N addresses or 1/K of one\n"
           "  @PROFILE: the stage runs on executors of that resource profile (default 0)\n"
+          "  --executor-profile P=ARGS: dynamic allocation starts executors of profile P, with\n"
+          "     the tl-executor arguments ARGS, for a backlog of its tasks\n"
           "  Q: launches each executor may queue beyond its C cores, 0..4096 (default 0;\n"
           "     1 with --bench)\n"
           "  --null-ledger: --bench on the null floor (a FIFO of pending tasks and a map of\n"
@@ -179,6 +182,37 @@ static bool parse_stage(char *part, stage_spec *st) {
   return true;
 }
 
+/* "P=ARGS" of --executor-profile: profile P (1..UINT32_MAX, once each) and the tl-executor
+ * arguments its executors get, split at spaces (no quoting), after "--profile P". */
+static void parse_shape(driver_opts *o, const char *spec) {
+  if (o->nshapes == MAX_PROFILE_SHAPES)
+    usage();
+  profile_shape *sh = &o->shapes[o->nshapes];
+  const char *eq = strchr(spec, '=');
+  if (!eq || eq == spec || (size_t)(eq - spec) > 10 || strlen(spec) >= sizeof sh->text - 12)
+    usage();
+  char num[16];
+  memcpy(num, spec, (size_t)(eq - spec));
+  num[eq - spec] = '\0';
+  sh->profile = (uint32_t)parse_u64(num, 1, UINT32_MAX);
+  for (size_t i = 0; i < o->nshapes; i++)
+    if (o->shapes[i].profile == sh->profile)
+      usage();
+  char *t = sh->text;
+  strcpy(t, num);
+  sh->args[0] = "--profile";
+  sh->args[1] = t;
+  sh->nargs = 2;
+  t += strlen(num) + 1;
+  strcpy(t, eq + 1);
+  for (char *tok = strtok(t, " "); tok; tok = strtok(NULL, " ")) {
+    if (sh->nargs == PROFILE_ARGS_MAX)
+      usage();
+    sh->args[sh->nargs++] = tok;
+  }
+  o->nshapes++;
+}
+
 /* "STAGE[,STAGE]...": a chain of stages, each "KIND:M[+NAME=AMOUNT]...[@PROFILE]" (the count
  * after the kind's last colon). */
 static void parse_job(driver_opts *o, const char *spec) {
@@ -223,6 +257,7 @@ enum {
   OPT_TASKS,
   OPT_NULL_LEDGER,
   OPT_MIN_EXECUTORS,
+  OPT_EXECUTOR_PROFILE,
   OPT_MAX_EXECUTORS,
   OPT_BACKLOG_TIMEOUT,
   OPT_IDLE_TIMEOUT,
@@ -277,6 +312,7 @@ static const struct option long_options[] = {
     {"tasks", required_argument, NULL, OPT_TASKS},
     {"null-ledger", no_argument, NULL, OPT_NULL_LEDGER},
     {"min-executors", required_argument, NULL, OPT_MIN_EXECUTORS},
+    {"executor-profile", required_argument, NULL, OPT_EXECUTOR_PROFILE},
     {"max-executors", required_argument, NULL, OPT_MAX_EXECUTORS},
     {"backlog-timeout", required_argument, NULL, OPT_BACKLOG_TIMEOUT},
     {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
@@ -388,6 +424,9 @@ static bool take_run_option(driver_opts *o, given *g, int opt, const char *v) {
     return true;
   case OPT_NULL_LEDGER:
     o->null_ledger = true;
+    return true;
+  case OPT_EXECUTOR_PROFILE:
+    parse_shape(o, v);
     return true;
   case OPT_MIN_EXECUTORS:
     o->min_executors = (uint32_t)parse_u64(v, 0, MAX_EXECUTORS);
@@ -604,6 +643,11 @@ static void resolve(driver_opts *o, const given *g) {
       fprintf(stderr, "tl-driver: want --min-executors <= --executors <= --max-executors\n");
       usage();
     }
+  }
+  if (o->nshapes > 0 && !o->dynamic) {
+    fprintf(stderr, "tl-driver: --executor-profile is for dynamic allocation "
+                    "(--min-executors, --max-executors)\n");
+    usage();
   }
   if (o->njobs == 0 || (o->executors + o->accept == 0 && !o->dynamic))
     usage();

@@ -60,6 +60,17 @@ typedef struct stage_spec {
   resource_spec resources[STAGE_RESOURCES_MAX];
 } stage_spec;
 
+/* Executor shapes of resource profiles (--executor-profile P=ARGS): what dynamic allocation
+ * starts for a backlog of profile P's tasks. */
+#define MAX_PROFILE_SHAPES 4 /* --executor-profile options at most */
+#define PROFILE_ARGS_MAX 16  /* tl-executor arguments of one, "--profile P" included */
+typedef struct profile_shape {
+  uint32_t profile;                   /* P, 1..UINT32_MAX (profile 0 is the default shape) */
+  const char *args[PROFILE_ARGS_MAX]; /* "--profile", "P", then ARGS split at spaces */
+  size_t nargs;                       /* used entries of args */
+  char text[512];                     /* ARGS and P's digits, the strings args point at */
+} profile_shape;
+
 /* One --job: a chain of stages, in order. */
 typedef struct job_spec {
   stage_spec stages[MAX_STAGES]; /* nstages of them */
@@ -69,17 +80,19 @@ typedef struct job_spec {
 /* The command line, resolved: each field holds what the option gave or its default. The strings
  * point into argv. */
 typedef struct driver_opts {
-  const char *launcher;     /* --launcher: "local" or "slurm" */
-  uint32_t executors;       /* --executors, or --bench's or --min-executors' count */
-  uint32_t accept;          /* --accept */
-  uint32_t cores;           /* --executor-cores (--cores), or --bench's 1 */
-  uint32_t queue;           /* --queue, or --bench's 1 */
-  job_spec jobs[MAX_JOBS];  /* --job, in order; --bench's one job */
-  size_t njobs;             /* at least 1 */
-  bool bench;               /* --bench */
-  bool null_ledger;         /* --null-ledger: --bench on the null floor (nullfloor.c) */
-  bool dynamic;             /* --min-executors or --max-executors was given */
-  uint32_t min_executors;   /* --min-executors; with dynamic only */
+  const char *launcher;    /* --launcher: "local" or "slurm" */
+  uint32_t executors;      /* --executors, or --bench's or --min-executors' count */
+  uint32_t accept;         /* --accept */
+  uint32_t cores;          /* --executor-cores (--cores), or --bench's 1 */
+  uint32_t queue;          /* --queue, or --bench's 1 */
+  job_spec jobs[MAX_JOBS]; /* --job, in order; --bench's one job */
+  size_t njobs;            /* at least 1 */
+  bool bench;              /* --bench */
+  bool null_ledger;        /* --null-ledger: --bench on the null floor (nullfloor.c) */
+  bool dynamic;            /* --min-executors or --max-executors was given */
+  uint32_t min_executors;  /* --min-executors; with dynamic only */
+  profile_shape shapes[MAX_PROFILE_SHAPES]; /* --executor-profile, with dynamic only */
+  size_t nshapes;                           /* used entries of shapes */
   uint32_t max_executors;   /* --max-executors, MAX_EXECUTORS unless given; dynamic only */
   uint64_t backlog_ms;      /* --backlog-timeout */
   uint64_t idle_ms;         /* --idle-timeout */
