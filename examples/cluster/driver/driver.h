@@ -717,8 +717,10 @@ typedef struct offers_state {
   tl_launch *launch_buf;  /* tl_resource_offers' output, launch_cap entries */
   size_t launch_cap;      /* the most cores an executor has */
   tlc_launch_item *items; /* a LAUNCH frame's items, launch_cap entries */
-  tl_grant *grants;       /* the round's grants, launch_cap x TLC_GRANTS_MAX entries */
+  tl_grant *grants;       /* the round's grants, grants_cap entries (launch_cap x
+                             TLC_GRANTS_MAX once an executor declared resources; NULL before) */
   tlc_grant *wire_grants; /* a LAUNCH frame's grants by name, as many */
+  size_t grants_cap;      /* entries of grants and wire_grants */
   uint64_t granted;       /* addresses granted to launches sent (a share counts one) */
   uint64_t held_peak;     /* the most addresses held at once (any share of one counts it),
                              seen at the offer rounds */

@@ -21,10 +21,23 @@ static bool ledger_offer(driver *d, conn *c, size_t *n) {
   if (!record_may_launch(d, c, es.free_cores))
     return false;
   tl_offer o = {.executor_id = c->id, .cores = es.free_cores};
+  /* Room for grants only once some executor declared resources: a run without them holds none
+   * (a launch cannot hold an address no executor has). */
+  size_t gcap = d->offers.has_resources ? d->offers.launch_cap * TLC_GRANTS_MAX : 0;
+  if (gcap > d->offers.grants_cap) {
+    tl_grant *g = realloc(d->offers.grants, gcap * sizeof *g);
+    if (!g)
+      die_oom();
+    d->offers.grants = g;
+    tlc_grant *w = realloc(d->offers.wire_grants, gcap * sizeof *w);
+    if (!w)
+      die_oom();
+    d->offers.wire_grants = w;
+    d->offers.grants_cap = gcap;
+  }
   size_t ngrants;
-  int rc =
-      tl_resource_offers_grants(d->run.s, &o, 1, d->offers.launch_buf, d->offers.launch_cap, n,
-                                d->offers.grants, d->offers.launch_cap * TLC_GRANTS_MAX, &ngrants);
+  int rc = tl_resource_offers_grants(d->run.s, &o, 1, d->offers.launch_buf, d->offers.launch_cap, n,
+                                     d->offers.grants, gcap, &ngrants);
   if (rc < 0) {
     fprintf(stderr, "tl-driver: tl_resource_offers_grants: %s\n", tl_err_name(rc));
     return false;
@@ -119,8 +132,8 @@ void offer(driver *d, conn *c) {
     }
     /* Its grants, by name, at the round's next free slots (the ledger wrote at most
      * TLC_GRANTS_MAX per launch). A launch of --null-ledger holds none. */
-    tlc_grant *wire = d->offers.wire_grants + ngrants;
     uint32_t ng = l->ngrants <= TLC_GRANTS_MAX ? l->ngrants : 0;
+    tlc_grant *wire = ng > 0 ? d->offers.wire_grants + ngrants : NULL; /* NULL: no grant room */
     if (ng > 0 && !grants_by_name(c, l, wire))
       ng = 0; /* never (grants_by_name): the executor would run it without its addresses */
     ngrants += ng;
@@ -190,14 +203,6 @@ void offers_reserve(driver *d, uint32_t slots) {
   if (!it)
     die_oom();
   d->offers.items = it;
-  tl_grant *g = realloc(d->offers.grants, (size_t)slots * TLC_GRANTS_MAX * sizeof *g);
-  if (!g)
-    die_oom();
-  d->offers.grants = g;
-  tlc_grant *w = realloc(d->offers.wire_grants, (size_t)slots * TLC_GRANTS_MAX * sizeof *w);
-  if (!w)
-    die_oom();
-  d->offers.wire_grants = w;
   d->offers.launch_cap = slots;
 }
 
