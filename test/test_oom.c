@@ -3578,8 +3578,8 @@ static int add_res_exec(tlt_env *e, const char *id, const char *host, uint32_t c
   return tl_executor_add(e->s, &d);
 }
 
-static int submit_res(tlt_env *e, uint32_t stage, uint32_t ntasks, uint32_t amount,
-                      uint32_t share, uint32_t profile, bool barrier) {
+static int submit_res(tlt_env *e, uint32_t stage, uint32_t ntasks, uint32_t amount, uint32_t share,
+                      uint32_t profile, bool barrier) {
   tl_resource_request q = {.name = "gpu", .amount = amount, .share = share};
   tl_taskset_desc d = {.stage_id = stage,
                        .priority = stage,
@@ -3684,22 +3684,49 @@ static int res_step(tlt_env *e, oom_ctx *c, size_t j) {
 
 enum { RES_STEPS = 21 };
 
-static const char *const res_names[RES_STEPS] = {
-    "add g1 (gpu x4)",   "add g2 (gpu x2, fpga)", "add p1 (profile 1)", "submit whole",
-    "submit 1/2",        "submit barrier",        "offers x3",          "RUNNING",
-    "FINISHED",          "loss pending",          "offers, frozen",     "second phase",
-    "kill task",         "KILLED",                "offers again",       "barrier FAILED",
-    "barrier KILLED",    "decommission",          "cancel stage 0",     "cancel stage 1",
-    "lose g1"};
+static const char *const res_names[RES_STEPS] = {"add g1 (gpu x4)",
+                                                 "add g2 (gpu x2, fpga)",
+                                                 "add p1 (profile 1)",
+                                                 "submit whole",
+                                                 "submit 1/2",
+                                                 "submit barrier",
+                                                 "offers x3",
+                                                 "RUNNING",
+                                                 "FINISHED",
+                                                 "loss pending",
+                                                 "offers, frozen",
+                                                 "second phase",
+                                                 "kill task",
+                                                 "KILLED",
+                                                 "offers again",
+                                                 "barrier FAILED",
+                                                 "barrier KILLED",
+                                                 "decommission",
+                                                 "cancel stage 0",
+                                                 "cancel stage 1",
+                                                 "lose g1"};
 
-static const char *const res_entries[RES_STEPS] = {
-    "tl_executor_add",           "tl_executor_add",           "tl_executor_add",
-    "tl_submit",                 "tl_submit",                 "tl_submit",
-    "tl_resource_offers_grants", "tl_status_update",          "tl_status_update",
-    "tl_executor_lost",          "tl_resource_offers_grants", "tl_executor_lost",
-    "tl_kill_task",              "tl_status_update",          "tl_resource_offers_grants",
-    "tl_status_update",          "tl_status_update",          "tl_executor_decommission",
-    "tl_cancel_stage",           "tl_cancel_stage",           "tl_executor_lost"};
+static const char *const res_entries[RES_STEPS] = {"tl_executor_add",
+                                                   "tl_executor_add",
+                                                   "tl_executor_add",
+                                                   "tl_submit",
+                                                   "tl_submit",
+                                                   "tl_submit",
+                                                   "tl_resource_offers_grants",
+                                                   "tl_status_update",
+                                                   "tl_status_update",
+                                                   "tl_executor_lost",
+                                                   "tl_resource_offers_grants",
+                                                   "tl_executor_lost",
+                                                   "tl_kill_task",
+                                                   "tl_status_update",
+                                                   "tl_resource_offers_grants",
+                                                   "tl_status_update",
+                                                   "tl_status_update",
+                                                   "tl_executor_decommission",
+                                                   "tl_cancel_stage",
+                                                   "tl_cancel_stage",
+                                                   "tl_executor_lost"};
 
 static void build_res_prefix(tlt_env *e, oom_ctx *c) {
   for (size_t j = 0; j < c->param; j++) {
