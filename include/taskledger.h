@@ -684,7 +684,7 @@ typedef struct tl_executor_desc {
   void *ud;         /* the caller's, never read: given back by tl_executor_get and
                        tl_executor_list, in every tl_launch on it and to executor_lost
                        and executor_removed (NULL when not set) */
-  /* Added in 0.3.0 (zero: profile 0, no resources; docs/api.md "Resources"). */
+  /* Added in 0.2.0 (zero: profile 0, no resources; docs/api.md "Resources"). */
   uint32_t profile;               /* its resource profile: it runs only task sets of this profile */
   const tl_resource *resources;        /* nresources entries, distinct names; copied */
   uint32_t nresources;                 /* 0 to TL_RESOURCES_MAX (resources may be NULL with 0) */
@@ -739,8 +739,8 @@ typedef struct tl_executor_status {
   uint32_t frozen;         /* attempts frozen here while pending loss or recovering */
   char host[TL_HOST_MAX];  /* its host */
   void *ud;                /* tl_executor_desc.ud as registered */
-  uint32_t profile;        /* as registered (0.3.0) */
-  uint32_t nresources;     /* resources declared: tl_executor_resources lists them (0.3.0) */
+  uint32_t profile;        /* as registered (0.2.0) */
+  uint32_t nresources;     /* resources declared: tl_executor_resources lists them (0.2.0) */
 } tl_executor_status;
 
 /* TL_ENOENT, TL_EGONE, TL_EINVAL. */
@@ -757,8 +757,8 @@ typedef struct tl_executor_info {
   uint32_t running;        /* attempts running here */
   uint32_t frozen;         /* attempts frozen here while pending loss or recovering */
   void *ud;                /* tl_executor_desc.ud as registered */
-  uint32_t profile;        /* as registered (0.3.0) */
-  uint32_t nresources;     /* resources declared (0.3.0) */
+  uint32_t profile;        /* as registered (0.2.0) */
+  uint32_t nresources;     /* resources declared (0.2.0) */
 } tl_executor_info;
 
 /* Every executor the ledger holds but tombstones, in registration order: the first cap in
@@ -812,7 +812,7 @@ typedef struct tl_taskset_desc {
                                 whose one pool is "default"; copied */
   const tl_task_desc *tasks; /* NULL: no task has a preferred location; else ntasks entries,
                                 tasks[i] for index i (docs/locality.md); copied */
-  /* Added in 0.3.0 (zero: profile 0, no resources; docs/api.md "Resources"). */
+  /* Added in 0.2.0 (zero: profile 0, no resources; docs/api.md "Resources"). */
   uint32_t profile;                     /* runs only on executors of this resource profile */
   const tl_resource_request *resources; /* what each task needs beyond cores: nresources
                                            entries, distinct names; copied */
@@ -885,8 +885,8 @@ typedef struct tl_taskset_status {
                                task set without preferences has TL_NO_PREF and TL_ANY */
   tl_locality locality;     /* the level delay scheduling holds it at, as of the last offer
                                round or executor change (TL_NO_PREF without preferences) */
-  uint32_t profile;         /* as submitted (0.3.0) */
-  uint32_t nresources;      /* resource requests per task, as submitted (0.3.0) */
+  uint32_t profile;         /* as submitted (0.2.0) */
+  uint32_t nresources;      /* resource requests per task, as submitted (0.2.0) */
 } tl_taskset_status;
 
 /* TL_ENOENT once the task set is released; TL_EINVAL. Events lag the ledger: inside the
@@ -927,7 +927,7 @@ typedef struct tl_launch {
   void *executor_ud;       /* that executor's tl_executor_desc.ud as registered */
   bool speculative;        /* a speculative copy of a slow task */
   void *payload;           /* the task set's payload: valid until taskset_released */
-  uint32_t ngrants;        /* addresses it holds (0.3.0): one grant per address, in the order of
+  uint32_t ngrants;        /* addresses it holds (0.2.0): one grant per address, in the order of
                               its task set's requests, each request's addresses in the order of
                               the executor's declaration */
   const tl_grant *grants;  /* tl_resource_offers_grants: those ngrants grants, in the caller's
@@ -1176,8 +1176,11 @@ TL_EXTERN int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, s
  * order: for each a "# HELP taskledger_NAME sentence" line, a "# TYPE taskledger_NAME gauge" (or
  * "counter") line and the sample line "taskledger_NAME VALUE". A size_t field is a gauge named
  * after it (taskledger_attempts_running); a uint64_t total is a counter named after it with the
- * suffix _total (taskledger_launched_total). The values are one consistent snapshot, taken under
- * the lock as tl_stats_get takes it. The text is ASCII and ends with a newline.
+ * suffix _total (taskledger_launched_total). Then, when executors declare resources, three
+ * labelled gauges per resource name (docs/api.md "Resources"): taskledger_resource_addresses,
+ * taskledger_resource_free and taskledger_resource_used (in addresses, a decimal), each sample
+ * as taskledger_resource_used{resource="gpu"} 1.250000. The values are one consistent snapshot,
+ * taken under the lock. The text is ASCII and ends with a newline.
  *
  * Buffer: at most len bytes are written to buf, the NUL included, and when len > 0 the text is
  * always NUL-terminated. *needed (needed may be NULL) gets the length of the whole text without

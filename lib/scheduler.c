@@ -295,6 +295,7 @@ static void destroy_all(tl_scheduler *s) {
   tl__events_clear(s, &s->batch, 0);
   tl__free(s, s->events.ev, s->events.cap * sizeof(tl__event));
   tl__free(s, s->batch.ev, s->batch.cap * sizeof(tl__event));
+  tl__grants_trim(s); /* the blocks attempts and events gave back above */
 }
 
 /* The last of a scheduler whose records destroy_all has freed: nothing else may hold it. */

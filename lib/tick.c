@@ -17,6 +17,7 @@ uint64_t tl__next_deadline(struct tl_scheduler *s, uint64_t now) {
   uint64_t next = tl__executors_next_deadline(s, now);
   next = min_u64(next, tl__speculation_next(s, now));
   next = min_u64(next, tl__locality_next(s, now));
+  next = min_u64(next, tl__res_next(s, now));
   return min_u64(next, tl__exclude_next(s, now));
 }
 

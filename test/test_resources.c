@@ -540,6 +540,27 @@ START_TEST(an_unsatisfiable_task_set_is_aborted_by_the_unschedulable_rule) {
 }
 END_TEST
 
+START_TEST(a_scheduler_freed_with_grants_held_frees_them) {
+  /* Attempts holding grants, and task events queued naming them (deferred delivery, which
+   * tl_scheduler_free delivers first): every block is given back (its memory balance asserts
+   * it, and the sanitizers find a leak). */
+  tl_config cfg = tlt_config();
+  cfg.delivery = TL_DELIVER_DEFERRED;
+  tlt_env *e = tlt_new(&cfg);
+  add_gpu_executor(e, "g", "h", 4, 4, 0);
+  submit_gpu(e, 0, 8, 1, 1, 2, 0, false);
+  tl_launch l[8];
+  size_t n = 0;
+  TLT_OK(e, tl_resource_offers(e->s, &(tl_offer){"g", 4}, 1, l, 8, &n));
+  ck_assert_uint_eq(n, 4);
+  tl_update u = {.state = TL_TASK_FAILED, .failure = TL_END_EXCEPTION};
+  TLT_OK(e, tl_status_update(e->s, "g", l[0].tid, &u)); /* its task_ended holds its block */
+  ck_assert_int_eq(tl_scheduler_free(e->s), TL_OK);
+  e->s = NULL;
+  tlt_end_freed(e);
+}
+END_TEST
+
 Suite *tl_resources_suite(void) {
   Suite *s = suite_create("resources");
   TCase *tc = tcase_create("spark");
@@ -560,6 +581,7 @@ Suite *tl_resources_suite(void) {
   tcase_add_test(tc, an_unsatisfiable_request_is_explained);
   tcase_add_test(tc, an_unsatisfiable_task_set_is_aborted_by_the_unschedulable_rule);
   tcase_add_test(tc, task_sets_without_requests_use_executors_with_resources_as_before);
+  tcase_add_test(tc, a_scheduler_freed_with_grants_held_frees_them);
   suite_add_tcase(s, tc);
   return s;
 }
