@@ -158,6 +158,7 @@ enum {
   TLO_RF_GCAP_STOPS,  /* rounds cut short by the grants array */
   TLO_RF_NO_FIT,      /* slots passed over for their profile or addresses */
   TLO_RF_BARRIERS,    /* barrier task sets with requests launched whole */
+  TLO_RF_REFUSED,     /* malformed declarations and requests refused (TL_ERESOURCE) */
   TLO_RF_N
 };
 

@@ -42,6 +42,9 @@ void tlo_do_add(tlo_run *r, mexec *x, unsigned slot, bool fresh, unsigned host, 
   int want;
   if (cores == 0 || rk == -2) {
     want = TL_EINVAL;
+  } else if (decl.bad) {
+    want = TL_ERESOURCE; /* before the clock is read */
+    r->f_res[TLO_RF_REFUSED]++;
   } else {
     tlo_clock_read(r);
     if (x->state == MX_REMOVED)
@@ -177,6 +180,9 @@ void tlo_do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio, u
   int want = TL_OK;
   if (ntasks == 0 || (pname != NULL && !pool_name_valid(pname)) || (prefs != NULL && prefs->bad)) {
     want = TL_EINVAL;
+  } else if (req.bad) {
+    want = TL_ERESOURCE;
+    r->f_res[TLO_RF_REFUSED]++;
   } else {
     if (r->cfg.mode == TL_FAIR && pname != NULL) {
       in_pool = pool;

@@ -68,6 +68,7 @@ typedef struct mdecl {
   uint8_t nres;           /* 0 .. NRKINDS */
   uint8_t kind[NRKINDS];  /* resource i's name (0 gpu, 1 fpga) */
   uint8_t naddr[NRKINDS]; /* and its addresses: "0" .. */
+  uint8_t bad;            /* 0; 1-4 a malformed declaration instead (TL_ERESOURCE) */
 } mdecl;
 
 /* What each task of a task set asks for: its profile, and its requests in order. */
@@ -78,6 +79,7 @@ typedef struct mreq {
   uint8_t amount[NRKINDS]; /* whole addresses (1 with a share) */
   uint8_t share[NRKINDS];  /* 1 whole; k: 1/k of one address */
   uint8_t ngrants;         /* the amounts summed: grants per task */
+  uint8_t bad;             /* 0; 1-5 a malformed request instead (TL_ERESOURCE) */
 } mreq;
 
 /* MX_RECOVERING: restored from a snapshot while ALIVE or DECOMMISSIONING (was_decom says which)

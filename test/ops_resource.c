@@ -55,6 +55,8 @@ mdecl tlo_res_draw_decl(tlo_run *r) {
     d.naddr[d.nres++] = 1;
   }
   d.profile = r->res_profiles && ((u >> 6) % 3) == 0 ? 1 : 0;
+  if ((u >> 8) % 24 == 0) /* one in 24: malformed, refused before anything changes */
+    d.bad = (uint8_t)(1 + (u >> 13) % 4);
   return d;
 }
 
@@ -89,6 +91,8 @@ mreq tlo_res_draw_req(tlo_run *r) {
     q.nreq++;
   }
   q.profile = r->res_profiles && ((v >> 10) & 3) == 0 ? 1 : 0;
+  if ((v >> 12) % 24 == 0) /* one in 24: malformed, refused before anything changes */
+    q.bad = (uint8_t)(1 + (v >> 17) % 5);
   return q;
 }
 
@@ -100,7 +104,26 @@ void tlo_res_round(tlo_run *r, bool *with_grants, size_t *gcap) {
   *gcap = ((u >> 1) & 7) == 0 ? (size_t)((u >> 4) & 3) : (size_t)MAXCAP * MAXGR;
 }
 
+static const char *const twice[2] = {"0", "0"};
+
 size_t tlo_res_decl_desc(const mdecl *d, tl_resource out[NRKINDS]) {
+  switch (d->bad) {
+  case 1: /* one address twice */
+    out[0] = (tl_resource){"gpu", twice, 2};
+    return 1;
+  case 2: /* a name with a space */
+    out[0] = (tl_resource){"g pu", gpu_addresses, 1};
+    return 1;
+  case 3: /* no addresses */
+    out[0] = (tl_resource){"gpu", gpu_addresses, 0};
+    return 1;
+  case 4: /* two resources of one name */
+    out[0] = (tl_resource){"gpu", gpu_addresses, 1};
+    out[1] = (tl_resource){"gpu", gpu_addresses + 1, 1};
+    return 2;
+  default:
+    break;
+  }
   for (uint8_t i = 0; i < d->nres; i++)
     out[i] = (tl_resource){kind_names[d->kind[i]], d->kind[i] == 0 ? gpu_addresses : fpga_addresses,
                            d->naddr[i]};
@@ -108,6 +131,26 @@ size_t tlo_res_decl_desc(const mdecl *d, tl_resource out[NRKINDS]) {
 }
 
 size_t tlo_res_req_desc(const mreq *q, tl_resource_request out[NRKINDS]) {
+  switch (q->bad) {
+  case 1: /* a share past TL_SHARE_MAX */
+    out[0] = (tl_resource_request){"gpu", 1, TL_SHARE_MAX + 1};
+    return 1;
+  case 2: /* no amount */
+    out[0] = (tl_resource_request){"gpu", 0, 0};
+    return 1;
+  case 3: /* more addresses than a task may hold */
+    out[0] = (tl_resource_request){"gpu", TL_TASK_GRANTS_MAX + 1, 0};
+    return 1;
+  case 4: /* an empty name */
+    out[0] = (tl_resource_request){"", 1, 0};
+    return 1;
+  case 5: /* one name twice */
+    out[0] = (tl_resource_request){"fpga", 1, 0};
+    out[1] = (tl_resource_request){"fpga", 1, 2};
+    return 2;
+  default:
+    break;
+  }
   for (uint8_t i = 0; i < q->nreq; i++)
     out[i] = (tl_resource_request){kind_names[q->kind[i]], q->amount[i],
                                    q->share[i] == 1 ? 0 : q->share[i]};

@@ -124,9 +124,10 @@ static void print_features(const tlo_outcome *o) {
   printf("  resources: executors declaring %" PRIu64 ", task sets asking %" PRIu64
          ", launches holding addresses %" PRIu64 " (of a share %" PRIu64
          "), rounds with grants %" PRIu64 " (cut by the array %" PRIu64
-         "), slots passed over %" PRIu64 ", barriers launched %" PRIu64 "\n",
+         "), slots passed over %" PRIu64 ", barriers launched %" PRIu64 ", refused %" PRIu64 "\n",
          rf[TLO_RF_EXECUTORS], rf[TLO_RF_REQUESTS], rf[TLO_RF_LAUNCHES], rf[TLO_RF_SHARED],
-         rf[TLO_RF_GRANT_CALLS], rf[TLO_RF_GCAP_STOPS], rf[TLO_RF_NO_FIT], rf[TLO_RF_BARRIERS]);
+         rf[TLO_RF_GRANT_CALLS], rf[TLO_RF_GCAP_STOPS], rf[TLO_RF_NO_FIT], rf[TLO_RF_BARRIERS],
+         rf[TLO_RF_REFUSED]);
 }
 
 /* Runs one byte program from a file. */
