@@ -17,14 +17,20 @@
  *   early-frame         a HEARTBEAT before REGISTER
  *   second-register     REGISTER correctly as a new executor, then REGISTER again
  *   driver-message      REGISTER correctly as a new executor, then a LAUNCH (a driver's message)
+ *   duplicate-address   REGISTER, with the right token, declaring gpu=0,0 (a frame the codec
+ *                       takes, a declaration the ledger refuses); then STOP may come
+ *   bad-address         REGISTER, with the right token, declaring gpu=0,1 as one address: a
+ *                       ',' the codec refuses
  *
  * The token is TL_CLUSTER_TOKEN, which the driver puts in its children's environment.
  * Exit status: 0 when the driver closed the connection without sending a frame but EPOCH (which
- * comes first on a connection whose token it accepted), or, for foreign-status and duplicate-id,
+ * comes first on a connection whose token it accepted), or, for foreign-status, duplicate-id and
+ * duplicate-address,
  * after sending nothing but EPOCH and STOP; 1 for anything else (a LAUNCH, no close within 10 s,
  * a socket error); 2 for bad arguments.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -45,7 +51,8 @@ static void usage(void) __attribute__((noreturn));
 static void usage(void) {
   fprintf(stderr, "usage: tl-badclient --port P wrong-token | garbage | oversized | "
                   "duplicate-id ID | foreign-status TID | silent | unknown-message | truncated |\n"
-                  "       early-frame | second-register | driver-message\n");
+                  "       early-frame | second-register | driver-message | duplicate-address |\n"
+                  "       bad-address\n");
   exit(2);
 }
 
@@ -74,7 +81,10 @@ static int send_msg(int fd, const tlc_msg *m) {
 
 static int send_register(int fd, const char *id, const char *token) {
   tlc_msg m = {.type = TLC_MSG_REGISTER,
-               .u.reg = {tlc_str(id), tlc_str("127.0.0.1"), 1, tlc_str(token)}};
+               .u.reg = {.executor_id = tlc_str(id),
+                         .host = tlc_str("127.0.0.1"),
+                         .cores = 1,
+                         .token = tlc_str(token)}};
   return send_msg(fd, &m);
 }
 
@@ -185,7 +195,10 @@ int main(int argc, char **argv) {
     rc = send_all(fd, u, sizeof u);
   } else if (!strcmp(mode, "truncated")) {
     tlc_msg m = {.type = TLC_MSG_REGISTER,
-                 .u.reg = {tlc_str("bad-truncated"), tlc_str("127.0.0.1"), 1, tlc_str(token)}};
+                 .u.reg = {.executor_id = tlc_str("bad-truncated"),
+                           .host = tlc_str("127.0.0.1"),
+                           .cores = 1,
+                           .token = tlc_str(token)}};
     tlc_buf b;
     tlc_buf_init(&b);
     rc = tlc_encode(&b, &m);
@@ -208,6 +221,26 @@ int main(int argc, char **argv) {
     rc = send_register(fd, "bad-driver-msg", token);
     if (rc == 0)
       rc = send_msg(fd, &launch);
+  } else if (!strcmp(mode, "duplicate-address") || !strcmp(mode, "bad-address")) {
+    bool dup = !strcmp(mode, "duplicate-address");
+    tlc_view addrs[2] = {tlc_str("0"), tlc_str(dup ? "0" : "0;1")};
+    tlc_resource gpu = {tlc_str("gpu"), 2, addrs};
+    tlc_msg m = {.type = TLC_MSG_REGISTER,
+                 .u.reg = {.executor_id = tlc_str(dup ? "bad-dup-address" : "bad-address"),
+                           .host = tlc_str("127.0.0.1"),
+                           .cores = 1,
+                           .token = tlc_str(token),
+                           .nresources = 1,
+                           .resources = &gpu}};
+    tlc_buf b;
+    tlc_buf_init(&b);
+    rc = tlc_encode(&b, &m);
+    if (rc == 0 && !dup) /* "0;1" becomes "0,1": its last 3 bytes, the frame's last */
+      b.data[b.len - 2] = ',';
+    if (rc == 0)
+      rc = send_all(fd, b.data, b.len);
+    tlc_buf_free(&b);
+    allow_stop = dup; /* a REGISTER the ledger refuses is told to STOP, then closed */
   } else if (strcmp(mode, "silent") != 0) {
     usage();
   }

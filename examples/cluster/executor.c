@@ -6,7 +6,20 @@
  *
  *   TL_CLUSTER_TOKEN=... tl-executor --port PORT [--host ADDR] [--id ID] [--cores N]
  *                                    [--heartbeat-ms MS] [--token-file PATH]
- *                                    [--reconnect-s S]
+ *                                    [--reconnect-s S] [--profile N]
+ *                                    [--resource NAME=ADDR[,ADDR]...]...
+ *                                    [--discovery-timeout-ms MS]
+ *                                    [--resource-discovery SCRIPT]... [--task-command PATH]
+ *
+ * Resources (docs/cluster.md "Resources", resources.c): REGISTER declares the resources of each
+ * --resource and of each discovery script's output, and the --profile; each launched task holds
+ * the addresses its LAUNCH item grants it while it runs. A task of kind `exec:ARG` runs
+ * `--task-command ARG` as a child process holding its core until it exits (0: FINISHED, else
+ * FAILED; KILL sends it SIGKILL), with TL_RESOURCE_<NAME> and, for `gpu`, CUDA_VISIBLE_DEVICES
+ * set to the addresses it holds, and TL_EXECUTOR_ID, TL_TASK_TID, TL_TASK_INDEX and
+ * TL_TASK_ATTEMPT. An executor never lets its running tasks hold more of an address than there
+ * is (a whole address held by one task alone, shares summing to at most one): a launch that
+ * would is the driver's bug, and it exits 5.
  *
  * When the connection drops without a STOP (the driver died: docs/cluster.md "Driver
  * failover"), its tasks run on and it reconnects, with a back-off from RECONNECT_FIRST_MS
@@ -33,7 +46,9 @@
  * at once (a bug the queue exists to rule out; the tests depend on this check), 4 if the driver
  * ever sent it the binary of a task set it held already (materialised twice: the driver's bug,
  * which its verdict sees in this exit status rather than trusting a count the executor reports),
- * 42 for a `crash` task.
+ * 5 if a task was granted more of an address than its running tasks left free (the same kind of
+ * check, for resources), 42 for a `crash` task. A bad --resource or a discovery script that
+ * fails, prints too much, takes too long or prints no valid resource is a bad argument (2).
  */
 #include <inttypes.h>
 #include <signal.h>
@@ -48,12 +63,16 @@
 #include "codec.h"
 #include "conn.h"
 #include "proto.h"
+#include "resources.h"
+
+extern char **environ;
 
 #define READ_CHUNK 65536       /* bytes of the connection's read buffer */
 #define STATUS_FLUSH 16384     /* updates in one STATUS frame at most (well under TLC_FRAME_MAX) */
 #define CRASH_EXIT_CODE 42     /* the exit status of a `crash` task */
 #define OVERCOMMIT_EXIT_CODE 3 /* the exit status when more tasks ran at once than cores */
 #define TWICE_EXIT_CODE 4      /* the exit status when a binary it held was sent again */
+#define GRANT_EXIT_CODE 5      /* the exit status when a task was granted what others hold */
 #define TOKEN_MIN 16           /* bytes of the token at least, as tl-driver wants */
 #define RESULT_BYTES 8         /* a task's result: a little-endian u64 */
 #define RETAINED_MAX 65536     /* ends held for a driver that may have to be told them again */
@@ -100,19 +119,27 @@ typedef struct retained_end {
                                    sent on it yet */
 } retained_end;
 
-/* A `sleep:MS` task waiting on its timer. */
+/* A task holding its core over time: a `sleep:MS` task waiting on its timer, or an `exec:ARG`
+ * task's process. */
 typedef struct sleeping_task {
-  uv_timer_t timer;           /* fires when it is done; its data is this record */
-  task_ref task;              /* the attempt; its index is the result */
+  uv_timer_t timer;                 /* sleep: fires when it is done; its data is this record */
+  uv_process_t process;             /* exec: the child; its data is this record */
+  bool proc;                        /* an exec task: process, not timer */
+  bool killed;                      /* exec: KILL sent it SIGKILL; KILLED once it exits */
+  task_ref task;                    /* the attempt; its index is the result */
+  res_grant grants[TLC_GRANTS_MAX]; /* the addresses it holds */
+  uint8_t ngrants;
   struct sleeping_task *next; /* the executor's list of sleeping tasks */
 } sleeping_task;
 
 /* A launch waiting for a core: a copy of its LAUNCH item, whose frame is not kept. */
 typedef struct queued_task {
-  task_ref task;              /* the attempt, and whose binary it runs */
-  uint8_t kind[TLC_KIND_MAX]; /* kind_len bytes, not NUL-terminated, as in the LAUNCH item */
-  size_t kind_len;            /* 1..TLC_KIND_MAX */
-  struct queued_task *next;   /* the next one to start, NULL for the newest */
+  task_ref task;                    /* the attempt, and whose binary it runs */
+  uint8_t kind[TLC_KIND_MAX];       /* kind_len bytes, not NUL-terminated, as in the LAUNCH item */
+  size_t kind_len;                  /* 1..TLC_KIND_MAX */
+  res_grant grants[TLC_GRANTS_MAX]; /* the addresses its LAUNCH item granted */
+  uint8_t ngrants;
+  struct queued_task *next; /* the next one to start, NULL for the newest */
 } queued_task;
 
 /* The executor: its connection, its cache and its batch of updates. */
@@ -150,6 +177,13 @@ typedef struct executor {
   const char *token;     /* from --token-file or TL_CLUSTER_TOKEN ("" if neither) */
   char hostname[TLC_HOST_MAX + 1]; /* this machine's name, sent in REGISTER */
   uint32_t cores;                  /* as registered */
+  uint32_t profile;                /* --profile, as registered */
+  res_set resources;               /* --resource and --resource-discovery, as registered */
+  const char *task_command;        /* --task-command: what an exec task runs; NULL: none */
+  uint64_t bad_grants;             /* launches whose grants named what it did not declare */
+  uint32_t dying;                  /* exec tasks sent SIGKILL, not yet exited: they still hold
+                                      their core and addresses */
+  uint64_t waited_dying;           /* launches that waited for them */
   uint64_t heartbeat_ms;           /* the heartbeat period */
   uint64_t heartbeat_seq;          /* heartbeats sent */
   uint64_t binaries;               /* task binaries materialised since start */
@@ -184,6 +218,10 @@ static void on_closed_handle(uv_handle_t *h) { (void)h; }
 
 static void on_sleeping_closed(uv_handle_t *h) { free(h->data); }
 
+static uv_handle_t *sleeping_handle(sleeping_task *t) {
+  return t->proc ? (uv_handle_t *)&t->process : (uv_handle_t *)&t->timer;
+}
+
 /* Closes every handle; uv_run then returns. exit_code says why. */
 static void shut_down(executor *ex, int exit_code) {
   if (ex->closing)
@@ -196,8 +234,11 @@ static void shut_down(executor *ex, int exit_code) {
   if (ex->conn_open)
     uv_close((uv_handle_t *)&ex->conn, on_closed_handle);
   ex->conn_open = false;
-  for (sleeping_task *t = ex->sleeping; t; t = t->next)
-    uv_close((uv_handle_t *)&t->timer, on_sleeping_closed);
+  for (sleeping_task *t = ex->sleeping; t; t = t->next) {
+    if (t->proc)
+      uv_process_kill(&t->process, SIGKILL);
+    uv_close(sleeping_handle(t), on_sleeping_closed);
+  }
   ex->sleeping = NULL;
   while (ex->queue_head) { /* never started: they report nothing, like the sleeping ones */
     queued_task *q = ex->queue_head;
@@ -468,64 +509,159 @@ static void take_core(executor *ex) {
 
 static void start_queued(executor *ex);
 
+/* A launch about to start or to wait: its attempt, kind and the addresses it holds. */
+typedef struct launch {
+  task_ref task;
+  tlc_view kind;
+  const res_grant *grants;
+  uint8_t ngrants;
+} launch;
+
+/* A task that held its core ended: its addresses and its core are free again. */
+static void release(executor *ex, const res_grant *g, uint8_t n) {
+  res_give(&ex->resources, g, n);
+  ex->running--;
+}
+
 /* A sleeping task's core is free again: it ended or was killed, and is off the list. */
 static void end_sleeping(executor *ex, sleeping_task *task) {
-  uv_close((uv_handle_t *)&task->timer, on_sleeping_closed);
-  ex->running--;
+  uv_close(sleeping_handle(task), on_sleeping_closed);
+  release(ex, task->grants, task->ngrants);
   start_queued(ex);
 }
 
-static void on_slept(uv_timer_t *t) {
-  sleeping_task *task = t->data;
-  executor *ex = t->loop->data;
+static void unlist(executor *ex, sleeping_task *task) {
   for (sleeping_task **p = &ex->sleeping; *p; p = &(*p)->next)
     if (*p == task) {
       *p = task->next;
       break;
     }
+}
+
+static void on_slept(uv_timer_t *t) {
+  sleeping_task *task = t->data;
+  executor *ex = t->loop->data;
+  unlist(ex, task);
   report(ex, &task->task, TLC_TASK_FINISHED, task->task.index, "");
   end_sleeping(ex, task);
 }
 
-/* Starts one task on a free core: inline, except `sleep`, which holds its core until its timer
- * fires and reports RUNNING first. An inline task gives its core back when it returns. */
-static void start_task(executor *ex, const tlc_launch_item *it) {
+/* An exec task's process exited: FINISHED for status 0, KILLED after a KILL, FAILED else. */
+static void on_exited(uv_process_t *p, int64_t status, int signal) {
+  sleeping_task *task = p->data;
+  executor *ex = p->loop->data;
+  unlist(ex, task);
+  if (task->killed) {
+    ex->dying--;
+    report(ex, &task->task, TLC_TASK_KILLED, 0, "");
+  } else if (status == 0 && signal == 0)
+    report(ex, &task->task, TLC_TASK_FINISHED, task->task.index, "");
+  else
+    report(ex, &task->task, TLC_TASK_FAILED, 0,
+           signal ? "its process was killed by a signal" : "its process exited with a failure");
+  end_sleeping(ex, task);
+}
+
+static sleeping_task *new_sleeping(const launch *l) {
+  sleeping_task *task = calloc(1, sizeof *task);
+  if (!task)
+    die_oom();
+  task->task = l->task;
+  memcpy(task->grants, l->grants, l->ngrants * sizeof *l->grants);
+  task->ngrants = l->ngrants;
+  return task;
+}
+
+/* Starts an exec task's process: --task-command ARG, its environment with its addresses. False
+ * when it could not start (the task is then reported FAILED). */
+static bool spawn_task(executor *ex, const launch *l, sleeping_task *task) {
+  char arg[TLC_KIND_MAX + 1], tid[48], index[40], attempt[40], id[TLC_ID_MAX + 32];
+  size_t alen = l->kind.len - strlen("exec:");
+  memcpy(arg, l->kind.ptr + strlen("exec:"), alen);
+  arg[alen] = '\0';
+  snprintf(tid, sizeof tid, "TL_TASK_TID=%" PRIu64, l->task.tid);
+  snprintf(index, sizeof index, "TL_TASK_INDEX=%" PRIu32, l->task.index);
+  snprintf(attempt, sizeof attempt, "TL_TASK_ATTEMPT=%" PRIu32, l->task.attempt);
+  snprintf(id, sizeof id, "TL_EXECUTOR_ID=%s", ex->id);
+  const char *extra[] = {tid, index, attempt, id};
+  char **env = res_env(&ex->resources, l->grants, l->ngrants, environ, extra, 4);
+  if (!env)
+    die_oom();
+  char *args[] = {(char *)ex->task_command, arg, NULL};
+  uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE},
+                                   {.flags = UV_INHERIT_FD, .data.fd = 2},
+                                   {.flags = UV_INHERIT_FD, .data.fd = 2}};
+  uv_process_options_t opts = {.exit_cb = on_exited,
+                               .file = ex->task_command,
+                               .args = args,
+                               .env = env,
+                               .stdio_count = 3,
+                               .stdio = stdio};
+  task->proc = true;
+  task->process.data = task;
+  int rc = uv_spawn(ex->loop, &task->process, &opts);
+  free(env);
+  if (rc < 0) {
+    fprintf(stderr, "tl-executor %s: %s: %s\n", ex->id, ex->task_command, uv_strerror(rc));
+    uv_close((uv_handle_t *)&task->process, on_sleeping_closed);
+    return false;
+  }
+  return true;
+}
+
+/* Starts one task on a free core: inline, except `sleep` and `exec`, which hold their core until
+ * the timer fires or the process exits and report RUNNING first. An inline task gives its core
+ * back when it returns. */
+static void start_task(executor *ex, const launch *l) {
   uint64_t arg;
-  task_ref ref = {it->tid, it->taskset_id, it->index, it->attempt, it->flags};
+  task_ref ref = l->task;
   take_core(ex);
-  if (kind_arg(it->kind, "sleep:", &arg)) {
-    sleeping_task *task = malloc(sizeof *task);
-    if (!task)
-      die_oom();
-    task->task = ref;
+  if (!res_take(&ex->resources, l->grants, l->ngrants)) {
+    fprintf(stderr,
+            "tl-executor %s: task %" PRIu64 " was granted addresses its running tasks hold\n",
+            ex->id, ref.tid);
+    exit(GRANT_EXIT_CODE);
+  }
+  bool exec = l->kind.len > strlen("exec:") && memcmp(l->kind.ptr, "exec:", 5) == 0;
+  if (kind_arg(l->kind, "sleep:", &arg) || (exec && ex->task_command)) {
+    sleeping_task *task = new_sleeping(l);
+    if (exec && !spawn_task(ex, l, task)) {
+      report(ex, &ref, TLC_TASK_FAILED, 0, "its process could not start");
+      release(ex, l->grants, l->ngrants);
+      return;
+    }
+    if (!exec) {
+      uv_timer_init(ex->loop, &task->timer);
+      task->timer.data = task;
+      uv_timer_start(&task->timer, on_slept, arg, 0);
+    }
     task->next = ex->sleeping;
     ex->sleeping = task;
-    uv_timer_init(ex->loop, &task->timer);
-    task->timer.data = task;
-    uv_timer_start(&task->timer, on_slept, arg, 0);
     report(ex, &ref, TLC_TASK_RUNNING, 0, ""); /* a task that takes time says it runs */
     return;
   }
-  if (kind_is(it->kind, "noop")) {
-    report(ex, &ref, TLC_TASK_FINISHED, it->index, "");
-  } else if (kind_is(it->kind, "hash")) {
-    cached_binary *c = find_binary(ex, it->taskset_id); /* its result: FNV-1a 64 of the binary */
+  if (kind_is(l->kind, "noop")) {
+    report(ex, &ref, TLC_TASK_FINISHED, ref.index, "");
+  } else if (exec) {
+    report(ex, &ref, TLC_TASK_FAILED, 0, "an exec task, and no --task-command");
+  } else if (kind_is(l->kind, "hash")) {
+    cached_binary *c = find_binary(ex, ref.taskset_id); /* its result: FNV-1a 64 of the binary */
     if (c)
       report(ex, &ref, TLC_TASK_FINISHED, tl__fnv1a(TL__FNV1A_INIT, c->bytes, c->len), "");
     else
       report(ex, &ref, TLC_TASK_FAILED, 0, "no binary for its task set");
-  } else if (kind_arg(it->kind, "spin:", &arg)) {
+  } else if (kind_arg(l->kind, "spin:", &arg)) {
     uint64_t until = uv_hrtime() + arg * 1000;
     while (uv_hrtime() < until) {
       /* spin */
     }
-    report(ex, &ref, TLC_TASK_FINISHED, it->index, "");
-  } else if (kind_is(it->kind, "crash")) {
+    report(ex, &ref, TLC_TASK_FINISHED, ref.index, "");
+  } else if (kind_is(l->kind, "crash")) {
     /* As a real task would, it says it runs before it brings the process down: the RUNNING
      * update (and every update before it) is written before the exit, so that the driver sees
      * an attempt that reached RUNNING, whose loss counts when the exit is the app's doing. */
     report(ex, &ref, TLC_TASK_RUNNING, 0, "");
-    fprintf(stderr, "tl-executor %s: task %" PRIu64 " crashes the process\n", ex->id, it->tid);
+    fprintf(stderr, "tl-executor %s: task %" PRIu64 " crashes the process\n", ex->id, ref.tid);
     ex->crashing = true;
     flush_statuses(ex); /* on_written exits once everything is written */
     if (ex->closing)    /* the write failed at once: nothing to wait for */
@@ -533,7 +669,7 @@ static void start_task(executor *ex, const tlc_launch_item *it) {
   } else {
     report(ex, &ref, TLC_TASK_FAILED, 0, "unknown task kind");
   }
-  ex->running--;
+  release(ex, l->grants, l->ngrants);
 }
 
 /* Starts queued tasks, oldest first, while a core is free. Inline ones give their core back at
@@ -541,29 +677,41 @@ static void start_task(executor *ex, const tlc_launch_item *it) {
 static void start_queued(executor *ex) {
   while (ex->queue_head && ex->running < ex->cores && !ex->crashing) {
     queued_task *q = ex->queue_head;
+    /* Its addresses held by a killed task whose process has not exited yet: it waits for that
+     * exit (a restored driver kills an attempt it does not adopt and may grant its addresses in
+     * the same breath). Held by a live task, it is the driver's bug: start_task exits 5. */
+    if (ex->dying > 0 && !res_fits(&ex->resources, q->grants, q->ngrants))
+      break;
     ex->queue_head = q->next;
     if (!ex->queue_head)
       ex->queue_tail = NULL;
     ex->queued--;
-    tlc_launch_item it = {.tid = q->task.tid,
-                          .taskset_id = q->task.taskset_id,
-                          .index = q->task.index,
-                          .attempt = q->task.attempt,
-                          .flags = q->task.flags,
-                          .kind = {q->kind, q->kind_len}};
-    start_task(ex, &it);
+    launch l = {q->task, {q->kind, q->kind_len}, q->grants, q->ngrants};
+    start_task(ex, &l);
     free(q);
   }
 }
 
 /* One launched task: started now if a core is free and no older launch waits, else queued (the
  * driver's --queue gives the ledger more task slots than cores). A queued task reports nothing
- * until it starts. */
+ * until it starts. A launch whose grants name what the executor did not declare fails at once. */
 static void launch_task(executor *ex, const tlc_launch_item *it) {
-  if (!ex->queue_head && ex->running < ex->cores) {
-    start_task(ex, it);
+  res_grant grants[TLC_GRANTS_MAX];
+  char why[256];
+  task_ref ref = {it->tid, it->taskset_id, it->index, it->attempt, it->flags};
+  if (!res_resolve(&ex->resources, it->grants, it->ngrants, grants, why, sizeof why)) {
+    ex->bad_grants++;
+    fprintf(stderr, "tl-executor %s: task %" PRIu64 ": %s\n", ex->id, it->tid, why);
+    report(ex, &ref, TLC_TASK_FAILED, 0, "granted an address its executor did not declare");
     return;
   }
+  launch l = {ref, it->kind, grants, (uint8_t)it->ngrants};
+  bool wait = ex->dying > 0 && !res_fits(&ex->resources, grants, it->ngrants);
+  if (!ex->queue_head && ex->running < ex->cores && !wait) {
+    start_task(ex, &l);
+    return;
+  }
+  ex->waited_dying += wait;
   if (ex->running + ex->queued >= HELD_MAX) { /* the driver's fault: no RECONCILE could say it */
     fprintf(stderr, "tl-executor %s: the driver launched more than %d tasks at once\n", ex->id,
             HELD_MAX);
@@ -573,9 +721,11 @@ static void launch_task(executor *ex, const tlc_launch_item *it) {
   queued_task *q = malloc(sizeof *q);
   if (!q)
     die_oom();
-  q->task = (task_ref){it->tid, it->taskset_id, it->index, it->attempt, it->flags};
+  q->task = ref;
   memcpy(q->kind, it->kind.ptr, it->kind.len); /* 1..TLC_KIND_MAX: the decoder checked */
   q->kind_len = it->kind.len;
+  memcpy(q->grants, grants, it->ngrants * sizeof *grants); /* at most TLC_GRANTS_MAX */
+  q->ngrants = (uint8_t)it->ngrants;
   q->next = NULL;
   if (ex->queue_tail)
     ex->queue_tail->next = q;
@@ -589,7 +739,8 @@ static void launch_task(executor *ex, const tlc_launch_item *it) {
 }
 
 /* KILL of one tid: a queued task leaves the queue and a sleeping one stops, each reporting
- * KILLED; any other has already finished. */
+ * KILLED (an exec task's process is sent SIGKILL: KILLED, its core and addresses free, once it
+ * exited); any other has already finished. */
 static void kill_task(executor *ex, uint64_t tid) {
   queued_task *prev = NULL;
   for (queued_task *q = ex->queue_head; q; prev = q, q = q->next) {
@@ -608,6 +759,14 @@ static void kill_task(executor *ex, uint64_t tid) {
   }
   for (sleeping_task **p = &ex->sleeping; *p; p = &(*p)->next) {
     sleeping_task *task = *p;
+    if (task->task.tid == tid && task->proc) {
+      if (!task->killed) {
+        uv_process_kill(&task->process, SIGKILL);
+        ex->dying++;
+      }
+      task->killed = true;
+      return;
+    }
     if (task->task.tid == tid) {
       *p = task->next;
       report(ex, &task->task, TLC_TASK_KILLED, 0, "");
@@ -883,7 +1042,10 @@ static void on_connect(uv_connect_t *req, int status) {
                  .u.reg = {.executor_id = tlc_str(ex->id),
                            .host = tlc_str(ex->hostname),
                            .cores = ex->cores,
-                           .token = tlc_str(ex->token)}};
+                           .token = tlc_str(ex->token),
+                           .profile = ex->profile,
+                           .nresources = ex->resources.n,
+                           .resources = res_wire(&ex->resources)}};
   encode(ex, &reg);
   if (again) {
     ex->reconnects++;
@@ -903,7 +1065,10 @@ static void on_connect(uv_connect_t *req, int status) {
 
 static void usage(void) {
   fprintf(stderr, "usage: TL_CLUSTER_TOKEN=... tl-executor --port PORT [--host ADDR] [--id ID]\n"
-                  "       [--cores N] [--heartbeat-ms MS] [--token-file PATH] [--reconnect-s S]\n");
+                  "       [--cores N] [--heartbeat-ms MS] [--token-file PATH] [--reconnect-s S]\n"
+                  "       [--profile N] [--resource NAME=ADDR[,ADDR]...]...\n"
+                  "       [--discovery-timeout-ms MS] [--resource-discovery SCRIPT]...\n"
+                  "       [--task-command PATH]\n");
   exit(2);
 }
 
@@ -920,6 +1085,7 @@ int main(int argc, char **argv) {
   const char *host = "127.0.0.1";
   int port = -1;
   const char *token_file = NULL;
+  uint64_t discovery_ms = RES_SCRIPT_TIMEOUT_MS; /* --discovery-timeout-ms */
   ex.id = NULL; /* --id, or made from the host name and pid below */
   ex.cores = 1;
   ex.heartbeat_ms = 1000;
@@ -942,7 +1108,23 @@ int main(int argc, char **argv) {
       token_file = argv[++i];
     else if (strcmp(argv[i], "--reconnect-s") == 0)
       ex.reconnect_ms = parse_u64(argv[++i], 0, 86400) * 1000;
-    else
+    else if (strcmp(argv[i], "--profile") == 0)
+      ex.profile = (uint32_t)parse_u64(argv[++i], 0, UINT32_MAX);
+    else if (strcmp(argv[i], "--discovery-timeout-ms") == 0)
+      discovery_ms = parse_u64(argv[++i], 1, 3600000);
+    else if (strcmp(argv[i], "--task-command") == 0)
+      ex.task_command = argv[++i];
+    else if (strcmp(argv[i], "--resource") == 0 || strcmp(argv[i], "--resource-discovery") == 0) {
+      char err[512];
+      bool flag = strcmp(argv[i], "--resource") == 0;
+      const char *v = argv[++i];
+      if ((flag ? res_add_flag(&ex.resources, v, err, sizeof err)
+                : res_discover(&ex.resources, v, discovery_ms, err, sizeof err)) != 0) {
+        fprintf(stderr, "tl-executor: %s\n", err);
+        res_free(&ex.resources);
+        return 2;
+      }
+    } else
       usage();
   }
   size_t hlen = sizeof ex.hostname;
@@ -1038,6 +1220,12 @@ int main(int argc, char **argv) {
             "tl-executor %s: %" PRIu64 " reconnections, %" PRIu64 " ends sent again, %" PRIu64
             " ends dropped unacknowledged (more than %d held); %" PRIu64 " tasks started\n",
             ex.id, ex.reconnects, ex.ends_resent, ex.ends_dropped, RETAINED_MAX, ex.started);
+  if (ex.waited_dying > 0)
+    fprintf(stderr, "tl-executor %s: %" PRIu64 " launches waited for killed tasks to exit\n", ex.id,
+            ex.waited_dying);
+  if (ex.bad_grants > 0)
+    fprintf(stderr, "tl-executor %s: %" PRIu64 " launches granted addresses it did not declare\n",
+            ex.id, ex.bad_grants);
   if (ex.twice > 0) {
     fprintf(stderr, "tl-executor %s: %" PRIu64 " task binaries were sent while it held them\n",
             ex.id, ex.twice);
@@ -1049,6 +1237,7 @@ int main(int argc, char **argv) {
   free(ex.cache);
   free(ex.pending);
   free(ex.retained);
+  res_free(&ex.resources);
   tlc_buf_free(&ex.out);
   tlc_decoder_fini(&ex.decoder);
   uv_loop_close(ex.loop);

@@ -49,6 +49,13 @@ typedef struct launcher_config {
   const char *const *extra_args; /* --slurm-arg, passed through to srun/sbatch */
   size_t nextra;                 /* entries of extra_args */
   uint64_t poll_ms;              /* the bounded period of Slurm queries */
+  uint32_t gpus;                 /* --executor-gpus: each executor's job asks for --gres=gpu:N and
+                                    its tl-executor declares the GPUs of Slurm's allocation, found
+                                    by tl-slurm-gpus next to it (0: none) */
+  /* Extra tl-executor arguments for one executor about to start (tl-driver --executor-profile:
+   * its resource profile and resources), *n of them, at most LAUNCHER_ARGS_MAX; NULL (or *n 0)
+   * for none. Called by start; the strings stay valid while the launcher runs. NULL: none. */
+  const char *const *(*executor_args)(void *ud, const char *executor_id, size_t *n);
   /* Called once per executor started, when its end is known (never from inside a launcher_ops
    * call). ud is passed back. */
   void (*on_end)(void *ud, const launcher_end *end);
@@ -94,6 +101,9 @@ typedef struct launcher_ops {
    * UV_ECANCELED (stop_all or close was called), UV_ENOMEM. */
   int (*adopt)(void *state, const char *executor_id, const char *handle);
 } launcher_ops;
+
+/* launcher_config.executor_args' arguments for one executor at most. */
+#define LAUNCHER_ARGS_MAX 16
 
 /* Bytes a launcher's handle takes at most, its NUL included. */
 #define LAUNCHER_HANDLE_MAX 32

@@ -107,20 +107,25 @@ static int local_start(void *state, const char *executor_id) {
     return UV_ENOMEM;
   p->l = l;
   memcpy(p->id, executor_id, idlen + 1);
-  char *args[] = {(char *)l->cfg.executor_path,
-                  "--host",
-                  (char *)l->cfg.connect_host,
-                  "--port",
-                  l->port,
-                  "--id",
-                  p->id,
-                  "--cores",
-                  l->cores,
-                  "--heartbeat-ms",
-                  l->heartbeat,
-                  "--reconnect-s",
-                  l->reconnect,
-                  NULL};
+  char *args[14 + LAUNCHER_ARGS_MAX] = {(char *)l->cfg.executor_path,
+                                        "--host",
+                                        (char *)l->cfg.connect_host,
+                                        "--port",
+                                        l->port,
+                                        "--id",
+                                        p->id,
+                                        "--cores",
+                                        l->cores,
+                                        "--heartbeat-ms",
+                                        l->heartbeat,
+                                        "--reconnect-s",
+                                        l->reconnect,
+                                        NULL};
+  size_t nextra = 0; /* its resource profile's arguments, if any (launcher_config) */
+  const char *const *extra =
+      l->cfg.executor_args ? l->cfg.executor_args(l->cfg.ud, executor_id, &nextra) : NULL;
+  for (size_t i = 0; extra && i < nextra && i < LAUNCHER_ARGS_MAX; i++)
+    args[13 + i] = (char *)extra[i];
   uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE},
                                    {.flags = UV_INHERIT_FD, .data.fd = 1},
                                    {.flags = UV_INHERIT_FD, .data.fd = 2}};

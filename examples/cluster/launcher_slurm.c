@@ -99,6 +99,7 @@ struct slurm_launcher {
   char *connect_host;                                /* copied */
   int port;                                          /* the driver's port */
   uint32_t cores;                                    /* each executor's cores */
+  uint32_t gpus;                                     /* each executor's --gres=gpu:N; 0: none */
   uint64_t heartbeat_ms;                             /* the executors' heartbeat period */
   uint64_t reconnect_s;                              /* their --reconnect-s */
   char *partition;                                   /* copied, NULL for Slurm's default */
@@ -108,6 +109,8 @@ struct slurm_launcher {
   uint64_t poll_ms;                                  /* squeue period */
   void (*on_end)(void *ud, const launcher_end *end); /* the driver's callback */
   void *ud;                                          /* its argument */
+  const char *const *(*executor_args)(void *ud, const char *executor_id,
+                                      size_t *n); /* launcher_config's */
   uv_timer_t poll_timer;        /* every poll_ms: squeue --json, pending cancels, stop deadline */
   uv_timer_t requery_timer;     /* every REQUERY_MS while an executor has requery_left */
   slurm_exec *execs;            /* executors whose end has not been reported */
@@ -511,6 +514,35 @@ static int slurm_start(void *state, const char *executor_id) {
   if (!fits)
     return UV_E2BIG;
   memcpy(wrap + n, tail, strlen(tail) + 1);
+  n += strlen(tail);
+  /* Its resource profile's arguments (tl-driver --executor-profile), each quoted. */
+  size_t nextra = 0;
+  const char *const *extra =
+      l->executor_args ? l->executor_args(l->ud, executor_id, &nextra) : NULL;
+  for (size_t i = 0; extra && i < nextra && i < LAUNCHER_ARGS_MAX; i++) {
+    if (n + 2 >= sizeof wrap)
+      return UV_E2BIG;
+    wrap[n++] = ' ';
+    if (!put_quoted(wrap, sizeof wrap, &n, extra[i]))
+      return UV_E2BIG;
+  }
+  /* GPUs: the addresses of Slurm's allocation, found in the job's environment by tl-slurm-gpus,
+   * a discovery script next to tl-executor (docs/slurm.md "GPUs"). */
+  char gres[48] = "";
+  if (l->gpus > 0) {
+    char script[4096];
+    const char *slash = strrchr(l->executor_path, '/');
+    size_t dir = slash ? (size_t)(slash - l->executor_path) + 1 : 0;
+    if (dir + sizeof "tl-slurm-gpus" > sizeof script || n + 24 >= sizeof wrap)
+      return UV_E2BIG;
+    memcpy(script, l->executor_path, dir);
+    memcpy(script + dir, "tl-slurm-gpus", sizeof "tl-slurm-gpus");
+    memcpy(wrap + n, " --resource-discovery ", 23);
+    n += 22;
+    if (!put_quoted(wrap, sizeof wrap, &n, script))
+      return UV_E2BIG;
+    snprintf(gres, sizeof gres, "--gres=gpu:%" PRIu32, l->gpus);
+  }
 
   char name[TL_ID_MAX + 32], cpus[32], partition[256], time_limit[128];
   snprintf(name, sizeof name, "--job-name=tl-exec-%s", executor_id);
@@ -526,6 +558,8 @@ static int slurm_start(void *state, const char *executor_id) {
   argv[argc++] = "--ntasks=1";
   argv[argc++] = cpus;
   argv[argc++] = "--output=/dev/null"; /* --slurm-arg=--output=... overrides it */
+  if (gres[0] != '\0')
+    argv[argc++] = gres;
   if (l->partition != NULL) {
     snprintf(partition, sizeof partition, "--partition=%s", l->partition);
     argv[argc++] = partition;
@@ -1000,11 +1034,13 @@ static int slurm_create(const launcher_config *cfg, void **state) {
   l->loop = cfg->loop;
   l->port = cfg->port;
   l->cores = cfg->cores;
+  l->gpus = cfg->gpus;
   l->heartbeat_ms = cfg->heartbeat_ms ? cfg->heartbeat_ms : 1000;
   l->reconnect_s = cfg->reconnect_s;
   l->poll_ms = cfg->poll_ms ? cfg->poll_ms : DEFAULT_POLL_MS;
   l->on_end = cfg->on_end;
   l->ud = cfg->ud;
+  l->executor_args = cfg->executor_args;
   l->executor_path = dup_or_null(cfg->executor_path);
   l->connect_host = dup_or_null(cfg->connect_host);
   l->partition = dup_or_null(cfg->partition);

@@ -17,7 +17,9 @@
 /* The smallest wire size of a batch item, to refuse a count the frame cannot hold before
  * allocating for it: every fixed field and every length, with empty strings. (A launch's kind
  * must not be empty, but an item that sends one is refused as ELENGTH, not as a bad count.) */
-#define LAUNCH_ITEM_MIN (8 + 8 + 4 + 4 + 1 + 2)
+#define LAUNCH_ITEM_MIN (8 + 8 + 4 + 4 + 1 + 2 + 1)
+#define GRANT_MIN (2 + 1 + 2 + 1 + 1) /* a grant of a 1-byte name and a 1-byte address */
+#define ADDRESS_MIN (2 + 1)           /* an address of 1 byte */
 #define STATUS_ITEM_MIN (8 + 1 + 4 + 2)
 
 /* ---------------------------------------------------------------------------------------------
@@ -112,6 +114,42 @@ static int check_flags(uint8_t flags, unsigned defined) {
   return (flags & ~defined) == 0 ? TLC_OK : TLC_EFLAG;
 }
 
+/* A resource name: [A-Za-z0-9_.-] only (the library's rule, include/taskledger.h). */
+static int check_name(tlc_view v) {
+  for (size_t i = 0; i < v.len; i++) {
+    uint8_t c = v.ptr[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+          c == '.' || c == '-'))
+      return TLC_ERESOURCE;
+  }
+  return TLC_OK;
+}
+
+/* An address: printable ASCII but space, ',', '"' and '\\' (so that a comma-separated list of
+ * them, CUDA_VISIBLE_DEVICES, is unambiguous). */
+static int check_address(tlc_view v) {
+  for (size_t i = 0; i < v.len; i++) {
+    uint8_t c = v.ptr[i];
+    if (c <= ' ' || c > '~' || c == ',' || c == '"' || c == '\\')
+      return TLC_ERESOURCE;
+  }
+  return TLC_OK;
+}
+
+static int check_resource_name(tlc_view v) {
+  int rc = check_string(v, 1, TLC_RESOURCE_NAME_MAX);
+  return rc ? rc : check_name(v);
+}
+
+static int check_resource_address(tlc_view v) {
+  int rc = check_string(v, 1, TLC_ADDRESS_MAX);
+  return rc ? rc : check_address(v);
+}
+
+static int check_share(uint8_t share) {
+  return share >= 1 && share <= TLC_SHARE_MAX ? TLC_OK : TLC_ERESOURCE;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Encoder
  * ------------------------------------------------------------------------------------------- */
@@ -153,7 +191,33 @@ static int measure(const tlc_msg *msg, size_t *size) {
       return TLC_ECORES;
     if (m->token.len > TLC_TOKEN_MAX)
       return TLC_ELENGTH;
-    return add_size(size, 2 + m->executor_id.len + 2 + m->host.len + 4 + 4 + m->token.len);
+    if ((rc = add_size(size,
+                       2 + m->executor_id.len + 2 + m->host.len + 4 + 4 + m->token.len + 4 + 1)))
+      return rc;
+    if (m->nresources > TLC_RESOURCES_MAX)
+      return TLC_ERESOURCE;
+    if (m->nresources > 0 && m->resources == NULL)
+      return TLC_EINVAL;
+    size_t all = 0;
+    for (size_t i = 0; i < m->nresources; i++) {
+      const tlc_resource *res = &m->resources[i];
+      if ((rc = check_view(res->name)) || (rc = check_resource_name(res->name)))
+        return rc;
+      if (res->naddresses == 0 || res->naddresses > TLC_RESOURCE_ADDRESSES_MAX ||
+          res->naddresses > TLC_REGISTER_ADDRESSES_MAX - all)
+        return TLC_ERESOURCE;
+      if (res->addresses == NULL)
+        return TLC_EINVAL;
+      all += res->naddresses;
+      if ((rc = add_size(size, 2 + res->name.len + 2)))
+        return rc;
+      for (size_t a = 0; a < res->naddresses; a++)
+        if ((rc = check_view(res->addresses[a])) ||
+            (rc = check_resource_address(res->addresses[a])) ||
+            (rc = add_size(size, 2 + res->addresses[a].len)))
+          return rc;
+    }
+    return TLC_OK;
   }
   case TLC_MSG_HEARTBEAT:
     return add_size(size, 8 + 8);
@@ -173,8 +237,20 @@ static int measure(const tlc_msg *msg, size_t *size) {
       const tlc_launch_item *it = &m->items[i];
       if ((rc = check_flags(it->flags, TLC_LAUNCH_FLAGS)) || (rc = check_view(it->kind)) ||
           (rc = check_string(it->kind, 1, TLC_KIND_MAX)) ||
-          (rc = add_size(size, 8 + 8 + 4 + 4 + 1 + 2 + it->kind.len)))
+          (rc = add_size(size, 8 + 8 + 4 + 4 + 1 + 2 + it->kind.len + 1)))
         return rc;
+      if (it->ngrants > TLC_GRANTS_MAX)
+        return TLC_ERESOURCE;
+      if (it->ngrants > 0 && it->grants == NULL)
+        return TLC_EINVAL;
+      for (size_t g = 0; g < it->ngrants; g++) {
+        const tlc_grant *gr = &it->grants[g];
+        if ((rc = check_view(gr->name)) || (rc = check_view(gr->address)) ||
+            (rc = check_resource_name(gr->name)) || (rc = check_resource_address(gr->address)) ||
+            (rc = check_share(gr->share)) ||
+            (rc = add_size(size, 2 + gr->name.len + 2 + gr->address.len + 1)))
+          return rc;
+      }
     }
     return TLC_OK;
   }
@@ -275,6 +351,15 @@ int tlc_encode(tlc_buf *buf, const tlc_msg *msg) {
     put_string(&w, msg->u.reg.host);
     tl__put_u32(&w, msg->u.reg.cores);
     put_bytes(&w, msg->u.reg.token);
+    tl__put_u32(&w, msg->u.reg.profile);
+    tl__put_u8(&w, (uint8_t)msg->u.reg.nresources);
+    for (size_t i = 0; i < msg->u.reg.nresources; i++) {
+      const tlc_resource *res = &msg->u.reg.resources[i];
+      put_string(&w, res->name);
+      tl__put_u16(&w, (uint16_t)res->naddresses);
+      for (size_t a = 0; a < res->naddresses; a++)
+        put_string(&w, res->addresses[a]);
+    }
     break;
   case TLC_MSG_HEARTBEAT:
     tl__put_u64(&w, msg->u.heartbeat.seq);
@@ -294,6 +379,12 @@ int tlc_encode(tlc_buf *buf, const tlc_msg *msg) {
       tl__put_u32(&w, it->attempt);
       tl__put_u8(&w, it->flags);
       put_string(&w, it->kind);
+      tl__put_u8(&w, (uint8_t)it->ngrants);
+      for (size_t g = 0; g < it->ngrants; g++) {
+        put_string(&w, it->grants[g].name);
+        put_string(&w, it->grants[g].address);
+        tl__put_u8(&w, it->grants[g].share);
+      }
     }
     break;
   case TLC_MSG_STATUS:
@@ -373,6 +464,11 @@ static int get_u8(tl__rbuf *r, uint8_t *v) {
   return r->bad ? fault(r) : TLC_OK;
 }
 
+static int get_u16(tl__rbuf *r, uint16_t *v) {
+  *v = tl__get_u16(r);
+  return r->bad ? fault(r) : TLC_OK;
+}
+
 static int get_u32(tl__rbuf *r, uint32_t *v) {
   *v = tl__get_u32(r);
   return r->bad ? fault(r) : TLC_OK;
@@ -407,16 +503,71 @@ static int get_count(tl__rbuf *r, size_t item_min, size_t *count) {
   return TLC_OK;
 }
 
-/* Makes room for the batch's items in d->items; its capacity only grows, up to what the largest
- * frame could describe. */
-static int reserve_items(tlc_decoder *d, size_t bytes) {
-  if (d->items_cap >= bytes)
+/* Makes room for bytes at *buf, of *cap allocated; its capacity only grows, up to what the
+ * largest frame could describe. */
+static int reserve(void **buf, size_t *cap, size_t bytes) {
+  if (*cap >= bytes)
     return TLC_OK;
-  void *grown = realloc(d->items, bytes);
+  void *grown = realloc(*buf, bytes);
   if (grown == NULL)
     return TLC_ENOMEM;
-  d->items = grown;
-  d->items_cap = bytes;
+  *buf = grown;
+  *cap = bytes;
+  return TLC_OK;
+}
+
+/* Room for the batch's items in d->items. */
+static int reserve_items(tlc_decoder *d, size_t bytes) {
+  return reserve(&d->items, &d->items_cap, bytes);
+}
+
+/* Room for a LAUNCH's grants or a REGISTER's addresses in d->extra. */
+static int reserve_extra(tlc_decoder *d, size_t bytes) {
+  return reserve(&d->extra, &d->extra_cap, bytes);
+}
+
+/* A REGISTER's profile and resources, after its token. Room is made for the resources its count
+ * names (at most TLC_RESOURCES_MAX) and for as many addresses as the bytes left could hold
+ * (at most TLC_REGISTER_ADDRESSES_MAX), before any is read. */
+static int parse_resources(tlc_decoder *d, tl__rbuf *r, tlc_register *m) {
+  uint8_t n;
+  int rc;
+  m->nresources = 0;
+  m->resources = NULL;
+  if ((rc = get_u32(r, &m->profile)) || (rc = get_u8(r, &n)))
+    return rc;
+  if (n > TLC_RESOURCES_MAX)
+    return TLC_ERESOURCE;
+  if (n == 0)
+    return TLC_OK;
+  size_t room = tl__rbuf_left(r) / ADDRESS_MIN;
+  if (room > TLC_REGISTER_ADDRESSES_MAX)
+    room = TLC_REGISTER_ADDRESSES_MAX;
+  if ((rc = reserve_items(d, n * sizeof(tlc_resource))) ||
+      (rc = reserve_extra(d, (room > 0 ? room : 1) * sizeof(tlc_view))))
+    return rc;
+  tlc_resource *res = d->items;
+  tlc_view *addresses = d->extra;
+  size_t all = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint16_t na;
+    if ((rc = get_string(r, 1, TLC_RESOURCE_NAME_MAX, &res[i].name)) ||
+        (rc = check_name(res[i].name)) || (rc = get_u16(r, &na)))
+      return rc;
+    if (na == 0 || na > TLC_RESOURCE_ADDRESSES_MAX || na > TLC_REGISTER_ADDRESSES_MAX - all)
+      return TLC_ERESOURCE;
+    if (na > room - all) /* the frame cannot hold them: its end comes first */
+      return TLC_ETRUNCATED;
+    res[i].naddresses = na;
+    res[i].addresses = addresses + all;
+    for (size_t a = 0; a < na; a++)
+      if ((rc = get_string(r, 1, TLC_ADDRESS_MAX, &addresses[all + a])) ||
+          (rc = check_address(addresses[all + a])))
+        return rc;
+    all += na;
+  }
+  m->nresources = n;
+  m->resources = res;
   return TLC_OK;
 }
 
@@ -430,7 +581,9 @@ static int parse_body(tlc_decoder *d, uint8_t type, tl__rbuf *r, tlc_msg *msg) {
       return rc;
     if (m->cores == 0 || m->cores > TLC_CORES_MAX)
       return TLC_ECORES;
-    return get_bytes(r, TLC_TOKEN_MAX, &m->token);
+    if ((rc = get_bytes(r, TLC_TOKEN_MAX, &m->token)))
+      return rc;
+    return parse_resources(d, r, m);
   }
   case TLC_MSG_HEARTBEAT:
     if ((rc = get_u64(r, &msg->u.heartbeat.seq)))
@@ -446,13 +599,37 @@ static int parse_body(tlc_decoder *d, uint8_t type, tl__rbuf *r, tlc_msg *msg) {
         (rc = reserve_items(d, count * sizeof(tlc_launch_item))))
       return rc;
     tlc_launch_item *items = d->items;
+    /* Grants: as many as the frame could hold, at most TLC_GRANTS_MAX per item. */
+    size_t room = tl__rbuf_left(r) / GRANT_MIN;
+    if (room > count * TLC_GRANTS_MAX)
+      room = count * TLC_GRANTS_MAX;
+    if (room > 0 && (rc = reserve_extra(d, room * sizeof(tlc_grant))))
+      return rc;
+    tlc_grant *grants = d->extra;
+    size_t used = 0;
     for (size_t i = 0; i < count; i++) {
       tlc_launch_item *it = &items[i];
+      uint8_t ng;
       if ((rc = get_u64(r, &it->tid)) || (rc = get_u64(r, &it->taskset_id)) ||
           (rc = get_u32(r, &it->index)) || (rc = get_u32(r, &it->attempt)) ||
           (rc = get_u8(r, &it->flags)) || (rc = check_flags(it->flags, TLC_LAUNCH_FLAGS)) ||
-          (rc = get_string(r, 1, TLC_KIND_MAX, &it->kind)))
+          (rc = get_string(r, 1, TLC_KIND_MAX, &it->kind)) || (rc = get_u8(r, &ng)))
         return rc;
+      if (ng > TLC_GRANTS_MAX)
+        return TLC_ERESOURCE;
+      if (ng > room - used) /* the frame cannot hold them: its end comes first */
+        return TLC_ETRUNCATED;
+      it->ngrants = ng;
+      it->grants = ng > 0 ? grants + used : NULL;
+      for (size_t g = 0; g < ng; g++) {
+        tlc_grant *gr = &grants[used + g];
+        if ((rc = get_string(r, 1, TLC_RESOURCE_NAME_MAX, &gr->name)) ||
+            (rc = check_name(gr->name)) || (rc = get_string(r, 1, TLC_ADDRESS_MAX, &gr->address)) ||
+            (rc = check_address(gr->address)) || (rc = get_u8(r, &gr->share)) ||
+            (rc = check_share(gr->share)))
+          return rc;
+      }
+      used += ng;
     }
     msg->u.launch.count = count;
     msg->u.launch.items = items;
@@ -547,6 +724,7 @@ int tlc_decoder_set_frame_max(tlc_decoder *d, size_t frame_max) {
 void tlc_decoder_fini(tlc_decoder *d) {
   free(d->frame);
   free(d->items);
+  free(d->extra);
   memset(d, 0, sizeof *d);
 }
 

@@ -15,11 +15,12 @@
  * Constants
  * ------------------------------------------------------------------------------------------- */
 
-/* Version 2: LAUNCH items carry flags (speculative), RECONCILE names what each attempt is and may
- * span several frames, KILL names many tids, and the driver sends EPOCH (docs/cluster.md). A
- * frame of any other version is refused (EVERSION): executors and drivers are upgraded
- * together. */
-#define TLC_PROTO_VERSION 2
+/* Version 3: REGISTER carries the executor's resource profile and resources (named, with their
+ * addresses), LAUNCH items the addresses each attempt holds. Version 2: LAUNCH items carry flags
+ * (speculative), RECONCILE names what each attempt is and may span several frames, KILL names
+ * many tids, and the driver sends EPOCH (docs/cluster.md). A frame of any other version is
+ * refused (EVERSION): executors and drivers are upgraded together. */
+#define TLC_PROTO_VERSION 3
 
 /* The largest frame, counted after its 4-byte length prefix (version, type and body). Both ends
  * use it; a decoder may be given a smaller one. */
@@ -35,11 +36,30 @@
 #define TLC_TEXT_MAX 1024    /* a status message or a kill or stop reason, 0..1024 */
 #define TLC_CORES_MAX 4096   /* a registration's cores, 1..4096 */
 
-/* The largest REGISTER frame after its length prefix: version, type, the id, the host, the cores
- * and the token, each at its maximum. A driver decodes a connection's frames with this maximum
- * until its REGISTER is accepted (tlc_decoder_set_frame_max then raises it), so that a peer that
- * has not authenticated can make it hold no more than this many bytes. */
-#define TLC_REGISTER_FRAME_MAX (2 + 2 + TLC_ID_MAX + 2 + TLC_HOST_MAX + 4 + 4 + TLC_TOKEN_MAX)
+/* Resources (docs/cluster.md "Resources"), the library's bounds (include/taskledger.h) less the
+ * NUL: a resource name is 1..TLC_RESOURCE_NAME_MAX bytes of [A-Za-z0-9_.-], an address
+ * 1..TLC_ADDRESS_MAX bytes of printable ASCII but space, ',', '"' and '\\'. A REGISTER declares at
+ * most TLC_RESOURCES_MAX resources, each of 1..TLC_RESOURCE_ADDRESSES_MAX addresses, and at most
+ * TLC_REGISTER_ADDRESSES_MAX addresses in all (the wire's own bound, so that the largest REGISTER
+ * stays small: it is read before its token is checked). A LAUNCH item names at most
+ * TLC_GRANTS_MAX addresses, each with a share 1..TLC_SHARE_MAX (1: the whole address; k: 1/k). */
+#define TLC_RESOURCE_NAME_MAX 63        /* TL_RESOURCE_NAME_MAX - 1 */
+#define TLC_ADDRESS_MAX 63              /* TL_ADDRESS_MAX - 1 */
+#define TLC_RESOURCES_MAX 16            /* TL_RESOURCES_MAX */
+#define TLC_RESOURCE_ADDRESSES_MAX 1024 /* TL_RESOURCE_ADDRESSES_MAX */
+#define TLC_REGISTER_ADDRESSES_MAX 1024 /* addresses of every resource of one REGISTER */
+#define TLC_GRANTS_MAX 16               /* TL_TASK_GRANTS_MAX */
+#define TLC_SHARE_MAX 32                /* TL_SHARE_MAX */
+
+/* The largest REGISTER frame after its length prefix: version, type, the id, the host, the cores,
+ * the token, the profile and the resources, each at its maximum (about 68 KiB, nearly all of it
+ * the addresses). A driver decodes a connection's frames with this maximum until its REGISTER is
+ * accepted (tlc_decoder_set_frame_max then raises it), so that a peer that has not authenticated
+ * can make it hold no more than this many bytes. */
+#define TLC_REGISTER_FRAME_MAX                                                                     \
+  (2 + 2 + TLC_ID_MAX + 2 + TLC_HOST_MAX + 4 + 4 + TLC_TOKEN_MAX + 4 + 1 +                         \
+   TLC_RESOURCES_MAX * (2 + TLC_RESOURCE_NAME_MAX + 2) +                                           \
+   TLC_REGISTER_ADDRESSES_MAX * (2 + TLC_ADDRESS_MAX))
 
 /* ---------------------------------------------------------------------------------------------
  * Errors
@@ -62,7 +82,10 @@
   XX(ENUL, -11, "A string holds a NUL byte.")                                                      \
   XX(ECORES, -12, "A registration offers zero cores, or more than TLC_CORES_MAX.")                 \
   XX(ESTATE, -13, "A status update's task state is not one of tlc_task_state.")                    \
-  XX(EFLAG, -14, "A flag byte has a bit its field does not define.")
+  XX(EFLAG, -14, "A flag byte has a bit its field does not define.")                               \
+  XX(ERESOURCE, -15,                                                                               \
+     "A resource field is out of bounds: a count over its limit (or 0 addresses), a name or an "   \
+     "address with a byte outside its character set, a share of 0 or above TLC_SHARE_MAX.")
 
 typedef enum tlc_errno {
   TLC_OK = 0,
@@ -120,11 +143,24 @@ typedef enum tlc_task_state {
   TLC_TASK_KILLED = 4
 } tlc_task_state;
 
+/* One resource a REGISTER declares: its name and its addresses, in the executor's order. The
+ * codec checks bounds and character sets; distinct names and addresses are the ledger's rule
+ * (tl_executor_add refuses duplicates), not the codec's. */
+typedef struct tlc_resource {
+  tlc_view name;             /* 1..TLC_RESOURCE_NAME_MAX bytes of [A-Za-z0-9_.-] */
+  size_t naddresses;         /* 1..TLC_RESOURCE_ADDRESSES_MAX */
+  const tlc_view *addresses; /* naddresses of them, each 1..TLC_ADDRESS_MAX bytes */
+} tlc_resource;
+
 typedef struct tlc_register {
-  tlc_view executor_id; /* 1..TLC_ID_MAX bytes, no NUL */
-  tlc_view host;        /* 1..TLC_HOST_MAX bytes, no NUL */
-  uint32_t cores;       /* 1..TLC_CORES_MAX */
-  tlc_view token;       /* 0..TLC_TOKEN_MAX bytes, any */
+  tlc_view executor_id;          /* 1..TLC_ID_MAX bytes, no NUL */
+  tlc_view host;                 /* 1..TLC_HOST_MAX bytes, no NUL */
+  uint32_t cores;                /* 1..TLC_CORES_MAX */
+  tlc_view token;                /* 0..TLC_TOKEN_MAX bytes, any */
+  uint32_t profile;              /* its resource profile (0: the default) */
+  size_t nresources;             /* 0..TLC_RESOURCES_MAX */
+  const tlc_resource *resources; /* nresources of them (NULL when none), at most
+                                    TLC_REGISTER_ADDRESSES_MAX addresses in all */
 } tlc_register;
 
 typedef struct tlc_heartbeat {
@@ -142,13 +178,23 @@ typedef struct tlc_taskset_binary {
 #define TLC_LAUNCH_SPECULATIVE 1u /* a speculative copy of a slow task (tl_launch.speculative) */
 #define TLC_LAUNCH_FLAGS TLC_LAUNCH_SPECULATIVE
 
+/* One address a launched attempt holds, by name: the resource and the address as the executor
+ * declared them in its REGISTER, and how much of it. */
+typedef struct tlc_grant {
+  tlc_view name;    /* 1..TLC_RESOURCE_NAME_MAX bytes of [A-Za-z0-9_.-] */
+  tlc_view address; /* 1..TLC_ADDRESS_MAX bytes */
+  uint8_t share;    /* 1: the whole address; k in 2..TLC_SHARE_MAX: 1/k of it */
+} tlc_grant;
+
 typedef struct tlc_launch_item {
-  uint64_t tid;        /* the attempt's tid */
-  uint64_t taskset_id; /* whose binary it runs (sent before, by TASKSET_BINARY) */
-  uint32_t index;      /* the task's index in its task set */
-  uint32_t attempt;    /* the attempt number of that index */
-  uint8_t flags;       /* TLC_LAUNCH_* bits */
-  tlc_view kind;       /* 1..TLC_KIND_MAX bytes, no NUL: "noop", "sleep:5", "spin:100", ... */
+  uint64_t tid;            /* the attempt's tid */
+  uint64_t taskset_id;     /* whose binary it runs (sent before, by TASKSET_BINARY) */
+  uint32_t index;          /* the task's index in its task set */
+  uint32_t attempt;        /* the attempt number of that index */
+  uint8_t flags;           /* TLC_LAUNCH_* bits */
+  tlc_view kind;           /* 1..TLC_KIND_MAX bytes, no NUL: "noop", "sleep:5", "spin:100", ... */
+  size_t ngrants;          /* 0..TLC_GRANTS_MAX */
+  const tlc_grant *grants; /* ngrants of them (NULL when none) */
 } tlc_launch_item;
 
 typedef struct tlc_launch {
@@ -295,8 +341,10 @@ typedef struct tlc_decoder {
   uint8_t *frame;     /* frame_len bytes as they arrive: version, type, body */
   size_t frame_have;  /* bytes of the frame received */
   size_t frame_cap;   /* bytes allocated at frame */
-  void *items;        /* the item array of the last batch decoded */
+  void *items;        /* the item array of the last batch decoded (a REGISTER's resources) */
   size_t items_cap;   /* bytes allocated at items */
+  void *extra;        /* the last LAUNCH's grants, or the last REGISTER's addresses */
+  size_t extra_cap;   /* bytes allocated at extra */
   int error;          /* 0, or the error that ended the stream: every later call returns it */
 } tlc_decoder;
 

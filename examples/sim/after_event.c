@@ -1,6 +1,7 @@
 /* What tl-sim does after every event (docs/sim.md, "Time"): tl_tick, offer rounds while tasks
- * are pending and a core is free, tl_check, the peaks of the ledger's sizes and a sample of them
- * when they changed. */
+ * are pending and a core is free (tl_resource_offers_grants: each launch's addresses are checked
+ * by gpu.c), tl_check and the GPU book against the ledger's, the peaks of the ledger's sizes and a
+ * sample of them when they changed. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,10 +29,15 @@ static void offer_round(sim *m) {
     }
   }
   tl_launch *launches = xcalloc(cap, sizeof *launches);
-  size_t nout = 0;
-  int rc = tl_resource_offers(m->s, offers, n, launches, cap, &nout);
+  /* Room for every launch's addresses: a task asks for at most TL_TASK_GRANTS_MAX. */
+  size_t gcap = gpu_on(m) ? cap * m->gpu.req.amount : 0, nout = 0, ngrants = 0;
+  tl_grant *grants = gcap ? xcalloc(gcap, sizeof *grants) : NULL;
+  int rc = tl_resource_offers_grants(m->s, offers, n, launches, cap, &nout, grants, gcap, &ngrants);
   if (rc != TL_OK)
-    problem(m, "tl_resource_offers: %s", tl_err_name(rc));
+    problem(m, "tl_resource_offers_grants: %s", tl_err_name(rc));
+  for (size_t i = 0; i < nout; i++)
+    gpu_launched(m, &launches[i]);
+  free(grants);
   free(launches);
   free(offers);
 }
@@ -80,6 +86,7 @@ void after_event(sim *m) {
       snprintf(m->check_why, sizeof m->check_why, "%s", why);
       problem(m, "tl_check: %s", why);
     }
+    gpu_check(m);
   }
   for (size_t i = 0; i < NSTATS; i++)
     if (*stat_field(&m->st, i) > m->stat_peak[i])

@@ -53,6 +53,7 @@ void cb_task_started(void *ud, const tl_task_info *t) {
     problem(m, "tid %" PRIu64 " launched on %s beyond its cores", t->tid, e->id);
     a->core = 0;
   }
+  gpu_started(m, a, t);
   /* Its plan, drawn at launch so that one seed gives one run. */
   double mean = m->o.duration_s;
   double d = mean * (0.3 + sim_rng_exp(&m->rng, 0.7));
@@ -130,6 +131,7 @@ void cb_task_ended(void *ud, const tl_task_info *t, const tl_task_end *end) {
                   .attempt = t->attempt,
                   .outcome = (uint8_t)out,
                   .speculative = t->speculative};
+  gpu_ended(m, a, t, &sl);
   if (sim_record_slice(&m->rec, &sl) < 0)
     oom();
   if (end->kind == TL_END_SUCCESS) {

@@ -54,6 +54,7 @@ static void submit_stage(sim *m, uint32_t j, uint32_t k) {
                        .ntasks = ts->ntasks,
                        .payload = ts->binary,
                        .shuffle_map = !st->result};
+  gpu_request(m, st, &d);
   int rc = tl_submit(m->s, &d, &ts->id);
   if (rc != TL_OK) {
     problem(m, "tl_submit(stage %" PRIu32 ".%" PRIu32 "): %s", st->stage_id, st->attempts,
@@ -246,6 +247,7 @@ void job_arrive(sim *m, uint32_t j) {
     for (uint32_t p = 0; p < st->nparts; p++)
       st->where[p] = -1;
     st->nmissing = st->nparts;
+    gpu_stage_draw(m, st);
     if (k == 0)
       continue;
     if (fan_in && st->result) {

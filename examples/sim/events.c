@@ -274,14 +274,14 @@ void run_event(sim *m, const sim_event *ev) {
     if (!m->faults_on)
       break;
     m->c.joins_late++;
-    executor_join(m, UINT32_MAX, "late");
+    executor_join(m, UINT32_MAX, "late", gpu_late_kind(m));
     schedule_poisson(m, EV_JOIN, m->o.join_rate);
     break;
   case EV_REPLACE:
     if (!m->faults_on)
       break;
     m->c.joins_replace++;
-    executor_join(m, m->execs[ev->exec].host_index, "replacement");
+    executor_join(m, m->execs[ev->exec].host_index, "replacement", m->execs[ev->exec].gpu);
     break;
   case EV_TICK:
     break; /* tl_tick runs after every event */

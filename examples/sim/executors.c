@@ -8,8 +8,9 @@
 
 #include "sim.h"
 
-/* Registers a new executor on host_index (UINT32_MAX: a new host for a late joiner). */
-void executor_join(sim *m, uint32_t host_index, const char *why) {
+/* Registers a new executor on host_index (UINT32_MAX: a new host for a late joiner), a GPU
+ * executor (gpu.c) when gpu. */
+void executor_join(sim *m, uint32_t host_index, const char *why, bool gpu) {
   if (host_index == UINT32_MAX) {
     if (m->late_on_host == 0 || m->late_on_host >= m->o.per_host) {
       host_index = m->hosts_made++;
@@ -29,11 +30,13 @@ void executor_join(sim *m, uint32_t host_index, const char *why) {
   e->ledger = X_ALIVE;
   e->proc = P_RUNNING;
   e->core_tid = xcalloc(m->o.cores, sizeof *e->core_tid);
+  e->gpu = gpu;
   uint32_t index;
   if (sim_record_exec(&m->rec, e->id, e->host, e->rack, m->o.cores, m->now, &index) < 0)
     oom();
   tl_executor_desc d = {
       .id = e->id, .host = e->host, .rack = e->rack, .cores = m->o.cores, .ud = exec_ud(x)};
+  gpu_declare(m, x, &d);
   int rc = tl_executor_add(m->s, &d);
   if (rc != TL_OK)
     problem(m, "tl_executor_add(%s): %s", e->id, tl_err_name(rc));
@@ -85,11 +88,12 @@ void in_flight_reports(sim *m, uint32_t x) {
   }
 }
 
-/* The executors of --executors, --per-host to a host; later, late joiners fill new hosts
+/* The executors of --executors, --per-host to a host, the first --gpu-executors of them GPU
+ * executors; later, late joiners fill new hosts
  * (executor_join with UINT32_MAX), --per-host to each. */
 void executors_start(sim *m) {
   for (uint32_t i = 0; i < m->o.executors; i++)
-    executor_join(m, i / m->o.per_host, "start");
+    executor_join(m, i / m->o.per_host, "start", i < m->o.gpu_executors);
   m->hosts_made = (m->o.executors + m->o.per_host - 1) / m->o.per_host;
   m->late_on_host = 0;
 }

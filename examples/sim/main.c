@@ -117,6 +117,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   dag_init(m);
+  gpu_init(m);
   m->faults_on = true;
   double wall0 = wall_now(), last_progress = wall0;
 
@@ -171,8 +172,10 @@ int main(int argc, char **argv) {
         printf("%s", buf);
     }
   }
+  gpu_end(m, drained);
   executors_stop(m);
   after_event(m);
+  gpu_stopped(m);
   m->now = end_ns;
   char why[256];
   m->c.checks++;
@@ -225,6 +228,7 @@ int main(int argc, char **argv) {
     status = 1;
 
   dag_free(m);
+  gpu_free(m);
   executors_free(m);
   free(m->attempts);
   sim_queue_free(&m->q);

@@ -39,6 +39,8 @@ void options_init(sim_options *o) {
   o->id_prefix = "exec-";
   o->until_s = 3600.0;
   o->check_every = 1;
+  o->gpus = 4;
+  o->gpu_amount = 1;
 }
 
 static void usage(FILE *f) {
@@ -75,9 +77,37 @@ static void usage(FILE *f) {
         "  --svg FILE.svg       an SVG timeline: the ledger's sizes above the executor lanes\n"
         "  --metrics FILE       the ledger's final metrics (tl_metrics_text, Prometheus text)\n"
         "  --journal FILE       the library's call journal\n"
+        "  --gpu-executors N    the first N executors declare \"gpu\" (0: no GPUs)\n"
+        "  --gpus G             addresses \"0\" .. G-1 each, 1 to 64 (4)\n"
+        "  --gpu-profile P      the GPU executors' and GPU stages' resource profile (0)\n"
+        "  --gpu-stages P       probability that a stage asks each task for GPUs (0)\n"
+        "  --gpu-amount N       whole GPUs per task of such a stage (1)\n"
+        "  --gpu-share K        each such task holds 1/K of one GPU instead, K 2 to 32\n"
         "  --id-prefix TEXT     executor ids are TEXT and a number (exec-)\n"
         "  --quiet              no event log, no progress line\n",
         f);
+}
+
+/* The GPU options agree with each other and with the cluster (docs/sim.md, "GPUs"). */
+static int check_gpu(const sim_options *o) {
+  const char *why = NULL;
+  if (o->gpu_executors > o->executors)
+    why = "--gpu-executors is more than --executors";
+  else if (o->gpu_stages > 0 && o->gpu_executors == 0)
+    why = "--gpu-stages needs --gpu-executors";
+  else if (o->gpu_share && o->gpu_amount != 1)
+    why = "--gpu-share and --gpu-amount exclude each other";
+  else if (o->gpu_amount > o->gpus)
+    why = "--gpu-amount is more than --gpus: no executor could run such a task";
+  else if (o->gpu_profile && o->gpu_stages < 1 && o->gpu_executors == o->executors)
+    why = "with --gpu-profile, the stages that ask for no GPU need executors without them";
+  else if (o->gpu_executors == 0 && (o->gpu_profile || o->gpu_share))
+    why = "--gpu-profile and --gpu-share need --gpu-executors";
+  if (why) {
+    fprintf(stderr, "tl-sim: %s\n", why);
+    return -1;
+  }
+  return 0;
 }
 
 int parse_args(sim_options *o, int argc, char **argv) {
@@ -121,6 +151,12 @@ int parse_args(sim_options *o, int argc, char **argv) {
         {"--stage-retries", &o->stage_retries, NULL, 0, 1000},
         {"--max-task-failures", &o->max_task_failures, NULL, 1, 65535},
         {"--check-every", &o->check_every, NULL, 0, UINT32_MAX},
+        {"--gpu-executors", &o->gpu_executors, NULL, 0, 10000},
+        {"--gpus", &o->gpus, NULL, 1, SIM_GPUS_MAX},
+        {"--gpu-profile", &o->gpu_profile, NULL, 0, UINT32_MAX},
+        {"--gpu-amount", &o->gpu_amount, NULL, 1, TL_TASK_GRANTS_MAX},
+        {"--gpu-share", &o->gpu_share, NULL, 2, TL_SHARE_MAX},
+        {"--gpu-stages", NULL, &o->gpu_stages, 0, 1},
         {"--duration", NULL, &o->duration_s, 0, 0},
         {"--job-interval", NULL, &o->job_interval_s, 0, 0},
         {"--task-failure", NULL, &o->task_failure, 0, 1},
@@ -202,5 +238,6 @@ int parse_args(sim_options *o, int argc, char **argv) {
     fprintf(stderr, "tl-sim: --duration and --heartbeat must be more than 0\n");
     return -1;
   }
+  return check_gpu(o);
   return 0;
 }

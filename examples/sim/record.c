@@ -50,6 +50,8 @@ int sim_record_exec(sim_record *r, const char *id, const char *host, const char 
   e->cores = cores;
   e->joined_ns = joined_ns;
   e->gone_ns = SIM_NEVER;
+  e->resource[0] = '\0';
+  e->naddresses = 0;
   *index = (uint32_t)r->nexecs++;
   return 0;
 }
@@ -57,6 +59,13 @@ int sim_record_exec(sim_record *r, const char *id, const char *host, const char 
 void sim_record_exec_gone(sim_record *r, uint32_t exec, uint64_t gone_ns) {
   if (exec < r->nexecs)
     r->execs[exec].gone_ns = gone_ns;
+}
+
+void sim_record_exec_resource(sim_record *r, uint32_t exec, const char *name, uint32_t naddresses) {
+  if (exec >= r->nexecs)
+    return;
+  copy_name(r->execs[exec].resource, sizeof r->execs[exec].resource, name);
+  r->execs[exec].naddresses = naddresses;
 }
 
 int sim_record_slice(sim_record *r, const sim_slice *s) {

@@ -16,15 +16,19 @@
 #define SIM_NAME_MAX 256     /* executor ids, hosts and racks: 1..255 bytes, as the library's */
 #define SIM_TEXT_MAX 128     /* a mark's text: 0..127 bytes (longer is cut) */
 #define SIM_NEVER UINT64_MAX /* an executor that never left: its gone_ns */
+#define SIM_RES_NAME_MAX 16  /* a resource's name ("gpu"): 0..15 bytes (longer is cut) */
+#define SIM_ADDRS_MAX 64     /* the addresses an attempt held, comma-separated: 0..63 bytes */
 
 /* One executor: a lane of `cores` rows in the pictures. */
 typedef struct sim_exec {
-  char id[SIM_NAME_MAX];   /* "exec-12" */
-  char host[SIM_NAME_MAX]; /* "host-3" */
-  char rack[SIM_NAME_MAX]; /* "rack-1", or "" for none */
-  uint32_t cores;          /* rows of its lane */
-  uint64_t joined_ns;      /* when it registered */
-  uint64_t gone_ns;        /* when the ledger removed it (or it was stopped); SIM_NEVER */
+  char id[SIM_NAME_MAX];           /* "exec-12" */
+  char host[SIM_NAME_MAX];         /* "host-3" */
+  char rack[SIM_NAME_MAX];         /* "rack-1", or "" for none */
+  uint32_t cores;                  /* rows of its lane */
+  uint64_t joined_ns;              /* when it registered */
+  uint64_t gone_ns;                /* when the ledger removed it (or it was stopped); SIM_NEVER */
+  char resource[SIM_RES_NAME_MAX]; /* the resource it declared beyond cores ("gpu"), or "" */
+  uint32_t naddresses;             /* that resource's addresses (0 for none) */
 } sim_exec;
 
 /* How an attempt ended: its slice's colour. */
@@ -40,18 +44,21 @@ typedef enum sim_outcome {
 
 /* One attempt: it held `core` of executor `exec` from start_ns to end_ns. */
 typedef struct sim_slice {
-  uint32_t exec;          /* index into sim_record.execs */
-  uint32_t core;          /* 0 .. cores - 1: the row it held */
-  uint64_t start_ns;      /* launched */
-  uint64_t end_ns;        /* its end reached the ledger (>= start_ns) */
-  uint64_t tid;           /* the ledger's tid */
-  uint32_t job;           /* the simulator's job number, from 0 */
-  uint32_t stage_id;      /* as submitted */
-  uint32_t stage_attempt; /* 0 for the first attempt of the stage */
-  uint32_t index;         /* the task's index in its task set */
-  uint32_t attempt;       /* the attempt number of that index, from 0 */
-  uint8_t outcome;        /* a sim_outcome */
-  uint8_t speculative;    /* 1: a speculative copy */
+  uint32_t exec;                   /* index into sim_record.execs */
+  uint32_t core;                   /* 0 .. cores - 1: the row it held */
+  uint64_t start_ns;               /* launched */
+  uint64_t end_ns;                 /* its end reached the ledger (>= start_ns) */
+  uint64_t tid;                    /* the ledger's tid */
+  uint32_t job;                    /* the simulator's job number, from 0 */
+  uint32_t stage_id;               /* as submitted */
+  uint32_t stage_attempt;          /* 0 for the first attempt of the stage */
+  uint32_t index;                  /* the task's index in its task set */
+  uint32_t attempt;                /* the attempt number of that index, from 0 */
+  uint8_t outcome;                 /* a sim_outcome */
+  uint8_t speculative;             /* 1: a speculative copy */
+  uint8_t share;                   /* addresses held: 0 whole ones; k: 1/k of the one address */
+  char resource[SIM_RES_NAME_MAX]; /* the resource it held beyond cores ("gpu"), or "" */
+  char addresses[SIM_ADDRS_MAX];   /* the addresses of it it held, comma-separated ("0,2") */
 } sim_slice;
 
 /* What a mark says happened. */
@@ -109,6 +116,8 @@ void sim_record_free(sim_record *r);
 /* Appends an executor; *index is its index for slices and marks. gone_ns starts SIM_NEVER. */
 int sim_record_exec(sim_record *r, const char *id, const char *host, const char *rack,
                     uint32_t cores, uint64_t joined_ns, uint32_t *index);
+/* Sets the resource executor `exec` declared beyond cores: its name and how many addresses. */
+void sim_record_exec_resource(sim_record *r, uint32_t exec, const char *name, uint32_t naddresses);
 /* Sets when executor `exec` went (the ledger removed it, or the run stopped it). */
 void sim_record_exec_gone(sim_record *r, uint32_t exec, uint64_t gone_ns);
 int sim_record_slice(sim_record *r, const sim_slice *s);

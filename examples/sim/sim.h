@@ -8,13 +8,14 @@
  *                options.c      the command line: defaults, parsing, usage
  *   1 world      world.c        what every file uses: memory, the event log, problems, marks,
  *                               scheduling events, executor ids and attempts by tid
- *   2 rooms      executors.c    executors join, are picked for faults, leave the ledger
+ *   2 resources  gpu.c          GPU executors and stages, the simulator's book of addresses
+ *   3 rooms      executors.c    executors join, are picked for faults, leave the ledger
  *                dag.c          the DAG layer: jobs arrive, stages submitted, retried, resubmitted
  *                after_event.c  after every event: tl_tick, offer rounds, tl_check, samples
- *   3 reactions  callbacks.c    the ledger's callbacks (tl_callbacks)
+ *   4 reactions  callbacks.c    the ledger's callbacks (tl_callbacks)
  *                events.c       what each event does: updates, heartbeats, faults, joins
  *                summary.c      the summary and the verdict
- *   4 top        main.c         the run: set up, the loop, the end of the run, the teardown
+ *   5 top        main.c         the run: set up, the loop, the end of the run, the teardown
  *
  * Two things go the other way, and neither is a call by name. The library calls callbacks.c from
  * inside the tl_ calls of the files below it (through the tl_callbacks main.c installs). And a
@@ -111,6 +112,12 @@ typedef struct sim_options {
   const char *svg_path;       /* --svg */
   const char *metrics_path;   /* --metrics */
   const char *journal_path;   /* --journal */
+  uint32_t gpu_executors;     /* executors (of the start) that declare "gpu"; 0: none */
+  uint32_t gpus;              /* addresses each declares: "0" .. gpus - 1 */
+  uint32_t gpu_profile;       /* their resource profile and the GPU stages' (0: the default) */
+  double gpu_stages;          /* probability that a stage asks for GPUs */
+  uint32_t gpu_amount;        /* whole GPUs per task of such a stage */
+  uint32_t gpu_share;         /* k > 1: each task holds 1/k of one GPU instead */
   const char *id_prefix;      /* executor ids are the prefix and a number: 1 to SIM_PREFIX_MAX
                                  bytes ("exec-") */
   bool quiet;                 /* no progress line, no event log */
@@ -192,6 +199,53 @@ uint32_t exec_of_ud(const void *ud);
 sim_attempt *attempt_of(sim *m, uint64_t tid);
 
 /* ---------------------------------------------------------------------------------------------
+ * GPUs (gpu.c): executors that declare "gpu", stages that ask for it, and the simulator's own
+ * book of who holds which address, compared with the ledger's (docs/sim.md, "GPUs")
+ * ------------------------------------------------------------------------------------------- */
+
+#define SIM_GPUS_MAX 64 /* --gpus at most: addresses "0" .. "63" */
+
+typedef struct sim_gpu {
+  char names[SIM_GPUS_MAX][4];         /* the addresses' strings */
+  const char *addresses[SIM_GPUS_MAX]; /* pointing at them, for the declaration */
+  tl_resource decl;                    /* what a GPU executor declares */
+  tl_resource_request req;             /* what each task of a GPU stage asks for */
+  uint32_t stages;                     /* stages that asked */
+  uint64_t attempts;                   /* attempts that held addresses */
+  uint64_t held_now, held_peak;        /* attempts holding addresses now, and at most */
+  uint32_t share_peak;                 /* most attempts on one address at once (shares) */
+  uint64_t checks;                     /* the book compared with tl_executor_addresses */
+  bool end_checked;                    /* gpu_end read tl_resource_totals */
+  uint32_t end_addresses;              /* its gpu addresses then */
+  uint64_t end_used;                   /* and their use */
+} sim_gpu;
+
+struct sim_stage;
+
+/* Whether the run has GPU executors (--gpu-executors); everything below is a no-op without. */
+bool gpu_on(const sim *m);
+void gpu_init(sim *m);
+void gpu_free(sim *m); /* before executors_free */
+/* Whether a late joiner declares "gpu". */
+bool gpu_late_kind(const sim *m);
+/* A GPU executor's declaration and profile, in the descriptor tl_executor_add gets. */
+void gpu_declare(sim *m, uint32_t x, tl_executor_desc *d);
+/* A new stage draws whether it asks for GPUs (only with --gpu-stages above 0); a GPU stage's
+ * request and profile, in the descriptor tl_submit gets. */
+void gpu_stage_draw(sim *m, struct sim_stage *st);
+void gpu_request(sim *m, const struct sim_stage *st, tl_taskset_desc *d);
+/* task_started, each launch of an offer round, task_ended (which writes the slice's addresses). */
+void gpu_started(sim *m, sim_attempt *a, const tl_task_info *t);
+void gpu_launched(sim *m, const tl_launch *l);
+void gpu_ended(sim *m, sim_attempt *a, const tl_task_info *t, sim_slice *sl);
+/* After each tl_check: the book against tl_executor_addresses. At the end, executors still
+ * registered: tl_resource_totals (used 0 when drained); after they stopped: the book empty. */
+void gpu_check(sim *m);
+void gpu_end(sim *m, bool drained);
+void gpu_stopped(sim *m);
+void gpu_summary(const sim *m);
+
+/* ---------------------------------------------------------------------------------------------
  * Executors (executors.c)
  * ------------------------------------------------------------------------------------------- */
 
@@ -211,6 +265,9 @@ typedef struct sim_executor {
   uint64_t *core_tid;      /* cores entries: the attempt holding each core, 0 when free */
   uint32_t busy;           /* cores held */
   bool shutdown;           /* stopped at the end of the run: no replacement */
+  bool gpu;                /* it declares "gpu" (gpu.c) */
+  uint64_t *gpu_used;      /* gpus entries for a GPU executor (else NULL): the simulator's book of
+                              each address's use, in TL_SHARE_UNIT per whole address */
 } sim_executor;
 
 /* The run's first executors (--executors), and the end of those still registered when the run
@@ -218,8 +275,9 @@ typedef struct sim_executor {
 void executors_start(sim *m);
 void executors_stop(sim *m);
 void executors_free(sim *m);
-/* Registers a new executor on host_index (UINT32_MAX: a new host for a late joiner). */
-void executor_join(sim *m, uint32_t host_index, const char *why);
+/* Registers a new executor on host_index (UINT32_MAX: a new host for a late joiner), a GPU
+ * executor when gpu. */
+void executor_join(sim *m, uint32_t host_index, const char *why, bool gpu);
 /* The ledger removed executor x: its lane ends, and a replacement comes while faults are on. */
 void executor_removed(sim *m, uint32_t x);
 /* An executor a fault may hit (ALIVE, or DECOM too when allow_decom; its process running), never
@@ -252,6 +310,7 @@ typedef struct sim_stage {
   const char *why;       /* why the next attempt is submitted (for its mark) */
   bool lost_outputs;     /* the next attempt re-runs lost outputs (SIM_MARK_STAGE_RESUBMITTED);
                             false: a retry after the stage's own failure (a submission mark) */
+  bool gpu;              /* its tasks ask for GPUs (gpu.c) */
 } sim_stage;
 
 typedef enum jstate { J_WAITING, J_RUNNING, J_SUCCEEDED, J_FAILED } jstate;
@@ -317,6 +376,8 @@ struct sim_attempt {
   bool proc_done;    /* its process stopped working on it (reported, killed, or died) */
   bool ended;        /* task_ended came */
   bool speculative;
+  tl_grant *grants; /* the addresses it holds, from task_started to task_ended (gpu.c) */
+  uint32_t ngrants;
 };
 
 void cb_task_started(void *ud, const tl_task_info *t);
@@ -419,6 +480,9 @@ struct sim {
   tl_scheduler *s;   /* the ledger under simulation */
   uint64_t now;      /* virtual nanoseconds: the ledger's clock (main.c's loop advances it) */
   uint64_t problems; /* contract violations the simulator saw (world.c's problem) */
+
+  /* GPUs (gpu.c; executors.c, dag.c, callbacks.c, after_event.c, summary.c and main.c call it). */
+  sim_gpu gpu;
 
   /* Executors (executors.c; events.c and callbacks.c move each one's ledger and proc). */
   sim_executor *execs;      /* every executor ever, by index (exec-N is index N - 1) */

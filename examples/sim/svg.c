@@ -762,7 +762,13 @@ static void lanes(const svg *s) {
       fputs(", ", f);
       put_text(f, e->rack);
     }
-    fprintf(f, ": %" PRIu32 " cores, from %s to %s</title>\n", e->cores, a, b);
+    fprintf(f, ": %" PRIu32 " cores, ", e->cores);
+    if (e->resource[0] && e->naddresses) {
+      fprintf(f, "%" PRIu32 " ", e->naddresses);
+      put_text(f, e->resource);
+      fputs(", ", f);
+    }
+    fprintf(f, "from %s to %s</title>\n", a, b);
     fprintf(f,
             "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#f6f6f6\"/>"
             "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#dde6f0\"/>\n",
@@ -779,7 +785,12 @@ static void lanes(const svg *s) {
       fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#666\" font-size=\"10\">",
               PLOT_X - 8, y + h / 2 + 10);
       put_text_cut(f, e->host, LABEL_CHARS);
-      fprintf(f, " (%" PRIu32 " cores)</text>", e->cores);
+      fprintf(f, " (%" PRIu32 " cores", e->cores);
+      if (e->resource[0] && e->naddresses) {
+        fprintf(f, ", %" PRIu32 " ", e->naddresses);
+        put_text_cut(f, e->resource, LABEL_CHARS);
+      }
+      fputs(")</text>", f);
     }
     fputs("</g>\n", f);
   }
@@ -819,7 +830,16 @@ static void slices_detail(const svg *s) {
               sl->index, sl->attempt, sl->speculative ? " (speculative)" : "",
               sim_outcome_name((sim_outcome)o), a, b);
       put_text(f, r->execs[sl->exec].id);
-      fprintf(f, " core %" PRIu32 "</title></rect>\n", sl->core);
+      fprintf(f, " core %" PRIu32, sl->core);
+      if (sl->resource[0]) { /* the addresses it held: ", gpu 0,2" or ", gpu 1 (1/4)" */
+        fputs(", ", f);
+        put_text(f, sl->resource);
+        fputc(' ', f);
+        put_text(f, sl->addresses);
+        if (sl->share > 1)
+          fprintf(f, " (1/%u)", (unsigned)sl->share);
+      }
+      fputs("</title></rect>\n", f);
     }
     fputs("</g>\n", f);
   }

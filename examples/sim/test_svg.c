@@ -642,6 +642,76 @@ static void test_many(void) {
   sim_record_free(&r);
 }
 
+/* Attempts that held addresses beyond cores (tl-sim's --gpu-executors): a GPU executor of 4
+ * cores and 2 gpus, one attempt holding both whole, then four sharing gpu 1 a quarter each; a
+ * CPU attempt beside them; and an executor whose resource name and addresses are hostile. Each
+ * attempt's tooltip names what it held, the lanes say what their executors declared, and every
+ * text is escaped. */
+static void test_gpu(void) {
+  const char *t = "gpu";
+  sim_record r;
+  sim_record_init(&r);
+  uint32_t g = add_exec(&r, "exec-1", "host-1", 4, 0);
+  uint32_t c = add_exec(&r, "exec-2", "host-1", 4, 0);
+  uint32_t h = add_exec(&r, "exec-3", "host-2", 2, 0);
+  sim_record_exec_resource(&r, g, "gpu", 2);
+  sim_record_exec_resource(&r, h, "g<&>\"", 3);
+  sim_slice s = {.exec = g,
+                 .core = 0,
+                 .start_ns = 0,
+                 .end_ns = 2000 * MS,
+                 .tid = 1,
+                 .resource = "gpu",
+                 .addresses = "0,1"};
+  must(sim_record_slice(&r, &s));
+  for (uint32_t i = 0; i < 4; i++) {
+    sim_slice q = {.exec = g,
+                   .core = i,
+                   .start_ns = 2500 * MS,
+                   .end_ns = 4000 * MS,
+                   .tid = 2 + i,
+                   .index = i,
+                   .share = 4,
+                   .resource = "gpu",
+                   .addresses = "1"};
+    must(sim_record_slice(&r, &q));
+  }
+  add_slice(&r, c, 0, 0, 3000 * MS, 1, 0, SIM_OUT_SUCCESS);
+  sim_slice x = {.exec = h,
+                 .core = 1,
+                 .start_ns = 1000 * MS,
+                 .end_ns = 3000 * MS,
+                 .tid = 9,
+                 .outcome = SIM_OUT_LOST,
+                 .resource = "g<&>\"",
+                 .addresses = "0,<1>&'"};
+  must(sim_record_slice(&r, &x));
+  add_sample(&r, 0, 1, 0, 1, 0, 3, 0, 0);
+  add_sample(&r, 4000 * MS, 0, 0, 0, 0, 3, 0, 0);
+  sim_record_finish(&r, 4000 * MS);
+  size_t size;
+  char *doc = write_read(t, &r, t, &size);
+  if (doc) {
+    check_xml(t, doc);
+    CHECK(t, count(doc, " on exec-1 core 0, gpu 0,1</title>") == 1, "no tooltip for gpu 0,1");
+    CHECK(t, count(doc, ", gpu 1 (1/4)</title>") == 4, "%zu tooltips for the quarter shares",
+          count(doc, ", gpu 1 (1/4)</title>"));
+    CHECK(t, count(doc, " on exec-2 core 0</title>") == 1, "the CPU attempt names a resource");
+    CHECK(t, strstr(doc, "exec-1 on host-1, rack-1: 4 cores, 2 gpu, from") != NULL,
+          "the GPU lane's tooltip does not say its gpus");
+    CHECK(t, strstr(doc, "exec-2 on host-1, rack-1: 4 cores, from") != NULL,
+          "the CPU lane's tooltip is not as before");
+    CHECK(t, strstr(doc, "(4 cores, 2 gpu)</text>") != NULL, "the GPU lane's label");
+    CHECK(t, strstr(doc, ", g&lt;&amp;&gt;&quot; 0,&lt;1&gt;&amp;&apos;</title>") != NULL,
+          "the hostile resource not escaped in the attempt's tooltip");
+    CHECK(t, strstr(doc, "2 cores, 3 g&lt;&amp;&gt;&quot;, from") != NULL,
+          "the hostile resource not escaped in the lane's tooltip");
+    CHECK(t, !strstr(doc, "g<&>"), "raw hostile text");
+  }
+  free(doc);
+  sim_record_free(&r);
+}
+
 static void test_write_error(void) {
   sim_record r;
   spark18553(&r, 0);
@@ -663,6 +733,7 @@ int main(int argc, char **argv) {
   test_empty();
   test_large();
   test_many();
+  test_gpu();
   test_write_error();
   if (failures) {
     fprintf(stderr, "%d checks failed\n", failures);

@@ -1,8 +1,10 @@
 /* sim_trace_write: a tl-sim run's record as Chrome Trace Event JSON (the "JSON Object Format"),
  * which Perfetto (ui.perfetto.dev) and chrome://tracing open. One process per executor (pid =
  * its index + 1) with one thread per core (tid = the core), a complete event per attempt
- * coloured by its outcome, instant events for marks, and counters for the ledger's sizes on a
- * "ledger" process (pid 0), which also carries the marks about no executor. */
+ * coloured by its outcome (its args name the addresses it held beyond cores, "gpu": "0,2"; a
+ * GPU executor's process is labelled "gpu x4"), instant events for marks, and counters for the
+ * ledger's sizes on a "ledger" process (pid 0), which also carries the marks about no
+ * executor. */
 #include "record.h"
 
 #include <errno.h>
@@ -89,6 +91,17 @@ int sim_trace_write(const sim_record *r, FILE *f) {
             "%s{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%zu,\"tid\":0,"
             "\"args\":{\"sort_index\":%zu}}",
             sep, i + 1, i + 1);
+    if (e->resource[0] && e->naddresses) {
+      /* Perfetto shows a process's labels beside its name: "gpu x4". */
+      char label[SIM_RES_NAME_MAX + 16];
+      snprintf(label, sizeof label, "%s x%" PRIu32, e->resource, e->naddresses);
+      fprintf(f,
+              "%s{\"name\":\"process_labels\",\"ph\":\"M\",\"pid\":%zu,\"tid\":0,"
+              "\"args\":{\"labels\":",
+              sep, i + 1);
+      json_string(f, label);
+      fputs("}}", f);
+    }
     for (uint32_t c = 0; c < e->cores; c++)
       fprintf(f,
               "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%zu,\"tid\":%" PRIu32
@@ -109,9 +122,24 @@ int sim_trace_write(const sim_record *r, FILE *f) {
     fprintf(f,
             ",\"cname\":\"%s\",\"args\":{\"outcome\":\"%s\",\"tid\":%" PRIu64 ",\"job\":%" PRIu32
             ",\"stage\":%" PRIu32 ",\"stage_attempt\":%" PRIu32 ",\"index\":%" PRIu32
-            ",\"attempt\":%" PRIu32 ",\"speculative\":%s}}",
+            ",\"attempt\":%" PRIu32 ",\"speculative\":%s",
             outcome_cname[o], sim_outcome_name((sim_outcome)o), s->tid, s->job, s->stage_id,
             s->stage_attempt, s->index, s->attempt, s->speculative ? "true" : "false");
+    if (s->resource[0]) {
+      /* The addresses it held beyond cores: "gpu":"0,2", and "gpu_share":"1/4" for a share. */
+      char key[SIM_RES_NAME_MAX + 8];
+      fputc(',', f);
+      json_string(f, s->resource);
+      fputc(':', f);
+      json_string(f, s->addresses);
+      if (s->share > 1) {
+        snprintf(key, sizeof key, "%s_share", s->resource);
+        fputc(',', f);
+        json_string(f, key);
+        fprintf(f, ":\"1/%u\"", (unsigned)s->share);
+      }
+    }
+    fputs("}}", f);
   }
   for (size_t i = 0; i < r->nmarks; i++) {
     const sim_mark *mk = &r->marks[i];

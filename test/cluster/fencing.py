@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 
-VERSION = 2
+VERSION = 3
 REGISTER, HEARTBEAT, BINARY, LAUNCH, STATUS, KILL, STOP = 1, 2, 3, 4, 5, 6, 7
 RECONCILE, EPOCH = 9, 11
 TIMEOUT_S = 10
@@ -51,7 +51,7 @@ def string(b):
 
 
 def launch(tid, taskset, index, attempt, flags, kind):
-    item = struct.pack("<QQIIB", tid, taskset, index, attempt, flags) + string(kind)
+    item = struct.pack("<QQIIB", tid, taskset, index, attempt, flags) + string(kind) + b"\0"
     return frame(LAUNCH, struct.pack("<I", 1) + item)
 
 
@@ -222,7 +222,7 @@ def main():
         p = accept(server, "the third executor")
         p.expect(REGISTER, "REGISTER")
         item = struct.Struct("<QQIIB")
-        kind = string(b"sleep:60000")
+        kind = string(b"sleep:60000") + b"\0"  # no grants
         frames = [frame(EPOCH, struct.pack("<Q", 1)),
                   frame(BINARY, struct.pack("<Q", 9) + struct.pack("<I", 0))]
         tid = 1

@@ -100,6 +100,35 @@ static void send_epoch(conn *c) {
   encode(c, &m);
 }
 
+/* The resources a REGISTER declares, copied NUL-terminated into a record of their own, and the
+ * descriptor's fields pointing at it; NULL when it declares none. The codec bounded every count
+ * and length (TLC_RESOURCES_MAX, TLC_REGISTER_ADDRESSES_MAX, 63 bytes) and checked the
+ * character sets; the ledger checks the rest (distinct names and addresses). */
+static conn_resources *copy_resources(const tlc_register *r, tl_executor_desc *desc) {
+  if (r->nresources == 0)
+    return NULL;
+  conn_resources *res = malloc(sizeof *res);
+  if (!res)
+    die_oom();
+  size_t at = 0;
+  for (size_t i = 0; i < r->nresources; i++) {
+    const tlc_resource *t = &r->resources[i];
+    memcpy(res->names[i], t->name.ptr, t->name.len);
+    res->names[i][t->name.len] = '\0';
+    for (size_t a = 0; a < t->naddresses; a++) {
+      memcpy(res->addresses[at + a], t->addresses[a].ptr, t->addresses[a].len);
+      res->addresses[at + a][t->addresses[a].len] = '\0';
+      res->addrp[at + a] = res->addresses[at + a];
+    }
+    res->decl[i] = (tl_resource){res->names[i], res->addrp + at, (uint32_t)t->naddresses};
+    at += t->naddresses;
+  }
+  res->n = r->nresources;
+  desc->resources = res->decl;
+  desc->nresources = (uint32_t)res->n;
+  return res;
+}
+
 static void handle_register(conn *c, const tlc_register *r) {
   driver *d = c->d;
   if (!token_matches(d->auth.token, r->token)) {
@@ -114,7 +143,8 @@ static void handle_register(conn *c, const tlc_register *r) {
   host[r->host.len] = '\0';
   /* The ledger counts task slots: the executor's cores plus the launches its queue may hold. */
   uint32_t slots = r->cores > UINT32_MAX - d->run.queue ? UINT32_MAX : r->cores + d->run.queue;
-  tl_executor_desc desc = {.id = id, .host = host, .cores = slots};
+  tl_executor_desc desc = {.id = id, .host = host, .cores = slots, .profile = r->profile};
+  conn_resources *res = copy_resources(r, &desc);
   /* An executor of the run before a crash, back: the restored ledger holds it RECOVERING, and
    * its RECONCILE comes next (handle_reconcile). It is not added again. */
   tl_executor_status es;
@@ -128,6 +158,7 @@ static void handle_register(conn *c, const tlc_register *r) {
    * executor's word: a client with the token can name the right one (the token is the trust
    * boundary, docs/cluster.md "Limits and hardening"). */
   if (recovering && strcmp(es.host, host) != 0) {
+    free(res);
     char why[3 * ESC_MAX + 96], er[ESC_MAX];
     snprintf(why, sizeof why,
              "REGISTER of recovering executor %s from host %s refused: its record holds it on "
@@ -138,8 +169,11 @@ static void handle_register(conn *c, const tlc_register *r) {
     refuse_conn(c, &d->conns.refused_host, why);
     return;
   }
-  int rc = recovering ? (es.cores == slots ? TL_OK : TL_EINVAL) : tl_executor_add(d->run.s, &desc);
+  /* A recovering executor comes back as it was: its cores, profile and resources. */
+  bool same = es.cores == slots && es.profile == r->profile && es.nresources == desc.nresources;
+  int rc = recovering ? (same ? TL_OK : TL_EINVAL) : tl_executor_add(d->run.s, &desc);
   if (rc < 0) {
+    free(res);
     char why[ESC_MAX + 64];
     snprintf(why, sizeof why, "REGISTER of %s refused: %s", esc(e, id), tl_err_name(rc));
     /* Told to STOP first: an executor that reconnects after a crash and is not known as
@@ -148,9 +182,16 @@ static void handle_register(conn *c, const tlc_register *r) {
      * has seen. */
     send_epoch(c);
     send_stop(c, why);
-    refuse_conn(c, rc == TL_EEXIST ? &d->conns.refused_dup : NULL, why);
+    refuse_conn(c,
+                rc == TL_EEXIST      ? &d->conns.refused_dup
+                : rc == TL_ERESOURCE ? &d->conns.refused_resource
+                                     : NULL,
+                why);
     return;
   }
+  c->res = res;
+  c->profile = r->profile;
+  d->offers.has_resources = d->offers.has_resources || res != NULL;
   c->recovering = recovering;
   memcpy(c->id, id, sizeof id);
   conn_registered(c);
@@ -163,8 +204,11 @@ static void handle_register(conn *c, const tlc_register *r) {
   send_epoch(c); /* before any launch: sent with the first frames that follow */
   offers_reserve(d, slots);
   d->conns.registered++;
-  logf_(d, "executor %s %s from %s (host %s, %" PRIu32 " cores, queue %" PRIu32 ")", esc(e, id),
-        recovering ? "reconnected" : "registered", c->peer, esc(eh, host), r->cores, d->run.queue);
+  logf_(d,
+        "executor %s %s from %s (host %s, %" PRIu32 " cores, queue %" PRIu32 ", profile %" PRIu32
+        ", %zu resources)",
+        esc(e, id), recovering ? "reconnected" : "registered", c->peer, esc(eh, host), r->cores,
+        d->run.queue, r->profile, r->nresources);
   if (recovering)
     return; /* offers once it reconciled */
   /* Its first offer asks for a record that holds it (record_may_launch): after a crash it

@@ -288,6 +288,8 @@ static void start_launcher(driver *d, const driver_opts *o, bool restored) {
                                   .extra_args = o->nslurm_args ? o->slurm_args : NULL,
                                   .nextra = o->nslurm_args,
                                   .poll_ms = strcmp(o->launcher, "slurm") ? 0 : o->slurm_poll_ms,
+                                  .gpus = o->executor_gpus,
+                                  .executor_args = scaling_executor_args,
                                   .on_end = on_end,
                                   .ud = d};
   int rc = d->run.ops->create(&d->run.lcfg, &d->run.launcher);

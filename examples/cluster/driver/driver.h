@@ -138,6 +138,17 @@ void phase_close(driver *d, uv_close_cb on_closed);
  * Links (link.c): a connection, its frames out and its closing.
  * ------------------------------------------------------------------------------------------- */
 
+/* What an executor declared in its REGISTER (conns.c), as given to tl_executor_add: the ledger's
+ * grants are indices into it, and the LAUNCH frames name the addresses they point at
+ * (offers.c). Allocated only for an executor that declared some. */
+typedef struct conn_resources {
+  size_t n;                                                   /* resources, 1..TLC_RESOURCES_MAX */
+  tl_resource decl[TLC_RESOURCES_MAX];                        /* pointing into the arrays below */
+  char names[TLC_RESOURCES_MAX][TL_RESOURCE_NAME_MAX];        /* NUL-terminated */
+  const char *addrp[TLC_REGISTER_ADDRESSES_MAX];              /* decl[i].addresses point here */
+  char addresses[TLC_REGISTER_ADDRESSES_MAX][TL_ADDRESS_MAX]; /* NUL-terminated */
+} conn_resources;
+
 /* One accepted connection; once registered, one executor of the ledger. */
 typedef struct conn {
   uv_tcp_t tcp;              /* its socket; data is this record */
@@ -179,6 +190,8 @@ typedef struct conn {
                                 each until REGISTER is accepted, TLC_FRAME_MAX after */
   tlc_buf out;               /* frames encoded and not yet handed to uv_write */
   uint32_t cores;            /* the cores it registered with */
+  uint32_t profile;          /* the resource profile it registered with */
+  conn_resources *res;       /* the resources it declared; NULL when none */
   tl_reconcile_item *recon;  /* its reconciliation's items so far (RECONCILE frames with more
                                 set), from a recovering executor; freed once applied */
   size_t nrecon, recon_cap;  /* used and allocated entries of recon */
@@ -491,14 +504,17 @@ typedef struct stage {
   struct job *job;             /* the job it belongs to */
   char kind[TLC_KIND_MAX + 1]; /* "noop", "sleep:5", ...: the tasks' kind and the binary */
   uint32_t ntasks;             /* tasks in its task set */
-  tl_taskset_id taskset;       /* as tl_submit gave it; 0 until submitted */
-  uint32_t succeeded;          /* task_ended with TL_END_SUCCESS */
-  uint32_t failed_attempts;    /* task_ended with anything else */
-  uint32_t counted_failures;   /* of those, counted toward max_task_failures */
-  uint32_t killed;             /* of those, ended TL_END_KILLED (--kill-on-job-failure) */
-  uint32_t zombie_finished;    /* attempts that succeeded after taskset_failed (zombie tasks) */
-  bool failed;                 /* taskset_failed arrived */
-  bool released;               /* taskset_released arrived */
+  uint32_t profile;            /* its task set's resource profile */
+  uint32_t nresources;         /* what each task asks for beyond a core: requests[0 .. n) */
+  resource_spec resources[STAGE_RESOURCES_MAX];
+  tl_taskset_id taskset;     /* as tl_submit gave it; 0 until submitted */
+  uint32_t succeeded;        /* task_ended with TL_END_SUCCESS */
+  uint32_t failed_attempts;  /* task_ended with anything else */
+  uint32_t counted_failures; /* of those, counted toward max_task_failures */
+  uint32_t killed;           /* of those, ended TL_END_KILLED (--kill-on-job-failure) */
+  uint32_t zombie_finished;  /* attempts that succeeded after taskset_failed (zombie tasks) */
+  bool failed;               /* taskset_failed arrived */
+  bool released;             /* taskset_released arrived */
 } stage;
 
 /* One job: a chain of stages, each submitted when the one before it succeeded (a tiny DAG
@@ -519,12 +535,16 @@ typedef struct stage_binary {
 } stage_binary;
 
 typedef struct jobs_state {
-  uint64_t end_ns;      /* when the last job's last task set was released */
-  job list[MAX_JOBS];   /* the jobs of the command line */
-  size_t njobs;         /* used entries of jobs */
-  bool kill_on_failure; /* --kill-on-job-failure */
-  bool has_crash;       /* some stage runs `crash` tasks: exit 42 is expected */
-  uint64_t total_tasks; /* of every stage of every job */
+  uint64_t end_ns;        /* when the last job's last task set was released */
+  job list[MAX_JOBS];     /* the jobs of the command line */
+  size_t njobs;           /* used entries of jobs */
+  bool kill_on_failure;   /* --kill-on-job-failure */
+  bool has_crash;         /* some stage runs `crash` tasks: exit 42 is expected */
+  uint64_t total_tasks;   /* of every stage of every job */
+  size_t res_names;       /* when the last job ended: resource names the executors declared */
+  uint64_t res_addresses; /* their addresses */
+  uint64_t res_held;      /* of those, held by some attempt (none, with every task ended) */
+  uint64_t res_used;      /* what attempts held, in TL_SHARE_UNITs */
 } jobs_state;
 
 /* Set-up and tear-down. */
@@ -632,6 +652,7 @@ typedef struct exec_rec {
   bool stopped;       /* --stop-executor-after stopped it (SIGSTOP), not yet resumed */
   bool forced;        /* still running when the stop grace period ran out: stop_all got it */
   bool adopted;       /* started by the driver before a crash: its end is not reported here */
+  uint32_t profile;   /* the resource profile it was started for (--executor-profile; 0) */
   char handle[LAUNCHER_HANDLE_MAX]; /* its launcher's handle (slurm: the job id), kept in the
                                        record so that the launcher can take it back after a
                                        crash (launcher_ops.adopt); "" for none */
@@ -644,24 +665,27 @@ typedef struct exec_rec {
 } exec_rec;
 
 typedef struct scaling_state {
-  uint64_t tick_ms;          /* dynamic allocation's check runs this often */
-  uint32_t launcher_adopted; /* executors of the crashed run its launcher took back */
-  uv_timer_t alloc_timer;    /* dynamic allocation's periodic check */
-  exec_rec *execs;           /* MAX_STARTED records: nexecs asked for, in order */
-  uint32_t nexecs;           /* used entries of execs; execs[0] is exec-1 */
-  uint32_t started;          /* of those, started (ops->start returned 0) */
-  uint32_t released;         /* of those, released by the driver (dynamic allocation) */
-  uint32_t forced;           /* of those, stopped by force after the grace period */
-  uint32_t most_active;      /* the most executors active at once (started, not ended,
-                                           not released) */
-  bool dynamic;              /* on */
-  uint32_t min_executors;    /* never release below this many active */
-  uint32_t max_executors;    /* never start beyond this many active */
-  uint64_t backlog_ns;       /* tasks pending this long: request more executors */
-  uint64_t idle_ns;          /* an executor that ran nothing this long is released */
-  uint64_t backlog_since;    /* uv_hrtime since tasks have been pending; 0: none pend */
-  uint64_t next_request;     /* uv_hrtime of the next request while the backlog lasts */
-  uint32_t to_add;           /* executors the next request adds: 1, 2, 4, ... */
+  uint64_t tick_ms;            /* dynamic allocation's check runs this often */
+  uint32_t launcher_adopted;   /* executors of the crashed run its launcher took back */
+  uv_timer_t alloc_timer;      /* dynamic allocation's periodic check */
+  exec_rec *execs;             /* MAX_STARTED records: nexecs asked for, in order */
+  uint32_t nexecs;             /* used entries of execs; execs[0] is exec-1 */
+  uint32_t started;            /* of those, started (ops->start returned 0) */
+  uint32_t released;           /* of those, released by the driver (dynamic allocation) */
+  uint32_t forced;             /* of those, stopped by force after the grace period */
+  uint32_t most_active;        /* the most executors active at once (started, not ended,
+                                             not released) */
+  bool dynamic;                /* on */
+  uint32_t min_executors;      /* never release below this many active */
+  uint32_t max_executors;      /* never start beyond this many active */
+  uint64_t backlog_ns;         /* tasks pending this long: request more executors */
+  uint64_t idle_ns;            /* an executor that ran nothing this long is released */
+  uint64_t backlog_since;      /* uv_hrtime since tasks have been pending; 0: none pend */
+  uint64_t next_request;       /* uv_hrtime of the next request while the backlog lasts */
+  uint32_t to_add;             /* executors the next request adds: 1, 2, 4, ... */
+  const profile_shape *shapes; /* --executor-profile: the shapes of profiles 1.. */
+  size_t nshapes;              /* entries of shapes */
+  uint32_t start_profile;      /* the profile start_executors starts executors of */
 } scaling_state;
 
 /* Set-up and tear-down. */
@@ -678,6 +702,7 @@ uint32_t active_executors(driver *d);
 void check_starved(driver *d);
 void on_end(void *ud, const launcher_end *end);
 uint32_t start_executors(driver *d, uint32_t n);
+const char *const *scaling_executor_args(void *ud, const char *executor_id, size_t *n);
 void on_alloc_tick(uv_timer_t *t);
 
 /* ---------------------------------------------------------------------------------------------
@@ -692,6 +717,14 @@ typedef struct offers_state {
   tl_launch *launch_buf;  /* tl_resource_offers' output, launch_cap entries */
   size_t launch_cap;      /* the most cores an executor has */
   tlc_launch_item *items; /* a LAUNCH frame's items, launch_cap entries */
+  tl_grant *grants;       /* the round's grants, grants_cap entries (launch_cap x
+                             TLC_GRANTS_MAX once an executor declared resources; NULL before) */
+  tlc_grant *wire_grants; /* a LAUNCH frame's grants by name, as many */
+  size_t grants_cap;      /* entries of grants and wire_grants */
+  uint64_t granted;       /* addresses granted to launches sent (a share counts one) */
+  uint64_t held_peak;     /* the most addresses held at once (any share of one counts it),
+                             seen at the offer rounds */
+  bool has_resources;     /* some executor declared resources */
 } offers_state;
 
 /* Set-up and tear-down. */
@@ -725,24 +758,25 @@ typedef struct recon_rec {
 } recon_rec;
 
 typedef struct conns_state {
-  uint32_t registered;         /* executors registered so far */
-  uint64_t refused_updates;    /* tl_status_update errors */
-  uint64_t gone_frames;        /* frames of an executor the ledger lost or removed
-                                  (TL_EGONE): each dropped unapplied */
-  uint64_t refused_conns;      /* connections closed for a protocol or registration fault */
-  uint64_t refused_token;      /* of those: REGISTER with a wrong token */
-  uint64_t refused_dup;        /* REGISTER refused by tl_executor_add (TL_EEXIST) */
-  uint64_t refused_host;       /* REGISTER of a recovering executor's id from another host */
-  uint64_t refused_timeout;    /* no REGISTER within the registration timeout */
-  uint64_t refused_frame[16];  /* a frame the decoder refused, by -TLC_E* code */
-  uint64_t refused_owner;      /* status updates refused with TL_EOWNER */
-  uint64_t refused_early;      /* a frame before REGISTER */
-  uint64_t refused_second;     /* a second REGISTER */
-  uint64_t refused_unexpected; /* a message an executor may not send (LAUNCH, KILL, ...) */
+  uint32_t registered;            /* executors registered so far */
+  uint64_t refused_updates;       /* tl_status_update errors */
+  uint64_t gone_frames;           /* frames of an executor the ledger lost or removed
+                                     (TL_EGONE): each dropped unapplied */
+  uint64_t refused_conns;         /* connections closed for a protocol or registration fault */
+  uint64_t refused_token;         /* of those: REGISTER with a wrong token */
+  uint64_t refused_dup;           /* REGISTER refused by tl_executor_add (TL_EEXIST) */
+  uint64_t refused_resource;      /* REGISTER refused by tl_executor_add (TL_ERESOURCE) */
+  uint64_t refused_host;          /* REGISTER of a recovering executor's id from another host */
+  uint64_t refused_timeout;       /* no REGISTER within the registration timeout */
+  uint64_t refused_frame[16];     /* a frame the decoder refused, by -TLC_E* code */
+  uint64_t refused_owner;         /* status updates refused with TL_EOWNER */
+  uint64_t refused_early;         /* a frame before REGISTER */
+  uint64_t refused_second;        /* a second REGISTER */
+  uint64_t refused_unexpected;    /* a message an executor may not send (LAUNCH, KILL, ...) */
   uint64_t refused_reconcile_max; /* a reconciliation of more than TLC_RECONCILE_ITEMS_MAX */
-  uint64_t violations;         /* of the refused: registered executors, removed for it */
-  uint64_t registered_cores;   /* cores of every registration, summed */
-  uint64_t frames_in;          /* frames received */
+  uint64_t violations;            /* of the refused: registered executors, removed for it */
+  uint64_t registered_cores;      /* cores of every registration, summed */
+  uint64_t frames_in;             /* frames received */
   exec_report reports[REPORT_DETAIL_MAX]; /* a ring */
   uint64_t nreports;                      /* reports kept: the ring's next slot mod MAX */
   uint64_t reconciled;                    /* RECONCILE frames of recovering executors */

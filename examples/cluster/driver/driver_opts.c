@@ -25,19 +25,21 @@
 #define MIN_UNSENT_BYTES (UINT64_C(1) << 20) /* its least: one frame (TLC_FRAME_MAX) */
 
 const char *const bad_mode_names[BAD_NMODES] = {
-    "wrong-token",     "garbage",   "oversized",   "duplicate-id",    "foreign-status", "silent",
-    "unknown-message", "truncated", "early-frame", "second-register", "driver-message"};
+    "wrong-token",    "garbage",           "oversized",  "duplicate-id", "foreign-status",
+    "silent",         "unknown-message",   "truncated",  "early-frame",  "second-register",
+    "driver-message", "duplicate-address", "bad-address"};
 
 static void usage(void) __attribute__((noreturn));
 static void usage(void) {
   fprintf(stderr,
           "usage: tl-driver [--launcher local|slurm] [--executors N] [--accept N]\n"
           "                 [--executor-cores C | --cores C] [--queue Q]\n"
-          "                 [--job KIND:M[,KIND:M]...]...\n"
+          "                 [--job KIND:M[+NAME=AMOUNT]...[@PROFILE][,...]]...\n"
           "                 [--min-executors N] [--max-executors M] [--backlog-timeout MS]\n"
-          "                 [--idle-timeout MS] [--summary-json FILE] [--advertise ADDR]\n"
+          "                 [--idle-timeout MS] [--executor-profile P=ARGS]...\n"
+          "                 [--summary-json FILE] [--advertise ADDR]\n"
           "                 [--partition P] [--time-limit T] [--slurm-arg ARG]...\n"
-          "                 [--slurm-poll-ms MS]\n"
+          "                 [--slurm-poll-ms MS] [--executor-gpus N]\n"
           "                 [--listen ADDR] [--port P] [--token-file PATH] [--executor PATH]\n"
           "                 [--heartbeat-ms MS] [--timeout-s S]\n"
           "                 [--bench [--tasks N] [--null-ledger]] [--quiet]\n"
@@ -49,14 +51,20 @@ static void usage(void) {
           "                 [--state-dir DIR] [--snapshot-ms MS]\n"
           "                 [--recovery-timeout-ms MS]\n"
           "                 [TEST-ONLY OPTIONS]\n"
-          "  KIND: noop | sleep:MS | spin:US | hash | crash; M tasks; a chain of stages runs in "
-          "order\n"
+          "  KIND: noop | sleep:MS | spin:US | hash | crash | exec:ARG; M tasks; a chain of stages "
+          "runs in order\n"
+          "  +NAME=AMOUNT: each task holds AMOUNT of resource NAME: N addresses or 1/K of one\n"
+          "  @PROFILE: the stage runs on executors of that resource profile (default 0)\n"
+          "  --executor-profile P=ARGS: dynamic allocation starts executors of profile P, with\n"
+          "     the tl-executor arguments ARGS, for a backlog of its tasks\n"
           "  Q: launches each executor may queue beyond its C cores, 0..4096 (default 0;\n"
           "     1 with --bench)\n"
           "  --null-ledger: --bench on the null floor (a FIFO of pending tasks and a map of\n"
           "     running tids in place of the ledger), to compare --bench with; --bench only\n"
           "  P: serve GET /metrics (Prometheus text) on the --listen address, 0 = any free port\n"
-          "  --partition, --time-limit, --slurm-arg, --slurm-poll-ms: --launcher slurm only\n"
+          "  --partition, --time-limit, --slurm-arg, --slurm-poll-ms, --executor-gpus:\n"
+          "     --launcher slurm only (--executor-gpus N: each executor's job asks for\n"
+          "     --gres=gpu:N and declares the GPUs of Slurm's allocation)\n"
           "  --state-dir: keep the run's state there and recover it after a crash (records\n"
           "     are written off the loop every --snapshot-ms: launches do not wait for them)\n"
           "TEST-ONLY OPTIONS: faults a test injects, and what its verdict expects; not for a\n"
@@ -65,7 +73,8 @@ static void usage(void) {
           "  [--bad-client MODE]... [--crash-in-state-write N:P] [--expect-losses N]\n"
           "  [--expect-job-failure]\n"
           "  MODE: wrong-token | garbage | oversized | duplicate-id | foreign-status | silent |\n"
-          "        unknown-message | truncated | early-frame | second-register | driver-message\n"
+          "        unknown-message | truncated | early-frame | second-register | driver-message |\n"
+          "        duplicate-address | bad-address\n"
           "  --crash-in-state-write N:P: N a write's number, or release[+K] (the (K+1)-th write\n"
           "     after the first release); P torn | linked\n");
   exit(2);
@@ -80,10 +89,18 @@ static uint64_t parse_u64(const char *s, uint64_t lo, uint64_t hi) {
   return (uint64_t)v;
 }
 
-/* Whether kind is one the executors run: noop, hash, crash, sleep:N or spin:N. */
+/* Whether kind is one the executors run: noop, hash, crash, sleep:N, spin:N or exec:ARG (ARG of
+ * [A-Za-z0-9_./-], what an executor's --task-command is given). */
 static bool valid_kind(const char *kind) {
   if (!strcmp(kind, "noop") || !strcmp(kind, "hash") || !strcmp(kind, "crash"))
     return true;
+  if (!strncmp(kind, "exec:", 5) && kind[5]) {
+    for (const char *p = kind + 5; *p; p++)
+      if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            *p == '_' || *p == '.' || *p == '/' || *p == '-'))
+        return false;
+    return true;
+  }
   const char *arg = NULL;
   if (!strncmp(kind, "sleep:", 6))
     arg = kind + 6;
@@ -97,7 +114,107 @@ static bool valid_kind(const char *kind) {
   return true;
 }
 
-/* "KIND:M[,KIND:M]...": a chain of stages, each's count after its last colon. */
+/* "NAME=N" or "NAME=1/K" of a stage's "+NAME=AMOUNT": false when malformed or out of bounds. */
+static bool parse_request(char *text, resource_spec *r) {
+  char *eq = strchr(text, '=');
+  if (!eq || eq == text || (size_t)(eq - text) > TLC_RESOURCE_NAME_MAX)
+    return false;
+  *eq = '\0';
+  for (const char *p = text; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+          *p == '_' || *p == '.' || *p == '-'))
+      return false;
+  strcpy(r->name, text);
+  const char *v = eq + 1;
+  r->share = 0;
+  if (!strncmp(v, "1/", 2)) {
+    v += 2;
+    r->amount = 1;
+  }
+  char *end;
+  unsigned long n = strtoul(v, &end, 10);
+  if (*v < '0' || *v > '9' || *end != '\0')
+    return false;
+  if (v != eq + 1) { /* 1/K */
+    if (n < 2 || n > TLC_SHARE_MAX)
+      return false;
+    r->share = (uint32_t)n;
+    return true;
+  }
+  if (n < 1 || n > TLC_GRANTS_MAX)
+    return false;
+  r->amount = (uint32_t)n;
+  return true;
+}
+
+/* A stage's "KIND:M[+NAME=AMOUNT]...[@PROFILE]", parsed into st. False when malformed. */
+static bool parse_stage(char *part, stage_spec *st) {
+  char *at = strrchr(part, '@');
+  if (at) {
+    *at = '\0';
+    char *end;
+    unsigned long long p = strtoull(at + 1, &end, 10);
+    if (at[1] < '0' || at[1] > '9' || *end != '\0' || p > UINT32_MAX)
+      return false;
+    st->profile = (uint32_t)p;
+  }
+  char *plus = strchr(part, '+');
+  while (plus) {
+    *plus = '\0';
+    char *next = strchr(plus + 1, '+');
+    if (next)
+      *next = '\0';
+    if (st->nresources == STAGE_RESOURCES_MAX ||
+        !parse_request(plus + 1, &st->resources[st->nresources]))
+      return false;
+    for (uint32_t i = 0; i < st->nresources; i++)
+      if (!strcmp(st->resources[i].name, st->resources[st->nresources].name))
+        return false;
+    st->nresources++;
+    plus = next;
+  }
+  char *colon = strrchr(part, ':');
+  if (!colon || colon == part || (size_t)(colon - part) > TLC_KIND_MAX)
+    return false;
+  *colon = '\0';
+  strcpy(st->kind, part);
+  st->ntasks = (uint32_t)parse_u64(colon + 1, 1, 10000000);
+  return true;
+}
+
+/* "P=ARGS" of --executor-profile: profile P (1..UINT32_MAX, once each) and the tl-executor
+ * arguments its executors get, split at spaces (no quoting), after "--profile P". */
+static void parse_shape(driver_opts *o, const char *spec) {
+  if (o->nshapes == MAX_PROFILE_SHAPES)
+    usage();
+  profile_shape *sh = &o->shapes[o->nshapes];
+  const char *eq = strchr(spec, '=');
+  if (!eq || eq == spec || (size_t)(eq - spec) > 10 || strlen(spec) >= sizeof sh->text - 12)
+    usage();
+  char num[16];
+  memcpy(num, spec, (size_t)(eq - spec));
+  num[eq - spec] = '\0';
+  sh->profile = (uint32_t)parse_u64(num, 1, UINT32_MAX);
+  for (size_t i = 0; i < o->nshapes; i++)
+    if (o->shapes[i].profile == sh->profile)
+      usage();
+  char *t = sh->text;
+  strcpy(t, num);
+  sh->args[0] = "--profile";
+  sh->args[1] = t;
+  sh->nargs = 2;
+  t += strlen(num) + 1;
+  strcpy(t, eq + 1);
+  for (char *tok = strtok(t, " "); tok; tok = strtok(NULL, " ")) {
+    if (sh->nargs == PROFILE_ARGS_MAX)
+      usage();
+    sh->args[sh->nargs++] = tok;
+  }
+  o->nshapes++;
+}
+
+/* "STAGE[,STAGE]...": a chain of stages, each "KIND:M[+NAME=AMOUNT]...[@PROFILE]" (the count
+ * after the kind's last colon). */
 static void parse_job(driver_opts *o, const char *spec) {
   if (o->njobs == MAX_JOBS)
     usage();
@@ -106,18 +223,14 @@ static void parse_job(driver_opts *o, const char *spec) {
     const char *end = strchr(spec, ',');
     if (!end)
       end = spec + strlen(spec);
-    char part[TLC_KIND_MAX + 16];
+    char part[TLC_KIND_MAX + 16 + STAGE_RESOURCES_MAX * (TLC_RESOURCE_NAME_MAX + 8)];
     if (end == spec || (size_t)(end - spec) >= sizeof part || j->nstages == MAX_STAGES)
       usage();
     memcpy(part, spec, (size_t)(end - spec));
     part[end - spec] = '\0';
-    char *colon = strrchr(part, ':');
-    if (!colon || colon == part || (size_t)(colon - part) > TLC_KIND_MAX)
-      usage();
-    *colon = '\0';
     stage_spec *st = &j->stages[j->nstages++];
-    strcpy(st->kind, part);
-    st->ntasks = (uint32_t)parse_u64(colon + 1, 1, 10000000);
+    if (!parse_stage(part, st))
+      usage();
     if (!valid_kind(st->kind)) {
       fprintf(stderr, "tl-driver: unknown task kind '%s'\n", st->kind);
       usage();
@@ -144,10 +257,12 @@ enum {
   OPT_TASKS,
   OPT_NULL_LEDGER,
   OPT_MIN_EXECUTORS,
+  OPT_EXECUTOR_PROFILE,
   OPT_MAX_EXECUTORS,
   OPT_BACKLOG_TIMEOUT,
   OPT_IDLE_TIMEOUT,
   OPT_PARTITION,
+  OPT_EXECUTOR_GPUS,
   OPT_TIME_LIMIT,
   OPT_SLURM_ARG,
   OPT_SLURM_POLL_MS,
@@ -197,10 +312,12 @@ static const struct option long_options[] = {
     {"tasks", required_argument, NULL, OPT_TASKS},
     {"null-ledger", no_argument, NULL, OPT_NULL_LEDGER},
     {"min-executors", required_argument, NULL, OPT_MIN_EXECUTORS},
+    {"executor-profile", required_argument, NULL, OPT_EXECUTOR_PROFILE},
     {"max-executors", required_argument, NULL, OPT_MAX_EXECUTORS},
     {"backlog-timeout", required_argument, NULL, OPT_BACKLOG_TIMEOUT},
     {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
     {"partition", required_argument, NULL, OPT_PARTITION},
+    {"executor-gpus", required_argument, NULL, OPT_EXECUTOR_GPUS},
     {"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
     {"slurm-arg", required_argument, NULL, OPT_SLURM_ARG},
     {"slurm-poll-ms", required_argument, NULL, OPT_SLURM_POLL_MS},
@@ -308,6 +425,9 @@ static bool take_run_option(driver_opts *o, given *g, int opt, const char *v) {
   case OPT_NULL_LEDGER:
     o->null_ledger = true;
     return true;
+  case OPT_EXECUTOR_PROFILE:
+    parse_shape(o, v);
+    return true;
   case OPT_MIN_EXECUTORS:
     o->min_executors = (uint32_t)parse_u64(v, 0, MAX_EXECUTORS);
     g->min = true;
@@ -324,6 +444,10 @@ static bool take_run_option(driver_opts *o, given *g, int opt, const char *v) {
     return true;
   case OPT_PARTITION:
     o->partition = v;
+    g->slurm_only = true;
+    return true;
+  case OPT_EXECUTOR_GPUS:
+    o->executor_gpus = (uint32_t)parse_u64(v, 1, TLC_RESOURCE_ADDRESSES_MAX);
     g->slurm_only = true;
     return true;
   case OPT_TIME_LIMIT:
@@ -502,8 +626,8 @@ static void resolve(driver_opts *o, const given *g) {
     o->njobs = 1;
   }
   if (g->slurm_only && strcmp(o->launcher, "slurm") != 0) {
-    fprintf(stderr, "tl-driver: --partition, --time-limit, --slurm-arg and --slurm-poll-ms are "
-                    "for --launcher slurm\n");
+    fprintf(stderr, "tl-driver: --partition, --time-limit, --slurm-arg, --slurm-poll-ms and "
+                    "--executor-gpus are for --launcher slurm\n");
     usage();
   }
   /* Dynamic allocation: --executors is the initial count (default --min-executors), within
@@ -519,6 +643,11 @@ static void resolve(driver_opts *o, const given *g) {
       fprintf(stderr, "tl-driver: want --min-executors <= --executors <= --max-executors\n");
       usage();
     }
+  }
+  if (o->nshapes > 0 && !o->dynamic) {
+    fprintf(stderr, "tl-driver: --executor-profile is for dynamic allocation "
+                    "(--min-executors, --max-executors)\n");
+    usage();
   }
   if (o->njobs == 0 || (o->executors + o->accept == 0 && !o->dynamic))
     usage();

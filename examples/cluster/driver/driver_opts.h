@@ -31,17 +31,45 @@ typedef enum bad_mode {
   BAD_EARLY,          /* a HEARTBEAT before REGISTER: closed */
   BAD_SECOND,         /* REGISTER, then REGISTER again: closed, its executor removed */
   BAD_DRIVER_MSG,     /* REGISTER, then a LAUNCH (the driver's message): closed, removed */
+  BAD_DUP_ADDRESS,    /* REGISTER declaring gpu=0,0: STOP, closed, TL_ERESOURCE */
+  BAD_ADDRESS,        /* REGISTER with the address "0,1": closed, TLC_ERESOURCE */
   BAD_NMODES
 } bad_mode;
 
 /* The --bad-client MODE names, by bad_mode; also tl-badclient's own argument. */
 extern const char *const bad_mode_names[BAD_NMODES];
 
-/* One stage of a --job: ntasks tasks of one kind. */
+/* Resources one stage's tasks may ask for at most (+NAME=AMOUNT in its --job). */
+#define STAGE_RESOURCES_MAX 4
+
+/* What each task of a stage asks for of one resource: +NAME=N (N whole addresses) or
+ * +NAME=1/K (a share of one address). */
+typedef struct resource_spec {
+  char name[TLC_RESOURCE_NAME_MAX + 1]; /* [A-Za-z0-9_.-], 1..63 bytes */
+  uint32_t amount;                      /* whole addresses, 1..TLC_GRANTS_MAX; 1 with a share */
+  uint32_t share;                       /* 0: whole; K in 2..TLC_SHARE_MAX */
+} resource_spec;
+
+/* One stage of a --job: ntasks tasks of one kind, on executors of one profile, each task asking
+ * for the resources listed. */
 typedef struct stage_spec {
   char kind[TLC_KIND_MAX + 1]; /* "noop", "sleep:5", ...: a kind the executors run */
   uint32_t ntasks;             /* 1..10,000,000 */
+  uint32_t profile;            /* @P: the resource profile of its task set (0) */
+  uint32_t nresources;         /* 0..STAGE_RESOURCES_MAX */
+  resource_spec resources[STAGE_RESOURCES_MAX];
 } stage_spec;
+
+/* Executor shapes of resource profiles (--executor-profile P=ARGS): what dynamic allocation
+ * starts for a backlog of profile P's tasks. */
+#define MAX_PROFILE_SHAPES 4 /* --executor-profile options at most */
+#define PROFILE_ARGS_MAX 16  /* tl-executor arguments of one, "--profile P" included */
+typedef struct profile_shape {
+  uint32_t profile;                   /* P, 1..UINT32_MAX (profile 0 is the default shape) */
+  const char *args[PROFILE_ARGS_MAX]; /* "--profile", "P", then ARGS split at spaces */
+  size_t nargs;                       /* used entries of args */
+  char text[512];                     /* ARGS and P's digits, the strings args point at */
+} profile_shape;
 
 /* One --job: a chain of stages, in order. */
 typedef struct job_spec {
@@ -52,17 +80,19 @@ typedef struct job_spec {
 /* The command line, resolved: each field holds what the option gave or its default. The strings
  * point into argv. */
 typedef struct driver_opts {
-  const char *launcher;     /* --launcher: "local" or "slurm" */
-  uint32_t executors;       /* --executors, or --bench's or --min-executors' count */
-  uint32_t accept;          /* --accept */
-  uint32_t cores;           /* --executor-cores (--cores), or --bench's 1 */
-  uint32_t queue;           /* --queue, or --bench's 1 */
-  job_spec jobs[MAX_JOBS];  /* --job, in order; --bench's one job */
-  size_t njobs;             /* at least 1 */
-  bool bench;               /* --bench */
-  bool null_ledger;         /* --null-ledger: --bench on the null floor (nullfloor.c) */
-  bool dynamic;             /* --min-executors or --max-executors was given */
-  uint32_t min_executors;   /* --min-executors; with dynamic only */
+  const char *launcher;    /* --launcher: "local" or "slurm" */
+  uint32_t executors;      /* --executors, or --bench's or --min-executors' count */
+  uint32_t accept;         /* --accept */
+  uint32_t cores;          /* --executor-cores (--cores), or --bench's 1 */
+  uint32_t queue;          /* --queue, or --bench's 1 */
+  job_spec jobs[MAX_JOBS]; /* --job, in order; --bench's one job */
+  size_t njobs;            /* at least 1 */
+  bool bench;              /* --bench */
+  bool null_ledger;        /* --null-ledger: --bench on the null floor (nullfloor.c) */
+  bool dynamic;            /* --min-executors or --max-executors was given */
+  uint32_t min_executors;  /* --min-executors; with dynamic only */
+  profile_shape shapes[MAX_PROFILE_SHAPES]; /* --executor-profile, with dynamic only */
+  size_t nshapes;                           /* used entries of shapes */
   uint32_t max_executors;   /* --max-executors, MAX_EXECUTORS unless given; dynamic only */
   uint64_t backlog_ms;      /* --backlog-timeout */
   uint64_t idle_ms;         /* --idle-timeout */
@@ -73,6 +103,7 @@ typedef struct driver_opts {
   const char *slurm_args[MAX_SLURM_ARGS]; /* --slurm-arg, in order (slurm only) */
   size_t nslurm_args;                     /* used entries of slurm_args */
   uint64_t slurm_poll_ms;                 /* --slurm-poll-ms */
+  uint32_t executor_gpus;                 /* --executor-gpus (slurm only): 0 for none */
   const char *listen;                     /* --listen */
   int port;                               /* --port; 0: any free port */
   int metrics_port;                       /* --metrics-port; -1: no metrics endpoint */

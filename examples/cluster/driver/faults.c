@@ -161,7 +161,9 @@ static bool bad_clients_verdict(const driver *d) {
                               d->conns.refused_frame[-TLC_ETRUNCATED],
                               d->conns.refused_early,
                               d->conns.refused_second,
-                              d->conns.refused_unexpected};
+                              d->conns.refused_unexpected,
+                              d->conns.refused_resource,
+                              d->conns.refused_frame[-TLC_ERESOURCE]};
   bool as_expected = d->faults.bad_spawned && clean_exits == d->faults.nbad;
   for (int m = 0; m < BAD_NMODES; m++)
     as_expected = as_expected && got[m] == want[m];
@@ -175,8 +177,8 @@ static bool bad_clients_verdict(const driver *d) {
   uint64_t registering = want[BAD_FOREIGN_STATUS] + want[BAD_SECOND] + want[BAD_DRIVER_MSG];
   uint64_t removed = want[BAD_SECOND] + want[BAD_DRIVER_MSG];
   as_expected = as_expected &&
-                frames_refused ==
-                    got[BAD_GARBAGE] + got[BAD_OVERSIZED] + got[BAD_UNKNOWN] + got[BAD_TRUNCATED] &&
+                frames_refused == got[BAD_GARBAGE] + got[BAD_OVERSIZED] + got[BAD_UNKNOWN] +
+                                      got[BAD_TRUNCATED] + got[BAD_ADDRESS] &&
                 d->conns.refused_conns == d->faults.nbad - want[BAD_FOREIGN_STATUS] &&
                 d->faults.max_alive <= d->run.nexecutors + d->run.accept + registering &&
                 d->conns.registered == d->run.nexecutors + d->run.accept + registering &&
@@ -185,13 +187,13 @@ static bool bad_clients_verdict(const driver *d) {
          ", TLC_EVERSION %" PRIu64 ", TLC_ETOOBIG %" PRIu64 ", TL_EEXIST %" PRIu64
          ", TL_EOWNER %" PRIu64 ", no REGISTER in time %" PRIu64 ", TLC_ETYPE %" PRIu64
          ", TLC_ETRUNCATED %" PRIu64 ", before REGISTER %" PRIu64 ", second REGISTER %" PRIu64
-         ", driver's message %" PRIu64 "; removed for a fault %" PRIu64
-         "; executors alive at most %zu; %s\n",
+         ", driver's message %" PRIu64 ", TL_ERESOURCE %" PRIu64 ", TLC_ERESOURCE %" PRIu64
+         "; removed for a fault %" PRIu64 "; executors alive at most %zu; %s\n",
          d->faults.bad_spawned ? d->faults.nbad : 0, clean_exits, got[BAD_WRONG_TOKEN],
          got[BAD_GARBAGE], got[BAD_OVERSIZED], got[BAD_DUPLICATE_ID], got[BAD_FOREIGN_STATUS],
          got[BAD_SILENT], got[BAD_UNKNOWN], got[BAD_TRUNCATED], got[BAD_EARLY], got[BAD_SECOND],
-         got[BAD_DRIVER_MSG], d->conns.violations, d->faults.max_alive,
-         as_expected ? "as expected" : "NOT AS EXPECTED");
+         got[BAD_DRIVER_MSG], got[BAD_DUP_ADDRESS], got[BAD_ADDRESS], d->conns.violations,
+         d->faults.max_alive, as_expected ? "as expected" : "NOT AS EXPECTED");
   return as_expected;
 }
 

@@ -12,6 +12,8 @@
  * inside the call that made them. They only record, or defer work to the loop.
  * ------------------------------------------------------------------------------------------- */
 
+static void resources_at_end(driver *d);
+
 static stage *stage_of(driver *d, tl_taskset_id id) {
   for (size_t i = 0; i < d->jobs.njobs; i++)
     for (uint32_t k = 0; k < d->jobs.list[i].nstages; k++)
@@ -29,8 +31,17 @@ int submit_stage(driver *d, job *j, uint32_t k) {
     die_oom();
   b->stage = st;
   b->len = strlen(st->kind);
-  tl_taskset_desc desc = {
-      .stage_id = j->id * MAX_STAGES + k, .priority = j->id, .ntasks = st->ntasks, .payload = b};
+  tl_resource_request req[STAGE_RESOURCES_MAX];
+  for (uint32_t i = 0; i < st->nresources; i++)
+    req[i] = (tl_resource_request){st->resources[i].name, st->resources[i].amount,
+                                   st->resources[i].share};
+  tl_taskset_desc desc = {.stage_id = j->id * MAX_STAGES + k,
+                          .priority = j->id,
+                          .ntasks = st->ntasks,
+                          .payload = b,
+                          .profile = st->profile,
+                          .resources = st->nresources > 0 ? req : NULL,
+                          .nresources = st->nresources};
   int rc = tl_submit(d->run.s, &desc, &st->taskset);
   if (rc < 0) {
     fprintf(stderr, "tl-driver: tl_submit: %s\n", tl_err_name(rc));
@@ -132,7 +143,23 @@ void cb_taskset_released(void *ud, const tl_taskset_info *ts, void *payload) {
     all = all && d->jobs.list[i].done;
   if (all && !d->phase.closed) {
     d->jobs.end_ns = uv_hrtime();
+    resources_at_end(d);
     phase_stop(d);
+  }
+}
+
+/* The executors' resources when the last job ended (tl_resource_totals: every executor the
+ * ledger holds), for the summary: with every task ended, nothing may be held. */
+static void resources_at_end(driver *d) {
+  tl_resource_info info[TLC_RESOURCES_MAX];
+  size_t n = 0;
+  if (tl_resource_totals(d->run.s, info, TLC_RESOURCES_MAX, &n) < 0)
+    return;
+  d->jobs.res_names = n;
+  for (size_t i = 0; i < n && i < TLC_RESOURCES_MAX; i++) {
+    d->jobs.res_addresses += info[i].addresses;
+    d->jobs.res_held += info[i].addresses - info[i].free;
+    d->jobs.res_used += info[i].used;
   }
 }
 
@@ -163,6 +190,9 @@ void jobs_configure(driver *d, const driver_opts *o) {
       st->job = j;
       strcpy(st->kind, o->jobs[i].stages[k].kind);
       st->ntasks = o->jobs[i].stages[k].ntasks;
+      st->profile = o->jobs[i].stages[k].profile;
+      st->nresources = o->jobs[i].stages[k].nresources;
+      memcpy(st->resources, o->jobs[i].stages[k].resources, sizeof st->resources);
       d->jobs.total_tasks += st->ntasks;
       d->jobs.has_crash = d->jobs.has_crash || !strcmp(st->kind, "crash");
     }

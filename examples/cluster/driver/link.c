@@ -49,6 +49,7 @@ void on_conn_handle_closed(uv_handle_t *h) {
   tlc_decoder_fini(&c->decoder);
   tlc_buf_free(&c->out);
   free(c->sent);
+  free(c->res);
   free(c);
   d->link.nconns--;
   phase_wake(d);

@@ -110,6 +110,7 @@ uint32_t start_executors(driver *d, uint32_t n) {
   while (done < n && d->scaling.nexecs < MAX_STARTED) {
     exec_rec *e = &d->scaling.execs[d->scaling.nexecs++];
     snprintf(e->id, sizeof e->id, "exec-%" PRIu32, d->scaling.nexecs);
+    e->profile = d->scaling.start_profile; /* its arguments: scaling_executor_args */
     tl_executor_status es;
     if (tl_executor_get(d->run.s, e->id, &es) != TL_ENOENT) {
       logf_(d, "%s is taken by an executor started elsewhere: not started", e->id);
@@ -124,7 +125,10 @@ uint32_t start_executors(driver *d, uint32_t n) {
     e->started = true;
     d->scaling.started++;
     done++;
-    logf_(d, "executor %s requested", e->id);
+    if (e->profile)
+      logf_(d, "executor %s requested, of profile %" PRIu32, e->id, e->profile);
+    else
+      logf_(d, "executor %s requested", e->id);
   }
   uint32_t active = active_executors(d);
   if (active > d->scaling.most_active)
@@ -132,6 +136,54 @@ uint32_t start_executors(driver *d, uint32_t n) {
   if (done > 0)
     state_due(d); /* a record soon holds them (and a Slurm job's id), for a crash to find */
   return done;
+}
+
+/* The launcher's question (launcher_config.executor_args): the extra tl-executor arguments of
+ * an executor about to start, its profile's shape (--executor-profile); none for profile 0. */
+const char *const *scaling_executor_args(void *ud, const char *executor_id, size_t *n) {
+  driver *d = ud;
+  exec_rec *e = find_exec(d, executor_id);
+  *n = 0;
+  for (size_t i = 0; e && e->profile && i < d->scaling.nshapes; i++)
+    if (d->scaling.shapes[i].profile == e->profile) {
+      *n = d->scaling.shapes[i].nargs;
+      return d->scaling.shapes[i].args;
+    }
+  return NULL;
+}
+
+/* The profile a backlog needs: among the profiles the driver can start executors of (0, and
+ * each --executor-profile), the one with the most pending tasks; its pending and running
+ * attempts in *pending and *running. */
+static uint32_t backlog_profile(driver *d, uint64_t *pending, uint64_t *running) {
+  static tl_taskset_status ts[MAX_JOBS * MAX_STAGES];
+  size_t n = 0;
+  uint64_t pend[1 + MAX_PROFILE_SHAPES] = {0}, run[1 + MAX_PROFILE_SHAPES] = {0};
+  if (tl_taskset_list(d->run.s, ts, MAX_JOBS * MAX_STAGES, &n) < 0)
+    n = 0;
+  for (size_t i = 0; i < n && i < MAX_JOBS * MAX_STAGES; i++) {
+    size_t k = 0; /* the shape's slot: 0 for profile 0 (and any profile without a shape) */
+    for (size_t j = 0; ts[i].profile && j < d->scaling.nshapes; j++)
+      if (d->scaling.shapes[j].profile == ts[i].profile)
+        k = j + 1;
+    pend[k] += ts[i].pending;
+    run[k] += ts[i].running;
+  }
+  size_t best = 0;
+  for (size_t k = 1; k <= d->scaling.nshapes; k++)
+    if (pend[k] > pend[best])
+      best = k;
+  *pending = pend[best];
+  *running = run[best];
+  return best == 0 ? 0 : d->scaling.shapes[best - 1].profile;
+}
+
+/* Executors of one profile active (exec_active). */
+static uint32_t active_of_profile(driver *d, uint32_t profile) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < d->scaling.nexecs; i++)
+    n += exec_active(d, &d->scaling.execs[i]) && d->scaling.execs[i].profile == profile;
+  return n;
 }
 
 /* Releases an idle executor (above); returns whether it did. */
@@ -183,14 +235,22 @@ void on_alloc_tick(uv_timer_t *t) {
     d->scaling.next_request = now + d->scaling.backlog_ns;
   } else if (now >= d->scaling.next_request) {
     uint64_t slots = (uint64_t)d->run.cores + d->run.queue;
-    uint64_t needed = (st.tasks_pending + st.attempts_running + slots - 1) / slots;
+    uint64_t pending = st.tasks_pending, running = st.attempts_running;
+    uint32_t profile = 0, others = 0;
+    if (d->scaling.nshapes > 0) { /* the backlog's profile, and the executors of the others */
+      profile = backlog_profile(d, &pending, &running);
+      others = active - active_of_profile(d, profile);
+    }
+    uint64_t needed = others + (pending + running + slots - 1) / slots;
     uint32_t target =
         needed < d->scaling.max_executors ? (uint32_t)needed : d->scaling.max_executors;
     if (target > active) {
       uint32_t add = target - active < d->scaling.to_add ? target - active : d->scaling.to_add;
       logf_(d, "tasks pending for %" PRIu64 " ms: requesting %" PRIu32 " more executors",
             (now - d->scaling.backlog_since) / 1000000, add);
+      d->scaling.start_profile = profile;
       uint32_t got = start_executors(d, add);
+      d->scaling.start_profile = 0;
       d->scaling.to_add = got == d->scaling.to_add ? 2 * d->scaling.to_add : 1;
       if (got < add && active_executors(d) == 0)
         phase_give_up(d, "the launcher cannot start executors");
@@ -225,6 +285,8 @@ void scaling_configure(driver *d, const driver_opts *o) {
     d->scaling.to_add = 1;
     uint64_t period = (o->backlog_ms < o->idle_ms ? o->backlog_ms : o->idle_ms) / 4;
     d->scaling.tick_ms = period < 10 ? 10 : period > 250 ? 250 : period;
+    d->scaling.shapes = o->shapes;
+    d->scaling.nshapes = o->nshapes;
   }
   d->scaling.execs = calloc(MAX_STARTED, sizeof *d->scaling.execs);
   if (!d->scaling.execs)

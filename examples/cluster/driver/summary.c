@@ -569,6 +569,12 @@ void print_ledger(const driver *d, const tl_stats *st, int check, const char *wh
          st->launched, st->succeeded, st->failed, st->killed, st->stale_updates,
          st->rejected_updates, st->executors_lost, st->tasksets_released, st->executors_alive,
          st->tombstones, st->mem_live_bytes, st->mem_live_blocks);
+  if (d->offers.has_resources)
+    printf("resources: %" PRIu64 " addresses granted to launches; at most %" PRIu64
+           " held at once; when the jobs ended: %zu names, %" PRIu64 " addresses, %" PRIu64
+           " held, %" PRIu64 " units used\n",
+           d->offers.granted, d->offers.held_peak, d->jobs.res_names, d->jobs.res_addresses,
+           d->jobs.res_held, d->jobs.res_used);
 }
 
 /* The progress line (shown by default on a terminal; --progress forces it, --quiet silences the

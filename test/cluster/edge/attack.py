@@ -2,7 +2,7 @@
 """attack.py: a hostile client of tl-driver, for the edge tests (docs/cluster.md).
 
 It speaks the cluster wire protocol (examples/cluster/proto.h): a frame is a 4-byte
-little-endian length counting the bytes after it, then version 2, a type byte and the body;
+little-endian length counting the bytes after it, then version 3, a type byte and the body;
 integers are little-endian, a string is a u16 length and its bytes, a byte field a u32 length
 and its bytes. REGISTER (type 1) is: string executor id, string host, u32 cores, bytes token.
 
@@ -26,7 +26,7 @@ Modes:
   preauth --conns N [--announce BYTES] [--send BYTES] [--hold-s S]
       Opens N connections at once (non-blocking, one selector), on each sends a length
       prefix announcing BYTES (default 1048576, TLC_FRAME_MAX) and then the first SEND bytes
-      (default 100, at most BYTES) of a REGISTER frame: version 2, type 1, the id
+      (default 100, at most BYTES) of a REGISTER frame: version 3, type 1, the id
       "preauth-attacker", a 255-byte host, cores 1, a 256-byte token of "T"s, then "P"
       padding; no valid token.
       Then holds every connection S seconds (default 5), reading and discarding (it ends
@@ -145,7 +145,7 @@ import sys
 import threading
 import time
 
-PROTO_VERSION = 2
+PROTO_VERSION = 3
 FRAME_MAX = 1 << 20
 MSG_REGISTER, MSG_HEARTBEAT, MSG_TASKSET_BINARY, MSG_LAUNCH = 1, 2, 3, 4
 MSG_STATUS, MSG_KILL, MSG_STOP, MSG_FORGET = 5, 6, 7, 8
@@ -188,12 +188,13 @@ def frame(mtype, body):
 
 def register_frame(exec_id, host, cores, token):
     return frame(MSG_REGISTER, enc_string(exec_id) + enc_string(host) +
-                 struct.pack("<I", cores) + enc_bytes(token))
+                 struct.pack("<I", cores) + enc_bytes(token) +
+                 struct.pack("<IB", 0, 0))  # profile 0, no resources
 
 
 def launch_frame():
     """A LAUNCH of one noop task, which only the driver may send."""
-    item = struct.pack("<QQIIB", 1, 1, 0, 0, 0) + enc_string(b"noop")
+    item = struct.pack("<QQIIB", 1, 1, 0, 0, 0) + enc_string(b"noop") + b"\0"  # no grants
     return frame(MSG_LAUNCH, struct.pack("<I", 1) + item)
 
 

@@ -652,11 +652,114 @@ static void adopt_checks(void) {
   adopt_check(adopt_ends == 1 && adopt_closed, "no end, or close never done");
 }
 
-/* Runs the three steps above on the loop, then the adopt checks; failures counts what went
- * wrong. */
+/* --executor-gpus (launcher_config.gpus) against a fake sbatch that runs the job script it is
+ * given, as Slurm would, with Slurm's GPU variables: the job asks for --gres=gpu:2, and the real
+ * tl-executor (linked next to tl-slurm-gpus in the fake directory) takes its addresses from the
+ * allocation through tl-slurm-gpus: with SLURM_JOB_GPUS=0,1 discovery passes and it fails only to
+ * connect (exit 1, the port is closed); with no GPU variable it refuses to start (exit 2). */
+static bool gres_closed;
+static int gres_ends;
+
+static void gres_on_end(void *ud, const launcher_end *end) {
+  (void)ud;
+  (void)end;
+  gres_ends++;
+}
+
+static void gres_close_done(void *ud) {
+  (void)ud;
+  gres_closed = true;
+}
+
+static bool file_has(const char *path, const char *text) {
+  char buf[8192];
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  if (f)
+    fclose(f);
+  buf[n] = '\0';
+  return strstr(buf, text) != NULL;
+}
+
+static void gres_run(const char *gpus_env, const char *want_rc, const char *want_err) {
+  char script[1024], path[160], exe[160];
+  snprintf(exe, sizeof exe, "%s/tl-executor", fake_dir);
+  /* sbatch: its arguments one a line, then the --wrap script run as the job would be, with the
+   * GPU variables of the allocation, its status and its stderr kept; then a job id. */
+  snprintf(script, sizeof script,
+           "#!/bin/sh\nprintf '%%s\\n' \"$@\" >%s/sbatch-args\nwhile [ $# -gt 1 ]; do shift; "
+           "done\nunset SLURM_JOB_GPUS SLURM_STEP_GPUS CUDA_VISIBLE_DEVICES GPU_DEVICE_ORDINAL\n"
+           "%s sh -c \"$1\" 2>%s/job-err\necho $? >%s/job-rc\necho 2001\n",
+           fake_dir, gpus_env, fake_dir, fake_dir);
+  fake_file("sbatch", script);
+  launcher_config cfg = {.loop = loop,
+                         .executor_path = exe,
+                         .connect_host = "127.0.0.1",
+                         .port = 9,
+                         .cores = 1,
+                         .heartbeat_ms = 100,
+                         .poll_ms = 50,
+                         .gpus = 2,
+                         .on_end = gres_on_end};
+  void *l = NULL;
+  gres_closed = false;
+  gres_ends = 0;
+  if (ops->create(&cfg, &l) != 0 || ops->start(l, "gpu-1") != 0) {
+    fprintf(stderr, "FAIL: fake Slurm, gres: cannot create the launcher or start gpu-1\n");
+    failures++;
+    if (l != NULL)
+      ops->close(l, NULL, NULL);
+    return;
+  }
+  ops->close(l, gres_close_done, NULL); /* once gpu-1's end is known: Slurm does not know 2001 */
+  uv_run(loop, UV_RUN_DEFAULT);
+  snprintf(path, sizeof path, "%s/sbatch-args", fake_dir);
+  bool args = file_has(path, "\n--gres=gpu:2\n");
+  snprintf(script, sizeof script, " --resource-discovery '%s/tl-slurm-gpus'", fake_dir);
+  bool wrap = file_has(path, script);
+  snprintf(path, sizeof path, "%s/job-rc", fake_dir);
+  bool rc = file_has(path, want_rc);
+  snprintf(path, sizeof path, "%s/job-err", fake_dir);
+  bool err = file_has(path, want_err);
+  printf("fake gres (%s): --gres=gpu:2 %s, discovery in the job script %s, job exit %s, its "
+         "stderr %s\n",
+         gpus_env, args ? "asked" : "MISSING", wrap ? "named" : "MISSING", rc ? want_rc : "WRONG",
+         err ? "as expected" : "WRONG");
+  if (!args || !wrap || !rc || !err || !gres_closed || gres_ends != 1) {
+    fprintf(stderr, "FAIL: fake Slurm, gres (%s)\n", gpus_env);
+    failures++;
+  }
+}
+
+static void gres_checks(void) {
+  char path[160];
+  snprintf(path, sizeof path, "%s/tl-executor", fake_dir);
+  if (symlink(TL_EXECUTOR_BIN, path) != 0) {
+    fprintf(stderr, "FAIL: fake Slurm, gres: cannot link %s\n", TL_EXECUTOR_BIN);
+    failures++;
+    return;
+  }
+  FILE *in = fopen(TL_SLURM_GPUS, "r");
+  char text[4096];
+  size_t n = in ? fread(text, 1, sizeof text - 1, in) : 0;
+  if (in)
+    fclose(in);
+  text[n] = '\0';
+  fake_file("tl-slurm-gpus", text);
+  setenv("TL_CLUSTER_TOKEN", TOKEN, 1);
+  /* A small squeue answer that lists no job: the executor's job is gone at the first poll. */
+  fake_file("squeue", "#!/bin/sh\necho '{\"errors\":[],\"jobs\":[]}'\n");
+  gres_run("SLURM_JOB_GPUS=0,1", "1", "connect");
+  gres_run("SLURM_STEP_GPUS=", "2", "no GPU in Slurm's allocation");
+}
+
+/* Runs the three steps above on the loop, then the adopt and gres checks; failures counts what
+ * went wrong. */
 static void fake_checks(void) {
-  static const char *const names[] = {"sbatch", "squeue",   "scontrol",    "scancel",
-                                      "next",   "big.json", "squeue-runs", NULL};
+  static const char *const names[] = {"sbatch",      "squeue",   "scontrol",    "scancel",
+                                      "next",        "big.json", "squeue-runs", "tl-slurm-gpus",
+                                      "tl-executor", "job-rc",   "job-err",     "sbatch-args",
+                                      NULL};
   snprintf(fake_dir, sizeof fake_dir, "/tmp/tl-fake-slurm-XXXXXX");
   if (mkdtemp(fake_dir) == NULL) {
     fprintf(stderr, "FAIL: mkdtemp\n");
@@ -690,6 +793,7 @@ static void fake_checks(void) {
     fake_begin(1);
     uv_run(loop, UV_RUN_DEFAULT);
     adopt_checks();
+    gres_checks();
   }
   setenv("PATH", saved, 1);
   free(saved);

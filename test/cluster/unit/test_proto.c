@@ -25,9 +25,20 @@ static int msg_equal(const tlc_msg *a, const tlc_msg *b) {
     return 0;
   switch (a->type) {
   case TLC_MSG_REGISTER:
-    return view_equal(a->u.reg.executor_id, b->u.reg.executor_id) &&
-           view_equal(a->u.reg.host, b->u.reg.host) && a->u.reg.cores == b->u.reg.cores &&
-           view_equal(a->u.reg.token, b->u.reg.token);
+    if (!view_equal(a->u.reg.executor_id, b->u.reg.executor_id) ||
+        !view_equal(a->u.reg.host, b->u.reg.host) || a->u.reg.cores != b->u.reg.cores ||
+        !view_equal(a->u.reg.token, b->u.reg.token) || a->u.reg.profile != b->u.reg.profile ||
+        a->u.reg.nresources != b->u.reg.nresources)
+      return 0;
+    for (size_t i = 0; i < a->u.reg.nresources; i++) {
+      const tlc_resource *x = &a->u.reg.resources[i], *y = &b->u.reg.resources[i];
+      if (!view_equal(x->name, y->name) || x->naddresses != y->naddresses)
+        return 0;
+      for (size_t k = 0; k < x->naddresses; k++)
+        if (!view_equal(x->addresses[k], y->addresses[k]))
+          return 0;
+    }
+    return 1;
   case TLC_MSG_HEARTBEAT:
     return a->u.heartbeat.seq == b->u.heartbeat.seq &&
            a->u.heartbeat.binaries == b->u.heartbeat.binaries;
@@ -40,8 +51,14 @@ static int msg_equal(const tlc_msg *a, const tlc_msg *b) {
     for (size_t i = 0; i < a->u.launch.count; i++) {
       const tlc_launch_item *x = &a->u.launch.items[i], *y = &b->u.launch.items[i];
       if (x->tid != y->tid || x->taskset_id != y->taskset_id || x->index != y->index ||
-          x->attempt != y->attempt || x->flags != y->flags || !view_equal(x->kind, y->kind))
+          x->attempt != y->attempt || x->flags != y->flags || !view_equal(x->kind, y->kind) ||
+          x->ngrants != y->ngrants)
         return 0;
+      for (size_t g = 0; g < x->ngrants; g++)
+        if (!view_equal(x->grants[g].name, y->grants[g].name) ||
+            !view_equal(x->grants[g].address, y->grants[g].address) ||
+            x->grants[g].share != y->grants[g].share)
+          return 0;
     }
     return 1;
   case TLC_MSG_STATUS:
@@ -248,15 +265,22 @@ static void assert_raw_refused(raw *r, int err) {
  * Sample messages
  * ------------------------------------------------------------------------------------------- */
 
+static const tlc_grant launch_grants[] = {
+    {{(const uint8_t *)"gpu", 3}, {(const uint8_t *)"0", 1}, 1},
+    {{(const uint8_t *)"A-z_0.9", 7}, {(const uint8_t *)"GPU-1f3a!~", 10}, TLC_SHARE_MAX},
+};
+
 static const tlc_launch_item launch_items[] = {
-    {1, 7, 0, 0, 0, {(const uint8_t *)"noop", 4}},
+    {1, 7, 0, 0, 0, {(const uint8_t *)"noop", 4}, 0, NULL},
     {UINT64_MAX,
      UINT64_MAX,
      UINT32_MAX,
      UINT32_MAX,
      TLC_LAUNCH_SPECULATIVE,
-     {(const uint8_t *)"sleep:5", 7}},
-    {0x0102030405060708u, 9, 3, 1, 0, {(const uint8_t *)"spin:100", 8}},
+     {(const uint8_t *)"sleep:5", 7},
+     0,
+     NULL},
+    {0x0102030405060708u, 9, 3, 1, 0, {(const uint8_t *)"spin:100", 8}, 2, launch_grants},
 };
 
 static const tlc_reconcile_item reconcile_items[] = {
@@ -278,14 +302,26 @@ static size_t sample_messages(tlc_msg *out) {
   size_t n = 0;
   static const uint8_t token[] = {0, 1, 2, 0xff, 0, 'x'};
   static const uint8_t payload[] = "a task binary\0with a NUL";
-  out[n++] = (tlc_msg){
-      .type = TLC_MSG_REGISTER,
-      .u.reg = {tlc_str("exec-1"), tlc_str("host-1"), 4, bytes_view(token, sizeof token)}};
   out[n++] = (tlc_msg){.type = TLC_MSG_REGISTER,
-                       .u.reg = {filled('i', 1), filled('h', 1), TLC_CORES_MAX, {NULL, 0}}};
-  out[n++] = (tlc_msg){
-      .type = TLC_MSG_REGISTER,
-      .u.reg = {filled('i', TLC_ID_MAX), filled('h', TLC_HOST_MAX), 1, filled(0, TLC_TOKEN_MAX)}};
+                       .u.reg = {tlc_str("exec-1"), tlc_str("host-1"), 4,
+                                 bytes_view(token, sizeof token), 0, 0, NULL}};
+  out[n++] =
+      (tlc_msg){.type = TLC_MSG_REGISTER,
+                .u.reg = {filled('i', 1), filled('h', 1), TLC_CORES_MAX, {NULL, 0}, 0, 0, NULL}};
+  out[n++] = (tlc_msg){.type = TLC_MSG_REGISTER,
+                       .u.reg = {filled('i', TLC_ID_MAX), filled('h', TLC_HOST_MAX), 1,
+                                 filled(0, TLC_TOKEN_MAX), 0, 0, NULL}};
+  static const tlc_view gpus[] = {{(const uint8_t *)"0", 1}, {(const uint8_t *)"1", 1}};
+  static const tlc_view fpgas[] = {{(const uint8_t *)"GPU-1f3a!~", 10}};
+  static const tlc_resource resources[] = {{{(const uint8_t *)"gpu", 3}, 2, gpus},
+                                           {{(const uint8_t *)"A-z_0.9", 7}, 1, fpgas}};
+  out[n++] = (tlc_msg){.type = TLC_MSG_REGISTER,
+                       .u.reg = {.executor_id = tlc_str("exec-2"),
+                                 .host = tlc_str("host-2"),
+                                 .cores = 8,
+                                 .profile = UINT32_MAX,
+                                 .nresources = 2,
+                                 .resources = resources}};
   out[n++] = (tlc_msg){.type = TLC_MSG_HEARTBEAT, .u.heartbeat = {0, 0}};
   out[n++] = (tlc_msg){.type = TLC_MSG_HEARTBEAT, .u.heartbeat = {UINT64_MAX, 0x8000000000000001u}};
   out[n++] = (tlc_msg){.type = TLC_MSG_TASKSET_BINARY,
@@ -335,7 +371,7 @@ START_TEST(big_batches_and_bounds_round_trip) {
   static tlc_status_item updates[N];
   for (size_t i = 0; i < N; i++) {
     launches[i] = (tlc_launch_item){
-        i + 1, 3, (uint32_t)i, 0, (uint8_t)(i % 2), filled('k', 1 + i % TLC_KIND_MAX)};
+        i + 1, 3, (uint32_t)i, 0, (uint8_t)(i % 2), filled('k', 1 + i % TLC_KIND_MAX), 0, NULL};
     updates[i] =
         (tlc_status_item){i + 1, (uint8_t)(1 + i % 4), filled('r', i % 17), filled('t', i % 5)};
   }
@@ -504,9 +540,18 @@ END_TEST
  * larger announced length with the prefix, and tlc_decoder_set_frame_max raises the limit for
  * the frames after REGISTER. */
 START_TEST(the_register_frame_maximum_and_raising_it) {
+  /* Every resource and address at its longest, the addresses spread over the resources. */
+  static tlc_resource res[TLC_RESOURCES_MAX];
+  static tlc_view addrs[TLC_REGISTER_ADDRESSES_MAX];
+  for (size_t i = 0; i < TLC_REGISTER_ADDRESSES_MAX; i++)
+    addrs[i] = filled('a', TLC_ADDRESS_MAX);
+  for (size_t i = 0; i < TLC_RESOURCES_MAX; i++)
+    res[i] = (tlc_resource){filled('n', TLC_RESOURCE_NAME_MAX),
+                            TLC_REGISTER_ADDRESSES_MAX / TLC_RESOURCES_MAX,
+                            addrs + i * (TLC_REGISTER_ADDRESSES_MAX / TLC_RESOURCES_MAX)};
   tlc_msg reg = {.type = TLC_MSG_REGISTER,
                  .u.reg = {filled('i', TLC_ID_MAX), filled('h', TLC_HOST_MAX), TLC_CORES_MAX,
-                           filled('t', TLC_TOKEN_MAX)}};
+                           filled('t', TLC_TOKEN_MAX), UINT32_MAX, TLC_RESOURCES_MAX, res}};
   tlc_buf buf;
   tlc_buf_init(&buf);
   ck_assert_int_eq(tlc_encode(&buf, &reg), TLC_OK);
@@ -517,8 +562,9 @@ START_TEST(the_register_frame_maximum_and_raising_it) {
   ck_assert_int_eq(tlc_decoder_init(&d, TLC_REGISTER_FRAME_MAX), TLC_OK);
   size_t used;
   tlc_msg m;
-  uint8_t prefix[4] = {(TLC_REGISTER_FRAME_MAX + 1) & 0xff, (TLC_REGISTER_FRAME_MAX + 1) >> 8, 0,
-                       0};
+  uint8_t prefix[4] = {(TLC_REGISTER_FRAME_MAX + 1) & 0xff,
+                       ((TLC_REGISTER_FRAME_MAX + 1) >> 8) & 0xff,
+                       (TLC_REGISTER_FRAME_MAX + 1) >> 16, 0};
   ck_assert_int_eq(tlc_decoder_feed(&d, prefix, 4, &used, &m), TLC_ETOOBIG);
   ck_assert_uint_eq(used, 4);
   tlc_decoder_fini(&d);
@@ -594,11 +640,14 @@ START_TEST(malformed_frame_heads_are_refused) {
   r->b[3] = 0x80; /* a length with its top bit set */
   assert_refused(r->b, r->n, TLC_FRAME_MAX, TLC_ETOOBIG);
   assert_raw_refused(raw_begin(0, TLC_MSG_STOP), TLC_EVERSION);
-  /* Version 1, the protocol before RECONCILE v2 and EPOCH, is refused as any other. */
-  ck_assert_int_eq(TLC_PROTO_VERSION, 2);
+  /* Version 1, the protocol before RECONCILE v2 and EPOCH, and version 2, before resources, are
+   * refused as any other. */
+  ck_assert_int_eq(TLC_PROTO_VERSION, 3);
   assert_raw_refused(raw_begin(1, TLC_MSG_STOP), TLC_EVERSION);
   assert_raw_refused(raw_begin(1, TLC_MSG_RECONCILE), TLC_EVERSION);
-  assert_raw_refused(raw_begin(3, TLC_MSG_STOP), TLC_EVERSION);
+  assert_raw_refused(raw_begin(2, TLC_MSG_REGISTER), TLC_EVERSION);
+  assert_raw_refused(raw_begin(2, TLC_MSG_LAUNCH), TLC_EVERSION);
+  assert_raw_refused(raw_begin(4, TLC_MSG_STOP), TLC_EVERSION);
   assert_raw_refused(raw_begin(TLC_PROTO_VERSION, 0), TLC_ETYPE);
   assert_raw_refused(raw_begin(TLC_PROTO_VERSION, 12), TLC_ETYPE);
   assert_raw_refused(raw_begin(TLC_PROTO_VERSION, 0xff), TLC_ETYPE);
@@ -721,6 +770,7 @@ START_TEST(short_and_trailing_bodies_are_refused) {
     raw_u32(r, 4);
     raw_u8(r, 0);
     raw_str(r, i == 0 ? "noop" : "sleep:5000000000");
+    raw_u8(r, 0);
   }
   r->n -= 3;
   assert_raw_refused(r, TLC_ETRUNCATED);
@@ -738,6 +788,8 @@ static void assert_register_refused(size_t id_len, uint8_t id_byte, size_t host_
   raw_u32(r, cores);
   raw_u32(r, (uint32_t)token_len);
   raw_fill(r, 't', token_len);
+  raw_u32(r, 0); /* profile */
+  raw_u8(r, 0);  /* no resources */
   assert_raw_refused(r, err);
 }
 
@@ -786,6 +838,7 @@ static void assert_launch_refused(uint8_t flags, size_t kind_len, uint8_t kind_b
   raw_u8(r, flags);
   raw_u16(r, (uint16_t)kind_len);
   raw_fill(r, kind_byte, kind_len);
+  raw_u8(r, 0); /* no grants */
   assert_raw_refused(r, err);
 }
 
@@ -827,10 +880,10 @@ START_TEST(batch_fields_out_of_bounds_are_refused) {
     raw_fill(r, 0, 64);
     assert_raw_refused(r, TLC_ECOUNT);
   }
-  /* Two launches need at least 54 bytes: 53 are refused before anything is parsed. */
+  /* Two launches need at least 56 bytes: 55 are refused before anything is parsed. */
   r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_LAUNCH);
   raw_u32(r, 2);
-  raw_fill(r, 0, 53);
+  raw_fill(r, 0, 55);
   assert_raw_refused(r, TLC_ECOUNT);
   r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_STATUS);
   raw_u32(r, 3);
@@ -905,35 +958,43 @@ static void assert_encode_refused(const tlc_msg *msg, int err) {
 START_TEST(the_encoder_refuses_what_the_decoder_would) {
   tlc_view id = tlc_str("e"), host = tlc_str("h");
   assert_encode_refused(
-      &(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {{NULL, 0}, host, 1, {NULL, 0}}}, TLC_ELENGTH);
-  assert_encode_refused(&(tlc_msg){.type = TLC_MSG_REGISTER,
-                                   .u.reg = {filled('i', TLC_ID_MAX + 1), host, 1, {NULL, 0}}},
-                        TLC_ELENGTH);
-  assert_encode_refused(
-      &(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {id, {NULL, 0}, 1, {NULL, 0}}}, TLC_ELENGTH);
-  assert_encode_refused(&(tlc_msg){.type = TLC_MSG_REGISTER,
-                                   .u.reg = {id, filled('h', TLC_HOST_MAX + 1), 1, {NULL, 0}}},
-                        TLC_ELENGTH);
-  assert_encode_refused(
-      &(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {id, host, 1, filled('t', TLC_TOKEN_MAX + 1)}},
+      &(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {{NULL, 0}, host, 1, {NULL, 0}, 0, 0, NULL}},
       TLC_ELENGTH);
-  assert_encode_refused(&(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {id, host, 0, {NULL, 0}}},
+  assert_encode_refused(
+      &(tlc_msg){.type = TLC_MSG_REGISTER,
+                 .u.reg = {filled('i', TLC_ID_MAX + 1), host, 1, {NULL, 0}, 0, 0, NULL}},
+      TLC_ELENGTH);
+  assert_encode_refused(
+      &(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {id, {NULL, 0}, 1, {NULL, 0}, 0, 0, NULL}},
+      TLC_ELENGTH);
+  assert_encode_refused(
+      &(tlc_msg){.type = TLC_MSG_REGISTER,
+                 .u.reg = {id, filled('h', TLC_HOST_MAX + 1), 1, {NULL, 0}, 0, 0, NULL}},
+      TLC_ELENGTH);
+  assert_encode_refused(
+      &(tlc_msg){.type = TLC_MSG_REGISTER,
+                 .u.reg = {id, host, 1, filled('t', TLC_TOKEN_MAX + 1), 0, 0, NULL}},
+      TLC_ELENGTH);
+  assert_encode_refused(
+      &(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {id, host, 0, {NULL, 0}, 0, 0, NULL}},
+      TLC_ECORES);
+  assert_encode_refused(&(tlc_msg){.type = TLC_MSG_REGISTER,
+                                   .u.reg = {id, host, TLC_CORES_MAX + 1, {NULL, 0}, 0, 0, NULL}},
                         TLC_ECORES);
   assert_encode_refused(
-      &(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {id, host, TLC_CORES_MAX + 1, {NULL, 0}}},
-      TLC_ECORES);
-  assert_encode_refused(
-      &(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {bytes_view("a\0b", 3), host, 1, {NULL, 0}}},
+      &(tlc_msg){.type = TLC_MSG_REGISTER,
+                 .u.reg = {bytes_view("a\0b", 3), host, 1, {NULL, 0}, 0, 0, NULL}},
       TLC_ENUL);
   assert_encode_refused(
-      &(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {{NULL, 3}, host, 1, {NULL, 0}}}, TLC_EINVAL);
+      &(tlc_msg){.type = TLC_MSG_REGISTER, .u.reg = {{NULL, 3}, host, 1, {NULL, 0}, 0, 0, NULL}},
+      TLC_EINVAL);
   assert_encode_refused(&(tlc_msg){.type = TLC_MSG_TASKSET_BINARY,
                                    .u.binary = {1, bytes_view(big_payload, TLC_FRAME_MAX)}},
                         TLC_ETOOBIG);
   assert_encode_refused(&(tlc_msg){.type = TLC_MSG_TASKSET_BINARY, .u.binary = {1, {NULL, 1}}},
                         TLC_EINVAL);
 
-  tlc_launch_item li = {1, 1, 0, 0, 2, tlc_str("noop")};
+  tlc_launch_item li = {1, 1, 0, 0, 2, tlc_str("noop"), 0, NULL};
   assert_encode_refused(&(tlc_msg){.type = TLC_MSG_LAUNCH, .u.launch = {1, &li}}, TLC_EFLAG);
   li.flags = TLC_LAUNCH_SPECULATIVE;
   li.kind = (tlc_view){NULL, 0};
@@ -1000,6 +1061,223 @@ START_TEST(the_encoder_refuses_what_the_decoder_would) {
 }
 END_TEST
 
+/* ---------------------------------------------------------------------------------------------
+ * Resources: REGISTER's declarations and LAUNCH's grants
+ * ------------------------------------------------------------------------------------------- */
+
+/* A REGISTER frame up to its resource count, every field good. */
+static raw *raw_register(uint8_t nresources) {
+  raw *r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_REGISTER);
+  raw_str(r, "exec-1");
+  raw_str(r, "host-1");
+  raw_u32(r, 4);
+  raw_u32(r, 0); /* token */
+  raw_u32(r, 1); /* profile */
+  raw_u8(r, nresources);
+  return r;
+}
+
+/* One resource of n addresses, each the string addr. */
+static void raw_resource(raw *r, const char *name, uint16_t n, const char *addr) {
+  raw_str(r, name);
+  raw_u16(r, n);
+  for (uint16_t i = 0; i < n; i++)
+    raw_str(r, addr);
+}
+
+/* A LAUNCH of one item, up to its grant count. */
+static raw *raw_launch(uint8_t ngrants) {
+  raw *r = raw_begin(TLC_PROTO_VERSION, TLC_MSG_LAUNCH);
+  raw_u32(r, 1);
+  raw_u64(r, 1);
+  raw_u64(r, 1);
+  raw_u32(r, 0);
+  raw_u32(r, 0);
+  raw_u8(r, 0);
+  raw_str(r, "noop");
+  raw_u8(r, ngrants);
+  return r;
+}
+
+static void raw_grant(raw *r, const char *name, const char *addr, uint8_t share) {
+  raw_str(r, name);
+  raw_str(r, addr);
+  raw_u8(r, share);
+}
+
+START_TEST(resource_fields_out_of_bounds_are_refused) {
+  /* A REGISTER's resources: count, name, addresses, each at and past its bound. */
+  raw *r = raw_register(TLC_RESOURCES_MAX + 1);
+  assert_raw_refused(r, TLC_ERESOURCE);
+  r = raw_register(0xff);
+  assert_raw_refused(r, TLC_ERESOURCE);
+  r = raw_register(1);
+  raw_resource(r, "", 1, "0");
+  assert_raw_refused(r, TLC_ELENGTH);
+  r = raw_register(1);
+  raw_u16(r, TLC_RESOURCE_NAME_MAX + 1);
+  raw_fill(r, 'n', TLC_RESOURCE_NAME_MAX + 1);
+  raw_u16(r, 1);
+  raw_str(r, "0");
+  assert_raw_refused(r, TLC_ELENGTH);
+  const char *bad_names[] = {"g/pu", "gpu ", "g,pu", "gp\x7f", "g\xc3\xa9"};
+  for (size_t i = 0; i < sizeof bad_names / sizeof *bad_names; i++) {
+    r = raw_register(1);
+    raw_resource(r, bad_names[i], 1, "0");
+    assert_raw_refused(r, TLC_ERESOURCE);
+  }
+  r = raw_register(1);
+  raw_resource(r, "gpu", 0, "0");
+  assert_raw_refused(r, TLC_ERESOURCE);
+  r = raw_register(1);
+  raw_resource(r, "gpu", TLC_RESOURCE_ADDRESSES_MAX + 1, "0");
+  assert_raw_refused(r, TLC_ERESOURCE);
+  r = raw_register(1);
+  raw_resource(r, "gpu", 0xffff, "0"); /* over the bound before the frame's end */
+  assert_raw_refused(r, TLC_ERESOURCE);
+  /* Two resources of 1,000 and 25 addresses: 1,025 in all. */
+  r = raw_register(2);
+  raw_resource(r, "gpu", 1000, "0");
+  raw_resource(r, "fpga", 25, "0");
+  assert_raw_refused(r, TLC_ERESOURCE);
+  /* 1,000 addresses announced, 3 sent: the frame ends first. */
+  r = raw_register(1);
+  raw_resource(r, "gpu", 3, "0");
+  r->b[r->n - 3 * 3 - 2] = 1000 & 0xff;
+  r->b[r->n - 3 * 3 - 1] = 1000 >> 8;
+  assert_raw_refused(r, TLC_ETRUNCATED);
+  const char *bad_addresses[] = {"0,1", "0 1", "\"0", "0\\", "\x7f", "\x01", "\xff"};
+  for (size_t i = 0; i < sizeof bad_addresses / sizeof *bad_addresses; i++) {
+    r = raw_register(1);
+    raw_resource(r, "gpu", 1, bad_addresses[i]);
+    assert_raw_refused(r, TLC_ERESOURCE);
+  }
+  r = raw_register(1);
+  raw_resource(r, "gpu", 1, "");
+  assert_raw_refused(r, TLC_ELENGTH);
+  r = raw_register(1);
+  raw_str(r, "gpu");
+  raw_u16(r, 1);
+  raw_u16(r, TLC_ADDRESS_MAX + 1);
+  raw_fill(r, 'a', TLC_ADDRESS_MAX + 1);
+  assert_raw_refused(r, TLC_ELENGTH);
+  r = raw_register(1);
+  raw_str(r, "gpu");
+  raw_u16(r, 1);
+  raw_u16(r, 2);
+  raw_u8(r, '0');
+  raw_u8(r, 0);
+  assert_raw_refused(r, TLC_ENUL);
+  /* A REGISTER cut before its profile, and one with a byte after its resources. */
+  r = raw_register(0);
+  r->n -= 3;
+  assert_raw_refused(r, TLC_ETRUNCATED);
+  r = raw_register(1);
+  raw_resource(r, "gpu", 2, "0");
+  raw_u8(r, 0);
+  assert_raw_refused(r, TLC_ETRAILING);
+  /* The bounds themselves pass: 16 resources, 1,024 addresses in all, the printable extremes. */
+  r = raw_register(TLC_RESOURCES_MAX);
+  for (int i = 0; i < TLC_RESOURCES_MAX; i++)
+    raw_resource(r, i == 0 ? "azAZ09_.-" : "gpu", TLC_REGISTER_ADDRESSES_MAX / TLC_RESOURCES_MAX,
+                 "!~#'[");
+  raw_end(r);
+  tlc_decoder d;
+  ck_assert_int_eq(tlc_decoder_init(&d, TLC_REGISTER_FRAME_MAX), TLC_OK);
+  size_t used;
+  tlc_msg m;
+  ck_assert_int_eq(tlc_decoder_feed(&d, r->b, r->n, &used, &m), TLC_OK);
+  ck_assert_int_eq(m.type, TLC_MSG_REGISTER);
+  ck_assert_uint_eq(m.u.reg.profile, 1);
+  ck_assert_uint_eq(m.u.reg.nresources, TLC_RESOURCES_MAX);
+  ck_assert_uint_eq(m.u.reg.resources[15].naddresses, 64);
+  ck_assert(view_equal(m.u.reg.resources[15].addresses[63], tlc_str("!~#'[")));
+  tlc_decoder_fini(&d);
+
+  /* A LAUNCH's grants: count, name, address, share. */
+  r = raw_launch(TLC_GRANTS_MAX + 1);
+  assert_raw_refused(r, TLC_ERESOURCE);
+  r = raw_launch(1);
+  raw_grant(r, "gpu", "0", 0);
+  assert_raw_refused(r, TLC_ERESOURCE);
+  r = raw_launch(1);
+  raw_grant(r, "gpu", "0", TLC_SHARE_MAX + 1);
+  assert_raw_refused(r, TLC_ERESOURCE);
+  r = raw_launch(1);
+  raw_grant(r, "g:pu", "0", 1);
+  assert_raw_refused(r, TLC_ERESOURCE);
+  r = raw_launch(1);
+  raw_grant(r, "gpu", "0,1", 1);
+  assert_raw_refused(r, TLC_ERESOURCE);
+  r = raw_launch(1);
+  raw_grant(r, "", "0", 1);
+  assert_raw_refused(r, TLC_ELENGTH);
+  r = raw_launch(1);
+  raw_grant(r, "gpu", "", 1);
+  assert_raw_refused(r, TLC_ELENGTH);
+  r = raw_launch(TLC_GRANTS_MAX); /* 16 announced, 2 sent */
+  raw_grant(r, "gpu", "0", 1);
+  raw_grant(r, "gpu", "1", 1);
+  assert_raw_refused(r, TLC_ETRUNCATED);
+  r = raw_launch(2);
+  raw_grant(r, "gpu", "0", 1);
+  raw_grant(r, "gpu", "1", TLC_SHARE_MAX);
+  raw_end(r);
+  ck_assert_int_eq(tlc_decoder_init(&d, TLC_FRAME_MAX), TLC_OK);
+  ck_assert_int_eq(tlc_decoder_feed(&d, r->b, r->n, &used, &m), TLC_OK);
+  ck_assert_int_eq(m.type, TLC_MSG_LAUNCH);
+  ck_assert_uint_eq(m.u.launch.items[0].ngrants, 2);
+  ck_assert_uint_eq(m.u.launch.items[0].grants[1].share, TLC_SHARE_MAX);
+  ck_assert(view_equal(m.u.launch.items[0].grants[1].address, tlc_str("1")));
+  tlc_decoder_fini(&d);
+
+  /* The encoder refuses the same. */
+  tlc_view one = tlc_str("0");
+  tlc_resource res = {tlc_str("gpu"), 1, &one};
+  tlc_msg reg = {.type = TLC_MSG_REGISTER,
+                 .u.reg = {.executor_id = tlc_str("e"),
+                           .host = tlc_str("h"),
+                           .cores = 1,
+                           .nresources = 1,
+                           .resources = &res}};
+  reg.u.reg.nresources = TLC_RESOURCES_MAX + 1;
+  assert_encode_refused(&reg, TLC_ERESOURCE);
+  reg.u.reg.nresources = 1;
+  reg.u.reg.resources = NULL;
+  assert_encode_refused(&reg, TLC_EINVAL);
+  reg.u.reg.resources = &res;
+  res.name = tlc_str("g pu");
+  assert_encode_refused(&reg, TLC_ERESOURCE);
+  res.name = filled('n', TLC_RESOURCE_NAME_MAX + 1);
+  assert_encode_refused(&reg, TLC_ELENGTH);
+  res.name = tlc_str("gpu");
+  res.naddresses = 0;
+  assert_encode_refused(&reg, TLC_ERESOURCE);
+  res.naddresses = TLC_RESOURCE_ADDRESSES_MAX + 1;
+  assert_encode_refused(&reg, TLC_ERESOURCE);
+  res.naddresses = 1;
+  one = tlc_str("0,1");
+  assert_encode_refused(&reg, TLC_ERESOURCE);
+  one = filled('a', TLC_ADDRESS_MAX + 1);
+  assert_encode_refused(&reg, TLC_ELENGTH);
+  tlc_grant g = {tlc_str("gpu"), tlc_str("0"), 0};
+  tlc_launch_item li = {1, 1, 0, 0, 0, tlc_str("noop"), 1, &g};
+  tlc_msg launch = {.type = TLC_MSG_LAUNCH, .u.launch = {1, &li}};
+  assert_encode_refused(&launch, TLC_ERESOURCE);
+  g.share = TLC_SHARE_MAX + 1;
+  assert_encode_refused(&launch, TLC_ERESOURCE);
+  g.share = 1;
+  g.address = tlc_str("a\"b");
+  assert_encode_refused(&launch, TLC_ERESOURCE);
+  g.address = tlc_str("0");
+  li.ngrants = TLC_GRANTS_MAX + 1;
+  assert_encode_refused(&launch, TLC_ERESOURCE);
+  li.ngrants = 1;
+  li.grants = NULL;
+  assert_encode_refused(&launch, TLC_EINVAL);
+}
+END_TEST
+
 START_TEST(arguments_and_names) {
   tlc_decoder d;
   ck_assert_int_eq(tlc_decoder_init(&d, 1), TLC_EINVAL);
@@ -1017,7 +1295,8 @@ START_TEST(arguments_and_names) {
   ck_assert_str_eq(tlc_err_name(TLC_ETOOBIG), "ETOOBIG");
   ck_assert_str_eq(tlc_err_name(TLC_EFLAG), "EFLAG");
   ck_assert_str_eq(tlc_err_name(-99), "UNKNOWN");
-  for (int err = TLC_EINVAL; err >= TLC_EFLAG; err--) {
+  ck_assert_str_eq(tlc_err_name(TLC_ERESOURCE), "ERESOURCE");
+  for (int err = TLC_EINVAL; err >= TLC_ERESOURCE; err--) {
     ck_assert_str_ne(tlc_err_name(err), "UNKNOWN");
     ck_assert_str_ne(tlc_strerror(err), "Unknown error.");
   }
@@ -1052,6 +1331,7 @@ static Suite *proto_suite(void) {
   tcase_add_test(tc, kill_and_stop_fields_out_of_bounds_are_refused);
   tcase_add_test(tc, an_error_after_good_frames_keeps_them);
   tcase_add_test(tc, the_encoder_refuses_what_the_decoder_would);
+  tcase_add_test(tc, resource_fields_out_of_bounds_are_refused);
   tcase_add_test(tc, arguments_and_names);
   suite_add_tcase(s, tc);
   return s;
