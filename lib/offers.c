@@ -487,10 +487,10 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   s->totals.rejected_offers += rejected;
   s->totals.excluded_offers += excluded;
   tl__exclude_after_round(s, used);
-  if (s->nres_tasksets > 0)
-    tl__res_after_round(s);
   for (tl__exclude_abort ab; tl__exclude_take_abort(s, &ab);) /* may release ab.ts */
     tl__taskset_abort(s, ab.ts, TL__FAIL_UNSCHEDULABLE, ab.index, 0, ab.msg, ab.static_msg);
+  if (s->nres_tasksets > 0) /* after the aborts: a zombie waits for nothing */
+    tl__res_after_round(s);
   err = TL_OK;
   goto done;
 

@@ -466,8 +466,8 @@ void tlo_do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, size_
     }
     free(slot_ex);
     free(slot_cores);
-    res_after_round(r); /* before exclusion's aborts, as the library does them */
     after_round(r, npred, order, norder);
+    res_after_round(r); /* after exclusion's aborts, as the library does them */
   }
   char d[200];
   int w = snprintf(d, sizeof d, "offer cap=%zu", cap);
