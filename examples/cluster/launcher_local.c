@@ -33,14 +33,13 @@ extern char **environ;
 
 /* One tl-executor process. Freed once its end was reported (or its spawn failed). */
 typedef struct local_proc {
-  pid_t pid;                /* the process, once spawned */
-  struct local_launcher *l; /* its launcher */
-  struct local_proc *next;  /* the launcher's list of processes whose end is not reported yet */
-  char id[TL_ID_MAX];       /* the id it registers with */
-  bool spawned;             /* posix_spawnp succeeded: its end will be reported */
-  bool exited;              /* reaped (or never spawned) */
-  bool killed;              /* the driver killed it (signal as_driver, stop_all) */
-  bool stopped;             /* sent SIGSTOP and no SIGCONT since */
+  pid_t pid;               /* the process, once spawned */
+  struct local_proc *next; /* the launcher's list of processes whose end is not reported yet */
+  char id[TL_ID_MAX];      /* the id it registers with */
+  bool spawned;            /* posix_spawnp succeeded: its end will be reported */
+  bool exited;             /* reaped (or never spawned) */
+  bool killed;             /* the driver killed it (signal as_driver, stop_all) */
+  bool stopped;            /* sent SIGSTOP and no SIGCONT since */
 } local_proc;
 
 typedef struct local_launcher {
@@ -176,7 +175,6 @@ static int local_start(void *state, const char *executor_id) {
   local_proc *p = calloc(1, sizeof *p);
   if (!p)
     return UV_ENOMEM;
-  p->l = l;
   memcpy(p->id, executor_id, idlen + 1);
   char *args[] = {(char *)l->cfg.executor_path,
                   "--host",
