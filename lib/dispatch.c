@@ -47,9 +47,9 @@ static void task_info_of(const tl__event *ev, tl_task_info *info) {
   info->index = ev->u.task.index;
   info->attempt = ev->u.task.attempt;
   info->executor_id = ev->names->text;
-  info->host = ev->names->text + ev->u.task.host_at;
-  info->locality = (tl_locality)ev->u.task.locality;
-  info->speculative = ev->u.task.speculative;
+  info->host = ev->names->text + ev->host_at;
+  info->locality = (tl_locality)ev->locality;
+  info->speculative = ev->speculative;
   info->payload = ev->u.task.payload;
   info->executor_ud = ev->u.task.executor_ud;
   info->grants = ev->grants != NULL ? ev->grants->g : NULL;
@@ -104,7 +104,7 @@ static void deliver(struct tl_scheduler *s, const tl__event *ev) {
     break;
   case TL__EV_TASK_ENDED: {
     void *result = ev->u.task.result;
-    if (result != NULL && (cb->task_ended == NULL || ev->u.task.drop_result)) {
+    if (result != NULL && (cb->task_ended == NULL || ev->drop_result)) {
       if (ev->u.task.result_free != NULL) /* the result is not handed over: give it back */
         ev->u.task.result_free(result);
       result = NULL;
@@ -113,9 +113,9 @@ static void deliver(struct tl_scheduler *s, const tl__event *ev) {
       break;
     tl_task_info info;
     task_info_of(ev, &info);
-    tl_task_end end = {
-        (tl_end_kind)ev->u.task.end_kind, ev->u.task.counts,     event_message(ev), result,
-        ev->u.task.result_size,           ev->u.task.result_free};
+    tl_task_end end = {(tl_end_kind)ev->end_kind, ev->counts,
+                       event_message(ev),         result,
+                       ev->u.task.result_size,    ev->u.task.result_free};
     cb->task_ended(cb->ud, &info, &end);
     break;
   }

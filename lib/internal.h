@@ -459,7 +459,16 @@ enum {
 };
 
 typedef struct tl__event {
-  uint8_t kind;              /* tl__event_kind */
+  uint8_t kind; /* tl__event_kind */
+  /* A task event's small fields, in the 7 bytes beside kind (an event is 112 bytes: every
+   * launch and every end writes one). */
+  uint8_t locality;          /* task events */
+  uint8_t end_kind;          /* task_ended */
+  bool counts;               /* task_ended */
+  bool drop_result;          /* task_ended: free the result with result_free, do not hand it over */
+  bool speculative;          /* task_started, task_ended: a speculative copy */
+  uint16_t host_at;          /* task events: where the host starts in names->text: the id's
+                                length + 1 */
   tl__str *names;            /* executor "id\0host\0", one ref, for task and executor events */
   tl__str *msg;              /* message, one ref, or NULL */
   const char *static_msg;    /* a static message used when msg is NULL, or NULL */
@@ -469,12 +478,6 @@ typedef struct tl__event {
       tl_tid tid;
       tl_taskset_id taskset;
       uint32_t stage_id, stage_attempt, index, attempt;
-      uint8_t locality;
-      uint8_t end_kind; /* task_ended */
-      bool counts;      /* task_ended */
-      bool drop_result; /* task_ended: free the result with result_free, do not hand it over */
-      bool speculative; /* task_started, task_ended: a speculative copy */
-      uint16_t host_at; /* where the host starts in names->text: the id's length + 1 */
       void *payload;
       void *executor_ud; /* the executor's tl_executor_desc.ud */
       void *result;      /* task_ended success: owned by the event until delivered */
@@ -690,12 +693,13 @@ static inline tl__event *tl__event_push(struct tl_scheduler *s, tl__event_kind k
 }
 
 _Static_assert(TL_ID_MAX <= UINT16_MAX, "an id's length + 1 fits tl__event's host_at");
+_Static_assert(sizeof(tl__event) <= 112 || sizeof(void *) != 8, "an event fits 112 bytes");
 
 /* A task event's executor: its names (one ref) and where the host starts in them, so the
  * dispatcher does not measure the id again for every task_started and task_ended. */
 static inline void tl__event_task_names(tl__event *ev, const tl__executor *ex) {
   ev->names = tl__str_ref(ex->names);
-  ev->u.task.host_at = (uint16_t)(ex->hh_by_id.keylen + 1u); /* ids are shorter than TL_ID_MAX */
+  ev->host_at = (uint16_t)(ex->hh_by_id.keylen + 1u); /* ids are shorter than TL_ID_MAX */
   ev->u.task.executor_ud = ex->ud;
 }
 
@@ -721,8 +725,8 @@ static inline void tl__event_task_started(struct tl_scheduler *s, const tl__atte
   ev->u.task.stage_attempt = ts->stage_attempt;
   ev->u.task.index = a->index;
   ev->u.task.attempt = a->attempt;
-  ev->u.task.locality = a->locality;
-  ev->u.task.speculative = a->speculative;
+  ev->locality = a->locality;
+  ev->speculative = a->speculative;
   ev->u.task.payload = ts->payload;
   tl__event_grants(ev, a);
 }

@@ -241,13 +241,18 @@ static size_t pass(struct tl_scheduler *s, round_state *r, tl__taskset *ts, tl_l
   return launched;
 }
 
-/* Whether some slot has cores for one task of cpus cores (with one core: any core left). */
-static bool any_slot_fits(const round_state *r, uint32_t cpus) {
-  if (cpus == 1)
-    return r->left >= 1;
-  for (size_t i = 0; i < r->nslots; i++)
-    if (r->slots[i].cores >= cpus)
+/* Whether some slot could take one task of ts: its cores, its profile and the addresses it
+ * asks for (a slot that cannot is no delay rejection, as in pass). The first such slot ends the
+ * walk, so a round whose first slot fits costs O(1), as one with no core left does. */
+static bool any_slot_fits(const round_state *r, const tl__taskset *ts) {
+  if (r->left < ts->cpus)
+    return false;
+  for (size_t i = 0; i < r->nslots; i++) {
+    const offer_slot *slot = &r->slots[i];
+    if (slot->cores >= ts->cpus && slot->ex->profile == ts->profile &&
+        tl__res_fits(slot->ex, ts->req))
       return true;
+  }
   return false;
 }
 
@@ -276,7 +281,7 @@ static void take_turn(struct tl_scheduler *s, round_state *r, tl__taskset *ts) {
   if (held(s, r, ts)) {
     /* Its passes would launch nothing, and its TL_ANY pass would turn down every slot that
      * fits a task: the rejection is all the turn does. */
-    if (any_slot_fits(r, ts->cpus))
+    if (any_slot_fits(r, ts))
       tl__locality_rejected(ts);
     return;
   }
@@ -482,10 +487,10 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   s->totals.rejected_offers += rejected;
   s->totals.excluded_offers += excluded;
   tl__exclude_after_round(s, used);
-  if (s->nres_tasksets > 0)
-    tl__res_after_round(s);
   for (tl__exclude_abort ab; tl__exclude_take_abort(s, &ab);) /* may release ab.ts */
     tl__taskset_abort(s, ab.ts, TL__FAIL_UNSCHEDULABLE, ab.index, 0, ab.msg, ab.static_msg);
+  if (s->nres_tasksets > 0) /* after the aborts: a zombie waits for nothing */
+    tl__res_after_round(s);
   err = TL_OK;
   goto done;
 

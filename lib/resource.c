@@ -331,8 +331,9 @@ void tl__res_after_round(struct tl_scheduler *s) {
   for (tl__link *l = s->res_tasksets.next; l != &s->res_tasksets; l = l->next) {
     tl__treqs *q = tl__container_of(l, tl__treqs, on_scheduler);
     const tl__taskset *ts = q->ts;
+    /* One that launched in this round is satisfiable without looking (offers.c stamps it). */
     bool waiting = !ts->zombie && ts->npending + ts->nspeculatable > 0 && s->nalive > 0 &&
-                   tl__res_unsatisfiable(s, ts);
+                   ts->offer_round != s->offer_round && tl__res_unsatisfiable(s, ts);
     if (!waiting) {
       timer_stop(s, q);
     } else if (!q->timer) { /* appended: every deadline is now + the same timeout */

@@ -378,10 +378,10 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
   ev->u.task.stage_attempt = ts->stage_attempt;
   ev->u.task.index = a->index;
   ev->u.task.attempt = a->attempt;
-  ev->u.task.locality = a->locality;
+  ev->locality = a->locality;
   ev->u.task.payload = ts->payload;
-  ev->u.task.end_kind = (uint8_t)kind;
-  ev->u.task.speculative = a->speculative;
+  ev->end_kind = (uint8_t)kind;
+  ev->speculative = a->speculative;
   if (a->grants != NULL) { /* given back now; the event takes the attempt's reference */
     tl__res_unbook(a->executor, a->grants);
     ev->grants = a->grants;
@@ -392,7 +392,7 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
     ev->u.task.result = u->result;
     ev->u.task.result_size = u->result_size;
     ev->u.task.result_free = u->result_free;
-    ev->u.task.drop_result = kind != TL_END_SUCCESS && u->result != NULL;
+    ev->drop_result = kind != TL_END_SUCCESS && u->result != NULL;
   }
   if (kind == TL_END_SUCCESS) {
     if (out != NULL) { /* before the index is marked done: the task set is not zombie yet */
@@ -422,7 +422,7 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
     /* Nothing counts in a zombie, for an index already done, or from a copy that lost the race. */
     bool counted =
         counts && !ts->zombie && !(ix->flags & TL__IDX_SUCCESSFUL) && !a->killed_by_other;
-    ev->u.task.counts = counted;
+    ev->counts = counted;
     if (counted && s->cfg.exclude_on_failure) /* before the count, as Spark */
       tl__exclude_task_failed(s, ts, a->executor, a->index, msg, static_msg);
     if (kind == TL_END_FETCH_FAILED) {
@@ -464,10 +464,10 @@ void tl__outputs_resubmit(struct tl_scheduler *s, tl__executor *ex) {
     ev->u.task.stage_attempt = ts->stage_attempt;
     ev->u.task.index = out->index;
     ev->u.task.attempt = out->attempt;
-    ev->u.task.locality = out->locality;
-    ev->u.task.speculative = out->speculative;
+    ev->locality = out->locality;
+    ev->speculative = out->speculative;
     ev->u.task.payload = ts->payload;
-    ev->u.task.end_kind = TL_END_RESUBMITTED;
+    ev->end_kind = TL_END_RESUBMITTED;
     output_free(s, out);
     if (ix->copies_running == 0) { /* a copy may still run (speculation): then it is enough */
       pending_push(s, ts, index);

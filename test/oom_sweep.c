@@ -117,6 +117,28 @@ static void *xcalloc(size_t n, size_t size) {
   return p;
 }
 
+/* An executor's resources as text: each resource's name, addresses, free and used, then the use
+ * of each address; NULL when it declares none (or is unknown). */
+static char *resources_text(tlt_env *e, const char *id) {
+  tl_resource_info r[TL_RESOURCES_MAX];
+  size_t n = 0;
+  if (tl_executor_resources(e->s, id, r, TL_RESOURCES_MAX, &n) != TL_OK || n == 0)
+    return NULL;
+  oom_buf b = {NULL, 0, 0};
+  for (size_t i = 0; i < n && i < TL_RESOURCES_MAX; i++) {
+    buf_printf(&b, "%s: %u addresses, %u free, used %" PRIu64 " [", r[i].name, r[i].addresses,
+               r[i].free, r[i].used);
+    tl_address_info a[16];
+    size_t na = 0;
+    int rc = tl_executor_addresses(e->s, id, (uint32_t)i, a, 16, &na);
+    OOM_ASSERT(rc == TL_OK, "tl_executor_addresses(%s, %zu): %s", id, i, tl_err_name(rc));
+    for (size_t k = 0; k < na && k < 16; k++)
+      buf_printf(&b, " %s=%" PRIu64, a[k].address, a[k].used);
+    buf_printf(&b, " ]; ");
+  }
+  return b.p;
+}
+
 /* A snapshot; with explain, also tl_explain_taskset of every task set (O(attempts)). */
 oom_state *oom_state_take(tlt_env *e, bool explain) {
   oom_state *st = xcalloc(1, sizeof *st);
@@ -134,6 +156,9 @@ oom_state *oom_state_take(tlt_env *e, bool explain) {
   st->set_rc = xcalloc(st->nsets, sizeof *st->set_rc);
   st->set = xcalloc(st->nsets, sizeof *st->set);
   st->set_explain = xcalloc(st->nsets, sizeof *st->set_explain);
+  st->exec_res = xcalloc(st->nexecs, sizeof *st->exec_res);
+  for (size_t i = 0; i < st->nexecs; i++)
+    st->exec_res[i] = resources_text(e, e->execs[i]);
   static char text[256 * 1024];
   for (size_t i = 0; i < st->nsets; i++) {
     st->set_id[i] = e->subs[i].id;
@@ -159,6 +184,9 @@ void oom_state_free(oom_state *st) {
   for (size_t i = 0; i < st->nsets; i++)
     free(st->set_explain[i]);
   free(st->set_explain);
+  for (size_t i = 0; i < st->nexecs; i++)
+    free(st->exec_res[i]);
+  free(st->exec_res);
   free(st);
 }
 
@@ -224,6 +252,10 @@ void oom_state_assert_same(const oom_state *want, const oom_state *got, const ch
     exec_describe(want, i, b, sizeof b);
     OOM_ASSERT(strcmp(got->exec_id[i], want->exec_id[i]) == 0 && exec_same(want, got, i),
                "%s: executor %s is %s, want %s", what, want->exec_id[i], a, b);
+    const char *x = got->exec_res[i] != NULL ? got->exec_res[i] : "";
+    const char *y = want->exec_res[i] != NULL ? want->exec_res[i] : "";
+    OOM_ASSERT(strcmp(x, y) == 0, "%s: executor %s's resources are %.1000s, want %.1000s", what,
+               want->exec_id[i], x, y);
   }
   OOM_ASSERT(got->nsets == want->nsets, "%s: %zu task sets submitted, want %zu", what, got->nsets,
              want->nsets);
@@ -311,6 +343,8 @@ typedef struct oom_ref {
   tl_launch *out;    /* its launches */
   size_t *out_sub;   /* the submission of each launch's payload (freed with its run) */
   size_t nout;
+  tl_grant *grants; /* its grants (tl_resource_offers_grants), in launch order */
+  size_t ngrants;
   uint64_t tick;   /* a tick's answer */
   uint64_t allocs; /* allocations it made */
 } oom_ref;
@@ -338,10 +372,12 @@ tlt_env *oom_fresh(const oom_scenario *sc, oom_ctx *c) {
   c->hooked = 0;
   c->nlog = 0;
   c->nout = 0;
+  c->ngrants = 0;
   c->tick = 0;
   if (sc->build != NULL)
     sc->build(e, c);
   c->nout = 0;
+  c->ngrants = 0;
   /* Every call that reads the clock moves the scheduler's time to the reading, before it can
    * fail, so a failed call may leave the time later than it was (tl_explain_taskset says how
    * far off each deadline is). A heartbeat of an unknown id reads the clock and changes
@@ -393,7 +429,18 @@ static void launches_assert_same(const oom_ctx *c, const oom_ref *ref, const cha
                "%s: launch %zu is tid %" PRIu64 " index %u on %s, want tid %" PRIu64
                " index %u on %s",
                what, i, a->tid, a->index, a->executor_id, b->tid, b->index, b->executor_id);
+    OOM_ASSERT(a->ngrants == b->ngrants, "%s: launch %zu holds %u grants, want %u", what, i,
+               a->ngrants, b->ngrants);
   }
+  OOM_ASSERT(c->ngrants == ref->ngrants, "%s: %zu grants, want %zu", what, c->ngrants,
+             ref->ngrants);
+  for (size_t i = 0; i < ref->ngrants; i++)
+    OOM_ASSERT(c->grants[i].resource == ref->grants[i].resource &&
+                   c->grants[i].address == ref->grants[i].address &&
+                   c->grants[i].share == ref->grants[i].share,
+               "%s: grant %zu is %u/%u/%u, want %u/%u/%u", what, i, c->grants[i].resource,
+               c->grants[i].address, c->grants[i].share, ref->grants[i].resource,
+               ref->grants[i].address, ref->grants[i].share);
 }
 
 /* The journal lines of text but those of calls that failed with TL_ENOMEM (counted in
@@ -518,6 +565,9 @@ static void reference_run(const oom_scenario *sc, oom_ref *ref, oom_ctx *c) {
     ref->out_sub[i] = payload_sub(c->out[i].payload);
     ref->out[i].payload = NULL; /* freed with the run */
   }
+  ref->ngrants = c->ngrants;
+  ref->grants = xcalloc(c->ngrants, sizeof *ref->grants);
+  memcpy(ref->grants, c->grants, c->ngrants * sizeof *ref->grants);
   ref->tick = c->tick;
   if (getenv("TLT_OOM_VERBOSE") != NULL)
     fprintf(stderr, "%s: %" PRIu64 " allocations\n%s", what, ref->allocs, ref->events);
@@ -531,6 +581,7 @@ static void ref_free(oom_ref *ref) {
   free(ref->journal);
   free(ref->out);
   free(ref->out_sub);
+  free(ref->grants);
 }
 
 /* The journal of a call that ran out of memory: no line if its own line could not be

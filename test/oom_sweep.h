@@ -50,6 +50,8 @@ typedef struct oom_state {
   int *set_rc; /* tl_taskset_get's answer */
   tl_taskset_status *set;
   char **set_explain; /* tl_explain_taskset's text (attempt states and all), or NULL */
+  char **exec_res;    /* each executor's resources (tl_executor_resources and the use of each
+                         address, tl_executor_addresses), as text; NULL when it has none */
 } oom_state;
 
 oom_state *oom_state_take(tlt_env *e, bool explain);
@@ -79,6 +81,9 @@ typedef struct oom_ctx {
   size_t nlog;
   tl_launch out[OOM_LOG_MAX]; /* the launches of the last offer round (0 after the builder) */
   size_t nout;
+  tl_grant grants[OOM_LOG_MAX]; /* that round's grants (tl_resource_offers_grants), out[i].grants
+                                   pointing here; ngrants 0 after a plain tl_resource_offers */
+  size_t ngrants;
   uint64_t tick;           /* tl_tick's answer, for OOM_TICK calls */
   unsigned flags;          /* the scenario's OOM_* */
   uint64_t inner_failures; /* re-entrant calls that ran out of memory (see reenter, test_oom.c) */

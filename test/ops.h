@@ -102,6 +102,15 @@ typedef struct tlo_op {
 #define TLO_EXCLUDE_BYTES 2
 #define TLO_EXCLUDE_MARK 0xc0
 
+/* Optionally, after the header and the exclusion bytes: two bytes, the first in
+ * [TLO_RESOURCE_MARK, TLO_EXCLUDE_MARK) (no generated operation starts so, and no operation of
+ * the stored corpus), that turn resources on (ops_resource.c): executors declare "gpu" and
+ * "fpga" addresses and a profile, task sets ask for whole addresses or shares and a profile,
+ * offer rounds go through tl_resource_offers_grants or tl_resource_offers, all drawn from these
+ * bytes. Programs without them run as before resources existed. */
+#define TLO_RESOURCE_BYTES 2
+#define TLO_RESOURCE_MARK 0xa0
+
 typedef struct tlo_options {
   int verbose; /* 0 quiet; 1 one line per operation; 2 and every event */
   FILE *trace; /* where the trace goes; NULL = stdout */
@@ -137,6 +146,20 @@ enum {
   TLO_XF_ABORT_NOW,       /* unschedulable task sets aborted at once (every executor busy) */
   TLO_XF_ABORT_TICK,      /* unschedulable task sets aborted by tl_tick */
   TLO_XF_N
+};
+
+/* Resource features a run reached (tlo_outcome.resources). */
+enum {
+  TLO_RF_EXECUTORS,   /* executors registered with resources */
+  TLO_RF_REQUESTS,    /* task sets submitted with requests */
+  TLO_RF_LAUNCHES,    /* launches that hold addresses */
+  TLO_RF_SHARED,      /* of which of a share */
+  TLO_RF_GRANT_CALLS, /* rounds made through tl_resource_offers_grants */
+  TLO_RF_GCAP_STOPS,  /* rounds cut short by the grants array */
+  TLO_RF_NO_FIT,      /* slots passed over for their profile or addresses */
+  TLO_RF_BARRIERS,    /* barrier task sets with requests launched whole */
+  TLO_RF_REFUSED,     /* malformed declarations and requests refused (TL_ERESOURCE) */
+  TLO_RF_N
 };
 
 /* What a run did, and the first disagreement if any. */
@@ -186,9 +209,12 @@ typedef struct tlo_outcome {
   uint64_t reconcile_adopted; /* attempts reconciliations with items adopted */
   uint64_t reracks;           /* reconciled onto the rack another executor gave their host */
   uint64_t recovery_timeouts; /* restored executors tl_tick lost to recovery_timeout_ns */
-  char message[4096];         /* the disagreement, with the operation that showed it */
-  bool has_final;             /* the run reached tl_scheduler_free: */
-  tl_stats final;             /* tl_stats just before it */
+  /* Resources (TLO_RF_*); all 0 without the resource bytes. */
+  bool resources;
+  uint64_t resource_features[TLO_RF_N];
+  char message[4096]; /* the disagreement, with the operation that showed it */
+  bool has_final;     /* the run reached tl_scheduler_free: */
+  tl_stats final;     /* tl_stats just before it */
 } tlo_outcome;
 
 /* Runs a generated program: seed picks the configuration and, step by step from the model's

@@ -64,6 +64,13 @@ static void cmp_task(tlo_run *r, const mevent *e, const tl_task_info *t) {
     tlo_fail(r, "task.executor_ud is not the ud %s was registered with", e->ex->id);
   if (t->payload != (ts->lost_payload ? NULL : ts))
     tlo_fail(r, "task.payload is not its task set's%s", ts->lost_payload ? " (NULL)" : "");
+  /* The addresses it holds: its own, as booked at launch, while the event's attempt ends;
+   * none for a success whose output is lost long after it ended (RESUBMITTED). */
+  static const matt none; /* ngr 0 */
+  if (e->tid >= 1 && e->tid <= r->natt)
+    tlo_res_cmp_grants(r, "task", t->grants, t->ngrants,
+                       e->type == EV_ENDED && e->kind == TL_END_RESUBMITTED ? &none
+                                                                            : &r->att[e->tid - 1]);
 }
 
 void tlo_cb_task_started(void *ud, const tl_task_info *t) {
@@ -750,6 +757,10 @@ static void apply(tlo_run *r, const tlo_op *op) {
     break;
   }
   case TLO_SNAPSHOT:
+    if (r->resources) { /* the image does not carry resources yet: no failover in such runs */
+      snprintf(r->desc, sizeof r->desc, "snapshot (none: resources)");
+      break;
+    }
     tlo_do_snapshot_restore(r, op);
     break;
   case TLO_RECONCILE: {

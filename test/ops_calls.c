@@ -38,9 +38,13 @@ void tlo_do_add(tlo_run *r, mexec *x, unsigned slot, bool fresh, unsigned host, 
   static const int canonical[NHOSTS] = {0, 1, 0, -1};
   int rk = rackc == 0 ? canonical[host] : rackc == 1 ? 0 : rackc == 2 ? 1 : rackc == 3 ? -1 : -2;
   const char *rack = rk == -2 ? "" : rk < 0 ? NULL : rack_names[rk];
+  mdecl decl = tlo_res_draw_decl(r); /* its resources and profile (none without resources) */
   int want;
   if (cores == 0 || rk == -2) {
     want = TL_EINVAL;
+  } else if (decl.bad) {
+    want = TL_ERESOURCE; /* before the clock is read */
+    r->f_res[TLO_RF_REFUSED]++;
   } else {
     tlo_clock_read(r);
     if (x->state == MX_REMOVED)
@@ -65,6 +69,9 @@ void tlo_do_add(tlo_run *r, mexec *x, unsigned slot, bool fresh, unsigned host, 
     x->pend_timed = false;
     x->rec_timed = false;
     x->rack = rk;
+    x->decl = decl;
+    memset(x->used, 0, sizeof x->used);
+    r->f_res[TLO_RF_EXECUTORS] += decl.nres > 0;
     x->reg_seq = ++r->seq;
     r->host_live[host]++;
     r->host_rack[host] = rk;
@@ -74,14 +81,26 @@ void tlo_do_add(tlo_run *r, mexec *x, unsigned slot, bool fresh, unsigned host, 
     tlo_clear_deadlines(r, TLO_XF_CLEARED_ADD); /* a task set may run there */
   }
   char d[160];
-  snprintf(d, sizeof d, "add %s host=%s rack=%s cores=%u", x->id, tlo_host_names[host],
-           rack == NULL ? "(none)"
-           : rack[0]    ? rack
-                        : "\"\"",
-           cores);
+  int w = snprintf(d, sizeof d, "add %s host=%s rack=%s cores=%u", x->id, tlo_host_names[host],
+                   rack == NULL ? "(none)"
+                   : rack[0]    ? rack
+                                : "\"\"",
+                   cores);
+  tl_resource res[NRKINDS];
+  size_t nres = tlo_res_decl_desc(&decl, res);
+  for (size_t i = 0; i < nres && w > 0 && (size_t)w < sizeof d; i++)
+    w += snprintf(d + w, sizeof d - (size_t)w, " %s=%u", res[i].name, res[i].naddresses);
+  if (decl.profile != 0 && w > 0 && (size_t)w < sizeof d)
+    snprintf(d + w, sizeof d - (size_t)w, " profile=%u", decl.profile);
   /* Its ud is its record: launches and callbacks must hand back this one. */
-  tl_executor_desc desc = {
-      .id = x->id, .host = tlo_host_names[host], .rack = rack, .cores = cores, .ud = x};
+  tl_executor_desc desc = {.id = x->id,
+                           .host = tlo_host_names[host],
+                           .rack = rack,
+                           .cores = cores,
+                           .ud = x,
+                           .profile = decl.profile,
+                           .resources = nres > 0 ? res : NULL,
+                           .nresources = (uint32_t)nres};
   tlo_note_call(r, d);
   int rc = tl_executor_add(r->s, &desc);
   tlo_expect_rc(r, d, rc, want);
@@ -155,11 +174,15 @@ void tlo_do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio, u
   if (r->nts == MAXTS)
     return; /* the model's table is full: the operation does nothing */
   uint32_t sattempt = attempt_sel < 0 ? r->stage_next[stage] : (uint32_t)attempt_sel;
+  mreq req = tlo_res_draw_req(r); /* what each task asks for (nothing without resources) */
   const char *pname = tlo_pool_names[pool];
   unsigned in_pool = POOL_DEFAULT; /* TL_FIFO ignores the pool's name, as Spark does */
   int want = TL_OK;
   if (ntasks == 0 || (pname != NULL && !pool_name_valid(pname)) || (prefs != NULL && prefs->bad)) {
     want = TL_EINVAL;
+  } else if (req.bad) {
+    want = TL_ERESOURCE;
+    r->f_res[TLO_RF_REFUSED]++;
   } else {
     if (r->cfg.mode == TL_FAIR && pname != NULL) {
       in_pool = pool;
@@ -185,6 +208,8 @@ void tlo_do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio, u
     t->shuffle = shuffle;
     t->barrier = barrier;
     t->may_spec = r->cfg.speculation && !barrier;
+    t->req = req;
+    r->f_res[TLO_RF_REQUESTS] += req.nreq > 0;
     for (uint32_t i = ntasks; i-- > 0;)
       tlo_pend_push(t, i);
     for (uint32_t i = 0; prefs != NULL && i < ntasks; i++) {
@@ -218,6 +243,12 @@ void tlo_do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio, u
   tl_location locs[MAXTASKS][MAXPREFS];
   tl_task_desc tasks[MAXTASKS];
   int w = (int)strlen(d);
+  tl_resource_request rq[NRKINDS];
+  size_t nrq = tlo_res_req_desc(&req, rq);
+  for (size_t i = 0; i < nrq && w > 0 && (size_t)w < sizeof d; i++)
+    w += snprintf(d + w, sizeof d - (size_t)w, " %s=%u/%u", rq[i].name, rq[i].amount, rq[i].share);
+  if (req.profile != 0 && w > 0 && (size_t)w < sizeof d)
+    w += snprintf(d + w, sizeof d - (size_t)w, " profile=%u", req.profile);
   for (uint32_t i = 0; prefs != NULL && i < ntasks && i < MAXTASKS; i++) {
     tasks[i].prefs = prefs->n[i] > 0 ? locs[i] : NULL;
     tasks[i].nprefs = prefs->n[i];
@@ -243,7 +274,10 @@ void tlo_do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio, u
                           .shuffle_map = shuffle,
                           .barrier = barrier,
                           .pool = pname,
-                          .tasks = prefs != NULL ? tasks : NULL};
+                          .tasks = prefs != NULL ? tasks : NULL,
+                          .profile = req.profile,
+                          .resources = nrq > 0 ? rq : NULL,
+                          .nresources = (uint32_t)nrq};
   tl_taskset_id id = 0;
   tlo_note_call(r, d);
   int rc = tl_submit(r->s, &desc, &id);

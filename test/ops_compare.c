@@ -292,6 +292,7 @@ void tlo_compare_all(tlo_run *r, bool top) {
   for (uint32_t k = 0; k < r->nts; k++) {
     xsets += !r->ts[k].released && r->ts[k].nxf > 0;
     xwaiting += !r->ts[k].released && r->ts[k].xdl;
+    xwaiting += !r->ts[k].released && r->ts[k].res_wait; /* resources' own wait */
   }
   CMP(r, "stats.executors_excluded", st.executors_excluded, xexecs);
   CMP(r, "stats.nodes_excluded", st.nodes_excluded, xnodes);
@@ -302,6 +303,8 @@ void tlo_compare_all(tlo_run *r, bool top) {
       r->unsched_aborted);
   if (!top)
     return;
+  if (r->resources)
+    tlo_res_compare(r);
   for (unsigned s = 0; s < NSLOTS && !r->failed; s++)
     for (uint32_t g = 0; g < r->ngen[s] && !r->failed; g++)
       if (r->ex[s][g].state != MX_NONE || !r->ex[s][g].none_checked)

@@ -191,7 +191,8 @@ void tlo_gen_op(tlo_run *r, tlo_op *op) {
     /* Restored executors reconcile soon, mostly: the rest time out or are lost. */
     if (base[i].kind == TLO_RECONCILE && recovering > 0)
       weights[i] = 6 + 2 * recovering;
-    if (r->opt.no_failover && (base[i].kind == TLO_SNAPSHOT || base[i].kind == TLO_RECONCILE))
+    if ((r->opt.no_failover || r->resources) &&
+        (base[i].kind == TLO_SNAPSHOT || base[i].kind == TLO_RECONCILE))
       weights[i] = 0;
     total += weights[i];
   }

@@ -20,7 +20,9 @@
  * ops_locality.c (locality, and tl_tick's answer), ops_compare.c (the library against the
  * model), ops_calls.c and ops_offer.c (the calls; single and batched status updates share one
  * prediction), ops_apply.c (the callbacks, and resolving and applying an operation),
- * ops_codec.c, ops_gen.c (the generator) and ops_run.c (a run).
+ * ops_codec.c, ops_gen.c (the generator), ops_run.c (a run) and ops_resource.c (resources:
+ * declarations and requests drawn from the resource bytes, fitting and booking addresses, and
+ * the library's books compared with the model's after every top-level operation).
  * The functions and tables they share are named tlo_; every other function is static to its
  * file.
  */
@@ -53,6 +55,32 @@
 /* ---------------------------------------------------------------------------------------------
  * The model.
  * ------------------------------------------------------------------------------------------- */
+
+/* Resources (docs/api.md "Resources"), in runs with the resource bytes (TLO_RESOURCE_MARK):
+ * two names, "gpu" (up to MAXADDR addresses) and "fpga" (one), and profiles 0 and 1. */
+#define NRKINDS 2 /* resource names: 0 "gpu", 1 "fpga" */
+#define MAXADDR 4 /* addresses of one resource an executor may declare */
+#define MAXGR 3   /* grants one task may hold: gpu x2 and fpga x1 */
+
+/* What an executor declares: its profile, and its resources in declaration order. */
+typedef struct mdecl {
+  uint32_t profile;
+  uint8_t nres;           /* 0 .. NRKINDS */
+  uint8_t kind[NRKINDS];  /* resource i's name (0 gpu, 1 fpga) */
+  uint8_t naddr[NRKINDS]; /* and its addresses: "0" .. */
+  uint8_t bad;            /* 0; 1-4 a malformed declaration instead (TL_ERESOURCE) */
+} mdecl;
+
+/* What each task of a task set asks for: its profile, and its requests in order. */
+typedef struct mreq {
+  uint32_t profile;
+  uint8_t nreq;
+  uint8_t kind[NRKINDS];   /* request i's name */
+  uint8_t amount[NRKINDS]; /* whole addresses (1 with a share) */
+  uint8_t share[NRKINDS];  /* 1 whole; k: 1/k of one address */
+  uint8_t ngrants;         /* the amounts summed: grants per task */
+  uint8_t bad;             /* 0; 1-5 a malformed request instead (TL_ERESOURCE) */
+} mreq;
 
 /* MX_RECOVERING: restored from a snapshot while ALIVE or DECOMMISSIONING (was_decom says which)
  * and not yet reconciled: its attempts frozen, off its host, as in a pending loss. */
@@ -90,6 +118,9 @@ typedef struct mexec {
   uint64_t tomb_when;     /* removal time (REMOVED) */
   uint64_t tomb_seq;      /* its place among the tombstones */
   bool none_checked;      /* MX_NONE, and tl_executor_get has said TL_ENOENT since */
+  mdecl decl;             /* its resources and profile as registered */
+  uint64_t used[NRKINDS][MAXADDR]; /* per declared resource and address: TL_SHARE_UNITs held
+                                      by its attempts not ended (frozen ones included) */
   /* Application-level exclusion, by id (it outlives the executor's loss). */
   uint64_t *appf;          /* expiries of its application-level failures (dropped at its loss) */
   uint32_t nappf, appfcap; /* their number; room */
@@ -167,6 +198,8 @@ typedef struct mts {
   uint64_t xdl_seq;    /* the order deadlines were set in */
   uint32_t xdl_task;   /* the index it names */
   uint64_t xseq;       /* the order of task sets' first counted failures */
+  mreq req;            /* its resource requests and profile (resources runs) */
+  bool res_wait;       /* no ALIVE executor could run it at the last offer round's end */
 } mts;
 
 /* A pool (tlo_pool_names[k] is its name). */
@@ -201,6 +234,8 @@ typedef struct matt {
   tl_tid sibling;       /* the other copy of its index in flight, 0 none */
   uint64_t launched_at; /* the scheduler's time at launch */
   uint8_t loc;          /* the tl_locality it was launched at */
+  uint8_t ngr;          /* the addresses it holds (booked at launch, given back at its end) */
+  tl_grant gr[MAXGR];
 } matt;
 
 /* The callbacks, as the expected-event queue names them. */
@@ -351,6 +386,15 @@ typedef struct tlo_run {
 
   uint64_t rng;   /* the generator's splitmix64 state */
   size_t enc_len; /* bytes of the program encoded so far */
+
+  /* Resources (ops_resource.c): on with the resource bytes after the header. */
+  bool resources;           /* executors declare, task sets ask, offers book addresses */
+  bool res_profiles;        /* profile 1 is used too */
+  uint64_t rsrc_seed;       /* chooses declarations and requests (the resource bytes) */
+  uint64_t res_adds;        /* tl_executor_add calls made (each draws its declaration) */
+  uint64_t res_submits;     /* tl_submit calls made (each draws its requests) */
+  uint64_t res_rounds;      /* offer rounds made (each draws its call and grants array) */
+  uint64_t f_res[TLO_RF_N]; /* resource features reached */
 } tlo_run;
 
 /* How an attempt ends, as the caller decided it. */
@@ -584,6 +628,20 @@ void tlo_dispatch_all(tlo_run *r);
 const tl_callbacks *tlo_callbacks(tlo_run *r);
 /* A tl_snapshot writer that keeps nothing. */
 int tlo_discard_image(void *ud, const void *buf, size_t n);
+
+/* ops_resource.c: resources. */
+void tlo_res_config(tlo_run *r, const uint8_t ext[TLO_RESOURCE_BYTES]);
+mdecl tlo_res_draw_decl(tlo_run *r);
+mreq tlo_res_draw_req(tlo_run *r);
+void tlo_res_round(tlo_run *r, bool *with_grants, size_t *gcap);
+size_t tlo_res_decl_desc(const mdecl *d, tl_resource out[NRKINDS]);
+size_t tlo_res_req_desc(const mreq *q, tl_resource_request out[NRKINDS]);
+uint32_t tlo_res_fit_count(const mexec *x, const mts *t, uint32_t limit);
+bool tlo_res_fits(const mexec *x, const mts *t);
+void tlo_res_grant(tlo_run *r, mexec *x, const mts *t, matt *a);
+void tlo_res_unbook(tlo_run *r, matt *a);
+void tlo_res_compare(tlo_run *r);
+void tlo_res_cmp_grants(tlo_run *r, const char *what, const tl_grant *g, uint32_t n, const matt *a);
 
 /* ops_codec.c: the program's bytes. */
 void tlo_emit(tlo_run *r, const uint8_t *bytes, size_t n);

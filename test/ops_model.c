@@ -440,6 +440,7 @@ void tlo_attempt_ended(tlo_run *r, tl_tid tid, const mend *m) {
   t->nrunning--;
   ix->copies--;
   a->live = false;
+  tlo_res_unbook(r, a); /* its addresses go back with it, on every path an attempt ends by */
   inflight_remove(r, tid);
   tl_tid sib = a->sibling; /* the other copy of the index, still in flight */
   if (sib != 0) {

@@ -173,6 +173,42 @@ static void after_round(tlo_run *r, size_t launched, const uint32_t *order, size
   }
 }
 
+/* After a round, resources' unsatisfiable rule: a task set with requests and work to launch
+ * that no ALIVE executor could ever run (its profile, its cores, each request within what the
+ * executor declares) waits, while some executor is ALIVE (runs with resources make the wait
+ * endless, so only tasksets_unschedulable shows it); any other stops waiting. */
+static void res_after_round(tlo_run *r) {
+  size_t nalive = 0;
+  for (unsigned s = 0; s < NSLOTS; s++)
+    for (uint32_t g = 0; g < r->ngen[s]; g++)
+      nalive += r->ex[s][g].state == MX_ALIVE;
+  for (uint32_t k = 0; k < r->nts; k++) {
+    mts *t = &r->ts[k];
+    if (t->released || t->req.nreq == 0)
+      continue;
+    bool waiting = !t->zombie && t->npend + t->nspecs > 0 && nalive > 0;
+    for (unsigned s = 0; s < NSLOTS && waiting; s++)
+      for (uint32_t g = 0; g < r->ngen[s] && waiting; g++) {
+        const mexec *x = &r->ex[s][g];
+        if (x->state != MX_ALIVE || x->decl.profile != t->req.profile || x->cores < t->cpus)
+          continue;
+        bool could = true;
+        for (uint8_t i = 0; i < t->req.nreq && could; i++) {
+          bool has = false;
+          for (uint8_t j = 0; j < x->decl.nres; j++)
+            has =
+                has || (x->decl.kind[j] == t->req.kind[i] && x->decl.naddr[j] >= t->req.amount[i]);
+          could = has;
+        }
+        waiting = !could;
+      }
+    if (t->res_wait != waiting)
+      tlo_trace(r, 2, "  task set %" PRIu64 " %s for resources", t->id,
+                waiting ? "waits" : "no longer waits");
+    t->res_wait = waiting;
+  }
+}
+
 /* One offer round. bad: one more offer with an empty id (TL_EINVAL). */
 void tlo_do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, size_t cap, bool bad) {
   tl_offer *offers = tlo_xrealloc(NULL, (n + 1) * sizeof *offers);
@@ -189,6 +225,13 @@ void tlo_do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, size_
   int want = bad ? TL_EINVAL : TL_OK;
   tl_tid first = (tl_tid)r->natt + 1;
   size_t npred = 0;
+  /* With resources, some rounds go through tl_resource_offers_grants, a few with a small
+   * grants array. */
+  bool with_grants = false;
+  size_t gcap = 0;
+  if (r->resources)
+    tlo_res_round(r, &with_grants, &gcap);
+  uint64_t gleft = with_grants ? gcap : UINT64_MAX;
   if (want == TL_OK) {
     tlo_clock_read(r);
     /* Usable offers: ALIVE executors, capped by the ledger's free cores. */
@@ -296,9 +339,12 @@ void tlo_do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, size_
       if (t->barrier) { /* all of its tasks in this round, or none */
         uint64_t fit = 0;
         for (size_t i = 0; i < nslots; i++)
-          fit += slot_cores[i] / t->cpus;
+          if (slot_ex[i]->decl.profile == t->req.profile) /* and the addresses they need */
+            fit += tlo_res_fit_count(slot_ex[i], t, slot_cores[i] / t->cpus);
         if (t->npend != t->ntasks || most - npred < t->npend || fit < t->npend)
           continue;
+        if (t->req.nreq > 0 && gleft < (uint64_t)t->npend * t->req.ngrants)
+          continue; /* its grants would not fit the caller's array */
       }
       /* Its turn: a pass per valid level, most local first (a task set without preferences
        * has TL_NO_PREF only), repeated while a pass launches something; one task per slot per
@@ -315,6 +361,17 @@ void tlo_do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, size_
             mexec *x = slot_ex[i];
             if (slot_cores[i] < t->cpus)
               continue;
+            /* Another profile's executor, or not the addresses a task needs: no task, and no
+             * delay-scheduling reject. */
+            if (!tlo_res_fits(x, t)) {
+              r->f_res[TLO_RF_NO_FIT]++;
+              continue;
+            }
+            if (t->req.nreq > 0 && gleft < t->req.ngrants) { /* the grants array is full: the */
+              most = npred;                                  /* round ends as at cap */
+              r->f_res[TLO_RF_GCAP_STOPS]++;
+              break;
+            }
             /* Excluded for the whole task set: no task, and no delay-scheduling reject (Spark's
              * resourceOffer with offerExcluded). */
             if (tlo_offer_blocked(r, t, x)) {
@@ -372,6 +429,10 @@ void tlo_do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, size_
               level = best_l;
             }
             tlo_launch(r, k, (uint32_t)index, x, spec, level);
+            tlo_res_grant(r, x, t, &r->att[r->natt - 1]);
+            if (t->req.nreq > 0)
+              gleft -= t->req.ngrants;
+            r->f_res[TLO_RF_BARRIERS] += t->barrier && t->req.nreq > 0 && t->npend == 0 && !spec;
             if (level < best)
               best = level;
             r->f_spec_launches += spec;
@@ -406,26 +467,53 @@ void tlo_do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, size_
     free(slot_ex);
     free(slot_cores);
     after_round(r, npred, order, norder);
+    res_after_round(r); /* after exclusion's aborts, as the library does them */
   }
   char d[200];
   int w = snprintf(d, sizeof d, "offer cap=%zu", cap);
   for (size_t i = 0; i < noffers && w > 0 && (size_t)w < sizeof d; i++)
     w += snprintf(d + w, sizeof d - (size_t)w, " %s:%u",
                   offers[i].executor_id[0] ? offers[i].executor_id : "\"\"", offers[i].cores);
+  if (with_grants && w > 0 && (size_t)w < sizeof d)
+    snprintf(d + w, sizeof d - (size_t)w, " grants=%zu", gcap);
   tl_launch out[MAXCAP];
-  size_t nout = 99;
+  tl_grant gr[MAXCAP * MAXGR + 1];
+  size_t nout = 99, ngr = 99;
   tlo_note_call(r, d);
-  int rc = tl_resource_offers(r->s, offers, noffers, out, cap, &nout);
+  int rc = with_grants
+               ? tl_resource_offers_grants(r->s, offers, noffers, out, cap, &nout, gr, gcap, &ngr)
+               : tl_resource_offers(r->s, offers, noffers, out, cap, &nout);
   free(offers);
   tlo_expect_rc(r, d, rc, want);
   if (rc != TL_OK) {
-    if (nout != 0)
-      tlo_fail(r, "tl_resource_offers failed with *nout %zu, not 0", nout);
+    if (nout != 0 || (with_grants && ngr != 0))
+      tlo_fail(r, "tl_resource_offers failed with *nout %zu (*ngrants %zu), not 0", nout, ngr);
     return;
   }
   if (nout != npred) {
     tlo_fail(r, "tl_resource_offers launched %zu, the model says %zu", nout, npred);
     return;
+  }
+  size_t gat = 0; /* each launch's grants follow the previous one's in the caller's array */
+  for (size_t k = 0; k < nout && !r->failed; k++) {
+    const matt *a = &r->att[first + k - 1];
+    char what[40];
+    snprintf(what, sizeof what, "launch %zu", k);
+    if (with_grants) {
+      if (a->ngr > 0 && out[k].grants != gr + gat)
+        tlo_fail(r, "launch %zu's grants are not at %zu of the caller's array", k, gat);
+      tlo_res_cmp_grants(r, what, out[k].grants, out[k].ngrants, a);
+      gat += a->ngr;
+    } else {
+      if (out[k].grants != NULL)
+        tlo_fail(r, "launch %zu of tl_resource_offers points at grants", k);
+      CMP_OF(r, "launch", what, "ngrants", out[k].ngrants, a->ngr);
+    }
+  }
+  if (with_grants) {
+    r->f_res[TLO_RF_GRANT_CALLS]++;
+    if (ngr != gat)
+      tlo_fail(r, "tl_resource_offers_grants wrote %zu grants, its launches hold %zu", ngr, gat);
   }
   for (size_t k = 0; k < nout && !r->failed; k++) {
     const matt *a = &r->att[first + k - 1];

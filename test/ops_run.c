@@ -43,7 +43,7 @@ static void exclusion_config(tlo_run *r, const uint8_t ext[TLO_EXCLUDE_BYTES]) {
 }
 
 static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *ext,
-                        const tlo_options *opt) {
+                        const uint8_t *rext, const tlo_options *opt) {
   if (tlo_long_message[0] == '\0') {
     memset(tlo_long_message, 'x', LONG_MESSAGE);
     tlo_long_message[LONG_MESSAGE] = '\0';
@@ -127,6 +127,8 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *e
   r->wait_ns[TL_RACK_LOCAL] = wv[3] == inherit ? wv[0] : wv[3];
   if (ext != NULL)
     exclusion_config(r, ext);
+  if (rext != NULL)
+    tlo_res_config(r, rext);
   r->cfg.delivery = r->deferred ? TL_DELIVER_DEFERRED : TL_DELIVER_INLINE;
   r->cfg.clock = run_clock;
   r->cfg.clock_ud = r;
@@ -182,9 +184,14 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *e
               r->cfg.exclude_app_max_failed_tasks_per_executor,
               r->cfg.exclude_app_max_failed_executors_per_node, r->cfg.exclude_timeout_ns,
               r->cfg.unschedulable_timeout_ns);
+  if (rext != NULL)
+    tlo_trace(r, 1, "resources: profiles=%s seed=%" PRIu64, r->res_profiles ? "0,1" : "0",
+              r->rsrc_seed);
   tlo_emit(r, header, TLO_HEADER_BYTES);
   if (ext != NULL)
     tlo_emit(r, ext, TLO_EXCLUDE_BYTES);
+  if (rext != NULL)
+    tlo_emit(r, rext, TLO_RESOURCE_BYTES);
   return r;
 }
 
@@ -340,6 +347,8 @@ static void run_end(tlo_run *r, size_t nops, tlo_outcome *out) {
   out->reconcile_unknown = r->reconcile_unknown;
   out->reconcile_adopted = r->reconcile_adopted;
   out->recovery_timeouts = r->recovery_timeouts;
+  out->resources = r->resources;
+  memcpy(out->resource_features, r->f_res, sizeof out->resource_features);
   snprintf(out->message, sizeof out->message, "%s", r->failed ? r->why : "ok");
   out->has_final = r->has_final && !r->failed;
   out->final = r->final;
@@ -386,7 +395,13 @@ static void run_seed(uint64_t seed, size_t nops, const tlo_options *opt, tlo_out
    * others are what they were before exclusion existed). */
   uint8_t ext[TLO_EXCLUDE_BYTES] = {(uint8_t)(TLO_EXCLUDE_MARK | ((h >> 40) & 0x3f)),
                                     (uint8_t)(h >> 48)};
-  tlo_run *r = run_new(header, (h >> 32) % 5 < 2 ? ext : NULL, opt);
+  /* Two seeds in five run with resources, chosen from the seed alone (the others' programs are
+   * what they were before resources existed). */
+  uint64_t hr = seed ^ UINT64_C(0x7265736f75726365);
+  hr = tlo_splitmix64(&hr);
+  uint8_t rext[TLO_RESOURCE_BYTES] = {(uint8_t)(TLO_RESOURCE_MARK | ((hr >> 8) & 0x1f)),
+                                      (uint8_t)(hr >> 16)};
+  tlo_run *r = run_new(header, (h >> 32) % 5 < 2 ? ext : NULL, hr % 5 < 2 ? rext : NULL, opt);
   r->rng = rng;
   size_t i = 0;
   for (; i < nops && !r->failed; i++) {
@@ -413,7 +428,13 @@ void tlo_run_bytes(const uint8_t *data, size_t size, const tlo_options *opt, tlo
     ext = data + at;
     at += TLO_EXCLUDE_BYTES;
   }
-  tlo_run *r = run_new(header, ext, opt);
+  const uint8_t *rext = NULL;
+  if (size >= at + TLO_RESOURCE_BYTES && data[at] >= TLO_RESOURCE_MARK &&
+      data[at] < TLO_EXCLUDE_MARK) {
+    rext = data + at;
+    at += TLO_RESOURCE_BYTES;
+  }
+  tlo_run *r = run_new(header, ext, rext, opt);
   size_t i = 0;
   while (i < TLO_MAX_OPS && !r->failed) {
     tlo_op op;

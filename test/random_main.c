@@ -70,6 +70,8 @@ static void add_features(tlo_outcome *sum, const tlo_outcome *o) {
   sum->wait_revives += o->wait_revives;
   for (int f = 0; f < TLO_XF_N; f++)
     sum->exclusion[f] += o->exclusion[f];
+  for (int f = 0; f < TLO_RF_N; f++)
+    sum->resource_features[f] += o->resource_features[f];
   sum->restores += o->restores;
   sum->restore_refusals += o->restore_refusals;
   sum->snapshot_errors += o->snapshot_errors;
@@ -118,6 +120,14 @@ static void print_features(const tlo_outcome *o) {
          x[TLO_XF_APP_EXEC], x[TLO_XF_APP_NODE], x[TLO_XF_EXPIRED], x[TLO_XF_EXCLUDED_OFFERS],
          x[TLO_XF_DEADLINES], x[TLO_XF_CLEARED_LAUNCH], x[TLO_XF_CLEARED_ADD], x[TLO_XF_ABORT_NOW],
          x[TLO_XF_ABORT_TICK]);
+  const uint64_t *rf = o->resource_features;
+  printf("  resources: executors declaring %" PRIu64 ", task sets asking %" PRIu64
+         ", launches holding addresses %" PRIu64 " (of a share %" PRIu64
+         "), rounds with grants %" PRIu64 " (cut by the array %" PRIu64
+         "), slots passed over %" PRIu64 ", barriers launched %" PRIu64 ", refused %" PRIu64 "\n",
+         rf[TLO_RF_EXECUTORS], rf[TLO_RF_REQUESTS], rf[TLO_RF_LAUNCHES], rf[TLO_RF_SHARED],
+         rf[TLO_RF_GRANT_CALLS], rf[TLO_RF_GCAP_STOPS], rf[TLO_RF_NO_FIT], rf[TLO_RF_BARRIERS],
+         rf[TLO_RF_REFUSED]);
 }
 
 /* Runs one byte program from a file. */

@@ -30,6 +30,7 @@ static int submit(tlt_env *e, uint32_t stage, uint32_t attempt, uint32_t priorit
 static int offers(tlt_env *e, oom_ctx *c, const tl_offer *o, size_t n, size_t cap) {
   OOM_ASSERT(cap <= OOM_LOG_MAX, "cap %zu", cap);
   c->nout = SIZE_MAX;
+  c->ngrants = 0;
   int rc = tl_resource_offers(e->s, o, n, c->out, cap, &c->nout);
   if (rc != TL_OK) {
     OOM_ASSERT(c->nout == 0, "failed offer round reports %zu launches", c->nout);
@@ -3552,6 +3553,262 @@ START_TEST(oom_reconcile_after_restore) {
 }
 END_TEST
 
+/* ---------------------------------------------------------------------------------------------
+ * Resources (docs/api.md "Resources"): a scripted run of GPU executors of two profiles (one with
+ * a second resource), whole and shared requests, a barrier task set of profile 1, offer rounds
+ * through tl_resource_offers_grants, a two-phase loss whose frozen attempts keep their grants
+ * until the second phase, a kill, a decommission and cancels; every call swept as the whole
+ * run's are, the resources' books (tl_executor_resources, tl_executor_addresses) and each
+ * round's grants compared with the reference's, the scheduler drained to empty after each.
+ * ------------------------------------------------------------------------------------------- */
+
+static const char *const res_gpus[] = {"0", "1", "2", "3"};
+static const char *const res_fpgas[] = {"f0"};
+
+static int add_res_exec(tlt_env *e, const char *id, const char *host, uint32_t cores,
+                        uint32_t ngpus, bool fpga, uint32_t profile) {
+  tl_resource r[2] = {{.name = "gpu", .addresses = res_gpus, .naddresses = ngpus},
+                      {.name = "fpga", .addresses = res_fpgas, .naddresses = 1}};
+  tl_executor_desc d = {.id = id,
+                        .host = host,
+                        .cores = cores,
+                        .profile = profile,
+                        .resources = r,
+                        .nresources = fpga ? 2 : 1};
+  return tl_executor_add(e->s, &d);
+}
+
+static int submit_res(tlt_env *e, uint32_t stage, uint32_t ntasks, uint32_t amount, uint32_t share,
+                      uint32_t profile, bool barrier) {
+  tl_resource_request q = {.name = "gpu", .amount = amount, .share = share};
+  tl_taskset_desc d = {.stage_id = stage,
+                       .priority = stage,
+                       .ntasks = ntasks,
+                       .barrier = barrier,
+                       .profile = profile,
+                       .resources = &q,
+                       .nresources = 1};
+  return tlt_submit_desc_rc(e, &d, NULL);
+}
+
+/* tl_resource_offers_grants into c->out and c->grants; on TL_OK the launches go to c->log. */
+static int offers_grants(tlt_env *e, oom_ctx *c, const tl_offer *o, size_t n, size_t cap) {
+  OOM_ASSERT(cap <= OOM_LOG_MAX, "cap %zu", cap);
+  c->nout = SIZE_MAX;
+  c->ngrants = SIZE_MAX;
+  int rc = tl_resource_offers_grants(e->s, o, n, c->out, cap, &c->nout, c->grants, OOM_LOG_MAX,
+                                     &c->ngrants);
+  if (rc != TL_OK) {
+    OOM_ASSERT(c->nout == 0 && c->ngrants == 0, "failed round reports %zu launches, %zu grants",
+               c->nout, c->ngrants);
+    return rc;
+  }
+  size_t g = 0;
+  for (size_t i = 0; i < c->nout; i++) { /* each launch's grants follow the last one's */
+    OOM_ASSERT(c->out[i].ngrants == 0 || c->out[i].grants == &c->grants[g],
+               "launch %zu's grants are not the next in the array", i);
+    g += c->out[i].ngrants;
+  }
+  OOM_ASSERT(g == c->ngrants, "launches hold %zu grants, the round says %zu", g, c->ngrants);
+  OOM_ASSERT(c->nlog + c->nout <= OOM_LOG_MAX, "launch log full");
+  memcpy(&c->log[c->nlog], c->out, c->nout * sizeof *c->out);
+  c->nlog += c->nout;
+  return rc;
+}
+
+/* The k-th launch (from 0) the log holds on exec of stage `stage`. */
+static tl_tid res_tid(const oom_ctx *c, const char *exec, uint32_t stage, size_t k) {
+  for (size_t i = 0; i < c->nlog; i++)
+    if (strcmp(c->log[i].executor_id, exec) == 0 && c->log[i].stage_id == stage && k-- == 0)
+      return c->log[i].tid;
+  ck_abort_msg("no launch %zu of stage %u on %s", k, stage, exec);
+  return 0;
+}
+
+static int res_step(tlt_env *e, oom_ctx *c, size_t j) {
+  e->now = TLT_SEC * (1 + j);
+  switch (j) {
+  case 0:
+    return add_res_exec(e, "g1", "h1", 4, 4, false, 0);
+  case 1:
+    return add_res_exec(e, "g2", "h2", 4, 2, true, 0);
+  case 2:
+    return add_res_exec(e, "p1", "h3", 2, 2, false, 1);
+  case 3:
+    return submit_res(e, 0, 4, 1, 0, 0, false); /* a whole gpu per task */
+  case 4:
+    return submit_res(e, 1, 4, 1, 2, 0, false); /* half a gpu per task */
+  case 5:
+    return submit_res(e, 2, 2, 1, 0, 1, true); /* a barrier of profile 1 */
+  case 6: {
+    tl_offer o[] = {{"g1", 4}, {"g2", 4}, {"p1", 2}};
+    return offers_grants(e, c, o, 3, 16);
+  }
+  case 7:
+    return update(e, "g1", res_tid(c, "g1", 0, 0), TL_TASK_RUNNING, 0, NULL);
+  case 8:
+    return finish(e, "g1", res_tid(c, "g1", 0, 0), NULL);
+  case 9:
+    return lose(e, "g2", TL_LOSS_PENDING, false, "connection reset");
+  case 10: {
+    tl_offer o[] = {{"g1", 4}, {"g2", 4}};
+    return offers_grants(e, c, o, 2, 16);
+  }
+  case 11:
+    return lose(e, "g2", TL_LOSS_EXITED, false, "exited"); /* frozen grants given back */
+  case 12:
+    return tl_kill_task(e->s, res_tid(c, "g1", 1, 0), true, "not needed");
+  case 13:
+    return update(e, "g1", res_tid(c, "g1", 1, 0), TL_TASK_KILLED, 0, NULL);
+  case 14: {
+    tl_offer o[] = {{"g1", 4}};
+    return offers_grants(e, c, o, 1, 16);
+  }
+  case 15:
+    return update(e, "p1", res_tid(c, "p1", 2, 0), TL_TASK_FAILED, TL_END_EXCEPTION, "boom");
+  case 16: /* the barrier's other task, killed when its set failed, reports */
+    return update(e, "p1", res_tid(c, "p1", 2, 1), TL_TASK_KILLED, 0, NULL);
+  case 17:
+    return tl_executor_decommission(e->s, "p1", "scale down");
+  case 18:
+    return tl_cancel_stage(e->s, 0, "job cancelled");
+  case 19:
+    return tl_cancel_stage(e->s, 1, "job cancelled");
+  case 20:
+    return lose(e, "g1", TL_LOSS_KILLED, false, NULL);
+  default:
+    ck_abort_msg("no resources step %zu", j);
+    return TL_EINVAL;
+  }
+}
+
+enum { RES_STEPS = 21 };
+
+static const char *const res_names[RES_STEPS] = {"add g1 (gpu x4)",
+                                                 "add g2 (gpu x2, fpga)",
+                                                 "add p1 (profile 1)",
+                                                 "submit whole",
+                                                 "submit 1/2",
+                                                 "submit barrier",
+                                                 "offers x3",
+                                                 "RUNNING",
+                                                 "FINISHED",
+                                                 "loss pending",
+                                                 "offers, frozen",
+                                                 "second phase",
+                                                 "kill task",
+                                                 "KILLED",
+                                                 "offers again",
+                                                 "barrier FAILED",
+                                                 "barrier KILLED",
+                                                 "decommission",
+                                                 "cancel stage 0",
+                                                 "cancel stage 1",
+                                                 "lose g1"};
+
+static const char *const res_entries[RES_STEPS] = {"tl_executor_add",
+                                                   "tl_executor_add",
+                                                   "tl_executor_add",
+                                                   "tl_submit",
+                                                   "tl_submit",
+                                                   "tl_submit",
+                                                   "tl_resource_offers_grants",
+                                                   "tl_status_update",
+                                                   "tl_status_update",
+                                                   "tl_executor_lost",
+                                                   "tl_resource_offers_grants",
+                                                   "tl_executor_lost",
+                                                   "tl_kill_task",
+                                                   "tl_status_update",
+                                                   "tl_resource_offers_grants",
+                                                   "tl_status_update",
+                                                   "tl_status_update",
+                                                   "tl_executor_decommission",
+                                                   "tl_cancel_stage",
+                                                   "tl_cancel_stage",
+                                                   "tl_executor_lost"};
+
+static void build_res_prefix(tlt_env *e, oom_ctx *c) {
+  for (size_t j = 0; j < c->param; j++) {
+    int rc = res_step(e, c, j);
+    OOM_ASSERT(rc == TL_OK, "resources step %zu: %s", j, tl_err_name(rc));
+  }
+  e->now = TLT_SEC * (1 + c->param);
+}
+
+static int call_res_step(tlt_env *e, oom_ctx *c) { return res_step(e, c, c->param); }
+
+/* The script's books at a few steps, so that it is known to reach what it claims. */
+static void res_script_reaches(void) {
+  oom_ctx *c = oom_ctx_new();
+  oom_scenario sc = {"", "", cfg_script, NULL, NULL, 0, 0};
+  tlt_env *e = oom_fresh(&sc, c);
+  tl_resource_info r[2];
+  size_t n;
+  for (size_t j = 0; j < RES_STEPS; j++) {
+    int rc = res_step(e, c, j);
+    ck_assert_msg(rc == TL_OK, "step %zu: %s", j, tl_err_name(rc));
+    TLT_CHECK(e);
+    if (j == 6) { /* whole gpus on both, two halves of one address of g1, the barrier on p1 */
+      ck_assert_uint_eq(c->nout, 8);
+      ck_assert_uint_eq(c->ngrants, 8);
+      ck_assert_int_eq(tl_executor_resources(e->s, "g1", r, 2, &n), TL_OK);
+      ck_assert_uint_eq(r[0].free, 1);
+      ck_assert_uint_eq(r[0].used, 3 * TL_SHARE_UNIT);
+      ck_assert_int_eq(tl_executor_resources(e->s, "p1", r, 2, &n), TL_OK);
+      ck_assert_uint_eq(r[0].free, 0);
+    }
+    if (j == 10 || j == 14) { /* one core free on g1: one launch, one grant */
+      ck_assert_uint_eq(c->nout, 1);
+      ck_assert_uint_eq(c->ngrants, 1);
+      ck_assert_str_eq(c->out[0].executor_id, "g1");
+      ck_assert_uint_eq(c->grants[0].share, c->out[0].stage_id == 1 ? 2 : 1);
+    }
+    if (j == 9 || j == 10) { /* frozen attempts keep their gpus; g2 offers nothing */
+      ck_assert_int_eq(tl_executor_resources(e->s, "g2", r, 2, &n), TL_OK);
+      ck_assert_uint_eq(n, 2);
+      ck_assert_uint_eq(r[0].free, 0);
+      ck_assert_uint_eq(r[0].used, 2 * TL_SHARE_UNIT);
+    }
+    if (j == 15) { /* the failed barrier task gave its gpu back, its killed sibling not yet */
+      ck_assert_int_eq(tl_executor_resources(e->s, "p1", r, 2, &n), TL_OK);
+      ck_assert_uint_eq(r[0].free, 1);
+    }
+    if (j == 11) { /* the second phase gave them back */
+      ck_assert_int_eq(tl_executor_resources(e->s, "g2", r, 2, &n), TL_EGONE);
+    }
+  }
+  ck_assert_int_eq(tl_executor_resources(e->s, "p1", r, 2, &n), TL_OK);
+  ck_assert_uint_eq(r[0].used, 0);
+  ck_assert_uint_eq(r[0].free, 2);
+  tl_resource_info t[2];
+  ck_assert_int_eq(tl_resource_totals(e->s, t, 2, &n), TL_OK);
+  for (size_t i = 0; i < n && i < 2; i++)
+    ck_assert_uint_eq(t[i].used, 0);
+  oom_finish_env(e, "the resources script");
+  oom_ctx_free(c);
+}
+
+START_TEST(oom_resources) {
+  tlt_alloc_install();
+  res_script_reaches();
+  oom_tally t[2];
+  memset(t, 0, sizeof t);
+  for (int journal = 0; journal <= 1; journal++) {
+    for (size_t j = 0; j < RES_STEPS; j++) {
+      char name[64];
+      snprintf(name, sizeof name, "resources, call %zu: %s", j, res_names[j]);
+      oom_scenario sc = {res_entries[j], name, cfg_script, build_res_prefix, call_res_step, 0u, j};
+      oom_sweep(&sc, journal != 0, &t[journal]);
+    }
+  }
+  ck_assert_uint_eq(tlt_alloc_live_blocks(), 0);
+  tlt_alloc_restore();
+  oom_tally_print("resources", "", &t[0]);
+  oom_tally_print("resources", ", journaled", &t[1]);
+}
+END_TEST
+
 Suite *tl_oom_suite(void) {
   Suite *s = suite_create("oom");
   TCase *tc = tlt_tcase(s, "entry_points");
@@ -3589,5 +3846,6 @@ Suite *tl_oom_suite(void) {
   tc = tlt_tcase(s, "whole_run");
   tcase_add_test(tc, oom_whole_run);
   tcase_add_test(tc, oom_whole_run_with_policies);
+  tcase_add_test(tc, oom_resources);
   return s;
 }

@@ -29,7 +29,7 @@ typedef struct launcher_end {
   int exit_code;           /* TL_LOSS_EXITED: the code, 128 + signal for a signal */
   bool requested;          /* the driver stopped it (launcher_ops.stop/stop_all) */
   const char *reason;      /* for a person: "exited 3", "CANCELLED", "OUT_OF_MEMORY", ... */
-  const char *source;      /* where the reason came from: "uv_spawn exit status",
+  const char *source;      /* where the reason came from: "waitpid status",
                               "squeue --json", "scontrol show job", ... */
 } launcher_end;
 

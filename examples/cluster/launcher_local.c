@@ -1,28 +1,45 @@
 /* The `local` launcher (launcher.h, docs/cluster.md "Launchers"): each executor is a tl-executor
- * process on this machine, started with uv_spawn; its end comes from the uv_spawn exit callback.
- * Killed by the driver: TL_LOSS_KILLED, not the app's doing; otherwise TL_LOSS_EXITED with the
- * exit code (128 + the signal for a process killed by a signal), the app's doing unless 0.
+ * process on this machine, started with posix_spawnp; its end comes from waitpid when SIGCHLD
+ * says a child changed state. Killed by the driver: TL_LOSS_KILLED, not the app's doing;
+ * otherwise TL_LOSS_EXITED with the exit code (128 + the signal for a process killed by a
+ * signal), the app's doing unless 0.
  *
- * Everything runs on the driver's loop thread; nothing blocks.
+ * Not uv_spawn: libuv 1.44 forks, and a fork write-protects every page of the driver, whose
+ * first write after it then faults again (for a big ledger, thousands of faults inside a run
+ * whose executors start late: dynamic allocation, a replacement). glibc's posix_spawn starts the
+ * child with CLONE_VM | CLONE_VFORK, sharing the driver's memory until its exec, so the driver's
+ * pages are never write-protected. The child is set up as uv_spawn would (stdin from /dev/null,
+ * stdout and stderr the driver's, every signal's action the default and none blocked, the
+ * environment the driver's, PATH searched for a name without a slash), and each process is
+ * reaped by its own pid, so that libuv's own children (the Slurm launcher's commands, the bad
+ * clients of the tests) stay libuv's.
+ *
+ * Everything runs on the driver's loop thread; nothing blocks but the spawn itself, which
+ * returns once the child has called exec.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "launcher.h"
 
-/* One tl-executor process. Freed by its handle's close callback. */
+extern char **environ;
+
+/* One tl-executor process. Freed once its end was reported (or its spawn failed). */
 typedef struct local_proc {
-  uv_process_t process;     /* data is this record */
-  struct local_launcher *l; /* its launcher */
-  struct local_proc *next;  /* the launcher's list of processes whose handle is open */
-  char id[TL_ID_MAX];       /* the id it registers with */
-  bool spawned;             /* uv_spawn succeeded: its end will be reported */
-  bool exited;              /* the exit callback ran (or uv_spawn failed) */
-  bool killed;              /* the driver killed it (signal as_driver, stop_all) */
-  bool stopped;             /* sent SIGSTOP and no SIGCONT since */
+  pid_t pid;               /* the process, once spawned */
+  struct local_proc *next; /* the launcher's list of processes whose end is not reported yet */
+  char id[TL_ID_MAX];      /* the id it registers with */
+  bool spawned;            /* posix_spawnp succeeded: its end will be reported */
+  bool exited;             /* reaped (or never spawned) */
+  bool killed;             /* the driver killed it (signal as_driver, stop_all) */
+  bool stopped;            /* sent SIGSTOP and no SIGCONT since */
 } local_proc;
 
 typedef struct local_launcher {
@@ -31,58 +48,94 @@ typedef struct local_launcher {
   char cores[16];         /* cfg.cores, likewise */
   char heartbeat[24];     /* cfg.heartbeat_ms, likewise */
   char reconnect[24];     /* cfg.reconnect_s, likewise */
-  local_proc *procs;      /* every process whose handle is not closed yet */
+  uv_signal_t sigchld;    /* SIGCHLD: some child changed state; referenced while running > 0,
+                             as a process handle would hold the loop */
+  local_proc *procs;      /* every process spawned whose end is not reported yet */
   size_t running;         /* spawned, end not reported yet */
   bool closing;           /* close was called: done runs once procs is empty */
+  bool handle_closing;    /* sigchld is being closed */
   void (*done)(void *ud); /* close's callback */
   void *done_ud;          /* and its argument */
 } local_launcher;
 
-static void finish_close(local_launcher *l) {
+static void on_sigchld_closed(uv_handle_t *h) {
+  local_launcher *l = h->data;
   void (*done)(void *) = l->done;
   void *ud = l->done_ud;
   free(l);
   done(ud);
 }
 
-static void on_proc_closed(uv_handle_t *h) {
-  local_proc *p = h->data;
-  local_launcher *l = p->l;
+/* Once closing and nothing is left to report: the handle closes, then done runs. */
+static void maybe_finish_close(local_launcher *l) {
+  if (l->closing && !l->procs && !l->handle_closing) {
+    l->handle_closing = true;
+    uv_close((uv_handle_t *)&l->sigchld, on_sigchld_closed);
+  }
+}
+
+static void unlink_proc(local_launcher *l, local_proc *p) {
   for (local_proc **pp = &l->procs; *pp; pp = &(*pp)->next)
     if (*pp == p) {
       *pp = p->next;
       break;
     }
-  free(p);
-  if (l->closing && !l->procs)
-    finish_close(l);
 }
 
-static void on_proc_exit(uv_process_t *process, int64_t exit_status, int term_signal) {
-  local_proc *p = process->data;
-  local_launcher *l = p->l;
+/* Reports the end of a reaped process (wait status st) and frees it. It leaves the list first,
+ * so that the driver may start, stop or close from inside on_end. */
+static void report_end(local_launcher *l, local_proc *p, int st) {
   p->exited = true;
-  l->running--;
-  /* Closed first, so that the driver may close the launcher from inside on_end. */
-  uv_close((uv_handle_t *)process, on_proc_closed);
-  int code = term_signal ? 128 + term_signal : (int)exit_status;
+  unlink_proc(l, p);
+  if (--l->running == 0)
+    uv_unref((uv_handle_t *)&l->sigchld);
+  int exit_status = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
+  int term_signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+  int code = term_signal ? 128 + term_signal : exit_status;
   char reason[128];
   launcher_end end = {
-      .executor_id = p->id, .exit_code = code, .reason = reason, .source = "uv_spawn exit status"};
+      .executor_id = p->id, .exit_code = code, .reason = reason, .source = "waitpid status"};
   if (p->killed) {
     end.kind = TL_LOSS_KILLED;
     end.requested = true;
-    snprintf(reason, sizeof reason,
-             "killed by the driver: exited with status %" PRId64 ", signal %d", exit_status,
-             term_signal);
+    snprintf(reason, sizeof reason, "killed by the driver: exited with status %d, signal %d",
+             exit_status, term_signal);
   } else {
     end.kind = TL_LOSS_EXITED;
     end.caused_by_app = code != 0;
-    snprintf(reason, sizeof reason, "exited with status %" PRId64 ", signal %d", exit_status,
-             term_signal);
+    snprintf(reason, sizeof reason, "exited with status %d, signal %d", exit_status, term_signal);
   }
   l->cfg.on_end(l->cfg.ud, &end);
+  free(p);
 }
+
+/* SIGCHLD (signals merge: one may stand for several children): every process of this launcher
+ * that ended is reaped by its pid and reported, one at a time from the list's head, since
+ * on_end may change the list. A stop or a continue is no end (no WUNTRACED: not reported). */
+static void on_sigchld(uv_signal_t *s, int signum) {
+  (void)signum;
+  local_launcher *l = s->data;
+  for (;;) {
+    local_proc *ended = NULL;
+    int st = 0;
+    for (local_proc *p = l->procs; p && !ended; p = p->next) {
+      if (!p->spawned || p->exited)
+        continue;
+      pid_t r;
+      do
+        r = waitpid(p->pid, &st, WNOHANG);
+      while (r < 0 && errno == EINTR);
+      if (r == p->pid)
+        ended = p;
+    }
+    if (!ended)
+      break;
+    report_end(l, ended, st);
+  }
+  maybe_finish_close(l);
+}
+
+static void free_after_failed_create(void *ud) { (void)ud; }
 
 static int local_create(const launcher_config *cfg, void **state) {
   local_launcher *l = calloc(1, sizeof *l);
@@ -93,6 +146,23 @@ static int local_create(const launcher_config *cfg, void **state) {
   snprintf(l->cores, sizeof l->cores, "%" PRIu32, cfg->cores);
   snprintf(l->heartbeat, sizeof l->heartbeat, "%" PRIu64, cfg->heartbeat_ms);
   snprintf(l->reconnect, sizeof l->reconnect, "%" PRIu64, cfg->reconnect_s);
+  int rc = uv_signal_init(cfg->loop, &l->sigchld);
+  if (rc == 0) {
+    l->sigchld.data = l;
+    rc = uv_signal_start(&l->sigchld, on_sigchld, SIGCHLD);
+    if (rc < 0) { /* initialised: it must be closed before its memory goes */
+      l->closing = true;
+      l->done = free_after_failed_create;
+      l->done_ud = NULL;
+      maybe_finish_close(l);
+      return rc;
+    }
+    uv_unref((uv_handle_t *)&l->sigchld); /* nothing running yet */
+  }
+  if (rc < 0) {
+    free(l);
+    return rc;
+  }
   *state = l;
   return 0;
 }
@@ -105,7 +175,6 @@ static int local_start(void *state, const char *executor_id) {
   local_proc *p = calloc(1, sizeof *p);
   if (!p)
     return UV_ENOMEM;
-  p->l = l;
   memcpy(p->id, executor_id, idlen + 1);
   char *args[14 + LAUNCHER_ARGS_MAX] = {(char *)l->cfg.executor_path,
                                         "--host",
@@ -126,26 +195,45 @@ static int local_start(void *state, const char *executor_id) {
       l->cfg.executor_args ? l->cfg.executor_args(l->cfg.ud, executor_id, &nextra) : NULL;
   for (size_t i = 0; extra && i < nextra && i < LAUNCHER_ARGS_MAX; i++)
     args[13 + i] = (char *)extra[i];
-  uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE},
-                                   {.flags = UV_INHERIT_FD, .data.fd = 1},
-                                   {.flags = UV_INHERIT_FD, .data.fd = 2}};
-  uv_process_options_t opt = {.exit_cb = on_proc_exit,
-                              .file = l->cfg.executor_path,
-                              .args = args,
-                              .stdio_count = 3,
-                              .stdio = stdio};
-  p->process.data = p;
-  p->next = l->procs;
-  l->procs = p;
-  int rc = uv_spawn(l->cfg.loop, &p->process, &opt);
-  if (rc < 0) {
-    fprintf(stderr, "tl-driver: spawn %s: %s\n", l->cfg.executor_path, uv_strerror(rc));
-    p->exited = true;
-    uv_close((uv_handle_t *)&p->process, on_proc_closed); /* libuv: even after a failure */
-    return rc;
+  /* As uv_spawn sets a child up: stdin from /dev/null, every signal's action the default (an
+   * ignored SIGPIPE included) and an empty signal mask. */
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  sigset_t all, none;
+  sigfillset(&all);
+  sigemptyset(&none);
+  int rc = posix_spawn_file_actions_init(&fa);
+  if (rc != 0) {
+    free(p);
+    return uv_translate_sys_error(rc);
+  }
+  rc = posix_spawnattr_init(&attr);
+  if (rc != 0) {
+    posix_spawn_file_actions_destroy(&fa);
+    free(p);
+    return uv_translate_sys_error(rc);
+  }
+  rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  if (rc == 0)
+    rc = posix_spawnattr_setsigdefault(&attr, &all);
+  if (rc == 0)
+    rc = posix_spawnattr_setsigmask(&attr, &none);
+  if (rc == 0)
+    rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  if (rc == 0)
+    rc = posix_spawnp(&p->pid, l->cfg.executor_path, &fa, &attr, args, environ);
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    fprintf(stderr, "tl-driver: spawn %s: %s\n", l->cfg.executor_path, strerror(rc));
+    free(p);
+    return uv_translate_sys_error(rc);
   }
   p->spawned = true;
-  l->running++;
+  p->next = l->procs;
+  l->procs = p;
+  if (l->running++ == 0)
+    uv_ref((uv_handle_t *)&l->sigchld);
   return 0;
 }
 
@@ -159,9 +247,14 @@ static local_proc *find_proc(local_launcher *l, const char *executor_id) {
 /* SIGKILL, then SIGCONT: a stopped process dies only once continued. */
 static void kill_proc(local_proc *p) {
   p->killed = true;
-  uv_process_kill(&p->process, SIGKILL);
-  uv_process_kill(&p->process, SIGCONT);
+  kill(p->pid, SIGKILL);
+  kill(p->pid, SIGCONT);
   p->stopped = false;
+}
+
+/* kill(2) of a process not reaped yet (so its pid is still its own): 0 or a negative uv error. */
+static int signal_proc(local_proc *p, int signum) {
+  return kill(p->pid, signum) == 0 ? 0 : uv_translate_sys_error(errno);
 }
 
 static int local_signal(void *state, const char *executor_id, int signum, bool as_driver) {
@@ -173,9 +266,9 @@ static int local_signal(void *state, const char *executor_id, int signum, bool a
     kill_proc(p);
     return 0;
   }
-  int rc = uv_process_kill(&p->process, signum);
+  int rc = signal_proc(p, signum);
   if (rc == 0 && signum == SIGKILL) /* as from outside: it must still die if it was stopped */
-    uv_process_kill(&p->process, SIGCONT);
+    signal_proc(p, SIGCONT);
   if (rc == 0 && (signum == SIGSTOP || signum == SIGCONT))
     p->stopped = signum == SIGSTOP;
   return rc;
@@ -190,7 +283,7 @@ static void local_stop_all(void *state) {
 
 static size_t local_running(void *state) { return ((local_launcher *)state)->running; }
 
-/* The exit callback brings the news as soon as there is any: nothing to ask. */
+/* SIGCHLD brings the news as soon as there is any: nothing to ask. */
 static void local_query(void *state, const char *executor_id) {
   (void)state;
   (void)executor_id;
@@ -201,8 +294,7 @@ static void local_close(void *state, void (*done)(void *ud), void *ud) {
   l->closing = true;
   l->done = done;
   l->done_ud = ud;
-  if (!l->procs)
-    finish_close(l);
+  maybe_finish_close(l);
 }
 
 const launcher_ops launcher_local_ops = {.name = "local",

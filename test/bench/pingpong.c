@@ -9,11 +9,14 @@
  * decoding, no ledger, no event loop: what is left is the kernel's share of a round trip.
  *
  *   tl-pingpong [--pairs P] [--round-trips N] [--launch-bytes L] [--status-bytes S]
- *               [--executor-poll] [--quiet]
+ *               [--executor-poll] [--executor-timeout-ms MS] [--driver-timeout-ms MS] [--quiet]
  *
  * --executor-poll has each executor wait in epoll_wait (with a timeout, as an event loop with a
  * timer armed does) before each read, as tl-executor's libuv loop must: the floor of a round trip
- * whose executor runs an event loop, one syscall more per round trip.
+ * whose executor runs an event loop, one syscall more per round trip. --executor-timeout-ms is
+ * that wait's timeout (1000, tl-executor's heartbeat; -1: none, so that the kernel arms no timer
+ * for it); --driver-timeout-ms the driver's poll() timeout (-1, none; tl-driver's loop waits
+ * with one, its next timer's).
  *
  * P defaults to 2 (the executors x cores of --bench), N to 100,000 (its tasks) in all, shared by
  * the pairs as they come. Printed: "round trips: N in T s: R round trips/s", timed from the first
@@ -100,7 +103,7 @@ static void nodelay(int fd) {
 /* The executor: for every LAUNCH read, one STATUS written, until the driver closes. With
  * epoll, it waits for the LAUNCH in epoll_wait before reading it. */
 static void run_executor(int fd, size_t launch_bytes, const uint8_t *status, size_t status_bytes,
-                         bool epoll) {
+                         bool epoll, int timeout_ms) {
   uint8_t buf[FRAME_BYTES_MAX];
   int ep = -1;
   if (epoll) {
@@ -112,7 +115,7 @@ static void run_executor(int fd, size_t launch_bytes, const uint8_t *status, siz
   for (;;) {
     if (epoll) {
       struct epoll_event ev;
-      int n = epoll_wait(ep, &ev, 1, 1000); /* tl-executor's heartbeat is due in a second */
+      int n = epoll_wait(ep, &ev, 1, timeout_ms);
       if (n < 0 && errno != EINTR)
         die("epoll_wait");
       if (n <= 0)
@@ -161,11 +164,15 @@ static uint64_t parse_u64(const char *s, uint64_t lo, uint64_t hi) {
 int main(int argc, char **argv) {
   uint64_t pairs = 2, total = 100000, launch_bytes = 0, status_bytes = 0;
   bool quiet = false, executor_poll = false;
+  int executor_timeout = 1000; /* tl-executor's heartbeat is due in a second */
+  int driver_timeout = -1;
   static const struct option opts[] = {{"pairs", required_argument, NULL, 'p'},
                                        {"round-trips", required_argument, NULL, 'n'},
                                        {"launch-bytes", required_argument, NULL, 'l'},
                                        {"status-bytes", required_argument, NULL, 's'},
                                        {"executor-poll", no_argument, NULL, 'e'},
+                                       {"executor-timeout-ms", required_argument, NULL, 't'},
+                                       {"driver-timeout-ms", required_argument, NULL, 'd'},
                                        {"quiet", no_argument, NULL, 'q'},
                                        {NULL, 0, NULL, 0}};
   int o;
@@ -186,12 +193,19 @@ int main(int argc, char **argv) {
     case 'e':
       executor_poll = true;
       break;
+    case 't':
+      executor_timeout = strcmp(optarg, "-1") == 0 ? -1 : (int)parse_u64(optarg, 0, 3600000);
+      break;
+    case 'd':
+      driver_timeout = strcmp(optarg, "-1") == 0 ? -1 : (int)parse_u64(optarg, 0, 3600000);
+      break;
     case 'q':
       quiet = true;
       break;
     default:
       fprintf(stderr, "usage: tl-pingpong [--pairs P] [--round-trips N] [--launch-bytes L] "
-                      "[--status-bytes S] [--executor-poll] [--quiet]\n");
+                      "[--status-bytes S] [--executor-poll] [--executor-timeout-ms MS]\n"
+                      "                   [--driver-timeout-ms MS] [--quiet]\n");
       return 2;
     }
   }
@@ -246,7 +260,7 @@ int main(int argc, char **argv) {
       if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0)
         die("connect");
       nodelay(fd);
-      run_executor(fd, launch_bytes, status, status_bytes, executor_poll);
+      run_executor(fd, launch_bytes, status, status_bytes, executor_poll, executor_timeout);
     }
     int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
     if (fd < 0)
@@ -266,7 +280,7 @@ int main(int argc, char **argv) {
   }
   uint8_t buf[FRAME_BYTES_MAX];
   while (done < total) {
-    int n = poll(pfds, (nfds_t)pairs, -1);
+    int n = poll(pfds, (nfds_t)pairs, driver_timeout);
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0)

@@ -20,6 +20,12 @@
 #     EXTRA   more tl-driver options, e.g. --executors 4 (the ping-pong then has 4 pairs; with
 #             --cores above 1 a LAUNCH frame carries several tasks while each pair carries one,
 #             so the ratio is no longer like for like)
+#
+# AA=OPTIONS in the environment (AA= for none) adds a third program to every slice, a second
+# `tl-pingpong OPTIONS` (the three take turns in a rotating order), and a column: its round
+# trips/s over the first ping-pong's in the same run. With AA= that is the ping-pong against
+# itself, the spread this machine alone gives a ratio when both sides do the same work; with
+# AA=--executor-poll, the ping-pong whose executors wait in epoll_wait as an event loop does.
 set -euo pipefail
 
 build=${1:?usage: roundtrip.sh BUILD [RUNS [TASKS [SLICES [EXTRA...]]]]}
@@ -73,39 +79,72 @@ bench() {
   echo "$(sed -n 's/^tasks: [0-9]* in \([0-9.]*\) s: .*/\1/p' "$tmp/out") $cpu"
 }
 
-# "seconds cpu-seconds" of one slice of `tl-pingpong` ("round trips: N in S s: ...").
+# "seconds cpu-seconds" of one slice of `tl-pingpong` ("round trips: N in S s: ..."), its
+# options after the pairs and the round trips.
 ping() {
   local cpu
-  cpu=$(cpu_of "$pingpong" --quiet --pairs "$pairs" --round-trips "$slice")
+  cpu=$(cpu_of "$pingpong" --quiet --pairs "$pairs" --round-trips "$slice" "$@")
   echo "$(sed -n 's/^round trips: [0-9]* in \([0-9.]*\) s: .*/\1/p' "$tmp/out") $cpu"
 }
 
+# The third program of each slice (AA), or none.
+aa=${AA-none}
+read -r -a aa_opts <<<"${AA-}"
+
 echo "tl-driver --bench --queue 0 ${extra[*]} against tl-pingpong --pairs $pairs: $runs runs of" \
   "$tasks, each $slices slices of $slice taking turns"
-printf '%-4s %10s %14s %7s %13s %13s\n' run 'tasks/s' 'round trips/s' ratio 'us CPU/task' 'us CPU/trip'
+[[ $aa == none ]] || echo "AA: a second tl-pingpong ${aa_opts[*]} in every slice, its rate over the first's"
+printf '%-4s %10s %14s %7s %13s %13s' run 'tasks/s' 'round trips/s' ratio 'us CPU/task' 'us CPU/trip'
+[[ $aa == none ]] && echo || printf ' %7s\n' AA
 ratios=()
 tcpus=()
 pcpus=()
+aas=()
 turn=0
 for ((run = 1; run <= runs; run++)); do
-  ts=0 tc=0 ps=0 pc=0
+  ts=0 tc=0 ps=0 pc=0 as=0
   for ((s = 0; s < slices; s++)); do
-    if ((turn++ % 2 == 0)); then
-      read -r t1 c1 < <(bench)
-      read -r p1 c2 < <(ping)
+    a1=0
+    if [[ $aa == none ]]; then
+      if ((turn++ % 2 == 0)); then
+        read -r t1 c1 < <(bench)
+        read -r p1 c2 < <(ping)
+      else
+        read -r p1 c2 < <(ping)
+        read -r t1 c1 < <(bench)
+      fi
     else
-      read -r p1 c2 < <(ping)
-      read -r t1 c1 < <(bench)
+      case $((turn++ % 3)) in
+      0)
+        read -r t1 c1 < <(bench)
+        read -r p1 c2 < <(ping)
+        read -r a1 _ < <(ping "${aa_opts[@]}")
+        ;;
+      1)
+        read -r p1 c2 < <(ping)
+        read -r a1 _ < <(ping "${aa_opts[@]}")
+        read -r t1 c1 < <(bench)
+        ;;
+      *)
+        read -r a1 _ < <(ping "${aa_opts[@]}")
+        read -r t1 c1 < <(bench)
+        read -r p1 c2 < <(ping)
+        ;;
+      esac
     fi
-    read -r ts tc ps pc < <(awk -v a="$ts" -v b="$tc" -v c="$ps" -v d="$pc" \
-      -v e="$t1" -v f="$c1" -v g="$p1" -v h="$c2" 'BEGIN { print a + e, b + f, c + g, d + h }')
+    read -r ts tc ps pc as < <(awk -v a="$ts" -v b="$tc" -v c="$ps" -v d="$pc" -v x="$as" \
+      -v e="$t1" -v f="$c1" -v g="$p1" -v h="$c2" -v y="$a1" \
+      'BEGIN { print a + e, b + f, c + g, d + h, x + y }')
   done
-  read -r t p r tu pu < <(awk -v n="$tasks" -v ts="$ts" -v tc="$tc" -v ps="$ps" -v pc="$pc" \
-    'BEGIN { printf "%.0f %.0f %.3f %.1f %.1f\n", n / ts, n / ps, ps / ts, tc * 1e6 / n, pc * 1e6 / n }')
+  read -r t p r tu pu ar < <(awk -v n="$tasks" -v ts="$ts" -v tc="$tc" -v ps="$ps" -v pc="$pc" \
+    -v as="$as" 'BEGIN { printf "%.0f %.0f %.3f %.1f %.1f %.3f\n", n / ts, n / ps, ps / ts,
+      tc * 1e6 / n, pc * 1e6 / n, (as > 0 ? ps / as : 0) }')
   ratios+=("$r")
   tcpus+=("$tu")
   pcpus+=("$pu")
-  printf '%-4s %10s %14s %7s %13s %13s\n' "$run" "$t" "$p" "$r" "$tu" "$pu"
+  aas+=("$ar")
+  printf '%-4s %10s %14s %7s %13s %13s' "$run" "$t" "$p" "$r" "$tu" "$pu"
+  [[ $aa == none ]] && echo || printf ' %7s\n' "$ar"
 done
 
 # "median M, range A to B" of the numbers on stdin, each printed with $1 digits after the point.
@@ -119,5 +158,7 @@ summary() {
     }'
 }
 echo "ratio (tasks/s / round trips/s): $(printf '%s\n' "${ratios[@]}" | summary 3), $runs runs"
+[[ $aa == none ]] ||
+  echo "AA (second ping-pong / first): $(printf '%s\n' "${aas[@]}" | summary 3), $runs runs"
 echo "us CPU per task: $(printf '%s\n' "${tcpus[@]}" | summary 1);" \
   "per round trip: $(printf '%s\n' "${pcpus[@]}" | summary 1)"

@@ -3,7 +3,8 @@
 # (docs/performance.md "The wire's own floor"). The driver runs under `perf stat --no-inherit`
 # and each executor under its own `perf stat`, through a wrapper given as --executor, each
 # counting the syscalls tracepoints: every system call (raw_syscalls:sys_enter) and read, write,
-# writev, epoll_wait, epoll_pwait, epoll_ctl. Without perf, or without access to the tracepoints
+# writev, epoll_wait, epoll_pwait, epoll_ctl, and its CPU time (task-clock: the whole process,
+# its start and end included, in us per task). Without perf, or without access to the tracepoints
 # (kernel.perf_event_paranoid), it counts with `strace -c` instead (much slower: the batching it
 # sees differs, the counts are comparable only with each other; SYSCALLS_TOOL=strace asks for
 # it). Measurements, not a test:
@@ -37,6 +38,7 @@ names=(read write writev epoll_wait epoll_pwait epoll_ctl)
 for n in "${names[@]}"; do
   events+=",syscalls:sys_enter_$n"
 done
+events+=",task-clock" # the CPU time of each process (perf only)
 
 tool=strace
 if [ "${SYSCALLS_TOOL:-}" = strace ]; then
@@ -83,6 +85,15 @@ count() {
   fi
 }
 
+# The CPU time in those files, in us per task (task-clock, counted by perf; "-" with strace).
+cpu() {
+  if [ "$tool" = perf ]; then
+    awk -F, -v t="$tasks" '$3 == "task-clock" { ms += $1 } END { printf "%.2f", ms * 1000 / t }' "$@"
+  else
+    echo -
+  fi
+}
+
 row() { # LABEL FILE...
   local label=$1
   shift
@@ -93,7 +104,7 @@ row() { # LABEL FILE...
     printf ' %11s' "$(count "$@" "$n")"
   done
   per=$(awk -v a="$all" -v t="$tasks" 'BEGIN { printf "%.3f", a / t }')
-  printf ' %11s %9s\n' "$all" "$per"
+  printf ' %11s %9s %11s\n' "$all" "$per" "$(cpu "$@")"
 }
 
 echo "counted by $tool; tl-driver ${opts[*]}"
@@ -101,7 +112,7 @@ printf '%-16s' process
 for n in "${names[@]}"; do
   printf ' %11s' "$n"
 done
-printf ' %11s %9s\n' all "per task"
+printf ' %11s %9s %11s\n' all "per task" "us CPU/task"
 row driver "$tmp/driver"
 execs=("$tmp"/exec.*)
 row "executors (${#execs[@]})" "${execs[@]}"

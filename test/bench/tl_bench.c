@@ -4,9 +4,9 @@
  *
  *   bench=<name> value=<v> unit=<u> [baseline=<b> ratio=<v/b>] [key=value ...]
  *
- *   tl-bench [--short] [--only lifecycle|embedder|loss|heartbeat|memory|offers|threads|
- *                             snapshot|profile|profile-batched|profile-embedder|
- *                             profile-batched-embedder]
+ *   tl-bench [--short] [--only lifecycle|gpu|embedder|loss|heartbeat|memory|offers|threads|
+ *                             snapshot|profile|profile-gpu|profile-cores8|profile-batched|
+ *                             profile-embedder|profile-batched-embedder]
  *
  * Without --only every group runs, in that order (profile excepted). --short runs every figure
  * at a small size so CI can prove the program still works; its numbers mean nothing. Figures
@@ -566,6 +566,179 @@ static void bench_lifecycle(void) {
   pairs_free(&running);
   pairs_free(&all);
   pairs_free(&batched);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * 1a. The lifecycle with one GPU per task (docs/performance.md "Resources"): executors of 8
+ * cores that declare gpu "0" .. "7", one task set whose every task asks {gpu, 1}, each launch
+ * made by tl_resource_offers_grants (its grant written to the caller's array), as
+ * run_lifecycle otherwise (each finished task's core offered again at once); against the same
+ * lifecycle without resources (the same executors declaring nothing, tasks asking nothing,
+ * plain tl_resource_offers). The two run in lockstep, each on its own scheduler: a segment of
+ * one, then a segment of the other (which goes first alternates), so each pair of segments
+ * shares the machine's weather and the median of the pairs' ratios is the figure. Target: the
+ * GPU lifecycle within 1.3x of the cores-only one.
+ * ------------------------------------------------------------------------------------------- */
+
+static const char *const gpu_addresses[] = {"0", "1", "2", "3", "4", "5", "6", "7"};
+
+/* A lifecycle that runs in steps. */
+typedef struct life {
+  tl_scheduler *s;
+  uint32_t gpus; /* 0: cores only */
+  char (*ids)[32];
+  tl_launch *l;
+  tl_grant *gr;
+  unsigned *slot_exec;
+  size_t inflight;
+  size_t next;               /* the slot the next step starts at */
+  uint64_t finished, grants; /* tasks finished, grants the launches held */
+} life;
+
+/* nexec executors of `cores` cores and, with gpus > 0 (at most 8), that many GPUs; one task
+ * set of ntasks, each asking one GPU when gpus > 0; the first round filling every core. */
+static void life_init(life *f, unsigned nexec, uint32_t cores, uint32_t gpus, uint64_t ntasks) {
+  memset(f, 0, sizeof *f);
+  f->s = new_scheduler();
+  f->gpus = gpus;
+  char host[32];
+  tl_resource gpu = {.name = "gpu", .addresses = gpu_addresses, .naddresses = gpus};
+  size_t cap = (size_t)nexec * cores;
+  f->ids = malloc(nexec * sizeof *f->ids);
+  tl_offer *offers = malloc(nexec * sizeof *offers);
+  f->l = malloc(cap * sizeof *f->l);
+  f->gr = malloc(cap * sizeof *f->gr);
+  f->slot_exec = malloc(cap * sizeof *f->slot_exec);
+  if (f->ids == NULL || offers == NULL || f->l == NULL || f->gr == NULL || f->slot_exec == NULL)
+    die("malloc", TL_ENOMEM);
+  for (unsigned i = 0; i < nexec; i++) {
+    exec_id(f->ids[i], sizeof f->ids[i], i);
+    snprintf(host, sizeof host, "host-%u", i / 4);
+    tl_executor_desc d = {.id = f->ids[i], .host = host, .cores = cores};
+    if (gpus > 0) {
+      d.resources = &gpu;
+      d.nresources = 1;
+    }
+    ok(tl_executor_add(f->s, &d), "tl_executor_add");
+    offers[i].executor_id = f->ids[i];
+    offers[i].cores = cores;
+  }
+  tl_resource_request q = {.name = "gpu", .amount = 1, .share = 0};
+  tl_taskset_desc d = {0};
+  d.ntasks = (uint32_t)ntasks;
+  if (gpus > 0) {
+    d.resources = &q;
+    d.nresources = 1;
+  }
+  ok(tl_submit(f->s, &d, NULL), "tl_submit");
+  size_t n, ng = 0;
+  if (gpus > 0)
+    ok(tl_resource_offers_grants(f->s, offers, nexec, f->l, cap, &n, f->gr, cap, &ng),
+       "tl_resource_offers_grants");
+  else
+    ok(tl_resource_offers(f->s, offers, nexec, f->l, cap, &n), "tl_resource_offers");
+  f->grants = ng;
+  f->inflight = n;
+  for (size_t i = 0; i < n; i++)
+    f->slot_exec[i] = (unsigned)f->l[i].offer; /* offers[i] is exec-<i> */
+  free(offers);
+}
+
+/* Runs until `want` more tasks finish or none is left; returns how many finished. */
+static uint64_t life_step(life *f, uint64_t want) {
+  uint64_t done0 = f->finished;
+  tl_update done = {0};
+  done.state = TL_TASK_FINISHED;
+  size_t i = f->next < f->inflight ? f->next : 0;
+  while (f->inflight > 0 && f->finished - done0 < want) {
+    if (i >= f->inflight)
+      i = 0;
+    const char *eid = f->ids[f->slot_exec[i]];
+    ok(tl_status_update(f->s, eid, f->l[i].tid, &done), "FINISHED");
+    f->finished++;
+    tl_offer one = {eid, 1};
+    size_t got, gn = 0;
+    if (f->gpus > 0)
+      ok(tl_resource_offers_grants(f->s, &one, 1, &f->l[i], 1, &got, &f->gr[i], 1, &gn),
+         "tl_resource_offers_grants");
+    else
+      ok(tl_resource_offers(f->s, &one, 1, &f->l[i], 1, &got), "tl_resource_offers");
+    f->grants += gn;
+    if (got == 1) {
+      i++;
+    } else { /* nothing left to launch: the slot goes */
+      f->inflight--;
+      f->l[i] = f->l[f->inflight];
+      f->slot_exec[i] = f->slot_exec[f->inflight];
+    }
+  }
+  f->next = i;
+  return f->finished - done0;
+}
+
+static void life_free(life *f) {
+  ok(tl_scheduler_free(f->s), "tl_scheduler_free");
+  free(f->slot_exec);
+  free(f->gr);
+  free(f->l);
+  free(f->ids);
+}
+
+/* 100 executors of 8 cores (and 8 GPUs), 1,000,000 tasks each, in pairs of segments of 10,000
+ * tasks, three runs; --short: 4 executors, 20,000 tasks, segments of 2,000, one run. */
+static void bench_gpu(void) {
+  unsigned nexec = short_mode ? 4 : 100;
+  uint64_t ntasks = short_mode ? 20000 : 1000000, segment = short_mode ? 2000 : 10000;
+  int runs = short_mode ? 1 : 3;
+  pairs p = {0};
+  uint64_t grants = 0, finished = 0;
+  for (int r = 0; r < runs; r++) {
+    life plain, gpu;
+    life_init(&plain, nexec, 8, 0, ntasks);
+    life_init(&gpu, nexec, 8, 8, ntasks);
+    for (unsigned k = 0; plain.inflight > 0 || gpu.inflight > 0; k++) {
+      uint64_t t0, t1, t2, a, b;
+      double ns_plain, ns_gpu;
+      if (k % 2 == 0) {
+        t0 = now_ns();
+        a = life_step(&plain, segment);
+        t1 = now_ns();
+        b = life_step(&gpu, segment);
+        t2 = now_ns();
+        ns_plain = (double)(t1 - t0);
+        ns_gpu = (double)(t2 - t1);
+      } else {
+        t0 = now_ns();
+        b = life_step(&gpu, segment);
+        t1 = now_ns();
+        a = life_step(&plain, segment);
+        t2 = now_ns();
+        ns_gpu = (double)(t1 - t0);
+        ns_plain = (double)(t2 - t1);
+      }
+      if (a == segment && b == segment) /* whole segments only (not the tail) */
+        pairs_add(&p, ns_gpu / (double)b, ns_plain / (double)a);
+    }
+    if (gpu.finished != ntasks || plain.finished != ntasks || gpu.grants != ntasks)
+      die("a lifecycle lost tasks or grants", TL_ECORRUPT);
+    grants += gpu.grants;
+    finished += gpu.finished;
+    life_free(&plain);
+    life_free(&gpu);
+  }
+  double gpu_ns = median(p.life, p.n), plain_ns = median(p.base, p.n);
+  double lo = p.ratio[0], hi = p.ratio[0];
+  for (size_t i = 1; i < p.n; i++) {
+    lo = p.ratio[i] < lo ? p.ratio[i] : lo;
+    hi = p.ratio[i] > hi ? p.ratio[i] : hi;
+  }
+  double ratio = median(p.ratio, p.n);
+  printf("bench=lifecycle_gpu value=%.1f unit=ns/task baseline=%.1f ratio=%.2f target=1.3 "
+         "baseline_is=lifecycle_cores8 tasks=%" PRIu64 " executors=%u cores=8 gpus=8 "
+         "per_second=%.0f grants=%" PRIu64 " pairs=%zu ratio_min=%.2f ratio_max=%.2f\n",
+         gpu_ns, plain_ns, ratio, finished / (uint64_t)runs, nexec, 1e9 / gpu_ns, grants, p.n, lo,
+         hi);
+  pairs_free(&p);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1331,18 +1504,21 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
       only = argv[++i];
     } else {
-      fprintf(stderr,
-              "usage: %s [--short] [--only "
-              "lifecycle|embedder|loss|heartbeat|memory|offers|threads|snapshot|profile|profile-"
-              "batched|\n"
-              "profile-embedder|profile-batched-embedder]\n",
-              argv[0]);
+      fprintf(
+          stderr,
+          "usage: %s [--short] [--only "
+          "lifecycle|gpu|embedder|loss|heartbeat|memory|offers|threads|snapshot|profile|profile-"
+          "batched|\n"
+          "profile-embedder|profile-batched-embedder]\n",
+          argv[0]);
       return 2;
     }
   }
   printf("# tl-bench taskledger %s%s\n", tl_version_string(), short_mode ? " (short)" : "");
   if (only == NULL || strcmp(only, "lifecycle") == 0)
     bench_lifecycle();
+  if (only == NULL || strcmp(only, "gpu") == 0)
+    bench_gpu();
   if (only == NULL || strcmp(only, "embedder") == 0)
     bench_embedder();
   if (only == NULL || strcmp(only, "loss") == 0)
@@ -1372,6 +1548,18 @@ int main(int argc, char **argv) {
     printf("bench=%s value=%.1f unit=ns/task tasks=%" PRIu64 " executors=100 cores=16 round=1600\n",
            batched ? "lifecycle_batched_embedder_profile" : "lifecycle_embedder_profile",
            r.per_task, r.finished);
+  }
+  if (only != NULL && (strcmp(only, "profile-gpu") == 0 || strcmp(only, "profile-cores8") == 0)) {
+    uint32_t gpus = strcmp(only, "profile-gpu") == 0 ? 8 : 0;
+    life f;
+    life_init(&f, 100, 8, gpus, 100000);
+    uint64_t t0 = now_ns();
+    uint64_t n = life_step(&f, UINT64_MAX);
+    double per = (double)(now_ns() - t0) / (double)n;
+    life_free(&f);
+    printf("bench=lifecycle_%s_profile value=%.1f unit=ns/task tasks=%" PRIu64
+           " executors=100 cores=8 gpus=%u\n",
+           gpus ? "gpu" : "cores8", per, n, gpus);
   }
   if (only != NULL && strcmp(only, "profile-batched") == 0) {
     lifecycle_run r;

@@ -3,7 +3,7 @@
 # mid-stage. The JSON must hold one lost executor, exec-1, whose phases are pending then killed
 # (the closed connection first) or killed alone (the exit callback first: both phases in one
 # report, and the close then finds it removed), the reason TL_LOSS_KILLED, not the app's, from
-# the uv_spawn exit status; 4,000 tasks succeeded; and every field of tl_stats, as
+# the waitpid status; 4,000 tasks succeeded; and every field of tl_stats, as
 # include/taskledger.h declares them.
 #
 #   summary-json.sh DIR SRC    DIR holds tl-driver and tl-executor; SRC is the source tree
@@ -58,7 +58,7 @@ check "its phases: pending then killed, or killed alone" \
    ($l.phases_seen == ["killed"] and $l.detected_by == "launcher end")'
 check "its reason: killed by the driver, from the exit status" \
   '.lost_executors[0] | .reason_kind == "TL_LOSS_KILLED" and .caused_by_app == false and
-   .reason_source == "uv_spawn exit status" and (.reason | test("killed by the driver"))'
+   .reason_source == "waitpid status" and (.reason | test("killed by the driver"))'
 check "the ledger drained" \
   '.tl_stats | .attempts_running == 0 and .attempts_frozen == 0 and .tasksets_active == 0 and
    .tasksets_zombie == 0 and .executors_lost == 1 and .pending_loss_timeouts == 0'

@@ -1,6 +1,8 @@
 /* The libFuzzer harness: each input is a whole program for the operation layer (ops.h: header
  * bytes, then operations), run on a fresh scheduler against the reference model and drained at the
  * end. A disagreement, a failed tl_check, a leak or a crash aborts with the model's message.
+ * Inputs whose resource bytes follow the header (ops.h, TLO_RESOURCE_MARK) run with resources:
+ * the corpus's res-seed-* files start the fuzzer there.
  */
 #include "ops.h"
 
