@@ -121,13 +121,6 @@ install_packages() {
 # The GPUs' device files and gres.conf (see the top); sets $gpus to 0 where mknod fails.
 write_gres() {
   local i
-  case $gpus in
-  [0-9] | 1[0-6]) ;;
-  *)
-    say "TL_SLURM_GPUS=$gpus: want 0 to 16"
-    false # the ERR trap stops what was started
-    ;;
-  esac
   ((gpus > 0)) || return 0
   install -d -m 755 "$dir/dev"
   for ((i = 0; i < gpus; i++)); do
@@ -228,6 +221,13 @@ up() {
     say "slurmd must run as root here: cannot run a cluster"
     exit 77
   fi
+  case $gpus in
+  [0-9] | 1[0-6]) ;;
+  *)
+    say "TL_SLURM_GPUS=$gpus: want 0 to 16"
+    exit 1
+    ;;
+  esac
   if [[ -e $dir ]]; then
     say "$dir already exists: a cluster of ours may be up (cluster.sh status / down)"
     exit 1
