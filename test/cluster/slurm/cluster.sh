@@ -15,8 +15,17 @@
 #
 # Environment: TL_SLURM_DIR (the directory, default /tmp/tl-slurm), TL_SLURM_PORT (slurmctld's
 # port; slurmd takes the next one; default 16817), TL_SLURM_CPUS (CPUs the node declares, default
-# 16), TL_SLURM_NO_INSTALL=1 (never run apt-get). ENVFILE is $TL_SLURM_DIR/env.sh; the tests
-# source it (`export SLURM_CONF=...`, TL_SLURM_PARTITION, TL_SLURM_DIR).
+# 16), TL_SLURM_GPUS (GPUs the node declares, 0 to 16, default 4; 0: no GRES), TL_SLURM_NO_INSTALL=1
+# (never run apt-get). ENVFILE is $TL_SLURM_DIR/env.sh; the tests source it (`export
+# SLURM_CONF=...`, TL_SLURM_PARTITION, TL_SLURM_DIR, TL_SLURM_GPUS: the GPUs configured).
+#
+# GPUs without devices (docs/slurm.md "GPUs"): the node declares Gres=gpu:N, and gres.conf names
+# one device file per GPU, $TL_SLURM_DIR/dev/gpuI, made with mknod as character devices 1:3 (the
+# numbers of /dev/null: nothing here opens them, and one opened would be harmless). Slurm 22.05
+# needs them to be devices: with `Count=N` and no File it drops the GPUs ("Removing file-less
+# GPU") and the node goes INVAL; with plain files it schedules them but sets no GPU variable in
+# the job's environment. Where mknod fails, the node declares no GPU (TL_SLURM_GPUS=0 in ENVFILE)
+# and the GPU test skips.
 #
 # Exit status: 0 done; 77 Slurm cannot run here (packages missing and not root, or not root:
 # slurmd must be root); 1 failure (a Slurm not ours is running, the directory is in use, a daemon
@@ -27,6 +36,7 @@ dir=${TL_SLURM_DIR:-/tmp/tl-slurm}
 ctld_port=${TL_SLURM_PORT:-16817}
 slurmd_port=$((ctld_port + 1))
 cpus=${TL_SLURM_CPUS:-16}
+gpus=${TL_SLURM_GPUS:-4}
 conf=$dir/etc/slurm.conf
 envfile=$dir/env.sh
 packages=(slurmctld slurmd slurm-client munge)
@@ -108,8 +118,34 @@ install_packages() {
   }
 }
 
+# The GPUs' device files and gres.conf (see the top); sets $gpus to 0 where mknod fails.
+write_gres() {
+  local i
+  ((gpus > 0)) || return 0
+  install -d -m 755 "$dir/dev"
+  for ((i = 0; i < gpus; i++)); do
+    if ! mknod -m 666 "$dir/dev/gpu$i" c 1 3 2>"$dir/log/mknod.err"; then
+      say "mknod failed ($(cat "$dir/log/mknod.err")): the node declares no GPU"
+      gpus=0
+      return 0
+    fi
+  done
+  {
+    echo "# Written by test/cluster/slurm/cluster.sh: GPUs without devices (docs/slurm.md)."
+    echo "AutoDetect=off"
+    for ((i = 0; i < gpus; i++)); do
+      echo "Name=gpu File=$dir/dev/gpu$i"
+    done
+  } >"$dir/etc/gres.conf"
+}
+
 write_config() {
-  local node=$1
+  local node=$1 gres='' types='# No GPU: no GresTypes'
+  write_gres
+  if ((gpus > 0)); then
+    gres=" Gres=gpu:$gpus"
+    types=GresTypes=gpu
+  fi
   cat >"$conf" <<EOF
 # Written by test/cluster/slurm/cluster.sh: a private single-node cluster (docs/slurm.md).
 ClusterName=tl
@@ -147,7 +183,8 @@ KillWait=5
 InactiveLimit=0
 SlurmctldDebug=info
 SlurmdDebug=info
-NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
+$types
+NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus$gres State=UNKNOWN
 PartitionName=tl Nodes=$node Default=YES MaxTime=INFINITE OverSubscribe=YES State=UP
 EOF
 }
@@ -184,6 +221,13 @@ up() {
     say "slurmd must run as root here: cannot run a cluster"
     exit 77
   fi
+  case $gpus in
+  [0-9] | 1[0-6]) ;;
+  *)
+    say "TL_SLURM_GPUS=$gpus: want 0 to 16"
+    exit 1
+    ;;
+  esac
   if [[ -e $dir ]]; then
     say "$dir already exists: a cluster of ours may be up (cluster.sh status / down)"
     exit 1
@@ -223,9 +267,10 @@ up() {
     echo "export SLURM_CONF=$conf"
     echo "export TL_SLURM_DIR=$dir"
     echo "export TL_SLURM_PARTITION=tl"
+    echo "export TL_SLURM_GPUS=$gpus"
   } >"$envfile"
   cat "$envfile"
-  say "up: node $node, $cpus CPUs, partition tl; environment in $envfile"
+  say "up: node $node, $cpus CPUs, $gpus GPUs, partition tl; environment in $envfile"
 }
 
 # True once squeue lists no job of this cluster that has not ended.
