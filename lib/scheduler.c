@@ -577,14 +577,16 @@ static int offer_round(tl_scheduler *s, const tl_offer *offers, size_t noffers, 
   int err = enter_at(s, t);
   if (err != TL_OK)
     return err;
-  JOURNAL_OPEN(s, tl__jfmt_offers(&w, offers, noffers, cap));
+  JOURNAL_OPEN(s, grants != NULL || ngrants != NULL
+                      ? tl__jfmt_offers_grants(&w, offers, noffers, cap, gcap)
+                      : tl__jfmt_offers(&w, offers, noffers, cap));
   tl_tid first = s->next_tid;
   err = tl__resource_offers(s, offers, noffers, noffers <= TL__ID_LENS ? lens : NULL, out, cap,
                             nout, grants, gcap, ngrants);
-  char extra[64];
+  char extra[TL__JOURNAL_OFFERS_EXTRA];
   extra[0] = '\0';
   if (j != NULL) /* formatted only for a journal: an offer round is the hottest call */
-    snprintf(extra, sizeof extra, " launched=%zu tid=%" PRIu64, *nout, first);
+    tl__journal_offers_extra(extra, sizeof extra, out, *nout, first, ngrants != NULL);
   return journal_leave(s, j, &w, err, err == TL_OK ? extra : NULL);
 }
 
