@@ -56,6 +56,9 @@ typedef struct launcher_config {
    * its resource profile and resources), *n of them, at most LAUNCHER_ARGS_MAX; NULL (or *n 0)
    * for none. Called by start; the strings stay valid while the launcher runs. NULL: none. */
   const char *const *(*executor_args)(void *ud, const char *executor_id, size_t *n);
+  /* slurm only: the GPUs one executor about to start asks for (tl-driver
+   * --executor-profile-gpus: by its resource profile), 0 for none; NULL: gpus for every one. */
+  uint32_t (*executor_gpus)(void *ud, const char *executor_id);
   /* Called once per executor started, when its end is known (never from inside a launcher_ops
    * call). ud is passed back. */
   void (*on_end)(void *ud, const launcher_end *end);

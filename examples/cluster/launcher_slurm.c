@@ -109,6 +109,7 @@ struct slurm_launcher {
   uint64_t poll_ms;                                  /* squeue period */
   void (*on_end)(void *ud, const launcher_end *end); /* the driver's callback */
   void *ud;                                          /* its argument */
+  uint32_t (*executor_gpus)(void *ud, const char *executor_id); /* or NULL: gpus for all */
   const char *const *(*executor_args)(void *ud, const char *executor_id,
                                       size_t *n); /* launcher_config's */
   uv_timer_t poll_timer;        /* every poll_ms: squeue --json, pending cancels, stop deadline */
@@ -529,7 +530,8 @@ static int slurm_start(void *state, const char *executor_id) {
   /* GPUs: the addresses of Slurm's allocation, found in the job's environment by tl-slurm-gpus,
    * a discovery script next to tl-executor (docs/slurm.md "GPUs"). */
   char gres[48] = "";
-  if (l->gpus > 0) {
+  uint32_t gpus = l->executor_gpus ? l->executor_gpus(l->ud, executor_id) : l->gpus;
+  if (gpus > 0) {
     char script[4096];
     const char *slash = strrchr(l->executor_path, '/');
     size_t dir = slash ? (size_t)(slash - l->executor_path) + 1 : 0;
@@ -541,7 +543,7 @@ static int slurm_start(void *state, const char *executor_id) {
     n += 22;
     if (!put_quoted(wrap, sizeof wrap, &n, script))
       return UV_E2BIG;
-    snprintf(gres, sizeof gres, "--gres=gpu:%" PRIu32, l->gpus);
+    snprintf(gres, sizeof gres, "--gres=gpu:%" PRIu32, gpus);
   }
 
   char name[TL_ID_MAX + 32], cpus[32], partition[256], time_limit[128];
@@ -1041,6 +1043,7 @@ static int slurm_create(const launcher_config *cfg, void **state) {
   l->on_end = cfg->on_end;
   l->ud = cfg->ud;
   l->executor_args = cfg->executor_args;
+  l->executor_gpus = cfg->executor_gpus;
   l->executor_path = dup_or_null(cfg->executor_path);
   l->connect_host = dup_or_null(cfg->connect_host);
   l->partition = dup_or_null(cfg->partition);

@@ -290,6 +290,7 @@ static void start_launcher(driver *d, const driver_opts *o, bool restored) {
                                   .poll_ms = strcmp(o->launcher, "slurm") ? 0 : o->slurm_poll_ms,
                                   .gpus = o->executor_gpus,
                                   .executor_args = scaling_executor_args,
+                                  .executor_gpus = scaling_executor_gpus,
                                   .on_end = on_end,
                                   .ud = d};
   int rc = d->run.ops->create(&d->run.lcfg, &d->run.launcher);

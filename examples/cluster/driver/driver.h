@@ -703,6 +703,7 @@ void check_starved(driver *d);
 void on_end(void *ud, const launcher_end *end);
 uint32_t start_executors(driver *d, uint32_t n);
 const char *const *scaling_executor_args(void *ud, const char *executor_id, size_t *n);
+uint32_t scaling_executor_gpus(void *ud, const char *executor_id);
 void on_alloc_tick(uv_timer_t *t);
 
 /* ---------------------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ static void usage(void) {
           "                 [--summary-json FILE] [--advertise ADDR]\n"
           "                 [--partition P] [--time-limit T] [--slurm-arg ARG]...\n"
           "                 [--slurm-poll-ms MS] [--executor-gpus N]\n"
+          "                 [--executor-profile-gpus P=N]...\n"
           "                 [--listen ADDR] [--port P] [--token-file PATH] [--executor PATH]\n"
           "                 [--heartbeat-ms MS] [--timeout-s S]\n"
           "                 [--bench [--tasks N] [--null-ledger]] [--quiet]\n"
@@ -62,9 +63,10 @@ static void usage(void) {
           "  --null-ledger: --bench on the null floor (a FIFO of pending tasks and a map of\n"
           "     running tids in place of the ledger), to compare --bench with; --bench only\n"
           "  P: serve GET /metrics (Prometheus text) on the --listen address, 0 = any free port\n"
-          "  --partition, --time-limit, --slurm-arg, --slurm-poll-ms, --executor-gpus:\n"
-          "     --launcher slurm only (--executor-gpus N: each executor's job asks for\n"
-          "     --gres=gpu:N and declares the GPUs of Slurm's allocation)\n"
+          "  --partition, --time-limit, --slurm-arg, --slurm-poll-ms, --executor-gpus,\n"
+          "     --executor-profile-gpus: --launcher slurm only (--executor-gpus N: each\n"
+          "     executor's job asks for --gres=gpu:N and declares the GPUs of Slurm's\n"
+          "     allocation; --executor-profile-gpus P=N: so do profile P's, with N, 0: none)\n"
           "  --state-dir: keep the run's state there and recover it after a crash (records\n"
           "     are written off the loop every --snapshot-ms: launches do not wait for them)\n"
           "TEST-ONLY OPTIONS: faults a test injects, and what its verdict expects; not for a\n"
@@ -182,6 +184,29 @@ static bool parse_stage(char *part, stage_spec *st) {
   return true;
 }
 
+/* "P=N" of --executor-profile-gpus: the executors of profile P (an --executor-profile's, once
+ * each) ask Slurm for N GPUs, 0 to the wire's limit (0: none, whatever --executor-gpus says). */
+static void profile_gpus(driver_opts *o, const char *spec) {
+  const char *eq = strchr(spec, '=');
+  char num[16];
+  if (!eq || eq == spec || (size_t)(eq - spec) >= sizeof num)
+    usage();
+  memcpy(num, spec, (size_t)(eq - spec));
+  num[eq - spec] = '\0';
+  uint32_t p = (uint32_t)parse_u64(num, 1, UINT32_MAX);
+  for (size_t i = 0; i < o->nshapes; i++) {
+    if (o->shapes[i].profile != p)
+      continue;
+    if (o->shapes[i].gpus_set)
+      usage();
+    o->shapes[i].gpus = (uint32_t)parse_u64(eq + 1, 0, TLC_RESOURCE_ADDRESSES_MAX);
+    o->shapes[i].gpus_set = true;
+    return;
+  }
+  fprintf(stderr, "tl-driver: --executor-profile-gpus %s: no --executor-profile %s\n", spec, num);
+  usage();
+}
+
 /* "P=ARGS" of --executor-profile: profile P (1..UINT32_MAX, once each) and the tl-executor
  * arguments its executors get, split at spaces (no quoting), after "--profile P". */
 static void parse_shape(driver_opts *o, const char *spec) {
@@ -263,6 +288,7 @@ enum {
   OPT_IDLE_TIMEOUT,
   OPT_PARTITION,
   OPT_EXECUTOR_GPUS,
+  OPT_EXECUTOR_PROFILE_GPUS,
   OPT_TIME_LIMIT,
   OPT_SLURM_ARG,
   OPT_SLURM_POLL_MS,
@@ -318,6 +344,7 @@ static const struct option long_options[] = {
     {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
     {"partition", required_argument, NULL, OPT_PARTITION},
     {"executor-gpus", required_argument, NULL, OPT_EXECUTOR_GPUS},
+    {"executor-profile-gpus", required_argument, NULL, OPT_EXECUTOR_PROFILE_GPUS},
     {"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
     {"slurm-arg", required_argument, NULL, OPT_SLURM_ARG},
     {"slurm-poll-ms", required_argument, NULL, OPT_SLURM_POLL_MS},
@@ -360,6 +387,8 @@ typedef struct given {
   bool executors, cores, queue; /* --bench keeps what is given */
   bool min, max;                /* dynamic allocation */
   bool slurm_only;              /* an option only --launcher slurm takes */
+  const char *profile_gpus[MAX_PROFILE_SHAPES]; /* --executor-profile-gpus P=N, as given */
+  size_t nprofile_gpus;
   uint32_t bench_tasks;         /* --tasks, or BENCH_TASKS */
 } given;
 
@@ -448,6 +477,12 @@ static bool take_run_option(driver_opts *o, given *g, int opt, const char *v) {
     return true;
   case OPT_EXECUTOR_GPUS:
     o->executor_gpus = (uint32_t)parse_u64(v, 1, TLC_RESOURCE_ADDRESSES_MAX);
+    g->slurm_only = true;
+    return true;
+  case OPT_EXECUTOR_PROFILE_GPUS:
+    if (g->nprofile_gpus == MAX_PROFILE_SHAPES)
+      usage();
+    g->profile_gpus[g->nprofile_gpus++] = v; /* resolved once every --executor-profile is read */
     g->slurm_only = true;
     return true;
   case OPT_TIME_LIMIT:
@@ -626,8 +661,8 @@ static void resolve(driver_opts *o, const given *g) {
     o->njobs = 1;
   }
   if (g->slurm_only && strcmp(o->launcher, "slurm") != 0) {
-    fprintf(stderr, "tl-driver: --partition, --time-limit, --slurm-arg, --slurm-poll-ms and "
-                    "--executor-gpus are for --launcher slurm\n");
+    fprintf(stderr, "tl-driver: --partition, --time-limit, --slurm-arg, --slurm-poll-ms, "
+                    "--executor-gpus and --executor-profile-gpus are for --launcher slurm\n");
     usage();
   }
   /* Dynamic allocation: --executors is the initial count (default --min-executors), within
@@ -644,6 +679,8 @@ static void resolve(driver_opts *o, const given *g) {
       usage();
     }
   }
+  for (size_t k = 0; k < g->nprofile_gpus; k++)
+    profile_gpus(o, g->profile_gpus[k]);
   if (o->nshapes > 0 && !o->dynamic) {
     fprintf(stderr, "tl-driver: --executor-profile is for dynamic allocation "
                     "(--min-executors, --max-executors)\n");

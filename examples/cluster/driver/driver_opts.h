@@ -69,6 +69,9 @@ typedef struct profile_shape {
   const char *args[PROFILE_ARGS_MAX]; /* "--profile", "P", then ARGS split at spaces */
   size_t nargs;                       /* used entries of args */
   char text[512];                     /* ARGS and P's digits, the strings args point at */
+  uint32_t gpus;                      /* --executor-profile-gpus P=N: its Slurm jobs ask for
+                                         --gres=gpu:N (gpus_set); else --executor-gpus's */
+  bool gpus_set;
 } profile_shape;
 
 /* One --job: a chain of stages, in order. */

@@ -152,6 +152,17 @@ const char *const *scaling_executor_args(void *ud, const char *executor_id, size
   return NULL;
 }
 
+/* The launcher's other question (launcher_config.executor_gpus, Slurm): the GPUs an executor
+ * about to start asks for: its profile's --executor-profile-gpus, else --executor-gpus. */
+uint32_t scaling_executor_gpus(void *ud, const char *executor_id) {
+  driver *d = ud;
+  exec_rec *e = find_exec(d, executor_id);
+  for (size_t i = 0; e && e->profile && i < d->scaling.nshapes; i++)
+    if (d->scaling.shapes[i].profile == e->profile && d->scaling.shapes[i].gpus_set)
+      return d->scaling.shapes[i].gpus;
+  return d->run.lcfg.gpus;
+}
+
 /* The profile a backlog needs: among the profiles the driver can start executors of (0, and
  * each --executor-profile), the one with the most pending tasks; its pending and running
  * attempts in *pending and *running. */

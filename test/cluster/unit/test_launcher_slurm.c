@@ -731,6 +731,55 @@ static void gres_run(const char *gpus_env, const char *want_rc, const char *want
   }
 }
 
+/* launcher_config.executor_gpus (tl-driver --executor-profile-gpus): the GPUs by executor. One
+ * whose answer is 0 asks for no --gres and names no discovery script, whatever gpus says; one
+ * whose answer is 3 asks for --gres=gpu:3. */
+static uint32_t gpus_by_id(void *ud, const char *executor_id) {
+  (void)ud;
+  return strcmp(executor_id, "cpu-1") == 0 ? 0 : 3;
+}
+
+static void gres_by_profile(const char *id, bool want_gres) {
+  char script[1024], path[160], exe[160];
+  snprintf(exe, sizeof exe, "%s/tl-executor", fake_dir);
+  snprintf(script, sizeof script,
+           "#!/bin/sh\nprintf '%%s\\n' \"$@\" >%s/sbatch-args\necho 2002\n", fake_dir);
+  fake_file("sbatch", script);
+  launcher_config cfg = {.loop = loop,
+                         .executor_path = exe,
+                         .connect_host = "127.0.0.1",
+                         .port = 9,
+                         .cores = 1,
+                         .heartbeat_ms = 100,
+                         .poll_ms = 50,
+                         .gpus = 2,
+                         .executor_gpus = gpus_by_id,
+                         .on_end = gres_on_end};
+  void *l = NULL;
+  gres_closed = false;
+  gres_ends = 0;
+  if (ops->create(&cfg, &l) != 0 || ops->start(l, id) != 0) {
+    fprintf(stderr, "FAIL: fake Slurm, gres by profile: cannot create the launcher or start %s\n",
+            id);
+    failures++;
+    if (l != NULL)
+      ops->close(l, NULL, NULL);
+    return;
+  }
+  ops->close(l, gres_close_done, NULL);
+  uv_run(loop, UV_RUN_DEFAULT);
+  snprintf(path, sizeof path, "%s/sbatch-args", fake_dir);
+  bool gres = file_has(path, "--gres=");
+  bool three = file_has(path, "\n--gres=gpu:3\n");
+  bool discovery = file_has(path, "--resource-discovery");
+  printf("fake gres by profile (%s): --gres %s, discovery %s\n", id, gres ? "asked" : "not asked",
+         discovery ? "named" : "not named");
+  if (gres != want_gres || discovery != want_gres || (want_gres && !three) || !gres_closed) {
+    fprintf(stderr, "FAIL: fake Slurm, gres by profile (%s)\n", id);
+    failures++;
+  }
+}
+
 static void gres_checks(void) {
   char path[160];
   snprintf(path, sizeof path, "%s/tl-executor", fake_dir);
@@ -751,6 +800,8 @@ static void gres_checks(void) {
   fake_file("squeue", "#!/bin/sh\necho '{\"errors\":[],\"jobs\":[]}'\n");
   gres_run("SLURM_JOB_GPUS=0,1", "1", "connect");
   gres_run("SLURM_STEP_GPUS=", "2", "no GPU in Slurm's allocation");
+  gres_by_profile("cpu-1", false);
+  gres_by_profile("gpu-2", true);
 }
 
 /* Runs the three steps above on the loop, then the adopt and gres checks; failures counts what
