@@ -757,10 +757,6 @@ static void apply(tlo_run *r, const tlo_op *op) {
     break;
   }
   case TLO_SNAPSHOT:
-    if (r->resources) { /* the image does not carry resources yet: no failover in such runs */
-      snprintf(r->desc, sizeof r->desc, "snapshot (none: resources)");
-      break;
-    }
     tlo_do_snapshot_restore(r, op);
     break;
   case TLO_RECONCILE: {

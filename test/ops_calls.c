@@ -990,7 +990,9 @@ void tlo_do_reconcile_items(tlo_run *r, mexec *x, const tl_tid *tids, size_t n, 
     size_t want_adopt = (size_t)(d >> 2) % 4 + ((d & 16) != 0);
     for (uint32_t k = 0; k < r->nts && nplanned < want_adopt; k++) {
       mts *t = &r->ts[k];
-      if (!t->restored || t->released || t->zombie || t->barrier)
+      /* Never one that asks for resources, nor one of another profile (the library's rule). */
+      if (!t->restored || t->released || t->zombie || t->barrier || t->req.nreq > 0 ||
+          t->req.profile != x->decl.profile)
         continue;
       for (uint32_t p = t->npend; p-- > 0 && nplanned < want_adopt;) {
         uint32_t i = t->pend[p];
@@ -1252,8 +1254,11 @@ void tlo_do_snapshot_restore(tlo_run *r, const tlo_op *op) {
      * recovering included). */
     r->hold = r->hold || r->ask_ex[i]->state == MX_RECOVERING;
   }
-  for (uint32_t i = 0; i < r->nask_ts; i++)
+  for (uint32_t i = 0; i < r->nask_ts; i++) {
     r->ts[r->ask_ts[i]].restored = true;
+    /* The unsatisfiable requests' deadlines are not in the image: the next round starts them. */
+    r->ts[r->ask_ts[i]].res_wait = false;
+  }
   for (uint32_t i = 0; i < r->nask_ts; i++) {
     uint32_t k = r->ask_ts[i];
     if (!r->withhold[k])
