@@ -561,6 +561,60 @@ START_TEST(a_scheduler_freed_with_grants_held_frees_them) {
 }
 END_TEST
 
+START_TEST(a_barrier_that_does_not_fit_leaves_its_addresses_to_the_next_task_set) {
+  /* Spark: "SPARK-24818: test resource revert of barrier TaskSetManager", with the addresses
+   * limiting instead of delay scheduling: a barrier task set that cannot place all its tasks
+   * holds nothing, and the task set after it takes the offer. */
+  tlt_env *e = tlt_new(NULL);
+  add_gpu_executor(e, "e0", "h0", 2, 1, 0);
+  add_gpu_executor(e, "e1", "h1", 2, 1, 0);
+  tl_taskset_id barrier = submit_gpu(e, 0, 2, 1, 1, 0, 0, true);
+  tl_taskset_id normal = submit_gpu(e, 1, 2, 1, 1, 0, 0, false);
+  tl_launch l[4];
+  tl_grant g[4];
+  ck_assert_uint_eq(tlt_offers_grants(e, &(tl_offer){"e0", 2}, 1, l, 4, g, 4), 1);
+  ck_assert_uint_eq(l[0].taskset, normal);
+  ck_assert_uint_eq(l[0].grants[0].address, 0);
+  ck_assert_uint_eq(tlt_ts(e, barrier).pending, 2);
+  tlt_succeed(e, "e0", l[0].tid);
+  /* Both offered: the barrier task set goes first and takes both GPUs. */
+  tl_offer o[2] = {{"e0", 2}, {"e1", 2}};
+  ck_assert_uint_eq(tlt_offers_grants(e, o, 2, l, 4, g, 4), 2);
+  ck_assert(l[0].taskset == barrier && l[1].taskset == barrier);
+  ck_assert(gpu_of(e, "e0").free == 0 && gpu_of(e, "e1").free == 0);
+  for (int i = 0; i < 2; i++)
+    tlt_succeed(e, l[i].executor_id, l[i].tid);
+  ck_assert_uint_eq(tlt_offers_grants(e, o, 2, l, 4, g, 4), 1);
+  ck_assert_uint_eq(l[0].taskset, normal);
+  tlt_succeed(e, l[0].executor_id, l[0].tid);
+  tlt_end(e);
+}
+END_TEST
+
+START_TEST(a_barrier_counts_the_slots_cores_and_addresses_allow_together) {
+  /* Spark: "Calculate available tasks slots for task resource profiles": two executors of 4
+   * cores and 4 GPUs, tasks of 2 cores and 1 GPU: 2 slots each (cores limit), 4 in all. A barrier
+   * task set of 5 does not launch; one of 4 does. */
+  tlt_env *e = tlt_new(NULL);
+  add_gpu_executor(e, "e0", "h0", 4, 4, 0);
+  add_gpu_executor(e, "e1", "h1", 4, 4, 0);
+  tl_taskset_id five = submit_gpu(e, 0, 5, 2, 1, 0, 0, true);
+  tl_offer o[2] = {{"e0", 4}, {"e1", 4}};
+  tl_launch l[8];
+  tl_grant g[8];
+  ck_assert_uint_eq(tlt_offers_grants(e, o, 2, l, 8, g, 8), 0);
+  TLT_OK(e, tl_cancel_stage(e->s, 0, NULL));
+  submit_gpu(e, 1, 4, 2, 1, 0, 0, true);
+  ck_assert_uint_eq(tlt_offers_grants(e, o, 2, l, 8, g, 8), 4);
+  ck_assert(gpu_of(e, "e0").free == 2 && gpu_of(e, "e1").free == 2);
+  ck_assert(tlt_ex(e, "e0").free_cores == 0 && tlt_ex(e, "e1").free_cores == 0);
+  for (int i = 0; i < 4; i++)
+    tlt_succeed(e, l[i].executor_id, l[i].tid);
+  (void)five;
+  tlt_end(e);
+}
+END_TEST
+
 Suite *tl_resources_suite(void) {
   Suite *s = suite_create("resources");
   TCase *tc = tcase_create("spark");
@@ -570,6 +624,8 @@ Suite *tl_resources_suite(void) {
   tcase_add_test(tc, a_task_only_profile_is_profile_0_with_its_own_requests);
   tcase_add_test(tc, a_barrier_task_set_launches_with_all_its_addresses_or_none);
   tcase_add_test(tc, a_barrier_task_set_counts_only_executors_of_its_profile);
+  tcase_add_test(tc, a_barrier_that_does_not_fit_leaves_its_addresses_to_the_next_task_set);
+  tcase_add_test(tc, a_barrier_counts_the_slots_cores_and_addresses_allow_together);
   suite_add_tcase(s, tc);
   tc = tcase_create("ledger");
   tcase_add_test(tc, shares_of_different_sizes_add_up_exactly);
