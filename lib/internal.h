@@ -370,6 +370,9 @@ typedef struct tl__taskset {
   uint32_t priority;        /* as submitted */
   uint32_t ntasks;          /* entries of idx */
   uint32_t cpus;            /* cores per task */
+  uint32_t profile;         /* tl_taskset_desc.profile (beside cpus: an offer round's pass reads
+                               both for every slot) */
+  struct tl__treqs *req;    /* its resource requests (resource.h), or NULL; freed with it */
   uint32_t nrunning;        /* length of running */
   uint32_t nfrozen;         /* of which frozen */
   uint32_t npending;        /* indices on the pending stack; 0 when zombie */
@@ -402,9 +405,6 @@ typedef struct tl__taskset {
                                         while executors recover, may adopt attempts */
   struct tl__xset *exclude;          /* exclude.c: its counted failures and exclusions, or NULL
                                         (none yet, or exclude_on_failure off); freed with it */
-  uint32_t profile;                  /* tl_taskset_desc.profile */
-  struct tl__treqs *req;             /* its resource requests (resource.h), or NULL; freed
-                                        with it */
   struct tl__taskset *queue_next[TL__QUEUE_LEVELS]; /* its successors in the queue, per level */
   tl__index idx[];                                  /* ntasks entries */
 } tl__taskset;

@@ -38,6 +38,8 @@ typedef struct offer_slot {
   tl__executor *ex; /* an ALIVE executor */
   size_t offer;     /* the first offer naming it: what its launches name (tl_launch.offer) */
   uint32_t cores;   /* what is left of this offer */
+  uint32_t profile; /* its executor's resource profile: a pass compares it for every slot, and
+                       the slot is hot where the executor's record is not */
 } offer_slot;
 
 /* Launches attempt a of index i on ex; speculative: a second copy of a slow index. With
@@ -144,7 +146,7 @@ static bool barrier_fits(const tl__taskset *ts, const round_state *r) {
   uint64_t fit = 0;
   for (size_t i = 0; i < r->nslots && fit < ts->npending; i++) {
     const offer_slot *slot = &r->slots[i];
-    if (slot->ex->profile == ts->profile)
+    if (slot->profile == ts->profile)
       fit += tl__res_fit_count(slot->ex, ts->req, slot->cores / ts->cpus);
   }
   return fit >= ts->npending;
@@ -171,7 +173,7 @@ static size_t pass(struct tl_scheduler *s, round_state *r, tl__taskset *ts, tl_l
       continue;
     /* Another profile's executor, or not the addresses a task needs: no task here, and no
      * delay rejection (Spark's resourcesMeetTaskRequirements comes before the task set). */
-    if (slot->ex->profile != ts->profile || !tl__res_fits(slot->ex, ts->req))
+    if (slot->profile != ts->profile || !tl__res_fits(slot->ex, ts->req))
       continue;
     if (ts->req != NULL && !grants_room(r, ts->req->ngrants, 1)) {
       r->most = r->used; /* the caller's array is full: the round ends as at cap */
@@ -249,8 +251,7 @@ static bool any_slot_fits(const round_state *r, const tl__taskset *ts) {
     return false;
   for (size_t i = 0; i < r->nslots; i++) {
     const offer_slot *slot = &r->slots[i];
-    if (slot->cores >= ts->cpus && slot->ex->profile == ts->profile &&
-        tl__res_fits(slot->ex, ts->req))
+    if (slot->cores >= ts->cpus && slot->profile == ts->profile && tl__res_fits(slot->ex, ts->req))
       return true;
   }
   return false;
@@ -387,6 +388,7 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
     slots[nslots].ex = ex;
     slots[nslots].offer = i;
     slots[nslots].cores = cores;
+    slots[nslots].profile = ex->profile;
     nslots++;
     offered += cores;
   }
