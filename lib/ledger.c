@@ -254,7 +254,7 @@ static size_t spares_max(const struct tl_scheduler *s) {
 }
 
 void tl__attempt_free(struct tl_scheduler *s, tl__attempt *a) {
-  if (a->grants != NULL) { /* given up with its task set (tl__res_release gives them back) */
+  if (a->grants != NULL) { /* given up with its task set (tl__attempt_ended unbooks them first) */
     tl__grants_unref(s, a->grants);
     a->grants = NULL;
   }
