@@ -174,15 +174,24 @@ static void events_settle(struct tl_scheduler *s) {
     tl__journal_free_list(s, s->journal_batch);
     s->journal_batch = NULL;
   }
-  /* All delivered: only references remain (tl__events_clear without the results). */
+  /* All delivered: only references remain (tl__events_clear without the results), and a batch
+   * of task events that hold none (their names are their executors') is not read again. */
   size_t used = s->batch.n;
-  for (size_t i = 0; i < used; i++) {
-    tl__str_unref(s, s->batch.ev[i].names);
-    tl__str_unref(s, s->batch.ev[i].msg);
-    if (s->batch.ev[i].grants != NULL)
-      tl__grants_unref(s, s->batch.ev[i].grants);
+  if (s->batch.refs) {
+    for (size_t i = 0; i < used; i++) {
+      const tl__event *ev = &s->batch.ev[i];
+      if (ev->kind > TL__EV_TASK_ENDED)
+        tl__str_unref(s, ev->names);
+      tl__str_unref(s, ev->msg);
+      if (ev->grants != NULL)
+        tl__grants_unref(s, ev->grants);
+    }
+    s->batch.refs = false;
   }
   s->batch.n = 0;
+  s->ev_settled += used;
+  if (s->retired != NULL) /* executor records kept for these events may go now */
+    tl__executors_release(s, false);
   if (s->batch.cap > TL__EVENTS_INITIAL || s->events.cap > TL__EVENTS_INITIAL)
     tl__events_settled(s, used); /* they keep their room for a steady load (queue.c) */
 }

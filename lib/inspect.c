@@ -35,6 +35,9 @@ static void each_str(tl__checker *c, tl__str_fn *fn) {
  * accounts each string once) before any count is compared. */
 static int check_strings(tl__checker *c) {
   each_str(c, tl__check_visit_str);
+  int err = tl__events_check_names(c);
+  if (err != TL_OK)
+    return err;
   c->failed = false;
   each_str(c, tl__check_str_refs);
   return c->failed ? TL_ECORRUPT : TL_OK;

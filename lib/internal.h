@@ -272,6 +272,10 @@ typedef struct tl__executor {
   void *ud;                     /* tl_executor_desc.ud: the caller's, never read */
   uint32_t profile;             /* tl_executor_desc.profile */
   struct tl__eresources *res;   /* its resources (resource.h), or NULL; freed with its burial */
+  uint64_t ev_stamp;            /* the sequence number (s->ev_pushed) of the last task event that
+                                   names it: task events hold its names without a reference, so
+                                   its record outlives them (registry.c, tl__executor_free) */
+  struct tl__executor *retired_next; /* freed but kept for such events: s->retired */
 } tl__executor;
 
 static inline const char *tl__executor_id(const tl__executor *ex) { return ex->names->text; }
@@ -469,7 +473,9 @@ typedef struct tl__event {
   bool speculative;          /* task_started, task_ended: a speculative copy */
   uint16_t host_at;          /* task events: where the host starts in names->text: the id's
                                 length + 1 */
-  tl__str *names;            /* executor "id\0host\0", one ref, for task and executor events */
+  tl__str *names;            /* executor "id\0host\0": one ref for executor and kill events; a
+                                task event holds none (its executor's record outlives it:
+                                tl__executor.ev_stamp) */
   tl__str *msg;              /* message, one ref, or NULL */
   const char *static_msg;    /* a static message used when msg is NULL, or NULL */
   struct tl__grants *grants; /* task events: the attempt's grants, one reference, or NULL */
@@ -510,6 +516,9 @@ typedef struct tl__event_array {
   tl__event *ev; /* cap slots */
   size_t n;      /* used */
   size_t cap;    /* allocated */
+  bool refs;     /* some event holds a reference to drop when it is settled (a message, grants,
+                    or the names of an event other than a task's); if not, settling the array
+                    reads none of its events (dispatch.c) */
 } tl__event_array;
 
 #define TL__EVENTS_INITIAL 32 /* capacity of each event array when it holds nothing more */
@@ -544,6 +553,8 @@ void tl__events_settled(struct tl_scheduler *s, size_t used);
 /* tl_check's part: both event arrays, by capacity; and the strings queued events hold. */
 int tl__queue_check(tl__checker *c);
 void tl__events_each_str(tl__checker *c, tl__str_fn *fn);
+/* After the strings' first walk: each task event's names were visited (its executor holds them). */
+int tl__events_check_names(tl__checker *c);
 
 /* ---------------------------------------------------------------------------------------------
  * The scheduler
@@ -641,6 +652,11 @@ struct tl_scheduler {
    * with the lock released. */
   tl__event_array events;
   tl__event_array batch;
+  uint64_t ev_pushed;            /* events pushed since the scheduler began (their sequence) */
+  uint64_t ev_settled;           /* of which delivered and settled, or cleared: always
+                                    ev_pushed - batch.n - events.n */
+  struct tl__executor *retired;  /* executor records freed while a task event not yet settled
+                                    named them, through retired_next (registry.c) */
   atomic_size_t batch_delivered; /* events of batch delivered so far (read without the lock) */
   size_t events_quiet;           /* delivered batches in a row that used a quarter of the
                                     arrays' capacity or less (TL__EVENTS_KEEP, queue.c) */
@@ -685,31 +701,42 @@ static inline tl__event *tl__event_push(struct tl_scheduler *s, tl__event_kind k
   if (q->n == q->cap)
     tl__events_overrun();
   tl__event *ev = &q->ev[q->n++];
+  s->ev_pushed++;
   /* Copied from a blank event, not memset: gcc makes a memset of this size a rep stosq, whose
    * start-up costs more than the copy's few vector moves. */
   *ev = tl__event_blank;
   ev->kind = (uint8_t)kind;
+  if (kind > TL__EV_TASK_ENDED) /* other events hold their names, and may hold a message */
+    q->refs = true;
   return ev;
 }
+
+/* A task event holds a reference beyond its names (a message, grants): settling its array must
+ * read the events. */
+static inline void tl__event_holds(struct tl_scheduler *s) { s->events.refs = true; }
 
 _Static_assert(TL_ID_MAX <= UINT16_MAX, "an id's length + 1 fits tl__event's host_at");
 _Static_assert(sizeof(tl__event) <= 112 || sizeof(void *) != 8, "an event fits 112 bytes");
 
-/* A task event's executor: its names (one ref) and where the host starts in them, so the
- * dispatcher does not measure the id again for every task_started and task_ended. */
-static inline void tl__event_task_names(tl__event *ev, const tl__executor *ex) {
-  ev->names = tl__str_ref(ex->names);
+/* A task event's executor: its names, without a reference (the executor's record, and so its
+ * names, outlive the event: ev_stamp, tl__executor_free), and where the host starts in them, so
+ * the dispatcher does not measure the id again for every task_started and task_ended. The event
+ * must be the last one pushed. */
+static inline void tl__event_task_names(struct tl_scheduler *s, tl__event *ev, tl__executor *ex) {
+  ev->names = ex->names;
   ev->host_at = (uint16_t)(ex->hh_by_id.keylen + 1u); /* ids are shorter than TL_ID_MAX */
   ev->u.task.executor_ud = ex->ud;
+  ex->ev_stamp = s->ev_pushed;
 }
 
 /* One more reference to a grant block (resource.c). */
 void tl__grants_ref(struct tl__grants *g);
 /* A task event names its attempt's grants (resource.h): one more reference to them. */
-static inline void tl__event_grants(tl__event *ev, const tl__attempt *a) {
+static inline void tl__event_grants(struct tl_scheduler *s, tl__event *ev, const tl__attempt *a) {
   if (a->grants != NULL) {
     ev->grants = a->grants;
     tl__grants_ref(a->grants);
+    tl__event_holds(s);
   }
 }
 
@@ -718,7 +745,7 @@ static inline void tl__event_grants(tl__event *ev, const tl__attempt *a) {
 static inline void tl__event_task_started(struct tl_scheduler *s, const tl__attempt *a) {
   const tl__taskset *ts = a->taskset;
   tl__event *ev = tl__event_push(s, TL__EV_TASK_STARTED);
-  tl__event_task_names(ev, a->executor);
+  tl__event_task_names(s, ev, a->executor);
   ev->u.task.tid = a->tid;
   ev->u.task.taskset = ts->id;
   ev->u.task.stage_id = ts->stage_id;
@@ -728,7 +755,7 @@ static inline void tl__event_task_started(struct tl_scheduler *s, const tl__atte
   ev->locality = a->locality;
   ev->speculative = a->speculative;
   ev->u.task.payload = ts->payload;
-  tl__event_grants(ev, a);
+  tl__event_grants(s, ev, a);
 }
 
 static inline void tl__event_push_revive(struct tl_scheduler *s) {
@@ -834,8 +861,13 @@ void tl__executor_leave_host(struct tl_scheduler *s, tl__executor *ex);
 void tl__executor_bury(struct tl_scheduler *s, tl__executor *ex);
 /* Forgets a tombstone: off its timeline and executors_by_id, and freed. */
 void tl__tombstone_evict(struct tl_scheduler *s, tl__executor *ex);
-/* Frees an executor record (it must be out of every list but executors_by_id). */
+/* Frees an executor record (it must be out of every list but executors_by_id), or, while a task
+ * event not yet settled names it (ev_stamp), frees all but its names and keeps it on s->retired
+ * until tl__executors_release. */
 void tl__executor_free(struct tl_scheduler *s, tl__executor *ex);
+/* Frees the records tl__executor_free kept for task events (s->retired) whose events are all
+ * settled now, or every one (all: the scheduler's end). */
+void tl__executors_release(struct tl_scheduler *s, bool all);
 /* tl_check's part: executors (tombstones included) and their running and frozen lists, hosts,
  * racks and the timelines; *running and *frozen count the attempts on those lists. And the
  * strings executors hold. */

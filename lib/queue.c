@@ -10,6 +10,7 @@
 #include "checker.h"
 #include "resource.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 
 int tl__events_grow(struct tl_scheduler *s, size_t n) {
@@ -42,12 +43,15 @@ void tl__events_clear(struct tl_scheduler *s, tl__event_array *a, size_t from) {
     if (i >= from && ev->kind == TL__EV_TASK_ENDED && ev->u.task.result != NULL &&
         ev->u.task.result_free != NULL)
       ev->u.task.result_free(ev->u.task.result);
-    tl__str_unref(s, ev->names);
+    if (ev->kind > TL__EV_TASK_ENDED) /* a task event's names are its executor's */
+      tl__str_unref(s, ev->names);
     tl__str_unref(s, ev->msg);
     if (ev->grants != NULL)
       tl__grants_unref(s, ev->grants);
   }
+  s->ev_settled += a->n;
   a->n = 0;
+  a->refs = false;
 }
 
 void tl__events_shrink(struct tl_scheduler *s, tl__event_array *a) {
@@ -80,11 +84,26 @@ void tl__events_settled(struct tl_scheduler *s, size_t used) {
  * tl_check's part: both event arrays (by capacity) and the strings their events hold.
  * ------------------------------------------------------------------------------------------- */
 
+/* An array whose refs flag is clear holds no reference: no message, no grants, nothing but task
+ * events. */
+static bool holds_none(const tl__event_array *a) {
+  for (size_t i = 0; i < a->n; i++)
+    if (a->ev[i].kind > TL__EV_TASK_ENDED || a->ev[i].msg != NULL || a->ev[i].grants != NULL)
+      return false;
+  return true;
+}
+
 int tl__queue_check(tl__checker *c) {
   struct tl_scheduler *s = c->s;
   TL__CHECK(c, s->events.n <= s->events.cap && s->batch.n <= s->batch.cap,
             "event queue: %zu events in %zu slots, batch %zu in %zu", s->events.n, s->events.cap,
             s->batch.n, s->batch.cap);
+  TL__CHECK(c, s->ev_pushed - s->ev_settled == s->events.n + s->batch.n,
+            "event queue: %" PRIu64 " events pushed, %" PRIu64 " settled, but %zu queued and %zu "
+            "in the batch",
+            s->ev_pushed, s->ev_settled, s->events.n, s->batch.n);
+  TL__CHECK(c, (s->events.refs || holds_none(&s->events)) && (s->batch.refs || holds_none(&s->batch)),
+            "event queue: an array says its events hold no reference, but one does");
   tl__check_account(c, s->events.cap * sizeof(tl__event));
   tl__check_account(c, s->batch.cap * sizeof(tl__event));
   return TL_OK;
@@ -92,9 +111,31 @@ int tl__queue_check(tl__checker *c) {
 
 static void events_each_str(tl__checker *c, const tl__event_array *a, tl__str_fn *fn) {
   for (size_t i = 0; i < a->n; i++) {
-    fn(c, a->ev[i].names, "an event");
+    if (a->ev[i].kind > TL__EV_TASK_ENDED) /* a task event's names are its executor's */
+      fn(c, a->ev[i].names, "an event");
     fn(c, a->ev[i].msg, "an event");
   }
+}
+
+/* Each task event's executor holds its names (it is alive, a tombstone or retired, and its
+ * ev_stamp covers the event): the strings' first walk has visited them. */
+static int events_names_held(tl__checker *c, const tl__event_array *a, uint64_t first) {
+  for (size_t i = 0; i < a->n; i++) {
+    const tl__event *ev = &a->ev[i];
+    if (ev->kind <= TL__EV_TASK_ENDED)
+      TL__CHECK(c, ev->names != NULL && ev->names->mark == c->s->check_epoch,
+                "event queue: task event %" PRIu64 " names an executor nobody holds",
+                first + i + 1);
+  }
+  return TL_OK;
+}
+
+int tl__events_check_names(tl__checker *c) {
+  struct tl_scheduler *s = c->s;
+  int err = events_names_held(c, &s->batch, s->ev_settled);
+  if (err == TL_OK)
+    err = events_names_held(c, &s->events, s->ev_settled + s->batch.n);
+  return err;
 }
 
 void tl__events_each_str(tl__checker *c, tl__str_fn *fn) {

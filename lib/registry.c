@@ -9,6 +9,8 @@
 #include "checker.h"
 #include "resource.h"
 
+#include <inttypes.h>
+
 /* The executor found last is tried first: a runtime's status update is usually followed by an
  * offer of the same executor (Spark's backend offers the executor that reported), and a
  * comparison is cheaper than hashing. */
@@ -32,11 +34,32 @@ tl__executor *tl__executor_find(struct tl_scheduler *s, const char *id) {
 void tl__executor_free(struct tl_scheduler *s, tl__executor *ex) {
   if (s->last_executor == ex)
     s->last_executor = NULL;
-  tl__str_unref(s, ex->names);
   tl__str_unref(s, ex->decommission_msg);
   tl__str_unref(s, ex->rack);
   tl__res_executor_free(s, ex->res);
+  if (ex->ev_stamp > s->ev_settled) {
+    /* A task event not yet settled names it, without a reference: the record and its names
+     * stay, out of every index, until that event is settled (tl__executors_release). */
+    ex->decommission_msg = ex->rack = NULL;
+    ex->res = NULL;
+    ex->retired_next = s->retired;
+    s->retired = ex;
+    return;
+  }
+  tl__str_unref(s, ex->names);
   tl__free(s, ex, sizeof *ex);
+}
+
+void tl__executors_release(struct tl_scheduler *s, bool all) {
+  for (tl__executor **at = &s->retired, *ex; (ex = *at) != NULL;) {
+    if (all || ex->ev_stamp <= s->ev_settled) {
+      *at = ex->retired_next;
+      tl__str_unref(s, ex->names);
+      tl__free(s, ex, sizeof *ex);
+    } else {
+      at = &ex->retired_next;
+    }
+  }
 }
 
 static size_t *state_count(struct tl_scheduler *s, uint8_t state) {
@@ -198,6 +221,13 @@ static int check_executors(tl__checker *c, size_t *running, size_t *frozen) {
   TL__CHECK(c, s->ntombstones <= s->cfg.max_tombstones, "%zu tombstones, at most %u allowed",
             s->ntombstones, s->cfg.max_tombstones);
   tl__check_account_table(c, s->executors_by_id != NULL ? s->executors_by_id->hh_by_id.tbl : NULL);
+  for (const tl__executor *ex = s->retired; ex != NULL; ex = ex->retired_next) {
+    TL__CHECK(c, ex->ev_stamp > s->ev_settled && ex->ev_stamp <= s->ev_pushed,
+              "retired executor %s: its last task event (%" PRIu64 ") is not queued (%" PRIu64
+              " settled, %" PRIu64 " pushed)",
+              tl__executor_id(ex), ex->ev_stamp, s->ev_settled, s->ev_pushed);
+    tl__check_account(c, sizeof *ex);
+  }
   return TL_OK;
 }
 
@@ -301,4 +331,6 @@ void tl__registry_each_str(tl__checker *c, tl__str_fn *fn) {
     fn(c, ex->decommission_msg, tl__executor_id(ex));
     fn(c, ex->rack, tl__executor_id(ex));
   }
+  for (tl__executor *ex = c->s->retired; ex != NULL; ex = ex->retired_next)
+    fn(c, ex->names, tl__executor_id(ex));
 }

@@ -293,6 +293,7 @@ static void destroy_all(tl_scheduler *s) {
   tl__journal_free_list(s, s->journal);
   tl__events_clear(s, &s->events, 0);
   tl__events_clear(s, &s->batch, 0);
+  tl__executors_release(s, true); /* kept for the events just cleared */
   tl__free(s, s->events.ev, s->events.cap * sizeof(tl__event));
   tl__free(s, s->batch.ev, s->batch.cap * sizeof(tl__event));
   tl__grants_trim(s); /* the blocks attempts and events gave back above */

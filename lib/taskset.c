@@ -369,8 +369,11 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
     ts->first[a->index] = sibling;
 
   tl__event *ev = tl__event_push(s, TL__EV_TASK_ENDED);
-  tl__event_task_names(ev, a->executor);
-  ev->msg = tl__str_ref(msg);
+  tl__event_task_names(s, ev, a->executor);
+  if (msg != NULL) {
+    ev->msg = tl__str_ref(msg);
+    tl__event_holds(s);
+  }
   ev->static_msg = static_msg;
   ev->u.task.tid = a->tid;
   ev->u.task.taskset = ts->id;
@@ -386,6 +389,7 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
     tl__res_unbook(a->executor, a->grants);
     ev->grants = a->grants;
     a->grants = NULL;
+    tl__event_holds(s);
   }
 
   if (u != NULL && u->state == TL_TASK_FINISHED) { /* the result goes over, or back */
@@ -456,7 +460,7 @@ void tl__outputs_resubmit(struct tl_scheduler *s, tl__executor *ex) {
     ix->flags &= (uint8_t)~TL__IDX_SUCCESSFUL;
     ts->nsucceeded--;
     tl__event *ev = tl__event_push(s, TL__EV_TASK_ENDED);
-    tl__event_task_names(ev, ex);
+    tl__event_task_names(s, ev, ex);
     ev->static_msg = "Its map output was lost with its executor; the task runs again.";
     ev->u.task.tid = out->tid;
     ev->u.task.taskset = ts->id;

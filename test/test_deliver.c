@@ -341,6 +341,60 @@ START_TEST(executor_removed_waits_for_the_dispatch_in_its_place) {
 }
 END_TEST
 
+/* A task event names its executor without a reference. An executor forgotten at once (no
+ * tombstones kept) by the second phase of its loss, whose executor_lost was delivered in the
+ * first and whose executor_removed nobody listens to, leaves only task events naming it in the
+ * queue: its record is kept, out of every index, until they are delivered and settled, and
+ * tl_check accounts it all the while. */
+START_TEST(task_events_keep_a_forgotten_executors_names) {
+  ready_log r = {0};
+  tl_config cfg = deferred_config(&r);
+  cfg.max_tombstones = 0;
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "h1", NULL, 2);
+  tlt_add(e, "e2", "h2", NULL, 1);
+  tl_taskset_id ts = tlt_submit(e, 0, 0, 0, 3);
+  tl_launch l[3];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 2, l, 2), 2);
+  TLT_CHECK(e);
+  tl_loss_reason pending = {.kind = TL_LOSS_PENDING};
+  TLT_OK(e, tl_executor_lost(e->s, "e1", &pending));
+  ck_assert_int_eq(tl_dispatch(e->s), 6); /* added e1, e2, revive, started, started, lost */
+  TLT_CHECK(e);
+  tl_loss_reason why = {.kind = TL_LOSS_EXITED, .caused_by_app = false, .message = "gone"};
+  TLT_OK(e, tl_executor_lost(e->s, "e1", &why));
+  TLT_CHECK(e);
+  ck_assert_uint_eq(tlt_stats(e).tombstones, 0);
+  tl_executor_status info;
+  ck_assert_int_eq(tl_executor_get(e->s, "e1", &info), TL_ENOENT); /* forgotten */
+  size_t kept = tlt_stats(e).mem_live_bytes;
+
+  /* e2 takes the retry and finishes it: the queue holds task events of both. */
+  ck_assert_uint_eq(tlt_offer(e, "e2", 1, l, 1), 1);
+  tl_update fin = {.state = TL_TASK_FINISHED};
+  TLT_OK(e, tl_status_update(e->s, "e2", l[0].tid, &fin));
+  TLT_CHECK(e);
+  ck_assert_uint_eq(tlt_stats(e).mem_live_bytes, kept); /* e1's record is still kept */
+
+  size_t mark = tlt_mark(e);
+  ck_assert_int_gt(tl_dispatch(e->s), 0);
+  TLT_CHECK(e); /* settled: the kept record is freed */
+  ck_assert_uint_lt(tlt_stats(e).mem_live_bytes, kept);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_STARTED), 1);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_ENDED), 3);
+  for (unsigned k = 0; k < 2; k++) {
+    const tlt_event *ended = tlt_nth(e, mark, TLT_EV_ENDED, k);
+    ck_assert_str_eq(ended->executor, "e1");
+    ck_assert_str_eq(ended->host, "h1");
+    ck_assert_int_eq(ended->end_kind, TL_END_EXECUTOR_LOST);
+  }
+  ck_assert_str_eq(tlt_nth(e, mark, TLT_EV_STARTED, 0)->executor, "e2");
+  ck_assert_str_eq(tlt_nth(e, mark, TLT_EV_ENDED, 2)->executor, "e2");
+  ck_assert_uint_eq(tlt_released(e, ts), 0);
+  tlt_end(e);
+}
+END_TEST
+
 /* The journal of journal_lines_wait: each line with the number of events delivered when it was
  * written. */
 typedef struct jlog {
@@ -645,6 +699,7 @@ Suite *tl_deliver_suite(void) {
   tcase_add_test(tc, abandon_is_refused_where_free_is);
   tcase_add_test(tc, executor_removed_waits_for_the_dispatch_in_its_place);
   tcase_add_test(tc, journal_lines_wait_for_the_dispatch);
+  tcase_add_test(tc, task_events_keep_a_forgotten_executors_names);
   tc = tlt_tcase(s, "threads");
   tcase_add_test(tc, four_threads_and_every_callback_on_the_dispatching_thread);
   tcase_add_test(tc, four_threads_and_the_libuv_driver_deliver_on_the_loop_thread);
