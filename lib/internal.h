@@ -826,10 +826,22 @@ void tl__attempt_freeze(struct tl_scheduler *s, tl__attempt *a);
  * second phase of a loss then ends it, a reconciliation links it again (tl__attempt_link) or
  * ends it. */
 void tl__attempt_thaw(struct tl_scheduler *s, tl__attempt *a);
-/* A record for a launch: a spare one if any, else a new one (NULL when out of memory). */
-tl__attempt *tl__attempt_alloc(struct tl_scheduler *s);
-/* Puts back a spare that tl__attempt_alloc took, as if it had not been taken (a failed round). */
-void tl__attempt_unalloc(struct tl_scheduler *s, tl__attempt *a);
+/* Records for a round's launches: makes sure n spare records are there, allocating those missing
+ * onto the top of the spares (*fresh of them); TL_ENOMEM leaves the spares as they were. Each
+ * launch then takes the top one (tl__attempt_take), touching a record once, when it launches. */
+int tl__attempts_prepare(struct tl_scheduler *s, size_t n, size_t *fresh);
+/* After a round that took used records: frees as many as it allocated and would not have needed
+ * had it taken the spares it found first (so it keeps no more spares than it found, less those
+ * it used), or, with used 0, all fresh ones (a round undone). */
+void tl__attempts_unprepare(struct tl_scheduler *s, size_t fresh, size_t used);
+/* The top spare record, for a launch (tl__attempts_prepare made sure there is one). */
+static inline tl__attempt *tl__attempt_take(struct tl_scheduler *s) {
+  tl__attempt *a = s->spare_attempts;
+  s->spare_attempts = a->sibling;
+  s->nspare_attempts--;
+  a->grants = NULL;
+  return a;
+}
 /* Gives a record back: kept as a spare unless the scheduler is idle, freed otherwise. */
 void tl__attempt_free(struct tl_scheduler *s, tl__attempt *a);
 /* Frees every spare record. */

@@ -216,23 +216,34 @@ void tl__attempt_thaw(struct tl_scheduler *s, tl__attempt *a) {
  * with tasks still pending keeps them for the next round. */
 #define TL__SPARE_ATTEMPTS 256
 
-tl__attempt *tl__attempt_alloc(struct tl_scheduler *s) {
-  tl__attempt *a = s->spare_attempts;
-  if (a == NULL) {
-    if ((a = tl__malloc(s, sizeof *a)) == NULL)
-      return NULL;
-  } else {
-    s->spare_attempts = a->sibling;
-    s->nspare_attempts--;
+int tl__attempts_prepare(struct tl_scheduler *s, size_t n, size_t *fresh) {
+  *fresh = 0;
+  size_t made = 0;
+  for (; s->nspare_attempts < n; made++) {
+    tl__attempt *a = tl__malloc(s, sizeof *a);
+    if (a == NULL) {
+      tl__attempts_unprepare(s, made, 0);
+      return TL_ENOMEM;
+    }
+    a->sibling = s->spare_attempts;
+    s->spare_attempts = a;
+    s->nspare_attempts++;
   }
-  a->grants = NULL;
-  return a;
+  *fresh = made;
+  return TL_OK;
 }
 
-void tl__attempt_unalloc(struct tl_scheduler *s, tl__attempt *a) {
-  a->sibling = s->spare_attempts;
-  s->spare_attempts = a;
-  s->nspare_attempts++;
+void tl__attempts_unprepare(struct tl_scheduler *s, size_t fresh, size_t used) {
+  /* As if the round had taken the spares it found first: those it allocated and did not need
+   * go (records are all alike, so the top ones). */
+  size_t found = s->nspare_attempts + used - fresh;
+  size_t keep = used > found ? used - found : 0; /* of the fresh ones, used */
+  for (size_t k = keep; k < fresh; k++) {
+    tl__attempt *a = s->spare_attempts;
+    s->spare_attempts = a->sibling;
+    s->nspare_attempts--;
+    tl__free(s, a, sizeof *a);
+  }
 }
 
 /* Frees spare records until at most keep are left. */

@@ -12,11 +12,11 @@
  *
  * Preparation. The round cannot launch more than min(cap, pending and speculatable tasks,
  * offered cores) tasks.
- * That many attempt records are taken (spares first, ledger.c; their tids are the next ones in
- * order), and room for that many task_started events and entries of attempts_by_tid is
- * reserved, before anything visible changes. If any of that fails the round undoes it and
- * returns TL_ENOMEM having launched nothing. Records the round does not use are given back at
- * the end.
+ * That many spare attempt records are made sure of (ledger.c: those missing are allocated), and
+ * room for that many task_started events and entries of attempts_by_tid is reserved, before
+ * anything visible changes. If any of that fails the round undoes it and returns TL_ENOMEM
+ * having launched nothing. Each launch takes a spare record (its tid the next one in order);
+ * records allocated for the round that it does not use are freed at the end.
  *
  * Launching. Task sets are walked in queue order (pools in FAIR order; in a pool FIFO or FAIR;
  * only task sets with something to launch are in the queue). Each fills the offers in passes,
@@ -109,11 +109,10 @@ typedef struct round_state {
   offer_slot *slots;
   size_t nslots;
   const tl_offer *offers; /* the caller's, for the launches' executor ids */
-  tl_launch *out;         /* the caller's: out[k] describes pre[k] */
-  tl__attempt **pre;      /* the prepared records */
+  tl_launch *out;         /* the caller's: out[k] describes the k-th launch */
   tl__tried **tried;      /* with speculation, a host record prepared per launch */
   size_t tried_used;      /* of which consumed */
-  size_t used;            /* prepared records launched */
+  size_t used;            /* launches made */
   size_t most;            /* the launch budget */
   uint64_t left;          /* cores the slots still have */
   tl__taskset *launched;  /* the task sets it launched in, through launched_next */
@@ -217,7 +216,8 @@ static size_t pass(struct tl_scheduler *s, round_state *r, tl__taskset *ts, tl_l
     tl__tried *tried = NULL;
     if (ts->tried != NULL)
       tried = r->tried[r->tried_used++];
-    tl__attempt *a = r->pre[r->used];
+    tl__attempt *a = tl__attempt_take(s); /* a spare the round made sure of */
+    a->tid = s->next_tid + r->used;
     tl__grants *grants = ts->req != NULL ? r->gpre[r->gused++] : NULL;
     launch(s, ts, slot->ex, a, index, speculative, level, tried, grants);
     /* Described and announced while the record is hot: a round of 1,600 launches does not
@@ -306,23 +306,6 @@ static void take_turn(struct tl_scheduler *s, round_state *r, tl__taskset *ts) {
     tl__locality_after_turn(s, ts, t.rejects, t.best, r->full);
 }
 
-/* Gives back the prepared records from..to that did not launch: those below fresh were spares
- * and become spares again (undo: exactly as they were, even with nothing running), the others
- * were allocated by this round and are freed. So a round that fails holds exactly what it held
- * before, and the spares never depend on how many records a round prepared (its cap) but only
- * on the attempts that ended. */
-static void drop_prepared(struct tl_scheduler *s, tl__attempt **pre, size_t from, size_t to,
-                          size_t fresh, bool undo) {
-  for (size_t k = from; k < to; k++) {
-    if (k >= fresh)
-      tl__free(s, pre[k], sizeof *pre[k]);
-    else if (undo)
-      tl__attempt_unalloc(s, pre[k]);
-    else
-      tl__attempt_free(s, pre[k]);
-  }
-}
-
 /* Gives back the grant blocks prepared from..to that no launch took: those below fresh came
  * from the spares and go back there (undo: exactly as they were), the others were allocated by
  * this round; or, after a round that went through, as any block whose last reference is
@@ -345,12 +328,11 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   offer_slot slots_on_stack[STACK_SLOTS], *slots = slots_on_stack;
   tl__grants *gpre_on_stack[STACK_SLOTS], **gpre = gpre_on_stack;
   size_t gmost = 0, gprepared = 0, gspared = 0; /* grant blocks: room, prepared, of spares */
-  tl__attempt *pre_on_stack[STACK_SLOTS], **pre = pre_on_stack;
   tl__pool *order_on_stack[STACK_SLOTS], **order = order_on_stack;
   tl__tried *tried_on_stack[STACK_SLOTS], **tried = tried_on_stack;
   size_t ntried = 0;                   /* host records prepared (speculation) */
   size_t npools_allocated = s->npools; /* pools cannot be added during the round */
-  size_t nslots = 0, nprepared = 0, spared = 0, used = 0, named = 0;
+  size_t nslots = 0, fresh = 0, used = 0, named = 0;
   uint64_t rejected = 0, excluded = 0, offered = 0;
   int err = TL_ENOMEM;
 
@@ -402,17 +384,11 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
     most = s->npending_tasks + s->nspeculatable;
   if (most > offered)
     most = (size_t)offered;
-  if (most > STACK_SLOTS && (pre = tl__malloc(s, most * sizeof *pre)) == NULL)
-    goto done;
   if (s->npools > STACK_SLOTS && (order = tl__malloc(s, s->npools * sizeof *order)) == NULL)
     goto done;
-  for (; nprepared < most; nprepared++) {
-    if (s->spare_attempts != NULL)
-      spared++; /* spares come first: pre[0, spared) are spares */
-    if ((pre[nprepared] = tl__attempt_alloc(s)) == NULL)
-      goto undo;
-    pre[nprepared]->tid = s->next_tid + nprepared;
-  }
+  /* The round's records: spares, made sure of (the round keeps no more than it found). */
+  if (tl__attempts_prepare(s, most, &fresh) != TL_OK)
+    goto done;
   if (s->cfg.speculation) {
     if (most > STACK_SLOTS && (tried = tl__malloc(s, most * sizeof *tried)) == NULL)
       goto undo;
@@ -449,7 +425,6 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
                    nslots,
                    offers,
                    out,
-                   pre,
                    tried,
                    0,
                    0,
@@ -476,7 +451,7 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
     tl__queue_replace(ts);
   used = r.used;
 
-  drop_prepared(s, pre, used, nprepared, spared, false); /* only spares stay spare */
+  tl__attempts_unprepare(s, fresh, used); /* only spares stay spare */
   drop_grants(s, gpre, r.gused, gprepared, gspared, false);
   if (ngrants != NULL)
     *ngrants = r.gn;
@@ -497,7 +472,7 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   goto done;
 
 undo:
-  drop_prepared(s, pre, 0, nprepared, spared, true);
+  tl__attempts_unprepare(s, fresh, 0);
   drop_grants(s, gpre, 0, gprepared, gspared, true);
   tl__attempts_unreserve(s);
   for (size_t k = 0; k < ntried; k++)
@@ -509,8 +484,6 @@ done:
     tl__free(s, tried, most * sizeof *tried);
   if (order != order_on_stack)
     tl__free(s, order, npools_allocated * sizeof *order);
-  if (pre != pre_on_stack)
-    tl__free(s, pre, most * sizeof *pre);
   if (slots != slots_on_stack)
     tl__free(s, slots, noffers * sizeof *slots);
   return err;
