@@ -926,10 +926,11 @@ typedef struct tl_launch {
                               string (no copy), valid as long as the caller keeps it */
   void *executor_ud;       /* that executor's tl_executor_desc.ud as registered */
   bool speculative;        /* a speculative copy of a slow task */
+  uint32_t ngrants;        /* addresses it holds (0.2.0; in what was padding, so a launch is 88
+                              bytes): one grant per address, in the order of its task set's
+                              requests, each request's addresses in the order of the executor's
+                              declaration */
   void *payload;           /* the task set's payload: valid until taskset_released */
-  uint32_t ngrants;        /* addresses it holds (0.2.0): one grant per address, in the order of
-                              its task set's requests, each request's addresses in the order of
-                              the executor's declaration */
   const tl_grant *grants;  /* tl_resource_offers_grants: those ngrants grants, in the caller's
                               grants array; tl_resource_offers: NULL (tl_attempt_grants and
                               task_started give them) */
