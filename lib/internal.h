@@ -174,10 +174,12 @@ typedef void tl__str_fn(tl__checker *c, tl__str *str, const char *holder);
 
 enum { TL__LAUNCHING = 0, TL__RUNNING = 1 }; /* tl__attempt.state */
 
-/* attempts_by_tid: the running attempts by tid, an open-addressing table with linear probing
- * in Robin Hood order (ledger.c). A slot holds its key beside the record, so a probe that misses
- * reads no record; tid 0 (never a launch's) marks a free slot. The capacity is 0 (no array:
- * nothing runs) or a power of two, at most three quarters full. */
+/* attempts_by_tid: the running attempts by tid (ledger.c). Direct-mapped: tid t's entry sits in
+ * slot[t & (cap - 1)], its home, unless a newer running tid has the same home: then it is in
+ * far, an open-addressing table with linear probing in Robin Hood order. A slot holds its key
+ * beside the record, so a probe that misses reads no record; tid 0 (never a launch's) marks a
+ * free slot. The capacity is 0 (no array: nothing runs) or a power of two, at most half full;
+ * far's is 0 or a power of two, at most three quarters full. */
 typedef struct tl__tid_slot {
   tl_tid tid;
   struct tl__attempt *a;
@@ -188,8 +190,15 @@ typedef struct tl__tidmap {
   size_t cap;     /* slots */
   size_t n;       /* attempts */
   unsigned shift; /* 64 - log2(cap): a tid's home slot is (tid * 2^64/phi) >> shift */
-  size_t quiet;   /* removals in a row that left it an eighth full or less (ledger.c) */
 } tl__tidmap;
+
+typedef struct tl__tidindex {
+  tl__tid_slot *slot; /* cap slots: the homes */
+  size_t cap;         /* slots */
+  size_t n;           /* attempts, far's included */
+  size_t quiet;       /* removals in a row that left it an eighth full or less (ledger.c) */
+  tl__tidmap far;     /* those whose home a newer tid holds */
+} tl__tidindex;
 
 /* One launched copy of one task. */
 typedef struct tl__attempt {
@@ -592,7 +601,7 @@ struct tl_scheduler {
   tl_callbacks cb; /* copy */
 
   /* Indexes. */
-  tl__tidmap attempts_by_tid;      /* running attempts (not frozen) */
+  tl__tidindex attempts_by_tid;    /* running attempts (not frozen) */
   tl__attempt *spare_attempts;     /* freed records kept for the next launches, through sibling */
   size_t nspare_attempts;          /* their number: none while nothing runs (ledger.c) */
   tl__executor *executors_by_id;   /* every executor record, tombstones included */
@@ -771,30 +780,34 @@ static inline void tl__event_push_revive(struct tl_scheduler *s) {
  * and the thaw.
  * ------------------------------------------------------------------------------------------- */
 
-/* A tid's home slot in attempts_by_tid: its group of eight spread by Fibonacci hashing, then its
- * place in the group (ledger.c says why). */
+/* A tid's home slot in attempts_by_tid's far table: its group of eight spread by Fibonacci
+ * hashing, then its place in the group (ledger.c). */
 static inline size_t tl__tid_home(const tl__tidmap *m, tl_tid tid) {
   size_t group = (size_t)(((tid >> 3) * 0x9e3779b97f4a7c15ull) >> m->shift);
   return (group + (size_t)(tid & 7)) & (m->cap - 1);
 }
+/* The attempt with this tid in a far table, or NULL (ledger.c). */
+tl__attempt *tl__attempt_find_far(const tl__tidmap *m, tl_tid tid);
 /* The running attempt with this tid, or NULL. Inline: every status update looks one up. */
 static inline tl__attempt *tl__attempt_find(const struct tl_scheduler *s, tl_tid tid) {
-  const tl__tidmap *m = &s->attempts_by_tid;
+  const tl__tidindex *m = &s->attempts_by_tid;
   if (m->n == 0 || tid == 0)
     return NULL;
-  for (size_t i = tl__tid_home(m, tid);; i = (i + 1) & (m->cap - 1)) {
-    const tl__tid_slot *slot = &m->slot[i];
-    if (slot->tid == tid)
-      return slot->a;
-    if (slot->tid == 0)
-      return NULL;
-  }
+  const tl__tid_slot *home = &m->slot[tid & (m->cap - 1)];
+  if (home->tid == tid)
+    return home->a;
+  return m->far.n != 0 ? tl__attempt_find_far(&m->far, tid) : NULL;
 }
-/* Makes room in attempts_by_tid for more attempts (TL_ENOMEM: nothing changed); then that many
- * tl__attempt_link calls cannot fail. */
+/* Makes room in attempts_by_tid for more attempts of any tids (TL_ENOMEM: nothing changed);
+ * then that many tl__attempt_link calls cannot fail. */
 int tl__attempts_reserve(struct tl_scheduler *s, size_t more);
-/* Gives back the array of an empty attempts_by_tid (a round that reserved room and launched
- * nothing) if the scheduler is idle or the array has been quiet long enough (ledger.c). */
+/* The same for the attempts of the `more` tids from first (an offer round's launches). */
+int tl__attempts_reserve_tids(struct tl_scheduler *s, tl_tid first, size_t more);
+/* Frees attempts_by_tid's arrays (the scheduler's end). */
+void tl__attempts_destroy(struct tl_scheduler *s);
+/* Gives back what a call reserved and did not use: the array of an empty attempts_by_tid (a
+ * round that reserved room and launched nothing) if the scheduler is idle or the array has been
+ * quiet long enough, and an empty far table (ledger.c). */
 void tl__attempts_unreserve(struct tl_scheduler *s);
 /* Links a launched attempt (its executor, task set and tid set) into the scheduler-level
  * indexes: attempts_by_tid (room reserved) and its executor's running list, and takes its

@@ -20,51 +20,53 @@
 /* ---------------------------------------------------------------------------------------------
  * attempts_by_tid
  *
- * Tids are consecutive, and Fibonacci hashing spreads consecutive keys evenly over the slots
- * (here, groups of eight consecutive keys: home() below). A lookup reads one slot, rarely a few
- * neighbours, and the record it returns. Entries are kept in Robin Hood order: along a cluster
- * no entry is farther from its home slot than the one before it plus one (an insertion passes
- * an entry only while that entry is at least as far from its home as the new one would be).
- * A removal shifts the entries after it back by one slot (no tombstones) and stops at the first
- * that sits in its home slot: nothing from there on may move, so a removal of an entry at home,
- * the usual case, touches one or two slots however long its cluster is. Without the order a
- * removal walked the rest of its cluster to find what could move (at least the rest of its group
- * of eight, consecutive tids of one round): tl__cleanup_task_state took 156 instructions in
- * tl-bench's lifecycles, 84 with the order, for 10 more per insertion. Probes stay short however
- * long the table has been churned. The table grows only in tl__attempts_reserve (the one call
- * that can fail, made before a round changes anything) and shrinks, best effort (if that
- * allocation fails it simply stays larger), when it has been an eighth full or less for as many
- * removals in a row as it has slots (quiet): a runtime whose rounds launch a thousand tasks
- * and let them all end before the next round keeps the array the rounds need, instead of
- * freeing it at each round's end and growing it again by doubling, and a table that shrinks
- * has paid for the rehash with as many quiet removals. An array grown for a round counts as
- * quiet until the round's launches fill more than an eighth of it. Empty, it holds no array
- * once the scheduler is idle (tl__idle), or once it was quiet that long.
+ * Tids are handed out in order, one per launch, and most attempts end long before many more
+ * launches have been made. So the index is direct-mapped: tid t's entry sits in slot
+ * t & (cap - 1), its home, where a lookup reads exactly one slot and the record, and an
+ * insertion or a removal writes one slot; the tids of one round take consecutive slots (losing an
+ * executor touches a few cache lines of a big table, not one per attempt), and the array is at
+ * most half full. Two running tids share a home only when one of them is older than cap
+ * launches (a straggler, or an attempt restored or adopted with an old tid): the newer keeps the
+ * home and the older lives in far, a small open-addressing table in Robin Hood order (below),
+ * which a lookup reads only when the home held another tid and far is not empty. Against the
+ * table this replaced (Robin Hood over Fibonacci-hashed groups of eight, for every entry):
+ * tl-bench's batched embedder, 105 instructions per task in the index, 2x fewer.
+ *
+ * Room is made before a call changes anything (tl__attempts_reserve, the one call that can
+ * fail): the array grows to hold twice what will run, and far to hold what may be moved there:
+ * for a round, whose tids are the next ones in order, the entries that sit in their homes now
+ * (tl__attempts_reserve_tids counts them); for others (a reconciliation, a restore), one per
+ * attempt linked. What a call reserved in far and did not use is given back when it is done
+ * (tl__attempts_unreserve). The array shrinks, best effort (if that allocation fails it simply
+ * stays larger), when it has been an eighth full or less for as many removals in a row as it
+ * has slots (quiet): a runtime whose rounds launch a thousand tasks and let them all end before
+ * the next round keeps the array the rounds need, instead of freeing it at each round's end and
+ * growing it again by doubling, and an array that shrinks has paid for the rebuild with as many
+ * quiet removals. An array grown for a round counts as quiet until the round's launches fill
+ * more than an eighth of it. Empty, it holds no array once the scheduler is idle (tl__idle), or
+ * once it was quiet that long.
  * ------------------------------------------------------------------------------------------- */
 
-#define TL__TIDS_MIN 32 /* the smallest array */
+#define TL__TIDS_MIN 32 /* the smallest array, and the smallest far table */
 
-/* A tid's home slot: eight consecutive tids share a group, spread by Fibonacci hashing, and
- * take consecutive slots in it. The tids of one round's launches on an executor are
- * consecutive, so losing that executor touches a few cache lines and pages of a big table, not
- * one of each per attempt (tl-bench executor_loss with a million attempts elsewhere, cold:
- * 268-284 ns per cleaned task with groups, 278-345 without; warm: 75-87 against 100-107).
- * Groups cost a little probing: 2.1 slots per lookup instead of 1.6 at the fullest, in a
- * simulation with random removals. */
-static size_t home(const tl__tidmap *m, tl_tid tid) { return tl__tid_home(m, tid); }
-
-/* tl__attempt_find, the lookup, is inline in internal.h: every status update makes one. */
+/* far: Fibonacci hashing spreads its keys (in groups of eight consecutive tids, tl__tid_home)
+ * over its slots, in Robin Hood order: along a cluster no entry is farther from its home slot
+ * than the one before it plus one. A removal shifts the entries after it back by one slot (no
+ * tombstones) and stops at the first that sits in its home slot. At most three quarters full. */
+static size_t far_home(const tl__tidmap *m, tl_tid tid) { return tl__tid_home(m, tid); }
 
 /* How far slot i is past the home slot of the tid it holds (not 0). */
 static size_t displacement(const tl__tidmap *m, size_t i) {
-  return (i - home(m, m->slot[i].tid)) & (m->cap - 1);
+  return (i - far_home(m, m->slot[i].tid)) & (m->cap - 1);
 }
 
 /* Robin Hood insertion: the entry being placed takes the slot of the first entry nearer to its
- * home than the placed one would be there, which is placed next in turn, until a free slot. */
-static void put(tl__tidmap *m, tl__attempt *a) {
-  size_t mask = m->cap - 1, i = home(m, a->tid), d = 0;
-  tl__tid_slot placing = {a->tid, a};
+ * home than the placed one would be there, which is placed next in turn, until a free slot.
+ * Room was reserved: running out is a bug in the caller. */
+static void far_put(tl__tidmap *m, tl__tid_slot placing) {
+  if (m->n + 1 > m->cap / 4 * 3)
+    abort();
+  size_t mask = m->cap - 1, i = far_home(m, placing.tid), d = 0;
   for (; m->slot[i].tid != 0; i = (i + 1) & mask, d++) {
     size_t e = displacement(m, i);
     if (e < d) {
@@ -75,53 +77,180 @@ static void put(tl__tidmap *m, tl__attempt *a) {
     }
   }
   m->slot[i] = placing;
+  m->n++;
 }
 
-/* Moves the table into a fresh array of cap slots (a power of two with room for every entry),
- * with that quiet count. TL_ENOMEM leaves it as it was. */
-static int rehash(struct tl_scheduler *s, size_t cap, size_t quiet) {
-  tl__tidmap *m = &s->attempts_by_tid;
+tl__attempt *tl__attempt_find_far(const tl__tidmap *m, tl_tid tid) {
+  for (size_t i = far_home(m, tid);; i = (i + 1) & (m->cap - 1)) {
+    const tl__tid_slot *slot = &m->slot[i];
+    if (slot->tid == tid)
+      return slot->a;
+    if (slot->tid == 0)
+      return NULL;
+  }
+}
+
+/* Takes tid out of far (it is there). */
+static void far_remove(tl__tidmap *m, tl_tid tid) {
+  size_t mask = m->cap - 1, i = far_home(m, tid);
+  while (m->slot[i].tid != tid)
+    i = (i + 1) & mask;
+  /* Backward shift: the entries after the hole move back one slot each, up to a free slot or
+   * one in its home slot (Robin Hood order: nothing after that one may move). */
+  for (size_t j = (i + 1) & mask; m->slot[j].tid != 0 && displacement(m, j) != 0;
+       j = (j + 1) & mask) {
+    m->slot[i] = m->slot[j];
+    i = j;
+  }
+  m->slot[i] = (tl__tid_slot){0, NULL};
+  m->n--;
+}
+
+/* An empty far table of the smallest power of two with room for n entries (at least
+ * TL__TIDS_MIN slots); TL_ENOMEM leaves *m untouched. */
+static int far_new(struct tl_scheduler *s, tl__tidmap *m, size_t n) {
+  size_t cap = TL__TIDS_MIN;
+  while (n > cap / 4 * 3)
+    cap *= 2;
   tl__tid_slot *slot = tl__calloc(s, cap, sizeof *slot);
   if (slot == NULL)
     return TL_ENOMEM;
-  tl__tidmap grown = {slot, cap, m->n, 64, quiet};
+  *m = (tl__tidmap){slot, cap, 0, 64};
   for (size_t c = cap; c > 1; c >>= 1)
-    grown.shift--;
-  for (size_t i = 0; i < m->cap; i++)
-    if (m->slot[i].tid != 0)
-      put(&grown, m->slot[i].a);
-  tl__free(s, m->slot, m->cap * sizeof *m->slot);
-  *m = grown;
+    m->shift--;
   return TL_OK;
 }
 
-int tl__attempts_reserve(struct tl_scheduler *s, size_t more) {
-  tl__tidmap *m = &s->attempts_by_tid;
+static void far_free(struct tl_scheduler *s, tl__tidmap *m) {
+  tl__free(s, m->slot, m->cap * sizeof *m->slot);
+  *m = (tl__tidmap){NULL, 0, 0, 0};
+}
+
+/* Places an entry in an index whose far has room: in its home if that is free or holds an older
+ * tid (which moves to far), else in far. */
+static void place(tl__tidindex *m, tl__tid_slot e) {
+  tl__tid_slot *home = &m->slot[e.tid & (m->cap - 1)];
+  if (home->tid == 0) {
+    *home = e;
+  } else if (home->tid > e.tid) { /* the newer keeps its home */
+    far_put(&m->far, e);
+  } else {
+    far_put(&m->far, *home);
+    *home = e;
+  }
+}
+
+/* Entries now in their homes among the homes of the n tids from first (n < cap): those a round
+ * launching them may move to far. */
+static size_t homes_taken(const tl__tidindex *m, tl_tid first, size_t n) {
+  size_t taken = 0, mask = m->cap - 1;
+  for (size_t k = 0; k < n; k++)
+    taken += m->slot[(first + k) & mask].tid != 0;
+  return taken;
+}
+
+/* Moves the index into a fresh array of cap slots (a power of two, at least twice the entries)
+ * with that quiet count, and a far table with room for what does not fit in its home plus
+ * `more_far` more (or, with first != 0, plus the entries in the homes of the `more` tids from
+ * first). TL_ENOMEM leaves it as it was. */
+static int rebuild(struct tl_scheduler *s, size_t cap, size_t quiet, tl_tid first, size_t more,
+                   size_t more_far) {
+  tl__tidindex *m = &s->attempts_by_tid;
+  tl__tidindex to = {tl__calloc(s, cap, sizeof *to.slot), cap, m->n, quiet, {NULL, 0, 0, 0}};
+  if (to.slot == NULL)
+    return TL_ENOMEM;
+  /* First the homes: the newest tid of each home keeps it; the others are counted. */
+  size_t mask = cap - 1, losers = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    const tl__tid_slot *from = pass == 0 ? m->slot : m->far.slot;
+    size_t n = pass == 0 ? m->cap : m->far.cap;
+    for (size_t i = 0; i < n; i++) {
+      if (from[i].tid == 0)
+        continue;
+      tl__tid_slot *home = &to.slot[from[i].tid & mask];
+      if (home->tid == 0) {
+        *home = from[i];
+      } else {
+        losers++;
+        if (home->tid < from[i].tid)
+          *home = from[i];
+      }
+    }
+  }
+  size_t far_room = losers + (first != 0 ? homes_taken(&to, first, more) : more_far);
+  if (far_room > 0 && far_new(s, &to.far, far_room) != TL_OK) {
+    tl__free(s, to.slot, cap * sizeof *to.slot);
+    return TL_ENOMEM;
+  }
+  /* Then far: every entry its home does not hold. */
+  for (int pass = 0; pass < 2; pass++) {
+    const tl__tid_slot *from = pass == 0 ? m->slot : m->far.slot;
+    size_t n = pass == 0 ? m->cap : m->far.cap;
+    for (size_t i = 0; i < n; i++)
+      if (from[i].tid != 0 && to.slot[from[i].tid & mask].tid != from[i].tid)
+        far_put(&to.far, from[i]);
+  }
+  tl__free(s, m->slot, m->cap * sizeof *m->slot);
+  if (m->far.cap != 0)
+    far_free(s, &m->far);
+  *m = to;
+  return TL_OK;
+}
+
+/* Room for `more` entries, of which far may have to take `far_more` more. */
+static int reserve(struct tl_scheduler *s, size_t more, tl_tid first) {
+  tl__tidindex *m = &s->attempts_by_tid;
+  if (more == 0)
+    return TL_OK;
   if (more > SIZE_MAX / 8 - m->n)
     return TL_ENOMEM;
-  size_t want = m->n + more, cap = m->cap != 0 ? m->cap : TL__TIDS_MIN;
-  if (want <= m->cap / 4 * 3 || more == 0)
+  size_t want = m->n + more;
+  if (want > m->cap / 2) {
+    size_t cap = m->cap != 0 ? m->cap : TL__TIDS_MIN;
+    while (want > cap / 2)
+      cap *= 2;
+    /* Quiet until launches fill an eighth of it; the smallest array, never. */
+    return rebuild(s, cap, cap > TL__TIDS_MIN ? cap : 0, first, more, more);
+  }
+  size_t far_more = first != 0 ? homes_taken(m, first, more) : more;
+  if (m->far.n + far_more <= m->far.cap / 4 * 3)
     return TL_OK;
-  while (want > cap / 4 * 3)
-    cap *= 2;
-  /* Quiet until launches fill an eighth of it; the smallest array, never. */
-  return rehash(s, cap, cap > TL__TIDS_MIN ? cap : 0);
+  tl__tidmap far;
+  if (far_new(s, &far, m->far.n + far_more) != TL_OK)
+    return TL_ENOMEM;
+  for (size_t i = 0; i < m->far.cap; i++)
+    if (m->far.slot[i].tid != 0)
+      far_put(&far, m->far.slot[i]);
+  if (m->far.cap != 0)
+    far_free(s, &m->far);
+  m->far = far;
+  return TL_OK;
+}
+
+int tl__attempts_reserve(struct tl_scheduler *s, size_t more) { return reserve(s, more, 0); }
+
+int tl__attempts_reserve_tids(struct tl_scheduler *s, tl_tid first, size_t more) {
+  return reserve(s, more, first);
 }
 
 static size_t spares_max(const struct tl_scheduler *s);
 static void trim_spares(struct tl_scheduler *s, size_t keep);
 
 static void drop_array(struct tl_scheduler *s) {
-  tl__tidmap *m = &s->attempts_by_tid;
+  tl__tidindex *m = &s->attempts_by_tid;
   tl__free(s, m->slot, m->cap * sizeof *m->slot);
-  *m = (tl__tidmap){NULL, 0, 0, 0, 0};
+  if (m->far.cap != 0)
+    far_free(s, &m->far);
+  *m = (tl__tidindex){NULL, 0, 0, 0, {NULL, 0, 0, 0}};
   trim_spares(s, spares_max(s));
 }
 
 void tl__attempts_unreserve(struct tl_scheduler *s) {
-  tl__tidmap *m = &s->attempts_by_tid;
+  tl__tidindex *m = &s->attempts_by_tid;
   if (m->n == 0 && m->cap != 0 && (m->quiet >= m->cap || tl__idle(s)))
     drop_array(s);
+  else if (m->far.n == 0 && m->far.cap != 0) /* room reserved for entries that never came */
+    far_free(s, &m->far);
 }
 
 void tl__attempts_idle(struct tl_scheduler *s) {
@@ -133,29 +262,31 @@ void tl__attempts_idle(struct tl_scheduler *s) {
   tl__grants_trim(s);
 }
 
+void tl__attempts_destroy(struct tl_scheduler *s) {
+  tl__tidindex *m = &s->attempts_by_tid;
+  if (m->cap != 0)
+    tl__free(s, m->slot, m->cap * sizeof *m->slot);
+  if (m->far.cap != 0)
+    far_free(s, &m->far);
+  *m = (tl__tidindex){NULL, 0, 0, 0, {NULL, 0, 0, 0}};
+}
+
 static void index_attempt(struct tl_scheduler *s, tl__attempt *a) {
-  tl__tidmap *m = &s->attempts_by_tid;
-  if (m->n + 1 > m->cap / 4 * 3) /* room was reserved: running out is a bug in the caller */
+  tl__tidindex *m = &s->attempts_by_tid;
+  if (m->n + 1 > m->cap / 2) /* room was reserved: running out is a bug in the caller */
     abort();
-  put(m, a);
+  place(m, (tl__tid_slot){a->tid, a});
   if (++m->n > m->cap / 8)
     m->quiet = 0;
 }
 
 static void unindex(struct tl_scheduler *s, tl__attempt *a) {
-  tl__tidmap *m = &s->attempts_by_tid;
-  size_t mask = m->cap - 1, i = home(m, a->tid);
-  while (m->slot[i].tid != a->tid)
-    i = (i + 1) & mask;
-  /* Backward shift: the entries after the hole move back one slot each, up to a free slot or
-   * one in its home slot (Robin Hood order: nothing after that one may move). */
-  for (size_t j = (i + 1) & mask; m->slot[j].tid != 0 && displacement(m, j) != 0;
-       j = (j + 1) & mask) {
-    m->slot[i] = m->slot[j];
-    i = j;
-  }
-  m->slot[i].tid = 0;
-  m->slot[i].a = NULL;
+  tl__tidindex *m = &s->attempts_by_tid;
+  tl__tid_slot *home = &m->slot[a->tid & (m->cap - 1)];
+  if (home->tid == a->tid)
+    *home = (tl__tid_slot){0, NULL};
+  else /* an empty far goes at the end of the next call that reserves (tl__attempts_unreserve) */
+    far_remove(&m->far, a->tid);
   if (--m->n > m->cap / 8)
     return;
   m->quiet++;
@@ -165,7 +296,7 @@ static void unindex(struct tl_scheduler *s, tl__attempt *a) {
     size_t cap = m->cap / 2;
     while (cap > TL__TIDS_MIN && m->n <= cap / 8)
       cap /= 2;
-    (void)rehash(s, cap, 0); /* a failure keeps the larger array */
+    (void)rebuild(s, cap, 0, 0, 0, 0); /* a failure keeps the larger array */
     trim_spares(s, spares_max(s));
   }
 }
@@ -260,7 +391,7 @@ void tl__attempts_trim(struct tl_scheduler *s) { trim_spares(s, 0); }
 
 /* How many spare records may be kept. */
 static size_t spares_max(const struct tl_scheduler *s) {
-  size_t room = s->attempts_by_tid.cap / 4 * 3;
+  size_t room = s->attempts_by_tid.cap / 2;
   return room > TL__SPARE_ATTEMPTS ? room : TL__SPARE_ATTEMPTS;
 }
 
@@ -284,6 +415,25 @@ void tl__attempt_free(struct tl_scheduler *s, tl__attempt *a) {
  * tl_check's part: the tid index, the spare records and the attempt records' memory.
  * ------------------------------------------------------------------------------------------- */
 
+/* The entry in slot i of far (tid != 0) is where far's order keeps it, is found by its tid, and
+ * its home in the array holds another tid. */
+static int check_far_slot(tl__checker *c, const tl__tidindex *m, size_t i) {
+  const tl__tidmap *f = &m->far;
+  tl_tid tid = f->slot[i].tid;
+  size_t before = (i - 1) & (f->cap - 1);
+  TL__CHECK(c,
+            f->slot[before].tid != 0 ? displacement(f, i) <= displacement(f, before) + 1
+                                     : displacement(f, i) == 0,
+            "attempts_by_tid: far slot %zu (tid %llu) breaks the Robin Hood order", i,
+            (unsigned long long)tid);
+  TL__CHECK(c, tl__attempt_find_far(f, tid) == f->slot[i].a,
+            "attempts_by_tid: far slot %zu (tid %llu) is not found by its tid", i,
+            (unsigned long long)tid);
+  TL__CHECK(c, m->slot[tid & (m->cap - 1)].tid != tid,
+            "attempts_by_tid: tid %llu is both in its home and in far", (unsigned long long)tid);
+  return TL_OK;
+}
+
 int tl__ledger_check(tl__checker *c, size_t running, size_t frozen) {
   struct tl_scheduler *s = c->s;
   TL__CHECK(c, s->attempts_by_tid.n == running,
@@ -291,24 +441,32 @@ int tl__ledger_check(tl__checker *c, size_t running, size_t frozen) {
             s->attempts_by_tid.n, running);
   TL__CHECK(c, s->nfrozen == frozen, "invariant 3: %zu frozen attempts, count says %zu", frozen,
             s->nfrozen);
-  const tl__tidmap *m = &s->attempts_by_tid;
-  size_t used = 0;
-  for (size_t i = 0; i < m->cap; i++) {
-    const tl__attempt *a = m->slot[i].a;
-    if (m->slot[i].tid == 0) {
+  const tl__tidindex *m = &s->attempts_by_tid;
+  const tl__tidmap *f = &m->far;
+  size_t used = 0, far_used = 0;
+  for (size_t k = 0; k < m->cap + f->cap; k++) {
+    bool in_far = k >= m->cap;
+    size_t i = in_far ? k - m->cap : k;
+    const tl__tid_slot *slot = in_far ? &f->slot[i] : &m->slot[i];
+    const tl__attempt *a = slot->a;
+    if (slot->tid == 0) {
       TL__CHECK(c, a == NULL, "attempts_by_tid: free slot %zu holds a record", i);
       continue;
     }
-    used++;
-    TL__CHECK(c, a != NULL && a->tid == m->slot[i].tid && tl__attempt_find(s, a->tid) == a,
+    if (in_far) {
+      far_used++;
+      int err = check_far_slot(c, m, i);
+      if (err != TL_OK)
+        return err;
+    } else {
+      used++;
+      TL__CHECK(c, (slot->tid & (m->cap - 1)) == i,
+                "attempts_by_tid: slot %zu holds tid %llu, whose home is another", i,
+                (unsigned long long)slot->tid);
+    }
+    TL__CHECK(c, a != NULL && a->tid == slot->tid && tl__attempt_find(s, a->tid) == a,
               "attempts_by_tid: slot %zu (tid %llu) is not found by its tid", i,
-              (unsigned long long)m->slot[i].tid);
-    size_t before = (i - 1) & (m->cap - 1);
-    TL__CHECK(c,
-              m->slot[before].tid != 0 ? displacement(m, i) <= displacement(m, before) + 1
-                                       : displacement(m, i) == 0,
-              "attempts_by_tid: slot %zu (tid %llu) breaks the Robin Hood order", i,
-              (unsigned long long)m->slot[i].tid);
+              (unsigned long long)slot->tid);
     TL__CHECK(c,
               a->executor->state == TL_EXECUTOR_ALIVE ||
                   a->executor->state == TL_EXECUTOR_DECOMMISSIONING,
@@ -316,15 +474,20 @@ int tl__ledger_check(tl__checker *c, size_t running, size_t frozen) {
               tl_executor_state_name(a->executor->state), tl__executor_id(a->executor));
   }
   unsigned shift = 64;
-  for (size_t cap = m->cap; cap > 1; cap >>= 1)
+  for (size_t cap = f->cap; cap > 1; cap >>= 1)
     shift--;
   TL__CHECK(c,
-            used == m->n && (m->cap != 0 || m->n == 0) && (m->cap & (m->cap - 1)) == 0 &&
-                m->n <= m->cap / 4 * 3 && (m->cap == 0 || m->shift == shift),
-            "attempts_by_tid: %zu of %zu slots used, count says %zu, shift %u", used, m->cap, m->n,
-            m->shift);
+            used + far_used == m->n && far_used == f->n && (m->cap != 0 || m->n == 0) &&
+                (m->cap & (m->cap - 1)) == 0 && m->n <= m->cap / 2 &&
+                (f->cap & (f->cap - 1)) == 0 && f->n <= f->cap / 4 * 3 &&
+                (f->cap == 0 || f->shift == shift) && (m->cap != 0 || f->cap == 0),
+            "attempts_by_tid: %zu of %zu slots and %zu of %zu far slots used, counts say %zu and "
+            "%zu, far shift %u",
+            used, m->cap, far_used, f->cap, m->n, f->n, f->shift);
   if (m->cap != 0)
     tl__check_account(c, m->cap * sizeof *m->slot);
+  if (f->cap != 0)
+    tl__check_account(c, f->cap * sizeof *f->slot);
   size_t spare = 0;
   for (const tl__attempt *a = s->spare_attempts; a != NULL && spare <= s->nspare_attempts;
        a = a->sibling)

@@ -268,8 +268,7 @@ void tl__scheduler_start(struct tl_scheduler *s, bool restored) {
 /* Frees every record. Attempts go with their task sets (frozen ones included), before the
  * executors whose lists they are on; those lists are not walked again. */
 static void destroy_all(tl_scheduler *s) {
-  tl__free(s, s->attempts_by_tid.slot, s->attempts_by_tid.cap * sizeof(tl__tid_slot));
-  s->attempts_by_tid = (tl__tidmap){NULL, 0, 0, 0, 0};
+  tl__attempts_destroy(s);
   tl__taskset *ts, *ts_tmp;
   HASH_ITER(hh_by_id, s->tasksets_by_id, ts, ts_tmp) { tl__taskset_destroy(s, ts); }
   tl__attempts_trim(s);

@@ -1002,6 +1002,7 @@ static int restore_attempts(restore_state *rs, tl__rbuf *r) {
       }
     }
   }
+  tl__attempts_unreserve(s); /* room in the tid index's far table that no collision took */
   return TL_OK;
 }
 

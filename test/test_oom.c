@@ -2603,6 +2603,37 @@ START_TEST(in_place_sweep_offers_updates_and_kills) {
 }
 END_TEST
 
+/* A straggler: an attempt that runs while more launches than attempts_by_tid has slots pass.
+ * Each round whose tids reach its home moves it to the index's far table; every allocation of
+ * those rounds (the far table's included) fails in turn, and each failure leaves all as it was. */
+START_TEST(in_place_sweep_rounds_past_a_straggler) {
+  uint64_t oom_failures = 0;
+  tlt_alloc_install();
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "slow", "h1", NULL, 1);
+  tlt_add(e, "fast", "h2", NULL, 4);
+  tlt_submit(e, 0, 0, 0, 1);
+  tl_launch straggler;
+  size_t n = 0;
+  IN_PLACE_SWEEP(e, ip_offer(e, "slow", 1, &straggler, 1, &n));
+  ck_assert_uint_eq(n, 1);
+  tlt_submit(e, 1, 0, 0, 200);
+  for (int round = 0; round < 50; round++) {
+    tl_launch l[4];
+    IN_PLACE_SWEEP(e, ip_offer(e, "fast", 4, l, 4, &n));
+    ck_assert_uint_eq(n, 4);
+    for (size_t i = 0; i < n; i++)
+      IN_PLACE_SWEEP(e, ip_finish(e, "fast", l[i].tid));
+  }
+  IN_PLACE_SWEEP(e, ip_finish(e, "slow", straggler.tid)); /* found in far, and taken out */
+  ck_assert_uint_eq(tlt_stats(e).attempts_running, 0);
+  ck_assert_uint_gt(oom_failures, 0);
+  tlt_end(e);
+  ck_assert_uint_eq(tlt_alloc_live_blocks(), 0);
+  tlt_alloc_restore();
+}
+END_TEST
+
 START_TEST(in_place_sweep_executor_loss_and_cancel) {
   uint64_t oom_failures = 0;
   tlt_alloc_install();
@@ -3838,6 +3869,7 @@ Suite *tl_oom_suite(void) {
   tc = tlt_tcase(s, "in_place");
   tcase_add_test(tc, in_place_sweep_executors_and_submissions);
   tcase_add_test(tc, in_place_sweep_offers_updates_and_kills);
+  tcase_add_test(tc, in_place_sweep_rounds_past_a_straggler);
   tcase_add_test(tc, in_place_sweep_executor_loss_and_cancel);
   tcase_add_test(tc, in_place_tick_retries_a_heartbeat_expiry);
   tcase_add_test(tc, in_place_sweep_large_rounds_and_event_bursts);
