@@ -193,7 +193,7 @@ static void while_closing(tlo_run *r) {
   const char *id = r->ex[0][0].id;
   tl_executor_desc ed = {.id = "busy", .host = "h0", .rack = NULL, .cores = 1, .ud = NULL};
   tl_loss_reason why = {TL_LOSS_KILLED, false, 0, NULL};
-  tl_update u = {TL_TASK_RUNNING, TL_END_SUCCESS, NULL, NULL, 0, NULL};
+  tl_update u = {TL_TASK_RUNNING, TL_END_SUCCESS, NULL, NULL, 0, NULL, false};
   tlo_note_call(r, "every mutating call while freeing");
   tlo_expect_rc(r, "add while freeing", tl_executor_add(r->s, &ed), TL_EBUSY);
   tlo_expect_rc(r, "lose while freeing", tl_executor_lost(r->s, id, &why), TL_EBUSY);

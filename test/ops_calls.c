@@ -420,7 +420,7 @@ static tl_update update_of(tlo_run *r, const mupdate *m) {
   size_t rsize = m->sizesel % 8 != 0 ? result_sizes[m->sizesel % 8]
                  : m->resmode == 3   ? 0
                                      : 8 * m->resmode;
-  return (tl_update){(tl_task_state)m->state, (tl_end_kind)m->failure, m->msg, res, rsize, rfree};
+  return (tl_update){(tl_task_state)m->state, (tl_end_kind)m->failure, m->msg, res, rsize, rfree, false};
 }
 
 /* Whether tl_status_update refuses u with TL_EINVAL (the header: a state out of range, a result
