@@ -6,6 +6,8 @@
  */
 #include "harness.h"
 
+#include "../examples/replay/replay.h"
+
 /* A FAILED update of kind with the message, no_retry as given. */
 static int fail_with(tlt_env *e, const char *exec, tl_tid tid, tl_end_kind kind, const char *msg,
                      bool no_retry) {
@@ -404,6 +406,115 @@ START_TEST(killing_a_tag_kills_attempts_and_keeps_the_task_sets) {
 }
 END_TEST
 
+/* ---------------------------------------------------------------------------------------------
+ * The journal: the new fields and calls are written (docs/journal.md, version 3) and replay
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct lines {
+  char text[16384];
+  size_t len;
+  unsigned n;
+} lines;
+
+static void keep_line(void *ud, const char *line) {
+  lines *c = ud;
+  size_t n = strlen(line);
+  ck_assert_uint_lt(c->len + n + 1, sizeof c->text);
+  memcpy(c->text + c->len, line, n);
+  c->text[c->len + n] = '\n';
+  c->len += n + 1;
+  c->text[c->len] = '\0';
+  c->n++;
+}
+
+START_TEST(the_journal_records_the_policy_and_tags_and_replays) {
+  static lines c;
+  memset(&c, 0, sizeof c);
+  tl_config cfg = tlt_config();
+  cfg.journal = keep_line;
+  cfg.journal_ud = &c;
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "h1", NULL, 4);
+  const char *tags[2] = {"etl", "job \x01"}; /* refused: not journaled */
+  tl_taskset_desc d = {.stage_id = 0, .ntasks = 2, .tags = tags, .ntags = 2};
+  unsigned before = c.n;
+  TLT_ERR(e, TL_EINVAL, tl_submit(e->s, &d, NULL));
+  tlt_dispatch_all(e);
+  ck_assert_uint_eq(c.n, before);
+  tags[1] = "job-1";
+  d.max_task_failures = 2;
+  tl_taskset_id a = tlt_submit_desc(e, &d);
+  ck_assert_ptr_nonnull(strstr(c.text, " max_failures=2 tags=2 \"etl\" \"job-1\" = OK ts=1"));
+  tl_taskset_desc d2 = {.stage_id = 1, .ntasks = 2, .tags = tags, .ntags = 1};
+  tl_taskset_id b = tlt_submit_desc(e, &d2);
+  tl_launch l[4];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 4, l, 4), 4);
+  TLT_OK(e, fail_with(e, "e1", l[0].tid, TL_END_EXCEPTION, "exists", true));
+  ck_assert_ptr_nonnull(
+      strstr(c.text, "FAILED EXCEPTION \"exists\" result=0 size=0 no_retry=1 = OK"));
+  size_t n;
+  TLT_OK(e, tl_kill_tag(e->s, "etl", true, NULL, &n));
+  ck_assert_uint_eq(n, 2);
+  TLT_OK(e, tl_cancel_tag(e->s, "etl", false, "stop", &n));
+  ck_assert_uint_eq(n, 2);
+  tlt_dispatch_all(e);
+  ck_assert_ptr_nonnull(strstr(c.text, " kill_tag \"etl\" interrupt=1 - = OK tasksets=2\n"));
+  ck_assert_ptr_nonnull(
+      strstr(c.text, " cancel_tag \"etl\" interrupt=0 \"stop\" = OK tasksets=2\n"));
+  for (int i = 1; i < 4; i++)
+    tlt_killed(e, "e1", l[i].tid);
+  ck_assert_uint_eq(tlt_released(e, a) + tlt_released(e, b), 2);
+  tlt_dispatch_all(e);
+  ck_assert_int_eq(strncmp(c.text, "# taskledger journal v3\n", 24), 0);
+  tlr_report r;
+  int verdict = tlr_replay_text(c.text, NULL, &r);
+  ck_assert_msg(verdict == TLR_OK, "%d at line %zu: %s", verdict, r.bad_line, r.why);
+  tl_stats now = tlt_stats(e);
+  tlt_assert_stats_same_but_memory(&now, &r.final, "replayed state");
+  /* A replay that cancels differently is seen: the count is checked. */
+  char *changed = strdup(c.text);
+  ck_assert_ptr_nonnull(changed);
+  char *at = strstr(changed, "cancel_tag \"etl\" interrupt=0 \"stop\" = OK tasksets=2");
+  at[strlen("cancel_tag \"etl\" interrupt=0 \"stop\" = OK tasksets=")] = '3';
+  ck_assert_int_eq(tlr_replay_text(changed, NULL, &r), TLR_BROKEN);
+  free(changed);
+  tlt_end(e);
+}
+END_TEST
+
+START_TEST(malformed_policy_lines_are_refused_by_the_replayer) {
+  static const char *const bad[] = {
+      "@0 submit stage=0 attempt=0 priority=0 ntasks=1 cpus=0 shuffle_map=0 barrier=0 - tags=2 "
+      "\"a\" = OK ts=1",
+      "@0 submit stage=0 attempt=0 priority=0 ntasks=1 cpus=0 shuffle_map=0 barrier=0 - tags=17 "
+      "\"a\" \"b\" \"c\" \"d\" \"e\" \"f\" \"g\" \"h\" \"i\" \"j\" \"k\" \"l\" \"m\" \"n\" \"o\" "
+      "\"p\" \"q\" = OK ts=1",
+      "@0 submit stage=0 attempt=0 priority=0 ntasks=1 cpus=0 shuffle_map=0 barrier=0 - tags=0 "
+      "= OK ts=1",
+      "@0 submit stage=0 attempt=0 priority=0 ntasks=1 cpus=0 shuffle_map=0 barrier=0 - tags=1 "
+      "x = OK ts=1",
+      "@0 update \"e\" tid=1 FAILED EXCEPTION - result=0 size=0 no_retry=x = ESTALE",
+      "@0 cancel_tag \"t\" interrupt=1 = OK tasksets=0",
+      "@0 kill_tag t interrupt=1 - = OK tasksets=0",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char text[1024];
+    snprintf(text, sizeof text, "# taskledger journal v3\nconfig start=0\n%s\n", bad[i]);
+    tlr_report r;
+    ck_assert_msg(tlr_replay_text(text, NULL, &r) == TLR_BAD_INPUT, "line %zu replayed", i);
+  }
+  /* And a well-formed one of each replays. */
+  const char *good = "# taskledger journal v3\nconfig start=0\n"
+                     "@0 submit stage=0 attempt=0 priority=0 ntasks=1 cpus=0 shuffle_map=0 "
+                     "barrier=0 - max_failures=9 tags=1 \"t\" = OK ts=1\n"
+                     "@0 kill_tag \"t\" interrupt=1 - = OK tasksets=0\n"
+                     "@0 cancel_tag \"t\" interrupt=1 - = OK tasksets=1\n";
+  tlr_report r;
+  int verdict = tlr_replay_text(good, NULL, &r);
+  ck_assert_msg(verdict == TLR_OK, "%d at line %zu: %s", verdict, r.bad_line, r.why);
+}
+END_TEST
+
 Suite *tl_retry_tags_suite(void) {
   Suite *s = suite_create("retry_tags");
   TCase *tc = tlt_tcase(s, "no_retry");
@@ -419,5 +530,8 @@ Suite *tl_retry_tags_suite(void) {
   tcase_add_test(tc, bad_tags_are_refused);
   tcase_add_test(tc, cancelling_a_tag_cancels_every_task_set_that_has_it);
   tcase_add_test(tc, killing_a_tag_kills_attempts_and_keeps_the_task_sets);
+  tc = tlt_tcase(s, "journal");
+  tcase_add_test(tc, the_journal_records_the_policy_and_tags_and_replays);
+  tcase_add_test(tc, malformed_policy_lines_are_refused_by_the_replayer);
   return s;
 }
