@@ -5,6 +5,7 @@
  * tl_check after every step (the harness's helpers and TLT_OK run it) and a drained end.
  */
 #include "harness.h"
+#include "oom_sweep.h"
 
 #include "../examples/replay/replay.h"
 
@@ -515,6 +516,127 @@ START_TEST(malformed_policy_lines_are_refused_by_the_replayer) {
 }
 END_TEST
 
+/* ---------------------------------------------------------------------------------------------
+ * Out of memory (oom_sweep.c): every allocation of each call fails in turn, transiently and
+ * persistently, with and without a journal; a failed call changed nothing.
+ * ------------------------------------------------------------------------------------------- */
+
+static const char *const tag_etl[2] = {"etl", "nightly"};
+static const char *const tag_adhoc[1] = {"adhoc"};
+
+static int oom_submit_desc(tlt_env *e, uint32_t stage, uint32_t ntasks, uint32_t max,
+                           const char *const *tags, uint32_t ntags) {
+  tl_taskset_desc d = {
+      .stage_id = stage, .ntasks = ntasks, .max_task_failures = max, .tags = tags, .ntags = ntags};
+  return tlt_submit_desc_rc(e, &d, NULL);
+}
+
+static int oom_offer(tlt_env *e, oom_ctx *c, const char *exec, uint32_t cores) {
+  tl_offer o = {.executor_id = exec, .cores = cores};
+  c->nout = 0;
+  int rc = tl_resource_offers(e->s, &o, 1, c->out, cores, &c->nout);
+  if (rc == TL_OK) {
+    memcpy(&c->log[c->nlog], c->out, c->nout * sizeof *c->out);
+    c->nlog += c->nout;
+  }
+  return rc;
+}
+
+static int oom_add(tlt_env *e, const char *id, const char *host, uint32_t cores) {
+  tl_executor_desc d = {.id = id, .host = host, .cores = cores};
+  return tl_executor_add(e->s, &d);
+}
+
+static void build_one_executor(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  B_OK(oom_add(e, "e1", "h1", 4));
+}
+
+static int call_submit_tagged(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return oom_submit_desc(e, 0, 3, 2, tag_etl, 2);
+}
+
+static int call_submit_max_only(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return oom_submit_desc(e, 0, 3, 9, NULL, 0);
+}
+
+/* Stage 0 (etl, nightly; max 2) runs 3 on e1, 1 frozen on e2 (pending loss); stage 1 (adhoc)
+ * runs 2 on e1; stage 2 (etl) waits, nothing running. */
+static void build_tagged_sets(tlt_env *e, oom_ctx *c) {
+  B_OK(oom_add(e, "e1", "h1", 5));
+  B_OK(oom_add(e, "e2", "h2", 1));
+  B_OK(oom_submit_desc(e, 0, 4, 2, tag_etl, 2));
+  B_OK(oom_offer(e, c, "e2", 1));
+  B_OK(oom_offer(e, c, "e1", 3));
+  B_OK(oom_submit_desc(e, 1, 2, 0, tag_adhoc, 1));
+  B_OK(oom_offer(e, c, "e1", 2));
+  tl_loss_reason why = {.kind = TL_LOSS_PENDING};
+  B_OK(tl_executor_lost(e->s, "e2", &why));
+  B_OK(oom_submit_desc(e, 2, 2, 0, tag_etl, 1));
+}
+
+static int call_cancel_etl(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  size_t n;
+  return tl_cancel_tag(e->s, "etl", true, "user cancelled", &n);
+}
+
+static int call_cancel_etl_no_reason(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return tl_cancel_tag(e->s, "etl", false, NULL, NULL);
+}
+
+static int call_kill_etl(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  size_t n;
+  return tl_kill_tag(e->s, "etl", true, "speed", &n);
+}
+
+static int call_kill_adhoc_no_reason(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  size_t n;
+  return tl_kill_tag(e->s, "adhoc", false, NULL, &n);
+}
+
+static int call_cancel_unknown(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  size_t n;
+  return tl_cancel_tag(e->s, "none", true, "x", &n);
+}
+
+/* A no_retry failure of stage 0's first launch on e1: its task set is aborted. */
+static int call_no_retry_failure(tlt_env *e, oom_ctx *c) {
+  tl_update u = {.state = TL_TASK_FAILED,
+                 .failure = TL_END_EXCEPTION,
+                 .message = "output file exists",
+                 .no_retry = true};
+  return tl_status_update(e->s, "e1", c->log[1].tid, &u);
+}
+
+START_TEST(oom_retry_policy_and_tags) {
+  const oom_scenario sc[] = {
+      {"tl_submit", "with tags and max_task_failures", NULL, build_one_executor, call_submit_tagged,
+       OOM_ALLOCATES, 0},
+      {"tl_submit", "with max_task_failures only", NULL, build_one_executor, call_submit_max_only,
+       OOM_ALLOCATES, 0},
+      {"tl_status_update", "a no_retry failure aborts", NULL, build_tagged_sets,
+       call_no_retry_failure, OOM_ALLOCATES, 0},
+      {"tl_cancel_tag", "two task sets, running, frozen and idle", NULL, build_tagged_sets,
+       call_cancel_etl, OOM_ALLOCATES, 0},
+      {"tl_cancel_tag", "the same without a reason", NULL, build_tagged_sets,
+       call_cancel_etl_no_reason, OOM_ALLOCATES, 0},
+      {"tl_cancel_tag", "a tag no task set has", NULL, build_tagged_sets, call_cancel_unknown, 0,
+       0},
+      {"tl_kill_tag", "running attempts killed, frozen left", NULL, build_tagged_sets,
+       call_kill_etl, OOM_ALLOCATES, 0},
+      {"tl_kill_tag", "without a reason", NULL, build_tagged_sets, call_kill_adhoc_no_reason, 0, 0},
+  };
+  SWEEP_ALL("retry policy and tags", sc);
+}
+END_TEST
+
 Suite *tl_retry_tags_suite(void) {
   Suite *s = suite_create("retry_tags");
   TCase *tc = tlt_tcase(s, "no_retry");
@@ -533,5 +655,7 @@ Suite *tl_retry_tags_suite(void) {
   tc = tlt_tcase(s, "journal");
   tcase_add_test(tc, the_journal_records_the_policy_and_tags_and_replays);
   tcase_add_test(tc, malformed_policy_lines_are_refused_by_the_replayer);
+  tc = tlt_tcase(s, "oom");
+  tcase_add_test(tc, oom_retry_policy_and_tags);
   return s;
 }
