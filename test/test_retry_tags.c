@@ -127,6 +127,41 @@ START_TEST(a_no_retry_failure_that_does_not_count_aborts_nothing) {
 }
 END_TEST
 
+/* The copy that lost the race to its speculative sibling reports a no_retry failure: it counts for
+ * nothing (SPARK-13343) and aborts nothing; the task set runs on. */
+START_TEST(a_no_retry_failure_of_a_copy_that_lost_the_race_aborts_nothing) {
+  tl_config cfg = tlt_config();
+  cfg.speculation = true;
+  cfg.speculation_quantile = 0.3;
+  cfg.speculation_multiplier = 1.5;
+  cfg.speculation_min_runtime_ns = 0;
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "h1", NULL, 3);
+  tlt_add(e, "e2", "h2", NULL, 3);
+  tl_taskset_id ts = tlt_submit(e, 0, 0, 0, 3);
+  tl_launch l[3], c[1];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 3, l, 3), 3);
+  e->now += 10 * (TLT_SEC / 1000);
+  tlt_succeed(e, "e1", l[0].tid);
+  tlt_advance_tick(e, 200 * (TLT_SEC / 1000)); /* indices 1 and 2 are slow now */
+  ck_assert_uint_eq(tlt_stats(e).tasks_speculatable, 2);
+  ck_assert_uint_eq(tlt_offer(e, "e2", 1, c, 1), 1);
+  ck_assert(c[0].speculative);
+  tl_tid loser = c[0].index == l[1].index ? l[1].tid : l[2].tid;
+  size_t mark = tlt_mark(e);
+  tlt_succeed(e, "e2", c[0].tid); /* the copy wins: the original is asked to die */
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_KILL), 1);
+  ck_assert_uint_eq(tlt_nth(e, mark, TLT_EV_KILL, 0)->kill_tid, loser);
+  TLT_OK(e, fail_with(e, "e1", loser, TL_END_EXCEPTION, "output exists", true));
+  ck_assert(!tlt_ended_of(e, loser)->counts);
+  ck_assert_uint_eq(tlt_count(e, 0, TLT_EV_FAILED), 0);
+  tl_taskset_status st = tlt_ts(e, ts);
+  ck_assert(!st.zombie && !st.failed);
+  ck_assert_uint_eq(st.succeeded, 2);
+  tlt_end(e);
+}
+END_TEST
+
 START_TEST(no_retry_is_refused_where_nothing_could_count) {
   tlt_env *e = tlt_new(NULL);
   tlt_add(e, "e1", "h1", NULL, 1);
@@ -643,6 +678,7 @@ Suite *tl_retry_tags_suite(void) {
   tcase_add_test(tc, a_no_retry_failure_aborts_at_the_first);
   tcase_add_test(tc, without_the_flag_the_same_failure_is_retried);
   tcase_add_test(tc, a_no_retry_failure_that_does_not_count_aborts_nothing);
+  tcase_add_test(tc, a_no_retry_failure_of_a_copy_that_lost_the_race_aborts_nothing);
   tcase_add_test(tc, no_retry_is_refused_where_nothing_could_count);
   tc = tlt_tcase(s, "max_task_failures");
   tcase_add_test(tc, a_task_set_overrides_max_task_failures);
