@@ -72,6 +72,13 @@ extern "C" {
 #define TL_TASK_GRANTS_MAX 16
 #define TL_SHARE_UNIT UINT64_C(144403552893600)
 
+/* Task set tags (tl_taskset_desc.tags; Spark's job tags and job groups): a tag is 1 to
+ * TL_TAG_MAX - 1 bytes of printable ASCII (0x21 to 0x7e) but ',', '"' and '\\'; a task set
+ * carries at most TL_TAGS_MAX distinct tags. tl_cancel_tag and tl_kill_tag act on every task
+ * set that carries one. */
+#define TL_TAG_MAX 128
+#define TL_TAGS_MAX 16
+
 /* tl_tick's answer when nothing is due, ever (a deadline at or beyond UINT64_MAX never is). */
 #define TL_TICK_NEVER UINT64_MAX
 /* A per-level locality wait (tl_config.locality_wait_*_ns) that takes locality_wait_ns. */
@@ -599,7 +606,8 @@ TL_EXTERN int tl_dispatch_snapshot(tl_scheduler *s,
  * journal). Errors create nothing, call no callback, and leave *out NULL: TL_EINVAL (cfg
  * invalid, read or out NULL); TL_EIO; TL_ESNAPSHOT (not a snapshot, truncated, a checksum that
  * does not match, or contents no scheduler could hold); TL_EVERSION (a format version other
- * than 1 and 2; a version 1 image, written before epochs, is read with epoch 0);
+ * than 1 to 4; a version 1 image, written before epochs, is read with epoch 0; an image before
+ * version 4 gives its task sets the config's max_task_failures and no tags);
  * TL_ECONFIG (another config); TL_ENOMEM. */
 TL_EXTERN int tl_scheduler_restore(const tl_config *cfg, const tl_callbacks *cb,
                                    int (*read)(void *ud, void *buf, size_t n), void *ud,
@@ -817,14 +825,21 @@ typedef struct tl_taskset_desc {
   const tl_resource_request *resources; /* what each task needs beyond cores: nresources
                                            entries, distinct names; copied */
   uint32_t nresources;                  /* 0 to TL_RESOURCES_MAX (resources may be NULL with 0) */
+  /* Added after 0.2.0 (zero: the config's max_task_failures, no tags; docs/api.md "Retry
+   * policy and tags"). */
+  uint32_t max_task_failures; /* counting failures of one index that abort this task set: 1 to
+                                 65535; 0 = tl_config.max_task_failures */
+  const char *const *tags;    /* ntags distinct tags (TL_TAG_MAX, TL_TAGS_MAX); copied */
+  uint32_t ntags;             /* 0 to TL_TAGS_MAX (tags may be NULL with 0) */
 } tl_taskset_desc;
 
 /* Submits a task set; every older attempt of the same stage becomes zombie (and is released at
  * once if nothing of it runs). Event revive_offers. *out (may be NULL) gets its id.
- * TL_EINVAL: bad descriptor (a preferred location included); TL_ERESOURCE: a malformed resource
- * request (a bad name, two requests of one name, amount 0, amounts summed above
- * TL_TASK_GRANTS_MAX, share above TL_SHARE_MAX, a share with amount other than 1); TL_ENOENT: no such pool (TL_FAIR);
- * TL_EEXIST: that stage attempt is live; TL_ENOMEM. On error the payload stays the caller's. */
+ * TL_EINVAL: bad descriptor (a preferred location included; max_task_failures above 65535; a
+ * bad tag, two equal tags, more than TL_TAGS_MAX, tags NULL with ntags > 0); TL_ERESOURCE: a
+ * malformed resource request (a bad name, two requests of one name, amount 0, amounts summed
+ * above TL_TASK_GRANTS_MAX, share above TL_SHARE_MAX, a share with amount other than 1);
+ * TL_ENOENT: no such pool (TL_FAIR); TL_EEXIST: that stage attempt is live; TL_ENOMEM. On error the payload stays the caller's. */
 TL_EXTERN int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out);
 
 /* Adds a pool (TL_FAIR schedulers only; "default" exists from the start: FIFO, weight 1, min
@@ -863,6 +878,24 @@ TL_EXTERN int tl_kill_stage(tl_scheduler *s, uint32_t stage_id, bool interrupt, 
  * zombie afterwards and is released once its attempts end. TL_ENOENT, TL_EINVAL, TL_ENOMEM. */
 TL_EXTERN int tl_cancel_stage(tl_scheduler *s, uint32_t stage_id, const char *reason);
 
+/* Cancels every task set that carries tag (Spark's cancelJobsWithTag), in one lock: in
+ * submission order, each one's running attempts are asked to be killed (kill_task with
+ * interrupt; attempts frozen on a pending-loss executor are left to its loss), and each that is
+ * not zombie is aborted (taskset_failed with "Stage N cancelled: part of cancelled job tag TAG"
+ * and ": REASON" when reason is not NULL); then each is zombie and is released once its attempts
+ * end (at once when none runs). *ntasksets (may be NULL) gets how many task sets it touched: those
+ * it aborted or asked to kill an attempt of. No task set with the tag: TL_OK, nothing changes, 0.
+ * TL_EINVAL: s NULL, tag not a valid tag (TL_TAG_MAX); TL_ENOMEM. *ntasksets is 0 on error. */
+TL_EXTERN int tl_cancel_tag(tl_scheduler *s, const char *tag, bool interrupt, const char *reason,
+                            size_t *ntasksets);
+
+/* Asks for every running attempt of every task set that carries tag to be killed (as
+ * tl_kill_stage does for a stage), in one lock: one kill_task each, with interrupt and reason.
+ * The task sets stay as they are; killed tasks are retried. *ntasksets (may be NULL) gets how
+ * many task sets had an attempt to kill. Errors as tl_cancel_tag's. */
+TL_EXTERN int tl_kill_tag(tl_scheduler *s, const char *tag, bool interrupt, const char *reason,
+                          size_t *ntasksets);
+
 /* Tells the active (non-zombie) attempt of a stage that a result for index landed from another
  * attempt (Spark's notifyPartitionCompletion): the index counts as done there and is no longer
  * pending; if it was the last, that task set becomes zombie. Attempts of that index still
@@ -887,6 +920,8 @@ typedef struct tl_taskset_status {
                                round or executor change (TL_NO_PREF without preferences) */
   uint32_t profile;         /* as submitted (0.2.0) */
   uint32_t nresources;      /* resource requests per task, as submitted (0.2.0) */
+  uint32_t max_task_failures; /* what aborts it: as submitted, or the config's (after 0.2.0) */
+  uint32_t ntags;             /* its tags: tl_taskset_tags lists them (after 0.2.0) */
 } tl_taskset_status;
 
 /* TL_ENOENT once the task set is released; TL_EINVAL. Events lag the ledger: inside the
@@ -900,6 +935,17 @@ TL_EXTERN int tl_taskset_get(tl_scheduler *s, tl_taskset_id id, tl_taskset_statu
  * for the count). Each is what tl_taskset_get gives. One lock, O(task sets). TL_EINVAL: s or n
  * NULL, or out NULL with cap > 0. */
 TL_EXTERN int tl_taskset_list(tl_scheduler *s, tl_taskset_status *out, size_t cap, size_t *n);
+
+/* One tag of a task set (tl_taskset_tags). */
+typedef struct tl_tag_info {
+  char tag[TL_TAG_MAX]; /* as submitted, NUL-terminated */
+} tl_tag_info;
+
+/* The tags of a task set, in the order submitted: the first cap in out[0 .. cap), and in *n how
+ * many there are (tl_taskset_status.ntags). TL_ENOENT once released; TL_EINVAL: s or n NULL, out
+ * NULL with cap > 0 (*n is 0 on every error). */
+TL_EXTERN int tl_taskset_tags(tl_scheduler *s, tl_taskset_id id, tl_tag_info *out, size_t cap,
+                              size_t *n);
 
 /* ---------------------------------------------------------------------------------------------
  * Offers
@@ -1051,6 +1097,13 @@ typedef struct tl_update {
   void *result;                /* TL_TASK_FINISHED only (NULL otherwise) */
   size_t result_size;          /* its size, passed on to task_ended */
   void (*result_free)(void *); /* how to free it, passed on; may be NULL */
+  /* Added after 0.2.0 (false: retried as usual). */
+  bool no_retry; /* TL_TASK_FAILED with TL_END_EXCEPTION or _RESULT_LOST only (TL_EINVAL
+                    otherwise): retrying cannot help (Spark's TaskOutputFileAlreadyExist
+                    Exception), so a counted failure aborts its task set at once, with the
+                    update's message in taskset_failed's reason, whatever max_task_failures
+                    says. A failure that does not count (a zombie's, a barrier task set's, a
+                    copy that lost the race, an index already done) aborts nothing */
 } tl_update;
 
 /* An executor reports one of its attempts. RUNNING marks the launch successful; a terminal

@@ -244,6 +244,8 @@ static void taskset_status_of(const tl__taskset *ts, tl_taskset_status *out) {
   out->locality = ts->loc != NULL ? (tl_locality)ts->loc->level : TL_NO_PREF;
   out->profile = ts->profile;
   out->nresources = ts->req != NULL ? ts->req->n : 0;
+  out->max_task_failures = ts->max_failures;
+  out->ntags = ts->tags != NULL ? ts->tags->n : 0;
 }
 
 int tl_taskset_get(tl_scheduler *s, tl_taskset_id id, tl_taskset_status *out) {
@@ -255,6 +257,25 @@ int tl_taskset_get(tl_scheduler *s, tl_taskset_id id, tl_taskset_status *out) {
     taskset_status_of(ts, out);
   tl__mutex_unlock(&s->lock);
   return ts != NULL ? TL_OK : TL_ENOENT;
+}
+
+int tl_taskset_tags(tl_scheduler *s, tl_taskset_id id, tl_tag_info *out, size_t cap, size_t *n) {
+  if (n != NULL)
+    *n = 0;
+  if (s == NULL || n == NULL || (out == NULL && cap > 0))
+    return TL_EINVAL;
+  tl__lock(s);
+  const tl__taskset *ts = tl__taskset_find(s, id);
+  size_t k = 0;
+  for (const char *p = ts != NULL ? tl__tags_next(ts->tags, NULL) : NULL; p != NULL;
+       p = tl__tags_next(ts->tags, p), k++)
+    if (k < cap)
+      memcpy(out[k].tag, p, strlen(p) + 1);
+  tl__mutex_unlock(&s->lock);
+  if (ts == NULL)
+    return TL_ENOENT;
+  *n = k;
+  return TL_OK;
 }
 
 /* The map by id keeps insertion order (uthash appends), which is submission order; a restore
@@ -350,6 +371,15 @@ int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len)
                   (unsigned long long)ts->id, ts->stage_id, ts->stage_attempt, ts->ntasks,
                   ts->zombie ? "zombie" : "active", ts->failed ? ", failed" : "", ts->nrunning,
                   ts->nfrozen, ts->npending, ts->nsucceeded);
+  if (ts->max_failures != s->cfg.max_task_failures)
+    tl__text_printf(&t, "max_task_failures: %u (the config's %u)\n", ts->max_failures,
+                    s->cfg.max_task_failures);
+  if (ts->tags != NULL) {
+    tl__text_str(&t, "tags:");
+    for (const char *p = tl__tags_next(ts->tags, NULL); p != NULL; p = tl__tags_next(ts->tags, p))
+      tl__text_printf(&t, " %s", p);
+    tl__text_str(&t, "\n");
+  }
   if (ts->loc != NULL && !ts->zombie) {
     const tl__locality *loc = ts->loc;
     tl__text_printf(&t, "locality: at %s, its wait began at %.3f s; levels",

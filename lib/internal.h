@@ -416,6 +416,9 @@ typedef struct tl__taskset {
   bool failed;                       /* aborted: taskset_failed was made */
   bool restored;                     /* restored from an image (not submitted since): held
                                         while executors recover, may adopt attempts */
+  uint16_t max_failures;             /* counting failures of one index that abort it: as
+                                        submitted, or the config's */
+  struct tl__tags *tags;             /* its tags (tags.c), or NULL; freed with it */
   struct tl__xset *exclude;          /* exclude.c: its counted failures and exclusions, or NULL
                                         (none yet, or exclude_on_failure off); freed with it */
   struct tl__taskset *queue_next[TL__QUEUE_LEVELS]; /* its successors in the queue, per level */
@@ -468,7 +471,8 @@ enum {
   TL__FAIL_RESULT_SIZE,
   TL__FAIL_UNSCHEDULABLE,
   TL__FAIL_NO_PAYLOAD,  /* restored without its payload (tl_scheduler_restore) */
-  TL__FAIL_NO_RESOURCES /* no live executor could ever run a task of it (resource.c) */
+  TL__FAIL_NO_RESOURCES, /* no live executor could ever run a task of it (resource.c) */
+  TL__FAIL_NOT_RETRIED   /* a counted failure said no_retry (tl_update) */
 };
 
 typedef struct tl__event {
@@ -864,6 +868,33 @@ void tl__attempts_trim(struct tl_scheduler *s);
 int tl__ledger_check(tl__checker *c, size_t running, size_t frozen);
 
 /* ---------------------------------------------------------------------------------------------
+ * Tags (tags.c): a task set's tags, copied into one block at submit, freed with the task set.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct tl__tags {
+  uint32_t n;     /* tags, 1 to TL_TAGS_MAX */
+  uint32_t bytes; /* of text */
+  char text[];    /* the n tags, each NUL-terminated, in the order submitted */
+} tl__tags;
+
+static inline size_t tl__tags_size(const tl__tags *t) { return sizeof *t + t->bytes; }
+/* Length of a valid tag (TL_TAG_MAX, its charset), or 0 for NULL or an invalid one. */
+size_t tl__tag_len(const char *tag);
+/* TL_OK when tags[0 .. n) are valid and distinct (n <= TL_TAGS_MAX), else TL_EINVAL. */
+int tl__tags_valid(const char *const *tags, uint32_t n);
+/* A copy of valid tags into *out (NULL when n is 0); TL_ENOMEM. */
+int tl__tags_new(struct tl_scheduler *s, const char *const *tags, uint32_t n, tl__tags **out);
+void tl__tags_free(struct tl_scheduler *s, tl__tags *t); /* NULL: nothing */
+/* Whether t (may be NULL) holds the tag of len bytes. */
+bool tl__tags_has(const tl__tags *t, const char *tag, size_t len);
+/* The tag after prev (NULL: the first), or NULL after the last. */
+const char *tl__tags_next(const tl__tags *t, const char *prev);
+/* In a snapshot: u32 count, then each tag a string. Restore checks every tag as tl_submit does
+ * (TL_ESNAPSHOT) and may fail with TL_ENOMEM; *out is NULL for none. */
+void tl__tags_save(tl__wbuf *w, const tl__tags *t);
+int tl__tags_restore(struct tl_scheduler *s, tl__rbuf *r, tl__tags **out);
+
+/* ---------------------------------------------------------------------------------------------
  * The registry (registry.c): executors, hosts, racks, task sets and stages by key, and the
  * executor record's shared state changes.
  * ------------------------------------------------------------------------------------------- */
@@ -1123,6 +1154,9 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
 int tl__kill_task(struct tl_scheduler *s, tl_tid tid, bool interrupt, const char *reason);
 int tl__kill_stage(struct tl_scheduler *s, uint32_t stage_id, bool interrupt, const char *reason);
 int tl__cancel_stage(struct tl_scheduler *s, uint32_t stage_id, const char *reason);
+/* tl_cancel_tag (cancel true) and tl_kill_tag: every task set holding the tag of len bytes. */
+int tl__tag_cancel(struct tl_scheduler *s, const char *tag, size_t len, bool cancel, bool interrupt,
+                   const char *reason, size_t *ntasksets);
 int tl__partition_completed(struct tl_scheduler *s, uint32_t stage_id, uint32_t index);
 /* Frees a task set and whatever it still holds, without events (tl_scheduler_free). */
 void tl__taskset_destroy(struct tl_scheduler *s, tl__taskset *ts);

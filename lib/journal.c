@@ -139,6 +139,14 @@ void tl__jfmt_submit(tl__text *w, const tl_taskset_desc *d) {
       key_u64(w, "share", d->resources[i].share);
     }
   }
+  /* Version 3: a task set's own max_task_failures and its tags, where it has them. */
+  if (d->max_task_failures != 0)
+    key_u64(w, "max_failures", d->max_task_failures);
+  if (d->ntags != 0) {
+    key_u64(w, "tags", d->ntags);
+    for (uint32_t i = 0; i < d->ntags; i++)
+      arg_str(w, d->tags[i]);
+  }
   for (uint32_t i = 0; d->tasks != NULL && i < d->ntasks; i++) {
     const tl_task_desc *t = &d->tasks[i];
     if (t->nprefs == 0)
@@ -227,6 +235,13 @@ void tl__jfmt_cancel_stage(tl__text *w, uint32_t stage_id, const char *reason) {
   arg_str(w, reason);
 }
 
+void tl__jfmt_tag(tl__text *w, bool cancel, const char *tag, bool interrupt, const char *reason) {
+  tl__text_str(w, cancel ? "cancel_tag" : "kill_tag");
+  arg_str(w, tag);
+  key_u64(w, "interrupt", interrupt);
+  arg_str(w, reason);
+}
+
 void tl__jfmt_partition_completed(tl__text *w, uint32_t stage_id, uint32_t index) {
   tl__text_str(w, "partition_completed");
   key_u64(w, "stage", stage_id);
@@ -279,6 +294,8 @@ void tl__jfmt_update(tl__text *w, const char *id, tl_tid tid, const tl_update *u
   arg_str(w, u->message);
   key_u64(w, "result", u->result != NULL);
   key_u64(w, "size", u->result_size);
+  if (u->no_retry) /* version 3 */
+    tl__text_str(w, " no_retry=1");
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -335,7 +352,7 @@ void tl__journal_account(tl__checker *c) {
 void tl__journal_start(struct tl_scheduler *s) {
   const tl_config *c = &s->cfg;
   char line[1024];
-  s->cfg.journal(s->cfg.journal_ud, "# taskledger journal v2");
+  s->cfg.journal(s->cfg.journal_ud, "# taskledger journal v3");
   snprintf(line, sizeof line,
            "config mode=%s cpus_per_task=%" PRIu32 " max_task_failures=%" PRIu32
            " heartbeat_timeout_ns=%" PRIu64 " pending_loss_timeout_ns=%" PRIu64

@@ -49,6 +49,8 @@ void tl__jfmt_pool_add(tl__text *w, const char *name, tl_sched_mode mode, uint32
 void tl__jfmt_kill_task(tl__text *w, tl_tid tid, bool interrupt, const char *reason);
 void tl__jfmt_kill_stage(tl__text *w, uint32_t stage_id, bool interrupt, const char *reason);
 void tl__jfmt_cancel_stage(tl__text *w, uint32_t stage_id, const char *reason);
+/* cancel_tag or kill_tag (version 3). */
+void tl__jfmt_tag(tl__text *w, bool cancel, const char *tag, bool interrupt, const char *reason);
 void tl__jfmt_partition_completed(tl__text *w, uint32_t stage_id, uint32_t index);
 void tl__jfmt_offers(tl__text *w, const tl_offer *offers, size_t noffers, size_t cap);
 void tl__jfmt_offers_grants(tl__text *w, const tl_offer *offers, size_t noffers, size_t cap,

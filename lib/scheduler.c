@@ -492,7 +492,8 @@ int tl_pool_add(tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t 
 int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out) {
   if (s == NULL || d == NULL || d->ntasks == 0 || d->ntasks == TL__NONE ||
       (d->pool != NULL && tl__name_len(d->pool, TL_HOST_MAX) == 0) ||
-      tl__locality_validate(d) != TL_OK)
+      tl__locality_validate(d) != TL_OK || d->max_task_failures > UINT16_MAX ||
+      tl__tags_valid(d->tags, d->ntags) != TL_OK)
     return TL_EINVAL;
   if (tl__res_req_valid(d->resources, d->nresources) != TL_OK)
     return TL_ERESOURCE;
@@ -541,6 +542,38 @@ int tl_cancel_stage(tl_scheduler *s, uint32_t stage_id, const char *reason) {
   JOURNAL_OPEN(s, tl__jfmt_cancel_stage(&w, stage_id, reason));
   err = tl__cancel_stage(s, stage_id, reason);
   return journal_leave(s, j, &w, err, NULL);
+}
+
+/* tl_cancel_tag and tl_kill_tag. */
+static int tag_call(tl_scheduler *s, const char *tag, bool cancel, bool interrupt,
+                    const char *reason, size_t *ntasksets) {
+  if (ntasksets != NULL)
+    *ntasksets = 0;
+  size_t len = tl__tag_len(tag);
+  if (s == NULL || len == 0)
+    return TL_EINVAL;
+  int err = enter(s);
+  if (err != TL_OK)
+    return err;
+  JOURNAL_OPEN(s, tl__jfmt_tag(&w, cancel, tag, interrupt, reason));
+  size_t n = 0;
+  err = tl__tag_cancel(s, tag, len, cancel, interrupt, reason, &n);
+  if (err == TL_OK && ntasksets != NULL)
+    *ntasksets = n;
+  char extra[40] = "";
+  if (j != NULL)
+    snprintf(extra, sizeof extra, " tasksets=%zu", n);
+  return journal_leave(s, j, &w, err, err == TL_OK ? extra : NULL);
+}
+
+int tl_cancel_tag(tl_scheduler *s, const char *tag, bool interrupt, const char *reason,
+                  size_t *ntasksets) {
+  return tag_call(s, tag, true, interrupt, reason, ntasksets);
+}
+
+int tl_kill_tag(tl_scheduler *s, const char *tag, bool interrupt, const char *reason,
+                size_t *ntasksets) {
+  return tag_call(s, tag, false, interrupt, reason, ntasksets);
 }
 
 int tl_partition_completed(tl_scheduler *s, uint32_t stage_id, uint32_t index) {
@@ -611,6 +644,9 @@ int tl_resource_offers_grants(tl_scheduler *s, const tl_offer *offers, size_t no
 
 static bool valid_update(const tl_update *u) {
   if ((unsigned)u->state > TL_TASK_KILLED || (u->result != NULL && u->state != TL_TASK_FINISHED))
+    return false;
+  if (u->no_retry && (u->state != TL_TASK_FAILED || (u->failure != TL_END_EXCEPTION &&
+                                                       u->failure != TL_END_RESULT_LOST)))
     return false;
   return u->state != TL_TASK_FAILED ||
          (u->failure != TL_END_SUCCESS && u->failure != TL_END_EXECUTOR_LOST &&

@@ -21,6 +21,9 @@
  * (tl__res_decl_valid, tl__res_req_valid), then books each attempt's grants on its executor
  * (tl__res_book: in range, of its request's share, within what is free), frozen attempts
  * included; tl_check then sums them against the executors' books.
+ *
+ * Retry policy and tags (version 4): each task set's max_task_failures and its tags, after its
+ * requests; an older image's task sets take the config's max_task_failures and no tag.
  */
 #include "internal.h"
 #include "resource.h"
@@ -28,7 +31,8 @@
 #include <stdlib.h>
 
 #define SNAP_MAGIC "TLSNAP\r\n"
-#define SNAP_VERSION 3u /* the one written; 1 (no epoch) and 2 (no resources) are still read */
+#define SNAP_VERSION 4u /* the one written; 1 (no epoch), 2 (no resources) and 3 (no retry
+                           policy nor tags) are still read */
 #define SNAP_HEADER 40u
 #define SNAP_CHUNK 65536u
 
@@ -230,6 +234,8 @@ static void save_tasksets(struct tl_scheduler *s, tl__wbuf *w) {
     tl__locality_save(s, ts, w);
     tl__put_u32(w, ts->profile);
     put_requests(w, ts->req);
+    tl__put_u16(w, ts->max_failures);
+    tl__tags_save(w, ts->tags);
   }
   section_close(w, at);
 }
@@ -775,6 +781,7 @@ static int restore_taskset(struct tl_scheduler *s, tl__rbuf *r, uint32_t version
   ts->failed = (flags & TS_FAILED) != 0;
   ts->nresults = nresults;
   ts->result_bytes = result_bytes;
+  ts->max_failures = (uint16_t)s->cfg.max_task_failures; /* an image before version 4 */
   ts->pending_top = ts->speculative_top = TL__NONE;
   if (ts->zombie) {
     s->nzombie++;
@@ -862,7 +869,13 @@ static int restore_taskset(struct tl_scheduler *s, tl__rbuf *r, uint32_t version
   if (err != TL_OK || version < 3)
     return err;
   ts->profile = tl__get_u32(r);
-  return restore_requests(s, r, ts);
+  err = restore_requests(s, r, ts);
+  if (err != TL_OK || version < 4)
+    return err;
+  ts->max_failures = tl__get_u16(r);
+  if (r->bad || ts->max_failures == 0)
+    return TL_ESNAPSHOT;
+  return tl__tags_restore(s, r, &ts->tags);
 }
 
 static int restore_tasksets(struct tl_scheduler *s, tl__rbuf *r, uint32_t version) {

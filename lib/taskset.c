@@ -320,6 +320,7 @@ static void finish_if_drained(struct tl_scheduler *s, tl__taskset *ts) {
   tl__locality_free(s, ts);
   tl__speculation_free(s, ts);
   tl__res_taskset_free(s, ts->req);
+  tl__tags_free(s, ts->tags);
   ts->pool->ntasksets--;
   stage_unlink(s, ts);
   HASH_DELETE(hh_by_id, s->tasksets_by_id, ts);
@@ -433,7 +434,11 @@ void tl__attempt_ended(struct tl_scheduler *s, tl__attempt *a, tl_end_kind kind,
       /* The stage's input is gone: the DAG layer resubmits the parent and a new attempt of this
        * stage; this one launches nothing more. */
       make_zombie(s, ts);
-    } else if (counted && ++ix->failures >= s->cfg.max_task_failures) {
+    } else if (counted && u != NULL && u->no_retry) {
+      /* Retrying cannot help (Spark's TaskOutputFileAlreadyExistException): abort now. */
+      ix->failures++;
+      abort_taskset(s, ts, TL__FAIL_NOT_RETRIED, a->index, ix->failures, msg, static_msg);
+    } else if (counted && ++ix->failures >= ts->max_failures) {
       abort_taskset(s, ts, TL__FAIL_MAX_FAILURES, a->index, ix->failures, msg, static_msg);
     }
     if ((ix->flags & TL__IDX_SPECULATABLE) && ix->copies_running == 0)
@@ -507,8 +512,15 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
     tl__locality_discard(s, loc);
     return TL_ENOMEM;
   }
+  tl__tags *tags;
+  if (tl__tags_new(s, d->tags, d->ntags, &tags) != TL_OK) {
+    tl__res_taskset_free(s, req);
+    tl__locality_discard(s, loc);
+    return TL_ENOMEM;
+  }
   tl__taskset *ts = tl__malloc(s, tl__taskset_size(d->ntasks, speculation));
   if (ts == NULL) {
+    tl__tags_free(s, tags);
     tl__res_taskset_free(s, req);
     tl__locality_discard(s, loc);
     return TL_ENOMEM;
@@ -551,6 +563,9 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
   ts->barrier = d->barrier;
   ts->profile = d->profile;
   ts->req = req;
+  ts->max_failures = (uint16_t)(d->max_task_failures != 0 ? d->max_task_failures
+                                                          : s->cfg.max_task_failures);
+  ts->tags = tags;
   tl__res_taskset_attach(req, ts);
   for (uint32_t i = 0; i < d->ntasks; i++) {
     tl__index *ix = &ts->idx[i];
@@ -596,6 +611,7 @@ fail_stage:
   tl__free(s, new_stage, sizeof *new_stage);
 fail_ts:
   tl__free(s, ts, tl__taskset_size(d->ntasks, speculation));
+  tl__tags_free(s, tags);
   tl__res_taskset_free(s, req);
   tl__locality_discard(s, loc);
   return TL_ENOMEM;
@@ -691,6 +707,83 @@ int tl__cancel_stage(struct tl_scheduler *s, uint32_t stage_id, const char *reas
   return TL_OK;
 }
 
+/* Cancel and kill by tag: every task set holding the tag, in submission order. Cancelling kills
+ * its attempts and aborts it (when not zombie already) as tl__cancel_stage does for a stage, but
+ * with the caller's interrupt flag; killing only kills. Nothing changes before the message and
+ * the event room are had. */
+int tl__tag_cancel(struct tl_scheduler *s, const char *tag, size_t len, bool cancel, bool interrupt,
+                   const char *reason, size_t *ntasksets) {
+  size_t kills = 0, tagged = 0;
+  for (const tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next) {
+    if (ts->tags != NULL && tl__tags_has(ts->tags, tag, len)) {
+      tagged++;
+      kills += ts->nrunning - ts->nfrozen;
+    }
+  }
+  *ntasksets = 0;
+  if (tagged == 0)
+    return TL_OK;
+  int err = TL_OK;
+  tl__str *msg;
+  if (cancel) { /* Spark's "part of cancelled job tags" */
+    static const char head[] = "part of cancelled job tag ";
+    size_t rlen = reason != NULL ? strlen(reason) : 0;
+    size_t text = sizeof head - 1 + len + (reason != NULL ? 2 + rlen : 0);
+    msg = tl__malloc(s, sizeof(tl__str) + text + 1);
+    if (msg != NULL) {
+      msg->refs = 1;
+      msg->mark = msg->seen = 0;
+      char *p = msg->text;
+      memcpy(p, head, sizeof head - 1);
+      p += sizeof head - 1;
+      memcpy(p, tag, len);
+      p += len;
+      if (reason != NULL) {
+        memcpy(p, ": ", 2);
+        memcpy(p + 2, reason, rlen);
+        p += 2 + rlen;
+      }
+      *p = '\0';
+      msg->len = (uint32_t)(p - msg->text);
+    } else {
+      err = TL_ENOMEM;
+    }
+  } else {
+    msg = tl__str_dup(s, reason, &err);
+  }
+  if (err != TL_OK)
+    return err;
+  /* A kill per running attempt; with cancel a taskset_failed and a release per task set. */
+  if (tl__events_reserve(s, kills + (cancel ? 2 * tagged : 0)) != TL_OK) {
+    tl__str_unref(s, msg);
+    return TL_ENOMEM;
+  }
+  size_t touched = 0;
+  for (tl__taskset *ts = s->tasksets_by_id, *next; ts != NULL; ts = next) {
+    next = ts->hh_by_id.next; /* ts may be released below */
+    if (ts->tags == NULL || !tl__tags_has(ts->tags, tag, len))
+      continue;
+    bool acted = false;
+    for (tl__link *r = ts->running.next; r != &ts->running; r = r->next) {
+      tl__attempt *a = tl__container_of(r, tl__attempt, on_taskset);
+      if (!a->frozen) {
+        push_kill(s, a, interrupt, msg, NULL);
+        acted = true;
+      }
+    }
+    if (cancel && !ts->zombie) {
+      abort_taskset(s, ts, TL__FAIL_CANCELLED, 0, 0, msg, NULL);
+      acted = true;
+    }
+    touched += acted;
+    if (cancel)
+      finish_if_drained(s, ts);
+  }
+  tl__str_unref(s, msg);
+  *ntasksets = touched;
+  return TL_OK;
+}
+
 int tl__partition_completed(struct tl_scheduler *s, uint32_t stage_id, uint32_t index) {
   tl__stage *st = tl__stage_find(s, stage_id);
   if (st == NULL)
@@ -723,6 +816,7 @@ void tl__taskset_destroy(struct tl_scheduler *s, tl__taskset *ts) {
   }
   tl__queue_remove(ts);
   tl__res_taskset_free(s, ts->req);
+  tl__tags_free(s, ts->tags);
   ts->pool->running -= ts->nrunning;
   ts->pool->ntasksets--;
   stage_unlink(s, ts);
@@ -767,7 +861,6 @@ static int check_outputs(tl__checker *c, size_t *found) {
 
 /* Each index is pending, running or done; the pending stack. */
 static int check_indices(tl__checker *c, const tl__taskset *ts) {
-  struct tl_scheduler *s = c->s;
   unsigned long long id = (unsigned long long)ts->id;
   size_t copies = 0, succeeded = 0, flagged = 0;
   for (uint32_t i = 0; i < ts->ntasks; i++) {
@@ -786,7 +879,7 @@ static int check_indices(tl__checker *c, const tl__taskset *ts) {
                 "run",
                 id, i);
     }
-    TL__CHECK(c, ix->failures < s->cfg.max_task_failures || ts->zombie,
+    TL__CHECK(c, ix->failures < ts->max_failures || ts->zombie,
               "task set %llu: index %u failed %u times and the set is not aborted", id, i,
               ix->failures);
   }
@@ -915,6 +1008,9 @@ int tl__tasksets_check(tl__checker *c, size_t running, size_t frozen) {
   for (tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next) {
     unsigned long long id = (unsigned long long)ts->id;
     tl__check_account(c, tl__taskset_bytes(ts));
+    if (ts->tags != NULL)
+      tl__check_account(c, tl__tags_size(ts->tags));
+    TL__CHECK(c, ts->max_failures >= 1, "task set %llu: max_task_failures 0", id);
     TL__CHECK(c, tl__stage_find(s, ts->stage_id) == ts->stage, "task set %llu: stage entry lost",
               id);
     TL__CHECK(c, !ts->zombie || ts->nrunning > 0,

@@ -111,6 +111,14 @@ typedef struct tlo_op {
 #define TLO_RESOURCE_BYTES 2
 #define TLO_RESOURCE_MARK 0xa0
 
+/* Optionally, after those: two bytes, the first in [TLO_POLICY_MARK, TLO_RESOURCE_MARK) (no
+ * generated operation starts so, and no operation of the stored corpus), that turn the retry
+ * policy and tags on (ops_policy.c): task sets' own max_task_failures and tags, no_retry
+ * failures, kill and cancel by tag, all drawn from these bytes. Programs without them run as
+ * before those features existed. */
+#define TLO_POLICY_BYTES 2
+#define TLO_POLICY_MARK 0x80
+
 typedef struct tlo_options {
   int verbose; /* 0 quiet; 1 one line per operation; 2 and every event */
   FILE *trace; /* where the trace goes; NULL = stdout */
@@ -212,6 +220,12 @@ typedef struct tlo_outcome {
   /* Resources (TLO_RF_*); all 0 without the resource bytes. */
   bool resources;
   uint64_t resource_features[TLO_RF_N];
+  /* The retry policy and tags; all 0 without the policy bytes. */
+  bool policy;
+  uint64_t tag_ops;          /* tl_cancel_tag and tl_kill_tag calls that passed their checks */
+  uint64_t tag_touched;      /* task sets they touched */
+  uint64_t no_retry_aborts;  /* task sets aborted by a no_retry failure */
+  uint64_t own_limit_aborts; /* task sets aborted at a max_task_failures of their own */
   char message[4096]; /* the disagreement, with the operation that showed it */
   bool has_final;     /* the run reached tl_scheduler_free: */
   tl_stats final;     /* tl_stats just before it */

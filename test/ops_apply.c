@@ -193,7 +193,7 @@ static void while_closing(tlo_run *r) {
   const char *id = r->ex[0][0].id;
   tl_executor_desc ed = {.id = "busy", .host = "h0", .rack = NULL, .cores = 1, .ud = NULL};
   tl_loss_reason why = {TL_LOSS_KILLED, false, 0, NULL};
-  tl_update u = {TL_TASK_RUNNING, TL_END_SUCCESS, NULL, NULL, 0, NULL};
+  tl_update u = {TL_TASK_RUNNING, TL_END_SUCCESS, NULL, NULL, 0, NULL, false};
   tlo_note_call(r, "every mutating call while freeing");
   tlo_expect_rc(r, "add while freeing", tl_executor_add(r->s, &ed), TL_EBUSY);
   tlo_expect_rc(r, "lose while freeing", tl_executor_lost(r->s, id, &why), TL_EBUSY);
@@ -683,13 +683,23 @@ static void apply(tlo_run *r, const tlo_op *op) {
   case TLO_KILL_TASK:
     tlo_do_kill_task(r, tlo_resolve_tid(r, op->tid), op->flags & 1, message_of(op->msg));
     break;
-  case TLO_KILL_STAGE:
-    tlo_do_kill_stage(r, op->stage % 7 == 6 ? 99 : op->stage % 7, op->flags & 1,
-                      message_of(op->msg));
+  case TLO_KILL_STAGE: {
+    int tag = tlo_pol_draw_tag_op(r); /* with the policy bytes, maybe a tag instead */
+    if (tag >= 0)
+      tlo_do_tag(r, tag, false, op->flags & 1, message_of(op->msg));
+    else
+      tlo_do_kill_stage(r, op->stage % 7 == 6 ? 99 : op->stage % 7, op->flags & 1,
+                        message_of(op->msg));
     break;
-  case TLO_CANCEL_STAGE:
-    tlo_do_cancel(r, op->stage % 7 == 6 ? 99 : op->stage % 7, message_of(op->msg));
+  }
+  case TLO_CANCEL_STAGE: {
+    int tag = tlo_pol_draw_tag_op(r);
+    if (tag >= 0)
+      tlo_do_tag(r, tag, true, op->flags & 1, message_of(op->msg));
+    else
+      tlo_do_cancel(r, op->stage % 7 == 6 ? 99 : op->stage % 7, message_of(op->msg));
     break;
+  }
   case TLO_PARTITION:
     tlo_do_partition(r, op->stage % NSTAGES, op->a % 14);
     break;

@@ -175,10 +175,12 @@ void tlo_do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio, u
     return; /* the model's table is full: the operation does nothing */
   uint32_t sattempt = attempt_sel < 0 ? r->stage_next[stage] : (uint32_t)attempt_sel;
   mreq req = tlo_res_draw_req(r); /* what each task asks for (nothing without resources) */
+  mpol pol = tlo_pol_draw_submit(r); /* its limit and tags (nothing without the policy) */
   const char *pname = tlo_pool_names[pool];
   unsigned in_pool = POOL_DEFAULT; /* TL_FIFO ignores the pool's name, as Spark does */
   int want = TL_OK;
-  if (ntasks == 0 || (pname != NULL && !pool_name_valid(pname)) || (prefs != NULL && prefs->bad)) {
+  if (ntasks == 0 || (pname != NULL && !pool_name_valid(pname)) || (prefs != NULL && prefs->bad) ||
+      pol.bad != 0) {
     want = TL_EINVAL;
   } else if (req.bad) {
     want = TL_ERESOURCE;
@@ -209,6 +211,8 @@ void tlo_do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio, u
     t->barrier = barrier;
     t->may_spec = r->cfg.speculation && !barrier;
     t->req = req;
+    t->maxf = pol.max;
+    t->tags = pol.tags;
     r->f_res[TLO_RF_REQUESTS] += req.nreq > 0;
     for (uint32_t i = ntasks; i-- > 0;)
       tlo_pend_push(t, i);
@@ -249,6 +253,14 @@ void tlo_do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio, u
     w += snprintf(d + w, sizeof d - (size_t)w, " %s=%u/%u", rq[i].name, rq[i].amount, rq[i].share);
   if (req.profile != 0 && w > 0 && (size_t)w < sizeof d)
     w += snprintf(d + w, sizeof d - (size_t)w, " profile=%u", req.profile);
+  const char *tags[4];
+  char bad_tag[8];
+  size_t ntags = tlo_pol_desc(&pol, tags, bad_tag, sizeof bad_tag);
+  uint32_t maxf = pol.bad == 2 ? UINT16_MAX + 1u : pol.max;
+  if (maxf != 0 && w > 0 && (size_t)w < sizeof d)
+    w += snprintf(d + w, sizeof d - (size_t)w, " max_failures=%u", maxf);
+  for (size_t i = 0; i < ntags && w > 0 && (size_t)w < sizeof d; i++)
+    w += snprintf(d + w, sizeof d - (size_t)w, "%s%s", i == 0 ? " tags=" : ",", tags[i]);
   for (uint32_t i = 0; prefs != NULL && i < ntasks && i < MAXTASKS; i++) {
     tasks[i].prefs = prefs->n[i] > 0 ? locs[i] : NULL;
     tasks[i].nprefs = prefs->n[i];
@@ -277,7 +289,10 @@ void tlo_do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio, u
                           .tasks = prefs != NULL ? tasks : NULL,
                           .profile = req.profile,
                           .resources = nrq > 0 ? rq : NULL,
-                          .nresources = (uint32_t)nrq};
+                          .nresources = (uint32_t)nrq,
+                          .max_task_failures = maxf,
+                          .tags = ntags > 0 ? tags : NULL,
+                          .ntags = (uint32_t)ntags};
   tl_taskset_id id = 0;
   tlo_note_call(r, d);
   int rc = tl_submit(r->s, &desc, &id);
@@ -420,7 +435,8 @@ static tl_update update_of(tlo_run *r, const mupdate *m) {
   size_t rsize = m->sizesel % 8 != 0 ? result_sizes[m->sizesel % 8]
                  : m->resmode == 3   ? 0
                                      : 8 * m->resmode;
-  return (tl_update){(tl_task_state)m->state, (tl_end_kind)m->failure, m->msg, res, rsize, rfree};
+  return (tl_update){(tl_task_state)m->state, (tl_end_kind)m->failure, m->msg, res, rsize, rfree,
+                     tlo_pol_draw_no_retry(r, m->state)};
 }
 
 /* Whether tl_status_update refuses u with TL_EINVAL (the header: a state out of range, a result
@@ -428,6 +444,8 @@ static tl_update update_of(tlo_run *r, const mupdate *m) {
 static bool update_invalid(const tl_update *u) {
   unsigned state = (unsigned)u->state, failure = (unsigned)u->failure;
   return state > TL_TASK_KILLED || (u->result != NULL && state != TL_TASK_FINISHED) ||
+         (u->no_retry && (state != TL_TASK_FAILED || (failure != TL_END_EXCEPTION &&
+                                                      failure != TL_END_RESULT_LOST))) ||
          (state == TL_TASK_FAILED &&
           (failure == TL_END_SUCCESS || failure == TL_END_EXECUTOR_LOST ||
            failure > TL_END_RESULT_LOST));
@@ -466,7 +484,7 @@ static int update_apply(tlo_run *r, mexec *x, tl_tid tid, const tl_update *u) {
   }
   mts *t = &r->ts[a->ts];
   const mindex *ix = &t->idx[a->index];
-  mend m = {TL_END_SUCCESS, false, u->message, NULL, 0, NULL, NULL, false};
+  mend m = {TL_END_SUCCESS, false, u->message, NULL, 0, NULL, NULL, false, u->no_retry};
   if (state == TL_TASK_FINISHED) {
     /* What the update gave is passed on (the result itself only with a success). */
     m.result_size = u->result_size;
@@ -1187,7 +1205,7 @@ void tlo_do_snapshot_restore(tlo_run *r, const tlo_op *op) {
   if ((flags & 32) && !r->failed && r->image_len >= 40) {
     uint8_t *copy = tlo_xrealloc(NULL, r->image_len);
     memcpy(copy, r->image, r->image_len);
-    put_le32(copy + 8, 4 + op->c); /* versions 1 to 3 are read */
+    put_le32(copy + 8, 5 + op->c); /* versions 1 to 4 are read */
     put_le32(copy + 36, crc32c(copy, 36));
     rd = (image_reader){copy, r->image_len, 0, SIZE_MAX, -1, 0};
     restore_refused(r, "of another version", &r->cfg, &rd, TL_EVERSION);

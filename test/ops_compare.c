@@ -78,6 +78,7 @@ void tlo_cmp_ts(tlo_run *r, uint32_t k) {
   CMP_TS(running, t->nrunning);
   CMP_TS(frozen, t->nfrozen);
   CMP_TS(pending, t->zombie ? 0 : t->npend);
+  tlo_pol_cmp_ts(r, t, &st);
   CMP_TS(succeeded, t->nsucceeded);
   CMP_TS(cpus_per_task, t->cpus);
   CMP_TS(locality_levels, t->has_loc ? t->levels : (1u << TL_NO_PREF) | (1u << TL_ANY));

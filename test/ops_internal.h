@@ -200,6 +200,8 @@ typedef struct mts {
   uint64_t xseq;       /* the order of task sets' first counted failures */
   mreq req;            /* its resource requests and profile (resources runs) */
   bool res_wait;       /* no ALIVE executor could run it at the last offer round's end */
+  uint32_t maxf;       /* its own max_task_failures (0: the config's; policy runs) */
+  uint8_t tags;        /* its tags: bit i for tlo_tag_names[i] (policy runs) */
 } mts;
 
 /* A pool (tlo_pool_names[k] is its name). */
@@ -395,6 +397,12 @@ typedef struct tlo_run {
   uint64_t res_submits;     /* tl_submit calls made (each draws its requests) */
   uint64_t res_rounds;      /* offer rounds made (each draws its call and grants array) */
   uint64_t f_res[TLO_RF_N]; /* resource features reached */
+
+  /* The retry policy and tags (ops_policy.c): on with the policy bytes. */
+  bool policy;
+  uint64_t pol_seed;                                 /* chooses what is drawn */
+  uint64_t pol_submits, pol_updates, pol_tag_ops;    /* draws made per stream */
+  uint64_t f_tag_ops, f_tag_touched, f_no_retry_aborts, f_own_limit_aborts; /* reached */
 } tlo_run;
 
 /* How an attempt ends, as the caller decided it. */
@@ -407,6 +415,7 @@ typedef struct mend {
   void (*result_free)(void *); /* passed on */
   void *dropped;               /* a result the library frees and withholds */
   bool output;                 /* a success that leaves a map output on its executor */
+  bool no_retry;               /* the update said no_retry: a counted failure aborts */
 } mend;
 
 typedef enum abort_why {
@@ -414,8 +423,17 @@ typedef enum abort_why {
   ABORT_CANCEL,
   ABORT_RESULT_SIZE,
   ABORT_UNSCHEDULABLE, /* index: the task that cannot run; msg: the latest counted failure's */
-  ABORT_PAYLOAD        /* a restore's resolver did not give its payload back */
+  ABORT_PAYLOAD,       /* a restore's resolver did not give its payload back */
+  ABORT_NOT_RETRIED    /* a counted failure said no_retry */
 } abort_why;
+
+/* The retry policy of one submission (ops_policy.c): its own limit, its tags, or a bad one. */
+#define TLO_NTAGS 4 /* tags: t0, t1, t2 (which task sets carry), t3 (which none does) */
+typedef struct mpol {
+  uint32_t max; /* max_task_failures (0: the config's) */
+  uint8_t tags; /* bit i: tlo_tag_names[i] */
+  uint8_t bad;  /* 0; 1 a tag with a comma, 2 a limit past 65535, 3 a tag twice (TL_EINVAL) */
+} mpol;
 
 /* One status update as an operation gives it (tlo_do_update's arguments, for one tid). */
 typedef struct mupdate {
@@ -642,6 +660,18 @@ void tlo_res_grant(tlo_run *r, mexec *x, const mts *t, matt *a);
 void tlo_res_unbook(tlo_run *r, matt *a);
 void tlo_res_compare(tlo_run *r);
 void tlo_res_cmp_grants(tlo_run *r, const char *what, const tl_grant *g, uint32_t n, const matt *a);
+
+/* ops_policy.c: the retry policy and tags. */
+extern const char *const tlo_tag_names[TLO_NTAGS];
+void tlo_pol_config(tlo_run *r, const uint8_t ext[TLO_POLICY_BYTES]);
+mpol tlo_pol_draw_submit(tlo_run *r);
+bool tlo_pol_draw_no_retry(tlo_run *r, unsigned state);
+/* -1: the stage operation; 0 .. TLO_NTAGS - 1 a tag; TLO_NTAGS the invalid tag "". */
+int tlo_pol_draw_tag_op(tlo_run *r);
+/* A submission's tags as tl_taskset_desc takes them (a bad one written into bad_tag). */
+size_t tlo_pol_desc(const mpol *p, const char **tags, char *bad_tag, size_t len);
+void tlo_do_tag(tlo_run *r, int tag, bool cancel, bool interrupt, const char *msg);
+void tlo_pol_cmp_ts(tlo_run *r, const mts *t, const tl_taskset_status *st);
 
 /* ops_codec.c: the program's bytes. */
 void tlo_emit(tlo_run *r, const uint8_t *bytes, size_t n);

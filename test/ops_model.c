@@ -359,6 +359,9 @@ void tlo_abort_ts(tlo_run *r, uint32_t k, abort_why why, uint32_t index, uint32_
              "Aborting task set %u.%u because task %u cannot run anywhere due to node and executor "
              "exclusion (exclude_on_failure); most recent failure: %s",
              t->stage, t->sattempt, index, msg ? msg : "(no message)");
+  else if (why == ABORT_NOT_RETRIED)
+    snprintf(full, LONG_MESSAGE + 256, "Task %u in stage %u.%u failed and is not retried: %s",
+             index, t->stage, t->sattempt, msg ? msg : "(no message)");
   else if (why == ABORT_RESULT_SIZE)
     snprintf(full, LONG_MESSAGE + 256,
              "Total size of the results of %u tasks (%" PRIu64
@@ -500,8 +503,15 @@ void tlo_attempt_ended(tlo_run *r, tl_tid tid, const mend *m) {
       tlo_xf_record(r, k, a, m->msg);
     if (m->kind == TL_END_FETCH_FAILED)
       tlo_make_zombie(r, k);
-    else if (counted && ++ix->failures >= r->cfg.max_task_failures)
+    else if (counted && m->no_retry) { /* retrying cannot help: aborted at once */
+      ix->failures++;
+      r->f_no_retry_aborts += !t->failed;
+      tlo_abort_ts(r, k, ABORT_NOT_RETRIED, a->index, ix->failures, m->msg);
+    } else if (counted &&
+               ++ix->failures >= (t->maxf != 0 ? t->maxf : r->cfg.max_task_failures)) {
+      r->f_own_limit_aborts += t->maxf != 0 && !t->failed;
       tlo_abort_ts(r, k, ABORT_FAILURES, a->index, ix->failures, m->msg);
+    }
     if (t->barrier) /* the stage runs again as a whole */
       tlo_make_zombie(r, k);
     if (ix->spec && ix->copies == 0) /* its one copy is gone: a retry, not a copy */
@@ -654,7 +664,8 @@ void tlo_remove_executor(tlo_run *r, mexec *x, tl_loss_kind kind, bool app, int 
     x->nfrozen--;
     r->ts[a->ts].nfrozen--;
     r->failed_count++;
-    mend m = {TL_END_EXECUTOR_LOST, app_fault && a->running, msg, NULL, 0, NULL, NULL, false};
+    mend m = {TL_END_EXECUTOR_LOST, app_fault && a->running, msg, NULL, 0, NULL, NULL, false,
+              false};
     tlo_attempt_ended(r, v[i], &m);
   }
   free(v);
@@ -777,6 +788,7 @@ tl_tid *tlo_reconciled_items(tlo_run *r, mexec *x, const tl_tid *tids, size_t n,
                 0,
                 NULL,
                 NULL,
+                false,
                 false};
       tlo_attempt_ended(r, frozen[i], &m);
     }

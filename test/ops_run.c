@@ -43,7 +43,7 @@ static void exclusion_config(tlo_run *r, const uint8_t ext[TLO_EXCLUDE_BYTES]) {
 }
 
 static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *ext,
-                        const uint8_t *rext, const tlo_options *opt) {
+                        const uint8_t *rext, const uint8_t *pext, const tlo_options *opt) {
   if (tlo_long_message[0] == '\0') {
     memset(tlo_long_message, 'x', LONG_MESSAGE);
     tlo_long_message[LONG_MESSAGE] = '\0';
@@ -129,6 +129,8 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *e
     exclusion_config(r, ext);
   if (rext != NULL)
     tlo_res_config(r, rext);
+  if (pext != NULL)
+    tlo_pol_config(r, pext);
   r->cfg.delivery = r->deferred ? TL_DELIVER_DEFERRED : TL_DELIVER_INLINE;
   r->cfg.clock = run_clock;
   r->cfg.clock_ud = r;
@@ -192,6 +194,10 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *e
     tlo_emit(r, ext, TLO_EXCLUDE_BYTES);
   if (rext != NULL)
     tlo_emit(r, rext, TLO_RESOURCE_BYTES);
+  if (pext != NULL) {
+    tlo_trace(r, 1, "retry policy and tags: seed=%" PRIu64, r->pol_seed);
+    tlo_emit(r, pext, TLO_POLICY_BYTES);
+  }
   return r;
 }
 
@@ -347,6 +353,11 @@ static void run_end(tlo_run *r, size_t nops, tlo_outcome *out) {
   out->reconcile_unknown = r->reconcile_unknown;
   out->reconcile_adopted = r->reconcile_adopted;
   out->recovery_timeouts = r->recovery_timeouts;
+  out->policy = r->policy;
+  out->tag_ops = r->f_tag_ops;
+  out->tag_touched = r->f_tag_touched;
+  out->no_retry_aborts = r->f_no_retry_aborts;
+  out->own_limit_aborts = r->f_own_limit_aborts;
   out->resources = r->resources;
   memcpy(out->resource_features, r->f_res, sizeof out->resource_features);
   snprintf(out->message, sizeof out->message, "%s", r->failed ? r->why : "ok");
@@ -401,7 +412,13 @@ static void run_seed(uint64_t seed, size_t nops, const tlo_options *opt, tlo_out
   hr = tlo_splitmix64(&hr);
   uint8_t rext[TLO_RESOURCE_BYTES] = {(uint8_t)(TLO_RESOURCE_MARK | ((hr >> 8) & 0x1f)),
                                       (uint8_t)(hr >> 16)};
-  tlo_run *r = run_new(header, (h >> 32) % 5 < 2 ? ext : NULL, hr % 5 < 2 ? rext : NULL, opt);
+  /* Two seeds in five run with the retry policy and tags, likewise. */
+  uint64_t hp = seed ^ UINT64_C(0x706f6c6963790000);
+  hp = tlo_splitmix64(&hp);
+  uint8_t pext[TLO_POLICY_BYTES] = {(uint8_t)(TLO_POLICY_MARK | ((hp >> 8) & 0x1f)),
+                                    (uint8_t)(hp >> 16)};
+  tlo_run *r = run_new(header, (h >> 32) % 5 < 2 ? ext : NULL, hr % 5 < 2 ? rext : NULL,
+                       hp % 5 < 2 ? pext : NULL, opt);
   r->rng = rng;
   size_t i = 0;
   for (; i < nops && !r->failed; i++) {
@@ -434,7 +451,13 @@ void tlo_run_bytes(const uint8_t *data, size_t size, const tlo_options *opt, tlo
     rext = data + at;
     at += TLO_RESOURCE_BYTES;
   }
-  tlo_run *r = run_new(header, ext, rext, opt);
+  const uint8_t *pext = NULL;
+  if (size >= at + TLO_POLICY_BYTES && data[at] >= TLO_POLICY_MARK &&
+      data[at] < TLO_RESOURCE_MARK) {
+    pext = data + at;
+    at += TLO_POLICY_BYTES;
+  }
+  tlo_run *r = run_new(header, ext, rext, pext, opt);
   size_t i = 0;
   while (i < TLO_MAX_OPS && !r->failed) {
     tlo_op op;

@@ -72,6 +72,10 @@ static void add_features(tlo_outcome *sum, const tlo_outcome *o) {
     sum->exclusion[f] += o->exclusion[f];
   for (int f = 0; f < TLO_RF_N; f++)
     sum->resource_features[f] += o->resource_features[f];
+  sum->tag_ops += o->tag_ops;
+  sum->tag_touched += o->tag_touched;
+  sum->no_retry_aborts += o->no_retry_aborts;
+  sum->own_limit_aborts += o->own_limit_aborts;
   sum->restores += o->restores;
   sum->restore_refusals += o->restore_refusals;
   sum->snapshot_errors += o->snapshot_errors;
@@ -128,6 +132,9 @@ static void print_features(const tlo_outcome *o) {
          rf[TLO_RF_EXECUTORS], rf[TLO_RF_REQUESTS], rf[TLO_RF_LAUNCHES], rf[TLO_RF_SHARED],
          rf[TLO_RF_GRANT_CALLS], rf[TLO_RF_GCAP_STOPS], rf[TLO_RF_NO_FIT], rf[TLO_RF_BARRIERS],
          rf[TLO_RF_REFUSED]);
+  printf("  retry policy and tags: tag calls %" PRIu64 " touching %" PRIu64
+         " task sets, no_retry aborts %" PRIu64 ", aborts at a task set's own limit %" PRIu64 "\n",
+         o->tag_ops, o->tag_touched, o->no_retry_aborts, o->own_limit_aborts);
 }
 
 /* Runs one byte program from a file. */

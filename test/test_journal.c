@@ -90,7 +90,7 @@ START_TEST(lines_follow_the_documented_format) {
   cfg.max_task_failures = 2;
   tlt_env *e = journaled(&c, &cfg);
   ck_assert_uint_ge(c.n, 2);
-  ck_assert_str_eq(c.lines[0], "# taskledger journal v2");
+  ck_assert_str_eq(c.lines[0], "# taskledger journal v3");
   ck_assert_str_eq(c.lines[1], "config mode=FIFO cpus_per_task=1 max_task_failures=2 "
                                "heartbeat_timeout_ns=120000000000 "
                                "pending_loss_timeout_ns=120000000000 max_tombstones=1024 "

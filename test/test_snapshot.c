@@ -1005,14 +1005,14 @@ START_TEST(bad_images_are_refused_with_their_own_error) {
     im.p[i] ^= 0x20;
   }
   /* Another version, resealed: EVERSION; another config: ECONFIG; the reader's error: EIO. */
-  /* Versions 1 and 2 (read: see a_version_1_image_is_read_with_epoch_0) and 3 are known; a
-   * version 3 body read as an older version's is corrupt. */
+  /* Versions 1 to 3 (read: see a_version_1_image_is_read_with_epoch_0) and 4 are known; a
+   * version 4 body read as an older version's is corrupt. */
   for (uint8_t v = 0; v < 8; v++) {
     im.p[8] = v;
     reseal_header(&im);
     im.at = 0;
     ck_assert_int_eq(tl_scheduler_restore(&e->cfg, &cb, image_read, &im, &s),
-                     v == 1 || v == 2 ? TL_ESNAPSHOT : v == 3 ? TL_OK : TL_EVERSION);
+                     v >= 1 && v <= 3 ? TL_ESNAPSHOT : v == 4 ? TL_OK : TL_EVERSION);
     if (s != NULL) {
       free_aside(e, s);
       s = NULL;
@@ -1422,11 +1422,26 @@ static void cut_section_end(image *im, const char *tag, size_t k) {
     im->p[at + 4 + i] = (uint8_t)((len - k) >> (8 * i));
 }
 
+/* A version 3 image (no retry policy, no tags) of one task set, made by the format's rules from
+ * the version 4 image: without the task set's max_task_failures and tag count (TSET's last 6
+ * bytes; it has no tag). */
+static void to_version_3(image *im) {
+  ck_assert_uint_eq(get_le(im->p + 8, 4), 4);
+  uint64_t len;
+  size_t at = section_at(im, "TSET", &len);
+  ck_assert_uint_eq(get_le(im->p + at + 12, 4), 1);              /* one task set */
+  ck_assert_uint_eq(get_le(im->p + at + 12 + len - 4, 4), 0);    /* no tag */
+  cut_section_end(im, "TSET", 6);
+  im->p[8] = 3;
+  reseal(im);
+}
+
 /* A version 2 image (no resources) of one executor, one task set and one attempt, made by the
  * format's rules from the version 3 image of that ledger, which declares and asks for none:
  * without the executor's profile and resource count (the EXEC section's last 8 bytes), the
  * task set's (TSET's last 8) and the attempt's grant count (ATTM's last byte). */
 static void to_version_2(image *im) {
+  to_version_3(im);
   ck_assert_uint_eq(get_le(im->p + 8, 4), 3);
   uint64_t len;
   size_t at = section_at(im, "EXEC", &len);
@@ -1442,6 +1457,70 @@ static void to_version_2(image *im) {
   im->p[8] = 2;
   reseal(im);
 }
+
+/* A task set's max_task_failures and tags survive a restore; its failures count on toward its
+ * own limit. */
+START_TEST(retry_policy_and_tags_survive_a_restore) {
+  tl_config cfg = snapshot_config();
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "h1", NULL, 2);
+  const char *tags[2] = {"job-7", "group:etl"};
+  tl_taskset_desc d = {.stage_id = 0, .ntasks = 2, .max_task_failures = 2, .tags = tags,
+                       .ntags = 2};
+  tl_taskset_id ts = tlt_submit_desc(e, &d);
+  tl_launch out[4];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 1, out, 4), 1);
+  tlt_fail(e, "e1", out[0].tid, TL_END_EXCEPTION); /* one of its two failures */
+  ck_assert_uint_eq(tlt_offer(e, "e1", 2, out, 4), 2);
+  image im = take(e);
+  restore_into(e, &im, NULL);
+  tl_taskset_status st = tlt_ts(e, ts);
+  ck_assert_uint_eq(st.max_task_failures, 2);
+  ck_assert_uint_eq(st.ntags, 2);
+  tl_tag_info got[2];
+  size_t n;
+  TLT_OK(e, tl_taskset_tags(e->s, ts, got, 2, &n));
+  ck_assert_str_eq(got[0].tag, "job-7");
+  ck_assert_str_eq(got[1].tag, "group:etl");
+  size_t nunknown;
+  tl_tid tids[2] = {out[0].tid, out[1].tid};
+  TLT_OK(e, tl_executor_reconcile(e->s, "e1", tids, 2, NULL, 0, &nunknown));
+  size_t mark = tlt_mark(e);
+  uint32_t i = out[0].index == 0 ? 0 : 1; /* index 0 failed once before */
+  tlt_fail(e, "e1", out[i].tid, TL_END_EXCEPTION);
+  ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_FAILED), 1); /* its second: aborted */
+  TLT_OK(e, tl_cancel_tag(e->s, "group:etl", true, NULL, &n));
+  ck_assert_uint_eq(n, 1); /* the zombie's other attempt asked to die */
+  tlt_killed(e, "e1", out[1 - i].tid);
+  ck_assert_uint_eq(tlt_released(e, ts), 1);
+  free(im.p);
+  tlt_end(e);
+}
+END_TEST
+
+/* A version 3 image (before the retry policy and tags) restores with the config's
+ * max_task_failures and no tag. */
+START_TEST(a_version_3_image_restores_with_the_configs_policy) {
+  tl_config cfg = snapshot_config();
+  cfg.max_task_failures = 3;
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "h1", NULL, 2);
+  tl_taskset_id ts = tlt_submit(e, 0, 0, 0, 1);
+  tl_launch out[1];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 1, out, 1), 1);
+  image im = take(e);
+  to_version_3(&im);
+  restore_into(e, &im, NULL);
+  ck_assert_uint_eq(tlt_ts(e, ts).max_task_failures, 3);
+  ck_assert_uint_eq(tlt_ts(e, ts).ntags, 0);
+  size_t nunknown;
+  TLT_OK(e, tl_executor_reconcile(e->s, "e1", &out[0].tid, 1, NULL, 0, &nunknown));
+  tlt_succeed(e, "e1", out[0].tid);
+  ck_assert_uint_eq(tlt_released(e, ts), 1);
+  free(im.p);
+  tlt_end(e);
+}
+END_TEST
 
 /* A version 2 image (before resources) restores with no profile, resource or grant, and its
  * attempt runs on when reconciled. */
@@ -2049,7 +2128,12 @@ START_TEST(an_image_with_a_corrupt_grant_is_refused) {
   ck_assert_uint_eq(im.p[exec_end - 1], '1');
   ck_assert_int_eq(memcmp(im.p + exec_end - 21 + 4, "gpu", 3), 0);
   at = section_at(&im, "TSET", &len);
-  size_t ts_end = at + 12 + (size_t)len; /* u32 profile, u32 1, "gpu", u32 amount, u32 share */
+  /* ... u32 profile, u32 1, "gpu", u32 amount, u32 share; then (version 4) u16 max failures and
+   * u32 tags (none) */
+  size_t ts_tail = at + 12 + (size_t)len - 6;
+  ck_assert_uint_eq(get_le(im.p + ts_tail, 2), e->cfg.max_task_failures);
+  ck_assert_uint_eq(get_le(im.p + ts_tail + 2, 4), 0);
+  size_t ts_end = ts_tail;
   ck_assert_uint_eq(get_le(im.p + ts_end - 8, 4), 1);
   ck_assert_uint_eq(get_le(im.p + ts_end - 23, 4), 0);
   struct {
@@ -2071,6 +2155,8 @@ START_TEST(an_image_with_a_corrupt_grant_is_refused) {
       {ts_end - 8, 4, 0, "a request of amount 0"},
       {ts_end - 4, 4, 33, "a share above TL_SHARE_MAX"},
       {ts_end - 23, 4, 1, "a task set of another profile than its attempts' executor"},
+      {ts_tail, 2, 0, "max_task_failures 0"},
+      {ts_tail + 2, 4, 1, "a tag count with no tag after it"},
   };
   tl_callbacks cb = restore_callbacks(e);
   the_resolver.tasksets = the_resolver.executors = 0;
@@ -2170,6 +2256,8 @@ Suite *tl_snapshot_suite(void) {
   tcase_add_test(tc, each_restore_advances_the_epoch_the_floor_raises_it);
   tcase_add_test(tc, a_version_1_image_is_read_with_epoch_0);
   tcase_add_test(tc, a_version_2_image_restores_with_no_resources);
+  tcase_add_test(tc, a_version_3_image_restores_with_the_configs_policy);
+  tcase_add_test(tc, retry_policy_and_tags_survive_a_restore);
   tcase_add_test(tc, a_restore_brings_back_every_grant_and_every_end_gives_it_back);
   tcase_add_test(tc, an_attempt_asking_for_resources_is_never_adopted);
   tcase_add_test(tc, an_image_with_a_corrupt_grant_is_refused);

@@ -559,6 +559,24 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
       free(req);
       return bad(r, op);
     }
+    /* Version 3: max_failures=N, then tags=N and N strings (at most TL_TAGS_MAX: a line with
+     * more was refused before it was journaled). */
+    if (first < na && key_u32(&a[first], "max_failures", &d.max_task_failures))
+      first++;
+    const char *tags[TL_TAGS_MAX];
+    if (first < na && key_u32(&a[first], "tags", &d.ntags)) {
+      first++;
+      if (d.ntags == 0 || d.ntags > TL_TAGS_MAX || d.ntags > (uint32_t)(na - first)) {
+        free(req);
+        return bad(r, op);
+      }
+      for (uint32_t i = 0; i < d.ntags; i++, first++)
+        if (!a[first].quoted || !str_arg(&a[first], &tags[i])) {
+          free(req);
+          return bad(r, op);
+        }
+      d.tags = tags;
+    }
     /* Preferences: "task=I prefs=N" then N pairs of strings (host, executor or -). */
     tl_task_desc *tasks = NULL;
     tl_location *locs = NULL;
@@ -661,6 +679,17 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
     if (na != 2 || !key_u32(&a[0], "stage", &stage) || !str_arg(&a[1], &reason))
       return bad(r, op);
     *err = tl_cancel_stage(s, stage, reason);
+  } else if (strcmp(op, "cancel_tag") == 0 || strcmp(op, "kill_tag") == 0) {
+    const char *tag, *reason;
+    uint64_t interrupt, want;
+    if (na != 3 || !a[0].quoted || !str_arg(&a[0], &tag) ||
+        !key_u64(&a[1], "interrupt", &interrupt) || !str_arg(&a[2], &reason))
+      return bad(r, op);
+    size_t n = 0;
+    *err = op[0] == 'c' ? tl_cancel_tag(s, tag, interrupt != 0, reason, &n)
+                        : tl_kill_tag(s, tag, interrupt != 0, reason, &n);
+    if (*err == TL_OK)
+      *matches = nextra == 1 && key_u64(&extra[0], "tasksets", &want) && want == n;
   } else if (strcmp(op, "partition_completed") == 0) {
     uint32_t stage, index;
     if (na != 2 || !key_u32(&a[0], "stage", &stage) || !key_u32(&a[1], "index", &index))
@@ -679,12 +708,14 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
   } else if (strcmp(op, "update") == 0) {
     const char *id, *msg;
     uint64_t tid, has_result, size;
-    int state = na == 7 ? name_index(a[2].text, state_names, COUNT(state_names)) : -1;
+    uint64_t no_retry = 0;
+    int state = na == 7 || na == 8 ? name_index(a[2].text, state_names, COUNT(state_names)) : -1;
     if (state < 0 || !str_arg(&a[0], &id) || !key_u64(&a[1], "tid", &tid) ||
         !str_arg(&a[4], &msg) || !key_u64(&a[5], "result", &has_result) ||
-        !key_u64(&a[6], "size", &size))
+        !key_u64(&a[6], "size", &size) || (na == 8 && !key_u64(&a[7], "no_retry", &no_retry)))
       return bad(r, op);
     tl_update u = {0};
+    u.no_retry = no_retry != 0; /* version 3 */
     u.state = (tl_task_state)state;
     if (u.state == TL_TASK_FAILED) {
       int kind = name_index(a[3].text, end_names, COUNT(end_names));
@@ -755,9 +786,10 @@ static int replay_line(replayer *r, char *line, bool *seen_header, bool *done) {
     return TLR_OK;
   if (!*seen_header) {
     if (strcmp(line, "# taskledger journal v1") != 0 &&
-        strcmp(line, "# taskledger journal v2") != 0)
+        strcmp(line, "# taskledger journal v2") != 0 &&
+        strcmp(line, "# taskledger journal v3") != 0)
       return stop(r, TLR_BAD_INPUT,
-                  "not a taskledger journal of version 1 or 2 (first line: %.60s)", line);
+                  "not a taskledger journal of version 1 to 3 (first line: %.60s)", line);
     *seen_header = true;
     return TLR_OK;
   }
