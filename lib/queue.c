@@ -102,7 +102,8 @@ int tl__queue_check(tl__checker *c) {
             "event queue: %" PRIu64 " events pushed, %" PRIu64 " settled, but %zu queued and %zu "
             "in the batch",
             s->ev_pushed, s->ev_settled, s->events.n, s->batch.n);
-  TL__CHECK(c, (s->events.refs || holds_none(&s->events)) && (s->batch.refs || holds_none(&s->batch)),
+  TL__CHECK(c,
+            (s->events.refs || holds_none(&s->events)) && (s->batch.refs || holds_none(&s->batch)),
             "event queue: an array says its events hold no reference, but one does");
   tl__check_account(c, s->events.cap * sizeof(tl__event));
   tl__check_account(c, s->batch.cap * sizeof(tl__event));
