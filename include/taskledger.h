@@ -378,6 +378,23 @@ typedef struct tl_config {
    * instead). */
   void (*events_ready)(void *ud);
   void *events_ready_ud; /* passed to events_ready */
+  /* Added in 0.2.0, at the end (zero: off, as before; docs/api.md "Speculation"). Both need
+   * speculation on: set with it off, tl_scheduler_new and tl_scheduler_restore answer
+   * TL_EINVAL. */
+  uint64_t speculation_task_duration_threshold_ns; /* a task set whose tasks all fit on one
+                                                      executor (tasks <= the largest live
+                                                      executor's cores of its profile / its cores
+                                                      per task, at least 1) speculates a task
+                                                      running longer than this before enough
+                                                      of its tasks succeeded (Spark's
+                                                      spark.speculation.task.duration.threshold,
+                                                      SPARK-29976); 0 = off */
+  uint64_t decommission_kill_interval_ns; /* a decommissioning executor is expected to be killed
+                                             this long after tl_executor_decommission: a task
+                                             on it that would end later (its launch plus its
+                                             task set's median run time) is speculatable (Spark's
+                                             spark.executor.decommission.killInterval,
+                                             SPARK-21040); 0 = off */
 } tl_config;
 
 /* Fills the defaults shown above. */

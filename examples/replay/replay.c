@@ -297,6 +297,9 @@ static int start_scheduler(replayer *r, token *tok, int n) {
       continue;
     if (key_u64(&tok[i], "speculation_interval_ns", &cfg.speculation_interval_ns) ||
         key_u64(&tok[i], "speculation_min_runtime_ns", &cfg.speculation_min_runtime_ns) ||
+        key_u64(&tok[i], "speculation_task_duration_threshold_ns",
+                &cfg.speculation_task_duration_threshold_ns) ||
+        key_u64(&tok[i], "decommission_kill_interval_ns", &cfg.decommission_kill_interval_ns) ||
         key_u64(&tok[i], "locality_wait_ns", &cfg.locality_wait_ns) ||
         key_u64(&tok[i], "locality_wait_process_ns", &cfg.locality_wait_process_ns) ||
         key_u64(&tok[i], "locality_wait_node_ns", &cfg.locality_wait_node_ns) ||
