@@ -369,6 +369,16 @@ void tl__journal_start(struct tl_scheduler *s) {
              c->exclude_app_max_failed_executors_per_node, c->exclude_timeout_ns,
              c->unschedulable_timeout_ns);
   }
+  /* unschedulable_timeout_ns also bounds the wait of a task set whose requests no live executor
+   * could run (resources), with exclusion off: written then too when it is not the default, or a
+   * replay would abort such a task set at another time. */
+  tl_config defaults;
+  tl_config_init(&defaults);
+  if (!c->exclude_on_failure && c->unschedulable_timeout_ns != defaults.unschedulable_timeout_ns) {
+    size_t used = strlen(line);
+    snprintf(line + used, sizeof line - used, " unschedulable_timeout_ns=%" PRIu64,
+             c->unschedulable_timeout_ns);
+  }
   /* Speculation's threshold for small task sets and the decommission kill interval only when
    * set, like exclusion's fields. */
   if (c->speculation_task_duration_threshold_ns != 0) {

@@ -111,6 +111,14 @@ typedef struct tlo_op {
 #define TLO_RESOURCE_BYTES 2
 #define TLO_RESOURCE_MARK 0xa0
 
+/* Optionally, after the header, the exclusion and the resource bytes: two bytes, the first in
+ * [TLO_SPEC_MARK, TLO_RESOURCE_MARK) (no generated operation starts so, and no operation of the
+ * stored corpus), that choose speculation's duration threshold and decommission kill interval
+ * (with speculation on; ops_run.c, spec_config). Programs without them run as before those
+ * settings existed. */
+#define TLO_SPEC_BYTES 2
+#define TLO_SPEC_MARK 0x80
+
 typedef struct tlo_options {
   int verbose; /* 0 quiet; 1 one line per operation; 2 and every event */
   FILE *trace; /* where the trace goes; NULL = stdout */
@@ -180,6 +188,9 @@ typedef struct tlo_outcome {
   uint64_t dispatched;    /* events tl_dispatch delivered in it */
   /* How often the policy features were reached (events predicted and then checked). */
   uint64_t spec_submitted;   /* speculative_task_submitted */
+  uint64_t spec_threshold;   /* of them, by the duration threshold before the quantile */
+  uint64_t spec_decom;       /* of them, by the decommission kill interval alone */
+  bool spec_settings;        /* the run set the threshold or the kill interval */
   uint64_t spec_launches;    /* speculative copies launched */
   uint64_t lost_races;       /* kill_task for the losing copy of a speculated index */
   uint64_t late_reports;     /* updates from such losers after the kill */

@@ -201,6 +201,28 @@ START_TEST(seeded_runs_with_resources) {
 }
 END_TEST
 
+/* Speculation's duration threshold and decommission kill interval are reached: runs that set
+ * them speculate by each rule, runs that do not never do. */
+START_TEST(seeded_runs_speculate_by_threshold_and_kill) {
+  uint64_t runs = 0, threshold = 0, decom = 0;
+  for (uint64_t seed = 1; seed <= 300; seed++) {
+    tlo_outcome out;
+    tlo_run_seed(seed, 150, NULL, &out);
+    ck_assert_msg(out.ok, "seed %" PRIu64 ": %s", seed, out.message);
+    if (!out.spec_settings) {
+      ck_assert_uint_eq(out.spec_threshold + out.spec_decom, 0);
+      continue;
+    }
+    runs++;
+    threshold += out.spec_threshold;
+    decom += out.spec_decom;
+  }
+  ck_assert_uint_gt(runs, 20);
+  ck_assert_uint_gt(threshold, 0);
+  ck_assert_uint_gt(decom, 0);
+}
+END_TEST
+
 /* The failover operations reach what they are for: restores (and refused ones), executors
  * recovering, payloads withheld, reconciliations that keep, lose and kill (and one that joins
  * the rack another executor gave its host), recovery timeouts. */
@@ -271,6 +293,7 @@ Suite *tl_random_suite(void) {
   tcase_add_test(tc, long_seeded_runs_agree_with_the_model);
   tcase_add_test(tc, seeded_runs_fail_over);
   tcase_add_test(tc, seeded_runs_with_resources);
+  tcase_add_test(tc, seeded_runs_speculate_by_threshold_and_kill);
   tc = tlt_tcase(s, "snapshots");
   tcase_add_test(tc, mutated_snapshots_are_refused_or_drain);
   tc = tlt_tcase(s, "codec");
