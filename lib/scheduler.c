@@ -186,9 +186,8 @@ bool tl__config_valid(const tl_config *cfg) {
            cfg->speculation_quantile > 0.0 && cfg->speculation_quantile <= 1.0)) &&
          /* The threshold and the kill interval act only through speculation: set without it,
           * they are a mistake (as events_ready with inline delivery). */
-         (cfg->speculation ||
-          (cfg->speculation_task_duration_threshold_ns == 0 &&
-           cfg->decommission_kill_interval_ns == 0));
+         (cfg->speculation || (cfg->speculation_task_duration_threshold_ns == 0 &&
+                               cfg->decommission_kill_interval_ns == 0));
 }
 
 int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler **out) {

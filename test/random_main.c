@@ -100,8 +100,8 @@ static void print_features(const tlo_outcome *o) {
          ", by a decommission's kill %" PRIu64 "), copies %" PRIu64 ", losers killed %" PRIu64
          ", late reports %" PRIu64 ", too large %" PRIu64 ", resubmitted %" PRIu64
          ", barrier sets launched %" PRIu64 ", rounds over several pools %" PRIu64 "\n",
-         o->spec_submitted, o->spec_threshold, o->spec_decom, o->spec_launches, o->lost_races, o->late_reports, o->too_large,
-         o->resubmitted, o->barrier_launches, o->fair_rounds);
+         o->spec_submitted, o->spec_threshold, o->spec_decom, o->spec_launches, o->lost_races,
+         o->late_reports, o->too_large, o->resubmitted, o->barrier_launches, o->fair_rounds);
   printf("  locality launches: process %" PRIu64 ", node %" PRIu64 ", no_pref %" PRIu64
          ", rack %" PRIu64 ", any %" PRIu64 "; waits run out %" PRIu64 ", levels skipped %" PRIu64
          ", timer resets %" PRIu64 ", level changes by executors %" PRIu64

@@ -1012,7 +1012,9 @@ START_TEST(bad_images_are_refused_with_their_own_error) {
     reseal_header(&im);
     im.at = 0;
     ck_assert_int_eq(tl_scheduler_restore(&e->cfg, &cb, image_read, &im, &s),
-                     v >= 1 && v <= 3 ? TL_ESNAPSHOT : v == 4 ? TL_OK : TL_EVERSION);
+                     v >= 1 && v <= 3 ? TL_ESNAPSHOT
+                     : v == 4         ? TL_OK
+                                      : TL_EVERSION);
     if (s != NULL) {
       free_aside(e, s);
       s = NULL;

@@ -11,7 +11,8 @@
 #define MINUTE (60 * TLT_SEC)
 
 /* A speculating scheduler (interval 100 ms, no minimum run time: Spark's tests pass
- * checkSpeculatableTasks(0); no heartbeat timeout) with the quantile and multiplier given, and the new settings. */
+ * checkSpeculatableTasks(0); no heartbeat timeout) with the quantile and multiplier given, and the
+ * new settings. */
 static tl_config spec_config(double quantile, double multiplier, uint64_t threshold,
                              uint64_t kill_interval) {
   tl_config cfg = tlt_config();
@@ -390,8 +391,7 @@ START_TEST(the_journal_carries_the_settings_and_replays) {
     tlt_env *e = tlt_new(&cfg);
     ck_assert((strstr(c.text, " speculation_task_duration_threshold_ns=3600000000000") != NULL) ==
               (set != 0));
-    ck_assert((strstr(c.text, " decommission_kill_interval_ns=5000000000") != NULL) ==
-              (set != 0));
+    ck_assert((strstr(c.text, " decommission_kill_interval_ns=5000000000") != NULL) == (set != 0));
     tlt_add(e, "exec1", "host1", NULL, 2);
     tlt_add(e, "exec2", "host2", NULL, 2);
     tlt_add(e, "exec3", "host3", NULL, 2);
