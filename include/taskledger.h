@@ -616,7 +616,8 @@ TL_EXTERN int tl_dispatch_snapshot(tl_scheduler *s,
  * journal). Errors create nothing, call no callback, and leave *out NULL: TL_EINVAL (cfg
  * invalid, read or out NULL); TL_EIO; TL_ESNAPSHOT (not a snapshot, truncated, a checksum that
  * does not match, or contents no scheduler could hold); TL_EVERSION (a format version other
- * than 1 and 2; a version 1 image, written before epochs, is read with epoch 0);
+ * than 1 to 4; a version 1 image, written before epochs, is read with epoch 0, and versions 1 to
+ * 3, written before decommission times, give a decommissioning executor the image's clock);
  * TL_ECONFIG (another config); TL_ENOMEM. */
 TL_EXTERN int tl_scheduler_restore(const tl_config *cfg, const tl_callbacks *cb,
                                    int (*read)(void *ud, void *buf, size_t n), void *ud,
@@ -742,8 +743,10 @@ TL_EXTERN int tl_executor_heartbeat(tl_scheduler *s, const char *executor_id);
 
 /* Decommissions an executor: its attempts run on, no new one is launched there, and when it is
  * later lost its attempts do not count as failures. message (may be NULL) is kept and shown by
- * tl_explain_taskset. Again on a decommissioning executor: TL_OK, nothing changes.
- * TL_ENOENT, TL_EGONE, TL_ESTATE (pending loss), TL_EINVAL, TL_ENOMEM. */
+ * tl_explain_taskset. The executor keeps the clock's now as its decommission time
+ * (decommission_kill_interval_ns counts from it; a snapshot keeps it). Again on a
+ * decommissioning executor: TL_OK, nothing changes. TL_ENOENT, TL_EGONE, TL_ESTATE (pending
+ * loss), TL_EINVAL, TL_ENOMEM. */
 TL_EXTERN int tl_executor_decommission(tl_scheduler *s, const char *executor_id,
                                        const char *message);
 
