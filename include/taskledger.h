@@ -1187,8 +1187,9 @@ TL_EXTERN void tl_stats_get(tl_scheduler *s, tl_stats *out);
 TL_EXTERN int tl_check(tl_scheduler *s, char *why, size_t len);
 
 /* Writes, as text, why a task set is still alive: its state and, for each attempt in flight,
- * the tid, index, attempt number and the executor holding it (state, host, deadlines). The
- * text is truncated to fit len (ending in "...\n" when cut). TL_ENOENT once released;
+ * the tid, index, attempt number and the executor holding it (state, host, deadlines); with
+ * speculation, how the check judges the task set and why an attempt's index is speculatable
+ * (docs/api.md). The text is truncated to fit len (ending in "...\n" when cut). TL_ENOENT once released;
  * TL_EINVAL for s NULL, buf NULL or len 0. */
 TL_EXTERN int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len);
 

@@ -1081,6 +1081,10 @@ bool tl__speculation_rule(const struct tl_scheduler *s, const tl__taskset *ts, t
                           tl__spec_cores *cores);
 int tl__speculation_slow(const struct tl_scheduler *s, const tl__taskset *ts, const tl__attempt *a,
                          const tl__spec_rule *rule, uint64_t now);
+/* The rule's part alone (run time, decommission), whatever the state of a's index: why an
+ * attempt is or was found slow (tl_explain_taskset). */
+int tl__speculation_why(const struct tl_scheduler *s, const tl__attempt *a,
+                        const tl__spec_rule *rule, uint64_t now);
 /* ns until the next speculation check (TL_TICK_NEVER: none, or nothing runs). */
 uint64_t tl__speculation_next(const struct tl_scheduler *s, uint64_t now);
 

@@ -264,6 +264,11 @@ int tl__speculation_slow(const struct tl_scheduler *s, const tl__taskset *ts, co
   if (a->frozen || (ix->flags & (TL__IDX_SUCCESSFUL | TL__IDX_SPECULATABLE)) ||
       ix->copies_running != 1)
     return TL__SLOW_NOT;
+  return tl__speculation_why(s, a, rule, now);
+}
+
+int tl__speculation_why(const struct tl_scheduler *s, const tl__attempt *a,
+                        const tl__spec_rule *rule, uint64_t now) {
   if (now > a->launch_time && now - a->launch_time > rule->threshold)
     return rule->custom ? TL__SLOW_THRESHOLD : TL__SLOW_MEDIAN;
   /* SPARK-21040: its executor is expected to be killed (decommissioned at t, killed at t + the

@@ -26,6 +26,27 @@ static tl_config spec_config(double quantile, double multiplier, uint64_t thresh
   return cfg;
 }
 
+/* tl_explain_taskset's text of a task set (a static buffer). */
+static const char *explain(tlt_env *e, tl_taskset_id id) {
+  static char buf[4096];
+  ck_assert_int_eq(tl_explain_taskset(e->s, id, buf, sizeof buf), TL_OK);
+  return buf;
+}
+
+/* Whether the text has a line holding both a and b. */
+static bool line_has(const char *text, const char *a, const char *b) {
+  for (const char *p = text; *p != '\0';) {
+    const char *end = strchr(p, '\n');
+    size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+    char line[512];
+    snprintf(line, sizeof line, "%.*s", (int)n, p);
+    if (strstr(line, a) != NULL && strstr(line, b) != NULL)
+      return true;
+    p += n + (end != NULL);
+  }
+  return false;
+}
+
 /* TSMS testSpeculationDurationThreshold: two executors of `slots` cores, a task set of ntasks
  * tasks, task i launched on executor i + 1 (quantile 1.0, so the median never applies); 60 min
  * in nothing is slow, 1 s later every task is when a threshold of 60 min is set and the tasks
@@ -51,6 +72,12 @@ static void duration_threshold(bool provided, uint32_t ntasks, uint32_t slots) {
     ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_SPECULATIVE), ntasks);
     for (uint32_t i = 0; i < ntasks; i++)
       ck_assert_uint_eq(tlt_nth(e, mark, TLT_EV_SPECULATIVE, i)->index, i);
+    const char *text = explain(e, ts);
+    ck_assert_msg(strstr(text, "its tasks fit on one executor: slow past the duration threshold, "
+                               "3600.000 s") != NULL,
+                  "%s", text);
+    ck_assert_msg(line_has(text, "(index 0,", "speculatable: ran longer than the duration threshold"),
+                  "%s", text);
     /* No duplicate: a speculatable index is not submitted again. */
     tlt_advance_tick(e, TLT_SEC);
     ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_SPECULATIVE), ntasks);
@@ -58,6 +85,9 @@ static void duration_threshold(bool provided, uint32_t ntasks, uint32_t slots) {
   } else {
     ck_assert_uint_eq(tlt_stats(e).tasks_speculatable, 0);
     ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_SPECULATIVE), 0);
+    const char *text = explain(e, ts);
+    ck_assert_msg(strstr(text, "speculation: not yet (0 run times recorded)") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "speculatable") == NULL, "%s", text);
   }
   /* The originals end; the copies still waiting for an offer go with their indices. */
   for (uint32_t i = 0; i < ntasks; i++)
@@ -219,6 +249,16 @@ START_TEST(spark_21040_tasks_that_cannot_end_before_the_kill_are_speculated) {
   ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_SPECULATIVE), 1);
   ck_assert_uint_eq(tlt_last(e, TLT_EV_SPECULATIVE)->index, 3);
   ck_assert_uint_eq(tlt_stats(e).tasks_speculatable, 1);
+  /* tl_explain_taskset says why, and when the kill is expected. */
+  const char *text = explain(e, ts);
+  ck_assert_msg(strstr(text, "speculation: slow past 15.000 s (the median of 2 run times: "
+                             "10.000 s); on a decommissioning executor, also when its kill "
+                             "comes first") != NULL,
+                "%s", text);
+  ck_assert_msg(line_has(text, "tid 4 (index 3", "to be killed in 5.000 s"), "%s", text);
+  ck_assert_msg(line_has(text, "tid 4 (index 3", "speculatable: its executor's kill comes before"),
+                "%s", text);
+  ck_assert_msg(!line_has(text, "tid 3 (index 2", "speculatable"), "%s", text);
   /* Its copy launches on exec3 (tid 5, attempt 1); nothing else does. */
   tl_launch c3[2], c2[2];
   ck_assert_uint_eq(tlt_offer(e, "exec3", 2, c3, 2), 1);
@@ -235,6 +275,10 @@ START_TEST(spark_21040_tasks_that_cannot_end_before_the_kill_are_speculated) {
   tlt_advance_tick(e, 5 * TLT_SEC);
   ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_SPECULATIVE), 2);
   ck_assert_uint_eq(tlt_last(e, TLT_EV_SPECULATIVE)->index, 2);
+  text = explain(e, ts);
+  ck_assert_msg(line_has(text, "tid 3 (index 2", "speculatable: ran longer than the median allows"),
+                "%s", text);
+  ck_assert_msg(line_has(text, "tid 3 (index 2", "its kill was due 1.000 s ago"), "%s", text);
   ck_assert_uint_eq(tlt_offer(e, "exec3", 1, c2, 2), 1);
   ck_assert_uint_eq(c2[0].index, 2);
   ck_assert_uint_eq(c2[0].tid, 6);
