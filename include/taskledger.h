@@ -1189,8 +1189,8 @@ TL_EXTERN int tl_check(tl_scheduler *s, char *why, size_t len);
 /* Writes, as text, why a task set is still alive: its state and, for each attempt in flight,
  * the tid, index, attempt number and the executor holding it (state, host, deadlines); with
  * speculation, how the check judges the task set and why an attempt's index is speculatable
- * (docs/api.md). The text is truncated to fit len (ending in "...\n" when cut). TL_ENOENT once released;
- * TL_EINVAL for s NULL, buf NULL or len 0. */
+ * (docs/api.md). The text is truncated to fit len (ending in "...\n" when cut). TL_ENOENT once
+ * released; TL_EINVAL for s NULL, buf NULL or len 0. */
 TL_EXTERN int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len);
 
 /* Writes every field of tl_stats as Prometheus text (exposition format 0.0.4), in the struct's

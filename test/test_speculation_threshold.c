@@ -76,8 +76,9 @@ static void duration_threshold(bool provided, uint32_t ntasks, uint32_t slots) {
     ck_assert_msg(strstr(text, "its tasks fit on one executor: slow past the duration threshold, "
                                "3600.000 s") != NULL,
                   "%s", text);
-    ck_assert_msg(line_has(text, "(index 0,", "speculatable: ran longer than the duration threshold"),
-                  "%s", text);
+    ck_assert_msg(
+        line_has(text, "(index 0,", "speculatable: ran longer than the duration threshold"), "%s",
+        text);
     /* No duplicate: a speculatable index is not submitted again. */
     tlt_advance_tick(e, TLT_SEC);
     ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_SPECULATIVE), ntasks);
