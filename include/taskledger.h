@@ -385,6 +385,23 @@ typedef struct tl_config {
    * instead). */
   void (*events_ready)(void *ud);
   void *events_ready_ud; /* passed to events_ready */
+  /* Added in 0.2.0, at the end (zero: off, as before; docs/api.md "Speculation"). Both need
+   * speculation on: set with it off, tl_scheduler_new and tl_scheduler_restore answer
+   * TL_EINVAL. */
+  uint64_t speculation_task_duration_threshold_ns; /* a task set whose tasks all fit on one
+                                                      executor (tasks <= the largest live
+                                                      executor's cores of its profile / its cores
+                                                      per task, at least 1) speculates a task
+                                                      running longer than this before enough
+                                                      of its tasks succeeded (Spark's
+                                                      spark.speculation.task.duration.threshold,
+                                                      SPARK-29976); 0 = off */
+  uint64_t decommission_kill_interval_ns; /* a decommissioning executor is expected to be killed
+                                             this long after tl_executor_decommission: a task
+                                             on it that would end later (its launch plus its
+                                             task set's median run time) is speculatable (Spark's
+                                             spark.executor.decommission.killInterval,
+                                             SPARK-21040); 0 = off */
 } tl_config;
 
 /* Fills the defaults shown above. */
@@ -607,7 +624,8 @@ TL_EXTERN int tl_dispatch_snapshot(tl_scheduler *s,
  * invalid, read or out NULL); TL_EIO; TL_ESNAPSHOT (not a snapshot, truncated, a checksum that
  * does not match, or contents no scheduler could hold); TL_EVERSION (a format version other
  * than 1 to 4; a version 1 image, written before epochs, is read with epoch 0; an image before
- * version 4 gives its task sets the config's max_task_failures and no tags);
+ * version 4 gives its task sets the config's max_task_failures and no tags, and a
+ * decommissioning executor the image's clock as its decommission time);
  * TL_ECONFIG (another config); TL_ENOMEM. */
 TL_EXTERN int tl_scheduler_restore(const tl_config *cfg, const tl_callbacks *cb,
                                    int (*read)(void *ud, void *buf, size_t n), void *ud,
@@ -733,8 +751,10 @@ TL_EXTERN int tl_executor_heartbeat(tl_scheduler *s, const char *executor_id);
 
 /* Decommissions an executor: its attempts run on, no new one is launched there, and when it is
  * later lost its attempts do not count as failures. message (may be NULL) is kept and shown by
- * tl_explain_taskset. Again on a decommissioning executor: TL_OK, nothing changes.
- * TL_ENOENT, TL_EGONE, TL_ESTATE (pending loss), TL_EINVAL, TL_ENOMEM. */
+ * tl_explain_taskset. The executor keeps the clock's now as its decommission time
+ * (decommission_kill_interval_ns counts from it; a snapshot keeps it). Again on a
+ * decommissioning executor: TL_OK, nothing changes. TL_ENOENT, TL_EGONE, TL_ESTATE (pending
+ * loss), TL_EINVAL, TL_ENOMEM. */
 TL_EXTERN int tl_executor_decommission(tl_scheduler *s, const char *executor_id,
                                        const char *message);
 
@@ -1221,9 +1241,10 @@ TL_EXTERN void tl_stats_get(tl_scheduler *s, tl_stats *out);
 TL_EXTERN int tl_check(tl_scheduler *s, char *why, size_t len);
 
 /* Writes, as text, why a task set is still alive: its state and, for each attempt in flight,
- * the tid, index, attempt number and the executor holding it (state, host, deadlines). The
- * text is truncated to fit len (ending in "...\n" when cut). TL_ENOENT once released;
- * TL_EINVAL for s NULL, buf NULL or len 0. */
+ * the tid, index, attempt number and the executor holding it (state, host, deadlines); with
+ * speculation, how the check judges the task set and why an attempt's index is speculatable
+ * (docs/api.md). The text is truncated to fit len (ending in "...\n" when cut). TL_ENOENT once
+ * released; TL_EINVAL for s NULL, buf NULL or len 0. */
 TL_EXTERN int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len);
 
 /* Writes every field of tl_stats as Prometheus text (exposition format 0.0.4), in the struct's

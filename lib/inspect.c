@@ -353,6 +353,32 @@ static void explain_resources(struct tl_scheduler *s, const tl__taskset *ts, tl_
   }
 }
 
+/* tl_explain_taskset's speculation line: how the check judges the task set now (docs/api.md
+ * "Speculation"); true with *rule when it judges its attempts at all. */
+static bool explain_speculation(tl_scheduler *s, const tl__taskset *ts, tl__text *t,
+                                tl__spec_rule *rule) {
+  if (!s->cfg.speculation || ts->heap == NULL || ts->zombie)
+    return false;
+  tl__spec_cores cores = {0};
+  uint32_t recorded = ts->nheap_low + ts->nheap_high;
+  if (!tl__speculation_rule(s, ts, rule, &cores)) {
+    tl__text_printf(t, "speculation: not yet (%u run times recorded)\n", recorded);
+    return false;
+  }
+  if (rule->custom)
+    tl__text_printf(t,
+                    "speculation: below the quantile (%u run times), its tasks fit on one "
+                    "executor: slow past the duration threshold, %.3f s\n",
+                    recorded, (double)rule->threshold / 1e9);
+  else
+    tl__text_printf(t, "speculation: slow past %.3f s (the median of %u run times: %.3f s)%s\n",
+                    (double)rule->threshold / 1e9, recorded, (double)rule->median / 1e9,
+                    rule->decommission
+                        ? "; on a decommissioning executor, also when its kill comes first"
+                        : "");
+  return true;
+}
+
 int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len) {
   if (s == NULL || buf == NULL || len == 0)
     return TL_EINVAL;
@@ -389,6 +415,8 @@ int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len)
         tl__text_printf(&t, " %s", tl_locality_name(l));
     tl__text_str(&t, "\n");
   }
+  tl__spec_rule rule;
+  bool judged = explain_speculation(s, ts, &t, &rule);
   if (ts->nrunning == 0)
     tl__text_str(&t, "held by: nothing runs; it waits for offers for its pending tasks\n");
   else
@@ -416,7 +444,23 @@ int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len)
     } else if (ex->decommission_msg != NULL) {
       tl__text_printf(&t, ": %s", ex->decommission_msg->text);
     }
-    tl__text_str(&t, ")\n");
+    if (ex->state == TL_EXECUTOR_DECOMMISSIONING && s->cfg.decommission_kill_interval_ns != 0) {
+      uint64_t kill = tl__add_sat(ex->decommission_time, s->cfg.decommission_kill_interval_ns);
+      if (kill >= now)
+        tl__text_printf(&t, ", to be killed in %.3f s", (double)(kill - now) / 1e9);
+      else
+        tl__text_printf(&t, ", its kill was due %.3f s ago", (double)(now - kill) / 1e9);
+    }
+    tl__text_str(&t, ")");
+    if (ts->idx[a->index].flags & TL__IDX_SPECULATABLE) {
+      int why = judged ? tl__speculation_why(s, a, &rule, now) : TL__SLOW_NOT;
+      tl__text_printf(&t, "; speculatable%s",
+                      why == TL__SLOW_MEDIAN         ? ": ran longer than the median allows"
+                      : why == TL__SLOW_THRESHOLD    ? ": ran longer than the duration threshold"
+                      : why == TL__SLOW_DECOMMISSION ? ": its executor's kill comes before its end"
+                                                     : "");
+    }
+    tl__text_str(&t, "\n");
   }
   explain_resources(s, ts, &t);
   tl__exclude_explain(s, ts, explain_line, &t);

@@ -285,6 +285,9 @@ typedef struct tl__executor {
                                    names it: task events hold its names without a reference, so
                                    its record outlives them (registry.c, tl__executor_free) */
   struct tl__executor *retired_next; /* freed but kept for such events: s->retired */
+  uint64_t decommission_time;   /* when tl_executor_decommission made it DECOMMISSIONING (kept
+                                   through PENDING_LOSS and RECOVERING with was_decommissioning;
+                                   decommission_kill_interval_ns counts from it); 0 otherwise */
 } tl__executor;
 
 static inline const char *tl__executor_id(const tl__executor *ex) { return ex->names->text; }
@@ -1136,13 +1139,40 @@ size_t tl__speculation_room(const tl__taskset *ts, const tl__attempt *a);
 void tl__speculation_grow(struct tl_scheduler *s, tl__taskset *ts, uint64_t *room, size_t bytes);
 /* Frees the heap's own block, if it has one (a task set going away). */
 void tl__speculation_free(struct tl_scheduler *s, tl__taskset *ts);
-/* Whether ts is looked at by the speculation check, and if so in *threshold the run time past
- * which its attempts are slow (0 is a threshold like any other: then every attempt that has run
- * at all is slow); and whether attempt a of ts is slow at now. */
-bool tl__speculation_slow_after(const struct tl_scheduler *s, const tl__taskset *ts,
-                                uint64_t *threshold);
-bool tl__speculation_slow(const tl__taskset *ts, const tl__attempt *a, uint64_t threshold,
-                          uint64_t now);
+/* How the speculation check judges one task set's running attempts (tl__speculation_rule). */
+typedef struct tl__spec_rule {
+  uint64_t threshold; /* a run longer than this is slow (0 like any other: then every attempt
+                         that has run at all is) */
+  uint64_t median;    /* the median run time (the decommission rule's estimate of a run) */
+  bool custom;        /* threshold is speculation_task_duration_threshold_ns: not enough of the
+                         task set succeeded, and its tasks fit on one executor */
+  bool decommission;  /* the decommission rule applies: decommission_kill_interval_ns is set
+                         and the threshold is the median's */
+} tl__spec_rule;
+/* One check's memory of the largest live executor of a profile (tl__speculation_rule fills it
+ * the first time a task set of that profile needs it; zero it before the check). */
+typedef struct tl__spec_cores {
+  bool known;
+  uint32_t profile;
+  uint32_t cores; /* 0: no live executor of that profile */
+} tl__spec_cores;
+/* Why an attempt is slow (tl__speculation_slow), as tl_explain_taskset names it. */
+enum {
+  TL__SLOW_NOT = 0,
+  TL__SLOW_MEDIAN = 1,      /* ran longer than multiplier x the median (or the minimum run) */
+  TL__SLOW_THRESHOLD = 2,   /* ran longer than speculation_task_duration_threshold_ns */
+  TL__SLOW_DECOMMISSION = 3 /* its executor is to be killed before it would end */
+};
+/* Whether ts is looked at by the speculation check, and if so in *rule how; and whether (and
+ * why: TL__SLOW_*) attempt a of ts is slow at now under that rule. */
+bool tl__speculation_rule(const struct tl_scheduler *s, const tl__taskset *ts, tl__spec_rule *rule,
+                          tl__spec_cores *cores);
+int tl__speculation_slow(const struct tl_scheduler *s, const tl__taskset *ts, const tl__attempt *a,
+                         const tl__spec_rule *rule, uint64_t now);
+/* The rule's part alone (run time, decommission), whatever the state of a's index: why an
+ * attempt is or was found slow (tl_explain_taskset). */
+int tl__speculation_why(const struct tl_scheduler *s, const tl__attempt *a,
+                        const tl__spec_rule *rule, uint64_t now);
 /* ns until the next speculation check (TL_TICK_NEVER: none, or nothing runs). */
 uint64_t tl__speculation_next(const struct tl_scheduler *s, uint64_t now);
 

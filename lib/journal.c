@@ -351,7 +351,7 @@ void tl__journal_account(tl__checker *c) {
 
 void tl__journal_start(struct tl_scheduler *s) {
   const tl_config *c = &s->cfg;
-  char line[1024];
+  char line[1536]; /* the longest line (every field at its widest) is some 1,210 bytes */
   s->cfg.journal(s->cfg.journal_ud, "# taskledger journal v3");
   snprintf(line, sizeof line,
            "config mode=%s cpus_per_task=%" PRIu32 " max_task_failures=%" PRIu32
@@ -385,6 +385,28 @@ void tl__journal_start(struct tl_scheduler *s) {
              c->exclude_app_max_failed_tasks_per_executor,
              c->exclude_app_max_failed_executors_per_node, c->exclude_timeout_ns,
              c->unschedulable_timeout_ns);
+  }
+  /* unschedulable_timeout_ns also bounds the wait of a task set whose requests no live executor
+   * could run (resources), with exclusion off: written then too when it is not the default, or a
+   * replay would abort such a task set at another time. */
+  tl_config defaults;
+  tl_config_init(&defaults);
+  if (!c->exclude_on_failure && c->unschedulable_timeout_ns != defaults.unschedulable_timeout_ns) {
+    size_t used = strlen(line);
+    snprintf(line + used, sizeof line - used, " unschedulable_timeout_ns=%" PRIu64,
+             c->unschedulable_timeout_ns);
+  }
+  /* Speculation's threshold for small task sets and the decommission kill interval only when
+   * set, like exclusion's fields. */
+  if (c->speculation_task_duration_threshold_ns != 0) {
+    size_t used = strlen(line);
+    snprintf(line + used, sizeof line - used, " speculation_task_duration_threshold_ns=%" PRIu64,
+             c->speculation_task_duration_threshold_ns);
+  }
+  if (c->decommission_kill_interval_ns != 0) {
+    size_t used = strlen(line);
+    snprintf(line + used, sizeof line - used, " decommission_kill_interval_ns=%" PRIu64,
+             c->decommission_kill_interval_ns);
   }
   /* Delivery changes who delivers, not what a call does: a replay delivers inline. Written only
    * when deferred, like exclusion's fields. */

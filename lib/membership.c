@@ -412,6 +412,7 @@ int tl__executor_decommission(struct tl_scheduler *s, const char *id, const char
   if (err != TL_OK)
     return err;
   ex->decommission_msg = msg;
+  ex->decommission_time = s->last_now;
   tl__executor_set_state(s, ex, TL_EXECUTOR_DECOMMISSIONING);
   tl__locality_executor_changed(s, ex, true, false);
   return TL_OK;

@@ -183,7 +183,11 @@ bool tl__config_valid(const tl_config *cfg) {
          cfg->max_task_failures <= UINT16_MAX && (cfg->mode == TL_FIFO || cfg->mode == TL_FAIR) &&
          (!cfg->speculation ||
           (cfg->speculation_interval_ns > 0 && cfg->speculation_multiplier >= 0.0 &&
-           cfg->speculation_quantile > 0.0 && cfg->speculation_quantile <= 1.0));
+           cfg->speculation_quantile > 0.0 && cfg->speculation_quantile <= 1.0)) &&
+         /* The threshold and the kill interval act only through speculation: set without it,
+          * they are a mistake (as events_ready with inline delivery). */
+         (cfg->speculation || (cfg->speculation_task_duration_threshold_ns == 0 &&
+                               cfg->decommission_kill_interval_ns == 0));
 }
 
 int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler **out) {
@@ -464,7 +468,8 @@ int tl_executor_heartbeat(tl_scheduler *s, const char *executor_id) {
 int tl_executor_decommission(tl_scheduler *s, const char *executor_id, const char *message) {
   if (s == NULL || !valid_id(executor_id))
     return TL_EINVAL;
-  int err = enter(s);
+  uint64_t t = clock_read(s); /* when it began: the kill interval counts from here */
+  int err = enter_at(s, t);
   if (err != TL_OK)
     return err;
   JOURNAL_OPEN(s, tl__jfmt_decommission(&w, executor_id, message));

@@ -24,6 +24,11 @@
  *
  * Retry policy and tags (version 4): each task set's max_task_failures and its tags, after its
  * requests; an older image's task sets take the config's max_task_failures and no tag.
+ * And in version 4, decommission times: each executor's, at the end of its record: when it was
+ * decommissioned (decommission_kill_interval_ns counts from it) if it is or was decommissioning
+ * (DECOMMISSIONING, or PENDING_LOSS and RECOVERING with was_decommissioning), else never. An
+ * older image gives such an executor the image's clock, rebased: the latest the decommission
+ * can have been, so the kill it expects comes no earlier than the real one.
  */
 #include "internal.h"
 #include "resource.h"
@@ -31,8 +36,9 @@
 #include <stdlib.h>
 
 #define SNAP_MAGIC "TLSNAP\r\n"
-#define SNAP_VERSION 4u /* the one written; 1 (no epoch), 2 (no resources) and 3 (no retry
-                           policy nor tags) are still read */
+/* The version written; 1 (no epoch), 2 (no resources) and 3 (no retry policy nor tags, no
+ * decommission time) are still read. */
+#define SNAP_VERSION 4u
 #define SNAP_HEADER 40u
 #define SNAP_CHUNK 65536u
 
@@ -149,6 +155,13 @@ static void put_requests(tl__wbuf *w, const tl__treqs *q) {
   }
 }
 
+/* Whether ex is or was decommissioning, so that its decommission time means something. */
+static bool decommissioned(const tl__executor *ex) {
+  return ex->state == TL_EXECUTOR_DECOMMISSIONING ||
+         ((ex->state == TL_EXECUTOR_PENDING_LOSS || ex->state == TL_EXECUTOR_RECOVERING) &&
+          ex->was_decommissioning);
+}
+
 static void save_executors(struct tl_scheduler *s, tl__wbuf *w) {
   size_t at = section_open(w, SEC_EXECUTORS);
   tl__put_u32(w, HASH_CNT(hh_by_id, s->executors_by_id));
@@ -171,6 +184,7 @@ static void save_executors(struct tl_scheduler *s, tl__wbuf *w) {
     put_msg(w, ex->decommission_msg);
     tl__put_u32(w, ex->profile);
     put_resources(w, ex->res);
+    tl__put_u64(w, decommissioned(ex) ? ex->decommission_time : UINT64_MAX);
   }
   section_close(w, at);
 
@@ -597,6 +611,12 @@ static int restore_executors(restore_state *rs, tl__rbuf *r) {
       if (ex->res != NULL && state == TL_EXECUTOR_REMOVED)
         return TL_ESNAPSHOT; /* a tombstone's resources are freed with its burial */
     }
+    /* A decommission time lies in the past, and only a decommissioned executor has one. */
+    uint64_t decommission_time = rs->version >= 4 ? tl__get_time(r) : r->now;
+    if (r->bad || (decommissioned(ex) ? decommission_time > r->now
+                                      : rs->version >= 4 && decommission_time != UINT64_MAX))
+      return TL_ESNAPSHOT;
+    ex->decommission_time = decommissioned(ex) ? decommission_time : 0;
   }
   return TL_OK;
 }

@@ -8,6 +8,14 @@
  * and is not already speculatable. Each slow index goes on its task set's speculative stack, and
  * speculative_task_submitted and revive_offers tell the runtime (Spark's checkSpeculatableTasks;
  * the check is the tick's, tick.c: this file answers what is slow).
+ * Two more rules, both off unless configured, both read only by the check (nothing on a task's
+ * own path): with speculation_task_duration_threshold_ns, a task set that has not reached the
+ * quantile yet (one task included) but whose tasks all fit on one executor (tasks <= max(the
+ * largest live executor's cores of its profile / cores per task, 1)) has a running attempt slow
+ * past that threshold (SPARK-29976, SPARK-30417); with decommission_kill_interval_ns, where the
+ * median applies, an attempt on a decommissioning executor is slow too when the executor is
+ * expected to be killed (decommissioned at t: at t + the interval) before the attempt would end
+ * (its launch plus the median run time; SPARK-21040).
  * An offer round launches a task set's copies in that task set's turn, regular tasks first, as
  * Spark's dequeueTask: in each pass an offer takes a pending index that may run there, and only
  * an offer no pending index can take (excluded there, or outside the locality level allowed)
@@ -201,27 +209,77 @@ static uint64_t mul_floor(double m, uint64_t v) {
   return hi << (64 - right) | lo >> right;
 }
 
-bool tl__speculation_slow_after(const struct tl_scheduler *s, const tl__taskset *ts,
-                                uint64_t *threshold) {
-  if (ts->zombie || ts->heap == NULL || ts->ntasks < 2)
-    return false;
+/* Whether ts's tasks all fit on one executor: at most max(the largest live executor's cores of
+ * its profile / its cores per task, 1) tasks (Spark's speculationTasksLessEqToSlots; the floor
+ * of 1 is SPARK-30417's, for a task wider than any executor known). */
+static bool fits_one_executor(const struct tl_scheduler *s, const tl__taskset *ts,
+                              tl__spec_cores *c) {
+  if (ts->ntasks == 1)
+    return true;
+  if (!c->known || c->profile != ts->profile) {
+    uint32_t most = 0;
+    for (const tl__link *l = s->heartbeat_order.next; l != &s->heartbeat_order; l = l->next) {
+      const tl__executor *ex = tl__container_of(l, tl__executor, on_timeline);
+      if (ex->profile == ts->profile && ex->cores > most)
+        most = ex->cores;
+    }
+    c->known = true;
+    c->profile = ts->profile;
+    c->cores = most;
+  }
+  uint32_t slots = c->cores / ts->cpus;
+  return ts->ntasks <= (slots > 1 ? slots : 1);
+}
+
+bool tl__speculation_rule(const struct tl_scheduler *s, const tl__taskset *ts, tl__spec_rule *rule,
+                          tl__spec_cores *cores) {
+  uint64_t custom = s->cfg.speculation_task_duration_threshold_ns;
+  if (ts->zombie || ts->heap == NULL || (ts->ntasks < 2 && custom == 0))
+    return false; /* one task and no threshold: no run time to compare it with */
   double wanted = s->cfg.speculation_quantile * (double)ts->ntasks;
   uint64_t min_finished = wanted < 1.0 ? 1 : (uint64_t)wanted;
-  if ((uint64_t)ts->nheap_low + ts->nheap_high < min_finished)
+  if ((uint64_t)ts->nheap_low + ts->nheap_high >= min_finished) {
+    /* A run of n ns is longer than multiplier x median when n > floor(that); past UINT64_MAX no
+     * run is. The median path wins even with a threshold configured (Spark's order). */
+    rule->median = median(ts);
+    rule->threshold = mul_floor(s->cfg.speculation_multiplier, rule->median);
+    if (rule->threshold < s->cfg.speculation_min_runtime_ns)
+      rule->threshold = s->cfg.speculation_min_runtime_ns;
+    rule->custom = false;
+    rule->decommission = s->cfg.decommission_kill_interval_ns != 0;
+    return true;
+  }
+  if (custom == 0 || !fits_one_executor(s, ts, cores))
     return false;
-  /* A run of n ns is longer than multiplier x median when n > floor(that); past UINT64_MAX no
-   * run is. */
-  *threshold = mul_floor(s->cfg.speculation_multiplier, median(ts));
-  if (*threshold < s->cfg.speculation_min_runtime_ns)
-    *threshold = s->cfg.speculation_min_runtime_ns;
+  rule->threshold = custom;
+  rule->median = 0;
+  rule->custom = true;
+  rule->decommission = false; /* Spark's rule needs a median */
   return true;
 }
 
-bool tl__speculation_slow(const tl__taskset *ts, const tl__attempt *a, uint64_t threshold,
-                          uint64_t now) {
+int tl__speculation_slow(const struct tl_scheduler *s, const tl__taskset *ts, const tl__attempt *a,
+                         const tl__spec_rule *rule, uint64_t now) {
   const tl__index *ix = &ts->idx[a->index];
-  return !a->frozen && !(ix->flags & (TL__IDX_SUCCESSFUL | TL__IDX_SPECULATABLE)) &&
-         ix->copies_running == 1 && now > a->launch_time && now - a->launch_time > threshold;
+  if (a->frozen || (ix->flags & (TL__IDX_SUCCESSFUL | TL__IDX_SPECULATABLE)) ||
+      ix->copies_running != 1)
+    return TL__SLOW_NOT;
+  return tl__speculation_why(s, a, rule, now);
+}
+
+int tl__speculation_why(const struct tl_scheduler *s, const tl__attempt *a,
+                        const tl__spec_rule *rule, uint64_t now) {
+  if (now > a->launch_time && now - a->launch_time > rule->threshold)
+    return rule->custom ? TL__SLOW_THRESHOLD : TL__SLOW_MEDIAN;
+  /* SPARK-21040: its executor is expected to be killed (decommissioned at t, killed at t + the
+   * interval) before the attempt would end (launched at l, running the median m: at l + m). A
+   * sum past UINT64_MAX is never: an end that never comes is not before anything. */
+  const tl__executor *ex = a->executor;
+  if (rule->decommission && ex->state == TL_EXECUTOR_DECOMMISSIONING &&
+      tl__add_sat(ex->decommission_time, s->cfg.decommission_kill_interval_ns) <
+          tl__add_sat(a->launch_time, rule->median))
+    return TL__SLOW_DECOMMISSION;
+  return TL__SLOW_NOT;
 }
 
 uint64_t tl__speculation_next(const struct tl_scheduler *s, uint64_t now) {

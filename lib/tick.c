@@ -32,23 +32,24 @@ static uint64_t speculation_tick(struct tl_scheduler *s, uint64_t now) {
 
   /* Count first, to reserve the events: nothing changes unless all of them fit. */
   size_t found = 0;
+  tl__spec_cores cores = {0};
   for (tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next) {
-    uint64_t threshold;
-    if (!tl__speculation_slow_after(s, ts, &threshold))
+    tl__spec_rule rule;
+    if (!tl__speculation_rule(s, ts, &rule, &cores))
       continue;
     for (tl__link *l = ts->running.next; l != &ts->running; l = l->next)
-      found +=
-          tl__speculation_slow(ts, tl__container_of(l, tl__attempt, on_taskset), threshold, now);
+      found += tl__speculation_slow(s, ts, tl__container_of(l, tl__attempt, on_taskset), &rule,
+                                    now) != TL__SLOW_NOT;
   }
   if (tl__events_reserve(s, found + TL__REVIVE_EVENTS) != TL_OK)
     return 0; /* the next tick tries again */
   for (tl__taskset *ts = s->tasksets_by_id; found > 0 && ts != NULL; ts = ts->hh_by_id.next) {
-    uint64_t threshold;
-    if (!tl__speculation_slow_after(s, ts, &threshold))
+    tl__spec_rule rule;
+    if (!tl__speculation_rule(s, ts, &rule, &cores))
       continue;
     for (tl__link *l = ts->running.next; l != &ts->running; l = l->next) {
       tl__attempt *a = tl__container_of(l, tl__attempt, on_taskset);
-      if (!tl__speculation_slow(ts, a, threshold, now))
+      if (tl__speculation_slow(s, ts, a, &rule, now) == TL__SLOW_NOT)
         continue;
       tl__taskset_speculate(s, ts, a->index);
       tl__event *ev = tl__event_push(s, TL__EV_SPECULATIVE_SUBMITTED);

@@ -111,13 +111,18 @@ typedef struct tlo_op {
 #define TLO_RESOURCE_BYTES 2
 #define TLO_RESOURCE_MARK 0xa0
 
-/* Optionally, after those: two bytes, the first in [TLO_POLICY_MARK, TLO_RESOURCE_MARK) (no
+/* Optionally, after those: two bytes, the first in [TLO_POLICY_MARK, TLO_SPEC_MARK) (no
  * generated operation starts so, and no operation of the stored corpus), that turn the retry
  * policy and tags on (ops_policy.c): task sets' own max_task_failures and tags, no_retry
  * failures, kill and cancel by tag, all drawn from these bytes. Programs without them run as
  * before those features existed. */
 #define TLO_POLICY_BYTES 2
 #define TLO_POLICY_MARK 0x80
+/* Optionally, after those: two bytes, the first in [TLO_SPEC_MARK, TLO_RESOURCE_MARK), that
+ * choose speculation's duration threshold and decommission kill interval (with speculation on;
+ * ops_run.c, spec_config). Programs without them run as before those settings existed. */
+#define TLO_SPEC_BYTES 2
+#define TLO_SPEC_MARK 0x90
 
 typedef struct tlo_options {
   int verbose; /* 0 quiet; 1 one line per operation; 2 and every event */
@@ -188,6 +193,9 @@ typedef struct tlo_outcome {
   uint64_t dispatched;    /* events tl_dispatch delivered in it */
   /* How often the policy features were reached (events predicted and then checked). */
   uint64_t spec_submitted;   /* speculative_task_submitted */
+  uint64_t spec_threshold;   /* of them, by the duration threshold before the quantile */
+  uint64_t spec_decom;       /* of them, by the decommission kill interval alone */
+  bool spec_settings;        /* the run set the threshold or the kill interval */
   uint64_t spec_launches;    /* speculative copies launched */
   uint64_t lost_races;       /* kill_task for the losing copy of a speculated index */
   uint64_t late_reports;     /* updates from such losers after the kill */

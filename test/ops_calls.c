@@ -148,12 +148,14 @@ void tlo_do_heartbeat(tlo_run *r, mexec *x) {
 }
 
 void tlo_do_decommission(tlo_run *r, mexec *x, const char *msg) {
+  tlo_clock_read(r); /* the decommission's time: the kill interval counts from it */
   int want = x->state == MX_NONE                                   ? TL_ENOENT
              : x->state == MX_REMOVED                              ? TL_EGONE
              : x->state == MX_PENDING || x->state == MX_RECOVERING ? TL_ESTATE
                                                                    : TL_OK;
   if (want == TL_OK && x->state == MX_ALIVE) {
     x->state = MX_DECOM;
+    x->decom_at = r->now;
     x->was_alive = true;
     tlo_executor_changed(r, x);
     x->was_alive = false;
@@ -647,51 +649,102 @@ void tlo_do_updates(tlo_run *r, mexec *x, const mupdate *m, size_t n, unsigned f
              n);
 }
 
-/* Whether task set t is looked at, and the run time past which its attempts are slow: only
- * active task sets that may speculate and have more than one task, once at least
- * max(floor(quantile x ntasks), 1) run times are recorded; then slow past
- * max(multiplier x the median of those run times, min runtime). */
-static bool slow_after(const tlo_run *r, const mts *t, uint64_t *threshold) {
-  if (t->released || t->zombie || !t->may_spec || t->ntasks < 2)
+/* How the check judges task set t's attempts (the library's tl__spec_rule). */
+typedef struct spec_rule {
+  uint64_t threshold; /* slow past this run time */
+  uint64_t median;    /* the median run time (the decommission rule's estimate) */
+  bool custom;        /* threshold is the configured duration threshold */
+  bool decom;         /* the decommission rule applies */
+} spec_rule;
+
+/* Whether t's tasks fit on one executor: at most max(the largest live executor of its
+ * profile's cores / its cores per task, 1). */
+static bool fits_one_executor(const tlo_run *r, const mts *t) {
+  uint32_t most = 0;
+  for (unsigned s = 0; s < NSLOTS; s++)
+    for (uint32_t g = 0; g < r->ngen[s]; g++) {
+      const mexec *x = &r->ex[s][g];
+      if (tlo_live_state(x->state) && x->decl.profile == t->req.profile && x->cores > most)
+        most = x->cores;
+    }
+  uint32_t slots = most / t->cpus;
+  return t->ntasks <= (slots > 1 ? slots : 1);
+}
+
+/* Whether task set t is looked at, and how: only active task sets that may speculate; once at
+ * least max(floor(quantile x ntasks), 1) run times are recorded (more than one task), slow past
+ * max(multiplier x the median of those run times, min runtime), and with a kill interval also
+ * on a decommissioning executor whose kill comes before the median run would end; before that,
+ * with a duration threshold and tasks that fit on one executor (one task included), slow past
+ * the threshold. */
+static bool slow_after(const tlo_run *r, const mts *t, spec_rule *rule) {
+  uint64_t custom = r->cfg.speculation_task_duration_threshold_ns;
+  if (t->released || t->zombie || !t->may_spec || (t->ntasks < 2 && custom == 0))
     return false;
   double wanted = r->cfg.speculation_quantile * (double)t->ntasks;
   uint64_t min_finished = wanted < 1.0 ? 1 : (uint64_t)wanted;
-  if (t->ndur < min_finished)
-    return false;
+  if (t->ndur < min_finished) {
+    if (custom == 0 || !fits_one_executor(r, t))
+      return false;
+    rule->threshold = custom;
+    rule->median = 0;
+    rule->custom = true;
+    rule->decom = false;
+    return true;
+  }
   uint64_t median = tlo_median_of(t);
   /* Exactly: a run of n ns is longer than multiplier x median when n > floor(that); past 2^64
    * no run is. The configured multipliers are halves (k / 2). */
   uint64_t k = (uint32_t)(2 * r->cfg.speculation_multiplier), half = median / 2,
            odd = (median % 2) * k / 2;
   /* floor(k x median / 2) = k x floor(median / 2) + floor(k x (median mod 2) / 2) */
-  *threshold = half != 0 && k > (UINT64_MAX - odd) / half ? UINT64_MAX : k * half + odd;
-  if (*threshold < r->cfg.speculation_min_runtime_ns)
-    *threshold = r->cfg.speculation_min_runtime_ns;
+  rule->threshold = half != 0 && k > (UINT64_MAX - odd) / half ? UINT64_MAX : k * half + odd;
+  if (rule->threshold < r->cfg.speculation_min_runtime_ns)
+    rule->threshold = r->cfg.speculation_min_runtime_ns;
+  rule->median = median;
+  rule->custom = false;
+  rule->decom = r->cfg.decommission_kill_interval_ns != 0;
   return true;
 }
 
-/* tl_tick's speculation check, every speculation_interval_ns: each attempt that has run longer
- * than its task set's threshold, alone in flight for its index (which is neither done nor
- * speculatable already) and not frozen, makes its index speculatable; task sets in submission
- * order, attempts in launch order. */
+/* Whether a (alone in flight for its index, neither done nor speculatable, not frozen) is slow:
+ * it ran past the threshold, or its decommissioning executor is to be killed before it would
+ * end (decommissioned at d, killed at d + the interval, before launch + median; sums past
+ * 2^64 - 1 saturate, and a saturated end is never before anything). Counts which rule. */
+static bool slow(tlo_run *r, const spec_rule *rule, const matt *a) {
+  if (r->now > a->launched_at && r->now - a->launched_at > rule->threshold) {
+    r->f_spec_threshold += rule->custom;
+    return true;
+  }
+  bool decom = rule->decom && a->ex->state == MX_DECOM &&
+               tlo_add_sat(a->ex->decom_at, r->cfg.decommission_kill_interval_ns) <
+                   tlo_add_sat(a->launched_at, rule->median);
+  r->f_spec_decom += decom;
+  return decom;
+}
+
+/* tl_tick's speculation check, every speculation_interval_ns: each attempt that is slow, alone
+ * in flight for its index (which is neither done nor speculatable already) and not frozen,
+ * makes its index speculatable; task sets in submission order, attempts in launch order. */
 static void spec_check(tlo_run *r) {
   if (!r->cfg.speculation || r->now < r->next_spec || r->spec_never)
     return;
   for (uint32_t k = 0; k < r->nts; k++) {
     mts *t = &r->ts[k];
-    uint64_t threshold;
-    if (!slow_after(r, t, &threshold))
+    spec_rule rule;
+    if (!slow_after(r, t, &rule))
       continue;
     tlo_trace(r, 2,
-              "  speculation check: task set %" PRIu64 " slow past %" PRIu64 " ns (%u run times)",
-              t->id, threshold, t->ndur);
+              "  speculation check: task set %" PRIu64 " slow past %" PRIu64
+              " ns (%u run times%s%s)",
+              t->id, rule.threshold, t->ndur, rule.custom ? ", the duration threshold" : "",
+              rule.decom ? ", the kill rule" : "");
     for (size_t j = 0; j < r->ninflight; j++) {
       const matt *a = &r->att[r->inflight[j] - 1];
       if (a->ts != k)
         continue;
       const mindex *ix = &t->idx[a->index];
-      if (a->frozen || ix->done || ix->spec || ix->copies != 1 || r->now <= a->launched_at ||
-          r->now - a->launched_at <= threshold)
+      if (a->frozen || ix->done || ix->spec || ix->copies != 1 || !slow(r, &rule, a))
         continue;
       tlo_spec_push(t, a->index);
       r->f_spec_submitted++;

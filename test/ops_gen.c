@@ -184,6 +184,9 @@ void tlo_gen_op(tlo_run *r, tlo_op *op) {
       weights[i] += 16; /* on several hosts */
     if (spec && base[i].kind == TLO_LOSE)
       weights[i] -= 2;
+    if (r->cfg.decommission_kill_interval_ns != 0 && base[i].kind == TLO_DECOMMISSION &&
+        r->ninflight > 0)
+      weights[i] += 6; /* decommissions while tasks run: the kill rule's cases */
     if (fair && base[i].kind == TLO_POOL_ADD)
       weights[i] = npools < 4 ? 8 : 1;
     if (base[i].kind == TLO_UPDATES && r->ninflight == 0)

@@ -106,6 +106,7 @@ typedef struct mexec {
   int rack;               /* its rack as registered: 0 r0, 1 r1, -1 none */
   uint64_t reg_seq;       /* its place in registration order (tl_executor_list, restore) */
   bool was_decom;         /* it was decommissioning when its loss (or its recovery) began */
+  uint64_t decom_at;      /* when tl_executor_decommission made it DECOMMISSIONING */
   bool was_alive;         /* ALIVE until the change tlo_executor_changed is told about */
   uint64_t hb_when;       /* last heartbeat (ALIVE, DECOM) */
   uint64_t hb_seq;        /* its place on the heartbeat timeline */
@@ -372,6 +373,7 @@ typedef struct tlo_run {
   uint64_t calls, events, reentrant, errors; /* figures for tlo_outcome */
   uint64_t dispatched;                       /* events delivered by tlo_dispatch_all */
   uint64_t f_batches, f_batch_updates;       /* tl_status_updates calls, their updates */
+  uint64_t f_spec_threshold, f_spec_decom;   /* speculatable by the threshold, by the kill */
   uint64_t f_spec_submitted, f_spec_launches, f_lost_races, f_late_reports, f_too_large,
       f_resubmitted, f_barrier_launches, f_fair_rounds; /* and the policy features' */
   uint64_t f_loc_launches[NLEVELS]; /* launches per locality level, of task sets with prefs */

@@ -42,8 +42,28 @@ static void exclusion_config(tlo_run *r, const uint8_t ext[TLO_EXCLUDE_BYTES]) {
   c->unschedulable_timeout_ns = unschedulable[e1 >> 5];
 }
 
+/* Speculation's duration threshold (speculation_task_duration_threshold_ns) and decommission
+ * kill interval from the speculation bytes: each off or one of three, from short enough that
+ * most task sets pass them to long enough that few do; with speculation off, none (the library
+ * refuses them there). */
+static void spec_config(tlo_run *r, const uint8_t sext[TLO_SPEC_BYTES]) {
+  static const uint64_t thresholds[4] = {0, SEC / 100, SEC, 5 * SEC};
+  static const uint64_t kills[4] = {0, 1, SEC / 1000, SEC};
+  if (!r->cfg.speculation)
+    return;
+  r->cfg.speculation_task_duration_threshold_ns = thresholds[sext[1] & 3];
+  r->cfg.decommission_kill_interval_ns = kills[(sext[1] >> 2) & 3];
+  /* Half of them speculate after a first success (the kill rule needs the median), with checks
+   * every millisecond. */
+  if ((sext[1] >> 4) & 1) {
+    r->cfg.speculation_quantile = 0.01;
+    r->cfg.speculation_interval_ns = SEC / 1000;
+  }
+}
+
 static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *ext,
-                        const uint8_t *rext, const uint8_t *pext, const tlo_options *opt) {
+                        const uint8_t *rext, const uint8_t *pext, const uint8_t *sext,
+                        const tlo_options *opt) {
   if (tlo_long_message[0] == '\0') {
     memset(tlo_long_message, 'x', LONG_MESSAGE);
     tlo_long_message[LONG_MESSAGE] = '\0';
@@ -131,6 +151,8 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *e
     tlo_res_config(r, rext);
   if (pext != NULL)
     tlo_pol_config(r, pext);
+  if (sext != NULL)
+    spec_config(r, sext);
   r->cfg.delivery = r->deferred ? TL_DELIVER_DEFERRED : TL_DELIVER_INLINE;
   r->cfg.clock = run_clock;
   r->cfg.clock_ud = r;
@@ -189,6 +211,9 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *e
   if (rext != NULL)
     tlo_trace(r, 1, "resources: profiles=%s seed=%" PRIu64, r->res_profiles ? "0,1" : "0",
               r->rsrc_seed);
+  if (sext != NULL)
+    tlo_trace(r, 1, "speculation: duration threshold=%" PRIu64 "ns kill interval=%" PRIu64 "ns",
+              r->cfg.speculation_task_duration_threshold_ns, r->cfg.decommission_kill_interval_ns);
   tlo_emit(r, header, TLO_HEADER_BYTES);
   if (ext != NULL)
     tlo_emit(r, ext, TLO_EXCLUDE_BYTES);
@@ -198,6 +223,8 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *e
     tlo_trace(r, 1, "retry policy and tags: seed=%" PRIu64, r->pol_seed);
     tlo_emit(r, pext, TLO_POLICY_BYTES);
   }
+  if (sext != NULL)
+    tlo_emit(r, sext, TLO_SPEC_BYTES);
   return r;
 }
 
@@ -327,6 +354,10 @@ static void run_end(tlo_run *r, size_t nops, tlo_outcome *out) {
   out->deferred = r->deferred;
   out->dispatched = r->dispatched;
   out->spec_submitted = r->f_spec_submitted;
+  out->spec_threshold = r->f_spec_threshold;
+  out->spec_decom = r->f_spec_decom;
+  out->spec_settings = r->cfg.speculation_task_duration_threshold_ns != 0 ||
+                       r->cfg.decommission_kill_interval_ns != 0;
   out->spec_launches = r->f_spec_launches;
   out->lost_races = r->f_lost_races;
   out->late_reports = r->f_late_reports;
@@ -415,10 +446,17 @@ static void run_seed(uint64_t seed, size_t nops, const tlo_options *opt, tlo_out
   /* Two seeds in five run with the retry policy and tags, likewise. */
   uint64_t hp = seed ^ UINT64_C(0x706f6c6963790000);
   hp = tlo_splitmix64(&hp);
-  uint8_t pext[TLO_POLICY_BYTES] = {(uint8_t)(TLO_POLICY_MARK | ((hp >> 8) & 0x1f)),
+  uint8_t pext[TLO_POLICY_BYTES] = {(uint8_t)(TLO_POLICY_MARK | ((hp >> 8) & 0x0f)),
                                     (uint8_t)(hp >> 16)};
+  /* Two seeds in five (of those that speculate) choose the duration threshold and the kill
+   * interval, from the seed alone (the others' programs are what they were before). */
+  uint64_t hs = seed ^ UINT64_C(0x7370656374687265);
+  hs = tlo_splitmix64(&hs);
+  uint8_t sext[TLO_SPEC_BYTES] = {(uint8_t)(TLO_SPEC_MARK | ((hs >> 8) & 0x0f)),
+                                  (uint8_t)(hs >> 16)};
   tlo_run *r = run_new(header, (h >> 32) % 5 < 2 ? ext : NULL, hr % 5 < 2 ? rext : NULL,
-                       hp % 5 < 2 ? pext : NULL, opt);
+                       hp % 5 < 2 ? pext : NULL,
+                       hs % 5 < 2 && ((header[2] >> 1) & 1) ? sext : NULL, opt);
   r->rng = rng;
   size_t i = 0;
   for (; i < nops && !r->failed; i++) {
@@ -453,11 +491,16 @@ void tlo_run_bytes(const uint8_t *data, size_t size, const tlo_options *opt, tlo
   }
   const uint8_t *pext = NULL;
   if (size >= at + TLO_POLICY_BYTES && data[at] >= TLO_POLICY_MARK &&
-      data[at] < TLO_RESOURCE_MARK) {
+      data[at] < TLO_SPEC_MARK) {
     pext = data + at;
     at += TLO_POLICY_BYTES;
   }
-  tlo_run *r = run_new(header, ext, rext, pext, opt);
+  const uint8_t *sext = NULL;
+  if (size >= at + TLO_SPEC_BYTES && data[at] >= TLO_SPEC_MARK && data[at] < TLO_RESOURCE_MARK) {
+    sext = data + at;
+    at += TLO_SPEC_BYTES;
+  }
+  tlo_run *r = run_new(header, ext, rext, pext, sext, opt);
   size_t i = 0;
   while (i < TLO_MAX_OPS && !r->failed) {
     tlo_op op;

@@ -54,6 +54,8 @@ static uint64_t number(const char *flag, const char *v) {
 /* The policy features a soak reached, summed. */
 static void add_features(tlo_outcome *sum, const tlo_outcome *o) {
   sum->spec_submitted += o->spec_submitted;
+  sum->spec_threshold += o->spec_threshold;
+  sum->spec_decom += o->spec_decom;
   sum->spec_launches += o->spec_launches;
   sum->lost_races += o->lost_races;
   sum->late_reports += o->late_reports;
@@ -98,11 +100,12 @@ static void print_features(const tlo_outcome *o) {
          o->restores, o->restore_refusals, o->snapshot_errors, o->recovering, o->payloads_lost,
          o->reconciles, o->reconcile_lost, o->reconcile_unknown, o->reconcile_adopted, o->reracks,
          o->recovery_timeouts);
-  printf("  speculatable %" PRIu64 ", copies %" PRIu64 ", losers killed %" PRIu64
+  printf("  speculatable %" PRIu64 " (by the duration threshold %" PRIu64
+         ", by a decommission's kill %" PRIu64 "), copies %" PRIu64 ", losers killed %" PRIu64
          ", late reports %" PRIu64 ", too large %" PRIu64 ", resubmitted %" PRIu64
          ", barrier sets launched %" PRIu64 ", rounds over several pools %" PRIu64 "\n",
-         o->spec_submitted, o->spec_launches, o->lost_races, o->late_reports, o->too_large,
-         o->resubmitted, o->barrier_launches, o->fair_rounds);
+         o->spec_submitted, o->spec_threshold, o->spec_decom, o->spec_launches, o->lost_races,
+         o->late_reports, o->too_large, o->resubmitted, o->barrier_launches, o->fair_rounds);
   printf("  locality launches: process %" PRIu64 ", node %" PRIu64 ", no_pref %" PRIu64
          ", rack %" PRIu64 ", any %" PRIu64 "; waits run out %" PRIu64 ", levels skipped %" PRIu64
          ", timer resets %" PRIu64 ", level changes by executors %" PRIu64

@@ -241,6 +241,29 @@ START_TEST(seeded_runs_with_the_retry_policy_and_tags) {
 }
 END_TEST
 
+/* Speculation's duration threshold and decommission kill interval are reached: runs that set
+ * them speculate by each rule, runs that do not never do. Seeds from 1 until both rules were
+ * reached in 20 runs that set them or more (some 90 seeds), 300 at most. */
+START_TEST(seeded_runs_speculate_by_threshold_and_kill) {
+  uint64_t runs = 0, threshold = 0, decom = 0;
+  for (uint64_t seed = 1; seed <= 300 && (runs < 20 || threshold == 0 || decom == 0); seed++) {
+    tlo_outcome out;
+    tlo_run_seed(seed, 150, NULL, &out);
+    ck_assert_msg(out.ok, "seed %" PRIu64 ": %s", seed, out.message);
+    if (!out.spec_settings) {
+      ck_assert_uint_eq(out.spec_threshold + out.spec_decom, 0);
+      continue;
+    }
+    runs++;
+    threshold += out.spec_threshold;
+    decom += out.spec_decom;
+  }
+  ck_assert_uint_ge(runs, 20);
+  ck_assert_uint_gt(threshold, 0);
+  ck_assert_uint_gt(decom, 0);
+}
+END_TEST
+
 /* The failover operations reach what they are for: restores (and refused ones), executors
  * recovering, payloads withheld, reconciliations that keep, lose and kill (and one that joins
  * the rack another executor gave its host), recovery timeouts. */
@@ -312,6 +335,7 @@ Suite *tl_random_suite(void) {
   tcase_add_test(tc, seeded_runs_fail_over);
   tcase_add_test(tc, seeded_runs_with_resources);
   tcase_add_test(tc, seeded_runs_with_the_retry_policy_and_tags);
+  tcase_add_test(tc, seeded_runs_speculate_by_threshold_and_kill);
   tc = tlt_tcase(s, "snapshots");
   tcase_add_test(tc, mutated_snapshots_are_refused_or_drain);
   tc = tlt_tcase(s, "codec");

@@ -1012,13 +1012,15 @@ START_TEST(bad_images_are_refused_with_their_own_error) {
     reseal_header(&im);
     im.at = 0;
     ck_assert_int_eq(tl_scheduler_restore(&e->cfg, &cb, image_read, &im, &s),
-                     v >= 1 && v <= 3 ? TL_ESNAPSHOT : v == 4 ? TL_OK : TL_EVERSION);
+                     v >= 1 && v <= 3 ? TL_ESNAPSHOT
+                     : v == 4         ? TL_OK
+                                      : TL_EVERSION);
     if (s != NULL) {
       free_aside(e, s);
       s = NULL;
     }
   }
-  im.p[8] = 3;
+  im.p[8] = 4;
   reseal_header(&im);
   the_resolver.tasksets = the_resolver.executors = 0;
   tl_config other = e->cfg;
@@ -1422,16 +1424,20 @@ static void cut_section_end(image *im, const char *tag, size_t k) {
     im->p[at + 4 + i] = (uint8_t)((len - k) >> (8 * i));
 }
 
-/* A version 3 image (no retry policy, no tags) of one task set, made by the format's rules from
- * the version 4 image: without the task set's max_task_failures and tag count (TSET's last 6
- * bytes; it has no tag). */
+/* A version 3 image (no retry policy, no tags, no decommission times) of one executor and one
+ * task set, made by the format's rules from the version 4 image: without the task set's
+ * max_task_failures and tag count (TSET's last 6 bytes; it has no tag) and the executor's
+ * decommission time (EXEC's last 8 bytes). */
 static void to_version_3(image *im) {
   ck_assert_uint_eq(get_le(im->p + 8, 4), 4);
   uint64_t len;
   size_t at = section_at(im, "TSET", &len);
-  ck_assert_uint_eq(get_le(im->p + at + 12, 4), 1);              /* one task set */
-  ck_assert_uint_eq(get_le(im->p + at + 12 + len - 4, 4), 0);    /* no tag */
+  ck_assert_uint_eq(get_le(im->p + at + 12, 4), 1);           /* one task set */
+  ck_assert_uint_eq(get_le(im->p + at + 12 + len - 4, 4), 0); /* no tag */
   cut_section_end(im, "TSET", 6);
+  at = section_at(im, "EXEC", &len);
+  ck_assert_uint_eq(get_le(im->p + at + 12, 4), 1); /* one executor */
+  cut_section_end(im, "EXEC", 8);
   im->p[8] = 3;
   reseal(im);
 }
@@ -1552,6 +1558,76 @@ START_TEST(a_version_2_image_restores_with_no_resources) {
   ck_assert_uint_eq(tlt_offer(e, "e1", 2, out, 4), 2);
   free(im.p);
   tlt_end(e);
+}
+END_TEST
+
+/* A decommissioning executor's decommission time is in the image: restored after an outage it
+ * is as far in the past as it was, so the kill it expects (decommission_kill_interval_ns) is as
+ * near, and a task it would cut short is speculated at the first check (SPARK-21040). A version
+ * 3 image, without the time, gives it the image's clock: the kill is then expected later, after
+ * the task would end, and the task is left alone. */
+START_TEST(a_decommission_time_survives_the_image) {
+  for (int version = 3; version <= 4; version++) {
+    tl_config cfg = snapshot_config();
+    cfg.speculation_quantile = 0.5;
+    cfg.speculation_multiplier = 1.5;
+    cfg.speculation_min_runtime_ns = 0;
+    cfg.decommission_kill_interval_ns = 5 * TLT_SEC;
+    cfg.heartbeat_timeout_ns = 0;
+    tlt_env *e = tlt_new(&cfg);
+    tlt_add(e, "e1", "h1", NULL, 3);
+    tlt_submit(e, 0, 0, 0, 3);
+    tl_launch out[3];
+    ck_assert_uint_eq(tlt_offer(e, "e1", 2, out, 3), 2); /* indices 0 and 1 at t = 0 */
+    e->now += 6 * TLT_SEC;
+    ck_assert_uint_eq(tlt_offer(e, "e1", 1, &out[2], 1), 1); /* index 2 at t = 6 s */
+    e->now += 4 * TLT_SEC;
+    tlt_succeed(e, "e1", out[0].tid); /* the median: 10 s */
+    /* t = 10 s: to be killed at 15 s, before index 2 would end (16 s). */
+    TLT_OK(e, tl_executor_decommission(e->s, "e1", NULL));
+    e->now += 2 * TLT_SEC; /* the image at t = 12 s, before any check */
+    image im = take(e);
+    if (version == 3) {
+      to_version_3(&im);
+    } else {
+      /* A decommissioned executor without a time (never), or one in the future: corrupt. */
+      uint64_t len;
+      size_t end = section_at(&im, "EXEC", &len) + 12 + (size_t)len;
+      ck_assert_uint_eq(get_le(im.p + end - 8, 8), 10 * TLT_SEC + TLT_SEC); /* t = 10 s */
+      tl_callbacks cb = restore_callbacks(e);
+      for (int k = 0; k < 2; k++) {
+        image copy = im;
+        copy.p = malloc(im.n);
+        ck_assert_ptr_nonnull(copy.p);
+        memcpy(copy.p, im.p, im.n);
+        uint64_t bad = k == 0 ? UINT64_MAX : e->now + 1;
+        for (int i = 0; i < 8; i++)
+          copy.p[end - 8 + (size_t)i] = (uint8_t)(bad >> (8 * i));
+        reseal(&copy);
+        copy.at = 0;
+        tl_scheduler *s = NULL;
+        ck_assert_int_eq(tl_scheduler_restore(&e->cfg, &cb, image_read, &copy, &s), TL_ESNAPSHOT);
+        ck_assert_ptr_null(s);
+        free(copy.p);
+      }
+    }
+    e->now += 100 * TLT_SEC; /* the outage: time stops for the image */
+    restore_into(e, &im, NULL);
+    tl_tid tids[2] = {out[1].tid, out[2].tid};
+    size_t nunknown;
+    TLT_OK(e, tl_executor_reconcile(e->s, "e1", tids, 2, NULL, 0, &nunknown));
+    ck_assert_int_eq(tlt_ex(e, "e1").state, TL_EXECUTOR_DECOMMISSIONING);
+    size_t mark = tlt_mark(e);
+    tlt_advance_tick(e, 1);
+    if (version == 4) {
+      ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_SPECULATIVE), 1);
+      ck_assert_uint_eq(tlt_last(e, TLT_EV_SPECULATIVE)->index, 2);
+    } else {
+      ck_assert_uint_eq(tlt_count(e, mark, TLT_EV_SPECULATIVE), 0); /* kill expected at 17 s */
+    }
+    free(im.p);
+    tlt_end(e);
+  }
 }
 END_TEST
 
@@ -2124,7 +2200,9 @@ START_TEST(an_image_with_a_corrupt_grant_is_refused) {
   ck_assert_uint_eq(get_le(im.p + grant + 4, 4), 1);
   ck_assert_uint_eq(im.p[grant - 1], 1); /* one grant */
   at = section_at(&im, "EXEC", &len);
-  size_t exec_end = at + 12 + (size_t)len; /* ... "gpu" u32 2, "0", "1" */
+  size_t exec_end = at + 12 + (size_t)len - 8; /* ... "gpu" u32 2, "0", "1", then (version 4) the
+                                                  decommission time: never */
+  ck_assert_uint_eq(get_le(im.p + exec_end, 8), UINT64_MAX);
   ck_assert_uint_eq(im.p[exec_end - 1], '1');
   ck_assert_int_eq(memcmp(im.p + exec_end - 21 + 4, "gpu", 3), 0);
   at = section_at(&im, "TSET", &len);
@@ -2157,6 +2235,7 @@ START_TEST(an_image_with_a_corrupt_grant_is_refused) {
       {ts_end - 23, 4, 1, "a task set of another profile than its attempts' executor"},
       {ts_tail, 2, 0, "max_task_failures 0"},
       {ts_tail + 2, 4, 1, "a tag count with no tag after it"},
+      {exec_end, 8, 0, "a decommission time of an executor never decommissioned"},
   };
   tl_callbacks cb = restore_callbacks(e);
   the_resolver.tasksets = the_resolver.executors = 0;
@@ -2258,6 +2337,7 @@ Suite *tl_snapshot_suite(void) {
   tcase_add_test(tc, a_version_2_image_restores_with_no_resources);
   tcase_add_test(tc, a_version_3_image_restores_with_the_configs_policy);
   tcase_add_test(tc, retry_policy_and_tags_survive_a_restore);
+  tcase_add_test(tc, a_decommission_time_survives_the_image);
   tcase_add_test(tc, a_restore_brings_back_every_grant_and_every_end_gives_it_back);
   tcase_add_test(tc, an_attempt_asking_for_resources_is_never_adopted);
   tcase_add_test(tc, an_image_with_a_corrupt_grant_is_refused);

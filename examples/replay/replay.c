@@ -297,6 +297,9 @@ static int start_scheduler(replayer *r, token *tok, int n) {
       continue;
     if (key_u64(&tok[i], "speculation_interval_ns", &cfg.speculation_interval_ns) ||
         key_u64(&tok[i], "speculation_min_runtime_ns", &cfg.speculation_min_runtime_ns) ||
+        key_u64(&tok[i], "speculation_task_duration_threshold_ns",
+                &cfg.speculation_task_duration_threshold_ns) ||
+        key_u64(&tok[i], "decommission_kill_interval_ns", &cfg.decommission_kill_interval_ns) ||
         key_u64(&tok[i], "locality_wait_ns", &cfg.locality_wait_ns) ||
         key_u64(&tok[i], "locality_wait_process_ns", &cfg.locality_wait_process_ns) ||
         key_u64(&tok[i], "locality_wait_node_ns", &cfg.locality_wait_node_ns) ||
@@ -446,9 +449,12 @@ static int offer_round(replayer *r, const char *op, token *a, int na, int first,
   bool have_grants = nextra == 3 && key_u64(&extra[2], "grants", &want_grants);
   if (nextra == 3 && !have_grants)
     have = false;
-  /* Room for one launch more than the journal says, so that launching more is seen; a launch
-   * holds at most TL_TASK_GRANTS_MAX grants, so room for that many is gcap's whole effect. */
-  size_t room = cap < want_launched + 1 ? (size_t)cap : (size_t)want_launched + 1;
+  /* The call's own room when it is no larger than 65,536 launches: a round reserves for as many
+   * launches as its room allows, so the ledger's tables are sized as they were. Beyond that, room
+   * for one launch more than the journal says (so that launching more is seen), which is all a
+   * journal needs to prove. A launch holds at most TL_TASK_GRANTS_MAX grants, so room for that
+   * many is gcap's whole effect. */
+  size_t room = cap <= 65536 || cap < want_launched + 1 ? (size_t)cap : (size_t)want_launched + 1;
   size_t groom = 0;
   if (with_grants)
     groom = room <= SIZE_MAX / TL_TASK_GRANTS_MAX && gcap > (uint64_t)room * TL_TASK_GRANTS_MAX

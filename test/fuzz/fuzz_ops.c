@@ -2,7 +2,8 @@
  * bytes, then operations), run on a fresh scheduler against the reference model and drained at the
  * end. A disagreement, a failed tl_check, a leak or a crash aborts with the model's message.
  * Inputs whose resource bytes follow the header (ops.h, TLO_RESOURCE_MARK) run with resources:
- * the corpus's res-seed-* files start the fuzzer there.
+ * the corpus's res-seed-* files start the fuzzer there. Inputs whose speculation bytes follow
+ * (TLO_SPEC_MARK) set the duration threshold and the decommission kill interval: spec-seed-*.
  */
 #include "ops.h"
 

@@ -1,6 +1,6 @@
 /* libFuzzer harness for tl_scheduler_restore (docs/snapshot.md): the input is an image. Unless
- * its first byte is odd, the harness first makes its header right (magic, version: 3 with the
- * first byte's bit 2, else 2 with its bit 1, else 1, flags, this
+ * its first byte is odd, the harness first makes its header right (magic, version: 4 with the
+ * first byte's bit 3, else 3 with its bit 2, else 2 with its bit 1, else 1, flags, this
  * config's fingerprint, the body's length and both CRC-32C checksums), so that mutations reach
  * the validation of the records instead of dying at a checksum. A restore must refuse with
  * TL_ESNAPSHOT / TL_EVERSION / TL_ECONFIG (nothing created, no callback) or give a scheduler that
@@ -11,12 +11,17 @@
  *                                                          fuzz-snapshot-corpus)
  *
  * The seed images (a zero byte, then a version 1 image; v2-*: a byte 2, then a version 2 one;
- * v3-*: a byte 4, then a version 3 one) are snapshots of schedulers with fuzz_config's settings:
+ * v3-*: a byte 4, then a version 3 one; v4-*: a byte 8, then a version 4 one) are snapshots of
+ * schedulers with fuzz_config's settings:
  * empty; executors on hosts and racks with a FAIR pool, a shuffle-map task set with preferred
  * locations and another running; then with successes, counted failures, a decommission and a
  * pending loss; then with a tombstone. v3-resources: GPU and FPGA executors (one of profile 1,
  * one with none), task sets asking for whole GPUs, quarters with the FPGA, halves in profile 1
  * and nothing, attempts running and frozen by a pending loss with their grants.
+ * v4-decommission: three executors, one decommissioning and one pending loss after it was
+ * decommissioning (their decommission times), a task set past its quantile with an attempt on
+ * the decommissioning executor that its kill would cut short, and a one-task set, so that the
+ * checks before the drain reach the decommission kill rule and the duration threshold.
  */
 #include "taskledger.h"
 
@@ -66,6 +71,8 @@ static tl_config fuzz_config(void) {
   cfg.speculation = true;
   cfg.exclude_on_failure = true;
   cfg.mode = TL_FAIR;
+  cfg.speculation_task_duration_threshold_ns = 60ull * 1000000000ull; /* not fingerprinted */
+  cfg.decommission_kill_interval_ns = 5ull * 1000000000ull;
   return cfg;
 }
 
@@ -157,8 +164,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memcpy(b.p, data + 1, size - 1);
   if (!raw && b.n >= 40) {
     memcpy(b.p, "TLSNAP\r\n", 8);
-    /* The corpus's older images are version 1, v2-* version 2, v3-* version 3. */
-    put_le(b.p + 8, (data[0] & 4) != 0 ? 3 : (data[0] & 2) != 0 ? 2 : 1, 4);
+    /* The corpus's older images are version 1, v2-* version 2, v3-* version 3, v4-* 4. */
+    put_le(b.p + 8,
+           (data[0] & 8) != 0   ? 4
+           : (data[0] & 4) != 0 ? 3
+           : (data[0] & 2) != 0 ? 2
+                                : 1,
+           4);
     put_le(b.p + 12, 0, 4);
     put_le(b.p + 16, fingerprint(), 8);
     put_le(b.p + 24, b.n - 40, 8);
@@ -181,13 +193,37 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   check(s, "the restore");
-  /* Drive it to empty: lose every executor, then let every deadline pass. */
   size_t n = 0;
   if (tl_executor_list(s, NULL, 0, &n) != TL_OK)
     abort();
   tl_executor_info *list = calloc(n + 1, sizeof *list);
   if (list == NULL || tl_executor_list(s, list, n, &n) != TL_OK)
     abort();
+  /* Every restored executor reconciles with what the image holds frozen on it, and checks at
+   * once and a minute later speculate what the image's run times, thresholds and decommissions
+   * say. */
+  for (size_t i = 0; i < n; i++) {
+    if (list[i].state != TL_EXECUTOR_RECOVERING)
+      continue;
+    size_t nfrozen = 0, nunknown = 0;
+    if (tl_executor_frozen(s, list[i].id, NULL, 0, &nfrozen) != TL_OK)
+      abort();
+    tl_tid *tids = calloc(nfrozen + 1, sizeof *tids);
+    if (tids == NULL || tl_executor_frozen(s, list[i].id, tids, nfrozen, &nfrozen) != TL_OK)
+      abort();
+    int err = tl_executor_reconcile(s, list[i].id, tids, nfrozen, NULL, 0, &nunknown);
+    free(tids);
+    if (err != TL_OK || nunknown != 0)
+      abort();
+    check(s, "a reconciliation");
+  }
+  fuzz_now += 1000000ull; /* a check at once: the kill rule's moment */
+  (void)tl_tick(s);
+  check(s, "a speculation check");
+  fuzz_now += 61ull * 1000000000ull; /* past the threshold, within heartbeats */
+  (void)tl_tick(s);
+  check(s, "a later speculation check");
+  /* Drive it to empty: lose every executor, then let every deadline pass. */
   for (size_t i = 0; i < n; i++) {
     tl_loss_reason why = {TL_LOSS_KILLED, false, 0, "fuzz drain"};
     int err = tl_executor_lost(s, list[i].id, &why);
