@@ -1187,7 +1187,7 @@ void tlo_do_snapshot_restore(tlo_run *r, const tlo_op *op) {
   if ((flags & 32) && !r->failed && r->image_len >= 40) {
     uint8_t *copy = tlo_xrealloc(NULL, r->image_len);
     memcpy(copy, r->image, r->image_len);
-    put_le32(copy + 8, 4 + op->c); /* versions 1 to 3 are read */
+    put_le32(copy + 8, 5 + op->c); /* versions 1 to 4 are read */
     put_le32(copy + 36, crc32c(copy, 36));
     rd = (image_reader){copy, r->image_len, 0, SIZE_MAX, -1, 0};
     restore_refused(r, "of another version", &r->cfg, &rd, TL_EVERSION);

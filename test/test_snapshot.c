@@ -1005,20 +1005,20 @@ START_TEST(bad_images_are_refused_with_their_own_error) {
     im.p[i] ^= 0x20;
   }
   /* Another version, resealed: EVERSION; another config: ECONFIG; the reader's error: EIO. */
-  /* Versions 1 and 2 (read: see a_version_1_image_is_read_with_epoch_0) and 3 are known; a
-   * version 3 body read as an older version's is corrupt. */
+  /* Versions 1 to 3 (read: see a_version_1_image_is_read_with_epoch_0) and 4 are known; a
+   * version 4 body read as an older version's is corrupt. */
   for (uint8_t v = 0; v < 8; v++) {
     im.p[8] = v;
     reseal_header(&im);
     im.at = 0;
     ck_assert_int_eq(tl_scheduler_restore(&e->cfg, &cb, image_read, &im, &s),
-                     v == 1 || v == 2 ? TL_ESNAPSHOT : v == 3 ? TL_OK : TL_EVERSION);
+                     v >= 1 && v <= 3 ? TL_ESNAPSHOT : v == 4 ? TL_OK : TL_EVERSION);
     if (s != NULL) {
       free_aside(e, s);
       s = NULL;
     }
   }
-  im.p[8] = 3;
+  im.p[8] = 4;
   reseal_header(&im);
   the_resolver.tasksets = the_resolver.executors = 0;
   tl_config other = e->cfg;
@@ -1422,11 +1422,96 @@ static void cut_section_end(image *im, const char *tag, size_t k) {
     im->p[at + 4 + i] = (uint8_t)((len - k) >> (8 * i));
 }
 
+/* Nested pools are in the image: their parents, depths and order survive the restore, and the
+ * restored round visits them as the original would have. */
+START_TEST(nested_pools_survive_a_restore) {
+  tl_config cfg = snapshot_config();
+  cfg.mode = TL_FAIR;
+  cfg.speculation = false;
+  tlt_env *e = tlt_new(&cfg);
+  TLT_OK(e, tl_pool_add_child(e->s, NULL, "top", TL_FIFO, 3, 1));
+  TLT_OK(e, tl_pool_add_child(e->s, "top", "z", TL_FAIR, 1, 0));
+  TLT_OK(e, tl_pool_add_child(e->s, "top", "a", TL_FIFO, 2, 0));
+  TLT_OK(e, tl_pool_add_child(e->s, "a", "a1", TL_FIFO, 1, 0));
+  tlt_rebase(e);
+  tlt_add(e, "e1", "h1", NULL, 4);
+  tl_taskset_desc d = {.stage_id = 0, .ntasks = 2, .pool = "a1"};
+  tlt_submit_desc(e, &d);
+  d = (tl_taskset_desc){.stage_id = 1, .ntasks = 2, .pool = "z"};
+  tlt_submit_desc(e, &d);
+  tl_launch out[4];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 1, out, 4), 1);
+  ck_assert_uint_eq(out[0].stage_id, 1); /* "top" is FIFO: "z" was added before "a" */
+  image im = take(e);
+  restore_into(e, &im, NULL);
+  tl_pool_status p;
+  TLT_OK(e, tl_pool_get(e->s, "a1", &p));
+  ck_assert_uint_eq(p.depth, 3);
+  ck_assert_str_eq(p.parent, "a");
+  TLT_OK(e, tl_pool_get(e->s, "top", &p));
+  ck_assert_uint_eq(p.children, 2);
+  ck_assert_uint_eq(p.weight, 3);
+  ck_assert_uint_eq(p.min_share, 1);
+  ck_assert_uint_eq(p.running, 1);
+  size_t nunknown;
+  TLT_OK(e, tl_executor_reconcile(e->s, "e1", &out[0].tid, 1, NULL, 0, &nunknown));
+  ck_assert_uint_eq(tlt_offer(e, "e1", 1, &out[1], 1), 1);
+  ck_assert_uint_eq(out[1].stage_id, 1); /* still "z" first */
+  ck_assert_uint_eq(tlt_offer(e, "e1", 2, &out[2], 2), 2);
+  ck_assert_uint_eq(out[2].stage_id, 0);
+  for (int i = 0; i < 4; i++)
+    tlt_succeed(e, "e1", out[i].tid);
+  free(im.p);
+  tlt_end(e);
+}
+END_TEST
+
+/* A version 3 image (no nested pools), made by the format's rules from a version 4 image whose
+ * only pool is "default": without that pool's parent (POOL's last 4 bytes, an empty string). */
+static void to_version_3(image *im) {
+  ck_assert_uint_eq(get_le(im->p + 8, 4), 4);
+  uint64_t len;
+  size_t at = section_at(im, "POOL", &len);
+  ck_assert_uint_eq(get_le(im->p + at + 12, 4), 1);                /* one pool */
+  ck_assert_uint_eq(get_le(im->p + at + 12 + len - 4, 4), 0);      /* parent "" */
+  cut_section_end(im, "POOL", 4);
+  im->p[8] = 3;
+  reseal(im);
+}
+
+/* A version 3 image (before nested pools) restores with its pools at the top level. */
+START_TEST(a_version_3_image_restores_with_flat_pools) {
+  tl_config cfg = snapshot_config();
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "h1", NULL, 2);
+  tlt_submit(e, 0, 0, 0, 3);
+  tl_launch out[4];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 1, out, 4), 1);
+  image im = take(e);
+  to_version_3(&im);
+  restore_into(e, &im, NULL);
+  tl_pool_status ps;
+  TLT_OK(e, tl_pool_get(e->s, "default", &ps));
+  ck_assert_uint_eq(ps.depth, 1);
+  ck_assert_uint_eq(ps.children, 0);
+  ck_assert_str_eq(ps.parent, "");
+  ck_assert_uint_eq(ps.tasksets, 1);
+  size_t nunknown;
+  TLT_OK(e, tl_executor_reconcile(e->s, "e1", &out[0].tid, 1, NULL, 0, &nunknown));
+  tlt_succeed(e, "e1", out[0].tid);
+  ck_assert_uint_eq(tlt_offer(e, "e1", 2, out, 4), 2);
+  free(im.p);
+  tlt_end(e);
+}
+END_TEST
+
 /* A version 2 image (no resources) of one executor, one task set and one attempt, made by the
  * format's rules from the version 3 image of that ledger, which declares and asks for none:
  * without the executor's profile and resource count (the EXEC section's last 8 bytes), the
  * task set's (TSET's last 8) and the attempt's grant count (ATTM's last byte). */
+static void to_version_3(image *im);
 static void to_version_2(image *im) {
+  to_version_3(im);
   ck_assert_uint_eq(get_le(im->p + 8, 4), 3);
   uint64_t len;
   size_t at = section_at(im, "EXEC", &len);
@@ -2169,6 +2254,8 @@ Suite *tl_snapshot_suite(void) {
   tcase_add_test(tc, restored_task_sets_wait_while_executors_recover);
   tcase_add_test(tc, each_restore_advances_the_epoch_the_floor_raises_it);
   tcase_add_test(tc, a_version_1_image_is_read_with_epoch_0);
+  tcase_add_test(tc, a_version_3_image_restores_with_flat_pools);
+  tcase_add_test(tc, nested_pools_survive_a_restore);
   tcase_add_test(tc, a_version_2_image_restores_with_no_resources);
   tcase_add_test(tc, a_restore_brings_back_every_grant_and_every_end_gives_it_back);
   tcase_add_test(tc, an_attempt_asking_for_resources_is_never_adopted);

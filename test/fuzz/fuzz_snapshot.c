@@ -1,6 +1,6 @@
 /* libFuzzer harness for tl_scheduler_restore (docs/snapshot.md): the input is an image. Unless
- * its first byte is odd, the harness first makes its header right (magic, version: 3 with the
- * first byte's bit 2, else 2 with its bit 1, else 1, flags, this
+ * its first byte is odd, the harness first makes its header right (magic, version: 4 with the
+ * first byte's bit 3, else 3 with its bit 2, else 2 with its bit 1, else 1, flags, this
  * config's fingerprint, the body's length and both CRC-32C checksums), so that mutations reach
  * the validation of the records instead of dying at a checksum. A restore must refuse with
  * TL_ESNAPSHOT / TL_EVERSION / TL_ECONFIG (nothing created, no callback) or give a scheduler that
@@ -157,8 +157,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memcpy(b.p, data + 1, size - 1);
   if (!raw && b.n >= 40) {
     memcpy(b.p, "TLSNAP\r\n", 8);
-    /* The corpus's older images are version 1, v2-* version 2, v3-* version 3. */
-    put_le(b.p + 8, (data[0] & 4) != 0 ? 3 : (data[0] & 2) != 0 ? 2 : 1, 4);
+    /* The corpus's older images are version 1, v2-* version 2, v3-* version 3; bit 3 makes
+     * version 4 (nested pools: each pool's parent). */
+    put_le(b.p + 8,
+           (data[0] & 8) != 0   ? 4
+           : (data[0] & 4) != 0 ? 3
+           : (data[0] & 2) != 0 ? 2
+                                : 1,
+           4);
     put_le(b.p + 12, 0, 4);
     put_le(b.p + 16, fingerprint(), 8);
     put_le(b.p + 24, b.n - 40, 8);
