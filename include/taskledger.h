@@ -378,7 +378,7 @@ typedef struct tl_config {
    * instead). */
   void (*events_ready)(void *ud);
   void *events_ready_ud; /* passed to events_ready */
-  /* Added in 0.3.0 (nested pools; docs/api.md "Pools"). TL_FAIR only: a task set naming a pool
+  /* Added in 0.2.0 (nested pools; docs/api.md "Pools"). TL_FAIR only: a task set naming a pool
    * that does not exist creates it, top level, FIFO, weight 1, min share 0 (Spark's
    * FairSchedulableBuilder), instead of failing with TL_ENOENT; a submission that then fails
    * takes the pool away again. false */
@@ -845,7 +845,7 @@ TL_EXTERN int tl_pool_add(tl_scheduler *s, const char *name, tl_sched_mode mode,
 /* Pools nest at most this deep: a top-level pool is at depth 1. */
 #define TL_POOL_DEPTH_MAX 8
 
-/* Added in 0.3.0. Adds a pool as tl_pool_add does, inside the pool parent (NULL: at the top
+/* Added in 0.2.0. Adds a pool as tl_pool_add does, inside the pool parent (NULL: at the top
  * level, as tl_pool_add). A pool holds either task sets or child pools, never both: task sets
  * are submitted to leaf pools. An offer round visits the pools depth first (Spark's
  * getSortedTaskSetQueue): at the top level and in every FAIR pool the children in FAIR order,
@@ -864,7 +864,7 @@ typedef struct tl_pool_status {
   uint32_t min_share; /* as added */
   uint32_t running;   /* attempts in flight of its task sets, zombies' and frozen ones included */
   uint32_t tasksets;  /* its task sets not yet released */
-  /* Added in 0.3.0 (nested pools). For a pool with children, running is the sum over its leaf
+  /* Added in 0.2.0 (nested pools). For a pool with children, running is the sum over its leaf
    * pools; its tasksets is 0. */
   uint32_t depth;              /* 1 at the top level, at most TL_POOL_DEPTH_MAX */
   uint32_t children;           /* its child pools */
