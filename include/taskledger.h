@@ -853,8 +853,8 @@ TL_EXTERN int tl_pool_add(tl_scheduler *s, const char *name, tl_sched_mode mode,
  * the children in the order they were added; then a leaf pool's task sets in its mode's order.
  * A parent is named when its child is added and never changes, so the pools form a tree, never
  * a cycle. TL_EINVAL: as tl_pool_add, or parent not 1 to 255 bytes, or parent equal to name;
- * TL_ESTATE: the scheduler is TL_FIFO, or parent holds task sets, or parent is at depth
- * TL_POOL_DEPTH_MAX already; TL_ENOENT: no pool parent; TL_EEXIST; TL_ENOMEM. */
+ * TL_ESTATE: the scheduler is TL_FIFO, or parent is "default" (which takes the task sets that
+ * name no pool, so it stays a leaf), holds task sets, or is at depth TL_POOL_DEPTH_MAX already; TL_ENOENT: no pool parent; TL_EEXIST; TL_ENOMEM. */
 TL_EXTERN int tl_pool_add_child(tl_scheduler *s, const char *parent, const char *name,
                                 tl_sched_mode mode, uint32_t weight, uint32_t min_share);
 

@@ -103,7 +103,8 @@ int tl__pool_add_child(struct tl_scheduler *s, const char *parent, const char *n
   if (parent != NULL) {
     if ((up = tl__pool_find(s, parent)) == NULL)
       return TL_ENOENT;
-    if (up->ntasksets > 0 || up->depth >= TL_POOL_DEPTH_MAX)
+    /* "default" takes every task set that names no pool: it stays a leaf. */
+    if (up == s->default_pool || up->ntasksets > 0 || up->depth >= TL_POOL_DEPTH_MAX)
       return TL_ESTATE;
   }
   if (tl__pool_find(s, name) != NULL)

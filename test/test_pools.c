@@ -425,6 +425,7 @@ START_TEST(pool_add_child_answers_every_documented_error) {
   TLT_ERR(e, TL_EINVAL, tl_pool_add_child(e->s, "a", "b", TL_FIFO, 0, 0));
   TLT_ERR(e, TL_EINVAL, tl_pool_add_child(e->s, "a", "a", TL_FIFO, 1, 0)); /* its own parent */
   TLT_ERR(e, TL_ENOENT, tl_pool_add_child(e->s, "a", "b", TL_FIFO, 1, 0));
+  TLT_ERR(e, TL_ESTATE, tl_pool_add_child(e->s, "default", "b", TL_FIFO, 1, 0)); /* a leaf */
   TLT_OK(e, tl_pool_add_child(e->s, NULL, "a", TL_FAIR, 1, 0));
   TLT_OK(e, tl_pool_add_child(e->s, "a", "b", TL_FIFO, 2, 1));
   TLT_ERR(e, TL_EEXIST, tl_pool_add_child(e->s, "a", "b", TL_FIFO, 2, 1));
