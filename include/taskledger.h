@@ -854,7 +854,8 @@ TL_EXTERN int tl_pool_add(tl_scheduler *s, const char *name, tl_sched_mode mode,
  * A parent is named when its child is added and never changes, so the pools form a tree, never
  * a cycle. TL_EINVAL: as tl_pool_add, or parent not 1 to 255 bytes, or parent equal to name;
  * TL_ESTATE: the scheduler is TL_FIFO, or parent is "default" (which takes the task sets that
- * name no pool, so it stays a leaf), holds task sets, or is at depth TL_POOL_DEPTH_MAX already; TL_ENOENT: no pool parent; TL_EEXIST; TL_ENOMEM. */
+ * name no pool, so it stays a leaf), holds task sets, or is at depth TL_POOL_DEPTH_MAX already;
+ * TL_ENOENT: no pool parent; TL_EEXIST; TL_ENOMEM. */
 TL_EXTERN int tl_pool_add_child(tl_scheduler *s, const char *parent, const char *name,
                                 tl_sched_mode mode, uint32_t weight, uint32_t min_share);
 
@@ -866,9 +867,9 @@ typedef struct tl_pool_status {
   uint32_t tasksets;  /* its task sets not yet released */
   /* Added in 0.2.0 (nested pools). For a pool with children, running is the sum over its leaf
    * pools; its tasksets is 0. */
-  uint32_t depth;              /* 1 at the top level, at most TL_POOL_DEPTH_MAX */
-  uint32_t children;           /* its child pools */
-  char parent[TL_HOST_MAX];    /* its parent's name; "" at the top level */
+  uint32_t depth;           /* 1 at the top level, at most TL_POOL_DEPTH_MAX */
+  uint32_t children;        /* its child pools */
+  char parent[TL_HOST_MAX]; /* its parent's name; "" at the top level */
 } tl_pool_status;
 
 /* TL_ENOENT for an unknown pool ("default" always exists); TL_EINVAL. */

@@ -161,8 +161,8 @@ void tl__jfmt_pool_add(tl__text *w, const char *name, tl_sched_mode mode, uint32
   key_u64(w, "min_share", min_share);
 }
 
-void tl__jfmt_pool_add_child(tl__text *w, const char *parent, const char *name,
-                             tl_sched_mode mode, uint32_t weight, uint32_t min_share) {
+void tl__jfmt_pool_add_child(tl__text *w, const char *parent, const char *name, tl_sched_mode mode,
+                             uint32_t weight, uint32_t min_share) {
   tl__text_str(w, "pool_add_child");
   arg_str(w, parent);
   arg_str(w, name);

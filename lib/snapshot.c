@@ -28,8 +28,9 @@
 #include <stdlib.h>
 
 #define SNAP_MAGIC "TLSNAP\r\n"
-#define SNAP_VERSION 4u /* the one written; 1 (no epoch), 2 (no resources) and 3 (no nested
-                          pools) are still read */
+#define SNAP_VERSION                                                                               \
+  4u /* the one written; 1 (no epoch), 2 (no resources) and 3 (no nested                           \
+       pools) are still read */
 #define SNAP_HEADER 40u
 #define SNAP_CHUNK 65536u
 

@@ -339,15 +339,16 @@ void tlo_do_pool_add(tlo_run *r, unsigned pool, unsigned mode, uint32_t weight, 
     want = TL_ESTATE;
   else if (pname != NULL && !r->pools[parent].exists)
     want = TL_ENOENT;
-  else if (pname != NULL && (parent == POOL_DEFAULT || has_tasksets ||
-                              r->pools[parent].depth >= TL_POOL_DEPTH_MAX))
+  else if (pname != NULL &&
+           (parent == POOL_DEFAULT || has_tasksets || r->pools[parent].depth >= TL_POOL_DEPTH_MAX))
     want = TL_ESTATE;
   else if (r->pools[pool].exists)
     want = TL_EEXIST;
   else
     want = TL_OK;
   if (want == TL_OK) {
-    tlo_pool_make(r, pool, (tl_sched_mode)mode, weight, min_share, pname != NULL ? (int)parent : -1);
+    tlo_pool_make(r, pool, (tl_sched_mode)mode, weight, min_share,
+                  pname != NULL ? (int)parent : -1);
     r->f_nested_pools += pname != NULL;
   }
   char d[128];
@@ -357,8 +358,8 @@ void tlo_do_pool_add(tlo_run *r, unsigned pool, unsigned mode, uint32_t weight, 
            : name[0] == '\0' ? "\"\""
                              : name,
            child ? " in " : "",
-           !child            ? ""
-           : pname == NULL   ? "(null)"
+           !child             ? ""
+           : pname == NULL    ? "(null)"
            : pname[0] == '\0' ? "\"\""
                               : pname,
            mode, weight, min_share);

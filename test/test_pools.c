@@ -285,9 +285,9 @@ static tl_pool_status pool_of(tlt_env *e, const char *name) {
  * sets in each leaf; min shares and weights at both levels decide (Spark's reasoning in the
  * comments: needy first by running / min share, then running / weight, then name). */
 START_TEST(nested_pool_test) {
-  const tree_spec pools[6] = {{NULL, "0", TL_FAIR, 1, 3},  {NULL, "1", TL_FAIR, 1, 4},
-                              {"0", "00", TL_FAIR, 2, 2},  {"0", "01", TL_FAIR, 1, 1},
-                              {"1", "10", TL_FAIR, 2, 2},  {"1", "11", TL_FAIR, 1, 2}};
+  const tree_spec pools[6] = {{NULL, "0", TL_FAIR, 1, 3}, {NULL, "1", TL_FAIR, 1, 4},
+                              {"0", "00", TL_FAIR, 2, 2}, {"0", "01", TL_FAIR, 1, 1},
+                              {"1", "10", TL_FAIR, 2, 2}, {"1", "11", TL_FAIR, 1, 2}};
   tlt_env *e = fair_env_tree(16, pools, 6);
   const char *leaf[8] = {"00", "00", "01", "01", "10", "10", "11", "11"};
   for (uint32_t stage = 0; stage < 8; stage++)

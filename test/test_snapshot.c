@@ -1012,7 +1012,9 @@ START_TEST(bad_images_are_refused_with_their_own_error) {
     reseal_header(&im);
     im.at = 0;
     ck_assert_int_eq(tl_scheduler_restore(&e->cfg, &cb, image_read, &im, &s),
-                     v >= 1 && v <= 3 ? TL_ESNAPSHOT : v == 4 ? TL_OK : TL_EVERSION);
+                     v >= 1 && v <= 3 ? TL_ESNAPSHOT
+                     : v == 4         ? TL_OK
+                                      : TL_EVERSION);
     if (s != NULL) {
       free_aside(e, s);
       s = NULL;
@@ -1472,8 +1474,8 @@ static void to_version_3(image *im) {
   ck_assert_uint_eq(get_le(im->p + 8, 4), 4);
   uint64_t len;
   size_t at = section_at(im, "POOL", &len);
-  ck_assert_uint_eq(get_le(im->p + at + 12, 4), 1);                /* one pool */
-  ck_assert_uint_eq(get_le(im->p + at + 12 + len - 4, 4), 0);      /* parent "" */
+  ck_assert_uint_eq(get_le(im->p + at + 12, 4), 1);           /* one pool */
+  ck_assert_uint_eq(get_le(im->p + at + 12 + len - 4, 4), 0); /* parent "" */
   cut_section_end(im, "POOL", 4);
   im->p[8] = 3;
   reseal(im);

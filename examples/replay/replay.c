@@ -649,11 +649,11 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
     uint32_t weight, min_share;
     const char *mode = na == 5 ? a[2].text : NULL;
     if (mode == NULL || a[2].quoted || (strcmp(mode, "FIFO") != 0 && strcmp(mode, "FAIR") != 0) ||
-        !str_arg(&a[0], &parent) || !str_arg(&a[1], &name) ||
-        !key_u32(&a[3], "weight", &weight) || !key_u32(&a[4], "min_share", &min_share))
+        !str_arg(&a[0], &parent) || !str_arg(&a[1], &name) || !key_u32(&a[3], "weight", &weight) ||
+        !key_u32(&a[4], "min_share", &min_share))
       return bad(r, op);
-    *err = tl_pool_add_child(s, parent, name, strcmp(mode, "FAIR") == 0 ? TL_FAIR : TL_FIFO,
-                             weight, min_share);
+    *err = tl_pool_add_child(s, parent, name, strcmp(mode, "FAIR") == 0 ? TL_FAIR : TL_FIFO, weight,
+                             min_share);
   } else if (strcmp(op, "kill_task") == 0) {
     uint64_t tid, interrupt;
     const char *reason;

@@ -209,9 +209,7 @@ static void apply_options(driver *d, const driver_opts *o) {
   faults_configure(d, o);
 }
 
-static void pools_warn(void *ud, const char *line) {
-  logf_(ud, "--fair-scheduler-xml: %s", line);
-}
+static void pools_warn(void *ud, const char *line) { logf_(ud, "--fair-scheduler-xml: %s", line); }
 
 /* --fair-scheduler-xml: the file's pools (pools_xml.c), read before anything starts, and no
  * stage's %POOL a pool with children (its task sets could not be submitted). 0 or 2. */

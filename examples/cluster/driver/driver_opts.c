@@ -711,17 +711,18 @@ static void resolve(driver_opts *o, const given *g) {
   for (size_t i = 0; i < o->njobs && !o->fair_scheduler_xml; i++)
     for (uint32_t k = 0; k < o->jobs[i].nstages; k++)
       if (o->jobs[i].stages[k].pool[0]) {
-        fprintf(stderr, "tl-driver: a stage names a pool (%%%s): pools need "
-                        "--fair-scheduler-xml\n",
+        fprintf(stderr,
+                "tl-driver: a stage names a pool (%%%s): pools need "
+                "--fair-scheduler-xml\n",
                 o->jobs[i].stages[k].pool);
         usage();
       }
   if ((o->crash_write || o->crash_after_release) && !o->state_dir)
     usage();
-  if (o->null_ledger && (!o->bench || o->dynamic || o->state_dir || o->kill_on_failure ||
-                         o->fair_scheduler_xml ||
-                         o->kill_after || o->external_kill_after || o->stop_after || o->nbad ||
-                         o->expect_failure || o->expect_losses != UINT64_MAX)) {
+  if (o->null_ledger &&
+      (!o->bench || o->dynamic || o->state_dir || o->kill_on_failure || o->fair_scheduler_xml ||
+       o->kill_after || o->external_kill_after || o->stop_after || o->nbad || o->expect_failure ||
+       o->expect_losses != UINT64_MAX)) {
     fprintf(stderr, "tl-driver: --null-ledger runs --bench alone: not with --job, dynamic "
                     "allocation, --state-dir, --kill-on-job-failure, --fair-scheduler-xml or a "
                     "test-only option\n");

@@ -202,13 +202,15 @@ static int children_of(reader *r, const xmlNode *el, int parent, int depth) {
         return -1;
       continue;
     }
-    unsigned bit = named(c, "schedulingMode") ? 1u : named(c, "weight") ? 2u : named(c, "minShare") ? 4u : 0u;
+    unsigned bit = named(c, "schedulingMode") ? 1u
+                   : named(c, "weight")       ? 2u
+                   : named(c, "minShare")     ? 4u
+                                              : 0u;
     if (parent < 0 || bit == 0)
       return fail(r, c, "unknown element <%s>%s", (const char *)c->name,
                   parent < 0 ? " in <allocations>" : " in a <pool>");
     if (seen & bit)
-      return fail(r, c, "<%s> twice in pool %s", (const char *)c->name,
-                  r->out->pools[parent].name);
+      return fail(r, c, "<%s> twice in pool %s", (const char *)c->name, r->out->pools[parent].name);
     seen |= bit;
     if (pool_value(r, c, &r->out->pools[parent]) < 0)
       return -1;
@@ -234,8 +236,7 @@ static int pool_element(reader *r, const xmlNode *el, int parent, int depth) {
     return fail(r, el, "a <pool> without a name");
   size_t len = strlen((const char *)name);
   if (!pools_xml_name_ok((const char *)name, len))
-    return fail(r, el,
-                "a pool's name must be 1 to %d bytes of printable ASCII, no space or comma",
+    return fail(r, el, "a pool's name must be 1 to %d bytes of printable ASCII, no space or comma",
                 POOLS_XML_NAME_MAX);
   for (size_t i = 0; i < r->out->npools; i++)
     if (strcmp(r->out->pools[i].name, (const char *)name) == 0)
@@ -263,8 +264,7 @@ static int pool_element(reader *r, const xmlNode *el, int parent, int depth) {
     return -1;
   p = &r->out->pools[me]; /* the array may have moved */
   if (strcmp(p->name, "default") == 0 &&
-      (parent >= 0 || p->children > 0 || p->mode != TL_FIFO || p->weight != 1 ||
-       p->min_share != 0))
+      (parent >= 0 || p->children > 0 || p->mode != TL_FIFO || p->weight != 1 || p->min_share != 0))
     return fail(r, el,
                 "pool default is the ledger's own: top level, no children, FIFO, weight 1, "
                 "min share 0");

@@ -14,13 +14,13 @@
 #include "taskledger.h"
 
 /* The limits (docs/cluster.md "Pools" lists them with what a file beyond each gets). */
-#define POOLS_XML_FILE_MAX (1u << 20)       /* bytes of the file */
-#define POOLS_XML_POOLS_MAX 256             /* <pool> elements */
-#define POOLS_XML_NAME_MAX 128              /* bytes of a pool's name */
+#define POOLS_XML_FILE_MAX (1u << 20)         /* bytes of the file */
+#define POOLS_XML_POOLS_MAX 256               /* <pool> elements */
+#define POOLS_XML_NAME_MAX 128                /* bytes of a pool's name */
 #define POOLS_XML_DEPTH_MAX TL_POOL_DEPTH_MAX /* <pool> inside <pool>: the ledger's own bound */
-#define POOLS_XML_VALUE_MAX 64              /* bytes of a value's text (more: not a value) */
-#define POOLS_XML_WEIGHT_MAX 1000000u       /* a weight is 1 to this */
-#define POOLS_XML_MIN_SHARE_MAX 1000000u    /* a min share is 0 to this */
+#define POOLS_XML_VALUE_MAX 64                /* bytes of a value's text (more: not a value) */
+#define POOLS_XML_WEIGHT_MAX 1000000u         /* a weight is 1 to this */
+#define POOLS_XML_MIN_SHARE_MAX 1000000u      /* a min share is 0 to this */
 
 /* One <pool>, in document order: a parent comes before its children. */
 typedef struct pool_xml {
