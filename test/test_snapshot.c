@@ -1468,6 +1468,64 @@ START_TEST(nested_pools_survive_a_restore) {
 }
 END_TEST
 
+/* An image whose pools do not make a tree is refused: a pool its own parent, a parent no
+ * earlier pool names, a task set in a pool with children. Made from a good image of pools
+ * "a" and its child "b" by changing the last byte of the POOL section (b's parent's name). */
+START_TEST(pools_that_are_not_a_tree_are_refused) {
+  tl_config cfg = snapshot_config();
+  cfg.mode = TL_FAIR;
+  cfg.speculation = false;
+  tlt_env *e = tlt_new(&cfg);
+  TLT_OK(e, tl_pool_add_child(e->s, NULL, "a", TL_FAIR, 1, 0));
+  TLT_OK(e, tl_pool_add_child(e->s, "a", "b", TL_FIFO, 1, 0));
+  TLT_OK(e, tl_pool_add_child(e->s, NULL, "c", TL_FIFO, 1, 0));
+  tlt_rebase(e);
+  tl_taskset_desc d = {.stage_id = 0, .ntasks = 1, .pool = "c"};
+  tlt_submit_desc(e, &d);
+  image im = take(e);
+  uint64_t len;
+  size_t at = section_at(&im, "POOL", &len);
+  /* The last pool is "c" (parent ""), the one before it "b" (parent "a"): b's parent's byte is
+   * 4 (c's empty parent) + 4 + 4 + 1 (its min share, weight, mode) + 1 ("c") + 4 before. */
+  size_t c_parent = at + 12 + (size_t)len - 4;
+  ck_assert_uint_eq(get_le(im.p + c_parent, 4), 0);
+  size_t b_parent = c_parent - 4 - 4 - 1 - 1 - 4 - 1;
+  ck_assert_uint_eq(im.p[b_parent], 'a');
+  ck_assert_uint_eq(get_le(im.p + b_parent - 4, 4), 1);
+  tl_callbacks cb = restore_callbacks(e);
+  tl_scheduler *s = NULL;
+  static const uint8_t bad[] = {'b', 'z', 'c'}; /* itself; no such pool; "c" holds a task set */
+  for (size_t i = 0; i < sizeof bad; i++) {
+    im.p[b_parent] = bad[i];
+    reseal(&im);
+    im.at = 0;
+    ck_assert_int_eq(tl_scheduler_restore(&e->cfg, &cb, image_read, &im, &s), TL_ESNAPSHOT);
+    ck_assert_ptr_null(s);
+  }
+  /* b's parent "a" again, and the task set moved from "c" into "a", which has a child. */
+  im.p[b_parent] = 'a';
+  uint64_t tlen;
+  size_t tset = section_at(&im, "TSET", &tlen);
+  /* The task set's pool is the first string of its record: count, id, stage, attempt,
+   * priority, tasks, cores (4 + 8 + 4 x 5), then its length (1) and "c". */
+  size_t pool_at = tset + 12 + 4 + 8 + 4 * 5;
+  ck_assert_uint_eq(get_le(im.p + pool_at, 4), 1);
+  ck_assert_uint_eq(im.p[pool_at + 4], 'c');
+  im.p[pool_at + 4] = 'a';
+  reseal(&im);
+  im.at = 0;
+  ck_assert_int_eq(tl_scheduler_restore(&e->cfg, &cb, image_read, &im, &s), TL_ESNAPSHOT);
+  ck_assert_ptr_null(s);
+  /* And back to the image as taken: it restores. */
+  im.p[pool_at + 4] = 'c';
+  reseal(&im);
+  restore_into(e, &im, NULL);
+  TLT_OK(e, tl_cancel_stage(e->s, 0, "done"));
+  free(im.p);
+  tlt_end(e);
+}
+END_TEST
+
 /* A version 3 image (no nested pools), made by the format's rules from a version 4 image whose
  * only pool is "default": without that pool's parent (POOL's last 4 bytes, an empty string). */
 static void to_version_3(image *im) {
@@ -2258,6 +2316,7 @@ Suite *tl_snapshot_suite(void) {
   tcase_add_test(tc, a_version_1_image_is_read_with_epoch_0);
   tcase_add_test(tc, a_version_3_image_restores_with_flat_pools);
   tcase_add_test(tc, nested_pools_survive_a_restore);
+  tcase_add_test(tc, pools_that_are_not_a_tree_are_refused);
   tcase_add_test(tc, a_version_2_image_restores_with_no_resources);
   tcase_add_test(tc, a_restore_brings_back_every_grant_and_every_end_gives_it_back);
   tcase_add_test(tc, an_attempt_asking_for_resources_is_never_adopted);
