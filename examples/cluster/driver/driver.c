@@ -26,6 +26,7 @@
  *             [--max-task-failures N] [--register-timeout-ms MS] [--metrics-port P]
  *             [--max-pending-connections N] [--max-connections N]
  *             [--state-dir DIR] [--snapshot-ms MS] [--recovery-timeout-ms MS]
+ *             [--fair-scheduler-xml FILE]   (a stage's %POOL: docs/cluster.md "Pools")
  *   test-only: [--kill-executor-after N] [--external-kill-after N] [--stop-executor-after N]
  *             [--bad-client MODE]... [--crash-in-state-write N:P] [--expect-losses N]
  *             [--expect-job-failure]   (faults.c; docs/cluster.md "Test-only options")
