@@ -385,7 +385,7 @@ typedef struct tl_config {
    * instead). */
   void (*events_ready)(void *ud);
   void *events_ready_ud; /* passed to events_ready */
-  /* Added in 0.2.0, at the end (zero: off, as before; docs/api.md "Speculation"). Both need
+  /* Added after 0.2.0, at the end (zero: off, as before; docs/api.md "Speculation"). Both need
    * speculation on: set with it off, tl_scheduler_new and tl_scheduler_restore answer
    * TL_EINVAL. */
   uint64_t speculation_task_duration_threshold_ns; /* a task set whose tasks all fit on one
@@ -402,6 +402,11 @@ typedef struct tl_config {
                                              task set's median run time) is speculatable (Spark's
                                              spark.executor.decommission.killInterval,
                                              SPARK-21040); 0 = off */
+  /* Added after 0.2.0 (nested pools; docs/api.md "Pools"). TL_FAIR only: a task set naming a pool
+   * that does not exist creates it, top level, FIFO, weight 1, min share 0 (Spark's
+   * FairSchedulableBuilder), instead of failing with TL_ENOENT; a submission that then fails
+   * takes the pool away again. false */
+  bool pool_auto_create;
 } tl_config;
 
 /* Fills the defaults shown above. */
@@ -859,7 +864,9 @@ typedef struct tl_taskset_desc {
  * bad tag, two equal tags, more than TL_TAGS_MAX, tags NULL with ntags > 0); TL_ERESOURCE: a
  * malformed resource request (a bad name, two requests of one name, amount 0, amounts summed
  * above TL_TASK_GRANTS_MAX, share above TL_SHARE_MAX, a share with amount other than 1);
- * TL_ENOENT: no such pool (TL_FAIR); TL_EEXIST: that stage attempt is live; TL_ENOMEM. On error the payload stays the caller's. */
+ * TL_ENOENT: no such pool (TL_FAIR, without pool_auto_create); TL_ESTATE: its pool holds child
+ * pools; TL_EEXIST: that stage attempt is live; TL_ENOMEM. On error the payload stays the
+ * caller's. */
 TL_EXTERN int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out);
 
 /* Adds a pool (TL_FAIR schedulers only; "default" exists from the start: FIFO, weight 1, min
@@ -871,12 +878,34 @@ TL_EXTERN int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id
 TL_EXTERN int tl_pool_add(tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
                           uint32_t min_share);
 
+/* Pools nest at most this deep: a top-level pool is at depth 1. */
+#define TL_POOL_DEPTH_MAX 8
+
+/* Added in 0.2.0. Adds a pool as tl_pool_add does, inside the pool parent (NULL: at the top
+ * level, as tl_pool_add). A pool holds either task sets or child pools, never both: task sets
+ * are submitted to leaf pools. An offer round visits the pools depth first (Spark's
+ * getSortedTaskSetQueue): at the top level and in every FAIR pool the children in FAIR order,
+ * by their subtree's running attempts against their own min share and weight; in a FIFO pool
+ * the children in the order they were added; then a leaf pool's task sets in its mode's order.
+ * A parent is named when its child is added and never changes, so the pools form a tree, never
+ * a cycle. TL_EINVAL: as tl_pool_add, or parent not 1 to 255 bytes, or parent equal to name;
+ * TL_ESTATE: the scheduler is TL_FIFO, or parent is "default" (which takes the task sets that
+ * name no pool, so it stays a leaf), holds task sets, or is at depth TL_POOL_DEPTH_MAX already;
+ * TL_ENOENT: no pool parent; TL_EEXIST; TL_ENOMEM. */
+TL_EXTERN int tl_pool_add_child(tl_scheduler *s, const char *parent, const char *name,
+                                tl_sched_mode mode, uint32_t weight, uint32_t min_share);
+
 typedef struct tl_pool_status {
   tl_sched_mode mode; /* between its task sets */
   uint32_t weight;    /* as added */
   uint32_t min_share; /* as added */
   uint32_t running;   /* attempts in flight of its task sets, zombies' and frozen ones included */
   uint32_t tasksets;  /* its task sets not yet released */
+  /* Added in 0.2.0 (nested pools). For a pool with children, running is the sum over its leaf
+   * pools; its tasksets is 0. */
+  uint32_t depth;           /* 1 at the top level, at most TL_POOL_DEPTH_MAX */
+  uint32_t children;        /* its child pools */
+  char parent[TL_HOST_MAX]; /* its parent's name; "" at the top level */
 } tl_pool_status;
 
 /* TL_ENOENT for an unknown pool ("default" always exists); TL_EINVAL. */

@@ -220,8 +220,13 @@ int tl_pool_get(tl_scheduler *s, const char *name, tl_pool_status *out) {
     out->mode = (tl_sched_mode)p->mode;
     out->weight = p->weight;
     out->min_share = p->min_share;
-    out->running = p->running;
+    out->running = tl__pool_running(p);
     out->tasksets = p->ntasksets;
+    out->depth = p->depth;
+    out->children = p->nchildren;
+    memset(out->parent, 0, sizeof out->parent);
+    if (p->parent != NULL)
+      memcpy(out->parent, p->parent->name, p->parent->name_len);
   }
   tl__mutex_unlock(&s->lock);
   return p != NULL ? TL_OK : TL_ENOENT;

@@ -361,6 +361,16 @@ typedef struct tl__pool {
   uint32_t min_share;                          /* running attempts it is owed first */
   uint8_t mode;                                /* tl_sched_mode between its task sets */
   uint32_t check_running, check_tasksets;      /* tl_check's scratch sums */
+  /* The tree (nested pools). A pool with children holds no task set: its running and
+   * ntasksets stay 0, and an offer round sums its leaves' into sub_running. */
+  struct tl__pool *parent;                     /* NULL at the top level */
+  tl__link on_parent;                          /* parent's children, or scheduler's top_pools */
+  tl__link children;                           /* its child pools, in the last round's order */
+  uint32_t nchildren;                          /* entries of children */
+  uint32_t depth;                              /* 1 at the top level */
+  uint32_t seq;                                /* creation order: FIFO between child pools */
+  uint32_t sub_running;                        /* round scratch: its subtree's running */
+  bool sub_queued;                             /* round scratch: its subtree queues something */
   uint32_t name_len;                           /* bytes of name */
   char name[];                                 /* NUL-terminated */
 } tl__pool;
@@ -627,6 +637,9 @@ struct tl_scheduler {
   tl__link pools;                  /* the same, in creation order */
   tl__pool *default_pool;          /* "default": the one pool under TL_FIFO */
   size_t npools;                   /* entries of pools_by_name */
+  tl__link top_pools;              /* pools at the top level (on_parent) */
+  size_t nnested;                  /* pools with a parent: 0 keeps the rounds on the flat path */
+  uint32_t pool_seq;               /* the next pool's seq */
   tl__link heartbeat_order;        /* ALIVE/DECOMMISSIONING executors, oldest heartbeat first */
   tl__link pending_order;          /* PENDING_LOSS executors with a deadline, earliest first */
   tl__link recovery_order;         /* RECOVERING executors with a deadline, earliest first */
@@ -942,6 +955,16 @@ void tl__pools_destroy(struct tl_scheduler *s);
 tl__pool *tl__pool_find(struct tl_scheduler *s, const char *name);
 int tl__pool_add(struct tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
                  uint32_t min_share);
+/* tl_pool_add_child's work (parent NULL: tl__pool_add's); the arguments are valid. */
+int tl__pool_add_child(struct tl_scheduler *s, const char *parent, const char *name,
+                       tl_sched_mode mode, uint32_t weight, uint32_t min_share);
+/* tl_submit's pool under TL_FAIR when pools nest or the config creates pools: TL_OK (*made: a
+ * pool it created for the name, which tl__pool_unmake takes away if the submission fails, or
+ * NULL), TL_ENOENT, TL_ESTATE (a pool with children), TL_ENOMEM. */
+int tl__pool_for_submit(struct tl_scheduler *s, const char *name, tl__pool **made);
+void tl__pool_unmake(struct tl_scheduler *s, tl__pool *p);
+/* The pool's running attempts: its own, or for a pool with children its leaves' summed. */
+uint32_t tl__pool_running(const tl__pool *p);
 /* The queue's order in pool p: FIFO (priority, stage id, id) or FAIR (queue_running, stage id,
  * stage attempt, id). */
 bool tl__queue_before(const tl__pool *p, const tl__taskset *a, const tl__taskset *b);

@@ -169,6 +169,16 @@ void tl__jfmt_pool_add(tl__text *w, const char *name, tl_sched_mode mode, uint32
   key_u64(w, "min_share", min_share);
 }
 
+void tl__jfmt_pool_add_child(tl__text *w, const char *parent, const char *name, tl_sched_mode mode,
+                             uint32_t weight, uint32_t min_share) {
+  tl__text_str(w, "pool_add_child");
+  arg_str(w, parent);
+  arg_str(w, name);
+  tl__text_str(w, mode == TL_FAIR ? " FAIR" : " FIFO");
+  key_u64(w, "weight", weight);
+  key_u64(w, "min_share", min_share);
+}
+
 void tl__jfmt_kill_task(tl__text *w, tl_tid tid, bool interrupt, const char *reason) {
   tl__text_str(w, "kill_task");
   key_u64(w, "tid", tid);
@@ -351,7 +361,7 @@ void tl__journal_account(tl__checker *c) {
 
 void tl__journal_start(struct tl_scheduler *s) {
   const tl_config *c = &s->cfg;
-  char line[1536]; /* the longest line (every field at its widest) is some 1,210 bytes */
+  char line[2048]; /* the longest line (every field at its widest) is some 1,250 bytes */
   s->cfg.journal(s->cfg.journal_ud, "# taskledger journal v3");
   snprintf(line, sizeof line,
            "config mode=%s cpus_per_task=%" PRIu32 " max_task_failures=%" PRIu32
@@ -413,6 +423,10 @@ void tl__journal_start(struct tl_scheduler *s) {
   if (c->delivery == TL_DELIVER_DEFERRED) {
     size_t used = strlen(line);
     snprintf(line + used, sizeof line - used, " delivery=DEFERRED");
+  }
+  if (c->pool_auto_create) { /* written only when on, like exclusion's fields */
+    size_t used = strlen(line);
+    snprintf(line + used, sizeof line - used, " pool_auto_create=1");
   }
   s->cfg.journal(s->cfg.journal_ud, line);
 }

@@ -19,6 +19,15 @@
  * placed: an end re-places the task set at once; launches re-place it at the end of the offer
  * round (Spark sorts once per round, so within a round the order does not move).
  *
+ * Pools nest (tl_pool_add_child): a pool holds either task sets or child pools, never both, at
+ * most TL_POOL_DEPTH_MAX deep; a parent is named at creation and never changes, so the pools
+ * form a tree. Only leaf pools count running attempts, so a launch or an end touches one pool
+ * as before; an offer round with nested pools sums the leaves into their ancestors once
+ * (O(pools), as the flat round's sort already is), sorts each list of children it descends
+ * into (FAIR by those sums, or FIFO by creation) and lists the leaf pools depth first, the
+ * order Spark's getSortedTaskSetQueue gives. While no pool has a parent, the round takes the
+ * flat path it always took.
+ *
  * Everything here runs under the scheduler's lock.
  */
 #include "checker.h"
@@ -33,9 +42,9 @@ tl__pool *tl__pool_find(struct tl_scheduler *s, const char *name) {
   return p;
 }
 
-/* Makes a pool; NULL on TL_ENOMEM (nothing changed). */
-static tl__pool *pool_new(struct tl_scheduler *s, const char *name, tl_sched_mode mode,
-                          uint32_t weight, uint32_t min_share) {
+/* Makes a pool in parent (NULL: top level); NULL on TL_ENOMEM (nothing changed). */
+static tl__pool *pool_new(struct tl_scheduler *s, tl__pool *parent, const char *name,
+                          tl_sched_mode mode, uint32_t weight, uint32_t min_share) {
   size_t len = strlen(name);
   tl__pool *p = tl__calloc(s, 1, pool_size(len));
   if (p == NULL)
@@ -51,13 +60,25 @@ static tl__pool *pool_new(struct tl_scheduler *s, const char *name, tl_sched_mod
     return NULL;
   }
   tl__list_insert_tail(&s->pools, &p->on_scheduler);
+  tl__list_init(&p->children);
+  p->parent = parent;
+  p->depth = parent != NULL ? parent->depth + 1 : 1;
+  p->seq = s->pool_seq++;
+  if (parent != NULL) {
+    tl__list_insert_tail(&parent->children, &p->on_parent);
+    parent->nchildren++;
+    s->nnested++;
+  } else {
+    tl__list_insert_tail(&s->top_pools, &p->on_parent);
+  }
   s->npools++;
   return p;
 }
 
 int tl__pools_init(struct tl_scheduler *s) {
   tl__list_init(&s->pools);
-  s->default_pool = pool_new(s, "default", TL_FIFO, 1, 0);
+  tl__list_init(&s->top_pools);
+  s->default_pool = pool_new(s, NULL, "default", TL_FIFO, 1, 0);
   return s->default_pool != NULL ? TL_OK : TL_ENOMEM;
 }
 
@@ -71,11 +92,59 @@ void tl__pools_destroy(struct tl_scheduler *s) {
 
 int tl__pool_add(struct tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
                  uint32_t min_share) {
+  return tl__pool_add_child(s, NULL, name, mode, weight, min_share);
+}
+
+int tl__pool_add_child(struct tl_scheduler *s, const char *parent, const char *name,
+                       tl_sched_mode mode, uint32_t weight, uint32_t min_share) {
   if (s->cfg.mode != TL_FAIR)
     return TL_ESTATE;
+  tl__pool *up = NULL;
+  if (parent != NULL) {
+    if ((up = tl__pool_find(s, parent)) == NULL)
+      return TL_ENOENT;
+    /* "default" takes every task set that names no pool: it stays a leaf. */
+    if (up == s->default_pool || up->ntasksets > 0 || up->depth >= TL_POOL_DEPTH_MAX)
+      return TL_ESTATE;
+  }
   if (tl__pool_find(s, name) != NULL)
     return TL_EEXIST;
-  return pool_new(s, name, mode, weight, min_share) != NULL ? TL_OK : TL_ENOMEM;
+  return pool_new(s, up, name, mode, weight, min_share) != NULL ? TL_OK : TL_ENOMEM;
+}
+
+int tl__pool_for_submit(struct tl_scheduler *s, const char *name, tl__pool **made) {
+  *made = NULL;
+  tl__pool *p = tl__pool_find(s, name);
+  if (p == NULL && s->cfg.pool_auto_create) {
+    /* Spark's FairSchedulableBuilder: a pool the allocation file did not name is made with
+     * the defaults, at the top level. */
+    if ((p = pool_new(s, NULL, name, TL_FIFO, 1, 0)) == NULL)
+      return TL_ENOMEM;
+    *made = p;
+  }
+  if (p == NULL)
+    return TL_ENOENT;
+  return p->nchildren == 0 ? TL_OK : TL_ESTATE;
+}
+
+/* Takes away a pool tl__pool_for_submit made, which nothing has used since: a top-level leaf
+ * with no task set, the last one made. */
+void tl__pool_unmake(struct tl_scheduler *s, tl__pool *p) {
+  HASH_DELETE(hh_by_name, s->pools_by_name, p);
+  tl__list_remove(&p->on_scheduler);
+  tl__list_remove(&p->on_parent);
+  s->npools--;
+  s->pool_seq--;
+  tl__free(s, p, pool_size(p->name_len));
+}
+
+uint32_t tl__pool_running(const tl__pool *p) {
+  if (p->nchildren == 0)
+    return p->running;
+  uint32_t sum = 0;
+  for (const tl__link *l = p->children.next; l != &p->children; l = l->next)
+    sum += tl__pool_running(tl__container_of(l, tl__pool, on_parent));
+  return sum;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -179,10 +248,118 @@ static int fair_compare_qsort(const void *x, const void *y) {
   return fair_compare(*(tl__pool *const *)x, *(tl__pool *const *)y);
 }
 
+/* Between children: FAIR by their subtrees' running attempts, or FIFO by creation. */
+static bool child_before(tl_sched_mode mode, const tl__pool *a, const tl__pool *b) {
+  if (mode != TL_FAIR)
+    return a->seq < b->seq;
+  bool needy_a = a->sub_running < a->min_share, needy_b = b->sub_running < b->min_share;
+  if (needy_a != needy_b)
+    return needy_a;
+  uint64_t lhs, rhs;
+  if (needy_a) {
+    lhs = (uint64_t)a->sub_running * (b->min_share > 1 ? b->min_share : 1);
+    rhs = (uint64_t)b->sub_running * (a->min_share > 1 ? a->min_share : 1);
+  } else {
+    lhs = (uint64_t)a->sub_running * b->weight;
+    rhs = (uint64_t)b->sub_running * a->weight;
+  }
+  if (lhs != rhs)
+    return lhs < rhs;
+  return strcmp(a->name, b->name) < 0;
+}
+
+/* Sorts a list of child pools in place (a merge sort: stable, allocates nothing, O(k log k)). */
+static void children_sort(tl__link *head, tl_sched_mode mode) {
+  if (head->next == head || head->next->next == head)
+    return;
+  /* Unlinked into a NULL-terminated chain through next; prev is rebuilt at the end. */
+  tl__link *list = head->next;
+  head->prev->next = NULL;
+  for (size_t width = 1;; width *= 2) {
+    tl__link *out = NULL, **tail = &out, *p = list;
+    size_t merges = 0;
+    while (p != NULL) {
+      merges++;
+      tl__link *q = p;
+      size_t plen = 0, qlen = width;
+      while (plen < width && q != NULL) {
+        plen++;
+        q = q->next;
+      }
+      while (plen > 0 || (qlen > 0 && q != NULL)) {
+        tl__link *e;
+        if (plen == 0) {
+          e = q, q = q->next, qlen--;
+        } else if (qlen == 0 || q == NULL) {
+          e = p, p = p->next, plen--;
+        } else if (child_before(mode, tl__container_of(q, tl__pool, on_parent),
+                                tl__container_of(p, tl__pool, on_parent))) {
+          e = q, q = q->next, qlen--;
+        } else {
+          e = p, p = p->next, plen--;
+        }
+        *tail = e;
+        tail = &e->next;
+      }
+      p = q;
+    }
+    *tail = NULL;
+    list = out;
+    if (merges <= 1)
+      break;
+  }
+  tl__link *prev = head;
+  for (tl__link *l = list; l != NULL; prev = l, l = l->next)
+    l->prev = prev;
+  prev->next = head;
+  head->prev = prev;
+  head->next = list;
+}
+
+/* Sums every pool's subtree into sub_running and sub_queued (post order). */
+static void subtree_sum(tl__pool *p) {
+  if (p->nchildren == 0) {
+    p->sub_running = p->running;
+    p->sub_queued = p->queue[0] != NULL;
+    return;
+  }
+  uint32_t running = 0;
+  bool queued = false;
+  for (tl__link *l = p->children.next; l != &p->children; l = l->next) {
+    tl__pool *c = tl__container_of(l, tl__pool, on_parent);
+    subtree_sum(c);
+    running += c->sub_running;
+    queued |= c->sub_queued;
+  }
+  p->sub_running = running;
+  p->sub_queued = queued;
+}
+
+/* Lists the leaf pools below head that queue something, depth first, each list of children
+ * sorted by its parent's mode (the top level's: FAIR). */
+static size_t leaves_in_order(tl__link *head, tl_sched_mode mode, tl__pool **order, size_t n) {
+  children_sort(head, mode);
+  for (tl__link *l = head->next; l != head; l = l->next) {
+    tl__pool *c = tl__container_of(l, tl__pool, on_parent);
+    if (!c->sub_queued)
+      continue;
+    if (c->nchildren == 0)
+      order[n++] = c;
+    else
+      n = leaves_in_order(&c->children, (tl_sched_mode)c->mode, order, n);
+  }
+  return n;
+}
+
 size_t tl__pools_in_order(struct tl_scheduler *s, tl__pool **order) {
   if (s->npools == 1) { /* "default" alone, the usual case under TL_FIFO */
     order[0] = s->default_pool;
     return s->default_pool->queue[0] != NULL ? 1 : 0;
+  }
+  if (s->nnested > 0) {
+    for (tl__link *l = s->top_pools.next; l != &s->top_pools; l = l->next)
+      subtree_sum(tl__container_of(l, tl__pool, on_parent));
+    return leaves_in_order(&s->top_pools, TL_FAIR, order, 0);
   }
   size_t n = 0;
   for (tl__link *l = s->pools.next; l != &s->pools; l = l->next) {
@@ -226,14 +403,46 @@ int tl__pools_check(tl__checker *c, size_t queued, const size_t queued_at[TL__QU
       }
     }
   }
-  size_t npools = 0;
+  size_t npools = 0, nnested = 0, listed = 0;
   for (tl__pool *p = s->pools_by_name; p != NULL; p = p->hh_by_name.next) {
     npools++;
     tl__check_account(c, pool_size(p->name_len));
     TL__CHECK(c, p->running == p->check_running && p->ntasksets == p->check_tasksets,
               "pool %s: %u running in %u task sets, its task sets have %u in %u", p->name,
               p->running, p->ntasksets, p->check_running, p->check_tasksets);
+    /* The tree: depth one more than the parent's, within the bound (so no cycle); children
+     * that name it as parent, counted; a pool with children holds no task set. */
+    TL__CHECK(c,
+              p->parent != NULL ? p->depth == p->parent->depth + 1 && p->parent->nchildren > 0
+                                : p->depth == 1,
+              "pool %s: depth %u, its parent %s", p->name, p->depth,
+              p->parent != NULL ? p->parent->name : "(none)");
+    TL__CHECK(c, p->depth >= 1 && p->depth <= TL_POOL_DEPTH_MAX && p->seq < s->pool_seq,
+              "pool %s: depth %u or creation number %u out of range", p->name, p->depth, p->seq);
+    nnested += p->parent != NULL;
+    uint32_t nchildren = 0;
+    for (const tl__link *l = p->children.next; l != &p->children; l = l->next) {
+      const tl__pool *child = tl__container_of(l, tl__pool, on_parent);
+      TL__CHECK(c, ++nchildren <= s->npools && child->parent == p,
+                "pool %s: its list of children does not end, or holds %s of parent %s", p->name,
+                child->name, child->parent != NULL ? child->parent->name : "(none)");
+    }
+    listed += nchildren;
+    TL__CHECK(c, nchildren == p->nchildren, "pool %s lists %u children, count says %u", p->name,
+              nchildren, p->nchildren);
+    TL__CHECK(c, nchildren == 0 || (p->ntasksets == 0 && p->queue[0] == NULL),
+              "pool %s has %u children and %u task sets", p->name, nchildren, p->ntasksets);
   }
+  size_t top = 0;
+  for (const tl__link *l = s->top_pools.next; l != &s->top_pools; l = l->next) {
+    const tl__pool *p = tl__container_of(l, tl__pool, on_parent);
+    TL__CHECK(c, ++top <= s->npools && p->parent == NULL,
+              "the top-level pools do not end, or list %s of parent %s", p->name,
+              p->parent != NULL ? p->parent->name : "(none)");
+  }
+  TL__CHECK(c, nnested == s->nnested && top + listed == npools,
+            "%zu pools with a parent (count says %zu); %zu at the top and %zu children of %zu",
+            nnested, s->nnested, top, listed, npools);
   TL__CHECK(c,
             npools == s->npools && s->default_pool != NULL &&
                 tl__pool_find(s, "default") == s->default_pool,

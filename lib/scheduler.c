@@ -494,6 +494,20 @@ int tl_pool_add(tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t 
   return journal_leave(s, j, &w, err, NULL);
 }
 
+int tl_pool_add_child(tl_scheduler *s, const char *parent, const char *name, tl_sched_mode mode,
+                      uint32_t weight, uint32_t min_share) {
+  if (s == NULL || tl__name_len(name, TL_HOST_MAX) == 0 || (mode != TL_FIFO && mode != TL_FAIR) ||
+      weight == 0 ||
+      (parent != NULL && (tl__name_len(parent, TL_HOST_MAX) == 0 || strcmp(parent, name) == 0)))
+    return TL_EINVAL;
+  int err = enter(s);
+  if (err != TL_OK)
+    return err;
+  JOURNAL_OPEN(s, tl__jfmt_pool_add_child(&w, parent, name, mode, weight, min_share));
+  err = tl__pool_add_child(s, parent, name, mode, weight, min_share);
+  return journal_leave(s, j, &w, err, NULL);
+}
+
 int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out) {
   if (s == NULL || d == NULL || d->ntasks == 0 || d->ntasks == TL__NONE ||
       (d->pool != NULL && tl__name_len(d->pool, TL_HOST_MAX) == 0) ||
@@ -507,7 +521,13 @@ int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out) {
     return err;
   JOURNAL_OPEN(s, tl__jfmt_submit(&w, d));
   tl_taskset_id id = 0;
-  err = tl__submit(s, d, &id);
+  tl__pool *made = NULL; /* a pool made for this task set: taken away again if it fails */
+  if (s->cfg.mode == TL_FAIR && d->pool != NULL && (s->nnested > 0 || s->cfg.pool_auto_create))
+    err = tl__pool_for_submit(s, d->pool, &made);
+  if (err == TL_OK)
+    err = tl__submit(s, d, &id);
+  if (err != TL_OK && made != NULL)
+    tl__pool_unmake(s, made);
   if (err == TL_OK && out != NULL)
     *out = id;
   char extra[32] = "";

@@ -37,7 +37,7 @@
 
 #define SNAP_MAGIC "TLSNAP\r\n"
 /* The version written; 1 (no epoch), 2 (no resources) and 3 (no retry policy nor tags, no
- * decommission time) are still read. */
+ * decommission time, no nested pools) are still read. */
 #define SNAP_VERSION 4u
 #define SNAP_HEADER 40u
 #define SNAP_CHUNK 65536u
@@ -330,6 +330,10 @@ static void save_body(struct tl_scheduler *s, tl__wbuf *w, uint64_t now) {
     tl__put_u8(w, p->mode);
     tl__put_u32(w, p->weight);
     tl__put_u32(w, p->min_share);
+    if (p->parent != NULL) /* version 4: its parent, made before it; "" at the top level */
+      tl__put_str(w, p->parent->name, p->parent->name_len);
+    else
+      tl__put_str(w, "", 0);
   }
   section_close(w, at);
 
@@ -464,17 +468,20 @@ static int restore_counters(struct tl_scheduler *s, tl__rbuf *r, uint32_t versio
   return TL_OK;
 }
 
-static int restore_pools(struct tl_scheduler *s, tl__rbuf *r) {
-  uint32_t n = tl__get_count(r, 13);
+static int restore_pools(struct tl_scheduler *s, tl__rbuf *r, uint32_t version) {
+  uint32_t n = tl__get_count(r, version >= 4 ? 17 : 13);
   if (n == 0)
     tl__rbuf_fail(r, TL__RFAULT_RANGE);
   for (uint32_t i = 0; i < n && !r->bad; i++) {
-    char name[TL_ID_MAX];
-    size_t len;
+    char name[TL_ID_MAX], parent[TL_ID_MAX] = "";
+    size_t len, parent_len = 0;
     tl__get_cstr(r, 1, name, sizeof name, &len);
     uint8_t mode = tl__get_enum(r, 2);
     uint32_t weight = tl__get_u32(r), min_share = tl__get_u32(r);
-    if (r->bad || weight == 0 || (i == 0) != (strcmp(name, "default") == 0)) {
+    if (version >= 4)
+      tl__get_cstr(r, 0, parent, sizeof parent, &parent_len);
+    if (r->bad || weight == 0 || (i == 0) != (strcmp(name, "default") == 0) ||
+        (i == 0 && parent_len != 0) || strcmp(name, parent) == 0) {
       tl__rbuf_fail(r, TL__RFAULT_RANGE);
       break;
     }
@@ -484,7 +491,8 @@ static int restore_pools(struct tl_scheduler *s, tl__rbuf *r) {
       s->default_pool->min_share = min_share;
       continue;
     }
-    int err = tl__pool_add(s, name, (tl_sched_mode)mode, weight, min_share);
+    int err = tl__pool_add_child(s, parent_len != 0 ? parent : NULL, name, (tl_sched_mode)mode,
+                                 weight, min_share);
     if (err == TL_ENOMEM)
       return err;
     if (err != TL_OK)
@@ -732,7 +740,7 @@ static int restore_taskset(struct tl_scheduler *s, tl__rbuf *r, uint32_t version
   uint64_t result_bytes = tl__get_u64(r);
   tl__pool *pool = r->bad ? NULL : tl__pool_find(s, pool_name);
   bool barrier = (flags & TS_BARRIER) != 0, speculation = (flags & TS_SPECULATION) != 0;
-  if (r->bad || pool == NULL || id == 0 || id >= s->next_taskset_id ||
+  if (r->bad || pool == NULL || pool->nchildren > 0 || id == 0 || id >= s->next_taskset_id ||
       tl__taskset_find(s, id) != NULL || ntasks == 0 || ntasks > UINT32_MAX - 2 || cpus == 0 ||
       flags >= 32 || speculation != (s->cfg.speculation && !barrier) ||
       ntasks > (r->len - r->at) / 7)
@@ -1083,7 +1091,7 @@ static int restore_body(restore_state *rs, tl__rbuf *body) {
   if ((err = section_end(&r, restore_counters(s, &r, rs->version))) != TL_OK)
     return err;
   r = section(body, SEC_POOLS);
-  if ((err = section_end(&r, restore_pools(s, &r))) != TL_OK)
+  if ((err = section_end(&r, restore_pools(s, &r, rs->version))) != TL_OK)
     return err;
   r = section(body, SEC_EXECUTORS);
   if ((err = section_end(&r, restore_executors(rs, &r))) != TL_OK)

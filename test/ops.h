@@ -31,7 +31,7 @@ typedef enum tlo_kind {
   TLO_CLOCK = 13,        /* moves the manual clock (forward, or back a little); no call */
   TLO_TICK = 14,         /* tl_tick, its answer checked */
   TLO_INSPECT = 15,      /* tl_executor_get, tl_taskset_get and tl_explain_taskset */
-  TLO_POOL_ADD = 16,     /* tl_pool_add (TL_FAIR; TL_ESTATE under TL_FIFO) */
+  TLO_POOL_ADD = 16,     /* tl_pool_add or tl_pool_add_child (TL_FAIR; TL_ESTATE under TL_FIFO) */
   TLO_UPDATES = 17,      /* tl_status_updates: a batch of one executor's updates */
   TLO_SNAPSHOT = 18,     /* tl_snapshot, tl_scheduler_free, tl_scheduler_restore: a failover */
   TLO_RECONCILE = 19,    /* tl_executor_reconcile of a restored (RECOVERING) executor */
@@ -203,6 +203,9 @@ typedef struct tlo_outcome {
   uint64_t resubmitted;      /* TL_END_RESUBMITTED */
   uint64_t barrier_launches; /* barrier task sets launched (whole) */
   uint64_t fair_rounds;      /* offer rounds that visited more than one pool */
+  uint64_t nested_pools;     /* pools added inside another */
+  uint64_t nested_rounds;    /* offer rounds that visited leaf pools below the top level */
+  uint64_t auto_pools;       /* pools tl_submit made for unknown names (pool_auto_create) */
   /* Locality (docs/locality.md). */
   uint64_t loc_launches[5]; /* launches of task sets with preferences, per tl_locality */
   uint64_t waits_out;       /* levels left because their wait ran out (at an offer) */

@@ -190,8 +190,10 @@ void tlo_do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio, u
   } else {
     if (r->cfg.mode == TL_FAIR && pname != NULL) {
       in_pool = pool;
-      if (!r->pools[pool].exists)
+      if (!r->pools[pool].exists && !r->cfg.pool_auto_create)
         want = TL_ENOENT;
+      else if (r->pools[pool].exists && r->pools[pool].nchildren > 0)
+        want = TL_ESTATE;
     }
     for (uint32_t k = 0; k < r->nts && want == TL_OK; k++)
       if (!r->ts[k].released && r->ts[k].stage == stage && r->ts[k].sattempt == sattempt)
@@ -199,6 +201,13 @@ void tlo_do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio, u
   }
   uint32_t k = r->nts;
   mts *t = &r->ts[k];
+  if (want == TL_OK && r->cfg.mode == TL_FAIR && pname != NULL && !r->pools[pool].exists) {
+    /* Made with Spark's defaults; its record joins the baseline, as an added pool's does. */
+    tlo_pool_make(r, pool, TL_FIFO, 1, 0, -1);
+    r->f_auto_pools++;
+    r->base_bytes += r->pool_bytes + strlen(pname) + 1;
+    r->base_blocks++;
+  }
   if (want == TL_OK) {
     int older = tlo_active_of(r, stage);
     memset(t, 0, sizeof *t);
@@ -303,32 +312,79 @@ void tlo_do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio, u
     tlo_fail(r, "tl_submit gave id %" PRIu64 ", the model says %" PRIu64, id, t->id);
 }
 
-/* tl_pool_add. A pool lives as long as the scheduler, so the memory it takes joins the empty
+void tlo_pool_make(tlo_run *r, unsigned p, tl_sched_mode mode, uint32_t weight, uint32_t min_share,
+                   int parent) {
+  mpool *m = &r->pools[p];
+  *m = (mpool){true, mode, weight, min_share, parent, 1, 0, r->pool_seq++};
+  if (parent >= 0) {
+    m->depth = r->pools[parent].depth + 1;
+    r->pools[parent].nchildren++;
+  }
+}
+
+uint32_t tlo_pool_running(const tlo_run *r, unsigned p) {
+  uint32_t running = 0;
+  if (r->pools[p].nchildren > 0) {
+    for (unsigned q = 0; q < NPOOLNAMES; q++)
+      if (r->pools[q].exists && r->pools[q].parent == (int)p)
+        running += tlo_pool_running(r, q);
+    return running;
+  }
+  for (uint32_t k = 0; k < r->nts; k++)
+    if (!r->ts[k].released && r->ts[k].pool == p)
+      running += r->ts[k].nrunning;
+  return running;
+}
+
+/* tl_pool_add (parent_sel 0), or tl_pool_add_child in tlo_pool_names[parent_sel - 1] (NULL: the
+ * top level). A pool lives as long as the scheduler, so the memory it takes joins the empty
  * scheduler's baseline. */
-void tlo_do_pool_add(tlo_run *r, unsigned pool, unsigned mode, uint32_t weight,
-                     uint32_t min_share) {
+void tlo_do_pool_add(tlo_run *r, unsigned pool, unsigned mode, uint32_t weight, uint32_t min_share,
+                     unsigned parent_sel) {
   const char *name = tlo_pool_names[pool];
+  bool child = parent_sel > 0;
+  unsigned parent = child ? parent_sel - 1 : 0;
+  const char *pname = child ? tlo_pool_names[parent] : NULL;
   int want;
-  if (!pool_name_valid(name) || mode > TL_FAIR || weight == 0)
+  bool has_tasksets = false;
+  for (uint32_t k = 0; child && k < r->nts; k++)
+    has_tasksets |= !r->ts[k].released && r->ts[k].pool == parent;
+  if (!pool_name_valid(name) || mode > TL_FAIR || weight == 0 ||
+      (pname != NULL && (!pool_name_valid(pname) || strcmp(pname, name) == 0)))
     want = TL_EINVAL;
   else if (r->cfg.mode != TL_FAIR)
+    want = TL_ESTATE;
+  else if (pname != NULL && !r->pools[parent].exists)
+    want = TL_ENOENT;
+  else if (pname != NULL &&
+           (parent == POOL_DEFAULT || has_tasksets || r->pools[parent].depth >= TL_POOL_DEPTH_MAX))
     want = TL_ESTATE;
   else if (r->pools[pool].exists)
     want = TL_EEXIST;
   else
     want = TL_OK;
-  if (want == TL_OK)
-    r->pools[pool] = (mpool){true, (tl_sched_mode)mode, weight, min_share};
-  char d[96];
-  snprintf(d, sizeof d, "pool_add %.8s mode=%u weight=%u min_share=%u",
+  if (want == TL_OK) {
+    tlo_pool_make(r, pool, (tl_sched_mode)mode, weight, min_share,
+                  pname != NULL ? (int)parent : -1);
+    r->f_nested_pools += pname != NULL;
+  }
+  char d[128];
+  snprintf(d, sizeof d, "pool_add%s %.8s%s%.8s mode=%u weight=%u min_share=%u",
+           child ? "_child" : "",
            name == NULL      ? "(null)"
            : name[0] == '\0' ? "\"\""
                              : name,
+           child ? " in " : "",
+           !child             ? ""
+           : pname == NULL    ? "(null)"
+           : pname[0] == '\0' ? "\"\""
+                              : pname,
            mode, weight, min_share);
   tl_stats before, after;
   tl_stats_get(r->s, &before);
   tlo_note_call(r, d);
-  int rc = tl_pool_add(r->s, name, (tl_sched_mode)mode, weight, min_share);
+  int rc = child ? tl_pool_add_child(r->s, pname, name, (tl_sched_mode)mode, weight, min_share)
+                 : tl_pool_add(r->s, name, (tl_sched_mode)mode, weight, min_share);
   tlo_expect_rc(r, d, rc, want);
   if (!r->in_cb)
     tlo_dispatch_all(r); /* deferred: the journal line it queued is not the pool's */

@@ -25,8 +25,10 @@ enum { F_EXEC, F_TID, F_STAGE, F_A, F_B, F_C, F_D, F_FLAGS, F_MSG, F_OFFERS, F_U
  *             c: ntasks 0-12 (0 invalid); flags bits 0-1: cpus per task 0-2 (0 = the
  *             config's; 3 is 0), bit 2: shuffle_map, bit 3: barrier; d: pool (tlo_pool_names:
  *             0 NULL, 1 "default", 2-4 "a"-"c", 5 255 bytes, 6 "" and 7 256 bytes invalid).
- *   POOL_ADD  d: name (tlo_pool_names); a: mode (0 FIFO, 1 FAIR, 2 invalid); b: weight {0 =
- *             invalid, 1, 2, 5}; c: min share {0, 1, 2, 4}.
+ *   POOL_ADD  d: name (tlo_pool_names); a: bits 0-1 mode (0 FIFO, 1 FAIR, 2 invalid; 3 is 0),
+ *             bits 2-7 parent modulo 9 (0: tl_pool_add; k: tl_pool_add_child in
+ *             tlo_pool_names[k - 1], NULL for the top level); b: weight {0 = invalid, 1, 2, 5};
+ *             c: min share {0, 1, 2, 4}.
  *   KILL_TASK tid; flags bit 0: interrupt; msg.  KILL_STAGE, CANCEL_STAGE: stage (6 = 99),
  *             flags, msg.  PARTITION: stage, a: index 0-13.
  *   OFFER     noffers, then exec and cores (0-4) of each; a: cap 0-16; flags bit 0: one more

@@ -100,12 +100,15 @@ static void cmp_pool(tlo_run *r, unsigned p) {
   }
   if (rc != TL_OK)
     return;
-  uint32_t running = 0, tasksets = 0;
+  uint32_t running = tlo_pool_running(r, p), tasksets = 0;
   for (uint32_t k = 0; k < r->nts; k++)
-    if (!r->ts[k].released && r->ts[k].pool == p) {
-      running += r->ts[k].nrunning;
-      tasksets++;
-    }
+    tasksets += !r->ts[k].released && r->ts[k].pool == p;
+  const mpool *m = &r->pools[p];
+  const char *parent = m->parent >= 0 ? tlo_pool_names[m->parent] : "";
+  CMP_OF(r, "pool", name, "depth", st.depth, m->depth);
+  CMP_OF(r, "pool", name, "children", st.children, m->nchildren);
+  if (strcmp(st.parent, parent) != 0)
+    tlo_fail(r, "pool %.12s: parent %.12s, the model says %.12s", name, st.parent, parent);
   CMP_OF(r, "pool", name, "mode", st.mode, r->pools[p].mode);
   CMP_OF(r, "pool", name, "weight", st.weight, r->pools[p].weight);
   CMP_OF(r, "pool", name, "min_share", st.min_share, r->pools[p].min_share);

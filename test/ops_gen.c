@@ -271,9 +271,9 @@ void tlo_gen_op(tlo_run *r, tlo_op *op) {
     if (fair && p < 60) {
       unsigned cand[NPOOLNAMES], n = 0;
       for (unsigned q = 1; q < NPOOLNAMES; q++)
-        if (r->pools[q].exists)
+        if (r->pools[q].exists && (r->pools[q].nchildren == 0 || chance(r, 10)))
           cand[n++] = q;
-      op->d = (uint8_t)cand[rnd(r, n)];
+      op->d = n > 0 ? (uint8_t)cand[rnd(r, n)] : POOL_DEFAULT;
     } else {
       op->d = p < 85 ? 0 : p < 97 ? (uint8_t)(1 + rnd(r, 5)) : (uint8_t)(6 + rnd(r, 2));
     }
@@ -284,6 +284,16 @@ void tlo_gen_op(tlo_run *r, tlo_op *op) {
   case TLO_POOL_ADD:
     op->d = chance(r, 85) ? (uint8_t)(2 + rnd(r, 4)) : (uint8_t)rnd(r, NPOOLNAMES);
     op->a = chance(r, 95) ? (uint8_t)rnd(r, 2) : 2;
+    /* Its parent (a's bits 2 and up): mostly none (tl_pool_add), often a pool that exists
+     * (tl_pool_add_child), now and then any name, NULL and invalid ones included. */
+    if (chance(r, 45)) {
+      unsigned cand[NPOOLNAMES], n = 0;
+      for (unsigned q = 0; q < NPOOLNAMES; q++)
+        if (r->pools[q].exists)
+          cand[n++] = q;
+      unsigned parent = chance(r, 85) && n > 0 ? cand[rnd(r, n)] : rnd(r, NPOOLNAMES);
+      op->a |= (uint8_t)((parent + 1) << 2);
+    }
     op->b = chance(r, 95) ? (uint8_t)(1 + rnd(r, 3)) : 0;
     op->c = (uint8_t)rnd(r, 4);
     break;

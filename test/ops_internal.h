@@ -208,8 +208,12 @@ typedef struct mts {
 /* A pool (tlo_pool_names[k] is its name). */
 typedef struct mpool {
   bool exists;        /* added ("default": from the start) */
-  tl_sched_mode mode; /* between its task sets */
+  tl_sched_mode mode; /* between its task sets, or its child pools */
   uint32_t weight, min_share;
+  int parent;         /* its parent's index in tlo_pool_names; -1 at the top level */
+  unsigned depth;     /* 1 at the top level */
+  unsigned nchildren; /* pools whose parent it is */
+  uint32_t seq;       /* creation order: FIFO between child pools */
 } mpool;
 
 /* A map output of an active shuffle-map task set, on the executor that wrote it. */
@@ -308,6 +312,8 @@ typedef struct tlo_run {
 
   mts ts[MAXTS];                /* payload of ts[k] is &ts[k] */
   mpool pools[NPOOLNAMES];      /* by name (tlo_pool_names) */
+  uint32_t pool_seq;            /* the next pool's seq */
+  size_t pool_bytes;            /* a pool record less its name's bytes (measured at the start) */
   mout *outs;                   /* map outputs, in the order they were written */
   size_t nouts, outcap;         /* their number; room */
   uint64_t next_spec;           /* when tl_tick looks for slow tasks next */
@@ -376,6 +382,8 @@ typedef struct tlo_run {
   uint64_t f_spec_threshold, f_spec_decom;   /* speculatable by the threshold, by the kill */
   uint64_t f_spec_submitted, f_spec_launches, f_lost_races, f_late_reports, f_too_large,
       f_resubmitted, f_barrier_launches, f_fair_rounds; /* and the policy features' */
+  uint64_t f_nested_pools, f_nested_rounds, f_auto_pools; /* pools in pools, rounds over them,
+                                                             pools tl_submit made */
   uint64_t f_loc_launches[NLEVELS]; /* launches per locality level, of task sets with prefs */
   uint64_t f_waits_out, f_skips, f_resets, f_recomputes, f_loc_revives; /* delay scheduling */
   uint64_t wait_ns[NLEVELS];             /* each level's wait (0 at TL_NO_PREF and TL_ANY) */
@@ -602,7 +610,13 @@ void tlo_do_heartbeat(tlo_run *r, mexec *x);
 void tlo_do_decommission(tlo_run *r, mexec *x, const char *msg);
 void tlo_do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio, uint32_t ntasks,
                    uint32_t cpus, unsigned pool, bool shuffle, bool barrier, const mprefs *prefs);
-void tlo_do_pool_add(tlo_run *r, unsigned pool, unsigned mode, uint32_t weight, uint32_t min_share);
+void tlo_do_pool_add(tlo_run *r, unsigned pool, unsigned mode, uint32_t weight, uint32_t min_share,
+                     unsigned parent_sel);
+/* Makes pool p in the model (parent -1: top level). */
+void tlo_pool_make(tlo_run *r, unsigned p, tl_sched_mode mode, uint32_t weight, uint32_t min_share,
+                   int parent);
+/* A pool's running attempts: its task sets', or for a pool with children its leaves'. */
+uint32_t tlo_pool_running(const tlo_run *r, unsigned p);
 void tlo_do_kill_task(tlo_run *r, tl_tid tid, bool interrupt, const char *msg);
 void tlo_do_kill_stage(tlo_run *r, uint32_t stage, bool interrupt, const char *msg);
 void tlo_do_cancel(tlo_run *r, uint32_t stage, const char *msg);

@@ -15,9 +15,13 @@ static bool schedulable(const mts *t) {
 }
 
 /* Spark's FAIR order between pools: below their min share first (by running / min share),
- * then by running / weight, then by name. */
-static bool pool_before(const tlo_run *r, unsigned a, unsigned b, const uint32_t *running) {
+ * then by running / weight, then by name. Between the children of a TL_FIFO pool: the order
+ * they were added. running: each pool's subtree's. */
+static bool pool_before(const tlo_run *r, tl_sched_mode mode, unsigned a, unsigned b,
+                        const uint32_t *running) {
   const mpool *pa = &r->pools[a], *pb = &r->pools[b];
+  if (mode != TL_FAIR)
+    return pa->seq < pb->seq;
   bool needy_a = running[a] < pa->min_share, needy_b = running[b] < pb->min_share;
   if (needy_a != needy_b)
     return needy_a;
@@ -32,6 +36,32 @@ static bool pool_before(const tlo_run *r, unsigned a, unsigned b, const uint32_t
   if (lhs != rhs)
     return lhs < rhs;
   return strcmp(tlo_pool_names[a], tlo_pool_names[b]) < 0;
+}
+
+/* The leaf pools below parent (-1: the top level) with something queued, depth first, each
+ * level's children sorted by the parent's mode, written to order from n; returns the new n. */
+static size_t leaves_in_order(const tlo_run *r, int parent, tl_sched_mode mode,
+                              const uint32_t *running, const bool *queued, unsigned *order,
+                              size_t n) {
+  unsigned kids[NPOOLNAMES];
+  size_t nk = 0;
+  for (unsigned p = 0; p < NPOOLNAMES; p++) {
+    if (!r->pools[p].exists || r->pools[p].parent != parent || !queued[p])
+      continue;
+    size_t pos = nk++;
+    while (pos > 0 && pool_before(r, mode, p, kids[pos - 1], running)) {
+      kids[pos] = kids[pos - 1];
+      pos--;
+    }
+    kids[pos] = p;
+  }
+  for (size_t i = 0; i < nk; i++) {
+    if (r->pools[kids[i]].nchildren == 0)
+      order[n++] = kids[i];
+    else
+      n = leaves_in_order(r, (int)kids[i], r->pools[kids[i]].mode, running, queued, order, n);
+  }
+  return n;
 }
 
 /* Inside a pool: TL_FIFO by priority, stage id, id; TL_FAIR by running attempts (as the round
@@ -303,17 +333,27 @@ void tlo_do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, size_
       if (schedulable(t))
         queued[t->pool] = true;
     }
-    for (unsigned p = 0; p < NPOOLNAMES; p++) {
-      if (!queued[p])
-        continue;
-      size_t pos = npools++;
-      while (pos > 0 && pool_before(r, p, porder[pos - 1], prun)) {
-        porder[pos] = porder[pos - 1];
-        pos--;
+    /* Nested pools: each pool's running and queued are its subtree's (a parent comes before
+     * its children in tlo_pool_names' order or after: sum to a fixed point, depth times). */
+    for (unsigned pass = 0; pass < TL_POOL_DEPTH_MAX; pass++)
+      for (unsigned p = 0; p < NPOOLNAMES; p++) {
+        if (!r->pools[p].exists || r->pools[p].nchildren == 0)
+          continue;
+        prun[p] = 0;
+        queued[p] = false;
+        for (unsigned q = 0; q < NPOOLNAMES; q++)
+          if (r->pools[q].exists && r->pools[q].parent == (int)p) {
+            prun[p] += prun[q];
+            queued[p] |= queued[q];
+          }
       }
-      porder[pos] = p;
-    }
+    /* The leaves, depth first, each level sorted by its parent's mode (the top level FAIR). */
+    npools = leaves_in_order(r, -1, TL_FAIR, prun, queued, porder, 0);
     r->f_fair_rounds += npools > 1;
+    bool nested = false;
+    for (size_t pi = 0; pi < npools; pi++)
+      nested |= r->pools[porder[pi]].parent >= 0;
+    r->f_nested_rounds += nested;
     for (size_t pi = 0; pi < npools; pi++) {
       unsigned p = porder[pi];
       for (uint32_t k = 0; k < r->nts; k++) {

@@ -84,7 +84,7 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *e
   r->next_ts_id = 1;
   r->epoch = 1;
   r->raw_now = r->now = SEC;
-  r->pools[POOL_DEFAULT] = (mpool){true, TL_FIFO, 1, 0};
+  tlo_pool_make(r, POOL_DEFAULT, TL_FIFO, 1, 0, -1);
 
   /* The configuration: small timeouts so that every expiry path is taken often. */
   static const struct {
@@ -168,6 +168,29 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *e
    * made before it could: bits the other choices use serve. */
   static const uint64_t recovery[4] = {0, 5 * SEC, 20 * SEC, 60 * SEC};
   r->cfg.recovery_timeout_ns = recovery[(h0 ^ h2) & 3];
+  /* Half the FAIR programs make pools for unknown names (nested pools come from pool_add). */
+  r->cfg.pool_auto_create = ((h0 ^ h3) >> 2) & 1;
+  /* What a pool record takes less its name, for the pools tl_submit makes: measured once on a
+   * scheduler of its own. */
+  {
+    tl_config pc;
+    tl_config_init(&pc);
+    pc.mode = TL_FAIR;
+    tl_scheduler *ps = NULL;
+    tl_stats a, b;
+    if (tl_scheduler_new(&pc, NULL, &ps) != TL_OK) {
+      tlo_fail(r, "measuring a pool's record failed");
+    } else {
+      tl_stats_get(ps, &a);
+      int rc = tl_pool_add(ps, "x", TL_FIFO, 1, 0);
+      tl_stats_get(ps, &b);
+      if (rc != TL_OK)
+        tlo_fail(r, "measuring a pool's record failed");
+      r->pool_bytes = b.mem_live_bytes - a.mem_live_bytes - 2;
+    }
+    if (ps != NULL)
+      tl_scheduler_free(ps);
+  }
   snprintf(r->desc, sizeof r->desc, "tl_scheduler_new");
   int rc = tl_scheduler_new(&r->cfg, tlo_callbacks(r), &r->s);
   if (rc != TL_OK) {
@@ -365,6 +388,9 @@ static void run_end(tlo_run *r, size_t nops, tlo_outcome *out) {
   out->resubmitted = r->f_resubmitted;
   out->barrier_launches = r->f_barrier_launches;
   out->fair_rounds = r->f_fair_rounds;
+  out->nested_pools = r->f_nested_pools;
+  out->nested_rounds = r->f_nested_rounds;
+  out->auto_pools = r->f_auto_pools;
   memcpy(out->loc_launches, r->f_loc_launches, sizeof out->loc_launches);
   out->waits_out = r->f_waits_out;
   out->level_skips = r->f_skips;

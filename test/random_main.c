@@ -63,6 +63,9 @@ static void add_features(tlo_outcome *sum, const tlo_outcome *o) {
   sum->resubmitted += o->resubmitted;
   sum->barrier_launches += o->barrier_launches;
   sum->fair_rounds += o->fair_rounds;
+  sum->nested_pools += o->nested_pools;
+  sum->nested_rounds += o->nested_rounds;
+  sum->auto_pools += o->auto_pools;
   for (int l = 0; l < 5; l++)
     sum->loc_launches[l] += o->loc_launches[l];
   sum->waits_out += o->waits_out;
@@ -106,6 +109,9 @@ static void print_features(const tlo_outcome *o) {
          ", barrier sets launched %" PRIu64 ", rounds over several pools %" PRIu64 "\n",
          o->spec_submitted, o->spec_threshold, o->spec_decom, o->spec_launches, o->lost_races,
          o->late_reports, o->too_large, o->resubmitted, o->barrier_launches, o->fair_rounds);
+  printf("  nested pools %" PRIu64 ", rounds over nested pools %" PRIu64
+         ", pools made by tl_submit %" PRIu64 "\n",
+         o->nested_pools, o->nested_rounds, o->auto_pools);
   printf("  locality launches: process %" PRIu64 ", node %" PRIu64 ", no_pref %" PRIu64
          ", rack %" PRIu64 ", any %" PRIu64 "; waits run out %" PRIu64 ", levels skipped %" PRIu64
          ", timer resets %" PRIu64 ", level changes by executors %" PRIu64

@@ -500,6 +500,48 @@ START_TEST(journals_with_speculation_and_pools_replay_to_the_same_state) {
 }
 END_TEST
 
+/* Nested pools and pools made for unknown names: the config line says pool_auto_create, the
+ * pool_add_child line its parent, and the journal replays to the same state. */
+START_TEST(journals_with_nested_pools_replay_to_the_same_state) {
+  capture c;
+  tl_config cfg = tlt_config();
+  cfg.mode = TL_FAIR;
+  cfg.pool_auto_create = true;
+  tlt_env *e = journaled(&c, &cfg);
+  ck_assert_ptr_nonnull(strstr(c.lines[1], " pool_auto_create=1"));
+  TLT_OK(e, tl_pool_add_child(e->s, NULL, "etl", TL_FAIR, 2, 1));
+  TLT_OK(e, tl_pool_add_child(e->s, "etl", "nightly", TL_FIFO, 1, 2));
+  TLT_ERR(e, TL_ENOENT, tl_pool_add_child(e->s, "none", "x", TL_FIFO, 1, 0));
+  find_line(&c, 0, "pool_add_child \"etl\" \"nightly\" FIFO weight=1 min_share=2 = OK");
+  find_line(&c, 0, "pool_add_child - \"etl\" FAIR weight=2 min_share=1 = OK");
+  tl_taskset_desc d = {.stage_id = 9, .ntasks = 1, .pool = "adhoc"}; /* made with the defaults */
+  tlt_submit_desc(e, &d);
+  TLT_OK(e, tl_cancel_stage(e->s, 9, "made the pool"));
+  tlt_rebase(e); /* pools live as long as the scheduler */
+  tlt_add(e, "e1", "h1", NULL, 4);
+  d = (tl_taskset_desc){.stage_id = 0, .ntasks = 3, .pool = "nightly"};
+  tlt_submit_desc(e, &d);
+  d.stage_id = 1;
+  d.pool = "adhoc";
+  tlt_submit_desc(e, &d);
+  d.stage_id = 2;
+  d.pool = "etl"; /* it has a child: refused */
+  TLT_ERR(e, TL_ESTATE, tl_submit(e->s, &d, NULL));
+  tl_launch l[6];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 4, l, 6), 4);
+  tl_stats mid = tlt_stats(e);
+  size_t mid_lines = c.n;
+  for (int i = 0; i < 4; i++)
+    tlt_succeed(e, "e1", l[i].tid);
+  ck_assert_uint_eq(tlt_offer(e, "e1", 4, l, 6), 2);
+  for (int i = 0; i < 2; i++)
+    tlt_succeed(e, "e1", l[i].tid);
+  tlt_end(e);
+
+  assert_replays(&c, mid_lines, &mid);
+}
+END_TEST
+
 /* Exclusion: the config line carries its fields (non-default values too), and a journal with
  * task-set, application-level exclusions and an unschedulable abort replays to the same state. */
 START_TEST(journals_with_exclusion_replay_to_the_same_state) {
@@ -806,6 +848,7 @@ Suite *tl_journal_suite(void) {
   tcase_add_test(tc, a_journal_that_does_not_match_is_reported_at_its_line);
   tcase_add_test(tc, calls_out_of_memory_are_journaled_or_not_and_replay);
   tcase_add_test(tc, journals_with_speculation_and_pools_replay_to_the_same_state);
+  tcase_add_test(tc, journals_with_nested_pools_replay_to_the_same_state);
   tcase_add_test(tc, journals_with_exclusion_replay_to_the_same_state);
   tcase_add_test(tc, journals_with_locality_replay_to_the_same_state);
   tcase_add_test(tc, batched_updates_are_journaled_as_single_updates_and_replay);

@@ -1339,6 +1339,65 @@ static int call_submit_barrier(tlt_env *e, oom_ctx *c) {
   return submit_desc(e, 1, 0, 3, NULL, false, true);
 }
 
+/* Nested pools: "etl" with the child "nightly" (and "probe", which tells what one pool of a
+ * five-byte name takes), under a config that makes pools for unknown names. */
+static size_t pool5_bytes; /* a pool of a five-byte name, measured by build_nested */
+
+static void cfg_fair_auto(tl_config *cfg) {
+  cfg->mode = TL_FAIR;
+  cfg->pool_auto_create = true;
+}
+
+static void build_nested(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  B_OK(pool_add(e, "etl", TL_FAIR, 2, 1));
+  B_OK(tl_pool_add_child(e->s, "etl", "nightly", TL_FIFO, 1, 2));
+  size_t before = tlt_stats(e).mem_live_bytes;
+  B_OK(pool_add(e, "probe", TL_FIFO, 1, 0));
+  pool5_bytes = tlt_stats(e).mem_live_bytes - before;
+  tlt_rebase(e);
+}
+
+static int call_pool_add_child(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  int rc = tl_pool_add_child(e->s, "nightly", "hourly", TL_FAIR, 3, 1);
+  tlt_rebase(e);
+  return rc;
+}
+
+/* A task set naming "adhoc", which does not exist: made with the defaults; the drain's baseline
+ * then counts it, as it counts pools added (it lives as long as the scheduler). */
+static int call_submit_auto_pool(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  int rc = submit_desc(e, 5, 0, 2, "adhoc", false, false);
+  if (rc == TL_OK) {
+    e->base_bytes += pool5_bytes;
+    e->base_blocks++;
+  }
+  return rc;
+}
+
+static int submit_into_parent(tlt_env *e) {
+  tl_taskset_desc d = {.stage_id = 6, .ntasks = 1, .pool = "etl"};
+  return tl_submit(e->s, &d, NULL);
+}
+
+static int call_submit_parent_estate(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return expect_error(e, TL_ESTATE, submit_into_parent);
+}
+
+/* Nested pools in use: e1 runs stage 0 of "nightly" and a default-pool stage waits. */
+static void build_nested_in_use(tlt_env *e, oom_ctx *c) {
+  build_nested(e, c);
+  B_OK(add_exec(e, "e1", "h1", NULL, 2));
+  B_OK(submit_desc(e, 0, 0, 3, "nightly", false, false));
+  B_OK(submit_desc(e, 1, 0, 3, NULL, false, false));
+  B_OK(offer(e, c, "e1", 1, 1));
+}
+
+static int call_offer_nested(tlt_env *e, oom_ctx *c) { return offer(e, c, "e1", 1, 1); }
+
 START_TEST(oom_pools) {
   tlt_alloc_install();
   size_t expanding = probe_pool_expansion();
@@ -1364,6 +1423,14 @@ START_TEST(oom_pools) {
        call_submit_speculating, OOM_ALLOCATES, 0},
       {"tl_submit", "a barrier task set with speculation on", cfg_speculation, build_stage0,
        call_submit_barrier, OOM_ALLOCATES, 0},
+      {"tl_pool_add_child", "a pool inside a child pool", cfg_fair, build_nested,
+       call_pool_add_child, OOM_ALLOCATES, 0},
+      {"tl_submit", "into a pool made for its unknown name", cfg_fair_auto, build_nested,
+       call_submit_auto_pool, OOM_ALLOCATES, 0},
+      {"tl_submit", "TL_ESTATE into a pool with children", cfg_fair_auto, build_nested,
+       call_submit_parent_estate, OOM_NO_ALLOC, 0},
+      {"tl_resource_offers", "a round over nested pools", cfg_fair, build_nested_in_use,
+       call_offer_nested, OOM_ALLOCATES, 0},
   };
   SWEEP_ALL("pools", sc);
 }

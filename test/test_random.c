@@ -264,12 +264,32 @@ START_TEST(seeded_runs_speculate_by_threshold_and_kill) {
 }
 END_TEST
 
+/* Nested pools reach what they are for: pools added inside others, rounds whose order the
+ * model took depth first through them, and pools tl_submit made under pool_auto_create. */
+START_TEST(seeded_runs_nest_pools) {
+  tlo_outcome sum = {0};
+  for (uint64_t seed = 1; seed <= 200; seed++) {
+    tlo_outcome out;
+    tlo_run_seed(seed, 150, NULL, &out);
+    ck_assert_msg(out.ok, "seed %" PRIu64 ": %s", seed, out.message);
+    sum.nested_pools += out.nested_pools;
+    sum.nested_rounds += out.nested_rounds;
+    sum.auto_pools += out.auto_pools;
+  }
+  ck_assert_uint_gt(sum.nested_pools, 10);
+  ck_assert_uint_gt(sum.nested_rounds, 50);
+  ck_assert_uint_gt(sum.auto_pools, 10);
+}
+END_TEST
+
 /* The failover operations reach what they are for: restores (and refused ones), executors
  * recovering, payloads withheld, reconciliations that keep, lose and kill (and one that joins
  * the rack another executor gave its host), recovery timeouts. */
 START_TEST(seeded_runs_fail_over) {
   tlo_outcome sum = {0};
-  for (uint64_t seed = 1; seed <= 300; seed++) {
+  /* 300 seeds, and on past them until a reconciliation has joined another rack (a few runs in
+   * a thousand do), 2,000 at most. */
+  for (uint64_t seed = 1; seed <= 300 || (sum.reracks == 0 && seed <= 2000); seed++) {
     tlo_outcome out;
     tlo_run_seed(seed, 100, NULL, &out);
     ck_assert_msg(out.ok, "seed %" PRIu64 ": %s", seed, out.message);
@@ -333,6 +353,7 @@ Suite *tl_random_suite(void) {
   tcase_add_test(tc, seeded_runs_agree_with_the_model);
   tcase_add_test(tc, long_seeded_runs_agree_with_the_model);
   tcase_add_test(tc, seeded_runs_fail_over);
+  tcase_add_test(tc, seeded_runs_nest_pools);
   tcase_add_test(tc, seeded_runs_with_resources);
   tcase_add_test(tc, seeded_runs_with_the_retry_policy_and_tags);
   tcase_add_test(tc, seeded_runs_speculate_by_threshold_and_kill);

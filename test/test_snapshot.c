@@ -1424,10 +1424,113 @@ static void cut_section_end(image *im, const char *tag, size_t k) {
     im->p[at + 4 + i] = (uint8_t)((len - k) >> (8 * i));
 }
 
-/* A version 3 image (no retry policy, no tags, no decommission times) of one executor and one
- * task set, made by the format's rules from the version 4 image: without the task set's
- * max_task_failures and tag count (TSET's last 6 bytes; it has no tag) and the executor's
- * decommission time (EXEC's last 8 bytes). */
+/* Nested pools are in the image: their parents, depths and order survive the restore, and the
+ * restored round visits them as the original would have. */
+START_TEST(nested_pools_survive_a_restore) {
+  tl_config cfg = snapshot_config();
+  cfg.mode = TL_FAIR;
+  cfg.speculation = false;
+  tlt_env *e = tlt_new(&cfg);
+  TLT_OK(e, tl_pool_add_child(e->s, NULL, "top", TL_FIFO, 3, 1));
+  TLT_OK(e, tl_pool_add_child(e->s, "top", "z", TL_FAIR, 1, 0));
+  TLT_OK(e, tl_pool_add_child(e->s, "top", "a", TL_FIFO, 2, 0));
+  TLT_OK(e, tl_pool_add_child(e->s, "a", "a1", TL_FIFO, 1, 0));
+  tlt_rebase(e);
+  tlt_add(e, "e1", "h1", NULL, 4);
+  tl_taskset_desc d = {.stage_id = 0, .ntasks = 2, .pool = "a1"};
+  tlt_submit_desc(e, &d);
+  d = (tl_taskset_desc){.stage_id = 1, .ntasks = 2, .pool = "z"};
+  tlt_submit_desc(e, &d);
+  tl_launch out[4];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 1, out, 4), 1);
+  ck_assert_uint_eq(out[0].stage_id, 1); /* "top" is FIFO: "z" was added before "a" */
+  image im = take(e);
+  restore_into(e, &im, NULL);
+  tl_pool_status p;
+  TLT_OK(e, tl_pool_get(e->s, "a1", &p));
+  ck_assert_uint_eq(p.depth, 3);
+  ck_assert_str_eq(p.parent, "a");
+  TLT_OK(e, tl_pool_get(e->s, "top", &p));
+  ck_assert_uint_eq(p.children, 2);
+  ck_assert_uint_eq(p.weight, 3);
+  ck_assert_uint_eq(p.min_share, 1);
+  ck_assert_uint_eq(p.running, 1);
+  size_t nunknown;
+  TLT_OK(e, tl_executor_reconcile(e->s, "e1", &out[0].tid, 1, NULL, 0, &nunknown));
+  ck_assert_uint_eq(tlt_offer(e, "e1", 1, &out[1], 1), 1);
+  ck_assert_uint_eq(out[1].stage_id, 1); /* still "z" first */
+  ck_assert_uint_eq(tlt_offer(e, "e1", 2, &out[2], 2), 2);
+  ck_assert_uint_eq(out[2].stage_id, 0);
+  for (int i = 0; i < 4; i++)
+    tlt_succeed(e, "e1", out[i].tid);
+  free(im.p);
+  tlt_end(e);
+}
+END_TEST
+
+/* An image whose pools do not make a tree is refused: a pool its own parent, a parent no
+ * earlier pool names, a task set in a pool with children. Made from a good image of pools
+ * "a" and its child "b" by changing the last byte of the POOL section (b's parent's name). */
+START_TEST(pools_that_are_not_a_tree_are_refused) {
+  tl_config cfg = snapshot_config();
+  cfg.mode = TL_FAIR;
+  cfg.speculation = false;
+  tlt_env *e = tlt_new(&cfg);
+  TLT_OK(e, tl_pool_add_child(e->s, NULL, "a", TL_FAIR, 1, 0));
+  TLT_OK(e, tl_pool_add_child(e->s, "a", "b", TL_FIFO, 1, 0));
+  TLT_OK(e, tl_pool_add_child(e->s, NULL, "c", TL_FIFO, 1, 0));
+  tlt_rebase(e);
+  tl_taskset_desc d = {.stage_id = 0, .ntasks = 1, .pool = "c"};
+  tlt_submit_desc(e, &d);
+  image im = take(e);
+  uint64_t len;
+  size_t at = section_at(&im, "POOL", &len);
+  /* The last pool is "c" (parent ""), the one before it "b" (parent "a"): b's parent's byte is
+   * 4 (c's empty parent) + 4 + 4 + 1 (its min share, weight, mode) + 1 ("c") + 4 before. */
+  size_t c_parent = at + 12 + (size_t)len - 4;
+  ck_assert_uint_eq(get_le(im.p + c_parent, 4), 0);
+  size_t b_parent = c_parent - 4 - 4 - 1 - 1 - 4 - 1;
+  ck_assert_uint_eq(im.p[b_parent], 'a');
+  ck_assert_uint_eq(get_le(im.p + b_parent - 4, 4), 1);
+  tl_callbacks cb = restore_callbacks(e);
+  tl_scheduler *s = NULL;
+  static const uint8_t bad[] = {'b', 'z', 'c'}; /* itself; no such pool; "c" holds a task set */
+  for (size_t i = 0; i < sizeof bad; i++) {
+    im.p[b_parent] = bad[i];
+    reseal(&im);
+    im.at = 0;
+    ck_assert_int_eq(tl_scheduler_restore(&e->cfg, &cb, image_read, &im, &s), TL_ESNAPSHOT);
+    ck_assert_ptr_null(s);
+  }
+  /* b's parent "a" again, and the task set moved from "c" into "a", which has a child. */
+  im.p[b_parent] = 'a';
+  uint64_t tlen;
+  size_t tset = section_at(&im, "TSET", &tlen);
+  /* The task set's pool is the first string of its record: count, id, stage, attempt,
+   * priority, tasks, cores (4 + 8 + 4 x 5), then its length (1) and "c". */
+  size_t pool_at = tset + 12 + 4 + 8 + 4 * 5;
+  ck_assert_uint_eq(get_le(im.p + pool_at, 4), 1);
+  ck_assert_uint_eq(im.p[pool_at + 4], 'c');
+  im.p[pool_at + 4] = 'a';
+  reseal(&im);
+  im.at = 0;
+  ck_assert_int_eq(tl_scheduler_restore(&e->cfg, &cb, image_read, &im, &s), TL_ESNAPSHOT);
+  ck_assert_ptr_null(s);
+  /* And back to the image as taken: it restores. */
+  im.p[pool_at + 4] = 'c';
+  reseal(&im);
+  restore_into(e, &im, NULL);
+  TLT_OK(e, tl_cancel_stage(e->s, 0, "done"));
+  free(im.p);
+  tlt_end(e);
+}
+END_TEST
+
+/* A version 3 image (no retry policy, no tags, no decommission times, no nested pools) of one
+ * executor, one task set and the "default" pool only, made by the format's rules from the
+ * version 4 image: without the task set's max_task_failures and tag count (TSET's last 6
+ * bytes; it has no tag), the executor's decommission time (EXEC's last 8 bytes) and the pool's
+ * parent (POOL's last 4 bytes, an empty string). */
 static void to_version_3(image *im) {
   ck_assert_uint_eq(get_le(im->p + 8, 4), 4);
   uint64_t len;
@@ -1438,14 +1541,45 @@ static void to_version_3(image *im) {
   at = section_at(im, "EXEC", &len);
   ck_assert_uint_eq(get_le(im->p + at + 12, 4), 1); /* one executor */
   cut_section_end(im, "EXEC", 8);
+  at = section_at(im, "POOL", &len);
+  ck_assert_uint_eq(get_le(im->p + at + 12, 4), 1);           /* one pool */
+  ck_assert_uint_eq(get_le(im->p + at + 12 + len - 4, 4), 0); /* parent "" */
+  cut_section_end(im, "POOL", 4);
   im->p[8] = 3;
   reseal(im);
 }
+
+/* A version 3 image (before nested pools) restores with its pools at the top level. */
+START_TEST(a_version_3_image_restores_with_flat_pools) {
+  tl_config cfg = snapshot_config();
+  tlt_env *e = tlt_new(&cfg);
+  tlt_add(e, "e1", "h1", NULL, 2);
+  tlt_submit(e, 0, 0, 0, 3);
+  tl_launch out[4];
+  ck_assert_uint_eq(tlt_offer(e, "e1", 1, out, 4), 1);
+  image im = take(e);
+  to_version_3(&im);
+  restore_into(e, &im, NULL);
+  tl_pool_status ps;
+  TLT_OK(e, tl_pool_get(e->s, "default", &ps));
+  ck_assert_uint_eq(ps.depth, 1);
+  ck_assert_uint_eq(ps.children, 0);
+  ck_assert_str_eq(ps.parent, "");
+  ck_assert_uint_eq(ps.tasksets, 1);
+  size_t nunknown;
+  TLT_OK(e, tl_executor_reconcile(e->s, "e1", &out[0].tid, 1, NULL, 0, &nunknown));
+  tlt_succeed(e, "e1", out[0].tid);
+  ck_assert_uint_eq(tlt_offer(e, "e1", 2, out, 4), 2);
+  free(im.p);
+  tlt_end(e);
+}
+END_TEST
 
 /* A version 2 image (no resources) of one executor, one task set and one attempt, made by the
  * format's rules from the version 3 image of that ledger, which declares and asks for none:
  * without the executor's profile and resource count (the EXEC section's last 8 bytes), the
  * task set's (TSET's last 8) and the attempt's grant count (ATTM's last byte). */
+static void to_version_3(image *im);
 static void to_version_2(image *im) {
   to_version_3(im);
   ck_assert_uint_eq(get_le(im->p + 8, 4), 3);
@@ -2334,6 +2468,9 @@ Suite *tl_snapshot_suite(void) {
   tcase_add_test(tc, restored_task_sets_wait_while_executors_recover);
   tcase_add_test(tc, each_restore_advances_the_epoch_the_floor_raises_it);
   tcase_add_test(tc, a_version_1_image_is_read_with_epoch_0);
+  tcase_add_test(tc, a_version_3_image_restores_with_flat_pools);
+  tcase_add_test(tc, nested_pools_survive_a_restore);
+  tcase_add_test(tc, pools_that_are_not_a_tree_are_refused);
   tcase_add_test(tc, a_version_2_image_restores_with_no_resources);
   tcase_add_test(tc, a_version_3_image_restores_with_the_configs_policy);
   tcase_add_test(tc, retry_policy_and_tags_survive_a_restore);

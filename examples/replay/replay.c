@@ -280,6 +280,10 @@ static int start_scheduler(replayer *r, token *tok, int n) {
       cfg.exclude_on_failure = v != 0;
       continue;
     }
+    if (key_u64(&tok[i], "pool_auto_create", &v)) {
+      cfg.pool_auto_create = v != 0;
+      continue;
+    }
     if (key_u32(&tok[i], "exclude_max_task_attempts_per_executor",
                 &cfg.exclude_max_task_attempts_per_executor) ||
         key_u32(&tok[i], "exclude_max_task_attempts_per_node",
@@ -664,6 +668,16 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
         !key_u32(&a[3], "min_share", &min_share))
       return bad(r, op);
     *err = tl_pool_add(s, name, strcmp(mode, "FAIR") == 0 ? TL_FAIR : TL_FIFO, weight, min_share);
+  } else if (strcmp(op, "pool_add_child") == 0) {
+    const char *parent, *name;
+    uint32_t weight, min_share;
+    const char *mode = na == 5 ? a[2].text : NULL;
+    if (mode == NULL || a[2].quoted || (strcmp(mode, "FIFO") != 0 && strcmp(mode, "FAIR") != 0) ||
+        !str_arg(&a[0], &parent) || !str_arg(&a[1], &name) || !key_u32(&a[3], "weight", &weight) ||
+        !key_u32(&a[4], "min_share", &min_share))
+      return bad(r, op);
+    *err = tl_pool_add_child(s, parent, name, strcmp(mode, "FAIR") == 0 ? TL_FAIR : TL_FIFO, weight,
+                             min_share);
   } else if (strcmp(op, "kill_task") == 0) {
     uint64_t tid, interrupt;
     const char *reason;

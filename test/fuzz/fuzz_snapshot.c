@@ -164,7 +164,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memcpy(b.p, data + 1, size - 1);
   if (!raw && b.n >= 40) {
     memcpy(b.p, "TLSNAP\r\n", 8);
-    /* The corpus's older images are version 1, v2-* version 2, v3-* version 3, v4-* 4. */
+    /* The corpus's older images are version 1, v2-* version 2, v3-* version 3; bit 3 makes
+     * version 4 (v4-*: retry policy and tags, decommission times, nested pools). */
     put_le(b.p + 8,
            (data[0] & 8) != 0   ? 4
            : (data[0] & 4) != 0 ? 3

@@ -26,6 +26,7 @@
  *             [--max-task-failures N] [--register-timeout-ms MS] [--metrics-port P]
  *             [--max-pending-connections N] [--max-connections N]
  *             [--state-dir DIR] [--snapshot-ms MS] [--recovery-timeout-ms MS]
+ *             [--fair-scheduler-xml FILE]   (a stage's %POOL: docs/cluster.md "Pools")
  *   test-only: [--kill-executor-after N] [--external-kill-after N] [--stop-executor-after N]
  *             [--bad-client MODE]... [--crash-in-state-write N:P] [--expect-losses N]
  *             [--expect-job-failure]   (faults.c; docs/cluster.md "Test-only options")
@@ -209,8 +210,32 @@ static void apply_options(driver *d, const driver_opts *o) {
   faults_configure(d, o);
 }
 
+static void pools_warn(void *ud, const char *line) { logf_(ud, "--fair-scheduler-xml: %s", line); }
+
+/* --fair-scheduler-xml: the file's pools (pools_xml.c), read before anything starts, and no
+ * stage's %POOL a pool with children (its task sets could not be submitted). 0 or 2. */
+static int read_pools(driver *d, const driver_opts *o, pools_xml *px) {
+  char err[256];
+  if (pools_xml_read_file(o->fair_scheduler_xml, px, err, sizeof err, pools_warn, d) < 0) {
+    fprintf(stderr, "tl-driver: --fair-scheduler-xml %s: %s\n", o->fair_scheduler_xml, err);
+    return 2;
+  }
+  for (size_t i = 0; i < o->njobs; i++)
+    for (uint32_t k = 0; k < o->jobs[i].nstages; k++)
+      for (size_t p = 0; p < px->npools; p++)
+        if (px->pools[p].children > 0 && !strcmp(px->pools[p].name, o->jobs[i].stages[k].pool)) {
+          fprintf(stderr, "tl-driver: %%%s: pool %s holds pools, not task sets\n",
+                  px->pools[p].name, px->pools[p].name);
+          pools_xml_free(px);
+          return 2;
+        }
+  logf_(d, "%zu pools from %s (%zu nested)", px->npools, o->fair_scheduler_xml, px->nested);
+  return 0;
+}
+
 /* The loop and the ledger on it (tl_uv_start): a new one, or, with --state-dir holding a
- * record, the one it restores (*restored). Returns 0 or the exit status. */
+ * record, the one it restores (*restored), with its pools (the record's, if restored). Returns
+ * 0 or the exit status. */
 static int start_ledger(driver *d, const driver_opts *o, bool *restored) {
   /* A write to an executor that just died must fail with EPIPE (the connection then closes and
    * the loss is reported), not kill the driver: libuv writes with write(2), which raises
@@ -227,6 +252,14 @@ static int start_ledger(driver *d, const driver_opts *o, bool *restored) {
   cfg.pending_loss_timeout_ns = o->pending_loss_ms * UINT64_C(1000000);
   if (o->max_task_failures)
     cfg.max_task_failures = o->max_task_failures;
+  pools_xml px = {0};
+  if (o->fair_scheduler_xml) {
+    int rc = read_pools(d, o, &px);
+    if (rc != 0)
+      return rc;
+    cfg.mode = TL_FAIR;
+    cfg.pool_auto_create = true; /* Spark's: a pool the file does not name, with defaults */
+  }
   tl_callbacks cb = {.ud = d,
                      .task_ended = cb_task_ended,
                      .taskset_failed = cb_taskset_failed,
@@ -240,11 +273,20 @@ static int start_ledger(driver *d, const driver_opts *o, bool *restored) {
   *restored = false;
   if (d->record.state_dir) {
     int rc = recover_state(d, &cfg, &cb, restored);
-    if (rc != 0)
+    if (rc != 0) {
+      pools_xml_free(&px);
       return rc;
+    }
   }
   if (!*restored && tl_scheduler_new(&cfg, &cb, &d->run.s) < 0)
     die_oom();
+  char err[256];
+  if (!*restored && pools_xml_apply(&px, d->run.s, err, sizeof err) < 0) {
+    fprintf(stderr, "tl-driver: --fair-scheduler-xml %s: %s\n", o->fair_scheduler_xml, err);
+    pools_xml_free(&px);
+    return 2;
+  }
+  pools_xml_free(&px);
   if (tl_uv_start(d->run.s, d->run.loop, &d->run.uv) < 0)
     die_oom();
   return 0;

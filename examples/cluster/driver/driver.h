@@ -507,6 +507,7 @@ typedef struct stage {
   uint32_t profile;            /* its task set's resource profile */
   uint32_t nresources;         /* what each task asks for beyond a core: requests[0 .. n) */
   resource_spec resources[STAGE_RESOURCES_MAX];
+  char pool[POOLS_XML_NAME_MAX + 1]; /* its task set's pool (%POOL); "" for "default" */
   tl_taskset_id taskset;     /* as tl_submit gave it; 0 until submitted */
   uint32_t succeeded;        /* task_ended with TL_END_SUCCESS */
   uint32_t failed_attempts;  /* task_ended with anything else */

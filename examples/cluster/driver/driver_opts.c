@@ -34,7 +34,8 @@ static void usage(void) {
   fprintf(stderr,
           "usage: tl-driver [--launcher local|slurm] [--executors N] [--accept N]\n"
           "                 [--executor-cores C | --cores C] [--queue Q]\n"
-          "                 [--job KIND:M[+NAME=AMOUNT]...[@PROFILE][,...]]...\n"
+          "                 [--job KIND:M[+NAME=AMOUNT]...[@PROFILE][%%POOL][,...]]...\n"
+          "                 [--fair-scheduler-xml FILE]\n"
           "                 [--min-executors N] [--max-executors M] [--backlog-timeout MS]\n"
           "                 [--idle-timeout MS] [--executor-profile P=ARGS]...\n"
           "                 [--summary-json FILE] [--advertise ADDR]\n"
@@ -56,6 +57,10 @@ static void usage(void) {
           "runs in order\n"
           "  +NAME=AMOUNT: each task holds AMOUNT of resource NAME: N addresses or 1/K of one\n"
           "  @PROFILE: the stage runs on executors of that resource profile (default 0)\n"
+          "  %%POOL: the stage's task set goes to that pool (--fair-scheduler-xml only; a pool\n"
+          "     the file does not name is made with Spark's defaults)\n"
+          "  --fair-scheduler-xml FILE: FAIR scheduling, the pools of Spark's allocation file\n"
+          "     (<pool> may nest: a child pool)\n"
           "  --executor-profile P=ARGS: dynamic allocation starts executors of profile P, with\n"
           "     the tl-executor arguments ARGS, for a backlog of its tasks\n"
           "  Q: launches each executor may queue beyond its C cores, 0..4096 (default 0;\n"
@@ -149,8 +154,17 @@ static bool parse_request(char *text, resource_spec *r) {
   return true;
 }
 
-/* A stage's "KIND:M[+NAME=AMOUNT]...[@PROFILE]", parsed into st. False when malformed. */
+/* A stage's "KIND:M[+NAME=AMOUNT]...[@PROFILE][%POOL]", parsed into st. False when
+ * malformed. */
 static bool parse_stage(char *part, stage_spec *st) {
+  char *pct = strrchr(part, '%');
+  if (pct) {
+    *pct = '\0';
+    size_t len = strlen(pct + 1);
+    if (!pools_xml_name_ok(pct + 1, len))
+      return false;
+    memcpy(st->pool, pct + 1, len + 1);
+  }
   char *at = strrchr(part, '@');
   if (at) {
     *at = '\0';
@@ -238,8 +252,8 @@ static void parse_shape(driver_opts *o, const char *spec) {
   o->nshapes++;
 }
 
-/* "STAGE[,STAGE]...": a chain of stages, each "KIND:M[+NAME=AMOUNT]...[@PROFILE]" (the count
- * after the kind's last colon). */
+/* "STAGE[,STAGE]...": a chain of stages, each "KIND:M[+NAME=AMOUNT]...[@PROFILE][%POOL]" (the
+ * count after the kind's last colon). */
 static void parse_job(driver_opts *o, const char *spec) {
   if (o->njobs == MAX_JOBS)
     usage();
@@ -248,7 +262,8 @@ static void parse_job(driver_opts *o, const char *spec) {
     const char *end = strchr(spec, ',');
     if (!end)
       end = spec + strlen(spec);
-    char part[TLC_KIND_MAX + 16 + STAGE_RESOURCES_MAX * (TLC_RESOURCE_NAME_MAX + 8)];
+    char part[TLC_KIND_MAX + 16 + STAGE_RESOURCES_MAX * (TLC_RESOURCE_NAME_MAX + 8) +
+              POOLS_XML_NAME_MAX + 2];
     if (end == spec || (size_t)(end - spec) >= sizeof part || j->nstages == MAX_STAGES)
       usage();
     memcpy(part, spec, (size_t)(end - spec));
@@ -278,6 +293,7 @@ enum {
   OPT_CORES, /* --executor-cores and --cores */
   OPT_QUEUE,
   OPT_JOB,
+  OPT_FAIR_SCHEDULER_XML,
   OPT_BENCH,
   OPT_TASKS,
   OPT_NULL_LEDGER,
@@ -334,6 +350,7 @@ static const struct option long_options[] = {
     {"cores", required_argument, NULL, OPT_CORES},
     {"queue", required_argument, NULL, OPT_QUEUE},
     {"job", required_argument, NULL, OPT_JOB},
+    {"fair-scheduler-xml", required_argument, NULL, OPT_FAIR_SCHEDULER_XML},
     {"bench", no_argument, NULL, OPT_BENCH},
     {"tasks", required_argument, NULL, OPT_TASKS},
     {"null-ledger", no_argument, NULL, OPT_NULL_LEDGER},
@@ -444,6 +461,9 @@ static bool take_run_option(driver_opts *o, given *g, int opt, const char *v) {
     return true;
   case OPT_JOB:
     parse_job(o, v);
+    return true;
+  case OPT_FAIR_SCHEDULER_XML:
+    o->fair_scheduler_xml = v;
     return true;
   case OPT_BENCH:
     o->bench = true;
@@ -688,13 +708,24 @@ static void resolve(driver_opts *o, const given *g) {
   }
   if (o->njobs == 0 || (o->executors + o->accept == 0 && !o->dynamic))
     usage();
+  for (size_t i = 0; i < o->njobs && !o->fair_scheduler_xml; i++)
+    for (uint32_t k = 0; k < o->jobs[i].nstages; k++)
+      if (o->jobs[i].stages[k].pool[0]) {
+        fprintf(stderr,
+                "tl-driver: a stage names a pool (%%%s): pools need "
+                "--fair-scheduler-xml\n",
+                o->jobs[i].stages[k].pool);
+        usage();
+      }
   if ((o->crash_write || o->crash_after_release) && !o->state_dir)
     usage();
-  if (o->null_ledger && (!o->bench || o->dynamic || o->state_dir || o->kill_on_failure ||
-                         o->kill_after || o->external_kill_after || o->stop_after || o->nbad ||
-                         o->expect_failure || o->expect_losses != UINT64_MAX)) {
+  if (o->null_ledger &&
+      (!o->bench || o->dynamic || o->state_dir || o->kill_on_failure || o->fair_scheduler_xml ||
+       o->kill_after || o->external_kill_after || o->stop_after || o->nbad || o->expect_failure ||
+       o->expect_losses != UINT64_MAX)) {
     fprintf(stderr, "tl-driver: --null-ledger runs --bench alone: not with --job, dynamic "
-                    "allocation, --state-dir, --kill-on-job-failure or a test-only option\n");
+                    "allocation, --state-dir, --kill-on-job-failure, --fair-scheduler-xml or a "
+                    "test-only option\n");
     usage();
   }
   if (o->crash_after_release && !o->dynamic) /* nothing is released without it */

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pools_xml.h"
 #include "proto.h"
 
 #define MAX_JOBS 16        /* --job options at most */
@@ -56,6 +57,7 @@ typedef struct stage_spec {
   char kind[TLC_KIND_MAX + 1]; /* "noop", "sleep:5", ...: a kind the executors run */
   uint32_t ntasks;             /* 1..10,000,000 */
   uint32_t profile;            /* @P: the resource profile of its task set (0) */
+  char pool[POOLS_XML_NAME_MAX + 1]; /* %POOL: its task set's pool; "" for none ("default") */
   uint32_t nresources;         /* 0..STAGE_RESOURCES_MAX */
   resource_spec resources[STAGE_RESOURCES_MAX];
 } stage_spec;
@@ -89,6 +91,7 @@ typedef struct driver_opts {
   uint32_t cores;          /* --executor-cores (--cores), or --bench's 1 */
   uint32_t queue;          /* --queue, or --bench's 1 */
   job_spec jobs[MAX_JOBS]; /* --job, in order; --bench's one job */
+  const char *fair_scheduler_xml; /* --fair-scheduler-xml; NULL: TL_FIFO, no pools */
   size_t njobs;            /* at least 1 */
   bool bench;              /* --bench */
   bool null_ledger;        /* --null-ledger: --bench on the null floor (nullfloor.c) */

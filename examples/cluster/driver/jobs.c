@@ -40,6 +40,7 @@ int submit_stage(driver *d, job *j, uint32_t k) {
                           .ntasks = st->ntasks,
                           .payload = b,
                           .profile = st->profile,
+                          .pool = st->pool[0] ? st->pool : NULL,
                           .resources = st->nresources > 0 ? req : NULL,
                           .nresources = st->nresources};
   int rc = tl_submit(d->run.s, &desc, &st->taskset);
@@ -191,6 +192,7 @@ void jobs_configure(driver *d, const driver_opts *o) {
       strcpy(st->kind, o->jobs[i].stages[k].kind);
       st->ntasks = o->jobs[i].stages[k].ntasks;
       st->profile = o->jobs[i].stages[k].profile;
+      memcpy(st->pool, o->jobs[i].stages[k].pool, sizeof st->pool);
       st->nresources = o->jobs[i].stages[k].nresources;
       memcpy(st->resources, o->jobs[i].stages[k].resources, sizeof st->resources);
       d->jobs.total_tasks += st->ntasks;
