@@ -178,7 +178,7 @@ enum { TL__LAUNCHING = 0, TL__RUNNING = 1 }; /* tl__attempt.state */
  * slot[t & (cap - 1)], its home, unless a newer running tid has the same home: then it is in
  * far, an open-addressing table with linear probing in Robin Hood order. A slot holds its key
  * beside the record, so a probe that misses reads no record; tid 0 (never a launch's) marks a
- * free slot. The capacity is 0 (no array: nothing runs) or a power of two, at most half full;
+ * free slot. The capacity is 0 (no array: nothing runs) or a power of two, at most three quarters full;
  * far's is 0 or a power of two, at most three quarters full. */
 typedef struct tl__tid_slot {
   tl_tid tid;
@@ -818,11 +818,10 @@ static inline tl__attempt *tl__attempt_find(const struct tl_scheduler *s, tl_tid
     return home->a;
   return m->far.n != 0 ? tl__attempt_find_far(&m->far, tid) : NULL;
 }
-/* Makes room in attempts_by_tid for more attempts of any tids (TL_ENOMEM: nothing changed);
- * then that many tl__attempt_link calls cannot fail. */
-int tl__attempts_reserve(struct tl_scheduler *s, size_t more);
-/* The same for the attempts of the `more` tids from first (an offer round's launches). */
-int tl__attempts_reserve_tids(struct tl_scheduler *s, tl_tid first, size_t more);
+/* Makes room in attempts_by_tid for more attempts whose tids lie in [lo, hi] (TL_ENOMEM: nothing
+ * changed); then that many tl__attempt_link calls cannot fail. The range sizes the room its far
+ * table needs: an offer round's launches are the `more` tids from s->next_tid. */
+int tl__attempts_reserve(struct tl_scheduler *s, size_t more, tl_tid lo, tl_tid hi);
 /* Frees attempts_by_tid's arrays (the scheduler's end). */
 void tl__attempts_destroy(struct tl_scheduler *s);
 /* Gives back what a call reserved and did not use: the array of an empty attempts_by_tid (a

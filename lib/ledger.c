@@ -25,7 +25,7 @@
  * t & (cap - 1), its home, where a lookup reads exactly one slot and the record, and an
  * insertion or a removal writes one slot; the tids of one round take consecutive slots (losing an
  * executor touches a few cache lines of a big table, not one per attempt), and the array is at
- * most half full. Two running tids share a home only when one of them is older than cap
+ * most three quarters full. Two running tids share a home only when one of them is older than cap
  * launches (a straggler, or an attempt restored or adopted with an old tid): the newer keeps the
  * home and the older lives in far, a small open-addressing table in Robin Hood order (below),
  * which a lookup reads only when the home held another tid and far is not empty. Against the
@@ -33,10 +33,12 @@
  * tl-bench's batched embedder, 105 instructions per task in the index, 2x fewer.
  *
  * Room is made before a call changes anything (tl__attempts_reserve, the one call that can
- * fail): the array grows to hold twice what will run, and far to hold what may be moved there:
- * for a round, whose tids are the next ones in order, the entries that sit in their homes now
- * (tl__attempts_reserve_tids counts them); for others (a reconciliation, a restore), one per
- * attempt linked. What a call reserved in far and did not use is given back when it is done
+ * fail): the array grows to hold what will run (three quarters full at most: a larger array
+ * costs its pages, and every fresh page is a fault), and far to hold what may be moved there:
+ * the entries that sit now in the homes of the tids the call links, which lie in a range it
+ * names (a round's are the next ones in order; a reconciliation's or a restore's, between its
+ * smallest and largest), or one per attempt linked when the range is as large as the array.
+ * What a call reserved in far and did not use is given back when it is done
  * (tl__attempts_unreserve). The array shrinks, best effort (if that allocation fails it simply
  * stays larger), when it has been an eighth full or less for as many removals in a row as it
  * has slots (quiet): a runtime whose rounds launch a thousand tasks and let them all end before
@@ -140,21 +142,24 @@ static void place(tl__tidindex *m, tl__tid_slot e) {
   }
 }
 
-/* Entries now in their homes among the homes of the n tids from first (n < cap): those a round
- * launching them may move to far. */
-static size_t homes_taken(const tl__tidindex *m, tl_tid first, size_t n) {
+/* What far may have to take when `more` entries are placed whose tids lie among the `span` tids
+ * from lo (span 0: anywhere): with span under the array's size their homes are distinct, and
+ * each can move at most the entry now in its home; else, each one. */
+static size_t far_needed(const tl__tidindex *m, size_t more, tl_tid lo, uint64_t span) {
+  if (span == 0 || span >= m->cap)
+    return more;
   size_t taken = 0, mask = m->cap - 1;
-  for (size_t k = 0; k < n; k++)
-    taken += m->slot[(first + k) & mask].tid != 0;
+  for (uint64_t k = 0; k < span && taken < more; k++)
+    taken += m->slot[(lo + k) & mask].tid != 0;
   return taken;
 }
 
-/* Moves the index into a fresh array of cap slots (a power of two, at least twice the entries)
- * with that quiet count, and a far table with room for what does not fit in its home plus
- * `more_far` more (or, with first != 0, plus the entries in the homes of the `more` tids from
- * first). TL_ENOMEM leaves it as it was. */
-static int rebuild(struct tl_scheduler *s, size_t cap, size_t quiet, tl_tid first, size_t more,
-                   size_t more_far) {
+/* Moves the index into a fresh array of cap slots (a power of two with room for every entry, three quarters full at most)
+ * with that quiet count, and a far table with room for what does not fit in its home plus what
+ * `more` entries of tids among the `span` from lo may move there (far_needed). TL_ENOMEM leaves it
+ * as it was. */
+static int rebuild(struct tl_scheduler *s, size_t cap, size_t quiet, size_t more, tl_tid lo,
+                   uint64_t span) {
   tl__tidindex *m = &s->attempts_by_tid;
   tl__tidindex to = {tl__calloc(s, cap, sizeof *to.slot), cap, m->n, quiet, {NULL, 0, 0, 0}};
   if (to.slot == NULL)
@@ -177,7 +182,7 @@ static int rebuild(struct tl_scheduler *s, size_t cap, size_t quiet, tl_tid firs
       }
     }
   }
-  size_t far_room = losers + (first != 0 ? homes_taken(&to, first, more) : more_far);
+  size_t far_room = losers + far_needed(&to, more, lo, span);
   if (far_room > 0 && far_new(s, &to.far, far_room) != TL_OK) {
     tl__free(s, to.slot, cap * sizeof *to.slot);
     return TL_ENOMEM;
@@ -197,22 +202,22 @@ static int rebuild(struct tl_scheduler *s, size_t cap, size_t quiet, tl_tid firs
   return TL_OK;
 }
 
-/* Room for `more` entries, of which far may have to take `far_more` more. */
-static int reserve(struct tl_scheduler *s, size_t more, tl_tid first) {
+/* Room for `more` entries whose tids lie among the `span` tids from lo (span 0: anywhere). */
+static int reserve(struct tl_scheduler *s, size_t more, tl_tid lo, uint64_t span) {
   tl__tidindex *m = &s->attempts_by_tid;
   if (more == 0)
     return TL_OK;
   if (more > SIZE_MAX / 8 - m->n)
     return TL_ENOMEM;
   size_t want = m->n + more;
-  if (want > m->cap / 2) {
+  if (want > m->cap / 4 * 3) {
     size_t cap = m->cap != 0 ? m->cap : TL__TIDS_MIN;
-    while (want > cap / 2)
+    while (want > cap / 4 * 3)
       cap *= 2;
     /* Quiet until launches fill an eighth of it; the smallest array, never. */
-    return rebuild(s, cap, cap > TL__TIDS_MIN ? cap : 0, first, more, more);
+    return rebuild(s, cap, cap > TL__TIDS_MIN ? cap : 0, more, lo, span);
   }
-  size_t far_more = first != 0 ? homes_taken(m, first, more) : more;
+  size_t far_more = far_needed(m, more, lo, span);
   if (m->far.n + far_more <= m->far.cap / 4 * 3)
     return TL_OK;
   tl__tidmap far;
@@ -227,10 +232,8 @@ static int reserve(struct tl_scheduler *s, size_t more, tl_tid first) {
   return TL_OK;
 }
 
-int tl__attempts_reserve(struct tl_scheduler *s, size_t more) { return reserve(s, more, 0); }
-
-int tl__attempts_reserve_tids(struct tl_scheduler *s, tl_tid first, size_t more) {
-  return reserve(s, more, first);
+int tl__attempts_reserve(struct tl_scheduler *s, size_t more, tl_tid lo, tl_tid hi) {
+  return reserve(s, more, lo, more == 0 || hi < lo ? 0 : hi - lo + 1);
 }
 
 static size_t spares_max(const struct tl_scheduler *s);
@@ -273,7 +276,7 @@ void tl__attempts_destroy(struct tl_scheduler *s) {
 
 static void index_attempt(struct tl_scheduler *s, tl__attempt *a) {
   tl__tidindex *m = &s->attempts_by_tid;
-  if (m->n + 1 > m->cap / 2) /* room was reserved: running out is a bug in the caller */
+  if (m->n + 1 > m->cap / 4 * 3) /* room was reserved: running out is a bug in the caller */
     abort();
   place(m, (tl__tid_slot){a->tid, a});
   if (++m->n > m->cap / 8)
@@ -391,7 +394,7 @@ void tl__attempts_trim(struct tl_scheduler *s) { trim_spares(s, 0); }
 
 /* How many spare records may be kept. */
 static size_t spares_max(const struct tl_scheduler *s) {
-  size_t room = s->attempts_by_tid.cap / 2;
+  size_t room = s->attempts_by_tid.cap / 4 * 3;
   return room > TL__SPARE_ATTEMPTS ? room : TL__SPARE_ATTEMPTS;
 }
 
@@ -478,7 +481,7 @@ int tl__ledger_check(tl__checker *c, size_t running, size_t frozen) {
     shift--;
   TL__CHECK(c,
             used + far_used == m->n && far_used == f->n && (m->cap != 0 || m->n == 0) &&
-                (m->cap & (m->cap - 1)) == 0 && m->n <= m->cap / 2 &&
+                (m->cap & (m->cap - 1)) == 0 && m->n <= m->cap / 4 * 3 &&
                 (f->cap & (f->cap - 1)) == 0 && f->n <= f->cap / 4 * 3 &&
                 (f->cap == 0 || f->shift == shift) && (m->cap != 0 || f->cap == 0),
             "attempts_by_tid: %zu of %zu slots and %zu of %zu far slots used, counts say %zu and "

@@ -708,9 +708,18 @@ int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid 
   bool prepared = false;
   if (err == TL_OK && (err = host_prepare(s, host, host_len, rack, rack_len, &j)) == TL_OK)
     prepared = true;
-  /* Last: a failure here leaves attempts_by_tid as it was. */
+  /* Last: a failure here leaves attempts_by_tid as it was. The tids linked are among those kept
+   * and the candidates (r is in tid order). */
+  tl_tid lo = 0, hi = 0;
+  for (size_t i = 0; i < distinct; i++) {
+    if (r[i].fate == R_KEEP || r[i].fate == R_CANDIDATE) {
+      if (lo == 0)
+        lo = r[i].tid;
+      hi = r[i].tid;
+    }
+  }
   if (err == TL_OK)
-    err = tl__attempts_reserve(s, kept + ncandidates);
+    err = tl__attempts_reserve(s, kept + ncandidates, lo, hi);
   if (err != TL_OK) {
     if (prepared)
       host_unprepare(s, &j);

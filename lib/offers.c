@@ -418,7 +418,7 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
   /* A task_started per launch, and the aborts of the task sets exclusion finds unschedulable. */
   if (tl__events_reserve(s, most + TL__TASKSET_ABORT_EVENTS * tl__exclude_abort_candidates(s)) !=
           TL_OK ||
-      tl__attempts_reserve_tids(s, s->next_tid, most) != TL_OK)
+      tl__attempts_reserve(s, most, s->next_tid, s->next_tid + most - 1) != TL_OK)
     goto undo;
 
   round_state r = {slots,

@@ -1011,7 +1011,14 @@ static int restore_attempts(restore_state *rs, tl__rbuf *r) {
       running++;
     }
   }
-  if (tl__attempts_reserve(s, running) != TL_OK)
+  tl_tid lo = UINT64_MAX, hi = 0; /* the tids that will be linked */
+  for (uint32_t i = 0; i < n; i++) {
+    if (!rs->attempts[i]->frozen) {
+      lo = rs->attempts[i]->tid < lo ? rs->attempts[i]->tid : lo;
+      hi = rs->attempts[i]->tid > hi ? rs->attempts[i]->tid : hi;
+    }
+  }
+  if (tl__attempts_reserve(s, running, lo, hi) != TL_OK)
     return TL_ENOMEM;
   /* Launch order is tid order: in it, onto every list. */
   qsort(rs->attempts, n, sizeof *rs->attempts, attempt_cmp);
