@@ -257,8 +257,12 @@ typedef struct tl__executor {
                                    RECOVERING */
   tl__link outputs;             /* map outputs of active shuffle-map task sets written here */
   uint32_t noutputs;            /* length of outputs */
-  tl__link on_timeline;         /* heartbeat_order, pending_order, recovery_order or
-                                   tombstone_order by state */
+  union {
+    tl__link on_timeline;              /* heartbeat_order, pending_order, recovery_order or
+                                          tombstone_order by state */
+    struct tl__executor *retired_next; /* freed but kept for task events (tl__executor_free,
+                                          off every list by then): s->retired */
+  };
   uint64_t when;                /* last heartbeat / pending-loss or recovery deadline / removal
                                    time */
   tl__str *rack;                /* RECOVERING: the rack it rejoins when it reconciles (NULL: none);
@@ -280,11 +284,11 @@ typedef struct tl__executor {
   struct tl__place *place;      /* its place while some task set prefers it, else NULL */
   void *ud;                     /* tl_executor_desc.ud: the caller's, never read */
   uint32_t profile;             /* tl_executor_desc.profile */
+  uint32_t ev_stamp;            /* the sequence number (s->ev_pushed, mod 2^32) of the last task
+                                   event that names it: task events hold its names without a
+                                   reference, so its record outlives them (registry.c,
+                                   tl__executor_free; tl__ev_unsettled) */
   struct tl__eresources *res;   /* its resources (resource.h), or NULL; freed with its burial */
-  uint64_t ev_stamp;            /* the sequence number (s->ev_pushed) of the last task event that
-                                   names it: task events hold its names without a reference, so
-                                   its record outlives them (registry.c, tl__executor_free) */
-  struct tl__executor *retired_next; /* freed but kept for such events: s->retired */
   uint64_t decommission_time;   /* when tl_executor_decommission made it DECOMMISSIONING (kept
                                    through PENDING_LOSS and RECOVERING with was_decommissioning;
                                    decommission_kill_interval_ns counts from it); 0 otherwise */
@@ -755,7 +759,15 @@ static inline void tl__event_task_names(struct tl_scheduler *s, tl__event *ev, t
   ev->names = ex->names;
   ev->host_at = (uint16_t)(ex->hh_by_id.keylen + 1u); /* ids are shorter than TL_ID_MAX */
   ev->u.task.executor_ud = ex->ud;
-  ex->ev_stamp = s->ev_pushed;
+  ex->ev_stamp = (uint32_t)s->ev_pushed;
+}
+
+/* Whether the event numbered stamp (mod 2^32) may not be settled yet: those not settled are
+ * numbered ev_settled + 1 to ev_pushed. A stamp 2^32 events old may alias one of them: its record
+ * then waits for those to be settled, which is harmless. */
+static inline bool tl__ev_unsettled(const struct tl_scheduler *s, uint32_t stamp) {
+  uint64_t pending = s->ev_pushed - s->ev_settled;
+  return (uint64_t)(uint32_t)(stamp - (uint32_t)s->ev_settled) - 1 < pending;
 }
 
 /* One more reference to a grant block (resource.c). */

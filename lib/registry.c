@@ -37,7 +37,7 @@ void tl__executor_free(struct tl_scheduler *s, tl__executor *ex) {
   tl__str_unref(s, ex->decommission_msg);
   tl__str_unref(s, ex->rack);
   tl__res_executor_free(s, ex->res);
-  if (ex->ev_stamp > s->ev_settled) {
+  if (tl__ev_unsettled(s, ex->ev_stamp)) {
     /* A task event not yet settled names it, without a reference: the record and its names
      * stay, out of every index, until that event is settled (tl__executors_release). */
     ex->decommission_msg = ex->rack = NULL;
@@ -52,7 +52,7 @@ void tl__executor_free(struct tl_scheduler *s, tl__executor *ex) {
 
 void tl__executors_release(struct tl_scheduler *s, bool all) {
   for (tl__executor **at = &s->retired, *ex; (ex = *at) != NULL;) {
-    if (all || ex->ev_stamp <= s->ev_settled) {
+    if (all || !tl__ev_unsettled(s, ex->ev_stamp)) {
       *at = ex->retired_next;
       tl__str_unref(s, ex->names);
       tl__free(s, ex, sizeof *ex);
@@ -222,9 +222,9 @@ static int check_executors(tl__checker *c, size_t *running, size_t *frozen) {
             s->ntombstones, s->cfg.max_tombstones);
   tl__check_account_table(c, s->executors_by_id != NULL ? s->executors_by_id->hh_by_id.tbl : NULL);
   for (const tl__executor *ex = s->retired; ex != NULL; ex = ex->retired_next) {
-    TL__CHECK(c, ex->ev_stamp > s->ev_settled && ex->ev_stamp <= s->ev_pushed,
-              "retired executor %s: its last task event (%" PRIu64 ") is not queued (%" PRIu64
-              " settled, %" PRIu64 " pushed)",
+    TL__CHECK(c, tl__ev_unsettled(s, ex->ev_stamp),
+              "retired executor %s: its last task event (%" PRIu32 ", mod 2^32) is not queued "
+              "(%" PRIu64 " settled, %" PRIu64 " pushed)",
               tl__executor_id(ex), ex->ev_stamp, s->ev_settled, s->ev_pushed);
     tl__check_account(c, sizeof *ex);
   }
