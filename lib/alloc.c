@@ -99,7 +99,7 @@ void tl__free(struct tl_scheduler *s, void *p, size_t size) {
   allocator.free_fn(p);
 }
 
-tl__str *tl__str_new(struct tl_scheduler *s, const char *text, size_t len) {
+tl__str *tl__str_alloc(struct tl_scheduler *s, size_t len) {
   if (len > UINT32_MAX - 1)
     return NULL;
   tl__str *str = tl__malloc(s, sizeof(tl__str) + len + 1);
@@ -109,8 +109,14 @@ tl__str *tl__str_new(struct tl_scheduler *s, const char *text, size_t len) {
   str->len = (uint32_t)len;
   str->mark = 0;
   str->seen = 0;
-  memcpy(str->text, text, len);
   str->text[len] = '\0';
+  return str;
+}
+
+tl__str *tl__str_new(struct tl_scheduler *s, const char *text, size_t len) {
+  tl__str *str = tl__str_alloc(s, len);
+  if (str != NULL)
+    memcpy(str->text, text, len);
   return str;
 }
 

@@ -140,6 +140,9 @@ typedef struct tl__str {
 
 static inline size_t tl__str_size(const tl__str *str) { return sizeof(tl__str) + str->len + 1; }
 
+/* A string of len bytes whose text the caller writes (its final NUL is written), or NULL
+ * (TL_ENOMEM). refs = 1. */
+tl__str *tl__str_alloc(struct tl_scheduler *s, size_t len);
 /* A copy of len bytes of text (which may hold NULs), or NULL (TL_ENOMEM). refs = 1. */
 tl__str *tl__str_new(struct tl_scheduler *s, const char *text, size_t len);
 /* A copy of a C string, or NULL for NULL; *err = TL_ENOMEM when a copy could not be made. */
@@ -469,6 +472,8 @@ typedef struct tl__stage {
  * ------------------------------------------------------------------------------------------- */
 
 typedef enum tl__event_kind {
+  /* The task events first: a kind above TL__EV_TASK_ENDED is one whose names hold a reference
+   * (tl__event_push, queue.c, dispatch.c). */
   TL__EV_TASK_STARTED,
   TL__EV_TASK_ENDED,
   TL__EV_TASKSET_FAILED,

@@ -729,22 +729,16 @@ int tl__tag_cancel(struct tl_scheduler *s, const char *tag, size_t len, bool can
     static const char head[] = "part of cancelled job tag ";
     size_t rlen = reason != NULL ? strlen(reason) : 0;
     size_t text = sizeof head - 1 + len + (reason != NULL ? 2 + rlen : 0);
-    msg = tl__malloc(s, sizeof(tl__str) + text + 1);
+    msg = tl__str_alloc(s, text);
     if (msg != NULL) {
-      msg->refs = 1;
-      msg->mark = msg->seen = 0;
       char *p = msg->text;
       memcpy(p, head, sizeof head - 1);
       p += sizeof head - 1;
       memcpy(p, tag, len);
-      p += len;
       if (reason != NULL) {
-        memcpy(p, ": ", 2);
-        memcpy(p + 2, reason, rlen);
-        p += 2 + rlen;
+        memcpy(p + len, ": ", 2);
+        memcpy(p + len + 2, reason, rlen);
       }
-      *p = '\0';
-      msg->len = (uint32_t)(p - msg->text);
     } else {
       err = TL_ENOMEM;
     }
