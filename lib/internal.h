@@ -181,8 +181,8 @@ enum { TL__LAUNCHING = 0, TL__RUNNING = 1 }; /* tl__attempt.state */
  * slot[t & (cap - 1)], its home, unless a newer running tid has the same home: then it is in
  * far, an open-addressing table with linear probing in Robin Hood order. A slot holds its key
  * beside the record, so a probe that misses reads no record; tid 0 (never a launch's) marks a
- * free slot. The capacity is 0 (no array: nothing runs) or a power of two, at most three quarters full;
- * far's is 0 or a power of two, at most three quarters full. */
+ * free slot. The capacity is 0 (no array: nothing runs) or a power of two, at most three quarters
+ * full; far's is 0 or a power of two, at most three quarters full. */
 typedef struct tl__tid_slot {
   tl_tid tid;
   struct tl__attempt *a;
@@ -883,6 +883,10 @@ int tl__attempts_prepare(struct tl_scheduler *s, size_t n, size_t *fresh);
  * had it taken the spares it found first (so it keeps no more spares than it found, less those
  * it used), or, with used 0, all fresh ones (a round undone). */
 void tl__attempts_unprepare(struct tl_scheduler *s, size_t fresh, size_t used);
+/* After a round that succeeded and took used records: while the scheduler is not idle, the
+ * fresh records it did not use stay spare up to the spares' bound (what tl__attempt_free keeps),
+ * so rounds that find the same tasks waiting allocate nothing; idle, as tl__attempts_unprepare. */
+void tl__attempts_round_end(struct tl_scheduler *s, size_t fresh, size_t used);
 /* The top spare record, for a launch (tl__attempts_prepare made sure there is one). */
 static inline tl__attempt *tl__attempt_take(struct tl_scheduler *s) {
   tl__attempt *a = s->spare_attempts;

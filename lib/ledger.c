@@ -154,10 +154,10 @@ static size_t far_needed(const tl__tidindex *m, size_t more, tl_tid lo, uint64_t
   return taken;
 }
 
-/* Moves the index into a fresh array of cap slots (a power of two with room for every entry, three quarters full at most)
- * with that quiet count, and a far table with room for what does not fit in its home plus what
- * `more` entries of tids among the `span` from lo may move there (far_needed). TL_ENOMEM leaves it
- * as it was. */
+/* Moves the index into a fresh array of cap slots (a power of two with room for every entry, three
+ * quarters full at most) with that quiet count, and a far table with room for what does not fit in
+ * its home plus what `more` entries of tids among the `span` from lo may move there (far_needed).
+ * TL_ENOMEM leaves it as it was. */
 static int rebuild(struct tl_scheduler *s, size_t cap, size_t quiet, size_t more, tl_tid lo,
                    uint64_t span) {
   tl__tidindex *m = &s->attempts_by_tid;
@@ -388,6 +388,17 @@ static void trim_spares(struct tl_scheduler *s, size_t keep) {
     s->nspare_attempts--;
     tl__free(s, a, sizeof *a);
   }
+}
+
+void tl__attempts_round_end(struct tl_scheduler *s, size_t fresh, size_t used) {
+  /* Tasks still wait (held for locality, excluded, asking for what is busy): the next round
+   * needs as many records again, so the ones allocated and not used stay spare as a freed
+   * record would (tl__attempt_free's rule), instead of being freed now and allocated again by
+   * every round that finds the same tasks waiting. */
+  if (tl__idle(s))
+    tl__attempts_unprepare(s, fresh, used);
+  else
+    trim_spares(s, spares_max(s));
 }
 
 void tl__attempts_trim(struct tl_scheduler *s) { trim_spares(s, 0); }

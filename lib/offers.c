@@ -16,7 +16,9 @@
  * room for that many task_started events and entries of attempts_by_tid is reserved, before
  * anything visible changes. If any of that fails the round undoes it and returns TL_ENOMEM
  * having launched nothing. Each launch takes a spare record (its tid the next one in order);
- * records allocated for the round that it does not use are freed at the end.
+ * records allocated for the round that it does not use stay spare while tasks still wait (the
+ * next round will want them: a round whose tasks all wait for locality allocates nothing),
+ * within the spares' bound, and are freed once the scheduler is idle.
  *
  * Launching. Task sets are walked in queue order (pools in FAIR order; in a pool FIFO or FAIR;
  * only task sets with something to launch are in the queue). Each fills the offers in passes,
@@ -386,7 +388,7 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
     most = (size_t)offered;
   if (s->npools > STACK_SLOTS && (order = tl__malloc(s, s->npools * sizeof *order)) == NULL)
     goto done;
-  /* The round's records: spares, made sure of (the round keeps no more than it found). */
+  /* The round's records: spares, made sure of. */
   if (tl__attempts_prepare(s, most, &fresh) != TL_OK)
     goto done;
   if (s->cfg.speculation) {
@@ -451,7 +453,7 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
     tl__queue_replace(ts);
   used = r.used;
 
-  tl__attempts_unprepare(s, fresh, used); /* only spares stay spare */
+  tl__attempts_round_end(s, fresh, used); /* what is not used stays spare while work waits */
   drop_grants(s, gpre, r.gused, gprepared, gspared, false);
   if (ngrants != NULL)
     *ngrants = r.gn;

@@ -571,8 +571,8 @@ static void calls_with_reused_buffers(tlt_env *e, const tlt_event *ev) {
  * before the next round). Each round here launches 300 tasks in one call (300 task_started
  * events) and finishes them all, so nothing runs between rounds while tasks stay pending: the
  * event arrays, attempts_by_tid's array and the attempt records the first round allocated are
- * the next rounds' too, and a later round allocates only its temporary array of prepared
- * records. Once the task set is done the scheduler is idle and holds what an empty one does. */
+ * the next rounds' too, and a later round allocates at most one block. Once the task set is
+ * done the scheduler is idle and holds what an empty one does. */
 START_TEST(a_steady_load_keeps_its_room_and_an_idle_scheduler_gives_it_back) {
   tlt_alloc_install();
   tlt_env *e = tlt_new(NULL);

@@ -8,6 +8,8 @@
  */
 #include "harness.h"
 
+#include <inttypes.h>
+
 #define WAIT (3 * TLT_SEC) /* the default locality_wait_ns */
 
 static const tl_location H1[] = {{"host1", NULL}};
@@ -694,6 +696,39 @@ START_TEST(a_held_task_set_rejects_offers_it_cannot_use) {
 }
 END_TEST
 
+/* A round whose tasks all wait for locality launches nothing; the next round finds them waiting
+ * again and needs as many attempt records: the first round's records stay spare while tasks
+ * wait, so the rounds after it allocate nothing (they were allocated and freed by every round),
+ * and the launch that comes takes them. Idle at the end, the scheduler holds what an empty one
+ * does (tlt_end). */
+START_TEST(rounds_whose_tasks_all_wait_allocate_nothing) {
+  tlt_alloc_install();
+  tlt_env *e = tlt_new(NULL);
+  tlt_add(e, "e1", "host1", NULL, 8);
+  tlt_add(e, "e8", "host9", NULL, 8);
+  tlt_add(e, "e9", "host9", NULL, 8);
+  submit_all_on(e, 0, 8, "host1", "e1");
+  tl_launch l[8];
+  ck_assert_uint_eq(offer2(e, "e8", 8, "e9", 8, l), 0);
+  size_t blocks = tlt_stats(e).mem_live_blocks;
+  for (int round = 0; round < 4; round++) {
+    uint64_t calls = tlt_alloc_calls();
+    ck_assert_uint_eq(offer2(e, "e8", 8, "e9", 8, l), 0);
+    ck_assert_msg(tlt_alloc_calls() == calls, "a waiting round allocated %" PRIu64 " times",
+                  tlt_alloc_calls() - calls);
+    ck_assert_uint_eq(tlt_stats(e).mem_live_blocks, blocks);
+  }
+  ck_assert_uint_eq(offer2(e, "e1", 8, NULL, 0, l), 8);
+  for (size_t i = 0; i < 8; i++) {
+    ck_assert_int_eq(l[i].locality, TL_PROCESS_LOCAL);
+    tlt_succeed(e, "e1", l[i].tid);
+  }
+  ck_assert_uint_eq(tlt_stats(e).attempts_running, 0);
+  tlt_end(e);
+  tlt_alloc_restore();
+}
+END_TEST
+
 Suite *tl_locality_suite(void) {
   Suite *s = suite_create("locality");
   TCase *tc = tlt_tcase(s, "locality");
@@ -722,5 +757,6 @@ Suite *tl_locality_suite(void) {
   tcase_add_test(tc, rack_local_follows_pending_order_over_live_hosts);
   tcase_add_test(tc, tick_sets_no_deadline_past_an_empty_level);
   tcase_add_test(tc, a_held_task_set_rejects_offers_it_cannot_use);
+  tcase_add_test(tc, rounds_whose_tasks_all_wait_allocate_nothing);
   return s;
 }
