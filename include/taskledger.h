@@ -553,7 +553,10 @@ typedef struct tl_callbacks {
    * set in both is one unschedulable task set: one event when it enters the first, one
    * taskset_schedulable when it has left the last. reason is a short static sentence naming the
    * state it entered, valid until the callback returns. tl_scheduler_restore makes one for each
-   * restored task set in such a state, in submission order. */
+   * restored task set in exclusion's state (its image's deadline), in submission order;
+   * resources' is found again by the next offer round. Each event of this callback and the next
+   * two may be called from any thread that delivers events (see above); the events are not
+   * journaled (a replay of the calls makes them again). */
   void (*taskset_unschedulable)(void *ud, const tl_taskset_info *ts, const char *reason);
   /* It is not unschedulable any more (Spark's unschedulableTaskSetRemoved), exactly once after
    * each taskset_unschedulable: a launch anywhere (exclusion's state ends with any launch, as in
@@ -569,7 +572,6 @@ typedef struct tl_callbacks {
    * that call. */
   void (*demand_changed)(void *ud, const tl_demand *demand);
 } tl_callbacks;
-
 
 /* ---------------------------------------------------------------------------------------------
  * Scheduler

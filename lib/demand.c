@@ -132,8 +132,9 @@ int tl__demand_check(tl__checker *c) {
   }
   TL__CHECK(c, n == s->nunsched, "demand: %zu task sets unschedulable, count says %zu", n,
             s->nunsched);
-  TL__CHECK(c, s->demand_on == (s->cb.taskset_unschedulable != NULL ||
-                                s->cb.taskset_schedulable != NULL || s->cb.demand_changed != NULL),
+  TL__CHECK(c,
+            s->demand_on == (s->cb.taskset_unschedulable != NULL ||
+                             s->cb.taskset_schedulable != NULL || s->cb.demand_changed != NULL),
             "demand: demand_on does not follow the callbacks");
   return TL_OK;
 }

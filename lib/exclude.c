@@ -710,8 +710,9 @@ int tl__exclude_check(tl__checker *c) {
   for (const tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next) {
     n += ts->exclude != NULL;
     /* Its unschedulable state (demand.c) is its timer's, while it is active. */
-    TL__CHECK(c, ts->zombie || ((ts->unsched & TL__UNSCHED_EXCLUDED) != 0) ==
-                                   (ts->exclude != NULL && ts->exclude->timer),
+    TL__CHECK(c,
+              ts->zombie || ((ts->unsched & TL__UNSCHED_EXCLUDED) != 0) ==
+                                (ts->exclude != NULL && ts->exclude->timer),
               "exclusion: task set %llu's unschedulable state disagrees with its timer",
               (unsigned long long)ts->id);
   }

@@ -12,11 +12,11 @@
 typedef enum { D_UNSCHED, D_SCHED, D_DEMAND } d_type;
 typedef struct d_event {
   d_type type;
-  tl_taskset_id ts;   /* unsched, sched */
-  char reason[160];   /* unsched */
-  tl_demand demand;   /* demand */
-  tl_stats stats;     /* demand: tl_stats_get from inside the callback */
-  size_t at;          /* the recorder's events delivered before it */
+  tl_taskset_id ts; /* unsched, sched */
+  char reason[160]; /* unsched */
+  tl_demand demand; /* demand */
+  tl_stats stats;   /* demand: tl_stats_get from inside the callback */
+  size_t at;        /* the recorder's events delivered before it */
 } d_event;
 
 #define D_MAX 256
@@ -43,7 +43,9 @@ static void on_unsched(void *ud, const tl_taskset_info *ts, const char *reason) 
   ck_assert_ptr_nonnull(reason);
   record(ud, D_UNSCHED, ts->id, reason, NULL);
 }
-static void on_sched(void *ud, const tl_taskset_info *ts) { record(ud, D_SCHED, ts->id, NULL, NULL); }
+static void on_sched(void *ud, const tl_taskset_info *ts) {
+  record(ud, D_SCHED, ts->id, NULL, NULL);
+}
 static void on_demand(void *ud, const tl_demand *d) { record(ud, D_DEMAND, 0, NULL, d); }
 
 static void with_demand(tl_callbacks *cb) {
