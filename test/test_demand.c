@@ -7,6 +7,8 @@
  */
 #include "harness.h"
 
+#include "../examples/replay/replay.h"
+
 /* What the three callbacks delivered, in order, with the harness's event count at the time (so
  * a test can say what came before which of the recorder's events). */
 typedef enum { D_UNSCHED, D_SCHED, D_DEMAND } d_type;
@@ -527,6 +529,68 @@ START_TEST(restore_announces_unschedulable_task_sets) {
 }
 END_TEST
 
+/* The journal's text, one line after another (journal sink). */
+typedef struct jtext {
+  char *p;
+  size_t n, cap;
+} jtext;
+
+static void jtext_line(void *ud, const char *line) {
+  jtext *j = ud;
+  size_t len = strlen(line);
+  if (j->n + len + 2 > j->cap) {
+    j->cap = (j->n + len + 2) * 2;
+    j->p = realloc(j->p, j->cap);
+    ck_assert_ptr_nonnull(j->p);
+  }
+  memcpy(j->p + j->n, line, len);
+  j->n += len;
+  j->p[j->n++] = '\n';
+  j->p[j->n] = '\0';
+}
+
+/* Events are not journaled: a replay of the calls makes them again. A journaled run with both
+ * unschedulable states, an abort at the deadline, a cancel and a drain, replayed by tl-replay's
+ * replayer (which sets the three callbacks): the same number of each event, the same last
+ * totals. */
+START_TEST(a_replay_makes_the_same_demand_events) {
+  jtext j = {NULL, 0, 0};
+  tl_config cfg = exclude_config();
+  cfg.unschedulable_timeout_ns = 10 * TLT_SEC;
+  cfg.journal = jtext_line;
+  cfg.journal_ud = &j;
+  tlt_env *e = demand_env(&cfg);
+  one_task_excluded_on_e0(e); /* stage 0: exclusion's state */
+  add_gpus(e, "g1", 1);
+  tl_resource_request q = {.name = "gpu", .amount = 2};
+  tl_taskset_desc td = {.stage_id = 1, .ntasks = 2, .resources = &q, .nresources = 1};
+  tlt_submit_desc(e, &td);
+  ck_assert_uint_eq(tlt_offer(e, "g1", 4, NULL, 0), 0); /* stage 1: resources' */
+  tlt_advance_tick(e, 10 * TLT_SEC);                    /* both aborted at their deadlines */
+  tlt_submit(e, 2, 0, 0, 3);
+  tl_launch l[3];
+  ck_assert_uint_eq(tlt_offer(e, "g1", 3, l, 3), 3);
+  tlt_succeed(e, "g1", l[0].tid);
+  TLT_OK(e, tl_cancel_stage(e->s, 2, "done"));
+  demand_end(e);
+  tl_demand last = {0};
+  for (size_t i = nd; i-- > 0;)
+    if (dlog[i].type == D_DEMAND) {
+      last = dlog[i].demand;
+      break;
+    }
+  ck_assert_uint_eq(count(0, D_UNSCHED), 2);
+
+  tlr_report rep;
+  ck_assert_int_eq(tlr_replay_text(j.p, NULL, &rep), TLR_OK);
+  ck_assert_uint_eq(rep.unschedulable, count(0, D_UNSCHED));
+  ck_assert_uint_eq(rep.schedulable, count(0, D_SCHED));
+  ck_assert_uint_eq(rep.demand_events, count(0, D_DEMAND));
+  ck_assert_mem_eq(&rep.last_demand, &last, sizeof last);
+  free(j.p);
+}
+END_TEST
+
 /* Deferred delivery: the events wait for tl_dispatch, still one demand event per call. */
 START_TEST(deferred_delivery_keeps_one_demand_event_per_call) {
   tl_config cfg = tlt_config();
@@ -643,6 +707,7 @@ Suite *tl_demand_suite(void) {
   tcase_add_test(tc, both_states_make_one_pair_of_events);
   tcase_add_test(tc, speculatable_tasks_are_demand);
   tcase_add_test(tc, restore_announces_unschedulable_task_sets);
+  tcase_add_test(tc, a_replay_makes_the_same_demand_events);
   tcase_add_test(tc, deferred_delivery_keeps_one_demand_event_per_call);
   tcase_add_test(tc, out_of_memory_changes_nothing);
   return suite;
