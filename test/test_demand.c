@@ -7,6 +7,8 @@
  */
 #include "harness.h"
 
+#include <stdatomic.h>
+
 #include "../examples/replay/replay.h"
 
 /* What the three callbacks delivered, in order, with the harness's event count at the time (so
@@ -591,6 +593,95 @@ START_TEST(a_replay_makes_the_same_demand_events) {
 }
 END_TEST
 
+/* Threads: two threads drive their own executor and task sets through the whole lifecycle at
+ * once, with deferred delivery, while the main thread delivers (the only thread that runs
+ * callbacks). The events stay one per changing call: never more demand events than calls, and
+ * the last one's totals are the end's, all zeros. A scheduler of its own (no recorder: the
+ * threads may not assert). */
+typedef struct threaded {
+  tl_scheduler *s;
+  _Atomic unsigned calls;    /* mutating calls the threads made */
+  _Atomic unsigned failures; /* of which answered other than expected */
+  _Atomic unsigned done;     /* threads finished */
+  unsigned demand_events;    /* delivered (main thread only) */
+  tl_demand last;
+} threaded;
+
+static void th_demand(void *ud, const tl_demand *d) {
+  threaded *t = ud;
+  t->demand_events++;
+  t->last = *d;
+}
+
+typedef struct th_arg {
+  threaded *t;
+  const char *exec;
+  uint32_t stage0;
+} th_arg;
+
+static void *th_run(void *p) {
+  th_arg *a = p;
+  threaded *t = a->t;
+  tl_executor_desc d = {.id = a->exec, .host = a->exec, .cores = 4};
+  unsigned bad = tl_executor_add(t->s, &d) != TL_OK;
+  unsigned calls = 1;
+  for (uint32_t k = 0; k < 50; k++) {
+    tl_taskset_desc td = {.stage_id = a->stage0 + k, .ntasks = 4};
+    bad += tl_submit(t->s, &td, NULL) != TL_OK;
+    calls++;
+    for (int left = 4; left > 0;) {
+      tl_offer o = {a->exec, 4};
+      tl_launch l[4];
+      size_t n = 0;
+      bad += tl_resource_offers(t->s, &o, 1, l, 4, &n) != TL_OK;
+      calls++;
+      for (size_t i = 0; i < n; i++) {
+        tl_update u = {.state = TL_TASK_FINISHED};
+        bad += tl_status_update(t->s, a->exec, l[i].tid, &u) != TL_OK;
+        calls++;
+        left--;
+      }
+    }
+  }
+  tl_loss_reason why = {.kind = TL_LOSS_KILLED, .message = "done"};
+  bad += tl_executor_lost(t->s, a->exec, &why) != TL_OK;
+  calls++;
+  atomic_fetch_add(&t->calls, calls);
+  atomic_fetch_add(&t->failures, bad);
+  atomic_fetch_add(&t->done, 1);
+  return NULL;
+}
+
+START_TEST(threads_with_deferred_delivery) {
+  threaded t = {0};
+  tl_config cfg = tlt_config();
+  cfg.delivery = TL_DELIVER_DEFERRED;
+  tl_callbacks cb = {.ud = &t, .demand_changed = th_demand};
+  ck_assert_int_eq(tl_scheduler_new(&cfg, &cb, &t.s), TL_OK);
+  th_arg a[2] = {{&t, "a", 0}, {&t, "b", 1000}};
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++)
+    ck_assert_int_eq(pthread_create(&th[i], NULL, th_run, &a[i]), 0);
+  while (atomic_load(&t.done) < 2)
+    ck_assert_int_ge(tl_dispatch(t.s), 0);
+  for (int i = 0; i < 2; i++)
+    ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+  while (tl_dispatch(t.s) > 0)
+    ;
+  ck_assert_uint_eq(atomic_load(&t.failures), 0);
+  ck_assert_int_eq(tl_check(t.s, NULL, 0), TL_OK);
+  ck_assert_uint_gt(t.demand_events, 2);
+  ck_assert_uint_le(t.demand_events, atomic_load(&t.calls));
+  tl_stats st;
+  tl_stats_get(t.s, &st);
+  ck_assert_uint_eq(st.tasksets_active + st.attempts_running + st.tasks_pending, 0);
+  tl_demand zero = {0};
+  ck_assert_mem_eq(&t.last, &zero, sizeof zero);
+  ck_assert_uint_eq(st.tasksets_released, 100);
+  ck_assert_int_eq(tl_scheduler_free(t.s), TL_OK);
+}
+END_TEST
+
 /* Deferred delivery: the events wait for tl_dispatch, still one demand event per call. */
 START_TEST(deferred_delivery_keeps_one_demand_event_per_call) {
   tl_config cfg = tlt_config();
@@ -709,6 +800,7 @@ Suite *tl_demand_suite(void) {
   tcase_add_test(tc, restore_announces_unschedulable_task_sets);
   tcase_add_test(tc, a_replay_makes_the_same_demand_events);
   tcase_add_test(tc, deferred_delivery_keeps_one_demand_event_per_call);
+  tcase_add_test(tc, threads_with_deferred_delivery);
   tcase_add_test(tc, out_of_memory_changes_nothing);
   return suite;
 }
