@@ -436,13 +436,13 @@ typedef struct tl__taskset {
   bool failed;                       /* aborted: taskset_failed was made */
   bool restored;                     /* restored from an image (not submitted since): held
                                         while executors recover, may adopt attempts */
+  uint8_t unsched;                   /* demand.c: the TL__UNSCHED_* states it is in; 0 when
+                                        zombie (in the padding before max_failures) */
   uint16_t max_failures;             /* counting failures of one index that abort it: as
                                         submitted, or the config's */
   struct tl__tags *tags;             /* its tags (tags.c), or NULL; freed with it */
   struct tl__xset *exclude;          /* exclude.c: its counted failures and exclusions, or NULL
                                         (none yet, or exclude_on_failure off); freed with it */
-  uint8_t unsched;                   /* demand.c: the TL__UNSCHED_* states it is in; 0 when
-                                        zombie */
   struct tl__taskset *queue_next[TL__QUEUE_LEVELS]; /* its successors in the queue, per level */
   tl__index idx[];                                  /* ntasks entries */
 } tl__taskset;
