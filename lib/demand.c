@@ -128,6 +128,8 @@ int tl__demand_check(tl__checker *c) {
               (unsigned)ts->unsched);
     TL__CHECK(c, !ts->zombie || ts->unsched == 0,
               "demand: zombie task set %" PRIu64 " is still unschedulable", ts->id);
+    TL__CHECK(c, (ts->unsched & TL__UNSCHED_RESOURCES) == 0 || ts->req != NULL,
+              "demand: task set %" PRIu64 " asks for no resource but waits for one", ts->id);
     n += ts->unsched != 0;
   }
   TL__CHECK(c, n == s->nunsched, "demand: %zu task sets unschedulable, count says %zu", n,
