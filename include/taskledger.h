@@ -457,6 +457,20 @@ typedef struct tl_taskset_info {
   uint32_t ntasks;
 } tl_taskset_info;
 
+/* What tl_callbacks.demand_changed carries (added after 0.2.0): the totals Spark's
+ * ExecutorAllocationManager sizes a cluster by, all task sets and profiles together (per
+ * profile, walk tl_taskset_list: a count per profile would cost every launch and end). The first four
+ * equal the tl_stats fields of the same names at the end of the call that made the event. */
+typedef struct tl_demand {
+  size_t tasks_pending;          /* indices of active task sets waiting to launch */
+  size_t tasks_speculatable;     /* speculative copies waiting to launch */
+  size_t attempts_running;       /* attempts in flight (frozen ones included) */
+  size_t tasksets_active;        /* task sets not zombie */
+  size_t unschedulable_tasksets; /* of those, unschedulable: taskset_unschedulable made, its
+                                    taskset_schedulable not yet (a task set in both states counts
+                                    once: tl_stats.tasksets_unschedulable counts deadlines) */
+} tl_demand;
+
 /* The runtime's side. Every member may be NULL; a task_started, revive_offers or
  * executor_removed event whose callback is NULL is not even made (the hot paths pay nothing for
  * it). Events are delivered exactly once, one at a time, in the order they were made, never
@@ -528,6 +542,35 @@ typedef struct tl_callbacks {
    * made (as for task_started and revive_offers). */
   void (*executor_removed)(void *ud, const char *executor_id, void *executor_ud,
                            const tl_loss_reason *reason);
+  /* Added after 0.2.0, at the end (docs/api.md "Demand events"); NULL: the event is not made and
+   * nothing is computed for it. What dynamic allocation needs, pushed instead of polled.
+   *
+   * A task set became unschedulable: no live executor may run it, so it waits for a new executor
+   * or, after tl_config.unschedulable_timeout_ns, is aborted (Spark's unschedulableTaskSetAdded).
+   * The states: exclusion's (exclude_on_failure: every live executor or node is excluded for its
+   * next task, after an offer round that launched nothing while some executor is idle) and
+   * resources' (no ALIVE executor could ever meet its profile, cores or resource requests). A task
+   * set in both is one unschedulable task set: one event when it enters the first, one
+   * taskset_schedulable when it has left the last. reason is a short static sentence naming the
+   * state it entered, valid until the callback returns. tl_scheduler_restore makes one for each
+   * restored task set in exclusion's state (its image's deadline), in submission order;
+   * resources' is found again by the next offer round. Each event of this callback and the next
+   * two may be called from any thread that delivers events (see above); the events are not
+   * journaled (a replay of the calls makes them again). */
+  void (*taskset_unschedulable)(void *ud, const tl_taskset_info *ts, const char *reason);
+  /* It is not unschedulable any more (Spark's unschedulableTaskSetRemoved), exactly once after
+   * each taskset_unschedulable: a launch anywhere (exclusion's state ends with any launch, as in
+   * Spark), an executor that may run it, or its end: a task set aborted (its unschedulable
+   * timeout included), cancelled or finished while unschedulable gets this event in that same
+   * call, before its taskset_released. So a runtime that counts the first event up and this one
+   * down holds the number of unschedulable task sets (tl_demand.unschedulable_tasksets). */
+  void (*taskset_schedulable)(void *ud, const tl_taskset_info *ts);
+  /* The demand changed: at most once per call (tl_status_updates and tl_executor_reconcile count
+   * as one), made at the end of a call whose totals differ from the last ones this event carried
+   * (the first differs from all zeros), so it is the last event of its call. demand is valid
+   * until the callback returns; its totals are those tl_stats_get would have given at the end of
+   * that call. */
+  void (*demand_changed)(void *ud, const tl_demand *demand);
 } tl_callbacks;
 
 /* ---------------------------------------------------------------------------------------------

@@ -160,6 +160,18 @@ static void deliver(struct tl_scheduler *s, const tl__event *ev) {
     if (cb->speculative_task_submitted != NULL)
       cb->speculative_task_submitted(cb->ud, &ev->u.ts.info, ev->u.ts.index);
     break;
+  case TL__EV_TASKSET_UNSCHEDULABLE:
+    if (cb->taskset_unschedulable != NULL)
+      cb->taskset_unschedulable(cb->ud, &ev->u.ts.info, ev->static_msg);
+    break;
+  case TL__EV_TASKSET_SCHEDULABLE:
+    if (cb->taskset_schedulable != NULL)
+      cb->taskset_schedulable(cb->ud, &ev->u.ts.info);
+    break;
+  case TL__EV_DEMAND:
+    if (cb->demand_changed != NULL)
+      cb->demand_changed(cb->ud, &ev->u.demand);
+    break;
   case TL__EV_KILL_TASK:
     if (cb->kill_task != NULL)
       cb->kill_task(cb->ud, ev->u.kill.tid, ev->names->text, ev->u.kill.executor_ud,
@@ -312,6 +324,8 @@ static void unlock_and_ready(struct tl_scheduler *s) {
 }
 
 bool tl__unlock_and_dispatch(struct tl_scheduler *s) {
+  if (s->demand_on) /* the call's demand event, last (demand.c) */
+    tl__demand_end(s);
   if (s->attempts_by_tid.n == 0) /* an idle scheduler keeps no room for launches (ledger.c) */
     tl__attempts_idle(s);
   if (s->events.n == 0 && s->journal == NULL) {

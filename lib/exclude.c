@@ -256,6 +256,7 @@ static void timer_stop(struct tl_scheduler *s, xset *x) {
   x->timer = false;
   tl__list_remove(&x->on_timer);
   s->x.ntimers--;
+  tl__unsched_leave(s, x->ts, TL__UNSCHED_EXCLUDED);
 }
 
 static void timers_clear(struct tl_scheduler *s) {
@@ -341,6 +342,7 @@ void tl__exclude_after_round(struct tl_scheduler *s, size_t launched) {
       x->deadline = tl__add_sat(s->last_now, s->cfg.unschedulable_timeout_ns);
       tl__list_insert_tail(&s->x.timers, &x->on_timer);
       s->x.ntimers++;
+      tl__unsched_enter(s, ts, TL__UNSCHED_EXCLUDED);
     }
   }
 }
@@ -705,8 +707,15 @@ int tl__exclude_check(tl__checker *c) {
   TL__CHECK(c, n == s->x.ntasksets, "exclusion: %zu task sets listed, %zu counted", n,
             s->x.ntasksets);
   n = 0;
-  for (const tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next)
+  for (const tl__taskset *ts = s->tasksets_by_id; ts != NULL; ts = ts->hh_by_id.next) {
     n += ts->exclude != NULL;
+    /* Its unschedulable state (demand.c) is its timer's, while it is active. */
+    TL__CHECK(c,
+              ts->zombie || ((ts->unsched & TL__UNSCHED_EXCLUDED) != 0) ==
+                                (ts->exclude != NULL && ts->exclude->timer),
+              "exclusion: task set %llu's unschedulable state disagrees with its timer",
+              (unsigned long long)ts->id);
+  }
   TL__CHECK(c, n == s->x.ntasksets, "exclusion: %zu task sets hold records, %zu listed", n,
             s->x.ntasksets);
   TL__CHECK(c, s->cfg.exclude_on_failure || n + s->x.nexecs + s->x.nnodes == 0,

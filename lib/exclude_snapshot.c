@@ -404,6 +404,7 @@ static int restore_timers(struct tl_scheduler *s, tl__rbuf *r) {
     x->deadline = deadline;
     tl__list_insert_tail(&s->x.timers, &x->on_timer);
     s->x.ntimers++;
+    tl__unsched_mark(s, ts, TL__UNSCHED_EXCLUDED); /* its event: tl__unsched_restored */
     last = deadline;
   }
   return r->bad ? TL_ESNAPSHOT : TL_OK;

@@ -436,6 +436,8 @@ typedef struct tl__taskset {
   bool failed;                       /* aborted: taskset_failed was made */
   bool restored;                     /* restored from an image (not submitted since): held
                                         while executors recover, may adopt attempts */
+  uint8_t unsched;                   /* demand.c: the TL__UNSCHED_* states it is in; 0 when
+                                        zombie (in the padding before max_failures) */
   uint16_t max_failures;             /* counting failures of one index that abort it: as
                                         submitted, or the config's */
   struct tl__tags *tags;             /* its tags (tags.c), or NULL; freed with it */
@@ -483,7 +485,10 @@ typedef enum tl__event_kind {
   TL__EV_REVIVE_OFFERS,
   TL__EV_KILL_TASK,
   TL__EV_SPECULATIVE_SUBMITTED,
-  TL__EV_EXECUTOR_REMOVED
+  TL__EV_EXECUTOR_REMOVED,
+  TL__EV_TASKSET_UNSCHEDULABLE, /* demand.c: u.ts.info, static_msg the reason */
+  TL__EV_TASKSET_SCHEDULABLE,   /* demand.c: u.ts.info */
+  TL__EV_DEMAND                 /* demand.c: u.demand */
 } tl__event_kind;
 
 /* Why a task set failed. */
@@ -544,6 +549,7 @@ typedef struct tl__event {
       bool interrupt;
       void *executor_ud; /* the executor's tl_executor_desc.ud */
     } kill;
+    tl_demand demand; /* demand_changed: the totals */
   } u;
 } tl__event;
 
@@ -724,11 +730,48 @@ struct tl_scheduler {
   size_t mem_bytes;
   size_t mem_blocks;
   uint32_t check_epoch; /* tl_check's visit stamp for shared strings */
+
+  /* Demand events (demand.c). */
+  bool demand_on;          /* taskset_unschedulable, taskset_schedulable or demand_changed is
+                              set: every reservation takes tl__demand_room's room too */
+  size_t nunsched;         /* task sets whose unsched is not 0 */
+  tl_demand demand_told;   /* the totals the last demand event carried (zeros before one) */
 };
+
+/* Demand events (demand.c; docs/api.md "Demand events"). The unschedulable states of a task
+ * set, one bit each in tl__taskset.unsched: a source calls tl__unsched_enter when a task set
+ * enters its state and tl__unsched_leave when it leaves it; the first bit set makes a
+ * taskset_unschedulable event, the last one cleared a taskset_schedulable. A task set that
+ * becomes zombie leaves them all (tl__unsched_zombie, taskset.c). A new source takes the next
+ * bit and counts the task sets it may change in tl__demand_room. */
+enum {
+  TL__UNSCHED_EXCLUDED = 1u << 0, /* exclude.c: excluded from every live executor */
+  TL__UNSCHED_RESOURCES = 1u << 1 /* resource.c: no ALIVE executor could run one of its tasks */
+};
+#define TL__UNSCHED_SOURCES 2
+void tl__unsched_enter(struct tl_scheduler *s, tl__taskset *ts, uint8_t state);
+void tl__unsched_leave(struct tl_scheduler *s, tl__taskset *ts, uint8_t state);
+void tl__unsched_zombie(struct tl_scheduler *s, tl__taskset *ts);
+/* A restored task set is in state (its image's deadline): set without an event; the restore
+ * makes them with tl__unsched_restored once it has room. */
+void tl__unsched_mark(struct tl_scheduler *s, tl__taskset *ts, uint8_t state);
+void tl__unsched_restored(struct tl_scheduler *s);
+/* The end of a public call (dispatch.c, the lock held): the demand event, when demand_changed
+ * is set and the totals differ from the last it carried. */
+void tl__demand_end(struct tl_scheduler *s);
+/* tl_check's part: the unsched bits against the count, and the totals' sources. */
+int tl__demand_check(tl__checker *c);
+/* The room every reservation adds while demand_on (tl__events_reserve): the demand event, and
+ * per task set a source may change in one transition, an event for each source and one for its
+ * end (an upper bound: a transition changes each source of a task set at most once). */
+static inline size_t tl__demand_room(const struct tl_scheduler *s) {
+  return 1 + (TL__UNSCHED_SOURCES + 1) * (s->x.ntasksets + s->nres_tasksets);
+}
 
 /* Room for n more events (queue.c); TL_ENOMEM, having changed nothing. A transition reserves,
  * before it changes anything, the sum of the TL__*_EVENTS of the calls it makes. */
 static inline int tl__events_reserve(struct tl_scheduler *s, size_t n) {
+  n += s->demand_on ? tl__demand_room(s) : 0; /* the demand events' room (demand.c) */
   return s->events.cap - s->events.n >= n ? TL_OK : tl__events_grow(s, n);
 }
 

@@ -250,6 +250,8 @@ static void timer_stop(struct tl_scheduler *s, tl__treqs *q) {
   q->timer = false;
   tl__list_remove(&q->on_timer);
   s->nres_timers--;
+  if (q->ts != NULL)
+    tl__unsched_leave(s, q->ts, TL__UNSCHED_RESOURCES);
 }
 
 void tl__res_taskset_free(struct tl_scheduler *s, tl__treqs *q) {
@@ -341,6 +343,7 @@ void tl__res_after_round(struct tl_scheduler *s) {
       q->deadline = tl__add_sat(s->last_now, s->cfg.unschedulable_timeout_ns);
       tl__list_insert_tail(&s->res_timers, &q->on_timer);
       s->nres_timers++;
+      tl__unsched_enter(s, q->ts, TL__UNSCHED_RESOURCES);
     }
   }
 }
@@ -668,6 +671,10 @@ int tl__res_check(tl__checker *c) {
     const tl__treqs *q = tl__container_of(l, tl__treqs, on_scheduler);
     TL__CHECK(c, q->ts != NULL && q->ts->req == q,
               "resources: a requests block on the list belongs to no task set");
+    /* Its unschedulable state (demand.c) is its deadline's, while it is active. */
+    TL__CHECK(c, q->ts->zombie || ((q->ts->unsched & TL__UNSCHED_RESOURCES) != 0) == q->timer,
+              "resources: task set %llu's unschedulable state disagrees with its deadline",
+              (unsigned long long)q->ts->id);
     listed++;
   }
   size_t timers = 0;

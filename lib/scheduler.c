@@ -235,6 +235,8 @@ int tl__scheduler_create(const tl_config *cfg, const tl_callbacks *cb, tl_schedu
   s->cfg = *cfg;
   if (cb != NULL)
     s->cb = *cb;
+  s->demand_on = s->cb.taskset_unschedulable != NULL || s->cb.taskset_schedulable != NULL ||
+                 s->cb.demand_changed != NULL;
   tl__list_init(&s->heartbeat_order);
   tl__list_init(&s->pending_order);
   tl__list_init(&s->recovery_order);

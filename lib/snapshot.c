@@ -1266,7 +1266,9 @@ int tl_scheduler_restore(const tl_config *cfg, const tl_callbacks *cb,
   /* The recovery hold: restored task sets launch nothing until no executor recovers. */
   s->restore_hold = s->nrecovering > 0;
 
-  /* Nothing fails from here: the resolvers, then the aborts of what has no payload. */
+  /* Nothing fails from here: the resolvers, the unschedulable task sets' events (demand.c),
+   * then the aborts of what has no payload. */
+  tl__unsched_restored(s);
   for (tl__executor *ex = s->executors_by_id; ex != NULL; ex = ex->hh_by_id.next)
     if (ex->state != TL_EXECUTOR_REMOVED && s->cb.executor_restored != NULL)
       ex->ud = s->cb.executor_restored(s->cb.ud, tl__executor_id(ex), tl__names_host(ex->names));

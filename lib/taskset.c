@@ -241,6 +241,7 @@ static void output_add(tl__output *out, const tl__attempt *a) {
 static void make_zombie(struct tl_scheduler *s, tl__taskset *ts) {
   if (ts->zombie)
     return;
+  tl__unsched_zombie(s, ts); /* before zombie: it leaves its unschedulable states (demand.c) */
   ts->zombie = true;
   s->nactive--;
   s->nzombie++;

@@ -355,6 +355,21 @@ typedef enum oom_outcome {
   OOM_FAILED     /* TL_ENOMEM (for a tick: 0 with work left) */
 } oom_outcome;
 
+/* The demand events (docs/api.md "Demand events"), set in the journaled sweeps: every call then
+ * reserves their room too, and none may allocate for them once it has begun to change things. */
+static void demand_unsched(void *ud, const tl_taskset_info *ts, const char *reason) {
+  (void)ud, (void)ts, (void)reason;
+}
+static void demand_sched(void *ud, const tl_taskset_info *ts) { (void)ud, (void)ts; }
+static void demand_changed(void *ud, const tl_demand *d) { (void)ud, (void)d; }
+
+static void record_removed_and_demand(tl_callbacks *cb) {
+  tlt_record_removed(cb);
+  cb->taskset_unschedulable = demand_unsched;
+  cb->taskset_schedulable = demand_sched;
+  cb->demand_changed = demand_changed;
+}
+
 tlt_env *oom_fresh(const oom_scenario *sc, oom_ctx *c) {
   tl_config cfg = tlt_config();
   if (sc->config != NULL)
@@ -364,7 +379,8 @@ tlt_env *oom_fresh(const oom_scenario *sc, oom_ctx *c) {
     cfg.journal = oom_journal_line;
     cfg.journal_ud = c;
   }
-  tlt_env *e = tlt_new_edit(&cfg, tlt_record_removed); /* every event a loss can make */
+  /* Every event a loss can make; journaled, the demand events too. */
+  tlt_env *e = tlt_new_edit(&cfg, c->journal ? record_removed_and_demand : tlt_record_removed);
   c->param = sc->param;
   c->flags = sc->flags;
   c->inner_failures = 0;

@@ -237,6 +237,10 @@ typedef struct tlo_outcome {
   uint64_t tag_touched;      /* task sets they touched */
   uint64_t no_retry_aborts;  /* task sets aborted by a no_retry failure */
   uint64_t own_limit_aborts; /* task sets aborted at a max_task_failures of their own */
+  /* Demand events (ops_demand.c); all 0 for the programs that run without them. */
+  bool demand;
+  uint64_t demand_events;        /* demand_changed delivered */
+  uint64_t unschedulable_events; /* taskset_unschedulable delivered */
   char message[4096]; /* the disagreement, with the operation that showed it */
   bool has_final;     /* the run reached tl_scheduler_free: */
   tl_stats final;     /* tl_stats just before it */

@@ -406,6 +406,7 @@ const tl_callbacks *tlo_callbacks(tlo_run *r) {
                          .kill_task = tlo_cb_kill,
                          .taskset_restored = cb_taskset_restored,
                          .executor_restored = cb_executor_restored};
+  tlo_demand_callbacks(r, &r->cb); /* demand events, for the programs that run with them */
   return &r->cb;
 }
 
@@ -806,6 +807,7 @@ void tlo_apply_top(tlo_run *r, const tlo_op *op) {
   r->re_lose_done = false;
   r->desc[0] = '\0'; /* until a call names itself; a failure before that describes the op */
   r->op = op;
+  tlo_demand_op_begin(r);
   apply(r, op);
   tlo_dispatch_all(r);
   r->reent = 0;
@@ -817,6 +819,7 @@ void tlo_apply_top(tlo_run *r, const tlo_op *op) {
   if (!r->failed) {
     tlo_drop_events(r);
     tlo_compare_all(r, true);
+    tlo_demand_check(r);
   }
   r->op = NULL;
 }

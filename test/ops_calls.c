@@ -1338,6 +1338,7 @@ void tlo_do_snapshot_restore(tlo_run *r, const tlo_op *op) {
   if (rc != TL_OK)
     return;
   r->s = NULL;
+  tlo_demand_reset(r); /* the restored scheduler's demand events start afresh */
   if (!r->failed && r->qhead != r->qlen)
     tlo_fail(r, "tl_scheduler_free delivered %zu releases fewer than the model expects",
              r->qlen - r->qhead);

@@ -413,7 +413,23 @@ typedef struct tlo_run {
   uint64_t pol_seed;                                 /* chooses what is drawn */
   uint64_t pol_submits, pol_updates, pol_tag_ops;    /* draws made per stream */
   uint64_t f_tag_ops, f_tag_touched, f_no_retry_aborts, f_own_limit_aborts; /* reached */
+
+  /* Demand events (ops_demand.c): on for the programs tlo_demand_chosen picks. */
+  bool demand;
+  bool d_seen;              /* a demand event came from this scheduler */
+  tl_demand d_last;         /* the last one's totals */
+  size_t d_balance;         /* taskset_unschedulable minus taskset_schedulable */
+  uint64_t d_op_events;     /* demand events of the running operation */
+  uint64_t d_op_calls;      /* r->calls when it began */
+  uint64_t f_d_demand, f_d_unsched; /* demand and unschedulable events delivered */
 } tlo_run;
+
+/* Demand events (ops_demand.c). */
+bool tlo_demand_chosen(const uint8_t header[TLO_HEADER_BYTES]);
+void tlo_demand_callbacks(tlo_run *r, tl_callbacks *cb);
+void tlo_demand_reset(tlo_run *r);
+void tlo_demand_op_begin(tlo_run *r);
+void tlo_demand_check(tlo_run *r);
 
 /* How an attempt ends, as the caller decided it. */
 typedef struct mend {

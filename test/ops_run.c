@@ -92,6 +92,7 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *e
     uint64_t ttl;
   } tombs[5] = {{0, 0}, {1, 30 * SEC}, {4, 30 * SEC}, {4, 30 * SEC}, {64, 30 * SEC}};
   uint8_t h0 = header[0], h1 = header[1];
+  r->demand = tlo_demand_chosen(header); /* from the header alone: the program is unchanged */
   tl_config_init(&r->cfg);
   r->cfg.max_task_failures = 1 + h0 % 3u;
   r->cfg.cpus_per_task = ((h0 >> 2) & 3) == 3 ? 2 : 1;
@@ -415,6 +416,9 @@ static void run_end(tlo_run *r, size_t nops, tlo_outcome *out) {
   out->tag_touched = r->f_tag_touched;
   out->no_retry_aborts = r->f_no_retry_aborts;
   out->own_limit_aborts = r->f_own_limit_aborts;
+  out->demand = r->demand;
+  out->demand_events = r->f_d_demand;
+  out->unschedulable_events = r->f_d_unsched;
   out->resources = r->resources;
   memcpy(out->resource_features, r->f_res, sizeof out->resource_features);
   snprintf(out->message, sizeof out->message, "%s", r->failed ? r->why : "ok");

@@ -81,6 +81,8 @@ static void add_features(tlo_outcome *sum, const tlo_outcome *o) {
   sum->tag_touched += o->tag_touched;
   sum->no_retry_aborts += o->no_retry_aborts;
   sum->own_limit_aborts += o->own_limit_aborts;
+  sum->demand_events += o->demand_events;
+  sum->unschedulable_events += o->unschedulable_events;
   sum->restores += o->restores;
   sum->restore_refusals += o->restore_refusals;
   sum->snapshot_errors += o->snapshot_errors;
@@ -144,6 +146,8 @@ static void print_features(const tlo_outcome *o) {
   printf("  retry policy and tags: tag calls %" PRIu64 " touching %" PRIu64
          " task sets, no_retry aborts %" PRIu64 ", aborts at a task set's own limit %" PRIu64 "\n",
          o->tag_ops, o->tag_touched, o->no_retry_aborts, o->own_limit_aborts);
+  printf("  demand events: demand_changed %" PRIu64 ", taskset_unschedulable %" PRIu64 "\n",
+         o->demand_events, o->unschedulable_events);
 }
 
 /* Runs one byte program from a file. */

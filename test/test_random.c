@@ -241,6 +241,30 @@ START_TEST(seeded_runs_with_the_retry_policy_and_tags) {
 }
 END_TEST
 
+/* Demand events (ops_demand.c): the programs chosen run with them, each checking after every
+ * operation that its calls made at most one demand event each, none repeating the last, and
+ * that the last one's totals are tl_stats'; the others make none. Both unschedulable states
+ * are reached. */
+START_TEST(seeded_runs_with_demand_events) {
+  uint64_t runs = 0, demand = 0, unsched = 0;
+  for (uint64_t seed = 1; seed <= 200; seed++) {
+    tlo_outcome out;
+    tlo_run_seed(seed, 150, NULL, &out);
+    ck_assert_msg(out.ok, "seed %" PRIu64 ": %s", seed, out.message);
+    if (!out.demand) {
+      ck_assert_uint_eq(out.demand_events + out.unschedulable_events, 0);
+      continue;
+    }
+    runs++;
+    demand += out.demand_events;
+    unsched += out.unschedulable_events;
+  }
+  ck_assert_uint_gt(runs, 50);
+  ck_assert_uint_gt(demand, 1000);
+  ck_assert_uint_gt(unsched, 5);
+}
+END_TEST
+
 /* Speculation's duration threshold and decommission kill interval are reached: runs that set
  * them speculate by each rule, runs that do not never do. Seeds from 1 until both rules were
  * reached in 20 runs that set them or more (some 90 seeds), 300 at most. */
@@ -363,6 +387,7 @@ Suite *tl_random_suite(void) {
   tcase_add_test(tc, an_encoded_run_replays_exactly);
   tcase_add_test(tc, journals_of_seeded_runs_replay_to_the_same_state);
   tcase_add_test(tc, decoding_reverses_encoding);
+  tcase_add_test(tc, seeded_runs_with_demand_events);
   tcase_add_test(tc, random_bytes_are_valid_programs);
   return s;
 }

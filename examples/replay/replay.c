@@ -77,6 +77,23 @@ static void on_removed(void *ud, const char *id, void *executor_ud, const tl_los
   ((replayer *)ud)->report->removed++;
 }
 
+static void on_unschedulable(void *ud, const tl_taskset_info *ts, const char *reason) {
+  (void)ts;
+  (void)reason;
+  ((replayer *)ud)->report->unschedulable++;
+}
+
+static void on_schedulable(void *ud, const tl_taskset_info *ts) {
+  (void)ts;
+  ((replayer *)ud)->report->schedulable++;
+}
+
+static void on_demand(void *ud, const tl_demand *demand) {
+  tlr_report *rep = ((replayer *)ud)->report;
+  rep->demand_events++;
+  rep->last_demand = *demand;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Parsing
  * ------------------------------------------------------------------------------------------- */
@@ -338,6 +355,9 @@ static int start_scheduler(replayer *r, token *tok, int n) {
   cb.taskset_released = on_released;
   cb.executor_lost = on_lost;
   cb.executor_removed = on_removed;
+  cb.taskset_unschedulable = on_unschedulable;
+  cb.taskset_schedulable = on_schedulable;
+  cb.demand_changed = on_demand;
   int err = tl_scheduler_new(&cfg, &cb, &r->s);
   if (err != TL_OK)
     return stop(r, err == TL_ENOMEM ? TLR_NO_MEMORY : TLR_BAD_INPUT,

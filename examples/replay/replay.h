@@ -37,6 +37,12 @@ typedef struct tlr_report {
   unsigned submitted; /* task sets submitted */
   unsigned lost;      /* executor losses begun during the replay (executor_lost) */
   unsigned removed;   /* and ended (executor_removed): fewer while a loss is pending */
+  /* Demand events (added after 0.2.0; docs/api.md "Demand events"): the replay sets their
+   * callbacks, so that a journal's replay can be shown to make the events its run made. */
+  unsigned unschedulable; /* taskset_unschedulable events */
+  unsigned schedulable;   /* taskset_schedulable events */
+  unsigned demand_events; /* demand_changed events */
+  tl_demand last_demand;  /* the last demand_changed's totals (zeros before one) */
 } tlr_report;
 
 /* Replays the journal read from in. options may be NULL. Returns one of TLR_*. */

@@ -270,6 +270,11 @@ static int start_ledger(driver *d, const driver_opts *o, bool *restored) {
                      .kill_task = cb_kill_task};
   cfg.recovery_timeout_ns = o->recovery_timeout_ms * UINT64_C(1000000);
   cb.taskset_restored = cb_taskset_restored;
+  if (d->scaling.dynamic) { /* demand pushed to dynamic allocation (scaling.c) */
+    cb.taskset_unschedulable = cb_taskset_unschedulable;
+    cb.taskset_schedulable = cb_taskset_schedulable;
+    cb.demand_changed = cb_demand_changed;
+  }
   *restored = false;
   if (d->record.state_dir) {
     int rc = recover_state(d, &cfg, &cb, restored);

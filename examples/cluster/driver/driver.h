@@ -687,10 +687,16 @@ typedef struct scaling_state {
   const profile_shape *shapes; /* --executor-profile: the shapes of profiles 1.. */
   size_t nshapes;              /* entries of shapes */
   uint32_t start_profile;      /* the profile start_executors starts executors of */
+  tl_demand demand;            /* the last demand_changed event's totals (zeros before one) */
 } scaling_state;
 
 /* Set-up and tear-down. */
 void scaling_configure(driver *d, const driver_opts *o);
+/* The ledger's demand events, set with dynamic allocation only: the totals kept for the
+ * periodic check, and the unschedulable task sets logged. */
+void cb_demand_changed(void *ud, const tl_demand *demand);
+void cb_taskset_unschedulable(void *ud, const tl_taskset_info *ts, const char *reason);
+void cb_taskset_schedulable(void *ud, const tl_taskset_info *ts);
 void scaling_init(driver *d);
 void scaling_start(driver *d);
 void adopt_executors(driver *d);

@@ -85,10 +85,19 @@ void on_end(void *ud, const launcher_end *end) {
  * Dynamic allocation (--min-executors/--max-executors): Spark's ExecutorAllocationManager,
  * simplified.
  *
- * Growing. While tasks have been pending (tl_stats.tasks_pending) for --backlog-timeout, each
- * round (one every --backlog-timeout while the backlog lasts) starts to_add more executors and
- * doubles to_add (1, 2, 4, ...), as Spark does, never beyond --max-executors active, nor beyond
- * what the pending and running tasks could use (their count over each executor's task slots).
+ * Demand is pushed, not polled: the ledger's demand_changed event keeps the totals
+ * (scaling.demand: tasks pending, speculative copies waiting, attempts running, unschedulable
+ * task sets), and taskset_unschedulable / taskset_schedulable are logged; the periodic check
+ * reads the kept totals and never calls tl_stats_get.
+ *
+ * Growing. While tasks have been pending (pending or speculative copies waiting) for
+ * --backlog-timeout, each round (one every --backlog-timeout while the backlog lasts) starts
+ * to_add more executors and doubles to_add (1, 2, 4, ...), as Spark does, never beyond
+ * --max-executors active, nor beyond what the pending, speculative and running tasks could use
+ * (their count over each executor's task slots). A task set no live executor may run
+ * (unschedulable: excluded everywhere, or asking for more than any executor has) asks for more
+ * even when the slots would do, as Spark's ExecutorAllocationManager does for unschedulable task
+ * sets (SPARK-31418): at least one executor more than active per slots' worth of them.
  * Executors started and not yet registered count as active, so a slow start is not answered
  * with more starts. When no task is pending, to_add is back to 1.
  *
@@ -236,9 +245,8 @@ void on_alloc_tick(uv_timer_t *t) {
   }
   if (!d->phase.offering)
     return;
-  tl_stats st;
-  tl_stats_get(d->run.s, &st);
-  if (st.tasks_pending == 0) {
+  const tl_demand *dm = &d->scaling.demand; /* the last demand_changed's totals */
+  if (dm->tasks_pending + dm->tasks_speculatable == 0) {
     d->scaling.backlog_since = 0;
     d->scaling.to_add = 1;
   } else if (d->scaling.backlog_since == 0) {
@@ -246,13 +254,16 @@ void on_alloc_tick(uv_timer_t *t) {
     d->scaling.next_request = now + d->scaling.backlog_ns;
   } else if (now >= d->scaling.next_request) {
     uint64_t slots = (uint64_t)d->run.cores + d->run.queue;
-    uint64_t pending = st.tasks_pending, running = st.attempts_running;
+    uint64_t pending = dm->tasks_pending + dm->tasks_speculatable, running = dm->attempts_running;
     uint32_t profile = 0, others = 0;
     if (d->scaling.nshapes > 0) { /* the backlog's profile, and the executors of the others */
       profile = backlog_profile(d, &pending, &running);
       others = active - active_of_profile(d, profile);
     }
     uint64_t needed = others + (pending + running + slots - 1) / slots;
+    uint64_t unsched = (dm->unschedulable_tasksets + slots - 1) / slots;
+    if (unsched > 0 && needed < (uint64_t)active + unsched)
+      needed = (uint64_t)active + unsched; /* SPARK-31418: more than the slots say */
     uint32_t target =
         needed < d->scaling.max_executors ? (uint32_t)needed : d->scaling.max_executors;
     if (target > active) {
@@ -286,6 +297,21 @@ void on_alloc_tick(uv_timer_t *t) {
 
 /* Dynamic allocation's settings, and the executors' records (MAX_STARTED, allocated once). The
  * periodic check runs every quarter of the shorter of its timeouts, within 10..250 ms. */
+/* The ledger's demand events (tl_callbacks; set with dynamic allocation only). */
+void cb_demand_changed(void *ud, const tl_demand *demand) {
+  driver *d = ud;
+  d->scaling.demand = *demand;
+}
+
+void cb_taskset_unschedulable(void *ud, const tl_taskset_info *ts, const char *reason) {
+  logf_(ud, "stage %" PRIu32 ".%" PRIu32 " is unschedulable: %s", ts->stage_id, ts->stage_attempt,
+        reason);
+}
+
+void cb_taskset_schedulable(void *ud, const tl_taskset_info *ts) {
+  logf_(ud, "stage %" PRIu32 ".%" PRIu32 " is schedulable again", ts->stage_id, ts->stage_attempt);
+}
+
 void scaling_configure(driver *d, const driver_opts *o) {
   d->scaling.dynamic = o->dynamic;
   if (d->scaling.dynamic) {
