@@ -182,6 +182,8 @@ static size_t pass(struct tl_scheduler *s, round_state *r, tl__taskset *ts, tl_l
      * resourceOffer returns no task and no reject). */
     if (s->cfg.exclude_on_failure && tl__exclude_offer_blocked(s, ts, slot->ex))
       continue;
+    if (ts->placement != NULL && tl__placement_blocked(ts, slot->ex)) /* hard placement */
+      continue;
     uint32_t index;
     tl_locality level = TL_NO_PREF, allowed = max;
     bool speculative = false, found;
@@ -468,6 +470,8 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
     tl__taskset_abort(s, ab.ts, TL__FAIL_UNSCHEDULABLE, ab.index, 0, ab.msg, ab.static_msg);
   if (s->nres_tasksets > 0) /* after the aborts: a zombie waits for nothing */
     tl__res_after_round(s);
+  if (s->nplace_tasksets > 0) /* and no task set placed where nothing lives waits silently */
+    tl__placement_after_round(s);
   err = TL_OK;
   goto done;
 

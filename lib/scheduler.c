@@ -243,6 +243,8 @@ int tl__scheduler_create(const tl_config *cfg, const tl_callbacks *cb, tl_schedu
   tl__list_init(&s->rkinds);
   tl__list_init(&s->res_tasksets);
   tl__list_init(&s->res_timers);
+  tl__list_init(&s->place_tasksets);
+  tl__list_init(&s->place_timers);
   /* A level's wait; TL_NO_PREF and TL_ANY never wait (Spark's getLocalityWait). */
   const uint64_t *own[3] = {&cfg->locality_wait_process_ns, &cfg->locality_wait_node_ns,
                             &cfg->locality_wait_rack_ns};
@@ -512,7 +514,7 @@ int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out) {
   if (s == NULL || d == NULL || d->ntasks == 0 || d->ntasks == TL__NONE ||
       (d->pool != NULL && tl__name_len(d->pool, TL_HOST_MAX) == 0) ||
       tl__locality_validate(d) != TL_OK || d->max_task_failures > UINT16_MAX ||
-      tl__tags_valid(d->tags, d->ntags) != TL_OK)
+      tl__tags_valid(d->tags, d->ntags) != TL_OK || tl__placement_valid(d) != TL_OK)
     return TL_EINVAL;
   if (tl__res_req_valid(d->resources, d->nresources) != TL_OK)
     return TL_ERESOURCE;
