@@ -260,6 +260,7 @@ void tl__placement_link(struct tl_scheduler *s, const tl__attempt *a) {
       abort();
     c->names = tl__str_ref(a->executor->names);
     c->hash = hash;
+    c->count = 0; /* a slot emptied by a move keeps the count it had */
     p->nkeys++;
   }
   c->count++;

@@ -286,6 +286,71 @@ START_TEST(spread_per_executor_with_speculation) {
 }
 END_TEST
 
+/* A kill that moves two entries of the table of counts back (16 slots for 5 tasks; the ids are
+ * chosen by their homes: x1 and x16 at 5, x17 at 6, x7 at 7): the slot left at the end is taken
+ * by x7 from a count of 0, not of the entry that left it. */
+START_TEST(a_slot_left_by_a_move_counts_from_zero) {
+  tlt_env *e = tlt_new(NULL);
+  const char *ids[4] = {"x1", "x16", "x17", "x7"};
+  for (int i = 0; i < 4; i++)
+    tlt_add(e, ids[i], ids[i], NULL, 2);
+  tl_taskset_id ts = submit_placed(e, 0, 5, NULL, 0, NULL, 0, TL_SPREAD_EXECUTOR);
+  tl_launch l[4];
+  for (int i = 0; i < 3; i++)
+    ck_assert_uint_eq(tlt_offer(e, ids[i], 2, &l[i], 1), 1);
+  tlt_killed(e, "x1", l[0].tid); /* x16 and x17 move back */
+  ck_assert_uint_eq(tlt_offer(e, "x7", 2, &l[3], 1), 1);
+  ck_assert_uint_eq(tlt_offer(e, "x7", 2, &l[0], 1), 0);
+  ck_assert_uint_eq(tlt_offer(e, "x1", 2, &l[0], 1), 1);
+  for (int i = 0; i < 4; i++)
+    tlt_succeed(e, l[i].executor_id, l[i].tid);
+  ck_assert_uint_eq(tlt_ts(e, ts).succeeded, 4);
+  tlt_end(e);
+}
+END_TEST
+
+/* Many executors through one small task set's table of counts (16 slots for 5 tasks): kills
+ * end attempts in the middle of probe runs, which moves later entries back, and the slots they
+ * leave are taken again, from a count of 0 (tl_check looks at every slot after every step). */
+START_TEST(spread_counts_survive_churn_across_many_executors) {
+  tlt_env *e = tlt_new(NULL);
+  static char ids[24][8];
+  for (int i = 0; i < 24; i++) {
+    snprintf(ids[i], sizeof ids[i], "x%d", i);
+    tlt_add(e, ids[i], ids[i], NULL, 2); /* a host each */
+  }
+  tl_taskset_id ts = submit_placed(e, 0, 5, NULL, 0, NULL, 0, TL_SPREAD_EXECUTOR);
+  tl_launch l[5];
+  for (int i = 0; i < 5; i++) {
+    ck_assert_uint_eq(tlt_offer(e, ids[i], 2, &l[i], 1), 1);
+    ck_assert_uint_eq(tlt_offer(e, ids[i], 2, &l[i], 1), 0); /* its place is taken */
+  }
+  /* Kill the attempt of slot k % 5 and launch it again on the next executor in turn. */
+  int next = 5;
+  for (int k = 0; k < 120; k++) {
+    tl_launch *a = &l[k % 5];
+    tlt_killed(e, a->executor_id, a->tid);
+    const char *to = ids[next];
+    next = (next + 1) % 24;
+    tl_launch got;
+    size_t m = tlt_offer(e, to, 2, &got, 1);
+    if (m == 0) { /* to runs one already: the next one in turn */
+      to = ids[next];
+      next = (next + 1) % 24;
+      m = tlt_offer(e, to, 2, &got, 1);
+    }
+    ck_assert_uint_eq(m, 1);
+    ck_assert_uint_eq(tlt_offer(e, to, 2, &got + 1, 0), 0);
+    *a = got;
+  }
+  ck_assert_uint_eq(tlt_ts(e, ts).running, 5);
+  for (int i = 0; i < 5; i++)
+    tlt_succeed(e, l[i].executor_id, l[i].tid);
+  ck_assert_uint_eq(tlt_released(e, ts), 1);
+  tlt_end(e);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------------------------------
  * Unschedulable placement
  * ------------------------------------------------------------------------------------------- */
@@ -693,6 +758,8 @@ Suite *tl_placement_suite(void) {
   tc = tcase_create("spread");
   tcase_add_test(tc, spread_per_host_across_retries_kills_and_losses);
   tcase_add_test(tc, spread_per_executor_with_speculation);
+  tcase_add_test(tc, a_slot_left_by_a_move_counts_from_zero);
+  tcase_add_test(tc, spread_counts_survive_churn_across_many_executors);
   suite_add_tcase(s, tc);
   tc = tcase_create("unschedulable");
   tcase_add_test(tc, an_impossible_placement_is_aborted_with_its_explanation);
