@@ -260,12 +260,12 @@ static bool any_slot_fits(const round_state *r, const tl__taskset *ts) {
 }
 
 /* A task set held by its locality wait that cannot use this round (tl__locality_dormant), and
- * nothing else that could launch: no speculative copy waiting, no exclusion records (which
- * turn offers away before delay scheduling looks). Its turn costs O(its places), not
+ * nothing else that could launch: no speculative copy waiting, no exclusion records and no
+ * hard placement (which turn offers away before delay scheduling looks). Its turn costs O(its places), not
  * O(levels x offers): a round in which many task sets wait costs what its offers cost. */
 static bool held(struct tl_scheduler *s, const round_state *r, const tl__taskset *ts) {
   return ts->loc != NULL && !ts->barrier && ts->nspeculatable == 0 && ts->exclude == NULL &&
-         tl__locality_dormant(s, ts, r->nslots);
+         ts->placement == NULL && tl__locality_dormant(s, ts, r->nslots);
 }
 
 /* A task set's turn: for each of its locality levels, most local first, it fills the slots in
