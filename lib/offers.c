@@ -261,8 +261,9 @@ static bool any_slot_fits(const round_state *r, const tl__taskset *ts) {
 
 /* A task set held by its locality wait that cannot use this round (tl__locality_dormant), and
  * nothing else that could launch: no speculative copy waiting, no exclusion records and no
- * hard placement (which turn offers away before delay scheduling looks). Its turn costs O(its places), not
- * O(levels x offers): a round in which many task sets wait costs what its offers cost. */
+ * hard placement (which turn offers away before delay scheduling looks). Its turn costs O(its
+ * places), not O(levels x offers): a round in which many task sets wait costs what its offers
+ * cost. */
 static bool held(struct tl_scheduler *s, const round_state *r, const tl__taskset *ts) {
   return ts->loc != NULL && !ts->barrier && ts->nspeculatable == 0 && ts->exclude == NULL &&
          ts->placement == NULL && tl__locality_dormant(s, ts, r->nslots);

@@ -80,8 +80,8 @@ static uint64_t counts_cap(uint32_t ntasks) {
 
 /* The block for names given with their lengths (valid), or NULL (TL_ENOMEM). */
 static tl__placement *block_new(struct tl_scheduler *s, const char *const *names,
-                                const size_t *lens, uint32_t nexec, uint32_t nhost,
-                                uint8_t spread, uint32_t ntasks) {
+                                const size_t *lens, uint32_t nexec, uint32_t nhost, uint8_t spread,
+                                uint32_t ntasks) {
   uint32_t n = nexec + nhost;
   uint64_t cap = spread != TL_SPREAD_NONE ? counts_cap(ntasks) : 0;
   if (cap > (SIZE_MAX / 2) / sizeof(tl__pcount))
@@ -385,10 +385,10 @@ static void explain_names(struct tl_scheduler *s, const tl__placement *p, tl__te
   const tl__taskset *ts = p->ts;
   for (uint32_t i = 0; i < p->nexec; i++) {
     const tl__executor *ex = executor_find(s, p->name[i], p->len[i]);
-    const char *what = ex == NULL                             ? "unknown"
-                       : ex->state != TL_EXECUTOR_ALIVE        ? tl_executor_state_name(ex->state)
-                       : tl__res_could_fit(ex, ts)             ? "alive"
-                                                               : "alive, cannot run its tasks";
+    const char *what = ex == NULL                       ? "unknown"
+                       : ex->state != TL_EXECUTOR_ALIVE ? tl_executor_state_name(ex->state)
+                       : tl__res_could_fit(ex, ts)      ? "alive"
+                                                        : "alive, cannot run its tasks";
     tl__text_printf(t, "%sexecutor %s (%s)", i == 0 ? "" : ", ", p->name[i], what);
   }
   for (uint32_t i = p->nexec; i < p->nexec + p->nhost; i++) {
@@ -457,8 +457,9 @@ int tl__placement_check(tl__checker *c) {
     HASH_FIND(hh_by_id, s->tasksets_by_id, &ts->id, sizeof ts->id, found);
     TL__CHECK(c, ts->placement == p && found == ts,
               "placement: a block of task set %llu it does not hold", id);
-    TL__CHECK(c, !ts->barrier && p->spread <= TL_SPREAD_EXECUTOR && p->nexec <= TL_PLACE_MAX &&
-                     p->nhost <= TL_PLACE_MAX && (p->spread != TL_SPREAD_NONE) == (p->cap != 0),
+    TL__CHECK(c,
+              !ts->barrier && p->spread <= TL_SPREAD_EXECUTOR && p->nexec <= TL_PLACE_MAX &&
+                  p->nhost <= TL_PLACE_MAX && (p->spread != TL_SPREAD_NONE) == (p->cap != 0),
               "placement: task set %llu: bad fields", id);
     tl__check_account(c, p->bytes);
     /* The counts: every key's count is its running (not frozen) attempts there. */
@@ -482,8 +483,9 @@ int tl__placement_check(tl__checker *c) {
                 k->count, key, seen);
     }
     uint64_t linked = (uint64_t)ts->nrunning - ts->nfrozen;
-    TL__CHECK(c, keys == p->nkeys && sum == p->running && keys < p->cap + (p->cap == 0) &&
-                     (p->cap == 0 || sum == linked),
+    TL__CHECK(c,
+              keys == p->nkeys && sum == p->running && keys < p->cap + (p->cap == 0) &&
+                  (p->cap == 0 || sum == linked),
               "placement: task set %llu: %llu keys counting %llu attempts (%llu run, %llu keys "
               "kept)",
               id, (unsigned long long)keys, (unsigned long long)sum, (unsigned long long)linked,

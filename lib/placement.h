@@ -9,11 +9,11 @@
 
 /* One host or executor some running attempt of the task set is on (spread only). */
 typedef struct tl__pcount {
-  tl__str *names;  /* the names of the executor of the attempt that made the slot: the key is its
-                      id (TL_SPREAD_EXECUTOR) or its host (TL_SPREAD_HOST); one reference; NULL:
-                      a free slot */
-  uint32_t hash;   /* the key's hash */
-  uint32_t count;  /* running attempts of the task set there (attempts_by_tid's, not frozen) */
+  tl__str *names; /* the names of the executor of the attempt that made the slot: the key is its
+                     id (TL_SPREAD_EXECUTOR) or its host (TL_SPREAD_HOST); one reference; NULL:
+                     a free slot */
+  uint32_t hash;  /* the key's hash */
+  uint32_t count; /* running attempts of the task set there (attempts_by_tid's, not frozen) */
 } tl__pcount;
 
 /* A task set's placement: one block, freed with the task set. */

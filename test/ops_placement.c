@@ -37,7 +37,7 @@ mpl tlo_pl_draw_submit(tlo_run *r, bool barrier) {
   unsigned kind = (unsigned)(v % 8);
   if (barrier || kind < 4)
     return p; /* placement on a barrier task set is refused: none drawn there */
-  kind -= 3; /* 1 spread only, 2 hosts, 3 executors, 4 both */
+  kind -= 3;  /* 1 spread only, 2 hosts, 3 executors, 4 both */
   p.spread = (uint8_t)((v >> 3) % 3);
   if (kind == 1 && p.spread == 0)
     p.spread = TL_SPREAD_HOST;
@@ -189,8 +189,8 @@ void tlo_pl_cmp_ts(tlo_run *r, const mts *t, const tl_taskset_status *st) {
   size_t n = 0;
   int rc = tl_taskset_placement(r->s, t->id, got, 2 + NHOSTS, &n);
   if (rc != TL_OK || n != p->nexec + nh) {
-    tlo_fail(r, "task set %" PRIu64 " lists %zu placement names (%s), the model says %u", t->id,
-             n, tl_err_name(rc), p->nexec + nh);
+    tlo_fail(r, "task set %" PRIu64 " lists %zu placement names (%s), the model says %u", t->id, n,
+             tl_err_name(rc), p->nexec + nh);
     return;
   }
   const char *execs[2], *hosts[NHOSTS];

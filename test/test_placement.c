@@ -595,10 +595,10 @@ START_TEST(the_journal_records_placement_and_replays) {
   tlt_add(e, "e2", "h2", NULL, 4);
   const char *execs[2] = {"e1", "e2"};
   submit_placed(e, 0, 3, execs, 2, only_h2, 1, TL_SPREAD_HOST);
-  ck_assert_ptr_nonnull(strstr(
-      c.text, " spread=1 allow_executors=2 \"e1\" \"e2\" allow_hosts=1 \"h2\" = OK ts=1"));
-  tl_taskset_id gone = submit_placed(e, 1, 1, NULL, 0, (const char *const[]){"h7"}, 1,
-                                     TL_SPREAD_NONE);
+  ck_assert_ptr_nonnull(
+      strstr(c.text, " spread=1 allow_executors=2 \"e1\" \"e2\" allow_hosts=1 \"h2\" = OK ts=1"));
+  tl_taskset_id gone =
+      submit_placed(e, 1, 1, NULL, 0, (const char *const[]){"h7"}, 1, TL_SPREAD_NONE);
   tl_launch l[8];
   ck_assert_uint_eq(offer_all(e, execs, 2, 4, l, 8), 2);
   tlt_succeed(e, l[0].executor_id, l[0].tid);
@@ -710,9 +710,7 @@ static void build_placed_sets(tlt_env *e, oom_ctx *c) {
 
 static int call_offer_spread(tlt_env *e, oom_ctx *c) { return oom_offer(e, c, "e2", 4); }
 
-static void config_short_timeout(tl_config *cfg) {
-  cfg->unschedulable_timeout_ns = TLT_SEC;
-}
+static void config_short_timeout(tl_config *cfg) { cfg->unschedulable_timeout_ns = TLT_SEC; }
 
 /* The same, its timeout (config_short_timeout) passed. */
 static void build_placed_sets_due(tlt_env *e, oom_ctx *c) {
