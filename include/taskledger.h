@@ -79,6 +79,20 @@ extern "C" {
 #define TL_TAG_MAX 128
 #define TL_TAGS_MAX 16
 
+/* Hard placement (tl_taskset_desc.allowed_executors, allowed_hosts and spread; Ray's
+ * NodeAffinitySchedulingStrategy(soft=False) and STRICT_SPREAD; docs/api.md "Hard placement"):
+ * a task set names at most TL_PLACE_MAX executor ids (each 1 to TL_ID_MAX - 1 bytes) and at most
+ * TL_PLACE_MAX host names (each 1 to TL_HOST_MAX - 1 bytes), each list without repeats. */
+#define TL_PLACE_MAX 64
+
+/* Anti-affinity of a task set (tl_taskset_desc.spread): at most one running attempt of the task
+ * set per host, or per executor. */
+typedef enum tl_spread {
+  TL_SPREAD_NONE = 0,     /* no limit */
+  TL_SPREAD_HOST = 1,     /* at most one running attempt of the task set on each host */
+  TL_SPREAD_EXECUTOR = 2  /* at most one running attempt of the task set on each executor */
+} tl_spread;
+
 /* tl_tick's answer when nothing is due, ever (a deadline at or beyond UINT64_MAX never is). */
 #define TL_TICK_NEVER UINT64_MAX
 /* A per-level locality wait (tl_config.locality_wait_*_ns) that takes locality_wait_ns. */
@@ -548,13 +562,14 @@ typedef struct tl_callbacks {
    * A task set became unschedulable: no live executor may run it, so it waits for a new executor
    * or, after tl_config.unschedulable_timeout_ns, is aborted (Spark's unschedulableTaskSetAdded).
    * The states: exclusion's (exclude_on_failure: every live executor or node is excluded for its
-   * next task, after an offer round that launched nothing while some executor is idle) and
-   * resources' (no ALIVE executor could ever meet its profile, cores or resource requests). A task
-   * set in both is one unschedulable task set: one event when it enters the first, one
+   * next task, after an offer round that launched nothing while some executor is idle),
+   * resources' (no ALIVE executor could ever meet its profile, cores or resource requests) and
+   * hard placement's (no live executor is one its tl_taskset_desc allows and can run its tasks).
+   * A task set in several is one unschedulable task set: one event when it enters the first, one
    * taskset_schedulable when it has left the last. reason is a short static sentence naming the
    * state it entered, valid until the callback returns. tl_scheduler_restore makes one for each
    * restored task set in exclusion's state (its image's deadline), in submission order;
-   * resources' is found again by the next offer round. Each event of this callback and the next
+   * resources' and placement's are found again by the next offer round. Each event of this callback and the next
    * two may be called from any thread that delivers events (see above); the events are not
    * journaled (a replay of the calls makes them again). */
   void (*taskset_unschedulable)(void *ud, const tl_taskset_info *ts, const char *reason);
@@ -899,12 +914,23 @@ typedef struct tl_taskset_desc {
                                  65535; 0 = tl_config.max_task_failures */
   const char *const *tags;    /* ntags distinct tags (TL_TAG_MAX, TL_TAGS_MAX); copied */
   uint32_t ntags;             /* 0 to TL_TAGS_MAX (tags may be NULL with 0) */
+  /* Added after 0.2.0 (zero: anywhere, no spread; docs/api.md "Hard placement"). A task runs
+   * only on an executor named in allowed_executors or on a host named in allowed_hosts (both
+   * empty: on any executor); with spread, never beside a running attempt of its own task set on
+   * the same host (TL_SPREAD_HOST) or executor (TL_SPREAD_EXECUTOR). Not with barrier. */
+  const char *const *allowed_executors; /* nallowed_executors distinct executor ids; copied */
+  uint32_t nallowed_executors;          /* 0 to TL_PLACE_MAX */
+  const char *const *allowed_hosts;     /* nallowed_hosts distinct host names; copied */
+  uint32_t nallowed_hosts;              /* 0 to TL_PLACE_MAX */
+  tl_spread spread;                     /* TL_SPREAD_NONE (0), _HOST or _EXECUTOR */
 } tl_taskset_desc;
 
 /* Submits a task set; every older attempt of the same stage becomes zombie (and is released at
  * once if nothing of it runs). Event revive_offers. *out (may be NULL) gets its id.
  * TL_EINVAL: bad descriptor (a preferred location included; max_task_failures above 65535; a
- * bad tag, two equal tags, more than TL_TAGS_MAX, tags NULL with ntags > 0); TL_ERESOURCE: a
+ * bad tag, two equal tags, more than TL_TAGS_MAX, tags NULL with ntags > 0; an allowed list
+ * longer than TL_PLACE_MAX, NULL with a count, with an empty, too long or repeated name; spread
+ * not a tl_spread; placement on a barrier task set); TL_ERESOURCE: a
  * malformed resource request (a bad name, two requests of one name, amount 0, amounts summed
  * above TL_TASK_GRANTS_MAX, share above TL_SHARE_MAX, a share with amount other than 1);
  * TL_ENOENT: no such pool (TL_FAIR, without pool_auto_create); TL_ESTATE: its pool holds child
@@ -1014,6 +1040,12 @@ typedef struct tl_taskset_status {
   uint32_t nresources;      /* resource requests per task, as submitted (0.2.0) */
   uint32_t max_task_failures; /* what aborts it: as submitted, or the config's (after 0.2.0) */
   uint32_t ntags;             /* its tags: tl_taskset_tags lists them (after 0.2.0) */
+  /* Added after 0.2.0: hard placement, as submitted (tl_taskset_placement lists the names). */
+  uint32_t nallowed_executors;
+  uint32_t nallowed_hosts;
+  tl_spread spread;
+  bool unplaceable; /* no live executor satisfies its placement: aborted at the unschedulable
+                       timeout unless one joins (docs/api.md "Hard placement") */
 } tl_taskset_status;
 
 /* TL_ENOENT once the task set is released; TL_EINVAL. Events lag the ledger: inside the
@@ -1038,6 +1070,19 @@ typedef struct tl_tag_info {
  * NULL with cap > 0 (*n is 0 on every error). */
 TL_EXTERN int tl_taskset_tags(tl_scheduler *s, tl_taskset_id id, tl_tag_info *out, size_t cap,
                               size_t *n);
+
+/* One name of a task set's hard placement (tl_taskset_placement). */
+typedef struct tl_place_info {
+  bool host;               /* a host name (allowed_hosts); else an executor id */
+  char name[TL_HOST_MAX];  /* as submitted, NUL-terminated (TL_ID_MAX == TL_HOST_MAX) */
+} tl_place_info;
+
+/* Added after 0.2.0. The names a task set may run on, its allowed executors first, then its
+ * allowed hosts, each in the order submitted: the first cap in out[0 .. cap), and in *n how many
+ * there are (tl_taskset_status.nallowed_executors + nallowed_hosts). Errors as tl_taskset_tags'
+ * (*n is 0 on every error). */
+TL_EXTERN int tl_taskset_placement(tl_scheduler *s, tl_taskset_id id, tl_place_info *out,
+                                   size_t cap, size_t *n);
 
 /* ---------------------------------------------------------------------------------------------
  * Offers
@@ -1302,6 +1347,10 @@ typedef struct tl_stats {
   uint64_t reconcile_adopted;              /* attempts reconciliations adopted: launched
                                               after the image, taken over without a rerun
                                               (tl_executor_reconcile_items) */
+  /* Added after 0.2.0 (hard placement). */
+  size_t tasksets_unplaceable; /* of tasksets_unschedulable, those whose placement no live
+                                  executor satisfies (their aborts count in
+                                  tasksets_unschedulable_aborted) */
 } tl_stats;
 
 /* A consistent snapshot. s NULL: *out is zeroed. */

@@ -1,6 +1,6 @@
 /* Demand events (docs/api.md "Demand events"): what dynamic allocation needs, pushed instead of
- * polled. A task set's unschedulable states (exclusion's, resources', and whatever source comes
- * next) are bits in tl__taskset.unsched that their sources set and clear through
+ * polled. A task set's unschedulable states (exclusion's, resources', placement's)
+ * are bits in tl__taskset.unsched that their sources set and clear through
  * tl__unsched_enter and tl__unsched_leave; this file turns the first bit set into a
  * taskset_unschedulable event and the last one cleared into a taskset_schedulable, and, at the
  * end of each public call, the totals into at most one demand_changed event.
@@ -19,6 +19,7 @@
 static const char *const reasons[] = {
     "excluded from every live executor (exclude on failure)",
     "no live executor could run its tasks (profile, cores or resources)",
+    "no live executor satisfies its placement (allowed executors and hosts)",
 };
 
 /* tl__event_push's work, without queue.c's symbols: resource.c, which queue.c calls, calls this

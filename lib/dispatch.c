@@ -83,6 +83,8 @@ static void taskset_failed_reason(const struct tl_scheduler *s, const tl__event 
     n = snprintf(buf, len, "Task %u in stage %u.%u failed and is not retried: %s",
                  ev->u.ts.index, ev->u.ts.info.stage_id, ev->u.ts.info.stage_attempt,
                  msg != NULL ? msg : "(no message)");
+  else if (ev->u.ts.why == TL__FAIL_PLACEMENT) /* placement.c wrote the whole explanation */
+    n = snprintf(buf, len, "%s", msg != NULL ? msg : "(no message)");
   else if (ev->u.ts.why == TL__FAIL_NO_PAYLOAD)
     n = snprintf(buf, len, "Payload not restored");
   else if (ev->u.ts.why == TL__FAIL_CANCELLED)

@@ -13,6 +13,7 @@
 #include "checker.h"
 #include "journal.h"
 #include "locality.h"
+#include "placement.h"
 #include "resource.h"
 
 #include <stdio.h>
@@ -29,6 +30,7 @@ static void each_str(tl__checker *c, tl__str_fn *fn) {
   tl__tasksets_each_str(c, fn);
   tl__events_each_str(c, fn);
   tl__exclude_each_str(c, fn);
+  tl__placement_each_str(c, fn);
 }
 
 /* Strings: each reference count equals the holders found. Every holder is visited (which also
@@ -89,6 +91,8 @@ int tl_check(tl_scheduler *s, char *why, size_t len) {
   if (err == TL_OK)
     err = tl__demand_check(&c);
   if (err == TL_OK)
+    err = tl__placement_check(&c);
+  if (err == TL_OK)
     err = check_strings(&c);
   if (err == TL_OK)
     err = check_memory(&c);
@@ -123,6 +127,8 @@ static void stats_locked(tl_scheduler *s, tl_stats *out) {
   out->mem_live_bytes = s->mem_bytes;
   out->mem_live_blocks = s->mem_blocks;
   tl__exclude_stats(s, out);
+  out->tasksets_unschedulable += s->nplace_timers; /* hard placement's (placement.c) */
+  out->tasksets_unplaceable = s->nplace_timers;
 }
 
 void tl_stats_get(tl_scheduler *s, tl_stats *out) {
@@ -253,6 +259,7 @@ static void taskset_status_of(const tl__taskset *ts, tl_taskset_status *out) {
   out->nresources = ts->req != NULL ? ts->req->n : 0;
   out->max_task_failures = ts->max_failures;
   out->ntags = ts->tags != NULL ? ts->tags->n : 0;
+  tl__placement_status(ts, out);
 }
 
 int tl_taskset_get(tl_scheduler *s, tl_taskset_id id, tl_taskset_status *out) {
@@ -278,6 +285,22 @@ int tl_taskset_tags(tl_scheduler *s, tl_taskset_id id, tl_tag_info *out, size_t 
        p = tl__tags_next(ts->tags, p), k++)
     if (k < cap)
       memcpy(out[k].tag, p, strlen(p) + 1);
+  tl__mutex_unlock(&s->lock);
+  if (ts == NULL)
+    return TL_ENOENT;
+  *n = k;
+  return TL_OK;
+}
+
+int tl_taskset_placement(tl_scheduler *s, tl_taskset_id id, tl_place_info *out, size_t cap,
+                         size_t *n) {
+  if (n != NULL)
+    *n = 0;
+  if (s == NULL || n == NULL || (out == NULL && cap > 0))
+    return TL_EINVAL;
+  tl__lock(s);
+  const tl__taskset *ts = tl__taskset_find(s, id);
+  size_t k = ts != NULL ? tl__placement_names(ts, out, cap) : 0;
   tl__mutex_unlock(&s->lock);
   if (ts == NULL)
     return TL_ENOENT;
@@ -470,6 +493,7 @@ int tl_explain_taskset(tl_scheduler *s, tl_taskset_id id, char *buf, size_t len)
     tl__text_str(&t, "\n");
   }
   explain_resources(s, ts, &t);
+  tl__placement_explain(s, ts, &t);
   tl__exclude_explain(s, ts, explain_line, &t);
   tl__mutex_unlock(&s->lock);
   tl__text_end(&t);
@@ -667,12 +691,14 @@ static const metric metrics[] = {
             "Task ids reconciling executors reported that the ledger did not hold there."),
     COUNTER(reconcile_adopted,
             "Task attempts launched after the restored image that reconciliation adopted."),
+    GAUGE(tasksets_unplaceable,
+          "Task sets whose hard placement no live executor satisfies (unschedulable)."),
 };
 
 #undef GAUGE
 #undef COUNTER
 
-_Static_assert(offsetof(tl_stats, reconcile_adopted) + sizeof(uint64_t) == sizeof(tl_stats),
+_Static_assert(offsetof(tl_stats, tasksets_unplaceable) + sizeof(size_t) == sizeof(tl_stats),
                "a field was added to tl_stats: add it to the metrics table of tl_metrics_text");
 
 /* Per resource name some executor declares: its addresses, free ones and use (in addresses, a

@@ -443,6 +443,8 @@ typedef struct tl__taskset {
   struct tl__tags *tags;             /* its tags (tags.c), or NULL; freed with it */
   struct tl__xset *exclude;          /* exclude.c: its counted failures and exclusions, or NULL
                                         (none yet, or exclude_on_failure off); freed with it */
+  struct tl__placement *placement;   /* placement.c: its hard placement, or NULL (none: nothing
+                                        is paid for it); freed with it */
   struct tl__taskset *queue_next[TL__QUEUE_LEVELS]; /* its successors in the queue, per level */
   tl__index idx[];                                  /* ntasks entries */
 } tl__taskset;
@@ -499,7 +501,9 @@ enum {
   TL__FAIL_UNSCHEDULABLE,
   TL__FAIL_NO_PAYLOAD,  /* restored without its payload (tl_scheduler_restore) */
   TL__FAIL_NO_RESOURCES, /* no live executor could ever run a task of it (resource.c) */
-  TL__FAIL_NOT_RETRIED   /* a counted failure said no_retry (tl_update) */
+  TL__FAIL_NOT_RETRIED,  /* a counted failure said no_retry (tl_update) */
+  TL__FAIL_PLACEMENT     /* no live executor satisfies its hard placement (placement.c): the
+                            message says why */
 };
 
 typedef struct tl__event {
@@ -690,6 +694,12 @@ struct tl_scheduler {
                                       deadline first (resource.c) */
   size_t nres_timers;              /* their number */
   struct tl__grants *spare_grants; /* grant blocks kept for the next launches (resource.c) */
+  /* Hard placement (placement.c). */
+  tl__link place_tasksets;         /* task sets with a placement, by their blocks */
+  size_t nplace_tasksets;          /* their number: 0 keeps every path free of placement */
+  tl__link place_timers;           /* of them, those no live executor satisfies, earliest
+                                      deadline first */
+  size_t nplace_timers;            /* their number */
   size_t nspare_grants;            /* their number */
 
   /* Events. New events go to events; the dispatcher swaps it with batch and delivers the batch
@@ -746,9 +756,10 @@ struct tl_scheduler {
  * bit and counts the task sets it may change in tl__demand_room. */
 enum {
   TL__UNSCHED_EXCLUDED = 1u << 0, /* exclude.c: excluded from every live executor */
-  TL__UNSCHED_RESOURCES = 1u << 1 /* resource.c: no ALIVE executor could run one of its tasks */
+  TL__UNSCHED_RESOURCES = 1u << 1, /* resource.c: no ALIVE executor could run one of its tasks */
+  TL__UNSCHED_PLACEMENT = 1u << 2  /* placement.c: no live executor satisfies its placement */
 };
-#define TL__UNSCHED_SOURCES 2
+#define TL__UNSCHED_SOURCES 3
 void tl__unsched_enter(struct tl_scheduler *s, tl__taskset *ts, uint8_t state);
 void tl__unsched_leave(struct tl_scheduler *s, tl__taskset *ts, uint8_t state);
 void tl__unsched_zombie(struct tl_scheduler *s, tl__taskset *ts);
@@ -765,7 +776,7 @@ int tl__demand_check(tl__checker *c);
  * per task set a source may change in one transition, an event for each source and one for its
  * end (an upper bound: a transition changes each source of a task set at most once). */
 static inline size_t tl__demand_room(const struct tl_scheduler *s) {
-  return 1 + (TL__UNSCHED_SOURCES + 1) * (s->x.ntasksets + s->nres_tasksets);
+  return 1 + (TL__UNSCHED_SOURCES + 1) * (s->x.ntasksets + s->nres_tasksets + s->nplace_tasksets);
 }
 
 /* Room for n more events (queue.c); TL_ENOMEM, having changed nothing. A transition reserves,

@@ -147,6 +147,20 @@ void tl__jfmt_submit(tl__text *w, const tl_taskset_desc *d) {
     for (uint32_t i = 0; i < d->ntags; i++)
       arg_str(w, d->tags[i]);
   }
+  /* Version 3, hard placement: spread=N, then allow_executors=N and allow_hosts=N, each with its
+   * N strings, where the task set has them. */
+  if (d->spread != TL_SPREAD_NONE)
+    key_u64(w, "spread", (uint64_t)d->spread);
+  if (d->nallowed_executors != 0) {
+    key_u64(w, "allow_executors", d->nallowed_executors);
+    for (uint32_t i = 0; i < d->nallowed_executors; i++)
+      arg_str(w, d->allowed_executors[i]);
+  }
+  if (d->nallowed_hosts != 0) {
+    key_u64(w, "allow_hosts", d->nallowed_hosts);
+    for (uint32_t i = 0; i < d->nallowed_hosts; i++)
+      arg_str(w, d->allowed_hosts[i]);
+  }
   for (uint32_t i = 0; d->tasks != NULL && i < d->ntasks; i++) {
     const tl_task_desc *t = &d->tasks[i];
     if (t->nprefs == 0)

@@ -13,6 +13,7 @@
  * Everything here runs under the scheduler's lock.
  */
 #include "checker.h"
+#include "placement.h"
 #include "resource.h"
 
 #include <stdlib.h>
@@ -311,6 +312,8 @@ void tl__attempt_link(struct tl_scheduler *s, tl__attempt *a) {
   ex->nrunning++;
   if (!a->end_held) /* an end its executor holds runs nothing there */
     ex->free_cores -= a->taskset->cpus;
+  if (a->taskset->placement != NULL) /* hard placement's count (placement.c) */
+    tl__placement_link(s, a);
 }
 
 void tl__cleanup_task_state(struct tl_scheduler *s, tl__attempt *a) {
@@ -320,6 +323,8 @@ void tl__cleanup_task_state(struct tl_scheduler *s, tl__attempt *a) {
   ex->nrunning--;
   if (!a->end_held)
     ex->free_cores += a->taskset->cpus;
+  if (a->taskset->placement != NULL) /* hard placement's count (placement.c) */
+    tl__placement_unlink(s, a);
 }
 
 void tl__attempt_freeze(struct tl_scheduler *s, tl__attempt *a) {

@@ -15,6 +15,7 @@
  * Everything here runs under the scheduler's lock.
  */
 #include "internal.h"
+#include "placement.h"
 #include "resource.h"
 
 #include <stdlib.h>
@@ -186,6 +187,8 @@ int tl__executor_add(struct tl_scheduler *s, const tl_executor_desc *d) {
   tl__list_insert_tail(&s->heartbeat_order, &ex->on_timeline);
 
   tl__exclude_executor_added(s, ex);
+  if (s->nplace_timers > 0) /* a task set placed only where nothing lived may run here */
+    tl__placement_executor_added(s, ex);
 
   tl__event *ev = tl__event_push(s, TL__EV_EXECUTOR_ADDED);
   ev->names = tl__str_ref(ex->names);
@@ -741,6 +744,8 @@ int tl__executor_reconcile(struct tl_scheduler *s, const char *id, const tl_tid 
   ex->when = s->last_now;
   tl__list_insert_tail(&s->heartbeat_order, &ex->on_timeline);
   tl__exclude_executor_added(s, ex);
+  if (s->nplace_timers > 0 && state == TL_EXECUTOR_ALIVE)
+    tl__placement_executor_added(s, ex);
 
   /* Its attempts, in launch order: what it reported runs on, the rest ends. */
   for (tl__link *l = ex->frozen.next, *next; l != &ex->frozen; l = next) {

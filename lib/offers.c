@@ -32,6 +32,7 @@
  * While executors recover after a restore, the restored task sets take no turn (the hold).
  */
 #include "internal.h"
+#include "placement.h"
 #include "resource.h"
 
 #define STACK_SLOTS 16 /* offers and launches a round handles without a temporary allocation */
@@ -184,6 +185,8 @@ static size_t pass(struct tl_scheduler *s, round_state *r, tl__taskset *ts, tl_l
      * resourceOffer returns no task and no reject). */
     if (s->cfg.exclude_on_failure && tl__exclude_offer_blocked(s, ts, slot->ex))
       continue;
+    if (ts->placement != NULL && tl__placement_blocked(ts, slot->ex)) /* hard placement */
+      continue;
     uint32_t index;
     tl_locality level = TL_NO_PREF, allowed = max;
     bool speculative = false, found;
@@ -260,12 +263,13 @@ static bool any_slot_fits(const round_state *r, const tl__taskset *ts) {
 }
 
 /* A task set held by its locality wait that cannot use this round (tl__locality_dormant), and
- * nothing else that could launch: no speculative copy waiting, no exclusion records (which
- * turn offers away before delay scheduling looks). Its turn costs O(its places), not
- * O(levels x offers): a round in which many task sets wait costs what its offers cost. */
+ * nothing else that could launch: no speculative copy waiting, no exclusion records and no
+ * hard placement (which turn offers away before delay scheduling looks). Its turn costs O(its
+ * places), not O(levels x offers): a round in which many task sets wait costs what its offers
+ * cost. */
 static bool held(struct tl_scheduler *s, const round_state *r, const tl__taskset *ts) {
   return ts->loc != NULL && !ts->barrier && ts->nspeculatable == 0 && ts->exclude == NULL &&
-         tl__locality_dormant(s, ts, r->nslots);
+         ts->placement == NULL && tl__locality_dormant(s, ts, r->nslots);
 }
 
 /* A task set's turn: for each of its locality levels, most local first, it fills the slots in
@@ -470,6 +474,8 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
     tl__taskset_abort(s, ab.ts, TL__FAIL_UNSCHEDULABLE, ab.index, 0, ab.msg, ab.static_msg);
   if (s->nres_tasksets > 0) /* after the aborts: a zombie waits for nothing */
     tl__res_after_round(s);
+  if (s->nplace_tasksets > 0) /* and no task set placed where nothing lives waits silently */
+    tl__placement_after_round(s);
   err = TL_OK;
   goto done;
 

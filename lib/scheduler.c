@@ -8,6 +8,7 @@
  * user code runs while it is held.
  */
 #include "internal.h"
+#include "placement.h"
 #include "journal.h"
 #include "resource.h"
 
@@ -245,6 +246,8 @@ int tl__scheduler_create(const tl_config *cfg, const tl_callbacks *cb, tl_schedu
   tl__list_init(&s->rkinds);
   tl__list_init(&s->res_tasksets);
   tl__list_init(&s->res_timers);
+  tl__list_init(&s->place_tasksets);
+  tl__list_init(&s->place_timers);
   /* A level's wait; TL_NO_PREF and TL_ANY never wait (Spark's getLocalityWait). */
   const uint64_t *own[3] = {&cfg->locality_wait_process_ns, &cfg->locality_wait_node_ns,
                             &cfg->locality_wait_rack_ns};
@@ -514,7 +517,7 @@ int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out) {
   if (s == NULL || d == NULL || d->ntasks == 0 || d->ntasks == TL__NONE ||
       (d->pool != NULL && tl__name_len(d->pool, TL_HOST_MAX) == 0) ||
       tl__locality_validate(d) != TL_OK || d->max_task_failures > UINT16_MAX ||
-      tl__tags_valid(d->tags, d->ntags) != TL_OK)
+      tl__tags_valid(d->tags, d->ntags) != TL_OK || tl__placement_valid(d) != TL_OK)
     return TL_EINVAL;
   if (tl__res_req_valid(d->resources, d->nresources) != TL_OK)
     return TL_ERESOURCE;
@@ -672,8 +675,8 @@ int tl_resource_offers_grants(tl_scheduler *s, const tl_offer *offers, size_t no
 static bool valid_update(const tl_update *u) {
   if ((unsigned)u->state > TL_TASK_KILLED || (u->result != NULL && u->state != TL_TASK_FINISHED))
     return false;
-  if (u->no_retry && (u->state != TL_TASK_FAILED || (u->failure != TL_END_EXCEPTION &&
-                                                       u->failure != TL_END_RESULT_LOST)))
+  if (u->no_retry && (u->state != TL_TASK_FAILED ||
+                      (u->failure != TL_END_EXCEPTION && u->failure != TL_END_RESULT_LOST)))
     return false;
   return u->state != TL_TASK_FAILED ||
          (u->failure != TL_END_SUCCESS && u->failure != TL_END_EXECUTOR_LOST &&

@@ -24,6 +24,9 @@
  *
  * Retry policy and tags (version 4): each task set's max_task_failures and its tags, after its
  * requests; an older image's task sets take the config's max_task_failures and no tag.
+ * Hard placement (version 4): after the tags, each task set's spread and allowed executors and
+ * hosts (placement.c); its counts follow from its attempts as they are linked, and an
+ * unschedulable timer starts again with the first round. An older image's have none.
  * And in version 4, decommission times: each executor's, at the end of its record: when it was
  * decommissioned (decommission_kill_interval_ns counts from it) if it is or was decommissioning
  * (DECOMMISSIONING, or PENDING_LOSS and RECOVERING with was_decommissioning), else never. An
@@ -31,6 +34,7 @@
  * can have been, so the kill it expects comes no earlier than the real one.
  */
 #include "internal.h"
+#include "placement.h"
 #include "resource.h"
 
 #include <stdlib.h>
@@ -250,6 +254,8 @@ static void save_tasksets(struct tl_scheduler *s, tl__wbuf *w) {
     put_requests(w, ts->req);
     tl__put_u16(w, ts->max_failures);
     tl__tags_save(w, ts->tags);
+    /* placement (version 4): spread, allowed executors, allowed hosts (placement.c) */
+    tl__placement_save(w, ts);
   }
   section_close(w, at);
 }
@@ -903,7 +909,11 @@ static int restore_taskset(struct tl_scheduler *s, tl__rbuf *r, uint32_t version
   ts->max_failures = tl__get_u16(r);
   if (r->bad || ts->max_failures == 0)
     return TL_ESNAPSHOT;
-  return tl__tags_restore(s, r, &ts->tags);
+  err = tl__tags_restore(s, r, &ts->tags);
+  if (err != TL_OK)
+    return err;
+  /* placement (version 4): spread, allowed executors, allowed hosts (placement.c) */
+  return tl__placement_restore(s, r, ts);
 }
 
 static int restore_tasksets(struct tl_scheduler *s, tl__rbuf *r, uint32_t version) {

@@ -12,6 +12,7 @@
  * Everything here runs under the scheduler's lock, with event room reserved by the caller.
  */
 #include "checker.h"
+#include "placement.h"
 #include "resource.h"
 
 static tl_taskset_info taskset_info(const tl__taskset *ts) {
@@ -322,6 +323,7 @@ static void finish_if_drained(struct tl_scheduler *s, tl__taskset *ts) {
   tl__speculation_free(s, ts);
   tl__res_taskset_free(s, ts->req);
   tl__tags_free(s, ts->tags);
+  tl__placement_free(s, ts);
   ts->pool->ntasksets--;
   stage_unlink(s, ts);
   HASH_DELETE(hh_by_id, s->tasksets_by_id, ts);
@@ -519,8 +521,17 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
     tl__locality_discard(s, loc);
     return TL_ENOMEM;
   }
+  struct tl__placement *place;
+  if (tl__placement_new(s, d->allowed_executors, d->nallowed_executors, d->allowed_hosts,
+                        d->nallowed_hosts, d->spread, d->ntasks, &place) != TL_OK) {
+    tl__tags_free(s, tags);
+    tl__res_taskset_free(s, req);
+    tl__locality_discard(s, loc);
+    return TL_ENOMEM;
+  }
   tl__taskset *ts = tl__malloc(s, tl__taskset_size(d->ntasks, speculation));
   if (ts == NULL) {
+    tl__placement_discard(s, place);
     tl__tags_free(s, tags);
     tl__res_taskset_free(s, req);
     tl__locality_discard(s, loc);
@@ -564,9 +575,10 @@ int tl__submit(struct tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *
   ts->barrier = d->barrier;
   ts->profile = d->profile;
   ts->req = req;
-  ts->max_failures = (uint16_t)(d->max_task_failures != 0 ? d->max_task_failures
-                                                          : s->cfg.max_task_failures);
+  ts->max_failures =
+      (uint16_t)(d->max_task_failures != 0 ? d->max_task_failures : s->cfg.max_task_failures);
   ts->tags = tags;
+  tl__placement_attach(s, place, ts);
   tl__res_taskset_attach(req, ts);
   for (uint32_t i = 0; i < d->ntasks; i++) {
     tl__index *ix = &ts->idx[i];
@@ -612,6 +624,7 @@ fail_stage:
   tl__free(s, new_stage, sizeof *new_stage);
 fail_ts:
   tl__free(s, ts, tl__taskset_size(d->ntasks, speculation));
+  tl__placement_discard(s, place);
   tl__tags_free(s, tags);
   tl__res_taskset_free(s, req);
   tl__locality_discard(s, loc);
@@ -812,6 +825,7 @@ void tl__taskset_destroy(struct tl_scheduler *s, tl__taskset *ts) {
   tl__queue_remove(ts);
   tl__res_taskset_free(s, ts->req);
   tl__tags_free(s, ts->tags);
+  tl__placement_destroy(s, ts);
   ts->pool->running -= ts->nrunning;
   ts->pool->ntasksets--;
   stage_unlink(s, ts);

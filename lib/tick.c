@@ -9,6 +9,7 @@
  * Everything here runs under the scheduler's lock.
  */
 #include "internal.h"
+#include "placement.h"
 #include "resource.h"
 
 static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
@@ -18,6 +19,7 @@ uint64_t tl__next_deadline(struct tl_scheduler *s, uint64_t now) {
   next = min_u64(next, tl__speculation_next(s, now));
   next = min_u64(next, tl__locality_next(s, now));
   next = min_u64(next, tl__res_next(s, now));
+  next = min_u64(next, tl__placement_next(s, now));
   return min_u64(next, tl__exclude_next(s, now));
 }
 
@@ -99,10 +101,27 @@ static uint64_t resource_tick(struct tl_scheduler *s, uint64_t now) {
   return tl__res_next(s, now);
 }
 
+/* Aborts the task sets whose hard placement no live executor satisfied until their deadline,
+ * each with its explanation; 0 when one could not get room for its events or its message. */
+static uint64_t placement_tick(struct tl_scheduler *s, uint64_t now) {
+  if (s->nplace_timers == 0)
+    return TL_TICK_NEVER;
+  for (tl__taskset *ts; (ts = tl__placement_due(s, now)) != NULL;) {
+    tl__str *msg;
+    if (tl__events_reserve(s, TL__TASKSET_ABORT_EVENTS) != TL_OK ||
+        tl__placement_aborting(s, ts, &msg) != TL_OK)
+      return 0;
+    tl__taskset_abort(s, ts, TL__FAIL_PLACEMENT, 0, 0, msg, NULL); /* may release ts */
+    tl__str_unref(s, msg);
+  }
+  return tl__placement_next(s, now);
+}
+
 uint64_t tl__tick_run(struct tl_scheduler *s, uint64_t now) {
   uint64_t next = tl__executors_tick(s, now);
   next = min_u64(next, speculation_tick(s, now));
   next = min_u64(next, tl__locality_tick(s, now));
   next = min_u64(next, resource_tick(s, now));
+  next = min_u64(next, placement_tick(s, now));
   return min_u64(next, exclude_tick(s, now));
 }

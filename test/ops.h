@@ -123,6 +123,13 @@ typedef struct tlo_op {
  * ops_run.c, spec_config). Programs without them run as before those settings existed. */
 #define TLO_SPEC_BYTES 2
 #define TLO_SPEC_MARK 0x90
+/* Optionally, after those: two bytes, the first in [TLO_PLACEMENT_MARK, TLO_PLACEMENT_MARK +
+ * 0x10) (no generated operation starts so: kinds are below TLO_NKINDS; and no program of the
+ * stored corpus has such a byte there), that turn hard placement on (ops_placement.c): task sets
+ * get allowed executors and hosts and a spread, all drawn from these bytes. Programs without
+ * them run as before hard placement existed. */
+#define TLO_PLACEMENT_BYTES 2
+#define TLO_PLACEMENT_MARK 0x60
 
 typedef struct tlo_options {
   int verbose; /* 0 quiet; 1 one line per operation; 2 and every event */
@@ -241,6 +248,12 @@ typedef struct tlo_outcome {
   bool demand;
   uint64_t demand_events;        /* demand_changed delivered */
   uint64_t unschedulable_events; /* taskset_unschedulable delivered */
+  /* Hard placement (ops_placement.c). */
+  bool placement;       /* the run had the placement bytes */
+  uint64_t pl_placed;   /* task sets submitted with a placement */
+  uint64_t pl_blocked;  /* slots an offer round's pass turned away for placement */
+  uint64_t pl_waits;    /* task sets that came to wait: no live executor satisfied them */
+  uint64_t pl_rescues;  /* of which an executor that joined rescued */
   char message[4096]; /* the disagreement, with the operation that showed it */
   bool has_final;     /* the run reached tl_scheduler_free: */
   tl_stats final;     /* tl_stats just before it */

@@ -73,6 +73,7 @@ void tlo_do_add(tlo_run *r, mexec *x, unsigned slot, bool fresh, unsigned host, 
     memset(x->used, 0, sizeof x->used);
     r->f_res[TLO_RF_EXECUTORS] += decl.nres > 0;
     x->reg_seq = ++r->seq;
+    tlo_pl_executor_added(r, x); /* a task set placed only where nothing lived may run here */
     r->host_live[host]++;
     r->host_rack[host] = rk;
     x->was_alive = false;
@@ -178,6 +179,7 @@ void tlo_do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio, u
   uint32_t sattempt = attempt_sel < 0 ? r->stage_next[stage] : (uint32_t)attempt_sel;
   mreq req = tlo_res_draw_req(r); /* what each task asks for (nothing without resources) */
   mpol pol = tlo_pol_draw_submit(r); /* its limit and tags (nothing without the policy) */
+  mpl pl = tlo_pl_draw_submit(r, barrier); /* its placement (nothing without placement) */
   const char *pname = tlo_pool_names[pool];
   unsigned in_pool = POOL_DEFAULT; /* TL_FIFO ignores the pool's name, as Spark does */
   int want = TL_OK;
@@ -224,6 +226,8 @@ void tlo_do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio, u
     t->req = req;
     t->maxf = pol.max;
     t->tags = pol.tags;
+    t->pl = pl;
+    r->f_pl_placed += pl.spread != 0 || pl.nexec != 0 || pl.hosts != 0;
     r->f_res[TLO_RF_REQUESTS] += req.nreq > 0;
     for (uint32_t i = ntasks; i-- > 0;)
       tlo_pend_push(t, i);
@@ -304,6 +308,14 @@ void tlo_do_submit(tlo_run *r, uint32_t stage, int attempt_sel, uint32_t prio, u
                           .max_task_failures = maxf,
                           .tags = ntags > 0 ? tags : NULL,
                           .ntags = (uint32_t)ntags};
+  const char *pl_execs[2], *pl_hosts[NHOSTS];
+  tlo_pl_desc(r, &pl, &desc, pl_execs, pl_hosts);
+  if (pl.spread != 0 && w > 0 && (size_t)w < sizeof d)
+    w += snprintf(d + w, sizeof d - (size_t)w, " spread=%u", pl.spread);
+  for (uint32_t i = 0; i < desc.nallowed_executors && w > 0 && (size_t)w < sizeof d; i++)
+    w += snprintf(d + w, sizeof d - (size_t)w, "%s%s", i == 0 ? " on=" : ",", pl_execs[i]);
+  for (uint32_t i = 0; i < desc.nallowed_hosts && w > 0 && (size_t)w < sizeof d; i++)
+    w += snprintf(d + w, sizeof d - (size_t)w, "%s%s", i == 0 ? " hosts=" : ",", pl_hosts[i]);
   tl_taskset_id id = 0;
   tlo_note_call(r, d);
   int rc = tl_submit(r->s, &desc, &id);
@@ -1386,6 +1398,7 @@ void tlo_do_snapshot_restore(tlo_run *r, const tlo_op *op) {
     r->ts[r->ask_ts[i]].restored = true;
     /* The unsatisfiable requests' deadlines are not in the image: the next round starts them. */
     r->ts[r->ask_ts[i]].res_wait = false;
+    r->ts[r->ask_ts[i]].pl_wait = false; /* nor placement's */
   }
   for (uint32_t i = 0; i < r->nask_ts; i++) {
     uint32_t k = r->ask_ts[i];

@@ -79,6 +79,7 @@ void tlo_cmp_ts(tlo_run *r, uint32_t k) {
   CMP_TS(frozen, t->nfrozen);
   CMP_TS(pending, t->zombie ? 0 : t->npend);
   tlo_pol_cmp_ts(r, t, &st);
+  tlo_pl_cmp_ts(r, t, &st);
   CMP_TS(succeeded, t->nsucceeded);
   CMP_TS(cpus_per_task, t->cpus);
   CMP_TS(locality_levels, t->has_loc ? t->levels : (1u << TL_NO_PREF) | (1u << TL_ANY));
@@ -302,7 +303,9 @@ void tlo_compare_all(tlo_run *r, bool top) {
     xsets += !r->ts[k].released && r->ts[k].nxf > 0;
     xwaiting += !r->ts[k].released && r->ts[k].xdl;
     xwaiting += !r->ts[k].released && r->ts[k].res_wait; /* resources' own wait */
+    xwaiting += !r->ts[k].released && r->ts[k].pl_wait;  /* and placement's */
   }
+  CMP(r, "stats.tasksets_unplaceable", st.tasksets_unplaceable, tlo_pl_waiting(r));
   CMP(r, "stats.executors_excluded", st.executors_excluded, xexecs);
   CMP(r, "stats.nodes_excluded", st.nodes_excluded, xnodes);
   CMP(r, "stats.tasksets_with_failures", st.tasksets_with_failures, xsets);

@@ -156,6 +156,14 @@ typedef struct mxf {
   uint64_t last;
 } mxf;
 
+/* A task set's hard placement (ops_placement.c): executors by (slot, generation), hosts by bit. */
+typedef struct mpl {
+  uint8_t spread; /* tl_spread */
+  uint8_t hosts;  /* bit h: tlo_host_names[h] is allowed */
+  uint8_t nexec;  /* allowed executors: exec[0 .. nexec) */
+  uint8_t exec[2][2];
+} mpl;
+
 typedef struct mts {
   tl_taskset_id id;                             /* as tl_submit returns it */
   uint32_t stage, sattempt, prio, ntasks, cpus; /* as submitted (cpus resolved) */
@@ -203,6 +211,9 @@ typedef struct mts {
   bool res_wait;       /* no ALIVE executor could run it at the last offer round's end */
   uint32_t maxf;       /* its own max_task_failures (0: the config's; policy runs) */
   uint8_t tags;        /* its tags: bit i for tlo_tag_names[i] (policy runs) */
+  mpl pl;              /* its hard placement (placement runs) */
+  bool pl_wait;        /* no ALIVE executor satisfies its placement (since the last round's end,
+                          until one joins) */
 } mts;
 
 /* A pool (tlo_pool_names[k] is its name). */
@@ -422,6 +433,10 @@ typedef struct tlo_run {
   uint64_t d_op_events;     /* demand events of the running operation */
   uint64_t d_op_calls;      /* r->calls when it began */
   uint64_t f_d_demand, f_d_unsched; /* demand and unschedulable events delivered */
+  /* Hard placement (ops_placement.c): on with the placement bytes. */
+  bool placement;
+  uint64_t pl_seed, pl_submits;                      /* chooses what is drawn; draws made */
+  uint64_t f_pl_placed, f_pl_blocked, f_pl_waits, f_pl_rescues; /* reached */
 } tlo_run;
 
 /* Demand events (ops_demand.c). */
@@ -704,6 +719,21 @@ int tlo_pol_draw_tag_op(tlo_run *r);
 size_t tlo_pol_desc(const mpol *p, const char **tags, char *bad_tag, size_t len);
 void tlo_do_tag(tlo_run *r, int tag, bool cancel, bool interrupt, const char *msg);
 void tlo_pol_cmp_ts(tlo_run *r, const mts *t, const tl_taskset_status *st);
+
+/* ops_placement.c: hard placement. */
+void tlo_pl_config(tlo_run *r, const uint8_t ext[TLO_PLACEMENT_BYTES]);
+mpl tlo_pl_draw_submit(tlo_run *r, bool barrier);
+/* Its fields of tl_taskset_desc (names written into execs). */
+void tlo_pl_desc(const tlo_run *r, const mpl *p, tl_taskset_desc *d, const char *execs[2],
+                 const char *hosts[NHOSTS]);
+/* Whether t may not launch on the ALIVE executor x now. */
+bool tlo_pl_blocked(tlo_run *r, const mts *t, const mexec *x);
+/* After a round (launched_from: the first attempt the round made). */
+void tlo_pl_after_round(tlo_run *r, size_t launched_from);
+/* An executor became ALIVE. */
+void tlo_pl_executor_added(tlo_run *r, const mexec *x);
+void tlo_pl_cmp_ts(tlo_run *r, const mts *t, const tl_taskset_status *st);
+size_t tlo_pl_waiting(const tlo_run *r);
 
 /* ops_codec.c: the program's bytes. */
 void tlo_emit(tlo_run *r, const uint8_t *bytes, size_t n);

@@ -758,6 +758,8 @@ tl_tid *tlo_reconciled_items(tlo_run *r, mexec *x, const tl_tid *tids, size_t n,
   x->state = x->was_decom ? MX_DECOM : MX_ALIVE;
   x->was_decom = false;
   x->rec_timed = false;
+  if (x->state == MX_ALIVE)
+    tlo_pl_executor_added(r, x);
   x->was_alive = false;
   tlo_executor_changed(r, x);
   x->hb_when = r->now;

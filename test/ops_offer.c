@@ -418,6 +418,8 @@ void tlo_do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, size_
               r->f_x[TLO_XF_BLOCKED]++;
               continue;
             }
+            if (tlo_pl_blocked(r, t, x)) /* hard placement: no task, no reject */
+              continue;
             /* How far delay scheduling lets it go, never past the pass's level; not asked at
              * the NO_PREF pass, nor by a barrier task set, which never waits. */
             unsigned allowed = l;
@@ -508,6 +510,7 @@ void tlo_do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, size_
     free(slot_cores);
     after_round(r, npred, order, norder);
     res_after_round(r); /* after exclusion's aborts, as the library does them */
+    tlo_pl_after_round(r, (size_t)(first - 1));
   }
   char d[200];
   int w = snprintf(d, sizeof d, "offer cap=%zu", cap);

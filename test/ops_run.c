@@ -63,7 +63,7 @@ static void spec_config(tlo_run *r, const uint8_t sext[TLO_SPEC_BYTES]) {
 
 static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *ext,
                         const uint8_t *rext, const uint8_t *pext, const uint8_t *sext,
-                        const tlo_options *opt) {
+                        const uint8_t *plext, const tlo_options *opt) {
   if (tlo_long_message[0] == '\0') {
     memset(tlo_long_message, 'x', LONG_MESSAGE);
     tlo_long_message[LONG_MESSAGE] = '\0';
@@ -154,6 +154,8 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *e
     tlo_pol_config(r, pext);
   if (sext != NULL)
     spec_config(r, sext);
+  if (plext != NULL)
+    tlo_pl_config(r, plext);
   r->cfg.delivery = r->deferred ? TL_DELIVER_DEFERRED : TL_DELIVER_INLINE;
   r->cfg.clock = run_clock;
   r->cfg.clock_ud = r;
@@ -249,6 +251,10 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *e
   }
   if (sext != NULL)
     tlo_emit(r, sext, TLO_SPEC_BYTES);
+  if (plext != NULL) {
+    tlo_trace(r, 1, "hard placement: seed=%" PRIu64, r->pl_seed);
+    tlo_emit(r, plext, TLO_PLACEMENT_BYTES);
+  }
   return r;
 }
 
@@ -419,6 +425,11 @@ static void run_end(tlo_run *r, size_t nops, tlo_outcome *out) {
   out->demand = r->demand;
   out->demand_events = r->f_d_demand;
   out->unschedulable_events = r->f_d_unsched;
+  out->placement = r->placement;
+  out->pl_placed = r->f_pl_placed;
+  out->pl_blocked = r->f_pl_blocked;
+  out->pl_waits = r->f_pl_waits;
+  out->pl_rescues = r->f_pl_rescues;
   out->resources = r->resources;
   memcpy(out->resource_features, r->f_res, sizeof out->resource_features);
   snprintf(out->message, sizeof out->message, "%s", r->failed ? r->why : "ok");
@@ -484,9 +495,17 @@ static void run_seed(uint64_t seed, size_t nops, const tlo_options *opt, tlo_out
   hs = tlo_splitmix64(&hs);
   uint8_t sext[TLO_SPEC_BYTES] = {(uint8_t)(TLO_SPEC_MARK | ((hs >> 8) & 0x0f)),
                                   (uint8_t)(hs >> 16)};
+  /* Two seeds in five run with hard placement, likewise. */
+  uint64_t hl = seed ^ UINT64_C(0x706c6163656d6e74);
+  hl = tlo_splitmix64(&hl);
+  uint8_t plext[TLO_PLACEMENT_BYTES] = {(uint8_t)(TLO_PLACEMENT_MARK | ((hl >> 8) & 0x0f)),
+                                        (uint8_t)(hl >> 16)};
+  bool spec = hs % 5 < 2 && ((header[2] >> 1) & 1);
+  /* (Not with the speculation settings: their runs stay as they were, so what they reach does
+   * not move.) */
   tlo_run *r = run_new(header, (h >> 32) % 5 < 2 ? ext : NULL, hr % 5 < 2 ? rext : NULL,
-                       hp % 5 < 2 ? pext : NULL,
-                       hs % 5 < 2 && ((header[2] >> 1) & 1) ? sext : NULL, opt);
+                       hp % 5 < 2 ? pext : NULL, spec ? sext : NULL,
+                       hl % 5 < 2 && !spec ? plext : NULL, opt);
   r->rng = rng;
   size_t i = 0;
   for (; i < nops && !r->failed; i++) {
@@ -530,7 +549,14 @@ void tlo_run_bytes(const uint8_t *data, size_t size, const tlo_options *opt, tlo
     sext = data + at;
     at += TLO_SPEC_BYTES;
   }
-  tlo_run *r = run_new(header, ext, rext, pext, sext, opt);
+  /* Parsed after every older block, so a program without it reads as before. */
+  const uint8_t *plext = NULL;
+  if (size >= at + TLO_PLACEMENT_BYTES && data[at] >= TLO_PLACEMENT_MARK &&
+      data[at] < TLO_PLACEMENT_MARK + 0x10) {
+    plext = data + at;
+    at += TLO_PLACEMENT_BYTES;
+  }
+  tlo_run *r = run_new(header, ext, rext, pext, sext, plext, opt);
   size_t i = 0;
   while (i < TLO_MAX_OPS && !r->failed) {
     tlo_op op;

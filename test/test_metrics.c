@@ -8,7 +8,7 @@
 #include <ctype.h>
 #include <inttypes.h>
 
-#define NMETRICS 39 /* fields of tl_stats */
+#define NMETRICS 40 /* fields of tl_stats */
 
 /* ---------------------------------------------------------------------------------------------
  * A parser for the exposition format, strict about what tl_metrics_text promises.
@@ -152,6 +152,7 @@ static void expected(const tl_stats *st, sample want[NMETRICS]) {
       C(reconcile_lost),
       C(reconcile_unknown),
       C(reconcile_adopted),
+      G(tasksets_unplaceable),
   };
 #undef G
 #undef C

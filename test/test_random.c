@@ -216,6 +216,35 @@ END_TEST
  * touch task sets, task sets aborted by a no_retry failure and at a limit of their own; every
  * run agreeing with the model, which compares each task set's limit and tags after every
  * operation. Runs without the policy bytes reach none of it. */
+/* Hard placement reaches what it is for (ops_placement.c): task sets placed, slots turned away,
+ * task sets no live executor satisfies, and rescues by an executor that joins; every run
+ * agreeing with the model, which compares each task set's placement, tasksets_unplaceable and
+ * tl_check's counts after every operation. Runs without the placement bytes reach none of it. */
+START_TEST(seeded_runs_with_placement) {
+  tlo_outcome sum = {0};
+  uint64_t runs = 0;
+  for (uint64_t seed = 1; seed <= 120; seed++) {
+    tlo_outcome out;
+    tlo_run_seed(seed, 150, NULL, &out);
+    ck_assert_msg(out.ok, "seed %" PRIu64 ": %s", seed, out.message);
+    if (!out.placement) {
+      ck_assert_uint_eq(out.pl_placed + out.pl_blocked + out.pl_waits + out.pl_rescues, 0);
+      continue;
+    }
+    runs++;
+    sum.pl_placed += out.pl_placed;
+    sum.pl_blocked += out.pl_blocked;
+    sum.pl_waits += out.pl_waits;
+    sum.pl_rescues += out.pl_rescues;
+  }
+  ck_assert_uint_gt(runs, 20);
+  ck_assert_uint_gt(sum.pl_placed, 50);
+  ck_assert_uint_gt(sum.pl_blocked, 100);
+  ck_assert_uint_gt(sum.pl_waits, 10);
+  ck_assert_uint_gt(sum.pl_rescues, 2);
+}
+END_TEST
+
 START_TEST(seeded_runs_with_the_retry_policy_and_tags) {
   tlo_outcome sum = {0};
   uint64_t runs = 0;
@@ -380,6 +409,7 @@ Suite *tl_random_suite(void) {
   tcase_add_test(tc, seeded_runs_nest_pools);
   tcase_add_test(tc, seeded_runs_with_resources);
   tcase_add_test(tc, seeded_runs_with_the_retry_policy_and_tags);
+  tcase_add_test(tc, seeded_runs_with_placement);
   tcase_add_test(tc, seeded_runs_speculate_by_threshold_and_kill);
   tc = tlt_tcase(s, "snapshots");
   tcase_add_test(tc, mutated_snapshots_are_refused_or_drain);

@@ -1531,13 +1531,19 @@ END_TEST
  * version 4 image: without the task set's max_task_failures and tag count (TSET's last 6
  * bytes; it has no tag), the executor's decommission time (EXEC's last 8 bytes) and the pool's
  * parent (POOL's last 4 bytes, an empty string). */
+/* A task set's placement at the end of its record (version 4) when it has none: u8 spread 0,
+ * u32 0 executors, u32 0 hosts. */
+#define TS_PLACEMENT_BYTES 9
+
 static void to_version_3(image *im) {
   ck_assert_uint_eq(get_le(im->p + 8, 4), 4);
   uint64_t len;
   size_t at = section_at(im, "TSET", &len);
-  ck_assert_uint_eq(get_le(im->p + at + 12, 4), 1);           /* one task set */
-  ck_assert_uint_eq(get_le(im->p + at + 12 + len - 4, 4), 0); /* no tag */
-  cut_section_end(im, "TSET", 6);
+  ck_assert_uint_eq(get_le(im->p + at + 12, 4), 1); /* one task set */
+  /* no tag, then no placement */
+  ck_assert_uint_eq(get_le(im->p + at + 12 + len - TS_PLACEMENT_BYTES - 4, 4), 0);
+  ck_assert_uint_eq(get_le(im->p + at + 12 + len - TS_PLACEMENT_BYTES, 1), 0);
+  cut_section_end(im, "TSET", 6 + TS_PLACEMENT_BYTES);
   at = section_at(im, "EXEC", &len);
   ck_assert_uint_eq(get_le(im->p + at + 12, 4), 1); /* one executor */
   cut_section_end(im, "EXEC", 8);
@@ -2342,7 +2348,7 @@ START_TEST(an_image_with_a_corrupt_grant_is_refused) {
   at = section_at(&im, "TSET", &len);
   /* ... u32 profile, u32 1, "gpu", u32 amount, u32 share; then (version 4) u16 max failures and
    * u32 tags (none) */
-  size_t ts_tail = at + 12 + (size_t)len - 6;
+  size_t ts_tail = at + 12 + (size_t)len - 6 - TS_PLACEMENT_BYTES; /* then no placement */
   ck_assert_uint_eq(get_le(im.p + ts_tail, 2), e->cfg.max_task_failures);
   ck_assert_uint_eq(get_le(im.p + ts_tail + 2, 4), 0);
   size_t ts_end = ts_tail;

@@ -607,6 +607,37 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
         }
       d.tags = tags;
     }
+    /* Version 3, hard placement: spread=N, allow_executors=N and allow_hosts=N with their N
+     * strings (at most TL_PLACE_MAX: a line with more was refused before it was journaled). */
+    uint32_t spread = 0;
+    if (first < na && key_u32(&a[first], "spread", &spread)) {
+      first++;
+      d.spread = (tl_spread)spread;
+    }
+    const char *allowed[2][TL_PLACE_MAX];
+    static const char *const allow_keys[2] = {"allow_executors", "allow_hosts"};
+    for (int k = 0; k < 2; k++) {
+      uint32_t n;
+      if (first >= na || !key_u32(&a[first], allow_keys[k], &n))
+        continue;
+      first++;
+      if (n == 0 || n > TL_PLACE_MAX || n > (uint32_t)(na - first)) {
+        free(req);
+        return bad(r, op);
+      }
+      for (uint32_t i = 0; i < n; i++, first++)
+        if (!a[first].quoted || !str_arg(&a[first], &allowed[k][i])) {
+          free(req);
+          return bad(r, op);
+        }
+      if (k == 0) {
+        d.allowed_executors = allowed[0];
+        d.nallowed_executors = n;
+      } else {
+        d.allowed_hosts = allowed[1];
+        d.nallowed_hosts = n;
+      }
+    }
     /* Preferences: "task=I prefs=N" then N pairs of strings (host, executor or -). */
     tl_task_desc *tasks = NULL;
     tl_location *locs = NULL;

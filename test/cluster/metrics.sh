@@ -3,7 +3,7 @@
 # script reads the metrics port from the driver's stdout and fetches GET /metrics over bash's
 # /dev/tcp (no curl needed) until some task has launched. The response must be 200 with the
 # Prometheus content type and a Content-Length that matches the body; the body must hold the
-# ledger's 39 metrics, then the driver's own (taskledger_driver_*) if it has any,
+# ledger's 40 metrics, then the driver's own (taskledger_driver_*) if it has any,
 # taskledger_attempts_running at most the 8 cores and taskledger_launched_total at least that
 # and at most 40. A wrong path must get 404, another method 405, a malformed request
 # 400 and an oversized head 431. A connection left with half a request must not keep the driver
@@ -87,11 +87,11 @@ body=$(($(wc -c <"$tmp/m") - $(sed -n '1,/^\r$/p' "$tmp/m" | wc -c)))
 if [ -z "$length" ] || [ "$length" -ne "$body" ]; then
   fail "Content-Length ${length:-none}, body $body"
 fi
-# The ledger's 39 (tl_metrics_text), then the driver's own (taskledger_driver_*, the extra text
+# The ledger's 40 (tl_metrics_text), then the driver's own (taskledger_driver_*, the extra text
 # of metrics_http_set_extra), if it has any, after them all.
 types=$(grep '^# TYPE taskledger_[a-z_]* \(gauge\|counter\)$' "$tmp/m" |
   grep -vc '^# TYPE taskledger_driver_')
-[ "$types" -eq 39 ] || fail "$types ledger metrics, want 39"
+[ "$types" -eq 40 ] || fail "$types ledger metrics, want 40"
 first_driver=$(grep -n '^# [A-Z]* taskledger_driver_' "$tmp/m" | head -n 1 | cut -d: -f1)
 last_ledger=$(grep -n '^taskledger_[a-z_]* ' "$tmp/m" | grep -v ':taskledger_driver_' |
   tail -n 1 | cut -d: -f1)

@@ -22,6 +22,10 @@
  * decommissioning (their decommission times), a task set past its quantile with an attempt on
  * the decommissioning executor that its kill would cut short, and a one-task set, so that the
  * checks before the drain reach the decommission kill rule and the duration threshold.
+ * v4-placement: four executors on three hosts, task sets with hard placement (a spread per host
+ * over two allowed hosts, a spread per executor over "e4" and "ghost", and one allowed only on
+ * "ghost"), three attempts running and one frozen by a pending loss (docs/api.md "Hard
+ * placement").
  */
 #include "taskledger.h"
 
