@@ -410,6 +410,34 @@ START_TEST(resources_unschedulable_until_an_executor_fits) {
 }
 END_TEST
 
+/* Hard placement's state: a task set allowed only on "p2", which does not exist, launches
+ * nothing in a round on p1 and is unschedulable, with placement's reason; p2 joining ends it at
+ * once (one schedulable event, before any round), and the next round launches it there. */
+START_TEST(placement_unschedulable_until_an_allowed_executor_joins) {
+  tlt_env *e = demand_env(NULL);
+  tlt_add(e, "p1", "hp", NULL, 2);
+  tl_taskset_desc td = {.stage_id = 0,
+                        .ntasks = 1,
+                        .allowed_executors = (const char *const[]){"p2"},
+                        .nallowed_executors = 1};
+  tl_taskset_id ts = tlt_submit_desc(e, &td);
+  size_t mark = nd;
+  ck_assert_uint_eq(tlt_offer(e, "p1", 2, NULL, 0), 0);
+  ck_assert_uint_eq(count(mark, D_UNSCHED), 1);
+  ck_assert_uint_eq(dlog[mark].ts, ts);
+  ck_assert_ptr_nonnull(strstr(dlog[mark].reason, "placement"));
+  ck_assert_uint_eq(one_demand(e, mark)->unschedulable_tasksets, 1);
+  mark = nd;
+  tlt_add(e, "p2", "hq", NULL, 2);
+  ck_assert_uint_eq(count(mark, D_SCHED), 1);
+  ck_assert_uint_eq(one_demand(e, mark)->unschedulable_tasksets, 0);
+  tl_launch l;
+  ck_assert_uint_eq(tlt_offer(e, "p2", 2, &l, 1), 1);
+  tlt_succeed(e, "p2", l.tid);
+  demand_end(e);
+}
+END_TEST
+
 /* Both states at once: one unschedulable event when the first begins, one schedulable when the
  * last ends. A task needing two GPUs fails on g2, the one executor that has them, and its node
  * h is excluded for it (one failure per node is enough here); g2 is lost. The next round on g1
@@ -795,6 +823,7 @@ Suite *tl_demand_suite(void) {
   tcase_add_test(tc, not_completely_excluded_is_not_unschedulable);
   tcase_add_test(tc, cancelled_while_unschedulable);
   tcase_add_test(tc, resources_unschedulable_until_an_executor_fits);
+  tcase_add_test(tc, placement_unschedulable_until_an_allowed_executor_joins);
   tcase_add_test(tc, both_states_make_one_pair_of_events);
   tcase_add_test(tc, speculatable_tasks_are_demand);
   tcase_add_test(tc, restore_announces_unschedulable_task_sets);
