@@ -724,6 +724,11 @@ struct tl_scheduler {
   size_t mem_bytes;
   size_t mem_blocks;
   uint32_t check_epoch; /* tl_check's visit stamp for shared strings */
+
+  /* Offer shuffle (shuffle.c; tl_config.offer_shuffle). */
+  uint64_t offer_shuffle_state; /* the draw sequence's position: offer_shuffle_seed at creation,
+                                   the image's after a restore, moved on by every round that
+                                   goes through; 0 while offer_shuffle is off */
 };
 
 /* Room for n more events (queue.c); TL_ENOMEM, having changed nothing. A transition reserves,
@@ -1324,6 +1329,14 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
                         const size_t *lens, tl_launch *out, size_t cap, size_t *nout,
                         tl_grant *grants, size_t gcap, size_t *ngrants);
 #define TL__ID_LENS 16 /* offers whose id lengths tl_resource_offers passes on */
+/* Offer shuffle (shuffle.c): tl__resource_offers over the offers in the order the scheduler's
+ * sequence draws next (offer_shuffle on; same arguments). Launches name the caller's offers. A
+ * round that fails leaves the sequence where it was. */
+int tl__shuffle_offers(struct tl_scheduler *s, const tl_offer *offers, size_t noffers,
+                       const size_t *lens, tl_launch *out, size_t cap, size_t *nout,
+                       tl_grant *grants, size_t gcap, size_t *ngrants);
+/* tl_check's part: the sequence's position is 0 while the shuffle is off. */
+int tl__shuffle_check(tl__checker *c);
 int tl__status_update(struct tl_scheduler *s, const char *executor_id, size_t id_len, tl_tid tid,
                       const tl_update *u);
 /* The two halves of tl__status_update, for a batch: the executor's checks (TL_ENOENT, TL_EGONE)

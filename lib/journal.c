@@ -428,5 +428,11 @@ void tl__journal_start(struct tl_scheduler *s) {
     size_t used = strlen(line);
     snprintf(line + used, sizeof line - used, " pool_auto_create=1");
   }
+  /* Offer shuffle: the setting and where its sequence starts, only when on. */
+  if (c->offer_shuffle) {
+    size_t used = strlen(line);
+    snprintf(line + used, sizeof line - used, " offer_shuffle=1 offer_shuffle_seed=%" PRIu64,
+             c->offer_shuffle_seed);
+  }
   s->cfg.journal(s->cfg.journal_ud, line);
 }

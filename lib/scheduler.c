@@ -187,7 +187,9 @@ bool tl__config_valid(const tl_config *cfg) {
          /* The threshold and the kill interval act only through speculation: set without it,
           * they are a mistake (as events_ready with inline delivery). */
          (cfg->speculation || (cfg->speculation_task_duration_threshold_ns == 0 &&
-                               cfg->decommission_kill_interval_ns == 0));
+                               cfg->decommission_kill_interval_ns == 0)) &&
+         /* A seed without the shuffle is a mistake too. */
+         (cfg->offer_shuffle || cfg->offer_shuffle_seed == 0);
 }
 
 int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler **out) {
@@ -233,6 +235,7 @@ int tl__scheduler_create(const tl_config *cfg, const tl_callbacks *cb, tl_schedu
   }
   s->events.cap = s->batch.cap = TL__EVENTS_INITIAL;
   s->cfg = *cfg;
+  s->offer_shuffle_state = cfg->offer_shuffle_seed; /* 0 while off (tl__config_valid) */
   if (cb != NULL)
     s->cb = *cb;
   tl__list_init(&s->heartbeat_order);
@@ -639,8 +642,10 @@ static int offer_round(tl_scheduler *s, const tl_offer *offers, size_t noffers, 
                       ? tl__jfmt_offers_grants(&w, offers, noffers, cap, gcap)
                       : tl__jfmt_offers(&w, offers, noffers, cap));
   tl_tid first = s->next_tid;
-  err = tl__resource_offers(s, offers, noffers, noffers <= TL__ID_LENS ? lens : NULL, out, cap,
-                            nout, grants, gcap, ngrants);
+  /* The offer shuffle's one branch: off, the round is as it always was. */
+  err = (s->cfg.offer_shuffle ? tl__shuffle_offers : tl__resource_offers)(
+      s, offers, noffers, noffers <= TL__ID_LENS ? lens : NULL, out, cap, nout, grants, gcap,
+      ngrants);
   char extra[TL__JOURNAL_OFFERS_EXTRA];
   extra[0] = '\0';
   if (j != NULL) /* formatted only for a journal: an offer round is the hottest call */

@@ -487,6 +487,14 @@ static int call_offer_mixed(tlt_env *e, oom_ctx *c) {
   return offers(e, c, o, 5, 8);
 }
 
+/* Offer shuffle: the rounds above in a drawn order (its copy on the stack up to 16 offers, in
+ * one block past that); a round that fails leaves the sequence where it was, or the retry would
+ * launch elsewhere than the reference. */
+static void cfg_offer_shuffle(tl_config *cfg) {
+  cfg->offer_shuffle = true;
+  cfg->offer_shuffle_seed = 31;
+}
+
 START_TEST(oom_resource_offers) {
   tlt_alloc_install();
   size_t expanding = probe_tid_expansion();
@@ -502,6 +510,10 @@ START_TEST(oom_resource_offers) {
        call_offer_mixed, OOM_ALLOCATES, 0},
       {"tl_resource_offers", "a spare record while only frozen attempts remain", NULL,
        build_spare_with_only_frozen, call_offer_e2_spare, OOM_ALLOCATES, 0},
+      {"tl_resource_offers", "shuffled: 20 offers, 40 launches", cfg_offer_shuffle, build_wide,
+       call_offer_wide, OOM_ALLOCATES, 0},
+      {"tl_resource_offers", "shuffled: rejected offers beside a usable one", cfg_offer_shuffle,
+       build_rejected_offers, call_offer_mixed, OOM_ALLOCATES, 0},
   };
   SWEEP_ALL("tl_resource_offers", sc);
 }

@@ -284,6 +284,12 @@ static int start_scheduler(replayer *r, token *tok, int n) {
       cfg.pool_auto_create = v != 0;
       continue;
     }
+    if (key_u64(&tok[i], "offer_shuffle", &v)) { /* offer shuffle: the seed follows */
+      cfg.offer_shuffle = v != 0;
+      continue;
+    }
+    if (key_u64(&tok[i], "offer_shuffle_seed", &cfg.offer_shuffle_seed))
+      continue;
     if (key_u32(&tok[i], "exclude_max_task_attempts_per_executor",
                 &cfg.exclude_max_task_attempts_per_executor) ||
         key_u32(&tok[i], "exclude_max_task_attempts_per_node",
