@@ -123,6 +123,12 @@ typedef struct tlo_op {
  * ops_run.c, spec_config). Programs without them run as before those settings existed. */
 #define TLO_SPEC_BYTES 2
 #define TLO_SPEC_MARK 0x90
+/* Optionally, after those: two bytes, the first in [TLO_SHUFFLE_MARK, TLO_SHUFFLE_MARK + 0x10)
+ * (no generated operation starts so, and no program of the stored corpus has such a byte
+ * there), that turn the offer shuffle on and choose its seed (ops_shuffle.c). Programs without
+ * them run as before the shuffle existed. */
+#define TLO_SHUFFLE_BYTES 2
+#define TLO_SHUFFLE_MARK 0x70
 
 typedef struct tlo_options {
   int verbose; /* 0 quiet; 1 one line per operation; 2 and every event */
@@ -237,6 +243,9 @@ typedef struct tlo_outcome {
   uint64_t tag_touched;      /* task sets they touched */
   uint64_t no_retry_aborts;  /* task sets aborted by a no_retry failure */
   uint64_t own_limit_aborts; /* task sets aborted at a max_task_failures of their own */
+  /* The offer shuffle; 0 without the shuffle bytes. */
+  bool shuffle;
+  uint64_t shuffled_rounds; /* offer rounds drawn in an order other than the caller's */
   char message[4096]; /* the disagreement, with the operation that showed it */
   bool has_final;     /* the run reached tl_scheduler_free: */
   tl_stats final;     /* tl_stats just before it */

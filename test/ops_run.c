@@ -63,7 +63,7 @@ static void spec_config(tlo_run *r, const uint8_t sext[TLO_SPEC_BYTES]) {
 
 static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *ext,
                         const uint8_t *rext, const uint8_t *pext, const uint8_t *sext,
-                        const tlo_options *opt) {
+                        const uint8_t *shext, const tlo_options *opt) {
   if (tlo_long_message[0] == '\0') {
     memset(tlo_long_message, 'x', LONG_MESSAGE);
     tlo_long_message[LONG_MESSAGE] = '\0';
@@ -153,6 +153,8 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *e
     tlo_pol_config(r, pext);
   if (sext != NULL)
     spec_config(r, sext);
+  if (shext != NULL) /* offer shuffle */
+    tlo_shuffle_config(r, shext);
   r->cfg.delivery = r->deferred ? TL_DELIVER_DEFERRED : TL_DELIVER_INLINE;
   r->cfg.clock = run_clock;
   r->cfg.clock_ud = r;
@@ -248,6 +250,10 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *e
   }
   if (sext != NULL)
     tlo_emit(r, sext, TLO_SPEC_BYTES);
+  if (shext != NULL) { /* offer shuffle */
+    tlo_trace(r, 1, "offer shuffle: seed=%" PRIu64, r->cfg.offer_shuffle_seed);
+    tlo_emit(r, shext, TLO_SHUFFLE_BYTES);
+  }
   return r;
 }
 
@@ -412,6 +418,8 @@ static void run_end(tlo_run *r, size_t nops, tlo_outcome *out) {
   out->recovery_timeouts = r->recovery_timeouts;
   out->policy = r->policy;
   out->tag_ops = r->f_tag_ops;
+  out->shuffle = r->cfg.offer_shuffle;
+  out->shuffled_rounds = r->f_shuffled_rounds;
   out->tag_touched = r->f_tag_touched;
   out->no_retry_aborts = r->f_no_retry_aborts;
   out->own_limit_aborts = r->f_own_limit_aborts;
@@ -480,9 +488,15 @@ static void run_seed(uint64_t seed, size_t nops, const tlo_options *opt, tlo_out
   hs = tlo_splitmix64(&hs);
   uint8_t sext[TLO_SPEC_BYTES] = {(uint8_t)(TLO_SPEC_MARK | ((hs >> 8) & 0x0f)),
                                   (uint8_t)(hs >> 16)};
+  /* Offer shuffle: two seeds in five, from the seed alone, likewise. */
+  uint64_t hsh = seed ^ UINT64_C(0x73687566666c6500);
+  hsh = tlo_splitmix64(&hsh);
+  uint8_t shext[TLO_SHUFFLE_BYTES] = {(uint8_t)(TLO_SHUFFLE_MARK | ((hsh >> 8) & 0x0f)),
+                                      (uint8_t)(hsh >> 16)};
   tlo_run *r = run_new(header, (h >> 32) % 5 < 2 ? ext : NULL, hr % 5 < 2 ? rext : NULL,
                        hp % 5 < 2 ? pext : NULL,
-                       hs % 5 < 2 && ((header[2] >> 1) & 1) ? sext : NULL, opt);
+                       hs % 5 < 2 && ((header[2] >> 1) & 1) ? sext : NULL,
+                       hsh % 5 < 2 ? shext : NULL, opt);
   r->rng = rng;
   size_t i = 0;
   for (; i < nops && !r->failed; i++) {
@@ -526,7 +540,13 @@ void tlo_run_bytes(const uint8_t *data, size_t size, const tlo_options *opt, tlo
     sext = data + at;
     at += TLO_SPEC_BYTES;
   }
-  tlo_run *r = run_new(header, ext, rext, pext, sext, opt);
+  const uint8_t *shext = NULL; /* offer shuffle */
+  if (size >= at + TLO_SHUFFLE_BYTES && data[at] >= TLO_SHUFFLE_MARK &&
+      data[at] < TLO_SHUFFLE_MARK + 0x10) {
+    shext = data + at;
+    at += TLO_SHUFFLE_BYTES;
+  }
+  tlo_run *r = run_new(header, ext, rext, pext, sext, shext, opt);
   size_t i = 0;
   while (i < TLO_MAX_OPS && !r->failed) {
     tlo_op op;
