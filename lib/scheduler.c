@@ -643,9 +643,11 @@ static int offer_round(tl_scheduler *s, const tl_offer *offers, size_t noffers, 
                       : tl__jfmt_offers(&w, offers, noffers, cap));
   tl_tid first = s->next_tid;
   /* The offer shuffle's one branch: off, the round is as it always was. */
-  err = (s->cfg.offer_shuffle ? tl__shuffle_offers : tl__resource_offers)(
-      s, offers, noffers, noffers <= TL__ID_LENS ? lens : NULL, out, cap, nout, grants, gcap,
-      ngrants);
+  const size_t *known = noffers <= TL__ID_LENS ? lens : NULL;
+  if (s->cfg.offer_shuffle)
+    err = tl__shuffle_offers(s, offers, noffers, known, out, cap, nout, grants, gcap, ngrants);
+  else
+    err = tl__resource_offers(s, offers, noffers, known, out, cap, nout, grants, gcap, ngrants);
   char extra[TL__JOURNAL_OFFERS_EXTRA];
   extra[0] = '\0';
   if (j != NULL) /* formatted only for a journal: an offer round is the hottest call */
