@@ -84,6 +84,7 @@ static void usage(FILE *f) {
         "  --gpu-amount N       whole GPUs per task of such a stage (1)\n"
         "  --gpu-share K        each such task holds 1/K of one GPU instead, K 2 to 32\n"
         "  --id-prefix TEXT     executor ids are TEXT and a number (exec-)\n"
+        "  --pools              FAIR, nested pools, tagged jobs, cancel and kill by tag\n"
         "  --quiet              no event log, no progress line\n",
         f);
 }
@@ -119,6 +120,10 @@ int parse_args(sim_options *o, int argc, char **argv) {
     }
     if (!strcmp(a, "--quiet")) {
       o->quiet = true;
+      continue;
+    }
+    if (!strcmp(a, "--pools")) {
+      o->pools = true;
       continue;
     }
     if (!strcmp(a, "--no-faults")) {

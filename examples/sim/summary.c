@@ -20,6 +20,7 @@ void summary(sim *m, double wall, bool drained) {
          " per host, %" PRIu32 " hosts per rack; %zu executors in all\n",
          m->o.executors, m->o.cores, m->o.per_host, m->o.hosts_per_rack, m->nexecs);
   gpu_summary(m);
+  pools_summary(m);
   printf("jobs                %" PRIu32 " submitted: %" PRIu64 " succeeded, %" PRIu64 " failed\n",
          m->jobs_submitted, c->jobs_succeeded, c->jobs_failed);
   printf("tasks               %" PRIu64 " partitions in %zu task sets\n", parts, m->nts);
