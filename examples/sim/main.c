@@ -111,6 +111,9 @@ int main(int argc, char **argv) {
                      .executor_lost = cb_executor_lost,
                      .executor_removed = cb_executor_removed,
                      .kill_task = cb_kill_task};
+  cfg.speculation = m->o.speculation;
+  cfg.speculation_task_duration_threshold_ns = secs(m->o.spec_threshold_s);
+  cfg.decommission_kill_interval_ns = secs(m->o.decom_kill_s);
   pools_config(m, &cfg);
   int rc = tl_scheduler_new(&cfg, &cb, &m->s);
   if (rc != TL_OK) {

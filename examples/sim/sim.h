@@ -124,6 +124,11 @@ typedef struct sim_options {
                                  bytes ("exec-") */
   bool quiet;                 /* no progress line, no event log */
   bool pools;                 /* --pools: TL_FAIR with nested pools, tags, tag calls (pools.c) */
+  bool speculation;           /* --speculation: tl_config.speculation */
+  double spec_threshold_s;    /* --speculation-threshold: speculation_task_duration_threshold_ns;
+                                 0: off */
+  double decom_kill_s;        /* --decommission-kill-interval: decommission_kill_interval_ns;
+                                 0: off */
 } sim_options;
 
 /* The longest --id-prefix: with the up to 15 digits of an executor's number the id stays
@@ -488,6 +493,7 @@ typedef struct counters {
   uint64_t tag_cancelled_tasksets;      /* task sets they cancelled */
   uint64_t tag_killed_tasksets;         /* task sets whose attempts they killed */
   uint64_t jobs_cancelled;              /* jobs failed because their tag was cancelled */
+  uint64_t speculative_launches;        /* speculative copies started (--speculation) */
 } counters;
 
 /* Prints the summary and the verdict on stdout; wall is the run's wall-clock seconds. */
