@@ -906,6 +906,17 @@ TL_EXTERN int tl_pool_add(tl_scheduler *s, const char *name, tl_sched_mode mode,
 TL_EXTERN int tl_pool_add_child(tl_scheduler *s, const char *parent, const char *name,
                                 tl_sched_mode mode, uint32_t weight, uint32_t min_share);
 
+/* Added after 0.2.0. Changes an existing pool's mode, weight and min share, "default" included
+ * (Spark's allocation file may give it settings), with tl_pool_add's arguments and checks. Its
+ * task sets, child pools and parent stay; its queued task sets are ordered by the new mode at
+ * once (O(q log q) for q queued), and the weight and min share count from the next offer round.
+ * Journaled (pool_set); a snapshot holds every pool's settings. Allocates nothing but its
+ * journal line. TL_EINVAL: as tl_pool_add; TL_ESTATE: the scheduler is TL_FIFO; TL_ENOENT: no
+ * such pool; TL_ENOMEM (the journal line only: nothing changed). Any thread; may be called from
+ * a callback. */
+TL_EXTERN int tl_pool_set(tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
+                          uint32_t min_share);
+
 typedef struct tl_pool_status {
   tl_sched_mode mode; /* between its task sets */
   uint32_t weight;    /* as added */

@@ -976,6 +976,9 @@ void tl__pools_destroy(struct tl_scheduler *s);
 tl__pool *tl__pool_find(struct tl_scheduler *s, const char *name);
 int tl__pool_add(struct tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
                  uint32_t min_share);
+/* tl_pool_set's work; the arguments are valid. Cannot fail but for TL_ESTATE and TL_ENOENT. */
+int tl__pool_set(struct tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
+                 uint32_t min_share);
 /* tl_pool_add_child's work (parent NULL: tl__pool_add's); the arguments are valid. */
 int tl__pool_add_child(struct tl_scheduler *s, const char *parent, const char *name,
                        tl_sched_mode mode, uint32_t weight, uint32_t min_share);

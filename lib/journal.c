@@ -169,6 +169,15 @@ void tl__jfmt_pool_add(tl__text *w, const char *name, tl_sched_mode mode, uint32
   key_u64(w, "min_share", min_share);
 }
 
+void tl__jfmt_pool_set(tl__text *w, const char *name, tl_sched_mode mode, uint32_t weight,
+                       uint32_t min_share) {
+  tl__text_str(w, "pool_set");
+  arg_str(w, name);
+  tl__text_str(w, mode == TL_FAIR ? " FAIR" : " FIFO");
+  key_u64(w, "weight", weight);
+  key_u64(w, "min_share", min_share);
+}
+
 void tl__jfmt_pool_add_child(tl__text *w, const char *parent, const char *name, tl_sched_mode mode,
                              uint32_t weight, uint32_t min_share) {
   tl__text_str(w, "pool_add_child");

@@ -511,6 +511,19 @@ int tl_pool_add_child(tl_scheduler *s, const char *parent, const char *name, tl_
   return journal_leave(s, j, &w, err, NULL);
 }
 
+int tl_pool_set(tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
+                uint32_t min_share) {
+  if (s == NULL || tl__name_len(name, TL_HOST_MAX) == 0 || (mode != TL_FIFO && mode != TL_FAIR) ||
+      weight == 0)
+    return TL_EINVAL;
+  int err = enter(s);
+  if (err != TL_OK)
+    return err;
+  JOURNAL_OPEN(s, tl__jfmt_pool_set(&w, name, mode, weight, min_share));
+  err = tl__pool_set(s, name, mode, weight, min_share);
+  return journal_leave(s, j, &w, err, NULL);
+}
+
 int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out) {
   if (s == NULL || d == NULL || d->ntasks == 0 || d->ntasks == TL__NONE ||
       (d->pool != NULL && tl__name_len(d->pool, TL_HOST_MAX) == 0) ||

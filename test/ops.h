@@ -246,6 +246,7 @@ typedef struct tlo_outcome {
   /* The offer shuffle; 0 without the shuffle bytes. */
   bool shuffle;
   uint64_t shuffled_rounds; /* offer rounds drawn in an order other than the caller's */
+  uint64_t pool_sets;       /* tl_pool_set calls that changed a pool (same runs) */
   char message[4096]; /* the disagreement, with the operation that showed it */
   bool has_final;     /* the run reached tl_scheduler_free: */
   tl_stats final;     /* tl_stats just before it */

@@ -417,6 +417,7 @@ typedef struct tlo_run {
   /* Offer shuffle (ops_shuffle.c): on with the shuffle bytes. */
   uint64_t shuffle_state;     /* the model's position of the library's sequence */
   uint64_t f_shuffled_rounds; /* rounds drawn in an order other than the caller's */
+  uint64_t f_pool_sets;       /* tl_pool_set calls that changed a pool (same bytes) */
 } tlo_run;
 
 /* How an attempt ends, as the caller decided it. */
@@ -692,6 +693,9 @@ typedef struct tlo_drawn {
 /* The next round's order of the caller's n offers; moves the model's sequence on. */
 void tlo_shuffle_draw(tlo_run *r, mexec **caller_xs, const uint32_t *caller_cores, size_t n,
                       tlo_drawn *d);
+/* tl_pool_set of tlo_pool_names[pool] (runs with the shuffle bytes only). */
+void tlo_do_pool_set(tlo_run *r, unsigned pool, unsigned mode, uint32_t weight,
+                     uint32_t min_share);
 
 /* ops_policy.c: the retry policy and tags. */
 extern const char *const tlo_tag_names[TLO_NTAGS];

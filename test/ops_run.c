@@ -420,6 +420,7 @@ static void run_end(tlo_run *r, size_t nops, tlo_outcome *out) {
   out->tag_ops = r->f_tag_ops;
   out->shuffle = r->cfg.offer_shuffle;
   out->shuffled_rounds = r->f_shuffled_rounds;
+  out->pool_sets = r->f_pool_sets;
   out->tag_touched = r->f_tag_touched;
   out->no_retry_aborts = r->f_no_retry_aborts;
   out->own_limit_aborts = r->f_own_limit_aborts;

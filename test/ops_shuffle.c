@@ -8,6 +8,8 @@
 #include "ops_internal.h"
 
 #include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
 
 void tlo_shuffle_config(tlo_run *r, const uint8_t ext[TLO_SHUFFLE_BYTES]) {
   /* Twelve bits: small seeds (0 included) one time in sixteen, mixed ones otherwise. */
@@ -38,4 +40,37 @@ void tlo_shuffle_draw(tlo_run *r, mexec **caller_xs, const uint32_t *caller_core
     moved = moved || d->from[k] != k;
   }
   r->f_shuffled_rounds += moved;
+}
+
+/* tl_pool_set, in the runs with the shuffle bytes (half of their pool operations; programs
+ * without the bytes make none): the settings of tlo_pool_names[pool], "default" included. The
+ * model's order of pools and of each pool's task sets reads the settings at every round, so the
+ * rounds after it check the library's reordering; cmp_pool compares the settings themselves. */
+void tlo_do_pool_set(tlo_run *r, unsigned pool, unsigned mode, uint32_t weight,
+                     uint32_t min_share) {
+  const char *name = tlo_pool_names[pool];
+  int want;
+  if (name == NULL || name[0] == '\0' || strlen(name) >= 256 || mode > TL_FAIR || weight == 0)
+    want = TL_EINVAL;
+  else if (r->cfg.mode != TL_FAIR)
+    want = TL_ESTATE;
+  else if (!r->pools[pool].exists)
+    want = TL_ENOENT;
+  else
+    want = TL_OK;
+  if (want == TL_OK) {
+    r->pools[pool].mode = (tl_sched_mode)mode;
+    r->pools[pool].weight = weight;
+    r->pools[pool].min_share = min_share;
+    r->f_pool_sets++;
+  }
+  char d[96];
+  snprintf(d, sizeof d, "pool_set %.8s mode=%u weight=%u min_share=%u",
+           name == NULL      ? "(null)"
+           : name[0] == '\0' ? "\"\""
+                             : name,
+           mode, weight, min_share);
+  tlo_note_call(r, d);
+  int rc = tl_pool_set(r->s, name, (tl_sched_mode)mode, weight, min_share);
+  tlo_expect_rc(r, d, rc, want);
 }

@@ -1410,6 +1410,25 @@ static void build_nested_in_use(tlt_env *e, oom_ctx *c) {
 
 static int call_offer_nested(tlt_env *e, oom_ctx *c) { return offer(e, c, "e1", 1, 1); }
 
+/* tl_pool_set: "etl" (FAIR, queued task sets) made FIFO, its queue placed again; "default"'s
+ * settings; an unknown pool. It allocates nothing but its journal line. */
+static int call_pool_set_etl_fifo(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return tl_pool_set(e->s, "etl", TL_FIFO, 3, 0);
+}
+
+static int call_pool_set_default(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return tl_pool_set(e->s, "default", TL_FAIR, 2, 1);
+}
+
+static int pool_set_unknown(tlt_env *e) { return tl_pool_set(e->s, "nope", TL_FIFO, 1, 0); }
+
+static int call_pool_set_enoent(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return expect_error(e, TL_ENOENT, pool_set_unknown);
+}
+
 START_TEST(oom_pools) {
   tlt_alloc_install();
   size_t expanding = probe_pool_expansion();
@@ -1443,6 +1462,12 @@ START_TEST(oom_pools) {
        call_submit_parent_estate, OOM_NO_ALLOC, 0},
       {"tl_resource_offers", "a round over nested pools", cfg_fair, build_nested_in_use,
        call_offer_nested, OOM_ALLOCATES, 0},
+      {"tl_pool_set", "a FAIR pool with queued task sets made FIFO", cfg_fair, build_pools_in_use,
+       call_pool_set_etl_fifo, OOM_NO_ALLOC, 0},
+      {"tl_pool_set", "\"default\"'s settings", cfg_fair, build_pools_in_use,
+       call_pool_set_default, OOM_NO_ALLOC, 0},
+      {"tl_pool_set", "TL_ENOENT", cfg_fair, build_pools_in_use, call_pool_set_enoent,
+       OOM_NO_ALLOC, 0},
   };
   SWEEP_ALL("pools", sc);
 }

@@ -268,21 +268,23 @@ END_TEST
  * orders other than the caller's, and the model, predicting each round over the order it drew
  * by the library's rule, agrees on every launch; runs without them draw none. */
 START_TEST(seeded_runs_shuffle_offers) {
-  uint64_t runs = 0, rounds = 0;
+  uint64_t runs = 0, rounds = 0, pool_sets = 0;
   for (uint64_t seed = 1; seed <= 100; seed++) {
     tlo_outcome out;
     tlo_run_seed(seed, 150, NULL, &out);
     ck_assert_msg(out.ok, "seed %" PRIu64 ": %s", seed, out.message);
     if (!out.shuffle) {
-      ck_assert_uint_eq(out.shuffled_rounds, 0);
+      ck_assert_uint_eq(out.shuffled_rounds + out.pool_sets, 0);
       continue;
     }
     runs++;
     rounds += out.shuffled_rounds;
+    pool_sets += out.pool_sets;
   }
   ck_assert_uint_gt(runs, 25);
   ck_assert_uint_lt(runs, 55);
   ck_assert_uint_gt(rounds, 200);
+  ck_assert_uint_gt(pool_sets, 3);
 }
 END_TEST
 
