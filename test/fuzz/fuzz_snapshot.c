@@ -22,6 +22,8 @@
  * decommissioning (their decommission times), a task set past its quantile with an attempt on
  * the decommissioning executor that its kill would cut short, and a one-task set, so that the
  * checks before the drain reach the decommission kill rule and the duration threshold.
+ * v4-shuffle: with the offer shuffle on, after shuffled rounds over three executors: the image
+ * ends with its SHUF section (the sequence's position), which the restore takes.
  */
 #include "taskledger.h"
 
@@ -73,6 +75,8 @@ static tl_config fuzz_config(void) {
   cfg.mode = TL_FAIR;
   cfg.speculation_task_duration_threshold_ns = 60ull * 1000000000ull; /* not fingerprinted */
   cfg.decommission_kill_interval_ns = 5ull * 1000000000ull;
+  cfg.offer_shuffle = true; /* not fingerprinted: an image's SHUF section is read and taken */
+  cfg.offer_shuffle_seed = 7;
   return cfg;
 }
 
