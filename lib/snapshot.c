@@ -29,6 +29,9 @@
  * (DECOMMISSIONING, or PENDING_LOSS and RECOVERING with was_decommissioning), else never. An
  * older image gives such an executor the image's clock, rebased: the latest the decommission
  * can have been, so the kill it expects comes no earlier than the real one.
+ *
+ * Offer shuffle (version 4, optional): an image of a scheduler with offer_shuffle on ends with a
+ * SHUF section, the shuffle's sequence position, which a restore with the shuffle on continues.
  */
 #include "internal.h"
 #include "resource.h"
