@@ -421,6 +421,17 @@ typedef struct tl_config {
    * FairSchedulableBuilder), instead of failing with TL_ENOENT; a submission that then fails
    * takes the pool away again. false */
   bool pool_auto_create;
+  /* Added after 0.2.0 (offer shuffle; docs/api.md "Offers"). Each tl_resource_offers and
+   * tl_resource_offers_grants call visits its offers in an order drawn from a pseudo-random
+   * sequence the scheduler keeps (Spark's TaskSchedulerImpl.shuffleOffers), instead of the
+   * caller's order: a task set that takes fewer offers than it is given spreads over executors
+   * from round to round. The sequence starts at offer_shuffle_seed, so a run is the same under
+   * the same seed and calls (the journal's config line carries both; a snapshot carries where
+   * the sequence is). Launches are still reported as without it (tl_launch.offer indexes the
+   * caller's array). false: the caller's order, exactly as before */
+  bool offer_shuffle;
+  uint64_t offer_shuffle_seed; /* where the sequence starts; any value; needs offer_shuffle
+                                  (set without it: TL_EINVAL); 0 */
 } tl_config;
 
 /* Fills the defaults shown above. */
@@ -964,6 +975,17 @@ TL_EXTERN int tl_pool_add(tl_scheduler *s, const char *name, tl_sched_mode mode,
 TL_EXTERN int tl_pool_add_child(tl_scheduler *s, const char *parent, const char *name,
                                 tl_sched_mode mode, uint32_t weight, uint32_t min_share);
 
+/* Added after 0.2.0. Changes an existing pool's mode, weight and min share, "default" included
+ * (Spark's allocation file may give it settings), with tl_pool_add's arguments and checks. Its
+ * task sets, child pools and parent stay; its queued task sets are ordered by the new mode at
+ * once (O(q log q) for q queued), and the weight and min share count from the next offer round.
+ * Journaled (pool_set); a snapshot holds every pool's settings. Allocates nothing but its
+ * journal line. TL_EINVAL: as tl_pool_add; TL_ESTATE: the scheduler is TL_FIFO; TL_ENOENT: no
+ * such pool; TL_ENOMEM (the journal line only: nothing changed). Any thread; may be called from
+ * a callback. */
+TL_EXTERN int tl_pool_set(tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
+                          uint32_t min_share);
+
 typedef struct tl_pool_status {
   tl_sched_mode mode; /* between its task sets */
   uint32_t weight;    /* as added */
@@ -1104,7 +1126,8 @@ typedef struct tl_launch {
   uint32_t cpus;           /* cores it takes */
   tl_locality locality;    /* level it was launched at */
   size_t offer;            /* the offer it came from: its index in the call's offers array (the
-                              first offer naming the executor, when several do) */
+                              first offer naming the executor, when several do; with
+                              offer_shuffle, the first in the drawn order) */
   const char *executor_id; /* where to run it: offers[offer].executor_id itself, the caller's
                               string (no copy), valid as long as the caller keeps it */
   void *executor_ud;       /* that executor's tl_executor_desc.ud as registered */
@@ -1122,7 +1145,8 @@ typedef struct tl_launch {
 /* Fills offers with pending tasks: pools in FAIR order (TL_FAIR), and in each pool task sets
  * in its order (TL_FIFO: priority, then stage id; TL_FAIR: fewest running attempts first, as
  * they were when the round began), each filling the offers round-robin (one task per offer per
- * pass) so a stage spreads over executors; a task set with preferred locations makes its passes
+ * pass, in the caller's order; with tl_config.offer_shuffle, in an order drawn for the call,
+ * docs/api.md "Offer shuffle") so a stage spreads over executors; a task set with preferred locations makes its passes
  * level by level, most local first, no farther than delay scheduling allows, and a round that
  * names every ALIVE executor counts as a full offer for its timer (docs/locality.md). Tasks
  * excluded after failures are skipped (exclude_on_failure). Never launches more than an
@@ -1132,7 +1156,8 @@ typedef struct tl_launch {
  * written to out[0..*nout) and each makes a task_started event; *nout is 0 on any error. Each
  * names its offer (tl_launch.offer) and points at that offer's executor_id: keep the offers'
  * strings while the launches are used. Several offers naming one executor are one offer of
- * their cores summed (up to its free cores), named by the first of them. Offers
+ * their cores summed (up to its free cores), named by the first of them (with offer_shuffle,
+ * the first in the drawn order); out is in launch order, tids ascending. Offers
  * naming unknown, pending-loss, decommissioning or removed executors launch nothing and count in
  * rejected_offers. TL_EINVAL: s or nout NULL, offers NULL with noffers > 0, out NULL with
  * cap > 0, an offer id NULL or of bad length; TL_ENOMEM (nothing launched). */

@@ -93,6 +93,8 @@ int tl_check(tl_scheduler *s, char *why, size_t len) {
   if (err == TL_OK)
     err = tl__placement_check(&c);
   if (err == TL_OK)
+    err = tl__shuffle_check(&c);
+  if (err == TL_OK)
     err = check_strings(&c);
   if (err == TL_OK)
     err = check_memory(&c);

@@ -746,6 +746,10 @@ struct tl_scheduler {
                               set: every reservation takes tl__demand_room's room too */
   size_t nunsched;         /* task sets whose unsched is not 0 */
   tl_demand demand_told;   /* the totals the last demand event carried (zeros before one) */
+  /* Offer shuffle (shuffle.c; tl_config.offer_shuffle). */
+  uint64_t offer_shuffle_state; /* the draw sequence's position: offer_shuffle_seed at creation,
+                                   the image's after a restore, moved on by every round that
+                                   goes through; 0 while offer_shuffle is off */
 };
 
 /* Demand events (demand.c; docs/api.md "Demand events"). The unschedulable states of a task
@@ -1028,6 +1032,9 @@ int tl__pools_init(struct tl_scheduler *s);
 void tl__pools_destroy(struct tl_scheduler *s);
 tl__pool *tl__pool_find(struct tl_scheduler *s, const char *name);
 int tl__pool_add(struct tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
+                 uint32_t min_share);
+/* tl_pool_set's work; the arguments are valid. Cannot fail but for TL_ESTATE and TL_ENOENT. */
+int tl__pool_set(struct tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
                  uint32_t min_share);
 /* tl_pool_add_child's work (parent NULL: tl__pool_add's); the arguments are valid. */
 int tl__pool_add_child(struct tl_scheduler *s, const char *parent, const char *name,
@@ -1382,6 +1389,14 @@ int tl__resource_offers(struct tl_scheduler *s, const tl_offer *offers, size_t n
                         const size_t *lens, tl_launch *out, size_t cap, size_t *nout,
                         tl_grant *grants, size_t gcap, size_t *ngrants);
 #define TL__ID_LENS 16 /* offers whose id lengths tl_resource_offers passes on */
+/* Offer shuffle (shuffle.c): tl__resource_offers over the offers in the order the scheduler's
+ * sequence draws next (offer_shuffle on; same arguments). Launches name the caller's offers. A
+ * round that fails leaves the sequence where it was. */
+int tl__shuffle_offers(struct tl_scheduler *s, const tl_offer *offers, size_t noffers,
+                       const size_t *lens, tl_launch *out, size_t cap, size_t *nout,
+                       tl_grant *grants, size_t gcap, size_t *ngrants);
+/* tl_check's part: the sequence's position is 0 while the shuffle is off. */
+int tl__shuffle_check(tl__checker *c);
 int tl__status_update(struct tl_scheduler *s, const char *executor_id, size_t id_len, tl_tid tid,
                       const tl_update *u);
 /* The two halves of tl__status_update, for a batch: the executor's checks (TL_ENOENT, TL_EGONE)

@@ -183,6 +183,15 @@ void tl__jfmt_pool_add(tl__text *w, const char *name, tl_sched_mode mode, uint32
   key_u64(w, "min_share", min_share);
 }
 
+void tl__jfmt_pool_set(tl__text *w, const char *name, tl_sched_mode mode, uint32_t weight,
+                       uint32_t min_share) {
+  tl__text_str(w, "pool_set");
+  arg_str(w, name);
+  tl__text_str(w, mode == TL_FAIR ? " FAIR" : " FIFO");
+  key_u64(w, "weight", weight);
+  key_u64(w, "min_share", min_share);
+}
+
 void tl__jfmt_pool_add_child(tl__text *w, const char *parent, const char *name, tl_sched_mode mode,
                              uint32_t weight, uint32_t min_share) {
   tl__text_str(w, "pool_add_child");
@@ -441,6 +450,12 @@ void tl__journal_start(struct tl_scheduler *s) {
   if (c->pool_auto_create) { /* written only when on, like exclusion's fields */
     size_t used = strlen(line);
     snprintf(line + used, sizeof line - used, " pool_auto_create=1");
+  }
+  /* Offer shuffle: the setting and where its sequence starts, only when on. */
+  if (c->offer_shuffle) {
+    size_t used = strlen(line);
+    snprintf(line + used, sizeof line - used, " offer_shuffle=1 offer_shuffle_seed=%" PRIu64,
+             c->offer_shuffle_seed);
   }
   s->cfg.journal(s->cfg.journal_ud, line);
 }

@@ -46,6 +46,8 @@ void tl__jfmt_decommission(tl__text *w, const char *id, const char *message);
 void tl__jfmt_submit(tl__text *w, const tl_taskset_desc *d);
 void tl__jfmt_pool_add(tl__text *w, const char *name, tl_sched_mode mode, uint32_t weight,
                        uint32_t min_share);
+void tl__jfmt_pool_set(tl__text *w, const char *name, tl_sched_mode mode, uint32_t weight,
+                       uint32_t min_share);
 void tl__jfmt_pool_add_child(tl__text *w, const char *parent, const char *name, tl_sched_mode mode,
                              uint32_t weight, uint32_t min_share);
 void tl__jfmt_kill_task(tl__text *w, tl_tid tid, bool interrupt, const char *reason);

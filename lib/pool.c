@@ -112,6 +112,32 @@ int tl__pool_add_child(struct tl_scheduler *s, const char *parent, const char *n
   return pool_new(s, up, name, mode, weight, min_share) != NULL ? TL_OK : TL_ENOMEM;
 }
 
+int tl__pool_set(struct tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
+                 uint32_t min_share) {
+  if (s->cfg.mode != TL_FAIR)
+    return TL_ESTATE;
+  tl__pool *p = tl__pool_find(s, name);
+  if (p == NULL)
+    return TL_ENOENT;
+  p->weight = weight; /* read by the rounds' FAIR order between pools, nowhere else */
+  p->min_share = min_share;
+  if (p->mode == (uint8_t)mode)
+    return TL_OK;
+  /* The queue is ordered by the mode: its task sets are placed again, in the new order (a pool
+   * with children queues none: their order is decided by each round). */
+  tl__taskset *ts = p->queue[0];
+  memset(p->queue, 0, sizeof p->queue);
+  p->mode = (uint8_t)mode;
+  while (ts != NULL) {
+    tl__taskset *next = ts->queue_next[0];
+    memset(ts->queue_next, 0, sizeof ts->queue_next);
+    ts->queue_levels = 0;
+    tl__queue_insert(ts);
+    ts = next;
+  }
+  return TL_OK;
+}
+
 int tl__pool_for_submit(struct tl_scheduler *s, const char *name, tl__pool **made) {
   *made = NULL;
   tl__pool *p = tl__pool_find(s, name);

@@ -188,7 +188,9 @@ bool tl__config_valid(const tl_config *cfg) {
          /* The threshold and the kill interval act only through speculation: set without it,
           * they are a mistake (as events_ready with inline delivery). */
          (cfg->speculation || (cfg->speculation_task_duration_threshold_ns == 0 &&
-                               cfg->decommission_kill_interval_ns == 0));
+                               cfg->decommission_kill_interval_ns == 0)) &&
+         /* A seed without the shuffle is a mistake too. */
+         (cfg->offer_shuffle || cfg->offer_shuffle_seed == 0);
 }
 
 int tl_scheduler_new(const tl_config *cfg, const tl_callbacks *cb, tl_scheduler **out) {
@@ -234,6 +236,7 @@ int tl__scheduler_create(const tl_config *cfg, const tl_callbacks *cb, tl_schedu
   }
   s->events.cap = s->batch.cap = TL__EVENTS_INITIAL;
   s->cfg = *cfg;
+  s->offer_shuffle_state = cfg->offer_shuffle_seed; /* 0 while off (tl__config_valid) */
   if (cb != NULL)
     s->cb = *cb;
   s->demand_on = s->cb.taskset_unschedulable != NULL || s->cb.taskset_schedulable != NULL ||
@@ -513,6 +516,19 @@ int tl_pool_add_child(tl_scheduler *s, const char *parent, const char *name, tl_
   return journal_leave(s, j, &w, err, NULL);
 }
 
+int tl_pool_set(tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
+                uint32_t min_share) {
+  if (s == NULL || tl__name_len(name, TL_HOST_MAX) == 0 || (mode != TL_FIFO && mode != TL_FAIR) ||
+      weight == 0)
+    return TL_EINVAL;
+  int err = enter(s);
+  if (err != TL_OK)
+    return err;
+  JOURNAL_OPEN(s, tl__jfmt_pool_set(&w, name, mode, weight, min_share));
+  err = tl__pool_set(s, name, mode, weight, min_share);
+  return journal_leave(s, j, &w, err, NULL);
+}
+
 int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out) {
   if (s == NULL || d == NULL || d->ntasks == 0 || d->ntasks == TL__NONE ||
       (d->pool != NULL && tl__name_len(d->pool, TL_HOST_MAX) == 0) ||
@@ -644,8 +660,12 @@ static int offer_round(tl_scheduler *s, const tl_offer *offers, size_t noffers, 
                       ? tl__jfmt_offers_grants(&w, offers, noffers, cap, gcap)
                       : tl__jfmt_offers(&w, offers, noffers, cap));
   tl_tid first = s->next_tid;
-  err = tl__resource_offers(s, offers, noffers, noffers <= TL__ID_LENS ? lens : NULL, out, cap,
-                            nout, grants, gcap, ngrants);
+  /* The offer shuffle's one branch: off, the round is as it always was. */
+  const size_t *known = noffers <= TL__ID_LENS ? lens : NULL;
+  if (s->cfg.offer_shuffle)
+    err = tl__shuffle_offers(s, offers, noffers, known, out, cap, nout, grants, gcap, ngrants);
+  else
+    err = tl__resource_offers(s, offers, noffers, known, out, cap, nout, grants, gcap, ngrants);
   char extra[TL__JOURNAL_OFFERS_EXTRA];
   extra[0] = '\0';
   if (j != NULL) /* formatted only for a journal: an offer round is the hottest call */

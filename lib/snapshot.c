@@ -32,6 +32,9 @@
  * (DECOMMISSIONING, or PENDING_LOSS and RECOVERING with was_decommissioning), else never. An
  * older image gives such an executor the image's clock, rebased: the latest the decommission
  * can have been, so the kill it expects comes no earlier than the real one.
+ *
+ * Offer shuffle (version 4, optional): an image of a scheduler with offer_shuffle on ends with a
+ * SHUF section, the shuffle's sequence position, which a restore with the shuffle on continues.
  */
 #include "internal.h"
 #include "placement.h"
@@ -60,6 +63,7 @@ enum {
   SEC_OUTPUTS = TAG('O', 'U', 'T', 'P'),
   SEC_LOCALITY = TAG('L', 'O', 'C', 'G'),
   SEC_EXCLUDE = TAG('E', 'X', 'C', 'L'),
+  SEC_SHUFFLE = TAG('S', 'H', 'U', 'F'), /* offer shuffle (version 4, optional, last) */
 };
 
 /* Task set flags. */
@@ -353,6 +357,14 @@ static void save_body(struct tl_scheduler *s, tl__wbuf *w, uint64_t now) {
   at = section_open(w, SEC_EXCLUDE);
   tl__exclude_save(s, w);
   section_close(w, at);
+
+  /* Offer shuffle (version 4): where the sequence is, only while the shuffle is on; a restore
+   * with it on continues from there. */
+  if (s->cfg.offer_shuffle) {
+    at = section_open(w, SEC_SHUFFLE);
+    tl__put_u64(w, s->offer_shuffle_state);
+    section_close(w, at);
+  }
 }
 
 /* tl_snapshot and tl_dispatch_snapshot: the image is built under the lock; with dispatch, the
@@ -1135,6 +1147,16 @@ static int restore_body(restore_state *rs, tl__rbuf *body) {
   r = section(body, SEC_EXCLUDE);
   if ((err = section_end(&r, tl__exclude_restore(s, &r))) != TL_OK)
     return err;
+  /* Offer shuffle (version 4, optional): the image's position of the sequence, taken when the
+   * restoring config has the shuffle on (else its own seed starts it, as without the section). */
+  if (rs->version >= 4 && !tl__rbuf_done(body)) {
+    r = section(body, SEC_SHUFFLE);
+    uint64_t state = tl__get_u64(&r);
+    if ((err = section_end(&r, TL_OK)) != TL_OK)
+      return err;
+    if (s->cfg.offer_shuffle)
+      s->offer_shuffle_state = state;
+  }
   if (!tl__rbuf_done(body))
     return TL_ESNAPSHOT;
   /* A config that keeps fewer tombstones forgets the oldest (last: the ordinals are used up). */

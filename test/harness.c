@@ -968,13 +968,14 @@ size_t tlt_offers_grants_(int line, tlt_env *e, const tl_offer *offers, size_t n
   }
   TLT_ASSERT(grants == NULL || (ngrants == at && at <= gcap),
              "the round wrote %zu grants, its launches have %zu (room %zu)", ngrants, at, gcap);
-  /* Every launch names the first offer of its executor, points at that offer's id, and carries
-   * the executor's ud as registered. */
+  /* Every launch names the first offer of its executor (with offer_shuffle, the first in the
+   * drawn order: one naming it), points at that offer's id, and carries the executor's ud as
+   * registered. */
   for (size_t i = 0; i < nout; i++) {
     const tl_launch *l = &out[i];
     TLT_ASSERT(l->offer < n && l->executor_id == offers[l->offer].executor_id,
                "launch %zu names offer %zu of %zu, its id not that offer's", i, l->offer, n);
-    for (size_t j = 0; j < l->offer; j++)
+    for (size_t j = 0; j < l->offer && !e->cfg.offer_shuffle; j++)
       TLT_ASSERT(strcmp(offers[j].executor_id, l->executor_id) != 0,
                  "launch %zu on %s names offer %zu, but offer %zu names it first", i,
                  l->executor_id, l->offer, j);

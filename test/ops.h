@@ -130,6 +130,12 @@ typedef struct tlo_op {
  * them run as before hard placement existed. */
 #define TLO_PLACEMENT_BYTES 2
 #define TLO_PLACEMENT_MARK 0x60
+/* Optionally, after those: two bytes, the first in [TLO_SHUFFLE_MARK, TLO_SHUFFLE_MARK + 0x10)
+ * (no generated operation starts so, and no program of the stored corpus has such a byte
+ * there), that turn the offer shuffle on and choose its seed (ops_shuffle.c). Programs without
+ * them run as before the shuffle existed. */
+#define TLO_SHUFFLE_BYTES 2
+#define TLO_SHUFFLE_MARK 0x70
 
 typedef struct tlo_options {
   int verbose; /* 0 quiet; 1 one line per operation; 2 and every event */
@@ -254,6 +260,10 @@ typedef struct tlo_outcome {
   uint64_t pl_blocked;  /* slots an offer round's pass turned away for placement */
   uint64_t pl_waits;    /* task sets that came to wait: no live executor satisfied them */
   uint64_t pl_rescues;  /* of which an executor that joined rescued */
+  /* The offer shuffle; 0 without the shuffle bytes. */
+  bool shuffle;
+  uint64_t shuffled_rounds; /* offer rounds drawn in an order other than the caller's */
+  uint64_t pool_sets;       /* tl_pool_set calls that changed a pool (same runs) */
   char message[4096]; /* the disagreement, with the operation that showed it */
   bool has_final;     /* the run reached tl_scheduler_free: */
   tl_stats final;     /* tl_stats just before it */

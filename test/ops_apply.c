@@ -764,8 +764,12 @@ static void apply(tlo_run *r, const tlo_op *op) {
     break;
   case TLO_POOL_ADD: {
     static const uint32_t weights[4] = {0, 1, 2, 5}, shares[4] = {0, 1, 2, 4};
-    tlo_do_pool_add(r, op->d % NPOOLNAMES, (op->a & 3) % 3, weights[op->b % 4], shares[op->c % 4],
-                    (op->a >> 2) % (NPOOLNAMES + 1));
+    if (r->cfg.offer_shuffle && (op->c & 4)) /* tl_pool_set: ops_shuffle.c */
+      tlo_do_pool_set(r, op->d % NPOOLNAMES, (op->a & 3) % 3, weights[op->b % 4],
+                      shares[op->c % 4]);
+    else
+      tlo_do_pool_add(r, op->d % NPOOLNAMES, (op->a & 3) % 3, weights[op->b % 4],
+                      shares[op->c % 4], (op->a >> 2) % (NPOOLNAMES + 1));
     break;
   }
   case TLO_SNAPSHOT:

@@ -296,6 +296,10 @@ void tlo_gen_op(tlo_run *r, tlo_op *op) {
     }
     op->b = chance(r, 95) ? (uint8_t)(1 + rnd(r, 3)) : 0;
     op->c = (uint8_t)rnd(r, 4);
+    /* With the shuffle bytes (only: the other runs draw as before), those that name a pool
+     * that exists are tl_pool_set (c's bit 2, ops_shuffle.c) one time in two. */
+    if (r->cfg.offer_shuffle && op->d < NPOOLNAMES && r->pools[op->d].exists && chance(r, 50))
+      op->c |= 4;
     break;
   case TLO_KILL_TASK:
     op->tid = gen_tid(r);

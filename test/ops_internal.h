@@ -437,6 +437,10 @@ typedef struct tlo_run {
   bool placement;
   uint64_t pl_seed, pl_submits;                      /* chooses what is drawn; draws made */
   uint64_t f_pl_placed, f_pl_blocked, f_pl_waits, f_pl_rescues; /* reached */
+  /* Offer shuffle (ops_shuffle.c): on with the shuffle bytes. */
+  uint64_t shuffle_state;     /* the model's position of the library's sequence */
+  uint64_t f_shuffled_rounds; /* rounds drawn in an order other than the caller's */
+  uint64_t f_pool_sets;       /* tl_pool_set calls that changed a pool (same bytes) */
 } tlo_run;
 
 /* Demand events (ops_demand.c). */
@@ -707,6 +711,21 @@ void tlo_res_grant(tlo_run *r, mexec *x, const mts *t, matt *a);
 void tlo_res_unbook(tlo_run *r, matt *a);
 void tlo_res_compare(tlo_run *r);
 void tlo_res_cmp_grants(tlo_run *r, const char *what, const tl_grant *g, uint32_t n, const matt *a);
+
+/* ops_shuffle.c: the offer shuffle. */
+void tlo_shuffle_config(tlo_run *r, const uint8_t ext[TLO_SHUFFLE_BYTES]);
+/* One round's drawn order, on its caller's stack (a round's callbacks may make rounds too). */
+typedef struct tlo_drawn {
+  size_t from[NSLOTS * MAXGEN];   /* position -> the caller's offer */
+  mexec *xs[NSLOTS * MAXGEN];     /* the offers' executors in that order */
+  uint32_t cores[NSLOTS * MAXGEN]; /* and their cores */
+} tlo_drawn;
+/* The next round's order of the caller's n offers; moves the model's sequence on. */
+void tlo_shuffle_draw(tlo_run *r, mexec **caller_xs, const uint32_t *caller_cores, size_t n,
+                      tlo_drawn *d);
+/* tl_pool_set of tlo_pool_names[pool] (runs with the shuffle bytes only). */
+void tlo_do_pool_set(tlo_run *r, unsigned pool, unsigned mode, uint32_t weight,
+                     uint32_t min_share);
 
 /* ops_policy.c: the retry policy and tags. */
 extern const char *const tlo_tag_names[TLO_NTAGS];

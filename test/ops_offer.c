@@ -240,11 +240,23 @@ static void res_after_round(tlo_run *r) {
 }
 
 /* One offer round. bad: one more offer with an empty id (TL_EINVAL). */
-void tlo_do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, size_t cap, bool bad) {
+void tlo_do_offer(tlo_run *r, mexec **caller_xs, const uint32_t *caller_cores, size_t n,
+                  size_t cap, bool bad) {
   tl_offer *offers = tlo_xrealloc(NULL, (n + 1) * sizeof *offers);
   for (size_t i = 0; i < n; i++) {
-    offers[i].executor_id = xs[i]->id;
-    offers[i].cores = cores[i];
+    offers[i].executor_id = caller_xs[i]->id;
+    offers[i].cores = caller_cores[i];
+  }
+  /* The round is predicted over the offers in the order it visits them: the caller's, or with
+   * the offer shuffle the one drawn (ops_shuffle.c; not for a call refused before its round). */
+  mexec **xs = caller_xs;
+  const uint32_t *cores = caller_cores;
+  tlo_drawn drawn;
+  bool shuffled = r->cfg.offer_shuffle && !bad;
+  if (shuffled) {
+    tlo_shuffle_draw(r, caller_xs, caller_cores, n, &drawn);
+    xs = drawn.xs;
+    cores = drawn.cores;
   }
   size_t noffers = n;
   if (bad) {
@@ -574,14 +586,16 @@ void tlo_do_offer(tlo_run *r, mexec **xs, const uint32_t *cores, size_t n, size_
     CMP_L(locality, a->loc);
     CMP_L(speculative, a->spec);
 #undef CMP_L
-    /* Its offer is the first naming its executor; its id is that offer's own string (each
-     * record's id, which outlives the offers array), its ud the record it was registered
-     * with. */
+    /* Its offer is the first naming its executor (with the shuffle, the first in the drawn
+     * order, as the caller's index); its id is that offer's own string (each record's id,
+     * which outlives the offers array), its ud the record it was registered with. */
     size_t offer = 0;
     while (offer < n && xs[offer] != a->ex)
       offer++;
+    if (shuffled && offer < n)
+      offer = drawn.from[offer];
     CMP_OF(r, "launch", name, "offer", out[k].offer, offer);
-    if (out[k].offer < n && out[k].executor_id != xs[out[k].offer]->id)
+    if (out[k].offer < n && out[k].executor_id != caller_xs[out[k].offer]->id)
       tlo_fail(r, "launch %zu: executor_id is not its offer's string", k);
     if (strcmp(out[k].executor_id, a->ex->id) != 0)
       tlo_fail(r, "launch %zu on %s, the model says %s", k, out[k].executor_id, a->ex->id);

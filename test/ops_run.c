@@ -63,7 +63,7 @@ static void spec_config(tlo_run *r, const uint8_t sext[TLO_SPEC_BYTES]) {
 
 static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *ext,
                         const uint8_t *rext, const uint8_t *pext, const uint8_t *sext,
-                        const uint8_t *plext, const tlo_options *opt) {
+                        const uint8_t *plext, const uint8_t *shext, const tlo_options *opt) {
   if (tlo_long_message[0] == '\0') {
     memset(tlo_long_message, 'x', LONG_MESSAGE);
     tlo_long_message[LONG_MESSAGE] = '\0';
@@ -156,6 +156,8 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *e
     spec_config(r, sext);
   if (plext != NULL)
     tlo_pl_config(r, plext);
+  if (shext != NULL) /* offer shuffle */
+    tlo_shuffle_config(r, shext);
   r->cfg.delivery = r->deferred ? TL_DELIVER_DEFERRED : TL_DELIVER_INLINE;
   r->cfg.clock = run_clock;
   r->cfg.clock_ud = r;
@@ -254,6 +256,10 @@ static tlo_run *run_new(const uint8_t header[TLO_HEADER_BYTES], const uint8_t *e
   if (plext != NULL) {
     tlo_trace(r, 1, "hard placement: seed=%" PRIu64, r->pl_seed);
     tlo_emit(r, plext, TLO_PLACEMENT_BYTES);
+  }
+  if (shext != NULL) { /* offer shuffle */
+    tlo_trace(r, 1, "offer shuffle: seed=%" PRIu64, r->cfg.offer_shuffle_seed);
+    tlo_emit(r, shext, TLO_SHUFFLE_BYTES);
   }
   return r;
 }
@@ -419,6 +425,9 @@ static void run_end(tlo_run *r, size_t nops, tlo_outcome *out) {
   out->recovery_timeouts = r->recovery_timeouts;
   out->policy = r->policy;
   out->tag_ops = r->f_tag_ops;
+  out->shuffle = r->cfg.offer_shuffle;
+  out->shuffled_rounds = r->f_shuffled_rounds;
+  out->pool_sets = r->f_pool_sets;
   out->tag_touched = r->f_tag_touched;
   out->no_retry_aborts = r->f_no_retry_aborts;
   out->own_limit_aborts = r->f_own_limit_aborts;
@@ -501,11 +510,16 @@ static void run_seed(uint64_t seed, size_t nops, const tlo_options *opt, tlo_out
   uint8_t plext[TLO_PLACEMENT_BYTES] = {(uint8_t)(TLO_PLACEMENT_MARK | ((hl >> 8) & 0x0f)),
                                         (uint8_t)(hl >> 16)};
   bool spec = hs % 5 < 2 && ((header[2] >> 1) & 1);
-  /* (Not with the speculation settings: their runs stay as they were, so what they reach does
-   * not move.) */
+  /* Offer shuffle: two seeds in five, from the seed alone, likewise. */
+  uint64_t hsh = seed ^ UINT64_C(0x73687566666c6500);
+  hsh = tlo_splitmix64(&hsh);
+  uint8_t shext[TLO_SHUFFLE_BYTES] = {(uint8_t)(TLO_SHUFFLE_MARK | ((hsh >> 8) & 0x0f)),
+                                      (uint8_t)(hsh >> 16)};
+  /* (Placement not with the speculation settings: their runs stay as they were, so what they
+   * reach does not move.) */
   tlo_run *r = run_new(header, (h >> 32) % 5 < 2 ? ext : NULL, hr % 5 < 2 ? rext : NULL,
                        hp % 5 < 2 ? pext : NULL, spec ? sext : NULL,
-                       hl % 5 < 2 && !spec ? plext : NULL, opt);
+                       hl % 5 < 2 && !spec ? plext : NULL, hsh % 5 < 2 ? shext : NULL, opt);
   r->rng = rng;
   size_t i = 0;
   for (; i < nops && !r->failed; i++) {
@@ -556,7 +570,13 @@ void tlo_run_bytes(const uint8_t *data, size_t size, const tlo_options *opt, tlo
     plext = data + at;
     at += TLO_PLACEMENT_BYTES;
   }
-  tlo_run *r = run_new(header, ext, rext, pext, sext, plext, opt);
+  const uint8_t *shext = NULL; /* offer shuffle */
+  if (size >= at + TLO_SHUFFLE_BYTES && data[at] >= TLO_SHUFFLE_MARK &&
+      data[at] < TLO_SHUFFLE_MARK + 0x10) {
+    shext = data + at;
+    at += TLO_SHUFFLE_BYTES;
+  }
+  tlo_run *r = run_new(header, ext, rext, pext, sext, plext, shext, opt);
   size_t i = 0;
   while (i < TLO_MAX_OPS && !r->failed) {
     tlo_op op;

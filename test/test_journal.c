@@ -514,6 +514,11 @@ START_TEST(journals_with_nested_pools_replay_to_the_same_state) {
   TLT_ERR(e, TL_ENOENT, tl_pool_add_child(e->s, "none", "x", TL_FIFO, 1, 0));
   find_line(&c, 0, "pool_add_child \"etl\" \"nightly\" FIFO weight=1 min_share=2 = OK");
   find_line(&c, 0, "pool_add_child - \"etl\" FAIR weight=2 min_share=1 = OK");
+  /* tl_pool_set (after 0.2.0): its line, refused ones too, replayed in order. */
+  TLT_OK(e, tl_pool_set(e->s, "nightly", TL_FAIR, 3, 1));
+  TLT_ERR(e, TL_ENOENT, tl_pool_set(e->s, "none", TL_FIFO, 1, 0));
+  find_line(&c, 0, "pool_set \"nightly\" FAIR weight=3 min_share=1 = OK");
+  find_line(&c, 0, "pool_set \"none\" FIFO weight=1 min_share=0 = ENOENT");
   tl_taskset_desc d = {.stage_id = 9, .ntasks = 1, .pool = "adhoc"}; /* made with the defaults */
   tlt_submit_desc(e, &d);
   TLT_OK(e, tl_cancel_stage(e->s, 9, "made the pool"));

@@ -487,6 +487,14 @@ static int call_offer_mixed(tlt_env *e, oom_ctx *c) {
   return offers(e, c, o, 5, 8);
 }
 
+/* Offer shuffle: the rounds above in a drawn order (its copy on the stack up to 16 offers, in
+ * one block past that); a round that fails leaves the sequence where it was, or the retry would
+ * launch elsewhere than the reference. */
+static void cfg_offer_shuffle(tl_config *cfg) {
+  cfg->offer_shuffle = true;
+  cfg->offer_shuffle_seed = 31;
+}
+
 START_TEST(oom_resource_offers) {
   tlt_alloc_install();
   size_t expanding = probe_tid_expansion();
@@ -502,6 +510,10 @@ START_TEST(oom_resource_offers) {
        call_offer_mixed, OOM_ALLOCATES, 0},
       {"tl_resource_offers", "a spare record while only frozen attempts remain", NULL,
        build_spare_with_only_frozen, call_offer_e2_spare, OOM_ALLOCATES, 0},
+      {"tl_resource_offers", "shuffled: 20 offers, 40 launches", cfg_offer_shuffle, build_wide,
+       call_offer_wide, OOM_ALLOCATES, 0},
+      {"tl_resource_offers", "shuffled: rejected offers beside a usable one", cfg_offer_shuffle,
+       build_rejected_offers, call_offer_mixed, OOM_ALLOCATES, 0},
   };
   SWEEP_ALL("tl_resource_offers", sc);
 }
@@ -1398,6 +1410,25 @@ static void build_nested_in_use(tlt_env *e, oom_ctx *c) {
 
 static int call_offer_nested(tlt_env *e, oom_ctx *c) { return offer(e, c, "e1", 1, 1); }
 
+/* tl_pool_set: "etl" (FAIR, queued task sets) made FIFO, its queue placed again; "default"'s
+ * settings; an unknown pool. It allocates nothing but its journal line. */
+static int call_pool_set_etl_fifo(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return tl_pool_set(e->s, "etl", TL_FIFO, 3, 0);
+}
+
+static int call_pool_set_default(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return tl_pool_set(e->s, "default", TL_FAIR, 2, 1);
+}
+
+static int pool_set_unknown(tlt_env *e) { return tl_pool_set(e->s, "nope", TL_FIFO, 1, 0); }
+
+static int call_pool_set_enoent(tlt_env *e, oom_ctx *c) {
+  (void)c;
+  return expect_error(e, TL_ENOENT, pool_set_unknown);
+}
+
 START_TEST(oom_pools) {
   tlt_alloc_install();
   size_t expanding = probe_pool_expansion();
@@ -1431,6 +1462,12 @@ START_TEST(oom_pools) {
        call_submit_parent_estate, OOM_NO_ALLOC, 0},
       {"tl_resource_offers", "a round over nested pools", cfg_fair, build_nested_in_use,
        call_offer_nested, OOM_ALLOCATES, 0},
+      {"tl_pool_set", "a FAIR pool with queued task sets made FIFO", cfg_fair, build_pools_in_use,
+       call_pool_set_etl_fifo, OOM_NO_ALLOC, 0},
+      {"tl_pool_set", "\"default\"'s settings", cfg_fair, build_pools_in_use,
+       call_pool_set_default, OOM_NO_ALLOC, 0},
+      {"tl_pool_set", "TL_ENOENT", cfg_fair, build_pools_in_use, call_pool_set_enoent,
+       OOM_NO_ALLOC, 0},
   };
   SWEEP_ALL("pools", sc);
 }

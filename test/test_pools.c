@@ -507,6 +507,84 @@ START_TEST(an_unknown_pool_is_created_with_defaults_when_the_config_says_so) {
 }
 END_TEST
 
+/* tl_pool_set: a pool's mode orders its queued task sets at once (FIFO: stage 0 first; FAIR:
+ * the one with fewer running), its weight and min share count from the next round; "default"
+ * takes settings too. */
+START_TEST(pool_set_changes_mode_weight_and_min_share) {
+  const pool_spec pools[2] = {{"a", TL_FIFO, 1, 0}, {"b", TL_FIFO, 1, 0}};
+  tlt_env *e = fair_env_pools(32, pools, 2, 4);
+  submit_in(e, "a", 0, 3);
+  submit_in(e, "a", 1, 3);
+  tl_launch l[32];
+  size_t n = 0;
+  l[n++] = one_core_to(e, 0); /* FIFO inside "a": stage 0 first */
+  l[n++] = one_core_to(e, 0);
+  TLT_OK(e, tl_pool_set(e->s, "a", TL_FAIR, 1, 0));
+  tl_pool_status p = pool_of(e, "a");
+  ck_assert_int_eq(p.mode, TL_FAIR);
+  ck_assert_uint_eq(p.running, 2);
+  ck_assert_uint_eq(p.tasksets, 2);
+  l[n++] = one_core_to(e, 1); /* FAIR: stage 1 runs none, stage 0 two */
+  l[n++] = one_core_to(e, 1);
+  l[n++] = one_core_to(e, 0); /* two each: by stage id */
+  l[n++] = one_core_to(e, 1);
+  finish_all(e, l, n);
+  n = 0;
+  /* Between pools: "b"'s weight 3 gives it three launches for each of "a"'s, then its min share
+   * of 8 puts it first while it runs fewer than 8. */
+  submit_in(e, "a", 2, 12);
+  submit_in(e, "b", 3, 12);
+  TLT_OK(e, tl_pool_set(e->s, "b", TL_FIFO, 3, 0));
+  const uint32_t want[8] = {2, 3, 3, 3, 2, 3, 3, 3};
+  for (int i = 0; i < 8; i++)
+    l[n++] = one_core_to(e, want[i]);
+  TLT_OK(e, tl_pool_set(e->s, "b", TL_FIFO, 3, 8)); /* b runs 6 of 8: needy */
+  l[n++] = one_core_to(e, 3);
+  l[n++] = one_core_to(e, 3);
+  l[n++] = one_core_to(e, 2); /* b 8 of 8: not needy; a 2/1 against b 8/3 */
+  p = pool_of(e, "b");
+  ck_assert_uint_eq(p.weight, 3);
+  ck_assert_uint_eq(p.min_share, 8);
+  finish_all(e, l, n);
+  TLT_OK(e, tl_pool_set(e->s, "default", TL_FAIR, 2, 1));
+  p = pool_of(e, "default");
+  ck_assert_int_eq(p.mode, TL_FAIR);
+  ck_assert_uint_eq(p.weight, 2);
+  ck_assert_uint_eq(p.min_share, 1);
+  n = tlt_offer(e, "e1", 32, l, 32); /* what is left: 9 of stage 2, 4 of stage 3 */
+  ck_assert_uint_eq(n, 13);
+  finish_all(e, l, n);
+  tlt_end(e);
+}
+END_TEST
+
+/* tl_pool_set's errors change nothing; a NULL scheduler, a bad name, mode or weight are
+ * TL_EINVAL before the lock, a TL_FIFO scheduler TL_ESTATE, an unknown pool TL_ENOENT. */
+START_TEST(pool_set_answers_every_documented_error) {
+  ck_assert_int_eq(tl_pool_set(NULL, "a", TL_FIFO, 1, 0), TL_EINVAL);
+  tlt_env *e = tlt_new(NULL);
+  TLT_ERR(e, TL_ESTATE, tl_pool_set(e->s, "default", TL_FAIR, 1, 0));
+  tlt_end(e);
+  const pool_spec pools[1] = {{"a", TL_FIFO, 2, 1}};
+  e = fair_env_pools(2, pools, 1, 4);
+  char long_name[TL_HOST_MAX + 1];
+  memset(long_name, 'x', TL_HOST_MAX);
+  long_name[TL_HOST_MAX] = '\0';
+  TLT_ERR(e, TL_EINVAL, tl_pool_set(e->s, NULL, TL_FIFO, 1, 0));
+  TLT_ERR(e, TL_EINVAL, tl_pool_set(e->s, "", TL_FIFO, 1, 0));
+  TLT_ERR(e, TL_EINVAL, tl_pool_set(e->s, long_name, TL_FIFO, 1, 0));
+  TLT_ERR(e, TL_EINVAL, tl_pool_set(e->s, "a", (tl_sched_mode)7, 1, 0));
+  TLT_ERR(e, TL_EINVAL, tl_pool_set(e->s, "a", TL_FIFO, 0, 0));
+  TLT_ERR(e, TL_ENOENT, tl_pool_set(e->s, "b", TL_FIFO, 1, 0));
+  tl_pool_status p = pool_of(e, "a");
+  ck_assert_int_eq(p.mode, TL_FIFO);
+  ck_assert_uint_eq(p.weight, 2);
+  ck_assert_uint_eq(p.min_share, 1);
+  TLT_OK(e, tl_pool_set(e->s, "a", TL_FIFO, 2, 1)); /* the same settings: nothing to do */
+  tlt_end(e);
+}
+END_TEST
+
 Suite *tl_pools_suite(void) {
   Suite *s = suite_create("pools");
   TCase *tc = tlt_tcase(s, "pools");
@@ -526,5 +604,7 @@ Suite *tl_pools_suite(void) {
   tcase_add_test(tc, min_share_applies_at_every_level);
   tcase_add_test(tc, pool_add_child_answers_every_documented_error);
   tcase_add_test(tc, an_unknown_pool_is_created_with_defaults_when_the_config_says_so);
+  tcase_add_test(tc, pool_set_changes_mode_weight_and_min_share);
+  tcase_add_test(tc, pool_set_answers_every_documented_error);
   return s;
 }

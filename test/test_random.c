@@ -317,6 +317,30 @@ START_TEST(seeded_runs_speculate_by_threshold_and_kill) {
 }
 END_TEST
 
+/* The offer shuffle (ops_shuffle.c): runs with the shuffle bytes (two seeds in five) draw
+ * orders other than the caller's, and the model, predicting each round over the order it drew
+ * by the library's rule, agrees on every launch; runs without them draw none. */
+START_TEST(seeded_runs_shuffle_offers) {
+  uint64_t runs = 0, rounds = 0, pool_sets = 0;
+  for (uint64_t seed = 1; seed <= 100; seed++) {
+    tlo_outcome out;
+    tlo_run_seed(seed, 150, NULL, &out);
+    ck_assert_msg(out.ok, "seed %" PRIu64 ": %s", seed, out.message);
+    if (!out.shuffle) {
+      ck_assert_uint_eq(out.shuffled_rounds + out.pool_sets, 0);
+      continue;
+    }
+    runs++;
+    rounds += out.shuffled_rounds;
+    pool_sets += out.pool_sets;
+  }
+  ck_assert_uint_gt(runs, 25);
+  ck_assert_uint_lt(runs, 55);
+  ck_assert_uint_gt(rounds, 200);
+  ck_assert_uint_gt(pool_sets, 3);
+}
+END_TEST
+
 /* Nested pools reach what they are for: pools added inside others, rounds whose order the
  * model took depth first through them, and pools tl_submit made under pool_auto_create. */
 START_TEST(seeded_runs_nest_pools) {
@@ -407,6 +431,7 @@ Suite *tl_random_suite(void) {
   tcase_add_test(tc, long_seeded_runs_agree_with_the_model);
   tcase_add_test(tc, seeded_runs_fail_over);
   tcase_add_test(tc, seeded_runs_nest_pools);
+  tcase_add_test(tc, seeded_runs_shuffle_offers);
   tcase_add_test(tc, seeded_runs_with_resources);
   tcase_add_test(tc, seeded_runs_with_the_retry_policy_and_tags);
   tcase_add_test(tc, seeded_runs_with_placement);

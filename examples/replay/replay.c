@@ -301,6 +301,12 @@ static int start_scheduler(replayer *r, token *tok, int n) {
       cfg.pool_auto_create = v != 0;
       continue;
     }
+    if (key_u64(&tok[i], "offer_shuffle", &v)) { /* offer shuffle: the seed follows */
+      cfg.offer_shuffle = v != 0;
+      continue;
+    }
+    if (key_u64(&tok[i], "offer_shuffle_seed", &cfg.offer_shuffle_seed))
+      continue;
     if (key_u32(&tok[i], "exclude_max_task_attempts_per_executor",
                 &cfg.exclude_max_task_attempts_per_executor) ||
         key_u32(&tok[i], "exclude_max_task_attempts_per_node",
@@ -719,6 +725,15 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
         !key_u32(&a[3], "min_share", &min_share))
       return bad(r, op);
     *err = tl_pool_add(s, name, strcmp(mode, "FAIR") == 0 ? TL_FAIR : TL_FIFO, weight, min_share);
+  } else if (strcmp(op, "pool_set") == 0) { /* after 0.2.0 */
+    const char *name;
+    uint32_t weight, min_share;
+    const char *mode = na == 4 ? a[1].text : NULL;
+    if (mode == NULL || a[1].quoted || (strcmp(mode, "FIFO") != 0 && strcmp(mode, "FAIR") != 0) ||
+        !str_arg(&a[0], &name) || !key_u32(&a[2], "weight", &weight) ||
+        !key_u32(&a[3], "min_share", &min_share))
+      return bad(r, op);
+    *err = tl_pool_set(s, name, strcmp(mode, "FAIR") == 0 ? TL_FAIR : TL_FIFO, weight, min_share);
   } else if (strcmp(op, "pool_add_child") == 0) {
     const char *parent, *name;
     uint32_t weight, min_share;

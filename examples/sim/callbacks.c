@@ -40,6 +40,7 @@ void cb_task_started(void *ud, const tl_task_info *t) {
   a->index = t->index;
   a->attempt = t->attempt;
   a->speculative = t->speculative;
+  m->c.speculative_launches += t->speculative;
   a->start_ns = m->now;
   a->core = UINT32_MAX;
   for (uint32_t c = 0; c < m->o.cores; c++)

@@ -55,6 +55,8 @@ static void submit_stage(sim *m, uint32_t j, uint32_t k) {
                        .payload = ts->binary,
                        .shuffle_map = !st->result};
   gpu_request(m, st, &d);
+  sim_pool_tags pt;
+  pools_request(m, j, &pt, &d);
   int rc = tl_submit(m->s, &d, &ts->id);
   if (rc != TL_OK) {
     problem(m, "tl_submit(stage %" PRIu32 ".%" PRIu32 "): %s", st->stage_id, st->attempts,
@@ -119,6 +121,11 @@ void stage_failed(sim *m, sim_ts *ts, const char *why) {
   if (job->state != J_RUNNING)
     return;
   sim_stage *st = &job->stages[ts->stage];
+  if (job->cancelled) { /* its tag was cancelled (pools.c): no retry */
+    m->c.jobs_cancelled++;
+    job_fail(m, ts->job, "cancelled by tag");
+    return;
+  }
   st->failures++;
   if (st->failures > m->o.stage_retries) {
     char buf[96];
@@ -230,6 +237,7 @@ void dag_init(sim *m) { m->jobs = xcalloc(m->o.jobs, sizeof *m->jobs); }
  * or more; what can run is submitted, and the next job is scheduled. */
 void job_arrive(sim *m, uint32_t j) {
   sim_job *job = &m->jobs[j];
+  pools_arrive(m, j);
   uint32_t n = m->o.stages;
   job->nstages = n;
   job->stages = xcalloc(n, sizeof *job->stages);

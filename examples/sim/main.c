@@ -111,6 +111,10 @@ int main(int argc, char **argv) {
                      .executor_lost = cb_executor_lost,
                      .executor_removed = cb_executor_removed,
                      .kill_task = cb_kill_task};
+  cfg.speculation = m->o.speculation;
+  cfg.speculation_task_duration_threshold_ns = secs(m->o.spec_threshold_s);
+  cfg.decommission_kill_interval_ns = secs(m->o.decom_kill_s);
+  pools_config(m, &cfg);
   int rc = tl_scheduler_new(&cfg, &cb, &m->s);
   if (rc != TL_OK) {
     fprintf(stderr, "tl-sim: tl_scheduler_new: %s\n", tl_strerror(rc));
@@ -118,6 +122,7 @@ int main(int argc, char **argv) {
   }
   dag_init(m);
   gpu_init(m);
+  pools_init(m);
   m->faults_on = true;
   double wall0 = wall_now(), last_progress = wall0;
 
@@ -173,6 +178,8 @@ int main(int argc, char **argv) {
     }
   }
   gpu_end(m, drained);
+  if (drained)
+    pools_end(m);
   executors_stop(m);
   after_event(m);
   gpu_stopped(m);

@@ -84,6 +84,10 @@ static void usage(FILE *f) {
         "  --gpu-amount N       whole GPUs per task of such a stage (1)\n"
         "  --gpu-share K        each such task holds 1/K of one GPU instead, K 2 to 32\n"
         "  --id-prefix TEXT     executor ids are TEXT and a number (exec-)\n"
+        "  --pools              FAIR, nested pools, tagged jobs, cancel and kill by tag\n"
+        "  --speculation        tl_config.speculation (off)\n"
+        "  --speculation-threshold S  speculation_task_duration_threshold_ns, to 86400 (0: off)\n"
+        "  --decommission-kill-interval S  decommission_kill_interval_ns, to 86400 (0: off)\n"
         "  --quiet              no event log, no progress line\n",
         f);
 }
@@ -103,6 +107,8 @@ static int check_gpu(const sim_options *o) {
     why = "with --gpu-profile, the stages that ask for no GPU need executors without them";
   else if (o->gpu_executors == 0 && (o->gpu_profile || o->gpu_share))
     why = "--gpu-profile and --gpu-share need --gpu-executors";
+  else if (!o->speculation && (o->spec_threshold_s > 0 || o->decom_kill_s > 0))
+    why = "--speculation-threshold and --decommission-kill-interval need --speculation";
   if (why) {
     fprintf(stderr, "tl-sim: %s\n", why);
     return -1;
@@ -119,6 +125,14 @@ int parse_args(sim_options *o, int argc, char **argv) {
     }
     if (!strcmp(a, "--quiet")) {
       o->quiet = true;
+      continue;
+    }
+    if (!strcmp(a, "--pools")) {
+      o->pools = true;
+      continue;
+    }
+    if (!strcmp(a, "--speculation")) {
+      o->speculation = true;
       continue;
     }
     if (!strcmp(a, "--no-faults")) {
@@ -173,6 +187,8 @@ int parse_args(sim_options *o, int argc, char **argv) {
         {"--heartbeat-timeout", NULL, &o->heartbeat_timeout_s, 0, 0},
         {"--pending-timeout", NULL, &o->pending_timeout_s, 0, 0},
         {"--until", NULL, &o->until_s, 0, 0},
+        {"--speculation-threshold", NULL, &o->spec_threshold_s, 0, 86400},
+        {"--decommission-kill-interval", NULL, &o->decom_kill_s, 0, 86400},
     };
     if (!strcmp(a, "--seed")) {
       errno = 0;

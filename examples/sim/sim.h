@@ -9,6 +9,8 @@
  *   1 world      world.c        what every file uses: memory, the event log, problems, marks,
  *                               scheduling events, executor ids and attempts by tid
  *   2 resources  gpu.c          GPU executors and stages, the simulator's book of addresses
+ *                pools.c        nested pools and tags: the pool tree, jobs' pools and tags, the
+ *                               tag calls (--pools)
  *   3 rooms      executors.c    executors join, are picked for faults, leave the ledger
  *                dag.c          the DAG layer: jobs arrive, stages submitted, retried, resubmitted
  *                after_event.c  after every event: tl_tick, offer rounds, tl_check, samples
@@ -121,6 +123,12 @@ typedef struct sim_options {
   const char *id_prefix;      /* executor ids are the prefix and a number: 1 to SIM_PREFIX_MAX
                                  bytes ("exec-") */
   bool quiet;                 /* no progress line, no event log */
+  bool pools;                 /* --pools: TL_FAIR with nested pools, tags, tag calls (pools.c) */
+  bool speculation;           /* --speculation: tl_config.speculation */
+  double spec_threshold_s;    /* --speculation-threshold: speculation_task_duration_threshold_ns;
+                                 0: off */
+  double decom_kill_s;        /* --decommission-kill-interval: decommission_kill_interval_ns;
+                                 0: off */
 } sim_options;
 
 /* The longest --id-prefix: with the up to 15 digits of an executor's number the id stays
@@ -246,6 +254,27 @@ void gpu_stopped(sim *m);
 void gpu_summary(const sim *m);
 
 /* ---------------------------------------------------------------------------------------------
+ * Nested pools and tags (pools.c; --pools): everything is a no-op without it.
+ * ------------------------------------------------------------------------------------------- */
+
+#define SIM_TAG_MAX 32 /* a tag this scenario makes, with its NUL */
+
+/* A submission's tags, kept by its caller until tl_submit returns (which copies them). */
+typedef struct sim_pool_tags {
+  char job[SIM_TAG_MAX];   /* "job-J" */
+  char group[SIM_TAG_MAX]; /* "group-LEAF" */
+  const char *tags[2];     /* the two, as tl_taskset_desc.tags takes them */
+} sim_pool_tags;
+
+void pools_config(const sim *m, tl_config *cfg); /* before tl_scheduler_new */
+void pools_init(sim *m);                         /* after it: the pool tree */
+/* Job j's pool and tags into d (pt holds the tags' text). */
+void pools_request(const sim *m, uint32_t j, sim_pool_tags *pt, tl_taskset_desc *d);
+void pools_arrive(sim *m, uint32_t j); /* the tag calls at job j's arrival */
+void pools_end(sim *m);                /* at the drained end: every pool empty */
+void pools_summary(const sim *m);
+
+/* ---------------------------------------------------------------------------------------------
  * Executors (executors.c)
  * ------------------------------------------------------------------------------------------- */
 
@@ -320,6 +349,7 @@ typedef struct sim_job {
   sim_stage *stages; /* parents before children; the last is the result stage */
   jstate state;
   uint64_t submitted_ns, done_ns;
+  bool cancelled; /* cancelled by its tag (pools.c): a stage failure fails the job */
 } sim_job;
 
 /* The payload of a task set: its "task binary", one per task set, handed back once. */
@@ -459,6 +489,11 @@ typedef struct counters {
   uint64_t zombies_failed_drained;      /* of which failed or fetch-failed */
   uint64_t zombie_attempts_drained;     /* attempts that ended in them after they became zombie */
   uint64_t events, checks;              /* events run; tl_check calls */
+  uint64_t tag_cancels, tag_kills;      /* tl_cancel_tag and tl_kill_tag calls (pools.c) */
+  uint64_t tag_cancelled_tasksets;      /* task sets they cancelled */
+  uint64_t tag_killed_tasksets;         /* task sets whose attempts they killed */
+  uint64_t jobs_cancelled;              /* jobs failed because their tag was cancelled */
+  uint64_t speculative_launches;        /* speculative copies started (--speculation) */
 } counters;
 
 /* Prints the summary and the verdict on stdout; wall is the run's wall-clock seconds. */

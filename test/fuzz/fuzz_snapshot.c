@@ -26,6 +26,8 @@
  * over two allowed hosts, a spread per executor over "e4" and "ghost", and one allowed only on
  * "ghost"), three attempts running and one frozen by a pending loss (docs/api.md "Hard
  * placement").
+ * v4-shuffle: with the offer shuffle on, after shuffled rounds over three executors: the image
+ * ends with its SHUF section (the sequence's position), which the restore takes.
  */
 #include "taskledger.h"
 
@@ -77,6 +79,8 @@ static tl_config fuzz_config(void) {
   cfg.mode = TL_FAIR;
   cfg.speculation_task_duration_threshold_ns = 60ull * 1000000000ull; /* not fingerprinted */
   cfg.decommission_kill_interval_ns = 5ull * 1000000000ull;
+  cfg.offer_shuffle = true; /* not fingerprinted: an image's SHUF section is read and taken */
+  cfg.offer_shuffle_seed = 7;
   return cfg;
 }
 

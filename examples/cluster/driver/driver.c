@@ -252,6 +252,9 @@ static int start_ledger(driver *d, const driver_opts *o, bool *restored) {
   cfg.pending_loss_timeout_ns = o->pending_loss_ms * UINT64_C(1000000);
   if (o->max_task_failures)
     cfg.max_task_failures = o->max_task_failures;
+  cfg.speculation = o->speculation; /* with the settings below, off without it */
+  cfg.speculation_task_duration_threshold_ns = o->speculation_threshold_ms * UINT64_C(1000000);
+  cfg.decommission_kill_interval_ns = o->decommission_kill_interval_ms * UINT64_C(1000000);
   pools_xml px = {0};
   if (o->fair_scheduler_xml) {
     int rc = read_pools(d, o, &px);

@@ -48,6 +48,8 @@ static void usage(void) {
           "                 [--progress] [--progress-ms MS] [--kill-on-job-failure]\n"
           "                 [--heartbeat-timeout-ms MS] [--pending-loss-timeout-ms MS]\n"
           "                 [--max-task-failures N] [--register-timeout-ms MS]\n"
+          "                 [--speculation [--speculation-task-duration-threshold-ms MS]\n"
+          "                  [--decommission-kill-interval-ms MS]]\n"
           "                 [--metrics-port P] [--max-pending-connections N]\n"
           "                 [--max-connections N] [--max-unsent-bytes B]\n"
           "                 [--state-dir DIR] [--snapshot-ms MS]\n"
@@ -319,6 +321,9 @@ enum {
   OPT_HEARTBEAT_TIMEOUT_MS,
   OPT_PENDING_LOSS_TIMEOUT_MS,
   OPT_MAX_TASK_FAILURES,
+  OPT_SPECULATION,
+  OPT_SPECULATION_THRESHOLD_MS,
+  OPT_DECOMMISSION_KILL_INTERVAL_MS,
   OPT_KILL_ON_JOB_FAILURE,
   OPT_REGISTER_TIMEOUT_MS,
   OPT_MAX_PENDING_CONNECTIONS,
@@ -375,6 +380,10 @@ static const struct option long_options[] = {
     {"heartbeat-timeout-ms", required_argument, NULL, OPT_HEARTBEAT_TIMEOUT_MS},
     {"pending-loss-timeout-ms", required_argument, NULL, OPT_PENDING_LOSS_TIMEOUT_MS},
     {"max-task-failures", required_argument, NULL, OPT_MAX_TASK_FAILURES},
+    {"speculation", no_argument, NULL, OPT_SPECULATION},
+    {"speculation-task-duration-threshold-ms", required_argument, NULL,
+     OPT_SPECULATION_THRESHOLD_MS},
+    {"decommission-kill-interval-ms", required_argument, NULL, OPT_DECOMMISSION_KILL_INTERVAL_MS},
     {"kill-on-job-failure", no_argument, NULL, OPT_KILL_ON_JOB_FAILURE},
     {"register-timeout-ms", required_argument, NULL, OPT_REGISTER_TIMEOUT_MS},
     {"max-pending-connections", required_argument, NULL, OPT_MAX_PENDING_CONNECTIONS},
@@ -558,6 +567,15 @@ static bool take_driver_option(driver_opts *o, int opt, const char *v) {
   case OPT_MAX_TASK_FAILURES:
     o->max_task_failures = (uint32_t)parse_u64(v, 1, 1000);
     break;
+  case OPT_SPECULATION:
+    o->speculation = true;
+    break;
+  case OPT_SPECULATION_THRESHOLD_MS: /* 1 ms to a day, as the other timeouts in ms */
+    o->speculation_threshold_ms = parse_u64(v, 1, 86400000);
+    break;
+  case OPT_DECOMMISSION_KILL_INTERVAL_MS:
+    o->decommission_kill_interval_ms = parse_u64(v, 1, 86400000);
+    break;
   case OPT_KILL_ON_JOB_FAILURE:
     o->kill_on_failure = true;
     break;
@@ -719,6 +737,12 @@ static void resolve(driver_opts *o, const given *g) {
       }
   if ((o->crash_write || o->crash_after_release) && !o->state_dir)
     usage();
+  /* The library refuses both without speculation (tl_config): so does the command line. */
+  if ((o->speculation_threshold_ms || o->decommission_kill_interval_ms) && !o->speculation) {
+    fprintf(stderr, "tl-driver: --speculation-task-duration-threshold-ms and "
+                    "--decommission-kill-interval-ms need --speculation\n");
+    usage();
+  }
   if (o->null_ledger &&
       (!o->bench || o->dynamic || o->state_dir || o->kill_on_failure || o->fair_scheduler_xml ||
        o->kill_after || o->external_kill_after || o->stop_after || o->nbad || o->expect_failure ||

@@ -119,6 +119,9 @@ typedef struct driver_opts {
   uint64_t heartbeat_timeout_ms;          /* --heartbeat-timeout-ms */
   uint64_t pending_loss_ms;               /* --pending-loss-timeout-ms */
   uint32_t max_task_failures;             /* --max-task-failures; 0: the library's default */
+  bool speculation;                       /* --speculation: tl_config.speculation */
+  uint64_t speculation_threshold_ms;      /* --speculation-task-duration-threshold-ms; 0: off */
+  uint64_t decommission_kill_interval_ms; /* --decommission-kill-interval-ms; 0: off */
   uint64_t kill_after;                    /* --kill-executor-after (0: none) */
   uint64_t external_kill_after;           /* --external-kill-after (0: none) */
   uint64_t stop_after;                    /* --stop-executor-after (0: none) */

@@ -263,11 +263,10 @@ static int pool_element(reader *r, const xmlNode *el, int parent, int depth) {
   if (children_of(r, el, me, depth) < 0)
     return -1;
   p = &r->out->pools[me]; /* the array may have moved */
-  if (strcmp(p->name, "default") == 0 &&
-      (parent >= 0 || p->children > 0 || p->mode != TL_FIFO || p->weight != 1 || p->min_share != 0))
-    return fail(r, el,
-                "pool default is the ledger's own: top level, no children, FIFO, weight 1, "
-                "min share 0");
+  /* "default" takes the task sets that name no pool: the ledger keeps it at the top, a leaf. Its
+   * settings are the file's to give (pools_xml_apply: tl_pool_set). */
+  if (strcmp(p->name, "default") == 0 && (parent >= 0 || p->children > 0))
+    return fail(r, el, "pool default is the ledger's own: top level, no children");
   return 0;
 }
 
@@ -376,10 +375,11 @@ void pools_xml_free(pools_xml *p) {
 int pools_xml_apply(const pools_xml *p, tl_scheduler *s, char *err, size_t cap) {
   for (size_t i = 0; i < p->npools; i++) {
     const pool_xml *x = &p->pools[i];
-    if (strcmp(x->name, "default") == 0)
-      continue; /* the ledger's own, with these very settings */
     const char *parent = x->parent >= 0 ? p->pools[x->parent].name : NULL;
-    int rc = tl_pool_add_child(s, parent, x->name, x->mode, x->weight, x->min_share);
+    /* "default" is the ledger's own, at the top level: it takes the file's settings. */
+    int rc = strcmp(x->name, "default") == 0
+                 ? tl_pool_set(s, x->name, x->mode, x->weight, x->min_share)
+                 : tl_pool_add_child(s, parent, x->name, x->mode, x->weight, x->min_share);
     if (rc < 0) {
       snprintf(err, cap, "pool %s: %s", x->name, tl_strerror(rc));
       return -1;

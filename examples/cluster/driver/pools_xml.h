@@ -53,8 +53,9 @@ int pools_xml_read_file(const char *path, pools_xml *out, char *err, size_t cap,
 void pools_xml_free(pools_xml *p);
 
 /* Adds the pools to s (a TL_FAIR ledger), parents first. A pool named "default" is the ledger's
- * own and is not added (the reader accepts it only with the default settings). 0, or -1 with
- * err saying which pool the ledger refused and why. */
+ * own (the reader accepts it only at the top level, childless): it is not added but given the
+ * file's settings (tl_pool_set). 0, or -1 with err saying which pool the ledger refused and
+ * why. */
 int pools_xml_apply(const pools_xml *p, tl_scheduler *s, char *err, size_t cap);
 
 /* A pool name as the file and --job's %POOL take it: 1 to POOLS_XML_NAME_MAX bytes of printable

@@ -128,6 +128,31 @@ START_TEST(a_valid_file_builds_its_pools) {
 }
 END_TEST
 
+/* A <pool name="default"> with settings of its own: the ledger's "default" takes them
+ * (tl_pool_set), with no pool added, and task sets that name no pool run under them. */
+START_TEST(default_takes_the_files_settings) {
+  pools_xml p = read_ok("<allocations><pool name=\"default\"><schedulingMode>FAIR"
+                        "</schedulingMode><weight>2</weight><minShare>1</minShare></pool>"
+                        "<pool name=\"etl\"/></allocations>");
+  verify(&p, "default", 1, 2, TL_FAIR);
+  tl_scheduler *s = fair_ledger();
+  char err[256];
+  ck_assert_int_eq(pools_xml_apply(&p, s, err, sizeof err), 0);
+  check(s);
+  tl_pool_status st;
+  ck_assert_int_eq(tl_pool_get(s, "default", &st), TL_OK);
+  ck_assert_int_eq(st.mode, TL_FAIR);
+  ck_assert_uint_eq(st.weight, 2);
+  ck_assert_uint_eq(st.min_share, 1);
+  ck_assert_uint_eq(st.depth, 1);
+  tl_stats stats;
+  tl_stats_get(s, &stats);
+  ck_assert_uint_eq(stats.pools, 2); /* "default" and etl */
+  tl_scheduler_free(s);
+  pools_xml_free(&p);
+}
+END_TEST
+
 /* PoolSuite SPARK-17663 "FairSchedulableBuilder sets default values for blank or invalid
  * datas": each blank or invalid value takes its default, with a warning; surrounding
  * whitespace is trimmed and the mode's case does not matter. Out-of-range numbers too. */
@@ -368,9 +393,7 @@ START_TEST(hostile_files_are_refused) {
   pools_xml p = read_ok(text);
   ck_assert_uint_eq(strlen(p.pools[0].name), POOLS_XML_NAME_MAX);
   pools_xml_free(&p);
-  /* "default" is the ledger's own: only with its own settings, at the top, childless. */
-  refused_text("<allocations><pool name=\"default\"><weight>2</weight></pool></allocations>",
-               "pool default is the ledger's own");
+  /* "default" is the ledger's own: at the top, childless (its settings: default_takes_...). */
   refused_text("<allocations><pool name=\"a\"><pool name=\"default\"/></pool></allocations>",
                "pool default is the ledger's own");
   refused_text("<allocations><pool name=\"default\"><pool name=\"b\"/></pool></allocations>",
@@ -456,6 +479,7 @@ int main(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, a_valid_file_builds_its_pools);
   tcase_add_test(tc, blank_and_invalid_values_take_their_defaults);
+  tcase_add_test(tc, default_takes_the_files_settings);
   tcase_add_test(tc, nested_pools_schedule_as_spark_nests_them);
   tcase_add_test(tc, pools_nest_as_deep_as_the_ledger_allows);
   tcase_add_test(tc, hostile_files_are_refused);
