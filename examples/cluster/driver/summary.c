@@ -218,7 +218,8 @@ static void json_str(FILE *f, const char *s) {
   X(reconciled)                                                                                    \
   X(reconcile_lost)                                                                                \
   X(reconcile_unknown)                                                                             \
-  X(reconcile_adopted)
+  X(reconcile_adopted)                                                                             \
+  X(tasksets_unplaceable)
 
 /* One recovery as a JSON object; with at, its "at_seconds" (from the run's first start) first. */
 static void json_recovery(FILE *f, const recovery_rec *r, const double *at) {
