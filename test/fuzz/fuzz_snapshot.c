@@ -22,25 +22,26 @@
  * decommissioning (their decommission times), a task set past its quantile with an attempt on
  * the decommissioning executor that its kill would cut short, and a one-task set, so that the
  * checks before the drain reach the decommission kill rule and the duration threshold.
+ * v4-nested-pools: pools three deep (FAIR and FIFO, one changed by tl_pool_set) with task sets
+ * queued and running in leaf pools over two executors.
  * v4-placement: four executors on three hosts, task sets with hard placement (a spread per host
  * over two allowed hosts, a spread per executor over "e4" and "ghost", and one allowed only on
  * "ghost"), three attempts running and one frozen by a pending loss (docs/api.md "Hard
  * placement").
  * v4-shuffle: with the offer shuffle on, after shuffled rounds over three executors: the image
  * ends with its SHUF section (the sequence's position), which the restore takes.
+ * The v4-* seeds are made by tl-snapshot-seeds (snapshot_seeds.c, in the plain test build) with
+ * this tree's library and this harness's config (fuzz_config.h, shared): after a change of the
+ * format, `build/test/tl-snapshot-seeds test/fuzz/snapshot-corpus` makes them again, and ctest
+ * snapshot-seeds-corpus fails until it has (docs/testing.md).
  */
+#include "fuzz_config.h" /* fuzz_config, fuzz_clock, fuzz_now */
 #include "taskledger.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static uint64_t fuzz_now = 1000000000ull;
-static uint64_t fuzz_clock(void *ud) {
-  (void)ud;
-  return fuzz_now;
-}
 
 static unsigned callbacks_made;
 static void on_failed(void *ud, const tl_taskset_info *ts, const char *reason) {
@@ -68,20 +69,6 @@ static bool on_restored(void *ud, const tl_taskset_info *ts, void **payload) {
   resolved++;
   *payload = NULL;
   return ts->id % 7 != 3; /* now and then a payload that cannot be had */
-}
-
-static tl_config fuzz_config(void) {
-  tl_config cfg;
-  tl_config_init(&cfg);
-  cfg.clock = fuzz_clock;
-  cfg.speculation = true;
-  cfg.exclude_on_failure = true;
-  cfg.mode = TL_FAIR;
-  cfg.speculation_task_duration_threshold_ns = 60ull * 1000000000ull; /* not fingerprinted */
-  cfg.decommission_kill_interval_ns = 5ull * 1000000000ull;
-  cfg.offer_shuffle = true; /* not fingerprinted: an image's SHUF section is read and taken */
-  cfg.offer_shuffle_seed = 7;
-  return cfg;
 }
 
 static tl_callbacks fuzz_callbacks(void) {
