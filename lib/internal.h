@@ -573,8 +573,9 @@ typedef struct tl__event_array {
  * the scheduler is idle (tl__idle): then both go back to TL__EVENTS_INITIAL (queue.c). */
 #define TL__EVENTS_KEEP 2
 
-/* Makes room for n more events in s->events, so that the pushes of a call cannot fail
- * (queue.c): tl__events_reserve is the check, tl__events_grow the allocation behind it. */
+/* Makes room for n more events in s->events (and, while demand_on, tl__demand_room more), so
+ * that the pushes of a call cannot fail (queue.c): tl__events_reserve is the check,
+ * tl__events_grow the allocation behind it. */
 int tl__events_grow(struct tl_scheduler *s, size_t n);
 static inline int tl__events_reserve(struct tl_scheduler *s, size_t n);
 /* A zeroed slot of the given kind at the queue's tail; room must have been reserved (queue.c;
@@ -784,10 +785,11 @@ static inline size_t tl__demand_room(const struct tl_scheduler *s) {
 }
 
 /* Room for n more events (queue.c); TL_ENOMEM, having changed nothing. A transition reserves,
- * before it changes anything, the sum of the TL__*_EVENTS of the calls it makes. */
+ * before it changes anything, the sum of the TL__*_EVENTS of the calls it makes. While
+ * demand_on, tl__events_grow adds the demand events' room (tl__demand_room): out of line, so
+ * the test here is one flag when no demand callback is set. */
 static inline int tl__events_reserve(struct tl_scheduler *s, size_t n) {
-  n += s->demand_on ? tl__demand_room(s) : 0; /* the demand events' room (demand.c) */
-  return s->events.cap - s->events.n >= n ? TL_OK : tl__events_grow(s, n);
+  return !s->demand_on && s->events.cap - s->events.n >= n ? TL_OK : tl__events_grow(s, n);
 }
 
 static inline tl__event *tl__event_push(struct tl_scheduler *s, tl__event_kind kind) {

@@ -15,6 +15,8 @@
 
 int tl__events_grow(struct tl_scheduler *s, size_t n) {
   tl__event_array *q = &s->events;
+  if (s->demand_on) /* the demand events' room (demand.c) */
+    n += tl__demand_room(s);
   if (q->cap - q->n >= n)
     return TL_OK;
   if (n > SIZE_MAX / sizeof(tl__event) - q->n)
