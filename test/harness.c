@@ -1194,3 +1194,24 @@ bool tlt_alloc_failed(void) { return atomic_load(&fail_happened); }
 bool tlt_alloc_may_fail(void) {
   return atomic_load(&fail_at) != 0 && (!atomic_load(&fail_happened) || atomic_load(&fail_onwards));
 }
+
+int tlt_image_write(void *ud, const void *buf, size_t n) {
+  tlt_image *im = ud;
+  if (im->n + n > im->cap) {
+    im->cap = (im->n + n) * 2;
+    im->p = realloc(im->p, im->cap);
+    ck_assert_ptr_nonnull(im->p);
+  }
+  memcpy(im->p + im->n, buf, n);
+  im->n += n;
+  return 0;
+}
+
+int tlt_image_read(void *ud, void *buf, size_t n) {
+  tlt_image *im = ud;
+  if (n > im->n - im->at)
+    n = im->n - im->at;
+  memcpy(buf, im->p + im->at, n);
+  im->at += n;
+  return (int)n;
+}

@@ -394,4 +394,17 @@ bool tlt_alloc_failed(void);
  * came and every later one fails too. */
 bool tlt_alloc_may_fail(void);
 
+/* ---------------------------------------------------------------------------------------------
+ * An image in memory, for tl_snapshot and tl_scheduler_restore: zero-initialise it, pass
+ * tlt_image_write and it to tl_snapshot, then tlt_image_read and it to tl_scheduler_restore
+ * (which reads from at); free(p) at the end.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct tlt_image {
+  uint8_t *p;
+  size_t n, cap, at;
+} tlt_image;
+int tlt_image_write(void *ud, const void *buf, size_t n);
+int tlt_image_read(void *ud, void *buf, size_t n);
+
 #endif /* TLT_HARNESS_H */

@@ -502,45 +502,19 @@ START_TEST(speculatable_tasks_are_demand) {
 END_TEST
 
 /* An image in memory (tl_snapshot's writer, tl_scheduler_restore's reader). */
-typedef struct image {
-  char *p;
-  size_t n, cap, at;
-} image;
-
-static int image_write(void *ud, const void *buf, size_t n) {
-  image *im = ud;
-  if (im->n + n > im->cap) {
-    im->cap = (im->n + n) * 2;
-    im->p = realloc(im->p, im->cap);
-    ck_assert_ptr_nonnull(im->p);
-  }
-  memcpy(im->p + im->n, buf, n);
-  im->n += n;
-  return 0;
-}
-
-static int image_read(void *ud, void *buf, size_t n) {
-  image *im = ud;
-  if (n > im->n - im->at)
-    n = im->n - im->at;
-  memcpy(buf, im->p + im->at, n);
-  im->at += n;
-  return (int)n;
-}
-
 /* A restored scheduler announces its unschedulable task sets (its image's exclusion deadline),
  * then its demand, before tl_scheduler_restore returns. */
 START_TEST(restore_announces_unschedulable_task_sets) {
   tl_config cfg = exclude_config();
   tlt_env *e = demand_env(&cfg);
   tl_taskset_id ts = one_task_excluded_on_e0(e);
-  image im = {NULL, 0, 0, 0};
-  ck_assert_int_eq(tl_snapshot(e->s, image_write, &im), TL_OK);
+  tlt_image im = {NULL, 0, 0, 0};
+  ck_assert_int_eq(tl_snapshot(e->s, tlt_image_write, &im), TL_OK);
   size_t mark = nd, restored = nd;
   tl_callbacks cb = {.ud = e};
   with_demand(&cb);
   tl_scheduler *s2 = NULL;
-  ck_assert_int_eq(tl_scheduler_restore(&e->cfg, &cb, image_read, &im, &s2), TL_OK);
+  ck_assert_int_eq(tl_scheduler_restore(&e->cfg, &cb, tlt_image_read, &im, &s2), TL_OK);
   ck_assert_int_eq(tl_check(s2, NULL, 0), TL_OK);
   ck_assert_uint_eq(count(mark, D_UNSCHED), 1);
   ck_assert_uint_eq(dlog[mark].ts, ts);

@@ -460,32 +460,6 @@ END_TEST
  * Snapshot and reconciliation
  * ------------------------------------------------------------------------------------------- */
 
-typedef struct image {
-  uint8_t *p;
-  size_t n, cap, at;
-} image;
-
-static int image_write(void *ud, const void *buf, size_t n) {
-  image *im = ud;
-  if (im->n + n > im->cap) {
-    im->cap = (im->n + n) * 2;
-    im->p = realloc(im->p, im->cap);
-    ck_assert_ptr_nonnull(im->p);
-  }
-  memcpy(im->p + im->n, buf, n);
-  im->n += n;
-  return 0;
-}
-
-static int image_read(void *ud, void *buf, size_t n) {
-  image *im = ud;
-  if (n > im->n - im->at)
-    n = im->n - im->at;
-  memcpy(buf, im->p + im->at, n);
-  im->at += n;
-  return (int)n;
-}
-
 static bool resolve_taskset(void *ud, const tl_taskset_info *ts, void **payload) {
   tlt_env *e = ud;
   for (size_t i = 0; i < e->nsubs; i++)
@@ -504,8 +478,8 @@ static void *resolve_executor(void *ud, const char *id, const char *host) {
 
 /* e's scheduler, snapshotted, freed and restored in its place. */
 static void snapshot_and_restore(tlt_env *e) {
-  image im = {0};
-  TLT_OK(e, tl_snapshot(e->s, image_write, &im));
+  tlt_image im = {0};
+  TLT_OK(e, tl_snapshot(e->s, tlt_image_write, &im));
   unsigned released[16];
   ck_assert_uint_le(e->nsubs, 16);
   for (size_t i = 0; i < e->nsubs; i++)
@@ -519,7 +493,7 @@ static void snapshot_and_restore(tlt_env *e) {
   cb.taskset_restored = resolve_taskset;
   cb.executor_restored = resolve_executor;
   e->s = NULL;
-  int rc = tl_scheduler_restore(&e->cfg, &cb, image_read, &im, &e->s);
+  int rc = tl_scheduler_restore(&e->cfg, &cb, tlt_image_read, &im, &e->s);
   ck_assert_msg(rc == TL_OK, "restore: %s", tl_err_name(rc));
   free(im.p);
   TLT_CHECK(e);

@@ -183,29 +183,6 @@ END_TEST
  * Snapshot and restore
  * ------------------------------------------------------------------------------------------- */
 
-typedef struct image {
-  uint8_t *p;
-  size_t n, at;
-} image;
-
-static int image_write(void *ud, const void *buf, size_t n) {
-  image *im = ud;
-  im->p = realloc(im->p, im->n + n);
-  ck_assert_ptr_nonnull(im->p);
-  memcpy(im->p + im->n, buf, n);
-  im->n += n;
-  return 0;
-}
-
-static int image_read(void *ud, void *buf, size_t n) {
-  image *im = ud;
-  if (n > im->n - im->at)
-    n = im->n - im->at;
-  memcpy(buf, im->p + im->at, n);
-  im->at += n;
-  return (int)n;
-}
-
 static void *resolve_executor(void *ud, const char *id, const char *host) {
   (void)host;
   return tlt_ud_for(ud, id);
@@ -213,7 +190,7 @@ static void *resolve_executor(void *ud, const char *id, const char *host) {
 
 /* Replaces e's scheduler (drained: no task set) with one restored from im under e's config with
  * cfg's shuffle settings, its executors reconciled (nothing ran on them). */
-static void restore(tlt_env *e, image *im, const tl_config *cfg) {
+static void restore(tlt_env *e, tlt_image *im, const tl_config *cfg) {
   ck_assert_int_eq(tl_scheduler_free(e->s), TL_OK);
   e->s = NULL;
   tl_callbacks cb = tlt_callbacks(e);
@@ -222,7 +199,7 @@ static void restore(tlt_env *e, image *im, const tl_config *cfg) {
   tl_config with = e->cfg; /* the env's clock */
   with.offer_shuffle = cfg->offer_shuffle;
   with.offer_shuffle_seed = cfg->offer_shuffle_seed;
-  ck_assert_int_eq(tl_scheduler_restore(&with, &cb, image_read, im, &e->s), TL_OK);
+  ck_assert_int_eq(tl_scheduler_restore(&with, &cb, tlt_image_read, im, &e->s), TL_OK);
   TLT_CHECK(e);
   for (int i = 0; i < NEXEC; i++) {
     size_t nunknown = 1;
@@ -246,8 +223,8 @@ START_TEST(a_restored_scheduler_continues_the_sequence) {
     offers[i] = (tl_offer){ids[i], 1};
   for (int k = 0; k < 5; k++)
     ck_assert_uint_eq(tlt_offers(e, offers, NEXEC, NULL, 0), 0);
-  image im = {0};
-  ck_assert_int_eq(tl_snapshot(e->s, image_write, &im), TL_OK);
+  tlt_image im = {0};
+  ck_assert_int_eq(tl_snapshot(e->s, tlt_image_write, &im), TL_OK);
   TLT_CHECK(e);
   rounds(e, ROUNDS / 2, then);
   tlt_end(e);
@@ -281,8 +258,8 @@ START_TEST(a_restored_scheduler_continues_the_sequence) {
   tl_config plain = shuffle_config(false, 0);
   e = tlt_new(&plain);
   add_all(e);
-  im = (image){0};
-  ck_assert_int_eq(tl_snapshot(e->s, image_write, &im), TL_OK);
+  im = (tlt_image){0};
+  ck_assert_int_eq(tl_snapshot(e->s, tlt_image_write, &im), TL_OK);
   restore(e, &im, &other);
   rounds(e, ROUNDS / 2, restored);
   tlt_end(e);
