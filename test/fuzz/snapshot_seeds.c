@@ -302,32 +302,6 @@ static tl_scheduler *make_shuffle(void) {
  * Writing and checking an image
  * ------------------------------------------------------------------------------------------- */
 
-typedef struct buf {
-  uint8_t *p;
-  size_t n, cap, at;
-} buf;
-
-static int buf_write(void *ud, const void *p, size_t n) {
-  buf *b = ud;
-  if (b->n + n > b->cap) {
-    b->cap = (b->n + n) * 2;
-    if ((b->p = realloc(b->p, b->cap)) == NULL)
-      abort();
-  }
-  memcpy(b->p + b->n, p, n);
-  b->n += n;
-  return 0;
-}
-
-static int buf_read(void *ud, void *p, size_t n) {
-  buf *b = ud;
-  if (n > b->n - b->at)
-    n = b->n - b->at;
-  memcpy(p, b->p + b->at, n);
-  b->at += n;
-  return (int)n;
-}
-
 static char *path_of(const char *dir, const char *name) {
   size_t n = strlen(dir) + strlen(name) + 2;
   char *p = malloc(n);
