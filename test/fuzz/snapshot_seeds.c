@@ -40,7 +40,7 @@ static void fail(const char *what, int line) {
   do {                                                                                             \
     int rc_ = (call);                                                                              \
     if (rc_ != TL_OK) {                                                                            \
-      fprintf(stderr, "tl-snapshot-seeds: %s: %s: %s\n", scenario, #call, tl_err_name(rc_));      \
+      fprintf(stderr, "tl-snapshot-seeds: %s: %s: %s\n", scenario, #call, tl_err_name(rc_));       \
       exit(1);                                                                                     \
     }                                                                                              \
   } while (0)
@@ -201,8 +201,8 @@ static tl_scheduler *make_nested_pools(void) {
     uint32_t ntasks;
   } sets[] = {{"etl-daily", 4}, {"etl-daily", 2}, {"etl-hourly", 3}, {"ml-train", 4}, {"adhoc", 2}};
   for (uint32_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
-    tl_taskset_desc d = {.stage_id = 10 + i, .priority = i, .ntasks = sets[i].ntasks,
-                         .pool = sets[i].pool};
+    tl_taskset_desc d = {
+        .stage_id = 10 + i, .priority = i, .ntasks = sets[i].ntasks, .pool = sets[i].pool};
     submit(s, &d);
   }
   const char *both[] = {"e1", "e2"};
@@ -238,23 +238,32 @@ static tl_scheduler *make_placement(void) {
   add_executor(s, "e4", "h3", NULL, 2);
   tl_launch l[8];
   static const char *const hosts[] = {"h1", "h2"};
-  tl_taskset_desc spread_host = {.stage_id = 1, .priority = 1, .ntasks = 3,
-                                 .allowed_hosts = hosts, .nallowed_hosts = 2,
+  tl_taskset_desc spread_host = {.stage_id = 1,
+                                 .priority = 1,
+                                 .ntasks = 3,
+                                 .allowed_hosts = hosts,
+                                 .nallowed_hosts = 2,
                                  .spread = TL_SPREAD_HOST};
   submit(s, &spread_host);
   const char *e1e3[] = {"e1", "e3"}, *e4[] = {"e4"}, *e2[] = {"e2"};
   EXPECT(offer(s, e1e3, 2, 2, l, 8) == 2);
   fuzz_now += SEC;
   static const char *const execs[] = {"e4", "ghost"};
-  tl_taskset_desc spread_exec = {.stage_id = 2, .priority = 2, .ntasks = 2,
-                                 .allowed_executors = execs, .nallowed_executors = 2,
+  tl_taskset_desc spread_exec = {.stage_id = 2,
+                                 .priority = 2,
+                                 .ntasks = 2,
+                                 .allowed_executors = execs,
+                                 .nallowed_executors = 2,
                                  .spread = TL_SPREAD_EXECUTOR};
   submit(s, &spread_exec);
   EXPECT(offer(s, e4, 1, 2, l, 8) == 1);
   fuzz_now += SEC;
   static const char *const ghost[] = {"ghost"};
-  tl_taskset_desc nowhere = {.stage_id = 3, .priority = 3, .ntasks = 1,
-                             .allowed_executors = ghost, .nallowed_executors = 1};
+  tl_taskset_desc nowhere = {.stage_id = 3,
+                             .priority = 3,
+                             .ntasks = 1,
+                             .allowed_executors = ghost,
+                             .nallowed_executors = 1};
   submit(s, &nowhere);
   tl_taskset_desc free_one = {.stage_id = 4, .priority = 4, .ntasks = 1};
   submit(s, &free_one);
@@ -314,8 +323,8 @@ static char *path_of(const char *dir, const char *name) {
 static void write_seed(const char *path, const buf *image) {
   FILE *f = fopen(path, "wb");
   uint8_t prefix = PREFIX_V4;
-  if (f == NULL || fwrite(&prefix, 1, 1, f) != 1 ||
-      fwrite(image->p, 1, image->n, f) != image->n || fclose(f) != 0) {
+  if (f == NULL || fwrite(&prefix, 1, 1, f) != 1 || fwrite(image->p, 1, image->n, f) != image->n ||
+      fclose(f) != 0) {
     fprintf(stderr, "tl-snapshot-seeds: cannot write %s\n", path);
     exit(1);
   }
@@ -339,8 +348,8 @@ static buf read_seed(const char *path) {
   memmove(b.p, b.p + 1, b.n - 1);
   b.n--;
   /* The header as the harness would make it: version 4 (the harness rewrites the rest). */
-  if (b.n < 40 || memcmp(b.p, "TLSNAP\r\n", 8) != 0 || b.p[8] != 4 || b.p[9] != 0 ||
-      b.p[10] != 0 || b.p[11] != 0)
+  if (b.n < 40 || memcmp(b.p, "TLSNAP\r\n", 8) != 0 || b.p[8] != 4 || b.p[9] != 0 || b.p[10] != 0 ||
+      b.p[11] != 0)
     fail("not a version 4 image", __LINE__);
   return b;
 }
@@ -380,8 +389,8 @@ static void compare(tl_scheduler *a, tl_scheduler *r) {
     for (size_t k = 0; k < npa; k++)
       EXPECT(pa[k].host == pr[k].host && strcmp(pa[k].name, pr[k].name) == 0);
   }
-  static const char *const pools[] = {"default", "prod", "etl", "etl-daily", "etl-hourly",
-                                      "adhoc", "research", "ml", "ml-train"};
+  static const char *const pools[] = {"default", "prod",     "etl", "etl-daily", "etl-hourly",
+                                      "adhoc",   "research", "ml",  "ml-train"};
   for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++) {
     tl_pool_status pa, pr;
     int ra = tl_pool_get(a, pools[i], &pa), rr = tl_pool_get(r, pools[i], &pr);
