@@ -489,10 +489,15 @@ int tl_executor_decommission(tl_scheduler *s, const char *executor_id, const cha
  * Task sets
  * ------------------------------------------------------------------------------------------- */
 
+/* tl_pool_add's and tl_pool_set's arguments (tl_pool_add_child's but its parent). */
+static bool pool_args_valid(const char *name, tl_sched_mode mode, uint32_t weight) {
+  return tl__name_len(name, TL_HOST_MAX) != 0 && (mode == TL_FIFO || mode == TL_FAIR) &&
+         weight != 0;
+}
+
 int tl_pool_add(tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
                 uint32_t min_share) {
-  if (s == NULL || tl__name_len(name, TL_HOST_MAX) == 0 || (mode != TL_FIFO && mode != TL_FAIR) ||
-      weight == 0)
+  if (s == NULL || !pool_args_valid(name, mode, weight))
     return TL_EINVAL;
   int err = enter(s);
   if (err != TL_OK)
@@ -504,8 +509,7 @@ int tl_pool_add(tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t 
 
 int tl_pool_add_child(tl_scheduler *s, const char *parent, const char *name, tl_sched_mode mode,
                       uint32_t weight, uint32_t min_share) {
-  if (s == NULL || tl__name_len(name, TL_HOST_MAX) == 0 || (mode != TL_FIFO && mode != TL_FAIR) ||
-      weight == 0 ||
+  if (s == NULL || !pool_args_valid(name, mode, weight) ||
       (parent != NULL && (tl__name_len(parent, TL_HOST_MAX) == 0 || strcmp(parent, name) == 0)))
     return TL_EINVAL;
   int err = enter(s);
@@ -518,8 +522,7 @@ int tl_pool_add_child(tl_scheduler *s, const char *parent, const char *name, tl_
 
 int tl_pool_set(tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
                 uint32_t min_share) {
-  if (s == NULL || tl__name_len(name, TL_HOST_MAX) == 0 || (mode != TL_FIFO && mode != TL_FAIR) ||
-      weight == 0)
+  if (s == NULL || !pool_args_valid(name, mode, weight))
     return TL_EINVAL;
   int err = enter(s);
   if (err != TL_OK)

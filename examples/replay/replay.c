@@ -716,7 +716,7 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
       uint64_t want;
       *matches = nextra == 1 && key_u64(&extra[0], "ts", &want) && want == id;
     }
-  } else if (strcmp(op, "pool_add") == 0) {
+  } else if (strcmp(op, "pool_add") == 0 || strcmp(op, "pool_set") == 0) { /* set: after 0.2.0 */
     const char *name;
     uint32_t weight, min_share;
     const char *mode = na == 4 ? a[1].text : NULL;
@@ -724,16 +724,9 @@ static int call(replayer *r, const char *op, token *a, int na, token *extra, int
         !str_arg(&a[0], &name) || !key_u32(&a[2], "weight", &weight) ||
         !key_u32(&a[3], "min_share", &min_share))
       return bad(r, op);
-    *err = tl_pool_add(s, name, strcmp(mode, "FAIR") == 0 ? TL_FAIR : TL_FIFO, weight, min_share);
-  } else if (strcmp(op, "pool_set") == 0) { /* after 0.2.0 */
-    const char *name;
-    uint32_t weight, min_share;
-    const char *mode = na == 4 ? a[1].text : NULL;
-    if (mode == NULL || a[1].quoted || (strcmp(mode, "FIFO") != 0 && strcmp(mode, "FAIR") != 0) ||
-        !str_arg(&a[0], &name) || !key_u32(&a[2], "weight", &weight) ||
-        !key_u32(&a[3], "min_share", &min_share))
-      return bad(r, op);
-    *err = tl_pool_set(s, name, strcmp(mode, "FAIR") == 0 ? TL_FAIR : TL_FIFO, weight, min_share);
+    tl_sched_mode m = strcmp(mode, "FAIR") == 0 ? TL_FAIR : TL_FIFO;
+    *err = strcmp(op, "pool_add") == 0 ? tl_pool_add(s, name, m, weight, min_share)
+                                       : tl_pool_set(s, name, m, weight, min_share);
   } else if (strcmp(op, "pool_add_child") == 0) {
     const char *parent, *name;
     uint32_t weight, min_share;
