@@ -1215,3 +1215,18 @@ int tlt_image_read(void *ud, void *buf, size_t n) {
   im->at += n;
   return (int)n;
 }
+
+void tlt_journal_line(void *ud, const char *line) {
+  tlt_journal *c = ud;
+  size_t n = strlen(line);
+  if (c->len + n + 2 > c->cap) {
+    c->cap = 2 * (c->len + n + 2);
+    c->text = realloc(c->text, c->cap);
+    ck_assert_ptr_nonnull(c->text);
+  }
+  memcpy(c->text + c->len, line, n);
+  c->len += n;
+  c->text[c->len++] = '\n';
+  c->text[c->len] = '\0';
+  c->lines++;
+}

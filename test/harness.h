@@ -400,6 +400,15 @@ bool tlt_alloc_may_fail(void);
  * (which reads from at); free(p) at the end.
  * ------------------------------------------------------------------------------------------- */
 
+/* The call journal as one text (tl_config.journal = tlt_journal_line, journal_ud = the record):
+ * each line ended by a newline, NUL-terminated, and counted; zero-initialise it, free(text) once
+ * the scheduler is freed (its last line comes from tl_scheduler_free). */
+typedef struct tlt_journal {
+  char *text;
+  size_t len, cap, lines;
+} tlt_journal;
+void tlt_journal_line(void *ud, const char *line);
+
 typedef struct tlt_image {
   uint8_t *p;
   size_t n, cap, at;

@@ -542,26 +542,10 @@ END_TEST
  * The journal and replay
  * ------------------------------------------------------------------------------------------- */
 
-typedef struct lines {
-  char text[16384];
-  size_t len;
-} lines;
-
-static void keep_line(void *ud, const char *line) {
-  lines *c = ud;
-  size_t n = strlen(line);
-  ck_assert_uint_lt(c->len + n + 1, sizeof c->text);
-  memcpy(c->text + c->len, line, n);
-  c->text[c->len + n] = '\n';
-  c->len += n + 1;
-  c->text[c->len] = '\0';
-}
-
 START_TEST(the_journal_records_placement_and_replays) {
-  static lines c;
-  memset(&c, 0, sizeof c);
+  tlt_journal c = {0};
   tl_config cfg = tlt_config();
-  cfg.journal = keep_line;
+  cfg.journal = tlt_journal_line;
   cfg.journal_ud = &c;
   cfg.unschedulable_timeout_ns = TLT_SEC;
   tlt_env *e = tlt_new(&cfg);
@@ -597,6 +581,7 @@ START_TEST(the_journal_records_placement_and_replays) {
   ck_assert_int_eq(tlr_replay_text(changed, NULL, &r), TLR_BROKEN);
   free(changed);
   tlt_end(e);
+  free(c.text);
 }
 END_TEST
 

@@ -446,37 +446,19 @@ END_TEST
  * The journal: the new fields and calls are written (docs/journal.md, version 3) and replay
  * ------------------------------------------------------------------------------------------- */
 
-typedef struct lines {
-  char text[16384];
-  size_t len;
-  unsigned n;
-} lines;
-
-static void keep_line(void *ud, const char *line) {
-  lines *c = ud;
-  size_t n = strlen(line);
-  ck_assert_uint_lt(c->len + n + 1, sizeof c->text);
-  memcpy(c->text + c->len, line, n);
-  c->text[c->len + n] = '\n';
-  c->len += n + 1;
-  c->text[c->len] = '\0';
-  c->n++;
-}
-
 START_TEST(the_journal_records_the_policy_and_tags_and_replays) {
-  static lines c;
-  memset(&c, 0, sizeof c);
+  tlt_journal c = {0};
   tl_config cfg = tlt_config();
-  cfg.journal = keep_line;
+  cfg.journal = tlt_journal_line;
   cfg.journal_ud = &c;
   tlt_env *e = tlt_new(&cfg);
   tlt_add(e, "e1", "h1", NULL, 4);
   const char *tags[2] = {"etl", "job \x01"}; /* refused: not journaled */
   tl_taskset_desc d = {.stage_id = 0, .ntasks = 2, .tags = tags, .ntags = 2};
-  unsigned before = c.n;
+  unsigned before = c.lines;
   TLT_ERR(e, TL_EINVAL, tl_submit(e->s, &d, NULL));
   tlt_dispatch_all(e);
-  ck_assert_uint_eq(c.n, before);
+  ck_assert_uint_eq(c.lines, before);
   tags[1] = "job-1";
   d.max_task_failures = 2;
   tl_taskset_id a = tlt_submit_desc(e, &d);
@@ -515,6 +497,7 @@ START_TEST(the_journal_records_the_policy_and_tags_and_replays) {
   ck_assert_int_eq(tlr_replay_text(changed, NULL, &r), TLR_BROKEN);
   free(changed);
   tlt_end(e);
+  free(c.text);
 }
 END_TEST
 

@@ -276,33 +276,14 @@ END_TEST
  * Journal and replay
  * ------------------------------------------------------------------------------------------- */
 
-typedef struct capture {
-  char *text;
-  size_t len, cap;
-} capture;
-
-static void capture_line(void *ud, const char *line) {
-  capture *c = ud;
-  size_t n = strlen(line);
-  if (c->len + n + 2 > c->cap) {
-    c->cap = 2 * (c->len + n + 2);
-    c->text = realloc(c->text, c->cap);
-    ck_assert_ptr_nonnull(c->text);
-  }
-  memcpy(c->text + c->len, line, n);
-  c->len += n;
-  c->text[c->len++] = '\n';
-  c->text[c->len] = '\0';
-}
-
 /* The config line carries the setting and the seed (only when on), and the journal replays
  * to the same launches: each finish names the executor its launch went to, so a replay that
  * drew another order would fail it. With the seed changed in the journal, it does. */
 START_TEST(the_journal_carries_the_seed_and_replays) {
   for (int on = 0; on < 2; on++) {
-    capture c = {0};
+    tlt_journal c = {0};
     tl_config cfg = shuffle_config(on, on ? 77 : 0);
-    cfg.journal = capture_line;
+    cfg.journal = tlt_journal_line;
     cfg.journal_ud = &c;
     tlt_env *e = tlt_new(&cfg);
     ck_assert((strstr(c.text, " offer_shuffle=1 offer_shuffle_seed=77") != NULL) == (on != 0));

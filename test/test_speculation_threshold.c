@@ -405,33 +405,13 @@ END_TEST
  * Journal and replay
  * ------------------------------------------------------------------------------------------- */
 
-typedef struct capture {
-  char *text;
-  size_t len, cap, lines;
-} capture;
-
-static void capture_line(void *ud, const char *line) {
-  capture *c = ud;
-  size_t n = strlen(line);
-  if (c->len + n + 2 > c->cap) {
-    c->cap = 2 * (c->len + n + 2);
-    c->text = realloc(c->text, c->cap);
-    ck_assert_ptr_nonnull(c->text);
-  }
-  memcpy(c->text + c->len, line, n);
-  c->len += n;
-  c->text[c->len++] = '\n';
-  c->text[c->len] = '\0';
-  c->lines++;
-}
-
 /* The config line names the settings only when they are set, and a run that speculates by both
  * rules replays clean and drained to the same counts. */
 START_TEST(the_journal_carries_the_settings_and_replays) {
   for (int set = 0; set < 2; set++) {
-    capture c = {0};
+    tlt_journal c = {0};
     tl_config cfg = spec_config(0.5, 1.5, set ? 60 * MINUTE : 0, set ? 5 * TLT_SEC : 0);
-    cfg.journal = capture_line;
+    cfg.journal = tlt_journal_line;
     cfg.journal_ud = &c;
     tlt_env *e = tlt_new(&cfg);
     ck_assert((strstr(c.text, " speculation_task_duration_threshold_ns=3600000000000") != NULL) ==
