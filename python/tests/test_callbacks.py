@@ -333,3 +333,82 @@ def test_demand_changed_carries_the_totals(sched, rec):
         stats.tasks_pending, stats.attempts_running, stats.tasksets_active)
     assert (demand.tasks_pending, demand.attempts_running) == (2, 1)
     assert demand.unschedulable_tasksets == 0
+
+
+def test_speculation_events(rec):
+    clock = FakeClock()
+    with tl.Scheduler(rec, clock=clock, speculation=True, speculation_quantile=0.5,
+                      speculation_multiplier=1.5, speculation_min_runtime_ns=0,
+                      speculation_interval_ns=10) as s:
+        s.executor_add("e1", "h1", 4)
+        s.executor_add("e2", "h2", 4)
+        ts = s.submit(4, stage_id=1)
+        launches = s.resource_offers([("e1", 4)])
+        for launch in launches:
+            s.status_update("e1", launch.tid)
+        clock.advance(100)
+        for launch in launches[:3]:
+            s.status_update("e1", launch.tid, tl.TaskState.FINISHED)
+        s.dispatch()
+        rec.clear()
+        clock.advance(1_000)  # the last task now runs far past the others' median
+        s.tick()
+        assert rec.log == []  # deferred: the tick's events wait for dispatch
+        s.dispatch()
+        assert rec.names() == ["speculative_task_submitted", "revive_offers"]
+        ((info, index),) = rec.of("speculative_task_submitted")
+        assert (info.id, index) == (ts, launches[3].index)
+        assert s.stats().tasks_speculatable == 1
+        (copy,) = s.resource_offers([("e2", 4)])
+        assert copy.speculative and copy.index == launches[3].index and copy.attempt == 1
+        s.dispatch()
+        rec.clear()
+        s.status_update("e2", copy.tid, tl.TaskState.FINISHED)
+        s.dispatch()
+        # the copy won: its end, then the original is asked to stop
+        assert rec.names() == ["task_ended", "kill_task"]
+        assert rec.of("task_ended")[0][0].speculative
+        (kill,) = rec.of("kill_task")
+        assert (kill[0], kill[1], kill[3]) == (launches[3].tid, "e1", True)
+        s.check()
+
+
+def test_unschedulable_then_schedulable(sched, rec):
+    sched.executor_add("e1", "h1", 4)
+    ts = sched.submit(1, stage_id=1, allowed_executors=("eX",))
+    assert sched.resource_offers([("e1", 4)]) == []
+    sched.dispatch()
+    ((info, reason),) = rec.of("taskset_unschedulable")
+    assert info.id == ts and isinstance(reason, str) and reason
+    assert sched.taskset_get(ts).unplaceable
+    assert sched.stats().tasksets_unschedulable == 1
+    rec.clear()
+    sched.executor_add("eX", "h2", 1)
+    sched.dispatch()
+    assert sorted(rec.names()) == ["executor_added", "taskset_schedulable"]
+    assert [i.id for (i,) in rec.of("taskset_schedulable")] == [ts]
+    (launch,) = sched.resource_offers([("e1", 4), ("eX", 1)])
+    assert launch.executor_id == "eX"
+    sched.check()
+
+
+def test_dispatch_snapshot_and_abandon_from_a_callback_are_ebusy(clock):
+    seen = []
+
+    class H:
+        def executor_added(self, executor_id, host):
+            for call in (s.dispatch_snapshot, s.abandon):
+                try:
+                    call()
+                except tl.TaskledgerError as e:
+                    seen.append((call.__name__, type(e)))
+
+    s = tl.Scheduler(H(), clock=clock)
+    try:
+        s.executor_add("e1", "h1", 1)
+        s.dispatch()
+        assert seen == [("dispatch_snapshot", tl.EBUSY), ("abandon", tl.EBUSY)]
+        assert s.executor_get("e1").state == tl.ExecutorState.ALIVE
+        s.check()
+    finally:
+        s.close()

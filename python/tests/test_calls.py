@@ -419,6 +419,9 @@ def test_two_phase_loss(sched, rec):
     refused(sched, tl.ESTATE, sched.executor_heartbeat, "e1")
     refused(sched, tl.ESTATE, sched.executor_decommission, "e1")
     refused(sched, tl.ESTALE, sched.kill_task, tids[0])
+    sched.kill_stage(1)  # frozen attempts are left to the loss: no kill_task
+    assert [i.state for i in sched.executors()] == [tl.ExecutorState.PENDING_LOSS]
+    assert sched.dispatch() == 0
     # PENDING again: TL_OK, nothing changes
     before = stats_dict(sched)
     sched.executor_lost("e1", tl.LossKind.PENDING)
@@ -1047,6 +1050,8 @@ def test_restore_errors(clock):
 def test_reconcile_errors(sched):
     sched.executor_add("e1", "h1", 1)
     refused(sched, tl.ESTATE, sched.executor_reconcile, "e1", [])
+    refused(sched, tl.EINVAL, sched.executor_reconcile, "e1", [0])
+    refused(sched, tl.EINVAL, sched.executor_reconcile, "", [])
     refused(sched, tl.ENOENT, sched.executor_reconcile, "ghost", [1])
 
 
