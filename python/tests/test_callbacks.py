@@ -412,3 +412,52 @@ def test_dispatch_snapshot_and_abandon_from_a_callback_are_ebusy(clock):
         s.check()
     finally:
         s.close()
+
+
+def test_worker_threads_report_and_one_thread_delivers(rec):
+    """Executors report from their own threads; every event reaches the handler on the one
+    thread that dispatches, woken by events_ready."""
+    wake = threading.Event()
+    clock = FakeClock()
+    s = tl.Scheduler(rec, clock=clock, events_ready=wake.set)
+    try:
+        nexec, per = 4, 25
+        for i in range(nexec):
+            s.executor_add("e%d" % i, "h%d" % i, per)
+        ts = s.submit(nexec * per, stage_id=1)
+        launches = s.resource_offers([("e%d" % i, per) for i in range(nexec)])
+        assert len(launches) == nexec * per
+        mine = {}
+        for launch in launches:
+            mine.setdefault(launch.executor_id, []).append(launch.tid)
+        errors = []
+
+        def worker(eid):
+            try:
+                for tid in mine[eid]:
+                    s.status_update(eid, tid)
+                    s.status_update(eid, tid, tl.TaskState.FINISHED, result=(eid, tid))
+            except BaseException as e:  # pragma: no cover - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=worker, args=(eid,)) for eid in sorted(mine)]
+        for t in threads:
+            t.start()
+        delivered = 0
+        while any(t.is_alive() for t in threads) or wake.is_set():
+            if wake.wait(0.01):
+                wake.clear()
+                delivered += s.dispatch()
+        for t in threads:
+            t.join()
+        delivered += s.dispatch()
+        assert errors == []
+        assert delivered > 0
+        ends = rec.of("task_ended")
+        assert sorted(t.tid for t, _ in ends) == sorted(launch.tid for launch in launches)
+        assert all(end.result == (t.executor_id, t.tid) for t, end in ends)
+        assert [info.id for info, _ in rec.of("taskset_released")] == [ts]
+        assert rec.threads() == {threading.get_ident()}
+        s.check()
+    finally:
+        s.close()

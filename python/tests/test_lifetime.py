@@ -505,3 +505,30 @@ def test_objects_given_to_a_closed_scheduler_are_not_kept():
     del result, payload
     assert collected(rref)
     assert collected(pref)
+
+
+@pytest.mark.parametrize("cycle", [False, True])
+def test_scheduler_collected_while_open_frees_everything(cycle):
+    """A Scheduler dropped without close() (even in a cycle with its handler) is freed by the
+    garbage collector: nothing is delivered, and what it held is let go."""
+    class H(Keeper):
+        pass
+
+    h = H()
+    s = tl.Scheduler(h, clock=FakeClock())
+    if cycle:
+        h.scheduler = s
+    ud = Obj("ud")
+    s.executor_add("e1", "h1", 1, ud=ud)
+    ts, pref, _ = submit_weak(s)
+    (launch,) = s.resource_offers([("e1", 1)])
+    result = Obj("r")
+    rref, uref = weakref.ref(result), weakref.ref(ud)
+    s.status_update("e1", launch.tid, tl.TaskState.FINISHED, result=result)
+    del launch, result, ud
+    sref = weakref.ref(s)
+    released, results = h.released, h.results
+    del s, h  # with cycle, only the garbage collector can free them
+    assert collected(sref)
+    assert collected(pref) and collected(rref) and collected(uref)
+    assert released == [] and results == []
