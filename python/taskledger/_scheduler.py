@@ -31,6 +31,7 @@ _from_handle = ffi.from_handle
 _ENUM_FIELDS = {"state": ExecutorState, "mode": SchedMode, "locality": Locality,
                 "spread": Spread}
 _LOCALITY = tuple(Locality(i) for i in range(len(Locality)))
+_END_KIND = tuple(EndKind(i) for i in range(len(EndKind)))
 _CHUNK = 1 << 16
 
 
@@ -777,7 +778,7 @@ def _tl_py_task_ended(ud, task, end):  # type: ignore[no-untyped-def]
     if s is None or s._silent or s._handler is None or not hasattr(s._handler, "task_ended"):
         return
     _deliver(s, "task_ended", _task_info(s, task),
-             TaskEnd(EndKind(end.kind), end.counts_toward_failures, _str(end.message), result,
+             TaskEnd(_END_KIND[end.kind], end.counts_toward_failures, _str(end.message), result,
                      end.result_size))
 
 
