@@ -623,13 +623,18 @@ class Scheduler:
         results = ffi.new("int[]", n)
         keep: List[Any] = []
         fill = self._fill_update
-        for i, (tid, u) in enumerate(updates):
-            tids[i] = tid
-            if isinstance(u, Update):
-                fill(arr[i], u.state, u.failure, u.message, u.result, u.result_size, u.no_retry,
-                     keep)
-            else:
-                arr[i].state = u
+        try:
+            for i, (tid, u) in enumerate(updates):
+                tids[i] = tid
+                if isinstance(u, Update):
+                    fill(arr[i], u.state, u.failure, u.message, u.result, u.result_size,
+                         u.no_retry, keep)
+                else:
+                    arr[i].state = u
+        except BaseException:
+            for i in range(n):  # a bad entry: the results put before it are not kept
+                self._results.take(arr[i].result)
+            raise
         rc = lib.tl_status_updates(s, _enc(executor_id), tids, arr, n, results)
         if rc:
             for i in range(n):
@@ -644,9 +649,11 @@ class Scheduler:
     # --- time, inspection ------------------------------------------------------------------
 
     def tick(self) -> int:
-        """Runs what is due (heartbeat expiry, pending-loss and recovery timeouts, speculation,
-        locality waits, unschedulable aborts); returns the next deadline in the clock's
-        nanoseconds, or TICK_NEVER."""
+        """Runs what is due at the clock's now (heartbeat expiry, pending-loss and recovery
+        timeouts, speculation, locality waits, unschedulable aborts) and returns the nanoseconds
+        until the next deadline: 0 if something is due again already, TICK_NEVER if nothing ever
+        will be. Its events wait for dispatch(); tick again after it (the answer does not take
+        in what they do)."""
         return lib.tl_tick(self._live())
 
     def stats(self) -> Stats:
@@ -705,6 +712,28 @@ class Scheduler:
         self._raise_pending()
         raise_for(rc, what)
         return b"".join(chunks)
+
+
+def _overflow_is_einval(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """An integer argument that does not fit its C type is EINVAL, as a C caller's out-of-range
+    value is (cffi raises OverflowError while the arguments are converted, before any call)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except OverflowError as e:
+            raise EINVAL("%s: %s" % (fn.__name__, e)) from None
+
+    call.__name__ = fn.__name__
+    call.__qualname__ = fn.__qualname__
+    call.__doc__ = fn.__doc__
+    call.__wrapped__ = fn  # type: ignore[attr-defined]
+    return call
+
+
+for _name, _fn in list(vars(Scheduler).items()):
+    if callable(_fn) and not _name.startswith("_") and _name != "restore":
+        setattr(Scheduler, _name, _overflow_is_einval(_fn))
 
 
 def _converter(cls: Any) -> List[Tuple[str, Any]]:
