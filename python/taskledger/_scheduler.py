@@ -39,9 +39,7 @@ def _cstr(s: Optional[str], keep: List[Any]) -> Any:
     """A char * for s (NULL for None), kept alive by keep until the call returns."""
     if s is None:
         return _NULL
-    if not isinstance(s, str):
-        raise TypeError("expected str, got %s" % type(s).__name__)
-    b = ffi.new("char[]", s.encode())
+    b = ffi.new("char[]", _enc(s))
     keep.append(b)
     return b
 
@@ -52,6 +50,8 @@ def _enc(s: Optional[str]) -> Any:
         return _NULL
     if not isinstance(s, str):
         raise TypeError("expected str, got %s" % type(s).__name__)
+    if "\0" in s:
+        raise EINVAL("a string holds a NUL character: %r" % s)
     return s.encode()
 
 
@@ -174,6 +174,7 @@ class Scheduler:
         self._uds: Dict[str, Any] = {}
         self._errors: List[BaseException] = []
         self._silent = False
+        self._last_now = 0
         # The library holds a handle to a weak reference: no cycle keeps the Scheduler alive.
         self._self_handle = ffi.new_handle(weakref.ref(self))
         cfg = ffi.new("tl_config *")
@@ -395,6 +396,7 @@ class Scheduler:
         preferred locations (Location, (host, executor_id) or a host). EINVAL, ERESOURCE, ENOENT
         (no such pool), EEXIST (that stage attempt is live), ESTATE; on error the payload is not
         held."""
+        sched = self._live()
         keep: List[Any] = []
         d = ffi.new("tl_taskset_desc *")
         d.stage_id = stage_id
@@ -447,7 +449,7 @@ class Scheduler:
         if payload is not None:
             d.payload = self._payloads.put(payload)
         out = ffi.new("tl_taskset_id *")
-        rc = lib.tl_submit(self._live(), d, out)
+        rc = lib.tl_submit(sched, d, out)
         if rc:
             self._payloads.take(d.payload)
             raise_for(rc, "tl_submit")
@@ -557,7 +559,7 @@ class Scheduler:
         cores = 0
         for i, o in enumerate(offers):
             eid, c = (o.executor_id, o.cores) if isinstance(o, Offer) else o
-            b = ffi.new("char[]", eid.encode())
+            b = ffi.new("char[]", _enc(eid))
             keep.append(b)
             ids.append(eid)
             arr[i].executor_id = b
@@ -600,10 +602,12 @@ class Scheduler:
         """An executor reports one attempt. ``result`` (FINISHED) is any object, handed over by
         task_ended. ESTALE (unknown, ended or frozen tid), EOWNER (another executor's), EGONE,
         ENOENT, EINVAL; on error the result is dropped."""
+        s = self._live()
+        eid = _enc(executor_id)
         keep: List[Any] = []
         u = ffi.new("tl_update *")
         self._fill_update(u, state, failure, message, result, result_size, no_retry, keep)
-        rc = lib.tl_status_update(self._live(), _enc(executor_id), tid, u)
+        rc = lib.tl_status_update(s, eid, tid, u)
         if rc:
             self._results.take(u.result)
             raise_for(rc, "tl_status_update")
@@ -614,6 +618,7 @@ class Scheduler:
         Update) or (tid, TaskState). Returns each update's code (0, or a negative TL_E* code:
         ``error_class(code)``); raises only when the call as a whole fails (then none applied)."""
         s = self._live()
+        eid = _enc(executor_id)
         updates = list(updates)
         n = len(updates)
         if n == 0:
@@ -635,7 +640,7 @@ class Scheduler:
             for i in range(n):  # a bad entry: the results put before it are not kept
                 self._results.take(arr[i].result)
             raise
-        rc = lib.tl_status_updates(s, _enc(executor_id), tids, arr, n, results)
+        rc = lib.tl_status_updates(s, eid, tids, arr, n, results)
         if rc:
             for i in range(n):
                 self._results.take(arr[i].result)
@@ -930,7 +935,15 @@ def _tl_py_executor_restored(ud, executor_id, host):  # type: ignore[no-untyped-
 @ffi.def_extern()
 def _tl_py_clock(ud):  # type: ignore[no-untyped-def]
     s = _sched(ud)
-    return 0 if s is None else s._clock()
+    if s is None:
+        return 0
+    try:
+        now = s._clock()
+        s._last_now = now
+        return now
+    except BaseException as e:  # raised by the next dispatch(); time stands still meanwhile
+        s._errors.append(e)
+        return s._last_now
 
 
 @ffi.def_extern()
@@ -947,7 +960,10 @@ def _tl_py_journal(ud, line):  # type: ignore[no-untyped-def]
 def _tl_py_events_ready(ud):  # type: ignore[no-untyped-def]
     s = _sched(ud)
     if s is not None:
-        s._events_ready()
+        try:
+            s._events_ready()
+        except BaseException as e:  # raised by the next dispatch()
+            s._errors.append(e)
 
 
 @ffi.def_extern()
