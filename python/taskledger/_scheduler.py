@@ -5,7 +5,7 @@ import weakref
 from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union)
 
 from ._taskledger import ffi, lib
-from ._types import (EINVAL, Demand, EndKind, ExecutorInfo, ExecutorState, ExecutorStatus,
+from ._types import (EINVAL, AddressInfo, Demand, Grant, ReconcileItem, ResourceInfo, EndKind, ExecutorInfo, ExecutorState, ExecutorStatus,
                      Launch, Locality, Location, LossKind, LossReason, Offer, PoolStatus,
                      ResourceRequest, SchedMode, Spread, Stats, TaskEnd, TaskInfo, TaskState,
                      TasksetInfo, TasksetStatus, Update, raise_for, TaskledgerError)
@@ -544,6 +544,70 @@ class Scheduler:
         raise_for(lib.tl_partition_completed(self._live(), stage_id, index),
                   "tl_partition_completed")
 
+    def taskset_placement(self, taskset_id: int) -> List[Tuple[bool, str]]:
+        """A task set's hard placement: (is_host, name) pairs, its allowed executors first, then
+        its allowed hosts, each in the order submitted. ENOENT once released."""
+        out = self._list("tl_place_info", lib.tl_taskset_placement, taskset_id)
+        return [(bool(p.host), _string(p.name).decode()) for p in out]
+
+    # --- resources -------------------------------------------------------------------------
+
+    def _list(self, ctype: str, fn: Any, *args: Any) -> List[Any]:
+        """The entries a cap/count listing call gives, asked for again while they do not fit."""
+        s = self._live()
+        n = ffi.new("size_t *")
+        cap = 16
+        while True:
+            out = ffi.new(ctype + "[]", cap)
+            rc = fn(s, *args, out, cap, n)
+            if rc:
+                raise_for(rc, fn.__name__ if hasattr(fn, "__name__") else None)
+            if n[0] <= cap:
+                return [out[i] for i in range(n[0])]
+            cap = n[0]
+
+    def executor_resources(self, executor_id: str) -> List[ResourceInfo]:
+        """The resources an executor declared, in declaration order. ENOENT, EGONE."""
+        return [_convert(ResourceInfo, r) for r in
+                self._list("tl_resource_info", lib.tl_executor_resources, _enc(executor_id))]
+
+    def executor_addresses(self, executor_id: str, resource: int) -> List[AddressInfo]:
+        """The addresses of an executor's resource (its index in executor_resources())."""
+        return [_convert(AddressInfo, a) for a in
+                self._list("tl_address_info", lib.tl_executor_addresses, _enc(executor_id),
+                           resource)]
+
+    def resource_totals(self) -> List[ResourceInfo]:
+        """Every resource name some executor declares, summed over the executors."""
+        return [_convert(ResourceInfo, r) for r in
+                self._list("tl_resource_info", lib.tl_resource_totals)]
+
+    def attempt_grants(self, tid: int) -> List[Grant]:
+        """The addresses a running (or frozen) attempt holds. ESTALE."""
+        return [_convert(Grant, g) for g in self._list("tl_grant", lib.tl_attempt_grants, tid)]
+
+    def executor_reconcile_items(self, executor_id: str,
+                                 items: Iterable[ReconcileItem]) -> List[int]:
+        """tl_executor_reconcile with what each attempt is: a reported attempt the ledger does not
+        hold may be adopted (docs/snapshot.md "Adoption"). Returns the unknown tids."""
+        s = self._live()
+        eid = _enc(executor_id)
+        items = list(items)
+        arr = ffi.new("tl_reconcile_item[]", max(len(items), 1))
+        for i, it in enumerate(items):
+            arr[i].tid = it.tid
+            arr[i].taskset = it.taskset
+            arr[i].index = it.index
+            arr[i].attempt = it.attempt
+            arr[i].speculative = it.speculative
+            arr[i].ended = it.ended
+        cap = len(items)
+        unknown = ffi.new("tl_tid[]", max(cap, 1))
+        n = ffi.new("size_t *")
+        raise_for(lib.tl_executor_reconcile_items(s, eid, arr, len(items), unknown, cap, n),
+                  "tl_executor_reconcile_items")
+        return list(unknown[0:n[0]])
+
     # --- offers ----------------------------------------------------------------------------
 
     def resource_offers(self, offers: Sequence[Union[Offer, Tuple[str, int]]],
@@ -744,6 +808,8 @@ for _name, _fn in list(vars(Scheduler).items()):
 def _converter(cls: Any) -> List[Tuple[str, Any]]:
     conv = []
     ctype = {"ExecutorStatus": "tl_executor_status", "ExecutorInfo": "tl_executor_info",
+             "ResourceInfo": "tl_resource_info", "AddressInfo": "tl_address_info",
+             "Grant": "tl_grant",
              "PoolStatus": "tl_pool_status", "TasksetStatus": "tl_taskset_status",
              "Stats": "tl_stats", "Demand": "tl_demand"}[cls.__name__]
     for name, field in ffi.typeof(ctype).fields:
