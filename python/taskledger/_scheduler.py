@@ -816,7 +816,7 @@ def _converter(cls: Any) -> List[Tuple[str, Any]]:
         t = field.type
         if t.kind == "array" and t.item.cname == "char":
             conv.append((name, lambda v: _string(v).decode(errors="replace")))
-        elif t.kind == "struct" and t.cname == "tl_taskset_info":
+        elif t.kind == "struct" and t.cname in ("tl_taskset_info", "struct tl_taskset_info"):
             conv.append((name, _taskset_info))
         elif name in _ENUM_FIELDS:
             conv.append((name, _ENUM_FIELDS[name]))

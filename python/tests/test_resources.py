@@ -105,3 +105,16 @@ def test_reconcile_items_adopts_an_attempt_launched_after_the_image():
     drained(r)
     assert payloads == {}
     r.close()
+
+
+def test_statuses_are_plain_python_values():
+    with tl.Scheduler() as s:
+        ts = s.submit(2, stage_id=3, stage_attempt=1)
+        st = s.taskset_get(ts)
+        assert st.info == tl.TasksetInfo(ts, 3, 1, 2)
+        assert s.tasksets() == [st]
+        assert isinstance(st.zombie, bool) and st.locality is tl.Locality.NO_PREF
+        s.cancel_stage(3)
+        s.dispatch()
+        s.check()
+        assert s.stats().tasksets_active == 0
