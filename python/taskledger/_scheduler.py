@@ -343,30 +343,15 @@ class Scheduler:
 
     def executors(self) -> List[ExecutorInfo]:
         """Every executor but tombstones, in registration order."""
-        s = self._live()
-        n = ffi.new("size_t *")
-        while True:
-            cap = n[0]
-            out = ffi.new("tl_executor_info[]", max(cap, 1))
-            raise_for(lib.tl_executor_list(s, out, cap, n), "tl_executor_list")
-            if n[0] <= cap:
-                break
-        recs = [_convert(ExecutorInfo, out[i]) for i in range(n[0])]
+        recs = self._list("tl_executor_info", lib.tl_executor_list,
+                          convert=lambda e: _convert(ExecutorInfo, e))
         for r in recs:
             object.__setattr__(r, "ud", self._uds.get(r.id))
         return recs
 
     def executor_frozen(self, executor_id: str) -> List[int]:
         """The tids frozen on an executor (pending loss or recovering), in launch order."""
-        s = self._live()
-        n = ffi.new("size_t *")
-        eid = _enc(executor_id)
-        while True:
-            cap = n[0]
-            out = ffi.new("tl_tid[]", max(cap, 1))
-            raise_for(lib.tl_executor_frozen(s, eid, out, cap, n), "tl_executor_frozen")
-            if n[0] <= cap:
-                return list(out[0:n[0]])
+        return self._list("tl_tid", lib.tl_executor_frozen, _enc(executor_id))
 
     def executor_reconcile(self, executor_id: str, running: Iterable[int]) -> List[int]:
         """A RECOVERING executor reports the attempts it has (tl_executor_reconcile); returns
@@ -486,22 +471,13 @@ class Scheduler:
 
     def tasksets(self) -> List[TasksetStatus]:
         """Every task set the ledger holds, in submission order."""
-        s = self._live()
-        n = ffi.new("size_t *")
-        while True:
-            cap = n[0]
-            out = ffi.new("tl_taskset_status[]", max(cap, 1))
-            raise_for(lib.tl_taskset_list(s, out, cap, n), "tl_taskset_list")
-            if n[0] <= cap:
-                return [_convert(TasksetStatus, out[i]) for i in range(n[0])]
+        return self._list("tl_taskset_status", lib.tl_taskset_list,
+                          convert=lambda t: _convert(TasksetStatus, t))
 
     def taskset_tags(self, taskset_id: int) -> List[str]:
         """A task set's tags, in the order submitted."""
-        out = ffi.new("tl_tag_info[]", lib.TL_TAGS_MAX)
-        n = ffi.new("size_t *")
-        raise_for(lib.tl_taskset_tags(self._live(), taskset_id, out, lib.TL_TAGS_MAX, n),
-                  "tl_taskset_tags")
-        return [_string(out[i].tag).decode() for i in range(n[0])]
+        return self._list("tl_tag_info", lib.tl_taskset_tags, taskset_id,
+                          convert=lambda t: _string(t.tag).decode())
 
     def kill_task(self, tid: int, interrupt: bool = False, reason: Optional[str] = None) -> None:
         """Asks for one attempt to be killed (event kill_task). ESTALE."""
@@ -547,13 +523,14 @@ class Scheduler:
     def taskset_placement(self, taskset_id: int) -> List[Tuple[bool, str]]:
         """A task set's hard placement: (is_host, name) pairs, its allowed executors first, then
         its allowed hosts, each in the order submitted. ENOENT once released."""
-        out = self._list("tl_place_info", lib.tl_taskset_placement, taskset_id)
-        return [(bool(p.host), _string(p.name).decode()) for p in out]
+        return self._list("tl_place_info", lib.tl_taskset_placement, taskset_id,
+                          convert=lambda p: (bool(p.host), _string(p.name).decode()))
 
     # --- resources -------------------------------------------------------------------------
 
-    def _list(self, ctype: str, fn: Any, *args: Any) -> List[Any]:
-        """The entries a cap/count listing call gives, asked for again while they do not fit."""
+    def _list(self, ctype: str, fn: Any, *args: Any, convert: Any = None) -> List[Any]:
+        """The entries a cap/count listing call gives, asked for again while they do not fit,
+        each converted while the array that holds them lives (struct entries point into it)."""
         s = self._live()
         n = ffi.new("size_t *")
         cap = 16
@@ -561,30 +538,32 @@ class Scheduler:
             out = ffi.new(ctype + "[]", cap)
             rc = fn(s, *args, out, cap, n)
             if rc:
-                raise_for(rc, fn.__name__ if hasattr(fn, "__name__") else None)
+                raise_for(rc, fn.__name__)
             if n[0] <= cap:
-                return [out[i] for i in range(n[0])]
+                if convert is None:
+                    return list(out[0:n[0]])
+                return [convert(out[i]) for i in range(n[0])]
             cap = n[0]
 
     def executor_resources(self, executor_id: str) -> List[ResourceInfo]:
         """The resources an executor declared, in declaration order. ENOENT, EGONE."""
-        return [_convert(ResourceInfo, r) for r in
-                self._list("tl_resource_info", lib.tl_executor_resources, _enc(executor_id))]
+        return self._list("tl_resource_info", lib.tl_executor_resources, _enc(executor_id),
+                          convert=lambda r: _convert(ResourceInfo, r))
 
     def executor_addresses(self, executor_id: str, resource: int) -> List[AddressInfo]:
         """The addresses of an executor's resource (its index in executor_resources())."""
-        return [_convert(AddressInfo, a) for a in
-                self._list("tl_address_info", lib.tl_executor_addresses, _enc(executor_id),
-                           resource)]
+        return self._list("tl_address_info", lib.tl_executor_addresses, _enc(executor_id),
+                          resource, convert=lambda a: _convert(AddressInfo, a))
 
     def resource_totals(self) -> List[ResourceInfo]:
         """Every resource name some executor declares, summed over the executors."""
-        return [_convert(ResourceInfo, r) for r in
-                self._list("tl_resource_info", lib.tl_resource_totals)]
+        return self._list("tl_resource_info", lib.tl_resource_totals,
+                          convert=lambda r: _convert(ResourceInfo, r))
 
     def attempt_grants(self, tid: int) -> List[Grant]:
         """The addresses a running (or frozen) attempt holds. ESTALE."""
-        return [_convert(Grant, g) for g in self._list("tl_grant", lib.tl_attempt_grants, tid)]
+        return self._list("tl_grant", lib.tl_attempt_grants, tid,
+                          convert=lambda g: _convert(Grant, g))
 
     def executor_reconcile_items(self, executor_id: str,
                                  items: Iterable[ReconcileItem]) -> List[int]:
