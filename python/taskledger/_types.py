@@ -85,19 +85,23 @@ def raise_for(code: int, detail: Optional[str] = None) -> None:
 # --- Records ---------------------------------------------------------------------------------
 
 class _Record:
-    """A small value: attributes named after the C struct's fields, compared by value."""
+    """A small value: attributes named after the C struct's fields, compared by value. Each
+    subclass gets an __init__ written for its fields (as dataclasses do), so that building one
+    costs what assigning its fields costs: launches and task events make one per task."""
 
     __slots__: Tuple[str, ...] = ()
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        for name, value in zip(self.__slots__, args):
-            object.__setattr__(self, name, value)
-        for name in self.__slots__[len(args):]:
-            object.__setattr__(self, name, kwargs.pop(name, self._defaults.get(name)))
-        if kwargs:
-            raise TypeError("%s has no field %s" % (type(self).__name__, ", ".join(kwargs)))
-
     _defaults: Dict[str, Any] = {}
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        names = cls.__slots__
+        params = ", ".join("%s=_d[%r]" % (n, n) if n in cls._defaults else
+                           "%s=None" % n if any(m in cls._defaults for m in names[:i]) else n
+                           for i, n in enumerate(names))
+        body = "".join("\n    self.%s = %s" % (n, n) for n in names) or "\n    pass"
+        ns: Dict[str, Any] = {}
+        exec("def __init__(self, %s):%s" % (params, body), {"_d": cls._defaults}, ns)
+        cls.__init__ = ns["__init__"]  # type: ignore[misc]
 
     def _asdict(self) -> Dict[str, Any]:
         return {n: getattr(self, n) for n in self.__slots__}
@@ -239,3 +243,24 @@ PoolStatus = _struct_record("tl_pool_status", "PoolStatus", "One pool (pool_get)
 TasksetStatus = _struct_record("tl_taskset_status", "TasksetStatus",
                                "What the ledger holds for one task set (taskset_get); ``info`` "
                                "is its TasksetInfo.")
+ResourceInfo = _struct_record("tl_resource_info", "ResourceInfo",
+                              "One resource of one executor (executor_resources), or summed over "
+                              "every executor (resource_totals); used counts SHARE_UNIT per "
+                              "whole address.")
+AddressInfo = _struct_record("tl_address_info", "AddressInfo",
+                             "One address of an executor's resource (executor_addresses).")
+Grant = _struct_record("tl_grant", "Grant",
+                       "One address an attempt holds: indices into its executor's declaration "
+                       "(resource, address) and its share (1: whole).")
+
+
+class ReconcileItem(_Record):
+    """One attempt a recovering executor reports (executor_reconcile_items)."""
+    __slots__ = ("tid", "taskset", "index", "attempt", "speculative", "ended")
+    _defaults = {"speculative": False, "ended": False}
+    tid: int
+    taskset: int
+    index: int
+    attempt: int
+    speculative: bool
+    ended: bool
