@@ -534,9 +534,6 @@ def test_submit_and_inspect(sched, rec):
     sched.check()
 
 
-@pytest.mark.xfail(strict=True, reason="binding bug: TasksetStatus.info is a cdata view into "
-                   "the call's freed buffer, not a TasksetInfo (_converter compares cname "
-                   "'struct tl_taskset_info' with 'tl_taskset_info')")
 def test_taskset_status_info_outlives_the_call(sched):
     ts = sched.submit(3, stage_id=7, stage_attempt=1)
     ts2 = sched.submit(1, stage_id=8)

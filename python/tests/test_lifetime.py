@@ -472,9 +472,6 @@ def test_ud_of_a_reused_executor_id():
         assert launch.executor_ud is new
 
 
-@pytest.mark.xfail(strict=True, reason="binding bug: status_updates() puts each update's result "
-                   "in the result table while it fills the array; when a later update's "
-                   "conversion raises (TypeError), the results already put are never taken back")
 def test_results_of_a_batch_that_raises_before_the_call_are_dropped(ks):
     ks.executor_add("e1", "h1", 2)
     ks.submit(2, stage_id=1)
@@ -491,10 +488,6 @@ def test_results_of_a_batch_that_raises_before_the_call_are_dropped(ks):
     assert collected(ref)
 
 
-@pytest.mark.xfail(strict=True, reason="binding bug: status_update() and submit() put the "
-                   "result / payload in their handle tables before self._live() raises EINVAL on "
-                   "a closed scheduler, and never take it back (results: a module-wide table, "
-                   "so for the life of the process)")
 def test_objects_given_to_a_closed_scheduler_are_not_kept():
     s = tl.Scheduler(Keeper(), clock=FakeClock())
     s.close()
