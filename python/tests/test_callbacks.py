@@ -461,3 +461,59 @@ def test_worker_threads_report_and_one_thread_delivers(rec):
         s.check()
     finally:
         s.close()
+
+
+def test_clock_exception_reaches_dispatch(rec):
+    clock = FakeClock()
+    broken = []
+
+    def flaky_clock():
+        if broken:
+            raise broken.pop()
+        return clock()
+
+    with tl.Scheduler(rec, clock=flaky_clock, heartbeat_timeout_ns=1_000) as s:
+        s.executor_add("e1", "h1", 1)
+        s.dispatch()
+        error = ZeroDivisionError("clock broke")
+        broken.append(error)
+        clock.advance(5_000)
+        s.executor_heartbeat("e1")  # goes on, at the clock's last answer
+        with pytest.raises(ZeroDivisionError) as info:
+            s.dispatch()
+        assert info.value is error
+        assert s.dispatch() == 0  # raised once
+        s.tick()  # the clock works again: the heartbeat (at the old time) has expired
+        s.dispatch()
+        assert [r.kind for _, _, r in rec.of("executor_removed")] == [
+            tl.LossKind.HEARTBEAT_TIMEOUT]
+        s.check()
+
+
+def test_events_ready_and_journal_exceptions_reach_dispatch(rec, clock):
+    wakeups, lines = [], []
+
+    def events_ready():
+        wakeups.append(1)
+        if len(wakeups) == 1:
+            raise KeyError("wake")
+
+    def journal(line):
+        lines.append(line)
+        if ' heartbeat "e1"' in line:
+            raise RuntimeError("journal")
+
+    with tl.Scheduler(rec, clock=clock, events_ready=events_ready, journal=journal) as s:
+        s.executor_add("e1", "h1", 1)  # events_ready raises: the call goes on
+        assert s.executor_get("e1").state == tl.ExecutorState.ALIVE
+        with pytest.raises(KeyError):
+            s.dispatch()
+        assert rec.names() == ["executor_added"]  # the batch was delivered all the same
+        s.executor_heartbeat("e1")
+        s.executor_add("e2", "h2", 1)
+        with pytest.raises(RuntimeError):
+            s.dispatch()
+        assert rec.names() == ["executor_added", "executor_added"]
+        assert sum(' heartbeat "e1"' in line for line in lines) == 1
+        assert s.dispatch() == 0
+        s.check()

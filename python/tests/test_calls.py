@@ -74,6 +74,8 @@ def test_error_classes_one_per_code():
         assert tl.error_class(code) is cls
     assert issubclass(tl.EINVAL, ValueError)
     assert issubclass(tl.ENOMEM, MemoryError)
+    assert issubclass(tl.ENOENT, LookupError)
+    assert issubclass(tl.EIO, OSError)
     assert not issubclass(tl.ENOENT, ValueError)
     assert len({getattr(tl, n) for n in CODES}) == len(CODES)
 
@@ -248,6 +250,35 @@ def test_close_from_a_callback_is_ebusy(clock):
     assert seen == [tl.EBUSY]
     s.executor_get("e1")  # still open
     s.close()
+
+
+def test_argument_conversions(sched):
+    """A wrong type is a TypeError; an integer outside its C type, or a string holding a NUL,
+    is EINVAL; none reaches the ledger."""
+    sched.executor_add("e1", "h1", 1)
+    sched.submit(1, stage_id=1)
+    refused(sched, tl.EINVAL, sched.executor_add, "e\x00x", "h2", 1)
+    refused(sched, tl.EINVAL, sched.executor_add, "e2", "h2", -1)
+    refused(sched, tl.EINVAL, sched.executor_add, "e2", "h2", 2**32)
+    refused(sched, tl.EINVAL, sched.submit, 2**32, stage_id=2)
+    refused(sched, tl.EINVAL, sched.submit, 1, stage_id=-1)
+    refused(sched, tl.EINVAL, sched.submit, 1, stage_id=2, tags=("a\x00b",))
+    refused(sched, tl.EINVAL, sched.status_update, "e1", -1)
+    refused(sched, tl.EINVAL, sched.kill_task, 2**64)
+    refused(sched, tl.EINVAL, sched.executor_heartbeat, "e1\x00")
+    for call in (lambda: sched.executor_add(5, "h2", 1),
+                 lambda: sched.executor_add("e2", b"h2", 1),
+                 lambda: sched.submit(1, stage_id=2, tags=(5,)),
+                 lambda: sched.resource_offers([(None, 1)])):
+        before = stats_dict(sched)
+        with pytest.raises(TypeError):
+            call()
+        assert stats_dict(sched) == before
+    with pytest.raises(tl.EINVAL):
+        tl.Scheduler(Recorder(), cpus_per_task=-1)
+    with pytest.raises(tl.EINVAL):
+        tl.Scheduler(Recorder(), heartbeat_timeout_ns=2**64)
+    sched.check()
 
 
 # ---------------------------------------------------------------------------------------------
