@@ -140,8 +140,8 @@ def test_records_are_values():
 
 
 @pytest.mark.xfail(strict=True, reason="binding bug: _Record (python/taskledger/_types.py) is "
-                   "not frozen (no __setattr__/__delattr__ guard) though it hashes by value, and "
-                   "its __init__ drops extra positional arguments (zip) instead of TypeError")
+                   "not frozen (no __setattr__/__delattr__ guard; its generated __init__ should "
+                   "set the fields with object.__setattr__) though it hashes by value")
 def test_records_are_frozen_and_checked():
     o = tl.Offer("e1", 2)
     with pytest.raises(AttributeError):  # dataclasses.FrozenInstanceError is one
