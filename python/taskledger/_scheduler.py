@@ -55,6 +55,10 @@ def _enc(s: Optional[str]) -> Any:
     return s.encode()
 
 
+def _none(p: Any) -> None:
+    return None
+
+
 def _str(p: Any) -> Optional[str]:
     return None if p == _NULL else _string(p).decode(errors="replace")
 
@@ -154,6 +158,8 @@ class Scheduler:
         out = ffi.new("tl_scheduler **")
         try:
             rc = lib.tl_scheduler_restore(self._cfg, self._cb, lib._tl_py_read, rh, out)
+            if rc == 0 and self._errors:
+                lib.tl_scheduler_abandon(out[0])  # a resolver raised: drop what was made
             self._raise_pending()
             raise_for(rc, "tl_scheduler_restore")
         except BaseException:
@@ -171,7 +177,7 @@ class Scheduler:
         self._events_ready = events_ready
         self._payloads = _HandleTable()
         self._results = _RESULTS
-        self._uds: Dict[str, Any] = {}
+        self._uds = _HandleTable()  # executor uds, by the handle the library holds
         self._errors: List[BaseException] = []
         self._silent = False
         self._last_now = 0
@@ -304,9 +310,13 @@ class Scheduler:
             keep.append(res)
             d.resources = res
             d.nresources = len(resources)
-        raise_for(lib.tl_executor_add(self._live(), d), "tl_executor_add")
+        live = self._live()
         if ud is not None:
-            self._uds[executor_id] = ud
+            d.ud = self._uds.put(ud)
+        rc = lib.tl_executor_add(live, d)
+        if rc:
+            self._uds.take(d.ud)
+            raise_for(rc, "tl_executor_add")
 
     def executor_lost(self, executor_id: str, kind: int = LossKind.EXITED, *,
                       caused_by_app: bool = False, exit_code: int = 0,
@@ -337,17 +347,13 @@ class Scheduler:
         """What the ledger holds for one executor. ENOENT, EGONE."""
         out = ffi.new("tl_executor_status *")
         raise_for(lib.tl_executor_get(self._live(), _enc(executor_id), out), "tl_executor_get")
-        rec = _convert(ExecutorStatus, out)
-        object.__setattr__(rec, "ud", self._uds.get(executor_id))
-        return rec
+        return _convert(ExecutorStatus, out)._replace(ud=self._uds.peek(out.ud))
 
     def executors(self) -> List[ExecutorInfo]:
         """Every executor but tombstones, in registration order."""
-        recs = self._list("tl_executor_info", lib.tl_executor_list,
-                          convert=lambda e: _convert(ExecutorInfo, e))
-        for r in recs:
-            object.__setattr__(r, "ud", self._uds.get(r.id))
-        return recs
+        def convert(e: Any) -> ExecutorInfo:
+            return _convert(ExecutorInfo, e)._replace(ud=self._uds.peek(e.ud))
+        return self._list("tl_executor_info", lib.tl_executor_list, convert=convert)
 
     def executor_frozen(self, executor_id: str) -> List[int]:
         """The tids frozen on an executor (pending loss or recovering), in launch order."""
@@ -613,17 +619,15 @@ class Scheduler:
         out = ffi.new("tl_launch[]", max(cap, 1))
         nout = ffi.new("size_t *")
         raise_for(lib.tl_resource_offers(s, arr, n, out, cap, nout), "tl_resource_offers")
-        uds = self._uds
-        peek = self._payloads.peek
+        ud = self._uds.peek if self._uds else _none
+        payload = self._payloads.peek if self._payloads else _none
         loc = _LOCALITY
         launches = []
         for i in range(nout[0]):
             l = out[i]
-            eid = ids[l.offer]
             launches.append(Launch(l.tid, l.taskset, l.stage_id, l.stage_attempt, l.index,
-                                   l.attempt, l.cpus, loc[l.locality], l.offer, eid,
-                                   uds.get(eid) if uds else None, l.speculative,
-                                   peek(l.payload)))
+                                   l.attempt, l.cpus, loc[l.locality], l.offer, ids[l.offer],
+                                   ud(l.executor_ud), l.speculative, payload(l.payload)))
         return launches
 
     # --- status updates --------------------------------------------------------------------
@@ -724,9 +728,10 @@ class Scheduler:
             rc = lib.tl_explain_taskset(self._live(), taskset_id, buf, size)
             if rc < 0:
                 raise_for(rc, "tl_explain_taskset")
-            if rc < size:
-                return _string(buf).decode(errors="replace")
-            size = rc + 1
+            text = _string(buf)
+            if len(text) < size - 1:  # TL_OK says nothing of the length: grow while it fills
+                return text.decode(errors="replace")
+            size *= 2
 
     def metrics_text(self) -> str:
         """Every tl_stats field as Prometheus text."""
@@ -840,7 +845,8 @@ def _task_info(s: Scheduler, t: Any) -> TaskInfo:
     eid = _string(t.executor_id).decode()
     return TaskInfo(t.tid, t.taskset, t.stage_id, t.stage_attempt, t.index, t.attempt, eid,
                     _string(t.host).decode(), _LOCALITY[t.locality], t.speculative,
-                    s._payloads.peek(t.payload), s._uds.get(eid) if s._uds else None)
+                    s._payloads.peek(t.payload) if s._payloads else None,
+                    s._uds.peek(t.executor_ud) if s._uds else None)
 
 
 @ffi.def_extern()
@@ -888,7 +894,7 @@ def _tl_py_executor_lost(ud, executor_id, executor_ud, reason):  # type: ignore[
     s = _sched(ud)
     if s is not None:
         eid = _string(executor_id).decode()
-        _deliver(s, "executor_lost", eid, s._uds.get(eid), _loss(reason))
+        _deliver(s, "executor_lost", eid, s._uds.peek(executor_ud), _loss(reason))
 
 
 @ffi.def_extern()
@@ -911,7 +917,7 @@ def _tl_py_kill_task(ud, tid, executor_id, executor_ud, interrupt,
     s = _sched(ud)
     if s is not None:
         eid = _string(executor_id).decode()
-        _deliver(s, "kill_task", tid, eid, s._uds.get(eid), bool(interrupt), _str(reason))
+        _deliver(s, "kill_task", tid, eid, s._uds.peek(executor_ud), bool(interrupt), _str(reason))
 
 
 @ffi.def_extern()
@@ -919,7 +925,7 @@ def _tl_py_executor_removed(ud, executor_id, executor_ud, reason):  # type: igno
     s = _sched(ud)
     if s is not None:
         eid = _string(executor_id).decode()
-        obj = s._uds.pop(eid, None)
+        obj = s._uds.take(executor_ud)
         _deliver(s, "executor_removed", eid, obj, _loss(reason))
 
 
@@ -973,7 +979,7 @@ def _tl_py_executor_restored(ud, executor_id, host):  # type: ignore[no-untyped-
             s._errors.append(e)
             return _NULL
         if obj is not None:
-            s._uds[eid] = obj
+            return s._uds.put(obj)
     return _NULL
 
 

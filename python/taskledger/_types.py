@@ -4,8 +4,9 @@ Every value mirrors taskledger.h; the enums take their values from the compiled 
 cannot drift from the C ones.
 """
 
+from collections import namedtuple
 from enum import IntEnum
-from typing import Any, Dict, Optional, Tuple, Type
+from typing import Any, Dict, NamedTuple, Optional, Tuple, Type
 
 from ._taskledger import ffi, lib
 
@@ -83,87 +84,44 @@ def raise_for(code: int, detail: Optional[str] = None) -> None:
 
 
 # --- Records ---------------------------------------------------------------------------------
-
-class _Record:
-    """A small value: attributes named after the C struct's fields, compared by value. Each
-    subclass gets an __init__ written for its fields (as dataclasses do), so that building one
-    costs what assigning its fields costs: launches and task events make one per task."""
-
-    __slots__: Tuple[str, ...] = ()
-    _defaults: Dict[str, Any] = {}
-
-    def __init_subclass__(cls, **kw: Any) -> None:
-        super().__init_subclass__(**kw)
-        names = cls.__slots__
-        params = ", ".join("%s=_d[%r]" % (n, n) if n in cls._defaults else
-                           "%s=None" % n if any(m in cls._defaults for m in names[:i]) else n
-                           for i, n in enumerate(names))
-        body = "".join("\n    self.%s = %s" % (n, n) for n in names) or "\n    pass"
-        ns: Dict[str, Any] = {}
-        exec("def __init__(self, %s):%s" % (params, body), {"_d": cls._defaults}, ns)
-        cls.__init__ = ns["__init__"]  # type: ignore[misc]
-
-    def _asdict(self) -> Dict[str, Any]:
-        return {n: getattr(self, n) for n in self.__slots__}
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and all(
-            getattr(self, n) == getattr(other, n) for n in self.__slots__)
-
-    def __hash__(self) -> int:
-        return hash(tuple(getattr(self, n) for n in self.__slots__ if n not in ("payload", "ud",
-                                                                               "executor_ud",
-                                                                               "result")))
-
-    def __repr__(self) -> str:
-        return "%s(%s)" % (type(self).__name__,
-                           ", ".join("%s=%r" % (n, getattr(self, n)) for n in self.__slots__))
+# Records are named tuples: immutable values, compared and hashed by value, with the C struct's
+# field names; and cheap to build (a launch and each task event make one per task).
 
 
-class Offer(_Record):
+class Offer(NamedTuple):
     """Free cores an executor offers to resource_offers()."""
-    __slots__ = ("executor_id", "cores")
     executor_id: str
     cores: int
 
 
-class Location(_Record):
+class Location(NamedTuple):
     """A preferred location of a task: a host, or one executor on it."""
-    __slots__ = ("host", "executor_id")
-    _defaults = {"executor_id": None}
     host: str
-    executor_id: Optional[str]
+    executor_id: Optional[str] = None
 
 
-class ResourceRequest(_Record):
+class ResourceRequest(NamedTuple):
     """What each task of a task set needs of one resource: ``amount`` whole addresses, or with
     ``share`` k (2 to SHARE_MAX) a 1/k share of one address."""
-    __slots__ = ("name", "amount", "share")
-    _defaults = {"amount": 1, "share": 0}
     name: str
-    amount: int
-    share: int
+    amount: int = 1
+    share: int = 0
 
 
-class Update(_Record):
+class Update(NamedTuple):
     """One status update, for status_updates(). ``result`` (FINISHED only) is any object; it
     reaches task_ended as ``end.result``."""
-    __slots__ = ("state", "failure", "message", "result", "result_size", "no_retry")
-    _defaults = {"state": TaskState.RUNNING, "failure": EndKind.EXCEPTION, "result_size": 0,
-                 "no_retry": False}
-    state: int
-    failure: int
-    message: Optional[str]
-    result: Any
-    result_size: int
-    no_retry: bool
+    state: int = TaskState.RUNNING
+    failure: int = EndKind.EXCEPTION
+    message: Optional[str] = None
+    result: Any = None
+    result_size: int = 0
+    no_retry: bool = False
 
 
-class Launch(_Record):
+class Launch(NamedTuple):
     """One attempt resource_offers() launched: run task ``index`` of task set ``taskset`` on
     ``executor_id`` (``offer`` is the index of its offer in the call's list)."""
-    __slots__ = ("tid", "taskset", "stage_id", "stage_attempt", "index", "attempt", "cpus",
-                 "locality", "offer", "executor_id", "executor_ud", "speculative", "payload")
     tid: int
     taskset: int
     stage_id: int
@@ -179,10 +137,8 @@ class Launch(_Record):
     payload: Any
 
 
-class TaskInfo(_Record):
+class TaskInfo(NamedTuple):
     """One attempt, as task_started and task_ended see it."""
-    __slots__ = ("tid", "taskset", "stage_id", "stage_attempt", "index", "attempt",
-                 "executor_id", "host", "locality", "speculative", "payload", "executor_ud")
     tid: int
     taskset: int
     stage_id: int
@@ -197,10 +153,9 @@ class TaskInfo(_Record):
     executor_ud: Any
 
 
-class TaskEnd(_Record):
+class TaskEnd(NamedTuple):
     """How an attempt ended. With EndKind.SUCCESS, ``result`` is the object its FINISHED update
     gave (now the callee's)."""
-    __slots__ = ("kind", "counts_toward_failures", "message", "result", "result_size")
     kind: int
     counts_toward_failures: bool
     message: Optional[str]
@@ -208,27 +163,38 @@ class TaskEnd(_Record):
     result_size: int
 
 
-class TasksetInfo(_Record):
+class TasksetInfo(NamedTuple):
     """One task set, as events name it."""
-    __slots__ = ("id", "stage_id", "stage_attempt", "ntasks")
     id: int
     stage_id: int
     stage_attempt: int
     ntasks: int
 
 
-class LossReason(_Record):
+class LossReason(NamedTuple):
     """Why an executor was lost."""
-    __slots__ = ("kind", "caused_by_app", "exit_code", "message")
     kind: int
     caused_by_app: bool
     exit_code: int
     message: Optional[str]
 
 
-def _struct_record(cname: str, pyname: str, doc: str, skip: Tuple[str, ...] = ()) -> Any:
-    fields = tuple(f for f, _ in ffi.typeof(cname).fields if f not in skip)
-    return type(pyname, (_Record,), {"__slots__": fields, "__doc__": doc, "__module__": __name__})
+class ReconcileItem(NamedTuple):
+    """One attempt a recovering executor reports (executor_reconcile_items)."""
+    tid: int
+    taskset: int
+    index: int
+    attempt: int
+    speculative: bool = False
+    ended: bool = False
+
+
+def _struct_record(cname: str, pyname: str, doc: str) -> Any:
+    """A named tuple with the fields of a C struct, in its order."""
+    cls = namedtuple(pyname, [f for f, _ in ffi.typeof(cname).fields])  # type: ignore[misc]
+    cls.__doc__ = doc
+    cls.__module__ = __name__
+    return cls
 
 
 Demand = _struct_record("tl_demand", "Demand",
@@ -253,14 +219,3 @@ Grant = _struct_record("tl_grant", "Grant",
                        "One address an attempt holds: indices into its executor's declaration "
                        "(resource, address) and its share (1: whole).")
 
-
-class ReconcileItem(_Record):
-    """One attempt a recovering executor reports (executor_reconcile_items)."""
-    __slots__ = ("tid", "taskset", "index", "attempt", "speculative", "ended")
-    _defaults = {"speculative": False, "ended": False}
-    tid: int
-    taskset: int
-    index: int
-    attempt: int
-    speculative: bool
-    ended: bool

@@ -117,7 +117,9 @@ class Obj:
 
 
 def record_fields(obj):
-    """A record object as a dict (frozen dataclasses with __slots__, or plain __slots__)."""
+    """A record object as a dict (named tuples, frozen dataclasses, or plain __slots__)."""
+    if hasattr(obj, "_asdict"):
+        return dict(obj._asdict())
     if dataclasses.is_dataclass(obj):
         return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
     slots = []

@@ -139,9 +139,6 @@ def test_records_are_values():
         tl.Offer("e1", 2, nonsense=1)
 
 
-@pytest.mark.xfail(strict=True, reason="binding bug: _Record (python/taskledger/_types.py) is "
-                   "not frozen (no __setattr__/__delattr__ guard; its generated __init__ should "
-                   "set the fields with object.__setattr__) though it hashes by value")
 def test_records_are_frozen_and_checked():
     o = tl.Offer("e1", 2)
     with pytest.raises(AttributeError):  # dataclasses.FrozenInstanceError is one
@@ -967,9 +964,6 @@ def test_explain(sched, rec):
     refused(sched, tl.ENOENT, sched.explain, 777)
 
 
-@pytest.mark.xfail(strict=True, reason="binding bug: explain() takes tl_explain_taskset's TL_OK "
-                   "for a length (it is 0 on success) and returns the text cut at 4096 bytes, "
-                   "ending in '...\\n'; it should grow the buffer while the text fills it")
 def test_explain_long_text_is_whole(sched):
     sched.executor_add("big", "h1", 200)
     ts = sched.submit(150, stage_id=1)

@@ -451,11 +451,6 @@ def test_restored_payloads_and_uds_are_kept():
     assert collected(uref)
 
 
-@pytest.mark.xfail(strict=True, reason="binding bug: Scheduler keeps uds by executor id "
-                   "(self._uds), looked up when an event is delivered, so an id forgotten by the "
-                   "library (max_tombstones, tombstone_ttl_ns) and registered again before "
-                   "dispatch() gives the new ud to the old executor's events, and its "
-                   "executor_removed drops the new one")
 def test_ud_of_a_reused_executor_id():
     rec = Recorder()
     with tl.Scheduler(rec, clock=FakeClock(), max_tombstones=0) as s:
