@@ -1,14 +1,14 @@
 """Scheduler: one tl_scheduler, driven from Python, its events delivered by dispatch()."""
 
-import threading
 import weakref
 from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union)
 
 from ._taskledger import ffi, lib
-from ._types import (EINVAL, AddressInfo, Demand, Grant, ReconcileItem, ResourceInfo, EndKind, ExecutorInfo, ExecutorState, ExecutorStatus,
-                     Launch, Locality, Location, LossKind, LossReason, Offer, PoolStatus,
-                     ResourceRequest, SchedMode, Spread, Stats, TaskEnd, TaskInfo, TaskState,
-                     TasksetInfo, TasksetStatus, Update, raise_for, TaskledgerError)
+from ._types import (EINVAL, AddressInfo, Demand, EndKind, ExecutorInfo, ExecutorState,
+                     ExecutorStatus, Grant, Launch, Locality, Location, LossKind, LossReason,
+                     Offer, PoolStatus, ReconcileItem, ResourceInfo, ResourceRequest, SchedMode,
+                     Spread, Stats, TaskEnd, TaskInfo, TaskState, TasksetInfo, TasksetStatus,
+                     Update, raise_for)
 
 # Config fields the binding owns: the rest are Scheduler(**config) keyword arguments.
 _OWN_CONFIG = {"clock", "clock_ud", "journal", "journal_ud", "delivery", "events_ready",
