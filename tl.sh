@@ -17,7 +17,8 @@ readonly build_dir=build
 readonly demo=$build_dir/examples/spark-18553/tl-spark-18553
 # make: CMake's default generator; libc6-dev: C headers and crt files (only a Recommends of gcc).
 readonly packages=(cmake make gcc libc6-dev pkg-config libuv1-dev uthash-dev check valgrind
-  libmicrohttpd-dev libjansson-dev libxml2-dev python3)
+  libmicrohttpd-dev libjansson-dev libxml2-dev python3
+  python3-dev python3-cffi python3-pytest python3-venv python3-pip python3-setuptools)
 
 say() { printf 'tl.sh: %s\n' "$*" >&2; }
 
