@@ -10,7 +10,7 @@ See docs/python.md in the taskledger sources, and taskledger.h for each call's c
 """
 
 from ._taskledger import ffi as _ffi, lib as _lib
-from ._types import (ECONFIG, ECORRUPT, EBUSY, EEXIST, EGONE, EINVAL, EIO, ENOENT, ENOMEM,
+from ._types import (AddressInfo, Grant, ReconcileItem, ResourceInfo, ECONFIG, ECORRUPT, EBUSY, EEXIST, EGONE, EINVAL, EIO, ENOENT, ENOMEM,
                      EOWNER, ERESOURCE, ESNAPSHOT, ESTALE, ESTATE, EVERSION, TICK_NEVER, Demand,
                      EndKind, ExecutorInfo, ExecutorState, ExecutorStatus, Launch, Locality,
                      Location, LossKind, LossReason, Offer, PoolStatus, ResourceRequest, SchedMode,
@@ -39,5 +39,5 @@ __all__ = [
     "Locality", "EndKind", "TaskState", "LossKind", "ExecutorState", "SchedMode", "Spread",
     "Offer", "Location", "ResourceRequest", "Update", "Launch", "TaskInfo", "TaskEnd",
     "TasksetInfo", "LossReason", "Demand", "Stats", "ExecutorStatus", "ExecutorInfo",
-    "PoolStatus", "TasksetStatus",
+    "PoolStatus", "TasksetStatus", "ResourceInfo", "AddressInfo", "Grant", "ReconcileItem",
 ] + list(_constants())

@@ -5,7 +5,7 @@ import weakref
 from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union)
 
 from ._taskledger import ffi, lib
-from ._types import (EINVAL, Demand, EndKind, ExecutorInfo, ExecutorState, ExecutorStatus,
+from ._types import (EINVAL, AddressInfo, Demand, Grant, ReconcileItem, ResourceInfo, EndKind, ExecutorInfo, ExecutorState, ExecutorStatus,
                      Launch, Locality, Location, LossKind, LossReason, Offer, PoolStatus,
                      ResourceRequest, SchedMode, Spread, Stats, TaskEnd, TaskInfo, TaskState,
                      TasksetInfo, TasksetStatus, Update, raise_for, TaskledgerError)
@@ -39,9 +39,7 @@ def _cstr(s: Optional[str], keep: List[Any]) -> Any:
     """A char * for s (NULL for None), kept alive by keep until the call returns."""
     if s is None:
         return _NULL
-    if not isinstance(s, str):
-        raise TypeError("expected str, got %s" % type(s).__name__)
-    b = ffi.new("char[]", s.encode())
+    b = ffi.new("char[]", _enc(s))
     keep.append(b)
     return b
 
@@ -52,6 +50,8 @@ def _enc(s: Optional[str]) -> Any:
         return _NULL
     if not isinstance(s, str):
         raise TypeError("expected str, got %s" % type(s).__name__)
+    if "\0" in s:
+        raise EINVAL("a string holds a NUL character: %r" % s)
     return s.encode()
 
 
@@ -174,6 +174,7 @@ class Scheduler:
         self._uds: Dict[str, Any] = {}
         self._errors: List[BaseException] = []
         self._silent = False
+        self._last_now = 0
         # The library holds a handle to a weak reference: no cycle keeps the Scheduler alive.
         self._self_handle = ffi.new_handle(weakref.ref(self))
         cfg = ffi.new("tl_config *")
@@ -342,30 +343,15 @@ class Scheduler:
 
     def executors(self) -> List[ExecutorInfo]:
         """Every executor but tombstones, in registration order."""
-        s = self._live()
-        n = ffi.new("size_t *")
-        while True:
-            cap = n[0]
-            out = ffi.new("tl_executor_info[]", max(cap, 1))
-            raise_for(lib.tl_executor_list(s, out, cap, n), "tl_executor_list")
-            if n[0] <= cap:
-                break
-        recs = [_convert(ExecutorInfo, out[i]) for i in range(n[0])]
+        recs = self._list("tl_executor_info", lib.tl_executor_list,
+                          convert=lambda e: _convert(ExecutorInfo, e))
         for r in recs:
             object.__setattr__(r, "ud", self._uds.get(r.id))
         return recs
 
     def executor_frozen(self, executor_id: str) -> List[int]:
         """The tids frozen on an executor (pending loss or recovering), in launch order."""
-        s = self._live()
-        n = ffi.new("size_t *")
-        eid = _enc(executor_id)
-        while True:
-            cap = n[0]
-            out = ffi.new("tl_tid[]", max(cap, 1))
-            raise_for(lib.tl_executor_frozen(s, eid, out, cap, n), "tl_executor_frozen")
-            if n[0] <= cap:
-                return list(out[0:n[0]])
+        return self._list("tl_tid", lib.tl_executor_frozen, _enc(executor_id))
 
     def executor_reconcile(self, executor_id: str, running: Iterable[int]) -> List[int]:
         """A RECOVERING executor reports the attempts it has (tl_executor_reconcile); returns
@@ -395,6 +381,7 @@ class Scheduler:
         preferred locations (Location, (host, executor_id) or a host). EINVAL, ERESOURCE, ENOENT
         (no such pool), EEXIST (that stage attempt is live), ESTATE; on error the payload is not
         held."""
+        sched = self._live()
         keep: List[Any] = []
         d = ffi.new("tl_taskset_desc *")
         d.stage_id = stage_id
@@ -447,7 +434,7 @@ class Scheduler:
         if payload is not None:
             d.payload = self._payloads.put(payload)
         out = ffi.new("tl_taskset_id *")
-        rc = lib.tl_submit(self._live(), d, out)
+        rc = lib.tl_submit(sched, d, out)
         if rc:
             self._payloads.take(d.payload)
             raise_for(rc, "tl_submit")
@@ -484,22 +471,13 @@ class Scheduler:
 
     def tasksets(self) -> List[TasksetStatus]:
         """Every task set the ledger holds, in submission order."""
-        s = self._live()
-        n = ffi.new("size_t *")
-        while True:
-            cap = n[0]
-            out = ffi.new("tl_taskset_status[]", max(cap, 1))
-            raise_for(lib.tl_taskset_list(s, out, cap, n), "tl_taskset_list")
-            if n[0] <= cap:
-                return [_convert(TasksetStatus, out[i]) for i in range(n[0])]
+        return self._list("tl_taskset_status", lib.tl_taskset_list,
+                          convert=lambda t: _convert(TasksetStatus, t))
 
     def taskset_tags(self, taskset_id: int) -> List[str]:
         """A task set's tags, in the order submitted."""
-        out = ffi.new("tl_tag_info[]", lib.TL_TAGS_MAX)
-        n = ffi.new("size_t *")
-        raise_for(lib.tl_taskset_tags(self._live(), taskset_id, out, lib.TL_TAGS_MAX, n),
-                  "tl_taskset_tags")
-        return [_string(out[i].tag).decode() for i in range(n[0])]
+        return self._list("tl_tag_info", lib.tl_taskset_tags, taskset_id,
+                          convert=lambda t: _string(t.tag).decode())
 
     def kill_task(self, tid: int, interrupt: bool = False, reason: Optional[str] = None) -> None:
         """Asks for one attempt to be killed (event kill_task). ESTALE."""
@@ -542,6 +520,73 @@ class Scheduler:
         raise_for(lib.tl_partition_completed(self._live(), stage_id, index),
                   "tl_partition_completed")
 
+    def taskset_placement(self, taskset_id: int) -> List[Tuple[bool, str]]:
+        """A task set's hard placement: (is_host, name) pairs, its allowed executors first, then
+        its allowed hosts, each in the order submitted. ENOENT once released."""
+        return self._list("tl_place_info", lib.tl_taskset_placement, taskset_id,
+                          convert=lambda p: (bool(p.host), _string(p.name).decode()))
+
+    # --- resources -------------------------------------------------------------------------
+
+    def _list(self, ctype: str, fn: Any, *args: Any, convert: Any = None) -> List[Any]:
+        """The entries a cap/count listing call gives, asked for again while they do not fit,
+        each converted while the array that holds them lives (struct entries point into it)."""
+        s = self._live()
+        n = ffi.new("size_t *")
+        cap = 16
+        while True:
+            out = ffi.new(ctype + "[]", cap)
+            rc = fn(s, *args, out, cap, n)
+            if rc:
+                raise_for(rc, fn.__name__)
+            if n[0] <= cap:
+                if convert is None:
+                    return list(out[0:n[0]])
+                return [convert(out[i]) for i in range(n[0])]
+            cap = n[0]
+
+    def executor_resources(self, executor_id: str) -> List[ResourceInfo]:
+        """The resources an executor declared, in declaration order. ENOENT, EGONE."""
+        return self._list("tl_resource_info", lib.tl_executor_resources, _enc(executor_id),
+                          convert=lambda r: _convert(ResourceInfo, r))
+
+    def executor_addresses(self, executor_id: str, resource: int) -> List[AddressInfo]:
+        """The addresses of an executor's resource (its index in executor_resources())."""
+        return self._list("tl_address_info", lib.tl_executor_addresses, _enc(executor_id),
+                          resource, convert=lambda a: _convert(AddressInfo, a))
+
+    def resource_totals(self) -> List[ResourceInfo]:
+        """Every resource name some executor declares, summed over the executors."""
+        return self._list("tl_resource_info", lib.tl_resource_totals,
+                          convert=lambda r: _convert(ResourceInfo, r))
+
+    def attempt_grants(self, tid: int) -> List[Grant]:
+        """The addresses a running (or frozen) attempt holds. ESTALE."""
+        return self._list("tl_grant", lib.tl_attempt_grants, tid,
+                          convert=lambda g: _convert(Grant, g))
+
+    def executor_reconcile_items(self, executor_id: str,
+                                 items: Iterable[ReconcileItem]) -> List[int]:
+        """tl_executor_reconcile with what each attempt is: a reported attempt the ledger does not
+        hold may be adopted (docs/snapshot.md "Adoption"). Returns the unknown tids."""
+        s = self._live()
+        eid = _enc(executor_id)
+        items = list(items)
+        arr = ffi.new("tl_reconcile_item[]", max(len(items), 1))
+        for i, it in enumerate(items):
+            arr[i].tid = it.tid
+            arr[i].taskset = it.taskset
+            arr[i].index = it.index
+            arr[i].attempt = it.attempt
+            arr[i].speculative = it.speculative
+            arr[i].ended = it.ended
+        cap = len(items)
+        unknown = ffi.new("tl_tid[]", max(cap, 1))
+        n = ffi.new("size_t *")
+        raise_for(lib.tl_executor_reconcile_items(s, eid, arr, len(items), unknown, cap, n),
+                  "tl_executor_reconcile_items")
+        return list(unknown[0:n[0]])
+
     # --- offers ----------------------------------------------------------------------------
 
     def resource_offers(self, offers: Sequence[Union[Offer, Tuple[str, int]]],
@@ -557,7 +602,7 @@ class Scheduler:
         cores = 0
         for i, o in enumerate(offers):
             eid, c = (o.executor_id, o.cores) if isinstance(o, Offer) else o
-            b = ffi.new("char[]", eid.encode())
+            b = ffi.new("char[]", _enc(eid))
             keep.append(b)
             ids.append(eid)
             arr[i].executor_id = b
@@ -600,10 +645,12 @@ class Scheduler:
         """An executor reports one attempt. ``result`` (FINISHED) is any object, handed over by
         task_ended. ESTALE (unknown, ended or frozen tid), EOWNER (another executor's), EGONE,
         ENOENT, EINVAL; on error the result is dropped."""
+        s = self._live()
+        eid = _enc(executor_id)
         keep: List[Any] = []
         u = ffi.new("tl_update *")
         self._fill_update(u, state, failure, message, result, result_size, no_retry, keep)
-        rc = lib.tl_status_update(self._live(), _enc(executor_id), tid, u)
+        rc = lib.tl_status_update(s, eid, tid, u)
         if rc:
             self._results.take(u.result)
             raise_for(rc, "tl_status_update")
@@ -614,6 +661,7 @@ class Scheduler:
         Update) or (tid, TaskState). Returns each update's code (0, or a negative TL_E* code:
         ``error_class(code)``); raises only when the call as a whole fails (then none applied)."""
         s = self._live()
+        eid = _enc(executor_id)
         updates = list(updates)
         n = len(updates)
         if n == 0:
@@ -623,14 +671,19 @@ class Scheduler:
         results = ffi.new("int[]", n)
         keep: List[Any] = []
         fill = self._fill_update
-        for i, (tid, u) in enumerate(updates):
-            tids[i] = tid
-            if isinstance(u, Update):
-                fill(arr[i], u.state, u.failure, u.message, u.result, u.result_size, u.no_retry,
-                     keep)
-            else:
-                arr[i].state = u
-        rc = lib.tl_status_updates(s, _enc(executor_id), tids, arr, n, results)
+        try:
+            for i, (tid, u) in enumerate(updates):
+                tids[i] = tid
+                if isinstance(u, Update):
+                    fill(arr[i], u.state, u.failure, u.message, u.result, u.result_size,
+                         u.no_retry, keep)
+                else:
+                    arr[i].state = u
+        except BaseException:
+            for i in range(n):  # a bad entry: the results put before it are not kept
+                self._results.take(arr[i].result)
+            raise
+        rc = lib.tl_status_updates(s, eid, tids, arr, n, results)
         if rc:
             for i in range(n):
                 self._results.take(arr[i].result)
@@ -644,9 +697,11 @@ class Scheduler:
     # --- time, inspection ------------------------------------------------------------------
 
     def tick(self) -> int:
-        """Runs what is due (heartbeat expiry, pending-loss and recovery timeouts, speculation,
-        locality waits, unschedulable aborts); returns the next deadline in the clock's
-        nanoseconds, or TICK_NEVER."""
+        """Runs what is due at the clock's now (heartbeat expiry, pending-loss and recovery
+        timeouts, speculation, locality waits, unschedulable aborts) and returns the nanoseconds
+        until the next deadline: 0 if something is due again already, TICK_NEVER if nothing ever
+        will be. Its events wait for dispatch(); tick again after it (the answer does not take
+        in what they do)."""
         return lib.tl_tick(self._live())
 
     def stats(self) -> Stats:
@@ -707,16 +762,40 @@ class Scheduler:
         return b"".join(chunks)
 
 
+def _overflow_is_einval(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """An integer argument that does not fit its C type is EINVAL, as a C caller's out-of-range
+    value is (cffi raises OverflowError while the arguments are converted, before any call)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except OverflowError as e:
+            raise EINVAL("%s: %s" % (fn.__name__, e)) from None
+
+    call.__name__ = fn.__name__
+    call.__qualname__ = fn.__qualname__
+    call.__doc__ = fn.__doc__
+    call.__wrapped__ = fn  # type: ignore[attr-defined]
+    return call
+
+
+for _name, _fn in list(vars(Scheduler).items()):
+    if callable(_fn) and not _name.startswith("_") and _name != "restore":
+        setattr(Scheduler, _name, _overflow_is_einval(_fn))
+
+
 def _converter(cls: Any) -> List[Tuple[str, Any]]:
     conv = []
     ctype = {"ExecutorStatus": "tl_executor_status", "ExecutorInfo": "tl_executor_info",
+             "ResourceInfo": "tl_resource_info", "AddressInfo": "tl_address_info",
+             "Grant": "tl_grant",
              "PoolStatus": "tl_pool_status", "TasksetStatus": "tl_taskset_status",
              "Stats": "tl_stats", "Demand": "tl_demand"}[cls.__name__]
     for name, field in ffi.typeof(ctype).fields:
         t = field.type
         if t.kind == "array" and t.item.cname == "char":
             conv.append((name, lambda v: _string(v).decode(errors="replace")))
-        elif t.kind == "struct" and t.cname == "tl_taskset_info":
+        elif t.kind == "struct" and t.cname in ("tl_taskset_info", "struct tl_taskset_info"):
             conv.append((name, _taskset_info))
         elif name in _ENUM_FIELDS:
             conv.append((name, _ENUM_FIELDS[name]))
@@ -901,7 +980,15 @@ def _tl_py_executor_restored(ud, executor_id, host):  # type: ignore[no-untyped-
 @ffi.def_extern()
 def _tl_py_clock(ud):  # type: ignore[no-untyped-def]
     s = _sched(ud)
-    return 0 if s is None else s._clock()
+    if s is None:
+        return 0
+    try:
+        now = s._clock()
+        s._last_now = now
+        return now
+    except BaseException as e:  # raised by the next dispatch(); time stands still meanwhile
+        s._errors.append(e)
+        return s._last_now
 
 
 @ffi.def_extern()
@@ -918,7 +1005,10 @@ def _tl_py_journal(ud, line):  # type: ignore[no-untyped-def]
 def _tl_py_events_ready(ud):  # type: ignore[no-untyped-def]
     s = _sched(ud)
     if s is not None:
-        s._events_ready()
+        try:
+            s._events_ready()
+        except BaseException as e:  # raised by the next dispatch()
+            s._errors.append(e)
 
 
 @ffi.def_extern()

@@ -243,3 +243,24 @@ PoolStatus = _struct_record("tl_pool_status", "PoolStatus", "One pool (pool_get)
 TasksetStatus = _struct_record("tl_taskset_status", "TasksetStatus",
                                "What the ledger holds for one task set (taskset_get); ``info`` "
                                "is its TasksetInfo.")
+ResourceInfo = _struct_record("tl_resource_info", "ResourceInfo",
+                              "One resource of one executor (executor_resources), or summed over "
+                              "every executor (resource_totals); used counts SHARE_UNIT per "
+                              "whole address.")
+AddressInfo = _struct_record("tl_address_info", "AddressInfo",
+                             "One address of an executor's resource (executor_addresses).")
+Grant = _struct_record("tl_grant", "Grant",
+                       "One address an attempt holds: indices into its executor's declaration "
+                       "(resource, address) and its share (1: whole).")
+
+
+class ReconcileItem(_Record):
+    """One attempt a recovering executor reports (executor_reconcile_items)."""
+    __slots__ = ("tid", "taskset", "index", "attempt", "speculative", "ended")
+    _defaults = {"speculative": False, "ended": False}
+    tid: int
+    taskset: int
+    index: int
+    attempt: int
+    speculative: bool
+    ended: bool
