@@ -7,7 +7,9 @@ alive, which task runs where, what must run again when a worker goes away. The d
 the rest: the job's DAG (run the reduce stage once every map output exists), where the map
 outputs are, and the pipes.
 
-    /usr/bin/python3 mapreduce.py                  # 4 workers, 12 maps, 4 reduces, one worker killed
+    /usr/bin/python3 mapreduce.py                  # 4 workers, 12 maps, 4 reduces; a worker
+                                                   # is killed while the maps run
+    /usr/bin/python3 mapreduce.py --kill-during reduce   # ... while the reduces run
     /usr/bin/python3 mapreduce.py --no-kill        # the same job, nobody killed
 
 How the pieces meet (the pattern any runtime on taskledger follows):
@@ -22,6 +24,12 @@ How the pieces meet (the pattern any runtime on taskledger follows):
     the attempts it was running (task_ended, EndKind.EXECUTOR_LOST) and, while the map stage
     is still active, the map outputs it held (EndKind.RESUBMITTED); the ledger puts those
     indices back to pending and the next offer rounds run them on other workers.
+  * Once the map stage is over, the ledger no longer answers for its outputs: the DAG does.
+    A worker lost then takes map outputs the reduce stage needs, so the driver submits a new
+    attempt of the map stage for those (s.partition_completed marks the rest done), and a
+    reduce task that could not read its input fails with EndKind.FETCH_FAILED, which makes
+    its task set zombie; a new attempt of the reduce stage runs what is left (as Spark's
+    DAGScheduler does).
 
 One worker is killed mid-job with SIGKILL, and the driver also stops reading its pipe, as if
 the whole machine had dropped off the network: no exit message, no end-of-file. Only the
@@ -44,6 +52,7 @@ from collections import Counter
 import taskledger as tl
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+STAGE_NAMES = ("map", "reduce")
 
 
 def make_text(seed, nwords):
@@ -91,9 +100,11 @@ class Driver:
         self.wakeup = asyncio.Event()
         self.done = self.loop.create_future()  # the job's end, or the first error
         self.workers = {}
-        self.map_outputs = {}      # map index -> (executor id, [file per reduce partition])
+        self.map_outputs = {}      # map index -> executor id, for the outputs that exist
+        self.map_files = {}        # map index -> [file per reduce partition], where last written
         self.reduce_results = {}   # reduce index -> {word: count}
-        self.reduce_submitted = False
+        self.attempts = [-1, -1]   # the latest attempt of each stage
+        self.live = [False, False]  # whether that attempt still has indices to run
         self.stages = []
         self.ends = Counter()      # EndKind name -> how many attempts ended so
         self.stale_updates = 0
@@ -118,27 +129,49 @@ class Driver:
 
     # ---- the job's DAG ---------------------------------------------------------------------
 
-    def submit_map_stage(self):
-        nreduce = self.args.reducers
-        stage = Stage(0, self.args.partitions,
-                      lambda m: {"map": m, "nreduce": nreduce, "text": self.chunks[m]})
-        self.stages.append(stage)
-        # shuffle_map: a map output lives on the worker that wrote it, so the ledger reruns a
-        # finished map task whose worker is lost while the stage is active.
-        self.s.submit(stage.ntasks, stage_id=0, shuffle_map=True, payload=stage)
+    def submit_stage(self, stage_id):
+        """Submit a new attempt of a stage; the indices already done count as done there.
 
-    def submit_reduce_stage(self):
-        # Reduce task r reads partition r of every map output, from wherever it is now.
-        stage = Stage(1, self.args.reducers,
-                      lambda r: {"inputs": [self.map_outputs[m][1][r]
-                                            for m in range(self.args.partitions)]})
+        The first attempt of each stage runs every task. A later one (the map stage after a
+        worker took map outputs with it once the stage was over, the reduce stage after a
+        reduce task could not fetch them) runs only what is missing."""
+        n = self.args.partitions if stage_id == 0 else self.args.reducers
+        if stage_id == 0:
+            nreduce = self.args.reducers
+            stage = Stage(0, n, lambda m: {"map": m, "nreduce": nreduce, "text": self.chunks[m]})
+            done = self.map_outputs
+        else:
+            # Reduce task r reads partition r of every map output, from where it was last
+            # written (if that worker is gone, the read fails and says so: FETCH_FAILED).
+            stage = Stage(1, n, lambda r: {"inputs": [self.map_files[m][r] for m in range(
+                self.args.partitions)]})
+            done = self.reduce_results
         self.stages.append(stage)
-        self.reduce_submitted = True
-        self.s.submit(stage.ntasks, stage_id=1, payload=stage)
+        self.attempts[stage_id] += 1
+        self.live[stage_id] = True
+        # shuffle_map: a map output lives on the worker that wrote it, so the ledger itself
+        # reruns a finished map task whose worker is lost while the stage is active.
+        self.s.submit(n, stage_id=stage_id, stage_attempt=self.attempts[stage_id],
+                      shuffle_map=(stage_id == 0), payload=stage)
+        for index in done:
+            self.s.partition_completed(stage_id, index)
+        if self.attempts[stage_id] > 0:
+            self.log("stage %d attempt %d submitted for %s" % (
+                stage_id, self.attempts[stage_id], sorted(set(range(n)) - set(done))))
+
+    def stage_progress(self):
+        """The DAG: the reduce stage runs once every map output exists."""
+        if len(self.map_outputs) == self.args.partitions:
+            self.live[0] = False
+            if not self.live[1] and len(self.reduce_results) < self.args.reducers:
+                self.submit_stage(1)
+        elif not self.live[0]:
+            self.submit_stage(0)
 
     def check_done(self):
         if (len(self.reduce_results) == self.args.reducers
                 and all(st.released for st in self.stages) and not self.done.done()):
+            self.final_map_outputs = dict(self.map_outputs)  # where the job found them
             self.done.set_result(None)
 
     def fail(self, why):
@@ -151,27 +184,32 @@ class Driver:
         self.ends[end.kind.name] += 1
         if end.kind == tl.EndKind.SUCCESS:
             if task.stage_id == 0:
-                self.map_outputs[task.index] = (task.executor_id, end.result["files"])
+                self.map_outputs[task.index] = task.executor_id
+                self.map_files[task.index] = end.result["files"]
                 self.workers[task.executor_id].maps_done.add(task.index)
-                if len(self.map_outputs) == self.args.partitions and not self.reduce_submitted:
-                    self.submit_reduce_stage()
             else:
                 self.reduce_results[task.index] = end.result
+                if task.stage_attempt != self.attempts[1]:
+                    # A result from an older attempt: the current one need not run it.
+                    self.s.partition_completed(1, task.index)
                 self.check_done()
+            self.stage_progress()
         elif end.kind == tl.EndKind.RESUBMITTED:
-            # The output of this finished map task was on the lost worker: the index is
-            # pending again and will run elsewhere.
+            # The output of this finished map task was on the lost worker: the ledger made
+            # the index pending again (the map stage is still active), and it runs elsewhere.
             self.map_outputs.pop(task.index, None)
             self.log("map %d: its output was on %s, resubmitted" % (task.index, task.executor_id))
         elif end.kind == tl.EndKind.EXECUTOR_LOST:
             self.log("stage %d task %d: attempt %d lost with %s, pending again"
                      % (task.stage_id, task.index, task.attempt, task.executor_id))
         elif end.kind == tl.EndKind.FETCH_FAILED:
-            # A map output vanished after the map stage was done. A full DAG scheduler would
-            # run the missing map tasks again as a new attempt of stage 0 (Spark does); this
-            # example only kills a worker while the map stage runs, where the ledger itself
-            # reruns lost outputs.
-            self.fail("reduce %d could not fetch its input: %s" % (task.index, end.message))
+            # A map output it needs is gone. The ledger made this reduce attempt zombie: it
+            # launches nothing more. The DAG runs the missing map tasks (executor_lost below
+            # has started that) and then a new attempt of the reduce stage.
+            self.log("reduce %d could not fetch its input (%s)" % (task.index, end.message))
+            if task.stage_attempt == self.attempts[1]:
+                self.live[1] = False
+                self.stage_progress()
         else:
             self.log("stage %d task %d failed (%s: %s), the ledger retries it"
                      % (task.stage_id, task.index, end.kind.name, end.message))
@@ -193,6 +231,15 @@ class Driver:
             self.loss_time = time.monotonic()
             self.log("%s lost: %s, %.2f s after it was killed" % (
                 executor_id, reason.kind.name, self.loss_time - (self.kill_time or 0)))
+        # Its map outputs are gone. While the map stage runs, the ledger reruns them itself
+        # (task_ended, RESUBMITTED); once it is over, the DAG must run them again.
+        gone = sorted(m for m, ex in self.map_outputs.items() if ex == executor_id)
+        for m in gone:
+            del self.map_outputs[m]
+        if gone and not self.live[0] and not self.shutting_down:
+            self.log("map outputs %s were on %s after the map stage: it runs again for them"
+                     % (gone, executor_id))
+            self.stage_progress()
         # Its disk goes with it: the map outputs there are gone for good.
         shutil.rmtree(os.path.join(self.shuffle_root, executor_id), ignore_errors=True)
         if worker.proc.returncode is None and not self.shutting_down:
@@ -226,21 +273,22 @@ class Driver:
         msg = {"type": "launch", "tid": launch.tid, "stage": launch.stage_id,
                "index": launch.index, "task": stage.make_task(launch.index)}
         self.write(worker, msg)
-        if (not self.args.no_kill and self.victim is None and launch.stage_id == 0
+        if (self.args.kill_during is not None and self.victim is None
+                and STAGE_NAMES[launch.stage_id] == self.args.kill_during
                 and len(worker.maps_done) >= self.args.kill_after):
-            self.kill(worker, launch.index)
+            self.kill(worker, launch)
 
-    def kill(self, worker, running_index):
+    def kill(self, worker, launch):
         """Make `worker` vanish: SIGKILL it and stop reading its pipe."""
         self.victim = worker
         self.victim_maps = sorted(worker.maps_done)
-        self.victim_running = running_index
+        self.victim_task = "%s %d" % (STAGE_NAMES[launch.stage_id], launch.index)
         os.kill(worker.proc.pid, signal.SIGKILL)
         worker.reader.cancel()
         worker.cut = True
         self.kill_time = time.monotonic()
-        self.log("killed %s (pid %d): it holds map outputs %s and runs map %d"
-                 % (worker.executor_id, worker.proc.pid, self.victim_maps, running_index))
+        self.log("killed %s (pid %d): it holds map outputs %s and runs %s"
+                 % (worker.executor_id, worker.proc.pid, self.victim_maps, self.victim_task))
 
     def write(self, worker, msg):
         if worker.cut or worker.proc.stdin.is_closing():
@@ -257,10 +305,17 @@ class Driver:
             except Exception as e:
                 self.fail("message from %s: %r" % (worker.executor_id, e))
                 return
-        if not worker.lost and not self.shutting_down:
+        if not self.shutting_down:
             # It exited, or closed its pipe: no need to wait for the heartbeat timeout.
-            self.s.executor_lost(worker.executor_id, tl.LossKind.PROCESS_LOST,
-                                 message="worker exited")
+            self.lose(worker, tl.LossKind.PROCESS_LOST, "worker exited")
+
+    def lose(self, worker, kind, message):
+        """Tell the ledger a worker is gone (unless it has found out already)."""
+        if worker.registered and not worker.lost:
+            try:
+                self.s.executor_lost(worker.executor_id, kind, message=message)
+            except tl.EGONE:
+                pass  # lost by a tick whose executor_lost event is not delivered yet
 
     def on_message(self, worker, msg, size):
         kind = msg["type"]
@@ -268,8 +323,12 @@ class Driver:
             self.s.executor_add(worker.executor_id, msg["host"], msg["cores"], ud=worker)
             worker.registered = True
         elif kind == "heartbeat":
-            if worker.registered and not worker.lost:
+            try:
                 self.s.executor_heartbeat(worker.executor_id)
+            except (tl.EGONE, tl.ESTATE):
+                # Lost already (maybe by a tick whose executor_lost event waits for the next
+                # dispatch): a heartbeat does not undo a loss.
+                pass
         elif kind == "status":
             state = tl.TaskState[msg["state"]]
             extra = {}
@@ -279,9 +338,9 @@ class Driver:
                 extra = {"failure": tl.EndKind[msg["failure"]], "message": msg.get("message")}
             try:
                 self.s.status_update(worker.executor_id, msg["tid"], state, **extra)
-            except (tl.ESTALE, tl.EOWNER):
-                # An update for an attempt the ledger has already ended (say, a worker that
-                # was declared lost and spoke again): the ledger refused it, nothing changed.
+            except (tl.ESTALE, tl.EOWNER, tl.EGONE):
+                # An update for an attempt the ledger has already ended, or from a worker it
+                # has already declared lost: refused, nothing changed.
                 self.stale_updates += 1
 
     def log(self, text):
@@ -304,7 +363,7 @@ class Driver:
             worker.reader = asyncio.ensure_future(self.read_worker(worker))
         pump = asyncio.ensure_future(self.pump())
         ticker = asyncio.ensure_future(self.ticker())
-        self.submit_map_stage()
+        self.submit_stage(0)
         self.wakeup.set()
         try:
             await asyncio.wait_for(asyncio.shield(self.done), self.args.timeout)
@@ -319,9 +378,8 @@ class Driver:
         for t in tasks:
             t.cancel()
         for w in self.workers.values():
-            if w.registered and not w.lost:
-                self.write(w, {"type": "shutdown"})
-                self.s.executor_lost(w.executor_id, tl.LossKind.EXITED, message="job done")
+            self.write(w, {"type": "shutdown"})
+            self.lose(w, tl.LossKind.EXITED, "job done")
             if w.proc.stdin and not w.proc.stdin.is_closing():
                 w.proc.stdin.close()
         self.s.dispatch()
@@ -343,10 +401,13 @@ def main(argv=None):
     p.add_argument("--reducers", type=int, default=4, help="reduce tasks (default 4)")
     p.add_argument("--words", type=int, default=60000, help="words of text (default 60000)")
     p.add_argument("--seed", type=int, default=1, help="seed of the text (default 1)")
-    p.add_argument("--no-kill", action="store_true", help="kill no worker")
+    p.add_argument("--kill-during", choices=STAGE_NAMES, default="map",
+                   help="the stage during which a worker is killed (default map)")
+    p.add_argument("--no-kill", dest="kill_during", action="store_const", const=None,
+                   help="kill no worker")
     p.add_argument("--kill-after", type=int, default=2,
-                   help="kill the first worker sent a map task while it holds this many map "
-                        "outputs (default 2)")
+                   help="the victim is the first worker sent a task of that stage while it "
+                        "holds this many map outputs (default 2)")
     p.add_argument("--task-ms", type=float, default=40,
                    help="extra time each task takes, in ms (default 40)")
     p.add_argument("--heartbeat-timeout", type=float, default=1.0,
@@ -354,7 +415,7 @@ def main(argv=None):
     p.add_argument("--timeout", type=float, default=60, help="give up after this many seconds")
     p.add_argument("-v", "--verbose", action="store_true", help="log what happens")
     args = p.parse_args(argv)
-    if args.workers < 2 and not args.no_kill:
+    if args.workers < 2 and args.kill_during is not None:
         p.error("killing a worker needs at least 2 workers")
 
     text = make_text(args.seed, args.words)
@@ -398,18 +459,24 @@ def main(argv=None):
         v = driver.victim.executor_id
         lost = driver.ends["EXECUTOR_LOST"]
         resubmitted = driver.ends["RESUBMITTED"]
-        moved = all(ex != v for ex, _ in driver.map_outputs.values())
-        print("killed %s while it ran map %d and held map outputs %s; lost by heartbeat "
-              "timeout after %.2f s" % (v, driver.victim_running, driver.victim_maps,
+        moved = all(ex != v for ex in getattr(driver, "final_map_outputs", {v: v}).values())
+        print("killed %s while it ran %s and held map outputs %s; lost by heartbeat "
+              "timeout after %.2f s" % (v, driver.victim_task, driver.victim_maps,
                                         (driver.loss_time or 0) - driver.kill_time))
         print("rerun: %d attempt(s) ended EXECUTOR_LOST, %d map output(s) RESUBMITTED, "
-              "all ran again on other workers" % (lost, resubmitted))
-        if driver.loss_time is None or lost < 1 or resubmitted < len(driver.victim_maps) \
-                or not moved:
+              "%d FETCH_FAILED; map stage ran %d time(s), reduce stage %d; all ran again on "
+              "other workers" % (lost, resubmitted, driver.ends["FETCH_FAILED"],
+                                 driver.attempts[0] + 1, driver.attempts[1] + 1))
+        if args.kill_during == "map":
+            rerun = resubmitted >= len(driver.victim_maps)   # by the ledger
+        else:
+            rerun = driver.attempts[0] >= 1                   # by the DAG
+        if driver.loss_time is None or lost < 1 or not rerun or not moved:
             problems.append("the killed worker's tasks did not all run again elsewhere")
-    elif not args.no_kill:
-        problems.append("no worker was killed: no worker held %d map outputs while maps were "
-                        "left (more --partitions, or a smaller --kill-after)" % args.kill_after)
+    elif args.kill_during is not None:
+        problems.append("no worker was killed: no worker held %d map outputs when sent a %s "
+                        "task (more --partitions, or a smaller --kill-after)"
+                        % (args.kill_after, args.kill_during))
     else:
         print("rerun: none (no worker killed)")
     print("ledger %s: %d task sets, %d running attempts, %d pending tasks, %d live executors; "

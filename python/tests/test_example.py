@@ -19,19 +19,45 @@ def run(*argv):
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def test_mapreduce_reruns_the_killed_workers_tasks_and_drains():
-    # Two seconds of silence make a loss (the example's default is one): a busy CI machine
-    # that stalls the driver for a second must not make a healthy worker look dead.
-    rc, out, err = run(EXAMPLE, "--heartbeat-timeout", "2")
+def rerun_counts(out):
+    m = re.search(r"rerun: (\d+) attempt\(s\) ended EXECUTOR_LOST, (\d+) map output\(s\) "
+                  r"RESUBMITTED, (\d+) FETCH_FAILED; map stage ran (\d+) time\(s\), reduce stage "
+                  r"(\d+); all ran again on other workers", out)
+    assert m, out
+    return [int(g) for g in m.groups()]
+
+
+DRAINED = r"ledger drained: 0 task sets, 0 running attempts, 0 pending tasks, 0 live executors"
+
+# Two seconds of silence make a loss (the example's default is one): a busy CI machine that
+# stalls the driver for a second must not make a healthy worker look dead.
+HEARTBEAT = ("--heartbeat-timeout", "2")
+
+
+def test_mapreduce_reruns_a_worker_lost_during_the_map_stage():
+    rc, out, err = run(EXAMPLE, *HEARTBEAT)
     assert rc == 0, out + err
     assert "matches a direct count" in out, out
-    # The killed worker was found by its missing heartbeats, and what it ran or held ran again.
-    m = re.search(r"rerun: (\d+) attempt\(s\) ended EXECUTOR_LOST, (\d+) map output\(s\) "
-                  r"RESUBMITTED, all ran again on other workers", out)
-    assert m, out
-    assert int(m.group(1)) >= 1 and int(m.group(2)) >= 1, out
+    # Found by its missing heartbeats: the map it ran ended EXECUTOR_LOST and the outputs it
+    # held RESUBMITTED (the stage was active), all in the first attempt of each stage.
     assert "lost by heartbeat timeout" in out, out
-    assert re.search(r"ledger drained: 0 task sets, 0 running attempts, 0 pending tasks", out), out
+    lost, resubmitted, fetch_failed, map_runs, reduce_runs = rerun_counts(out)
+    assert lost >= 1 and resubmitted >= 2, out
+    assert (fetch_failed, map_runs, reduce_runs) == (0, 1, 1), out
+    assert re.search(DRAINED, out), out
+
+
+def test_mapreduce_reruns_the_maps_of_a_worker_lost_during_the_reduce_stage():
+    # Enough workers that the lost reduce task runs again at once, before the map outputs it
+    # needs exist again: it fails with FETCH_FAILED, and the reduce stage runs a second time.
+    rc, out, err = run(EXAMPLE, *HEARTBEAT, "--kill-during", "reduce", "--workers", "8",
+                       "--partitions", "16", "--reducers", "8")
+    assert rc == 0, out + err
+    assert "matches a direct count" in out, out
+    lost, resubmitted, fetch_failed, map_runs, reduce_runs = rerun_counts(out)
+    assert lost >= 1 and resubmitted == 0 and map_runs == 2, out
+    assert fetch_failed >= 1 and reduce_runs == 2, out
+    assert re.search(DRAINED, out), out
 
 
 def test_mapreduce_without_a_kill():
