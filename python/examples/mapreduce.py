@@ -93,9 +93,10 @@ class Worker:
 
 
 class Driver:
+    """The job's driver: its DAG, the ledger's handler, the offer loop and the pipes."""
+
     def __init__(self, args, text):
         self.args = args
-        self.text = text
         self.loop = asyncio.get_running_loop()
         self.wakeup = asyncio.Event()
         self.done = self.loop.create_future()  # the job's end, or the first error
@@ -161,9 +162,11 @@ class Driver:
 
     def stage_progress(self):
         """The DAG: the reduce stage runs once every map output exists."""
+        if len(self.reduce_results) == self.args.reducers:
+            return  # the job has its answer
         if len(self.map_outputs) == self.args.partitions:
             self.live[0] = False
-            if not self.live[1] and len(self.reduce_results) < self.args.reducers:
+            if not self.live[1]:
                 self.submit_stage(1)
         elif not self.live[0]:
             self.submit_stage(0)
