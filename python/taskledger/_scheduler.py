@@ -115,8 +115,9 @@ class Scheduler:
     deferred: a call queues its events and returns; ``dispatch()`` delivers them, in order, to the
     handler's methods, on the thread that calls it, never while the library's lock is held.
 
-    ``handler`` is any object; each event (see ``EVENTS``) that it has as an attribute is called
-    with the event's arguments. ``clock`` is a callable returning monotonic nanoseconds (None: the
+    ``handler`` is any object; each event (see ``EVENTS``) that it has as an attribute when the
+    Scheduler is made is called with the event's arguments (the others are not delivered, and
+    the library does not even make those it can leave out). ``clock`` is a callable returning monotonic nanoseconds (None: the
     library's), ``journal`` a callable taking each journal line (docs/journal.md),
     ``events_ready`` a callable run when events wait and no wake-up is pending (from whatever
     thread made them). The other keyword arguments are tl_config's fields by name (``CONFIG_FIELDS``:
@@ -598,7 +599,8 @@ class Scheduler:
     def resource_offers(self, offers: Sequence[Union[Offer, Tuple[str, int]]],
                         cap: Optional[int] = None) -> List[Launch]:
         """Fills the offers' free cores with pending tasks and returns the launches, each naming
-        the executor to run it on. ``cap`` bounds the launches (default: the cores offered)."""
+        the executor to run it on. ``cap`` bounds the launches (default: the cores offered, at
+        most 65,536; the tasks a round leaves for want of room wait for the next round)."""
         s = self._live()
         offers = list(offers)
         n = len(offers)
@@ -739,11 +741,9 @@ class Scheduler:
         size = 8192
         while True:
             buf = ffi.new("char[]", size)
-            rc = lib.tl_metrics_text(self._live(), buf, size, needed)
-            if rc == 0 and needed[0] < size:
+            raise_for(lib.tl_metrics_text(self._live(), buf, size, needed), "tl_metrics_text")
+            if needed[0] < size:  # it fit; else a buffer of needed + 1 holds it (values grow)
                 return _string(buf).decode()
-            if rc not in (0, lib.TL_ENOMEM, lib.TL_EINVAL) or needed[0] < size:
-                raise_for(rc, "tl_metrics_text")
             size = needed[0] + 1
 
     # --- snapshot --------------------------------------------------------------------------
