@@ -61,7 +61,7 @@ unsigned int tl_version(void);
 const char *tl_version_string(void);
 
 int tl_replace_allocator(void *(*malloc_fn)(size_t), void *(*realloc_fn)(void *, size_t),
-                                   void *(*calloc_fn)(size_t, size_t), void (*free_fn)(void *));
+                         void *(*calloc_fn)(size_t, size_t), void (*free_fn)(void *));
 
 typedef uint64_t tl_tid;
 typedef uint64_t tl_taskset_id;
@@ -308,19 +308,19 @@ int tl_scheduler_abandon(tl_scheduler *s);
 int tl_dispatch(tl_scheduler *s);
 
 int tl_snapshot(tl_scheduler *s, int (*write)(void *ud, const void *buf, size_t n),
-                          void *ud);
+                void *ud);
 
 int tl_dispatch_snapshot(tl_scheduler *s,
-                                   int (*write)(void *ud, const void *buf, size_t n), void *ud);
+                         int (*write)(void *ud, const void *buf, size_t n), void *ud);
 
 int tl_scheduler_restore(const tl_config *cfg, const tl_callbacks *cb,
-                                   int (*read)(void *ud, void *buf, size_t n), void *ud,
-                                   tl_scheduler **out);
+                         int (*read)(void *ud, void *buf, size_t n), void *ud,
+                         tl_scheduler **out);
 
 uint64_t tl_epoch(const tl_scheduler *s);
 
 int tl_executor_reconcile(tl_scheduler *s, const char *executor_id, const tl_tid *running,
-                                    size_t n, tl_tid *unknown, size_t ucap, size_t *nunknown);
+                          size_t n, tl_tid *unknown, size_t ucap, size_t *nunknown);
 
 typedef struct tl_reconcile_item {
   tl_tid tid;
@@ -333,8 +333,8 @@ typedef struct tl_reconcile_item {
 } tl_reconcile_item;
 
 int tl_executor_reconcile_items(tl_scheduler *s, const char *executor_id,
-                                          const tl_reconcile_item *items, size_t n,
-                                          tl_tid *unknown, size_t ucap, size_t *nunknown);
+                                const tl_reconcile_item *items, size_t n,
+                                tl_tid *unknown, size_t ucap, size_t *nunknown);
 
 typedef struct tl_executor_desc {
   const char *id;
@@ -351,12 +351,12 @@ typedef struct tl_executor_desc {
 int tl_executor_add(tl_scheduler *s, const tl_executor_desc *d);
 
 int tl_executor_lost(tl_scheduler *s, const char *executor_id,
-                               const tl_loss_reason *reason);
+                     const tl_loss_reason *reason);
 
 int tl_executor_heartbeat(tl_scheduler *s, const char *executor_id);
 
 int tl_executor_decommission(tl_scheduler *s, const char *executor_id,
-                                       const char *message);
+                             const char *message);
 
 typedef struct tl_executor_status {
   tl_executor_state state;
@@ -388,7 +388,7 @@ typedef struct tl_executor_info {
 int tl_executor_list(tl_scheduler *s, tl_executor_info *out, size_t cap, size_t *n);
 
 int tl_executor_frozen(tl_scheduler *s, const char *executor_id, tl_tid *tids, size_t cap,
-                                 size_t *n);
+                       size_t *n);
 
 typedef struct tl_location {
   const char *host;
@@ -436,15 +436,15 @@ typedef struct tl_taskset_desc {
 int tl_submit(tl_scheduler *s, const tl_taskset_desc *d, tl_taskset_id *out);
 
 int tl_pool_add(tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
-                          uint32_t min_share);
+                uint32_t min_share);
 
 #define TL_POOL_DEPTH_MAX 8
 
 int tl_pool_add_child(tl_scheduler *s, const char *parent, const char *name,
-                                tl_sched_mode mode, uint32_t weight, uint32_t min_share);
+                      tl_sched_mode mode, uint32_t weight, uint32_t min_share);
 
 int tl_pool_set(tl_scheduler *s, const char *name, tl_sched_mode mode, uint32_t weight,
-                          uint32_t min_share);
+                uint32_t min_share);
 
 typedef struct tl_pool_status {
   tl_sched_mode mode;
@@ -467,10 +467,10 @@ int tl_kill_stage(tl_scheduler *s, uint32_t stage_id, bool interrupt, const char
 int tl_cancel_stage(tl_scheduler *s, uint32_t stage_id, const char *reason);
 
 int tl_cancel_tag(tl_scheduler *s, const char *tag, bool interrupt, const char *reason,
-                            size_t *ntasksets);
+                  size_t *ntasksets);
 
 int tl_kill_tag(tl_scheduler *s, const char *tag, bool interrupt, const char *reason,
-                          size_t *ntasksets);
+                size_t *ntasksets);
 
 int tl_partition_completed(tl_scheduler *s, uint32_t stage_id, uint32_t index);
 
@@ -508,7 +508,7 @@ typedef struct tl_tag_info {
 } tl_tag_info;
 
 int tl_taskset_tags(tl_scheduler *s, tl_taskset_id id, tl_tag_info *out, size_t cap,
-                              size_t *n);
+                    size_t *n);
 
 typedef struct tl_place_info {
   bool host;
@@ -516,7 +516,7 @@ typedef struct tl_place_info {
 } tl_place_info;
 
 int tl_taskset_placement(tl_scheduler *s, tl_taskset_id id, tl_place_info *out,
-                                   size_t cap, size_t *n);
+                         size_t cap, size_t *n);
 
 typedef struct tl_offer {
   const char *executor_id;
@@ -547,11 +547,11 @@ typedef struct tl_launch {
 } tl_launch;
 
 int tl_resource_offers(tl_scheduler *s, const tl_offer *offers, size_t noffers,
-                                 tl_launch *out, size_t cap, size_t *nout);
+                       tl_launch *out, size_t cap, size_t *nout);
 
 int tl_resource_offers_grants(tl_scheduler *s, const tl_offer *offers, size_t noffers,
-                                        tl_launch *out, size_t cap, size_t *nout, tl_grant *grants,
-                                        size_t gcap, size_t *ngrants);
+                              tl_launch *out, size_t cap, size_t *nout, tl_grant *grants,
+                              size_t gcap, size_t *ngrants);
 
 typedef struct tl_resource_info {
   char name[TL_RESOURCE_NAME_MAX];
@@ -567,15 +567,15 @@ typedef struct tl_address_info {
 } tl_address_info;
 
 int tl_executor_resources(tl_scheduler *s, const char *executor_id,
-                                    tl_resource_info *out, size_t cap, size_t *n);
+                          tl_resource_info *out, size_t cap, size_t *n);
 
 int tl_executor_addresses(tl_scheduler *s, const char *executor_id, uint32_t resource,
-                                    tl_address_info *out, size_t cap, size_t *n);
+                          tl_address_info *out, size_t cap, size_t *n);
 
 int tl_resource_totals(tl_scheduler *s, tl_resource_info *out, size_t cap, size_t *n);
 
 int tl_attempt_grants(tl_scheduler *s, tl_tid tid, tl_grant *out, size_t cap,
-                                size_t *n);
+                      size_t *n);
 
 typedef enum tl_task_state {
   TL_TASK_RUNNING = 0,
@@ -604,10 +604,10 @@ typedef struct tl_update {
 } tl_update;
 
 int tl_status_update(tl_scheduler *s, const char *executor_id, tl_tid tid,
-                               const tl_update *u);
+                     const tl_update *u);
 
 int tl_status_updates(tl_scheduler *s, const char *executor_id, const tl_tid *tids,
-                                const tl_update *updates, size_t n, int *results);
+                      const tl_update *updates, size_t n, int *results);
 
 uint64_t tl_tick(tl_scheduler *s);
 

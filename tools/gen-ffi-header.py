@@ -144,6 +144,7 @@ def generate(source):
     templates = {}  # TL__X_ENUM -> (prefix, has sentence arg)
     depth_skip = 0  # nesting depth inside a skipped conditional
     guard_open = False
+    exported = False  # inside a TL_EXTERN declaration that spans lines
     for line, raw in lines:
         if depth_skip:
             if not GLUE.match(line) and line:
@@ -197,7 +198,14 @@ def generate(source):
         m = re.match(r"(TL_\w+) = (.+?),?$", line)
         if m and not line.startswith("TL_EXTERN"):
             constants[m.group(1)] = evaluate(m.group(2), constants)
-        raw = re.sub(r"^TL_EXTERN ", "", raw)
+        if raw.startswith("TL_EXTERN "):
+            # A declaration's continuation lines are aligned under its parenthesis: they move
+            # left with it.
+            raw = raw[len("TL_EXTERN "):]
+            exported = not raw.endswith(";")
+        elif exported and raw.startswith(" " * len("TL_EXTERN ")):
+            raw = raw[len("TL_EXTERN "):]
+            exported = not raw.endswith(";")
         if "TL_EXTERN" in raw or "##" in raw:
             raise GenError("unexpected macro use: %r" % line)
         out.append(raw)

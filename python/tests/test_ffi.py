@@ -47,3 +47,73 @@ def test_each_error_code_has_its_class():
 def test_version_is_the_library_s():
     assert tl.__version__ == "%d.%d.%d" % (tl.VERSION_MAJOR, tl.VERSION_MINOR, tl.VERSION_PATCH)
     assert lib.tl_version() == tl.VERSION_HEX
+
+
+# --- tools/gen-ffi-header.py -------------------------------------------------------------------
+
+import importlib.util  # noqa: E402
+
+import pytest  # noqa: E402
+
+GEN = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "gen-ffi-header.py")
+HEADER = os.path.join(os.path.dirname(__file__), "..", "..", "include", "taskledger.h")
+
+
+def load_generator():
+    spec = importlib.util.spec_from_file_location("gen_ffi_header", GEN)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_committed_ffi_header_is_what_the_generator_writes():
+    gen = load_generator()
+    with open(HEADER, encoding="utf-8") as f:
+        text = gen.generate(f.read())
+    with open(FFI_HEADER, encoding="utf-8") as f:
+        assert f.read() == text
+
+
+def test_the_generator_expands_tables_and_evaluates_constants():
+    gen = load_generator()
+    out = gen.generate("""#ifndef TASKLEDGER_H
+#define TASKLEDGER_H
+#include <stdint.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+#define TL_A 2 /* two */
+#define TL_B (TL_A << 4)
+#define TL_BIG UINT64_C(144403552893600)
+#define TL_X_MAP(XX) \\
+  XX(ONE, -1, "One, with a comma.") \\
+  XX(TWO, TL_A, "Two")
+typedef enum tl_x {
+#define TL__X_ENUM(name, value, sentence) TL_X_##name = (value),
+  TL_X_MAP(TL__X_ENUM)
+#undef TL__X_ENUM
+} tl_x;
+TL_EXTERN int tl_f(int a,
+                   int b);
+#ifdef __cplusplus
+}
+#endif
+#endif
+""")
+    assert "#define TL_B 32\n" in out and "#define TL_BIG 144403552893600\n" in out
+    assert "  TL_X_ONE = -1,\n  TL_X_TWO = 2,\n" in out
+    assert "int tl_f(int a,\n         int b);" in out
+    for gone in ("#if", "#include", "extern", "TL_EXTERN", "XX", "two"):
+        assert gone not in out
+
+
+@pytest.mark.parametrize("bad", [
+    "#ifdef SOMETHING\nint tl_hidden(void);\n#endif\n",  # a declaration in a conditional
+    "#define TL_C sizeof(int)\n",                          # a constant it cannot evaluate
+    "#define TL_D TL_UNKNOWN\n",                           # a name it does not know
+    "#pragma once\n",                                      # a directive it does not know
+])
+def test_the_generator_refuses_what_it_does_not_know(bad):
+    gen = load_generator()
+    with pytest.raises(gen.GenError):
+        gen.generate("#ifndef TASKLEDGER_H\n#define TASKLEDGER_H\n" + bad + "#endif\n")
