@@ -4,7 +4,7 @@ import weakref
 from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union)
 
 from ._taskledger import ffi, lib
-from ._types import (EINVAL, AddressInfo, Demand, EndKind, ExecutorInfo, ExecutorState,
+from ._types import (EINVAL, ENOENT, AddressInfo, Demand, EndKind, ExecutorInfo, ExecutorState,
                      ExecutorStatus, Grant, Launch, Locality, Location, LossKind, LossReason,
                      Offer, PoolStatus, ReconcileItem, ResourceInfo, ResourceRequest, SchedMode,
                      Spread, Stats, TaskEnd, TaskInfo, TaskState, TasksetInfo, TasksetStatus,
@@ -167,6 +167,7 @@ class Scheduler:
             self._forget()
             raise
         self._s = out[0]
+        self._resources = bool(self.resource_totals())
         return self
 
     def _prepare(self, handler: Any, clock: Any, journal: Any, events_ready: Any,
@@ -182,6 +183,7 @@ class Scheduler:
         self._errors: List[BaseException] = []
         self._silent = False
         self._last_now = 0
+        self._resources = False  # an executor declared resources: offers give grants
         # The library holds a handle to a weak reference: no cycle keeps the Scheduler alive.
         self._self_handle = ffi.new_handle(weakref.ref(self))
         cfg = ffi.new("tl_config *")
@@ -311,6 +313,7 @@ class Scheduler:
             keep.append(res)
             d.resources = res
             d.nresources = len(resources)
+            self._resources = True
         live = self._live()
         if ud is not None:
             d.ud = self._uds.put(ud)
@@ -570,7 +573,28 @@ class Scheduler:
     def attempt_grants(self, tid: int) -> List[Grant]:
         """The addresses a running (or frozen) attempt holds. ESTALE."""
         return self._list("tl_grant", lib.tl_attempt_grants, tid,
-                          convert=lambda g: _convert(Grant, g))
+                          convert=lambda g: Grant(g.resource, g.address, g.share))
+
+    def grant_addresses(self, executor_id: str,
+                        grants: Iterable[Grant]) -> Dict[str, List[str]]:
+        """The addresses grants name (a launch's or a task's), by resource name, as the executor
+        declared them: {"gpu": ["1"]}, what a runtime puts in CUDA_VISIBLE_DEVICES. ENOENT,
+        EGONE; ENOENT also for a grant the executor's declaration does not hold."""
+        grants = list(grants)
+        if not grants:
+            return {}
+        declared = self.executor_resources(executor_id)
+        addresses: Dict[int, List[AddressInfo]] = {}
+        names: Dict[str, List[str]] = {}
+        for g in grants:
+            if g.resource not in addresses:
+                addresses[g.resource] = self.executor_addresses(executor_id, g.resource)
+            if g.address >= len(addresses[g.resource]):
+                raise ENOENT("grant_addresses: %s holds no address %d of resource %d"
+                             % (executor_id, g.address, g.resource))
+            names.setdefault(declared[g.resource].name, []).append(
+                addresses[g.resource][g.address].address)
+        return names
 
     def executor_reconcile_items(self, executor_id: str,
                                  items: Iterable[ReconcileItem]) -> List[int]:
@@ -620,7 +644,15 @@ class Scheduler:
             cap = min(cores, _CHUNK)
         out = ffi.new("tl_launch[]", max(cap, 1))
         nout = ffi.new("size_t *")
-        raise_for(lib.tl_resource_offers(s, arr, n, out, cap, nout), "tl_resource_offers")
+        if self._resources:
+            # Executors declare resources: the launches' grants come with them.
+            gcap = min(cap * lib.TL_TASK_GRANTS_MAX, _CHUNK)
+            grants = ffi.new("tl_grant[]", max(gcap, 1))
+            ngrants = ffi.new("size_t *")
+            raise_for(lib.tl_resource_offers_grants(s, arr, n, out, cap, nout, grants, gcap,
+                                                    ngrants), "tl_resource_offers_grants")
+        else:
+            raise_for(lib.tl_resource_offers(s, arr, n, out, cap, nout), "tl_resource_offers")
         ud = self._uds.peek if self._uds else _none
         payload = self._payloads.peek if self._payloads else _none
         loc = _LOCALITY
@@ -629,7 +661,8 @@ class Scheduler:
             l = out[i]
             launches.append(Launch(l.tid, l.taskset, l.stage_id, l.stage_attempt, l.index,
                                    l.attempt, l.cpus, loc[l.locality], l.offer, ids[l.offer],
-                                   ud(l.executor_ud), l.speculative, payload(l.payload)))
+                                   ud(l.executor_ud), l.speculative, payload(l.payload),
+                                   _grants(l.grants, l.ngrants) if l.ngrants else ()))
         return launches
 
     # --- status updates --------------------------------------------------------------------
@@ -793,7 +826,6 @@ def _converter(cls: Any) -> List[Tuple[str, Any]]:
     conv = []
     ctype = {"ExecutorStatus": "tl_executor_status", "ExecutorInfo": "tl_executor_info",
              "ResourceInfo": "tl_resource_info", "AddressInfo": "tl_address_info",
-             "Grant": "tl_grant",
              "PoolStatus": "tl_pool_status", "TasksetStatus": "tl_taskset_status",
              "Stats": "tl_stats", "Demand": "tl_demand"}[cls.__name__]
     for name, field in ffi.typeof(ctype).fields:
@@ -841,12 +873,17 @@ def _deliver(s: Scheduler, name: str, *args: Any) -> None:
         s._errors.append(e)
 
 
+def _grants(p: Any, n: int) -> Tuple[Grant, ...]:
+    return tuple(Grant(g.resource, g.address, g.share) for g in p[0:n]) if n else ()
+
+
 def _task_info(s: Scheduler, t: Any) -> TaskInfo:
     eid = _string(t.executor_id).decode()
     return TaskInfo(t.tid, t.taskset, t.stage_id, t.stage_attempt, t.index, t.attempt, eid,
                     _string(t.host).decode(), _LOCALITY[t.locality], t.speculative,
                     s._payloads.peek(t.payload) if s._payloads else None,
-                    s._uds.peek(t.executor_ud) if s._uds else None)
+                    s._uds.peek(t.executor_ud) if s._uds else None,
+                    _grants(t.grants, t.ngrants) if t.ngrants else ())
 
 
 @ffi.def_extern()

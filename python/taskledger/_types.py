@@ -119,9 +119,19 @@ class Update(NamedTuple):
     no_retry: bool = False
 
 
+class Grant(NamedTuple):
+    """One address an attempt holds: indices into its executor's declaration (``resource`` in
+    executor_resources(), ``address`` in executor_addresses()) and its ``share`` (1: the whole
+    address; k: 1/k of it). Scheduler.grant_addresses() gives the names."""
+    resource: int
+    address: int
+    share: int
+
+
 class Launch(NamedTuple):
     """One attempt resource_offers() launched: run task ``index`` of task set ``taskset`` on
-    ``executor_id`` (``offer`` is the index of its offer in the call's list)."""
+    ``executor_id`` (``offer`` is the index of its offer in the call's list). ``grants``: the
+    addresses of the executor's resources it holds (empty without resources)."""
     tid: int
     taskset: int
     stage_id: int
@@ -135,10 +145,11 @@ class Launch(NamedTuple):
     executor_ud: Any
     speculative: bool
     payload: Any
+    grants: Tuple[Grant, ...] = ()
 
 
 class TaskInfo(NamedTuple):
-    """One attempt, as task_started and task_ended see it."""
+    """One attempt, as task_started and task_ended see it (``grants``: the addresses it holds)."""
     tid: int
     taskset: int
     stage_id: int
@@ -151,6 +162,7 @@ class TaskInfo(NamedTuple):
     speculative: bool
     payload: Any
     executor_ud: Any
+    grants: Tuple[Grant, ...] = ()
 
 
 class TaskEnd(NamedTuple):
@@ -215,7 +227,4 @@ ResourceInfo = _struct_record("tl_resource_info", "ResourceInfo",
                               "whole address.")
 AddressInfo = _struct_record("tl_address_info", "AddressInfo",
                              "One address of an executor's resource (executor_addresses).")
-Grant = _struct_record("tl_grant", "Grant",
-                       "One address an attempt holds: indices into its executor's declaration "
-                       "(resource, address) and its share (1: whole).")
 

@@ -118,3 +118,42 @@ def test_statuses_are_plain_python_values():
         s.dispatch()
         s.check()
         assert s.stats().tasksets_active == 0
+
+
+def test_launches_and_task_events_carry_their_grants():
+    started = []
+
+    class Handler:
+        def task_started(self, task):
+            started.append(task)
+
+    with tl.Scheduler(Handler()) as s:
+        s.executor_add("e", "h", 8, resources={"gpu": ["g0", "g1", "g2"], "nic": ["n0"]})
+        s.executor_add("plain", "h2", 8)
+        s.submit(2, stage_id=0, resources=[("gpu", 1), ("nic", 1, 2)])
+        s.submit(1, stage_id=1)
+        launches = s.resource_offers([("e", 8), ("plain", 8)])
+        s.check()
+        assert len(launches) == 3
+        with_gpu = [l for l in launches if l.stage_id == 0]
+        assert len(with_gpu) == 2
+        for l in with_gpu:
+            assert l.grants == tuple(s.attempt_grants(l.tid))
+            assert [(g.resource, g.share) for g in l.grants] == [(0, 1), (1, 2)]
+        # Whole GPUs go one a task; the NIC is shared, 1/2 each.
+        named = [s.grant_addresses(l.executor_id, l.grants) for l in with_gpu]
+        assert sorted(n["gpu"][0] for n in named) == ["g0", "g1"]
+        assert all(n["nic"] == ["n0"] for n in named)
+        plain = [l for l in launches if l.stage_id == 1]
+        assert plain[0].grants == () and s.grant_addresses(plain[0].executor_id, ()) == {}
+        s.dispatch()
+        assert {t.tid: t.grants for t in started} == {l.tid: l.grants for l in launches}
+        with pytest.raises(tl.ENOENT):
+            s.grant_addresses("e", [tl.Grant(0, 7, 1)])
+        with pytest.raises(tl.ENOENT):
+            s.grant_addresses("e", [tl.Grant(5, 0, 1)])
+        for l in launches:
+            s.status_update(l.executor_id, l.tid, tl.TaskState.FINISHED)
+        s.dispatch()
+        s.check()
+        drained(s)
