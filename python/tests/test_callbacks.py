@@ -154,6 +154,7 @@ def test_cancel_makes_failed_then_released(sched, rec):
     sched.cancel_stage(4)
     sched.dispatch()
     assert rec.names() == ["taskset_failed", "taskset_released"]
+    assert rec.of("taskset_released")[0][0].id == ts
     assert rec.of("taskset_released")[0][1] is payload
 
 

@@ -580,6 +580,7 @@ def test_submit_prefs_locality(sched):
     ts = sched.submit(2, stage_id=1,
                       prefs=[[tl.Location("h2", "e2")], [("h1", None)]])
     launches = sched.resource_offers([("e1", 1), ("e2", 1)])
+    assert {launch.taskset for launch in launches} == {ts}
     by_index = {launch.index: launch for launch in launches}
     assert by_index[0].executor_id == "e2"
     assert by_index[0].locality == tl.Locality.PROCESS_LOCAL
