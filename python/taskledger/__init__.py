@@ -10,12 +10,13 @@ See docs/python.md in the taskledger sources, and taskledger.h for each call's c
 """
 
 from ._taskledger import ffi as _ffi, lib as _lib
-from ._types import (AddressInfo, Grant, ReconcileItem, ResourceInfo, ECONFIG, ECORRUPT, EBUSY, EEXIST, EGONE, EINVAL, EIO, ENOENT, ENOMEM,
-                     EOWNER, ERESOURCE, ESNAPSHOT, ESTALE, ESTATE, EVERSION, TICK_NEVER, Demand,
-                     EndKind, ExecutorInfo, ExecutorState, ExecutorStatus, Launch, Locality,
-                     Location, LossKind, LossReason, Offer, PoolStatus, ResourceRequest, SchedMode,
-                     Spread, Stats, TaskEnd, TaskInfo, TaskState, TaskledgerError, TasksetInfo,
-                     TasksetStatus, Update, error_class)
+from ._types import (EBUSY, ECONFIG, ECORRUPT, EEXIST, EGONE, EINVAL, EIO, ENOENT, ENOMEM,
+                     EOWNER, ERESOURCE, ESNAPSHOT, ESTALE, ESTATE, EVERSION, TICK_NEVER,
+                     AddressInfo, Demand, EndKind, ExecutorInfo, ExecutorState, ExecutorStatus,
+                     Grant, Launch, Locality, Location, LossKind, LossReason, Offer, PoolStatus,
+                     ReconcileItem, ResourceInfo, ResourceRequest, SchedMode, Spread, Stats,
+                     TaskEnd, TaskInfo, TaskState, TaskledgerError, TasksetInfo, TasksetStatus,
+                     Update, error_class)
 from ._scheduler import CONFIG_FIELDS, EVENTS, RESOLVERS, Scheduler
 
 __version__ = _ffi.string(_lib.tl_version_string()).decode()

@@ -48,6 +48,7 @@ class TaskledgerError(Exception):
     without the prefix ("EINVAL"); the message is tl_strerror's sentence, with the detail the
     call adds (the function, and for ECORRUPT the violated invariant)."""
 
+    __module__ = "taskledger"
     code: int = 0
     name: str = "UNKNOWN"
 
