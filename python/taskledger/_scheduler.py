@@ -824,11 +824,7 @@ for _name, _fn in list(vars(Scheduler).items()):
 
 def _converter(cls: Any) -> List[Tuple[str, Any]]:
     conv = []
-    ctype = {"ExecutorStatus": "tl_executor_status", "ExecutorInfo": "tl_executor_info",
-             "ResourceInfo": "tl_resource_info", "AddressInfo": "tl_address_info",
-             "PoolStatus": "tl_pool_status", "TasksetStatus": "tl_taskset_status",
-             "Stats": "tl_stats", "Demand": "tl_demand"}[cls.__name__]
-    for name, field in ffi.typeof(ctype).fields:
+    for name, field in ffi.typeof(cls._ctype).fields:
         t = field.type
         if t.kind == "array" and t.item.cname == "char":
             conv.append((name, lambda v: _string(v).decode(errors="replace")))
@@ -895,7 +891,7 @@ def _tl_py_task_started(ud, task):  # type: ignore[no-untyped-def]
 
 @ffi.def_extern()
 def _tl_py_task_ended(ud, task, end):  # type: ignore[no-untyped-def]
-    result = _RESULTS.take(end.result) if end.result != _NULL else None
+    result = _RESULTS.take(end.result)  # None for NULL
     s = _sched(ud)
     if s is None or s._silent or s._handler is None or not hasattr(s._handler, "task_ended"):
         return

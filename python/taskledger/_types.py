@@ -207,6 +207,7 @@ def _struct_record(cname: str, pyname: str, doc: str) -> Any:
     cls = namedtuple(pyname, [f for f, _ in ffi.typeof(cname).fields])  # type: ignore[misc]
     cls.__doc__ = doc
     cls.__module__ = __name__
+    cls._ctype = cname  # the struct the binding converts it from
     return cls
 
 
